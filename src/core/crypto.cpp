@@ -1,0 +1,65 @@
+#include "core/crypto.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
+#include <sodium.h>
+
+#include <openssl/crypto.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/random.hpp"
+
+namespace sika::crypto {
+
+std::string sha256(std::string_view data) {
+  std::string out(SHA256_DIGEST_LENGTH, '\0');
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), reinterpret_cast<unsigned char*>(out.data()));
+  return out;
+}
+
+std::string hmac_sha256(std::string_view key, std::string_view data) {
+  std::string out(EVP_MAX_MD_SIZE, '\0');
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
+       data.size(), reinterpret_cast<unsigned char*>(out.data()), &len);
+  out.resize(len);
+  return out;
+}
+
+std::string secret_hash(std::string_view pepper, std::string_view secret) {
+  (void)random_bytes(0);  // ensures libsodium is initialised
+  unsigned char out[32];
+  crypto_generichash(out, sizeof out, reinterpret_cast<const unsigned char*>(secret.data()), secret.size(),
+                     reinterpret_cast<const unsigned char*>(pepper.data()),
+                     std::min<std::size_t>(pepper.size(), crypto_generichash_KEYBYTES_MAX));
+  return hex_encode(std::string_view(reinterpret_cast<const char*>(out), sizeof out));
+}
+
+bool secret_matches(std::string_view pepper, std::string_view secret, std::string_view hash) {
+  return constant_time_equal(secret_hash(pepper, secret), hash);
+}
+
+std::string password_hash(std::string_view password) {
+  (void)random_bytes(0);
+  char out[crypto_pwhash_STRBYTES];
+  if (crypto_pwhash_str(out, password.data(), password.size(), crypto_pwhash_OPSLIMIT_INTERACTIVE,
+                        crypto_pwhash_MEMLIMIT_INTERACTIVE) != 0)
+    throw std::runtime_error("argon2id: out of memory");
+  return out;
+}
+
+bool password_verify(std::string_view password, std::string_view encoded) {
+  (void)random_bytes(0);
+  std::string enc(encoded);
+  return crypto_pwhash_str_verify(enc.c_str(), password.data(), password.size()) == 0;
+}
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace sika::crypto

@@ -1,0 +1,94 @@
+#include "core/i18n.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <string>
+
+namespace sika::i18n {
+
+namespace {
+struct Entry {
+  std::string_view code, fr, en;
+};
+// Keep sorted by code: lookups are binary searches.
+constexpr Entry kMessages[] = {
+    {"access_denied", "Accès refusé.", "Access denied."},
+    {"already_exists", "Cet objet existe déjà.", "This object already exists."},
+    {"bad_request", "Requête invalide.", "Bad request."},
+    {"conflict", "Conflit avec l'état actuel de la ressource.", "Conflict with the current state of the resource."},
+    {"created", "Créé avec succès.", "Created successfully."},
+    {"empty_data", "Données absentes ou invalides.", "Missing or invalid data."},
+    {"header_too_large", "En-têtes de requête trop volumineux.", "Request headers too large."},
+    {"internal_error", "Erreur interne du serveur.", "Internal server error."},
+    {"invalid_client", "Authentification du client refusée.", "Client authentication failed."},
+    {"invalid_grant", "Autorisation invalide ou expirée.", "Invalid or expired grant."},
+    {"invalid_request", "Requête OAuth invalide.", "Invalid OAuth request."},
+    {"invalid_scope", "Portée demandée invalide.", "Invalid scope requested."},
+    {"invalid_token", "Jeton invalide, expiré ou révoqué.", "Invalid, expired or revoked token."},
+    {"method_not_allowed", "Méthode non autorisée pour cette ressource.", "Method not allowed for this resource."},
+    {"not_found", "Ressource introuvable.", "Resource not found."},
+    {"ok", "Opération réussie.", "Operation successful."},
+    {"payload_too_large", "Corps de requête trop volumineux.", "Request body too large."},
+    {"rate_limited", "Trop de requêtes, réessayez plus tard.", "Too many requests, try again later."},
+    {"request_timeout", "Délai de requête dépassé.", "Request timed out."},
+    {"revoked", "Jeton révoqué.", "Token revoked."},
+    {"service_unavailable", "Service momentanément indisponible.", "Service temporarily unavailable."},
+    {"submitted", "Demande soumise avec succès.", "Request submitted successfully."},
+    {"unauthorized", "Authentification requise.", "Authentication required."},
+    {"unauthorized_client", "Client non autorisé pour cette opération.", "Client not authorized for this operation."},
+    {"unsupported_grant_type", "Type d'autorisation non pris en charge.", "Unsupported grant type."},
+    {"unsupported_media_type", "Type de contenu non pris en charge.", "Unsupported content type."},
+};
+
+const Entry* find(std::string_view code) {
+  auto it = std::lower_bound(std::begin(kMessages), std::end(kMessages), code,
+                             [](const Entry& e, std::string_view c) { return e.code < c; });
+  if (it == std::end(kMessages) || it->code != code) return nullptr;
+  return it;
+}
+}  // namespace
+
+std::string_view name(Locale l) { return l == Locale::fr ? "fr" : "en"; }
+
+Locale negotiate(std::string_view header, Locale fallback) {
+  // Accept-Language: fr-CM,fr;q=0.9,en;q=0.8
+  double best_q = -1;
+  Locale best = fallback;
+  std::size_t pos = 0;
+  while (pos <= header.size()) {
+    std::size_t end = header.find(',', pos);
+    if (end == std::string_view::npos) end = header.size();
+    std::string_view item = header.substr(pos, end - pos);
+    pos = end + 1;
+    std::string_view tag = item.substr(0, item.find(';'));
+    while (!tag.empty() && std::isspace(static_cast<unsigned char>(tag.front()))) tag.remove_prefix(1);
+    while (!tag.empty() && std::isspace(static_cast<unsigned char>(tag.back()))) tag.remove_suffix(1);
+    double q = 1.0;
+    if (auto qp = item.find("q="); qp != std::string_view::npos) q = std::atof(std::string(item.substr(qp + 2)).c_str());
+    std::string lang;
+    for (char c : tag.substr(0, tag.find('-'))) lang.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if ((lang == "fr" || lang == "en") && q > best_q) {
+      best_q = q;
+      best = lang == "fr" ? Locale::fr : Locale::en;
+    }
+    if (end == header.size()) break;
+  }
+  return best;
+}
+
+std::string_view text(std::string_view code, Locale l) {
+  const Entry* e = find(code);
+  if (!e) return code;
+  return l == Locale::fr ? e->fr : e->en;
+}
+
+bool known(std::string_view code) { return find(code) != nullptr; }
+
+std::vector<std::string_view> all_codes() {
+  std::vector<std::string_view> out;
+  for (const auto& e : kMessages) out.push_back(e.code);
+  return out;
+}
+
+}  // namespace sika::i18n

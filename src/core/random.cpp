@@ -1,0 +1,111 @@
+#include "core/random.hpp"
+
+#include <sodium.h>
+
+#include <stdexcept>
+
+namespace sika {
+
+namespace {
+struct SodiumInit {
+  SodiumInit() {
+    if (sodium_init() < 0) throw std::runtime_error("libsodium initialisation failed");
+  }
+};
+void ensure_sodium() { static SodiumInit init; }
+}  // namespace
+
+std::string random_bytes(std::size_t n) {
+  ensure_sodium();
+  std::string out(n, '\0');
+  randombytes_buf(out.data(), n);
+  return out;
+}
+
+std::string random_token(std::size_t bytes) { return base64url_encode(random_bytes(bytes)); }
+
+std::uint32_t random_uniform(std::uint32_t bound) {
+  ensure_sodium();
+  return randombytes_uniform(bound);
+}
+
+std::string uuid_v4() {
+  std::string b = random_bytes(16);
+  b[6] = static_cast<char>((b[6] & 0x0F) | 0x40);
+  b[8] = static_cast<char>((b[8] & 0x3F) | 0x80);
+  std::string hex = hex_encode(b);
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" +
+         hex.substr(20, 12);
+}
+
+bool is_uuid(std::string_view s) {
+  if (s.size() != 36) return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (c != '-') return false;
+    } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string random_reference(std::string_view prefix, std::size_t n) {
+  static constexpr std::string_view kAlphabet = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ";
+  std::string out(prefix);
+  for (std::size_t i = 0; i < n; ++i) out.push_back(kAlphabet[random_uniform(kAlphabet.size())]);
+  return out;
+}
+
+std::string base64url_encode(std::string_view bytes) {
+  ensure_sodium();
+  std::string out(sodium_base64_encoded_len(bytes.size(), sodium_base64_VARIANT_URLSAFE_NO_PADDING), '\0');
+  sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
+                    sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+  out.resize(out.size() - 1);  // drop the terminating NUL
+  return out;
+}
+
+namespace {
+bool decode(std::string_view text, std::string& out, int variant) {
+  ensure_sodium();
+  out.assign(text.size(), '\0');
+  std::size_t len = 0;
+  if (sodium_base642bin(reinterpret_cast<unsigned char*>(out.data()), out.size(), text.data(), text.size(), nullptr,
+                        &len, nullptr, variant) != 0)
+    return false;
+  out.resize(len);
+  return true;
+}
+}  // namespace
+
+bool base64url_decode(std::string_view text, std::string& out) {
+  return decode(text, out, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+}
+
+std::string base64_encode(std::string_view bytes) {
+  ensure_sodium();
+  std::string out(sodium_base64_encoded_len(bytes.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
+  sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
+                    sodium_base64_VARIANT_ORIGINAL);
+  out.resize(out.size() - 1);
+  return out;
+}
+
+bool base64_decode(std::string_view text, std::string& out) {
+  return decode(text, out, sodium_base64_VARIANT_ORIGINAL);
+}
+
+std::string hex_encode(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 0xF]);
+  }
+  return out;
+}
+
+}  // namespace sika

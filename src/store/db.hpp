@@ -1,0 +1,102 @@
+#pragma once
+// The storage interface. One schema, two backends chosen by DSN:
+//   sqlite://PATH       embedded default; WAL, synchronous=FULL, group commit
+//   postgres://...      libpq, connection pool, reconnects after a server restart
+// SQL is written once with `?` placeholders; the PostgreSQL backend rewrites them to $n.
+// Booleans are stored as integers 0/1 and timestamps as integer epoch milliseconds in both.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace sika::store {
+
+enum class Dialect { sqlite, postgres };
+
+// A bound parameter or a result cell.
+using Value = std::variant<std::nullptr_t, std::int64_t, double, std::string>;
+
+// Helpers to bind optionals.
+inline Value opt(const std::optional<std::string>& v) { return v ? Value(*v) : Value(nullptr); }
+inline Value opt(const std::optional<std::int64_t>& v) { return v ? Value(*v) : Value(nullptr); }
+inline Value opt(const std::optional<double>& v) { return v ? Value(*v) : Value(nullptr); }
+
+// One result row. Accessors convert between text and numbers as needed (PostgreSQL
+// returns text); reading a NULL cell as a non-optional type gives 0 / "".
+class Row {
+ public:
+  explicit Row(std::vector<Value> cells) : cells_(std::move(cells)) {}
+  std::size_t size() const { return cells_.size(); }
+  bool is_null(std::size_t i) const;
+  std::int64_t i64(std::size_t i) const;
+  double f64(std::size_t i) const;
+  bool boolean(std::size_t i) const { return i64(i) != 0; }
+  std::string str(std::size_t i) const;
+  std::optional<std::int64_t> opt_i64(std::size_t i) const;
+  std::optional<double> opt_f64(std::size_t i) const;
+  std::optional<std::string> opt_str(std::size_t i) const;
+
+ private:
+  std::vector<Value> cells_;
+};
+
+using Rows = std::vector<Row>;
+using Params = std::vector<Value>;
+
+// A connection inside one transaction (read) or one write unit (write).
+class Conn {
+ public:
+  virtual ~Conn() = default;
+  virtual Dialect dialect() const = 0;
+  // Runs one statement and returns its rows. Constraint violations come back as a
+  // 409 "conflict" Error whose details name the constraint; other failures as 500/503.
+  virtual Result<Rows> query(std::string_view sql, const Params& params = {}) = 0;
+  // Runs one statement and returns the number of rows it changed.
+  virtual Result<std::int64_t> exec(std::string_view sql, const Params& params = {}) = 0;
+  // Runs one statement and returns its first row, if any.
+  Result<std::optional<Row>> query_one(std::string_view sql, const Params& params = {});
+};
+
+struct DbOptions {
+  int pool_size = 16;             // PostgreSQL connections / SQLite reader connections
+  int busy_timeout_ms = 5000;     // SQLite busy timeout
+  int max_batch = 512;            // SQLite group commit: most write units in one transaction
+};
+
+class Db {
+ public:
+  virtual ~Db() = default;
+  virtual Dialect dialect() const = 0;
+
+  // Runs fn in a read transaction (a consistent snapshot). fn's error is returned as is.
+  virtual Status read(const std::function<Status(Conn&)>& fn) = 0;
+
+  // Runs fn as one atomic write unit: everything it wrote commits together, durably,
+  // before write() returns; if fn returns an error (or the commit fails) nothing it
+  // wrote remains. On SQLite, concurrent units share one transaction, each in its own
+  // SAVEPOINT (group commit); fn must therefore not keep state across calls and may be
+  // retried by the PostgreSQL backend after a serialization failure.
+  virtual Status write(const std::function<Status(Conn&)>& fn) = 0;
+
+  // Returns ok iff the database answers a trivial query now.
+  virtual Status ping() = 0;
+
+  // Closes connections and stops background threads; later calls fail.
+  virtual void close() = 0;
+};
+
+// Opens a database by DSN ("sqlite://./data/sika.db", "postgres://user@host:port/db", "postgresql://...").
+Result<std::unique_ptr<Db>> open(std::string_view dsn, const DbOptions& options = {});
+
+// Applies pending migrations in order, each in its own write unit; returns the versions applied.
+Result<std::vector<int>> migrate(Db& db);
+// Returns the highest applied migration version (0 when none).
+Result<int> schema_version(Db& db);
+
+}  // namespace sika::store

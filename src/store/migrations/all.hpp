@@ -1,0 +1,11 @@
+#pragma once
+#include "store/migrations.hpp"
+
+namespace sika::store::migrations {
+// One per component, in version order. Add a new file and a line in migrations.cpp.
+extern const Migration k0001Foundation;
+extern const Migration k0002Identity;
+extern const Migration k0003Catalog;
+extern const Migration k0004Payments;
+extern const Migration k0005Webhooks;
+}  // namespace sika::store::migrations

@@ -1,0 +1,101 @@
+#include "web/envelope.hpp"
+
+#include <charconv>
+
+#include "core/json.hpp"
+
+namespace sika::web {
+
+namespace bj = boost::json;
+
+Response ok(const Request& req, bj::value data, bj::object meta, std::string_view message, int status) {
+  meta["text"] = i18n::text(message, req.locale);
+  bj::object env;
+  env["code"] = status;
+  env["success"] = true;
+  env["locale"] = i18n::name(req.locale);
+  env["message"] = message;
+  env["meta"] = std::move(meta);
+  env["data"] = std::move(data);
+  return Response::json(status, bj::serialize(env));
+}
+
+Response error(i18n::Locale locale, const Error& err) {
+  bj::object env;
+  env["success"] = false;
+  env["code"] = err.status;
+  env["message"] = err.code;
+  env["locale"] = i18n::name(locale);
+  bj::object e;
+  e["details"] = err.details;
+  e["text"] = i18n::text(err.code, locale);
+  env["error"] = std::move(e);
+  Response r = Response::json(err.status, bj::serialize(env));
+  return r;
+}
+
+Response error(const Request& req, const Error& err) { return error(req.locale, err); }
+
+namespace {
+std::optional<std::int64_t> parse_int(std::string_view s) {
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+}  // namespace
+
+Page parse_page(const Request& req, bj::object& errors, std::int64_t default_limit) {
+  Page p;
+  p.limit = default_limit;
+  if (auto v = req.query_param("page")) {
+    auto n = parse_int(*v);
+    if (!n || *n < 1)
+      errors["page"] = "must be an integer >= 1";
+    else
+      p.page = *n;
+  }
+  if (auto v = req.query_param("limit")) {
+    auto n = parse_int(*v);
+    if (!n || *n < 1 || *n > 100)
+      errors["limit"] = "must be an integer between 1 and 100";
+    else
+      p.limit = *n;
+  }
+  // Keeps offset arithmetic far from overflow.
+  if (p.page > 1'000'000'000) errors["page"] = "is too large";
+  return p;
+}
+
+bj::object pagination(const Page& page, std::int64_t total) {
+  std::int64_t pages = total == 0 ? 0 : (total + page.limit - 1) / page.limit;
+  bj::object o;
+  o["page"] = page.page;
+  o["limit"] = page.limit;
+  o["total"] = total;
+  o["pages"] = pages;
+  o["has_next"] = page.page < pages;
+  o["has_previous"] = page.page > 1;
+  bj::object meta;
+  meta["pagination"] = std::move(o);
+  return meta;
+}
+
+Result<bj::object> body_object(const Request& req, bool allow_form) {
+  std::string ct = req.content_type();
+  if (allow_form && ct == "application/x-www-form-urlencoded") {
+    auto fields = parse_form(req.body);
+    if (!fields) return empty_data("malformed form body");
+    if (fields->empty()) return empty_data("request body is empty");
+    bj::object o;
+    for (auto& [k, v] : *fields) o[k] = v;
+    return o;
+  }
+  if (!ct.empty() && ct != "application/json" && !(ct.size() > 5 && ct.ends_with("+json")))
+    return Error{415, "unsupported_media_type",
+                 bj::string(allow_form ? "use application/json or application/x-www-form-urlencoded"
+                                       : "use application/json")};
+  return json::parse_object(req.body);
+}
+
+}  // namespace sika::web

@@ -1,0 +1,156 @@
+#include "web/message.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace sika::web {
+
+namespace {
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace
+
+bool Principal::has_scope(std::string_view s) const {
+  return std::find(scopes.begin(), scopes.end(), s) != scopes.end();
+}
+
+bool Principal::grants_country(std::string_view alpha3) const {
+  return admin || std::find(countries.begin(), countries.end(), alpha3) != countries.end();
+}
+
+std::string_view Request::header(std::string_view name) const {
+  for (const auto& [k, v] : headers)
+    if (k == name) return v;
+  return {};
+}
+
+std::optional<std::string> Request::query_param(std::string_view name) const {
+  for (const auto& [k, v] : query)
+    if (k == name) return v;
+  return std::nullopt;
+}
+
+std::string Request::path_param(std::string_view name) const {
+  for (const auto& [k, v] : path_params)
+    if (k == name) return v;
+  return {};
+}
+
+std::string Request::content_type() const {
+  std::string_view ct = header("content-type");
+  ct = ct.substr(0, ct.find(';'));
+  std::string out;
+  for (char c : ct)
+    if (!std::isspace(static_cast<unsigned char>(c))) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return out;
+}
+
+void Response::set(std::string name, std::string value) {
+  for (auto& [k, v] : headers) {
+    if (iequals(k, name)) {
+      v = std::move(value);
+      return;
+    }
+  }
+  headers.emplace_back(std::move(name), std::move(value));
+}
+
+std::string_view Response::get(std::string_view name) const {
+  for (const auto& [k, v] : headers)
+    if (iequals(k, name)) return v;
+  return {};
+}
+
+Response Response::json(int status, std::string body) {
+  Response r;
+  r.status = status;
+  r.body = std::move(body);
+  r.headers.emplace_back("Content-Type", "application/json; charset=utf-8");
+  return r;
+}
+
+Response Response::html(int status, std::string body) {
+  return text(status, std::move(body), "text/html; charset=utf-8");
+}
+
+Response Response::text(int status, std::string body, std::string content_type) {
+  Response r;
+  r.status = status;
+  r.body = std::move(body);
+  r.headers.emplace_back("Content-Type", std::move(content_type));
+  return r;
+}
+
+Response Response::redirect(std::string location, int status) {
+  Response r;
+  r.status = status;
+  r.headers.emplace_back("Location", std::move(location));
+  return r;
+}
+
+std::optional<std::string> percent_decode(std::string_view in, bool plus_is_space) {
+  std::string out;
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    char c = in[i];
+    if (c == '%') {
+      if (i + 2 >= in.size()) return std::nullopt;
+      int hi = hexval(in[i + 1]);
+      int lo = hexval(in[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      char d = static_cast<char>(hi * 16 + lo);
+      if (d == '\0') return std::nullopt;
+      out.push_back(d);
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out.push_back(' ');
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string percent_encode(std::string_view in) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : in) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+Result<Fields> parse_form(std::string_view text) {
+  Fields out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t amp = text.find('&', pos);
+    if (amp == std::string_view::npos) amp = text.size();
+    std::string_view pair = text.substr(pos, amp - pos);
+    pos = amp + 1;
+    if (pair.empty()) continue;
+    std::size_t eq = pair.find('=');
+    auto key = percent_decode(pair.substr(0, eq), true);
+    auto value = percent_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1), true);
+    if (!key || !value) return bad_request("bad_request", "malformed percent-encoding");
+    out.emplace_back(std::move(*key), std::move(*value));
+  }
+  return out;
+}
+
+}  // namespace sika::web

@@ -1,0 +1,78 @@
+#pragma once
+// Plain HTTP request and response types. No socket or Beast type appears here: handlers
+// are plain functions Request& -> Response that unit tests call directly.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/i18n.hpp"
+#include "core/result.hpp"
+
+namespace sika::web {
+
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+// The authenticated caller of a gateway route, filled by the token middleware.
+struct Principal {
+  std::string subject;      // JWT sub: the client_id (client_credentials) or the user id
+  std::string client_id;
+  std::string jti;
+  std::int64_t expires_at = 0;  // epoch seconds
+  std::vector<std::string> scopes;
+  std::string merchant;         // owning merchant's matricule ("" when none)
+  std::int64_t merchant_id = 0;
+  std::int64_t user_tier = 1;
+  std::vector<std::string> countries;  // ISO alpha-3 codes the credential may act in
+  bool admin = false;
+  std::string environment = "sandbox";  // "sandbox" or "prod"
+
+  bool has_scope(std::string_view s) const;
+  bool grants_country(std::string_view alpha3) const;
+};
+
+struct Request {
+  std::string method;        // upper case, e.g. "GET"
+  std::string target;        // as received
+  std::string path;          // percent-decoded path, without the query
+  std::string query_string;  // raw, without '?'
+  Fields query;              // decoded query parameters, in order
+  Fields headers;            // names lower-cased
+  std::string body;
+  std::string remote_ip;
+  std::string request_id;
+  i18n::Locale locale = i18n::Locale::fr;
+  Fields path_params;        // from {name} segments of the matched route
+  std::optional<Principal> principal;
+
+  // Returns the first header value with this (lower-case) name, or "".
+  std::string_view header(std::string_view lower_name) const;
+  std::optional<std::string> query_param(std::string_view name) const;
+  std::string path_param(std::string_view name) const;
+  // Media type of the body without parameters, lower-cased ("application/json").
+  std::string content_type() const;
+};
+
+struct Response {
+  int status = 200;
+  Fields headers;  // Content-Length is added by the server
+  std::string body;
+
+  void set(std::string name, std::string value);
+  std::string_view get(std::string_view name) const;  // case-insensitive
+
+  static Response json(int status, std::string body);
+  static Response html(int status, std::string body);
+  static Response text(int status, std::string body, std::string content_type = "text/plain; charset=utf-8");
+  static Response redirect(std::string location, int status = 302);
+};
+
+// Percent-decodes; '+' becomes a space when `plus_is_space`. nullopt on a bad escape or a NUL byte.
+std::optional<std::string> percent_decode(std::string_view in, bool plus_is_space);
+std::string percent_encode(std::string_view in);
+// Parses "a=1&b=2" (query strings and application/x-www-form-urlencoded bodies).
+Result<Fields> parse_form(std::string_view text);
+
+}  // namespace sika::web

@@ -1,0 +1,145 @@
+#include "web/router.hpp"
+
+#include <algorithm>
+
+#include "web/envelope.hpp"
+
+namespace sika::web {
+
+std::string_view surface_name(Surface s) {
+  switch (s) {
+    case Surface::system: return "system";
+    case Surface::gateway: return "gateway";
+    case Surface::identity: return "identity";
+    case Surface::checkout: return "checkout";
+    case Surface::link: return "link";
+    case Surface::dashboard: return "dashboard";
+  }
+  return "unknown";
+}
+
+namespace {
+std::vector<std::string> split_path(std::string_view path) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < path.size()) {
+    if (path[pos] == '/') {
+      ++pos;
+      continue;
+    }
+    std::size_t end = path.find('/', pos);
+    if (end == std::string_view::npos) end = path.size();
+    out.emplace_back(path.substr(pos, end - pos));
+    pos = end;
+  }
+  return out;
+}
+}  // namespace
+
+void Router::mount(Surface s, std::string prefix) {
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  prefixes_[s] = std::move(prefix);
+}
+
+void Router::cors(Surface s, CorsPolicy policy) { cors_[s] = std::move(policy); }
+
+std::string_view Router::prefix(Surface s) const {
+  auto it = prefixes_.find(s);
+  return it == prefixes_.end() ? std::string_view{} : std::string_view{it->second};
+}
+
+void Router::add(Route route) {
+  std::string full = std::string(prefix(route.surface)) + route.pattern;
+  compiled_.push_back(Compiled{split_path(full), routes_.size()});
+  routes_.push_back(std::move(route));
+}
+
+bool Router::match(const Compiled& c, std::string_view path, Fields& params) const {
+  auto segs = split_path(path);
+  if (segs.size() != c.segments.size()) return false;
+  Fields found;
+  for (std::size_t i = 0; i < segs.size(); ++i) {
+    const std::string& p = c.segments[i];
+    if (p.size() > 2 && p.front() == '{' && p.back() == '}') {
+      found.emplace_back(p.substr(1, p.size() - 2), segs[i]);
+    } else if (p != segs[i]) {
+      return false;
+    }
+  }
+  params = std::move(found);
+  return true;
+}
+
+void Router::apply_cors(const Request& req, Surface s, Response& res) const {
+  auto it = cors_.find(s);
+  if (it == cors_.end() || !it->second.enabled) return;
+  std::string_view origin = req.header("origin");
+  if (origin.empty()) return;
+  const auto& origins = it->second.origins;
+  bool any = std::find(origins.begin(), origins.end(), "*") != origins.end();
+  if (!any && std::find(origins.begin(), origins.end(), origin) == origins.end()) return;
+  res.set("Access-Control-Allow-Origin", any ? "*" : std::string(origin));
+  if (!any) res.set("Vary", "Origin");
+  res.set("Access-Control-Expose-Headers", "X-Request-Id");
+}
+
+Response Router::dispatch(Request& req) const {
+  std::vector<std::size_t> candidates;
+  std::vector<Fields> params_of;
+  for (const auto& c : compiled_) {
+    Fields params;
+    if (match(c, req.path, params)) {
+      candidates.push_back(c.route);
+      params_of.push_back(std::move(params));
+    }
+  }
+  if (candidates.empty()) return error(req, not_found(boost::json::string("no route for " + req.path)));
+
+  std::string lookup = req.method == "HEAD" ? "GET" : req.method;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const Route& r = routes_[candidates[i]];
+    if (r.method == lookup) {
+      req.path_params = std::move(params_of[i]);
+      Response res = r.handler(req);
+      apply_cors(req, r.surface, res);
+      return res;
+    }
+  }
+
+  std::vector<std::string> allowed;
+  for (std::size_t idx : candidates) {
+    const std::string& m = routes_[idx].method;
+    if (std::find(allowed.begin(), allowed.end(), m) == allowed.end()) allowed.push_back(m);
+    if (m == "GET" && std::find(allowed.begin(), allowed.end(), "HEAD") == allowed.end()) allowed.push_back("HEAD");
+  }
+  allowed.push_back("OPTIONS");
+  std::string allow;
+  for (const auto& m : allowed) allow += (allow.empty() ? "" : ", ") + m;
+  Surface surface = routes_[candidates.front()].surface;
+
+  if (req.method == "OPTIONS") {
+    Response res;
+    res.status = 204;
+    res.set("Allow", allow);
+    auto it = cors_.find(surface);
+    if (it != cors_.end() && it->second.enabled && !req.header("access-control-request-method").empty()) {
+      apply_cors(req, surface, res);
+      if (!res.get("Access-Control-Allow-Origin").empty()) {
+        res.set("Access-Control-Allow-Methods", allow);
+        res.set("Access-Control-Allow-Headers",
+                "Content-Type, Authorization, x-sp-auth-token, x-api-key, X-Request-Id, X-Idempotency-Key, Accept-Language");
+        res.set("Access-Control-Max-Age", "600");
+      }
+    }
+    return res;
+  }
+  boost::json::object details;
+  details["method"] = req.method;
+  details["allowed"] = allow;
+  Response res = error(req, Error{405, "method_not_allowed", std::move(details)});
+  res.set("Allow", allow);
+  apply_cors(req, surface, res);
+  return res;
+}
+
+}  // namespace sika::web
