@@ -27,6 +27,8 @@ constexpr Entry kMessages[] = {
     {"invalid_scope", "Portée demandée invalide.", "Invalid scope requested."},
     {"invalid_token", "Jeton invalide, expiré ou révoqué.", "Invalid, expired or revoked token."},
     {"method_not_allowed", "Méthode non autorisée pour cette ressource.", "Method not allowed for this resource."},
+    {"no_pricing_rule", "Aucune tarification n'est configurée pour cette opération.",
+     "No pricing is configured for this operation."},
     {"not_found", "Ressource introuvable.", "Resource not found."},
     {"ok", "Opération réussie.", "Operation successful."},
     {"payload_too_large", "Corps de requête trop volumineux.", "Request body too large."},

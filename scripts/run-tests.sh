@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Runs every test against an already built tree. scripts/with-postgres.sh provides
+# SIKA_TEST_PG_DSN so that every storage test also runs on PostgreSQL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+status=0
+ctest --test-dir build --output-on-failure -j "$(nproc)" || status=1
+(cd tests/e2e && node --test ./*.test.mjs) || status=1
+if (( status )); then echo "tests FAILED"; else echo "all tests passed"; fi
+exit $status

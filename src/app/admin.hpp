@@ -1,0 +1,39 @@
+#pragma once
+// `sika admin ...`: operator commands. Each component adds its commands in
+// app/admin_<component>.cpp; every command accepts --json for machine-readable output.
+#include <CLI/CLI.hpp>
+#include <boost/json.hpp>
+
+#include <functional>
+#include <string>
+
+#include "app/context.hpp"
+
+namespace sika::app {
+
+struct AdminEnv {
+  // Opens (once) the configured database, migrated, with services built.
+  std::function<Context&()> context;
+  bool json = false;
+};
+
+// Adds a subcommand with the --json flag bound to env.json.
+CLI::App* add_command(CLI::App& admin, AdminEnv& env, const std::string& name, const std::string& description);
+// Prints `data` as JSON when --json was given, else `human`.
+void print_result(const AdminEnv& env, const boost::json::value& data, const std::string& human);
+// Prints the error on stderr and makes the command exit with status 1.
+[[noreturn]] void fail(const Error& e);
+// Unwraps a Result or fails.
+template <class T>
+T check(Result<T> r) {
+  if (!r) fail(r.error());
+  return std::move(r).value();
+}
+inline void check(Status s) {
+  if (!s) fail(s.error());
+}
+
+void add_admin_commands(CLI::App& admin, AdminEnv& env);
+void add_merchant_admin(CLI::App& admin, AdminEnv& env);
+
+}  // namespace sika::app

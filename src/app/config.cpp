@@ -1,0 +1,259 @@
+#include "app/config.hpp"
+
+#include <toml++/toml.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <sstream>
+
+namespace sika::app {
+
+namespace {
+using K = KeyKind;
+// The one registry of configuration keys. Add a line per key; keep names <component>.<key>.
+const std::vector<KeySpec> kKeys = {
+    {"listen", "127.0.0.1:8080", K::listen, "HOST:PORT the server listens on (port 0 picks a free port)"},
+    {"db", "sqlite://./data/sika.db", K::dsn, "database DSN: sqlite://PATH or postgres://USER:PASS@HOST:PORT/DB"},
+    {"db_pool_size", "16", K::integer, "PostgreSQL connections / SQLite reader connections"},
+    {"migrate", "true", K::boolean, "serve applies pending migrations at start"},
+    {"secret_key", "", K::string,
+     "server secret (>= 32 chars) keying secret hashes and demo credentials; with SQLite, generated into "
+     "<db dir>/secret.key when unset; required with PostgreSQL"},
+    {"public_url", "", K::url, "public URL of this server (default http://LISTEN); surface URLs derive from it"},
+    {"base_url", "", K::url, "public URL of the gateway (default public_url + mount.gateway)"},
+    {"auth_url", "", K::url, "public URL of the identity service (default public_url + mount.identity)"},
+    {"checkout_url", "", K::url, "public URL of the hosted checkout (default public_url + mount.checkout)"},
+    {"link_url", "", K::url, "public URL of the wallet link API (default public_url + mount.link)"},
+    {"dashboard_url", "", K::url, "public URL of the dashboard (default public_url + mount.dashboard)"},
+    {"mount.gateway", "/api", K::path, "path prefix of the gateway"},
+    {"mount.identity", "/auth", K::path, "path prefix of the identity service"},
+    {"mount.checkout", "/checkout", K::path, "path prefix of the hosted checkout"},
+    {"mount.link", "/link", K::path, "path prefix of the wallet link API"},
+    {"mount.dashboard", "/dashboard", K::path, "path prefix of the dashboard"},
+    {"cors.gateway", "", K::string, "allowed CORS origins of the gateway, comma-separated ('*' any; empty off)"},
+    {"cors.identity", "*", K::string, "allowed CORS origins of the identity service"},
+    {"cors.checkout", "", K::string, "allowed CORS origins of the hosted checkout"},
+    {"cors.link", "", K::string, "allowed CORS origins of the wallet link API"},
+    {"cors.dashboard", "", K::string, "allowed CORS origins of the dashboard"},
+    {"default_locale", "fr", K::locale, "locale (fr or en) when Accept-Language names neither"},
+    {"log.level", "info", K::string, "trace, debug, info, warn, error or off"},
+    {"log.access", "true", K::boolean, "write one JSON line per request to stdout"},
+    {"http.io_threads", "2", K::integer, "I/O threads of the HTTP server"},
+    {"http.handler_threads", "48", K::integer, "threads running request handlers (bounded pool)"},
+    {"http.handler_queue", "20000", K::integer, "requests waiting for a handler thread before 503"},
+    {"http.max_body_bytes", "1048576", K::integer, "largest request body (413 beyond)"},
+    {"http.max_header_bytes", "16384", K::integer, "largest request header block (431 beyond)"},
+    {"http.header_timeout_ms", "10000", K::integer, "time allowed to receive the request headers"},
+    {"http.body_timeout_ms", "30000", K::integer, "time allowed to receive the request body"},
+    {"http.idle_timeout_ms", "60000", K::integer, "idle keep-alive connection lifetime"},
+    {"http.shutdown_grace_ms", "15000", K::integer, "time in-flight requests get to finish on SIGTERM"},
+};
+
+bool parse_int(std::string_view s, std::int64_t& out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool parse_bool(std::string_view s, bool& out) {
+  std::string l(s);
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (l == "true" || l == "1" || l == "yes" || l == "on") return out = true, true;
+  if (l == "false" || l == "0" || l == "no" || l == "off") return out = false, true;
+  return false;
+}
+
+const KeySpec* find_key(std::string_view name) {
+  for (const auto& k : kKeys)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+Error config_error(std::string_view key, std::string_view problem) {
+  return Error{2, "bad_config", boost::json::string(std::string(key) + ": " + std::string(problem))};
+}
+
+Status validate(const KeySpec& k, std::string_view v) {
+  switch (k.kind) {
+    case K::integer: {
+      std::int64_t n;
+      if (!parse_int(v, n)) return config_error(k.name, "must be an integer, got '" + std::string(v) + "'");
+      if (n < 0) return config_error(k.name, "must not be negative");
+      return {};
+    }
+    case K::boolean: {
+      bool b;
+      if (!parse_bool(v, b)) return config_error(k.name, "must be true or false, got '" + std::string(v) + "'");
+      return {};
+    }
+    case K::url:
+      if (!v.empty() && !v.starts_with("http://") && !v.starts_with("https://"))
+        return config_error(k.name, "must be an http:// or https:// URL");
+      return {};
+    case K::dsn:
+      if (!v.starts_with("sqlite://") && !v.starts_with("postgres://") && !v.starts_with("postgresql://"))
+        return config_error(k.name, "must start with sqlite://, postgres:// or postgresql://");
+      return {};
+    case K::listen: {
+      auto colon = v.rfind(':');
+      std::int64_t port;
+      if (colon == std::string_view::npos || colon == 0 || !parse_int(v.substr(colon + 1), port) || port < 0 ||
+          port > 65535)
+        return config_error(k.name, "must be HOST:PORT with a port from 0 to 65535");
+      return {};
+    }
+    case K::locale:
+      if (v != "fr" && v != "en") return config_error(k.name, "must be fr or en");
+      return {};
+    case K::path:
+      if (!v.empty() && (v.front() != '/' || v.find_first_of(" ?#") != std::string_view::npos))
+        return config_error(k.name, "must be empty or a path starting with '/'");
+      return {};
+    case K::string:
+      return {};
+  }
+  return {};
+}
+
+void flatten(const toml::table& t, const std::string& prefix, std::map<std::string, std::string>& out,
+             std::string& error) {
+  for (const auto& [key, node] : t) {
+    std::string name = prefix.empty() ? std::string(key.str()) : prefix + "." + std::string(key.str());
+    if (const auto* sub = node.as_table()) {
+      // A table whose name is itself a key ("db" is a key and a table) is flattened below it.
+      flatten(*sub, name, out, error);
+    } else if (const auto* s = node.as_string()) {
+      out[name] = s->get();
+    } else if (const auto* i = node.as_integer()) {
+      out[name] = std::to_string(i->get());
+    } else if (const auto* b = node.as_boolean()) {
+      out[name] = b->get() ? "true" : "false";
+    } else if (error.empty()) {
+      error = name + ": unsupported value type (use a string, integer or boolean)";
+    }
+  }
+}
+}  // namespace
+
+const std::vector<KeySpec>& config_keys() { return kKeys; }
+
+std::string env_name(std::string_view key) {
+  std::string out = "SIKA_";
+  for (char c : key) out.push_back(c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  return out;
+}
+
+std::string describe_keys() {
+  std::ostringstream os;
+  os << "Configuration keys (TOML file < environment < flags; set any with --set KEY=VALUE):\n";
+  for (const auto& k : kKeys) {
+    os << "  " << k.name << " (" << env_name(k.name) << ")";
+    if (!k.default_value.empty()) os << " [default: " << k.default_value << "]";
+    os << "\n      " << k.description << "\n";
+  }
+  return os.str();
+}
+
+Result<Config> Config::load(const std::optional<std::string>& file, const std::map<std::string, std::string>& flags) {
+  Config c;
+  for (const auto& k : kKeys) c.values_[std::string(k.name)] = std::string(k.default_value);
+
+  if (file) {
+    toml::parse_result parsed = toml::parse_file(*file);
+    if (!parsed) {
+      std::ostringstream os;
+      os << parsed.error().description() << " at line " << parsed.error().source().begin.line;
+      return config_error("config file " + *file, os.str());
+    }
+    std::map<std::string, std::string> flat;
+    std::string error;
+    flatten(parsed.table(), "", flat, error);
+    if (!error.empty()) return config_error("config file " + *file, error);
+    for (auto& [k, v] : flat) {
+      if (!find_key(k)) return config_error(k, "unknown key in " + *file);
+      c.values_[k] = v;
+    }
+  }
+  for (const auto& k : kKeys) {
+    if (const char* v = std::getenv(env_name(k.name).c_str())) c.values_[std::string(k.name)] = v;
+  }
+  for (const auto& [k, v] : flags) {
+    if (!find_key(k)) return config_error(k, "unknown configuration key");
+    c.values_[k] = v;
+  }
+  for (const auto& k : kKeys) SIKA_TRY(validate(k, c.values_[std::string(k.name)]));
+  if (c.get_int("http.io_threads") < 1) return config_error("http.io_threads", "must be at least 1");
+  if (c.get_int("http.handler_threads") < 1) return config_error("http.handler_threads", "must be at least 1");
+  if (c.get_int("db_pool_size") < 1) return config_error("db_pool_size", "must be at least 1");
+  if (auto s = c.get_string("secret_key"); !s.empty() && s.size() < 32)
+    return config_error("secret_key", "must be at least 32 characters");
+  return c;
+}
+
+std::string Config::get_string(std::string_view key) const {
+  auto it = values_.find(key);
+  return it == values_.end() ? std::string{} : it->second;
+}
+
+std::int64_t Config::get_int(std::string_view key) const {
+  std::int64_t n = 0;
+  parse_int(get_string(key), n);
+  return n;
+}
+
+bool Config::get_bool(std::string_view key) const {
+  bool b = false;
+  parse_bool(get_string(key), b);
+  return b;
+}
+
+std::string Config::listen_host() const {
+  std::string l = get_string("listen");
+  std::string host = l.substr(0, l.rfind(':'));
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host;
+}
+
+unsigned short Config::listen_port() const {
+  std::string l = get_string("listen");
+  std::int64_t p = 0;
+  parse_int(std::string_view(l).substr(l.rfind(':') + 1), p);
+  return static_cast<unsigned short>(p);
+}
+
+std::string Config::mount(web::Surface s) const {
+  switch (s) {
+    case web::Surface::gateway: return get_string("mount.gateway");
+    case web::Surface::identity: return get_string("mount.identity");
+    case web::Surface::checkout: return get_string("mount.checkout");
+    case web::Surface::link: return get_string("mount.link");
+    case web::Surface::dashboard: return get_string("mount.dashboard");
+    case web::Surface::system: return "";
+  }
+  return "";
+}
+
+std::string Config::surface_url(web::Surface s) const {
+  std::string key;
+  switch (s) {
+    case web::Surface::gateway: key = "base_url"; break;
+    case web::Surface::identity: key = "auth_url"; break;
+    case web::Surface::checkout: key = "checkout_url"; break;
+    case web::Surface::link: key = "link_url"; break;
+    case web::Surface::dashboard: key = "dashboard_url"; break;
+    case web::Surface::system: break;
+  }
+  std::string url = key.empty() ? std::string{} : get_string(key);
+  if (url.empty()) {
+    std::string pub = get_string("public_url");
+    if (pub.empty()) pub = "http://" + get_string("listen");
+    url = pub;
+    while (!url.empty() && url.back() == '/') url.pop_back();
+    url += mount(s);
+  }
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
+}  // namespace sika::app

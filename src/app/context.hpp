@@ -1,0 +1,46 @@
+#pragma once
+// Everything a running `sika` process holds: configuration, the database, the server
+// secret and one service per component. Built once by open_context, shared by serve,
+// the workers, the demo seeder and the admin CLI.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "app/config.hpp"
+#include "store/db.hpp"
+#include "web/client.hpp"
+
+namespace sika::identity { class Service; }
+namespace sika::catalog { class Service; }
+namespace sika::payments { class Service; }
+namespace sika::webhooks { class Service; }
+
+namespace sika::app {
+
+struct Context {
+  Config config;
+  std::unique_ptr<store::Db> db;
+  std::string pepper;  // derived from secret_key; keys the hashes of random secrets
+  std::unique_ptr<web::HttpClient> http_client;
+  std::unique_ptr<identity::Service> identity;
+  std::unique_ptr<catalog::Service> catalog;
+  std::unique_ptr<payments::Service> payments;
+  std::unique_ptr<webhooks::Service> webhooks;
+  // Verifies the gateway credential of a request (set by build_services from the identity service).
+  std::function<Result<web::Principal>(const web::Request&)> authenticate;
+
+  Context();
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+};
+
+// Opens the database (and migrates it when `migrate`), resolves the server secret.
+Result<std::unique_ptr<Context>> open_context(Config config, bool migrate);
+// Builds every component's service from the configuration.
+Status build_services(Context& ctx);
+// Starts / stops the background workers of every component.
+void start_workers(Context& ctx);
+void stop_workers(Context& ctx);
+
+}  // namespace sika::app

@@ -1,0 +1,21 @@
+#pragma once
+// The demo world: seeded idempotently at every `serve --demo FILE`, credentials written to FILE.
+#include <boost/json.hpp>
+
+#include <string>
+
+#include "app/context.hpp"
+
+namespace sika::app {
+
+// Seeds every component's demo data and writes the demo JSON to `file`.
+Status seed_demo(Context& ctx, const std::string& file);
+
+// A demo secret derived from the server secret: stable across restarts of the same database,
+// different on every installation. Only its hash is stored.
+std::string demo_secret(const Context& ctx, std::string_view label, std::size_t bytes = 32);
+
+// Component seeders (app/demo_<component>.cpp), called in this order.
+Status seed_merchant_demo(Context& ctx, boost::json::object& demo);
+
+}  // namespace sika::app

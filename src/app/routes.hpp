@@ -1,0 +1,13 @@
+#pragma once
+#include "app/context.hpp"
+#include "web/router.hpp"
+
+namespace sika::app {
+
+// Adds every route of every surface to `router` (mounts and CORS from the configuration).
+void build_routes(web::Router& router, Context& ctx);
+
+// The gateway's OpenAPI 3 document (docs/openapi.json, embedded at build time).
+std::string_view openapi_document();
+
+}  // namespace sika::app

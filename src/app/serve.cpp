@@ -1,0 +1,127 @@
+#include "app/serve.hpp"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <iostream>
+#include <pthread.h>
+
+#include "app/context.hpp"
+#include "app/demo.hpp"
+#include "app/routes.hpp"
+#include "http/server.hpp"
+
+namespace sika::app {
+
+namespace {
+void report(const Error& e) {
+  std::string d = e.details.is_string() ? std::string(e.details.as_string()) : boost::json::serialize(e.details);
+  std::cerr << "sika: " << (e.code == "bad_config" ? "configuration error: " : e.code + ": ") << d << std::endl;
+}
+
+// Blocks SIGINT/SIGTERM in every thread created from now on; the main thread waits for them.
+sigset_t block_shutdown_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+}  // namespace
+
+int migrate_command(Config config) {
+  auto ctx = open_context(std::move(config), true);
+  if (!ctx) {
+    report(ctx.error());
+    return 1;
+  }
+  auto version = store::schema_version(*(*ctx)->db);
+  std::cout << "schema version " << (version ? *version : -1) << std::endl;
+  return 0;
+}
+
+int serve(Config config, const ServeOptions& options) {
+  sigset_t signals = block_shutdown_signals();
+
+  auto opened = open_context(std::move(config), options.migrate);
+  if (!opened) {
+    report(opened.error());
+    return 1;
+  }
+  Context& ctx = **opened;
+  if (auto s = build_services(ctx); !s) {
+    report(s.error());
+    return 1;
+  }
+
+  web::Router router;
+  build_routes(router, ctx);
+
+  http::ServerOptions so;
+  so.host = ctx.config.listen_host();
+  so.port = ctx.config.listen_port();
+  so.io_threads = static_cast<int>(ctx.config.get_int("http.io_threads"));
+  so.handler_threads = static_cast<int>(ctx.config.get_int("http.handler_threads"));
+  so.handler_queue = static_cast<std::size_t>(ctx.config.get_int("http.handler_queue"));
+  so.max_body_bytes = static_cast<std::size_t>(ctx.config.get_int("http.max_body_bytes"));
+  so.max_header_bytes = static_cast<std::size_t>(ctx.config.get_int("http.max_header_bytes"));
+  so.header_timeout_ms = static_cast<int>(ctx.config.get_int("http.header_timeout_ms"));
+  so.body_timeout_ms = static_cast<int>(ctx.config.get_int("http.body_timeout_ms"));
+  so.idle_timeout_ms = static_cast<int>(ctx.config.get_int("http.idle_timeout_ms"));
+  so.shutdown_grace_ms = static_cast<int>(ctx.config.get_int("http.shutdown_grace_ms"));
+  so.default_locale = ctx.config.get_string("default_locale") == "en" ? i18n::Locale::en : i18n::Locale::fr;
+  if (ctx.config.get_bool("log.access")) {
+    auto access = spdlog::stdout_logger_mt("access");
+    access->set_pattern("%v");
+    so.access_log = [access](const http::AccessLogEntry& e) { access->info(e.json()); };
+  }
+
+  http::Server server(so, [&router](web::Request& req) { return router.dispatch(req); });
+  if (auto s = server.start(); !s) {
+    report(Error{1, "listen", boost::json::string(ctx.config.get_string("listen") + ": " +
+                                                  (s.error().details.is_string()
+                                                       ? std::string(s.error().details.as_string())
+                                                       : std::string("cannot listen")))});
+    return 1;
+  }
+  if (ctx.config.listen_port() == 0) {
+    std::string listen = ctx.config.listen_host() + ":" + std::to_string(server.port());
+    if (listen.find(':') != listen.rfind(':')) listen = "[" + ctx.config.listen_host() + "]:" + std::to_string(server.port());
+    ctx.config.set("listen", listen);
+  }
+
+  if (options.demo_file) {
+    if (auto s = seed_demo(ctx, *options.demo_file); !s) {
+      report(s.error());
+      server.stop();
+      server.wait();
+      return 1;
+    }
+  }
+  start_workers(ctx);
+
+  using web::Surface;
+  std::cout << "sika listening on " << ctx.config.get_string("listen") << " (" << ctx.config.get_string("db").substr(0, ctx.config.get_string("db").find(':')) << ")\n"
+            << "  gateway   " << ctx.config.surface_url(Surface::gateway) << "   (OpenAPI: "
+            << ctx.config.surface_url(Surface::gateway) << "/openapi.json)\n"
+            << "  identity  " << ctx.config.surface_url(Surface::identity) << "\n"
+            << "  checkout  " << ctx.config.surface_url(Surface::checkout) << "\n"
+            << "  link API  " << ctx.config.surface_url(Surface::link) << "\n"
+            << "  dashboard " << ctx.config.surface_url(Surface::dashboard) << "\n";
+  if (options.demo_file) std::cout << "  demo credentials: " << *options.demo_file << "\n";
+  std::cout << std::flush;
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  server.stop();
+  server.wait();
+  stop_workers(ctx);
+  ctx.db->close();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace sika::app

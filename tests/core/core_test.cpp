@@ -1,0 +1,130 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/crypto.hpp"
+#include "core/i18n.hpp"
+#include "core/json.hpp"
+#include "core/random.hpp"
+#include "core/time.hpp"
+
+using namespace sika;
+
+TEST(I18n, EveryCodeHasBothTextsAndTableIsSorted) {
+  auto codes = i18n::all_codes();
+  ASSERT_FALSE(codes.empty());
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    if (i > 0) EXPECT_LT(codes[i - 1], codes[i]) << "message table must stay sorted";
+    EXPECT_TRUE(i18n::known(codes[i]));
+    EXPECT_NE(i18n::text(codes[i], i18n::Locale::fr), codes[i]);
+    EXPECT_NE(i18n::text(codes[i], i18n::Locale::en), codes[i]);
+    EXPECT_NE(i18n::text(codes[i], i18n::Locale::fr), i18n::text(codes[i], i18n::Locale::en)) << codes[i];
+  }
+}
+
+TEST(I18n, NegotiatesFromAcceptLanguage) {
+  using i18n::Locale;
+  EXPECT_EQ(i18n::negotiate("", Locale::fr), Locale::fr);
+  EXPECT_EQ(i18n::negotiate("en-US,en;q=0.9", Locale::fr), Locale::en);
+  EXPECT_EQ(i18n::negotiate("fr-CM", Locale::en), Locale::fr);
+  EXPECT_EQ(i18n::negotiate("de,en;q=0.3,fr;q=0.7", Locale::en), Locale::fr);
+  EXPECT_EQ(i18n::negotiate("de", Locale::en), Locale::en);
+  EXPECT_EQ(i18n::negotiate("*", Locale::fr), Locale::fr);
+}
+
+TEST(Json, ParseObjectRejectsEmptyMalformedAndNonObjects) {
+  EXPECT_EQ(json::parse_object("").error().code, "empty_data");
+  EXPECT_EQ(json::parse_object("   ").error().code, "empty_data");
+  EXPECT_EQ(json::parse_object("{").error().code, "empty_data");
+  EXPECT_EQ(json::parse_object("[1]").error().status, 400);
+  EXPECT_TRUE(json::parse_object(R"({"a":1})").ok());
+  std::string deep(200, '[');
+  EXPECT_FALSE(json::parse(deep).ok());
+}
+
+TEST(Json, TypedReadersRecordPreciseProblems) {
+  auto o = json::parse_object(R"({"s":"x","i":5,"f":1.5,"b":true,"big":18446744073709551615,"n":null})").value();
+  json::FieldErrors errors;
+  EXPECT_EQ(json::get_string(o, "s", errors), "x");
+  EXPECT_EQ(json::get_int(o, "i", errors), 5);
+  EXPECT_EQ(json::get_number(o, "f", errors), 1.5);
+  EXPECT_EQ(json::get_bool(o, "b", errors), true);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_FALSE(json::get_int(o, "f", errors));
+  EXPECT_FALSE(json::get_int(o, "big", errors));
+  EXPECT_FALSE(json::get_string(o, "i", errors));
+  EXPECT_FALSE(json::get_string(o, "n", errors, true));
+  EXPECT_FALSE(json::get_string(o, "missing", errors, true));
+  auto d = errors.details();
+  EXPECT_EQ(d.at("f").as_string(), "must be an integer");
+  EXPECT_EQ(d.at("big").as_string(), "is too large");
+  EXPECT_EQ(d.at("i").as_string(), "must be a string");
+  EXPECT_EQ(d.at("n").as_string(), "is required");
+  EXPECT_EQ(d.at("missing").as_string(), "is required");
+  EXPECT_EQ(errors.status().error().code, "empty_data");
+}
+
+TEST(Random, UuidAndTokens) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    std::string u = uuid_v4();
+    EXPECT_TRUE(is_uuid(u)) << u;
+    EXPECT_EQ(u[14], '4');
+    EXPECT_TRUE(seen.insert(u).second);
+  }
+  EXPECT_FALSE(is_uuid("not-a-uuid"));
+  EXPECT_FALSE(is_uuid("123e4567-e89b-12d3-a456-42661417400g"));
+  EXPECT_TRUE(is_uuid("123E4567-E89B-12D3-A456-426614174000"));
+  EXPECT_EQ(random_token(32).size(), 43u);
+  std::string ref = random_reference("TX", 10);
+  EXPECT_EQ(ref.size(), 12u);
+  EXPECT_EQ(ref.find_first_of("01IO", 2), std::string::npos);
+}
+
+TEST(Random, Base64RoundTrips) {
+  std::string bytes = random_bytes(100);
+  std::string out;
+  ASSERT_TRUE(base64url_decode(base64url_encode(bytes), out));
+  EXPECT_EQ(out, bytes);
+  ASSERT_TRUE(base64_decode(base64_encode(bytes), out));
+  EXPECT_EQ(out, bytes);
+  EXPECT_FALSE(base64url_decode("***", out));
+  EXPECT_EQ(base64_encode("hello"), "aGVsbG8=");
+  EXPECT_EQ(hex_encode("\x01\xab"), "01ab");
+}
+
+TEST(Time, Iso8601RoundTrip) {
+  EXPECT_EQ(iso8601(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(iso8601(1795311512123), "2026-11-22T01:38:32.123Z");
+  EXPECT_EQ(parse_iso8601("2026-11-22T01:38:32.123Z"), 1795311512123);
+  EXPECT_EQ(parse_iso8601("2026-11-22T02:38:32.123+01:00"), 1795311512123);
+  EXPECT_EQ(parse_iso8601("2026-11-22T01:38:32Z"), 1795311512000);
+  EXPECT_FALSE(parse_iso8601("2026-13-22T01:38:32Z"));
+  EXPECT_FALSE(parse_iso8601("2026-11-22T01:38:32"));
+  EXPECT_FALSE(parse_iso8601("yesterday"));
+  for (std::int64_t t : {0LL, 1LL, 951782400000LL, 4102444799999LL}) EXPECT_EQ(parse_iso8601(iso8601(t)), t);
+}
+
+TEST(Crypto, KeyedSecretHashes) {
+  std::string pepper(64, 'p');
+  std::string h = crypto::secret_hash(pepper, "s3cret");
+  EXPECT_EQ(h.size(), 64u);
+  EXPECT_EQ(h, crypto::secret_hash(pepper, "s3cret"));
+  EXPECT_NE(h, crypto::secret_hash(std::string(64, 'q'), "s3cret"));
+  EXPECT_TRUE(crypto::secret_matches(pepper, "s3cret", h));
+  EXPECT_FALSE(crypto::secret_matches(pepper, "s3cret!", h));
+}
+
+TEST(Crypto, HmacSha256KnownVector) {
+  // RFC 4231 test case 2.
+  EXPECT_EQ(hex_encode(crypto::hmac_sha256("Jefe", "what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+TEST(Crypto, Argon2idPasswords) {
+  std::string h = crypto::password_hash("correct horse");
+  EXPECT_TRUE(h.starts_with("$argon2id$"));
+  EXPECT_TRUE(crypto::password_verify("correct horse", h));
+  EXPECT_FALSE(crypto::password_verify("wrong horse", h));
+  EXPECT_FALSE(crypto::password_verify("correct horse", "garbage"));
+}

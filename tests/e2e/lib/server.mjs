@@ -1,0 +1,97 @@
+// Starts a real `build/sika serve` for black-box tests, on a free port, with a fresh
+// database (SQLite file in a temp dir, or a new PostgreSQL database when
+// backend === 'postgres' and SIKA_TEST_PG_DSN is set), seeded with the demo world.
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+export const sikaBinary = process.env.SIKA_BIN || path.join(root, 'build', 'sika');
+
+export function backends() {
+  return process.env.SIKA_TEST_PG_DSN ? ['sqlite', 'postgres'] : ['sqlite'];
+}
+
+export async function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+let dbCounter = 0;
+function freshPostgres() {
+  const admin = process.env.SIKA_TEST_PG_DSN;
+  const name = `sika_e2e_${process.pid}_${Date.now()}_${dbCounter++}`;
+  execFileSync('psql', [admin, '-q', '-c', `CREATE DATABASE ${name}`]);
+  const u = new URL(admin);
+  u.pathname = '/' + name;
+  return { dsn: u.toString(), drop: () => { try { execFileSync('psql', [admin, '-q', '-c', `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`]); } catch {} } };
+}
+
+// options: { backend, env: {SIKA_...}, args: [...] }
+export async function startServer(options = {}) {
+  const backend = options.backend || 'sqlite';
+  const dir = mkdtempSync(path.join(tmpdir(), 'sika-e2e-'));
+  const port = await freePort();
+  let dsn, drop = () => {};
+  if (backend === 'postgres') ({ dsn, drop } = freshPostgres());
+  else dsn = `sqlite://${path.join(dir, 'sika.db')}`;
+  const demoFile = path.join(dir, 'demo.json');
+  const publicUrl = `http://127.0.0.1:${port}`;
+  const args = ['serve', '--listen', `127.0.0.1:${port}`, '--db', dsn, '--public-url', publicUrl,
+    '--demo', demoFile, ...(options.args || [])];
+  const child = spawn(sikaBinary, args, {
+    env: { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef', ...(options.env || {}) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d) => { output += d; });
+  child.stderr.on('data', (d) => { output += d; });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`sika exited early (${child.exitCode}):\n${output}`);
+    try {
+      const r = await fetch(`${publicUrl}/readyz`);
+      if (r.ok && existsSync(demoFile)) break;
+    } catch {}
+    if (Date.now() > deadline) { child.kill('SIGKILL'); throw new Error(`sika did not become ready:\n${output}`); }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const demo = JSON.parse(readFileSync(demoFile, 'utf8'));
+  return {
+    backend, port, dsn, dir, demo, child, publicUrl,
+    output: () => output,
+    baseUrl: demo.base_url, authUrl: demo.auth_url, checkoutUrl: demo.checkout_url,
+    linkUrl: demo.link_url, dashboardUrl: demo.dashboard_url,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null) child.kill(signal);
+      const r = await exited;
+      drop();
+      rmSync(dir, { recursive: true, force: true });
+      return r;
+    },
+  };
+}
+
+// Obtains a client_credentials access token for a demo merchant.
+export async function merchantToken(server, index = 0, scope = 'payments services countries providers') {
+  const m = server.demo.merchants[index];
+  const r = await fetch(`${server.authUrl}/oauth/v2/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ grant_type: 'client_credentials', client_id: m.client_id, client_secret: m.client_secret, scope }),
+  });
+  const body = await r.json();
+  if (r.status !== 200) throw new Error(`token: ${r.status} ${JSON.stringify(body)}`);
+  return body.access_token;
+}

@@ -1,0 +1,152 @@
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "web/envelope.hpp"
+#include "web/router.hpp"
+
+using namespace sika;
+namespace bj = boost::json;
+
+namespace {
+web::Request make(std::string method, std::string path, std::string query = "") {
+  web::Request r;
+  r.method = std::move(method);
+  r.path = std::move(path);
+  r.query_string = query;
+  r.query = web::parse_form(query).value();
+  return r;
+}
+
+web::Router sample_router() {
+  web::Router r;
+  r.mount(web::Surface::gateway, "/api");
+  r.add({web::Surface::gateway, "GET", "/pay/{shortCode}/info",
+         [](web::Request& q) { return web::ok(q, bj::string(q.path_param("shortCode"))); }, "", ""});
+  r.add({web::Surface::gateway, "POST", "/pay/{shortCode}/pay",
+         [](web::Request& q) { return web::ok(q, nullptr); }, "", ""});
+  r.add({web::Surface::gateway, "POST", "/pay/{shortCode}/info",
+         [](web::Request& q) { return web::ok(q, nullptr); }, "", ""});
+  r.add({web::Surface::system, "GET", "/healthz", [](web::Request&) { return web::Response::json(200, "{}"); }, "", ""});
+  return r;
+}
+}  // namespace
+
+TEST(Envelope, SuccessHasExactlyTheSpecFields) {
+  auto req = make("GET", "/");
+  req.locale = i18n::Locale::en;
+  auto res = web::ok(req, bj::array{1, 2});
+  auto v = bj::parse(res.body).as_object();
+  EXPECT_EQ(v.at("code").as_int64(), 200);
+  EXPECT_EQ(v.at("success").as_bool(), true);
+  EXPECT_EQ(v.at("locale").as_string(), "en");
+  EXPECT_EQ(v.at("message").as_string(), "ok");
+  EXPECT_TRUE(v.at("meta").is_object());
+  EXPECT_EQ(v.at("data").as_array().size(), 2u);
+  EXPECT_EQ(res.get("content-type"), "application/json; charset=utf-8");
+}
+
+TEST(Envelope, ErrorCarriesCodeMessageAndDetails) {
+  auto req = make("GET", "/");
+  auto res = web::error(req, empty_data(bj::object{{"amount", "must be a positive integer"}}));
+  EXPECT_EQ(res.status, 400);
+  auto v = bj::parse(res.body).as_object();
+  EXPECT_EQ(v.at("success").as_bool(), false);
+  EXPECT_EQ(v.at("code").as_int64(), 400);
+  EXPECT_EQ(v.at("message").as_string(), "empty_data");
+  EXPECT_EQ(v.at("error").at("details").at("amount").as_string(), "must be a positive integer");
+  EXPECT_EQ(v.at("locale").as_string(), "fr");
+  EXPECT_EQ(v.at("error").at("text").as_string(), "Données absentes ou invalides.");
+}
+
+TEST(Envelope, PaginationParamsAndMeta) {
+  bj::object errors;
+  auto p = web::parse_page(make("GET", "/", "page=3&limit=10"), errors);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(p.offset(), 20);
+  auto meta = web::pagination(p, 45).at("pagination").as_object();
+  EXPECT_EQ(meta.at("pages").as_int64(), 5);
+  EXPECT_TRUE(meta.at("has_next").as_bool());
+  EXPECT_TRUE(meta.at("has_previous").as_bool());
+  web::parse_page(make("GET", "/", "page=0&limit=101"), errors);
+  EXPECT_TRUE(errors.contains("page"));
+  EXPECT_TRUE(errors.contains("limit"));
+  errors.clear();
+  web::parse_page(make("GET", "/", "page=abc&limit=1x"), errors);
+  EXPECT_EQ(errors.size(), 2u);
+  auto empty = web::pagination(web::Page{}, 0).at("pagination").as_object();
+  EXPECT_EQ(empty.at("pages").as_int64(), 0);
+  EXPECT_FALSE(empty.at("has_next").as_bool());
+}
+
+TEST(Envelope, BodyObjectChecksContentType) {
+  auto req = make("POST", "/");
+  req.headers = {{"content-type", "text/plain"}};
+  req.body = "{}";
+  EXPECT_EQ(web::body_object(req).error().status, 415);
+  req.headers = {{"content-type", "application/x-www-form-urlencoded"}};
+  req.body = "a=1&b=x+y";
+  auto form = web::body_object(req, true);
+  ASSERT_TRUE(form.ok());
+  EXPECT_EQ(form->at("b").as_string(), "x y");
+  req.headers = {{"content-type", "application/json; charset=utf-8"}};
+  req.body = "";
+  EXPECT_EQ(web::body_object(req).error().code, "empty_data");
+}
+
+TEST(Message, PercentDecoding) {
+  EXPECT_EQ(web::percent_decode("a%20b+c", true), "a b c");
+  EXPECT_EQ(web::percent_decode("a+c", false), "a+c");
+  EXPECT_FALSE(web::percent_decode("%zz", false));
+  EXPECT_FALSE(web::percent_decode("%4", false));
+  EXPECT_FALSE(web::percent_decode("%", false));
+  EXPECT_FALSE(web::percent_decode("%00", false));
+  EXPECT_FALSE(web::parse_form("a=%G1").ok());
+  EXPECT_EQ(web::percent_encode("a b/é"), "a%20b%2F%C3%A9");
+}
+
+TEST(Router, MatchesParamsAndMounts) {
+  auto router = sample_router();
+  auto req = make("GET", "/api/pay/ABCD1234/info");
+  auto res = router.dispatch(req);
+  EXPECT_EQ(res.status, 200);
+  EXPECT_EQ(bj::parse(res.body).at("data").as_string(), "ABCD1234");
+  auto h = make("GET", "/healthz");
+  EXPECT_EQ(router.dispatch(h).status, 200);
+  auto unmounted = make("GET", "/pay/ABCD1234/info");
+  EXPECT_EQ(router.dispatch(unmounted).status, 404);
+}
+
+TEST(Router, NotFoundAndMethodNotAllowedUseTheEnvelope) {
+  auto router = sample_router();
+  auto req = make("GET", "/api/nowhere");
+  auto res = router.dispatch(req);
+  EXPECT_EQ(res.status, 404);
+  EXPECT_EQ(bj::parse(res.body).at("message").as_string(), "not_found");
+  auto del = make("DELETE", "/api/pay/X/info");
+  res = router.dispatch(del);
+  EXPECT_EQ(res.status, 405);
+  EXPECT_EQ(res.get("Allow"), "GET, HEAD, POST, OPTIONS");
+  EXPECT_EQ(bj::parse(res.body).at("message").as_string(), "method_not_allowed");
+}
+
+TEST(Router, HeadRunsGetAndOptionsAnswersAllowAndCors) {
+  auto router = sample_router();
+  auto head = make("HEAD", "/api/pay/X/info");
+  EXPECT_EQ(router.dispatch(head).status, 200);
+  auto opt = make("OPTIONS", "/api/pay/X/pay");
+  auto res = router.dispatch(opt);
+  EXPECT_EQ(res.status, 204);
+  EXPECT_EQ(res.get("Allow"), "POST, OPTIONS");
+  EXPECT_TRUE(res.get("Access-Control-Allow-Origin").empty());
+
+  router.cors(web::Surface::gateway, {true, {"https://shop.example"}});
+  auto pre = make("OPTIONS", "/api/pay/X/pay");
+  pre.headers = {{"origin", "https://shop.example"}, {"access-control-request-method", "POST"}};
+  res = router.dispatch(pre);
+  EXPECT_EQ(res.get("Access-Control-Allow-Origin"), "https://shop.example");
+  EXPECT_EQ(res.get("Access-Control-Allow-Methods"), "POST, OPTIONS");
+  auto other = make("OPTIONS", "/api/pay/X/pay");
+  other.headers = {{"origin", "https://evil.example"}, {"access-control-request-method", "POST"}};
+  EXPECT_TRUE(router.dispatch(other).get("Access-Control-Allow-Origin").empty());
+}
