@@ -120,6 +120,11 @@ int run_cli(int argc, char** argv) {
   };
   add_admin_commands(*admin_cmd, env);
 
+  auto* config_cmd = app.add_subcommand("config", "Describe the configuration keys");
+  bool markdown = false;
+  config_cmd->add_flag("--markdown", markdown, "print the keys as a Markdown table");
+  config_cmd->callback([&] { std::cout << (markdown ? keys_markdown() : describe_keys()); });
+
   app.add_subcommand("version", "Print the version")->callback([] { std::cout << "sika 0.1.0" << std::endl; });
 
   try {

@@ -155,6 +155,17 @@ std::string describe_keys() {
   return os.str();
 }
 
+std::string keys_markdown() {
+  std::ostringstream os;
+  os << "| key | environment | default | meaning |\n|---|---|---|---|\n";
+  for (const auto& k : kKeys) {
+    os << "| `" << k.name << "` | `" << env_name(k.name) << "` | "
+       << (k.default_value.empty() ? std::string("") : "`" + std::string(k.default_value) + "`") << " | "
+       << k.description << " |\n";
+  }
+  return os.str();
+}
+
 Result<Config> Config::load(const std::optional<std::string>& file, const std::map<std::string, std::string>& flags) {
   Config c;
   for (const auto& k : kKeys) c.values_[std::string(k.name)] = std::string(k.default_value);

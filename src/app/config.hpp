@@ -28,6 +28,8 @@ const std::vector<KeySpec>& config_keys();
 std::string env_name(std::string_view key);
 // The key list formatted for --help.
 std::string describe_keys();
+// The key list as a Markdown table (docs/configuration.md embeds it; a test keeps them equal).
+std::string keys_markdown();
 
 class Config {
  public:

@@ -42,7 +42,7 @@ std::string iso8601(std::int64_t ms) {
   std::int64_t y;
   unsigned m, d;
   civil_from_days(days, y, m, d);
-  char buf[40];
+  char buf[64];
   std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", static_cast<long long>(y), m, d,
                 sod / 3600, (sod / 60) % 60, sod % 60, millis);
   return buf;

@@ -14,7 +14,9 @@ TEST(I18n, EveryCodeHasBothTextsAndTableIsSorted) {
   auto codes = i18n::all_codes();
   ASSERT_FALSE(codes.empty());
   for (std::size_t i = 0; i < codes.size(); ++i) {
-    if (i > 0) EXPECT_LT(codes[i - 1], codes[i]) << "message table must stay sorted";
+    if (i > 0) {
+      EXPECT_LT(codes[i - 1], codes[i]) << "message table must stay sorted";
+    }
     EXPECT_TRUE(i18n::known(codes[i]));
     EXPECT_NE(i18n::text(codes[i], i18n::Locale::fr), codes[i]);
     EXPECT_NE(i18n::text(codes[i], i18n::Locale::en), codes[i]);
