@@ -16,10 +16,14 @@ constexpr Entry kMessages[] = {
     {"access_denied", "Accès refusé.", "Access denied."},
     {"already_exists", "Cet objet existe déjà.", "This object already exists."},
     {"bad_request", "Requête invalide.", "Bad request."},
+    {"blocked_address", "Adresse de destination refusée (réseau privé ou réservé).",
+     "Destination address refused (private or reserved network)."},
     {"conflict", "Conflit avec l'état actuel de la ressource.", "Conflict with the current state of the resource."},
     {"created", "Créé avec succès.", "Created successfully."},
     {"empty_data", "Données absentes ou invalides.", "Missing or invalid data."},
     {"header_too_large", "En-têtes de requête trop volumineux.", "Request headers too large."},
+    {"host_busy", "Trop de requêtes en cours vers cet hôte, réessayez plus tard.",
+     "Too many requests in progress to this host, try again later."},
     {"internal_error", "Erreur interne du serveur.", "Internal server error."},
     {"invalid_client", "Authentification du client refusée.", "Client authentication failed."},
     {"invalid_grant", "Autorisation invalide ou expirée.", "Invalid or expired grant."},
@@ -41,6 +45,8 @@ constexpr Entry kMessages[] = {
     {"unauthorized_client", "Client non autorisé pour cette opération.", "Client not authorized for this operation."},
     {"unsupported_grant_type", "Type d'autorisation non pris en charge.", "Unsupported grant type."},
     {"unsupported_media_type", "Type de contenu non pris en charge.", "Unsupported content type."},
+    {"upstream_error", "Le serveur distant a échoué ou est injoignable.", "The remote server failed or is unreachable."},
+    {"upstream_timeout", "Le serveur distant n'a pas répondu à temps.", "The remote server did not answer in time."},
 };
 
 const Entry* find(std::string_view code) {

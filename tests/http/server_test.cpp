@@ -1,0 +1,573 @@
+#include "http/server.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "raw_client.hpp"
+#include "web/envelope.hpp"
+
+namespace sika::http {
+namespace {
+
+using test::RawClient;
+using test::RawResponse;
+using test::request;
+using Clock = std::chrono::steady_clock;
+namespace bj = boost::json;
+
+// A one-shot gate handlers can block on.
+class Gate {
+ public:
+  void open() {
+    {
+      std::lock_guard l(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock l(mu_);
+    cv_.wait(l, [&] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+std::int64_t elapsed_ms(Clock::time_point since) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count();
+}
+
+std::string str(const bj::value& v) { return v.is_string() ? std::string(v.as_string()) : bj::serialize(v); }
+
+bj::object envelope(const RawResponse& r) { return bj::parse(r.body).as_object(); }
+
+// Echoes what the server put in web::Request, as JSON.
+web::Response echo(web::Request& req) {
+  bj::object o;
+  o["method"] = req.method;
+  o["target"] = req.target;
+  o["path"] = req.path;
+  o["query_string"] = req.query_string;
+  bj::object q;
+  for (auto& [k, v] : req.query) q[k] = v;
+  o["query"] = q;
+  bj::object h;
+  for (auto& [k, v] : req.headers) h[k] = v;
+  o["headers"] = h;
+  o["body"] = req.body;
+  o["remote_ip"] = req.remote_ip;
+  o["request_id"] = req.request_id;
+  o["locale"] = i18n::name(req.locale);
+  return web::Response::json(200, bj::serialize(o));
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void start(ServerOptions opt, RequestHandler h) {
+    opt.host = "127.0.0.1";
+    opt.port = 0;
+    if (!opt.access_log)
+      opt.access_log = [this](const AccessLogEntry& e) {
+        std::lock_guard l(log_mu_);
+        log_.push_back(e);
+      };
+    server_ = std::make_unique<Server>(std::move(opt), std::move(h));
+    auto st = server_->start();
+    ASSERT_TRUE(st.ok());
+    ASSERT_NE(server_->port(), 0);
+  }
+  void TearDown() override {
+    if (server_) {
+      server_->stop();
+      server_->wait();
+    }
+  }
+  std::vector<AccessLogEntry> logs() {
+    std::lock_guard l(log_mu_);
+    return log_;
+  }
+  unsigned short port() const { return server_->port(); }
+
+  std::unique_ptr<Server> server_;
+  std::mutex log_mu_;
+  std::vector<AccessLogEntry> log_;
+};
+
+TEST_F(ServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  start({}, echo);
+  RawClient c(port());
+  ASSERT_TRUE(c.connected());
+  for (int i = 0; i < 3; ++i) {
+    std::string target = "/items/caf%C3%A9?n=" + std::to_string(i) + "&name=a%20b+c";
+    ASSERT_TRUE(c.send(request("get", target, "Accept-Language: en-GB,fr;q=0.5\r\nX-Custom-Header: V\r\n")));
+    auto r = c.read_response();
+    ASSERT_TRUE(r) << "request " << i;
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->header("connection"), "");  // HTTP/1.1 default keep-alive
+    EXPECT_FALSE(r->header("date").empty());
+    auto o = envelope(*r);
+    EXPECT_EQ(o["method"], "GET");
+    EXPECT_EQ(o["path"], "/items/café");
+    EXPECT_EQ(str(o["target"]), target);
+    EXPECT_EQ(str(o["query_string"]), "n=" + std::to_string(i) + "&name=a%20b+c");
+    EXPECT_EQ(str(o["query"].as_object()["n"]), std::to_string(i));
+    EXPECT_EQ(o["query"].as_object()["name"], "a b c");
+    EXPECT_EQ(o["headers"].as_object()["x-custom-header"], "V");
+    EXPECT_EQ(o["remote_ip"], "127.0.0.1");
+    EXPECT_EQ(o["locale"], "en");
+  }
+  EXPECT_EQ(server_->stats().requests, 3u);
+  EXPECT_EQ(server_->stats().connections_open, 1u);
+}
+
+TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
+  // The first request is the slowest: a server answering out of order would be caught.
+  start({}, [](web::Request& req) {
+    if (req.path == "/1") std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    if (req.path == "/2") std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return web::Response::text(200, "answer" + req.path + ":" + req.body);
+  });
+  RawClient c(port());
+  ASSERT_TRUE(c.send(request("GET", "/1") + request("POST", "/2", "", "body-two") + request("GET", "/3")));
+  for (int i = 1; i <= 3; ++i) {
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "answer/" + std::to_string(i) + ":" + (i == 2 ? "body-two" : ""));
+  }
+}
+
+TEST_F(ServerTest, BadRequestAfterPipelinedValidOneKeepsTheEarlierResponse) {
+  start({}, [](web::Request& req) { return web::Response::text(200, "ok" + req.path); });
+  RawClient c(port());
+  ASSERT_TRUE(c.send(request("GET", "/first") + "THIS IS NOT HTTP\r\n\r\n"));
+  auto first = c.read_response();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200);
+  EXPECT_EQ(first->body, "ok/first");
+  auto second = c.read_response();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 400);
+  EXPECT_EQ(second->header("connection"), "close");
+  EXPECT_EQ(envelope(*second)["message"], "bad_request");
+  EXPECT_TRUE(c.wait_closed(3000));
+}
+
+TEST_F(ServerTest, MalformedRequestGets400EnvelopeThenClose) {
+  start({}, echo);
+  RawClient c(port());
+  ASSERT_TRUE(c.send("GET / HTTP/1.1\r\nHost: x\r\nBad Header Without Colon\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  auto o = envelope(*r);
+  EXPECT_EQ(o["success"], false);
+  EXPECT_EQ(o["code"], 400);
+  EXPECT_EQ(o["message"], "bad_request");
+  EXPECT_EQ(o["locale"], "fr");
+  EXPECT_FALSE(r->header("x-request-id").empty());
+  EXPECT_TRUE(c.wait_closed(3000));
+}
+
+TEST_F(ServerTest, MissingHostOnHttp11Is400) {
+  start({}, echo);
+  RawClient c(port());
+  ASSERT_TRUE(c.send("GET / HTTP/1.1\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_TRUE(envelope(*r)["error"].as_object()["details"].as_object().contains("host"));
+}
+
+TEST_F(ServerTest, BodyOverLimitIs413WithEnvelope) {
+  ServerOptions opt;
+  opt.max_body_bytes = 1024;
+  std::atomic<int> calls{0};
+  start(opt, [&](web::Request&) {
+    ++calls;
+    return web::Response::text(200, "x");
+  });
+  {
+    // Declared length over the limit: refused before reading the body.
+    RawClient c(port());
+    ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nAccept-Language: en\r\nContent-Length: 2000000\r\n\r\nabc"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 413);
+    auto o = envelope(*r);
+    EXPECT_EQ(o["message"], "payload_too_large");
+    EXPECT_EQ(o["code"], 413);
+    EXPECT_EQ(o["locale"], "en");
+    EXPECT_EQ(r->header("connection"), "close");
+    EXPECT_TRUE(c.wait_closed(3000));
+  }
+  {
+    // Chunked body growing past the limit.
+    RawClient c(port());
+    std::string chunk(800, 'a');
+    ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       "320\r\n" + chunk + "\r\n320\r\n" + chunk + "\r\n0\r\n\r\n"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 413);
+    EXPECT_EQ(envelope(*r)["message"], "payload_too_large");
+  }
+  {
+    // At the limit: accepted.
+    RawClient c(port());
+    ASSERT_TRUE(c.send(request("POST", "/upload", "", std::string(1024, 'b'))));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+  }
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST_F(ServerTest, HugeHeadersAre431) {
+  ServerOptions opt;
+  opt.max_header_bytes = 4096;
+  start(opt, echo);
+  RawClient c(port());
+  ASSERT_TRUE(c.send(request("GET", "/", "X-Big: " + std::string(8000, 'h') + "\r\n")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 431);
+  EXPECT_EQ(envelope(*r)["message"], "header_too_large");
+  EXPECT_TRUE(c.wait_closed(3000));
+}
+
+TEST_F(ServerTest, SlowlorisIsDisconnectedAfterHeaderTimeout) {
+  ServerOptions opt;
+  opt.header_timeout_ms = 300;
+  start(opt, echo);
+  {
+    RawClient c(port());
+    auto t0 = Clock::now();
+    ASSERT_TRUE(c.send("GET / HTTP/1.1\r\nHost: x\r\n"));
+    EXPECT_TRUE(c.wait_closed(3000));
+    EXPECT_GE(elapsed_ms(t0), 250);
+    EXPECT_LT(elapsed_ms(t0), 2000);
+  }
+  {
+    // Dripping a byte at a time does not reset the clock.
+    RawClient c(port());
+    auto t0 = Clock::now();
+    bool closed = false;
+    for (int i = 0; i < 40 && !closed; ++i) {
+      c.send("X");
+      closed = c.wait_closed(50);
+    }
+    EXPECT_TRUE(closed || c.wait_closed(1000));
+    EXPECT_LT(elapsed_ms(t0), 1500);
+  }
+  {
+    // A connection that never sends anything is bounded too.
+    RawClient c(port());
+    auto t0 = Clock::now();
+    EXPECT_TRUE(c.wait_closed(3000));
+    EXPECT_LT(elapsed_ms(t0), 2000);
+  }
+}
+
+TEST_F(ServerTest, IdleKeepAliveConnectionIsClosed) {
+  ServerOptions opt;
+  opt.idle_timeout_ms = 300;
+  start(opt, echo);
+  RawClient c(port());
+  ASSERT_TRUE(c.send(request("GET", "/")));
+  ASSERT_TRUE(c.read_response());
+  auto t0 = Clock::now();
+  EXPECT_TRUE(c.wait_closed(3000));
+  EXPECT_GE(elapsed_ms(t0), 250);
+}
+
+TEST_F(ServerTest, SlowBodyIsDisconnectedAfterBodyTimeout) {
+  ServerOptions opt;
+  opt.body_timeout_ms = 300;
+  start(opt, echo);
+  RawClient c(port());
+  ASSERT_TRUE(c.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly-a-part"));
+  auto t0 = Clock::now();
+  EXPECT_TRUE(c.wait_closed(3000));
+  EXPECT_LT(elapsed_ms(t0), 2000);
+}
+
+TEST_F(ServerTest, RequestIdIsEchoedOrGenerated) {
+  start({}, echo);
+  RawClient c(port());
+  ASSERT_TRUE(c.send(request("GET", "/", "X-Request-Id: client-id-123\r\n")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->header("x-request-id"), "client-id-123");
+  EXPECT_EQ(envelope(*r)["request_id"], "client-id-123");
+
+  ASSERT_TRUE(c.send(request("GET", "/")));
+  r = c.read_response();
+  ASSERT_TRUE(r);
+  std::string generated = r->header("x-request-id");
+  EXPECT_EQ(generated.size(), 36u);
+  EXPECT_EQ(str(envelope(*r)["request_id"]), generated);
+
+  // Invalid ids (too long, or with a space) are replaced.
+  for (std::string bad : {std::string(129, 'a'), std::string("has space")}) {
+    ASSERT_TRUE(c.send(request("GET", "/", "X-Request-Id: " + bad + "\r\n")));
+    r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_NE(r->header("x-request-id"), bad);
+    EXPECT_EQ(r->header("x-request-id").size(), 36u);
+  }
+  EXPECT_TRUE(valid_request_id(std::string(128, '~')));
+  EXPECT_FALSE(valid_request_id(""));
+}
+
+TEST_F(ServerTest, HeadSendsGetHeadersWithoutBody) {
+  start({}, [](web::Request& req) { return web::Response::text(200, req.method == "HEAD" ? "0123456789" : "abc"); });
+  RawClient c(port());
+  // HEAD then GET in one write: a body after the HEAD response would corrupt the second one.
+  ASSERT_TRUE(c.send(request("HEAD", "/x") + request("GET", "/y")));
+  auto head = c.read_response(/*head=*/true);
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  EXPECT_EQ(head->header("content-length"), "10");
+  auto get = c.read_response();
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status_line, "HTTP/1.1 200 OK");
+  EXPECT_EQ(get->body, "abc");
+}
+
+TEST_F(ServerTest, BadPercentEncodingIs400Envelope) {
+  std::atomic<int> calls{0};
+  start({}, [&](web::Request&) {
+    ++calls;
+    return web::Response::text(200, "x");
+  });
+  for (std::string target : {"/a%zz", "/a%4", "/a%00b", "/ok?x=%zz"}) {
+    RawClient c(port());
+    ASSERT_TRUE(c.send(request("GET", target, "Accept-Language: en\r\n")));
+    auto r = c.read_response();
+    ASSERT_TRUE(r) << target;
+    EXPECT_EQ(r->status, 400) << target;
+    auto o = envelope(*r);
+    EXPECT_EQ(o["message"], "bad_request");
+    EXPECT_EQ(o["locale"], "en");
+    EXPECT_TRUE(o["error"].as_object()["details"].is_object());
+  }
+  EXPECT_EQ(calls.load(), 0);
+}
+
+TEST_F(ServerTest, HandlerExceptionIs500AndServerKeepsServing) {
+  start({}, [](web::Request& req) -> web::Response {
+    if (req.path == "/boom") throw std::runtime_error("boom");
+    if (req.path == "/int") throw 42;
+    return web::Response::text(200, "fine");
+  });
+  for (std::string path : {"/boom", "/int"}) {
+    RawClient c(port());
+    ASSERT_TRUE(c.send(request("GET", path)));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 500);
+    auto o = envelope(*r);
+    EXPECT_EQ(o["message"], "internal_error");
+    EXPECT_EQ(o["success"], false);
+    // The connection stays usable.
+    ASSERT_TRUE(c.send(request("GET", "/ok")));
+    r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "fine");
+  }
+}
+
+TEST_F(ServerTest, FullHandlerPoolAnswers503) {
+  ServerOptions opt;
+  opt.handler_threads = 1;
+  opt.handler_queue = 1;
+  Gate gate;
+  std::atomic<int> entered{0};
+  start(opt, [&](web::Request&) {
+    ++entered;
+    gate.wait();
+    return web::Response::text(200, "done");
+  });
+  RawClient running(port()), queued(port()), rejected(port());
+  ASSERT_TRUE(running.send(request("GET", "/slow")));
+  for (int i = 0; i < 200 && entered.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(entered.load(), 1);
+  ASSERT_TRUE(queued.send(request("GET", "/slow")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(rejected.send(request("GET", "/slow", "Accept-Language: en\r\n")));
+  auto r = rejected.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(envelope(*r)["message"], "service_unavailable");
+  EXPECT_EQ(r->header("retry-after"), "1");
+  EXPECT_EQ(server_->stats().rejected_busy, 1u);
+  gate.open();
+  auto a = running.read_response();
+  auto b = queued.read_response();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->status, 200);
+  EXPECT_EQ(b->status, 200);
+}
+
+TEST_F(ServerTest, HandlersDoNotBlockTheEventLoop) {
+  ServerOptions opt;
+  opt.io_threads = 1;
+  opt.handler_threads = 4;
+  Gate gate;
+  start(opt, [&](web::Request& req) {
+    if (req.path == "/slow") gate.wait();
+    return web::Response::text(200, "ok");
+  });
+  RawClient slow(port());
+  ASSERT_TRUE(slow.send(request("GET", "/slow")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  RawClient fast(port());
+  ASSERT_TRUE(fast.send(request("GET", "/fast")));
+  auto r = fast.read_response(false, 2000);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  gate.open();
+  EXPECT_TRUE(slow.read_response());
+}
+
+TEST_F(ServerTest, GracefulStopDeliversInFlightResponse) {
+  Gate entered;
+  start({}, [&](web::Request& req) {
+    if (req.path == "/slow") {
+      entered.open();
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    }
+    return web::Response::text(200, "finished" + req.path);
+  });
+  RawClient idle(port());
+  ASSERT_TRUE(idle.send(request("GET", "/warm")));
+  ASSERT_TRUE(idle.read_response());
+
+  RawClient busy(port());
+  ASSERT_TRUE(busy.send(request("GET", "/slow")));
+  entered.wait();
+  auto t0 = Clock::now();
+  server_->stop();
+  // The idle keep-alive connection is closed at once.
+  EXPECT_TRUE(idle.wait_closed(1000));
+  EXPECT_LT(elapsed_ms(t0), 300);
+  // The in-flight one gets its answer, with Connection: close.
+  auto r = busy.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "finished/slow");
+  EXPECT_EQ(r->header("connection"), "close");
+  server_->wait();
+  EXPECT_LT(elapsed_ms(t0), 5000);
+  // No longer accepting.
+  RawClient late(port());
+  EXPECT_FALSE(late.connected() && late.send(request("GET", "/")) && late.read_response(false, 500));
+}
+
+TEST_F(ServerTest, StopForceClosesAfterGracePeriod) {
+  ServerOptions opt;
+  opt.shutdown_grace_ms = 200;
+  opt.header_timeout_ms = 30000;
+  start(opt, echo);
+  RawClient half(port());
+  ASSERT_TRUE(half.send("GET / HTTP/1.1\r\nHost:"));  // never completes
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto t0 = Clock::now();
+  server_->stop();
+  server_->wait();
+  EXPECT_LT(elapsed_ms(t0), 2000);
+  EXPECT_TRUE(half.wait_closed(1000));
+}
+
+TEST_F(ServerTest, AccessLogHasOneEntryPerRequestWithoutQueryString) {
+  start({}, echo);
+  RawClient c(port());
+  ASSERT_TRUE(c.send(request("GET", "/pay/abc?secret=hunter2", "User-Agent: tester/1\r\nX-Request-Id: rid-1\r\n")));
+  ASSERT_TRUE(c.read_response());
+  ASSERT_TRUE(c.send(request("GET", "/bad%zz")));
+  ASSERT_TRUE(c.read_response());
+  c.wait_closed(2000);
+  auto entries = logs();
+  ASSERT_EQ(entries.size(), 2u);
+  const auto& e = entries[0];
+  EXPECT_EQ(e.request_id, "rid-1");
+  EXPECT_EQ(e.method, "GET");
+  EXPECT_EQ(e.path, "/pay/abc");
+  EXPECT_EQ(e.status, 200);
+  EXPECT_EQ(e.remote, "127.0.0.1");
+  EXPECT_EQ(e.user_agent, "tester/1");
+  EXPECT_GT(e.bytes, 0u);
+  EXPECT_GE(e.duration_us, 0);
+  std::string line = e.json();
+  EXPECT_EQ(line.find("hunter2"), std::string::npos);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  auto o = bj::parse(line).as_object();
+  for (auto key : {"time", "request_id", "remote", "method", "path", "status", "bytes", "duration_us", "user_agent"})
+    EXPECT_TRUE(o.contains(key)) << key;
+  EXPECT_EQ(entries[1].status, 400);
+}
+
+TEST_F(ServerTest, Expect100ContinueIsHonoured) {
+  start({}, [](web::Request& req) { return web::Response::text(200, "got:" + req.body); });
+  RawClient c(port());
+  ASSERT_TRUE(c.send("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"));
+  auto cont = c.read_response();
+  ASSERT_TRUE(cont);
+  EXPECT_EQ(cont->status, 100);
+  ASSERT_TRUE(c.send("hello"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "got:hello");
+}
+
+TEST_F(ServerTest, UnsafeResponseHeadersAreDropped) {
+  start({}, [](web::Request&) {
+    auto r = web::Response::text(200, "x");
+    r.set("X-Injected", "a\r\nSet-Cookie: evil=1");
+    r.set("X-Fine", "yes");
+    r.set("Content-Length", "999");
+    return r;
+  });
+  RawClient c(port());
+  ASSERT_TRUE(c.send(request("GET", "/")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->header("x-fine"), "yes");
+  EXPECT_EQ(r->header("x-injected"), "");
+  EXPECT_EQ(r->header("set-cookie"), "");
+  EXPECT_EQ(r->header("content-length"), "1");
+}
+
+TEST_F(ServerTest, Http10ClientIsClosedUnlessKeepAlive) {
+  start({}, echo);
+  RawClient c(port());
+  ASSERT_TRUE(c.send("GET / HTTP/1.0\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(c.wait_closed(3000));
+}
+
+TEST_F(ServerTest, StartFailsCleanlyWhenPortIsTaken) {
+  start({}, echo);
+  ServerOptions opt;
+  opt.host = "127.0.0.1";
+  opt.port = port();
+  Server second(opt, echo);
+  auto st = second.start();
+  EXPECT_FALSE(st.ok());
+}
+
+}  // namespace
+}  // namespace sika::http
