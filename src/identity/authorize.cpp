@@ -1,0 +1,551 @@
+// The authorization endpoint (RFC 6749 §4.1, OIDC Core §3.1.2): login and consent pages,
+// login sessions, sign-up and logout.
+#include <boost/json.hpp>
+#include <boost/url/parse.hpp>
+
+#include <charconv>
+
+#include "core/crypto.hpp"
+#include "core/random.hpp"
+#include "identity/internal.hpp"
+#include "identity/pages.hpp"
+#include "identity/service.hpp"
+#include "web/envelope.hpp"
+
+namespace sika::identity {
+
+namespace bj = boost::json;
+
+namespace {
+
+constexpr std::string_view kSessionCookie = "sika_session";
+constexpr std::string_view kCsrfCookie = "sika_csrf";
+
+std::string field(const web::Fields& f, std::string_view k) {
+  for (const auto& [name, value] : f)
+    if (name == k) return value;
+  return {};
+}
+
+bool has_field(const web::Fields& f, std::string_view k) {
+  for (const auto& [name, value] : f)
+    if (name == k) return true;
+  return false;
+}
+
+bool valid_b64url(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+  });
+}
+
+// The dummy hash makes a login with an unknown e-mail cost as much as a wrong password.
+const std::string& dummy_password_hash() {
+  static const std::string h = crypto::password_hash(random_token(16));
+  return h;
+}
+
+}  // namespace
+
+struct Service::AuthzRequest {
+  std::shared_ptr<const Client> client;
+  std::string redirect_uri;
+  bool redirect_uri_given = false;
+  std::vector<std::string> scopes;
+  std::string state;
+  std::string nonce;
+  std::string code_challenge;
+  std::string code_challenge_method;
+  std::string prompt;
+  std::string ui_locales;
+  std::string login_hint;
+  std::optional<std::int64_t> max_age;
+  std::string error;  // set when the request is invalid but the redirect URI is trusted
+  std::string error_description;
+
+  // Hidden form fields that carry the request through the login form.
+  web::Fields hidden() const {
+    web::Fields f;
+    f.emplace_back("client_id", client->client_id);
+    if (redirect_uri_given) f.emplace_back("redirect_uri", redirect_uri);
+    f.emplace_back("response_type", "code");
+    f.emplace_back("scope", join_list(scopes));
+    if (!state.empty()) f.emplace_back("state", state);
+    if (!nonce.empty()) f.emplace_back("nonce", nonce);
+    if (!code_challenge.empty()) {
+      f.emplace_back("code_challenge", code_challenge);
+      f.emplace_back("code_challenge_method", code_challenge_method);
+    }
+    if (!ui_locales.empty()) f.emplace_back("ui_locales", ui_locales);
+    return f;
+  }
+};
+
+std::string Service::cookie_path() const {
+  auto u = boost::urls::parse_absolute_uri(opts_.issuer);
+  if (!u || u->encoded_path().empty()) return "/";
+  return std::string(u->encoded_path());
+}
+
+bool Service::secure_cookies() const { return opts_.issuer.starts_with("https://"); }
+
+std::string Service::csrf_for(std::string_view cookie_value) const {
+  return base64url_encode(crypto::hmac_sha256(csrf_key_, cookie_value));
+}
+
+i18n::Locale Service::page_locale(const web::Request& req, std::string_view ui_locales) const {
+  for (const auto& tag : split_list(ui_locales)) {
+    if (tag.starts_with("fr")) return i18n::Locale::fr;
+    if (tag.starts_with("en")) return i18n::Locale::en;
+  }
+  return i18n::negotiate(req.header("accept-language"), req.locale);
+}
+
+namespace {
+
+std::string make_cookie(std::string_view name, std::string_view value, std::string_view path, std::int64_t max_age,
+                        bool secure) {
+  std::string c(name);
+  c += "=";
+  c += value;
+  c += "; Path=";
+  c += path;
+  c += "; Max-Age=";
+  c += std::to_string(max_age);
+  c += "; HttpOnly; SameSite=Lax";
+  if (secure) c += "; Secure";
+  return c;
+}
+
+web::Response html_page(int status, std::string body) {
+  web::Response res = web::Response::html(status, std::move(body));
+  pages::secure_headers(res);
+  return res;
+}
+
+std::string append_query(std::string uri, const web::Fields& params) {
+  char sep = uri.find('?') == std::string::npos ? '?' : '&';
+  for (const auto& [k, v] : params) {
+    uri.push_back(sep);
+    sep = '&';
+    uri += web::percent_encode(k);
+    uri.push_back('=');
+    uri += web::percent_encode(v);
+  }
+  return uri;
+}
+
+}  // namespace
+
+Result<Service::AuthzRequest> Service::parse_authz(const web::Fields& params, web::Response& page_error,
+                                                   const web::Request& req) {
+  AuthzRequest a;
+  a.ui_locales = field(params, "ui_locales");
+  i18n::Locale loc = page_locale(req, a.ui_locales);
+  auto fail_page = [&](std::string_view code, std::string_view description) -> Error {
+    page_error = html_page(400, pages::error(loc, code, description));
+    return bad_request(std::string(code), bj::string(description));
+  };
+  std::string client_id = field(params, "client_id");
+  if (client_id.empty()) return fail_page("invalid_request", "client_id is required");
+  auto client = load_client(client_id);
+  if (!client) {
+    page_error = html_page(503, pages::error(loc, "temporarily_unavailable", "please retry"));
+    return client.take_error();
+  }
+  if (!*client || !(*client)->active || !(*client)->merchant_active)
+    return fail_page("invalid_client", "unknown or disabled client_id");
+  a.client = *client;
+  a.redirect_uri = field(params, "redirect_uri");
+  a.redirect_uri_given = !a.redirect_uri.empty();
+  if (a.redirect_uri_given) {
+    if (!a.client->redirect_uri_registered(a.redirect_uri))
+      return fail_page("invalid_request", "redirect_uri is not registered for this client");
+  } else if (a.client->redirect_uris.size() == 1) {
+    a.redirect_uri = a.client->redirect_uris.front();
+  } else {
+    return fail_page("invalid_request", "redirect_uri is required");
+  }
+  // From here on, errors go back to the client's redirect URI (RFC 6749 §4.1.2.1).
+  a.state = field(params, "state");
+  auto reject = [&](std::string_view code, std::string_view description) -> Result<AuthzRequest> {
+    a.error = code;
+    a.error_description = description;
+    return std::move(a);
+  };
+  if (a.state.size() > 2048) {
+    a.state.clear();
+    return reject("invalid_request", "state is too long");
+  }
+  if (!a.client->allows_grant("authorization_code"))
+    return reject("unauthorized_client", "this client may not use the authorization code flow");
+  std::string response_type = field(params, "response_type");
+  if (response_type.empty()) return reject("invalid_request", "response_type is required");
+  if (response_type != "code") return reject("unsupported_response_type", "only response_type=code is supported");
+  std::string mode = field(params, "response_mode");
+  if (!mode.empty() && mode != "query") return reject("invalid_request", "only response_mode=query is supported");
+  if (has_field(params, "request")) return reject("request_not_supported", "request objects are not supported");
+  if (has_field(params, "request_uri"))
+    return reject("request_uri_not_supported", "request_uri is not supported");
+  a.scopes = split_list(field(params, "scope"));
+  if (a.scopes.empty()) return reject("invalid_scope", "scope is required");
+  for (const auto& s : a.scopes) {
+    if (!is_known_scope(s)) return reject("invalid_scope", "unknown scope " + s);
+    if (!contains(a.client->scopes, s)) return reject("invalid_scope", "scope " + s + " is not allowed for this client");
+  }
+  a.code_challenge = field(params, "code_challenge");
+  a.code_challenge_method = field(params, "code_challenge_method");
+  if (!a.code_challenge.empty()) {
+    if (a.code_challenge_method.empty() || a.code_challenge_method == "plain")
+      return reject("invalid_request", "code_challenge_method must be S256 (plain is not supported)");
+    if (a.code_challenge_method != "S256") return reject("invalid_request", "code_challenge_method must be S256");
+    if (a.code_challenge.size() != 43 || !valid_b64url(a.code_challenge))
+      return reject("invalid_request", "code_challenge must be base64url(SHA-256(code_verifier))");
+  } else if (!a.code_challenge_method.empty()) {
+    return reject("invalid_request", "code_challenge_method without code_challenge");
+  } else if (!a.client->confidential) {
+    return reject("invalid_request", "PKCE with code_challenge_method=S256 is required for public clients");
+  }
+  a.nonce = field(params, "nonce");
+  if (a.nonce.size() > 512) return reject("invalid_request", "nonce is too long");
+  a.prompt = field(params, "prompt");
+  auto prompts = split_list(a.prompt);
+  for (const auto& p : prompts)
+    if (p != "none" && p != "login" && p != "consent" && p != "select_account")
+      return reject("invalid_request", "unknown prompt value " + p);
+  if (contains(prompts, "none") && prompts.size() > 1)
+    return reject("invalid_request", "prompt=none cannot be combined with other values");
+  if (std::string ma = field(params, "max_age"); !ma.empty()) {
+    std::int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(ma.data(), ma.data() + ma.size(), v);
+    if (ec != std::errc() || ptr != ma.data() + ma.size() || v < 0) return reject("invalid_request", "max_age must be a non-negative integer");
+    a.max_age = v;
+  }
+  a.login_hint = field(params, "login_hint");
+  if (a.login_hint.size() > 254) a.login_hint.clear();
+  return a;
+}
+
+web::Response Service::authz_redirect_error(const AuthzRequest& a, std::string_view error,
+                                            std::string_view description) {
+  web::Fields p;
+  p.emplace_back("error", std::string(error));
+  if (!description.empty()) p.emplace_back("error_description", std::string(description));
+  if (!a.state.empty()) p.emplace_back("state", a.state);
+  p.emplace_back("iss", opts_.issuer);
+  web::Response res = web::Response::redirect(append_query(a.redirect_uri, p), 303);
+  no_store(res);
+  return res;
+}
+
+web::Response Service::authz_issue_code(const AuthzRequest& a, std::int64_t user_id, std::int64_t auth_time) {
+  const std::int64_t t = now();
+  std::string code = random_token(32);
+  std::string hash = crypto::secret_hash(opts_.pepper, code);
+  std::string scope = join_list(a.scopes);
+  Status st = db_.write([&](store::Conn& c) -> Status {
+    SIKA_TRY(c.exec("INSERT INTO oauth_codes (code_hash, client_id, user_id, redirect_uri, redirect_uri_given, scope, "
+                    "nonce, code_challenge, auth_time, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    {hash, a.client->client_id, user_id, a.redirect_uri, std::int64_t{a.redirect_uri_given}, scope,
+                     a.nonce.empty() ? store::Value(nullptr) : store::Value(a.nonce),
+                     a.code_challenge.empty() ? store::Value(nullptr) : store::Value(a.code_challenge), auth_time,
+                     t + opts_.code_ttl * 1000LL, t}));
+    return {};
+  });
+  if (!st) return authz_redirect_error(a, "server_error", "could not store the authorization code");
+  web::Fields p;
+  p.emplace_back("code", code);
+  if (!a.state.empty()) p.emplace_back("state", a.state);
+  p.emplace_back("iss", opts_.issuer);
+  web::Response res = web::Response::redirect(append_query(a.redirect_uri, p), 303);
+  no_store(res);
+  return res;
+}
+
+Result<std::optional<std::pair<User, std::int64_t>>> Service::current_session(const web::Request& req) {
+  std::string sid = cookie(req, kSessionCookie);
+  using Out = std::optional<std::pair<User, std::int64_t>>;
+  if (sid.empty() || sid.size() > 100) return Out{};
+  std::string hash = crypto::secret_hash(opts_.pepper, sid);
+  const std::int64_t t = now();
+  Out out;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    out.reset();
+    SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT user_id, auth_time FROM identity_sessions "
+                                                "WHERE session_hash = ? AND expires_at > ?",
+                                                {hash, t}));
+    if (!row) return {};
+    SIKA_ASSIGN_OR_RETURN(auto user, find_user_by_id(c, row->i64(0)));
+    if (user && user->active) out = std::make_pair(std::move(*user), row->i64(1));
+    return {};
+  }));
+  return out;
+}
+
+web::Response Service::render_login(const web::Request& req, const AuthzRequest& a, const User* user,
+                                    std::string_view error, int status) {
+  pages::LoginView v;
+  v.locale = page_locale(req, a.ui_locales);
+  v.action = cookie_path() + (cookie_path().ends_with('/') ? "" : "/") + "oauth/v2/authorize";
+  v.client_name = a.client->name;
+  v.scopes = a.scopes;
+  v.signed_in = user != nullptr;
+  if (user) v.user_email = user->email;
+  v.login_hint = a.login_hint;
+  v.error = std::string(error);
+  v.hidden = a.hidden();
+  std::string base = cookie_path() + (cookie_path().ends_with('/') ? "" : "/");
+  v.logout_url = base + "logout?return_to=" +
+                 web::percent_encode(append_query(base + "oauth/v2/authorize", a.hidden()));
+  if (opts_.signup_enabled)
+    v.signup_url = base + "signup?return_to=" + web::percent_encode(append_query(base + "oauth/v2/authorize", a.hidden()));
+  std::string csrf = cookie(req, kCsrfCookie);
+  bool new_csrf = csrf.size() < 20 || csrf.size() > 100;
+  if (new_csrf) csrf = random_token(24);
+  v.hidden.emplace_back("csrf", csrf_for(csrf));
+  web::Response res = html_page(status, pages::login(v));
+  if (new_csrf) res.headers.emplace_back("Set-Cookie", make_cookie(kCsrfCookie, csrf, cookie_path(), 3600, secure_cookies()));
+  return res;
+}
+
+web::Response Service::authorize(web::Request& req) {
+  web::Response page_error;
+  auto parsed = parse_authz(req.query, page_error, req);
+  if (!parsed) return page_error;
+  const AuthzRequest& a = *parsed;
+  if (!a.error.empty()) return authz_redirect_error(a, a.error, a.error_description);
+  auto session = current_session(req);
+  if (!session) return authz_redirect_error(a, "temporarily_unavailable", "please retry");
+  auto prompts = split_list(a.prompt);
+  const std::int64_t t = now();
+  bool need_login = !*session || contains(prompts, "login") ||
+                    (a.max_age && t - (*session)->second > *a.max_age * 1000);
+  if (!need_login) {
+    const User& user = (*session)->first;
+    bool consented = false;
+    if (!contains(prompts, "consent")) {
+      std::string granted;
+      Status st = db_.read([&](store::Conn& c) -> Status {
+        SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT scope FROM oauth_consents WHERE user_id = ? AND client_id = ?",
+                                                    {user.id, a.client->client_id}));
+        granted = row ? row->str(0) : std::string();
+        return {};
+      });
+      if (!st) return authz_redirect_error(a, "temporarily_unavailable", "please retry");
+      auto have = split_list(granted);
+      consented = std::all_of(a.scopes.begin(), a.scopes.end(), [&](const std::string& s) { return contains(have, s); });
+    }
+    if (consented) return authz_issue_code(a, user.id, (*session)->second);
+    if (contains(prompts, "none")) return authz_redirect_error(a, "consent_required", "the user has not consented yet");
+    return render_login(req, a, &user, "");
+  }
+  if (contains(prompts, "none")) return authz_redirect_error(a, "login_required", "the user is not signed in");
+  return render_login(req, a, nullptr, "");
+}
+
+web::Response Service::authorize_submit(web::Request& req) {
+  if (req.content_type() != "application/x-www-form-urlencoded")
+    return html_page(415, pages::error(page_locale(req, ""), "invalid_request",
+                                       "use application/x-www-form-urlencoded"));
+  auto form = web::parse_form(req.body);
+  if (!form) return html_page(400, pages::error(page_locale(req, ""), "invalid_request", "malformed form"));
+  if (!has_field(*form, "csrf")) {
+    // OIDC Core §3.1.2.1: an authorization request may also be POSTed.
+    web::Request as_get = req;
+    as_get.query = *form;
+    return authorize(as_get);
+  }
+  web::Response page_error;
+  auto parsed = parse_authz(*form, page_error, req);
+  if (!parsed) return page_error;
+  const AuthzRequest& a = *parsed;
+  i18n::Locale loc = page_locale(req, a.ui_locales);
+  std::string csrf_cookie = cookie(req, kCsrfCookie);
+  if (csrf_cookie.empty() || !crypto::constant_time_equal(csrf_for(csrf_cookie), field(*form, "csrf")))
+    return html_page(400, pages::error(loc, "invalid_request", pages::text(loc, "csrf")));
+  if (!a.error.empty()) return authz_redirect_error(a, a.error, a.error_description);
+  if (field(*form, "action") == "deny") return authz_redirect_error(a, "access_denied", "the user denied the request");
+
+  const std::int64_t t = now();
+  std::optional<User> user;
+  std::int64_t auth_time = 0;
+  std::string set_session;
+  std::string email = field(*form, "email");
+  std::string password = field(*form, "password");
+  if (!email.empty() || !password.empty()) {
+    if (email.empty() || password.empty())
+      return render_login(req, a, nullptr, pages::text(loc, "missing_credentials"), 400);
+    auto allowed = shared_rate_hit("login-ip:" + req.remote_ip, opts_.login_attempts_per_ip, 60000);
+    if (!allowed) return html_page(503, pages::error(loc, "temporarily_unavailable", "please retry"));
+    if (!*allowed) return render_login(req, a, nullptr, pages::text(loc, "rate_limited"), 429);
+    std::optional<User> found;
+    Status st = db_.read([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(found, find_user_by_email(c, email));
+      return {};
+    });
+    if (!st) return html_page(503, pages::error(loc, "temporarily_unavailable", "please retry"));
+    if (!found || !found->active) {
+      (void)crypto::password_verify(password, dummy_password_hash());
+      return render_login(req, a, nullptr, pages::text(loc, "bad_credentials"), 401);
+    }
+    if (found->locked_until > t) return render_login(req, a, nullptr, pages::text(loc, "locked"), 423);
+    if (!crypto::password_verify(password, found->password_hash)) {
+      bool locked = false;
+      (void)db_.write([&](store::Conn& c) -> Status {
+        SIKA_ASSIGN_OR_RETURN(
+            auto row, c.query_one("UPDATE identity_users SET failed_logins = failed_logins + 1, "
+                                  "locked_until = CASE WHEN failed_logins + 1 >= ? THEN ? ELSE locked_until END, "
+                                  "updated_at = updated_at WHERE id = ? RETURNING failed_logins, locked_until",
+                                  {std::int64_t{opts_.max_failed_logins}, t + opts_.lockout_seconds * 1000LL, found->id}));
+        locked = row && row->i64(1) > t;
+        return {};
+      });
+      return render_login(req, a, nullptr, pages::text(loc, locked ? "locked" : "bad_credentials"), 401);
+    }
+    std::string sid = random_token(32);
+    std::string sid_hash = crypto::secret_hash(opts_.pepper, sid);
+    st = db_.write([&](store::Conn& c) -> Status {
+      // The counter restarts after a success; the lock cannot be lifted by guessing right,
+      // since locked accounts were refused above.
+      SIKA_TRY(c.exec("UPDATE identity_users SET failed_logins = 0 WHERE id = ? AND failed_logins <> 0", {found->id}));
+      SIKA_TRY(c.exec("INSERT INTO identity_sessions (session_hash, user_id, auth_time, expires_at, created_at) "
+                      "VALUES (?, ?, ?, ?, ?)",
+                      {sid_hash, found->id, t, t + opts_.session_ttl * 1000LL, t}));
+      return {};
+    });
+    if (!st) return html_page(503, pages::error(loc, "temporarily_unavailable", "please retry"));
+    user = std::move(found);
+    auth_time = t;
+    set_session = make_cookie(kSessionCookie, sid, cookie_path(), opts_.session_ttl, secure_cookies());
+  } else {
+    auto session = current_session(req);
+    if (!session) return html_page(503, pages::error(loc, "temporarily_unavailable", "please retry"));
+    if (!*session) return render_login(req, a, nullptr, pages::text(loc, "missing_credentials"), 400);
+    if (contains(split_list(a.prompt), "login"))
+      return render_login(req, a, nullptr, pages::text(loc, "missing_credentials"), 400);
+    user = std::move((*session)->first);
+    auth_time = (*session)->second;
+  }
+  if (field(*form, "action") != "approve") return render_login(req, a, &*user, "");
+  std::string scope = join_list(a.scopes);
+  Status st = db_.write([&](store::Conn& c) -> Status {
+    SIKA_TRY(c.exec("INSERT INTO oauth_consents (user_id, client_id, scope, granted_at) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (user_id, client_id) DO UPDATE SET scope = excluded.scope, granted_at = excluded.granted_at",
+                    {user->id, a.client->client_id, scope, t}));
+    return {};
+  });
+  if (!st) return authz_redirect_error(a, "temporarily_unavailable", "please retry");
+  web::Response res = authz_issue_code(a, user->id, auth_time);
+  if (!set_session.empty()) res.headers.emplace_back("Set-Cookie", set_session);
+  return res;
+}
+
+// ---------------------------------------------------------------------------------------------
+// sign-up and logout
+
+namespace {
+
+// Only local paths under the identity mount are followed after sign-up/logout (no open redirect).
+std::string safe_return(std::string_view return_to, std::string_view base) {
+  if (return_to.starts_with(base) && return_to.find("//") == std::string_view::npos &&
+      return_to.find('\\') == std::string_view::npos)
+    return std::string(return_to);
+  return {};
+}
+
+}  // namespace
+
+web::Response Service::signup_page(web::Request& req) {
+  i18n::Locale loc = page_locale(req, req.query_param("ui_locales").value_or(""));
+  if (!opts_.signup_enabled) return html_page(404, pages::message(loc, "signup_title", "signup_disabled"));
+  std::string base = cookie_path() + (cookie_path().ends_with('/') ? "" : "/");
+  pages::SignupView v;
+  v.locale = loc;
+  v.action = base + "signup";
+  std::string csrf = cookie(req, kCsrfCookie);
+  bool new_csrf = csrf.size() < 20 || csrf.size() > 100;
+  if (new_csrf) csrf = random_token(24);
+  v.hidden.emplace_back("csrf", csrf_for(csrf));
+  if (auto r = req.query_param("return_to")) v.hidden.emplace_back("return_to", safe_return(*r, base));
+  web::Response res = html_page(200, pages::signup(v));
+  if (new_csrf) res.headers.emplace_back("Set-Cookie", make_cookie(kCsrfCookie, csrf, cookie_path(), 3600, secure_cookies()));
+  return res;
+}
+
+web::Response Service::signup_submit(web::Request& req) {
+  i18n::Locale loc = page_locale(req, "");
+  if (!opts_.signup_enabled) return html_page(404, pages::message(loc, "signup_title", "signup_disabled"));
+  auto form = web::parse_form(req.body);
+  if (!form || req.content_type() != "application/x-www-form-urlencoded")
+    return html_page(400, pages::error(loc, "invalid_request", "malformed form"));
+  std::string csrf_cookie = cookie(req, kCsrfCookie);
+  if (csrf_cookie.empty() || !crypto::constant_time_equal(csrf_for(csrf_cookie), field(*form, "csrf")))
+    return html_page(400, pages::error(loc, "invalid_request", pages::text(loc, "csrf")));
+  std::string base = cookie_path() + (cookie_path().ends_with('/') ? "" : "/");
+  UserSpec spec;
+  spec.email = field(*form, "email");
+  spec.password = field(*form, "password");
+  spec.name = field(*form, "name");
+  spec.phone = field(*form, "phone");
+  pages::SignupView v;
+  v.locale = loc;
+  v.action = base + "signup";
+  v.email = spec.email;
+  v.name = spec.name;
+  v.phone = spec.phone;
+  v.hidden.emplace_back("csrf", field(*form, "csrf"));
+  std::string return_to = safe_return(field(*form, "return_to"), base);
+  v.hidden.emplace_back("return_to", return_to);
+  auto allowed = shared_rate_hit("signup-ip:" + req.remote_ip, opts_.login_attempts_per_ip, 60000);
+  if (!allowed || !*allowed) {
+    v.error = pages::text(loc, "rate_limited");
+    return html_page(429, pages::signup(v));
+  }
+  if (auto s = validate_user(spec); !s) {
+    v.error = pages::text(loc, "invalid_form");
+    if (s.error().details.is_object())
+      for (const auto& kv : s.error().details.as_object())
+        v.error += " " + std::string(kv.key()) + ": " + std::string(kv.value().as_string()) + ".";
+    return html_page(400, pages::signup(v));
+  }
+  const std::int64_t t = now();
+  auto user = create_user(db_, spec, t);
+  if (!user) {
+    v.error = pages::text(loc, user.error().status == 409 ? "email_taken" : "invalid_form");
+    return html_page(user.error().status == 409 ? 409 : 400, pages::signup(v));
+  }
+  std::string sid = random_token(32);
+  std::string sid_hash = crypto::secret_hash(opts_.pepper, sid);
+  Status st = db_.write([&](store::Conn& c) -> Status {
+    SIKA_TRY(c.exec("INSERT INTO identity_sessions (session_hash, user_id, auth_time, expires_at, created_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    {sid_hash, user->id, t, t + opts_.session_ttl * 1000LL, t}));
+    return {};
+  });
+  web::Response res = return_to.empty() ? html_page(201, pages::message(loc, "signup_title", "account_created"))
+                                        : web::Response::redirect(return_to, 303);
+  pages::secure_headers(res);
+  if (st) res.headers.emplace_back("Set-Cookie", make_cookie(kSessionCookie, sid, cookie_path(), opts_.session_ttl, secure_cookies()));
+  return res;
+}
+
+web::Response Service::logout(web::Request& req) {
+  i18n::Locale loc = page_locale(req, "");
+  std::string sid = cookie(req, kSessionCookie);
+  if (!sid.empty() && sid.size() <= 100) {
+    std::string hash = crypto::secret_hash(opts_.pepper, sid);
+    (void)db_.write([&](store::Conn& c) -> Status {
+      SIKA_TRY(c.exec("DELETE FROM identity_sessions WHERE session_hash = ?", {hash}));
+      return {};
+    });
+  }
+  std::string base = cookie_path() + (cookie_path().ends_with('/') ? "" : "/");
+  std::string back = safe_return(req.query_param("return_to").value_or(""), base);
+  web::Response res = back.empty() ? html_page(200, pages::message(loc, "sign_out", "signed_out"))
+                                   : web::Response::redirect(back, 303);
+  pages::secure_headers(res);
+  res.headers.emplace_back("Set-Cookie", make_cookie(kSessionCookie, "", cookie_path(), 0, secure_cookies()));
+  return res;
+}
+
+}  // namespace sika::identity

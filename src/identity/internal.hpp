@@ -1,0 +1,31 @@
+#pragma once
+// Helpers shared by the identity service's translation units (not part of the public API).
+#include <boost/json/object.hpp>
+
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+#include "store/db.hpp"
+#include "web/message.hpp"
+
+namespace sika::identity {
+
+// An RFC 6749 §5.2 error: message = code, details = {error, error_description}.
+Error oauth_error(int status, std::string_view code, std::string_view description);
+// 401 invalid_token with details {error: "invalid_token", error_description}.
+Error invalid_token(std::string_view description);
+// The string value of a body field ("" when absent or not a string).
+std::string param(const boost::json::object& o, std::string_view key);
+// The value of a request cookie ("" when absent).
+std::string cookie(const web::Request& req, std::string_view name);
+// base64url(SHA-256(verifier)) (RFC 7636 S256).
+std::string pkce_s256(std::string_view verifier);
+// True iff v is 43..128 characters of [A-Za-z0-9-._~] (RFC 7636 §4.1).
+bool valid_pkce_verifier(std::string_view v);
+// Cache-Control: no-store and Pragma: no-cache.
+void no_store(web::Response& res);
+// Revokes every refresh token of a family and denylists the access tokens it issued.
+Status revoke_family(store::Conn& c, std::string_view family_id, std::int64_t now_ms);
+
+}  // namespace sika::identity

@@ -1,0 +1,184 @@
+#pragma once
+// The identity service: an OAuth 2.0 authorization server and OpenID Connect provider at
+// {auth_url}, and the gateway's bearer-token middleware (`authenticate`).
+//
+// Guarantees:
+//  - client_credentials tokens are stateless JWTs (no database write); client records are
+//    cached in memory for at most Options::client_cache_seconds (the bound on how long a
+//    rotated secret or a disabled client keeps working on another process/node).
+//  - A revoked access token is refused by `authenticate` on every node as soon as the
+//    revocation committed when token_cache_seconds == 0 (the default: one indexed lookup per
+//    request), or within token_cache_seconds otherwise.
+//  - Refresh tokens rotate at every use; a reused (already rotated) token revokes its whole
+//    family, except within refresh_grace_seconds of its rotation where parallel refreshes
+//    each succeed. Authorization codes are single-use; a replayed code revokes what it issued.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+
+#include "core/result.hpp"
+#include "identity/keys.hpp"
+#include "identity/model.hpp"
+#include "store/db.hpp"
+#include "web/message.hpp"
+
+namespace sika::identity {
+
+struct Options {
+  std::string issuer;    // {auth_url}, e.g. "https://auth.example.com/auth" (no trailing slash)
+  std::string audience;  // {base_url}: the gateway, `aud` of access tokens
+  std::string pepper;    // the server's secret key
+  int access_token_ttl = 3600;
+  int id_token_ttl = 3600;
+  int refresh_token_ttl = 30 * 86400;  // sliding: each rotation gets a fresh lifetime
+  int refresh_grace_seconds = 10;
+  int code_ttl = 60;
+  int session_ttl = 8 * 3600;          // login session cookie
+  bool signup_enabled = false;
+  int max_failed_logins = 5;
+  int lockout_seconds = 900;
+  std::string default_alg = "ES256";   // access tokens
+  // Revocation propagation bound for cached verified tokens. 0: the denylist is checked on
+  // every authenticate (a revoked token is refused at once).
+  int token_cache_seconds = 0;
+  int token_cache_entries = 20000;     // verified-token cache size (per process)
+  int client_cache_seconds = 5;        // client record cache (rotation / disable bound)
+  int key_reload_seconds = 30;         // how often a node re-reads the key table
+  int login_attempts_per_ip = 20;      // per minute, shared through the database
+  int failed_client_auth_per_ip = 30;  // per minute, per process
+  int token_rate_per_client = 0;       // tokens per second per client and process; 0 = unlimited
+  int cleanup_interval_seconds = 60;
+  std::function<std::int64_t()> clock;  // epoch ms; defaults to now_ms()
+};
+
+class Service {
+ public:
+  // Loads the signing keys, creating an ES256 and an RS256 key when none exist.
+  // Throws std::runtime_error if the keys cannot be loaded (e.g. wrong secret key).
+  Service(store::Db& db, Options options);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // --- identity surface (mount: {auth_url}) ---
+  // POST /oauth/v2/token: client_credentials, authorization_code (+PKCE), refresh_token.
+  web::Response token(web::Request& req);
+  // POST /oauth/v2/revoke (RFC 7009): 200 for unknown tokens.
+  web::Response revoke(web::Request& req);
+  // POST /oauth/v2/introspect (RFC 7662), client-authenticated.
+  web::Response introspect(web::Request& req);
+  // GET /oauth/v2/authorize: validates the request, then shows the login/consent page or
+  // redirects with a code when a session and consent exist.
+  web::Response authorize(web::Request& req);
+  // POST /oauth/v2/authorize: the login + consent form (or a form-encoded authorization request).
+  web::Response authorize_submit(web::Request& req);
+  // GET and POST /oauth/v2/userinfo (OIDC Core §5.3).
+  web::Response userinfo(web::Request& req);
+  // GET /.well-known/jwks.json (also /oauth/v2/jwks).
+  web::Response jwks(web::Request& req);
+  // GET /.well-known/openid-configuration.
+  web::Response discovery(web::Request& req);
+  // GET /.well-known/oauth-authorization-server (RFC 8414).
+  web::Response as_metadata(web::Request& req);
+  // GET and POST /signup (404 unless signup_enabled).
+  web::Response signup_page(web::Request& req);
+  web::Response signup_submit(web::Request& req);
+  // GET /logout: ends the login session (cookie and database row).
+  web::Response logout(web::Request& req);
+
+  // --- gateway middleware ---
+  // Reads `x-sp-auth-token: Bearer <jwt>` or `Authorization: Bearer <jwt>`; checks alg, typ,
+  // kid, signature, iss, aud, exp/nbf and the denylist. Errors are 401: message
+  // "unauthorized" when no token is present, "invalid_token" otherwise, with
+  // details {error, error_description}.
+  Result<web::Principal> authenticate(const web::Request& req);
+  // Verifies a token string the same way (no header parsing).
+  Result<web::Principal> verify_access_token(std::string_view token);
+
+  // Background work: key reload, purge of expired codes, tokens, sessions and keys.
+  void start();
+  void stop();
+  // One pass of that work (tests call it directly).
+  Status run_maintenance();
+  // Re-reads the key table now.
+  Status reload_keys();
+  // Forgets cached client records (this process).
+  void invalidate_client_cache();
+
+  const Options& options() const { return opts_; }
+  // Seconds a retired key must stay published: the longest token lifetime plus the time
+  // other nodes may keep signing with it before they reload keys.
+  std::int64_t key_publish_seconds() const;
+
+ private:
+  struct CachedClient;
+  struct CachedToken;
+  struct TokenShard;
+  struct ClientAuth;
+  struct AuthzRequest;
+  struct Issued;
+
+  std::int64_t now() const { return opts_.clock(); }
+  std::shared_ptr<const KeyRing> keys() const;
+  Result<std::shared_ptr<const Client>> load_client(std::string_view client_id);
+  Result<ClientAuth> authenticate_client(const web::Request& req, const boost::json::object& body, bool allow_public);
+  web::Response token_client_credentials(const web::Request& req, const boost::json::object& body);
+  web::Response token_authorization_code(const web::Request& req, const boost::json::object& body);
+  web::Response token_refresh(const web::Request& req, const boost::json::object& body);
+  web::Response token_error(const web::Request& req, const Error& e, bool basic = false);
+  std::string build_access_token(const Client& client, const User* user, std::string_view scope,
+                                 const std::string& jti, std::int64_t iat, std::int64_t exp, std::int64_t auth_time);
+  std::string build_id_token(const Client& client, const User& user, std::string_view scope, std::string_view nonce,
+                             std::int64_t auth_time, std::string_view access_token, std::int64_t iat);
+  std::string token_response(const Issued& issued);
+  Result<bool> is_revoked(std::string_view jti);
+  Result<std::shared_ptr<const web::Principal>> verify_cached(std::string_view token);
+  bool rate_hit(const std::string& key, int limit, std::int64_t window_ms);
+  bool rate_blocked(const std::string& key, int limit, std::int64_t window_ms);
+  Result<bool> shared_rate_hit(const std::string& bucket, int limit, std::int64_t window_ms);
+
+  // authorize helpers (authorize.cpp)
+  Result<AuthzRequest> parse_authz(const web::Fields& params, web::Response& page_error, const web::Request& req);
+  web::Response authz_redirect_error(const AuthzRequest& a, std::string_view error, std::string_view description);
+  web::Response authz_issue_code(const AuthzRequest& a, std::int64_t user_id, std::int64_t auth_time);
+  web::Response render_login(const web::Request& req, const AuthzRequest& a, const User* user, std::string_view error,
+                             int status = 200);
+  Result<std::optional<std::pair<User, std::int64_t>>> current_session(const web::Request& req);
+  std::string csrf_for(std::string_view cookie_value) const;
+  std::string cookie_path() const;
+  bool secure_cookies() const;
+  i18n::Locale page_locale(const web::Request& req, std::string_view ui_locales) const;
+
+  store::Db& db_;
+  Options opts_;
+  Alg access_alg_;
+  std::string discovery_json_;
+  std::string csrf_key_;
+
+  mutable std::shared_mutex keys_mu_;
+  std::shared_ptr<const KeyRing> keys_;
+  std::atomic<std::int64_t> last_key_reload_{0};
+
+  std::shared_mutex clients_mu_;
+  std::unordered_map<std::string, std::shared_ptr<CachedClient>> clients_;
+
+  std::unique_ptr<TokenShard[]> token_shards_;
+
+  std::mutex rate_mu_;
+  std::unordered_map<std::string, std::pair<std::int64_t, int>> rates_;  // key -> (window start, hits)
+
+  std::mutex worker_mu_;
+  std::condition_variable worker_cv_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace sika::identity

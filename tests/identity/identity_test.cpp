@@ -1,0 +1,978 @@
+// The identity service: JWT signing, PKCE, key storage, and the OAuth/OIDC handlers called
+// with plain web::Request values on both storage backends. PostgreSQL needs SIKA_TEST_PG_DSN:
+//   scripts/with-postgres.sh build/tests/identity/identity_test
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+
+#include <boost/json.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <latch>
+#include <regex>
+#include <thread>
+
+#include "core/crypto.hpp"
+#include "core/random.hpp"
+#include "core/time.hpp"
+#include "identity/internal.hpp"
+#include "identity/jwt.hpp"
+#include "identity/keys.hpp"
+#include "identity/model.hpp"
+#include "identity/pages.hpp"
+#include "identity/service.hpp"
+#include "store/db.hpp"
+
+namespace sika::identity {
+namespace {
+
+namespace bj = boost::json;
+
+// ---------------------------------------------------------------------------------------------
+// pure units
+
+TEST(Jwt, SignsAndVerifiesBothAlgorithms) {
+  for (Alg alg : {Alg::ES256, Alg::RS256}) {
+    auto key = Jwk::generate(alg, "k1");
+    ASSERT_TRUE(key.ok());
+    std::string token = (*key)->sign((*key)->access_header(), R"({"sub":"a","n":1})");
+    ASSERT_FALSE(token.empty());
+    auto parsed = parse_jwt(token);
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(parsed->alg, alg_name(alg));
+    EXPECT_EQ(parsed->typ, "at+jwt");
+    EXPECT_EQ(parsed->kid, "k1");
+    EXPECT_EQ(parsed->payload.at("sub").as_string(), "a");
+    EXPECT_TRUE((*key)->verify(parsed->signing_input, parsed->signature));
+    if (alg == Alg::ES256) EXPECT_EQ(parsed->signature.size(), 64u);  // raw r||s, not DER
+
+    // Tampered payload, and another key of the same algorithm, fail.
+    std::string tampered = token;
+    std::size_t dot = tampered.find('.');
+    tampered[dot + 2] = tampered[dot + 2] == 'A' ? 'B' : 'A';
+    auto tp = parse_jwt(tampered);
+    if (tp.ok()) {
+      EXPECT_FALSE((*key)->verify(tp->signing_input, tp->signature));
+    }
+    auto other = Jwk::generate(alg, "k2");
+    EXPECT_FALSE((*other)->verify(parsed->signing_input, parsed->signature));
+
+    // The PEM round trip gives the same key.
+    auto reloaded = Jwk::from_private_pem(alg, "k1", (*key)->private_pem());
+    ASSERT_TRUE(reloaded.ok());
+    EXPECT_TRUE((*reloaded)->verify(parsed->signing_input, parsed->signature));
+    EXPECT_EQ(bj::serialize((*reloaded)->public_jwk()), bj::serialize((*key)->public_jwk()));
+    auto jwk = (*key)->public_jwk();
+    EXPECT_EQ(jwk.at("kid").as_string(), "k1");
+    EXPECT_EQ(jwk.at("use").as_string(), "sig");
+    if (alg == Alg::ES256) {
+      EXPECT_EQ(jwk.at("crv").as_string(), "P-256");
+      EXPECT_EQ(jwk.at("x").as_string().size(), 43u);
+    } else {
+      EXPECT_EQ(jwk.at("e").as_string(), "AQAB");
+    }
+    // A key of the wrong type is refused.
+    EXPECT_FALSE(Jwk::from_private_pem(alg == Alg::ES256 ? Alg::RS256 : Alg::ES256, "x", (*key)->private_pem()).ok());
+  }
+}
+
+TEST(Jwt, RefusesMalformedTokens) {
+  EXPECT_FALSE(parse_jwt("").ok());
+  EXPECT_FALSE(parse_jwt("a.b").ok());
+  EXPECT_FALSE(parse_jwt("a.b.c.d").ok());
+  EXPECT_FALSE(parse_jwt("e30.e30.!!").ok());
+  EXPECT_FALSE(parse_jwt(base64url_encode("[]") + "." + base64url_encode("{}") + ".").ok());
+  EXPECT_TRUE(parse_jwt(base64url_encode("{}") + "." + base64url_encode("{}") + ".").ok());
+  EXPECT_FALSE(parse_jwt(base64url_encode(R"({"crit":["x"]})") + "." + base64url_encode("{}") + ".").ok());
+  EXPECT_FALSE(parse_alg("none").has_value());
+  EXPECT_FALSE(parse_alg("HS256").has_value());
+}
+
+TEST(Jwt, WriterEscapesAndHalfHash) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin();
+  w.str("a", "q\"\\\n\x01é");
+  w.num("n", -5);
+  w.boolean("b", true);
+  w.str_array("l", {"x", "y"});
+  w.end();
+  auto v = bj::parse(out);
+  EXPECT_EQ(v.at("a").as_string(), "q\"\\\n\x01é");
+  EXPECT_EQ(v.at("n").as_int64(), -5);
+  EXPECT_EQ(v.at("l").as_array().size(), 2u);
+  // OIDC Core: at_hash is the left half of SHA-256, base64url (16 bytes -> 22 chars).
+  EXPECT_EQ(half_hash("abc").size(), 22u);
+  EXPECT_EQ(half_hash("abc"), base64url_encode(crypto::sha256("abc").substr(0, 16)));
+}
+
+TEST(Pkce, MatchesRfc7636AppendixB) {
+  EXPECT_EQ(pkce_s256("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"), "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
+  EXPECT_TRUE(valid_pkce_verifier("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"));
+  EXPECT_FALSE(valid_pkce_verifier("short"));
+  EXPECT_FALSE(valid_pkce_verifier(std::string(129, 'a')));
+  EXPECT_FALSE(valid_pkce_verifier(std::string(42, 'a') + "+"));
+  EXPECT_TRUE(valid_pkce_verifier(std::string(43, '~')));
+}
+
+TEST(Keys, SealedPrivateKeysOpenOnlyWithTheSameSecret) {
+  std::string sealed = seal_private_key("pepper-one", "PEM DATA");
+  EXPECT_TRUE(sealed.starts_with("v1:"));
+  EXPECT_EQ(sealed.find("PEM DATA"), std::string::npos);
+  auto opened = open_private_key("pepper-one", sealed);
+  ASSERT_TRUE(opened.ok());
+  EXPECT_EQ(*opened, "PEM DATA");
+  EXPECT_FALSE(open_private_key("pepper-two", sealed).ok());
+  EXPECT_FALSE(open_private_key("pepper-one", "v1:garbage").ok());
+}
+
+TEST(Model, ListsAndRedirectUriMatching) {
+  EXPECT_EQ(split_list("  a b,c  a "), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(join_list({"a", "b"}), "a b");
+  Client c;
+  c.redirect_uris = {"https://app.example/cb", "http://127.0.0.1/callback"};
+  EXPECT_TRUE(c.redirect_uri_registered("https://app.example/cb"));
+  EXPECT_FALSE(c.redirect_uri_registered("https://app.example/cb/"));
+  EXPECT_FALSE(c.redirect_uri_registered("https://app.example/cb?x=1"));
+  EXPECT_FALSE(c.redirect_uri_registered("https://evil.example/cb"));
+  // RFC 8252 §7.3: any port on a registered loopback URI.
+  EXPECT_TRUE(c.redirect_uri_registered("http://127.0.0.1:53123/callback"));
+  EXPECT_FALSE(c.redirect_uri_registered("http://127.0.0.1:53123/other"));
+  EXPECT_FALSE(c.redirect_uri_registered("http://127.0.0.1:53123/callback#frag"));
+}
+
+TEST(Pages, EveryTextExistsInBothLanguagesAndIsEscaped) {
+  for (std::string_view key : {"title", "allow", "deny", "bad_credentials", "locked", "csrf", "scope_payments",
+                               "scope_services", "scope_countries", "scope_providers", "scope_openid", "scope_profile",
+                               "scope_email", "scope_phone", "scope_offline_access", "signup_title", "signed_out"}) {
+    EXPECT_NE(pages::text(i18n::Locale::fr, key), key);
+    EXPECT_NE(pages::text(i18n::Locale::en, key), key);
+    EXPECT_NE(pages::text(i18n::Locale::fr, key), pages::text(i18n::Locale::en, key));
+  }
+  pages::LoginView v;
+  v.client_name = "<script>x</script>";
+  v.hidden = {{"state", "\"><b>"}};
+  std::string html = pages::login(v);
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_EQ(html.find("\"><b>"), std::string::npos);
+  EXPECT_NE(html.find("lang=\"fr\""), std::string::npos);
+  EXPECT_EQ(html.find("http"), std::string::npos);  // no external asset
+}
+
+// ---------------------------------------------------------------------------------------------
+// service tests on both backends
+
+std::string with_database(const std::string& dsn, const std::string& name) {
+  std::size_t host = dsn.find("://");
+  std::size_t slash = dsn.find('/', host + 3);
+  std::size_t query = dsn.find('?', host + 3);
+  std::string tail = query == std::string::npos ? "" : dsn.substr(query);
+  std::string head = slash == std::string::npos || (query != std::string::npos && slash > query)
+                         ? dsn.substr(0, query == std::string::npos ? dsn.size() : query)
+                         : dsn.substr(0, slash);
+  return head + "/" + name + tail;
+}
+
+void admin_exec(const std::string& dsn, const std::string& sql) {
+  PGconn* c = PQconnectdb(dsn.c_str());
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  PGresult* r = PQexec(c, sql.c_str());
+  PQclear(r);
+  PQfinish(c);
+}
+
+std::map<std::string, std::string> query_of(std::string_view location) {
+  std::map<std::string, std::string> out;
+  auto q = location.find('?');
+  if (q == std::string_view::npos) return out;
+  auto fields = web::parse_form(location.substr(q + 1));
+  if (fields.ok())
+    for (auto& [k, v] : *fields) out[k] = v;
+  return out;
+}
+
+std::string html_unescape(std::string s) {
+  const std::pair<std::string, std::string> ents[] = {
+      {"&quot;", "\""}, {"&#39;", "'"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&amp;", "&"}};
+  for (const auto& [from, to] : ents)
+    for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+  return s;
+}
+
+web::Fields hidden_fields(const std::string& html) {
+  web::Fields out;
+  std::regex re("<input type=\"hidden\" name=\"([^\"]+)\" value=\"([^\"]*)\">");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator(); ++it)
+    out.emplace_back(html_unescape((*it)[1]), html_unescape((*it)[2]));
+  return out;
+}
+
+std::string form_encode(const web::Fields& f) {
+  std::string out;
+  for (const auto& [k, v] : f) {
+    if (!out.empty()) out += "&";
+    out += web::percent_encode(k) + "=" + web::percent_encode(v);
+  }
+  return out;
+}
+
+// "name=value" of the Set-Cookie headers of a response, as one Cookie header.
+std::string cookies_of(const web::Response& res, std::string jar = {}) {
+  for (const auto& [k, v] : res.headers) {
+    if (k != "Set-Cookie") continue;
+    std::string nv = v.substr(0, v.find(';'));
+    std::string name = nv.substr(0, nv.find('='));
+    // replace an existing cookie of the same name
+    std::string rebuilt;
+    std::size_t pos = 0;
+    while (pos < jar.size()) {
+      std::size_t end = jar.find("; ", pos);
+      if (end == std::string::npos) end = jar.size();
+      std::string item = jar.substr(pos, end - pos);
+      if (item.substr(0, item.find('=')) != name) rebuilt += (rebuilt.empty() ? "" : "; ") + item;
+      pos = end + 2;
+    }
+    jar = rebuilt + (rebuilt.empty() ? "" : "; ") + nv;
+  }
+  return jar;
+}
+
+bj::object json_of(const web::Response& res) {
+  auto v = bj::parse(res.body);
+  return v.is_object() ? v.as_object() : bj::object{};
+}
+
+std::string oauth_code_of(const web::Response& res) {
+  auto d = json_of(res);
+  if (!d.contains("error")) return {};
+  return std::string(d.at("error").at("details").at("error").as_string());
+}
+
+class IdentityTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  static constexpr std::string_view kIssuer = "http://127.0.0.1:9/auth";
+  static constexpr std::string_view kAudience = "http://127.0.0.1:9/api";
+  static constexpr std::string_view kPepper = "identity-test-pepper-0123456789abcdef";
+
+  void SetUp() override {
+    if (GetParam() == "postgres") {
+      const char* admin = std::getenv("SIKA_TEST_PG_DSN");
+      if (admin == nullptr || *admin == '\0') GTEST_SKIP() << "SIKA_TEST_PG_DSN is not set";
+      admin_dsn_ = admin;
+      database_ = "sika_identity_test_" + hex_encode(random_bytes(6));
+      admin_exec(admin_dsn_, "CREATE DATABASE " + database_);
+      dsn_ = with_database(admin_dsn_, database_);
+    } else {
+      dir_ = std::filesystem::temp_directory_path() / ("sika-identity-test-" + hex_encode(random_bytes(6)));
+      std::filesystem::create_directories(dir_);
+      dsn_ = "sqlite://" + (dir_ / "sika.db").string();
+    }
+    auto db = store::open(dsn_);
+    ASSERT_TRUE(db.ok()) << bj::serialize(db.error().details);
+    db_ = std::move(db).value();
+    auto m = store::migrate(*db_);
+    ASSERT_TRUE(m.ok()) << bj::serialize(m.error().details);
+    clock_ = now_ms();
+    Status st = db_->write([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("INSERT INTO merchants (matricule, name, email, countries, environment, "
+                                                  "active, created_at) VALUES ('MCH-CM-0001', 'Shop', 'a@b.c', 'CMR', "
+                                                  "'sandbox', 1, ?) RETURNING id",
+                                                  {clock_.load()}));
+      merchant_id_ = row->i64(0);
+      return {};
+    });
+    ASSERT_TRUE(st.ok());
+    service_ = make_service();
+    auto created = create(ClientSpec{.client_id = "merchant-app", .name = "Merchant app", .confidential = true,
+                                     .merchant_id = merchant_id_, .countries = {"CMR"}, .user_tier = 2});
+    secret_ = created.client_secret;
+    auto pub = create(ClientSpec{.client_id = "spa", .name = "Dashboard", .confidential = false,
+                                 .redirect_uris = {"https://app.example/cb", "http://127.0.0.1/callback"},
+                                 .scopes = {"openid", "profile", "email", "offline_access", "payments"}});
+    (void)pub;
+    auto user = create_user(*db_, UserSpec{.email = "Ada@Example.com", .password = "correct horse battery",
+                                           .name = "Ada", .user_tier = 3, .countries = {"CIV"}},
+                            clock_.load());
+    ASSERT_TRUE(user.ok()) << bj::serialize(user.error().details);
+    user_ = *user;
+  }
+
+  void TearDown() override {
+    if (service_) service_->stop();
+    service_.reset();
+    other_.reset();
+    if (db_) db_->close();
+    db_.reset();
+    if (!database_.empty()) admin_exec(admin_dsn_, "DROP DATABASE IF EXISTS " + database_ + " WITH (FORCE)");
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  Options options() {
+    Options o;
+    o.issuer = std::string(kIssuer);
+    o.audience = std::string(kAudience);
+    o.pepper = std::string(kPepper);
+    o.max_failed_logins = 3;
+    o.lockout_seconds = 60;
+    o.clock = [this] { return clock_.load(); };
+    return o;
+  }
+
+  std::unique_ptr<Service> make_service() { return std::make_unique<Service>(*db_, options()); }
+
+  CreatedClient create(const ClientSpec& spec) {
+    std::optional<CreatedClient> out;
+    Status st = db_->write([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(auto cc, create_client(c, kPepper, spec, clock_.load()));
+      out = std::move(cc);
+      return {};
+    });
+    EXPECT_TRUE(st.ok()) << (st.ok() ? "" : bj::serialize(st.error().details));
+    return out ? *out : CreatedClient{};
+  }
+
+  static web::Request request(std::string method, std::string body = {},
+                              std::string content_type = "application/json") {
+    web::Request r;
+    r.method = std::move(method);
+    r.body = std::move(body);
+    if (!content_type.empty()) r.headers.emplace_back("content-type", content_type);
+    r.remote_ip = "198.51.100.7";
+    return r;
+  }
+
+  web::Response token_json(const bj::object& body) {
+    auto r = request("POST", bj::serialize(body));
+    return service_->token(r);
+  }
+
+  std::string client_token(const std::string& scope = "payments countries") {
+    auto res = token_json({{"grant_type", "client_credentials"}, {"client_id", "merchant-app"},
+                           {"client_secret", secret_}, {"scope", scope}});
+    EXPECT_EQ(res.status, 200) << res.body;
+    return std::string(json_of(res)["access_token"].as_string());
+  }
+
+  Result<web::Principal> auth_with(Service& s, const std::string& token, bool x_header = true) {
+    web::Request r = request("GET", "", "");
+    if (x_header)
+      r.headers.emplace_back("x-sp-auth-token", "Bearer " + token);
+    else
+      r.headers.emplace_back("authorization", "Bearer " + token);
+    return s.authenticate(r);
+  }
+
+  web::Response revoke(const std::string& token, const std::string& client = "merchant-app",
+                       const std::string& secret = "") {
+    bj::object b{{"token", token}, {"client_id", client}};
+    if (client == "merchant-app") b["client_secret"] = secret.empty() ? secret_ : secret;
+    auto r = request("POST", bj::serialize(b));
+    return service_->revoke(r);
+  }
+
+  static constexpr std::string_view kVerifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+
+  web::Fields authz_params(std::string scope = "openid profile email offline_access") {
+    return {{"response_type", "code"},
+            {"client_id", "spa"},
+            {"redirect_uri", "https://app.example/cb"},
+            {"scope", std::move(scope)},
+            {"state", "st-123"},
+            {"nonce", "n-456"},
+            {"code_challenge", pkce_s256(kVerifier)},
+            {"code_challenge_method", "S256"}};
+  }
+
+  web::Response get_authorize(const web::Fields& params, const std::string& cookies = "") {
+    web::Request r = request("GET", "", "");
+    r.query = params;
+    if (!cookies.empty()) r.headers.emplace_back("cookie", cookies);
+    r.headers.emplace_back("accept-language", "en-GB,en;q=0.9");
+    return service_->authorize(r);
+  }
+
+  web::Response submit(const web::Fields& fields, const std::string& cookies) {
+    web::Request r = request("POST", form_encode(fields), "application/x-www-form-urlencoded");
+    r.headers.emplace_back("cookie", cookies);
+    return service_->authorize_submit(r);
+  }
+
+  // Drives the login form; returns the redirect response and the cookie jar.
+  std::pair<web::Response, std::string> login(const std::string& password = "correct horse battery",
+                                              web::Fields params = {}) {
+    if (params.empty()) params = authz_params();
+    auto page = get_authorize(params);
+    EXPECT_EQ(page.status, 200) << page.body;
+    std::string jar = cookies_of(page);
+    auto fields = hidden_fields(page.body);
+    fields.emplace_back("email", "ada@example.com");
+    fields.emplace_back("password", password);
+    fields.emplace_back("action", "approve");
+    auto res = submit(fields, jar);
+    return {res, cookies_of(res, jar)};
+  }
+
+  web::Response exchange(const std::string& code, std::string verifier = std::string(kVerifier)) {
+    web::Request r = request("POST",
+                             form_encode({{"grant_type", "authorization_code"},
+                                          {"code", code},
+                                          {"redirect_uri", "https://app.example/cb"},
+                                          {"client_id", "spa"},
+                                          {"code_verifier", verifier}}),
+                             "application/x-www-form-urlencoded");
+    return service_->token(r);
+  }
+
+  web::Response refresh(const std::string& token) {
+    web::Request r = request("POST", form_encode({{"grant_type", "refresh_token"}, {"refresh_token", token},
+                                                  {"client_id", "spa"}}),
+                             "application/x-www-form-urlencoded");
+    return service_->token(r);
+  }
+
+  std::string admin_dsn_, database_, dsn_;
+  std::filesystem::path dir_;
+  std::unique_ptr<store::Db> db_;
+  std::atomic<std::int64_t> clock_{0};
+  std::int64_t merchant_id_ = 0;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<Service> other_;
+  std::string secret_;
+  User user_;
+};
+
+TEST_P(IdentityTest, ClientCredentialsTokenCarriesWhatTheGatewayNeeds) {
+  auto res = token_json({{"grant_type", "client_credentials"}, {"client_id", "merchant-app"},
+                         {"client_secret", secret_}, {"scope", "payments services countries providers"}});
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(res.get("Cache-Control"), "no-store");
+  auto body = json_of(res);
+  EXPECT_EQ(body["token_type"].as_string(), "Bearer");
+  EXPECT_EQ(body["expires_in"].as_int64(), 3600);
+  EXPECT_EQ(body["scope"].as_string(), "payments services countries providers");
+  EXPECT_FALSE(body.contains("refresh_token"));
+  std::string token(body["access_token"].as_string());
+
+  auto parsed = parse_jwt(token);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->typ, "at+jwt");
+  EXPECT_EQ(parsed->alg, "ES256");
+  const auto& c = parsed->payload;
+  EXPECT_EQ(c.at("iss").as_string(), kIssuer);
+  EXPECT_EQ(c.at("aud").as_string(), kAudience);
+  EXPECT_EQ(c.at("sub").as_string(), "merchant-app");
+  EXPECT_EQ(c.at("client_id").as_string(), "merchant-app");
+  EXPECT_EQ(c.at("exp").as_int64() - c.at("iat").as_int64(), 3600);
+  EXPECT_FALSE(c.at("jti").as_string().empty());
+
+  for (bool x : {true, false}) {
+    auto p = auth_with(*service_, token, x);
+    ASSERT_TRUE(p.ok()) << bj::serialize(p.error().details);
+    EXPECT_EQ(p->client_id, "merchant-app");
+    EXPECT_EQ(p->merchant, "MCH-CM-0001");
+    EXPECT_EQ(p->merchant_id, merchant_id_);
+    EXPECT_EQ(p->user_tier, 2);
+    EXPECT_EQ(p->countries, std::vector<std::string>{"CMR"});
+    EXPECT_FALSE(p->admin);
+    EXPECT_EQ(p->environment, "sandbox");
+    EXPECT_TRUE(p->has_scope("providers"));
+    EXPECT_TRUE(p->grants_country("CMR"));
+    EXPECT_FALSE(p->grants_country("CIV"));
+  }
+
+  // Form body with HTTP Basic; scope omitted gives the client's API scopes.
+  web::Request r = request("POST", "grant_type=client_credentials", "application/x-www-form-urlencoded");
+  r.headers.emplace_back("authorization", "Basic " + base64_encode("merchant-app:" + secret_));
+  auto res2 = service_->token(r);
+  ASSERT_EQ(res2.status, 200) << res2.body;
+  EXPECT_EQ(json_of(res2)["scope"].as_string(), "payments services countries providers");
+}
+
+TEST_P(IdentityTest, TokenEndpointErrorsUseTheEnvelopeWithOAuthCodes) {
+  auto empty = request("POST", "");
+  auto res = service_->token(empty);
+  EXPECT_EQ(res.status, 400);
+  EXPECT_EQ(json_of(res)["message"].as_string(), "empty_data");
+  EXPECT_EQ(json_of(res)["success"].as_bool(), false);
+  EXPECT_EQ(res.get("Cache-Control"), "no-store");
+  auto garbage = request("POST", "{not json");
+  EXPECT_EQ(service_->token(garbage).status, 400);
+  EXPECT_EQ(json_of(service_->token(garbage))["message"].as_string(), "empty_data");
+
+  res = token_json({{"grant_type", "client_credentials"}, {"client_id", "merchant-app"}, {"client_secret", "wrong"}});
+  EXPECT_EQ(res.status, 401);
+  EXPECT_EQ(json_of(res)["message"].as_string(), "invalid_client");
+  EXPECT_EQ(oauth_code_of(res), "invalid_client");
+  EXPECT_TRUE(res.get("WWW-Authenticate").empty());
+
+  web::Request basic = request("POST", "grant_type=client_credentials", "application/x-www-form-urlencoded");
+  basic.headers.emplace_back("authorization", "Basic " + base64_encode("merchant-app:nope"));
+  res = service_->token(basic);
+  EXPECT_EQ(res.status, 401);
+  EXPECT_TRUE(res.get("WWW-Authenticate").starts_with("Basic"));
+
+  res = token_json({{"grant_type", "client_credentials"}, {"client_id", "nobody"}, {"client_secret", "x"}});
+  EXPECT_EQ(res.status, 401);
+  res = token_json({{"grant_type", "password"}, {"client_id", "merchant-app"}, {"client_secret", secret_}});
+  EXPECT_EQ(res.status, 400);
+  EXPECT_EQ(oauth_code_of(res), "unsupported_grant_type");
+  res = token_json({{"client_id", "merchant-app"}});
+  EXPECT_EQ(oauth_code_of(res), "invalid_request");
+  res = token_json({{"grant_type", "client_credentials"}, {"client_id", "merchant-app"}, {"client_secret", secret_},
+                    {"scope", "payments wallet"}});
+  EXPECT_EQ(oauth_code_of(res), "invalid_scope");
+  res = token_json({{"grant_type", "client_credentials"}, {"client_id", "merchant-app"}, {"client_secret", secret_},
+                    {"scope", "openid"}});
+  EXPECT_EQ(oauth_code_of(res), "invalid_scope");
+  res = token_json({{"grant_type", "client_credentials"}, {"client_id", "spa"}});
+  EXPECT_EQ(res.status, 401);  // public clients cannot use client_credentials
+  res = token_json({{"grant_type", "client_credentials"}, {"client_id", "merchant-app"}, {"client_secret", 5}});
+  EXPECT_EQ(oauth_code_of(res), "invalid_request");
+  auto xml = request("POST", "<a/>", "text/xml");
+  EXPECT_EQ(json_of(service_->token(xml))["message"].as_string(), "empty_data");
+}
+
+TEST_P(IdentityTest, RevokedAccessTokenIsRefusedAtOnceOnEveryNode) {
+  other_ = make_service();  // a second node on the same database
+  std::string token = client_token();
+  ASSERT_TRUE(auth_with(*service_, token).ok());
+  ASSERT_TRUE(auth_with(*other_, token).ok());  // both caches now hold it
+
+  // Another client cannot revoke it; unknown tokens answer 200 (RFC 7009).
+  auto second = create(ClientSpec{.client_id = "second-app", .countries = {"CIV"}});
+  bj::object b{{"token", token}, {"client_id", "second-app"}, {"client_secret", second.client_secret}};
+  auto r = request("POST", bj::serialize(b));
+  EXPECT_EQ(service_->revoke(r).status, 200);
+  EXPECT_TRUE(auth_with(*other_, token).ok());
+  EXPECT_EQ(revoke("not-a-token").status, 200);
+  auto bad = revoke(token, "merchant-app", "wrong-secret");
+  EXPECT_EQ(bad.status, 401);
+  auto empty = request("POST", "");
+  EXPECT_EQ(json_of(service_->revoke(empty))["message"].as_string(), "empty_data");
+
+  auto res = revoke(token);
+  EXPECT_EQ(res.status, 200) << res.body;
+  for (Service* s : {service_.get(), other_.get()}) {
+    auto p = auth_with(*s, token);
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.error().status, 401);
+    EXPECT_EQ(p.error().code, "invalid_token");
+  }
+  EXPECT_EQ(revoke(token).status, 200);  // idempotent
+  // Other tokens of the same client still work.
+  EXPECT_TRUE(auth_with(*other_, client_token()).ok());
+}
+
+TEST_P(IdentityTest, AuthenticateRefusesMissingExpiredAndForeignTokens) {
+  web::Request none = request("GET", "", "");
+  auto p = service_->authenticate(none);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().status, 401);
+  EXPECT_EQ(p.error().code, "unauthorized");
+  EXPECT_FALSE(auth_with(*service_, "abc.def.ghi").ok());
+
+  std::string token = client_token();
+  // Signed by a key the service does not know.
+  auto foreign = Jwk::generate(Alg::ES256, "foreign");
+  auto parsed = parse_jwt(token);
+  std::string payload = bj::serialize(parsed->payload);
+  EXPECT_FALSE(auth_with(*service_, (*foreign)->sign((*foreign)->access_header(), payload)).ok());
+  // alg none
+  std::string none_token = base64url_encode(R"({"alg":"none","typ":"at+jwt"})") + "." + base64url_encode(payload) + ".";
+  EXPECT_FALSE(auth_with(*service_, none_token).ok());
+
+  ASSERT_TRUE(auth_with(*service_, token).ok());
+  clock_ += 3601 * 1000LL;
+  auto expired = auth_with(*service_, token);
+  ASSERT_FALSE(expired.ok());
+  EXPECT_EQ(expired.error().code, "invalid_token");
+}
+
+TEST_P(IdentityTest, IdTokensAreNotAcceptedAsAccessTokens) {
+  auto [res, jar] = login();
+  ASSERT_EQ(res.status, 303) << res.body;
+  auto q = query_of(res.get("Location"));
+  auto tok = exchange(q["code"]);
+  ASSERT_EQ(tok.status, 200) << tok.body;
+  std::string id_token(json_of(tok)["id_token"].as_string());
+  EXPECT_FALSE(auth_with(*service_, id_token).ok());  // typ JWT, aud = client
+}
+
+TEST_P(IdentityTest, AuthorizationCodeWithPkceEndToEnd) {
+  auto page = get_authorize(authz_params());
+  ASSERT_EQ(page.status, 200) << page.body;
+  EXPECT_NE(page.body.find("lang=\"en\""), std::string::npos);
+  EXPECT_NE(page.body.find("Dashboard"), std::string::npos);
+  EXPECT_FALSE(page.get("Content-Security-Policy").empty());
+  std::string jar = cookies_of(page);
+  EXPECT_NE(jar.find("sika_csrf="), std::string::npos);
+  bool httponly = false;
+  for (const auto& [k, v] : page.headers)
+    if (k == "Set-Cookie") httponly = v.find("HttpOnly") != std::string::npos && v.find("SameSite=Lax") != std::string::npos;
+  EXPECT_TRUE(httponly);
+
+  auto fields = hidden_fields(page.body);
+  fields.emplace_back("email", "ada@example.com");
+  fields.emplace_back("password", "correct horse battery");
+  fields.emplace_back("action", "approve");
+  auto res = submit(fields, jar);
+  ASSERT_EQ(res.status, 303) << res.body;
+  std::string location(res.get("Location"));
+  EXPECT_TRUE(location.starts_with("https://app.example/cb?code=")) << location;
+  auto q = query_of(location);
+  EXPECT_EQ(q["state"], "st-123");
+  EXPECT_EQ(q["iss"], kIssuer);
+  jar = cookies_of(res, jar);
+  EXPECT_NE(jar.find("sika_session="), std::string::npos);
+
+  auto tok = exchange(q["code"]);
+  ASSERT_EQ(tok.status, 200) << tok.body;
+  auto body = json_of(tok);
+  EXPECT_EQ(body["scope"].as_string(), "openid profile email offline_access");
+  std::string access(body["access_token"].as_string());
+  std::string id_token(body["id_token"].as_string());
+  EXPECT_TRUE(body["refresh_token"].as_string().starts_with("rt_"));
+
+  auto principal = auth_with(*service_, access);
+  ASSERT_TRUE(principal.ok());
+  EXPECT_EQ(principal->subject, user_.subject);
+  EXPECT_EQ(principal->user_tier, 3);
+  EXPECT_EQ(principal->countries, std::vector<std::string>{"CIV"});
+  EXPECT_TRUE(principal->merchant.empty());  // a user signing in through a client does not act as its merchant
+
+  auto idp = parse_jwt(id_token);
+  ASSERT_TRUE(idp.ok());
+  EXPECT_EQ(idp->alg, "RS256");
+  EXPECT_EQ(idp->payload.at("aud").as_string(), "spa");
+  EXPECT_EQ(idp->payload.at("nonce").as_string(), "n-456");
+  EXPECT_EQ(idp->payload.at("at_hash").as_string(), half_hash(access));
+  EXPECT_EQ(idp->payload.at("email").as_string(), "ada@example.com");
+  EXPECT_TRUE(idp->payload.contains("auth_time"));
+  auto ring = load_keys(*db_, kPepper, clock_.load(), false);
+  const Jwk* key = (*ring)->find(idp->kid);
+  ASSERT_NE(key, nullptr);
+  EXPECT_TRUE(key->verify(idp->signing_input, idp->signature));
+
+  // userinfo, GET and POST
+  web::Request ui = request("GET", "", "");
+  ui.headers.emplace_back("authorization", "Bearer " + access);
+  auto info = service_->userinfo(ui);
+  ASSERT_EQ(info.status, 200) << info.body;
+  EXPECT_EQ(json_of(info)["sub"].as_string(), user_.subject);
+  EXPECT_EQ(json_of(info)["email"].as_string(), "ada@example.com");
+  EXPECT_EQ(json_of(info)["name"].as_string(), "Ada");
+  web::Request ui_post = request("POST", "access_token=" + access, "application/x-www-form-urlencoded");
+  EXPECT_EQ(service_->userinfo(ui_post).status, 200);
+  web::Request ui_bad = request("GET", "", "");
+  ui_bad.headers.emplace_back("authorization", "Bearer nope");
+  auto bad = service_->userinfo(ui_bad);
+  EXPECT_EQ(bad.status, 401);
+  EXPECT_NE(bad.get("WWW-Authenticate").find("invalid_token"), std::string::npos);
+  // A client_credentials token is not a user token.
+  web::Request ui_client = request("GET", "", "");
+  ui_client.headers.emplace_back("authorization", "Bearer " + client_token());
+  EXPECT_EQ(service_->userinfo(ui_client).status, 403);
+
+  // With a session and consent, a new request skips the page.
+  auto again = get_authorize(authz_params(), jar);
+  ASSERT_EQ(again.status, 303) << again.body;
+  EXPECT_FALSE(query_of(again.get("Location"))["code"].empty());
+  // prompt=login forces the form again.
+  auto params = authz_params();
+  params.emplace_back("prompt", "login");
+  EXPECT_EQ(get_authorize(params, jar).status, 200);
+}
+
+TEST_P(IdentityTest, CodeReplayRevokesWhatTheCodeIssued) {
+  auto [res, jar] = login();
+  ASSERT_EQ(res.status, 303);
+  std::string code = query_of(res.get("Location"))["code"];
+  auto first = exchange(code);
+  ASSERT_EQ(first.status, 200);
+  std::string access(json_of(first)["access_token"].as_string());
+  std::string refresh_token(json_of(first)["refresh_token"].as_string());
+  ASSERT_TRUE(auth_with(*service_, access).ok());
+
+  auto second = exchange(code);
+  EXPECT_EQ(second.status, 400);
+  EXPECT_EQ(oauth_code_of(second), "invalid_grant");
+  EXPECT_FALSE(auth_with(*service_, access).ok());
+  EXPECT_EQ(oauth_code_of(refresh(refresh_token)), "invalid_grant");
+}
+
+TEST_P(IdentityTest, PkceAndCodeChecks) {
+  // Wrong verifier: invalid_grant, and the code is burnt.
+  auto [res, jar] = login();
+  std::string code = query_of(res.get("Location"))["code"];
+  EXPECT_EQ(oauth_code_of(exchange(code, std::string(43, 'a'))), "invalid_grant");
+  EXPECT_EQ(oauth_code_of(exchange(code)), "invalid_grant");
+
+  // Expired code.
+  auto [res2, jar2] = login();
+  code = query_of(res2.get("Location"))["code"];
+  clock_ += 61 * 1000LL;
+  EXPECT_EQ(oauth_code_of(exchange(code)), "invalid_grant");
+
+  // A verifier without a challenge is refused (confidential client without PKCE).
+  auto web_client = create(ClientSpec{.client_id = "web", .confidential = true, .redirect_uris = {"https://web.example/cb"},
+                                      .grant_types = {"authorization_code"}, .scopes = {"openid"}});
+  web::Fields wp = {{"response_type", "code"}, {"client_id", "web"}, {"redirect_uri", "https://web.example/cb"},
+                    {"scope", "openid"}, {"state", "s"}};
+  auto [wr, wj] = login("correct horse battery", wp);
+  ASSERT_EQ(wr.status, 303) << wr.body;
+  web::Request x = request("POST",
+                           form_encode({{"grant_type", "authorization_code"},
+                                        {"code", query_of(wr.get("Location"))["code"]},
+                                        {"redirect_uri", "https://web.example/cb"},
+                                        {"code_verifier", std::string(kVerifier)}}),
+                           "application/x-www-form-urlencoded");
+  x.headers.emplace_back("authorization", "Basic " + base64_encode("web:" + web_client.client_secret));
+  EXPECT_EQ(oauth_code_of(service_->token(x)), "invalid_grant");
+  // Public client without challenge, and plain, are refused with a redirect.
+  auto params = authz_params();
+  params.erase(params.begin() + 6, params.end());
+  auto r = get_authorize(params);
+  ASSERT_EQ(r.status, 303);
+  EXPECT_EQ(query_of(r.get("Location"))["error"], "invalid_request");
+  EXPECT_EQ(query_of(r.get("Location"))["iss"], kIssuer);
+  params.emplace_back("code_challenge", pkce_s256(kVerifier));
+  params.emplace_back("code_challenge_method", "plain");
+  EXPECT_EQ(query_of(get_authorize(params).get("Location"))["error"], "invalid_request");
+}
+
+TEST_P(IdentityTest, AuthorizeErrorsRedirectOnlyToRegisteredUris) {
+  auto params = authz_params();
+  params[2].second = "https://evil.example/cb";
+  auto r = get_authorize(params);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_TRUE(r.get("Location").empty());
+  EXPECT_NE(r.body.find("<html"), std::string::npos);
+
+  params = authz_params();
+  params[1].second = "unknown-client";
+  EXPECT_EQ(get_authorize(params).status, 400);
+
+  params = authz_params();
+  params[0].second = "token";
+  r = get_authorize(params);
+  ASSERT_EQ(r.status, 303);
+  auto q = query_of(r.get("Location"));
+  EXPECT_EQ(q["error"], "unsupported_response_type");
+  EXPECT_EQ(q["state"], "st-123");
+  EXPECT_EQ(q["iss"], kIssuer);
+
+  params = authz_params("openid payments providers");
+  EXPECT_EQ(query_of(get_authorize(params).get("Location"))["error"], "invalid_scope");
+
+  params = authz_params();
+  params.emplace_back("prompt", "none");
+  EXPECT_EQ(query_of(get_authorize(params).get("Location"))["error"], "login_required");
+
+  // Loopback redirect URIs match on any port (RFC 8252).
+  params = authz_params();
+  params[2].second = "http://127.0.0.1:45678/callback";
+  EXPECT_EQ(get_authorize(params).status, 200);
+
+  // Deny
+  auto page = get_authorize(authz_params());
+  auto fields = hidden_fields(page.body);
+  fields.emplace_back("action", "deny");
+  auto denied = submit(fields, cookies_of(page));
+  ASSERT_EQ(denied.status, 303);
+  EXPECT_EQ(query_of(denied.get("Location"))["error"], "access_denied");
+
+  // CSRF: a form without the matching cookie is refused on a page.
+  fields = hidden_fields(page.body);
+  fields.emplace_back("email", "ada@example.com");
+  fields.emplace_back("password", "correct horse battery");
+  fields.emplace_back("action", "approve");
+  auto forged = submit(fields, "sika_csrf=someone-elses-cookie-value-123");
+  EXPECT_EQ(forged.status, 400);
+  EXPECT_TRUE(forged.get("Location").empty());
+}
+
+TEST_P(IdentityTest, RefreshRotationGraceAndReuseDetection) {
+  auto [res, jar] = login();
+  auto tok = exchange(query_of(res.get("Location"))["code"]);
+  ASSERT_EQ(tok.status, 200);
+  std::string r0(json_of(tok)["refresh_token"].as_string());
+
+  auto t1 = refresh(r0);
+  ASSERT_EQ(t1.status, 200) << t1.body;
+  std::string r1(json_of(t1)["refresh_token"].as_string());
+  EXPECT_NE(r1, r0);
+  EXPECT_FALSE(json_of(t1)["id_token"].as_string().empty());
+
+  // Within the grace period the old token still works (lost response, parallel refresh).
+  clock_ += 5000;
+  auto t1b = refresh(r0);
+  ASSERT_EQ(t1b.status, 200) << t1b.body;
+  std::string access_b(json_of(t1b)["access_token"].as_string());
+
+  // After it: reuse revokes the whole family, including tokens issued since.
+  clock_ += 10000;
+  auto reuse = refresh(r0);
+  EXPECT_EQ(reuse.status, 400);
+  EXPECT_EQ(oauth_code_of(reuse), "invalid_grant");
+  EXPECT_EQ(oauth_code_of(refresh(r1)), "invalid_grant");
+  EXPECT_FALSE(auth_with(*service_, access_b).ok());
+
+  // Scope narrowing is allowed, widening is not.
+  auto [res2, jar2] = login();
+  auto tok2 = exchange(query_of(res2.get("Location"))["code"]);
+  std::string s0(json_of(tok2)["refresh_token"].as_string());
+  web::Request r = request("POST", form_encode({{"grant_type", "refresh_token"}, {"refresh_token", s0},
+                                                {"client_id", "spa"}, {"scope", "openid payments"}}),
+                           "application/x-www-form-urlencoded");
+  EXPECT_EQ(oauth_code_of(service_->token(r)), "invalid_grant");
+}
+
+TEST_P(IdentityTest, ParallelRefreshesNeverError) {
+  auto [res, jar] = login();
+  auto tok = exchange(query_of(res.get("Location"))["code"]);
+  std::string r0(json_of(tok)["refresh_token"].as_string());
+  constexpr int kThreads = 8;
+  std::latch go(kThreads);
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&] {
+      go.arrive_and_wait();
+      auto r = refresh(r0);
+      if (r.status == 200) ++ok;
+      else ADD_FAILURE() << r.body;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), kThreads);
+}
+
+TEST_P(IdentityTest, RepeatedFailedLoginsLockTheAccount) {
+  for (int i = 0; i < 3; ++i) {
+    auto [res, jar] = login("wrong password!!");
+    EXPECT_EQ(res.status, i < 2 ? 401 : 401);
+    EXPECT_TRUE(res.get("Location").empty());
+  }
+  auto [locked, jar] = login();
+  EXPECT_EQ(locked.status, 423) << locked.body;  // even the right password
+  // The count lives in the database: another node sees the lock.
+  other_ = make_service();
+  std::swap(service_, other_);
+  auto [still, jar2] = login();
+  EXPECT_EQ(still.status, 423);
+  std::swap(service_, other_);
+  clock_ += 61 * 1000LL;
+  auto [ok, jar3] = login();
+  EXPECT_EQ(ok.status, 303) << ok.body;
+}
+
+TEST_P(IdentityTest, KeyRotationKeepsOldTokensValid) {
+  std::string before = client_token();
+  auto kid_before = parse_jwt(before)->kid;
+  auto rotated = rotate_keys(*db_, kPepper, service_->key_publish_seconds(), clock_.load());
+  ASSERT_TRUE(rotated.ok());
+  EXPECT_EQ(rotated->size(), 4u);
+  ASSERT_TRUE(service_->reload_keys().ok());
+  std::string after = client_token();
+  EXPECT_NE(parse_jwt(after)->kid, kid_before);
+  EXPECT_TRUE(auth_with(*service_, before).ok());
+  EXPECT_TRUE(auth_with(*service_, after).ok());
+  web::Request r = request("GET", "", "");
+  auto jwks = bj::parse(service_->jwks(r).body);
+  EXPECT_EQ(jwks.at("keys").as_array().size(), 4u);
+
+  // A node that has not reloaded yet learns the new kid on first sight.
+  other_ = make_service();
+  EXPECT_TRUE(auth_with(*other_, after).ok());
+
+  // Once the publication window is over, maintenance drops the retired keys.
+  clock_ += (service_->key_publish_seconds() + 1) * 1000LL;
+  ASSERT_TRUE(service_->run_maintenance().ok());
+  EXPECT_EQ(bj::parse(service_->jwks(r).body).at("keys").as_array().size(), 2u);
+}
+
+TEST_P(IdentityTest, IntrospectionFollowsRevocationAndOwnership) {
+  std::string token = client_token();
+  auto introspect = [&](const std::string& client, const std::string& secret, const std::string& t) {
+    web::Request r = request("POST", form_encode({{"token", t}}), "application/x-www-form-urlencoded");
+    r.headers.emplace_back("authorization", "Basic " + base64_encode(client + ":" + secret));
+    return service_->introspect(r);
+  };
+  auto res = introspect("merchant-app", secret_, token);
+  ASSERT_EQ(res.status, 200) << res.body;
+  auto body = json_of(res);
+  EXPECT_TRUE(body["active"].as_bool());
+  EXPECT_EQ(body["client_id"].as_string(), "merchant-app");
+  EXPECT_EQ(body["merchant"].as_string(), "MCH-CM-0001");
+  auto other = create(ClientSpec{.client_id = "other-app"});
+  EXPECT_FALSE(json_of(introspect("other-app", other.client_secret, token))["active"].as_bool());
+  auto admin = create(ClientSpec{.client_id = "ops", .admin = true});
+  EXPECT_TRUE(json_of(introspect("ops", admin.client_secret, token))["active"].as_bool());
+  EXPECT_EQ(introspect("merchant-app", "bad", token).status, 401);
+  ASSERT_EQ(revoke(token).status, 200);
+  EXPECT_FALSE(json_of(introspect("merchant-app", secret_, token))["active"].as_bool());
+  EXPECT_FALSE(json_of(introspect("merchant-app", secret_, "garbage"))["active"].as_bool());
+}
+
+TEST_P(IdentityTest, SecretRotationAndDisabledClients) {
+  std::string old_secret = secret_;
+  std::string fresh;
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                  SIKA_ASSIGN_OR_RETURN(fresh, rotate_client_secret(c, kPepper, "merchant-app", clock_.load()));
+                  return {};
+                }).ok());
+  EXPECT_GE(fresh.size(), 43u);
+  service_->invalidate_client_cache();
+  secret_ = fresh;
+  client_token();
+  auto res = token_json({{"grant_type", "client_credentials"}, {"client_id", "merchant-app"},
+                         {"client_secret", old_secret}});
+  EXPECT_EQ(res.status, 401);
+
+  // Another node keeps its cached record at most client_cache_seconds.
+  ASSERT_TRUE(db_->write([&](store::Conn& c) { return set_client_active(c, "merchant-app", false, clock_.load()); }).ok());
+  clock_ += 6000;
+  res = token_json({{"grant_type", "client_credentials"}, {"client_id", "merchant-app"}, {"client_secret", fresh}});
+  EXPECT_EQ(res.status, 401);
+}
+
+TEST_P(IdentityTest, ClientValidation) {
+  std::optional<Error> err;
+  auto attempt = [&](const ClientSpec& spec) {
+    err.reset();
+    (void)db_->write([&](store::Conn& c) -> Status {
+      auto r = create_client(c, kPepper, spec, clock_.load());
+      if (!r) err = r.error();
+      return {};
+    });
+    return err.has_value();
+  };
+  EXPECT_TRUE(attempt(ClientSpec{.client_id = "merchant-app"}));  // duplicate
+  EXPECT_EQ(err->status, 409);
+  EXPECT_TRUE(attempt(ClientSpec{.scopes = {"root"}}));
+  EXPECT_TRUE(attempt(ClientSpec{.confidential = false}));  // needs redirect URIs
+  EXPECT_TRUE(attempt(ClientSpec{.confidential = false, .redirect_uris = {"https://x.example/cb#f"}}));
+  EXPECT_TRUE(attempt(ClientSpec{.redirect_uris = {"http://x.example/cb"}, .environment = "prod"}));
+  EXPECT_TRUE(attempt(ClientSpec{.countries = {"cm"}}));
+  EXPECT_TRUE(attempt(ClientSpec{.merchant_id = 999999}));
+  EXPECT_FALSE(attempt(ClientSpec{.confidential = false, .redirect_uris = {"com.example.app:/cb"}}));
+}
+
+TEST_P(IdentityTest, DiscoveryAdvertisesEndpointsAndAlgorithms) {
+  web::Request r = request("GET", "", "");
+  auto d = json_of(service_->discovery(r));
+  EXPECT_EQ(d["issuer"].as_string(), kIssuer);
+  EXPECT_EQ(d["token_endpoint"].as_string(), std::string(kIssuer) + "/oauth/v2/token");
+  EXPECT_EQ(d["jwks_uri"].as_string(), std::string(kIssuer) + "/.well-known/jwks.json");
+  EXPECT_EQ(d["code_challenge_methods_supported"].as_array().size(), 1u);
+  EXPECT_TRUE(d["authorization_response_iss_parameter_supported"].as_bool());
+  EXPECT_EQ(d["id_token_signing_alg_values_supported"].as_array().size(), 2u);
+  auto jwks = bj::parse(service_->jwks(r).body);
+  EXPECT_EQ(jwks.at("keys").as_array().size(), 2u);
+  for (const auto& k : jwks.at("keys").as_array()) EXPECT_FALSE(k.as_object().contains("d"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, IdentityTest, ::testing::Values("sqlite", "postgres"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace sika::identity
