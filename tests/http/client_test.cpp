@@ -1,8 +1,14 @@
 #include "http/client.hpp"
 
+#include <boost/json/serialize.hpp>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -278,6 +284,92 @@ TEST_F(ClientTest, StaleKeptAliveConnectionIsReplaced) {
   auto r = client->send(get("/echo"));
   ASSERT_TRUE(r.ok()) << r.error().code;
   EXPECT_EQ(r->status, 201);
+}
+
+// `openssl s_server -www` on 127.0.0.1 with a fresh self-signed certificate for "localhost".
+class TlsUpstream {
+ public:
+  TlsUpstream() {
+    if (std::system("openssl version >/dev/null 2>&1") != 0) return;
+    char tmpl[] = "/tmp/sika-tls-XXXXXX";
+    if (!mkdtemp(tmpl)) return;
+    dir_ = tmpl;
+    std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+                      "-subj /CN=localhost -addext subjectAltName=DNS:localhost -keyout " +
+                      dir_ + "/key.pem -out " + dir_ + "/cert.pem >/dev/null 2>&1";
+    if (std::system(cmd.c_str()) != 0) return;
+    port_ = test::unused_port();
+    std::string accept = "127.0.0.1:" + std::to_string(port_);
+    std::string cert = dir_ + "/cert.pem", key = dir_ + "/key.pem";
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::freopen("/dev/null", "w", stdout);
+      std::freopen("/dev/null", "w", stderr);
+      execlp("openssl", "openssl", "s_server", "-quiet", "-www", "-accept", accept.c_str(), "-cert", cert.c_str(),
+             "-key", key.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 100; ++i) {
+      test::RawClient probe(port_);
+      if (probe.connected()) {
+        ready_ = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~TlsUpstream() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  bool ready() const { return ready_; }
+  unsigned short port() const { return port_; }
+  std::string cert() const { return dir_ + "/cert.pem"; }
+
+ private:
+  std::string dir_;
+  unsigned short port_ = 0;
+  pid_t pid_ = -1;
+  bool ready_ = false;
+};
+
+TEST(ClientTls, VerifiesTheCertificateAndTheHostName) {
+  TlsUpstream upstream;
+  if (!upstream.ready()) GTEST_SKIP() << "openssl s_server unavailable";
+  std::string port = std::to_string(upstream.port());
+  web::ClientRequest req;
+  req.method = "GET";
+  req.allow_private_addresses = true;
+  req.connect_timeout_ms = 3000;
+  req.timeout_ms = 3000;
+
+  // Trusted (extra CA) and the name matches: success.
+  ClientOptions trusting;
+  trusting.extra_ca_file = upstream.cert();
+  auto client = make_http_client(trusting);
+  req.url = "https://localhost:" + port + "/";
+  auto ok = client->send(req);
+  ASSERT_TRUE(ok.ok()) << ok.error().code << " " << boost::json::serialize(ok.error().details);
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_FALSE(ok->body.empty());
+
+  // Same certificate, but the URL names 127.0.0.1, which the certificate does not cover.
+  req.url = "https://127.0.0.1:" + port + "/";
+  auto mismatch = client->send(req);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_EQ(mismatch.error().code, "upstream_error");
+  EXPECT_NE(boost::json::serialize(mismatch.error().details).find("certificate"), std::string::npos);
+
+  // Self-signed and not trusted: refused.
+  auto strict = make_http_client();
+  req.url = "https://localhost:" + port + "/";
+  auto untrusted = strict->send(req);
+  ASSERT_FALSE(untrusted.ok());
+  EXPECT_EQ(untrusted.error().code, "upstream_error");
+  EXPECT_NE(boost::json::serialize(untrusted.error().details).find("certificate"), std::string::npos);
 }
 
 }  // namespace
