@@ -54,6 +54,7 @@ CREATE TABLE pay_splits (
   transaction_id BIGINT NOT NULL REFERENCES pay_transactions(id),
   position INTEGER NOT NULL,
   matricule TEXT NOT NULL,
+  merchant_id BIGINT NOT NULL REFERENCES merchants(id),
   rate_ppm BIGINT NOT NULL,
   amount BIGINT,
   description TEXT NOT NULL,

@@ -1,0 +1,62 @@
+#pragma once
+// Operator connectors: the one interface every mobile-money operator sits behind.
+// A connector submits collections (a push to the customer's phone) and payouts, answers
+// status queries, authenticates and parses the operator's callbacks, and looks up account
+// holders. Submissions are asynchronous: the outcome arrives later by callback or query.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+#include "web/message.hpp"
+
+namespace sika::payments {
+
+// What a connector is asked to do for one transaction.
+struct PaymentOrder {
+  std::string operation;  // COLLECTION | DISBURSEMENT
+  std::string transaction_reference;
+  std::string provider_reference;  // our reference at the operator (unique)
+  std::string service_code;
+  std::string msisdn;  // international digits
+  std::int64_t amount = 0;  // collected from (required_total) or paid to (amount) the customer
+  std::string currency;
+  std::string environment;
+  std::optional<std::string> otp;
+  std::int64_t submitted_at = 0;  // epoch ms
+};
+
+// An operator's view of a transaction.
+struct OperatorStatus {
+  enum class State { pending, succeeded, failed };
+  State state = State::pending;
+  std::string reason;  // failure reason code, e.g. INSUFFICIENT_FUNDS
+  std::string operator_reference;
+};
+
+// A callback, authenticated and parsed.
+struct CallbackReport {
+  std::string provider_reference;
+  OperatorStatus status;
+};
+
+class Connector {
+ public:
+  virtual ~Connector() = default;
+  virtual std::string_view name() const = 0;
+  // Checks a one-time code before anything is submitted, when the connector can tell;
+  // 400 invalid_otp when it is wrong. Connectors that cannot tell accept it.
+  virtual Status check_otp(const PaymentOrder& order) = 0;
+  // Submits; ok means accepted for processing. An error is a synchronous refusal.
+  virtual Status request_collection(const PaymentOrder& order) = 0;
+  virtual Status request_payout(const PaymentOrder& order) = 0;
+  // The operator's current view of a submitted order.
+  virtual Result<OperatorStatus> query_status(const PaymentOrder& order) = 0;
+  // Authenticates (401 unauthorized) and parses (400 empty_data) a callback request.
+  virtual Result<CallbackReport> parse_callback(const web::Request& req) = 0;
+  // The account holder's name for a wallet; 404 account_not_found when there is none.
+  virtual Result<std::string> account_holder(std::string_view service_code, std::string_view msisdn) = 0;
+};
+
+}  // namespace sika::payments

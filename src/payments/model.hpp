@@ -1,0 +1,116 @@
+#pragma once
+// The transaction model: the lifecycle, the stored transaction, its public record, the
+// webhook payload of a status change, and the split allocation rule.
+//
+// Lifecycle (docs/payments.md draws it):
+//   INITIATED -> PENDING | CANCELLED | EXPIRED | FAILED
+//   PENDING   -> COMPLETED | FAILED | EXPIRED
+//   COMPLETED, FAILED, EXPIRED, CANCELLED are terminal: nothing leaves them.
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/db.hpp"
+
+namespace sika::payments {
+
+enum class TxStatus { initiated, pending, completed, failed, expired, cancelled };
+
+// "INITIATED", "PENDING", ...
+std::string_view to_string(TxStatus s);
+// Parses the exact upper-case spelling.
+std::optional<TxStatus> parse_status(std::string_view text);
+// Returns true iff nothing may follow `s`.
+bool is_terminal(TxStatus s);
+// Returns true iff `from -> to` is a move of the lifecycle above.
+bool legal_move(TxStatus from, TxStatus to);
+
+inline constexpr std::string_view kCollection = "COLLECTION";
+inline constexpr std::string_view kDisbursement = "DISBURSEMENT";
+inline constexpr std::string_view kChannelProvider = "PROVIDER";
+inline constexpr std::string_view kChannelWallet = "WALLET";
+inline constexpr std::string_view kChannelAuto = "AUTO";
+inline constexpr std::string_view kDirect = "DIRECT";
+inline constexpr std::string_view kSplit = "SPLIT";
+// split_status values: NONE (DIRECT), PENDING (SPLIT, not settled yet), SETTLED (beneficiaries
+// credited at COMPLETED), CANCELLED (the transaction ended without money).
+inline constexpr std::string_view kSplitNone = "NONE";
+inline constexpr std::string_view kSplitPending = "PENDING";
+inline constexpr std::string_view kSplitSettled = "SETTLED";
+inline constexpr std::string_view kSplitCancelled = "CANCELLED";
+
+// Rates are held exactly in parts per million of the amount (100 % = 1 000 000).
+inline constexpr std::int64_t kRateWhole = 1'000'000;
+
+struct SplitLine {
+  int position = 0;
+  std::string matricule;
+  std::int64_t rate_ppm = 0;
+  std::optional<std::int64_t> amount;  // set when settled
+  std::string description;
+  std::string metadata;  // JSON text of an object
+};
+
+// One row of pay_transactions.
+struct Transaction {
+  std::int64_t id = 0;
+  std::string reference;  // transaction_reference
+  std::int64_t merchant_id = 0;
+  std::string merchant;   // the merchant's matricule (not stored; filled when known)
+  std::string environment;
+  std::string operation;  // COLLECTION | DISBURSEMENT
+  std::string transaction_uuid;
+  std::string request_hash;
+  std::string invoice_reference;
+  std::string provider_reference;
+  TxStatus status = TxStatus::initiated;
+  std::string channel;    // resolved: PROVIDER | WALLET
+  std::string service_code;
+  std::string country;
+  std::string connector;  // connector of the service's provider ("sandbox", "wallet", ...)
+  std::string customer_wallet;  // international digits
+  std::int64_t amount = 0;
+  std::string currency;
+  std::int64_t fee = 0;
+  std::int64_t required_total = 0;
+  std::string confirmation_method;
+  std::string confirmation_url;
+  std::string settlement_mode;
+  std::string split_reference;
+  std::string split_status;
+  std::string description;
+  std::string metadata;  // JSON text of an object
+  bool needs_otp = false;
+  std::int64_t otp_failures = 0;
+  std::optional<std::string> failure_reason;
+  std::optional<std::string> operator_reference;
+  std::optional<std::int64_t> submitted_at;
+  std::int64_t expires_at = 0;
+  std::int64_t created_at = 0;
+  std::int64_t updated_at = 0;
+};
+
+// The SELECT list matching transaction_from_row.
+extern const std::string_view kTransactionColumns;
+Transaction transaction_from_row(const store::Row& row);
+
+// The public transaction record (every field of the spec, plus a few of ours).
+boost::json::object to_record(const Transaction& tx);
+// The payload of a status-change event (the spec's webhook fields).
+boost::json::object event_payload(const Transaction& tx);
+
+// Splits `amount` by rates (ppm, summing to kRateWhole) with the largest-remainder rule:
+// each share is floor(amount * rate / 1e6); the units left over (fewer than the number of
+// lines) go one each to the lines with the largest fractional parts, ties to the earlier line.
+// The shares always sum to `amount` exactly.
+std::vector<std::int64_t> allocate_split(std::int64_t amount, const std::vector<std::int64_t>& rates_ppm);
+
+// The canonical form of a JSON value (object keys sorted, no spaces), used to fingerprint
+// requests for idempotency: two bodies with the same fields and values give the same text.
+std::string canonical_json(const boost::json::value& v);
+
+}  // namespace sika::payments

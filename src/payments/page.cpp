@@ -1,0 +1,276 @@
+// The hosted confirmation page (checkout surface): shows what is being paid, lets the customer
+// push the request to the phone (or pay from the platform wallet with the one-time code), or
+// decline; fr/en. The link is a capability: it carries an HMAC of the transaction reference.
+#include <boost/json.hpp>
+
+#include "catalog/service.hpp"
+#include "core/crypto.hpp"
+#include "merchant/merchant.hpp"
+#include "payments/service.hpp"
+#include "web/envelope.hpp"
+
+namespace sika::payments {
+
+namespace {
+
+std::string escape(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  for (char c : in) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string grouped(std::int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += "&#8239;";
+    out += digits[i];
+  }
+  return (v < 0 ? "-" : "") + out;
+}
+
+std::string masked(std::string_view msisdn) {
+  if (msisdn.size() <= 6) return "+" + std::string(msisdn);
+  return "+" + std::string(msisdn.substr(0, 4)) + std::string(msisdn.size() - 6, '*') +
+         std::string(msisdn.substr(msisdn.size() - 2));
+}
+
+struct Texts {
+  const char* title;
+  const char* merchant;
+  const char* description;
+  const char* amount;
+  const char* fee;
+  const char* total;
+  const char* wallet;
+  const char* reference;
+  const char* push;
+  const char* pay_wallet;
+  const char* otp;
+  const char* decline;
+  const char* initiated;
+  const char* pending;
+  const char* completed;
+  const char* failed;
+  const char* expired;
+  const char* cancelled;
+  const char* other_language;
+  const char* not_found;
+  const char* bad_otp;
+  const char* sent;
+};
+
+constexpr Texts kFr{
+    "Confirmer le paiement", "Marchand", "Objet", "Montant", "Frais", "Total à payer", "Numéro", "Référence",
+    "Envoyer la demande sur mon téléphone", "Payer depuis mon portefeuille Sika", "Code à usage unique (OTP)",
+    "Refuser le paiement",
+    "Vérifiez le montant puis envoyez la demande : vous la validerez sur votre téléphone avec votre code secret.",
+    "Une demande de paiement a été envoyée sur votre téléphone. Validez-la avec votre code secret. Cette page se met "
+    "à jour toute seule.",
+    "Paiement réussi. Merci !", "Le paiement a échoué.", "Cette demande de paiement a expiré.", "Paiement annulé.",
+    "English", "Cette page de paiement n'existe pas.", "Code incorrect.", "Demande envoyée."};
+
+constexpr Texts kEn{
+    "Confirm the payment", "Merchant", "For", "Amount", "Fee", "Total to pay", "Number", "Reference",
+    "Send the request to my phone", "Pay from my Sika wallet", "One-time code (OTP)", "Decline the payment",
+    "Check the amount, then send the request: you will approve it on your phone with your PIN.",
+    "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by itself.",
+    "Payment completed. Thank you!", "The payment failed.", "This payment request has expired.", "Payment cancelled.",
+    "Français", "This payment page does not exist.", "Incorrect code.", "Request sent."};
+
+const Texts& texts(i18n::Locale l) { return l == i18n::Locale::fr ? kFr : kEn; }
+
+i18n::Locale page_locale(const web::Request& req, const std::optional<std::string>& lang) {
+  if (lang == "fr") return i18n::Locale::fr;
+  if (lang == "en") return i18n::Locale::en;
+  return req.locale;
+}
+
+web::Response with_headers(web::Response r) {
+  r.set("Cache-Control", "no-store");
+  r.set("Content-Security-Policy",
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+  r.set("X-Frame-Options", "DENY");
+  r.set("Referrer-Policy", "no-referrer");
+  r.set("X-Content-Type-Options", "nosniff");
+  return r;
+}
+
+web::Response not_found_page(i18n::Locale l) {
+  const Texts& t = texts(l);
+  std::string html = std::string("<!doctype html><html lang=\"") + std::string(i18n::name(l)) +
+                     "\"><head><meta charset=\"utf-8\"><title>Sika</title></head><body><p>" + t.not_found +
+                     "</p></body></html>";
+  return with_headers(web::Response::html(404, std::move(html)));
+}
+
+}  // namespace
+
+web::Response Service::render_page(const web::Request& req, const Transaction& tx, i18n::Locale locale,
+                                   std::string_view notice, int status) {
+  (void)req;
+  const Texts& t = texts(locale);
+  std::string merchant_name;
+  (void)db_.read([&](store::Conn& c) -> Status {
+    auto m = merchant::find_by_id(c, tx.merchant_id);
+    if (m && *m) merchant_name = (*m)->name;
+    return {};
+  });
+  std::string lang(i18n::name(locale));
+  std::string other = locale == i18n::Locale::fr ? "en" : "fr";
+  std::string sig = page_signature(tx.reference);
+  std::string self = "?sig=" + sig;
+  std::string h;
+  h.reserve(4096);
+  h += "<!doctype html><html lang=\"" + lang + "\"><head><meta charset=\"utf-8\">";
+  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+  if (tx.status == TxStatus::pending) h += "<meta http-equiv=\"refresh\" content=\"4\">";
+  h += "<title>" + std::string(t.title) + " - Sika</title><style>"
+       "body{font-family:system-ui,sans-serif;background:#f4f5f7;margin:0;padding:24px;color:#1d2433}"
+       "main{max-width:440px;margin:auto;background:#fff;border-radius:12px;padding:24px;"
+       "box-shadow:0 2px 8px rgba(0,0,0,.08)}h1{font-size:1.3em;margin-top:0}"
+       "dl{display:grid;grid-template-columns:auto 1fr;gap:6px 16px}dt{color:#5b6473}dd{margin:0;text-align:right}"
+       ".total{font-weight:700;font-size:1.1em}button{width:100%;padding:12px;border:0;border-radius:8px;"
+       "font-size:1em;cursor:pointer;margin-top:8px}.go{background:#0b6bcb;color:#fff}.no{background:#e9ecf1}"
+       "input{width:100%;padding:10px;font-size:1em;box-sizing:border-box;margin:4px 0 8px}"
+       ".notice{padding:10px;border-radius:8px;background:#fff4d6}.ok{background:#dff6e5}.ko{background:#fde2e1}"
+       "nav{text-align:right;font-size:.9em}</style></head><body><main>";
+  h += "<nav><a href=\"" + escape(self + "&lang=" + other) + "\">" + t.other_language + "</a></nav>";
+  h += "<h1>" + std::string(t.title) + "</h1><dl>";
+  h += "<dt>" + std::string(t.merchant) + "</dt><dd>" + escape(merchant_name) + "</dd>";
+  if (!tx.description.empty()) h += "<dt>" + std::string(t.description) + "</dt><dd>" + escape(tx.description) + "</dd>";
+  h += "<dt>" + std::string(t.amount) + "</dt><dd>" + grouped(tx.amount) + " " + escape(tx.currency) + "</dd>";
+  h += "<dt>" + std::string(t.fee) + "</dt><dd>" + grouped(tx.fee) + " " + escape(tx.currency) + "</dd>";
+  h += "<dt class=\"total\">" + std::string(t.total) + "</dt><dd class=\"total\" id=\"total\">" +
+       grouped(tx.required_total) + " " + escape(tx.currency) + "</dd>";
+  h += "<dt>" + std::string(t.wallet) + "</dt><dd>" + escape(masked(tx.customer_wallet)) + " (" +
+       escape(tx.service_code) + ")</dd>";
+  h += "<dt>" + std::string(t.reference) + "</dt><dd>" + escape(tx.reference) + "</dd></dl>";
+  if (!notice.empty()) {
+    std::string cls = status >= 400 ? "notice ko" : "notice";
+    h += "<p class=\"" + cls + "\" id=\"notice\">" + escape(notice) + "</p>";
+  }
+  h += "<p id=\"status\" data-status=\"" + std::string(to_string(tx.status)) + "\" class=\"notice";
+  switch (tx.status) {
+    case TxStatus::initiated: h += "\">" + std::string(t.initiated); break;
+    case TxStatus::pending: h += "\">" + std::string(t.pending); break;
+    case TxStatus::completed: h += " ok\">" + std::string(t.completed); break;
+    case TxStatus::failed:
+      h += " ko\">" + std::string(t.failed) + (tx.failure_reason ? " (" + escape(*tx.failure_reason) + ")" : "");
+      break;
+    case TxStatus::expired: h += " ko\">" + std::string(t.expired); break;
+    case TxStatus::cancelled: h += " ko\">" + std::string(t.cancelled); break;
+  }
+  h += "</p>";
+  if (tx.status == TxStatus::initiated) {
+    h += "<form method=\"post\" action=\"" + escape(self) + "\"><input type=\"hidden\" name=\"sig\" value=\"" +
+         escape(sig) + "\"><input type=\"hidden\" name=\"lang\" value=\"" + lang + "\">";
+    if (tx.needs_otp)
+      h += "<label for=\"otp\">" + std::string(t.otp) +
+           "</label><input id=\"otp\" name=\"otp\" inputmode=\"numeric\" autocomplete=\"one-time-code\" "
+           "pattern=\"[0-9]{4,8}\" required>";
+    h += "<button class=\"go\" type=\"submit\" name=\"action\" value=\"pay\" id=\"pay\">" +
+         std::string(tx.channel == kChannelWallet ? t.pay_wallet : t.push) + "</button>";
+    h += "<button class=\"no\" type=\"submit\" name=\"action\" value=\"decline\" formnovalidate id=\"decline\">" +
+         std::string(t.decline) + "</button></form>";
+  }
+  h += "</main></body></html>";
+  return with_headers(web::Response::html(status, std::move(h)));
+}
+
+web::Response Service::confirm_page(web::Request& req) {
+  i18n::Locale locale = page_locale(req, req.query_param("lang"));
+  std::string reference = req.path_param("reference");
+  auto sig = req.query_param("sig");
+  if (reference.empty() || !sig || !crypto::constant_time_equal(*sig, page_signature(reference)))
+    return not_found_page(locale);
+  Transaction tx;
+  Status st = db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(tx, load(c, reference));
+    return {};
+  });
+  if (!st || tx.operation != kCollection) return not_found_page(locale);
+  if (!is_terminal(tx.status) && tx.expires_at <= now()) {
+    Move m;
+    m.to = TxStatus::expired;
+    m.source = "checkout";
+    m.reason = "EXPIRED";
+    const Transaction original = tx;
+    (void)write([&](store::Conn& c, ledger::Learned& learned) -> Status {
+      tx = original;
+      SIKA_ASSIGN_OR_RETURN(bool moved, apply(c, tx, m, learned));
+      (void)moved;
+      return {};
+    });
+    if (auto fresh = refresh(original)) tx = std::move(fresh).value();
+  }
+  return render_page(req, tx, locale, "", 200);
+}
+
+web::Response Service::confirm_submit(web::Request& req) {
+  auto form = web::parse_form(req.body);
+  std::string reference = req.path_param("reference");
+  auto field = [&](std::string_view name) -> std::optional<std::string> {
+    if (form)
+      for (const auto& [k, v] : *form)
+        if (k == name) return v;
+    return std::nullopt;
+  };
+  i18n::Locale locale = page_locale(req, field("lang"));
+  auto sig = field("sig");
+  if (!sig) sig = req.query_param("sig");
+  if (!form || reference.empty() || !sig || !crypto::constant_time_equal(*sig, page_signature(reference)))
+    return not_found_page(locale);
+  Transaction tx;
+  Status st = db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(tx, load(c, reference));
+    return {};
+  });
+  if (!st || tx.operation != kCollection) return not_found_page(locale);
+  const Texts& t = texts(locale);
+  if (field("action") == "decline") {
+    if (tx.status == TxStatus::initiated) {
+      const Transaction original = tx;
+      Move m;
+      m.to = TxStatus::cancelled;
+      m.source = "checkout";
+      m.reason = "DECLINED_BY_CUSTOMER";
+      (void)write([&](store::Conn& c, ledger::Learned& learned) -> Status {
+        tx = original;
+        SIKA_ASSIGN_OR_RETURN(bool moved, apply(c, tx, m, learned));
+        (void)moved;
+        return {};
+      });
+      if (auto fresh = refresh(original)) tx = std::move(fresh).value();
+    }
+    return render_page(req, tx, locale, "", 200);
+  }
+  auto otp = field("otp");
+  if (otp && otp->empty()) otp.reset();
+  auto done = run_execute(tx, otp, "checkout");
+  if (!done) {
+    const Error& e = done.error();
+    std::string notice = e.code == "invalid_otp" ? t.bad_otp : std::string(i18n::text(e.code, locale));
+    if (e.code == "empty_data" && e.details.is_object() && e.details.as_object().contains("otp"))
+      notice = std::string(t.otp) + ": " + std::string(e.details.as_object().at("otp").as_string());
+    auto fresh = refresh(tx);
+    return render_page(req, fresh ? *fresh : tx, locale, notice, e.status >= 500 ? e.status : 400);
+  }
+  return render_page(req, *done, locale, done->status == TxStatus::pending ? t.sent : "", 200);
+}
+
+CatalogSnapshot catalog_snapshot(catalog::Service& catalog) {
+  return [&catalog] { return catalog.snapshot(); };
+}
+
+}  // namespace sika::payments

@@ -1,0 +1,254 @@
+#pragma once
+// A payments::Service on a fresh database (SQLite or PostgreSQL, by test parameter), with a
+// small in-memory catalog, three merchants, and an HTTP client that delivers the sandbox
+// operator's callbacks straight to the service's callback handler.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "catalog/model.hpp"
+#include "core/random.hpp"
+#include "core/time.hpp"
+#include "merchant/merchant.hpp"
+#include "payments/ledger.hpp"
+#include "payments/service.hpp"
+#include "test_db.hpp"
+#include "web/client.hpp"
+
+namespace sika::payments::testing {
+
+namespace bj = boost::json;
+
+// Delivers requests to a handler in-process (the sandbox's callbacks).
+class LoopbackClient final : public web::HttpClient {
+ public:
+  std::function<web::Response(web::Request&)> handler;
+  std::atomic<int> calls{0};
+  std::atomic<bool> refuse{false};  // answer 503 to simulate a platform outage
+
+  Result<web::ClientResponse> send(const web::ClientRequest& r) override {
+    ++calls;
+    if (refuse) return web::ClientResponse{503, {}, "{}", 0, "127.0.0.1"};
+    web::Request req;
+    req.method = r.method;
+    req.path = "/operator/callback/sandbox";
+    req.target = req.path;
+    req.body = r.body;
+    for (const auto& [k, v] : r.headers) req.headers.emplace_back(k, v);
+    req.path_params = {{"connector", "sandbox"}};
+    web::Response res = handler ? handler(req) : web::Response::json(503, "{}");
+    return web::ClientResponse{res.status, {}, res.body, 0, "127.0.0.1"};
+  }
+};
+
+inline std::shared_ptr<const catalog::Catalog> test_catalog() {
+  using catalog::Country, catalog::Provider, catalog::PaymentService, catalog::PricingRule;
+  std::vector<Country> countries = {
+      {.id = 1, .code = "CMR", .alpha2 = "CM", .name_fr = "Cameroun", .name_en = "Cameroon", .dialling_code = "+237",
+       .currency = "XAF", .msisdn_length = 9, .msisdn_pattern = "6\\d{8}", .active = true},
+      {.id = 2, .code = "CIV", .alpha2 = "CI", .name_fr = "Côte d'Ivoire", .name_en = "Côte d'Ivoire",
+       .dialling_code = "+225", .currency = "XOF", .msisdn_length = 10, .msisdn_pattern = "0[157]\\d{8}", .active = true},
+  };
+  std::vector<Provider> providers = {
+      {.id = 1, .code = "MTN", .name = "MTN", .connector = "sandbox", .active = true},
+      {.id = 2, .code = "ORANGE", .name = "Orange", .connector = "sandbox", .active = true},
+      {.id = 3, .code = "SIKA", .name = "Sika", .connector = "wallet", .active = true},
+  };
+  auto svc = [](std::int64_t id, std::string code, std::int64_t provider, std::int64_t country, std::string currency,
+                catalog::ServiceKind kind, bool otp, bool active = true) {
+    PaymentService s;
+    s.id = id;
+    s.code = std::move(code);
+    s.name = s.code;
+    s.provider_id = provider;
+    s.country_id = country;
+    s.currency = std::move(currency);
+    s.kind = kind;
+    s.needs_otp = otp;
+    s.min_amount = kind == catalog::ServiceKind::wallet ? 1 : 100;
+    s.max_amount = 1'000'000;
+    s.active = active;
+    return s;
+  };
+  using K = catalog::ServiceKind;
+  std::vector<PaymentService> services = {
+      svc(1, "MTN_MOMO_CMR", 1, 1, "XAF", K::mobile_money, false),
+      svc(2, "ORANGE_MONEY_CMR", 2, 1, "XAF", K::mobile_money, true),
+      svc(3, "SIKA_WALLET_CMR", 3, 1, "XAF", K::wallet, false),
+      svc(4, "MTN_MOMO_CIV", 1, 2, "XOF", K::mobile_money, false),
+      svc(5, "CLOSED_CMR", 1, 1, "XAF", K::mobile_money, false, false),
+  };
+  auto rule = [](std::int64_t id, std::int64_t country, catalog::Operation op, catalog::FeeType type, std::int64_t units,
+                 std::optional<std::int64_t> in, std::optional<std::int64_t> out) {
+    PricingRule r;
+    r.id = id;
+    r.code = "R" + std::to_string(id);
+    r.country_id = country;
+    r.operation = op;
+    r.user_tier = 1;
+    r.fee_type = type;
+    r.fee_units = units;
+    r.incoming_service_id = in;
+    r.outgoing_service_id = out;
+    return r;
+  };
+  using O = catalog::Operation;
+  using F = catalog::FeeType;
+  std::vector<PricingRule> rules = {
+      rule(1, 1, O::collection, F::percentage, 20'000, std::nullopt, std::nullopt),  // 2 %
+      rule(2, 1, O::collection, F::fixed, 0, 3, std::nullopt),                        // wallet: free
+      rule(3, 1, O::disbursement, F::fixed, 150, std::nullopt, std::nullopt),
+      rule(4, 1, O::disbursement, F::fixed, 0, std::nullopt, 3),
+      rule(5, 2, O::collection, F::percentage, 25'000, std::nullopt, std::nullopt),
+  };
+  return std::make_shared<const catalog::Catalog>(1, std::move(countries), std::move(providers), std::move(services),
+                                                  std::move(rules));
+}
+
+class PaymentsTest : public DbTest {
+ protected:
+  void SetUp() override {
+    DbTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+      std::int64_t t = now_ms();
+      SIKA_ASSIGN_OR_RETURN(m1_, merchant::create(c, {"MCH-CM-0001", "Boutique Akwa", "a@example.com", {"CMR"}, "sandbox"}, t));
+      SIKA_ASSIGN_OR_RETURN(m2_, merchant::create(c, {"MCH-CI-0001", "Maquis Plateau", "b@example.com", {"CIV"}, "sandbox"}, t));
+      SIKA_ASSIGN_OR_RETURN(m3_, merchant::create(c, {"MCH-CM-0002", "Partenaire", "c@example.com", {"CMR"}, "sandbox"}, t));
+      SIKA_ASSIGN_OR_RETURN(m4_, merchant::create(c, {"MCH-CM-0003", "Fermé", "d@example.com", {"CMR"}, "sandbox"}, t));
+      SIKA_TRY(c.exec("UPDATE merchants SET active = 0 WHERE id = ?", {m4_.id}));
+      return {};
+    }).ok());
+    make_service();
+  }
+
+  void TearDown() override {
+    if (service_) service_->stop();
+    service_.reset();
+    DbTest::TearDown();
+  }
+
+  virtual void tune(Options&) {}
+
+  void make_service() {
+    catalog_ = test_catalog();
+    Options o;
+    o.checkout_url = "http://127.0.0.1:1/checkout";
+    o.callback_base_url = "http://127.0.0.1:1/api/operator/callback";
+    o.secret = "test-secret-0123456789";
+    o.sandbox_delay_ms = 30;
+    o.sandbox_duplicate_delay_ms = 80;
+    o.sandbox_late_ms = 60'000;
+    o.clock = [this] { return now_ms() + offset_.load(); };
+    tune(o);
+    service_ = std::make_unique<Service>(*db_, [this] { return catalog_; }, client_, o);
+    client_.handler = [this](web::Request& r) { return service_->operator_callback(r); };
+  }
+
+  web::Principal principal(const merchant::Merchant& m, std::string environment = "sandbox") {
+    web::Principal p;
+    p.subject = "client-" + m.matricule;
+    p.client_id = p.subject;
+    p.scopes = {"payments"};
+    p.merchant = m.matricule;
+    p.merchant_id = m.id;
+    p.countries = m.countries;
+    p.environment = std::move(environment);
+    return p;
+  }
+
+  static web::Request request(const web::Principal& p, const bj::value& body) {
+    web::Request r;
+    r.method = "POST";
+    r.body = bj::serialize(body);
+    r.headers = {{"content-type", "application/json"}};
+    r.principal = p;
+    r.locale = i18n::Locale::en;
+    return r;
+  }
+
+  static bj::object parse(const web::Response& r) {
+    auto v = bj::parse(r.body);
+    return v.as_object();
+  }
+
+  // A valid collection body.
+  static bj::object intent_body(std::string wallet = "237690000000", std::int64_t amount = 10'000,
+                                std::string provider = "MTN_MOMO_CMR") {
+    return bj::object{{"amount", amount},
+                      {"currency", "XAF"},
+                      {"transaction_uuid", uuid_v4()},
+                      {"provider", provider},
+                      {"channel", "PROVIDER"},
+                      {"customer_wallet", wallet},
+                      {"description", "Order 42"},
+                      {"metadata", bj::object{{"order", 42}}}};
+  }
+
+  // Posts and returns (HTTP status, envelope).
+  std::pair<int, bj::object> call(web::Response (Service::*fn)(web::Request&), const web::Principal& p,
+                                  const bj::value& body) {
+    auto req = request(p, body);
+    auto res = ((*service_).*fn)(req);
+    return {res.status, parse(res)};
+  }
+
+  bj::object create_ok(const web::Principal& p, const bj::object& body) {
+    auto [status, env] = call(&Service::create_intent, p, body);
+    EXPECT_EQ(status, 200) << bj::serialize(env);
+    return status == 200 ? env.at("data").as_object() : bj::object{};
+  }
+
+  bj::object status_of(const web::Principal& p, std::string_view reference,
+                       web::Response (Service::*fn)(web::Request&) = &Service::status) {
+    auto [status, env] = call(fn, p, bj::object{{"transaction_reference", reference}});
+    EXPECT_EQ(status, 200) << bj::serialize(env);
+    return status == 200 ? env.at("data").as_object() : bj::object{};
+  }
+
+  // Polls status until it leaves `from` (or the deadline passes).
+  std::string wait_status(const web::Principal& p, std::string_view reference, std::string_view from,
+                          web::Response (Service::*fn)(web::Request&) = &Service::status, int ms = 5000) {
+    std::string s;
+    for (int i = 0; i < ms / 10; ++i) {
+      s = std::string(status_of(p, reference, fn).at("status").as_string());
+      if (s != from) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return s;
+  }
+
+  std::int64_t balance(const ledger::AccountKey& k) {
+    auto b = service_->account_balance(k);
+    EXPECT_TRUE(b.ok());
+    return b.ok() ? *b : -1;
+  }
+
+  std::int64_t count(const std::string& sql, const store::Params& params = {}) {
+    std::int64_t n = -1;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(sql, params));
+      n = row ? row->i64(0) : -1;
+      return {};
+    }).ok());
+    return n;
+  }
+
+  void expect_ledger_clean() {
+    auto report = ledger::check(*db_);
+    ASSERT_TRUE(report.ok());
+    EXPECT_TRUE(report->ok()) << bj::serialize(report->to_json());
+  }
+
+  std::shared_ptr<const catalog::Catalog> catalog_;
+  LoopbackClient client_;
+  std::unique_ptr<Service> service_;
+  std::atomic<std::int64_t> offset_{0};
+  merchant::Merchant m1_, m2_, m3_, m4_;
+};
+
+}  // namespace sika::payments::testing

@@ -1,0 +1,737 @@
+// payments::Service on both backends: intents, validation, idempotency, execution through the
+// sandbox operator (callbacks delivered in-process), wallets, splits, payouts, verification,
+// callbacks after terminal states, races, the confirmation page and the ledger check.
+#include <boost/json.hpp>
+
+#include <thread>
+
+#include "fixture.hpp"
+#include "store/outbox.hpp"
+
+namespace sika::payments::testing {
+namespace {
+
+INSTANTIATE_TEST_SUITE_P(Backends, PaymentsTest, ::testing::Values("sqlite", "postgres"));
+
+const char* const kRecordFields[] = {
+    "transaction_reference", "environment", "invoice_reference", "provider_reference", "status",
+    "operation", "channel", "amount", "currency", "confirmation_method", "confirmation_url", "fee",
+    "required_total", "settlement_mode", "split_reference", "split_status", "created_at", "updated_at"};
+
+TEST_P(PaymentsTest, IntentReturnsTheFullRecordWithFeeFromTheFeeEngine) {
+  auto p = principal(m1_);
+  auto rec = create_ok(p, intent_body("+237 6 90 00 00 10", 10'000));
+  for (const char* f : kRecordFields) EXPECT_TRUE(rec.contains(f)) << f;
+  EXPECT_EQ(rec.at("status"), "INITIATED");
+  EXPECT_EQ(rec.at("environment"), "sandbox");
+  EXPECT_EQ(rec.at("operation"), "COLLECTION");
+  EXPECT_EQ(rec.at("channel"), "PROVIDER");
+  EXPECT_EQ(rec.at("amount").as_int64(), 10'000);
+  EXPECT_EQ(rec.at("currency"), "XAF");
+  EXPECT_EQ(rec.at("fee").as_int64(), 200);  // 2 %
+  EXPECT_EQ(rec.at("required_total").as_int64(), 10'200);
+  EXPECT_EQ(rec.at("confirmation_method"), "MSISDN");
+  EXPECT_EQ(rec.at("settlement_mode"), "DIRECT");
+  EXPECT_EQ(rec.at("split_status"), "NONE");
+  EXPECT_EQ(rec.at("split_reference"), "");
+  EXPECT_EQ(rec.at("customer_wallet"), "237690000010");
+  std::string ref(rec.at("transaction_reference").as_string());
+  EXPECT_TRUE(ref.starts_with("TX-"));
+  EXPECT_TRUE(std::string(rec.at("confirmation_url").as_string())
+                  .starts_with("http://127.0.0.1:1/checkout/confirm/" + ref + "?sig="));
+  EXPECT_TRUE(std::string(rec.at("updated_at").as_string()).ends_with("Z"));
+  // The status route shows the same record.
+  auto shown = status_of(p, ref);
+  EXPECT_EQ(shown.at("invoice_reference"), rec.at("invoice_reference"));
+  EXPECT_EQ(shown.at("status"), "INITIATED");
+}
+
+TEST_P(PaymentsTest, SameUuidSameBodyGivesTheSameRecordDifferentBodyIs409) {
+  auto p = principal(m1_);
+  auto body = intent_body();
+  auto first = create_ok(p, body);
+  // Same fields in another order: the same record.
+  bj::object reordered;
+  for (auto it = body.end(); it != body.begin();) {
+    --it;
+    reordered[it->key()] = it->value();
+  }
+  auto again = create_ok(p, reordered);
+  EXPECT_EQ(again.at("transaction_reference"), first.at("transaction_reference"));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), 1);
+  // Another amount under the same UUID: 409 with the envelope.
+  body["amount"] = 10'001;
+  auto [status, env] = call(&Service::create_intent, p, body);
+  EXPECT_EQ(status, 409);
+  EXPECT_EQ(env.at("success"), false);
+  EXPECT_EQ(env.at("code"), 409);
+  EXPECT_EQ(env.at("message"), "conflict");
+  EXPECT_TRUE(env.at("error").at("details").as_object().contains("transaction_uuid"));
+  // The same UUID from another merchant is another transaction.
+  body["amount"] = 10'000;
+  body["currency"] = "XOF";
+  body["provider"] = "MTN_MOMO_CIV";
+  body["customer_wallet"] = "2250700000000";
+  auto other = create_ok(principal(m2_), body);
+  EXPECT_NE(other.at("transaction_reference"), first.at("transaction_reference"));
+}
+
+TEST_P(PaymentsTest, ConcurrentSameUuidCreatesOneTransaction) {
+  auto p = principal(m1_);
+  auto body = intent_body();
+  std::vector<std::thread> threads;
+  std::vector<std::string> refs(8);
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      auto req = request(p, body);
+      auto res = service_->create_intent(req);
+      if (res.status == 200) refs[i] = std::string(parse(res).at("data").at("transaction_reference").as_string());
+    });
+  for (auto& t : threads) t.join();
+  std::set<std::string> distinct;
+  for (auto& r : refs)
+    if (!r.empty()) distinct.insert(r);
+  EXPECT_EQ(distinct.size(), 1u);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), 1);
+}
+
+struct BadInput {
+  const char* name;
+  std::function<void(bj::object&)> mutate;
+  const char* field;
+  int status = 400;
+};
+
+TEST_P(PaymentsTest, EveryValidationRuleNamesItsField) {
+  auto p = principal(m1_);
+  std::vector<BadInput> cases = {
+      {"missing amount", [](bj::object& b) { b.erase("amount"); }, "amount"},
+      {"zero amount", [](bj::object& b) { b["amount"] = 0; }, "amount"},
+      {"negative amount", [](bj::object& b) { b["amount"] = -5; }, "amount"},
+      {"string amount", [](bj::object& b) { b["amount"] = "100"; }, "amount"},
+      {"fractional amount", [](bj::object& b) { b["amount"] = 100.5; }, "amount"},
+      {"below service minimum", [](bj::object& b) { b["amount"] = 99; }, "amount"},
+      {"above service maximum", [](bj::object& b) { b["amount"] = 1'000'001; }, "amount"},
+      {"missing currency", [](bj::object& b) { b.erase("currency"); }, "currency"},
+      {"malformed currency", [](bj::object& b) { b["currency"] = "xaf"; }, "currency"},
+      {"currency of another service", [](bj::object& b) { b["currency"] = "XOF"; }, "currency"},
+      {"missing uuid", [](bj::object& b) { b.erase("transaction_uuid"); }, "transaction_uuid"},
+      {"malformed uuid", [](bj::object& b) { b["transaction_uuid"] = "order-42"; }, "transaction_uuid"},
+      {"missing provider", [](bj::object& b) { b.erase("provider"); }, "provider"},
+      {"unknown provider", [](bj::object& b) { b["provider"] = "NOPE_CMR"; }, "provider"},
+      {"inactive provider", [](bj::object& b) { b["provider"] = "CLOSED_CMR"; }, "provider"},
+      {"bad channel", [](bj::object& b) { b["channel"] = "CARD"; }, "channel"},
+      {"PROVIDER on a wallet service", [](bj::object& b) { b["provider"] = "SIKA_WALLET_CMR"; }, "channel"},
+      {"missing wallet", [](bj::object& b) { b.erase("customer_wallet"); }, "customer_wallet"},
+      {"wallet of another country", [](bj::object& b) { b["customer_wallet"] = "+2250700000000"; }, "customer_wallet"},
+      {"wallet off pattern", [](bj::object& b) { b["customer_wallet"] = "237290000000"; }, "customer_wallet"},
+      {"wallet with letters", [](bj::object& b) { b["customer_wallet"] = "2376900000ab"; }, "customer_wallet"},
+      {"long description", [](bj::object& b) { b["description"] = std::string(256, 'x'); }, "description"},
+      {"metadata not an object", [](bj::object& b) { b["metadata"] = "x"; }, "metadata"},
+      {"bad settlement_mode", [](bj::object& b) { b["settlement_mode"] = "HALF"; }, "settlement_mode"},
+      {"SPLIT without distribution", [](bj::object& b) { b["settlement_mode"] = "SPLIT"; }, "distribution"},
+      {"DIRECT with distribution",
+       [](bj::object& b) {
+         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 100}}};
+       },
+       "distribution"},
+      {"rates not summing to 100",
+       [](bj::object& b) {
+         b["settlement_mode"] = "SPLIT";
+         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0001"}, {"rate", 80}},
+                                       bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 10}}};
+       },
+       "distribution"},
+      {"zero rate",
+       [](bj::object& b) {
+         b["settlement_mode"] = "SPLIT";
+         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0001"}, {"rate", 100}},
+                                       bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 0}}};
+       },
+       "distribution[1].rate"},
+      {"rate above 100",
+       [](bj::object& b) {
+         b["settlement_mode"] = "SPLIT";
+         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0001"}, {"rate", 101}}};
+       },
+       "distribution[0].rate"},
+      {"rate with 5 decimals",
+       [](bj::object& b) {
+         b["settlement_mode"] = "SPLIT";
+         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0001"}, {"rate", 50.00001}},
+                                       bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 49.99999}}};
+       },
+       "distribution[0].rate"},
+      {"string rate",
+       [](bj::object& b) {
+         b["settlement_mode"] = "SPLIT";
+         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0001"}, {"rate", "100"}}};
+       },
+       "distribution[0].rate"},
+      {"missing matricule",
+       [](bj::object& b) {
+         b["settlement_mode"] = "SPLIT";
+         b["distribution"] = bj::array{bj::object{{"rate", 100}}};
+       },
+       "distribution[0].matricule"},
+      {"unknown matricule",
+       [](bj::object& b) {
+         b["settlement_mode"] = "SPLIT";
+         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-XX-9999"}, {"rate", 100}}};
+       },
+       "distribution[0].matricule"},
+      {"inactive matricule",
+       [](bj::object& b) {
+         b["settlement_mode"] = "SPLIT";
+         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0001"}, {"rate", 50}},
+                                       bj::object{{"matricule", "MCH-CM-0003"}, {"rate", 50}}};
+       },
+       "distribution[1].matricule"},
+      {"duplicate matricule",
+       [](bj::object& b) {
+         b["settlement_mode"] = "SPLIT";
+         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 50}},
+                                       bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 50}}};
+       },
+       "distribution[1].matricule"},
+      {"unknown distribution field",
+       [](bj::object& b) {
+         b["settlement_mode"] = "SPLIT";
+         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 100}, {"amount", 5}}};
+       },
+       "distribution[0].amount"},
+      {"distribution item not an object",
+       [](bj::object& b) {
+         b["settlement_mode"] = "SPLIT";
+         b["distribution"] = bj::array{1};
+       },
+       "distribution[0]"},
+      {"client-set fee", [](bj::object& b) { b["fee"] = 0; }, "fee"},
+      {"client-set status", [](bj::object& b) { b["status"] = "COMPLETED"; }, "status"},
+      {"client-set reference", [](bj::object& b) { b["transaction_reference"] = "TX-MINE"; }, "transaction_reference"},
+      {"client-set required_total", [](bj::object& b) { b["required_total"] = 1; }, "required_total"},
+      {"client-set environment", [](bj::object& b) { b["environment"] = "prod"; }, "environment"},
+      {"unknown field", [](bj::object& b) { b["colour"] = "blue"; }, "colour"},
+      {"country not granted", [](bj::object& b) {
+         b["provider"] = "MTN_MOMO_CIV";
+         b["currency"] = "XOF";
+         b["customer_wallet"] = "2250700000000";
+       }, "provider", 403},
+  };
+  for (const auto& c : cases) {
+    auto body = intent_body();
+    c.mutate(body);
+    auto [status, env] = call(&Service::create_intent, p, body);
+    EXPECT_EQ(status, c.status) << c.name << ": " << bj::serialize(env);
+    EXPECT_EQ(env.at("success"), false) << c.name;
+    EXPECT_EQ(env.at("code").as_int64(), c.status) << c.name;
+    ASSERT_TRUE(env.contains("error")) << c.name;
+    const auto& details = env.at("error").at("details");
+    ASSERT_TRUE(details.is_object()) << c.name << ": " << bj::serialize(env);
+    EXPECT_TRUE(details.as_object().contains(c.field)) << c.name << ": " << bj::serialize(details);
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), 0) << "no refused request left anything behind";
+
+  // Bodies that are not JSON objects.
+  auto req = request(p, bj::object{});
+  req.body = "";
+  EXPECT_EQ(service_->create_intent(req).status, 400);
+  req.body = "[1,2]";
+  EXPECT_EQ(service_->create_intent(req).status, 400);
+  req.body = "{\"amount\":";
+  auto res = service_->create_intent(req);
+  EXPECT_EQ(res.status, 400);
+  EXPECT_EQ(parse(res).at("message"), "empty_data");
+  // No merchant behind the credential.
+  auto anonymous = p;
+  anonymous.merchant_id = 0;
+  auto anon = request(anonymous, intent_body());
+  EXPECT_EQ(service_->create_intent(anon).status, 403);
+}
+
+TEST_P(PaymentsTest, AnotherMerchantsOrEnvironmentsTransactionIsNotFound) {
+  auto rec = create_ok(principal(m1_), intent_body());
+  bj::object ref{{"transaction_reference", rec.at("transaction_reference")}};
+  for (auto fn : {&Service::status, &Service::execute, &Service::cancel}) {
+    auto [status, env] = call(fn, principal(m3_), ref);
+    EXPECT_EQ(status, 404) << bj::serialize(env);
+    EXPECT_EQ(env.at("message"), "not_found");
+    auto [status2, env2] = call(fn, principal(m1_, "prod"), ref);
+    EXPECT_EQ(status2, 404);
+  }
+  auto [s3, e3] = call(&Service::disbursement_status, principal(m1_), ref);
+  EXPECT_EQ(s3, 404) << "a collection is not a disbursement";
+  auto [s4, e4] = call(&Service::status, principal(m1_), bj::object{{"transaction_reference", "TX-NOPE"}});
+  EXPECT_EQ(s4, 404);
+  auto [s5, e5] = call(&Service::status, principal(m1_), bj::object{});
+  EXPECT_EQ(s5, 400);
+  EXPECT_TRUE(e5.at("error").at("details").as_object().contains("transaction_reference"));
+}
+
+TEST_P(PaymentsTest, ProviderCollectionCompletesByCallbackAndCreditsTheMerchant) {
+  service_->start();
+  auto p = principal(m1_);
+  auto rec = create_ok(p, intent_body("237690000010", 10'000));
+  std::string ref(rec.at("transaction_reference").as_string());
+  auto [status, env] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}});
+  ASSERT_EQ(status, 200) << bj::serialize(env);
+  EXPECT_EQ(env.at("data").at("status"), "PENDING");
+  // Executing twice is refused: the request is already on the phone.
+  auto [again, again_env] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}});
+  EXPECT_EQ(again, 409);
+  // The callback arrives by itself (no polling needed).
+  for (int i = 0; i < 500 && count("SELECT COUNT(*) FROM pay_callbacks") < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_callbacks WHERE outcome = 'applied'"), 1);
+  auto done = status_of(p, ref);
+  EXPECT_EQ(done.at("status"), "COMPLETED");
+  EXPECT_EQ(balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")), 10'000);
+  EXPECT_EQ(balance(ledger::fee_revenue("sandbox", "XAF")), 200);
+  EXPECT_EQ(balance(ledger::operator_clearing("MTN_MOMO_CMR", "sandbox", "XAF")), -10'200);
+  // Status changes emitted events with the spec's webhook fields, in order.
+  std::vector<std::string> statuses;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT payload, merchant_id, event_type FROM events WHERE subject = ? "
+                                             "ORDER BY sequence", {ref}));
+    for (const auto& r : rows) {
+      auto payload = bj::parse(r.str(0)).as_object();
+      for (const char* f : {"transaction_reference", "invoice_reference", "provider_reference", "operation", "status",
+                            "amount", "currency", "updated_at"})
+        EXPECT_TRUE(payload.contains(f)) << f;
+      EXPECT_EQ(r.i64(1), m1_.id);
+      statuses.emplace_back(payload.at("status").as_string());
+    }
+    return {};
+  }).ok());
+  EXPECT_EQ(statuses, (std::vector<std::string>{"PENDING", "COMPLETED"}));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions"), 2);
+  expect_ledger_clean();
+}
+
+TEST_P(PaymentsTest, FailureNumbersFailWithTheirReasonAndMoveNoMoney) {
+  service_->start();
+  auto p = principal(m1_);
+  const std::pair<const char*, const char*> cases[] = {{"237690000001", "INSUFFICIENT_FUNDS"},
+                                                        {"237690000002", "REJECTED_BY_CUSTOMER"},
+                                                        {"237690000003", "TIMEOUT"},
+                                                        {"237690000004", "INVALID_ACCOUNT"}};
+  for (auto [wallet, reason] : cases) {
+    auto rec = create_ok(p, intent_body(wallet));
+    std::string ref(rec.at("transaction_reference").as_string());
+    auto [st, env] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}});
+    ASSERT_EQ(st, 200);
+    EXPECT_EQ(wait_status(p, ref, "PENDING"), "FAILED") << wallet;
+    EXPECT_EQ(status_of(p, ref).at("failure_reason"), reason);
+  }
+  EXPECT_EQ(balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM ledger_journals"), 0);
+  expect_ledger_clean();
+}
+
+TEST_P(PaymentsTest, StuckPendingExpiresAndALateCallbackIsRecordedWithoutMovingMoney) {
+  auto p = principal(m1_);
+  auto rec = create_ok(p, intent_body("237690000005"));
+  std::string ref(rec.at("transaction_reference").as_string());
+  ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref}}).first, 200);
+  EXPECT_EQ(status_of(p, ref).at("status"), "PENDING");
+  offset_ += 6 * 60 * 1000;  // past pending_ttl
+  auto expired = service_->expire_due();
+  ASSERT_TRUE(expired.ok());
+  EXPECT_EQ(*expired, 1);
+  EXPECT_EQ(status_of(p, ref).at("status"), "EXPIRED");
+  // The operator reports success after all: recorded as late, no money.
+  std::string provider_ref(rec.at("provider_reference").as_string());
+  PaymentOrder order;
+  order.provider_reference = provider_ref;
+  order.msisdn = "237690000005";
+  OperatorStatus ok;
+  ok.state = OperatorStatus::State::succeeded;
+  std::string body = service_->sandbox().callback_body(order, ok);
+  web::Request cb;
+  cb.body = body;
+  cb.path_params = {{"connector", "sandbox"}};
+  cb.headers = {{"x-sandbox-signature", service_->sandbox().sign(body, now_ms() + offset_)}};
+  auto res = service_->operator_callback(cb);
+  EXPECT_EQ(res.status, 200);
+  EXPECT_EQ(parse(res).at("outcome"), "late");
+  EXPECT_EQ(status_of(p, ref).at("status"), "EXPIRED");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_callbacks WHERE outcome = 'late'"), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM ledger_journals"), 0);
+  // An unsigned callback is refused outright.
+  cb.headers.clear();
+  EXPECT_EQ(service_->operator_callback(cb).status, 401);
+  expect_ledger_clean();
+}
+
+TEST_P(PaymentsTest, DuplicateCallbackIsRecordedOnceAppliedOnce) {
+  service_->start();
+  auto p = principal(m1_);
+  auto rec = create_ok(p, intent_body("237690000006", 5000));
+  std::string ref(rec.at("transaction_reference").as_string());
+  ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref}}).first, 200);
+  for (int i = 0; i < 500 && count("SELECT COUNT(*) FROM pay_callbacks") < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_callbacks WHERE outcome = 'applied'"), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_callbacks WHERE outcome = 'duplicate'"), 1);
+  EXPECT_EQ(status_of(p, ref).at("status"), "COMPLETED");
+  EXPECT_EQ(balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")), 5000);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM ledger_journals"), 1);
+  expect_ledger_clean();
+}
+
+TEST_P(PaymentsTest, IntentsExpireWhenNobodyExecutesThem) {
+  auto p = principal(m1_);
+  auto rec = create_ok(p, intent_body());
+  std::string ref(rec.at("transaction_reference").as_string());
+  offset_ += 16 * 60 * 1000;
+  // The status route shows it expired even before the worker ran.
+  EXPECT_EQ(status_of(p, ref).at("status"), "EXPIRED");
+  EXPECT_EQ(*service_->expire_due(), 0);
+  auto [st, env] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}});
+  EXPECT_EQ(st, 409);
+}
+
+TEST_P(PaymentsTest, OtpIsRequiredCheckedAndLimited) {
+  auto p = principal(m1_);
+  auto body = intent_body("237690000010", 1000, "ORANGE_MONEY_CMR");
+  auto rec = create_ok(p, body);
+  std::string ref(rec.at("transaction_reference").as_string());
+  auto [s1, e1] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}});
+  EXPECT_EQ(s1, 400);
+  EXPECT_TRUE(e1.at("error").at("details").as_object().contains("otp"));
+  auto [s2, e2] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}, {"otp", "12ab"}});
+  EXPECT_EQ(s2, 400);
+  for (int i = 0; i < 2; ++i) {
+    auto [s, e] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}, {"otp", "000000"}});
+    EXPECT_EQ(s, 400);
+    EXPECT_EQ(e.at("message"), "invalid_otp");
+    EXPECT_EQ(status_of(p, ref).at("status"), "INITIATED");
+  }
+  auto [s3, e3] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}, {"otp", "000000"}});
+  EXPECT_EQ(s3, 400);
+  EXPECT_EQ(status_of(p, ref).at("status"), "FAILED");
+  EXPECT_EQ(status_of(p, ref).at("failure_reason"), "INVALID_OTP");
+  // The right code, on a fresh intent, goes through (as a string or as an integer).
+  auto rec2 = create_ok(p, intent_body("237690000010", 1000, "ORANGE_MONEY_CMR"));
+  auto [s4, e4] = call(&Service::execute, p,
+                       bj::object{{"transaction_reference", rec2.at("transaction_reference")},
+                                  {"invoice_reference", rec2.at("invoice_reference")},
+                                  {"otp", 123456}});
+  EXPECT_EQ(s4, 200) << bj::serialize(e4);
+  EXPECT_EQ(e4.at("data").at("status"), "PENDING");
+  // A wrong invoice_reference is refused.
+  auto rec3 = create_ok(p, intent_body());
+  auto [s5, e5] = call(&Service::execute, p,
+                       bj::object{{"transaction_reference", rec3.at("transaction_reference")},
+                                  {"invoice_reference", "INV-OTHER"}});
+  EXPECT_EQ(s5, 400);
+  EXPECT_TRUE(e5.at("error").at("details").as_object().contains("invoice_reference"));
+}
+
+TEST_P(PaymentsTest, WalletChannelPaysInstantlyFromAFundedWalletAndFailsWhenShort) {
+  auto p = principal(m1_);
+  ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000020", "XAF", 3000, "test top-up").ok());
+  auto body = intent_body("237690000020", 2000, "SIKA_WALLET_CMR");
+  body["channel"] = "WALLET";
+  auto rec = create_ok(p, body);
+  EXPECT_EQ(rec.at("channel"), "WALLET");
+  EXPECT_EQ(rec.at("fee").as_int64(), 0);
+  EXPECT_EQ(rec.at("confirmation_method"), "OTP");
+  std::string ref(rec.at("transaction_reference").as_string());
+  auto [st, env] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}, {"otp", "123456"}});
+  ASSERT_EQ(st, 200) << bj::serialize(env);
+  EXPECT_EQ(env.at("data").at("status"), "COMPLETED");
+  EXPECT_EQ(balance(ledger::customer_wallet("237690000020", "sandbox", "XAF")), 1000);
+  EXPECT_EQ(balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")), 2000);
+  // Short balance: FAILED, nothing debited.
+  auto body2 = intent_body("237690000020", 1500, "SIKA_WALLET_CMR");
+  body2["channel"] = "WALLET";
+  auto rec2 = create_ok(p, body2);
+  auto [st2, env2] = call(&Service::execute, p,
+                          bj::object{{"transaction_reference", rec2.at("transaction_reference")}, {"otp", "123456"}});
+  ASSERT_EQ(st2, 200);
+  EXPECT_EQ(env2.at("data").at("status"), "FAILED");
+  EXPECT_EQ(env2.at("data").at("failure_reason"), "INSUFFICIENT_FUNDS");
+  EXPECT_EQ(balance(ledger::customer_wallet("237690000020", "sandbox", "XAF")), 1000);
+  // WALLET with an operator's service pays through the country's platform wallet.
+  auto body3 = intent_body("237690000020", 500);
+  body3["channel"] = "WALLET";
+  auto rec3 = create_ok(p, body3);
+  EXPECT_EQ(rec3.at("provider"), "SIKA_WALLET_CMR");
+  // The wallet channel is sandbox-only until wallet codes are issued.
+  auto [st4, env4] = call(&Service::create_intent, principal(m1_, "prod"), body);
+  EXPECT_EQ(st4, 400);
+  EXPECT_TRUE(env4.at("error").at("details").as_object().contains("channel"));
+  expect_ledger_clean();
+}
+
+TEST_P(PaymentsTest, AutoUsesTheWalletWhenItCoversThePriceElseTheOperator) {
+  auto p = principal(m1_);
+  ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000030", "XAF", 5000, "top-up").ok());
+  auto body = intent_body("237690000030", 4000);
+  body["channel"] = "AUTO";
+  auto rec = create_ok(p, body);
+  EXPECT_EQ(rec.at("channel"), "WALLET");
+  EXPECT_EQ(rec.at("provider"), "SIKA_WALLET_CMR");
+  auto big = intent_body("237690000030", 6000);
+  big["channel"] = "AUTO";
+  auto rec2 = create_ok(p, big);
+  EXPECT_EQ(rec2.at("channel"), "PROVIDER");
+  EXPECT_EQ(rec2.at("provider"), "MTN_MOMO_CMR");
+  auto stranger = intent_body("237690000031", 100);
+  stranger["channel"] = "AUTO";
+  EXPECT_EQ(create_ok(p, stranger).at("channel"), "PROVIDER");
+}
+
+TEST_P(PaymentsTest, SplitCreditsEachBeneficiaryByRateWithTheRemainderRule) {
+  service_->start();
+  auto p = principal(m1_);
+  auto body = intent_body("237690000040", 1001);
+  body["settlement_mode"] = "SPLIT";
+  body["distribution"] = bj::array{
+      bj::object{{"matricule", "MCH-CM-0001"}, {"rate", 33.3333}, {"description", "shop"}},
+      bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 33.3333}, {"metadata", bj::object{{"k", 1}}}},
+      bj::object{{"matricule", "MCH-CI-0001"}, {"rate", 33.3334}}};
+  auto rec = create_ok(p, body);
+  EXPECT_EQ(rec.at("settlement_mode"), "SPLIT");
+  EXPECT_EQ(rec.at("split_status"), "PENDING");
+  EXPECT_TRUE(std::string(rec.at("split_reference").as_string()).starts_with("SPL-"));
+  std::string ref(rec.at("transaction_reference").as_string());
+  ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref}}).first, 200);
+  EXPECT_EQ(wait_status(p, ref, "PENDING"), "COMPLETED");
+  EXPECT_EQ(status_of(p, ref).at("split_status"), "SETTLED");
+  // 1001 * 33.3333 % = 333.666..., 333.666..., 333.667...: floors 333, 333, 333 (999);
+  // two units left go to the largest fractions: line 3 (.6673) then line 1 (.6663, earlier).
+  EXPECT_EQ(balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")), 334);
+  EXPECT_EQ(balance(ledger::merchant_available(m3_.id, "sandbox", "XAF")), 333);
+  EXPECT_EQ(balance(ledger::merchant_available(m2_.id, "sandbox", "XAF")), 334);
+  EXPECT_EQ(count("SELECT SUM(amount) FROM pay_splits"), 1001);
+  expect_ledger_clean();
+  // A failed split is cancelled.
+  auto failing = intent_body("237690000002", 1000);
+  failing["settlement_mode"] = "SPLIT";
+  failing["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 100}}};
+  auto rec2 = create_ok(p, failing);
+  std::string ref2(rec2.at("transaction_reference").as_string());
+  ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref2}}).first, 200);
+  EXPECT_EQ(wait_status(p, ref2, "PENDING"), "FAILED");
+  EXPECT_EQ(status_of(p, ref2).at("split_status"), "CANCELLED");
+  expect_ledger_clean();
+}
+
+TEST_P(PaymentsTest, DisbursementsReserveFundsAndReleaseThemOnFailure) {
+  service_->start();
+  auto p = principal(m1_);
+  // Earn 20 000 XAF first.
+  auto rec = create_ok(p, intent_body("237690000050", 20'000));
+  std::string ref(rec.at("transaction_reference").as_string());
+  ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref}}).first, 200);
+  ASSERT_EQ(wait_status(p, ref, "PENDING"), "COMPLETED");
+  auto available = [&] { return balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")); };
+  auto pending = [&] { return balance(ledger::merchant_pending(m1_.id, "sandbox", "XAF")); };
+  ASSERT_EQ(available(), 20'000);
+
+  auto payout = [&](std::string wallet, std::int64_t amount, std::string channel = "PROVIDER") {
+    return bj::object{{"amount", amount},          {"currency", "XAF"}, {"transaction_uuid", uuid_v4()},
+                      {"provider", "MTN_MOMO_CMR"}, {"channel", channel}, {"customer_wallet", wallet}};
+  };
+  // More than the balance (amount + 150 fee): refused, nothing reserved.
+  auto [s1, e1] = call(&Service::disbursement_intent, p, payout("237690000060", 19'900));
+  EXPECT_EQ(s1, 400) << bj::serialize(e1);
+  EXPECT_EQ(e1.at("message"), "insufficient_funds");
+  EXPECT_EQ(available(), 20'000);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE operation = 'DISBURSEMENT'"), 0);
+  // A payout that the operator fails: reserved, then released.
+  auto [s2, e2] = call(&Service::disbursement_intent, p, payout("237690000004", 5000));
+  ASSERT_EQ(s2, 200) << bj::serialize(e2);
+  auto d2 = e2.at("data").as_object();
+  EXPECT_EQ(d2.at("operation"), "DISBURSEMENT");
+  EXPECT_EQ(d2.at("status"), "PENDING");
+  EXPECT_EQ(d2.at("fee").as_int64(), 150);
+  EXPECT_EQ(d2.at("required_total").as_int64(), 5150);
+  EXPECT_EQ(available(), 20'000 - 5150);
+  EXPECT_EQ(pending(), 5150);
+  std::string ref2(d2.at("transaction_reference").as_string());
+  EXPECT_EQ(wait_status(p, ref2, "PENDING", &Service::disbursement_status), "FAILED");
+  EXPECT_EQ(available(), 20'000);
+  EXPECT_EQ(pending(), 0);
+  // A successful payout: pending drains to the operator and the fee.
+  auto body3 = payout("237690000061", 10'000);
+  auto [s3, e3] = call(&Service::disbursement_intent, p, body3);
+  ASSERT_EQ(s3, 200);
+  std::string ref3(e3.at("data").at("transaction_reference").as_string());
+  // Idempotent: the same request does not reserve twice.
+  auto [s3b, e3b] = call(&Service::disbursement_intent, p, body3);
+  EXPECT_EQ(s3b, 200);
+  EXPECT_EQ(e3b.at("data").at("transaction_reference").as_string(), ref3);
+  EXPECT_EQ(available(), 20'000 - 10'150);
+  EXPECT_EQ(wait_status(p, ref3, "PENDING", &Service::disbursement_status), "COMPLETED");
+  EXPECT_EQ(available(), 9850);
+  EXPECT_EQ(pending(), 0);
+  EXPECT_EQ(balance(ledger::fee_revenue("sandbox", "XAF")), 400 + 150);
+  // A payout to a platform wallet completes at once.
+  auto [s4, e4] = call(&Service::disbursement_intent, p, payout("237690000062", 1000, "WALLET"));
+  ASSERT_EQ(s4, 200) << bj::serialize(e4);
+  EXPECT_EQ(e4.at("data").at("status"), "COMPLETED");
+  EXPECT_EQ(balance(ledger::customer_wallet("237690000062", "sandbox", "XAF")), 1000);
+  EXPECT_EQ(available(), 8850);
+  // Payouts are not executed, and collection fields are refused.
+  auto [s5, e5] = call(&Service::execute, p, bj::object{{"transaction_reference", ref3}});
+  EXPECT_EQ(s5, 404);
+  auto bad = payout("237690000061", 100);
+  bad["settlement_mode"] = "SPLIT";
+  auto [s6, e6] = call(&Service::disbursement_intent, p, bad);
+  EXPECT_EQ(s6, 400);
+  EXPECT_TRUE(e6.at("error").at("details").as_object().contains("settlement_mode"));
+  expect_ledger_clean();
+}
+
+TEST_P(PaymentsTest, VerificationNamesTheHolderDeterministically) {
+  auto p = principal(m1_);
+  auto [s1, e1] = call(&Service::verify_account, p, bj::object{{"provider", "MTN_MOMO_CMR"}, {"wallet", "690000070"}});
+  ASSERT_EQ(s1, 200) << bj::serialize(e1);
+  EXPECT_EQ(e1.at("data").at("wallet"), "237690000070");
+  std::string name(e1.at("data").at("account_holder_name").as_string());
+  EXPECT_FALSE(name.empty());
+  auto [s2, e2] = call(&Service::verify_account, p, bj::object{{"provider", "MTN_MOMO_CMR"}, {"wallet", "237690000070"}});
+  EXPECT_EQ(e2.at("data").at("account_holder_name").as_string(), name);
+  auto [s3, e3] = call(&Service::verify_account, p, bj::object{{"provider", "MTN_MOMO_CMR"}, {"wallet", "237690000004"}});
+  EXPECT_EQ(s3, 404);
+  EXPECT_EQ(e3.at("message"), "account_not_found");
+  auto [s4, e4] = call(&Service::verify_account, p, bj::object{{"provider", "MTN_MOMO_CMR"}, {"wallet", "12"}});
+  EXPECT_EQ(s4, 400);
+  EXPECT_TRUE(e4.at("error").at("details").as_object().contains("wallet"));
+  auto [s5, e5] = call(&Service::verify_account, p, bj::object{{"provider", "NOPE"}, {"wallet", "690000070"}});
+  EXPECT_EQ(s5, 400);
+  EXPECT_TRUE(e5.at("error").at("details").as_object().contains("provider"));
+}
+
+TEST_P(PaymentsTest, CancelOnlyFromInitiated) {
+  auto p = principal(m1_);
+  auto rec = create_ok(p, intent_body());
+  bj::object ref{{"transaction_reference", rec.at("transaction_reference")}};
+  auto [s1, e1] = call(&Service::cancel, p, ref);
+  ASSERT_EQ(s1, 200);
+  EXPECT_EQ(e1.at("data").at("status"), "CANCELLED");
+  EXPECT_EQ(call(&Service::cancel, p, ref).first, 409);
+  EXPECT_EQ(call(&Service::execute, p, ref).first, 409);
+}
+
+TEST_P(PaymentsTest, RacingCallbackPollAndExpiryApplyExactlyOneTransition) {
+  // No delivery threads: the test itself plays the operator, the poller and the worker.
+  auto p = principal(m1_);
+  for (int round = 0; round < 10; ++round) {
+    auto rec = create_ok(p, intent_body("237690000010", 1000));
+    std::string ref(rec.at("transaction_reference").as_string());
+    ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref}}).first, 200);
+    const std::int64_t before = offset_;
+    offset_ += 6 * 60 * 1000;  // expired, and the operator's answer is due: everyone may act
+    PaymentOrder order;
+    order.provider_reference = std::string(rec.at("provider_reference").as_string());
+    order.msisdn = "237690000010";
+    OperatorStatus ok;
+    ok.state = OperatorStatus::State::succeeded;
+    std::string body = service_->sandbox().callback_body(order, ok);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 3; ++i) {
+      threads.emplace_back([&] {
+        web::Request cb;
+        cb.body = body;
+        cb.path_params = {{"connector", "sandbox"}};
+        cb.headers = {{"x-sandbox-signature", service_->sandbox().sign(body, now_ms() + offset_)}};
+        EXPECT_EQ(service_->operator_callback(cb).status, 200);
+      });
+      threads.emplace_back([&] { status_of(p, ref); });
+      threads.emplace_back([&] { EXPECT_TRUE(service_->expire_due().ok()); });
+    }
+    for (auto& t : threads) t.join();
+    auto final_status = std::string(status_of(p, ref).at("status").as_string());
+    EXPECT_TRUE(final_status == "COMPLETED" || final_status == "EXPIRED") << final_status;
+    EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions t JOIN pay_transactions x ON x.id = t.transaction_id "
+                    "WHERE x.reference = ? AND t.from_status = 'PENDING'", {ref}),
+              1);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM events WHERE subject = ?", {ref}), 2);
+    offset_ = before;
+  }
+  expect_ledger_clean();
+}
+
+TEST_P(PaymentsTest, ConfirmationPageShowsThePaymentAndPushesTheRequest) {
+  auto p = principal(m1_);
+  auto rec = create_ok(p, intent_body("237690000010", 10'000));
+  std::string ref(rec.at("transaction_reference").as_string());
+  std::string url(rec.at("confirmation_url").as_string());
+  std::string sig = url.substr(url.find("sig=") + 4);
+  web::Request get;
+  get.method = "GET";
+  get.path_params = {{"reference", ref}};
+  get.query = {{"sig", sig}, {"lang", "en"}};
+  auto page = service_->confirm_page(get);
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("Boutique Akwa"), std::string::npos);
+  EXPECT_NE(page.body.find("10&#8239;200 XAF"), std::string::npos) << "the total the customer pays";
+  EXPECT_NE(page.body.find("Send the request to my phone"), std::string::npos);
+  get.query = {{"sig", sig}, {"lang", "fr"}};
+  EXPECT_NE(service_->confirm_page(get).body.find("Envoyer la demande"), std::string::npos);
+  get.query = {{"sig", "forged"}};
+  EXPECT_EQ(service_->confirm_page(get).status, 404);
+  web::Request post;
+  post.method = "POST";
+  post.path_params = {{"reference", ref}};
+  post.headers = {{"content-type", "application/x-www-form-urlencoded"}};
+  post.body = "sig=" + sig + "&lang=en&action=pay";
+  auto submitted = service_->confirm_submit(post);
+  EXPECT_EQ(submitted.status, 200);
+  EXPECT_NE(submitted.body.find("data-status=\"PENDING\""), std::string::npos);
+  EXPECT_EQ(status_of(p, ref).at("status"), "PENDING");
+  // Declining from the page cancels an INITIATED collection.
+  auto rec2 = create_ok(p, intent_body());
+  std::string ref2(rec2.at("transaction_reference").as_string());
+  std::string url2(rec2.at("confirmation_url").as_string());
+  post.path_params = {{"reference", ref2}};
+  post.body = "sig=" + url2.substr(url2.find("sig=") + 4) + "&action=decline";
+  EXPECT_NE(service_->confirm_submit(post).body.find("data-status=\"CANCELLED\""), std::string::npos);
+}
+
+TEST_P(PaymentsTest, LedgerCheckFindsTampering) {
+  service_->start();
+  auto p = principal(m1_);
+  auto rec = create_ok(p, intent_body("237690000010", 1000));
+  std::string ref(rec.at("transaction_reference").as_string());
+  ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref}}).first, 200);
+  ASSERT_EQ(wait_status(p, ref, "PENDING"), "COMPLETED");
+  expect_ledger_clean();
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+    SIKA_TRY(c.exec("UPDATE ledger_accounts SET balance = balance + 1 WHERE kind = 'revenue'"));
+    return {};
+  }).ok());
+  auto report = ledger::check(*db_);
+  ASSERT_TRUE(report.ok());
+  ASSERT_FALSE(report->ok());
+  EXPECT_EQ(report->violations[0].rule, "balance_mismatch");
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+    SIKA_TRY(c.exec("UPDATE ledger_accounts SET balance = balance - 1 WHERE kind = 'revenue'"));
+    SIKA_TRY(c.exec("UPDATE ledger_entries SET credit = credit + 5 WHERE id = (SELECT MIN(id) FROM ledger_entries "
+                    "WHERE credit > 0)"));
+    return {};
+  }).ok());
+  report = ledger::check(*db_);
+  ASSERT_TRUE(report.ok());
+  std::set<std::string> rules;
+  for (const auto& v : report->violations) rules.insert(v.rule);
+  EXPECT_TRUE(rules.contains("journal_unbalanced"));
+  EXPECT_TRUE(rules.contains("currency_unbalanced"));
+  EXPECT_TRUE(rules.contains("balance_mismatch"));
+  // A completed transaction whose journal disappeared is caught too.
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+    SIKA_TRY(c.exec("UPDATE pay_transactions SET status = 'FAILED' WHERE reference = ?", {ref}));
+    return {};
+  }).ok());
+  report = ledger::check(*db_);
+  rules.clear();
+  for (const auto& v : report->violations) rules.insert(v.rule);
+  EXPECT_TRUE(rules.contains("transaction_journals"));
+}
+
+}  // namespace
+}  // namespace sika::payments::testing
