@@ -43,13 +43,19 @@ class Row {
   std::optional<std::string> opt_str(std::size_t i) const;
 
  private:
+  // The cell at i; an index past the end reads as NULL.
+  const Value& cell(std::size_t i) const;
+
   std::vector<Value> cells_;
 };
 
 using Rows = std::vector<Row>;
 using Params = std::vector<Value>;
 
-// A connection inside one transaction (read) or one write unit (write).
+// A connection inside one transaction (read) or one write unit (write). After a statement
+// fails, the transaction is aborted on both backends (as PostgreSQL does): later statements
+// in the same unit fail, and the unit fails with the first error even if fn returns ok.
+// Use ON CONFLICT or conditional updates instead of catching a conflict and going on.
 class Conn {
  public:
   virtual ~Conn() = default;
@@ -61,6 +67,16 @@ class Conn {
   virtual Result<std::int64_t> exec(std::string_view sql, const Params& params = {}) = 0;
   // Runs one statement and returns its first row, if any.
   Result<std::optional<Row>> query_one(std::string_view sql, const Params& params = {});
+};
+
+// Counters describing what a Db has done since it was opened (for tests, benchmarks, metrics).
+struct DbStats {
+  std::uint64_t write_units = 0;      // write units completed (committed or failed)
+  std::uint64_t commits = 0;          // transactions committed (SQLite: batches)
+  std::uint64_t largest_batch = 0;    // most units committed by one SQLite transaction
+  std::uint64_t batched_units = 0;    // units that shared their transaction with at least one other unit
+  std::uint64_t retries = 0;          // PostgreSQL units or reads run again (serialization failure, broken connection)
+  std::uint64_t reconnects = 0;       // broken connections discarded and replaced
 };
 
 struct DbOptions {
@@ -75,6 +91,8 @@ class Db {
   virtual Dialect dialect() const = 0;
 
   // Runs fn in a read transaction (a consistent snapshot). fn's error is returned as is.
+  // The PostgreSQL backend runs fn once more on a fresh connection when the connection
+  // breaks, so fn should assign its results rather than append to them.
   virtual Status read(const std::function<Status(Conn&)>& fn) = 0;
 
   // Runs fn as one atomic write unit: everything it wrote commits together, durably,
@@ -87,8 +105,12 @@ class Db {
   // Returns ok iff the database answers a trivial query now.
   virtual Status ping() = 0;
 
-  // Closes connections and stops background threads; later calls fail.
+  // Closes connections and stops background threads after the queued writes finish;
+  // later calls fail with 503.
   virtual void close() = 0;
+
+  // Returns the counters so far.
+  virtual DbStats stats() const { return {}; }
 };
 
 // Opens a database by DSN ("sqlite://./data/sika.db", "postgres://user@host:port/db", "postgresql://...").

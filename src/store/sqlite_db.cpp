@@ -1,0 +1,562 @@
+// The SQLite backend: one writer thread owns the write connection and commits queued write
+// units in batches (group commit); reads use a pool of WAL reader connections.
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "store/backend.hpp"
+
+namespace sika::store::detail {
+
+namespace {
+
+constexpr std::size_t kStatementCacheLimit = 512;
+constexpr auto kReaderWait = std::chrono::seconds(30);
+
+// Hashes std::string and std::string_view alike, so cache lookups do not allocate.
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// The text after "constraint failed: " in SQLite's message ("merchants.matricule"), else the message.
+std::string constraint_name(const std::string& message) {
+  static constexpr std::string_view kMarker = "constraint failed: ";
+  std::size_t pos = message.find(kMarker);
+  if (pos == std::string::npos) return message;
+  return message.substr(pos + kMarker.size());
+}
+
+// One SQLite connection and its prepared statements; used by one thread at a time.
+class Handle {
+ public:
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+
+  ~Handle() {
+    clear_cache();
+    sqlite3_close_v2(db_);
+  }
+
+  // Opens the writer connection (WAL, synchronous=FULL) or a query-only reader connection.
+  static Result<std::unique_ptr<Handle>> open(const std::string& path, bool writer, const DbOptions& options) {
+    sqlite3* db = nullptr;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (writer ? SQLITE_OPEN_CREATE : 0);
+    int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+    std::unique_ptr<Handle> h(new Handle(db));
+    if (rc != SQLITE_OK) {
+      std::string msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+      return unavailable(boost::json::string("cannot open SQLite database " + path + ": " + msg));
+    }
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_busy_timeout(db, options.busy_timeout_ms);
+    std::vector<std::string> pragmas = {"PRAGMA foreign_keys=ON", "PRAGMA temp_store=MEMORY"};
+    if (writer) {
+      auto mode = h->pragma_text("PRAGMA journal_mode=WAL");
+      if (!mode) return mode.take_error();
+      if (*mode != "wal")
+        return unavailable(boost::json::string("cannot switch " + path + " to WAL (journal_mode is " + *mode + ")"));
+      pragmas.emplace_back("PRAGMA synchronous=FULL");
+      // After a burst, checkpoints shrink the WAL file back to 64 MiB instead of keeping its peak size.
+      pragmas.emplace_back("PRAGMA journal_size_limit=67108864");
+    } else {
+      pragmas.emplace_back("PRAGMA query_only=ON");
+    }
+    for (const auto& p : pragmas) SIKA_TRY(h->run_control(p));
+    return h;
+  }
+
+  sqlite3* raw() const { return db_; }
+
+  // Returns the cached prepared statement for sql, preparing it on first use.
+  Result<sqlite3_stmt*> prepare(std::string_view sql, const Params& params) {
+    if (auto it = cache_.find(sql); it != cache_.end()) return it->second;
+    if (cache_.size() >= kStatementCacheLimit) clear_cache();
+    sqlite3_stmt* stmt = nullptr;
+    const char* tail = nullptr;
+    int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt, &tail);
+    if (rc != SQLITE_OK) return error(rc, sql, params);
+    if (stmt == nullptr) return internal_error(boost::json::string("empty SQL statement"));
+    std::string_view rest(tail, sql.data() + sql.size() - tail);
+    if (rest.find_first_not_of(" \t\r\n;") != std::string_view::npos) {
+      sqlite3_finalize(stmt);
+      return storage_error(false, "one SQL statement per call", sql);
+    }
+    cache_.emplace(std::string(sql), stmt);
+    return stmt;
+  }
+
+  // Runs a parameterless statement that returns no rows (BEGIN, SAVEPOINT, PRAGMA ...).
+  Status run_control(std::string_view sql) {
+    auto stmt = prepare(sql, {});
+    if (!stmt) return stmt.take_error();
+    int rc;
+    while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) {
+    }
+    Status st;
+    if (rc != SQLITE_DONE) st = error(rc, sql, {});
+    sqlite3_reset(*stmt);
+    return st;
+  }
+
+  // Maps a failed call's result code and message to a store Error.
+  Error error(int rc, std::string_view sql, const Params& params) const {
+    int ext = sqlite3_extended_errcode(db_);
+    if ((rc & 0xff) != (ext & 0xff)) ext = rc;
+    std::string msg = redact_params(sqlite3_errmsg(db_), params);
+    switch (ext) {
+      case SQLITE_CONSTRAINT_UNIQUE:
+      case SQLITE_CONSTRAINT_PRIMARYKEY:
+      case SQLITE_CONSTRAINT_CHECK:
+      case SQLITE_CONSTRAINT_FOREIGNKEY:
+        return constraint_error(constraint_name(msg));
+      default:
+        break;
+    }
+    switch (ext & 0xff) {
+      case SQLITE_BUSY:
+      case SQLITE_LOCKED:
+      case SQLITE_FULL:
+      case SQLITE_IOERR:
+      case SQLITE_CANTOPEN:
+      case SQLITE_NOMEM:
+      case SQLITE_READONLY:
+      case SQLITE_PROTOCOL:
+      case SQLITE_CORRUPT:
+      case SQLITE_NOTADB:
+        return storage_error(true, msg, sql);
+      default:
+        return storage_error(false, msg, sql);
+    }
+  }
+
+ private:
+  explicit Handle(sqlite3* db) : db_(db) {}
+
+  Result<std::string> pragma_text(const char* sql) {
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v2(db_, sql, -1, &stmt, nullptr);
+    if (rc != SQLITE_OK) return error(rc, sql, {});
+    std::string out;
+    rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW) {
+      out = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    } else if (rc != SQLITE_DONE) {
+      Error e = error(rc, sql, {});
+      sqlite3_finalize(stmt);
+      return e;
+    }
+    sqlite3_finalize(stmt);
+    return out;
+  }
+
+  void clear_cache() {
+    for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+    cache_.clear();
+  }
+
+  sqlite3* db_;
+  std::unordered_map<std::string, sqlite3_stmt*, StringHash, std::equal_to<>> cache_;
+};
+
+// Resets a statement and drops its bindings when the statement's run ends.
+struct StatementReset {
+  sqlite3_stmt* stmt;
+  ~StatementReset() {
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+  }
+};
+
+// The Conn handed to read and write functions.
+class SqliteConn final : public Conn {
+ public:
+  explicit SqliteConn(Handle& h) : h_(h) {}
+
+  Dialect dialect() const override { return Dialect::sqlite; }
+
+  Result<Rows> query(std::string_view sql, const Params& params) override {
+    Rows rows;
+    std::int64_t changes = 0;
+    SIKA_TRY(run(sql, params, &rows, changes));
+    return rows;
+  }
+
+  Result<std::int64_t> exec(std::string_view sql, const Params& params) override {
+    std::int64_t changes = 0;
+    SIKA_TRY(run(sql, params, nullptr, changes));
+    return changes;
+  }
+
+  // The first statement error of this unit, if any.
+  const std::optional<Error>& failure() const { return failure_; }
+  void reset() { failure_.reset(); }
+
+ private:
+  Status run(std::string_view sql, const Params& params, Rows* rows, std::int64_t& changes) {
+    if (failure_)
+      return aborted_error(sql);
+    Status st = run_statement(sql, params, rows, changes);
+    if (!st) failure_ = st.error();
+    return st;
+  }
+
+  Status run_statement(std::string_view sql, const Params& params, Rows* rows, std::int64_t& changes) {
+    auto prepared = h_.prepare(sql, params);
+    if (!prepared) return prepared.take_error();
+    sqlite3_stmt* stmt = *prepared;
+    StatementReset reset{stmt};
+    int expected = sqlite3_bind_parameter_count(stmt);
+    if (static_cast<std::size_t>(expected) != params.size())
+      return storage_error(false,
+                           "statement has " + std::to_string(expected) + " placeholders but " +
+                               std::to_string(params.size()) + " parameters were bound",
+                           sql);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      int idx = static_cast<int>(i) + 1;
+      const Value& v = params[i];
+      int rc = SQLITE_OK;
+      if (auto p = std::get_if<std::int64_t>(&v)) {
+        rc = sqlite3_bind_int64(stmt, idx, *p);
+      } else if (auto d = std::get_if<double>(&v)) {
+        rc = sqlite3_bind_double(stmt, idx, *d);
+      } else if (auto s = std::get_if<std::string>(&v)) {
+        rc = sqlite3_bind_text64(stmt, idx, s->data(), s->size(), SQLITE_STATIC, SQLITE_UTF8);
+      } else {
+        rc = sqlite3_bind_null(stmt, idx);
+      }
+      if (rc != SQLITE_OK) return h_.error(rc, sql, params);
+    }
+    sqlite3* db = h_.raw();
+    sqlite3_int64 before = sqlite3_total_changes64(db);
+    int columns = sqlite3_column_count(stmt);
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+      if (rows == nullptr) continue;
+      std::vector<Value> cells;
+      cells.reserve(columns);
+      for (int c = 0; c < columns; ++c) {
+        switch (sqlite3_column_type(stmt, c)) {
+          case SQLITE_INTEGER:
+            cells.emplace_back(static_cast<std::int64_t>(sqlite3_column_int64(stmt, c)));
+            break;
+          case SQLITE_FLOAT:
+            cells.emplace_back(sqlite3_column_double(stmt, c));
+            break;
+          case SQLITE_TEXT: {
+            auto text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, c));
+            cells.emplace_back(std::string(text, sqlite3_column_bytes(stmt, c)));
+            break;
+          }
+          case SQLITE_BLOB: {
+            auto blob = static_cast<const char*>(sqlite3_column_blob(stmt, c));
+            int size = sqlite3_column_bytes(stmt, c);
+            cells.emplace_back(size > 0 ? std::string(blob, size) : std::string());
+            break;
+          }
+          default:
+            cells.emplace_back(nullptr);
+        }
+      }
+      rows->emplace_back(std::move(cells));
+    }
+    if (rc != SQLITE_DONE) return h_.error(rc, sql, params);
+    changes = sqlite3_total_changes64(db) != before ? sqlite3_changes64(db) : 0;
+    return {};
+  }
+
+  Handle& h_;
+  std::optional<Error> failure_;
+};
+
+// Identifies the Db whose writer thread is running this thread, to refuse nested writes.
+thread_local const void* tl_writer_of = nullptr;
+
+class SqliteDb final : public Db {
+ public:
+  SqliteDb(std::string path, const DbOptions& options, std::unique_ptr<Handle> writer)
+      : path_(std::move(path)), options_(options), writer_conn_(std::move(writer)) {
+    writer_ = std::thread([this] { writer_loop(); });
+  }
+
+  ~SqliteDb() override { close(); }
+
+  Dialect dialect() const override { return Dialect::sqlite; }
+
+  Status read(const std::function<Status(Conn&)>& fn) override {
+    auto acquired = acquire_reader();
+    if (!acquired) return acquired.take_error();
+    std::unique_ptr<Handle> h = std::move(acquired).value();
+    Status st = h->run_control("BEGIN");
+    if (st) {
+      SqliteConn conn(*h);
+      st = run_unit(fn, conn);
+      if (st && conn.failure()) st = *conn.failure();
+      // A read transaction has nothing to keep; ROLLBACK also ends it after an error.
+      Status end = h->run_control("ROLLBACK");
+      if (st && !end) st = std::move(end);
+    }
+    release_reader(std::move(h));
+    return st;
+  }
+
+  Status write(const std::function<Status(Conn&)>& fn) override {
+    if (tl_writer_of == this)
+      return internal_error(boost::json::string("db.write() called inside a write unit of the same database"));
+    WriteUnit unit{&fn};
+    {
+      std::lock_guard lk(queue_mu_);
+      if (stopping_) return closed_error();
+      queue_.push_back(&unit);
+      // A busy writer takes the queue as its next batch without being woken.
+      if (writer_waiting_) {
+        writer_waiting_ = false;
+        queue_cv_.notify_one();
+      }
+    }
+    std::unique_lock lk(unit.mu);
+    unit.cv.wait(lk, [&] { return unit.done; });
+    return std::move(unit.result);
+  }
+
+  Status ping() override {
+    return read([](Conn& c) -> Status {
+      SIKA_TRY(c.query("SELECT 1"));
+      return {};
+    });
+  }
+
+  void close() override {
+    {
+      std::lock_guard lk(queue_mu_);
+      stopping_ = true;
+      queue_cv_.notify_all();
+    }
+    if (tl_writer_of == this) return;  // called from a write unit: the writer stops after this batch
+    std::lock_guard close_lock(close_mu_);
+    if (writer_.joinable()) writer_.join();
+    writer_conn_.reset();
+    std::lock_guard lk(readers_mu_);
+    closed_ = true;
+    idle_readers_.clear();
+    readers_cv_.notify_all();
+  }
+
+  DbStats stats() const override {
+    DbStats s;
+    s.write_units = write_units_.load(std::memory_order_relaxed);
+    s.commits = commits_.load(std::memory_order_relaxed);
+    s.largest_batch = largest_batch_.load(std::memory_order_relaxed);
+    s.batched_units = batched_units_.load(std::memory_order_relaxed);
+    return s;
+  }
+
+ private:
+  struct WriteUnit {
+    const std::function<Status(Conn&)>* fn;
+    Status result;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;  // guarded by mu
+  };
+
+  void writer_loop() {
+    tl_writer_of = this;
+    std::vector<WriteUnit*> batch;
+    batch.reserve(options_.max_batch);
+    for (;;) {
+      {
+        std::unique_lock lk(queue_mu_);
+        while (queue_.empty() && !stopping_) {
+          writer_waiting_ = true;
+          queue_cv_.wait(lk);
+        }
+        writer_waiting_ = false;
+        if (queue_.empty()) break;  // stopping, and every queued unit has been answered
+        std::size_t n = std::min(queue_.size(), static_cast<std::size_t>(options_.max_batch));
+        batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+        queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+      }
+      run_batch(batch);
+    }
+  }
+
+  // Runs the batch in one transaction, each unit in its own savepoint, commits (the fsync)
+  // and answers the units that are done. Units that must run again are put back in the queue.
+  void run_batch(std::vector<WriteUnit*>& batch) {
+    Handle& h = *writer_conn_;
+    std::vector<WriteUnit*> finished;
+    std::vector<WriteUnit*> requeue;
+    finished.reserve(batch.size());
+    auto fail_all = [&](const Error& e) {
+      for (WriteUnit* u : finished) u->result = e;
+      for (WriteUnit* u : batch) u->result = e;
+      finished.insert(finished.end(), batch.begin(), batch.end());
+      batch.clear();
+    };
+
+    if (Status begin = h.run_control("BEGIN IMMEDIATE"); !begin) {
+      fail_all(begin.error());
+      complete(finished);
+      return;
+    }
+    SqliteConn conn(h);
+    std::size_t i = 0;
+    for (; i < batch.size(); ++i) {
+      WriteUnit* u = batch[i];
+      Status control = h.run_control("SAVEPOINT u");
+      if (!control) break;
+      conn.reset();
+      Status st = run_unit(*u->fn, conn);
+      if (st && conn.failure()) st = *conn.failure();
+      if (sqlite3_get_autocommit(h.raw()) != 0) {
+        // SQLite rolled the whole transaction back (I/O error, disk full, or a statement
+        // with ON CONFLICT ROLLBACK): this unit is answered; the others run again.
+        if (st) st = storage_error(true, "the database rolled the transaction back", "COMMIT");
+        u->result = std::move(st);
+        requeue.assign(finished.begin(), finished.end());
+        requeue.insert(requeue.end(), batch.begin() + static_cast<std::ptrdiff_t>(i) + 1, batch.end());
+        finished.assign(1, u);
+        batch.clear();
+        put_back(requeue);
+        complete(finished);
+        return;
+      }
+      if (st) {
+        control = h.run_control("RELEASE u");
+      } else {
+        control = h.run_control("ROLLBACK TO u");
+        if (control) control = h.run_control("RELEASE u");
+      }
+      u->result = std::move(st);
+      if (!control) break;
+      finished.push_back(u);
+    }
+    if (i < batch.size()) {
+      // A savepoint statement failed: the transaction can no longer be trusted.
+      Error e = storage_error(true, "write batch aborted: savepoint failed", "SAVEPOINT");
+      batch.erase(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(i));
+      (void)h.run_control("ROLLBACK");
+      fail_all(e);
+      complete(finished);
+      return;
+    }
+    batch.clear();
+    if (Status commit = h.run_control("COMMIT"); !commit) {
+      if (sqlite3_get_autocommit(h.raw()) == 0) (void)h.run_control("ROLLBACK");
+      fail_all(commit.error());
+      complete(finished);
+      return;
+    }
+    commits_.fetch_add(1, std::memory_order_relaxed);
+    std::uint64_t n = finished.size();
+    if (n > 1) batched_units_.fetch_add(n, std::memory_order_relaxed);
+    std::uint64_t largest = largest_batch_.load(std::memory_order_relaxed);
+    while (n > largest && !largest_batch_.compare_exchange_weak(largest, n, std::memory_order_relaxed)) {
+    }
+    complete(finished);
+  }
+
+  void put_back(const std::vector<WriteUnit*>& units) {
+    std::lock_guard lk(queue_mu_);
+    queue_.insert(queue_.begin(), units.begin(), units.end());
+  }
+
+  // Wakes the callers. A unit lives on its caller's stack and may be destroyed as soon as
+  // its caller sees done, so it is notified while its mutex is still held.
+  void complete(std::vector<WriteUnit*>& units) {
+    write_units_.fetch_add(units.size(), std::memory_order_relaxed);
+    for (WriteUnit* u : units) {
+      std::lock_guard lk(u->mu);
+      u->done = true;
+      u->cv.notify_one();
+    }
+    units.clear();
+  }
+
+  Result<std::unique_ptr<Handle>> acquire_reader() {
+    std::unique_lock lk(readers_mu_);
+    for (;;) {
+      if (closed_) return closed_error();
+      if (!idle_readers_.empty()) {
+        auto h = std::move(idle_readers_.back());
+        idle_readers_.pop_back();
+        return h;
+      }
+      if (open_readers_ < options_.pool_size) break;
+      if (!readers_cv_.wait_for(lk, kReaderWait, [&] { return closed_ || !idle_readers_.empty(); }))
+        return unavailable(boost::json::string("no SQLite reader connection free"));
+    }
+    ++open_readers_;
+    lk.unlock();
+    auto h = Handle::open(path_, false, options_);
+    if (!h) {
+      std::lock_guard relock(readers_mu_);
+      --open_readers_;
+      readers_cv_.notify_one();
+    }
+    return h;
+  }
+
+  void release_reader(std::unique_ptr<Handle> h) {
+    std::lock_guard lk(readers_mu_);
+    if (closed_ || sqlite3_get_autocommit(h->raw()) == 0) {
+      --open_readers_;
+      h.reset();
+    } else {
+      idle_readers_.push_back(std::move(h));
+    }
+    readers_cv_.notify_one();
+  }
+
+  const std::string path_;
+  const DbOptions options_;
+  std::unique_ptr<Handle> writer_conn_;  // used by the writer thread only
+  std::thread writer_;
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<WriteUnit*> queue_;
+  bool writer_waiting_ = false;
+  bool stopping_ = false;
+
+  std::mutex readers_mu_;
+  std::condition_variable readers_cv_;
+  std::vector<std::unique_ptr<Handle>> idle_readers_;
+  int open_readers_ = 0;
+  bool closed_ = false;
+
+  std::mutex close_mu_;
+
+  std::atomic<std::uint64_t> write_units_{0};
+  std::atomic<std::uint64_t> commits_{0};
+  std::atomic<std::uint64_t> largest_batch_{0};
+  std::atomic<std::uint64_t> batched_units_{0};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Db>> open_sqlite(const std::string& path, const DbOptions& options) {
+  if (sqlite3_threadsafe() == 0)
+    return internal_error(boost::json::string("the SQLite library was built without thread support"));
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec)
+      return unavailable(boost::json::string("cannot create directory " + parent.string() + ": " + ec.message()));
+  }
+  auto writer = Handle::open(path, true, options);
+  if (!writer) return writer.take_error();
+  return std::unique_ptr<Db>(new SqliteDb(path, options, std::move(writer).value()));
+}
+
+}  // namespace sika::store::detail

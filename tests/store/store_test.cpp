@@ -1,0 +1,600 @@
+// The store's behaviour on both backends. The PostgreSQL instance needs SIKA_TEST_PG_DSN (an
+// admin DSN; each test creates and drops its own database) and skips itself without it:
+//   scripts/with-postgres.sh build/tests/store/store_test
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+
+#include <boost/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <latch>
+#include <limits>
+#include <set>
+#include <thread>
+
+#include "core/random.hpp"
+#include "store/backend.hpp"
+#include "store/db.hpp"
+#include "store/migrations.hpp"
+#include "store/outbox.hpp"
+
+namespace sika::store {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Returns the admin DSN with its database name replaced.
+std::string with_database(const std::string& dsn, const std::string& name) {
+  std::size_t host = dsn.find("://");
+  std::size_t slash = dsn.find('/', host + 3);
+  std::size_t query = dsn.find('?', host + 3);
+  std::string tail = query == std::string::npos ? "" : dsn.substr(query);
+  std::string head = slash == std::string::npos || (query != std::string::npos && slash > query)
+                         ? dsn.substr(0, query == std::string::npos ? dsn.size() : query)
+                         : dsn.substr(0, slash);
+  return head + "/" + name + tail;
+}
+
+// Runs admin SQL outside any transaction (CREATE/DROP DATABASE, pg_terminate_backend).
+void admin_exec(const std::string& dsn, const std::string& sql) {
+  PGconn* c = PQconnectdb(dsn.c_str());
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  PGresult* r = PQexec(c, sql.c_str());
+  ExecStatusType st = PQresultStatus(r);
+  EXPECT_TRUE(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) << sql << ": " << PQerrorMessage(c);
+  PQclear(r);
+  PQfinish(c);
+}
+
+std::string details_text(const Error& e) { return boost::json::serialize(e.details); }
+
+class StoreTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "postgres") {
+      const char* admin = std::getenv("SIKA_TEST_PG_DSN");
+      if (admin == nullptr || *admin == '\0') GTEST_SKIP() << "SIKA_TEST_PG_DSN is not set";
+      admin_dsn_ = admin;
+      database_ = "sika_store_test_" + hex_encode(random_bytes(6));
+      admin_exec(admin_dsn_, "CREATE DATABASE " + database_);
+      dsn_ = with_database(admin_dsn_, database_);
+    } else {
+      dir_ = std::filesystem::temp_directory_path() / ("sika-store-test-" + hex_encode(random_bytes(6)));
+      // The database lives one level down, so open() has to create the parent directory.
+      dsn_ = "sqlite://" + (dir_ / "data" / "sika.db").string();
+    }
+    db_ = open_db();
+    ASSERT_NE(db_, nullptr);
+  }
+
+  void TearDown() override {
+    if (db_) db_->close();
+    db_.reset();
+    if (!database_.empty()) admin_exec(admin_dsn_, "DROP DATABASE IF EXISTS " + database_ + " WITH (FORCE)");
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  bool pg() const { return GetParam() == "postgres"; }
+
+  std::unique_ptr<Db> open_db(const DbOptions& options = {}) {
+    auto db = open(dsn_, options);
+    EXPECT_TRUE(db.ok()) << (db.ok() ? "" : details_text(db.error()));
+    return db.ok() ? std::move(db).value() : nullptr;
+  }
+
+  void write_sql(const std::string& sql, const Params& params = {}) {
+    Status st = db_->write([&](Conn& c) -> Status {
+      SIKA_TRY(c.exec(sql, params));
+      return {};
+    });
+    ASSERT_TRUE(st.ok()) << sql << ": " << details_text(st.error());
+  }
+
+  std::int64_t count(const std::string& sql, const Params& params = {}) {
+    std::int64_t n = -1;
+    Status st = db_->read([&](Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(sql, params));
+      n = row ? row->i64(0) : -1;
+      return {};
+    });
+    EXPECT_TRUE(st.ok()) << sql << ": " << (st.ok() ? "" : details_text(st.error()));
+    return n;
+  }
+
+  void create_values_table() {
+    write_sql("CREATE TABLE vals (k TEXT PRIMARY KEY, i BIGINT, d DOUBLE PRECISION, s TEXT)");
+  }
+
+  std::string admin_dsn_;
+  std::string database_;
+  std::filesystem::path dir_;
+  std::string dsn_;
+  std::unique_ptr<Db> db_;
+};
+
+TEST_P(StoreTest, ReportsDialectAndPings) {
+  EXPECT_EQ(db_->dialect(), pg() ? Dialect::postgres : Dialect::sqlite);
+  EXPECT_TRUE(db_->ping().ok());
+}
+
+TEST_P(StoreTest, RoundTripsEveryValueType) {
+  create_values_table();
+  const std::int64_t big = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t small = std::numeric_limits<std::int64_t>::min();
+  const std::string utf8 = "Ngaound\xC3\xA9r\xC3\xA9 \xE2\x80\x94 \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x9A\x80 'quoted' \\ ?";
+  write_sql("INSERT INTO vals (k, i, d, s) VALUES (?, ?, ?, ?)", {std::string("a"), big, 0.1, utf8});
+  write_sql("INSERT INTO vals (k, i, d, s) VALUES (?, ?, ?, ?)", {std::string("b"), small, -1e300, std::string()});
+  write_sql("INSERT INTO vals (k, i, d, s) VALUES (?, ?, ?, ?)", {std::string("c"), nullptr, nullptr, nullptr});
+  write_sql("INSERT INTO vals (k, i, d, s) VALUES (?, ?, ?, ?)",
+            {std::string("d"), opt(std::optional<std::int64_t>(-1)), opt(std::optional<double>(2.5)),
+             opt(std::optional<std::string>())});
+
+  Rows rows;
+  ASSERT_TRUE(db_->read([&](Conn& c) -> Status {
+                    SIKA_ASSIGN_OR_RETURN(rows, c.query("SELECT k, i, d, s FROM vals ORDER BY k"));
+                    return {};
+                  }).ok());
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].str(0), "a");
+  EXPECT_EQ(rows[0].i64(1), big);
+  EXPECT_EQ(rows[0].f64(2), 0.1);
+  EXPECT_EQ(rows[0].str(3), utf8);
+  EXPECT_EQ(rows[1].i64(1), small);
+  EXPECT_EQ(rows[1].f64(2), -1e300);
+  EXPECT_EQ(rows[1].str(3), "");
+  EXPECT_FALSE(rows[1].is_null(3));
+  for (std::size_t col = 1; col <= 3; ++col) EXPECT_TRUE(rows[2].is_null(col)) << col;
+  EXPECT_EQ(rows[2].i64(1), 0);
+  EXPECT_EQ(rows[2].str(3), "");
+  EXPECT_EQ(rows[2].opt_i64(1), std::nullopt);
+  EXPECT_EQ(rows[2].opt_f64(2), std::nullopt);
+  EXPECT_EQ(rows[2].opt_str(3), std::nullopt);
+  EXPECT_EQ(rows[3].opt_i64(1), -1);
+  EXPECT_EQ(rows[3].opt_f64(2), 2.5);
+  EXPECT_TRUE(rows[3].is_null(3));
+  // Accessors convert across types and an index past the end reads as NULL.
+  EXPECT_EQ(rows[3].str(1), "-1");
+  EXPECT_EQ(rows[3].str(2), "2.5");
+  EXPECT_TRUE(rows[3].boolean(1));
+  EXPECT_TRUE(rows[3].is_null(99));
+  EXPECT_EQ(rows[3].i64(99), 0);
+}
+
+TEST_P(StoreTest, RoundTripsBinaryBlobs) {
+  write_sql(std::string("CREATE TABLE blobs (k TEXT PRIMARY KEY, v ") + (pg() ? "BYTEA" : "BLOB") + ")");
+  std::string bytes("\x00\xFF\\x41\x01'\"?", 9);
+  std::string random = random_bytes(64);
+  write_sql("INSERT INTO blobs (k, v) VALUES (?, ?)", {std::string("a"), bytes});
+  write_sql("INSERT INTO blobs (k, v) VALUES (?, ?)", {std::string("b"), random});
+  std::string a, b;
+  ASSERT_TRUE(db_->read([&](Conn& c) -> Status {
+                    SIKA_ASSIGN_OR_RETURN(auto ra, c.query_one("SELECT v FROM blobs WHERE k = ?", {std::string("a")}));
+                    SIKA_ASSIGN_OR_RETURN(auto rb, c.query_one("SELECT v FROM blobs WHERE k = ?", {std::string("b")}));
+                    a = ra->str(0);
+                    b = rb->str(0);
+                    return {};
+                  }).ok());
+  EXPECT_EQ(a, bytes);
+  EXPECT_EQ(b, random);
+}
+
+TEST_P(StoreTest, PlaceholdersInsideLiteralsAreNotParameters) {
+  create_values_table();
+  write_sql("INSERT INTO vals (k, s) VALUES (?, 'what?')", {std::string("q")});
+  std::string literal, param, stored, quoted;
+  ASSERT_TRUE(db_->read([&](Conn& c) -> Status {
+                    SIKA_ASSIGN_OR_RETURN(
+                        auto row, c.query_one("SELECT '?' AS \"col?\", ? /* ? */, s FROM vals -- ?\n WHERE k = ?",
+                                              {std::string("x"), std::string("q")}));
+                    literal = row->str(0);
+                    param = row->str(1);
+                    stored = row->str(2);
+                    SIKA_ASSIGN_OR_RETURN(auto q2, c.query_one("SELECT 'it''s ?' || ?", {std::string("!")}));
+                    quoted = q2->str(0);
+                    return {};
+                  }).ok());
+  EXPECT_EQ(literal, "?");
+  EXPECT_EQ(param, "x");
+  EXPECT_EQ(stored, "what?");
+  EXPECT_EQ(quoted, "it's ?!");
+}
+
+TEST(StoreRewrite, RewritesOnlyRealPlaceholders) {
+  auto r = detail::rewrite_placeholders(
+      "SELECT ?, '?''?', \"a?\"\"?\", E'\\'?', $$ ? $$, $t$ ? $t$, a$b, ? -- ?\n/* ? /* ? */ ? */ ?");
+  EXPECT_EQ(r.sql, "SELECT $1, '?''?', \"a?\"\"?\", E'\\'?', $$ ? $$, $t$ ? $t$, a$b, $2 -- ?\n/* ? /* ? */ ? */ $3");
+  EXPECT_EQ(r.placeholders, 3u);
+  auto same = detail::rewrite_placeholders("SELECT 1");
+  EXPECT_EQ(same.sql, "SELECT 1");
+  EXPECT_EQ(same.placeholders, 0u);
+}
+
+TEST(StoreRewrite, RedactsBoundValues) {
+  EXPECT_EQ(detail::redact_params("invalid input syntax for type bigint: \"hunter22\"", {std::string("hunter22")}),
+            "invalid input syntax for type bigint: \"<param>\"");
+  EXPECT_EQ(detail::redact_params("value 123456 out of range", {std::int64_t{123456}}), "value <param> out of range");
+}
+
+TEST_P(StoreTest, ConstraintViolationsAreConflicts) {
+  write_sql("CREATE TABLE parents (id BIGINT PRIMARY KEY, email TEXT UNIQUE, amount BIGINT CHECK (amount >= 0))");
+  write_sql("CREATE TABLE children (id BIGINT PRIMARY KEY, parent_id BIGINT REFERENCES parents(id))");
+  write_sql("INSERT INTO parents (id, email, amount) VALUES (1, 'a@example.com', 5)");
+  struct Case {
+    const char* sql;
+    Params params;
+  };
+  std::vector<Case> cases = {
+      {"INSERT INTO parents (id, email, amount) VALUES (?, ?, 1)", {std::int64_t{2}, std::string("a@example.com")}},
+      {"INSERT INTO parents (id, email, amount) VALUES (?, ?, 1)", {std::int64_t{1}, std::string("b@example.com")}},
+      {"INSERT INTO parents (id, email, amount) VALUES (?, ?, ?)",
+       {std::int64_t{3}, std::string("c@example.com"), std::int64_t{-1}}},
+      {"INSERT INTO children (id, parent_id) VALUES (?, ?)", {std::int64_t{1}, std::int64_t{42}}},
+  };
+  for (const auto& k : cases) {
+    Status st = db_->write([&](Conn& c) -> Status {
+      SIKA_TRY(c.exec(k.sql, k.params));
+      return {};
+    });
+    ASSERT_FALSE(st.ok()) << k.sql;
+    EXPECT_EQ(st.error().status, 409) << k.sql;
+    EXPECT_EQ(st.error().code, "conflict");
+    ASSERT_TRUE(st.error().details.is_object()) << details_text(st.error());
+    const auto* name = st.error().details.as_object().if_contains("constraint");
+    ASSERT_NE(name, nullptr);
+    EXPECT_FALSE(name->as_string().empty());
+    // The conflicting value (an e-mail address here) is never part of the error.
+    EXPECT_EQ(details_text(st.error()).find("example.com"), std::string::npos) << details_text(st.error());
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM parents"), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM children"), 0);
+}
+
+TEST_P(StoreTest, ErrorsNeverEchoBoundValues) {
+  create_values_table();
+  const std::string secret = "sk_live_supersecretvalue";
+  Status st = db_->write([&](Conn& c) -> Status {
+    SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES (?, ?)", {std::string("k"), secret}));
+    SIKA_TRY(c.exec("SELECT no_such_column FROM vals WHERE s = ?", {secret}));
+    return {};
+  });
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().status, 500);
+  EXPECT_EQ(details_text(st.error()).find("supersecret"), std::string::npos) << details_text(st.error());
+}
+
+TEST_P(StoreTest, FailingWriteUnitLeavesNothing) {
+  create_values_table();
+  Status st = db_->write([&](Conn& c) -> Status {
+    SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES (?, ?)", {std::string("x"), std::int64_t{1}}));
+    return not_found(boost::json::string("on purpose"));
+  });
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().status, 404);
+  EXPECT_EQ(st.error().details.as_string(), "on purpose");
+
+  st = db_->write([&](Conn& c) -> Status {
+    SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES (?, ?)", {std::string("y"), std::int64_t{1}}));
+    throw std::runtime_error("boom");
+  });
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().status, 500);
+  EXPECT_EQ(st.error().code, "internal_error");
+
+  // A unit that swallows a failed statement still fails as a whole (the transaction is aborted).
+  write_sql("INSERT INTO vals (k, i) VALUES ('dup', 0)");
+  st = db_->write([&](Conn& c) -> Status {
+    SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES (?, ?)", {std::string("z"), std::int64_t{1}}));
+    auto dup = c.exec("INSERT INTO vals (k, i) VALUES ('dup', 1)");
+    EXPECT_FALSE(dup.ok());
+    auto after = c.exec("UPDATE vals SET i = 2 WHERE k = 'z'");
+    EXPECT_FALSE(after.ok());
+    return {};
+  });
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().status, 409);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), 1);
+}
+
+TEST_P(StoreTest, ExecReportsChangedRows) {
+  create_values_table();
+  std::int64_t inserted = 0, updated = 0, selected = -1, none = -1;
+  ASSERT_TRUE(db_->write([&](Conn& c) -> Status {
+                    SIKA_ASSIGN_OR_RETURN(inserted, c.exec("INSERT INTO vals (k, i) VALUES ('a', 1), ('b', 1), ('c', 2)"));
+                    SIKA_ASSIGN_OR_RETURN(updated, c.exec("UPDATE vals SET i = ? WHERE i = ?", {std::int64_t{5},
+                                                                                                std::int64_t{1}}));
+                    SIKA_ASSIGN_OR_RETURN(selected, c.exec("SELECT * FROM vals"));
+                    SIKA_ASSIGN_OR_RETURN(none, c.exec("UPDATE vals SET i = 0 WHERE k = 'missing'"));
+                    return {};
+                  }).ok());
+  EXPECT_EQ(inserted, 3);
+  EXPECT_EQ(updated, 2);
+  EXPECT_EQ(selected, 0);
+  EXPECT_EQ(none, 0);
+  std::optional<std::int64_t> returned;
+  ASSERT_TRUE(db_->write([&](Conn& c) -> Status {
+                    SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("UPDATE vals SET i = i + 1 WHERE k = ? RETURNING i",
+                                                                {std::string("c")}));
+                    returned = row ? row->opt_i64(0) : std::nullopt;
+                    return {};
+                  }).ok());
+  EXPECT_EQ(returned, 3);
+}
+
+TEST_P(StoreTest, PlaceholderCountMismatchIsAnError) {
+  create_values_table();
+  Status st = db_->read([&](Conn& c) -> Status {
+    SIKA_TRY(c.query("SELECT * FROM vals WHERE k = ? AND i = ?", {std::string("a")}));
+    return {};
+  });
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().status, 500);
+}
+
+TEST_P(StoreTest, ReadsCannotWrite) {
+  create_values_table();
+  Status st = db_->read([&](Conn& c) -> Status {
+    SIKA_TRY(c.exec("INSERT INTO vals (k) VALUES ('r')"));
+    return {};
+  });
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), 0);
+}
+
+TEST_P(StoreTest, ConcurrentWritersAreAllDurable) {
+  create_values_table();
+  constexpr int kThreads = 16;
+  constexpr int kWrites = 40;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int w = 0; w < kWrites; ++w) {
+        Status st = db_->write([&](Conn& c) -> Status {
+          SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES (?, ?)",
+                          {std::to_string(t) + "-" + std::to_string(w), std::int64_t{t}}));
+          return {};
+        });
+        if (!st) failures.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  // Durable: a fresh connection (a restart, for SQLite) sees every row.
+  db_->close();
+  db_ = open_db();
+  EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), kThreads * kWrites);
+}
+
+TEST_P(StoreTest, FailingUnitInABatchRollsBackAlone) {
+  create_values_table();
+  std::latch blocker_running(1);
+  std::thread blocker([&] {
+    Status st = db_->write([&](Conn& c) -> Status {
+      SIKA_TRY(c.exec("INSERT INTO vals (k) VALUES ('blocker')"));
+      blocker_running.count_down();
+      // Holds the SQLite writer so the next units queue up and share one batch.
+      std::this_thread::sleep_for(500ms);
+      return {};
+    });
+    EXPECT_TRUE(st.ok());
+  });
+  blocker_running.wait();
+  std::vector<std::thread> units;
+  std::vector<Status> results(5);
+  for (int i = 0; i < 5; ++i) {
+    units.emplace_back([&, i] {
+      results[i] = db_->write([&](Conn& c) -> Status {
+        SIKA_TRY(c.exec("INSERT INTO vals (k) VALUES (?)", {"unit-" + std::to_string(i)}));
+        if (i == 2) return bad_request("rejected", boost::json::string("unit 2 fails"));
+        if (i == 3) SIKA_TRY(c.exec("INSERT INTO vals (k) VALUES ('blocker')"));  // conflicts
+        return {};
+      });
+    });
+  }
+  for (auto& th : units) th.join();
+  blocker.join();
+  EXPECT_TRUE(results[0].ok());
+  EXPECT_TRUE(results[1].ok());
+  ASSERT_FALSE(results[2].ok());
+  EXPECT_EQ(results[2].error().code, "rejected");
+  ASSERT_FALSE(results[3].ok());
+  EXPECT_EQ(results[3].error().status, 409);
+  EXPECT_TRUE(results[4].ok());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), 4);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM vals WHERE k IN ('unit-2', 'unit-3')"), 0);
+  if (!pg()) {
+    DbStats s = db_->stats();
+    EXPECT_GE(s.largest_batch, 5u) << "the five queued units should have shared one transaction";
+    EXPECT_GE(s.batched_units, 5u);
+  }
+}
+
+TEST_P(StoreTest, NestedWriteIsRefusedOnSqlite) {
+  if (pg()) GTEST_SKIP() << "PostgreSQL runs a nested write on another connection";
+  Status inner = Status();
+  Status outer = db_->write([&](Conn&) -> Status {
+    inner = db_->write([](Conn&) -> Status { return {}; });
+    return {};
+  });
+  EXPECT_TRUE(outer.ok());
+  ASSERT_FALSE(inner.ok());
+  EXPECT_EQ(inner.error().status, 500);
+}
+
+TEST_P(StoreTest, ClosedDbRefusesWork) {
+  db_->close();
+  Status r = db_->read([](Conn&) -> Status { return {}; });
+  Status w = db_->write([](Conn&) -> Status { return {}; });
+  ASSERT_FALSE(r.ok());
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(r.error().status, 503);
+  EXPECT_EQ(w.error().status, 503);
+  EXPECT_FALSE(db_->ping().ok());
+}
+
+TEST_P(StoreTest, MigrationsAreIdempotent) {
+  auto v0 = schema_version(*db_);
+  ASSERT_TRUE(v0.ok());
+  EXPECT_EQ(*v0, 0);
+  auto first = migrate(*db_);
+  ASSERT_TRUE(first.ok()) << details_text(first.error());
+  std::vector<int> all;
+  for (const auto& m : all_migrations()) all.push_back(m.version);
+  EXPECT_EQ(*first, all);
+  auto second = migrate(*db_);
+  ASSERT_TRUE(second.ok()) << details_text(second.error());
+  EXPECT_TRUE(second->empty());
+  auto v = schema_version(*db_);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, all.back());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM schema_migrations"), static_cast<std::int64_t>(all.size()));
+  // {{pk}} became an auto-increment key on this dialect.
+  write_sql("INSERT INTO merchants (matricule, name, created_at) VALUES ('MCH-1', 'One', 1)");
+  write_sql("INSERT INTO merchants (matricule, name, created_at) VALUES ('MCH-2', 'Two', 2)");
+  EXPECT_EQ(count("SELECT MAX(id) - MIN(id) FROM merchants"), 1);
+}
+
+TEST_P(StoreTest, ConcurrentMigrationsFromTwoNodesApplyEachVersionOnce) {
+  auto other = open_db();
+  ASSERT_NE(other, nullptr);
+  Result<std::vector<int>> a = std::vector<int>{}, b = std::vector<int>{};
+  std::thread ta([&] { a = migrate(*db_); });
+  std::thread tb([&] { b = migrate(*other); });
+  ta.join();
+  tb.join();
+  ASSERT_TRUE(a.ok()) << details_text(a.error());
+  ASSERT_TRUE(b.ok()) << details_text(b.error());
+  EXPECT_EQ(a->size() + b->size(), all_migrations().size());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM schema_migrations"), static_cast<std::int64_t>(all_migrations().size()));
+  other->close();
+}
+
+TEST_P(StoreTest, OutboxNumbersEventsPerSubject) {
+  ASSERT_TRUE(migrate(*db_).ok());
+  std::vector<AppendedEvent> events;
+  boost::json::object payload;
+  payload["amount"] = 1500;
+  payload["note"] = "caf\xC3\xA9";
+  for (const char* subject : {"TX-A", "TX-A", "TX-B", "TX-A"}) {
+    ASSERT_TRUE(db_->write([&](Conn& c) -> Status {
+                      SIKA_ASSIGN_OR_RETURN(auto e, append_event(c, std::nullopt, "payment.updated", subject,
+                                                                 payload, 1234));
+                      events.push_back(e);
+                      return {};
+                    }).ok());
+  }
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].sequence, 1);
+  EXPECT_EQ(events[1].sequence, 2);
+  EXPECT_EQ(events[2].sequence, 1);
+  EXPECT_EQ(events[3].sequence, 3);
+  std::set<std::string> ids;
+  for (const auto& e : events) {
+    EXPECT_TRUE(e.event_id.starts_with("evt_")) << e.event_id;
+    EXPECT_GE(e.event_id.size(), 20u);
+    ids.insert(e.event_id);
+  }
+  EXPECT_EQ(ids.size(), 4u);
+  std::string stored;
+  ASSERT_TRUE(db_->read([&](Conn& c) -> Status {
+                    SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT payload, event_type, created_at FROM events "
+                                                                "WHERE event_id = ?",
+                                                                {events[2].event_id}));
+                    stored = row->str(0);
+                    EXPECT_EQ(row->str(1), "payment.updated");
+                    EXPECT_EQ(row->i64(2), 1234);
+                    return {};
+                  }).ok());
+  EXPECT_EQ(boost::json::parse(stored), boost::json::value(payload));
+}
+
+TEST_P(StoreTest, ConcurrentOutboxAppendsGetDistinctSequences) {
+  ASSERT_TRUE(migrate(*db_).ok());
+  constexpr int kThreads = 6;
+  constexpr int kEach = 5;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kEach; ++i) {
+        Status st = db_->write([&](Conn& c) -> Status {
+          SIKA_TRY(append_event(c, std::nullopt, "payment.updated", "TX-HOT", {}, 1));
+          return {};
+        });
+        if (!st) {
+          failures.fetch_add(1);
+          ADD_FAILURE() << details_text(st.error());
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(count("SELECT COUNT(DISTINCT sequence) FROM events WHERE subject = 'TX-HOT'"), kThreads * kEach);
+  EXPECT_EQ(count("SELECT MAX(sequence) FROM events WHERE subject = 'TX-HOT'"), kThreads * kEach);
+}
+
+TEST_P(StoreTest, PostgresReplacesTerminatedConnections) {
+  if (!pg()) GTEST_SKIP() << "PostgreSQL only";
+  create_values_table();
+  ASSERT_TRUE(db_->ping().ok());
+  // Another session kills every pooled connection, as a server restart would.
+  admin_exec(admin_dsn_, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" + database_ +
+                             "' AND pid <> pg_backend_pid()");
+  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(db_->ping().ok());
+  write_sql("INSERT INTO vals (k) VALUES ('after-kill')");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), 1);
+  EXPECT_GE(db_->stats().reconnects, 1u);
+
+  // A connection that dies in the middle of a read: the read runs again on a new connection.
+  int read_calls = 0;
+  Status r = db_->read([&](Conn& c) -> Status {
+    if (++read_calls == 1) SIKA_TRY(c.query("SELECT pg_terminate_backend(pg_backend_pid())"));
+    SIKA_TRY(c.query("SELECT 1"));
+    return {};
+  });
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : details_text(r.error()));
+  EXPECT_EQ(read_calls, 2);
+
+  // ... and in the middle of a write unit (before COMMIT): the unit runs again, exactly once.
+  int write_calls = 0;
+  Status w = db_->write([&](Conn& c) -> Status {
+    SIKA_TRY(c.exec("INSERT INTO vals (k) VALUES ('mid-unit')"));
+    if (++write_calls == 1) SIKA_TRY(c.query("SELECT pg_terminate_backend(pg_backend_pid())"));
+    return {};
+  });
+  EXPECT_TRUE(w.ok()) << (w.ok() ? "" : details_text(w.error()));
+  EXPECT_EQ(write_calls, 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM vals WHERE k = 'mid-unit'"), 1);
+  EXPECT_GE(db_->stats().retries, 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgres"),
+                         [](const auto& info) { return info.param; });
+
+TEST(StoreOpen, RejectsBadDsns) {
+  for (const char* dsn : {"mysql://localhost/db", "", "sqlite://", "sqlite://:memory:", "postgres://%zz@/"}) {
+    auto db = open(dsn);
+    ASSERT_FALSE(db.ok()) << dsn;
+    EXPECT_GE(db.error().status, 500) << dsn;
+    ASSERT_TRUE(db.error().details.is_string()) << dsn;
+    EXPECT_FALSE(db.error().details.as_string().empty());
+  }
+  auto unsupported = open("mysql://user:hunter2@localhost/db");
+  ASSERT_FALSE(unsupported.ok());
+  EXPECT_NE(details_text(unsupported.error()).find("mysql"), std::string::npos);
+  EXPECT_EQ(details_text(unsupported.error()).find("hunter2"), std::string::npos);
+  // Nothing listens on port 1: a clear 503 that never shows the password.
+  auto refused = open("postgres://sika:hunter2@127.0.0.1:1/sika?connect_timeout=2");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().status, 503);
+  EXPECT_EQ(details_text(refused.error()).find("hunter2"), std::string::npos) << details_text(refused.error());
+}
+
+}  // namespace
+}  // namespace sika::store
