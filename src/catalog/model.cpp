@@ -1,0 +1,181 @@
+#include "catalog/model.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+
+namespace sika::catalog {
+
+std::string_view to_string(Operation op) { return op == Operation::collection ? "COLLECTION" : "DISBURSEMENT"; }
+
+std::optional<Operation> parse_operation(std::string_view text) {
+  if (text == "COLLECTION") return Operation::collection;
+  if (text == "DISBURSEMENT") return Operation::disbursement;
+  return std::nullopt;
+}
+
+std::string_view to_string(FeeType type) { return type == FeeType::fixed ? "FIXED" : "PERCENTAGE"; }
+
+std::optional<FeeType> parse_fee_type(std::string_view text) {
+  if (text == "FIXED") return FeeType::fixed;
+  if (text == "PERCENTAGE") return FeeType::percentage;
+  return std::nullopt;
+}
+
+std::string_view to_string(ServiceKind kind) { return kind == ServiceKind::mobile_money ? "mobile_money" : "wallet"; }
+
+std::optional<ServiceKind> parse_service_kind(std::string_view text) {
+  if (text == "mobile_money") return ServiceKind::mobile_money;
+  if (text == "wallet") return ServiceKind::wallet;
+  return std::nullopt;
+}
+
+std::string_view Country::dialling_digits() const {
+  std::string_view d = dialling_code;
+  if (!d.empty() && d.front() == '+') d.remove_prefix(1);
+  return d;
+}
+
+double PricingRule::fee_value() const {
+  if (fee_type == FeeType::fixed) return static_cast<double>(fee_units);
+  // ppm -> percent: the nearest double to fee_units / 10^4, which prints back as the decimal
+  // the operator typed (at most 4 decimals).
+  return static_cast<double>(fee_units) / 10'000.0;
+}
+
+std::shared_ptr<const std::regex> compile_pattern(std::string_view pattern) {
+  if (pattern.empty()) return nullptr;
+  try {
+    return std::make_shared<const std::regex>(std::string(pattern), std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error&) {
+    return nullptr;
+  }
+}
+
+Catalog::Catalog(std::int64_t version, std::vector<Country> countries, std::vector<Provider> providers,
+                 std::vector<PaymentService> services, std::vector<PricingRule> rules)
+    : version_(version),
+      countries_(std::move(countries)),
+      providers_(std::move(providers)),
+      services_(std::move(services)),
+      rules_(std::move(rules)) {
+  auto by_id = [](const auto& a, const auto& b) { return a.id < b.id; };
+  std::sort(countries_.begin(), countries_.end(), by_id);
+  std::sort(providers_.begin(), providers_.end(), by_id);
+  std::sort(services_.begin(), services_.end(), by_id);
+  std::sort(rules_.begin(), rules_.end(), by_id);
+  for (std::size_t i = 0; i < countries_.size(); ++i) {
+    country_by_code_[countries_[i].code] = i;
+    country_by_id_[countries_[i].id] = i;
+    country_patterns_.push_back(compile_pattern(countries_[i].msisdn_pattern));
+  }
+  for (std::size_t i = 0; i < providers_.size(); ++i) {
+    provider_by_code_[providers_[i].code] = i;
+    provider_by_id_[providers_[i].id] = i;
+  }
+  for (std::size_t i = 0; i < services_.size(); ++i) {
+    service_by_code_[services_[i].code] = i;
+    service_by_id_[services_[i].id] = i;
+    service_patterns_.push_back(compile_pattern(services_[i].msisdn_pattern));
+  }
+  for (std::size_t i = 0; i < rules_.size(); ++i) {
+    rule_by_code_[rules_[i].code] = i;
+    rule_by_id_[rules_[i].id] = i;
+    rules_by_country_[rules_[i].country_id].push_back(&rules_[i]);
+  }
+}
+
+namespace {
+template <class T, class Map, class Key>
+const T* find_in(const std::vector<T>& rows, const Map& index, const Key& key) {
+  auto it = index.find(key);
+  return it == index.end() ? nullptr : &rows[it->second];
+}
+}  // namespace
+
+const Country* Catalog::country(std::string_view alpha3) const {
+  return find_in(countries_, country_by_code_, std::string(alpha3));
+}
+const Country* Catalog::country_by_id(std::int64_t id) const { return find_in(countries_, country_by_id_, id); }
+const Provider* Catalog::provider(std::string_view code) const {
+  return find_in(providers_, provider_by_code_, std::string(code));
+}
+const Provider* Catalog::provider_by_id(std::int64_t id) const { return find_in(providers_, provider_by_id_, id); }
+const PaymentService* Catalog::service(std::string_view code) const {
+  return find_in(services_, service_by_code_, std::string(code));
+}
+const PaymentService* Catalog::service_by_id(std::int64_t id) const { return find_in(services_, service_by_id_, id); }
+const PricingRule* Catalog::rule(std::string_view code) const {
+  return find_in(rules_, rule_by_code_, std::string(code));
+}
+const PricingRule* Catalog::rule_by_id(std::int64_t id) const { return find_in(rules_, rule_by_id_, id); }
+
+const std::vector<const PricingRule*>& Catalog::rules_of(std::int64_t country_id) const {
+  static const std::vector<const PricingRule*> kNone;
+  auto it = rules_by_country_.find(country_id);
+  return it == rules_by_country_.end() ? kNone : it->second;
+}
+
+bool Catalog::usable(const PaymentService& s) const {
+  const Provider* p = provider_by_id(s.provider_id);
+  const Country* c = country_by_id(s.country_id);
+  return s.active && p && p->active && c && c->active;
+}
+
+Result<std::string> Catalog::normalize_msisdn(const PaymentService& service, std::string_view input,
+                                              std::string_view field) const {
+  auto problem = [&](std::string_view text) {
+    boost::json::object d;
+    d[field] = text;
+    return empty_data(std::move(d));
+  };
+  const Country* country = country_by_id(service.country_id);
+  if (!country) return problem("the service has no country");
+  std::string digits;
+  bool plus = false;
+  for (std::size_t i = 0; i < input.size(); ++i) {
+    char c = input[i];
+    if (c >= '0' && c <= '9') {
+      digits.push_back(c);
+    } else if (c == '+' && digits.empty() && !plus) {
+      plus = true;
+    } else if (c == ' ' || c == '-' || c == '.' || c == '(' || c == ')') {
+      continue;
+    } else {
+      return problem("must contain only digits, spaces and a leading '+'");
+    }
+    if (digits.size() > 20) return problem("is too long");
+  }
+  if (digits.empty()) return problem("must not be empty");
+  std::string_view cc = country->dialling_digits();
+  const auto national_length = static_cast<std::size_t>(country->msisdn_length);
+  std::string national;
+  if (!plus && digits.starts_with("00")) {
+    digits.erase(0, 2);
+    plus = true;
+  }
+  if (digits.size() == cc.size() + national_length && digits.starts_with(cc)) {
+    national = digits.substr(cc.size());
+  } else if (!plus && digits.size() == national_length) {
+    national = digits;
+  } else if (!plus && digits.size() == national_length + 1 && digits.front() == '0') {
+    national = digits.substr(1);  // written with the national trunk prefix, e.g. Gabon's "077 28 01 50"
+  } else if (plus && !digits.starts_with(cc)) {
+    return problem("must be a number of " + country->code + " (" + country->dialling_code + ")");
+  } else {
+    return problem("must have " + std::to_string(national_length) + " digits after " + country->dialling_code);
+  }
+  auto sit = service_by_id_.find(service.id);
+  std::shared_ptr<const std::regex> pattern;
+  if (sit != service_by_id_.end() && &services_[sit->second] == &service) pattern = service_patterns_[sit->second];
+  if (!pattern && !service.msisdn_pattern.empty()) pattern = compile_pattern(service.msisdn_pattern);
+  if (!pattern) {
+    auto cit = country_by_id_.find(country->id);
+    pattern = country_patterns_[cit->second];
+  }
+  if (pattern && !std::regex_match(national, *pattern))
+    return problem("is not a valid " + service.name + " number");
+  return std::string(cc) + national;
+}
+
+}  // namespace sika::catalog

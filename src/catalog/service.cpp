@@ -1,0 +1,449 @@
+#include "catalog/service.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "core/time.hpp"
+#include "web/envelope.hpp"
+
+namespace sika::catalog {
+
+namespace bj = boost::json;
+
+// ---- JSON shapes -----------------------------------------------------------------------------
+
+bj::value service_reference(const Catalog& catalog, std::optional<std::int64_t> service_id) {
+  if (!service_id) return nullptr;
+  const PaymentService* s = catalog.service_by_id(*service_id);
+  if (!s) return nullptr;
+  const Country* c = catalog.country_by_id(s->country_id);
+  return bj::object{{"id", s->id}, {"code", s->code}, {"country", c ? c->code : ""}, {"currency", s->currency}};
+}
+
+bj::object pricing_rule_json(const Catalog& catalog, const PricingRule& r) {
+  auto opt_int = [](const std::optional<std::int64_t>& v) { return v ? bj::value(*v) : bj::value(nullptr); };
+  auto opt_num = [](const std::optional<double>& v) { return v ? bj::value(*v) : bj::value(nullptr); };
+  return bj::object{{"id", r.id},
+                    {"min_amount", opt_int(r.min_amount)},
+                    {"max_amount", opt_int(r.max_amount)},
+                    {"operation", to_string(r.operation)},
+                    {"user_tier", r.user_tier},
+                    {"fee_value", r.fee_value()},
+                    {"fee_type", to_string(r.fee_type)},
+                    {"reward_value", opt_num(r.reward_value)},
+                    {"sponsor_reward_value", opt_num(r.sponsor_reward_value)},
+                    {"incoming_service", service_reference(catalog, r.incoming_service_id)},
+                    {"outgoing_service", service_reference(catalog, r.outgoing_service_id)},
+                    {"active", r.active}};
+}
+
+bj::object country_json(const Country& c, i18n::Locale locale) {
+  return bj::object{{"id", c.id},
+                    {"code", c.code},
+                    {"name", c.name(locale)},
+                    {"active", c.active},
+                    {"alpha2", c.alpha2},
+                    {"dialling_code", c.dialling_code},
+                    {"currency", c.currency}};
+}
+
+bj::object service_json(const Catalog& catalog, const PaymentService& s) {
+  const Provider* p = catalog.provider_by_id(s.provider_id);
+  const Country* c = catalog.country_by_id(s.country_id);
+  auto opt_int = [](const std::optional<std::int64_t>& v) { return v ? bj::value(*v) : bj::value(nullptr); };
+  bj::object msisdn{{"dialling_code", c ? c->dialling_code : ""},
+                    {"national_length", c ? c->msisdn_length : 0},
+                    {"pattern", !s.msisdn_pattern.empty() ? s.msisdn_pattern : (c ? c->msisdn_pattern : "")}};
+  return bj::object{
+      {"id", s.id},
+      {"code", s.code},
+      {"name", s.name},
+      {"kind", to_string(s.kind)},
+      {"country", c ? c->code : ""},
+      {"currency", s.currency},
+      {"provider", p ? bj::value(bj::object{{"id", p->id}, {"code", p->code}, {"name", p->name}}) : bj::value(nullptr)},
+      {"needs_otp", s.needs_otp},
+      {"min_amount", opt_int(s.min_amount)},
+      {"max_amount", opt_int(s.max_amount)},
+      {"msisdn", std::move(msisdn)},
+      {"active", s.active}};
+}
+
+// ---- snapshot and refresh --------------------------------------------------------------------
+
+Service::Service(store::Db& db, Options options) : db_(db), options_(options) {
+  if (options_.refresh_ms < 10) options_.refresh_ms = 10;
+  current_.store(std::make_shared<const Catalog>());
+  if (auto st = refresh(); !st) spdlog::warn("catalog: initial load failed: {}", bj::serialize(st.error().details));
+}
+
+Service::~Service() { stop(); }
+
+std::shared_ptr<const Catalog> Service::snapshot() {
+  std::shared_ptr<const Catalog> cat = current_.load();
+  if (!cat->loaded()) {
+    (void)refresh();
+    cat = current_.load();
+  }
+  return cat;
+}
+
+Status Service::refresh() {
+  std::lock_guard lock(reload_mu_);
+  std::shared_ptr<const Catalog> current = current_.load();
+  std::shared_ptr<const Catalog> next;
+  SIKA_TRY(db_.read([&](store::Conn& conn) -> Status {
+    next.reset();
+    SIKA_ASSIGN_OR_RETURN(std::int64_t version, read_version(conn));
+    if (current->loaded() && version == current->version()) return {};
+    SIKA_ASSIGN_OR_RETURN(next, load_catalog(conn));
+    return {};
+  }));
+  if (next) {
+    current_.store(next);
+    spdlog::debug("catalog: version {} loaded ({} countries, {} services, {} pricing rules)", next->version(),
+                  next->countries().size(), next->services().size(), next->rules().size());
+  }
+  return {};
+}
+
+void Service::start() {
+  std::lock_guard lock(worker_mu_);
+  if (worker_.joinable()) return;
+  stopping_ = false;
+  worker_ = std::thread([this] { poll_loop(); });
+}
+
+void Service::stop() {
+  {
+    std::lock_guard lock(worker_mu_);
+    stopping_ = true;
+  }
+  worker_cv_.notify_all();
+  if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
+}
+
+void Service::poll_loop() {
+  bool failing = false;
+  std::unique_lock lock(worker_mu_);
+  while (!stopping_) {
+    worker_cv_.wait_for(lock, std::chrono::milliseconds(options_.refresh_ms), [this] { return stopping_; });
+    if (stopping_) break;
+    lock.unlock();
+    Status st = refresh();
+    if (!st && !failing) spdlog::warn("catalog: refresh failed, serving the last snapshot: {}", st.error().code);
+    if (st && failing) spdlog::info("catalog: refresh works again");
+    failing = !st;
+    lock.lock();
+  }
+}
+
+Result<Outcome> Service::put(Kind kind, const bj::object& record, Mode mode) {
+  Outcome outcome;
+  SIKA_TRY(db_.write([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(outcome, catalog::put(conn, kind, record, mode, now_ms()));
+    return {};
+  }));
+  (void)refresh();
+  return outcome;
+}
+
+Result<Outcome> Service::set_active(Kind kind, std::string_view code, bool active) {
+  Outcome outcome;
+  SIKA_TRY(db_.write([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(outcome, catalog::set_active(conn, kind, code, active, now_ms()));
+    return {};
+  }));
+  (void)refresh();
+  return outcome;
+}
+
+Result<ImportReport> Service::import(const bj::value& document, Mode mode) {
+  ImportReport report;
+  SIKA_TRY(db_.write([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(report, import_catalog(conn, document, mode, now_ms()));
+    return {};
+  }));
+  (void)refresh();
+  return report;
+}
+
+// ---- handlers --------------------------------------------------------------------------------
+
+namespace {
+
+const web::Principal kNobody{};
+
+const web::Principal& principal_of(const web::Request& req) { return req.principal ? *req.principal : kNobody; }
+
+bool is_alpha3(std::string_view s) {
+  return s.size() == 3 && std::all_of(s.begin(), s.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+}
+
+bool is_code(std::string_view s) {
+  return !s.empty() && s.size() <= 64 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; });
+}
+
+std::string upper(std::string s) {
+  for (char& c : s)
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  return s;
+}
+
+// Reads an optional alpha-3 query parameter (case-insensitive), recording a problem.
+std::optional<std::string> alpha3_param(const web::Request& req, std::string_view name, bj::object& errors,
+                                        bool required = false) {
+  auto v = req.query_param(name);
+  if (!v) {
+    if (required) errors[name] = "is required";
+    return std::nullopt;
+  }
+  std::string code = upper(*v);
+  if (!is_alpha3(code)) {
+    errors[name] = "must be an ISO 3166-1 alpha-3 country code (e.g. CMR)";
+    return std::nullopt;
+  }
+  return code;
+}
+
+std::optional<std::string> code_param(const web::Request& req, std::string_view name, bj::object& errors) {
+  auto v = req.query_param(name);
+  if (!v) return std::nullopt;
+  if (!is_code(*v)) {
+    errors[name] = "must be a code of A-Z, 0-9 and _ (e.g. MTN_MOMO_CMR)";
+    return std::nullopt;
+  }
+  return *v;
+}
+
+std::optional<ServiceKind> kind_param(const web::Request& req, bj::object& errors) {
+  auto v = req.query_param("kind");
+  if (!v) return std::nullopt;
+  auto k = parse_service_kind(*v);
+  if (!k) errors["kind"] = "must be mobile_money or wallet";
+  return k;
+}
+
+std::optional<bool> bool_param(const web::Request& req, std::string_view name, bj::object& errors) {
+  auto v = req.query_param(name);
+  if (!v) return std::nullopt;
+  if (*v == "true") return true;
+  if (*v == "false") return false;
+  errors[name] = "must be true or false";
+  return std::nullopt;
+}
+
+web::Response bad(const web::Request& req, bj::object errors) { return web::error(req, empty_data(std::move(errors))); }
+
+web::Response not_loaded(const web::Request& req) {
+  return web::error(req, unavailable(bj::string("the catalog could not be loaded")));
+}
+
+template <class T>
+bj::array page_of(const std::vector<const T*>& items, const web::Page& page,
+                  const std::function<bj::object(const T&)>& to_json) {
+  bj::array out;
+  auto offset = static_cast<std::size_t>(page.offset());
+  for (std::size_t i = offset; i < items.size() && i < offset + static_cast<std::size_t>(page.limit); ++i)
+    out.push_back(to_json(*items[i]));
+  return out;
+}
+
+// Returns true iff a non-admin may see this rule: it is active, its country is active and every
+// service it names is usable.
+bool rule_visible(const Catalog& cat, const PricingRule& r) {
+  if (!r.active) return false;
+  const Country* c = cat.country_by_id(r.country_id);
+  if (!c || !c->active) return false;
+  for (const auto& id : {r.incoming_service_id, r.outgoing_service_id}) {
+    if (!id) continue;
+    const PaymentService* s = cat.service_by_id(*id);
+    if (!s || !cat.usable(*s)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+web::Response Service::list_countries(web::Request& req) {
+  auto cat = snapshot();
+  if (!cat->loaded()) return not_loaded(req);
+  bj::object errors;
+  web::Page page = web::parse_page(req, errors, 25);
+  if (!errors.empty()) return bad(req, std::move(errors));
+  const bool admin = principal_of(req).admin;
+  std::vector<const Country*> items;
+  for (const Country& c : cat->countries())
+    if (admin || c.active) items.push_back(&c);
+  std::sort(items.begin(), items.end(), [](const Country* a, const Country* b) { return a->code < b->code; });
+  i18n::Locale locale = req.locale;
+  bj::array data = page_of<Country>(items, page, [locale](const Country& c) { return country_json(c, locale); });
+  return web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
+}
+
+web::Response Service::list_fees(web::Request& req) {
+  auto cat = snapshot();
+  if (!cat->loaded()) return not_loaded(req);
+  const web::Principal& who = principal_of(req);
+
+  bj::object errors;
+  web::Page page = web::parse_page(req, errors, 25);
+  auto country_code = alpha3_param(req, "country", errors, true);
+  auto service_code = code_param(req, "service_code", errors);
+  auto incoming_code = code_param(req, "incoming_service_code", errors);
+  auto outgoing_code = code_param(req, "outgoing_service_code", errors);
+  std::optional<Operation> operation;
+  if (auto v = req.query_param("operation")) {
+    operation = parse_operation(*v);
+    if (!operation) errors["operation"] = "must be COLLECTION or DISBURSEMENT";
+  }
+  std::int64_t tier = who.user_tier;
+  if (auto v = req.query_param("user_tier")) {
+    std::int64_t n = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (ec != std::errc() || p != v->data() + v->size() || n < 1 || n > 1'000'000)
+      errors["user_tier"] = "must be an integer between 1 and 1000000";
+    else
+      tier = n;
+  }
+  if (!errors.empty()) return bad(req, std::move(errors));
+
+  if (!who.grants_country(*country_code))
+    return web::error(req, forbidden(bj::object{{"country", "this credential does not grant " + *country_code}}));
+
+  const Country* country = cat->country(*country_code);
+  if (!country || (!country->active && !who.admin)) return bad(req, bj::object{{"country", "unknown country"}});
+  // A named service must exist (and be usable, for non-admins) in this country.
+  auto resolve = [&](const std::optional<std::string>& code, std::string_view field) -> std::optional<std::int64_t> {
+    if (!code) return std::nullopt;
+    const PaymentService* s = cat->service(*code);
+    if (!s || (!who.admin && !cat->usable(*s))) errors[field] = "unknown service";
+    else if (s->country_id != country->id) errors[field] = "is not a service of " + country->code;
+    else return s->id;
+    return std::nullopt;
+  };
+  auto service_id = resolve(service_code, "service_code");
+  auto incoming_id = resolve(incoming_code, "incoming_service_code");
+  auto outgoing_id = resolve(outgoing_code, "outgoing_service_code");
+  if (!errors.empty()) return bad(req, std::move(errors));
+
+  std::vector<const PricingRule*> items;
+  for (const PricingRule* r : cat->rules_of(country->id)) {  // ascending id
+    if (!who.admin && !rule_visible(*cat, *r)) continue;
+    if (r->user_tier != tier) continue;
+    if (operation && r->operation != *operation) continue;
+    if (service_id && r->incoming_service_id != service_id && r->outgoing_service_id != service_id) continue;
+    if (incoming_id && r->incoming_service_id != incoming_id) continue;
+    if (outgoing_id && r->outgoing_service_id != outgoing_id) continue;
+    items.push_back(r);
+  }
+  const Catalog& c = *cat;
+  bj::array data = page_of<PricingRule>(items, page, [&c](const PricingRule& r) { return pricing_rule_json(c, r); });
+  return web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
+}
+
+web::Response Service::list_services(web::Request& req) {
+  auto cat = snapshot();
+  if (!cat->loaded()) return not_loaded(req);
+  const bool admin = principal_of(req).admin;
+  bj::object errors;
+  web::Page page = web::parse_page(req, errors, 25);
+  auto country_code = alpha3_param(req, "country", errors);
+  auto provider_code = code_param(req, "provider", errors);
+  auto kind = kind_param(req, errors);
+  auto active = bool_param(req, "active", errors);
+  if (!errors.empty()) return bad(req, std::move(errors));
+
+  const Country* country = nullptr;
+  if (country_code) {
+    country = cat->country(*country_code);
+    if (!country || (!country->active && !admin)) errors["country"] = "unknown country";
+  }
+  const Provider* provider = nullptr;
+  if (provider_code) {
+    provider = cat->provider(*provider_code);
+    if (!provider || (!provider->active && !admin)) errors["provider"] = "unknown provider";
+  }
+  if (!errors.empty()) return bad(req, std::move(errors));
+
+  std::vector<const PaymentService*> items;
+  for (const PaymentService& s : cat->services()) {
+    if (!admin && !cat->usable(s)) continue;
+    if (country && s.country_id != country->id) continue;
+    if (provider && s.provider_id != provider->id) continue;
+    if (kind && s.kind != *kind) continue;
+    if (active && s.active != *active) continue;
+    items.push_back(&s);
+  }
+  std::sort(items.begin(), items.end(), [](const PaymentService* a, const PaymentService* b) { return a->code < b->code; });
+  const Catalog& c = *cat;
+  bj::array data = page_of<PaymentService>(items, page, [&c](const PaymentService& s) { return service_json(c, s); });
+  return web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
+}
+
+web::Response Service::list_providers(web::Request& req) {
+  auto cat = snapshot();
+  if (!cat->loaded()) return not_loaded(req);
+  const bool admin = principal_of(req).admin;
+  bj::object errors;
+  web::Page page = web::parse_page(req, errors, 25);
+  auto country_code = alpha3_param(req, "country", errors);
+  auto kind = kind_param(req, errors);
+  auto active = bool_param(req, "active", errors);
+  if (!errors.empty()) return bad(req, std::move(errors));
+  const Country* country = nullptr;
+  if (country_code) {
+    country = cat->country(*country_code);
+    if (!country || (!country->active && !admin)) return bad(req, bj::object{{"country", "unknown country"}});
+  }
+
+  // What each provider offers, counting only the services the caller may see.
+  struct Offer {
+    std::vector<std::string> countries, kinds;
+    bool in_country = false, of_kind = false;
+  };
+  std::unordered_map<std::int64_t, Offer> offers;
+  for (const PaymentService& s : cat->services()) {
+    if (!admin && !cat->usable(s)) continue;
+    Offer& o = offers[s.provider_id];
+    const Country* sc = cat->country_by_id(s.country_id);
+    if (sc && std::find(o.countries.begin(), o.countries.end(), sc->code) == o.countries.end())
+      o.countries.push_back(sc->code);
+    std::string k(to_string(s.kind));
+    if (std::find(o.kinds.begin(), o.kinds.end(), k) == o.kinds.end()) o.kinds.push_back(k);
+    if (country && s.country_id == country->id && (!kind || s.kind == *kind)) o.in_country = true;
+    if (kind && s.kind == *kind) o.of_kind = true;
+  }
+  std::vector<const Provider*> items;
+  for (const Provider& p : cat->providers()) {
+    if (!admin && !p.active) continue;
+    if (active && p.active != *active) continue;
+    auto it = offers.find(p.id);
+    if (country && (it == offers.end() || !it->second.in_country)) continue;
+    if (kind && (it == offers.end() || !it->second.of_kind)) continue;
+    items.push_back(&p);
+  }
+  std::sort(items.begin(), items.end(), [](const Provider* a, const Provider* b) { return a->code < b->code; });
+  bj::array data = page_of<Provider>(items, page, [&offers](const Provider& p) {
+    bj::array countries, kinds;
+    if (auto it = offers.find(p.id); it != offers.end()) {
+      std::vector<std::string> cs = it->second.countries, ks = it->second.kinds;
+      std::sort(cs.begin(), cs.end());
+      std::sort(ks.begin(), ks.end());
+      for (auto& c : cs) countries.push_back(bj::string(c));
+      for (auto& k : ks) kinds.push_back(bj::string(k));
+    }
+    return bj::object{{"id", p.id},
+                      {"code", p.code},
+                      {"name", p.name},
+                      {"countries", std::move(countries)},
+                      {"kinds", std::move(kinds)},
+                      {"active", p.active}};
+  });
+  return web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
+}
+
+}  // namespace sika::catalog

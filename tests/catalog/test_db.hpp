@@ -1,0 +1,86 @@
+#pragma once
+// A fresh, migrated database per test on the backend named by the test parameter: "sqlite" (a
+// file in a temporary directory) or "postgres" (a new database created in SIKA_TEST_PG_DSN; the
+// test skips itself when that variable is unset).
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "core/random.hpp"
+#include "store/db.hpp"
+
+namespace sika::catalog::testing {
+
+inline std::string with_database(const std::string& dsn, const std::string& name) {
+  std::size_t host = dsn.find("://");
+  std::size_t slash = dsn.find('/', host + 3);
+  std::size_t query = dsn.find('?', host + 3);
+  std::string tail = query == std::string::npos ? "" : dsn.substr(query);
+  std::string head = slash == std::string::npos || (query != std::string::npos && slash > query)
+                         ? dsn.substr(0, query == std::string::npos ? dsn.size() : query)
+                         : dsn.substr(0, slash);
+  return head + "/" + name + tail;
+}
+
+inline void admin_exec(const std::string& dsn, const std::string& sql) {
+  PGconn* c = PQconnectdb(dsn.c_str());
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  PGresult* r = PQexec(c, sql.c_str());
+  ExecStatusType st = PQresultStatus(r);
+  EXPECT_TRUE(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) << sql << ": " << PQerrorMessage(c);
+  PQclear(r);
+  PQfinish(c);
+}
+
+class DbTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "postgres") {
+      const char* admin = std::getenv("SIKA_TEST_PG_DSN");
+      if (admin == nullptr || *admin == '\0') GTEST_SKIP() << "SIKA_TEST_PG_DSN is not set";
+      admin_dsn_ = admin;
+      database_ = "sika_catalog_test_" + hex_encode(random_bytes(6));
+      admin_exec(admin_dsn_, "CREATE DATABASE " + database_);
+      dsn_ = with_database(admin_dsn_, database_);
+    } else {
+      dir_ = std::filesystem::temp_directory_path() / ("sika-catalog-test-" + hex_encode(random_bytes(6)));
+      std::filesystem::create_directories(dir_);
+      dsn_ = "sqlite://" + (dir_ / "sika.db").string();
+    }
+    db_ = open_db();
+    ASSERT_NE(db_, nullptr);
+    auto migrated = store::migrate(*db_);
+    ASSERT_TRUE(migrated.ok()) << boost::json::serialize(migrated.error().details);
+  }
+
+  void TearDown() override {
+    extra_.clear();
+    if (db_) db_->close();
+    db_.reset();
+    if (!database_.empty()) admin_exec(admin_dsn_, "DROP DATABASE IF EXISTS " + database_ + " WITH (FORCE)");
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  // Another handle on the same database, as a second node would have (closed in TearDown).
+  store::Db& second_node() {
+    extra_.push_back(open_db());
+    return *extra_.back();
+  }
+
+  std::unique_ptr<store::Db> open_db() {
+    auto db = store::open(dsn_);
+    EXPECT_TRUE(db.ok()) << (db.ok() ? "" : boost::json::serialize(db.error().details));
+    return db.ok() ? std::move(db).value() : nullptr;
+  }
+
+  std::string admin_dsn_, database_, dsn_;
+  std::filesystem::path dir_;
+  std::unique_ptr<store::Db> db_;
+  std::vector<std::unique_ptr<store::Db>> extra_;
+};
+
+}  // namespace sika::catalog::testing
