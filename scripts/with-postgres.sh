@@ -2,7 +2,8 @@
 # Runs a command against a throwaway PostgreSQL server:
 #   scripts/with-postgres.sh CMD [ARGS...]
 # Starts a fresh cluster (Debian's postgresql package) in a temporary directory, listening on
-# 127.0.0.1 at a free port with trust authentication, exports
+# 127.0.0.1 at a free port with trust authentication and without fsync (SIKA_PG_FSYNC=on keeps
+# it), exports
 #   SIKA_TEST_PG_DSN=postgres://postgres@127.0.0.1:PORT/postgres
 # runs the command, then stops the server and deletes the directory, whatever happened.
 # Exits with the command's status. Any cluster already running (e.g. Debian's on 5432) is ignored.
@@ -67,13 +68,20 @@ trap 'exit 143' TERM
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# A throwaway server need not survive a power cut: without fsync the PostgreSQL tests run about
+# five times faster here. SIKA_PG_FSYNC=on keeps PostgreSQL's durable defaults (for benchmarks).
+durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+if [ "${SIKA_PG_FSYNC:-off}" = on ]; then
+  durability=""
+fi
+
 # A random free port; another process may take it first, so a failed start tries again.
 port=
 for _ in 1 2 3 4 5 6 7 8; do
   candidate=$((20000 + RANDOM % 40000))
   port_in_use "$candidate" && continue
   if "${as_owner[@]}" "$pg_bin/pg_ctl" -D "$data" -l "$log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $candidate -k $sock -c max_connections=300" start >/dev/null 2>&1; then
+    -o "-c listen_addresses=127.0.0.1 -p $candidate -k $sock -c max_connections=300 $durability" start >/dev/null 2>&1; then
     port=$candidate
     started=1
     break
