@@ -117,6 +117,10 @@ void add_merchant_admin(CLI::App& admin, AdminEnv& env) {
 
 void add_admin_commands(CLI::App& admin, AdminEnv& env) {
   add_merchant_admin(admin, env);
+  add_identity_admin(admin, env);
+  add_webhooks_admin(admin, env);
+  add_payments_admin(admin, env);
+  add_catalog_admin(admin, env);
   // Components: add_<component>_admin(admin, env);
 }
 

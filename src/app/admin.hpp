@@ -35,5 +35,9 @@ inline void check(Status s) {
 
 void add_admin_commands(CLI::App& admin, AdminEnv& env);
 void add_merchant_admin(CLI::App& admin, AdminEnv& env);
+void add_identity_admin(CLI::App& admin, AdminEnv& env);
+void add_webhooks_admin(CLI::App& admin, AdminEnv& env);
+void add_payments_admin(CLI::App& admin, AdminEnv& env);
+void add_catalog_admin(CLI::App& admin, AdminEnv& env);
 
 }  // namespace sika::app

@@ -1,6 +1,6 @@
 #include "app/config.hpp"
 
-#include <toml++/toml.hpp>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cctype>
@@ -49,6 +49,63 @@ const std::vector<KeySpec> kKeys = {
     {"http.body_timeout_ms", "30000", K::integer, "time allowed to receive the request body"},
     {"http.idle_timeout_ms", "60000", K::integer, "idle keep-alive connection lifetime"},
     {"http.shutdown_grace_ms", "15000", K::integer, "time in-flight requests get to finish on SIGTERM"},
+    {"identity.access_token_ttl", "3600", K::integer, "access token lifetime (s)"},
+    {"identity.id_token_ttl", "3600", K::integer, "ID token lifetime (s)"},
+    {"identity.refresh_token_ttl", "2592000", K::integer, "refresh token lifetime (s), renewed at each rotation"},
+    {"identity.refresh_grace_seconds", "10", K::integer,
+     "a rotated refresh token stays usable this long (parallel refreshes, lost responses)"},
+    {"identity.code_ttl", "60", K::integer, "authorization code lifetime (s)"},
+    {"identity.session_ttl", "28800", K::integer, "login session lifetime (s)"},
+    {"identity.signup_enabled", "false", K::boolean, "open the self-service sign-up page"},
+    {"identity.max_failed_logins", "5", K::integer, "failed logins in a row that lock a user"},
+    {"identity.lockout_seconds", "900", K::integer, "how long a locked user stays locked (s)"},
+    {"identity.access_token_alg", "ES256", K::string, "access token signature: ES256 or RS256"},
+    {"identity.token_cache_seconds", "0", K::integer,
+     "verified tokens skip the revocation lookup for this long (0: checked on every request)"},
+    {"identity.token_cache_entries", "20000", K::integer, "verified-token cache size per process"},
+    {"identity.client_cache_seconds", "5", K::integer,
+     "OAuth client records are cached this long (bound for secret rotation and disabling)"},
+    {"identity.key_reload_seconds", "30", K::integer, "how often a server re-reads the signing keys (s)"},
+    {"identity.login_attempts_per_ip", "20", K::integer, "login attempts per IP address and minute (all nodes)"},
+    {"identity.failed_client_auth_per_ip", "30", K::integer,
+     "failed client authentications per IP address and minute before 429 (per process)"},
+    {"identity.token_rate_per_client", "0", K::integer, "tokens per second per client and process (0: unlimited)"},
+    {"webhooks.enabled", "true", K::boolean, "run the webhook delivery worker in serve"},
+    {"webhooks.allow_private_targets", "false", K::boolean,
+     "accept loopback/private notification URLs (development and tests only: SSRF protection off)"},
+    {"webhooks.threads", "32", K::integer, "webhook sender threads per process"},
+    {"webhooks.max_in_flight_per_endpoint", "8", K::integer,
+     "concurrent deliveries to one endpoint per process (a hanging endpoint holds no more threads)"},
+    {"webhooks.connect_timeout_ms", "5000", K::integer, "webhook connect timeout (DNS + TCP + TLS)"},
+    {"webhooks.timeout_ms", "15000", K::integer, "a delivery succeeds only with a 2xx within this time"},
+    {"webhooks.poll_interval_ms", "200", K::integer, "how often an idle worker looks for new events and due retries"},
+    {"webhooks.retry_schedule", "5s,5m,30m,2h,5h,10h,10h,14h,14h,16h", K::string,
+     "delays between attempts (+/-20% jitter); the default retries for about 3 days"},
+    {"webhooks.disable_after_hours", "72", K::integer,
+     "an endpoint failing this long without a success is disabled (event endpoint.disabled)"},
+    {"webhooks.secret_overlap_seconds", "86400", K::integer,
+     "after a secret rotation the previous secret keeps signing this long by default"},
+    {"webhooks.max_endpoints_per_merchant", "20", K::integer, "notification endpoints per merchant"},
+    {"webhooks.demo_url", "", K::url,
+     "serve --demo: register this URL as a notification endpoint of the first demo merchant"},
+    {"webhooks.lease_ms", "0", K::integer,
+     "how long a claimed delivery stays reserved to its worker (0: 2 x (connect + timeout) + 30 s)"},
+    {"payments.enabled", "true", K::boolean, "run the payments expiry worker and the sandbox operator in serve"},
+    {"payments.intent_ttl_ms", "900000", K::integer, "an INITIATED collection expires after this (ms)"},
+    {"payments.pending_ttl_ms", "300000", K::integer, "a PENDING (submitted) collection expires after this (ms)"},
+    {"payments.disbursement_ttl_ms", "86400000", K::integer, "a PENDING payout expires (funds released) after this (ms)"},
+    {"payments.expiry_interval_ms", "1000", K::integer, "how often the expiry worker scans for overdue transactions"},
+    {"payments.max_otp_attempts", "3", K::integer, "wrong one-time codes before a collection FAILS"},
+    {"payments.sandbox_otp", "123456", K::string, "the one-time code the sandbox operator and wallets accept"},
+    {"payments.sandbox_delay_ms", "1500", K::integer, "sandbox operator: time to a collection's or payout's outcome"},
+    {"payments.sandbox_duplicate_delay_ms", "4000", K::integer,
+     "sandbox operator: time to the duplicate callback of numbers ending 0006"},
+    {"payments.sandbox_late_ms", "0", K::integer,
+     "sandbox operator: time to the callback of numbers ending 0007 (0: pending_ttl_ms + 2 s, after expiry)"},
+    {"payments.callback_url", "", K::url,
+     "base URL the sandbox operator calls back (default base_url + /operator/callback)"},
+    {"catalog.refresh_ms", "2000", K::integer,
+     "how often a node polls catalog_version; another node's catalog change is visible within this (ms)"},
 };
 
 bool parse_int(std::string_view s, std::int64_t& out) {
@@ -171,15 +228,17 @@ Result<Config> Config::load(const std::optional<std::string>& file, const std::m
   for (const auto& k : kKeys) c.values_[std::string(k.name)] = std::string(k.default_value);
 
   if (file) {
-    toml::parse_result parsed = toml::parse_file(*file);
-    if (!parsed) {
+    toml::table parsed;
+    try {
+      parsed = toml::parse_file(*file);
+    } catch (const toml::parse_error& e) {
       std::ostringstream os;
-      os << parsed.error().description() << " at line " << parsed.error().source().begin.line;
+      os << e.description() << " at line " << e.source().begin.line;
       return config_error("config file " + *file, os.str());
     }
     std::map<std::string, std::string> flat;
     std::string error;
-    flatten(parsed.table(), "", flat, error);
+    flatten(parsed, "", flat, error);
     if (!error.empty()) return config_error("config file " + *file, error);
     for (auto& [k, v] : flat) {
       if (!find_key(k)) return config_error(k, "unknown key in " + *file);

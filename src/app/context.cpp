@@ -9,6 +9,11 @@
 
 #include "core/crypto.hpp"
 #include "core/random.hpp"
+#include "http/client.hpp"
+#include "identity/service.hpp"
+#include "catalog/service.hpp"
+#include "payments/service.hpp"
+#include "webhooks/service.hpp"
 
 namespace sika::app {
 
@@ -67,12 +72,113 @@ Result<std::unique_ptr<Context>> open_context(Config config, bool migrate) {
 }
 
 Status build_services(Context& ctx) {
-  (void)ctx;
+  {
+    const Config& c = ctx.config;
+    identity::Options o;
+    o.issuer = c.surface_url(web::Surface::identity);
+    o.audience = c.surface_url(web::Surface::gateway);
+    o.pepper = ctx.pepper;
+    o.access_token_ttl = static_cast<int>(c.get_int("identity.access_token_ttl"));
+    o.id_token_ttl = static_cast<int>(c.get_int("identity.id_token_ttl"));
+    o.refresh_token_ttl = static_cast<int>(c.get_int("identity.refresh_token_ttl"));
+    o.refresh_grace_seconds = static_cast<int>(c.get_int("identity.refresh_grace_seconds"));
+    o.code_ttl = static_cast<int>(c.get_int("identity.code_ttl"));
+    o.session_ttl = static_cast<int>(c.get_int("identity.session_ttl"));
+    o.signup_enabled = c.get_bool("identity.signup_enabled");
+    o.max_failed_logins = static_cast<int>(c.get_int("identity.max_failed_logins"));
+    o.lockout_seconds = static_cast<int>(c.get_int("identity.lockout_seconds"));
+    o.default_alg = c.get_string("identity.access_token_alg");
+    o.token_cache_seconds = static_cast<int>(c.get_int("identity.token_cache_seconds"));
+    o.token_cache_entries = static_cast<int>(c.get_int("identity.token_cache_entries"));
+    o.client_cache_seconds = static_cast<int>(c.get_int("identity.client_cache_seconds"));
+    o.key_reload_seconds = static_cast<int>(c.get_int("identity.key_reload_seconds"));
+    o.login_attempts_per_ip = static_cast<int>(c.get_int("identity.login_attempts_per_ip"));
+    o.failed_client_auth_per_ip = static_cast<int>(c.get_int("identity.failed_client_auth_per_ip"));
+    o.token_rate_per_client = static_cast<int>(c.get_int("identity.token_rate_per_client"));
+    try {
+      ctx.identity = std::make_unique<identity::Service>(*ctx.db, std::move(o));
+    } catch (const std::exception& e) {
+      return internal_error(boost::json::string(e.what()));
+    }
+    identity::Service* service = ctx.identity.get();
+    ctx.authenticate = [service](const web::Request& req) { return service->authenticate(req); };
+  }
+  {
+    const Config& c = ctx.config;
+    if (!ctx.http_client) {
+      http::ClientOptions co;
+      // Keep as many pooled connections per host as requests may be in flight to it.
+      co.max_in_flight_per_host =
+          static_cast<std::size_t>(std::max<std::int64_t>(1, c.get_int("webhooks.max_in_flight_per_endpoint")));
+      co.max_idle_per_host = co.max_in_flight_per_host;
+      ctx.http_client = http::make_http_client(co);
+    }
+    webhooks::Options o;
+    o.pepper = ctx.pepper;
+    o.allow_private_targets = c.get_bool("webhooks.allow_private_targets");
+    o.max_endpoints_per_merchant = static_cast<int>(c.get_int("webhooks.max_endpoints_per_merchant"));
+    o.secret_overlap_ms = c.get_int("webhooks.secret_overlap_seconds") * 1000;
+    o.worker.threads = static_cast<int>(std::max<std::int64_t>(1, c.get_int("webhooks.threads")));
+    o.worker.max_in_flight_per_endpoint =
+        static_cast<int>(std::max<std::int64_t>(1, c.get_int("webhooks.max_in_flight_per_endpoint")));
+    o.worker.connect_timeout_ms = static_cast<int>(c.get_int("webhooks.connect_timeout_ms"));
+    o.worker.timeout_ms = static_cast<int>(c.get_int("webhooks.timeout_ms"));
+    o.worker.poll_interval_ms = static_cast<int>(std::max<std::int64_t>(1, c.get_int("webhooks.poll_interval_ms")));
+    o.worker.disable_after_ms = c.get_int("webhooks.disable_after_hours") * 3600 * 1000;
+    o.worker.lease_ms = c.get_int("webhooks.lease_ms");
+    auto schedule = webhooks::RetrySchedule::parse(c.get_string("webhooks.retry_schedule"));
+    if (!schedule)
+      return Error{2, "bad_config", boost::json::string("webhooks.retry_schedule: " +
+                                                        std::string(schedule.error().details.as_string()))};
+    o.worker.schedule = *schedule;
+    ctx.webhooks = std::make_unique<webhooks::Service>(*ctx.db, *ctx.http_client, std::move(o));
+  }
+  {
+    catalog::Options o;
+    o.refresh_ms = ctx.config.get_int("catalog.refresh_ms");
+    ctx.catalog = std::make_unique<catalog::Service>(*ctx.db, o);
+  }
+  {
+    // Payments: after the HTTP client exists; the catalog snapshot is read through ctx at each call.
+    const Config& c = ctx.config;
+    if (!ctx.http_client) ctx.http_client = http::make_http_client(http::ClientOptions{});
+    payments::Options o;
+    o.checkout_url = c.surface_url(web::Surface::checkout);
+    std::string callback = c.get_string("payments.callback_url");
+    o.callback_base_url = callback.empty() ? c.surface_url(web::Surface::gateway) + "/operator/callback" : callback;
+    o.secret = hex_encode(crypto::hmac_sha256(ctx.pepper, "sika:payments:v1"));
+    o.intent_ttl_ms = c.get_int("payments.intent_ttl_ms");
+    o.pending_ttl_ms = c.get_int("payments.pending_ttl_ms");
+    o.disbursement_ttl_ms = c.get_int("payments.disbursement_ttl_ms");
+    o.expiry_interval_ms = c.get_int("payments.expiry_interval_ms");
+    o.max_otp_attempts = static_cast<int>(c.get_int("payments.max_otp_attempts"));
+    o.sandbox_otp = c.get_string("payments.sandbox_otp");
+    o.sandbox_delay_ms = c.get_int("payments.sandbox_delay_ms");
+    o.sandbox_duplicate_delay_ms = c.get_int("payments.sandbox_duplicate_delay_ms");
+    o.sandbox_late_ms = c.get_int("payments.sandbox_late_ms");
+    Context* context = &ctx;
+    payments::CatalogSnapshot snapshot = [context]() -> std::shared_ptr<const catalog::Catalog> {
+      if (context->catalog) return context->catalog->snapshot();
+      static const auto kEmpty = std::make_shared<const catalog::Catalog>();
+      return kEmpty;
+    };
+    ctx.payments = std::make_unique<payments::Service>(*ctx.db, std::move(snapshot), *ctx.http_client, std::move(o));
+  }
   return {};
 }
 
-void start_workers(Context& ctx) { (void)ctx; }
+void start_workers(Context& ctx) {
+  if (ctx.identity) ctx.identity->start();
+  if (ctx.catalog) ctx.catalog->start();
+  if (ctx.webhooks && ctx.config.get_bool("webhooks.enabled")) ctx.webhooks->start();
+  if (ctx.payments && ctx.config.get_bool("payments.enabled")) ctx.payments->start();
+}
 
-void stop_workers(Context& ctx) { (void)ctx; }
+void stop_workers(Context& ctx) {
+  if (ctx.payments) ctx.payments->stop();
+  if (ctx.webhooks) ctx.webhooks->stop();
+  if (ctx.identity) ctx.identity->stop();
+  if (ctx.catalog) ctx.catalog->stop();
+}
 
 }  // namespace sika::app

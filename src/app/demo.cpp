@@ -79,7 +79,13 @@ Status seed_demo(Context& ctx, const std::string& file) {
   demo["dashboard_url"] = ctx.config.surface_url(Surface::dashboard);
   demo["openapi_url"] = ctx.config.surface_url(Surface::gateway) + "/openapi.json";
   SIKA_TRY(seed_merchant_demo(ctx, demo));
-  // Components: SIKA_TRY(seed_<component>_demo(ctx, demo));
+  SIKA_TRY(seed_identity_demo(ctx, demo));
+  SIKA_TRY(seed_catalog_demo(ctx, demo));
+  SIKA_TRY(seed_payments_demo(ctx, demo));
+  SIKA_TRY(seed_webhooks_demo(ctx, demo));
+  // Payment links and subscriptions are not offered yet: their lists stay empty.
+  if (!demo.contains("payment_links")) demo["payment_links"] = boost::json::array{};
+  if (!demo.contains("subscriptions")) demo["subscriptions"] = boost::json::array{};
 
   std::filesystem::path path(file);
   std::error_code ec;

@@ -17,5 +17,9 @@ std::string demo_secret(const Context& ctx, std::string_view label, std::size_t 
 
 // Component seeders (app/demo_<component>.cpp), called in this order.
 Status seed_merchant_demo(Context& ctx, boost::json::object& demo);
+Status seed_identity_demo(Context& ctx, boost::json::object& demo);
+Status seed_catalog_demo(Context& ctx, boost::json::object& demo);
+Status seed_payments_demo(Context& ctx, boost::json::object& demo);
+Status seed_webhooks_demo(Context& ctx, boost::json::object& demo);
 
 }  // namespace sika::app

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <fstream>
 #include <iostream>
 #include <pthread.h>
 
@@ -110,7 +111,10 @@ int serve(Config config, const ServeOptions& options) {
             << "  checkout  " << ctx.config.surface_url(Surface::checkout) << "\n"
             << "  link API  " << ctx.config.surface_url(Surface::link) << "\n"
             << "  dashboard " << ctx.config.surface_url(Surface::dashboard) << "\n";
-  if (options.demo_file) std::cout << "  demo credentials: " << *options.demo_file << "\n";
+  if (options.demo_file) {
+    std::ifstream demo(*options.demo_file);
+    std::cout << "  demo credentials (" << *options.demo_file << "):\n" << demo.rdbuf();
+  }
   std::cout << std::flush;
 
   int sig = 0;

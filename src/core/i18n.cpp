@@ -14,6 +14,7 @@ struct Entry {
 // Keep sorted by code: lookups are binary searches.
 constexpr Entry kMessages[] = {
     {"access_denied", "Accès refusé.", "Access denied."},
+    {"account_not_found", "Aucun titulaire de compte pour ce portefeuille.", "No account holder for this wallet."},
     {"already_exists", "Cet objet existe déjà.", "This object already exists."},
     {"bad_request", "Requête invalide.", "Bad request."},
     {"blocked_address", "Adresse de destination refusée (réseau privé ou réservé).",
@@ -24,9 +25,11 @@ constexpr Entry kMessages[] = {
     {"header_too_large", "En-têtes de requête trop volumineux.", "Request headers too large."},
     {"host_busy", "Trop de requêtes en cours vers cet hôte, réessayez plus tard.",
      "Too many requests in progress to this host, try again later."},
+    {"insufficient_funds", "Solde insuffisant.", "Insufficient balance."},
     {"internal_error", "Erreur interne du serveur.", "Internal server error."},
     {"invalid_client", "Authentification du client refusée.", "Client authentication failed."},
     {"invalid_grant", "Autorisation invalide ou expirée.", "Invalid or expired grant."},
+    {"invalid_otp", "Code à usage unique incorrect.", "Incorrect one-time code."},
     {"invalid_request", "Requête OAuth invalide.", "Invalid OAuth request."},
     {"invalid_scope", "Portée demandée invalide.", "Invalid scope requested."},
     {"invalid_token", "Jeton invalide, expiré ou révoqué.", "Invalid, expired or revoked token."},
@@ -36,6 +39,7 @@ constexpr Entry kMessages[] = {
     {"not_found", "Ressource introuvable.", "Resource not found."},
     {"ok", "Opération réussie.", "Operation successful."},
     {"payload_too_large", "Corps de requête trop volumineux.", "Request body too large."},
+    {"provider_unavailable", "Opérateur momentanément indisponible.", "Provider temporarily unavailable."},
     {"rate_limited", "Trop de requêtes, réessayez plus tard.", "Too many requests, try again later."},
     {"request_timeout", "Délai de requête dépassé.", "Request timed out."},
     {"revoked", "Jeton révoqué.", "Token revoked."},

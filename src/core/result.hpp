@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -16,27 +17,40 @@ struct Error {
   boost::json::value details;  // error.details (object, array, string or null)
 };
 
-inline Error bad_request(std::string code, boost::json::value details = nullptr) {
-  return Error{400, std::move(code), std::move(details)};
+// What error.details holds: a JSON value, or a plain message.
+struct Details {
+  boost::json::value value;
+  Details(boost::json::value v) : value(std::move(v)) {}                // NOLINT
+  Details(boost::json::object v) : value(std::move(v)) {}               // NOLINT
+  Details(boost::json::array v) : value(std::move(v)) {}                // NOLINT
+  Details(boost::json::string v) : value(std::move(v)) {}               // NOLINT
+  Details(const std::string& s) : value(boost::json::string(s)) {}      // NOLINT
+  Details(std::string_view s) : value(boost::json::string(s)) {}        // NOLINT
+  Details(const char* s) : value(boost::json::string(s)) {}             // NOLINT
+  Details(std::nullptr_t) : value(nullptr) {}                           // NOLINT
+};
+
+inline Error bad_request(std::string code, Details details = nullptr) {
+  return Error{400, std::move(code), std::move(details.value)};
 }
-inline Error empty_data(boost::json::value details) { return bad_request("empty_data", std::move(details)); }
-inline Error unauthorized(boost::json::value details = nullptr) {
-  return Error{401, "unauthorized", std::move(details)};
+inline Error empty_data(Details details) { return bad_request("empty_data", std::move(details.value)); }
+inline Error unauthorized(Details details = nullptr) {
+  return Error{401, "unauthorized", std::move(details.value)};
 }
-inline Error forbidden(boost::json::value details = nullptr) {
-  return Error{403, "access_denied", std::move(details)};
+inline Error forbidden(Details details = nullptr) {
+  return Error{403, "access_denied", std::move(details.value)};
 }
-inline Error not_found(boost::json::value details = nullptr) {
-  return Error{404, "not_found", std::move(details)};
+inline Error not_found(Details details = nullptr) {
+  return Error{404, "not_found", std::move(details.value)};
 }
-inline Error conflict(boost::json::value details = nullptr) {
-  return Error{409, "conflict", std::move(details)};
+inline Error conflict(Details details = nullptr) {
+  return Error{409, "conflict", std::move(details.value)};
 }
-inline Error internal_error(boost::json::value details = nullptr) {
-  return Error{500, "internal_error", std::move(details)};
+inline Error internal_error(Details details = nullptr) {
+  return Error{500, "internal_error", std::move(details.value)};
 }
-inline Error unavailable(boost::json::value details = nullptr) {
-  return Error{503, "service_unavailable", std::move(details)};
+inline Error unavailable(Details details = nullptr) {
+  return Error{503, "service_unavailable", std::move(details.value)};
 }
 
 template <class T>

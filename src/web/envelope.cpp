@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include <spdlog/spdlog.h>
+
 #include "core/json.hpp"
 
 namespace sika::web {
@@ -21,13 +23,16 @@ Response ok(const Request& req, bj::value data, bj::object meta, std::string_vie
 }
 
 Response error(i18n::Locale locale, const Error& err) {
+  // A server-side failure's details (database messages, internal state) are logged, never sent.
+  bool server_side = err.status >= 500;
+  if (server_side) spdlog::error("{} {}: {}", err.status, err.code, bj::serialize(err.details));
   bj::object env;
   env["success"] = false;
   env["code"] = err.status;
   env["message"] = err.code;
   env["locale"] = i18n::name(locale);
   bj::object e;
-  e["details"] = err.details;
+  e["details"] = server_side ? bj::value(nullptr) : err.details;
   e["text"] = i18n::text(err.code, locale);
   env["error"] = std::move(e);
   Response r = Response::json(err.status, bj::serialize(env));
