@@ -165,10 +165,18 @@ PaymentOrder Service::order_for(const Transaction& tx, std::optional<std::string
 
 Status Service::write(const std::function<Status(store::Conn&, ledger::Learned&)>& fn) {
   ledger::Learned learned;
-  Status st = db_.write([&](store::Conn& c) -> Status {
-    learned.clear();
-    return fn(c, learned);
-  });
+  Status st;
+  // Hot ledger rows (a merchant's balance, fee revenue) make concurrent SERIALIZABLE units on
+  // PostgreSQL conflict; the store retries a unit a few times, and payments units (re-runnable by
+  // construction) get a few more rounds with a randomized pause before a 503 reaches the caller.
+  for (int round = 0;; ++round) {
+    st = db_.write([&](store::Conn& c) -> Status {
+      learned.clear();
+      return fn(c, learned);
+    });
+    if (st || st.error().status != 503 || round >= 3 || db_.dialect() != store::Dialect::postgres) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(2000 + random_uniform(8000 << round)));
+  }
   if (st) accounts_.remember(learned);
   return st;
 }
