@@ -121,11 +121,16 @@ EOF
   wrk -t1 -c4 -d1s -s "$TMP/intent.lua" "$base/collection/intent" >/dev/null  # warm-up
   read -r I_RPS I_P99 I_ERR <<<"$(drive "$base/collection/intent" "$TMP/intent.lua")"
   read -r S_RPS S_P99 S_ERR <<<"$(drive "$base/collection/status" "$TMP/status.lua")"
+  # The same server's /healthz in the same run: the floor of this machine at this moment.
+  local h_out h_rps
+  h_out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" "http://127.0.0.1:$port/healthz")
+  h_rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$h_out")
   local count
   count=$(curl -fsS -o /dev/null -w '%{http_code}' -X POST -H "content-type: application/json" \
     -H "x-sp-auth-token: Bearer $token" -d "{\"transaction_reference\":\"$(head -1 "$BENCH_REFS")\"}" "$base/collection/status")
   printf "%-9s %-22s %12s %10s  %s\n" "$backend" "POST /collection/intent" "$I_RPS" "$I_P99" "errors: $I_ERR"
   printf "%-9s %-22s %12s %10s  %s\n" "$backend" "POST /collection/status" "$S_RPS" "$S_P99" "errors: $S_ERR (check: $count)"
+  printf "%-9s %-22s %12s %10s  %s\n" "$backend" "GET /healthz" "$h_rps" "" "(same server, same run)"
   kill "${PIDS[-1]}" 2>/dev/null || true
   wait "${PIDS[-1]}" 2>/dev/null || true
 }

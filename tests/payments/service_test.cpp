@@ -37,6 +37,11 @@ TEST_P(PaymentsTest, IntentReturnsTheFullRecordWithFeeFromTheFeeEngine) {
   EXPECT_EQ(rec.at("customer_wallet"), "237690000010");
   std::string ref(rec.at("transaction_reference").as_string());
   EXPECT_TRUE(ref.starts_with("TX-"));
+  EXPECT_EQ(ref.size(), 19u);
+  EXPECT_EQ(ref.find_first_not_of("23456789ABCDEFGHJKLMNPQRSTUVWXYZ", 3), std::string::npos);
+  EXPECT_TRUE(std::string(rec.at("invoice_reference").as_string()).starts_with("INV-"));
+  EXPECT_TRUE(is_uuid(rec.at("provider_reference").as_string()));
+  EXPECT_NE(rec.at("provider_reference"), create_ok(p, intent_body()).at("provider_reference"));
   EXPECT_TRUE(std::string(rec.at("confirmation_url").as_string())
                   .starts_with("http://127.0.0.1:1/checkout/confirm/" + ref + "?sig="));
   EXPECT_TRUE(std::string(rec.at("updated_at").as_string()).ends_with("Z"));
