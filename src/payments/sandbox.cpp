@@ -106,9 +106,18 @@ std::string SandboxOperator::sign(std::string_view body, std::int64_t ts_ms) con
 Status SandboxOperator::submit(const PaymentOrder& order) {
   OperatorStatus st = outcome(order);
   SandboxScenario scenario = sandbox_scenario(order.msisdn);
+  std::int64_t base = order.submitted_at > 0 ? order.submitted_at : now();
+  {
+    std::lock_guard lock(mu_);
+    if (submitted_.size() >= 200'000) {
+      // Forget submissions older than a day (their transactions expired long ago).
+      std::int64_t horizon = now() - 86'400'000 - options_.late_ms;
+      std::erase_if(submitted_, [&](const auto& kv) { return kv.second < horizon; });
+    }
+    submitted_[order.provider_reference] = base;
+  }
   if (scenario == SandboxScenario::stuck) return {};
   std::string body = callback_body(order, st);
-  std::int64_t base = order.submitted_at > 0 ? order.submitted_at : now();
   if (scenario == SandboxScenario::late) {
     schedule(Job{base + options_.late_ms, 0, std::move(body)});
     return {};
@@ -122,9 +131,16 @@ Status SandboxOperator::request_collection(const PaymentOrder& order) { return s
 Status SandboxOperator::request_payout(const PaymentOrder& order) { return submit(order); }
 
 Result<OperatorStatus> SandboxOperator::query_status(const PaymentOrder& order) {
+  std::int64_t submitted_at = 0;
+  {
+    std::lock_guard lock(mu_);
+    auto it = submitted_.find(order.provider_reference);
+    if (it == submitted_.end()) return not_found(bj::string("the sandbox operator has no such request"));
+    submitted_at = it->second;
+  }
   OperatorStatus st = outcome(order);
   SandboxScenario scenario = sandbox_scenario(order.msisdn);
-  std::int64_t ready_at = order.submitted_at + (scenario == SandboxScenario::late ? options_.late_ms : options_.delay_ms);
+  std::int64_t ready_at = submitted_at + (scenario == SandboxScenario::late ? options_.late_ms : options_.delay_ms);
   if (now() < ready_at) {
     st.state = OperatorStatus::State::pending;
     st.reason.clear();

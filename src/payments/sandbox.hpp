@@ -3,8 +3,9 @@
 // accepts a submission at once, decides the outcome from the customer's number (magic
 // MSISDNs, below), and reports it later by calling the platform's callback route over real
 // HTTP, signed with the platform's callback secret; status queries give the same answer from
-// the same moment. Outcomes depend only on the number and the submission time, so a restart
-// loses scheduled callbacks but never changes an answer.
+// the same moment. Outcomes depend only on the number and the submission time. Like a real
+// operator, it only knows what was submitted to it: a query about anything else is 404 (it keeps
+// its submissions in memory, so after a restart the platform expires what was in flight).
 //
 // Magic numbers (the last four digits of the number):
 //   ...0001  FAILED  INSUFFICIENT_FUNDS
@@ -22,6 +23,7 @@
 #include <queue>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "payments/connector.hpp"
@@ -106,6 +108,7 @@ class SandboxOperator final : public Connector {
   std::vector<std::thread> threads_;
   bool stopping_ = false;
   int in_flight_ = 0;
+  std::unordered_map<std::string, std::int64_t> submitted_;  // provider_reference -> submitted_at
 };
 
 }  // namespace sika::payments

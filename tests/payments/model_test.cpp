@@ -147,6 +147,9 @@ TEST(Sandbox, QueryAnswersPendingUntilTheOutcomeIsDue) {
   order.provider_reference = "p";
   order.submitted_at = clock;
   order.msisdn = "237690000000";
+  // Only what was submitted is known.
+  EXPECT_EQ(op.query_status(order).error().status, 404);
+  ASSERT_TRUE(op.request_collection(order).ok());
   EXPECT_EQ(op.query_status(order)->state, OperatorStatus::State::pending);
   clock += 100;
   EXPECT_EQ(op.query_status(order)->state, OperatorStatus::State::succeeded);
