@@ -6,7 +6,7 @@
 //   GET /api/plain-db     5 countries from SQLite   GET /api/authed-db    the same, authenticated
 // Prints "TOKEN <jwt>" (a client_credentials token) then "READY", and serves until SIGINT/SIGTERM.
 //
-// Usage: identity_auth_bench PORT DIR
+// Usage: identity_auth_bench PORT DIR [TOKEN_CACHE_SECONDS]   (default 0: denylist lookup per request)
 #include <signal.h>
 
 #include <boost/json.hpp>
@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   o.issuer = base + "/auth";
   o.audience = base + "/api";
   o.pepper = pepper;
+  o.token_cache_seconds = argc > 3 ? std::stoi(argv[3]) : 0;
   identity::Service identity(**db, o);
 
   web::Request tr;

@@ -161,31 +161,36 @@ echo "revocations/s $rps  p99 $p99  (rows in the denylist: $revoked of $REVOKE_T
 kill "$SIKA_PID" 2>/dev/null || true
 
 # ---- 2. JWT verification overhead -----------------------------------------------------------------
-AB_PORT=$(free_port)
-mkdir -p "$TMP/auth"
-"$AUTH_BENCH" "$AB_PORT" "$TMP/auth" > "$TMP/auth.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 1 300); do grep -q READY "$TMP/auth.log" 2>/dev/null && break; sleep 0.1; done
-TOKEN=$(awk '/^TOKEN/ {print $2}' "$TMP/auth.log")
-[[ -n "$TOKEN" ]] || { echo "identity_auth_bench did not start:"; cat "$TMP/auth.log"; exit 1; }
-BASE="http://127.0.0.1:$AB_PORT/api"
-[[ $(curl -s -o /dev/null -w '%{http_code}' -H "x-sp-auth-token: Bearer $TOKEN" "$BASE/authed-db") == 200 ]] ||
-  { echo "authenticated GET refused"; exit 1; }
-[[ $(curl -s -o /dev/null -w '%{http_code}' "$BASE/authed-db") == 401 ]] || { echo "unauthenticated GET accepted"; exit 1; }
+# Mode 0: the denylist is looked up on every request (default; revocation refused at once everywhere).
+# Mode 1: identity.token_cache_seconds=1 (the lookup runs once a second per token and process).
+for MODE in 0 1; do
+  AB_PORT=$(free_port)
+  mkdir -p "$TMP/auth$MODE"
+  "$AUTH_BENCH" "$AB_PORT" "$TMP/auth$MODE" "$MODE" > "$TMP/auth$MODE.log" 2>&1 &
+  PIDS+=($!)
+  AB_PID=$!
+  for _ in $(seq 1 300); do grep -q READY "$TMP/auth$MODE.log" 2>/dev/null && break; sleep 0.1; done
+  TOKEN=$(awk '/^TOKEN/ {print $2}' "$TMP/auth$MODE.log")
+  [[ -n "$TOKEN" ]] || { echo "identity_auth_bench did not start:"; cat "$TMP/auth$MODE.log"; exit 1; }
+  BASE="http://127.0.0.1:$AB_PORT/api"
+  [[ $(curl -s -o /dev/null -w '%{http_code}' -H "x-sp-auth-token: Bearer $TOKEN" "$BASE/authed-db") == 200 ]] ||
+    { echo "authenticated GET refused"; exit 1; }
+  [[ $(curl -s -o /dev/null -w '%{http_code}' "$BASE/authed-db") == 401 ]] || { echo "unauthenticated GET accepted"; exit 1; }
 
-echo
-echo "== JWT verification overhead (GET, x-sp-auth-token: Bearer <ES256 JWT>)"
-printf '%-22s %-6s %12s %10s %8s\n' route round req/s p99 non-2xx
-for r in $(seq 1 "$ROUNDS"); do
-  for route in plain-db authed-db plain authed; do
-    hdr=""
-    [[ $route == authed* ]] && hdr="x-sp-auth-token: Bearer $TOKEN"
-    read -r rps p99 bad < <(drive "$route" "$BASE/$route" "" "$hdr")
-    printf '%-22s %-6s %12s %10s %8s\n' "$route" "$r" "$rps" "$p99" "$bad"
-    echo "$route $rps" >> "$TMP/auth.txt"
+  echo
+  echo "== JWT verification overhead (GET, x-sp-auth-token: Bearer <ES256 JWT>), token_cache_seconds=$MODE"
+  printf '%-22s %-6s %12s %10s %8s\n' route round req/s p99 non-2xx
+  : > "$TMP/auth.txt"
+  for r in $(seq 1 "$ROUNDS"); do
+    for route in plain-db authed-db plain authed; do
+      hdr=""
+      [[ $route == authed* ]] && hdr="x-sp-auth-token: Bearer $TOKEN"
+      read -r rps p99 bad < <(drive "$route-$MODE" "$BASE/$route" "" "$hdr")
+      printf '%-22s %-6s %12s %10s %8s\n' "$route" "$r" "$rps" "$p99" "$bad"
+      echo "$route $rps" >> "$TMP/auth.txt"
+    done
   done
-done
-python3 - "$TMP/auth.txt" <<'EOF'
+  python3 - "$TMP/auth.txt" <<'EOF'
 import sys, statistics
 rows = {}
 for l in open(sys.argv[1]):
@@ -195,3 +200,5 @@ for plain, authed in (("plain-db", "authed-db"), ("plain", "authed")):
     cost = (1 / m[authed] - 1 / m[plain]) / (1 / m[plain]) * 100
     print(f"median {plain}: {m[plain]:,.0f} req/s, {authed}: {m[authed]:,.0f} req/s -> verification adds {cost:.1f}% per request")
 EOF
+  kill "$AB_PID" 2>/dev/null || true
+done

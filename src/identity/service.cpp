@@ -517,7 +517,14 @@ web::Response Service::token_client_credentials(const web::Request& req, const b
 }
 
 // Marks refresh-token families and their access tokens revoked (inside a write unit).
-Status revoke_family(store::Conn& c, std::string_view family_id, std::int64_t t) {
+Status revoke_family(store::Conn& c, std::string_view family_id, std::int64_t t,
+                     std::vector<std::pair<std::string, std::int64_t>>* revoked) {
+  if (revoked) {
+    SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT access_jti, access_expires_at FROM oauth_refresh_tokens "
+                                             "WHERE family_id = ? AND access_jti IS NOT NULL AND access_expires_at > ?",
+                                             {std::string(family_id), t}));
+    for (const auto& r : rows) revoked->emplace_back(r.str(0), r.i64(1));
+  }
   SIKA_TRY(c.exec("INSERT INTO oauth_revoked_tokens (jti, client_id, expires_at, revoked_at) "
                   "SELECT access_jti, client_id, access_expires_at, ? FROM oauth_refresh_tokens "
                   "WHERE family_id = ? AND access_jti IS NOT NULL AND access_expires_at > ? "
@@ -559,10 +566,12 @@ web::Response Service::token_authorization_code(const web::Request& req, const b
   std::string scope, nonce;
   std::int64_t auth_time = 0;
   std::optional<User> user;
+  std::vector<std::pair<std::string, std::int64_t>> revoked;
   Status st = db_.write([&](store::Conn& c) -> Status {
     outcome = Outcome::invalid;
     problem.clear();
     user.reset();
+    revoked.clear();
     SIKA_ASSIGN_OR_RETURN(
         auto row, c.query_one("SELECT id, client_id, user_id, redirect_uri, redirect_uri_given, scope, nonce, "
                               "code_challenge, auth_time, expires_at, used_at, family_id, access_jti, "
@@ -577,11 +586,13 @@ web::Response Service::token_authorization_code(const web::Request& req, const b
       // Replay: revoke everything the first redemption issued (RFC 6749 §4.1.2).
       outcome = Outcome::replay;
       problem = "authorization code already used; the tokens it issued are revoked";
-      if (!row->is_null(11)) SIKA_TRY(revoke_family(c, row->str(11), t));
-      if (!row->is_null(12) && row->i64(13) > t)
+      if (!row->is_null(11)) SIKA_TRY(revoke_family(c, row->str(11), t, &revoked));
+      if (!row->is_null(12) && row->i64(13) > t) {
+        revoked.emplace_back(row->str(12), row->i64(13));
         SIKA_TRY(c.exec("INSERT INTO oauth_revoked_tokens (jti, client_id, expires_at, revoked_at) "
                         "VALUES (?, ?, ?, ?) ON CONFLICT (jti) DO NOTHING",
                         {row->str(12), row->str(1), row->i64(13), t}));
+      }
       return {};
     }
     auto burn = [&](std::string why) -> Status {
@@ -629,6 +640,7 @@ web::Response Service::token_authorization_code(const web::Request& req, const b
     return {};
   });
   if (!st) return token_error(req, st.error());
+  note_revoked(revoked);
   if (outcome != Outcome::ok) return token_error(req, oauth_error(400, "invalid_grant", problem), basic);
 
   std::int64_t iat = t / 1000;
@@ -667,10 +679,12 @@ web::Response Service::token_refresh(const web::Request& req, const bj::object& 
   std::string problem, scope, nonce;
   std::int64_t auth_time = 0;
   std::optional<User> user;
+  std::vector<std::pair<std::string, std::int64_t>> revoked;
   Status st = db_.write([&](store::Conn& c) -> Status {
     outcome = Outcome::invalid;
     problem.clear();
     user.reset();
+    revoked.clear();
     SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT id, family_id, client_id, user_id, scope, nonce, auth_time, "
                                                 "status, expires_at FROM oauth_refresh_tokens WHERE token_hash = ?",
                                                 {hash}));
@@ -709,13 +723,13 @@ web::Response Service::token_refresh(const web::Request& req, const bj::object& 
     if (changed != 1) {
       outcome = Outcome::reuse;
       problem = "refresh token reused; the token family is revoked";
-      return revoke_family(c, row->str(1), t);
+      return revoke_family(c, row->str(1), t, &revoked);
     }
     if (!row->is_null(3)) {
       SIKA_ASSIGN_OR_RETURN(user, find_user_by_id(c, row->i64(3)));
       if (!user || !user->active) {
         problem = "the user is disabled";
-        return revoke_family(c, row->str(1), t);
+        return revoke_family(c, row->str(1), t, &revoked);
       }
     }
     nonce = row->str(5);
@@ -730,6 +744,7 @@ web::Response Service::token_refresh(const web::Request& req, const bj::object& 
     return {};
   });
   if (!st) return token_error(req, st.error());
+  note_revoked(revoked);
   if (outcome != Outcome::ok) return token_error(req, oauth_error(400, "invalid_grant", problem), basic);
 
   std::int64_t iat = t / 1000;
@@ -768,6 +783,7 @@ Result<std::shared_ptr<const web::Principal>> Service::verify_cached(std::string
       need_check = opts_.token_cache_seconds <= 0 || t - it->second.checked_at >= opts_.token_cache_seconds * 1000LL;
     }
   }
+  if (principal && !need_check && revoked_here(principal->jti)) return invalid_token("token revoked");
   if (!principal) {
     SIKA_ASSIGN_OR_RETURN(auto p, verify_access_token(token));
     principal = std::make_shared<const web::Principal>(std::move(p));
@@ -789,6 +805,17 @@ Result<std::shared_ptr<const web::Principal>> Service::verify_cached(std::string
     if (revoked) return invalid_token("token revoked");
   }
   return principal;
+}
+
+void Service::note_revoked(const std::vector<std::pair<std::string, std::int64_t>>& jtis) {
+  if (jtis.empty() || opts_.token_cache_seconds <= 0) return;
+  std::unique_lock lock(local_revoked_mu_);
+  for (const auto& [jti, exp] : jtis) local_revoked_[jti] = exp;
+}
+
+bool Service::revoked_here(const std::string& jti) {
+  std::shared_lock lock(local_revoked_mu_);
+  return !local_revoked_.empty() && local_revoked_.count(jti) != 0;
 }
 
 Result<bool> Service::is_revoked(std::string_view jti) {
@@ -890,6 +917,7 @@ web::Response Service::revoke(web::Request& req) {
   const Client& client = *auth->client;
   const std::int64_t t = now();
   Status st;
+  std::vector<std::pair<std::string, std::int64_t>> revoked;
   if (looks_like_jwt(token)) {
     // Access token: accepted only when its signature is ours and it was issued to this client.
     auto parsed = parse_jwt(token);
@@ -906,19 +934,22 @@ web::Response Service::revoke(web::Request& req) {
                           {jti, client.client_id, *exp * 1000, t}));
           return {};
         });
+        revoked.emplace_back(jti, *exp * 1000);
       }
     }
   } else {
     std::string hash = crypto::secret_hash(opts_.pepper, token);
     st = db_.write([&](store::Conn& c) -> Status {
+      revoked.clear();
       SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT family_id, client_id FROM oauth_refresh_tokens "
                                                   "WHERE token_hash = ?",
                                                   {hash}));
       if (!row || row->str(1) != client.client_id) return {};
-      return revoke_family(c, row->str(0), t);
+      return revoke_family(c, row->str(0), t, &revoked);
     });
   }
   if (!st) return token_error(req, st.error());
+  note_revoked(revoked);
   web::Response res = web::ok(req, bj::object{}, {}, "ok");
   no_store(res);
   return res;
@@ -1076,6 +1107,11 @@ web::Response Service::as_metadata(web::Request& req) { return discovery(req); }
 
 Status Service::run_maintenance() {
   const std::int64_t t = now();
+  {
+    std::unique_lock lock(local_revoked_mu_);
+    for (auto it = local_revoked_.begin(); it != local_revoked_.end();)
+      it = it->second <= t ? local_revoked_.erase(it) : std::next(it);
+  }
   SIKA_TRY(reload_keys());
   return db_.write([&](store::Conn& c) -> Status {
     // Used codes are kept a day past expiry so that a late replay still revokes its tokens.

@@ -23,6 +23,8 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "core/result.hpp"
 #include "identity/keys.hpp"
@@ -47,7 +49,9 @@ struct Options {
   int lockout_seconds = 900;
   std::string default_alg = "ES256";   // access tokens
   // Revocation propagation bound for cached verified tokens. 0: the denylist is checked on
-  // every authenticate (a revoked token is refused at once).
+  // every authenticate (a revoked token is refused at once on every node). N > 0: the check
+  // runs at most every N seconds per token and process; revocations made by this process
+  // still apply to it at once, other nodes see them within N seconds.
   int token_cache_seconds = 0;
   int token_cache_entries = 20000;     // verified-token cache size (per process)
   int client_cache_seconds = 5;        // client record cache (rotation / disable bound)
@@ -140,6 +144,9 @@ class Service {
                              std::int64_t auth_time, std::string_view access_token, std::int64_t iat);
   std::string token_response(const Issued& issued);
   Result<bool> is_revoked(std::string_view jti);
+  // Revocations made by this process, applied to its cache at once (token_cache_seconds > 0).
+  void note_revoked(const std::vector<std::pair<std::string, std::int64_t>>& jtis);
+  bool revoked_here(const std::string& jti);
   Result<std::shared_ptr<const web::Principal>> verify_cached(std::string_view token);
   bool rate_hit(const std::string& key, int limit, std::int64_t window_ms);
   bool rate_blocked(const std::string& key, int limit, std::int64_t window_ms);
@@ -171,6 +178,8 @@ class Service {
   std::unordered_map<std::string, std::shared_ptr<CachedClient>> clients_;
 
   std::unique_ptr<TokenShard[]> token_shards_;
+  std::shared_mutex local_revoked_mu_;
+  std::unordered_map<std::string, std::int64_t> local_revoked_;  // jti -> token expiry (ms)
 
   std::mutex rate_mu_;
   std::unordered_map<std::string, std::pair<std::int64_t, int>> rates_;  // key -> (window start, hits)

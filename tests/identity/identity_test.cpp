@@ -563,6 +563,21 @@ TEST_P(IdentityTest, RevokedAccessTokenIsRefusedAtOnceOnEveryNode) {
   EXPECT_TRUE(auth_with(*other_, client_token()).ok());
 }
 
+TEST_P(IdentityTest, BoundedRevocationCacheIsImmediateLocallyAndBoundedElsewhere) {
+  Options o = options();
+  o.token_cache_seconds = 2;
+  service_ = std::make_unique<Service>(*db_, o);
+  other_ = std::make_unique<Service>(*db_, o);
+  std::string token = client_token();
+  ASSERT_TRUE(auth_with(*service_, token).ok());
+  ASSERT_TRUE(auth_with(*other_, token).ok());
+  ASSERT_EQ(revoke(token).status, 200);
+  EXPECT_FALSE(auth_with(*service_, token).ok());  // the node that revoked: at once
+  EXPECT_TRUE(auth_with(*other_, token).ok());     // another node: within the bound
+  clock_ += 2000;
+  EXPECT_FALSE(auth_with(*other_, token).ok());
+}
+
 TEST_P(IdentityTest, AuthenticateRefusesMissingExpiredAndForeignTokens) {
   web::Request none = request("GET", "", "");
   auto p = service_->authenticate(none);
