@@ -170,6 +170,28 @@ Result<ImportReport> Service::import(const bj::value& document, Mode mode) {
   return report;
 }
 
+std::optional<web::Response> Service::Memo::find(const std::shared_ptr<const Catalog>& snapshot,
+                                                 const std::string& key) {
+  std::lock_guard lock(mu_);
+  if (snapshot_ != snapshot) return std::nullopt;
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Service::Memo::store(const std::shared_ptr<const Catalog>& snapshot, std::string key,
+                          const web::Response& response) {
+  std::lock_guard lock(mu_);
+  if (snapshot_ != snapshot) {
+    // A response of an older snapshot is never stored over a newer one's entries.
+    if (snapshot_ && snapshot->version() < snapshot_->version()) return;
+    entries_.clear();
+    snapshot_ = snapshot;
+  }
+  if (entries_.size() >= kMaxEntries) entries_.clear();
+  entries_.emplace(std::move(key), response);
+}
+
 // ---- handlers --------------------------------------------------------------------------------
 
 namespace {
@@ -236,6 +258,22 @@ std::optional<bool> bool_param(const web::Request& req, std::string_view name, b
   return std::nullopt;
 }
 
+// The memo key of a request: the route and every input the response depends on.
+std::string memo_key(std::initializer_list<std::string_view> parts) {
+  std::string key;
+  for (std::string_view p : parts) {
+    key.append(p);
+    key.push_back('\x1f');
+  }
+  return key;
+}
+
+std::string opt_text(const std::optional<std::string>& v) { return v ? "=" + *v : "-"; }
+std::string opt_text(const std::optional<std::int64_t>& v) { return v ? "=" + std::to_string(*v) : "-"; }
+template <class E>
+std::string opt_enum(const std::optional<E>& v) { return v ? "=" + std::string(to_string(*v)) : "-"; }
+std::string opt_bool(const std::optional<bool>& v) { return v ? (*v ? "=1" : "=0") : "-"; }
+
 web::Response bad(const web::Request& req, bj::object errors) { return web::error(req, empty_data(std::move(errors))); }
 
 web::Response not_loaded(const web::Request& req) {
@@ -275,13 +313,18 @@ web::Response Service::list_countries(web::Request& req) {
   web::Page page = web::parse_page(req, errors, 25);
   if (!errors.empty()) return bad(req, std::move(errors));
   const bool admin = principal_of(req).admin;
+  std::string key = memo_key({"countries", i18n::name(req.locale), admin ? "a" : "m", std::to_string(page.page),
+                              std::to_string(page.limit)});
+  if (auto hit = memo_.find(cat, key)) return std::move(*hit);
   std::vector<const Country*> items;
   for (const Country& c : cat->countries())
     if (admin || c.active) items.push_back(&c);
   std::sort(items.begin(), items.end(), [](const Country* a, const Country* b) { return a->code < b->code; });
   i18n::Locale locale = req.locale;
   bj::array data = page_of<Country>(items, page, [locale](const Country& c) { return country_json(c, locale); });
-  return web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
+  web::Response res = web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
+  memo_.store(cat, std::move(key), res);
+  return res;
 }
 
 web::Response Service::list_fees(web::Request& req) {
@@ -330,6 +373,10 @@ web::Response Service::list_fees(web::Request& req) {
   auto outgoing_id = resolve(outgoing_code, "outgoing_service_code");
   if (!errors.empty()) return bad(req, std::move(errors));
 
+  std::string key = memo_key({"fees", i18n::name(req.locale), who.admin ? "a" : "m", country->code,
+                              opt_text(service_id), opt_text(incoming_id), opt_text(outgoing_id), opt_enum(operation),
+                              std::to_string(tier), std::to_string(page.page), std::to_string(page.limit)});
+  if (auto hit = memo_.find(cat, key)) return std::move(*hit);
   std::vector<const PricingRule*> items;
   for (const PricingRule* r : cat->rules_of(country->id)) {  // ascending id
     if (!who.admin && !rule_visible(*cat, *r)) continue;
@@ -342,7 +389,9 @@ web::Response Service::list_fees(web::Request& req) {
   }
   const Catalog& c = *cat;
   bj::array data = page_of<PricingRule>(items, page, [&c](const PricingRule& r) { return pricing_rule_json(c, r); });
-  return web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
+  web::Response res = web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
+  memo_.store(cat, std::move(key), res);
+  return res;
 }
 
 web::Response Service::list_services(web::Request& req) {
@@ -369,6 +418,10 @@ web::Response Service::list_services(web::Request& req) {
   }
   if (!errors.empty()) return bad(req, std::move(errors));
 
+  std::string key = memo_key({"services", i18n::name(req.locale), admin ? "a" : "m", opt_text(country_code),
+                              opt_text(provider_code), opt_enum(kind), opt_bool(active), std::to_string(page.page),
+                              std::to_string(page.limit)});
+  if (auto hit = memo_.find(cat, key)) return std::move(*hit);
   std::vector<const PaymentService*> items;
   for (const PaymentService& s : cat->services()) {
     if (!admin && !cat->usable(s)) continue;
@@ -381,7 +434,9 @@ web::Response Service::list_services(web::Request& req) {
   std::sort(items.begin(), items.end(), [](const PaymentService* a, const PaymentService* b) { return a->code < b->code; });
   const Catalog& c = *cat;
   bj::array data = page_of<PaymentService>(items, page, [&c](const PaymentService& s) { return service_json(c, s); });
-  return web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
+  web::Response res = web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
+  memo_.store(cat, std::move(key), res);
+  return res;
 }
 
 web::Response Service::list_providers(web::Request& req) {
@@ -399,6 +454,9 @@ web::Response Service::list_providers(web::Request& req) {
     country = cat->country(*country_code);
     if (!country || (!country->active && !admin)) return bad(req, bj::object{{"country", "unknown country"}});
   }
+  std::string key = memo_key({"providers", i18n::name(req.locale), admin ? "a" : "m", opt_text(country_code),
+                              opt_enum(kind), opt_bool(active), std::to_string(page.page), std::to_string(page.limit)});
+  if (auto hit = memo_.find(cat, key)) return std::move(*hit);
 
   // What each provider offers, counting only the services the caller may see.
   struct Offer {
@@ -443,7 +501,9 @@ web::Response Service::list_providers(web::Request& req) {
                       {"kinds", std::move(kinds)},
                       {"active", p.active}};
   });
-  return web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
+  web::Response res = web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
+  memo_.store(cat, std::move(key), res);
+  return res;
 }
 
 }  // namespace sika::catalog

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "catalog/fees.hpp"
 #include "catalog/model.hpp"
@@ -64,12 +65,28 @@ class Service {
   Result<ImportReport> import(const boost::json::value& document, Mode mode);
 
  private:
+  // Successful list responses of the current snapshot, keyed by route and effective parameters:
+  // such a body is a pure function of (snapshot, locale, admin, parameters), so repeated reads
+  // cost a lookup. Emptied whenever the snapshot changes; bounded in size.
+  class Memo {
+   public:
+    std::optional<web::Response> find(const std::shared_ptr<const Catalog>& snapshot, const std::string& key);
+    void store(const std::shared_ptr<const Catalog>& snapshot, std::string key, const web::Response& response);
+
+   private:
+    static constexpr std::size_t kMaxEntries = 2048;
+    std::mutex mu_;
+    std::shared_ptr<const Catalog> snapshot_;
+    std::unordered_map<std::string, web::Response> entries_;
+  };
+
   void poll_loop();
 
   store::Db& db_;
   Options options_;
   std::atomic<std::shared_ptr<const Catalog>> current_;
   std::mutex reload_mu_;  // one reload at a time
+  Memo memo_;
 
   std::mutex worker_mu_;
   std::condition_variable worker_cv_;

@@ -420,6 +420,28 @@ TEST_P(CatalogHandlers, AnswersFromTheSnapshotOfItsNode) {
   expect_pagination(countries({}), 1, 25, 3);
 }
 
+TEST_P(CatalogHandlers, RepeatedReadsGiveTheSameBytesUntilTheCatalogChanges) {
+  auto body = [&](web::Fields q, web::Principal who, i18n::Locale l = i18n::Locale::fr) {
+    auto req = request("/pricing-rule/fees", std::move(q), std::move(who), l);
+    web::Response res = service_->list_fees(req);
+    EXPECT_EQ(res.get("content-type"), "application/json; charset=utf-8");
+    return res.body;
+  };
+  std::string first = body({{"country", "CMR"}}, merchant());
+  ASSERT_NE(first.find("\"fee_value\":2E0"), std::string::npos) << first;  // CMR_MTN_COLLECTION_T1
+  EXPECT_EQ(body({{"country", "CMR"}}, merchant()), first);
+  EXPECT_EQ(body({{"country", "cmr"}, {"page", "1"}}, merchant()), first);  // same effective parameters
+  EXPECT_NE(body({{"country", "CMR"}}, merchant(), i18n::Locale::en), first);
+  EXPECT_NE(body({{"country", "CMR"}}, merchant({"CMR"}, 2)), first);  // the token's tier matters
+  EXPECT_NE(body({{"country", "CMR"}}, admin()), body({{"country", "CMR"}, {"limit", "3"}}, admin()));
+  // A refused request is never answered from a cached success.
+  EXPECT_EQ(fees({{"country", "CMR"}}, merchant({"CIV"})).status, 403);
+  ASSERT_TRUE(service_->set_active(Kind::pricing_rule, "CMR_MTN_COLLECTION_T1", false).ok());
+  std::string after = body({{"country", "CMR"}}, merchant());
+  EXPECT_NE(after, first);
+  EXPECT_EQ(after.find("\"fee_value\":2E0"), std::string::npos) << after;
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CatalogHandlers, ::testing::Values("sqlite", "postgres"),
                          [](const auto& info) { return info.param; });
 

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Catalog benchmark: GET /country/list and GET /pricing-rule/fees with a valid JWT of the first
+# demo merchant, against GET /healthz in the same run (same server, same wrk settings), driven by
+# wrk with keep-alive. SQLite in a temp dir (the catalog is served from memory, so the backend
+# only matters for the token checks); PostgreSQL too when SIKA_TEST_PG_DSN is set.
+#
+#   bench/catalog_bench.sh
+#   TOKEN_CACHE=0 bench/catalog_bench.sh          # verify every token's signature (no cache)
+#   BUILD=build-rel CONNECTIONS=64 THREADS=2 DURATION=10 bench/catalog_bench.sh
+#
+# TOKEN_CACHE is identity.token_cache_seconds (default here 30, the documented revocation bound a
+# busy deployment would run with); the access log is off.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${BUILD:-build}
+SIKA=${SIKA_BIN:-$BUILD/sika}
+CONNECTIONS=${CONNECTIONS:-64}
+THREADS=${THREADS:-2}
+DURATION=${DURATION:-10}
+TOKEN_CACHE=${TOKEN_CACHE:-30}
+ROUNDS=${ROUNDS:-2}
+
+[[ -x "$SIKA" ]] || { echo "missing $SIKA: build it first (ninja -C $BUILD sika)"; exit 1; }
+command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
+ulimit -n 8192 2>/dev/null || true
+
+TMP=$(mktemp -d)
+PIDS=()
+DROP_DB=""
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [[ -n "$DROP_DB" ]]; then psql "$SIKA_TEST_PG_DSN" -q -c "DROP DATABASE IF EXISTS $DROP_DB WITH (FORCE)" || true; fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+cat >"$TMP/auth.lua" <<'EOF'
+function init(args) token = os.getenv("BENCH_TOKEN") end
+function request()
+  return wrk.format("GET", wrk.path, {["x-sp-auth-token"] = "Bearer " .. token, ["accept-language"] = "fr"})
+end
+EOF
+
+# Prints "REQ_PER_SEC P99 ERRORS" for one wrk run.
+drive() {
+  local url=$1 out rps p99 errors
+  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$TMP/auth.lua" "$url")
+  echo "$out" >>"$TMP/wrk.txt"
+  rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+  errors=$(grep -E "Non-2xx|Socket errors" <<<"$out" | tr '\n' ' ' || true)
+  echo "$rps $p99 ${errors:-none}"
+}
+
+run_backend() {
+  local backend=$1 dsn=$2 port demo base auth token
+  port=$(free_port)
+  demo="$TMP/demo-$backend.json"
+  SIKA_SECRET_KEY=bench-secret-key-0123456789abcdef0123 \
+    "$SIKA" serve --listen "127.0.0.1:$port" --db "$dsn" --public-url "http://127.0.0.1:$port" --demo "$demo" \
+    --set log.access=false --set identity.token_cache_seconds="$TOKEN_CACHE" --set log.level=warn \
+    --set payments.enabled=false --set webhooks.enabled=false \
+    >"$TMP/sika-$backend.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 1 300); do
+    [[ -s "$demo" ]] && curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && break
+    sleep 0.1
+  done
+  base=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["base_url"])' "$demo")
+  auth=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["auth_url"])' "$demo")
+  token=$(python3 - "$demo" "$auth" <<'EOF'
+import json, sys, urllib.request
+d = json.load(open(sys.argv[1])); m = d["merchants"][0]
+body = json.dumps({"grant_type": "client_credentials", "client_id": m["client_id"], "client_secret": m["client_secret"],
+                   "scope": "payments countries"}).encode()
+req = urllib.request.Request(sys.argv[2] + "/oauth/v2/token", body, {"content-type": "application/json"})
+print(json.load(urllib.request.urlopen(req))["access_token"])
+EOF
+)
+  export BENCH_TOKEN=$token
+  local fees="$base/pricing-rule/fees?country=CMR&operation=COLLECTION"
+  # Sanity: each URL answers 200 with this token before measuring.
+  for u in "http://127.0.0.1:$port/healthz" "$base/country/list" "$fees"; do
+    code=$(curl -s -o /dev/null -w '%{http_code}' -H "x-sp-auth-token: Bearer $token" "$u")
+    [[ "$code" == 200 ]] || { echo "$u answered $code"; cat "$TMP/sika-$backend.log"; exit 1; }
+  done
+  echo "backend=$backend connections=$CONNECTIONS wrk_threads=$THREADS duration=${DURATION}s token_cache=${TOKEN_CACHE}s"
+  printf "%-8s %-22s %12s %10s  %s\n" round route "req/s" "p99" errors
+  local r
+  for r in $(seq 1 "$ROUNDS"); do
+    # Interleaved, so that drift of this shared machine hits every route alike.
+    read -r h_rps h_p99 h_err <<<"$(drive "http://127.0.0.1:$port/healthz")"
+    read -r c_rps c_p99 c_err <<<"$(drive "$base/country/list")"
+    read -r f_rps f_p99 f_err <<<"$(drive "$fees")"
+    printf "%-8s %-22s %12s %10s  %s\n" "$r" "/healthz" "$h_rps" "$h_p99" "$h_err"
+    printf "%-8s %-22s %12s %10s  %s\n" "$r" "/country/list" "$c_rps" "$c_p99" "$c_err"
+    printf "%-8s %-22s %12s %10s  %s\n" "$r" "/pricing-rule/fees" "$f_rps" "$f_p99" "$f_err"
+    python3 -c 'import sys; h,c,f=map(float,sys.argv[1:]); print(f"         ratio to /healthz: country/list {c/h:.0%}, pricing-rule/fees {f/h:.0%}")' \
+      "$h_rps" "$c_rps" "$f_rps"
+  done
+  kill "${PIDS[-1]}" 2>/dev/null || true
+  wait "${PIDS[-1]}" 2>/dev/null || true
+}
+
+run_backend sqlite "sqlite://$TMP/sika.db"
+if [[ -n "${SIKA_TEST_PG_DSN:-}" ]]; then
+  DROP_DB="sika_catalog_bench_$$"
+  psql "$SIKA_TEST_PG_DSN" -q -c "CREATE DATABASE $DROP_DB"
+  pg_dsn=$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(p._replace(path="/"+sys.argv[2]).geturl())' \
+    "$SIKA_TEST_PG_DSN" "$DROP_DB")
+  run_backend postgres "$pg_dsn"
+fi
