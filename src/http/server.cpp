@@ -218,6 +218,7 @@ struct Server::Impl {
   std::vector<std::thread> io_threads;
 
   std::atomic<bool> started{false};
+  std::atomic<bool> running{false};  // the I/O threads were launched
   std::atomic<bool> stopping{false};
   std::atomic<unsigned short> bound_port{0};
   std::atomic<std::uint64_t> requests{0};
@@ -655,7 +656,7 @@ Status Server::start() {
   }
   s.bound_port = s.acceptor.local_endpoint().port();
   s.pool.start();
-  net::dispatch(s.accept_strand, [impl = impl_] {
+  net::dispatch(s.accept_strand, [impl = impl_.get()] {
     if (!impl->stopping.load()) impl->do_accept();
   });
   for (int i = 0; i < std::max(1, s.opt.io_threads); ++i) {
@@ -670,7 +671,10 @@ Status Server::start() {
       }
     });
   }
-  if (s.stopping.load()) net::post(s.accept_strand, [impl = impl_] { impl->begin_shutdown(); });
+  // Handlers posted to the io_context capture a plain Impl*: the Impl outlives the I/O threads
+  // (wait() joins them before it is destroyed), and nothing left unrun can keep it alive.
+  s.running = true;
+  if (s.stopping.load()) net::post(s.accept_strand, [impl = impl_.get()] { impl->begin_shutdown(); });
   return {};
 }
 
@@ -678,8 +682,8 @@ unsigned short Server::port() const { return impl_->bound_port.load(); }
 
 void Server::stop() {
   if (impl_->stopping.exchange(true)) return;
-  if (!impl_->started.load()) return;
-  net::post(impl_->accept_strand, [impl = impl_] { impl->begin_shutdown(); });
+  if (!impl_->running.load()) return;  // not started, or start() failed: nothing runs
+  net::post(impl_->accept_strand, [impl = impl_.get()] { impl->begin_shutdown(); });
 }
 
 void Server::wait() {

@@ -179,6 +179,26 @@ TEST_F(ServerTest, MalformedRequestGets400EnvelopeThenClose) {
   EXPECT_TRUE(c.wait_closed(3000));
 }
 
+TEST_F(ServerTest, AmbiguousFramingIsRefused) {
+  // Request smuggling vectors: both framings, or two different lengths.
+  std::atomic<int> calls{0};
+  start({}, [&](web::Request&) {
+    ++calls;
+    return web::Response::text(200, "x");
+  });
+  for (std::string raw : {std::string("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+                          std::string("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n"),
+                          std::string("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nabcdef")}) {
+    RawClient c(port());
+    ASSERT_TRUE(c.send(raw));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400);
+    EXPECT_TRUE(c.wait_closed(3000));
+  }
+  EXPECT_EQ(calls.load(), 0);
+}
+
 TEST_F(ServerTest, MissingHostOnHttp11Is400) {
   start({}, echo);
   RawClient c(port());
