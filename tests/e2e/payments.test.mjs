@@ -236,5 +236,18 @@ for (const backend of backends()) {
       assert.equal(r.json.ok, true);
       assert.ok(r.json.journals > 0);
     });
+
+    test('sika admin check-ledger exits 1 when a balance no longer matches its entries', () => {
+      const sql = "UPDATE ledger_accounts SET balance = balance + 1 WHERE kind = 'revenue'";
+      const t = backend === 'postgres'
+        ? spawnSync('psql', [server.dsn, '-q', '-c', sql], { encoding: 'utf8' })
+        : spawnSync('python3', ['-c', 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1], timeout=10); c.execute(sys.argv[2]); c.commit()',
+          server.dsn.replace('sqlite://', ''), sql], { encoding: 'utf8' });
+      assert.equal(t.status, 0, t.stderr);
+      const r = adminJson('check-ledger');
+      assert.equal(r.code, 1);
+      assert.equal(r.json.ok, false);
+      assert.ok(r.json.violations.some((v) => v.rule === 'balance_mismatch'));
+    });
   });
 }
