@@ -127,11 +127,6 @@ std::optional<std::int64_t> rate_to_ppm(const bj::value& v, std::string& problem
 
 }  // namespace
 
-// A validated intent's split lines, before they are stored.
-struct Intent {
-  std::vector<SplitLine> distribution;
-};
-
 Service::Service(store::Db& db, CatalogSnapshot catalog, web::HttpClient& http, Options options)
     : db_(db), catalog_(std::move(catalog)), http_(http), options_(std::move(options)) {
   SandboxOptions so;
@@ -397,8 +392,7 @@ web::Response Service::create(web::Request& req, std::string_view operation) {
   if (mode && *mode != kDirect && *mode != kSplit) errors.add("settlement_mode", "must be DIRECT or SPLIT");
   const bool split = mode && *mode == kSplit;
 
-  Intent intent;
-  Transaction tx_storage;
+  std::vector<SplitLine> distribution_lines;  // validated split lines, stored with the transaction
   if (collection) {
     if (split && (!distribution || distribution->empty()))
       errors.add("distribution", "is required with settlement_mode SPLIT (a non-empty array)");
@@ -452,7 +446,7 @@ web::Response Service::create(web::Request& req, std::string_view operation) {
         line.description = line_description.value_or("");
         line.metadata = line_metadata ? bj::serialize(*line_metadata) : "{}";
         if (line.metadata.size() > kMaxMetadataBytes) errors.add(prefix + "metadata", "is too large");
-        intent.distribution.push_back(std::move(line));
+        distribution_lines.push_back(std::move(line));
       }
       if (rates_ok && total != kRateWhole) {
         std::string sum = std::to_string(total / 10'000);
@@ -598,7 +592,7 @@ web::Response Service::create(web::Request& req, std::string_view operation) {
 
   // The transaction as it will be stored.
   const std::int64_t at = now();
-  Transaction& tx = tx_storage;
+  Transaction tx;
   const References refs = new_references();
   tx.reference = refs.transaction;
   tx.merchant_id = principal.merchant_id;
@@ -675,20 +669,20 @@ web::Response Service::create(web::Request& req, std::string_view operation) {
     }
     created = true;
     result.id = inserted->i64(0);
-    if (!intent.distribution.empty()) {
+    if (!distribution_lines.empty()) {
       // Beneficiaries must exist and be active; one read inside the unit.
       std::string sql = "SELECT id, matricule, active FROM merchants WHERE matricule IN (";
       store::Params params;
-      for (std::size_t i = 0; i < intent.distribution.size(); ++i) {
+      for (std::size_t i = 0; i < distribution_lines.size(); ++i) {
         sql += i ? ", ?" : "?";
-        params.push_back(intent.distribution[i].matricule);
+        params.push_back(distribution_lines[i].matricule);
       }
       sql += ")";
       SIKA_ASSIGN_OR_RETURN(auto rows, c.query(sql, params));
       std::map<std::string, std::pair<std::int64_t, bool>> found;
       for (const auto& r : rows) found[r.str(1)] = {r.i64(0), r.boolean(2)};
       json::FieldErrors missing;
-      for (const auto& line : intent.distribution) {
+      for (const auto& line : distribution_lines) {
         auto it = found.find(line.matricule);
         std::string field = "distribution[" + std::to_string(line.position) + "].matricule";
         if (it == found.end()) missing.add(field, "is not a known merchant");
@@ -698,8 +692,8 @@ web::Response Service::create(web::Request& req, std::string_view operation) {
       std::string insert = "INSERT INTO pay_splits (transaction_id, position, matricule, merchant_id, rate_ppm, "
                            "description, metadata) VALUES ";
       store::Params ip;
-      for (std::size_t i = 0; i < intent.distribution.size(); ++i) {
-        const auto& line = intent.distribution[i];
+      for (std::size_t i = 0; i < distribution_lines.size(); ++i) {
+        const auto& line = distribution_lines[i];
         insert += i ? ", (?, ?, ?, ?, ?, ?, ?)" : "(?, ?, ?, ?, ?, ?, ?)";
         ip.insert(ip.end(), {result.id, std::int64_t{line.position}, line.matricule, found[line.matricule].first,
                              line.rate_ppm, line.description, line.metadata});
