@@ -41,7 +41,7 @@ const std::vector<KeySpec> kKeys = {
     {"log.level", "info", K::string, "trace, debug, info, warn, error or off"},
     {"log.access", "true", K::boolean, "write one JSON line per request to stdout"},
     {"http.io_threads", "2", K::integer, "I/O threads of the HTTP server"},
-    {"http.handler_threads", "48", K::integer, "threads running request handlers (bounded pool)"},
+    {"http.handler_threads", "128", K::integer, "threads running request handlers (bounded pool)"},
     {"http.handler_queue", "20000", K::integer, "requests waiting for a handler thread before 503"},
     {"http.max_body_bytes", "1048576", K::integer, "largest request body (413 beyond)"},
     {"http.max_header_bytes", "16384", K::integer, "largest request header block (431 beyond)"},
