@@ -43,6 +43,7 @@ struct KindSpec {
   catalog::Kind kind;
   const char* command;  // "country"
   const char* what;     // "a country"
+  const char* plural;   // "countries"
   const char* code_help;
   std::vector<FieldSpec> fields;
 };
@@ -53,6 +54,7 @@ const std::vector<KindSpec>& kinds() {
       {catalog::Kind::country,
        "country",
        "a country",
+       "countries",
        "ISO 3166-1 alpha-3 code, e.g. CMR",
        {{"--alpha2", "alpha2", T::text, "ISO 3166-1 alpha-2 code, e.g. CM"},
         {"--name-fr", "name_fr", T::text, "name in French"},
@@ -64,12 +66,14 @@ const std::vector<KindSpec>& kinds() {
       {catalog::Kind::provider,
        "provider",
        "a provider",
+       "providers",
        "provider code, e.g. MTN",
        {{"--name", "name", T::text, "display name"},
         {"--connector", "connector", T::text, "payments connector that talks to it: sandbox, wallet, ..."}}},
       {catalog::Kind::service,
        "service",
        "a payment service",
+       "payment services",
        "service code, e.g. MTN_MOMO_CMR",
        {{"--name", "name", T::text, "display name, e.g. MTN Mobile Money"},
         {"--provider", "provider", T::text, "provider code"},
@@ -82,6 +86,7 @@ const std::vector<KindSpec>& kinds() {
       {catalog::Kind::pricing_rule,
        "rule",
        "a pricing rule",
+       "pricing rules",
        "rule code, e.g. CMR_MTN_COLLECTION_T1",
        {{"--country", "country", T::text, "country alpha-3 code (default: the named service's)"},
         {"--operation", "operation", T::text, "COLLECTION or DISBURSEMENT"},
@@ -153,12 +158,22 @@ Result<bj::object> record_from(const KindSpec& spec, const Bound& bound) {
   return record;
 }
 
+// A JSON scalar for people: strings unquoted, doubles in their shortest decimal form (1.95, not 1.95E0).
+std::string human_value(const bj::value& v) {
+  if (v.is_string()) return std::string(v.get_string());
+  if (v.is_double()) {
+    char buf[64];
+    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v.get_double());
+    if (ec == std::errc()) return std::string(buf, p);
+  }
+  return bj::serialize(v);
+}
+
 std::string human_record(const bj::object& record) {
   std::string out;
   for (const auto& kv : record) {
     if (!out.empty()) out += "  ";
-    out += std::string(kv.key()) + "=" +
-           (kv.value().is_string() ? std::string(kv.value().get_string()) : bj::serialize(kv.value()));
+    out += std::string(kv.key()) + "=" + human_value(kv.value());
   }
   return out;
 }
@@ -192,7 +207,7 @@ void report_change(const AdminEnv& env, catalog::Service& svc, const KindSpec& s
 }
 
 void add_kind_commands(CLI::App& group, AdminEnv& env, const KindSpec& spec) {
-  CLI::App* kind_cmd = group.add_subcommand(spec.command, std::string("Manage ") + spec.what + "s");
+  CLI::App* kind_cmd = group.add_subcommand(spec.command, std::string("Manage ") + spec.plural);
   kind_cmd->require_subcommand(1);
   kind_cmd->fallthrough();
 
@@ -228,7 +243,7 @@ void add_kind_commands(CLI::App& group, AdminEnv& env, const KindSpec& spec) {
     });
   }
   {
-    CLI::App* cmd = add_command(*kind_cmd, env, "list", std::string("List every ") + spec.command +
+    CLI::App* cmd = add_command(*kind_cmd, env, "list", std::string("List the ") + spec.plural +
                                                             " (inactive ones too)");
     auto country = std::make_shared<std::string>();
     if (spec.kind == catalog::Kind::service || spec.kind == catalog::Kind::pricing_rule)
@@ -358,7 +373,8 @@ void add_catalog_admin(CLI::App& admin, AdminEnv& env) {
                    {"sponsor_reward_value",
                     q.sponsor_reward_value ? bj::value(*q.sponsor_reward_value) : bj::value(nullptr)}};
       print_result(env, o,
-                   "rule " + q.rule_code + " (" + std::string(catalog::to_string(q.fee_type)) + "): fee " +
+                   "rule " + q.rule_code + " (" + std::string(catalog::to_string(q.fee_type)) + " " +
+                       human_value(bj::value(q.fee_value)) + "): fee " +
                        std::to_string(q.fee) + " " + q.currency + " on " + std::to_string(q.amount) + ", total " +
                        std::to_string(q.total));
     });
