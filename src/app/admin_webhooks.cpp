@@ -182,8 +182,8 @@ void add_webhooks_admin(CLI::App& admin, AdminEnv& env) {
       for (const auto& a : d.attempts) {
         attempts.push_back(webhooks::to_json(a));
         human += "  #" + std::to_string(a.attempt) + " " + iso8601(a.started_at) + " " + a.outcome +
-                 (a.status_code ? " HTTP " + std::to_string(*a.status_code) : "") + " " +
-                 std::to_string(a.latency_ms) + " ms" + (a.error ? " " + *a.error : "") + "\n";
+                 (a.status_code ? " HTTP " + std::to_string(*a.status_code) : "") + " " + std::to_string(a.latency_ms) +
+                 " ms" + (a.error ? " " + *a.error : "") + "\n";
       }
       out["attempts"] = std::move(attempts);
       out["payload"] = bj::parse(webhooks::delivery_body(d.event));

@@ -1,0 +1,427 @@
+#include "webhooks/queue.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <set>
+
+#include "webhooks/registry.hpp"
+
+namespace sika::webhooks {
+
+namespace {
+
+constexpr std::size_t kMaxGaps = 10'000;
+constexpr std::int64_t kMaxGapRun = 1'000;  // a larger jump in ids is not tracked id by id
+
+std::string placeholders(std::size_t n) {
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i) s += i ? ", ?" : "?";
+  return s;
+}
+
+// Gaps are "id:first_seen_ms" pairs separated by ';'.
+std::map<std::int64_t, std::int64_t> parse_gaps(std::string_view text) {
+  std::map<std::int64_t, std::int64_t> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find(';', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view item = text.substr(pos, end - pos);
+    std::size_t colon = item.find(':');
+    std::int64_t id = 0, seen = 0;
+    if (colon != std::string_view::npos && std::from_chars(item.data(), item.data() + colon, id).ec == std::errc() &&
+        std::from_chars(item.data() + colon + 1, item.data() + item.size(), seen).ec == std::errc())
+      out[id] = seen;
+    pos = end + 1;
+  }
+  return out;
+}
+
+std::string format_gaps(const std::map<std::int64_t, std::int64_t>& gaps) {
+  std::string out;
+  for (const auto& [id, seen] : gaps) {
+    if (!out.empty()) out.push_back(';');
+    out += std::to_string(id) + ":" + std::to_string(seen);
+  }
+  return out;
+}
+
+struct EventRef {
+  std::int64_t row;
+  std::int64_t merchant_id;
+  std::string type;
+  std::int64_t created_at;
+};
+
+struct EndpointRef {
+  std::int64_t row;
+  std::vector<std::string> types;
+  std::int64_t created_at;
+};
+
+// The queue's safety comes from row locks (FOR UPDATE SKIP LOCKED) and conditional updates,
+// not from predicate locks: under PostgreSQL's SERIALIZABLE (the store's default for write
+// units) concurrent claimers reading the same index range abort each other in a loop. These
+// units therefore run at READ COMMITTED, the isolation the SKIP LOCKED queue pattern is made
+// for; the statement must come first in the transaction. SQLite writers are serialized anyway.
+Status queue_isolation(store::Conn& c) {
+  if (c.dialect() != store::Dialect::postgres) return {};
+  auto r = c.exec("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
+  if (!r) return r.take_error();
+  return {};
+}
+
+}  // namespace
+
+Result<FanoutResult> fan_out(store::Db& db, const FanoutOptions& o, std::int64_t now) {
+  // Events are immutable once committed, so they are read in a read transaction (on PostgreSQL
+  // a REPEATABLE READ snapshot that takes no predicate locks, so the fan-out never makes a
+  // payment's SERIALIZABLE unit fail); the write unit then checks that the cursor has not moved.
+  std::int64_t last = 0, version = 0;
+  std::map<std::int64_t, std::int64_t> gaps;
+  std::vector<EventRef> events;
+  std::size_t fresh_rows = 0;
+  Status rs = db.read([&](store::Conn& c) -> Status {
+    events.clear();
+    SIKA_ASSIGN_OR_RETURN(auto state,
+                          c.query_one("SELECT last_event, gaps, version FROM webhook_fanout WHERE name = 'events'"));
+    if (!state) return internal_error("webhook_fanout row missing");
+    last = state->i64(0);
+    gaps = parse_gaps(state->str(1));
+    version = state->i64(2);
+    const char* kCols = "SELECT id, merchant_id, event_type, created_at FROM events WHERE ";
+    if (!gaps.empty()) {
+      std::vector<std::int64_t> ids;
+      for (const auto& [id, seen] : gaps) ids.push_back(id);
+      for (std::size_t i = 0; i < ids.size(); i += 500) {
+        std::size_t n = std::min<std::size_t>(500, ids.size() - i);
+        store::Params params(ids.begin() + static_cast<std::ptrdiff_t>(i),
+                             ids.begin() + static_cast<std::ptrdiff_t>(i + n));
+        SIKA_ASSIGN_OR_RETURN(auto rows, c.query(std::string(kCols) + "id IN (" + placeholders(n) + ")", params));
+        for (const auto& r : rows) {
+          events.push_back({r.i64(0), r.is_null(1) ? 0 : r.i64(1), r.str(2), r.i64(3)});
+          gaps.erase(r.i64(0));
+        }
+      }
+    }
+    SIKA_ASSIGN_OR_RETURN(auto rows,
+                          c.query(std::string(kCols) + "id > ? ORDER BY id LIMIT ?", {last, std::int64_t{o.batch}}));
+    std::int64_t expected = last + 1;
+    for (const auto& r : rows) {
+      const std::int64_t id = r.i64(0);
+      // Ids skipped here may belong to transactions not yet committed: look again next time.
+      if (id > expected && id - expected <= kMaxGapRun)
+        for (std::int64_t g = expected; g < id && gaps.size() < kMaxGaps; ++g) gaps.emplace(g, now);
+      expected = id + 1;
+      events.push_back({id, r.is_null(1) ? 0 : r.i64(1), r.str(2), r.i64(3)});
+    }
+    fresh_rows = rows.size();
+    if (!rows.empty()) last = std::max(last, rows.back().i64(0));
+    return {};
+  });
+  if (!rs) return rs.take_error();
+  std::erase_if(gaps, [&](const auto& g) { return g.second + o.gap_ttl_ms < now; });
+
+  FanoutResult result;
+  result.events = static_cast<int>(fresh_rows);
+  result.more = static_cast<int>(fresh_rows) >= o.batch;
+  const std::string gaps_text = format_gaps(gaps);
+  std::set<std::int64_t> merchants;
+  for (const auto& e : events)
+    if (e.merchant_id != 0) merchants.insert(e.merchant_id);
+
+  Status st = db.write([&](store::Conn& c) -> Status {
+    result.leased = true;
+    result.deliveries = 0;
+    SIKA_TRY(queue_isolation(c));
+    SIKA_ASSIGN_OR_RETURN(auto leased,
+                          c.exec("UPDATE webhook_fanout SET lease_owner = ?, lease_until = ? WHERE name = 'events' AND "
+                                 "(lease_owner IS NULL OR lease_owner = ? OR lease_until IS NULL OR lease_until < ?)",
+                                 {o.owner, now + o.lease_ms, o.owner, now}));
+    if (leased == 0) {
+      result.leased = false;
+      return {};
+    }
+    SIKA_ASSIGN_OR_RETURN(auto moved,
+                          c.exec("UPDATE webhook_fanout SET last_event = ?, gaps = ?, version = version + 1, "
+                                 "updated_at = ? WHERE name = 'events' AND version = ?",
+                                 {last, gaps_text, now, version}));
+    if (moved != 1) return conflict("the fan-out cursor moved concurrently");
+    if (merchants.empty()) return {};
+    std::map<std::int64_t, std::vector<EndpointRef>> endpoints;
+    store::Params params(merchants.begin(), merchants.end());
+    SIKA_ASSIGN_OR_RETURN(auto eps, c.query("SELECT id, merchant_id, event_types, created_at FROM webhook_endpoints "
+                                            "WHERE enabled = 1 AND deleted_at IS NULL AND merchant_id IN (" +
+                                                placeholders(merchants.size()) + ")",
+                                            params));
+    for (const auto& r : eps) endpoints[r.i64(1)].push_back({r.i64(0), split_types(r.str(2)), r.i64(3)});
+    struct NewDelivery {
+      std::int64_t event_row, endpoint_row, merchant_id;
+    };
+    std::vector<NewDelivery> fresh;
+    for (const auto& e : events) {
+      auto it = endpoints.find(e.merchant_id);
+      if (it == endpoints.end()) continue;
+      for (const auto& ep : it->second)
+        if (ep.created_at <= e.created_at && matches(ep.types, e.type)) fresh.push_back({e.row, ep.row, e.merchant_id});
+    }
+    constexpr std::size_t kChunk = 200;
+    for (std::size_t i = 0; i < fresh.size(); i += kChunk) {
+      std::size_t n = std::min(kChunk, fresh.size() - i);
+      std::string sql =
+          "INSERT INTO webhook_deliveries (public_id, event_row, endpoint_row, merchant_id, generation, status, "
+          "attempts, next_attempt_at, created_at, updated_at) VALUES ";
+      store::Params values;
+      values.reserve(n * 7);
+      for (std::size_t k = 0; k < n; ++k) {
+        const auto& d = fresh[i + k];
+        sql += k ? ", (?, ?, ?, ?, 0, 'pending', 0, ?, ?, ?)" : "(?, ?, ?, ?, 0, 'pending', 0, ?, ?, ?)";
+        values.insert(values.end(), {new_public_id("wd_"), d.event_row, d.endpoint_row, d.merchant_id, now, now, now});
+      }
+      sql += " ON CONFLICT (event_row, endpoint_row, generation) DO NOTHING";
+      SIKA_ASSIGN_OR_RETURN(auto inserted, c.exec(sql, values));
+      result.deliveries += static_cast<int>(inserted);
+    }
+    return {};
+  });
+  if (!st) return st.take_error();
+  return result;
+}
+
+Result<std::vector<Claimed>> claim(store::Db& db, const ClaimOptions& o, std::int64_t now) {
+  std::vector<Claimed> out;
+  Status st = db.write([&](store::Conn& c) -> Status {
+    out.clear();
+    SIKA_TRY(queue_isolation(c));
+    // Endpoints with due work, round-robin from after_endpoint so that no endpoint starves.
+    std::string sql =
+        "SELECT e.id FROM webhook_endpoints e WHERE e.enabled = 1 AND e.deleted_at IS NULL AND EXISTS (SELECT 1 FROM "
+        "webhook_deliveries z WHERE z.endpoint_row = e.id AND z.status = 'pending' AND z.next_attempt_at <= ?)";
+    store::Params params{now};
+    if (!o.exclude_endpoints.empty()) {
+      sql += " AND e.id NOT IN (" + placeholders(o.exclude_endpoints.size()) + ")";
+      params.insert(params.end(), o.exclude_endpoints.begin(), o.exclude_endpoints.end());
+    }
+    sql += " ORDER BY CASE WHEN e.id > ? THEN 0 ELSE 1 END, e.id LIMIT ?";
+    params.emplace_back(o.after_endpoint);
+    params.emplace_back(std::int64_t{o.limit});
+    SIKA_ASSIGN_OR_RETURN(auto due, c.query(sql, params));
+    if (due.empty()) return {};
+
+    auto limit_of = [&](std::int64_t endpoint) -> std::int64_t {
+      for (const auto& [e, n] : o.endpoint_limits)
+        if (e == endpoint) return n;
+      return o.per_endpoint;
+    };
+    std::vector<std::int64_t> ids;
+    if (c.dialect() == store::Dialect::postgres) {
+      // One statement; rows another node is claiming right now are skipped, not waited for.
+      std::string q = "SELECT c.id FROM (VALUES ";
+      store::Params p;
+      for (std::size_t i = 0; i < due.size(); ++i) {
+        q += i ? ", (CAST(? AS BIGINT), CAST(? AS BIGINT))" : "(CAST(? AS BIGINT), CAST(? AS BIGINT))";
+        p.emplace_back(due[i].i64(0));
+        p.emplace_back(limit_of(due[i].i64(0)));
+      }
+      q += ") AS t(endpoint_row, lim) CROSS JOIN LATERAL (SELECT z.id, z.next_attempt_at FROM webhook_deliveries z "
+           "WHERE z.endpoint_row = t.endpoint_row AND z.status = 'pending' AND z.next_attempt_at <= ? "
+           "ORDER BY z.next_attempt_at LIMIT t.lim FOR UPDATE SKIP LOCKED) c LIMIT ?";
+      p.emplace_back(now);
+      p.emplace_back(std::int64_t{o.limit});
+      SIKA_ASSIGN_OR_RETURN(auto rows, c.query(q, p));
+      for (const auto& r : rows) ids.push_back(r.i64(0));
+    } else {
+      // SQLite write units are serialized: plain reads, then the conditional UPDATE below.
+      for (const auto& e : due) {
+        if (static_cast<int>(ids.size()) >= o.limit) break;
+        std::int64_t room = std::min<std::int64_t>(limit_of(e.i64(0)), o.limit - static_cast<std::int64_t>(ids.size()));
+        if (room <= 0) continue;
+        SIKA_ASSIGN_OR_RETURN(auto rows,
+                              c.query("SELECT id FROM webhook_deliveries WHERE endpoint_row = ? AND status = "
+                                      "'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
+                                      {e.i64(0), now, room}));
+        for (const auto& r : rows) ids.push_back(r.i64(0));
+      }
+    }
+    if (ids.empty()) return {};
+
+    const std::int64_t lease_until = now + o.lease_ms;
+    store::Params up{o.owner, lease_until, lease_until, now};
+    up.insert(up.end(), ids.begin(), ids.end());
+    up.emplace_back(now);
+    // A claimed delivery's due time is its lease expiry: if the worker dies, it is due again then.
+    SIKA_ASSIGN_OR_RETURN(
+        auto claimed,
+        c.query("UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?, next_attempt_at = ?, "
+                "updated_at = ? WHERE id IN (" +
+                    placeholders(ids.size()) + ") AND status = 'pending' AND next_attempt_at <= ? RETURNING id",
+                up));
+    if (claimed.empty()) return {};
+    store::Params sel;
+    for (const auto& r : claimed) sel.emplace_back(r.i64(0));
+    SIKA_ASSIGN_OR_RETURN(
+        auto rows,
+        c.query(
+            "SELECT d.id, d.public_id, d.attempts, d.endpoint_row, d.merchant_id, e.public_id, e.url, e.secret_box, "
+            "e.previous_secret_box, e.previous_secret_expires_at, ev.id, ev.event_id, ev.event_type, ev.subject, "
+            "ev.sequence, ev.payload, ev.created_at FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = "
+            "d.endpoint_row JOIN events ev ON ev.id = d.event_row WHERE d.id IN (" +
+                placeholders(sel.size()) + ") ORDER BY d.endpoint_row, d.id",
+            sel));
+    for (const auto& r : rows) {
+      Claimed cl;
+      cl.delivery_row = r.i64(0);
+      cl.delivery_id = r.str(1);
+      cl.attempt = static_cast<int>(r.i64(2)) + 1;
+      cl.lease_owner = o.owner;
+      cl.lease_until = lease_until;
+      cl.endpoint_row = r.i64(3);
+      cl.merchant_id = r.i64(4);
+      cl.endpoint_id = r.str(5);
+      cl.url = r.str(6);
+      cl.secret_box = r.str(7);
+      cl.previous_secret_box = r.opt_str(8);
+      cl.previous_secret_expires_at = r.opt_i64(9);
+      cl.event.row = r.i64(10);
+      cl.event.event_id = r.str(11);
+      cl.event.event_type = r.str(12);
+      cl.event.subject = r.str(13);
+      cl.event.sequence = r.i64(14);
+      cl.event.payload = r.str(15);
+      cl.event.created_at = r.i64(16);
+      out.push_back(std::move(cl));
+    }
+    return {};
+  });
+  if (!st) return st.take_error();
+  return out;
+}
+
+Result<RecordResult> record(store::Db& db, const std::vector<AttemptResult>& results, const RecordOptions& o,
+                            std::int64_t now) {
+  RecordResult out;
+  if (results.empty()) return out;
+  // Jitter is drawn once, outside the unit, so a retried unit schedules the same times.
+  std::vector<std::optional<std::int64_t>> delays;
+  delays.reserve(results.size());
+  for (const auto& r : results) delays.push_back(o.schedule.delay_ms(r.attempt));
+
+  Status st = db.write([&](store::Conn& c) -> Status {
+    out = RecordResult{};
+    SIKA_TRY(queue_isolation(c));
+    std::vector<const AttemptResult*> made;
+    made.reserve(results.size());
+    for (const auto& r : results) {
+      if (r.outcome != "deferred") {
+        made.push_back(&r);
+        continue;
+      }
+      SIKA_TRY(
+          c.exec("UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL, next_attempt_at = ?, "
+                 "updated_at = ? WHERE id = ? AND lease_owner = ? AND status = 'pending'",
+                 {r.finished_at + 1000, now, r.delivery_row, r.lease_owner}));
+    }
+    constexpr std::size_t kChunk = 100;
+    for (std::size_t i = 0; i < made.size(); i += kChunk) {
+      std::size_t n = std::min(kChunk, made.size() - i);
+      std::string sql =
+          "INSERT INTO webhook_attempts (delivery_row, attempt, started_at, latency_ms, status_code, outcome, error, "
+          "response_excerpt, worker) VALUES ";
+      store::Params params;
+      params.reserve(n * 9);
+      for (std::size_t k = 0; k < n; ++k) {
+        const auto& r = *made[i + k];
+        sql += k ? ", (?, ?, ?, ?, ?, ?, ?, ?, ?)" : "(?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        params.insert(params.end(), {r.delivery_row, std::int64_t{r.attempt}, r.started_at, r.latency_ms,
+                                     r.status_code ? store::Value(std::int64_t{*r.status_code}) : store::Value(nullptr),
+                                     r.outcome, store::opt(r.error), store::opt(r.response_excerpt), o.worker});
+      }
+      SIKA_TRY(c.exec(sql, params));
+    }
+    struct Health {
+      bool success = false;
+      bool gone = false;
+      std::int64_t first_failure = 0;
+    };
+    std::map<std::int64_t, Health> health;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
+      if (r.outcome == "deferred") continue;
+      std::string status(kPending);
+      std::optional<std::int64_t> next;
+      bool done = false;
+      auto& h = health[r.endpoint_row];
+      if (r.outcome == "succeeded") {
+        status = kSucceeded, done = true;
+        h.success = true;
+      } else if (r.outcome == "gone") {
+        status = kFailed, done = true;
+        h.gone = true;
+      } else {
+        if (h.first_failure == 0 || r.finished_at < h.first_failure) h.first_failure = r.finished_at;
+        if (delays[i])
+          next = r.finished_at + *delays[i];
+        else
+          status = kFailed, done = true;
+      }
+      std::optional<std::string> last_error = r.error;
+      if (!last_error && r.status_code && r.outcome != "succeeded")
+        last_error = "HTTP " + std::to_string(*r.status_code);
+      if (r.outcome == "gone") last_error = "410 Gone: the endpoint asked to stop";
+      SIKA_ASSIGN_OR_RETURN(
+          auto changed,
+          c.exec("UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ?, lease_owner = NULL, "
+                 "lease_until = NULL, last_attempt_at = ?, last_status_code = ?, last_error = ?, updated_at = ?, "
+                 "completed_at = ? WHERE id = ? AND lease_owner = ? AND status = 'pending'",
+                 {status, std::int64_t{r.attempt}, next.value_or(r.finished_at), r.started_at,
+                  r.status_code ? store::Value(std::int64_t{*r.status_code}) : store::Value(nullptr),
+                  done && r.outcome == "succeeded" ? store::Value(nullptr) : store::opt(last_error), now,
+                  done ? store::Value(now) : store::Value(nullptr), r.delivery_row, r.lease_owner}));
+      if (changed == 0) ++out.stale;
+      ++out.recorded;
+    }
+    for (const auto& [row, h] : health) {
+      if (h.success) {
+        // Written at most once a minute per endpoint while healthy: fewer writes on a hot row.
+        SIKA_TRY(
+            c.exec("UPDATE webhook_endpoints SET failing_since = NULL, last_success_at = ? WHERE id = ? AND "
+                   "(failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < ?)",
+                   {now, row, now - 60'000}));
+      } else if (h.first_failure != 0) {
+        SIKA_TRY(
+            c.exec("UPDATE webhook_endpoints SET last_failure_at = ?, failing_since = COALESCE(failing_since, ?) "
+                   "WHERE id = ?",
+                   {now, h.first_failure, row}));
+        SIKA_ASSIGN_OR_RETURN(auto e,
+                              c.query_one("SELECT failing_since, enabled FROM webhook_endpoints WHERE id = ?", {row}));
+        if (e && e->boolean(1) && !e->is_null(0) && now - e->i64(0) >= o.disable_after_ms) {
+          SIKA_ASSIGN_OR_RETURN(bool disabled, disable_endpoint(c, row, "failing", now));
+          if (disabled) out.disabled_endpoints.push_back(row);
+        }
+      }
+      if (h.gone) {
+        SIKA_ASSIGN_OR_RETURN(bool disabled, disable_endpoint(c, row, "gone", now));
+        if (disabled) out.disabled_endpoints.push_back(row);
+      }
+    }
+    return {};
+  });
+  if (!st) return st.take_error();
+  return out;
+}
+
+Status release(store::Db& db, const std::vector<Claimed>& claimed, std::int64_t now) {
+  if (claimed.empty()) return {};
+  return db.write([&](store::Conn& c) -> Status {
+    SIKA_TRY(queue_isolation(c));
+    for (const auto& cl : claimed)
+      SIKA_TRY(
+          c.exec("UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL, next_attempt_at = ?, "
+                 "updated_at = ? WHERE id = ? AND lease_owner = ? AND status = 'pending'",
+                 {now, now, cl.delivery_row, cl.lease_owner}));
+    return {};
+  });
+}
+
+}  // namespace sika::webhooks

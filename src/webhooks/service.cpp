@@ -1,0 +1,198 @@
+#include "webhooks/service.hpp"
+
+#include <boost/json.hpp>
+
+#include "core/json.hpp"
+#include "core/time.hpp"
+#include "web/envelope.hpp"
+
+namespace sika::webhooks {
+
+namespace bj = boost::json;
+
+namespace {
+
+// The calling merchant, or an error response when the credential belongs to none.
+Result<std::int64_t> merchant_of(const web::Request& req) {
+  if (!req.principal) return unauthorized();
+  if (req.principal->merchant_id <= 0) {
+    bj::object d;
+    d["credential"] = "webhook endpoints belong to a merchant: use a merchant's client credentials";
+    return forbidden(std::move(d));
+  }
+  return req.principal->merchant_id;
+}
+
+// Reads an optional JSON object body: empty means {}.
+Result<bj::object> optional_body(const web::Request& req) {
+  if (req.body.empty()) return bj::object{};
+  return web::body_object(req);
+}
+
+std::optional<std::string> nonempty_query(const web::Request& req, std::string_view name) {
+  auto v = req.query_param(name);
+  if (v && v->empty()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+Service::Service(store::Db& db, web::HttpClient& client, Options options) : db_(db) {
+  RegistryOptions ro;
+  ro.pepper = options.pepper;
+  ro.allow_private_targets = options.allow_private_targets;
+  ro.max_endpoints_per_merchant = options.max_endpoints_per_merchant;
+  ro.secret_overlap_ms = options.secret_overlap_ms;
+  registry_ = std::make_unique<Registry>(db_, std::move(ro));
+  options.worker.allow_private_targets = options.allow_private_targets;
+  worker_ = std::make_unique<Worker>(db_, client, *registry_, std::move(options.worker));
+}
+
+Service::~Service() { stop(); }
+
+void Service::start() { worker_->start(); }
+void Service::stop() { worker_->stop(); }
+
+web::Response Service::list_endpoints(web::Request& req) {
+  auto merchant = merchant_of(req);
+  if (!merchant) return web::error(req, merchant.error());
+  bj::object errors;
+  web::Page page = web::parse_page(req, errors);
+  if (!errors.empty()) return web::error(req, empty_data(std::move(errors)));
+  auto list = registry_->list(*merchant, page.limit, page.offset());
+  if (!list) return web::error(req, list.error());
+  bj::array items;
+  for (const auto& e : list->items) items.push_back(to_json(e));
+  return web::ok(req, std::move(items), web::pagination(page, list->total));
+}
+
+web::Response Service::create_endpoint(web::Request& req) {
+  auto merchant = merchant_of(req);
+  if (!merchant) return web::error(req, merchant.error());
+  auto body = web::body_object(req);
+  if (!body) return web::error(req, body.error());
+  auto change = parse_endpoint_change(*body, true);
+  if (!change) return web::error(req, change.error());
+  auto created = registry_->create(*merchant, *change, now_ms());
+  if (!created) return web::error(req, created.error());
+  return web::ok(req, to_json(*created), {}, "created", 201);
+}
+
+web::Response Service::get_endpoint(web::Request& req) {
+  auto merchant = merchant_of(req);
+  if (!merchant) return web::error(req, merchant.error());
+  auto e = registry_->get(*merchant, req.path_param("endpoint_id"));
+  if (!e) return web::error(req, e.error());
+  return web::ok(req, to_json(*e));
+}
+
+web::Response Service::update_endpoint(web::Request& req) {
+  auto merchant = merchant_of(req);
+  if (!merchant) return web::error(req, merchant.error());
+  auto body = web::body_object(req);
+  if (!body) return web::error(req, body.error());
+  auto change = parse_endpoint_change(*body, false);
+  if (!change) return web::error(req, change.error());
+  auto e = registry_->update(*merchant, req.path_param("endpoint_id"), *change, now_ms());
+  if (!e) return web::error(req, e.error());
+  return web::ok(req, to_json(*e));
+}
+
+web::Response Service::delete_endpoint(web::Request& req) {
+  auto merchant = merchant_of(req);
+  if (!merchant) return web::error(req, merchant.error());
+  const std::string id = req.path_param("endpoint_id");
+  auto st = registry_->remove(*merchant, id, now_ms());
+  if (!st) return web::error(req, st.error());
+  bj::object data;
+  data["id"] = id;
+  data["deleted"] = true;
+  return web::ok(req, std::move(data));
+}
+
+web::Response Service::rotate_secret(web::Request& req) {
+  auto merchant = merchant_of(req);
+  if (!merchant) return web::error(req, merchant.error());
+  auto body = optional_body(req);
+  if (!body) return web::error(req, body.error());
+  json::FieldErrors errors;
+  for (const auto& [key, value] : *body)
+    if (key != "overlap_seconds") errors.add(key, "is not a field of this request (allowed: overlap_seconds)");
+  auto overlap = json::get_int(*body, "overlap_seconds", errors);
+  if (auto st = errors.status(); !st) return web::error(req, st.error());
+  std::optional<std::int64_t> overlap_ms;
+  if (overlap) {
+    if (*overlap < 0 || *overlap > registry_->options().max_secret_overlap_ms / 1000) {
+      bj::object d;
+      d["overlap_seconds"] =
+          "must be between 0 and " + std::to_string(registry_->options().max_secret_overlap_ms / 1000);
+      return web::error(req, empty_data(std::move(d)));
+    }
+    overlap_ms = *overlap * 1000;
+  }
+  auto rotated = registry_->rotate_secret(*merchant, req.path_param("endpoint_id"), overlap_ms, now_ms());
+  if (!rotated) return web::error(req, rotated.error());
+  return web::ok(req, to_json(*rotated));
+}
+
+web::Response Service::list_deliveries(web::Request& req) {
+  auto merchant = merchant_of(req);
+  if (!merchant) return web::error(req, merchant.error());
+  bj::object errors;
+  web::Page page = web::parse_page(req, errors);
+  if (!errors.empty()) return web::error(req, empty_data(std::move(errors)));
+  DeliveryFilter filter;
+  filter.endpoint_id = nonempty_query(req, "endpoint_id");
+  filter.event_id = nonempty_query(req, "event_id");
+  filter.status = nonempty_query(req, "status");
+  auto list = registry_->list_deliveries(*merchant, filter, page.limit, page.offset());
+  if (!list) return web::error(req, list.error());
+  bj::array items;
+  for (const auto& d : list->items) items.push_back(to_json(d));
+  return web::ok(req, std::move(items), web::pagination(page, list->total));
+}
+
+web::Response Service::get_delivery(web::Request& req) {
+  auto merchant = merchant_of(req);
+  if (!merchant) return web::error(req, merchant.error());
+  auto d = registry_->get_delivery(*merchant, req.path_param("delivery_id"));
+  if (!d) return web::error(req, d.error());
+  bj::object data = to_json(d->delivery);
+  bj::array attempts;
+  for (const auto& a : d->attempts) attempts.push_back(to_json(a));
+  data["attempts"] = std::move(attempts);
+  data["payload"] = bj::parse(delivery_body(d->event));
+  return web::ok(req, std::move(data));
+}
+
+web::Response Service::list_events(web::Request& req) {
+  auto merchant = merchant_of(req);
+  if (!merchant) return web::error(req, merchant.error());
+  bj::object errors;
+  web::Page page = web::parse_page(req, errors);
+  if (!errors.empty()) return web::error(req, empty_data(std::move(errors)));
+  auto list = registry_->list_events(*merchant, nonempty_query(req, "event_type"), page.limit, page.offset());
+  if (!list) return web::error(req, list.error());
+  bj::array items;
+  for (const auto& e : list->items) items.push_back(to_json(e));
+  return web::ok(req, std::move(items), web::pagination(page, list->total));
+}
+
+web::Response Service::redeliver(web::Request& req) {
+  auto merchant = merchant_of(req);
+  if (!merchant) return web::error(req, merchant.error());
+  auto body = optional_body(req);
+  if (!body) return web::error(req, body.error());
+  json::FieldErrors errors;
+  for (const auto& [key, value] : *body)
+    if (key != "endpoint_id") errors.add(key, "is not a field of this request (allowed: endpoint_id)");
+  auto endpoint = json::get_string(*body, "endpoint_id", errors);
+  if (auto st = errors.status(); !st) return web::error(req, st.error());
+  auto created = registry_->redeliver(*merchant, req.path_param("event_id"), endpoint, now_ms());
+  if (!created) return web::error(req, created.error());
+  bj::array items;
+  for (const auto& d : *created) items.push_back(to_json(d));
+  return web::ok(req, std::move(items), {}, "submitted", 202);
+}
+
+}  // namespace sika::webhooks
