@@ -446,16 +446,23 @@ web::Response Service::list_providers(web::Request& req) {
   bj::object errors;
   web::Page page = web::parse_page(req, errors, 25);
   auto country_code = alpha3_param(req, "country", errors);
+  auto provider_code = code_param(req, "provider", errors);
   auto kind = kind_param(req, errors);
   auto active = bool_param(req, "active", errors);
   if (!errors.empty()) return bad(req, std::move(errors));
   const Country* country = nullptr;
   if (country_code) {
     country = cat->country(*country_code);
-    if (!country || (!country->active && !admin)) return bad(req, bj::object{{"country", "unknown country"}});
+    if (!country || (!country->active && !admin)) errors["country"] = "unknown country";
   }
+  if (provider_code) {
+    const Provider* p = cat->provider(*provider_code);
+    if (!p || (!p->active && !admin)) errors["provider"] = "unknown provider";
+  }
+  if (!errors.empty()) return bad(req, std::move(errors));
   std::string key = memo_key({"providers", i18n::name(req.locale), admin ? "a" : "m", opt_text(country_code),
-                              opt_enum(kind), opt_bool(active), std::to_string(page.page), std::to_string(page.limit)});
+                              opt_text(provider_code), opt_enum(kind), opt_bool(active), std::to_string(page.page),
+                              std::to_string(page.limit)});
   if (auto hit = memo_.find(cat, key)) return std::move(*hit);
 
   // What each provider offers, counting only the services the caller may see.
@@ -478,6 +485,7 @@ web::Response Service::list_providers(web::Request& req) {
   std::vector<const Provider*> items;
   for (const Provider& p : cat->providers()) {
     if (!admin && !p.active) continue;
+    if (provider_code && p.code != *provider_code) continue;
     if (active && p.active != *active) continue;
     auto it = offers.find(p.id);
     if (country && (it == offers.end() || !it->second.in_country)) continue;

@@ -45,7 +45,7 @@ class Service {
   web::Response list_fees(web::Request& req);
   // GET /service/list: country, provider, kind, active, page, limit.
   web::Response list_services(web::Request& req);
-  // GET /provider/list: country, kind, active, page, limit.
+  // GET /provider/list: country, provider, kind, active, page, limit.
   web::Response list_providers(web::Request& req);
 
   // The current snapshot; never null. Loads it first if it was never loaded (then

@@ -397,8 +397,13 @@ TEST_P(CatalogHandlers, ListsAndFiltersProviders) {
   ASSERT_EQ(gab_mm.data().size(), 1u);
   EXPECT_EQ(gab_mm.data()[0].at("code"), "AIRTEL");
   expect_pagination(providers({{"limit", "2"}, {"page", "2"}}), 2, 2, all.pagination().at("total").as_int64());
-  expect_bad(providers({{"country", "XX"}, {"kind", "x"}, {"active", "1"}, {"page", "-1"}}),
-             {"country", "kind", "active", "page"});
+  expect_bad(providers({{"country", "XX"}, {"kind", "x"}, {"active", "1"}, {"page", "-1"}, {"provider", "a-b"}}),
+             {"country", "kind", "active", "page", "provider"});
+  expect_bad(providers({{"country", "ZZZ"}, {"provider", "NOPE"}}), {"country", "provider"});
+  Reply one = providers({{"provider", "WAVE"}});
+  ASSERT_EQ(one.data().size(), 1u);
+  EXPECT_EQ(one.data()[0].at("code"), "WAVE");
+  expect_pagination(providers({{"provider", "WAVE"}, {"country", "GAB"}}), 1, 25, 0);
 
   ASSERT_TRUE(service_->set_active(Kind::provider, "MOOV", false).ok());
   Reply visible = providers({});
