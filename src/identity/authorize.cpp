@@ -147,24 +147,24 @@ Result<Service::AuthzRequest> Service::parse_authz(const web::Fields& params, we
     return bad_request(std::string(code), bj::string(description));
   };
   std::string client_id = field(params, "client_id");
-  if (client_id.empty()) return fail_page("invalid_request", "client_id is required");
+  if (client_id.empty()) return fail_page("invalid_request", pages::text(loc, "err_client_id"));
   auto client = load_client(client_id);
   if (!client) {
-    page_error = html_page(503, pages::error(loc, "temporarily_unavailable", "please retry"));
+    page_error = html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
     return client.take_error();
   }
   if (!*client || !(*client)->active || !(*client)->merchant_active)
-    return fail_page("invalid_client", "unknown or disabled client_id");
+    return fail_page("invalid_client", pages::text(loc, "err_client"));
   a.client = *client;
   a.redirect_uri = field(params, "redirect_uri");
   a.redirect_uri_given = !a.redirect_uri.empty();
   if (a.redirect_uri_given) {
     if (!a.client->redirect_uri_registered(a.redirect_uri))
-      return fail_page("invalid_request", "redirect_uri is not registered for this client");
+      return fail_page("invalid_request", pages::text(loc, "err_redirect"));
   } else if (a.client->redirect_uris.size() == 1) {
     a.redirect_uri = a.client->redirect_uris.front();
   } else {
-    return fail_page("invalid_request", "redirect_uri is required");
+    return fail_page("invalid_request", pages::text(loc, "err_redirect_required"));
   }
   // From here on, errors go back to the client's redirect URI (RFC 6749 §4.1.2.1).
   a.state = field(params, "state");
@@ -376,14 +376,14 @@ web::Response Service::authorize_submit(web::Request& req) {
     if (email.empty() || password.empty())
       return render_login(req, a, nullptr, pages::text(loc, "missing_credentials"), 400);
     auto allowed = shared_rate_hit("login-ip:" + req.remote_ip, opts_.login_attempts_per_ip, 60000);
-    if (!allowed) return html_page(503, pages::error(loc, "temporarily_unavailable", "please retry"));
+    if (!allowed) return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
     if (!*allowed) return render_login(req, a, nullptr, pages::text(loc, "rate_limited"), 429);
     std::optional<User> found;
     Status st = db_.read([&](store::Conn& c) -> Status {
       SIKA_ASSIGN_OR_RETURN(found, find_user_by_email(c, email));
       return {};
     });
-    if (!st) return html_page(503, pages::error(loc, "temporarily_unavailable", "please retry"));
+    if (!st) return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
     if (!found || !found->active) {
       (void)crypto::password_verify(password, dummy_password_hash());
       return render_login(req, a, nullptr, pages::text(loc, "bad_credentials"), 401);
@@ -413,13 +413,13 @@ web::Response Service::authorize_submit(web::Request& req) {
                       {sid_hash, found->id, t, t + opts_.session_ttl * 1000LL, t}));
       return {};
     });
-    if (!st) return html_page(503, pages::error(loc, "temporarily_unavailable", "please retry"));
+    if (!st) return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
     user = std::move(found);
     auth_time = t;
     set_session = make_cookie(kSessionCookie, sid, cookie_path(), opts_.session_ttl, secure_cookies());
   } else {
     auto session = current_session(req);
-    if (!session) return html_page(503, pages::error(loc, "temporarily_unavailable", "please retry"));
+    if (!session) return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
     if (!*session) return render_login(req, a, nullptr, pages::text(loc, "missing_credentials"), 400);
     if (contains(split_list(a.prompt), "login"))
       return render_login(req, a, nullptr, pages::text(loc, "missing_credentials"), 400);

@@ -142,7 +142,8 @@ TEST(Model, ListsAndRedirectUriMatching) {
 }
 
 TEST(Pages, EveryTextExistsInBothLanguagesAndIsEscaped) {
-  for (std::string_view key : {"title", "allow", "deny", "bad_credentials", "locked", "csrf", "scope_payments",
+  for (std::string_view key : {"title", "allow", "deny", "bad_credentials", "locked", "csrf", "err_client",
+                               "err_client_id", "err_redirect", "err_redirect_required", "err_retry", "scope_payments",
                                "scope_services", "scope_countries", "scope_providers", "scope_openid", "scope_profile",
                                "scope_email", "scope_phone", "scope_offline_access", "signup_title", "signed_out"}) {
     EXPECT_NE(pages::text(i18n::Locale::fr, key), key);
