@@ -7,7 +7,7 @@
 
 #include "catalog/demo.hpp"
 #include "catalog/service.hpp"
-#include "test_db.hpp"
+#include "support/test_db.hpp"
 
 namespace sika::catalog {
 namespace {

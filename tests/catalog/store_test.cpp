@@ -10,7 +10,7 @@
 #include "catalog/service.hpp"
 #include "catalog/store.hpp"
 #include "core/time.hpp"
-#include "test_db.hpp"
+#include "support/test_db.hpp"
 
 namespace sika::catalog {
 namespace {

@@ -16,7 +16,7 @@
 #include "merchant/merchant.hpp"
 #include "payments/ledger.hpp"
 #include "payments/service.hpp"
-#include "test_db.hpp"
+#include "support/test_db.hpp"
 #include "web/client.hpp"
 
 namespace sika::payments::testing {
@@ -109,10 +109,10 @@ inline std::shared_ptr<const catalog::Catalog> test_catalog() {
                                                   std::move(rules));
 }
 
-class PaymentsTest : public DbTest {
+class PaymentsTest : public sika::testing::DbTest {
  protected:
   void SetUp() override {
-    DbTest::SetUp();
+    sika::testing::DbTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
       std::int64_t t = now_ms();
@@ -129,7 +129,7 @@ class PaymentsTest : public DbTest {
   void TearDown() override {
     if (service_) service_->stop();
     service_.reset();
-    DbTest::TearDown();
+    sika::testing::DbTest::TearDown();
   }
 
   virtual void tune(Options&) {}

@@ -1,5 +1,5 @@
 #pragma once
-// A fresh, migrated database per test on the backend named by the test parameter: "sqlite" (a
+// Shared by the component test suites. A fresh, migrated database per test on the backend named by the test parameter: "sqlite" (a
 // file in a temporary directory) or "postgres" (a new database created in SIKA_TEST_PG_DSN; the
 // test skips itself when that variable is unset).
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include "core/random.hpp"
 #include "store/db.hpp"
 
-namespace sika::payments::testing {
+namespace sika::testing {
 
 inline std::string with_database(const std::string& dsn, const std::string& name) {
   std::size_t host = dsn.find("://");
@@ -43,11 +43,11 @@ class DbTest : public ::testing::TestWithParam<std::string> {
       const char* admin = std::getenv("SIKA_TEST_PG_DSN");
       if (admin == nullptr || *admin == '\0') GTEST_SKIP() << "SIKA_TEST_PG_DSN is not set";
       admin_dsn_ = admin;
-      database_ = "sika_payments_test_" + hex_encode(random_bytes(6));
+      database_ = "sika_test_" + hex_encode(random_bytes(6));
       admin_exec(admin_dsn_, "CREATE DATABASE " + database_);
       dsn_ = with_database(admin_dsn_, database_);
     } else {
-      dir_ = std::filesystem::temp_directory_path() / ("sika-payments-test-" + hex_encode(random_bytes(6)));
+      dir_ = std::filesystem::temp_directory_path() / ("sika-test-" + hex_encode(random_bytes(6)));
       std::filesystem::create_directories(dir_);
       dsn_ = "sqlite://" + (dir_ / "sika.db").string();
     }
@@ -83,4 +83,4 @@ class DbTest : public ::testing::TestWithParam<std::string> {
   std::vector<std::unique_ptr<store::Db>> extra_;
 };
 
-}  // namespace sika::payments::testing
+}  // namespace sika::testing
