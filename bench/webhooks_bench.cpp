@@ -7,7 +7,7 @@
 //   2. the same, but one more merchant (whose events exist in both phases) has an endpoint that
 //      never answers (the hanging port): the rate to the healthy endpoints is compared with
 //      phase 1. The only difference between the phases is that hanging endpoint.
-// Usage: webhooks_bench --ports P1,P2,... --hang PORT [--events 10000] [--rounds 3] [--threads 32]
+// Usage: webhooks_bench --ports P1,P2,... --hang PORT [--events 10000] [--rounds 3] [--threads 64]
 //        [--per-endpoint 8] [--dir /tmp] [--timeout-ms 15000] [--progress 1]
 // The phases take turns (--rounds times each); totals are over all rounds.
 #include <boost/json.hpp>
@@ -41,7 +41,7 @@ struct Args {
   std::vector<int> ports;
   int hang = 0;
   int events = 10000;
-  int threads = 32;
+  int threads = 64;
   int per_endpoint = 8;
   int timeout_ms = 15000;
   std::string dir = "/tmp";

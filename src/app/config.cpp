@@ -73,7 +73,7 @@ const std::vector<KeySpec> kKeys = {
     {"webhooks.enabled", "true", K::boolean, "run the webhook delivery worker in serve"},
     {"webhooks.allow_private_targets", "false", K::boolean,
      "accept loopback/private notification URLs (development and tests only: SSRF protection off)"},
-    {"webhooks.threads", "32", K::integer, "webhook sender threads per process"},
+    {"webhooks.threads", "64", K::integer, "webhook sender threads per process"},
     {"webhooks.max_in_flight_per_endpoint", "8", K::integer,
      "concurrent deliveries to one endpoint per process (a hanging endpoint holds no more threads)"},
     {"webhooks.connect_timeout_ms", "5000", K::integer, "webhook connect timeout (DNS + TCP + TLS)"},

@@ -26,7 +26,7 @@
 namespace sika::webhooks {
 
 struct WorkerOptions {
-  int threads = 32;                    // sender threads
+  int threads = 64;                    // sender threads
   int max_in_flight_per_endpoint = 8;  // concurrent requests to one endpoint from this node
   // Deliveries of one endpoint held here (queued + in flight) while it answers promptly, so that
   // claims (one durable write each) stay ahead of the senders; an endpoint that times out or

@@ -292,6 +292,7 @@ class FakeClient : public web::HttpClient {
       }
     }
     if (code == -1) return Error{502, "upstream_error", "connection refused"};
+    if (code == -3) return Error{503, "host_busy", "per-host limit reached"};
     web::ClientResponse r;
     r.status = code;
     r.body = code == 200 ? R"({"received":true})" : std::string(5000, 'x');
@@ -642,6 +643,25 @@ TEST_P(WebhooksDb, RetriesOnTheScheduleThenFails) {
   EXPECT_EQ(scalar("SELECT COUNT(*) FROM webhook_attempts WHERE outcome = 'network_error' AND status_code IS NULL"), 1);
 }
 
+TEST_P(WebhooksDb, ALocalHostLimitDefersWithoutCountingAnAttempt) {
+  FakeClient client;
+  endpoint(merchant_a_, "http://127.0.0.1:9/busy");
+  client.status["http://127.0.0.1:9/busy"] = -3;
+  event(merchant_a_, "TX-1", "COMPLETED");
+  Worker& w = worker(client);
+  ASSERT_EQ(*w.run_once(clock_), 1);
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM webhook_attempts"), 0);
+  EXPECT_EQ(scalar("SELECT attempts FROM webhook_deliveries"), 0);
+  EXPECT_EQ(str("SELECT status FROM webhook_deliveries"), "pending");
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM webhook_deliveries WHERE lease_owner IS NULL"), 1);
+  EXPECT_EQ(scalar("SELECT next_attempt_at FROM webhook_deliveries"), clock_ + 1000);
+  client.status["http://127.0.0.1:9/busy"] = 200;
+  clock_ += 1000;
+  ASSERT_EQ(*w.run_once(clock_), 1);
+  EXPECT_EQ(str("SELECT status FROM webhook_deliveries"), "succeeded");
+  EXPECT_EQ(scalar("SELECT attempts FROM webhook_deliveries"), 1);
+}
+
 TEST_P(WebhooksDb, GoneStopsAndDisablesTheEndpointAndTellsTheMerchant) {
   FakeClient client;
   auto gone = endpoint(merchant_a_, "http://127.0.0.1:9/gone");
@@ -942,6 +962,35 @@ TEST_P(WebhooksDb, AHangingEndpointDoesNotDelayTheOthers) {
   EXPECT_EQ(scalar("SELECT COUNT(*) FROM webhook_attempts"), 202);
   EXPECT_EQ(scalar("SELECT COUNT(*) FROM webhook_deliveries WHERE lease_owner IS NOT NULL"), 0);
   (void)slow, (void)fast;
+}
+
+TEST_P(WebhooksDb, ASlowEndpointGivesBackWhatWasQueuedForIt) {
+  FakeClient client;
+  auto slow = endpoint(merchant_a_, "http://127.0.0.1:9/slow");
+  client.status["http://127.0.0.1:9/slow"] = -2;  // answers nothing; the request times out
+  WorkerOptions wo;
+  wo.threads = 4;
+  wo.max_in_flight_per_endpoint = 1;
+  wo.prefetch_per_endpoint = 4;
+  wo.timeout_ms = 300;
+  wo.poll_interval_ms = 20;
+  wo.allow_private_targets = true;
+  Worker w(*db_, client, *registry_, wo);
+  for (int i = 0; i < 10; ++i)
+    event(merchant_a_, "S-" + std::to_string(i), "COMPLETED", "transaction.status_changed", now_ms());
+  w.start();
+  // Before the first timeout the endpoint looks healthy: 4 held here (1 in flight, 3 queued).
+  auto until = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < until &&
+         scalar("SELECT COUNT(*) FROM webhook_attempts WHERE outcome = 'timeout'") < 2)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_GE(scalar("SELECT COUNT(*) FROM webhook_attempts WHERE outcome = 'timeout'"), 2);
+  // After it, at most its in-flight maximum stays leased; the rest went back to the database.
+  EXPECT_LE(scalar("SELECT COUNT(*) FROM webhook_deliveries WHERE lease_owner IS NOT NULL"), 1);
+  EXPECT_LE(client.hanging.load(), 1);
+  w.stop();
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM webhook_deliveries WHERE lease_owner IS NOT NULL"), 0);
+  (void)slow;
 }
 
 TEST_P(WebhooksDb, ThreadedWorkerDeliversEveryEventAtLeastOnce) {
