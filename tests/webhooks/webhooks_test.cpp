@@ -4,7 +4,6 @@
 // PostgreSQL needs SIKA_TEST_PG_DSN (an admin DSN; each test creates and drops a database).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <libpq-fe.h>
 
 #include <boost/json.hpp>
 
@@ -23,6 +22,7 @@
 #include "merchant/merchant.hpp"
 #include "store/db.hpp"
 #include "store/outbox.hpp"
+#include "support/test_db.hpp"
 #include "web/client.hpp"
 #include "webhooks/model.hpp"
 #include "webhooks/queue.hpp"
@@ -319,47 +319,13 @@ class FakeClient : public web::HttpClient {
 
 // ---- both backends ----------------------------------------------------------------------------
 
-std::string with_database(const std::string& dsn, const std::string& name) {
-  std::size_t host = dsn.find("://");
-  std::size_t slash = dsn.find('/', host + 3);
-  std::size_t query = dsn.find('?', host + 3);
-  std::string tail = query == std::string::npos ? "" : dsn.substr(query);
-  std::string head = slash == std::string::npos || (query != std::string::npos && slash > query)
-                         ? dsn.substr(0, query == std::string::npos ? dsn.size() : query)
-                         : dsn.substr(0, slash);
-  return head + "/" + name + tail;
-}
-
-void admin_exec(const std::string& dsn, const std::string& sql) {
-  PGconn* c = PQconnectdb(dsn.c_str());
-  ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
-  PGresult* r = PQexec(c, sql.c_str());
-  ExecStatusType st = PQresultStatus(r);
-  EXPECT_TRUE(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) << sql << ": " << PQerrorMessage(c);
-  PQclear(r);
-  PQfinish(c);
-}
-
 std::string text(const Error& e) { return e.code + " " + bj::serialize(e.details); }
 
-class WebhooksDb : public ::testing::TestWithParam<std::string> {
+class WebhooksDb : public sika::testing::DbTest {
  protected:
   void SetUp() override {
-    if (GetParam() == "postgres") {
-      const char* admin = std::getenv("SIKA_TEST_PG_DSN");
-      if (admin == nullptr || *admin == '\0') GTEST_SKIP() << "SIKA_TEST_PG_DSN is not set";
-      admin_dsn_ = admin;
-      database_ = "sika_webhooks_test_" + hex_encode(random_bytes(6));
-      admin_exec(admin_dsn_, "CREATE DATABASE " + database_);
-      dsn_ = with_database(admin_dsn_, database_);
-    } else {
-      dir_ = std::filesystem::temp_directory_path() / ("sika-webhooks-test-" + hex_encode(random_bytes(6)));
-      dsn_ = "sqlite://" + (dir_ / "sika.db").string();
-    }
-    db_ = open_db();
-    ASSERT_NE(db_, nullptr);
-    auto applied = store::migrate(*db_);
-    ASSERT_TRUE(applied.ok()) << text(applied.error());
+    DbTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     merchant_a_ = make_merchant("MCH-A");
     merchant_b_ = make_merchant("MCH-B");
     RegistryOptions ro;
@@ -371,18 +337,7 @@ class WebhooksDb : public ::testing::TestWithParam<std::string> {
   void TearDown() override {
     workers_.clear();
     registry_.reset();
-    for (auto& d : extra_dbs_) d->close();
-    extra_dbs_.clear();
-    if (db_) db_->close();
-    db_.reset();
-    if (!database_.empty()) admin_exec(admin_dsn_, "DROP DATABASE IF EXISTS " + database_ + " WITH (FORCE)");
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-
-  std::unique_ptr<store::Db> open_db() {
-    auto db = store::open(dsn_);
-    EXPECT_TRUE(db.ok()) << (db.ok() ? "" : text(db.error()));
-    return db.ok() ? std::move(db).value() : nullptr;
+    DbTest::TearDown();
   }
 
   std::int64_t make_merchant(const std::string& matricule) {
@@ -463,10 +418,6 @@ class WebhooksDb : public ::testing::TestWithParam<std::string> {
     return s;
   }
 
-  std::string admin_dsn_, database_, dsn_;
-  std::filesystem::path dir_;
-  std::unique_ptr<store::Db> db_;
-  std::vector<std::unique_ptr<store::Db>> extra_dbs_;
   std::unique_ptr<Registry> registry_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::int64_t merchant_a_ = 0, merchant_b_ = 0;
@@ -737,8 +688,7 @@ TEST_P(WebhooksDb, AnEndpointFailingForDaysIsDisabled) {
 
 TEST_P(WebhooksDb, TwoWorkersNeverClaimTheSameDelivery) {
   // Two "nodes" (separate connection pools), two threads each, racing on one queue.
-  extra_dbs_.push_back(open_db());
-  store::Db* dbs[2] = {db_.get(), extra_dbs_.back().get()};
+  store::Db* dbs[2] = {db_.get(), &second_node()};
   auto ep1 = endpoint(merchant_a_, "http://127.0.0.1:9/1");
   auto ep2 = endpoint(merchant_a_, "http://127.0.0.1:9/2");
   for (int i = 0; i < 300; ++i) event(merchant_a_, "TX-" + std::to_string(i), "COMPLETED");
