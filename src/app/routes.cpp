@@ -58,7 +58,8 @@ void build_routes(web::Router& r, Context& ctx) {
 
   // ---- system ------------------------------------------------------------------------------
   r.add({Surface::system, "GET", "/healthz",
-         [](web::Request&) { return web::Response::json(200, R"({"status":"ok"})"); }, "", "Liveness"});
+         [](web::Request&) { return web::Response::json(200, R"({"status":"ok"})"); }, "", "Liveness",
+         /*non_blocking=*/true});
   r.add({Surface::system, "GET", "/readyz",
          [&ctx](web::Request&) {
            auto ok = ctx.db->ping();

@@ -79,6 +79,7 @@ int serve(Config config, const ServeOptions& options) {
     so.access_log = [access](const http::AccessLogEntry& e) { access->info(e.json()); };
   }
 
+  so.run_inline = [&router](const web::Request& req) { return router.is_non_blocking(req); };
   http::Server server(so, [&router](web::Request& req) { return router.dispatch(req); });
   if (auto s = server.start(); !s) {
     report(Error{1, "listen", boost::json::string(ctx.config.get_string("listen") + ": " +

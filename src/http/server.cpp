@@ -406,6 +406,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     req.query = std::move(*query);
 
     state_ = State::handling;
+    if (srv_.opt.run_inline && srv_.opt.run_inline(req)) {
+      // A route declared non-blocking (no database, no I/O) answers on this strand: no hand-off.
+      send(run_handler(req));
+      return;
+    }
     auto work = net::prefer(srv_.ioc.get_executor(), net::execution::outstanding_work.tracked);
     bool queued = srv_.pool.try_post([self = shared_from_this(), req = std::move(req), work]() mutable {
       web::Response res = self->run_handler(req);

@@ -47,6 +47,9 @@ struct ServerOptions {
   int write_timeout_ms = 30000;    // whole response
   int idle_timeout_ms = 60000;     // keep-alive connection waiting for its next request
   int shutdown_grace_ms = 15000;   // stop(): how long in-flight requests may take to finish
+  // Requests for which this returns true run on the I/O thread instead of the handler pool.
+  // Only for handlers that never block (no database, no I/O, bounded CPU), such as /healthz.
+  std::function<bool(const web::Request&)> run_inline;
   std::function<void(const AccessLogEntry&)> access_log;  // called on an I/O thread: keep it cheap
   i18n::Locale default_locale = i18n::Locale::fr;
 };

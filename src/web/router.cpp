@@ -50,6 +50,8 @@ std::string_view Router::prefix(Surface s) const {
 
 void Router::add(Route route) {
   std::string full = std::string(prefix(route.surface)) + route.pattern;
+  if (route.non_blocking && route.method == "GET" && full.find('{') == std::string::npos)
+    non_blocking_paths_.insert(full);
   compiled_.push_back(Compiled{split_path(full), routes_.size()});
   routes_.push_back(std::move(route));
 }
@@ -81,6 +83,10 @@ void Router::apply_cors(const Request& req, Surface s, Response& res) const {
   res.set("Access-Control-Allow-Origin", any ? "*" : std::string(origin));
   if (!any) res.set("Vary", "Origin");
   res.set("Access-Control-Expose-Headers", "X-Request-Id");
+}
+
+bool Router::is_non_blocking(const Request& req) const {
+  return (req.method == "GET" || req.method == "HEAD") && non_blocking_paths_.count(req.path) > 0;
 }
 
 Response Router::dispatch(Request& req) const {

@@ -5,6 +5,7 @@
 // body); OPTIONS answers CORS preflights for surfaces with CORS enabled, else 204 + Allow.
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,9 @@ struct Route {
   Handler handler;
   std::string scope;     // required OAuth scope on the gateway ("" = none or not a JWT route)
   std::string summary;   // one line, for the route listing
+  // True for handlers that never block (no database, no I/O): the server may run them on an
+  // I/O thread. Only for parameterless GET routes.
+  bool non_blocking = false;
 };
 
 struct CorsPolicy {
@@ -42,6 +46,9 @@ class Router {
   void add(Route route);
   const std::vector<Route>& routes() const { return routes_; }
 
+  // Returns true iff the request targets a non_blocking route (an exact-path lookup).
+  bool is_non_blocking(const Request& req) const;
+
   // Finds the route and runs it; answers 404/405/OPTIONS itself.
   Response dispatch(Request& req) const;
 
@@ -57,6 +64,7 @@ class Router {
   std::map<Surface, CorsPolicy> cors_;
   std::vector<Route> routes_;
   std::vector<Compiled> compiled_;
+  std::set<std::string, std::less<>> non_blocking_paths_;
 };
 
 }  // namespace sika::web

@@ -150,3 +150,16 @@ TEST(Router, HeadRunsGetAndOptionsAnswersAllowAndCors) {
   other.headers = {{"origin", "https://evil.example"}, {"access-control-request-method", "POST"}};
   EXPECT_TRUE(router.dispatch(other).get("Access-Control-Allow-Origin").empty());
 }
+
+TEST(Router, OnlyDeclaredParameterlessGetRoutesAreNonBlocking) {
+  web::Router r;
+  r.mount(web::Surface::gateway, "/api");
+  r.add({web::Surface::system, "GET", "/healthz", [](web::Request&) { return web::Response{}; }, "", "", true});
+  r.add({web::Surface::gateway, "GET", "/x/{id}", [](web::Request&) { return web::Response{}; }, "", "", true});
+  r.add({web::Surface::gateway, "GET", "/slow", [](web::Request&) { return web::Response{}; }, "", ""});
+  EXPECT_TRUE(r.is_non_blocking(make("GET", "/healthz")));
+  EXPECT_TRUE(r.is_non_blocking(make("HEAD", "/healthz")));
+  EXPECT_FALSE(r.is_non_blocking(make("POST", "/healthz")));
+  EXPECT_FALSE(r.is_non_blocking(make("GET", "/api/x/1")));
+  EXPECT_FALSE(r.is_non_blocking(make("GET", "/api/slow")));
+}
