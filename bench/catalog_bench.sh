@@ -13,30 +13,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BUILD=${BUILD:-build}
-SIKA=${SIKA_BIN:-$BUILD/sika}
-CONNECTIONS=${CONNECTIONS:-64}
-THREADS=${THREADS:-2}
-DURATION=${DURATION:-10}
 TOKEN_CACHE=${TOKEN_CACHE:-30}
 ROUNDS=${ROUNDS:-2}
 
-[[ -x "$SIKA" ]] || { echo "missing $SIKA: build it first (ninja -C $BUILD sika)"; exit 1; }
-command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
-ulimit -n 8192 2>/dev/null || true
-
-TMP=$(mktemp -d)
-PIDS=()
-DROP_DB=""
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [[ -n "$DROP_DB" ]]; then psql "$SIKA_TEST_PG_DSN" -q -c "DROP DATABASE IF EXISTS $DROP_DB WITH (FORCE)" || true; fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+source bench/lib.sh
 
 cat >"$TMP/auth.lua" <<'EOF'
 function init(args) token = os.getenv("BENCH_TOKEN") end

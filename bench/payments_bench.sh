@@ -13,29 +13,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BUILD=${BUILD:-build}
-SIKA=${SIKA_BIN:-$BUILD/sika}
-CONNECTIONS=${CONNECTIONS:-64}
-THREADS=${THREADS:-2}
-DURATION=${DURATION:-10}
 STATUS_REFS=${STATUS_REFS:-500}
 
-[[ -x "$SIKA" ]] || { echo "missing $SIKA: build it first (ninja -C $BUILD sika)"; exit 1; }
-command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
-ulimit -n 8192 2>/dev/null || true
-
-TMP=$(mktemp -d)
-PIDS=()
-DROP_DB=""
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [[ -n "$DROP_DB" ]]; then psql "$SIKA_TEST_PG_DSN" -q -c "DROP DATABASE IF EXISTS $DROP_DB WITH (FORCE)" || true; fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+source bench/lib.sh
 
 cat >"$TMP/intent.lua" <<'EOF'
 -- A new transaction per request: a random v4 UUID (per-thread seed) for transaction_uuid.
