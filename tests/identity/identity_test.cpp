@@ -44,7 +44,9 @@ TEST(Jwt, SignsAndVerifiesBothAlgorithms) {
     EXPECT_EQ(parsed->kid, "k1");
     EXPECT_EQ(parsed->payload.at("sub").as_string(), "a");
     EXPECT_TRUE((*key)->verify(parsed->signing_input, parsed->signature));
-    if (alg == Alg::ES256) EXPECT_EQ(parsed->signature.size(), 64u);  // raw r||s, not DER
+    if (alg == Alg::ES256) {
+      EXPECT_EQ(parsed->signature.size(), 64u);  // raw r||s, not DER
+    }
 
     // Tampered payload, and another key of the same algorithm, fail.
     std::string tampered = token;

@@ -135,7 +135,9 @@ TEST_P(ConcurrencyTest, ThousandsOfMixedOperationsLeaveTheLedgerExact) {
 
   EXPECT_EQ(unexpected.load(), 0);
   EXPECT_GT(ok.load(), kThreads * kOpsPerThread / 2);
-  if (!pg) EXPECT_EQ(transient.load(), 0);
+  if (!pg) {
+    EXPECT_EQ(transient.load(), 0);
+  }
   std::cout << "ok " << ok << ", refused " << refused << ", transient " << transient << ", transactions "
             << count("SELECT COUNT(*) FROM pay_transactions") << ", completed "
             << count("SELECT COUNT(*) FROM pay_transactions WHERE status = 'COMPLETED'") << ", journals "
