@@ -54,7 +54,6 @@ void build_routes(web::Router& r, Context& ctx) {
       return handler(req);
     };
   };
-  (void)gw;
 
   // ---- system ------------------------------------------------------------------------------
   r.add({Surface::system, "GET", "/healthz",
