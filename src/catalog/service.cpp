@@ -304,6 +304,27 @@ bool rule_visible(const Catalog& cat, const PricingRule& r) {
   return true;
 }
 
+// The catalog rows a listing's optional country and provider filters name; an unknown code, or an
+// inactive one for a merchant, adds "unknown country" / "unknown provider" to errors.
+struct ListScope {
+  const Country* country = nullptr;
+  const Provider* provider = nullptr;
+};
+
+ListScope resolve_scope(const Catalog& cat, const std::optional<std::string>& country_code,
+                        const std::optional<std::string>& provider_code, bool admin, bj::object& errors) {
+  ListScope scope;
+  if (country_code) {
+    scope.country = cat.country(*country_code);
+    if (!scope.country || (!scope.country->active && !admin)) errors["country"] = "unknown country";
+  }
+  if (provider_code) {
+    scope.provider = cat.provider(*provider_code);
+    if (!scope.provider || (!scope.provider->active && !admin)) errors["provider"] = "unknown provider";
+  }
+  return scope;
+}
+
 }  // namespace
 
 web::Response Service::list_countries(web::Request& req) {
@@ -406,16 +427,7 @@ web::Response Service::list_services(web::Request& req) {
   auto active = bool_param(req, "active", errors);
   if (!errors.empty()) return bad(req, std::move(errors));
 
-  const Country* country = nullptr;
-  if (country_code) {
-    country = cat->country(*country_code);
-    if (!country || (!country->active && !admin)) errors["country"] = "unknown country";
-  }
-  const Provider* provider = nullptr;
-  if (provider_code) {
-    provider = cat->provider(*provider_code);
-    if (!provider || (!provider->active && !admin)) errors["provider"] = "unknown provider";
-  }
+  const auto [country, provider] = resolve_scope(*cat, country_code, provider_code, admin, errors);
   if (!errors.empty()) return bad(req, std::move(errors));
 
   std::string key = memo_key({"services", i18n::name(req.locale), admin ? "a" : "m", opt_text(country_code),
@@ -450,15 +462,7 @@ web::Response Service::list_providers(web::Request& req) {
   auto kind = kind_param(req, errors);
   auto active = bool_param(req, "active", errors);
   if (!errors.empty()) return bad(req, std::move(errors));
-  const Country* country = nullptr;
-  if (country_code) {
-    country = cat->country(*country_code);
-    if (!country || (!country->active && !admin)) errors["country"] = "unknown country";
-  }
-  if (provider_code) {
-    const Provider* p = cat->provider(*provider_code);
-    if (!p || (!p->active && !admin)) errors["provider"] = "unknown provider";
-  }
+  const Country* country = resolve_scope(*cat, country_code, provider_code, admin, errors).country;
   if (!errors.empty()) return bad(req, std::move(errors));
   std::string key = memo_key({"providers", i18n::name(req.locale), admin ? "a" : "m", opt_text(country_code),
                               opt_text(provider_code), opt_enum(kind), opt_bool(active), std::to_string(page.page),
