@@ -29,6 +29,13 @@ Result<bj::object> optional_body(const web::Request& req) {
   return web::body_object(req);
 }
 
+// Adds an error for every body key other than `allowed`, the one field the request accepts.
+void reject_other_fields(const bj::object& body, std::string_view allowed, json::FieldErrors& errors) {
+  const std::string problem = "is not a field of this request (allowed: " + std::string(allowed) + ")";
+  for (const auto& [key, value] : body)
+    if (key != allowed) errors.add(key, problem);
+}
+
 std::optional<std::string> nonempty_query(const web::Request& req, std::string_view name) {
   auto v = req.query_param(name);
   if (v && v->empty()) return std::nullopt;
@@ -116,8 +123,7 @@ web::Response Service::rotate_secret(web::Request& req) {
   auto body = optional_body(req);
   if (!body) return web::error(req, body.error());
   json::FieldErrors errors;
-  for (const auto& [key, value] : *body)
-    if (key != "overlap_seconds") errors.add(key, "is not a field of this request (allowed: overlap_seconds)");
+  reject_other_fields(*body, "overlap_seconds", errors);
   auto overlap = json::get_int(*body, "overlap_seconds", errors);
   if (auto st = errors.status(); !st) return web::error(req, st.error());
   std::optional<std::int64_t> overlap_ms;
@@ -184,8 +190,7 @@ web::Response Service::redeliver(web::Request& req) {
   auto body = optional_body(req);
   if (!body) return web::error(req, body.error());
   json::FieldErrors errors;
-  for (const auto& [key, value] : *body)
-    if (key != "endpoint_id") errors.add(key, "is not a field of this request (allowed: endpoint_id)");
+  reject_other_fields(*body, "endpoint_id", errors);
   auto endpoint = json::get_string(*body, "endpoint_id", errors);
   if (auto st = errors.status(); !st) return web::error(req, st.error());
   auto created = registry_->redeliver(*merchant, req.path_param("event_id"), endpoint, now_ms());
