@@ -98,6 +98,25 @@ void hidden_inputs(std::string& out, const web::Fields& hidden) {
   }
 }
 
+// Opens a form page: head, heading, optional error alert, form tag and hidden inputs.
+std::string form_page_start(i18n::Locale l, std::string_view title, std::string_view error, std::string_view action,
+                            const web::Fields& hidden) {
+  std::string out = head(l, title);
+  out += "<h1>";
+  out += escape(title);
+  out += "</h1>";
+  if (!error.empty()) {
+    out += "<div class=\"error\" role=\"alert\">";
+    out += escape(error);
+    out += "</div>";
+  }
+  out += "<form method=\"post\" action=\"";
+  out += escape(action);
+  out += "\">";
+  hidden_inputs(out, hidden);
+  return out;
+}
+
 std::string replace_all(std::string s, std::string_view from, std::string_view to) {
   for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
   return s;
@@ -130,19 +149,7 @@ std::string escape(std::string_view in) {
 
 std::string login(const LoginView& v) {
   auto t = [&](std::string_view k) { return text(v.locale, k); };
-  std::string out = head(v.locale, t("title"));
-  out += "<h1>";
-  out += escape(t("title"));
-  out += "</h1>";
-  if (!v.error.empty()) {
-    out += "<div class=\"error\" role=\"alert\">";
-    out += escape(v.error);
-    out += "</div>";
-  }
-  out += "<form method=\"post\" action=\"";
-  out += escape(v.action);
-  out += "\">";
-  hidden_inputs(out, v.hidden);
+  std::string out = form_page_start(v.locale, t("title"), v.error, v.action, v.hidden);
   if (v.signed_in) {
     out += "<p class=\"muted\">";
     out += escape(t("signed_in_as"));
@@ -190,19 +197,7 @@ std::string login(const LoginView& v) {
 
 std::string signup(const SignupView& v) {
   auto t = [&](std::string_view k) { return text(v.locale, k); };
-  std::string out = head(v.locale, t("signup_title"));
-  out += "<h1>";
-  out += escape(t("signup_title"));
-  out += "</h1>";
-  if (!v.error.empty()) {
-    out += "<div class=\"error\" role=\"alert\">";
-    out += escape(v.error);
-    out += "</div>";
-  }
-  out += "<form method=\"post\" action=\"";
-  out += escape(v.action);
-  out += "\">";
-  hidden_inputs(out, v.hidden);
+  std::string out = form_page_start(v.locale, t("signup_title"), v.error, v.action, v.hidden);
   auto field = [&](std::string_view id, std::string_view type, std::string_view label, std::string_view value,
                    std::string_view extra) {
     out += "<label for=\"";
