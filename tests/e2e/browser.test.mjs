@@ -31,7 +31,8 @@ describe('pages in a real browser', { skip: !existsSync(chromiumPath) && `no bro
     // A real callback receiver on a loopback port (RFC 8252: any port of a loopback redirect URI).
     let callback = null;
     const receiver = http.createServer((req, res) => {
-      callback = new URL(req.url, 'http://127.0.0.1');
+      const url = new URL(req.url, 'http://127.0.0.1');
+      if (url.pathname === '/callback') callback = url;  // not the browser's own /favicon.ico
       res.writeHead(200, { 'content-type': 'text/plain' }).end('signed in');
     });
     await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
