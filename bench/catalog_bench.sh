@@ -37,7 +37,7 @@ drive() {
 }
 
 run_backend() {
-  local backend=$1 dsn=$2 port demo base auth token
+  local backend=$1 dsn=$2 port demo base token
   port=$(free_port)
   demo="$TMP/demo-$backend.json"
   SIKA_SECRET_KEY=bench-secret-key-0123456789abcdef0123 \
@@ -46,21 +46,9 @@ run_backend() {
     --set payments.enabled=false --set webhooks.enabled=false \
     >"$TMP/sika-$backend.log" 2>&1 &
   PIDS+=($!)
-  for _ in $(seq 1 300); do
-    [[ -s "$demo" ]] && curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && break
-    sleep 0.1
-  done
-  base=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["base_url"])' "$demo")
-  auth=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["auth_url"])' "$demo")
-  token=$(python3 - "$demo" "$auth" <<'EOF'
-import json, sys, urllib.request
-d = json.load(open(sys.argv[1])); m = d["merchants"][0]
-body = json.dumps({"grant_type": "client_credentials", "client_id": m["client_id"], "client_secret": m["client_secret"],
-                   "scope": "payments countries"}).encode()
-req = urllib.request.Request(sys.argv[2] + "/oauth/v2/token", body, {"content-type": "application/json"})
-print(json.load(urllib.request.urlopen(req))["access_token"])
-EOF
-)
+  wait_ready "$port" "$demo"
+  base=$(demo_value "$demo" base_url)
+  token=$(merchant_token "$demo" "payments countries")
   export BENCH_TOKEN=$token
   local fees="$base/pricing-rule/fees?country=CMR&operation=COLLECTION"
   # Sanity: each URL answers 200 with this token before measuring.

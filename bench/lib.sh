@@ -22,3 +22,28 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+# wait_ready PORT DEMO_FILE: waits (up to 30 s) until the server answers /readyz and wrote its demo file.
+wait_ready() {
+  for _ in $(seq 1 300); do
+    [[ -s "$2" ]] && curl -fsS -o /dev/null "http://127.0.0.1:$1/readyz" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "sika on port $1 did not become ready" >&2
+  return 1
+}
+
+# demo_value DEMO_FILE KEY: a top-level string of the demo JSON.
+demo_value() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+# merchant_token DEMO_FILE SCOPE: a client_credentials access token of the first demo merchant.
+merchant_token() {
+  python3 - "$1" "$(demo_value "$1" auth_url)" "$2" <<'PY'
+import json, sys, urllib.request
+d = json.load(open(sys.argv[1])); m = d["merchants"][0]
+body = json.dumps({"grant_type": "client_credentials", "client_id": m["client_id"], "client_secret": m["client_secret"],
+                   "scope": sys.argv[3]}).encode()
+req = urllib.request.Request(sys.argv[2] + "/oauth/v2/token", body, {"content-type": "application/json"})
+print(json.load(urllib.request.urlopen(req))["access_token"])
+PY
+}

@@ -64,7 +64,7 @@ drive() {
 }
 
 run_backend() {
-  local backend=$1 dsn=$2 port demo base auth token
+  local backend=$1 dsn=$2 port demo base token
   port=$(free_port)
   demo="$TMP/demo-$backend.json"
   SIKA_SECRET_KEY=bench-secret-key-0123456789abcdef0123 \
@@ -72,21 +72,9 @@ run_backend() {
     --set log.access=false --set identity.token_cache_seconds=30 --set log.level=warn \
     >"$TMP/sika-$backend.log" 2>&1 &
   PIDS+=($!)
-  for _ in $(seq 1 300); do
-    [[ -s "$demo" ]] && curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && break
-    sleep 0.1
-  done
-  base=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["base_url"])' "$demo")
-  auth=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["auth_url"])' "$demo")
-  token=$(python3 - "$demo" "$auth" <<'EOF'
-import json, sys, urllib.request
-d = json.load(open(sys.argv[1])); m = d["merchants"][0]
-body = json.dumps({"grant_type": "client_credentials", "client_id": m["client_id"], "client_secret": m["client_secret"],
-                   "scope": "payments"}).encode()
-req = urllib.request.Request(sys.argv[2] + "/oauth/v2/token", body, {"content-type": "application/json"})
-print(json.load(urllib.request.urlopen(req))["access_token"])
-EOF
-)
+  wait_ready "$port" "$demo"
+  base=$(demo_value "$demo" base_url)
+  token=$(merchant_token "$demo" "payments")
   export BENCH_TOKEN=$token BENCH_REFS="$TMP/refs-$backend.txt"
   python3 - "$base" "$token" "$STATUS_REFS" >"$BENCH_REFS" <<'EOF'
 import json, sys, uuid, urllib.request
