@@ -100,21 +100,14 @@ int main(int argc, char** argv) {
     if (!s) return web::error(req, s.error());
     return web::ok(req, std::move(out));
   };
-  auto authed = [&identity](web::Handler h) -> web::Handler {
-    return [&identity, h](web::Request& req) {
-      auto p = identity.authenticate(req);
-      if (!p) return web::error(req, p.error());
-      if (!p->has_scope("countries")) return web::error(req, forbidden("insufficient_scope"));
-      req.principal = std::move(p).value();
-      return h(req);
-    };
-  };
   web::Router router;
   router.mount(web::Surface::gateway, "/api");
-  router.add({web::Surface::gateway, "GET", "/plain", plain, "", ""});
-  router.add({web::Surface::gateway, "GET", "/authed", authed(plain), "countries", ""});
-  router.add({web::Surface::gateway, "GET", "/plain-db", plain_db, "", ""});
-  router.add({web::Surface::gateway, "GET", "/authed-db", authed(plain_db), "countries", ""});
+  router.authenticate_with(web::Auth::bearer,
+                           [&identity](web::Request& req, const web::Access&) { return identity.authenticate(req); });
+  router.add({web::Surface::gateway, "GET", "/plain", plain, web::open_access(), ""});
+  router.add({web::Surface::gateway, "GET", "/authed", plain, web::bearer("countries"), ""});
+  router.add({web::Surface::gateway, "GET", "/plain-db", plain_db, web::open_access(), ""});
+  router.add({web::Surface::gateway, "GET", "/authed-db", plain_db, web::bearer("countries"), ""});
 
   http::ServerOptions so;
   so.port = port;

@@ -33,7 +33,7 @@ Result<Config> load(CommonFlags& f) {
   for (const auto& s : f.sets) {
     auto eq = s.find('=');
     if (eq == std::string::npos || eq == 0)
-      return Error{2, "bad_config", boost::json::string("--set " + s + ": expected KEY=VALUE")};
+      return make_error(ErrorKind::invalid, "bad_config", boost::json::string("--set " + s + ": expected KEY=VALUE"));
     f.values[s.substr(0, eq)] = s.substr(eq + 1);
   }
   return Config::load(f.config_file, f.values);

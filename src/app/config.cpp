@@ -128,7 +128,7 @@ const KeySpec* find_key(std::string_view name) {
 }
 
 Error config_error(std::string_view key, std::string_view problem) {
-  return Error{2, "bad_config", boost::json::string(std::string(key) + ": " + std::string(problem))};
+  return make_error(ErrorKind::invalid, "bad_config", boost::json::string(std::string(key) + ": " + std::string(problem)));
 }
 
 Status validate(const KeySpec& k, std::string_view v) {

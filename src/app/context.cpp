@@ -28,7 +28,7 @@ Result<std::string> resolve_secret(const Config& config) {
   if (!secret.empty()) return secret;
   std::string dsn = config.get_string("db");
   if (!dsn.starts_with("sqlite://"))
-    return Error{2, "bad_config", boost::json::string("secret_key: required with PostgreSQL (set SIKA_SECRET_KEY)")};
+    return make_error(ErrorKind::invalid, "bad_config", boost::json::string("secret_key: required with PostgreSQL (set SIKA_SECRET_KEY)"));
   std::filesystem::path db_path = dsn.substr(9);
   std::filesystem::path file = db_path.parent_path() / "secret.key";
   std::error_code ec;
@@ -43,7 +43,7 @@ Result<std::string> resolve_secret(const Config& config) {
   secret = random_token(48);
   {
     std::ofstream out(file, std::ios::trunc);
-    if (!out) return Error{2, "bad_config", boost::json::string("secret_key: cannot write " + file.string())};
+    if (!out) return make_error(ErrorKind::invalid, "bad_config", boost::json::string("secret_key: cannot write " + file.string()));
     out << secret << "\n";
   }
   ::chmod(file.c_str(), 0600);
@@ -128,8 +128,8 @@ Status build_services(Context& ctx) {
     o.worker.lease_ms = c.get_int("webhooks.lease_ms");
     auto schedule = webhooks::RetrySchedule::parse(c.get_string("webhooks.retry_schedule"));
     if (!schedule)
-      return Error{2, "bad_config", boost::json::string("webhooks.retry_schedule: " +
-                                                        std::string(schedule.error().details.as_string()))};
+      return make_error(ErrorKind::invalid, "bad_config", boost::json::string("webhooks.retry_schedule: " +
+                                                        std::string(schedule.error().details.as_string())));
     o.worker.schedule = *schedule;
     ctx.webhooks = std::make_unique<webhooks::Service>(*ctx.db, *ctx.http_client, std::move(o));
   }

@@ -69,23 +69,22 @@ Status seed_merchant_demo(Context& ctx, boost::json::object& demo) {
   return {};
 }
 
-Status seed_demo(Context& ctx, const std::string& file) {
+Status seed_demo(Context& ctx, const web::Router& router, const std::string& file) {
   using web::Surface;
   boost::json::object demo;
-  demo["base_url"] = ctx.config.surface_url(Surface::gateway);
-  demo["auth_url"] = ctx.config.surface_url(Surface::identity);
-  demo["checkout_url"] = ctx.config.surface_url(Surface::checkout);
-  demo["link_url"] = ctx.config.surface_url(Surface::link);
-  demo["dashboard_url"] = ctx.config.surface_url(Surface::dashboard);
+  // Only the surfaces that answer are listed (a surface without routes is not promised).
+  for (auto [surface, key] : {std::pair{Surface::gateway, "base_url"}, std::pair{Surface::identity, "auth_url"},
+                              std::pair{Surface::checkout, "checkout_url"}, std::pair{Surface::link, "link_url"},
+                              std::pair{Surface::dashboard, "dashboard_url"}}) {
+    if (router.serves(surface)) demo[key] = ctx.config.surface_url(surface);
+  }
   demo["openapi_url"] = ctx.config.surface_url(Surface::gateway) + "/openapi.json";
   SIKA_TRY(seed_merchant_demo(ctx, demo));
   SIKA_TRY(seed_identity_demo(ctx, demo));
   SIKA_TRY(seed_catalog_demo(ctx, demo));
   SIKA_TRY(seed_payments_demo(ctx, demo));
   SIKA_TRY(seed_webhooks_demo(ctx, demo));
-  // Payment links and subscriptions are not offered yet: their lists stay empty.
-  if (!demo.contains("payment_links")) demo["payment_links"] = boost::json::array{};
-  if (!demo.contains("subscriptions")) demo["subscriptions"] = boost::json::array{};
+  if (!router.serves(Surface::link)) demo.erase("link_api_key");
 
   std::filesystem::path path(file);
   std::error_code ec;

@@ -5,11 +5,12 @@
 #include <string>
 
 #include "app/context.hpp"
+#include "web/router.hpp"
 
 namespace sika::app {
 
 // Seeds every component's demo data and writes the demo JSON to `file`.
-Status seed_demo(Context& ctx, const std::string& file);
+Status seed_demo(Context& ctx, const web::Router& router, const std::string& file);
 
 // A demo secret derived from the server secret: stable across restarts of the same database,
 // different on every installation. Only its hash is stored.

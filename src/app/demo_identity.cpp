@@ -26,7 +26,7 @@ Status ensure_user(Context& ctx, const identity::UserSpec& spec) {
   }));
   if (!found) {
     auto created = identity::create_user(*ctx.db, spec, now_ms());
-    if (!created && created.error().status != 409) return created.take_error();
+    if (!created && !created.error().is(ErrorKind::conflict)) return created.take_error();
     return {};
   }
   if (!crypto::password_verify(spec.password, found->password_hash))

@@ -82,10 +82,10 @@ int serve(Config config, const ServeOptions& options) {
   so.run_inline = [&router](const web::Request& req) { return router.is_non_blocking(req); };
   http::Server server(so, [&router](web::Request& req) { return router.dispatch(req); });
   if (auto s = server.start(); !s) {
-    report(Error{1, "listen", boost::json::string(ctx.config.get_string("listen") + ": " +
+    report(make_error(ErrorKind::unavailable, "listen", boost::json::string(ctx.config.get_string("listen") + ": " +
                                                   (s.error().details.is_string()
                                                        ? std::string(s.error().details.as_string())
-                                                       : std::string("cannot listen")))});
+                                                       : std::string("cannot listen")))));
     return 1;
   }
   if (ctx.config.listen_port() == 0) {
@@ -95,7 +95,7 @@ int serve(Config config, const ServeOptions& options) {
   }
 
   if (options.demo_file) {
-    if (auto s = seed_demo(ctx, *options.demo_file); !s) {
+    if (auto s = seed_demo(ctx, router, *options.demo_file); !s) {
       report(s.error());
       server.stop();
       server.wait();
@@ -108,10 +108,11 @@ int serve(Config config, const ServeOptions& options) {
   std::cout << "sika listening on " << ctx.config.get_string("listen") << " (" << ctx.config.get_string("db").substr(0, ctx.config.get_string("db").find(':')) << ")\n"
             << "  gateway   " << ctx.config.surface_url(Surface::gateway) << "   (OpenAPI: "
             << ctx.config.surface_url(Surface::gateway) << "/openapi.json)\n"
-            << "  identity  " << ctx.config.surface_url(Surface::identity) << "\n"
-            << "  checkout  " << ctx.config.surface_url(Surface::checkout) << "\n"
-            << "  link API  " << ctx.config.surface_url(Surface::link) << "\n"
-            << "  dashboard " << ctx.config.surface_url(Surface::dashboard) << "\n";
+            << "  identity  " << ctx.config.surface_url(Surface::identity) << "\n";
+  // Only surfaces that answer are announced.
+  if (router.serves(Surface::checkout)) std::cout << "  checkout  " << ctx.config.surface_url(Surface::checkout) << "\n";
+  if (router.serves(Surface::link)) std::cout << "  link API  " << ctx.config.surface_url(Surface::link) << "\n";
+  if (router.serves(Surface::dashboard)) std::cout << "  dashboard " << ctx.config.surface_url(Surface::dashboard) << "\n";
   if (options.demo_file) {
     std::ifstream demo(*options.demo_file);
     std::cout << "  demo credentials (" << *options.demo_file << "):\n" << demo.rdbuf();

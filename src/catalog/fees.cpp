@@ -196,7 +196,7 @@ Result<FeeQuote> quote_fee(const Catalog& catalog, Operation operation, const st
     d["amount"] = amount;
     d["incoming_service"] = in ? bj::value(in->code) : bj::value(nullptr);
     d["outgoing_service"] = out ? bj::value(out->code) : bj::value(nullptr);
-    return Error{400, "no_pricing_rule", std::move(d)};
+    return bad_request("no_pricing_rule", std::move(d));
   }
   FeeQuote q;
   q.rule_id = rule->id;

@@ -1,6 +1,8 @@
 #pragma once
-// Errors are values: a Result<T> holds either a T or an Error that already knows
-// its HTTP status, its message code and the details shown in the error envelope.
+// Errors are values: a Result<T> holds either a T or an Error: what kind of failure it is, its
+// message code and the details shown in the error envelope. Code decides on the kind, never on
+// the message code or the text; the HTTP status of each kind is chosen in one place
+// (web::http_status in web/envelope.cpp), the exit status of a command in app/cli.cpp.
 #include <boost/json/value.hpp>
 
 #include <optional>
@@ -11,10 +13,36 @@
 
 namespace sika {
 
+// What went wrong, as the caller must react to it.
+enum class ErrorKind {
+  invalid,                 // the request is malformed or breaks a rule: fix it, do not retry as is
+  unauthenticated,         // no or bad credentials
+  forbidden,               // authenticated, but not allowed
+  not_found,               // no such object (or not the caller's)
+  method_not_allowed,      // the path exists with other methods
+  conflict,                // the request collides with the current state (duplicate, race lost)
+  payload_too_large,       // the body is over the limit
+  headers_too_large,       // the header block is over the limit
+  unsupported_media_type,  // a body in a content type the route does not take
+  rate_limited,            // too many requests: retry later
+  retryable,               // a transient failure (lost race, serialization failure): the same call may succeed
+  unavailable,             // a dependency is down or the service is shutting down
+  upstream_failed,         // a remote peer failed (DNS, connect, TLS, protocol)
+  upstream_timeout,        // a remote peer did not answer in time
+  internal,                // a bug or an unexpected state
+};
+
+// Returns the kind's name, for logs ("conflict").
+std::string_view kind_name(ErrorKind kind);
+
 struct Error {
-  int status = 400;            // HTTP status the error maps to
+  ErrorKind kind = ErrorKind::invalid;
   std::string code;            // message code, e.g. "empty_data"
   boost::json::value details;  // error.details (object, array, string or null)
+
+  bool is(ErrorKind k) const { return kind == k; }
+  // True for failures of the server or its dependencies (details are logged, not sent).
+  bool server_side() const;
 };
 
 // What error.details holds: a JSON value, or a plain message.
@@ -30,27 +58,36 @@ struct Details {
   Details(std::nullptr_t) : value(nullptr) {}                           // NOLINT
 };
 
-inline Error bad_request(std::string code, Details details = nullptr) {
-  return Error{400, std::move(code), std::move(details.value)};
+inline Error make_error(ErrorKind kind, std::string code, Details details = nullptr) {
+  return Error{kind, std::move(code), std::move(details.value)};
 }
-inline Error empty_data(Details details) { return bad_request("empty_data", std::move(details.value)); }
+inline Error bad_request(std::string code, Details details = nullptr) {
+  return make_error(ErrorKind::invalid, std::move(code), std::move(details));
+}
+inline Error empty_data(Details details) { return bad_request("empty_data", std::move(details)); }
 inline Error unauthorized(Details details = nullptr) {
-  return Error{401, "unauthorized", std::move(details.value)};
+  return make_error(ErrorKind::unauthenticated, "unauthorized", std::move(details));
 }
 inline Error forbidden(Details details = nullptr) {
-  return Error{403, "access_denied", std::move(details.value)};
+  return make_error(ErrorKind::forbidden, "access_denied", std::move(details));
 }
 inline Error not_found(Details details = nullptr) {
-  return Error{404, "not_found", std::move(details.value)};
+  return make_error(ErrorKind::not_found, "not_found", std::move(details));
 }
 inline Error conflict(Details details = nullptr) {
-  return Error{409, "conflict", std::move(details.value)};
+  return make_error(ErrorKind::conflict, "conflict", std::move(details));
+}
+inline Error rate_limited(Details details = nullptr) {
+  return make_error(ErrorKind::rate_limited, "rate_limited", std::move(details));
+}
+inline Error retryable(Details details = nullptr) {
+  return make_error(ErrorKind::retryable, "service_unavailable", std::move(details));
 }
 inline Error internal_error(Details details = nullptr) {
-  return Error{500, "internal_error", std::move(details.value)};
+  return make_error(ErrorKind::internal, "internal_error", std::move(details));
 }
 inline Error unavailable(Details details = nullptr) {
-  return Error{503, "service_unavailable", std::move(details.value)};
+  return make_error(ErrorKind::unavailable, "service_unavailable", std::move(details));
 }
 
 template <class T>

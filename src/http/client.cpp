@@ -48,8 +48,8 @@ namespace {
 constexpr int kMaxPendingLookups = 64;
 std::atomic<int> g_pending_lookups{0};
 
-Error upstream_error(std::string details) { return Error{502, "upstream_error", bj::string(details)}; }
-Error upstream_timeout(std::string details) { return Error{504, "upstream_timeout", bj::string(details)}; }
+Error upstream_error(std::string details) { return make_error(ErrorKind::upstream_failed, "upstream_error", bj::string(details)); }
+Error upstream_timeout(std::string details) { return make_error(ErrorKind::upstream_timeout, "upstream_timeout", bj::string(details)); }
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -262,7 +262,7 @@ class Client final : public web::HttpClient {
       return blocked(t.host);
 
     if (!acquire_slot(t.pool_key, std::min(connect_deadline, start + std::chrono::milliseconds(opt_.host_wait_ms))))
-      return Error{503, "host_busy", bj::object{{"host", t.host}, {"max_in_flight", opt_.max_in_flight_per_host}}};
+      return make_error(ErrorKind::unavailable, "host_busy", bj::object{{"host", t.host}, {"max_in_flight", opt_.max_in_flight_per_host}});
     std::unique_ptr<Conn> reusable;
     struct SlotGuard {
       Client* self;
@@ -298,7 +298,7 @@ class Client final : public web::HttpClient {
   };
 
   Error blocked(const std::string& host) {
-    return Error{400, "blocked_address", bj::object{{"host", host}, {"reason", "resolves to a non-public address"}}};
+    return make_error(ErrorKind::forbidden, "blocked_address", bj::object{{"host", host}, {"reason", "resolves to a non-public address"}});
   }
 
   bool acquire_slot(const std::string& key, Clock::time_point until) {

@@ -30,7 +30,7 @@ struct ClientOptions {
 
 // Returns a client safe to share between threads. Errors of send():
 //   400 "bad_request"      malformed URL (scheme other than http/https, credentials, bad host) or header
-//   400 "blocked_address"  a resolved address is not public and allow_private_addresses is false
+//   403 "blocked_address"  a resolved address is not public and allow_private_addresses is false
 //   503 "host_busy"        max_in_flight_per_host reached for host_wait_ms
 //   502 "upstream_error"   DNS failure, connection refused, TLS failure, malformed response
 //   504 "upstream_timeout" connect (DNS + TCP + TLS) or exchange timeout

@@ -311,12 +311,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_header(beast::error_code ec) {
     if (ec == bhttp::error::body_limit) {
       absorb_partial_header();
-      return fail(Error{413, "payload_too_large",
-                        boost::json::object{{"max_body_bytes", srv_.opt.max_body_bytes}}});
+      return fail(make_error(ErrorKind::payload_too_large, "payload_too_large",
+                        boost::json::object{{"max_body_bytes", srv_.opt.max_body_bytes}}));
     }
     if (ec == bhttp::error::header_limit)
-      return fail(Error{431, "header_too_large",
-                        boost::json::object{{"max_header_bytes", srv_.opt.max_header_bytes}}});
+      return fail(make_error(ErrorKind::headers_too_large, "header_too_large",
+                        boost::json::object{{"max_header_bytes", srv_.opt.max_header_bytes}}));
     if (ec && is_disconnect(ec)) return close();
     if (ec && ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category())
       return fail(bad_request("bad_request", boost::json::string("malformed HTTP request: " + ec.message())));
@@ -346,8 +346,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     bhttp::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
       if (ec == bhttp::error::body_limit) {
         self->absorb_partial_header();
-        return self->fail(Error{413, "payload_too_large",
-                                boost::json::object{{"max_body_bytes", self->srv_.opt.max_body_bytes}}});
+        return self->fail(make_error(ErrorKind::payload_too_large, "payload_too_large",
+                                boost::json::object{{"max_body_bytes", self->srv_.opt.max_body_bytes}}));
       }
       if (ec && is_disconnect(ec)) return self->close();
       if (ec && ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category()) {

@@ -511,8 +511,8 @@ web::Response Service::signup_submit(web::Request& req) {
   const std::int64_t t = now();
   auto user = create_user(db_, spec, t);
   if (!user) {
-    v.error = pages::text(loc, user.error().status == 409 ? "email_taken" : "invalid_form");
-    return html_page(user.error().status == 409 ? 409 : 400, pages::signup(v));
+    v.error = pages::text(loc, user.error().is(ErrorKind::conflict) ? "email_taken" : "invalid_form");
+    return html_page(user.error().is(ErrorKind::conflict) ? 409 : 400, pages::signup(v));
   }
   std::string sid = random_token(32);
   std::string sid_hash = crypto::secret_hash(opts_.pepper, sid);

@@ -14,7 +14,7 @@
 namespace sika::identity {
 
 // An RFC 6749 §5.2 error: message = code, details = {error, error_description}.
-Error oauth_error(int status, std::string_view code, std::string_view description);
+Error oauth_error(ErrorKind kind, std::string_view code, std::string_view description);
 // 401 invalid_token with details {error: "invalid_token", error_description}.
 Error invalid_token(std::string_view description);
 // The string value of a body field ("" when absent or not a string).

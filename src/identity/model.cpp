@@ -228,7 +228,7 @@ Result<CreatedClient> create_client(store::Conn& c, std::string_view pepper, con
        join_list(s.grant_types), join_list(s.scopes), store::opt(s.merchant_id), s.environment,
        join_list(s.countries), s.user_tier, std::int64_t{s.admin}, s.id_token_alg, now_ms, now_ms});
   if (!rows) {
-    if (rows.error().status == 409) return conflict(bj::object{{"client_id", "already exists"}});
+    if (rows.error().is(ErrorKind::conflict)) return conflict(bj::object{{"client_id", "already exists"}});
     return rows.take_error();
   }
   SIKA_ASSIGN_OR_RETURN(auto found, find_client(c, s.client_id));
@@ -303,7 +303,7 @@ Result<User> insert_user(store::Conn& c, const UserSpec& spec, std::string_view 
        std::string(password_hash), spec.user_tier, join_list(spec.countries), std::int64_t{spec.admin},
        store::opt(spec.merchant_id), now_ms, now_ms});
   if (!rows) {
-    if (rows.error().status == 409) return conflict(bj::object{{"email", "already registered"}});
+    if (rows.error().is(ErrorKind::conflict)) return conflict(bj::object{{"email", "already registered"}});
     return rows.take_error();
   }
   SIKA_ASSIGN_OR_RETURN(auto u, find_user_by_email(c, email));

@@ -1,5 +1,7 @@
 #include "identity/pages.hpp"
 
+#include "web/html.hpp"
+
 #include <algorithm>
 
 namespace sika::identity::pages {
@@ -131,21 +133,7 @@ std::string_view text(i18n::Locale l, std::string_view key) {
   return l == i18n::Locale::fr ? it->fr : it->en;
 }
 
-std::string escape(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  for (char c : in) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
-}
+std::string escape(std::string_view in) { return web::html::escape(in); }
 
 std::string login(const LoginView& v) {
   auto t = [&](std::string_view k) { return text(v.locale, k); };
@@ -253,13 +241,10 @@ std::string message(i18n::Locale l, std::string_view title_key, std::string_view
 }
 
 void secure_headers(web::Response& res) {
-  res.set("Content-Security-Policy",
-          "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'");
-  res.set("X-Frame-Options", "DENY");
-  res.set("X-Content-Type-Options", "nosniff");
-  res.set("Referrer-Policy", "no-referrer");
-  res.set("Cache-Control", "no-store");
-  res.set("Pragma", "no-cache");
+  web::html::PagePolicy policy;
+  policy.data_images = true;
+  policy.form_action.clear();  // the consent form's answer redirects to the client
+  web::html::secure_headers(res, policy);
 }
 
 }  // namespace sika::identity::pages

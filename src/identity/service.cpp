@@ -57,18 +57,18 @@ std::string claim_str(const bj::object& o, std::string_view k) {
 // ---------------------------------------------------------------------------------------------
 // internal helpers shared with authorize.cpp
 
-Error oauth_error(int status, std::string_view code, std::string_view description) {
+Error oauth_error(ErrorKind kind, std::string_view code, std::string_view description) {
   bj::object d;
   d["error"] = code;
   d["error_description"] = description;
-  return Error{status, std::string(code), std::move(d)};
+  return Error{kind, std::string(code), std::move(d)};
 }
 
 Error invalid_token(std::string_view description) {
   bj::object d;
   d["error"] = "invalid_token";
   d["error_description"] = description;
-  return Error{401, "invalid_token", std::move(d)};
+  return make_error(ErrorKind::unauthenticated, "invalid_token", std::move(d));
 }
 
 std::string param(const bj::object& o, std::string_view key) {
@@ -299,25 +299,25 @@ Result<Service::ClientAuth> Service::authenticate_client(const web::Request& req
     std::string_view b64 = trim(authz.substr(6));
     std::size_t colon = std::string::npos;
     if (!base64_decode(b64, decoded) || (colon = decoded.find(':')) == std::string::npos)
-      return oauth_error(401, "invalid_client", "malformed HTTP Basic credentials");
+      return oauth_error(ErrorKind::unauthenticated, "invalid_client", "malformed HTTP Basic credentials");
     auto bid = web::percent_decode(std::string_view(decoded).substr(0, colon), true);
     auto bsecret = web::percent_decode(std::string_view(decoded).substr(colon + 1), true);
-    if (!bid || !bsecret) return oauth_error(401, "invalid_client", "malformed HTTP Basic credentials");
-    if (has_secret) return oauth_error(400, "invalid_request", "use one client authentication method, not two");
-    if (!id.empty() && id != *bid) return oauth_error(400, "invalid_request", "client_id differs from HTTP Basic");
+    if (!bid || !bsecret) return oauth_error(ErrorKind::unauthenticated, "invalid_client", "malformed HTTP Basic credentials");
+    if (has_secret) return oauth_error(ErrorKind::invalid, "invalid_request", "use one client authentication method, not two");
+    if (!id.empty() && id != *bid) return oauth_error(ErrorKind::invalid, "invalid_request", "client_id differs from HTTP Basic");
     id = std::move(*bid);
     secret = std::move(*bsecret);
     has_secret = true;
   }
-  if (id.empty()) return oauth_error(401, "invalid_client", "client authentication is required (client_id)");
+  if (id.empty()) return oauth_error(ErrorKind::unauthenticated, "invalid_client", "client authentication is required (client_id)");
   std::string ip_key = "cf:" + req.remote_ip;
   if (rate_blocked(ip_key, opts_.failed_client_auth_per_ip, 60000)) {
-    Error e = oauth_error(429, "rate_limited", "too many failed client authentications; retry in a minute");
+    Error e = oauth_error(ErrorKind::rate_limited, "rate_limited", "too many failed client authentications; retry in a minute");
     return e;
   }
   auto fail = [&](std::string_view why) -> Error {
     rate_hit(ip_key, opts_.failed_client_auth_per_ip, 60000);
-    return oauth_error(401, "invalid_client", why);
+    return oauth_error(ErrorKind::unauthenticated, "invalid_client", why);
   };
   SIKA_ASSIGN_OR_RETURN(auto client, load_client(id));
   if (!client || !client->active || !client->merchant_active) return fail("unknown or disabled client");
@@ -427,8 +427,8 @@ web::Response Service::token_error(const web::Request& req, const Error& e, bool
   web::Response res = web::error(req, e);
   no_store(res);
   basic = basic || iequals_prefix(req.header("authorization"), "basic ");
-  if (e.status == 401 && basic) res.set("WWW-Authenticate", "Basic realm=\"sika\", charset=\"UTF-8\"");
-  if (e.status == 429) res.set("Retry-After", "60");
+  if (e.is(ErrorKind::unauthenticated) && basic) res.set("WWW-Authenticate", "Basic realm=\"sika\", charset=\"UTF-8\"");
+  if (e.is(ErrorKind::rate_limited)) res.set("Retry-After", "60");
   return res;
 }
 
@@ -442,17 +442,17 @@ web::Response Service::token(web::Request& req) {
     d["error"] = "invalid_request";
     d["error_description"] =
         body.error().details.is_string() ? body.error().details.get_string() : bj::string("unparsable body");
-    return token_error(req, Error{400, "empty_data", std::move(d)});
+    return token_error(req, empty_data(std::move(d)));
   }
   for (const auto& kv : *body)
     if (!kv.value().is_string())
-      return token_error(req, oauth_error(400, "invalid_request", std::string(kv.key()) + " must be a string"));
+      return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", std::string(kv.key()) + " must be a string"));
   std::string grant = param(*body, "grant_type");
-  if (grant.empty()) return token_error(req, oauth_error(400, "invalid_request", "grant_type is required"));
+  if (grant.empty()) return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "grant_type is required"));
   if (grant == "client_credentials") return token_client_credentials(req, *body);
   if (grant == "authorization_code") return token_authorization_code(req, *body);
   if (grant == "refresh_token") return token_refresh(req, *body);
-  return token_error(req, oauth_error(400, "unsupported_grant_type",
+  return token_error(req, oauth_error(ErrorKind::invalid, "unsupported_grant_type",
                                       "supported: client_credentials, authorization_code, refresh_token"));
 }
 
@@ -483,10 +483,10 @@ web::Response Service::token_client_credentials(const web::Request& req, const b
   if (!auth) return token_error(req, auth.error(), false);
   const Client& client = *auth->client;
   if (!client.allows_grant("client_credentials"))
-    return token_error(req, oauth_error(400, "unauthorized_client", "client_credentials is not allowed for this client"),
+    return token_error(req, oauth_error(ErrorKind::invalid, "unauthorized_client", "client_credentials is not allowed for this client"),
                        auth->basic);
   if (opts_.token_rate_per_client > 0 && !rate_hit("tr:" + client.client_id, opts_.token_rate_per_client, 1000))
-    return token_error(req, oauth_error(429, "rate_limited", "token rate limit of this client reached"));
+    return token_error(req, oauth_error(ErrorKind::rate_limited, "rate_limited", "token rate limit of this client reached"));
   std::string requested = param(body, "scope");
   std::vector<std::string> defaults;
   for (auto s : kApiScopes)
@@ -499,11 +499,11 @@ web::Response Service::token_client_credentials(const web::Request& req, const b
       for (const auto& s : split_list(requested))
         if (contains(client.scopes, s)) problem = "scope " + s + " needs a user (authorization_code)";
     }
-    return token_error(req, oauth_error(400, "invalid_scope", problem), auth->basic);
+    return token_error(req, oauth_error(ErrorKind::invalid, "invalid_scope", problem), auth->basic);
   }
   std::string resource = param(body, "resource");
   if (!resource.empty() && resource != opts_.audience)
-    return token_error(req, oauth_error(400, "invalid_target", "the only resource is " + opts_.audience));
+    return token_error(req, oauth_error(ErrorKind::invalid, "invalid_target", "the only resource is " + opts_.audience));
 
   std::int64_t iat = now() / 1000;
   Issued is;
@@ -542,14 +542,14 @@ web::Response Service::token_authorization_code(const web::Request& req, const b
   const Client& client = *auth->client;
   bool basic = auth->basic;
   if (!client.allows_grant("authorization_code"))
-    return token_error(req, oauth_error(400, "unauthorized_client", "authorization_code is not allowed for this client"),
+    return token_error(req, oauth_error(ErrorKind::invalid, "unauthorized_client", "authorization_code is not allowed for this client"),
                        basic);
   std::string code = param(body, "code");
-  if (code.empty()) return token_error(req, oauth_error(400, "invalid_request", "code is required"), basic);
+  if (code.empty()) return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "code is required"), basic);
   std::string redirect_uri = param(body, "redirect_uri");
   std::string verifier = param(body, "code_verifier");
   if (!verifier.empty() && !valid_pkce_verifier(verifier))
-    return token_error(req, oauth_error(400, "invalid_request", "code_verifier must be 43-128 unreserved characters"),
+    return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "code_verifier must be 43-128 unreserved characters"),
                        basic);
 
   const std::int64_t t = now();
@@ -641,7 +641,7 @@ web::Response Service::token_authorization_code(const web::Request& req, const b
   });
   if (!st) return token_error(req, st.error());
   note_revoked(revoked);
-  if (outcome != Outcome::ok) return token_error(req, oauth_error(400, "invalid_grant", problem), basic);
+  if (outcome != Outcome::ok) return token_error(req, oauth_error(ErrorKind::invalid, "invalid_grant", problem), basic);
 
   std::int64_t iat = t / 1000;
   Issued is;
@@ -662,10 +662,10 @@ web::Response Service::token_refresh(const web::Request& req, const bj::object& 
   const Client& client = *auth->client;
   bool basic = auth->basic;
   if (!client.allows_grant("refresh_token"))
-    return token_error(req, oauth_error(400, "unauthorized_client", "refresh_token is not allowed for this client"),
+    return token_error(req, oauth_error(ErrorKind::invalid, "unauthorized_client", "refresh_token is not allowed for this client"),
                        basic);
   std::string token = param(body, "refresh_token");
-  if (token.empty()) return token_error(req, oauth_error(400, "invalid_request", "refresh_token is required"), basic);
+  if (token.empty()) return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "refresh_token is required"), basic);
   std::string requested = param(body, "scope");
 
   const std::int64_t t = now();
@@ -745,7 +745,7 @@ web::Response Service::token_refresh(const web::Request& req, const bj::object& 
   });
   if (!st) return token_error(req, st.error());
   note_revoked(revoked);
-  if (outcome != Outcome::ok) return token_error(req, oauth_error(400, "invalid_grant", problem), basic);
+  if (outcome != Outcome::ok) return token_error(req, oauth_error(ErrorKind::invalid, "invalid_grant", problem), basic);
 
   std::int64_t iat = t / 1000;
   Issued is;
@@ -893,7 +893,7 @@ Result<web::Principal> Service::authenticate(const web::Request& req) {
     bj::object d;
     d["error"] = "invalid_request";
     d["error_description"] = "send the access token as x-sp-auth-token: Bearer <token>";
-    return Error{401, "unauthorized", std::move(d)};
+    return unauthorized(std::move(d));
   }
   SIKA_ASSIGN_OR_RETURN(auto p, verify_cached(v));
   return *p;
@@ -908,12 +908,12 @@ web::Response Service::revoke(web::Request& req) {
     bj::object d;
     d["error"] = "invalid_request";
     d["error_description"] = "token is required";
-    return token_error(req, Error{400, "empty_data", std::move(d)});
+    return token_error(req, empty_data(std::move(d)));
   }
   auto auth = authenticate_client(req, *body, true);
   if (!auth) return token_error(req, auth.error(), false);
   std::string token = param(*body, "token");
-  if (token.empty()) return token_error(req, oauth_error(400, "invalid_request", "token is required"), auth->basic);
+  if (token.empty()) return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "token is required"), auth->basic);
   const Client& client = *auth->client;
   const std::int64_t t = now();
   Status st;
@@ -961,13 +961,13 @@ web::Response Service::introspect(web::Request& req) {
     bj::object d;
     d["error"] = "invalid_request";
     d["error_description"] = "token is required";
-    return token_error(req, Error{400, "empty_data", std::move(d)});
+    return token_error(req, empty_data(std::move(d)));
   }
   auto auth = authenticate_client(req, *body, false);
   if (!auth) return token_error(req, auth.error(), false);
   const Client& caller = *auth->client;
   std::string token = param(*body, "token");
-  if (token.empty()) return token_error(req, oauth_error(400, "invalid_request", "token is required"), auth->basic);
+  if (token.empty()) return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "token is required"), auth->basic);
   bj::object out;
   out["active"] = false;
   if (looks_like_jwt(token)) {
@@ -993,7 +993,7 @@ web::Response Service::introspect(web::Request& req) {
       out["countries"] = std::move(countries);
       out["admin"] = pr.admin;
       out["environment"] = pr.environment;
-    } else if (!p && p.error().status >= 500) {
+    } else if (!p && p.error().server_side()) {
       return token_error(req, p.error());
     }
   } else {
@@ -1052,13 +1052,13 @@ web::Response Service::userinfo(web::Request& req) {
     bj::object d;
     d["error"] = "invalid_request";
     d["error_description"] = "send the access token as Authorization: Bearer <token>";
-    return bearer_error(Error{401, "unauthorized", std::move(d)}, "");
+    return bearer_error(unauthorized(std::move(d)), "");
   }
   auto p = verify_cached(token);
-  if (!p) return bearer_error(p.error(), p.error().status == 401 ? "invalid_token" : "");
+  if (!p) return bearer_error(p.error(), p.error().is(ErrorKind::unauthenticated) ? "invalid_token" : "");
   const web::Principal& pr = **p;
   if (!pr.has_scope("openid"))
-    return bearer_error(oauth_error(403, "insufficient_scope", "userinfo needs a user token with the openid scope"),
+    return bearer_error(oauth_error(ErrorKind::forbidden, "insufficient_scope", "userinfo needs a user token with the openid scope"),
                         "insufficient_scope");
   std::optional<User> user;
   Status st = db_.read([&](store::Conn& c) -> Status {

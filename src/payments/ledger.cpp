@@ -115,7 +115,7 @@ Status post(store::Conn& conn, const Posting& p, std::int64_t now, const Account
       bj::object details;
       details["account"] = change.second->text();
       details["needed"] = -change.first;
-      return Error{409, "insufficient_funds", std::move(details)};
+      return make_error(ErrorKind::conflict, "insufficient_funds", std::move(details));
     }
   }
   SIKA_ASSIGN_OR_RETURN(auto journal,

@@ -5,39 +5,17 @@
 
 #include "catalog/service.hpp"
 #include "core/crypto.hpp"
+#include "core/money.hpp"
 #include "merchant/merchant.hpp"
 #include "payments/service.hpp"
 #include "web/envelope.hpp"
+#include "web/html.hpp"
 
 namespace sika::payments {
 
 namespace {
 
-std::string escape(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  for (char c : in) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
-}
-
-std::string grouped(std::int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += "&#8239;";
-    out += digits[i];
-  }
-  return (v < 0 ? "-" : "") + out;
-}
+using web::html::escape;
 
 std::string masked(std::string_view msisdn) {
   if (msisdn.size() <= 6) return "+" + std::string(msisdn);
@@ -97,12 +75,7 @@ i18n::Locale page_locale(const web::Request& req, const std::optional<std::strin
 }
 
 web::Response with_headers(web::Response r) {
-  r.set("Cache-Control", "no-store");
-  r.set("Content-Security-Policy",
-        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
-  r.set("X-Frame-Options", "DENY");
-  r.set("Referrer-Policy", "no-referrer");
-  r.set("X-Content-Type-Options", "nosniff");
+  web::html::secure_headers(r);
   return r;
 }
 
@@ -149,10 +122,10 @@ web::Response Service::render_page(const web::Request& req, const Transaction& t
   h += "<h1>" + std::string(t.title) + "</h1><dl>";
   h += "<dt>" + std::string(t.merchant) + "</dt><dd>" + escape(merchant_name) + "</dd>";
   if (!tx.description.empty()) h += "<dt>" + std::string(t.description) + "</dt><dd>" + escape(tx.description) + "</dd>";
-  h += "<dt>" + std::string(t.amount) + "</dt><dd>" + grouped(tx.amount) + " " + escape(tx.currency) + "</dd>";
-  h += "<dt>" + std::string(t.fee) + "</dt><dd>" + grouped(tx.fee) + " " + escape(tx.currency) + "</dd>";
+  h += "<dt>" + std::string(t.amount) + "</dt><dd>" + money::format(tx.amount, tx.currency, /*html=*/true) + "</dd>";
+  h += "<dt>" + std::string(t.fee) + "</dt><dd>" + money::format(tx.fee, tx.currency, /*html=*/true) + "</dd>";
   h += "<dt class=\"total\">" + std::string(t.total) + "</dt><dd class=\"total\" id=\"total\">" +
-       grouped(tx.required_total) + " " + escape(tx.currency) + "</dd>";
+       money::format(tx.required_total, tx.currency, /*html=*/true) + "</dd>";
   h += "<dt>" + std::string(t.wallet) + "</dt><dd>" + escape(masked(tx.customer_wallet)) + " (" +
        escape(tx.service_code) + ")</dd>";
   h += "<dt>" + std::string(t.reference) + "</dt><dd>" + escape(tx.reference) + "</dd></dl>";
@@ -264,7 +237,7 @@ web::Response Service::confirm_submit(web::Request& req) {
     if (e.code == "empty_data" && e.details.is_object() && e.details.as_object().contains("otp"))
       notice = std::string(t.otp) + ": " + std::string(e.details.as_object().at("otp").as_string());
     auto fresh = refresh(tx);
-    return render_page(req, fresh ? *fresh : tx, locale, notice, e.status >= 500 ? e.status : 400);
+    return render_page(req, fresh ? *fresh : tx, locale, notice, e.server_side() ? web::http_status(e.kind) : 400);
   }
   return render_page(req, *done, locale, done->status == TxStatus::pending ? t.sent : "", 200);
 }

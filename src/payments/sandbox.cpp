@@ -62,7 +62,7 @@ Status SandboxOperator::check_otp(const PaymentOrder& order) {
   if (!order.otp || !crypto::constant_time_equal(*order.otp, options_.otp)) {
     bj::object d;
     d["otp"] = "is incorrect";
-    return Error{400, "invalid_otp", std::move(d)};
+    return bad_request("invalid_otp", std::move(d));
   }
   return {};
 }
@@ -195,7 +195,7 @@ Result<std::string> SandboxOperator::account_holder(std::string_view, std::strin
   if (sandbox_scenario(msisdn) == SandboxScenario::invalid_account) {
     bj::object d;
     d["wallet"] = "no account holder for this wallet";
-    return Error{404, "account_not_found", std::move(d)};
+    return make_error(ErrorKind::not_found, "account_not_found", std::move(d));
   }
   static constexpr std::string_view kFirst[] = {"Aïcha", "Jean",   "Fatou",  "Paul",   "Mariam", "Emmanuel",
                                                 "Awa",   "Didier", "Brigitte", "Ibrahim", "Chantal", "Samuel"};

@@ -9,6 +9,7 @@
 
 #include "catalog/fees.hpp"
 #include "core/crypto.hpp"
+#include "core/money.hpp"
 #include "core/json.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
@@ -46,18 +47,13 @@ void refuse_unknown(const bj::object& body, std::initializer_list<std::string_vi
   }
 }
 
-Error field_error(std::string_view field, std::string_view problem, int status = 400,
+Error field_error(std::string_view field, std::string_view problem, ErrorKind kind = ErrorKind::invalid,
                   std::string_view code = "empty_data") {
   bj::object d;
   d[field] = problem;
-  return Error{status, std::string(code), std::move(d)};
+  return Error{kind, std::string(code), std::move(d)};
 }
 
-Result<const web::Principal*> merchant_principal(const web::Request& req) {
-  if (!req.principal) return unauthorized(bj::string("a valid access token is required"));
-  if (req.principal->merchant_id == 0) return forbidden(bj::string("this credential is not bound to a merchant"));
-  return &*req.principal;
-}
 
 // Uppercase references ("TX-" + 16 characters of 23456789ABCDEFGHJKLMNPQRSTUVWXYZ, 80 bits) cut
 // from one buffer of random bytes: one CSPRNG call per intent instead of one per character.
@@ -83,20 +79,7 @@ References new_references() {
   return refs;
 }
 
-bool is_currency_code(std::string_view s) {
-  return s.size() == 3 && std::all_of(s.begin(), s.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
-}
 
-std::string format_amount(std::int64_t minor, std::string_view currency) {
-  // XAF/XOF have no minor unit in practice; amounts are shown as integers with thin grouping.
-  std::string digits = std::to_string(minor < 0 ? -minor : minor);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += "\u202f";
-    out += digits[i];
-  }
-  return (minor < 0 ? "-" : "") + out + " " + std::string(currency);
-}
 
 // A rate as sent (integer or number) -> parts per million; at most 4 decimals, 0 < rate <= 100.
 std::optional<std::int64_t> rate_to_ppm(const bj::value& v, std::string& problem) {
@@ -193,7 +176,7 @@ Status Service::write(const std::function<Status(store::Conn&, ledger::Learned&)
       learned.clear();
       return fn(c, learned);
     });
-    if (st || st.error().status != 503 || round >= 3 || db_.dialect() != store::Dialect::postgres) break;
+    if (st || !st.error().is(ErrorKind::retryable) || round >= 3) break;
     std::this_thread::sleep_for(std::chrono::microseconds(2000 + random_uniform(8000 << round)));
   }
   if (st) accounts_.remember(learned);
@@ -343,7 +326,7 @@ web::Response Service::create_intent(web::Request& req) { return create(req, kCo
 web::Response Service::disbursement_intent(web::Request& req) { return create(req, kDisbursement); }
 
 web::Response Service::create(web::Request& req, std::string_view operation) {
-  auto principal_r = merchant_principal(req);
+  auto principal_r = web::merchant_caller(req);
   if (!principal_r) return web::error(req, principal_r.error());
   const web::Principal& principal = **principal_r;
   auto body_r = web::body_object(req);
@@ -380,7 +363,7 @@ web::Response Service::create(web::Request& req, std::string_view operation) {
   if (amount && *amount <= 0) errors.add("amount", "must be a positive integer (minor units)");
   if (amount && *amount > options_.max_amount)
     errors.add("amount", "must be at most " + std::to_string(options_.max_amount));
-  if (currency && !is_currency_code(*currency)) errors.add("currency", "must be a 3-letter ISO 4217 code");
+  if (currency && !money::is_currency_code(*currency)) errors.add("currency", "must be a 3-letter ISO 4217 code");
   if (uuid && !is_uuid(*uuid)) errors.add("transaction_uuid", "must be a UUID (8-4-4-4-12 hex digits)");
   if (channel && *channel != kChannelProvider && *channel != kChannelWallet && *channel != kChannelAuto)
     errors.add("channel", "must be PROVIDER, WALLET or AUTO");
@@ -483,7 +466,7 @@ web::Response Service::create(web::Request& req, std::string_view operation) {
   }
   std::string msisdn;
   if (service) {
-    if (currency && is_currency_code(*currency) && *currency != service->currency)
+    if (currency && money::is_currency_code(*currency) && *currency != service->currency)
       errors.add("currency", "must be " + service->currency + ", the currency of " + service->code);
     if (amount && *amount > 0) {
       if (service->min_amount && *amount < *service->min_amount)
@@ -505,7 +488,7 @@ web::Response Service::create(web::Request& req, std::string_view operation) {
   if (!principal.admin && !principal.grants_country(country->code))
     return web::error(req, field_error("provider", "the country " + country->code +
                                                        " of this service is not granted to this credential",
-                                       403, "access_denied"));
+                                       ErrorKind::forbidden, "access_denied"));
 
   // Channel and the service that carries the money (see docs/payments.md, "Channels").
   const bool wallet_service = service->kind == catalog::ServiceKind::wallet;
@@ -578,7 +561,7 @@ web::Response Service::create(web::Request& req, std::string_view operation) {
   } else {
     connector_name = principal.environment == "sandbox" ? std::string("sandbox") : prov->connector;
     if (!connector(connector_name))
-      return web::error(req, field_error("provider", "no connector is available for " + prov->code, 503,
+      return web::error(req, field_error("provider", "no connector is available for " + prov->code, ErrorKind::unavailable,
                                          "provider_unavailable"));
   }
 
@@ -721,9 +704,9 @@ web::Response Service::create(web::Request& req, std::string_view operation) {
   if (!st) {
     Error e = st.error();
     if (e.code == "insufficient_funds") {
-      e.status = 400;
+      e.kind = ErrorKind::invalid;
       e.details = bj::object{{"amount", "the available balance does not cover required_total " +
-                                            format_amount(required_total, tx.currency)}};
+                                            money::format(required_total, tx.currency)}};
     }
     return web::error(req, e);
   }
@@ -774,7 +757,7 @@ Result<Transaction> Service::run_execute(Transaction tx, std::optional<std::stri
   }
   PaymentOrder order = order_for(tx, tx.needs_otp ? otp : std::nullopt);
   Connector* conn = tx.channel == kChannelWallet ? sandbox_.get() : connector_for(tx);
-  if (!conn) return Error{503, "provider_unavailable", bj::object{{"provider", "no connector for " + tx.service_code}}};
+  if (!conn) return make_error(ErrorKind::unavailable, "provider_unavailable", bj::object{{"provider", "no connector for " + tx.service_code}});
   if (tx.needs_otp) {
     // The wallet channel's code is issued by the platform; in the sandbox it is the sandbox code.
     Status checked = conn->check_otp(order);
@@ -802,7 +785,7 @@ Result<Transaction> Service::run_execute(Transaction tx, std::optional<std::stri
       bj::object d;
       d["otp"] = failed_now ? "is incorrect; too many attempts, the transaction has FAILED" : "is incorrect";
       d["attempts_left"] = std::max<std::int64_t>(0, options_.max_otp_attempts - failures);
-      return Error{400, "invalid_otp", std::move(d)};
+      return bad_request("invalid_otp", std::move(d));
     }
   }
 
@@ -866,7 +849,7 @@ Result<Transaction> Service::run_execute(Transaction tx, std::optional<std::stri
 }
 
 web::Response Service::execute(web::Request& req) {
-  auto principal = merchant_principal(req);
+  auto principal = web::merchant_caller(req);
   if (!principal) return web::error(req, principal.error());
   auto body = web::body_object(req);
   if (!body) return web::error(req, body.error());
@@ -892,7 +875,7 @@ web::Response Service::execute(web::Request& req) {
 }
 
 web::Response Service::cancel(web::Request& req) {
-  auto principal = merchant_principal(req);
+  auto principal = web::merchant_caller(req);
   if (!principal) return web::error(req, principal.error());
   auto body = web::body_object(req);
   if (!body) return web::error(req, body.error());
@@ -929,7 +912,7 @@ web::Response Service::status(web::Request& req) { return show(req, kCollection)
 web::Response Service::disbursement_status(web::Request& req) { return show(req, kDisbursement); }
 
 web::Response Service::show(web::Request& req, std::string_view operation) {
-  auto principal = merchant_principal(req);
+  auto principal = web::merchant_caller(req);
   if (!principal) return web::error(req, principal.error());
   auto body = web::body_object(req);
   if (!body) return web::error(req, body.error());
@@ -1040,7 +1023,7 @@ web::Response Service::operator_callback(web::Request& req) {
 // ---- verification and balances ----------------------------------------------------------------
 
 web::Response Service::verify_account(web::Request& req) {
-  auto principal_r = merchant_principal(req);
+  auto principal_r = web::merchant_caller(req);
   if (!principal_r) return web::error(req, principal_r.error());
   auto body = web::body_object(req);
   if (!body) return web::error(req, body.error());
@@ -1071,12 +1054,12 @@ web::Response Service::verify_account(web::Request& req) {
   if (country && !(*principal_r)->admin && !(*principal_r)->grants_country(country->code))
     return web::error(req, field_error("provider", "the country " + country->code +
                                                        " of this service is not granted to this credential",
-                                       403, "access_denied"));
+                                       ErrorKind::forbidden, "access_denied"));
   const catalog::Provider* prov = cat->provider_by_id(service->provider_id);
   std::string name = (*principal_r)->environment == "sandbox" || !prov ? std::string("sandbox") : prov->connector;
   Connector* conn = connector(name);
   if (!conn)
-    return web::error(req, field_error("provider", "no connector is available for this service", 503,
+    return web::error(req, field_error("provider", "no connector is available for this service", ErrorKind::unavailable,
                                        "provider_unavailable"));
   auto holder = conn->account_holder(service->code, msisdn);
   if (!holder) return web::error(req, holder.error());
@@ -1089,7 +1072,7 @@ web::Response Service::verify_account(web::Request& req) {
 }
 
 web::Response Service::balances(web::Request& req) {
-  auto principal = merchant_principal(req);
+  auto principal = web::merchant_caller(req);
   if (!principal) return web::error(req, principal.error());
   std::string owner = "merchant:" + std::to_string((*principal)->merchant_id);
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> by_currency;

@@ -52,7 +52,7 @@ Error migration_error(const Migration& m, const Error& cause) {
   details["migration"] = m.version;
   details["name"] = m.name;
   details["cause"] = cause.details;
-  return Error{cause.status, cause.code, std::move(details)};
+  return Error{cause.kind, cause.code, std::move(details)};
 }
 
 }  // namespace

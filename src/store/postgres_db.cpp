@@ -81,7 +81,7 @@ Failure classify(PGconn* conn, const PGresult* res, std::string_view sql, const 
   if (!sqlstate.empty()) message += " (SQLSTATE " + sqlstate + ")";
   if (sqlstate == "40001" || sqlstate == "40P01") {
     f.retryable = true;
-    f.error = sika::unavailable(boost::json::string("concurrent update, try again: " + message));
+    f.error = sika::retryable(boost::json::string("concurrent update, try again: " + message));
     return f;
   }
   // A prepared statement whose result columns changed after a migration: prepare it again.

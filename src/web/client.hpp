@@ -35,7 +35,7 @@ struct ClientResponse {
 class HttpClient {
  public:
   virtual ~HttpClient() = default;
-  // Blocking; safe to call from many threads. Errors: 400 "blocked_address" (SSRF),
+  // Blocking; safe to call from many threads. Errors: kind forbidden "blocked_address" (SSRF),
   // 502 "upstream_error" (DNS, connect, TLS, protocol), 504 "upstream_timeout".
   virtual Result<ClientResponse> send(const ClientRequest& req) = 0;
 };

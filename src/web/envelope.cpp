@@ -22,20 +22,42 @@ Response ok(const Request& req, bj::value data, bj::object meta, std::string_vie
   return Response::json(status, bj::serialize(env));
 }
 
+int http_status(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::invalid: return 400;
+    case ErrorKind::unauthenticated: return 401;
+    case ErrorKind::forbidden: return 403;
+    case ErrorKind::not_found: return 404;
+    case ErrorKind::method_not_allowed: return 405;
+    case ErrorKind::conflict: return 409;
+    case ErrorKind::payload_too_large: return 413;
+    case ErrorKind::unsupported_media_type: return 415;
+    case ErrorKind::rate_limited: return 429;
+    case ErrorKind::headers_too_large: return 431;
+    case ErrorKind::internal: return 500;
+    case ErrorKind::upstream_failed: return 502;
+    case ErrorKind::retryable:
+    case ErrorKind::unavailable: return 503;
+    case ErrorKind::upstream_timeout: return 504;
+  }
+  return 500;
+}
+
 Response error(i18n::Locale locale, const Error& err) {
   // A server-side failure's details (database messages, internal state) are logged, never sent.
-  bool server_side = err.status >= 500;
-  if (server_side) spdlog::error("{} {}: {}", err.status, err.code, bj::serialize(err.details));
+  const int status = http_status(err.kind);
+  const bool server_side = err.server_side();
+  if (server_side) spdlog::error("{} {} {}: {}", status, kind_name(err.kind), err.code, bj::serialize(err.details));
   bj::object env;
   env["success"] = false;
-  env["code"] = err.status;
+  env["code"] = status;
   env["message"] = err.code;
   env["locale"] = i18n::name(locale);
   bj::object e;
   e["details"] = server_side ? bj::value(nullptr) : err.details;
   e["text"] = i18n::text(err.code, locale);
   env["error"] = std::move(e);
-  Response r = Response::json(err.status, bj::serialize(env));
+  Response r = Response::json(status, bj::serialize(env));
   return r;
 }
 
@@ -97,9 +119,9 @@ Result<bj::object> body_object(const Request& req, bool allow_form) {
     return o;
   }
   if (!ct.empty() && ct != "application/json" && !(ct.size() > 5 && ct.ends_with("+json")))
-    return Error{415, "unsupported_media_type",
+    return make_error(ErrorKind::unsupported_media_type, "unsupported_media_type",
                  bj::string(allow_form ? "use application/json or application/x-www-form-urlencoded"
-                                       : "use application/json")};
+                                       : "use application/json"));
   return json::parse_object(req.body);
 }
 

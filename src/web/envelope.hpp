@@ -15,6 +15,9 @@ namespace sika::web {
 
 Response ok(const Request& req, boost::json::value data, boost::json::object meta = {},
             std::string_view message = "ok", int status = 200);
+// The HTTP status of an error kind: the one place where kinds become statuses.
+int http_status(ErrorKind kind);
+
 Response error(const Request& req, const Error& err);
 Response error(i18n::Locale locale, const Error& err);
 

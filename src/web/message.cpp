@@ -27,6 +27,23 @@ bool Principal::grants_country(std::string_view alpha3) const {
   return admin || std::find(countries.begin(), countries.end(), alpha3) != countries.end();
 }
 
+std::string_view role_name(Role role) {
+  switch (role) {
+    case Role::none: return "none";
+    case Role::operator_: return "operator";
+    case Role::owner: return "owner";
+    case Role::developer: return "developer";
+    case Role::viewer: return "viewer";
+  }
+  return "none";
+}
+
+Result<const Principal*> merchant_caller(const Request& req) {
+  if (!req.principal) return unauthorized(std::string_view("a valid access token is required"));
+  if (req.principal->merchant_id <= 0) return forbidden(std::string_view("this credential is not bound to a merchant"));
+  return &*req.principal;
+}
+
 std::string_view Request::header(std::string_view name) const {
   for (const auto& [k, v] : headers)
     if (k == name) return v;

@@ -15,7 +15,12 @@ namespace sika::web {
 
 using Fields = std::vector<std::pair<std::string, std::string>>;
 
-// The authenticated caller of a gateway route, filled by the token middleware.
+// What a caller may do inside a merchant (or, for operators, across merchants). API credentials
+// (OAuth clients of a merchant) act with the owner's authority; the dashboard gives people a role.
+enum class Role { none, operator_, owner, developer, viewer };
+std::string_view role_name(Role role);
+
+// The authenticated caller of a route, filled by the route's auth policy (web/router.hpp).
 struct Principal {
   std::string subject;      // JWT sub: the client_id (client_credentials) or the user id
   std::string client_id;
@@ -28,8 +33,11 @@ struct Principal {
   std::vector<std::string> countries;  // ISO alpha-3 codes the credential may act in
   bool admin = false;
   std::string environment = "sandbox";  // "sandbox" or "prod"
+  Role role = Role::none;
 
   bool has_scope(std::string_view s) const;
+  // True iff the role may change things (everyone but viewers and anonymous callers).
+  bool can_change() const { return role == Role::operator_ || role == Role::owner || role == Role::developer; }
   bool grants_country(std::string_view alpha3) const;
 };
 
@@ -68,6 +76,10 @@ struct Response {
   static Response text(int status, std::string body, std::string content_type = "text/plain; charset=utf-8");
   static Response redirect(std::string location, int status = 302);
 };
+
+// Returns the caller when it acts for a merchant: unauthenticated without a principal,
+// forbidden when the credential is not bound to a merchant.
+Result<const Principal*> merchant_caller(const Request& req);
 
 // Percent-decodes; '+' becomes a space when `plus_is_space`. nullopt on a bad escape or a NUL byte.
 std::optional<std::string> percent_decode(std::string_view in, bool plus_is_space);

@@ -1,6 +1,7 @@
 #include "web/router.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "web/envelope.hpp"
 
@@ -48,7 +49,55 @@ std::string_view Router::prefix(Surface s) const {
   return it == prefixes_.end() ? std::string_view{} : std::string_view{it->second};
 }
 
+std::string_view auth_name(Auth auth) {
+  switch (auth) {
+    case Auth::unset: return "unset";
+    case Auth::open: return "open";
+    case Auth::client: return "client";
+    case Auth::user_token: return "user_token";
+    case Auth::signed_request: return "signed_request";
+    case Auth::bearer: return "bearer";
+    case Auth::merchant_api_key: return "merchant_api_key";
+    case Auth::link_api_key: return "link_api_key";
+    case Auth::dashboard_session: return "dashboard_session";
+    case Auth::operator_session: return "operator_session";
+  }
+  return "unset";
+}
+
+void Router::authenticate_with(Auth auth, Authenticator authenticator) {
+  authenticators_[auth] = std::move(authenticator);
+}
+
+Status Router::authorize(Request& req, const Access& access) const {
+  switch (access.auth) {
+    case Auth::open:
+    case Auth::client:
+    case Auth::user_token:
+    case Auth::signed_request:
+      return {};
+    default:
+      break;
+  }
+  auto it = authenticators_.find(access.auth);
+  if (it == authenticators_.end() || !it->second)
+    return unavailable(boost::json::string(std::string(auth_name(access.auth)) + " authentication is not configured"));
+  SIKA_ASSIGN_OR_RETURN(Principal principal, it->second(req, access));
+  if (access.auth == Auth::bearer && !access.scope.empty() && !principal.has_scope(access.scope)) {
+    boost::json::object details;
+    details["error"] = "insufficient_scope";
+    details["required_scope"] = access.scope;
+    return forbidden(std::move(details));
+  }
+  if (access.auth == Auth::operator_session && principal.role != Role::operator_)
+    return not_found(boost::json::string("no route for " + req.path));
+  req.principal = std::move(principal);
+  return {};
+}
+
 void Router::add(Route route) {
+  if (route.access.auth == Auth::unset)
+    throw std::invalid_argument(route.method + " " + route.pattern + " states no auth policy");
   std::string full = std::string(prefix(route.surface)) + route.pattern;
   if (route.non_blocking && route.method == "GET" && full.find('{') == std::string::npos)
     non_blocking_paths_.insert(full);
@@ -85,6 +134,10 @@ void Router::apply_cors(const Request& req, Surface s, Response& res) const {
   res.set("Access-Control-Expose-Headers", "X-Request-Id");
 }
 
+bool Router::serves(Surface s) const {
+  return std::any_of(routes_.begin(), routes_.end(), [s](const Route& r) { return r.surface == s; });
+}
+
 bool Router::is_non_blocking(const Request& req) const {
   return (req.method == "GET" || req.method == "HEAD") && non_blocking_paths_.count(req.path) > 0;
 }
@@ -106,7 +159,8 @@ Response Router::dispatch(Request& req) const {
     const Route& r = routes_[candidates[i]];
     if (r.method == lookup) {
       req.path_params = std::move(params_of[i]);
-      Response res = r.handler(req);
+      Status allowed = authorize(req, r.access);
+      Response res = allowed ? r.handler(req) : error(req, allowed.error());
       apply_cors(req, r.surface, res);
       return res;
     }
@@ -142,7 +196,7 @@ Response Router::dispatch(Request& req) const {
   boost::json::object details;
   details["method"] = req.method;
   details["allowed"] = allow;
-  Response res = error(req, Error{405, "method_not_allowed", std::move(details)});
+  Response res = error(req, make_error(ErrorKind::method_not_allowed, "method_not_allowed", std::move(details)));
   res.set("Allow", allow);
   apply_cors(req, surface, res);
   return res;

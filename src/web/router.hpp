@@ -19,12 +19,46 @@ std::string_view surface_name(Surface s);
 
 using Handler = std::function<Response(Request&)>;
 
+// Who may call a route. Every route states one; the router applies it before the handler runs.
+enum class Auth {
+  unset,              // refused by Router::add
+  open,               // anyone: public pages, discovery, health (rate limits still apply)
+  client,             // an OAuth client authenticates in the request itself (token, revoke, introspect)
+  user_token,         // the handler verifies a user's access token and answers RFC 6750 errors (userinfo)
+  signed_request,     // the request carries a signature the handler verifies (operator callbacks,
+                      // signed page links)
+  bearer,             // an access token (x-sp-auth-token or Authorization: Bearer) carrying `scope`
+  merchant_api_key,   // a merchant API key in the payload (hosted checkout)
+  link_api_key,       // a partner's link API key in x-api-key (wallet link API)
+  dashboard_session,  // a dashboard session cookie, with the CSRF token on every change
+  operator_session,   // a dashboard session of an operator
+};
+std::string_view auth_name(Auth auth);
+
+struct Access {
+  Auth auth = Auth::unset;
+  std::string scope;  // for bearer: the OAuth scope the token must carry ("" for any)
+};
+inline Access open_access() { return {Auth::open, {}}; }
+inline Access client_auth() { return {Auth::client, {}}; }
+inline Access user_token() { return {Auth::user_token, {}}; }
+inline Access signed_request() { return {Auth::signed_request, {}}; }
+inline Access bearer(std::string scope) { return {Auth::bearer, std::move(scope)}; }
+inline Access merchant_api_key() { return {Auth::merchant_api_key, {}}; }
+inline Access link_api_key() { return {Auth::link_api_key, {}}; }
+inline Access dashboard_session() { return {Auth::dashboard_session, {}}; }
+inline Access operator_session() { return {Auth::operator_session, {}}; }
+
+// Authenticates a request for a policy: returns the caller, or the error to answer
+// (unauthenticated, forbidden, rate_limited …). It must not write a response itself.
+using Authenticator = std::function<Result<Principal>(Request&, const Access&)>;
+
 struct Route {
   Surface surface;
   std::string method;    // "GET", "POST", ...
   std::string pattern;   // relative to the surface's mount, e.g. "/pay/{shortCode}/pay"
   Handler handler;
-  std::string scope;     // required OAuth scope on the gateway ("" = none or not a JWT route)
+  Access access;         // who may call it
   std::string summary;   // one line, for the route listing
   // True for handlers that never block (no database, no I/O): the server may run them on an
   // I/O thread. Only for parameterless GET routes.
@@ -43,8 +77,15 @@ class Router {
   void cors(Surface s, CorsPolicy policy);
   std::string_view prefix(Surface s) const;
 
+  // Registers how requests are authenticated for `auth` (bearer, API keys, sessions).
+  // Policies open, client and signed_request need none: their handlers verify what they must.
+  void authenticate_with(Auth auth, Authenticator authenticator);
+
+  // Adds a route; throws std::invalid_argument when it states no auth policy.
   void add(Route route);
   const std::vector<Route>& routes() const { return routes_; }
+  // Returns true iff at least one route is registered on the surface.
+  bool serves(Surface s) const;
 
   // Returns true iff the request targets a non_blocking route (an exact-path lookup).
   bool is_non_blocking(const Request& req) const;
@@ -59,9 +100,12 @@ class Router {
   };
   bool match(const Compiled& c, std::string_view path, Fields& params) const;
   void apply_cors(const Request& req, Surface s, Response& res) const;
+  // Applies the route's policy; fills req.principal. An error is the response to send.
+  Status authorize(Request& req, const Access& access) const;
 
   std::map<Surface, std::string> prefixes_;
   std::map<Surface, CorsPolicy> cors_;
+  std::map<Auth, Authenticator> authenticators_;
   std::vector<Route> routes_;
   std::vector<Compiled> compiled_;
   std::set<std::string, std::less<>> non_blocking_paths_;

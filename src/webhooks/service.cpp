@@ -14,13 +14,8 @@ namespace {
 
 // The calling merchant, or an error response when the credential belongs to none.
 Result<std::int64_t> merchant_of(const web::Request& req) {
-  if (!req.principal) return unauthorized();
-  if (req.principal->merchant_id <= 0) {
-    bj::object d;
-    d["credential"] = "webhook endpoints belong to a merchant: use a merchant's client credentials";
-    return forbidden(std::move(d));
-  }
-  return req.principal->merchant_id;
+  SIKA_ASSIGN_OR_RETURN(const web::Principal* caller, web::merchant_caller(req));
+  return caller->merchant_id;
 }
 
 // Reads an optional JSON object body: empty means {}.

@@ -102,11 +102,11 @@ AttemptResult Worker::send(const Claimed& d) const {
       r.outcome = "http_error";
   } else {
     const Error& e = res.error();
-    if (e.code == "host_busy")
-      r.outcome = "deferred";  // local back-pressure, not an attempt
-    else if (e.code == "blocked_address")
+    if (e.is(ErrorKind::unavailable))
+      r.outcome = "deferred";  // local back-pressure (host_busy), not an attempt
+    else if (e.is(ErrorKind::forbidden))
       r.outcome = "blocked_address";
-    else if (e.status == 504 || e.code == "upstream_timeout")
+    else if (e.is(ErrorKind::upstream_timeout))
       r.outcome = "timeout";
     else
       r.outcome = "network_error";
@@ -196,7 +196,7 @@ void Worker::fanout_loop() {
     bool more = false;
     if (!r) {
       // 409: another node moved the cursor meanwhile; anything else is logged (rate-limited).
-      if (r.error().status != 409 && now_ms() - last_error_log > 10'000) {
+      if (!r.error().is(ErrorKind::conflict) && now_ms() - last_error_log > 10'000) {
         spdlog::warn("webhooks: fan-out failed: {}", error_text(r.error()));
         last_error_log = now_ms();
       }

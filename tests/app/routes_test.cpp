@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
+#include <stdexcept>
 #include <unistd.h>
 #include <sstream>
 
@@ -70,7 +72,7 @@ TEST_F(RouteTable, EveryGatewayRouteIsInTheOpenApiDocumentAndBack) {
 
 TEST_F(RouteTable, ProtectedGatewayRoutesRefuseMissingTokens) {
   for (const auto& route : router_.routes()) {
-    if (route.surface != web::Surface::gateway || route.scope.empty()) continue;
+    if (route.access.auth != web::Auth::bearer) continue;
     web::Request req;
     req.method = route.method;
     std::string path = "/api" + route.pattern;
@@ -79,4 +81,116 @@ TEST_F(RouteTable, ProtectedGatewayRoutesRefuseMissingTokens) {
     auto res = router_.dispatch(req);
     EXPECT_EQ(res.status, 401) << route.method << " " << route.pattern;
   }
+}
+
+// Every route states who may call it, and the table below is the reviewed list: a new route, or a
+// changed policy, fails here until it is reviewed and added.
+TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
+  using web::Auth;
+  const std::map<std::string, std::string> expected = {
+      {"system GET /healthz", "open"},
+      {"system GET /readyz", "open"},
+      {"gateway GET /openapi.json", "open"},
+      {"identity POST /oauth/v2/token", "client"},
+      {"identity POST /oauth/v2/revoke", "client"},
+      {"identity POST /oauth/v2/introspect", "client"},
+      {"identity GET /oauth/v2/authorize", "open"},
+      {"identity POST /oauth/v2/authorize", "open"},
+      {"identity GET /oauth/v2/userinfo", "user_token"},
+      {"identity POST /oauth/v2/userinfo", "user_token"},
+      {"identity GET /oauth/v2/jwks", "open"},
+      {"identity GET /.well-known/jwks.json", "open"},
+      {"identity GET /.well-known/openid-configuration", "open"},
+      {"identity GET /.well-known/oauth-authorization-server", "open"},
+      {"identity GET /signup", "open"},
+      {"identity POST /signup", "open"},
+      {"identity GET /logout", "open"},
+      {"gateway GET /country/list", "bearer:countries"},
+      {"gateway GET /pricing-rule/fees", "bearer:payments"},
+      {"gateway GET /service/list", "bearer:services"},
+      {"gateway GET /provider/list", "bearer:providers"},
+      {"gateway POST /collection/intent", "bearer:payments"},
+      {"gateway POST /collection/execute", "bearer:payments"},
+      {"gateway POST /collection/status", "bearer:payments"},
+      {"gateway POST /collection/cancel", "bearer:payments"},
+      {"gateway POST /disbursement/intent", "bearer:payments"},
+      {"gateway POST /disbursement/status", "bearer:payments"},
+      {"gateway POST /verification/account-holder", "bearer:payments"},
+      {"gateway GET /balance", "bearer:payments"},
+      {"gateway POST /operator/callback/{connector}", "signed_request"},
+      {"checkout GET /confirm/{reference}", "signed_request"},
+      {"checkout POST /confirm/{reference}", "signed_request"},
+      {"gateway GET /webhook/endpoints", "bearer:payments"},
+      {"gateway POST /webhook/endpoints", "bearer:payments"},
+      {"gateway GET /webhook/endpoints/{endpoint_id}", "bearer:payments"},
+      {"gateway PATCH /webhook/endpoints/{endpoint_id}", "bearer:payments"},
+      {"gateway DELETE /webhook/endpoints/{endpoint_id}", "bearer:payments"},
+      {"gateway POST /webhook/endpoints/{endpoint_id}/rotate-secret", "bearer:payments"},
+      {"gateway GET /webhook/deliveries", "bearer:payments"},
+      {"gateway GET /webhook/deliveries/{delivery_id}", "bearer:payments"},
+      {"gateway GET /webhook/events", "bearer:payments"},
+      {"gateway POST /webhook/events/{event_id}/redeliver", "bearer:payments"},
+  };
+  std::map<std::string, std::string> actual;
+  for (const auto& route : router_.routes()) {
+    std::string key = std::string(web::surface_name(route.surface)) + " " + route.method + " " + route.pattern;
+    std::string policy(web::auth_name(route.access.auth));
+    if (route.access.auth == Auth::bearer) policy += ":" + route.access.scope;
+    EXPECT_NE(route.access.auth, Auth::unset) << key;
+    EXPECT_TRUE(actual.emplace(key, policy).second) << key << " is registered twice";
+  }
+  for (const auto& [key, policy] : expected) {
+    auto it = actual.find(key);
+    if (it == actual.end()) {
+      ADD_FAILURE() << key << " is expected but not served";
+      continue;
+    }
+    EXPECT_EQ(it->second, policy) << key;
+  }
+  for (const auto& [key, policy] : actual)
+    EXPECT_TRUE(expected.count(key)) << key << " (" << policy << ") has no reviewed policy in this test";
+}
+
+TEST(Router, RefusesARouteWithoutAnAuthPolicy) {
+  web::Router r;
+  EXPECT_THROW(r.add({web::Surface::gateway, "GET", "/x", [](web::Request&) { return web::Response{}; }, {}, ""}),
+               std::invalid_argument);
+}
+
+TEST(Router, BearerPolicyChecksTheScopeAndFillsThePrincipal) {
+  web::Router r;
+  r.mount(web::Surface::gateway, "/api");
+  r.authenticate_with(web::Auth::bearer, [](web::Request& req, const web::Access&) -> Result<web::Principal> {
+    if (req.header("x-sp-auth-token").empty()) return unauthorized();
+    web::Principal p;
+    p.scopes = {"payments"};
+    p.merchant_id = 7;
+    return p;
+  });
+  r.add({web::Surface::gateway, "GET", "/pay", [](web::Request& q) {
+           return web::Response::json(200, std::to_string(q.principal ? q.principal->merchant_id : -1));
+         }, web::bearer("payments"), ""});
+  r.add({web::Surface::gateway, "GET", "/fees", [](web::Request&) { return web::Response::json(200, "{}"); },
+         web::bearer("countries"), ""});
+  r.add({web::Surface::dashboard, "GET", "/ops", [](web::Request&) { return web::Response::json(200, "{}"); },
+         web::operator_session(), ""});
+  web::Request anon;
+  anon.method = "GET";
+  anon.path = "/api/pay";
+  EXPECT_EQ(r.dispatch(anon).status, 401);
+  web::Request ok = anon;
+  ok.headers = {{"x-sp-auth-token", "Bearer t"}};
+  auto res = r.dispatch(ok);
+  EXPECT_EQ(res.status, 200);
+  EXPECT_EQ(res.body, "7");
+  web::Request wrong_scope = ok;
+  wrong_scope.path = "/api/fees";
+  auto refused = r.dispatch(wrong_scope);
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_NE(refused.body.find("insufficient_scope"), std::string::npos);
+  // A policy with no authenticator configured is never open.
+  web::Request ops;
+  ops.method = "GET";
+  ops.path = "/ops";
+  EXPECT_EQ(r.dispatch(ops).status, 503);
 }

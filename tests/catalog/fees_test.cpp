@@ -52,7 +52,7 @@ TEST(DecimalToScaled, RefusesMalformedNegativeAndTooLarge) {
     auto r = percent_to_ppm(std::string_view(bad));
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {
-      EXPECT_EQ(r.error().status, 400) << bad;
+      EXPECT_EQ(r.error().kind, sika::ErrorKind::invalid) << bad;
       EXPECT_EQ(r.error().code, "empty_data") << bad;
     }
   }
@@ -260,7 +260,7 @@ TEST(QuoteFee, TierIsExactAndNoRuleIsARefusal) {
   auto cat = precedence_world().build();
   auto q = quote(*cat, ServiceKey{"MTN_MOMO_CMR"}, std::nullopt, 10000, 3);
   ASSERT_FALSE(q.ok());
-  EXPECT_EQ(q.error().status, 400);
+  EXPECT_EQ(q.error().kind, sika::ErrorKind::invalid);
   EXPECT_EQ(q.error().code, "no_pricing_rule");
   const auto& d = q.error().details.as_object();
   EXPECT_EQ(d.at("operation"), "COLLECTION");

@@ -101,7 +101,7 @@ TEST_P(CatalogStore, CreatesUpdatesAndDeactivatesWithVersionBumps) {
 
   auto again = put_record(Kind::country, kCmr);
   ASSERT_FALSE(again.ok());
-  EXPECT_EQ(again.error().status, 409);
+  EXPECT_EQ(again.error().kind, sika::ErrorKind::conflict);
   EXPECT_EQ(version(), 1);
 
   auto same = put_record(Kind::country, kCmr, Mode::upsert);
@@ -126,8 +126,8 @@ TEST_P(CatalogStore, CreatesUpdatesAndDeactivatesWithVersionBumps) {
   EXPECT_FALSE(load()->country("CMR")->active);
   EXPECT_EQ(activate(Kind::country, "CMR", false)->change, Change::unchanged);
   EXPECT_EQ(version(), 3);
-  EXPECT_EQ(activate(Kind::country, "XYZ", false).error().status, 404);
-  EXPECT_EQ(put_record(Kind::country, R"({"code":"XYZ","name_en":"x"})", Mode::update).error().status, 404);
+  EXPECT_EQ(activate(Kind::country, "XYZ", false).error().kind, sika::ErrorKind::not_found);
+  EXPECT_EQ(put_record(Kind::country, R"({"code":"XYZ","name_en":"x"})", Mode::update).error().kind, sika::ErrorKind::not_found);
 
   // Upsert replaces: absent optional fields go back to their defaults (active = true).
   auto replaced = put_record(Kind::country, kCmr, Mode::upsert);
@@ -141,7 +141,7 @@ TEST_P(CatalogStore, NamesEveryBadCountryField) {
   auto r = put_record(Kind::country, R"({"code":"CMR","alpha2":"cm","name_fr":"","dialling_code":"237",
       "currency":"xaf","msisdn_length":40,"msisdn_pattern":"(6","colour":"green"})");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().status, 400);
+  EXPECT_EQ(r.error().kind, sika::ErrorKind::invalid);
   EXPECT_EQ(r.error().code, "empty_data");
   const auto& d = r.error().details.as_object();
   for (const char* f : {"alpha2", "name_fr", "name_en", "dialling_code", "currency", "msisdn_length", "msisdn_pattern",
@@ -154,7 +154,7 @@ TEST_P(CatalogStore, NamesEveryBadCountryField) {
   auto dup = put_record(Kind::country, R"({"code":"CMX","alpha2":"CM","name_fr":"x","name_en":"x",
       "dialling_code":"+237","currency":"XAF","msisdn_length":9})");
   ASSERT_FALSE(dup.ok());
-  EXPECT_EQ(dup.error().status, 409);
+  EXPECT_EQ(dup.error().kind, sika::ErrorKind::conflict);
   EXPECT_EQ(text(dup.error()), R"({"alpha2":"already used by CMR"})");
   EXPECT_EQ(version(), 1);
 }
@@ -300,7 +300,7 @@ TEST_P(CatalogStore, AFailedImportChangesNothing) {
                   {"code":"MTN_MOMO_BEN","name":"MTN","provider":"NOPE","country":"BEN","kind":"mobile_money"}]})");
   auto r = import(doc);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().status, 400);
+  EXPECT_EQ(r.error().kind, sika::ErrorKind::invalid);
   EXPECT_EQ(text(r.error()), R"({"services[1].provider":"unknown provider"})");
   EXPECT_EQ(version(), v);
   EXPECT_EQ(export_catalog(*load()), before);
@@ -406,7 +406,7 @@ TEST_P(CatalogStore, ServiceReportsChangeErrorsWithoutTouchingTheSnapshot) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(text(r.error()), R"({"kind":"must be mobile_money or wallet"})");
   EXPECT_EQ(svc.snapshot()->version(), before->version());
-  EXPECT_EQ(svc.set_active(Kind::pricing_rule, "NOPE", false).error().status, 404);
+  EXPECT_EQ(svc.set_active(Kind::pricing_rule, "NOPE", false).error().kind, sika::ErrorKind::not_found);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CatalogStore, ::testing::Values("sqlite", "postgres"),

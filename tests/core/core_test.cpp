@@ -38,7 +38,7 @@ TEST(Json, ParseObjectRejectsEmptyMalformedAndNonObjects) {
   EXPECT_EQ(json::parse_object("").error().code, "empty_data");
   EXPECT_EQ(json::parse_object("   ").error().code, "empty_data");
   EXPECT_EQ(json::parse_object("{").error().code, "empty_data");
-  EXPECT_EQ(json::parse_object("[1]").error().status, 400);
+  EXPECT_EQ(json::parse_object("[1]").error().kind, sika::ErrorKind::invalid);
   EXPECT_TRUE(json::parse_object(R"({"a":1})").ok());
   std::string deep(200, '[');
   EXPECT_FALSE(json::parse(deep).ok());

@@ -20,10 +20,17 @@ for (const backend of backends()) {
       assert.equal(r.status, 200);
     });
 
-    test('demo JSON has the documented keys', () => {
+    test('demo JSON has the documented keys, and promises only surfaces that answer', async () => {
       const d = server.demo;
-      for (const k of ['base_url', 'auth_url', 'checkout_url', 'link_url', 'dashboard_url', 'merchants', 'link_api_key'])
+      for (const k of ['base_url', 'auth_url', 'checkout_url', 'merchants'])
         assert.ok(k in d, `demo JSON lacks ${k}`);
+      // A surface URL in demo.json must answer something other than "no route" at its root or
+      // below; the link API and the dashboard are listed only once they serve routes.
+      for (const k of ['link_url', 'dashboard_url']) {
+        if (!(k in d)) continue;
+        const r = await fetch(d[k]);
+        assert.notEqual(r.status, 404, `${k} is listed but its surface answers 404`);
+      }
       assert.ok(d.merchants.length >= 2);
       assert.notDeepEqual(d.merchants[0].countries, d.merchants[1].countries);
       assert.match(d.base_url, /\/api$/);

@@ -558,7 +558,7 @@ TEST_P(IdentityTest, RevokedAccessTokenIsRefusedAtOnceOnEveryNode) {
   for (Service* s : {service_.get(), other_.get()}) {
     auto p = auth_with(*s, token);
     ASSERT_FALSE(p.ok());
-    EXPECT_EQ(p.error().status, 401);
+    EXPECT_EQ(p.error().kind, sika::ErrorKind::unauthenticated);
     EXPECT_EQ(p.error().code, "invalid_token");
   }
   EXPECT_EQ(revoke(token).status, 200);  // idempotent
@@ -585,7 +585,7 @@ TEST_P(IdentityTest, AuthenticateRefusesMissingExpiredAndForeignTokens) {
   web::Request none = request("GET", "", "");
   auto p = service_->authenticate(none);
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error().status, 401);
+  EXPECT_EQ(p.error().kind, sika::ErrorKind::unauthenticated);
   EXPECT_EQ(p.error().code, "unauthorized");
   EXPECT_FALSE(auth_with(*service_, "abc.def.ghi").ok());
 
@@ -965,7 +965,7 @@ TEST_P(IdentityTest, ClientValidation) {
     return err.has_value();
   };
   EXPECT_TRUE(attempt(ClientSpec{.client_id = "merchant-app"}));  // duplicate
-  EXPECT_EQ(err->status, 409);
+  EXPECT_EQ(err->kind, sika::ErrorKind::conflict);
   EXPECT_TRUE(attempt(ClientSpec{.scopes = {"root"}}));
   EXPECT_TRUE(attempt(ClientSpec{.confidential = false}));  // needs redirect URIs
   EXPECT_TRUE(attempt(ClientSpec{.confidential = false, .redirect_uris = {"https://x.example/cb#f"}}));

@@ -124,15 +124,15 @@ TEST(Sandbox, CallbackSignatureIsCheckedAndTimeBound) {
 
   web::Request tampered = req;
   tampered.body[tampered.body.size() - 2] ^= 1;
-  EXPECT_EQ(op.parse_callback(tampered).error().status, 401);
+  EXPECT_EQ(op.parse_callback(tampered).error().kind, sika::ErrorKind::unauthenticated);
   web::Request unsigned_req = req;
   unsigned_req.headers.clear();
-  EXPECT_EQ(op.parse_callback(unsigned_req).error().status, 401);
+  EXPECT_EQ(op.parse_callback(unsigned_req).error().kind, sika::ErrorKind::unauthenticated);
   web::Request other_key = req;
   other_key.headers = {{"x-sandbox-signature", "t=" + std::to_string(clock) + ",v1=" + std::string(64, '0')}};
-  EXPECT_EQ(op.parse_callback(other_key).error().status, 401);
+  EXPECT_EQ(op.parse_callback(other_key).error().kind, sika::ErrorKind::unauthenticated);
   clock += 301'000;  // replayed after the tolerance
-  EXPECT_EQ(op.parse_callback(req).error().status, 401);
+  EXPECT_EQ(op.parse_callback(req).error().kind, sika::ErrorKind::unauthenticated);
 }
 
 TEST(Sandbox, QueryAnswersPendingUntilTheOutcomeIsDue) {
@@ -148,7 +148,7 @@ TEST(Sandbox, QueryAnswersPendingUntilTheOutcomeIsDue) {
   order.submitted_at = clock;
   order.msisdn = "237690000000";
   // Only what was submitted is known.
-  EXPECT_EQ(op.query_status(order).error().status, 404);
+  EXPECT_EQ(op.query_status(order).error().kind, sika::ErrorKind::not_found);
   ASSERT_TRUE(op.request_collection(order).ok());
   EXPECT_EQ(op.query_status(order)->state, OperatorStatus::State::pending);
   clock += 100;
@@ -166,7 +166,7 @@ TEST(Sandbox, QueryAnswersPendingUntilTheOutcomeIsDue) {
   EXPECT_EQ(op.query_status(order)->state, OperatorStatus::State::succeeded);
   // Account holders: deterministic, and none for the invalid-account number.
   EXPECT_EQ(*op.account_holder("MTN_MOMO_CMR", "237690000000"), *op.account_holder("X", "237690000000"));
-  EXPECT_EQ(op.account_holder("MTN_MOMO_CMR", "237690000004").error().status, 404);
+  EXPECT_EQ(op.account_holder("MTN_MOMO_CMR", "237690000004").error().kind, sika::ErrorKind::not_found);
 }
 
 }  // namespace

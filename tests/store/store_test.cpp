@@ -239,7 +239,7 @@ TEST_P(StoreTest, ConstraintViolationsAreConflicts) {
       return {};
     });
     ASSERT_FALSE(st.ok()) << k.sql;
-    EXPECT_EQ(st.error().status, 409) << k.sql;
+    EXPECT_EQ(st.error().kind, sika::ErrorKind::conflict) << k.sql;
     EXPECT_EQ(st.error().code, "conflict");
     ASSERT_TRUE(st.error().details.is_object()) << details_text(st.error());
     const auto* name = st.error().details.as_object().if_contains("constraint");
@@ -261,7 +261,7 @@ TEST_P(StoreTest, ErrorsNeverEchoBoundValues) {
     return {};
   });
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().status, 500);
+  EXPECT_EQ(st.error().kind, sika::ErrorKind::internal);
   EXPECT_EQ(details_text(st.error()).find("supersecret"), std::string::npos) << details_text(st.error());
 }
 
@@ -272,7 +272,7 @@ TEST_P(StoreTest, FailingWriteUnitLeavesNothing) {
     return not_found(boost::json::string("on purpose"));
   });
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().status, 404);
+  EXPECT_EQ(st.error().kind, sika::ErrorKind::not_found);
   EXPECT_EQ(st.error().details.as_string(), "on purpose");
 
   st = db_->write([&](Conn& c) -> Status {
@@ -280,7 +280,7 @@ TEST_P(StoreTest, FailingWriteUnitLeavesNothing) {
     throw std::runtime_error("boom");
   });
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().status, 500);
+  EXPECT_EQ(st.error().kind, sika::ErrorKind::internal);
   EXPECT_EQ(st.error().code, "internal_error");
 
   // A unit that swallows a failed statement still fails as a whole (the transaction is aborted).
@@ -294,7 +294,7 @@ TEST_P(StoreTest, FailingWriteUnitLeavesNothing) {
     return {};
   });
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().status, 409);
+  EXPECT_EQ(st.error().kind, sika::ErrorKind::conflict);
   EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), 1);
 }
 
@@ -330,7 +330,7 @@ TEST_P(StoreTest, PlaceholderCountMismatchIsAnError) {
     return {};
   });
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().status, 500);
+  EXPECT_EQ(st.error().kind, sika::ErrorKind::internal);
 }
 
 TEST_P(StoreTest, ReadsCannotWrite) {
@@ -402,7 +402,7 @@ TEST_P(StoreTest, FailingUnitInABatchRollsBackAlone) {
   ASSERT_FALSE(results[2].ok());
   EXPECT_EQ(results[2].error().code, "rejected");
   ASSERT_FALSE(results[3].ok());
-  EXPECT_EQ(results[3].error().status, 409);
+  EXPECT_EQ(results[3].error().kind, sika::ErrorKind::conflict);
   EXPECT_TRUE(results[4].ok());
   EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), 4);
   EXPECT_EQ(count("SELECT COUNT(*) FROM vals WHERE k IN ('unit-2', 'unit-3')"), 0);
@@ -422,7 +422,7 @@ TEST_P(StoreTest, NestedWriteIsRefusedOnSqlite) {
   });
   EXPECT_TRUE(outer.ok());
   ASSERT_FALSE(inner.ok());
-  EXPECT_EQ(inner.error().status, 500);
+  EXPECT_EQ(inner.error().kind, sika::ErrorKind::internal);
 }
 
 TEST_P(StoreTest, ClosedDbRefusesWork) {
@@ -431,8 +431,8 @@ TEST_P(StoreTest, ClosedDbRefusesWork) {
   Status w = db_->write([](Conn&) -> Status { return {}; });
   ASSERT_FALSE(r.ok());
   ASSERT_FALSE(w.ok());
-  EXPECT_EQ(r.error().status, 503);
-  EXPECT_EQ(w.error().status, 503);
+  EXPECT_EQ(r.error().kind, sika::ErrorKind::unavailable);
+  EXPECT_EQ(w.error().kind, sika::ErrorKind::unavailable);
   EXPECT_FALSE(db_->ping().ok());
 }
 
@@ -581,7 +581,7 @@ TEST(StoreOpen, RejectsBadDsns) {
   for (const char* dsn : {"mysql://localhost/db", "", "sqlite://", "sqlite://:memory:", "postgres://%zz@/"}) {
     auto db = open(dsn);
     ASSERT_FALSE(db.ok()) << dsn;
-    EXPECT_GE(db.error().status, 500) << dsn;
+    EXPECT_GE(db.error().kind, sika::ErrorKind::internal) << dsn;
     ASSERT_TRUE(db.error().details.is_string()) << dsn;
     EXPECT_FALSE(db.error().details.as_string().empty());
   }
@@ -592,7 +592,7 @@ TEST(StoreOpen, RejectsBadDsns) {
   // Nothing listens on port 1: a clear 503 that never shows the password.
   auto refused = open("postgres://sika:hunter2@127.0.0.1:1/sika?connect_timeout=2");
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().status, 503);
+  EXPECT_EQ(refused.error().kind, sika::ErrorKind::unavailable);
   EXPECT_EQ(details_text(refused.error()).find("hunter2"), std::string::npos) << details_text(refused.error());
 }
 

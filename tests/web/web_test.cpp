@@ -22,12 +22,12 @@ web::Router sample_router() {
   web::Router r;
   r.mount(web::Surface::gateway, "/api");
   r.add({web::Surface::gateway, "GET", "/pay/{shortCode}/info",
-         [](web::Request& q) { return web::ok(q, bj::string(q.path_param("shortCode"))); }, "", ""});
+         [](web::Request& q) { return web::ok(q, bj::string(q.path_param("shortCode"))); }, web::open_access(), ""});
   r.add({web::Surface::gateway, "POST", "/pay/{shortCode}/pay",
-         [](web::Request& q) { return web::ok(q, nullptr); }, "", ""});
+         [](web::Request& q) { return web::ok(q, nullptr); }, web::open_access(), ""});
   r.add({web::Surface::gateway, "POST", "/pay/{shortCode}/info",
-         [](web::Request& q) { return web::ok(q, nullptr); }, "", ""});
-  r.add({web::Surface::system, "GET", "/healthz", [](web::Request&) { return web::Response::json(200, "{}"); }, "", ""});
+         [](web::Request& q) { return web::ok(q, nullptr); }, web::open_access(), ""});
+  r.add({web::Surface::system, "GET", "/healthz", [](web::Request&) { return web::Response::json(200, "{}"); }, web::open_access(), ""});
   return r;
 }
 }  // namespace
@@ -83,7 +83,7 @@ TEST(Envelope, BodyObjectChecksContentType) {
   auto req = make("POST", "/");
   req.headers = {{"content-type", "text/plain"}};
   req.body = "{}";
-  EXPECT_EQ(web::body_object(req).error().status, 415);
+  EXPECT_EQ(web::body_object(req).error().kind, sika::ErrorKind::unsupported_media_type);
   req.headers = {{"content-type", "application/x-www-form-urlencoded"}};
   req.body = "a=1&b=x+y";
   auto form = web::body_object(req, true);
@@ -154,9 +154,9 @@ TEST(Router, HeadRunsGetAndOptionsAnswersAllowAndCors) {
 TEST(Router, OnlyDeclaredParameterlessGetRoutesAreNonBlocking) {
   web::Router r;
   r.mount(web::Surface::gateway, "/api");
-  r.add({web::Surface::system, "GET", "/healthz", [](web::Request&) { return web::Response{}; }, "", "", true});
-  r.add({web::Surface::gateway, "GET", "/x/{id}", [](web::Request&) { return web::Response{}; }, "", "", true});
-  r.add({web::Surface::gateway, "GET", "/slow", [](web::Request&) { return web::Response{}; }, "", ""});
+  r.add({web::Surface::system, "GET", "/healthz", [](web::Request&) { return web::Response{}; }, web::open_access(), "", true});
+  r.add({web::Surface::gateway, "GET", "/x/{id}", [](web::Request&) { return web::Response{}; }, web::open_access(), "", true});
+  r.add({web::Surface::gateway, "GET", "/slow", [](web::Request&) { return web::Response{}; }, web::open_access(), ""});
   EXPECT_TRUE(r.is_non_blocking(make("GET", "/healthz")));
   EXPECT_TRUE(r.is_non_blocking(make("HEAD", "/healthz")));
   EXPECT_FALSE(r.is_non_blocking(make("POST", "/healthz")));

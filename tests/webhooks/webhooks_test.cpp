@@ -240,7 +240,7 @@ TEST(UrlGuard, RefusesNonPublicTargetsAtRegistration) {
     auto res = check_url(url, strict, r);
     EXPECT_FALSE(res.ok()) << url;
     if (!res.ok()) {
-      EXPECT_EQ(res.error().status, 400) << url;
+      EXPECT_EQ(res.error().kind, sika::ErrorKind::invalid) << url;
       EXPECT_TRUE(res.error().details.as_object().contains("url")) << url;
     }
   }
@@ -288,11 +288,11 @@ class FakeClient : public web::HttpClient {
         ++hanging;
         cv.wait_for(lock, std::chrono::milliseconds(req.timeout_ms), [&] { return released; });
         --hanging;
-        return Error{504, "upstream_timeout", "no answer within the timeout"};
+        return make_error(ErrorKind::upstream_timeout, "upstream_timeout", "no answer within the timeout");
       }
     }
-    if (code == -1) return Error{502, "upstream_error", "connection refused"};
-    if (code == -3) return Error{503, "host_busy", "per-host limit reached"};
+    if (code == -1) return make_error(ErrorKind::upstream_failed, "upstream_error", "connection refused");
+    if (code == -3) return make_error(ErrorKind::unavailable, "host_busy", "per-host limit reached");
     web::ClientResponse r;
     r.status = code;
     r.body = code == 200 ? R"({"received":true})" : std::string(5000, 'x');
@@ -439,16 +439,16 @@ TEST_P(WebhooksDb, EndpointsAreScopedToTheirMerchantAndSecretsSealed) {
   EXPECT_TRUE(registry_->get(merchant_a_, e.endpoint.id).ok());
   auto other = registry_->get(merchant_b_, e.endpoint.id);
   ASSERT_FALSE(other.ok());
-  EXPECT_EQ(other.error().status, 404);
-  EXPECT_EQ(registry_->update(merchant_b_, e.endpoint.id, {}, clock_).error().status, 404);
-  EXPECT_EQ(registry_->rotate_secret(merchant_b_, e.endpoint.id, {}, clock_).error().status, 404);
-  EXPECT_EQ(registry_->remove(merchant_b_, e.endpoint.id, clock_).error().status, 404);
+  EXPECT_EQ(other.error().kind, sika::ErrorKind::not_found);
+  EXPECT_EQ(registry_->update(merchant_b_, e.endpoint.id, {}, clock_).error().kind, sika::ErrorKind::not_found);
+  EXPECT_EQ(registry_->rotate_secret(merchant_b_, e.endpoint.id, {}, clock_).error().kind, sika::ErrorKind::not_found);
+  EXPECT_EQ(registry_->remove(merchant_b_, e.endpoint.id, clock_).error().kind, sika::ErrorKind::not_found);
   EXPECT_EQ(registry_->list(merchant_b_, 25, 0)->total, 0);
   EXPECT_EQ(registry_->list(merchant_a_, 25, 0)->total, 1);
   EXPECT_EQ(registry_->list(std::nullopt, 25, 0)->total, 1);  // the operator sees all
 
   ASSERT_TRUE(registry_->remove(merchant_a_, e.endpoint.id, clock_).ok());
-  EXPECT_EQ(registry_->get(merchant_a_, e.endpoint.id).error().status, 404);
+  EXPECT_EQ(registry_->get(merchant_a_, e.endpoint.id).error().kind, sika::ErrorKind::not_found);
 }
 
 TEST_P(WebhooksDb, RegistrationRefusesPrivateTargetsUnlessAllowed) {
@@ -461,7 +461,7 @@ TEST_P(WebhooksDb, RegistrationRefusesPrivateTargetsUnlessAllowed) {
     ch.url = url;
     auto r = strict.create(merchant_a_, ch, clock_);
     ASSERT_FALSE(r.ok()) << url;
-    EXPECT_EQ(r.error().status, 400) << url;
+    EXPECT_EQ(r.error().kind, sika::ErrorKind::invalid) << url;
     EXPECT_TRUE(r.error().details.as_object().contains("url"));
   }
   EXPECT_EQ(scalar("SELECT COUNT(*) FROM webhook_endpoints"), 0);
@@ -469,7 +469,7 @@ TEST_P(WebhooksDb, RegistrationRefusesPrivateTargetsUnlessAllowed) {
   auto e = endpoint(merchant_a_, "http://127.0.0.1:9/hook");
   EndpointChange ch;
   ch.url = "http://10.0.0.1/";
-  EXPECT_EQ(strict.update(merchant_a_, e.endpoint.id, ch, clock_).error().status, 400);
+  EXPECT_EQ(strict.update(merchant_a_, e.endpoint.id, ch, clock_).error().kind, sika::ErrorKind::invalid);
 }
 
 TEST_P(WebhooksDb, LimitsEndpointsPerMerchant) {
@@ -484,7 +484,7 @@ TEST_P(WebhooksDb, LimitsEndpointsPerMerchant) {
   ASSERT_TRUE(small.create(merchant_a_, ch, clock_).ok());
   auto third = small.create(merchant_a_, ch, clock_);
   ASSERT_FALSE(third.ok());
-  EXPECT_EQ(third.error().status, 409);
+  EXPECT_EQ(third.error().kind, sika::ErrorKind::conflict);
   EXPECT_TRUE(small.create(merchant_b_, ch, clock_).ok());
 }
 
@@ -532,7 +532,7 @@ TEST_P(WebhooksDb, DeliversSignedEventsWithSequenceAndRecordsAttempts) {
   EXPECT_EQ(detail->attempts[0].status_code, 200);
   EXPECT_EQ(detail->attempts[0].response_excerpt, R"({"received":true})");
   EXPECT_GE(detail->attempts[0].latency_ms, 0);
-  EXPECT_EQ(registry_->get_delivery(merchant_b_, list->items[0].id).error().status, 404);
+  EXPECT_EQ(registry_->get_delivery(merchant_b_, list->items[0].id).error().kind, sika::ErrorKind::not_found);
   // A second pass has nothing left to do: delivered once.
   EXPECT_EQ(*w.run_once(clock_), 0);
   (void)other;
@@ -642,7 +642,7 @@ TEST_P(WebhooksDb, GoneStopsAndDisablesTheEndpointAndTellsTheMerchant) {
   clock_ += 100'000;
   ASSERT_TRUE(w.run_once(clock_).ok());
   EXPECT_EQ(client.calls_to("http://127.0.0.1:9/gone").size(), 1u);
-  EXPECT_EQ(registry_->redeliver(merchant_a_, later, gone.endpoint.id, clock_).error().status, 409);
+  EXPECT_EQ(registry_->redeliver(merchant_a_, later, gone.endpoint.id, clock_).error().kind, sika::ErrorKind::conflict);
   (void)watcher;
 }
 
@@ -841,7 +841,7 @@ TEST_P(WebhooksDb, RotationSignsWithBothSecretsDuringTheOverlap) {
   // overlap 0 drops the old secret at once; out-of-range overlaps are refused.
   auto now_only = registry_->rotate_secret(merchant_a_, ep.endpoint.id, 0, clock_);
   EXPECT_FALSE(now_only->endpoint.previous_secret_expires_at);
-  EXPECT_EQ(registry_->rotate_secret(merchant_a_, ep.endpoint.id, 30LL * 24 * 3600 * 1000, clock_).error().status, 400);
+  EXPECT_EQ(registry_->rotate_secret(merchant_a_, ep.endpoint.id, 30LL * 24 * 3600 * 1000, clock_).error().kind, sika::ErrorKind::invalid);
 }
 
 TEST_P(WebhooksDb, RedeliveryQueuesTheSameEventAgain) {
@@ -865,8 +865,8 @@ TEST_P(WebhooksDb, RedeliveryQueuesTheSameEventAgain) {
   ASSERT_TRUE(two.ok());
   EXPECT_EQ((*two)[0].generation, 2);
   // Another merchant's event is not found.
-  EXPECT_EQ(registry_->redeliver(merchant_b_, id, std::nullopt, clock_).error().status, 404);
-  EXPECT_EQ(registry_->redeliver(merchant_a_, "evt_nope", std::nullopt, clock_).error().status, 404);
+  EXPECT_EQ(registry_->redeliver(merchant_b_, id, std::nullopt, clock_).error().kind, sika::ErrorKind::not_found);
+  EXPECT_EQ(registry_->redeliver(merchant_a_, "evt_nope", std::nullopt, clock_).error().kind, sika::ErrorKind::not_found);
   DeliveryFilter f;
   f.event_id = id;
   EXPECT_EQ(registry_->list_deliveries(merchant_a_, f, 25, 0)->total, 3);
@@ -874,7 +874,7 @@ TEST_P(WebhooksDb, RedeliveryQueuesTheSameEventAgain) {
   f.status = "pending";
   EXPECT_EQ(registry_->list_deliveries(merchant_a_, f, 25, 0)->total, 1);
   f.status = "bogus";
-  EXPECT_EQ(registry_->list_deliveries(merchant_a_, f, 25, 0).error().status, 400);
+  EXPECT_EQ(registry_->list_deliveries(merchant_a_, f, 25, 0).error().kind, sika::ErrorKind::invalid);
   EXPECT_EQ(registry_->list_events(merchant_a_, std::nullopt, 25, 0)->total, 1);
   EXPECT_EQ(registry_->list_events(merchant_b_, std::nullopt, 25, 0)->total, 0);
 }
