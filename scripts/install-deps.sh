@@ -10,7 +10,7 @@ packages=(build-essential cmake ninja-build ccache pkg-config git
   libssl-dev libsqlite3-dev libpq-dev libsodium-dev libspdlog-dev libcli11-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev ca-certificates sqlite3 jq curl)
 if (( want_test )); then
-  packages+=(postgresql postgresql-client chromium wrk python3 procps)
+  packages+=(postgresql postgresql-client chromium wrk python3 procps clang-format)
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
