@@ -1,14 +1,18 @@
-// `sika admin` commands of payments: the ledger check, balances, wallet funding, a transaction's
-// history and the callbacks that arrived too late (for reconciliation with the operator).
+// `sika admin` commands of payments: the ledger check, balances, wallet funding, transaction
+// lists, a transaction's history and the callbacks that arrived too late (for reconciliation
+// with the operator). The reads are payments' read models (payments/queries.hpp).
 #include <boost/json.hpp>
 
 #include <iostream>
 #include <memory>
+#include <tuple>
 
 #include "app/admin.hpp"
 #include "core/time.hpp"
+#include "merchant/merchant.hpp"
 #include "payments/ledger.hpp"
 #include "payments/model.hpp"
+#include "payments/queries.hpp"
 #include "payments/service.hpp"
 
 namespace sika::app {
@@ -52,24 +56,16 @@ void add_payments_admin(CLI::App& admin, AdminEnv& env) {
       check(ctx.db->read([&](store::Conn& c) -> Status {
         std::string who = *owner;
         if (!who.empty() && who.find(':') == std::string::npos) {
-          SIKA_ASSIGN_OR_RETURN(auto m, c.query_one("SELECT id FROM merchants WHERE matricule = ?", {who}));
-          if (!m) return not_found(bj::object{{"merchant", "unknown matricule " + who}});
-          who = "merchant:" + m->str(0);
+          SIKA_ASSIGN_OR_RETURN(who, payments::queries::merchant_owner(c, who));
         }
-        SIKA_ASSIGN_OR_RETURN(
-            auto rows,
-            c.query("SELECT a.owner, a.environment, a.currency, a.kind, a.balance, m.matricule FROM ledger_accounts a "
-                    "LEFT JOIN merchants m ON a.owner = 'merchant:' || CAST(m.id AS TEXT) "
-                    "WHERE (? = '' OR a.owner = ?) AND (? = '' OR a.environment = ?) "
-                    "ORDER BY a.environment, a.currency, a.owner, a.kind",
-                    {who, who, *environment, *environment}));
-        for (const auto& r : rows) {
-          bj::object o{{"owner", r.str(0)},    {"environment", r.str(1)}, {"currency", r.str(2)},
-                       {"kind", r.str(3)},     {"balance", r.i64(4)}};
-          if (!r.is_null(5)) o["matricule"] = r.str(5);
+        SIKA_ASSIGN_OR_RETURN(auto rows, payments::queries::account_balances(c, who, *environment));
+        for (const auto& b : rows) {
+          bj::object o{{"owner", b.owner},  {"environment", b.environment}, {"currency", b.currency},
+                       {"kind", b.kind},    {"balance", b.balance}};
+          if (b.matricule) o["matricule"] = *b.matricule;
           accounts.push_back(std::move(o));
-          human += r.str(1) + " " + r.str(2) + " " + r.str(0) + (r.is_null(5) ? "" : " (" + r.str(5) + ")") + " " +
-                   r.str(3) + ": " + r.str(4) + "\n";
+          human += b.environment + " " + b.currency + " " + b.owner + (b.matricule ? " (" + *b.matricule + ")" : "") +
+                   " " + b.kind + ": " + std::to_string(b.balance) + "\n";
         }
         return {};
       }));
@@ -109,42 +105,90 @@ void add_payments_admin(CLI::App& admin, AdminEnv& env) {
       bj::object out;
       std::string human;
       check(ctx.db->read([&](store::Conn& c) -> Status {
-        SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT " + std::string(payments::kTransactionColumns) +
-                                                        " FROM pay_transactions WHERE reference = ?",
-                                                    {*reference}));
-        if (!row) return not_found(bj::object{{"transaction_reference", "no such transaction"}});
-        payments::Transaction tx = payments::transaction_from_row(*row);
-        out["record"] = payments::to_record(tx);
+        SIKA_ASSIGN_OR_RETURN(auto t, payments::queries::timeline(c, *reference));
+        out = payments::queries::to_json(t);
+        const payments::Transaction& tx = t.tx;
         human = tx.reference + " " + tx.operation + " " + std::string(payments::to_string(tx.status)) + " " +
                 std::to_string(tx.amount) + " " + tx.currency + " (fee " + std::to_string(tx.fee) + ")\n";
-        bj::array history;
-        SIKA_ASSIGN_OR_RETURN(auto moves, c.query("SELECT from_status, to_status, source, reason, at FROM "
-                                                  "pay_transitions WHERE transaction_id = ? ORDER BY id",
-                                                  {tx.id}));
-        for (const auto& m : moves) {
-          history.push_back(bj::object{{"from", m.str(0)}, {"to", m.str(1)}, {"source", m.str(2)},
-                                       {"reason", m.is_null(3) ? bj::value(nullptr) : bj::value(m.str(3))},
-                                       {"at", iso8601(m.i64(4))}});
-          human += "  " + iso8601(m.i64(4)) + " " + m.str(0) + " -> " + m.str(1) + " (" + m.str(2) +
-                   (m.is_null(3) ? "" : ", " + m.str(3)) + ")\n";
-        }
-        out["transitions"] = std::move(history);
-        bj::array callbacks;
-        SIKA_ASSIGN_OR_RETURN(auto cbs, c.query("SELECT reported_status, reason, outcome, received_at FROM "
-                                                "pay_callbacks WHERE transaction_id = ? ORDER BY id",
-                                                {tx.id}));
-        for (const auto& cb : cbs) {
-          callbacks.push_back(bj::object{{"reported_status", cb.str(0)},
-                                         {"reason", cb.is_null(1) ? bj::value(nullptr) : bj::value(cb.str(1))},
-                                         {"outcome", cb.str(2)},
-                                         {"received_at", iso8601(cb.i64(3))}});
-          human += "  callback " + cb.str(0) + " -> " + cb.str(2) + " at " + iso8601(cb.i64(3)) + "\n";
-        }
-        out["callbacks"] = std::move(callbacks);
+        for (const auto& m : t.steps)
+          human += "  " + iso8601(m.at) + " " + m.from + " -> " + m.to + " (" + m.source +
+                   (m.reason ? ", " + *m.reason : "") + ")\n";
+        for (const auto& e : t.entries)
+          human += "  " + e.journal_kind + " " + e.owner + " " + e.kind + (e.debit ? " debit " : " credit ") +
+                   std::to_string(e.debit ? e.debit : e.credit) + " " + e.currency + "\n";
+        for (const auto& cb : t.callbacks)
+          human += "  callback " + cb.reported_status + " -> " + cb.outcome + " at " + iso8601(cb.received_at) + "\n";
         return {};
       }));
       human.pop_back();
       print_result(env, out, human);
+    });
+  }
+  {
+    auto* cmd = add_command(admin, env, "transactions",
+                            "List transactions, newest first (filters; --before with the previous page's next)");
+    struct Args {
+      std::string merchant, environment, status, operation, channel, provider, from, to, search;
+      std::int64_t before = 0;
+      int limit = 50;
+    };
+    auto a = std::make_shared<Args>();
+    cmd->add_option("--merchant", a->merchant, "only this merchant (its matricule)");
+    cmd->add_option("--environment", a->environment, "sandbox or prod")->check(CLI::IsMember({"sandbox", "prod"}));
+    cmd->add_option("--status", a->status, "INITIATED, PENDING, COMPLETED, FAILED, EXPIRED or CANCELLED");
+    cmd->add_option("--operation", a->operation, "COLLECTION or DISBURSEMENT")
+        ->check(CLI::IsMember({"COLLECTION", "DISBURSEMENT"}));
+    cmd->add_option("--channel", a->channel, "PROVIDER or WALLET")->check(CLI::IsMember({"PROVIDER", "WALLET"}));
+    cmd->add_option("--provider", a->provider, "service code, e.g. MTN_MOMO_CMR");
+    cmd->add_option("--from", a->from, "created at or after (ISO 8601, e.g. 2026-11-01T00:00:00Z)");
+    cmd->add_option("--to", a->to, "created before (ISO 8601)");
+    cmd->add_option("--search", a->search, "a transaction, invoice or provider reference, or the end of a phone number");
+    cmd->add_option("--before", a->before, "the next cursor of the previous page");
+    cmd->add_option("--limit", a->limit, "page size (1-500)")->check(CLI::Range(1, 500));
+    cmd->callback([&env, a] {
+      Context& ctx = env.context();
+      payments::queries::TransactionFilter f;
+      f.environment = a->environment;
+      f.operation = a->operation;
+      f.channel = a->channel;
+      f.provider = a->provider;
+      f.search = a->search;
+      f.limit = a->limit;
+      if (a->before > 0) f.before = a->before;
+      if (!a->status.empty()) {
+        f.status = payments::parse_status(a->status);
+        if (!f.status) fail(empty_data(bj::object{{"status", "is not a transaction status"}}));
+      }
+      for (auto [text, bound, name] : {std::tuple{&a->from, &f.created_from, "from"}, {&a->to, &f.created_to, "to"}}) {
+        if (text->empty()) continue;
+        *bound = parse_iso8601(*text);
+        if (!*bound) fail(empty_data(bj::object{{name, "must be an ISO 8601 time"}}));
+      }
+      payments::queries::TransactionPage page;
+      check(ctx.db->read([&](store::Conn& c) -> Status {
+        if (!a->merchant.empty()) {
+          SIKA_ASSIGN_OR_RETURN(auto m, merchant::find_by_matricule(c, a->merchant));
+          if (!m) return not_found(bj::object{{"merchant", "unknown matricule " + a->merchant}});
+          f.merchant_id = m->id;
+        }
+        SIKA_ASSIGN_OR_RETURN(page, payments::queries::list_transactions(c, f));
+        return {};
+      }));
+      bj::array items;
+      std::string human;
+      for (const auto& tx : page.items) {
+        items.push_back(payments::to_record(tx));
+        human += iso8601(tx.created_at) + " " + tx.reference + " " + tx.operation + " " + tx.channel + " " +
+                 tx.service_code + " " + std::string(payments::to_string(tx.status)) + " " +
+                 std::to_string(tx.amount) + " " + tx.currency + " " + tx.customer_wallet + "\n";
+      }
+      if (page.next) human += "next: --before " + std::to_string(*page.next) + "\n";
+      if (human.empty()) human = "no transaction\n";
+      human.pop_back();
+      print_result(env,
+                   bj::object{{"items", std::move(items)},
+                              {"next", page.next ? bj::value(*page.next) : bj::value(nullptr)}},
+                   human);
     });
   }
   {
@@ -156,17 +200,14 @@ void add_payments_admin(CLI::App& admin, AdminEnv& env) {
       bj::array list;
       std::string human;
       check(ctx.db->read([&](store::Conn& c) -> Status {
-        SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT t.reference, t.status, c.reported_status, c.reason, "
-                                                 "c.received_at, c.connector FROM pay_callbacks c "
-                                                 "JOIN pay_transactions t ON t.id = c.transaction_id "
-                                                 "WHERE c.outcome = 'late' ORDER BY c.id"));
+        SIKA_ASSIGN_OR_RETURN(auto rows, payments::queries::late_callbacks(c));
         for (const auto& r : rows) {
-          list.push_back(bj::object{{"transaction_reference", r.str(0)}, {"status", r.str(1)},
-                                    {"reported_status", r.str(2)},
-                                    {"reason", r.is_null(3) ? bj::value(nullptr) : bj::value(r.str(3))},
-                                    {"received_at", iso8601(r.i64(4))}, {"connector", r.str(5)}});
-          human += r.str(0) + " is " + r.str(1) + ", operator " + r.str(5) + " reported " + r.str(2) + " at " +
-                   iso8601(r.i64(4)) + "\n";
+          list.push_back(bj::object{{"transaction_reference", r.transaction_reference}, {"status", r.status},
+                                    {"reported_status", r.reported_status},
+                                    {"reason", r.reason ? bj::value(*r.reason) : bj::value(nullptr)},
+                                    {"received_at", iso8601(r.received_at)}, {"connector", r.connector}});
+          human += r.transaction_reference + " is " + r.status + ", operator " + r.connector + " reported " +
+                   r.reported_status + " at " + iso8601(r.received_at) + "\n";
         }
         return {};
       }));

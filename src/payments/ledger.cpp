@@ -135,11 +135,17 @@ Status post(store::Conn& conn, const Posting& p, std::int64_t now, const Account
   return {};
 }
 
-Result<std::int64_t> balance(store::Conn& conn, const AccountKey& k) {
+Result<std::optional<std::int64_t>> find_balance(store::Conn& conn, const AccountKey& k) {
   SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one("SELECT balance FROM ledger_accounts WHERE owner = ? AND "
                                                   "environment = ? AND currency = ? AND kind = ?",
                                                   {k.owner, k.environment, k.currency, k.kind}));
-  return row ? row->i64(0) : 0;
+  if (!row) return std::optional<std::int64_t>();
+  return std::optional<std::int64_t>(row->i64(0));
+}
+
+Result<std::int64_t> balance(store::Conn& conn, const AccountKey& k) {
+  SIKA_ASSIGN_OR_RETURN(auto found, find_balance(conn, k));
+  return found.value_or(0);
 }
 
 bj::object Report::to_json() const {

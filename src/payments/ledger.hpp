@@ -92,6 +92,8 @@ using Learned = std::vector<std::pair<std::string, std::int64_t>>;
 // then be abandoned (return the error) so nothing it wrote remains.
 Status post(store::Conn& conn, const Posting& posting, std::int64_t now, const AccountCache* cache, Learned& learned);
 
+// The balance of an account, or nullopt when it does not exist yet.
+Result<std::optional<std::int64_t>> find_balance(store::Conn& conn, const AccountKey& key);
 // The balance of an account (0 when it does not exist yet).
 Result<std::int64_t> balance(store::Conn& conn, const AccountKey& key);
 

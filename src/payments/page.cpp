@@ -2,12 +2,14 @@
 // push the request to the phone (or pay from the platform wallet with the one-time code), or
 // decline; fr/en. The link is a capability: it carries an HMAC of the transaction reference.
 #include <boost/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "catalog/service.hpp"
 #include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "merchant/merchant.hpp"
 #include "payments/service.hpp"
+#include "payments/store.hpp"
 #include "web/envelope.hpp"
 #include "web/html.hpp"
 
@@ -87,18 +89,32 @@ web::Response not_found_page(i18n::Locale l) {
   return with_headers(web::Response::html(404, std::move(html)));
 }
 
+// What the page says about a failed action.
+std::string error_notice(const Error& e, i18n::Locale locale) {
+  const Texts& t = texts(locale);
+  if (e.code == "invalid_otp") return t.bad_otp;
+  if (e.code == "empty_data" && e.details.is_object() && e.details.as_object().contains("otp") &&
+      e.details.as_object().at("otp").is_string())
+    return std::string(t.otp) + ": " + std::string(e.details.as_object().at("otp").as_string());
+  return std::string(i18n::text(e.code, locale));
+}
+
+// The page's HTTP status after a failed action: the customer's mistakes are 400, the
+// platform's own failures keep their status.
+int page_status(const Error& e) { return e.server_side() ? web::http_status(e.kind) : 400; }
+
 }  // namespace
 
-web::Response Service::render_page(const web::Request& req, const Transaction& tx, i18n::Locale locale,
-                                   std::string_view notice, int status) {
-  (void)req;
+web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, std::string_view notice, int status) {
   const Texts& t = texts(locale);
+  // The merchant's name is decoration: a page without it still lets the customer pay.
   std::string merchant_name;
-  (void)db_.read([&](store::Conn& c) -> Status {
-    auto m = merchant::find_by_id(c, tx.merchant_id);
-    if (m && *m) merchant_name = (*m)->name;
+  Status named = db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto m, merchant::find_by_id(c, tx.merchant_id));
+    if (m) merchant_name = m->name;
     return {};
   });
+  if (!named) spdlog::warn("confirmation page of {}: merchant name unavailable: {}", tx.reference, named.error().code);
   std::string lang(i18n::name(locale));
   std::string other = locale == i18n::Locale::fr ? "en" : "fr";
   std::string sig = page_signature(tx.reference);
@@ -161,38 +177,29 @@ web::Response Service::render_page(const web::Request& req, const Transaction& t
   return with_headers(web::Response::html(status, std::move(h)));
 }
 
-web::Response Service::confirm_page(web::Request& req) {
-  i18n::Locale locale = page_locale(req, req.query_param("lang"));
-  std::string reference = req.path_param("reference");
-  auto sig = req.query_param("sig");
-  if (reference.empty() || !sig || !crypto::constant_time_equal(*sig, page_signature(reference)))
-    return not_found_page(locale);
+// The collection behind a signed page link, or nullopt (the page then does not exist).
+std::optional<Transaction> Service::page_transaction(std::string_view reference, const std::optional<std::string>& sig) {
+  if (reference.empty() || !sig || !crypto::constant_time_equal(*sig, page_signature(reference))) return std::nullopt;
   Transaction tx;
   Status st = db_.read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(tx, load(c, reference));
+    SIKA_ASSIGN_OR_RETURN(tx, tables::load(c, reference));
     return {};
   });
-  if (!st || tx.operation != kCollection) return not_found_page(locale);
-  if (!is_terminal(tx.status) && tx.expires_at <= now()) {
-    Move m;
-    m.to = TxStatus::expired;
-    m.source = "checkout";
-    m.reason = "EXPIRED";
-    const Transaction original = tx;
-    (void)write([&](store::Conn& c, ledger::Learned& learned) -> Status {
-      tx = original;
-      SIKA_ASSIGN_OR_RETURN(bool moved, apply(c, tx, m, learned));
-      (void)moved;
-      return {};
-    });
-    if (auto fresh = refresh(original)) tx = std::move(fresh).value();
-  }
-  return render_page(req, tx, locale, "", 200);
+  if (!st || tx.operation != kCollection) return std::nullopt;
+  return tx;
+}
+
+web::Response Service::confirm_page(web::Request& req) {
+  i18n::Locale locale = page_locale(req, req.query_param("lang"));
+  auto tx = page_transaction(req.path_param("reference"), req.query_param("sig"));
+  if (!tx) return not_found_page(locale);
+  auto shown = expire_if_overdue(*tx, "checkout");
+  if (!shown) return render_page(*tx, locale, error_notice(shown.error(), locale), page_status(shown.error()));
+  return render_page(*shown, locale, "", 200);
 }
 
 web::Response Service::confirm_submit(web::Request& req) {
   auto form = web::parse_form(req.body);
-  std::string reference = req.path_param("reference");
   auto field = [&](std::string_view name) -> std::optional<std::string> {
     if (form)
       for (const auto& [k, v] : *form)
@@ -202,44 +209,26 @@ web::Response Service::confirm_submit(web::Request& req) {
   i18n::Locale locale = page_locale(req, field("lang"));
   auto sig = field("sig");
   if (!sig) sig = req.query_param("sig");
-  if (!form || reference.empty() || !sig || !crypto::constant_time_equal(*sig, page_signature(reference)))
-    return not_found_page(locale);
-  Transaction tx;
-  Status st = db_.read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(tx, load(c, reference));
-    return {};
-  });
-  if (!st || tx.operation != kCollection) return not_found_page(locale);
+  auto tx = form ? page_transaction(req.path_param("reference"), sig) : std::nullopt;
+  if (!tx) return not_found_page(locale);
   const Texts& t = texts(locale);
   if (field("action") == "decline") {
-    if (tx.status == TxStatus::initiated) {
-      const Transaction original = tx;
-      Move m;
-      m.to = TxStatus::cancelled;
-      m.source = "checkout";
-      m.reason = "DECLINED_BY_CUSTOMER";
-      (void)write([&](store::Conn& c, ledger::Learned& learned) -> Status {
-        tx = original;
-        SIKA_ASSIGN_OR_RETURN(bool moved, apply(c, tx, m, learned));
-        (void)moved;
-        return {};
-      });
-      if (auto fresh = refresh(original)) tx = std::move(fresh).value();
-    }
-    return render_page(req, tx, locale, "", 200);
+    if (tx->status != TxStatus::initiated) return render_page(*tx, locale, "", 200);
+    auto declined = cancel_collection(*tx, "checkout", "DECLINED_BY_CUSTOMER");
+    if (declined) return render_page(*declined, locale, "", 200);
+    // Lost a race (paid, expired meanwhile): show where it stands.
+    auto fresh = refresh(*tx);
+    if (!fresh) return render_page(*tx, locale, error_notice(fresh.error(), locale), page_status(fresh.error()));
+    return render_page(*fresh, locale, "", 200);
   }
   auto otp = field("otp");
   if (otp && otp->empty()) otp.reset();
-  auto done = run_execute(tx, otp, "checkout");
+  auto done = execute_collection(*tx, otp, "checkout");
   if (!done) {
-    const Error& e = done.error();
-    std::string notice = e.code == "invalid_otp" ? t.bad_otp : std::string(i18n::text(e.code, locale));
-    if (e.code == "empty_data" && e.details.is_object() && e.details.as_object().contains("otp"))
-      notice = std::string(t.otp) + ": " + std::string(e.details.as_object().at("otp").as_string());
-    auto fresh = refresh(tx);
-    return render_page(req, fresh ? *fresh : tx, locale, notice, e.server_side() ? web::http_status(e.kind) : 400);
+    auto fresh = refresh(*tx);
+    return render_page(fresh ? *fresh : *tx, locale, error_notice(done.error(), locale), page_status(done.error()));
   }
-  return render_page(req, *done, locale, done->status == TxStatus::pending ? t.sent : "", 200);
+  return render_page(*done, locale, done->status == TxStatus::pending ? t.sent : "", 200);
 }
 
 CatalogSnapshot catalog_snapshot(catalog::Service& catalog) {

@@ -21,11 +21,14 @@
 #include <thread>
 
 #include "catalog/model.hpp"
+#include "core/json.hpp"
 #include "core/result.hpp"
 #include "payments/connector.hpp"
+#include "payments/intent.hpp"
 #include "payments/ledger.hpp"
 #include "payments/model.hpp"
 #include "payments/sandbox.hpp"
+#include "payments/transitions.hpp"
 #include "store/db.hpp"
 #include "web/client.hpp"
 #include "web/message.hpp"
@@ -65,7 +68,8 @@ class Service {
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;
 
-  // --- gateway (JWT-authenticated; req.principal set) ---
+  // --- HTTP handlers (handlers.cpp, page.cpp): parse, call one operation below, answer ---
+  // Gateway (JWT-authenticated; req.principal set).
   // POST /collection/intent
   web::Response create_intent(web::Request& req);
   // POST /collection/execute {transaction_reference, invoice_reference?, otp?}
@@ -82,16 +86,54 @@ class Service {
   web::Response verify_account(web::Request& req);
   // GET /balance?currency=XAF: the merchant's available and pending balances
   web::Response balances(web::Request& req);
-
-  // --- operator callbacks (gateway, not JWT: the connector authenticates the request) ---
+  // Operator callbacks (gateway, not JWT: the connector authenticates the request).
   // POST /operator/callback/{connector}
   web::Response operator_callback(web::Request& req);
-
-  // --- checkout surface (hosted confirmation page) ---
+  // Checkout surface (hosted confirmation page).
   // GET /confirm/{reference}?sig=...&lang=fr|en
   web::Response confirm_page(web::Request& req);
   // POST /confirm/{reference} (form: sig, otp?, lang?)
   web::Response confirm_submit(web::Request& req);
+
+  // --- operations, for the handlers and for other components' flows (payment links,
+  // hosted checkout, subscriptions) that create and drive collections themselves ---
+
+  // Creates a collection (INITIATED) for `merchant` (its merchant_id, environment, user tier
+  // and granted countries), or returns the existing one of the same transaction_uuid when the
+  // request is the same (409 conflict when it differs). Errors as plan_intent (intent.hpp).
+  Result<Transaction> create_collection(const IntentRequest& request, const web::Principal& merchant);
+  // Creates a payout: its funds reserved (PENDING, then submitted to the operator) or paid at
+  // once (WALLET, COMPLETED); 400 insufficient_funds naming amount, with nothing stored, when
+  // the merchant's available balance does not cover required_total.
+  Result<Transaction> create_disbursement(const IntentRequest& request, const web::Principal& merchant);
+  // The transaction of `reference` as `merchant` may see it: another merchant's, another
+  // environment's or another operation's is 404 naming transaction_reference.
+  Result<Transaction> find(const web::Principal& merchant, std::string_view reference, std::string_view operation);
+  // Executes an INITIATED collection: PROVIDER claims it (PENDING) then submits it to the
+  // operator (a refusal FAILS it); WALLET debits the customer's wallet at once (COMPLETED, or
+  // FAILED INSUFFICIENT_FUNDS). `otp` is required when tx.needs_otp; wrong codes are 400
+  // invalid_otp and the last allowed one FAILS it. An expired or non-INITIATED one is 409.
+  Result<Transaction> execute_collection(Transaction tx, std::optional<std::string> otp, std::string_view source);
+  // Moves an INITIATED collection to CANCELLED; 409 when it is in another status.
+  Result<Transaction> cancel_collection(const Transaction& tx, std::string_view source, std::string_view reason);
+  // The transaction as it is now: expired on the spot when overdue, and a PENDING PROVIDER
+  // one asks its operator and applies a final answer (`source` names who asked).
+  Result<Transaction> current(Transaction tx, std::string_view source);
+
+  // The holder of a wallet at an operator's service, as its connector knows it (404
+  // account_not_found when there is none). Field problems in 400 empty_data, together with
+  // those already in `errors`; a country not granted is 403 access_denied naming provider.
+  struct AccountHolder {
+    std::string service_code;
+    std::string msisdn;  // normalized, international digits
+    std::string name;
+  };
+  Result<AccountHolder> account_holder(const web::Principal& merchant, std::string_view provider,
+                                       std::string_view wallet, json::FieldErrors errors = {});
+
+  // Records an authenticated operator callback and applies a final answer to a PENDING
+  // transaction of that connector; returns the outcome (docs/payments.md, "Callbacks").
+  Result<std::string> record_callback(Connector& conn, const CallbackReport& report, std::string_view body);
 
   // Starts / stops the expiry worker and the sandbox operator's callback delivery.
   void start();
@@ -113,31 +155,34 @@ class Service {
   SandboxOperator& sandbox() { return *sandbox_; }
 
  private:
-  // One requested status change and what it carries.
-  struct Move {
-    TxStatus to = TxStatus::pending;
-    std::string_view source;  // intent | execute | checkout | merchant | callback | poll | expiry | wallet | connector
-    std::optional<std::string> reason;
-    std::optional<std::string> operator_reference;
-    std::optional<std::int64_t> submitted_at;
-    std::optional<std::int64_t> expires_at;
+  // A move applied in its own unit: the transaction as it now is, and whether this move did it
+  // (false: another actor moved it first, and `tx` is re-read).
+  struct Moved {
+    Transaction tx;
+    bool moved = false;
   };
   std::int64_t now() const;
   std::shared_ptr<const catalog::Catalog> catalog() const { return catalog_(); }
-  web::Response create(web::Request& req, std::string_view operation);
-  web::Response show(web::Request& req, std::string_view operation);
-  Result<Transaction> load(store::Conn& conn, std::string_view reference);
-  Result<Transaction> load_for(const web::Principal& p, std::string_view reference, std::string_view operation);
-  Result<Transaction> run_execute(Transaction tx, std::optional<std::string> otp, std::string_view source);
-  Result<bool> apply(store::Conn& conn, Transaction& tx, const Move& move, ledger::Learned& learned);
-  Result<Transaction> settle_from_operator(Transaction tx, const OperatorStatus& st, std::string_view source);
-  Result<Transaction> refresh(Transaction tx);
+  Result<Transaction> create(const IntentRequest& request, const web::Principal& merchant, json::FieldErrors errors);
+  Result<Transaction> submit_payout(Transaction tx);
+  Result<Transaction> execute_wallet(const Transaction& tx, std::string_view source);
+  Result<Transaction> execute_provider(const Transaction& tx, PaymentOrder order, Connector& conn,
+                                       std::string_view source);
+  Status check_otp(const Transaction& tx, const PaymentOrder& order);
+  Error count_wrong_otp(Transaction& tx, std::string_view source);
+  Result<Moved> move(const Transaction& tx, const Move& move);
+  Result<Transaction> expire_if_overdue(const Transaction& tx, std::string_view source);
+  Result<Transaction> settle_from_operator(const Transaction& tx, const OperatorStatus& st, std::string_view source);
+  Result<Transaction> refresh(const Transaction& tx);
   Connector* connector_for(const Transaction& tx);
   PaymentOrder order_for(const Transaction& tx, std::optional<std::string> otp = std::nullopt) const;
   Status write(const std::function<Status(store::Conn&, ledger::Learned&)>& fn);
+  Result<bool> apply(store::Conn& conn, Transaction& tx, const Move& move, ledger::Learned& learned);
   std::string page_signature(std::string_view reference) const;
-  web::Response render_page(const web::Request& req, const Transaction& tx, i18n::Locale locale,
-                            std::string_view notice, int status);
+  std::optional<Transaction> page_transaction(std::string_view reference, const std::optional<std::string>& sig);
+  web::Response render_page(const Transaction& tx, i18n::Locale locale, std::string_view notice, int status);
+  web::Response create_handler(web::Request& req, std::string_view operation);
+  web::Response show_handler(web::Request& req, std::string_view operation);
   void expiry_loop();
 
   store::Db& db_;

@@ -1,0 +1,155 @@
+// The gateway handlers of payments: each reads its body, calls one operation of the Service
+// and answers with the envelope. The operations are in service.cpp, the confirmation page in
+// page.cpp.
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "payments/queries.hpp"
+#include "payments/service.hpp"
+#include "payments/store.hpp"
+#include "web/envelope.hpp"
+
+namespace sika::payments {
+
+namespace bj = boost::json;
+
+namespace {
+
+// A body of exactly {transaction_reference}.
+Result<std::string> reference_body(const web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
+  json::FieldErrors errors;
+  refuse_unknown_fields(body, {"transaction_reference"}, errors);
+  auto reference = json::get_string(body, "transaction_reference", errors, true);
+  SIKA_TRY(errors.status());
+  return *reference;
+}
+
+web::Response answer(const web::Request& req, const Result<Transaction>& tx, std::string_view message = {}) {
+  if (!tx) return web::error(req, tx.error());
+  return web::ok(req, to_record(*tx), {}, message);
+}
+
+}  // namespace
+
+// ---- intents ----------------------------------------------------------------------------------
+
+web::Response Service::create_intent(web::Request& req) { return create_handler(req, kCollection); }
+web::Response Service::disbursement_intent(web::Request& req) { return create_handler(req, kDisbursement); }
+
+web::Response Service::create_handler(web::Request& req, std::string_view operation) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  auto body = web::body_object(req);
+  if (!body) return web::error(req, body.error());
+  json::FieldErrors errors;
+  IntentRequest request = parse_intent(*body, operation, errors);
+  return answer(req, create(request, **principal, std::move(errors)), "submitted");
+}
+
+// ---- execution, cancel, status ----------------------------------------------------------------
+
+web::Response Service::execute(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  auto body = web::body_object(req);
+  if (!body) return web::error(req, body.error());
+  json::FieldErrors errors;
+  refuse_unknown_fields(*body, {"transaction_reference", "invoice_reference", "otp"}, errors);
+  auto reference = json::get_string(*body, "transaction_reference", errors, true);
+  auto invoice = json::get_string(*body, "invoice_reference", errors);
+  std::optional<std::string> otp;
+  if (auto it = body->find("otp"); it != body->end() && !it->value().is_null()) {
+    // The spec types a pay-link otp as an integer; accept both forms here.
+    if (it->value().is_string()) otp = std::string(it->value().as_string());
+    else if (it->value().is_int64() && it->value().as_int64() >= 0) otp = std::to_string(it->value().as_int64());
+    else errors.add("otp", "must be a string of digits");
+  }
+  if (!errors.empty()) return web::error(req, errors.status().error());
+  auto tx = find(**principal, *reference, kCollection);
+  if (!tx) return web::error(req, tx.error());
+  if (invoice && *invoice != tx->invoice_reference)
+    return web::error(req, empty_data(bj::object{{"invoice_reference", "does not match the transaction"}}));
+  return answer(req, execute_collection(std::move(tx).value(), std::move(otp), "execute"), "submitted");
+}
+
+web::Response Service::cancel(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  auto reference = reference_body(req);
+  if (!reference) return web::error(req, reference.error());
+  auto tx = find(**principal, *reference, kCollection);
+  if (!tx) return web::error(req, tx.error());
+  return answer(req, cancel_collection(*tx, "merchant", "CANCELLED_BY_MERCHANT"));
+}
+
+web::Response Service::status(web::Request& req) { return show_handler(req, kCollection); }
+web::Response Service::disbursement_status(web::Request& req) { return show_handler(req, kDisbursement); }
+
+web::Response Service::show_handler(web::Request& req, std::string_view operation) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  auto reference = reference_body(req);
+  if (!reference) return web::error(req, reference.error());
+  auto tx = find(**principal, *reference, operation);
+  if (!tx) return web::error(req, tx.error());
+  return answer(req, current(std::move(tx).value(), "poll"));
+}
+
+// ---- callbacks --------------------------------------------------------------------------------
+
+web::Response Service::operator_callback(web::Request& req) {
+  std::string name = req.path_param("connector");
+  if (name.empty()) name = "sandbox";
+  Connector* conn = connector(name);
+  if (!conn) return web::error(req, not_found(bj::object{{"connector", "no such connector"}}));
+  auto report = conn->parse_callback(req);
+  if (!report) return web::error(req, report.error());
+  auto outcome = record_callback(*conn, *report, req.body);
+  if (!outcome) return web::error(req, outcome.error());
+  bj::object o;
+  o["received"] = true;
+  o["outcome"] = *outcome;
+  return web::Response::json(200, bj::serialize(o));
+}
+
+// ---- verification and balances ----------------------------------------------------------------
+
+web::Response Service::verify_account(web::Request& req) {
+  auto principal_r = web::merchant_caller(req);
+  if (!principal_r) return web::error(req, principal_r.error());
+  const web::Principal& principal = **principal_r;
+  auto body = web::body_object(req);
+  if (!body) return web::error(req, body.error());
+  json::FieldErrors errors;
+  refuse_unknown_fields(*body, {"provider", "wallet"}, errors);
+  auto provider = json::get_string(*body, "provider", errors, true);
+  auto wallet = json::get_string(*body, "wallet", errors, true);
+  auto holder = account_holder(principal, provider.value_or(""), wallet.value_or(""), std::move(errors));
+  if (!holder) return web::error(req, holder.error());
+  bj::object data;
+  data["provider"] = holder->service_code;
+  data["wallet"] = holder->msisdn;
+  data["account_holder_name"] = holder->name;
+  data["verified"] = true;
+  return web::ok(req, std::move(data));
+}
+
+web::Response Service::balances(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  std::vector<queries::CurrencyBalance> rows;
+  auto st = db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(rows, queries::merchant_balances(c, (*principal)->merchant_id, (*principal)->environment));
+    return {};
+  });
+  if (!st) return web::error(req, st.error());
+  bj::array data;
+  for (const auto& b : rows)
+    data.push_back(bj::object{{"currency", b.currency}, {"available", b.available}, {"pending", b.pending}});
+  return web::ok(req, std::move(data));
+}
+
+}  // namespace sika::payments

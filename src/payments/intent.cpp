@@ -1,0 +1,381 @@
+#include "payments/intent.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include "catalog/fees.hpp"
+#include "core/crypto.hpp"
+#include "core/money.hpp"
+#include "core/random.hpp"
+
+namespace sika::payments {
+
+namespace bj = boost::json;
+
+namespace {
+
+constexpr std::size_t kMaxDescription = 255;
+constexpr std::size_t kMaxMetadataBytes = 4096;
+constexpr std::size_t kMaxDistribution = 20;
+constexpr std::size_t kMaxMatricule = 64;
+
+// Fields a client may never send: the platform sets them.
+const std::set<std::string_view, std::less<>> kPlatformFields = {
+    "fee",          "status",          "transaction_reference", "invoice_reference", "provider_reference",
+    "required_total", "split_reference", "split_status",        "environment",       "operation",
+    "confirmation_method", "confirmation_url", "created_at",    "updated_at",        "merchant",
+    "merchant_id",  "failure_reason",  "expires_at",            "id"};
+
+}  // namespace
+
+void refuse_unknown_fields(const bj::object& body, std::initializer_list<std::string_view> allowed,
+                           json::FieldErrors& errors, std::string_view prefix) {
+  for (const auto& kv : body) {
+    std::string_view k = kv.key();
+    if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
+    std::string field = std::string(prefix) + std::string(k);
+    if (prefix.empty() && kPlatformFields.contains(k))
+      errors.add(field, "is set by the platform and cannot be sent");
+    else
+      errors.add(field, "is not a known field");
+  }
+}
+
+namespace {
+
+bool has_error(const json::FieldErrors& errors, std::string_view field) { return errors.details().contains(field); }
+
+constexpr std::string_view kRateProblem = "must be a number greater than 0 and at most 100, with at most 4 decimals";
+
+// A rate as sent (integer or number) -> parts per million; at most 4 decimals, 0 < rate <= 100.
+std::optional<std::int64_t> rate_to_ppm(const bj::value& v, std::string& problem) {
+  std::string text;
+  if (v.is_int64()) {
+    text = std::to_string(v.get_int64());
+  } else if (v.is_uint64()) {
+    text = std::to_string(v.get_uint64());
+  } else if (v.is_double()) {
+    char buf[64];
+    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v.get_double());
+    if (ec != std::errc()) {
+      problem = "must be a number";
+      return std::nullopt;
+    }
+    text.assign(buf, p);
+  } else {
+    problem = "must be a number";
+    return std::nullopt;
+  }
+  auto ppm = catalog::decimal_to_scaled(text, 4, false, kRateWhole);
+  if (!ppm || *ppm <= 0) {
+    problem = std::string(kRateProblem);
+    return std::nullopt;
+  }
+  return *ppm;
+}
+
+// "33.3333" for 333'333 ppm.
+std::string percent_text(std::int64_t ppm) {
+  std::string text = std::to_string(ppm / 10'000);
+  if (ppm % 10'000) {
+    std::string frac = std::to_string(10'000 + ppm % 10'000).substr(1);
+    while (frac.back() == '0') frac.pop_back();
+    text += "." + frac;
+  }
+  return text;
+}
+
+std::string line_prefix(std::size_t i) { return "distribution[" + std::to_string(i) + "]"; }
+
+// Reads the items of a SPLIT distribution (1 to kMaxDistribution objects).
+std::vector<SplitLine> parse_distribution(const bj::array& items, json::FieldErrors& errors) {
+  std::vector<SplitLine> lines;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string item = line_prefix(i);
+    const std::string prefix = item + ".";
+    SplitLine line;
+    line.position = static_cast<int>(i);
+    if (!items[i].is_object()) {
+      errors.add(item, "must be an object");
+      lines.push_back(std::move(line));
+      continue;
+    }
+    const bj::object& o = items[i].get_object();
+    refuse_unknown_fields(o, {"matricule", "rate", "description", "metadata"}, errors, prefix);
+    json::FieldErrors item_errors;
+    auto matricule = json::get_string(o, "matricule", item_errors, true);
+    auto description = json::get_string(o, "description", item_errors);
+    const bj::object* metadata = json::get_object(o, "metadata", item_errors);
+    for (const auto& kv : item_errors.details()) errors.add(prefix + std::string(kv.key()), kv.value().as_string());
+    line.matricule = matricule.value_or("");
+    line.description = description.value_or("");
+    line.metadata = metadata ? bj::serialize(*metadata) : "{}";
+    auto rate = o.find("rate");
+    if (rate == o.end() || rate->value().is_null()) {
+      errors.add(prefix + "rate", "is required");
+    } else {
+      std::string problem;
+      if (auto ppm = rate_to_ppm(rate->value(), problem)) line.rate_ppm = *ppm;
+      else errors.add(prefix + "rate", problem);
+    }
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+// The rules of the request's own fields (the catalog aside). A field that already has a
+// problem in `errors` keeps it.
+void check_fields(const IntentRequest& r, std::int64_t max_amount, json::FieldErrors& errors) {
+  const bool collection = r.operation == kCollection;
+  if (r.amount <= 0) errors.add("amount", "must be a positive integer (minor units)");
+  if (r.amount > max_amount) errors.add("amount", "must be at most " + std::to_string(max_amount));
+  if (!money::is_currency_code(r.currency)) errors.add("currency", "must be a 3-letter ISO 4217 code");
+  if (!is_uuid(r.transaction_uuid)) errors.add("transaction_uuid", "must be a UUID (8-4-4-4-12 hex digits)");
+  if (r.provider.empty()) errors.add("provider", "is required");
+  if (r.channel != kChannelProvider && r.channel != kChannelWallet && r.channel != kChannelAuto)
+    errors.add("channel", "must be PROVIDER, WALLET or AUTO");
+  if (r.customer_wallet.empty()) errors.add("customer_wallet", "is required");
+  if (r.description.size() > kMaxDescription)
+    errors.add("description", "must be at most " + std::to_string(kMaxDescription) + " characters");
+  if (r.metadata.size() > kMaxMetadataBytes)
+    errors.add("metadata", "must be at most " + std::to_string(kMaxMetadataBytes) + " bytes of JSON");
+  if (r.settlement_mode != kDirect && r.settlement_mode != kSplit)
+    errors.add("settlement_mode", "must be DIRECT or SPLIT");
+  if (!collection && r.settlement_mode == kSplit) errors.add("settlement_mode", "payouts are DIRECT");
+  const bool split = r.settlement_mode == kSplit;
+  if (split && r.distribution.empty())
+    errors.add("distribution", "is required with settlement_mode SPLIT (a non-empty array)");
+  if (!split && !r.distribution.empty()) errors.add("distribution", "is only accepted with settlement_mode SPLIT");
+  if (r.distribution.size() > kMaxDistribution)
+    errors.add("distribution", "must have at most " + std::to_string(kMaxDistribution) + " items");
+  if (!split || r.distribution.empty() || r.distribution.size() > kMaxDistribution) return;
+
+  std::int64_t total = 0;
+  bool rates_ok = true;
+  std::set<std::string, std::less<>> seen;
+  for (std::size_t i = 0; i < r.distribution.size(); ++i) {
+    const SplitLine& line = r.distribution[i];
+    const std::string item = line_prefix(i);
+    if (has_error(errors, item)) {  // not an object: nothing else to say about it
+      rates_ok = false;
+      continue;
+    }
+    const std::string prefix = item + ".";
+    if (line.matricule.empty() || line.matricule.size() > kMaxMatricule)
+      errors.add(prefix + "matricule", "must be a merchant matricule");
+    else if (!seen.insert(line.matricule).second)
+      errors.add(prefix + "matricule", "appears more than once");
+    if (line.rate_ppm <= 0 || line.rate_ppm > kRateWhole || has_error(errors, prefix + "rate")) {
+      errors.add(prefix + "rate", kRateProblem);
+      rates_ok = false;
+    } else {
+      total += line.rate_ppm;
+    }
+    if (line.description.size() > kMaxDescription)
+      errors.add(prefix + "description", "must be at most " + std::to_string(kMaxDescription) + " characters");
+    if (line.metadata.size() > kMaxMetadataBytes) errors.add(prefix + "metadata", "is too large");
+  }
+  if (rates_ok && total != kRateWhole)
+    errors.add("distribution", "rates must sum to 100 (they sum to " + percent_text(total) + ")");
+}
+
+Error field_error(std::string_view field, std::string_view problem) { return empty_data(bj::object{{field, problem}}); }
+
+}  // namespace
+
+Error provider_unavailable(Details details) {
+  return make_error(ErrorKind::unavailable, "provider_unavailable", std::move(details));
+}
+
+IntentRequest parse_intent(const bj::object& body, std::string_view operation, json::FieldErrors& errors) {
+  const bool collection = operation == kCollection;
+  IntentRequest r;
+  r.operation = std::string(operation);
+  if (collection)
+    refuse_unknown_fields(body,
+                   {"amount", "currency", "transaction_uuid", "provider", "channel", "customer_wallet", "description",
+                    "metadata", "distribution", "settlement_mode"},
+                   errors);
+  else
+    refuse_unknown_fields(body,
+                   {"amount", "currency", "transaction_uuid", "provider", "channel", "customer_wallet", "description",
+                    "metadata"},
+                   errors);
+  r.amount = json::get_int(body, "amount", errors, true).value_or(0);
+  r.currency = json::get_string(body, "currency", errors, true).value_or("");
+  r.transaction_uuid = json::get_string(body, "transaction_uuid", errors, true).value_or("");
+  r.provider = json::get_string(body, "provider", errors, true).value_or("");
+  r.channel = json::get_string(body, "channel", errors).value_or(std::string(kChannelProvider));
+  r.customer_wallet = json::get_string(body, "customer_wallet", errors, true).value_or("");
+  r.description = json::get_string(body, "description", errors).value_or("");
+  const bj::object* metadata = json::get_object(body, "metadata", errors);
+  r.metadata = metadata ? bj::serialize(*metadata) : "{}";
+  if (collection) {
+    r.settlement_mode = json::get_string(body, "settlement_mode", errors).value_or(std::string(kDirect));
+    const bj::array* distribution = json::get_array(body, "distribution", errors);
+    // Items are read only where they can matter: a SPLIT within the size limit (check_fields
+    // reports the other cases on the distribution as a whole).
+    if (distribution && r.settlement_mode == kSplit && distribution->size() <= kMaxDistribution)
+      r.distribution = parse_distribution(*distribution, errors);
+    else if (distribution && !distribution->empty() && r.settlement_mode != kSplit)
+      errors.add("distribution", "is only accepted with settlement_mode SPLIT");
+    else if (distribution && distribution->size() > kMaxDistribution)
+      errors.add("distribution", "must have at most " + std::to_string(kMaxDistribution) + " items");
+  }
+  r.fingerprint = hex_encode(crypto::sha256(std::string(operation) + "\n" + canonical_json(body)));
+  return r;
+}
+
+std::string request_fingerprint(const IntentRequest& r) {
+  bj::object o;
+  o["amount"] = r.amount;
+  o["currency"] = r.currency;
+  o["transaction_uuid"] = r.transaction_uuid;
+  o["provider"] = r.provider;
+  o["channel"] = r.channel;
+  o["customer_wallet"] = r.customer_wallet;
+  o["description"] = r.description;
+  o["metadata"] = bj::parse(r.metadata.empty() ? std::string_view("{}") : std::string_view(r.metadata));
+  o["settlement_mode"] = r.settlement_mode;
+  bj::array lines;
+  for (const auto& l : r.distribution)
+    lines.push_back(bj::object{{"matricule", l.matricule},
+                               {"rate_ppm", l.rate_ppm},
+                               {"description", l.description},
+                               {"metadata", l.metadata}});
+  o["distribution"] = std::move(lines);
+  return hex_encode(crypto::sha256(r.operation + "\n" + canonical_json(o)));
+}
+
+Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, json::FieldErrors errors) {
+  if (!in.catalog || !in.merchant) return internal_error(bj::string("plan_intent without catalog or merchant"));
+  const catalog::Catalog& cat = *in.catalog;
+  const web::Principal& merchant = *in.merchant;
+  const bool collection = r.operation == kCollection;
+  if (r.operation != kCollection && r.operation != kDisbursement)
+    return internal_error(bj::string("unknown operation " + r.operation));
+  check_fields(r, in.max_amount, errors);
+
+  // The service, from the catalog snapshot.
+  const catalog::PaymentService* service = nullptr;
+  const catalog::Provider* prov = nullptr;
+  const catalog::Country* country = nullptr;
+  if (!has_error(errors, "provider")) {
+    service = cat.service(r.provider);
+    if (!service) {
+      errors.add("provider", "is not a known service code");
+    } else if (!cat.usable(*service)) {
+      errors.add("provider", "is not active");
+      service = nullptr;
+    } else {
+      prov = cat.provider_by_id(service->provider_id);
+      country = cat.country_by_id(service->country_id);
+      if (!prov || !country) {
+        errors.add("provider", "is not configured");
+        service = nullptr;
+      }
+    }
+  }
+  IntentPlan plan;
+  if (service) {
+    if (!has_error(errors, "currency") && r.currency != service->currency)
+      errors.add("currency", "must be " + service->currency + ", the currency of " + service->code);
+    if (!has_error(errors, "amount")) {
+      if (service->min_amount && r.amount < *service->min_amount)
+        errors.add("amount", "must be at least " + std::to_string(*service->min_amount) + " for " + service->code);
+      if (service->max_amount && r.amount > *service->max_amount)
+        errors.add("amount", "must be at most " + std::to_string(*service->max_amount) + " for " + service->code);
+    }
+    if (!has_error(errors, "customer_wallet")) {
+      auto normalized = cat.normalize_msisdn(*service, r.customer_wallet, "customer_wallet");
+      if (normalized)
+        plan.msisdn = *normalized;
+      else if (normalized.error().details.is_object())
+        for (const auto& kv : normalized.error().details.as_object())
+          errors.add(kv.key(), kv.value().is_string() ? std::string_view(kv.value().as_string()) : "is invalid");
+    }
+  }
+  SIKA_TRY(errors.status());
+  if (!service) return internal_error(bj::string("plan_intent: no service and no field error"));
+
+  if (!merchant.admin && !merchant.grants_country(country->code))
+    return forbidden(bj::object{
+        {"provider", "the country " + country->code + " of this service is not granted to this credential"}});
+
+  // Channel and the service that carries the money (docs/payments.md, "Channels").
+  const bool wallet_service = service->kind == catalog::ServiceKind::wallet;
+  const catalog::PaymentService* platform_wallet = wallet_service ? service : nullptr;
+  if (!platform_wallet)
+    for (const auto& s : cat.services())
+      if (s.kind == catalog::ServiceKind::wallet && s.country_id == service->country_id && cat.usable(s)) {
+        platform_wallet = &s;
+        break;
+      }
+  auto quote_for = [&](const catalog::PaymentService& s) {
+    return catalog::quote_fee(cat, collection ? catalog::Operation::collection : catalog::Operation::disbursement,
+                              collection ? std::optional<catalog::ServiceKey>(s.code) : std::nullopt,
+                              collection ? std::nullopt : std::optional<catalog::ServiceKey>(s.code), r.amount,
+                              merchant.user_tier);
+  };
+  const catalog::PaymentService* effective = service;
+  if (r.channel == kChannelProvider) {
+    if (wallet_service) return field_error("channel", service->code + " is a platform wallet service: use WALLET or AUTO");
+    plan.channel = kChannelProvider;
+  } else if (r.channel == kChannelWallet) {
+    if (!platform_wallet) return field_error("channel", "there is no platform wallet in " + country->code);
+    plan.channel = kChannelWallet;
+    effective = platform_wallet;
+  } else if (wallet_service) {  // AUTO
+    plan.channel = kChannelWallet;
+  } else {
+    // AUTO with an operator's service: the customer's platform wallet in this country when it
+    // exists and (for a collection) covers the wallet price; the named operator otherwise.
+    plan.channel = kChannelProvider;
+    if (platform_wallet && merchant.environment == "sandbox" && in.balance) {
+      if (auto wallet_quote = quote_for(*platform_wallet)) {
+        SIKA_ASSIGN_OR_RETURN(auto available,
+                              in.balance(ledger::customer_wallet(plan.msisdn, merchant.environment, service->currency)));
+        if (collection ? available && *available >= r.amount + wallet_quote->fee : available.has_value()) {
+          plan.channel = kChannelWallet;
+          effective = platform_wallet;
+        }
+      }
+    }
+  }
+  if (plan.channel == kChannelWallet && merchant.environment != "sandbox")
+    return field_error("channel",
+                       "the WALLET channel needs the customer's one-time code, which is only issued in the sandbox "
+                       "for now");
+  if (effective != service) {
+    if (effective->min_amount && r.amount < *effective->min_amount)
+      return field_error("amount",
+                         "must be at least " + std::to_string(*effective->min_amount) + " for " + effective->code);
+    if (effective->max_amount && r.amount > *effective->max_amount)
+      return field_error("amount",
+                         "must be at most " + std::to_string(*effective->max_amount) + " for " + effective->code);
+  }
+  if (plan.channel == kChannelWallet) {
+    plan.connector = "wallet";
+  } else {
+    plan.connector = merchant.environment == "sandbox" ? std::string("sandbox") : prov->connector;
+    if (!in.has_connector || !in.has_connector(plan.connector))
+      return provider_unavailable(bj::object{{"provider", "no connector is available for " + prov->code}});
+  }
+
+  // Fee from the fee engine (incoming service for a collection, outgoing for a payout).
+  SIKA_ASSIGN_OR_RETURN(auto quote, quote_for(*effective));
+  if (quote.fee < 0 || __builtin_add_overflow(r.amount, quote.fee, &plan.required_total))
+    return field_error("amount", "is too large");
+  plan.fee = quote.fee;
+  plan.service_code = effective->code;
+  plan.country = country->code;
+  plan.currency = service->currency;
+  plan.confirmation_method = !collection ? "NONE" : plan.channel == kChannelWallet ? "OTP" : "MSISDN";
+  plan.needs_otp = collection && (effective->needs_otp || plan.channel == kChannelWallet);
+  return plan;
+}
+
+}  // namespace sika::payments

@@ -1,0 +1,97 @@
+#pragma once
+// An intent before it is stored: the request (read from a body, or built by code such as
+// payment links, hosted checkout or subscriptions) and its plan (the service that carries the
+// money, the resolved channel, the connector, the fee), computed from the catalog snapshot and
+// the merchant's credential without any database access. docs/payments.md, "Validation".
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catalog/model.hpp"
+#include "core/json.hpp"
+#include "core/result.hpp"
+#include "payments/ledger.hpp"
+#include "payments/model.hpp"
+#include "web/message.hpp"
+
+namespace sika::payments {
+
+// What a merchant asks for: a collection or a payout.
+struct IntentRequest {
+  std::string operation = std::string(kCollection);  // COLLECTION | DISBURSEMENT
+  std::int64_t amount = 0;                            // minor units
+  std::string currency;
+  std::string transaction_uuid;
+  std::string provider;  // service code
+  std::string channel = std::string(kChannelProvider);  // PROVIDER | WALLET | AUTO
+  std::string customer_wallet;  // as given; normalized by the plan
+  std::string description;
+  std::string metadata = "{}";  // JSON text of an object
+  std::string settlement_mode = std::string(kDirect);  // DIRECT | SPLIT (collections)
+  std::vector<SplitLine> distribution;  // SPLIT: the beneficiaries, position = index
+  // Identifies the request for idempotency (a replay with the same uuid must match it).
+  // Empty: computed from the fields above by request_fingerprint.
+  std::string fingerprint;
+};
+
+// Reads the body of POST /collection/intent or /disbursement/intent into a request. Every
+// problem of the body is recorded in `errors` under its field name (`distribution[1].rate`);
+// a field with a problem keeps its default. Unknown fields are refused by name, and fields the
+// platform sets ("fee", "status", ...) with a message saying so. The fingerprint is SHA-256 of
+// the operation and the body's canonical JSON.
+IntentRequest parse_intent(const boost::json::object& body, std::string_view operation, json::FieldErrors& errors);
+
+// Records a problem for every key of `body` outside `allowed` (under `prefix` + key): "is set
+// by the platform and cannot be sent" for top-level fields the platform sets, "is not a known
+// field" otherwise.
+void refuse_unknown_fields(const boost::json::object& body, std::initializer_list<std::string_view> allowed,
+                           json::FieldErrors& errors, std::string_view prefix = "");
+
+// SHA-256 (hex) of the operation and the canonical JSON of the request's fields: the
+// fingerprint of a request built by code.
+std::string request_fingerprint(const IntentRequest& request);
+
+// What planning needs besides the request. The two functions are the only facts from outside
+// the catalog; tests give them fixed answers.
+struct PlanInputs {
+  const catalog::Catalog* catalog = nullptr;  // the snapshot (never null when planning)
+  const web::Principal* merchant = nullptr;   // merchant_id, environment, user tier, granted countries
+  std::int64_t max_amount = 1'000'000'000'000;  // absolute cap, whatever the service says
+  // The balance of a ledger account, nullopt when it does not exist. Asked only for AUTO in
+  // the sandbox (does the customer's platform wallet cover the price?).
+  std::function<Result<std::optional<std::int64_t>>(const ledger::AccountKey&)> balance;
+  // Returns true iff a connector of that name is registered.
+  std::function<bool(std::string_view)> has_connector;
+};
+
+// A request checked against the catalog and priced. Amounts in minor units of `currency`.
+struct IntentPlan {
+  std::string channel;       // resolved: PROVIDER | WALLET
+  std::string service_code;  // the service that carries the money
+  std::string country;       // alpha-3
+  std::string connector;     // "wallet" for WALLET, else the provider's connector ("sandbox" in sandbox)
+  std::string msisdn;        // the customer's wallet, international digits
+  std::string currency;
+  std::int64_t fee = 0;
+  std::int64_t required_total = 0;  // amount + fee: what the customer pays (collection) or the merchant (payout)
+  std::string confirmation_method;  // MSISDN | OTP | NONE
+  bool needs_otp = false;
+};
+
+// Checks `request` (every field rule, then against the catalog) and prices it. Problems of
+// fields are 400 empty_data naming each field, reported at once together with the problems
+// already in `errors` (a field keeps its first problem); a country the credential does not
+// grant is 403 access_denied naming provider; a channel that cannot carry it 400 naming
+// channel; no fee rule 400 no_pricing_rule; an unknown connector 503 provider_unavailable.
+Result<IntentPlan> plan_intent(const IntentRequest& request, const PlanInputs& inputs, json::FieldErrors errors = {});
+
+// The 503 of a service whose operator has no connector here.
+Error provider_unavailable(Details details);
+
+}  // namespace sika::payments

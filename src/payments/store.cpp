@@ -1,0 +1,155 @@
+#include "payments/store.hpp"
+
+#include <boost/json.hpp>
+
+namespace sika::payments::tables {
+
+namespace bj = boost::json;
+
+namespace {
+
+std::string select_where(std::string_view condition) {
+  return "SELECT " + std::string(kTransactionColumns) + " FROM pay_transactions WHERE " + std::string(condition);
+}
+
+Result<std::optional<Transaction>> find_one(store::Conn& conn, std::string_view condition, store::Params params) {
+  SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one(select_where(condition), params));
+  if (!row) return std::optional<Transaction>();
+  return std::optional<Transaction>(transaction_from_row(*row));
+}
+
+std::string status_text(TxStatus s) { return std::string(to_string(s)); }
+
+}  // namespace
+
+Result<std::optional<std::int64_t>> insert_transaction(store::Conn& conn, const Transaction& t) {
+  SIKA_ASSIGN_OR_RETURN(
+      auto inserted,
+      conn.query_one("INSERT INTO pay_transactions (reference, merchant_id, environment, operation, transaction_uuid, "
+                     "request_hash, invoice_reference, provider_reference, status, channel, service_code, country, "
+                     "connector, customer_wallet, amount, currency, fee, required_total, confirmation_method, "
+                     "confirmation_url, settlement_mode, split_reference, split_status, description, metadata, "
+                     "needs_otp, otp_failures, expires_at, created_at, updated_at) VALUES "
+                     "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                     "ON CONFLICT (merchant_id, environment, transaction_uuid) DO NOTHING RETURNING id",
+                     {t.reference, t.merchant_id, t.environment, t.operation, t.transaction_uuid, t.request_hash,
+                      t.invoice_reference, t.provider_reference, status_text(t.status), t.channel, t.service_code,
+                      t.country, t.connector, t.customer_wallet, t.amount, t.currency, t.fee, t.required_total,
+                      t.confirmation_method, t.confirmation_url, t.settlement_mode, t.split_reference, t.split_status,
+                      t.description, t.metadata, std::int64_t{t.needs_otp ? 1 : 0}, t.otp_failures, t.expires_at,
+                      t.created_at, t.updated_at}));
+  if (!inserted) return std::optional<std::int64_t>();
+  return std::optional<std::int64_t>(inserted->i64(0));
+}
+
+Result<Transaction> load(store::Conn& conn, std::string_view reference) {
+  SIKA_ASSIGN_OR_RETURN(auto tx, find_one(conn, "reference = ?", {std::string(reference)}));
+  if (!tx) return not_found(bj::object{{"transaction_reference", "no such transaction"}});
+  return std::move(*tx);
+}
+
+Result<std::optional<Transaction>> find_by_provider_reference(store::Conn& conn, std::string_view provider_reference) {
+  return find_one(conn, "provider_reference = ?", {std::string(provider_reference)});
+}
+
+Result<std::optional<Transaction>> find_by_uuid(store::Conn& conn, std::int64_t merchant_id,
+                                                std::string_view environment, std::string_view transaction_uuid) {
+  return find_one(conn, "merchant_id = ? AND environment = ? AND transaction_uuid = ?",
+                  {merchant_id, std::string(environment), std::string(transaction_uuid)});
+}
+
+Result<bool> update_status(store::Conn& conn, const Transaction& n, TxStatus from) {
+  SIKA_ASSIGN_OR_RETURN(std::int64_t changed,
+                        conn.exec("UPDATE pay_transactions SET status = ?, split_status = ?, failure_reason = ?, "
+                                  "operator_reference = ?, submitted_at = ?, expires_at = ?, updated_at = ? "
+                                  "WHERE id = ? AND status = ?",
+                                  {status_text(n.status), n.split_status, store::opt(n.failure_reason),
+                                   store::opt(n.operator_reference), store::opt(n.submitted_at), n.expires_at,
+                                   n.updated_at, n.id, status_text(from)}));
+  return changed != 0;
+}
+
+Status insert_transition(store::Conn& conn, std::int64_t transaction_id, TxStatus from, TxStatus to,
+                         std::string_view source, const std::optional<std::string>& reason, std::int64_t at) {
+  SIKA_TRY(conn.exec("INSERT INTO pay_transitions (transaction_id, from_status, to_status, source, reason, at) "
+                     "VALUES (?, ?, ?, ?, ?, ?)",
+                     {transaction_id, status_text(from), status_text(to), std::string(source), store::opt(reason), at}));
+  return {};
+}
+
+Result<std::optional<std::int64_t>> add_otp_failure(store::Conn& conn, std::int64_t transaction_id) {
+  SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one("UPDATE pay_transactions SET otp_failures = otp_failures + 1 "
+                                                 "WHERE id = ? AND status = 'INITIATED' RETURNING otp_failures",
+                                                 {transaction_id}));
+  if (!row) return std::optional<std::int64_t>();
+  return std::optional<std::int64_t>(row->i64(0));
+}
+
+Result<std::map<std::string, Beneficiary, std::less<>>> find_beneficiaries(store::Conn& conn,
+                                                                          const std::vector<SplitLine>& lines) {
+  std::map<std::string, Beneficiary, std::less<>> found;
+  if (lines.empty()) return found;
+  std::string sql = "SELECT id, matricule, active FROM merchants WHERE matricule IN (";
+  store::Params params;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    sql += i ? ", ?" : "?";
+    params.push_back(lines[i].matricule);
+  }
+  sql += ")";
+  SIKA_ASSIGN_OR_RETURN(auto rows, conn.query(sql, params));
+  for (const auto& r : rows) found[r.str(1)] = {r.i64(0), r.boolean(2)};
+  return found;
+}
+
+Status insert_splits(store::Conn& conn, std::int64_t transaction_id, const std::vector<SplitLine>& lines,
+                     const std::vector<std::int64_t>& merchant_ids) {
+  if (lines.empty()) return {};
+  if (merchant_ids.size() != lines.size()) return internal_error(bj::string("split lines without their merchants"));
+  std::string sql = "INSERT INTO pay_splits (transaction_id, position, matricule, merchant_id, rate_ppm, "
+                    "description, metadata) VALUES ";
+  store::Params params;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto& line = lines[i];
+    sql += i ? ", (?, ?, ?, ?, ?, ?, ?)" : "(?, ?, ?, ?, ?, ?, ?)";
+    params.insert(params.end(), {transaction_id, std::int64_t{line.position}, line.matricule, merchant_ids[i],
+                                 line.rate_ppm, line.description, line.metadata});
+  }
+  SIKA_TRY(conn.exec(sql, params));
+  return {};
+}
+
+Result<std::vector<StoredSplit>> split_lines(store::Conn& conn, std::int64_t transaction_id) {
+  SIKA_ASSIGN_OR_RETURN(auto rows, conn.query("SELECT id, merchant_id, rate_ppm FROM pay_splits "
+                                              "WHERE transaction_id = ? ORDER BY position",
+                                              {transaction_id}));
+  std::vector<StoredSplit> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) out.push_back({r.i64(0), r.i64(1), r.i64(2)});
+  return out;
+}
+
+Status set_split_amount(store::Conn& conn, std::int64_t split_id, std::int64_t amount) {
+  SIKA_TRY(conn.exec("UPDATE pay_splits SET amount = ? WHERE id = ?", {amount, split_id}));
+  return {};
+}
+
+Status insert_callback(store::Conn& conn, const CallbackRow& c) {
+  SIKA_TRY(conn.exec("INSERT INTO pay_callbacks (connector, provider_reference, transaction_id, reported_status, "
+                     "reason, outcome, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                     {c.connector, c.provider_reference, store::opt(c.transaction_id), c.reported_status,
+                      c.reason.empty() ? store::Value(nullptr) : store::Value(c.reason), c.outcome,
+                      c.body.substr(0, 8192), c.received_at}));
+  return {};
+}
+
+Result<std::vector<std::string>> due_for_expiry(store::Conn& conn, std::int64_t at, int limit) {
+  SIKA_ASSIGN_OR_RETURN(auto rows, conn.query("SELECT reference FROM pay_transactions WHERE status IN ('INITIATED', "
+                                              "'PENDING') AND expires_at <= ? ORDER BY expires_at LIMIT ?",
+                                              {at, std::int64_t{limit}}));
+  std::vector<std::string> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) out.push_back(r.str(0));
+  return out;
+}
+
+}  // namespace sika::payments::tables

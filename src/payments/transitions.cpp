@@ -1,0 +1,104 @@
+#include "payments/transitions.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+
+#include "payments/store.hpp"
+#include "store/outbox.hpp"
+
+namespace sika::payments {
+
+namespace bj = boost::json;
+
+Transaction after_move(const Transaction& tx, const Move& move, std::int64_t at) {
+  Transaction next = tx;
+  next.status = move.to;
+  next.updated_at = std::max(at, tx.updated_at);
+  if (move.reason) next.failure_reason = move.reason;
+  if (move.operator_reference && !move.operator_reference->empty()) next.operator_reference = move.operator_reference;
+  if (move.submitted_at) next.submitted_at = move.submitted_at;
+  if (move.expires_at) next.expires_at = *move.expires_at;
+  if (next.settlement_mode == kSplit) {
+    if (move.to == TxStatus::completed) next.split_status = kSplitSettled;
+    else if (is_terminal(move.to)) next.split_status = kSplitCancelled;
+  }
+  return next;
+}
+
+ledger::Posting journal_for(const Transaction& tx, TxStatus from, TxStatus to, const std::vector<SplitShare>& shares) {
+  ledger::Posting posting;
+  posting.transaction_id = tx.id;
+  posting.environment = tx.environment;
+  posting.currency = tx.currency;
+  const auto& env = tx.environment;
+  const auto& cur = tx.currency;
+  // Where the customer's money comes from (collection) or goes to (payout).
+  auto customer_side = [&] {
+    return tx.channel == kChannelWallet ? ledger::customer_wallet(tx.customer_wallet, env, cur)
+                                        : ledger::operator_clearing(tx.service_code, env, cur);
+  };
+  if (tx.operation == kCollection && to == TxStatus::completed) {
+    posting.kind = ledger::kCollection;
+    posting.memo = "collection " + tx.reference;
+    posting.legs.push_back({customer_side(), tx.required_total, 0});
+    if (tx.fee > 0) posting.legs.push_back({ledger::fee_revenue(env, cur), 0, tx.fee});
+    if (tx.settlement_mode == kSplit) {
+      for (const auto& share : shares)
+        if (share.amount > 0) posting.legs.push_back({ledger::merchant_available(share.merchant_id, env, cur), 0, share.amount});
+    } else {
+      posting.legs.push_back({ledger::merchant_available(tx.merchant_id, env, cur), 0, tx.amount});
+    }
+  } else if (tx.operation == kDisbursement && to == TxStatus::pending) {
+    posting.kind = ledger::kPayoutReserve;
+    posting.memo = "payout reserve " + tx.reference;
+    posting.legs.push_back({ledger::merchant_available(tx.merchant_id, env, cur), tx.required_total, 0});
+    posting.legs.push_back({ledger::merchant_pending(tx.merchant_id, env, cur), 0, tx.required_total});
+  } else if (tx.operation == kDisbursement && to == TxStatus::completed) {
+    posting.kind = ledger::kPayout;
+    posting.memo = "payout " + tx.reference;
+    posting.legs.push_back({ledger::merchant_pending(tx.merchant_id, env, cur), tx.required_total, 0});
+    posting.legs.push_back({customer_side(), 0, tx.amount});
+    if (tx.fee > 0) posting.legs.push_back({ledger::fee_revenue(env, cur), 0, tx.fee});
+  } else if (tx.operation == kDisbursement && from == TxStatus::pending && is_terminal(to)) {
+    posting.kind = ledger::kPayoutRelease;
+    posting.memo = "payout release " + tx.reference;
+    posting.legs.push_back({ledger::merchant_pending(tx.merchant_id, env, cur), tx.required_total, 0});
+    posting.legs.push_back({ledger::merchant_available(tx.merchant_id, env, cur), 0, tx.required_total});
+  }
+  return posting;
+}
+
+Result<bool> transition(store::Conn& conn, Transaction& tx, const Move& move, std::int64_t at,
+                        const ledger::AccountCache* cache, ledger::Learned& learned) {
+  if (!legal_move(tx.status, move.to))
+    return internal_error(bj::string("illegal move " + std::string(to_string(tx.status)) + " -> " +
+                                     std::string(to_string(move.to))));
+  const TxStatus from = tx.status;
+  Transaction next = after_move(tx, move, at);
+  SIKA_ASSIGN_OR_RETURN(bool changed, tables::update_status(conn, next, from));
+  if (!changed) return false;  // another actor moved it first; nothing written
+  SIKA_TRY(tables::insert_transition(conn, tx.id, from, move.to, move.source, move.reason, next.updated_at));
+
+  std::vector<SplitShare> shares;
+  if (tx.operation == kCollection && move.to == TxStatus::completed && tx.settlement_mode == kSplit) {
+    SIKA_ASSIGN_OR_RETURN(auto lines, tables::split_lines(conn, tx.id));
+    if (lines.empty()) return internal_error(bj::string("split transaction without split lines"));
+    std::vector<std::int64_t> rates;
+    for (const auto& l : lines) rates.push_back(l.rate_ppm);
+    auto amounts = allocate_split(tx.amount, rates);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      SIKA_TRY(tables::set_split_amount(conn, lines[i].id, amounts[i]));
+      shares.push_back({lines[i].merchant_id, amounts[i]});
+    }
+  }
+  ledger::Posting posting = journal_for(tx, from, move.to, shares);
+  if (!posting.legs.empty()) SIKA_TRY(ledger::post(conn, posting, next.updated_at, cache, learned));
+
+  SIKA_TRY(store::append_event(conn, tx.merchant_id, kStatusChangedEvent, tx.reference, event_payload(next),
+                               next.updated_at));
+  tx = std::move(next);
+  return true;
+}
+
+}  // namespace sika::payments
