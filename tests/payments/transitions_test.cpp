@@ -1,0 +1,284 @@
+// The one status-move function: the journals it implies (pure), and on both backends that an
+// illegal move is refused, a stale move writes nothing, and a move writes its history row, its
+// balanced journal and its event together. Also collections created from code, not HTTP.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "payments/fixture.hpp"
+#include "payments/store.hpp"
+#include "payments/transitions.hpp"
+
+namespace sika::payments::testing {
+namespace {
+
+using S = TxStatus;
+
+Transaction sample(std::string_view operation, std::string_view channel, std::string_view mode = kDirect) {
+  Transaction tx;
+  tx.id = 42;
+  tx.reference = "TX-SAMPLE";
+  tx.merchant_id = 7;
+  tx.environment = "sandbox";
+  tx.operation = std::string(operation);
+  tx.channel = std::string(channel);
+  tx.service_code = "MTN_MOMO_CMR";
+  tx.customer_wallet = "237690000010";
+  tx.amount = 1001;
+  tx.fee = 20;
+  tx.required_total = 1021;
+  tx.currency = "XAF";
+  tx.settlement_mode = std::string(mode);
+  tx.split_status = mode == kSplit ? std::string(kSplitPending) : std::string(kSplitNone);
+  return tx;
+}
+
+std::pair<std::int64_t, std::int64_t> totals(const ledger::Posting& p) {
+  std::int64_t debits = 0, credits = 0;
+  for (const auto& leg : p.legs) {
+    debits += leg.debit;
+    credits += leg.credit;
+  }
+  return {debits, credits};
+}
+
+TEST(Journal, EveryLegalMoveBalancesAndOnlyMoneyMovesPost) {
+  const S all[] = {S::initiated, S::pending, S::completed, S::failed, S::expired, S::cancelled};
+  const std::vector<SplitShare> shares = {{7, 334}, {8, 333}, {9, 334}};
+  for (auto operation : {kCollection, kDisbursement})
+    for (auto channel : {kChannelProvider, kChannelWallet})
+      for (auto mode : {kDirect, kSplit}) {
+        if (operation == kDisbursement && mode == kSplit) continue;
+        for (S from : all)
+          for (S to : all) {
+            if (!legal_move(from, to)) continue;
+            Transaction tx = sample(operation, channel, mode);
+            auto p = journal_for(tx, from, to, mode == kSplit ? shares : std::vector<SplitShare>{});
+            std::string what = std::string(operation) + " " + std::string(channel) + " " + std::string(mode) + " " +
+                               std::string(to_string(from)) + "->" + std::string(to_string(to));
+            auto [debits, credits] = totals(p);
+            EXPECT_EQ(debits, credits) << what;
+            std::string expected;
+            if (operation == kCollection && to == S::completed) expected = ledger::kCollection;
+            if (operation == kDisbursement && to == S::pending) expected = ledger::kPayoutReserve;
+            if (operation == kDisbursement && to == S::completed) expected = ledger::kPayout;
+            if (operation == kDisbursement && from == S::pending && is_terminal(to) && to != S::completed)
+              expected = ledger::kPayoutRelease;
+            EXPECT_EQ(p.kind, expected) << what;
+            EXPECT_EQ(p.legs.empty(), expected.empty()) << what;
+            if (!expected.empty()) {
+              EXPECT_EQ(debits, tx.required_total) << what << ": moves required_total";
+            }
+            EXPECT_EQ(p.transaction_id, tx.id);
+          }
+      }
+}
+
+TEST(Journal, CollectionCreditsTheMerchantOrEachShareAndTheFee) {
+  auto wallet = journal_for(sample(kCollection, kChannelWallet), S::pending, S::completed, {});
+  ASSERT_EQ(wallet.legs.size(), 3u);
+  EXPECT_EQ(wallet.legs[0].account.text(), "customer:237690000010/sandbox/XAF/available");
+  EXPECT_EQ(wallet.legs[0].debit, 1021);
+  EXPECT_EQ(wallet.legs[1].account.text(), "platform:fees/sandbox/XAF/revenue");
+  EXPECT_EQ(wallet.legs[1].credit, 20);
+  EXPECT_EQ(wallet.legs[2].account.text(), "merchant:7/sandbox/XAF/available");
+  EXPECT_EQ(wallet.legs[2].credit, 1001);
+
+  auto split = journal_for(sample(kCollection, kChannelProvider, kSplit), S::pending, S::completed,
+                           {{7, 1001}, {8, 0}});
+  ASSERT_EQ(split.legs.size(), 3u) << "a zero share posts no leg";
+  EXPECT_EQ(split.legs[0].account.text(), "operator:MTN_MOMO_CMR/sandbox/XAF/clearing");
+  EXPECT_EQ(split.legs[2].account.text(), "merchant:7/sandbox/XAF/available");
+}
+
+TEST(AfterMove, CarriesTheMoveAndSettlesOrCancelsTheSplit) {
+  Transaction tx = sample(kCollection, kChannelProvider, kSplit);
+  tx.updated_at = 5000;
+  Move m;
+  m.to = S::completed;
+  m.operator_reference = "OP-1";
+  m.submitted_at = 4000;
+  Transaction done = after_move(tx, m, 4500);
+  EXPECT_EQ(done.status, S::completed);
+  EXPECT_EQ(done.split_status, kSplitSettled);
+  EXPECT_EQ(done.updated_at, 5000) << "never earlier than before";
+  EXPECT_EQ(done.operator_reference, "OP-1");
+  EXPECT_EQ(done.submitted_at, 4000);
+  m.to = S::expired;
+  m.reason = "EXPIRED";
+  m.operator_reference = "";
+  Transaction expired = after_move(tx, m, 6000);
+  EXPECT_EQ(expired.split_status, kSplitCancelled);
+  EXPECT_EQ(expired.failure_reason, "EXPIRED");
+  EXPECT_EQ(expired.operator_reference, std::nullopt) << "an empty operator reference is not recorded";
+  EXPECT_EQ(expired.updated_at, 6000);
+}
+
+// PaymentsTest runs on both backends (instantiated in service_test.cpp).
+
+IntentRequest collection_request(std::int64_t amount, std::string wallet = "237690000010") {
+  IntentRequest r;
+  r.amount = amount;
+  r.currency = "XAF";
+  r.transaction_uuid = uuid_v4();
+  r.provider = "MTN_MOMO_CMR";
+  r.customer_wallet = std::move(wallet);
+  r.description = "subscription 2026-11";
+  return r;
+}
+
+TEST_P(PaymentsTest, CollectionsCanBeCreatedAndDrivenFromCode) {
+  auto p = principal(m1_);
+  IntentRequest r = collection_request(10'000);
+  auto tx = service_->create_collection(r, p);
+  ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
+  EXPECT_EQ(tx->status, S::initiated);
+  EXPECT_EQ(tx->fee, 200);
+  EXPECT_EQ(tx->required_total, 10'200);
+  EXPECT_EQ(tx->merchant_id, m1_.id);
+  EXPECT_EQ(tx->description, "subscription 2026-11");
+  EXPECT_FALSE(tx->confirmation_url.empty());
+  // The same request again is the same transaction; another with the same uuid is a conflict.
+  auto again = service_->create_collection(r, p);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->reference, tx->reference);
+  IntentRequest changed = r;
+  changed.amount = 10'001;
+  auto clash = service_->create_collection(changed, p);
+  ASSERT_FALSE(clash.ok());
+  EXPECT_EQ(clash.error().code, "conflict");
+  EXPECT_EQ(std::string(clash.error().details.as_object().at("transaction_reference").as_string()), tx->reference);
+  // A payout request is not a collection.
+  IntentRequest payout = r;
+  payout.operation = kDisbursement;
+  EXPECT_FALSE(service_->create_collection(payout, p).ok());
+  // Field problems come back by field, as from HTTP.
+  IntentRequest bad = collection_request(50);
+  auto refused = service_->create_collection(bad, p);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.error().details.as_object().contains("amount"));
+
+  // Executed from code too, then completed by the sandbox operator's callback.
+  service_->start();
+  auto pushed = service_->execute_collection(*tx, std::nullopt, "execute");
+  ASSERT_TRUE(pushed.ok()) << bj::serialize(pushed.error().details);
+  EXPECT_EQ(pushed->status, S::pending);
+  EXPECT_EQ(wait_status(p, tx->reference, "PENDING"), "COMPLETED");
+  EXPECT_EQ(balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")), 10'000);
+  auto found = service_->find(p, tx->reference, kCollection);
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found->status, S::completed);
+  EXPECT_FALSE(service_->find(principal(m3_), tx->reference, kCollection).ok()) << "another merchant's is not found";
+  expect_ledger_clean();
+}
+
+TEST_P(PaymentsTest, TransitionRefusesIllegalMovesAndWritesNothingWhenStale) {
+  auto p = principal(m1_);
+  auto created = service_->create_collection(collection_request(5000), p);
+  ASSERT_TRUE(created.ok());
+  const Transaction tx = *created;
+  auto moves = [&] {
+    return count("SELECT COUNT(*) FROM pay_transitions WHERE transaction_id = ?", {tx.id});
+  };
+  auto events = [&] { return count("SELECT COUNT(*) FROM events WHERE subject = ?", {tx.reference}); };
+  ledger::Learned learned;
+
+  // INITIATED -> COMPLETED skips PENDING: refused, and the unit leaves nothing.
+  Status illegal = db_->write([&](store::Conn& c) -> Status {
+    Transaction t = tx;
+    Move m;
+    m.to = S::completed;
+    m.source = "test";
+    SIKA_ASSIGN_OR_RETURN(bool moved, transition(c, t, m, now_ms(), nullptr, learned));
+    (void)moved;
+    return {};
+  });
+  ASSERT_FALSE(illegal.ok());
+  EXPECT_EQ(illegal.error().code, "internal_error");
+  EXPECT_EQ(moves(), 0);
+
+  // A legal move writes the row, its history and its event.
+  bool moved = false;
+  Transaction after;
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+    after = tx;
+    Move m;
+    m.to = S::pending;
+    m.source = "test";
+    m.submitted_at = now_ms();
+    SIKA_ASSIGN_OR_RETURN(moved, transition(c, after, m, now_ms(), nullptr, learned));
+    return {};
+  }).ok());
+  EXPECT_TRUE(moved);
+  EXPECT_EQ(after.status, S::pending);
+  EXPECT_EQ(moves(), 1);
+  EXPECT_EQ(events(), 1);
+
+  // The same move from the stale copy (still INITIATED) loses: false, nothing written.
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+    Transaction stale = tx;
+    Move m;
+    m.to = S::cancelled;
+    m.source = "test";
+    SIKA_ASSIGN_OR_RETURN(moved, transition(c, stale, m, now_ms(), nullptr, learned));
+    EXPECT_EQ(stale.status, S::initiated) << "a lost move leaves the copy as it was";
+    return {};
+  }).ok());
+  EXPECT_FALSE(moved);
+  EXPECT_EQ(moves(), 1);
+  EXPECT_EQ(events(), 1);
+
+  // PENDING -> COMPLETED posts one balanced COLLECTION journal in the same unit.
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+    Move m;
+    m.to = S::completed;
+    m.source = "test";
+    SIKA_ASSIGN_OR_RETURN(moved, transition(c, after, m, now_ms(), nullptr, learned));
+    return {};
+  }).ok());
+  EXPECT_TRUE(moved);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM ledger_journals WHERE transaction_id = ? AND kind = 'COLLECTION'", {tx.id}), 1);
+  EXPECT_EQ(count("SELECT SUM(e.debit) - SUM(e.credit) FROM ledger_entries e JOIN ledger_journals j ON "
+                  "j.id = e.journal_id WHERE j.transaction_id = ?",
+                  {tx.id}),
+            0);
+  EXPECT_EQ(balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")), 5000);
+  EXPECT_EQ(events(), 2);
+  expect_ledger_clean();
+}
+
+TEST_P(PaymentsTest, AMoveThatWouldOverdrawRollsBackWithItsStatus) {
+  auto p = principal(m1_);
+  IntentRequest r = collection_request(5000);
+  r.operation = kDisbursement;
+  auto refused = service_->create_disbursement(r, p);  // nothing earned yet
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::invalid);
+  EXPECT_EQ(refused.error().code, "insufficient_funds");
+  EXPECT_TRUE(refused.error().details.as_object().contains("amount"));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), 0);
+
+  // The ledger refuses an overdraft even when a caller skips the balance check: the unit fails.
+  auto collected = service_->create_collection(collection_request(5000), p);
+  ASSERT_TRUE(collected.ok());
+  Transaction payout = *collected;
+  payout.operation = std::string(kDisbursement);  // a payout of an empty balance, as a buggy caller would move it
+  ledger::Learned learned;
+  Status st = db_->write([&](store::Conn& c) -> Status {
+    Transaction t = payout;
+    Move m;
+    m.to = S::pending;
+    m.source = "test";
+    SIKA_ASSIGN_OR_RETURN(bool moved, transition(c, t, m, now_ms(), nullptr, learned));
+    (void)moved;
+    return {};
+  });
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, "insufficient_funds");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions"), 0) << "the status move rolled back with the journal";
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE status = 'INITIATED'"), 1);
+  expect_ledger_clean();
+}
+
+}  // namespace
+}  // namespace sika::payments::testing
