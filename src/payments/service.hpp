@@ -2,8 +2,10 @@
 // Money movement: collections (PROVIDER through an operator connector, WALLET from a platform
 // wallet), their lifecycle, split settlement, disbursements, account-holder verification,
 // the hosted confirmation page, operator callbacks and the expiry worker. docs/payments.md
-// describes the design; the guarantees are:
-//  - every status change, its ledger journal and its outbox event commit in one write unit;
+// describes the design ("Code map": intent.hpp plans, transitions.hpp moves, store.hpp and
+// queries.hpp read and write); the guarantees are:
+//  - every status change, its ledger journal and its outbox event commit in one write unit
+//    (transition(), the only code that changes a status);
 //  - a status moves only along the lifecycle (model.hpp) and only by a conditional UPDATE on
 //    the status it was read in, so racing actors (callback, status poll, expiry worker,
 //    execute) apply exactly one transition; the losers change nothing;
