@@ -17,16 +17,6 @@ namespace bj = boost::json;
 
 namespace {
 
-// A body of exactly {transaction_reference}.
-Result<std::string> reference_body(const web::Request& req) {
-  SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
-  json::FieldErrors errors;
-  refuse_unknown_fields(body, {"transaction_reference"}, errors);
-  auto reference = json::get_string(body, "transaction_reference", errors, true);
-  SIKA_TRY(errors.status());
-  return *reference;
-}
-
 web::Response answer(const web::Request& req, const Result<Transaction>& tx, std::string_view message = {}) {
   if (!tx) return web::error(req, tx.error());
   return web::ok(req, to_record(*tx), {}, message);
@@ -76,24 +66,27 @@ web::Response Service::execute(web::Request& req) {
 }
 
 web::Response Service::cancel(web::Request& req) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
-  auto reference = reference_body(req);
-  if (!reference) return web::error(req, reference.error());
-  auto tx = find(**principal, *reference, kCollection);
+  auto tx = referenced(req, kCollection);
   if (!tx) return web::error(req, tx.error());
   return answer(req, cancel_collection(*tx, "merchant", "CANCELLED_BY_MERCHANT"));
+}
+
+// The transaction a body of exactly {transaction_reference} names, as the caller may see it.
+Result<Transaction> Service::referenced(const web::Request& req, std::string_view operation) {
+  SIKA_ASSIGN_OR_RETURN(const web::Principal* principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
+  json::FieldErrors errors;
+  refuse_unknown_fields(body, {"transaction_reference"}, errors);
+  auto reference = json::get_string(body, "transaction_reference", errors, true);
+  SIKA_TRY(errors.status());
+  return find(*principal, *reference, operation);
 }
 
 web::Response Service::status(web::Request& req) { return show_handler(req, kCollection); }
 web::Response Service::disbursement_status(web::Request& req) { return show_handler(req, kDisbursement); }
 
 web::Response Service::show_handler(web::Request& req, std::string_view operation) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
-  auto reference = reference_body(req);
-  if (!reference) return web::error(req, reference.error());
-  auto tx = find(**principal, *reference, operation);
+  auto tx = referenced(req, operation);
   if (!tx) return web::error(req, tx.error());
   return answer(req, current(std::move(tx).value(), "poll"));
 }

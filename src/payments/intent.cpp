@@ -186,6 +186,27 @@ Error field_error(std::string_view field, std::string_view problem) { return emp
 
 }  // namespace
 
+const catalog::PaymentService* usable_service(const catalog::Catalog& cat, std::string_view code,
+                                              std::string_view field, json::FieldErrors& errors) {
+  const catalog::PaymentService* service = cat.service(code);
+  if (!service) errors.add(field, "is not a known service code");
+  else if (!cat.usable(*service)) errors.add(field, "is not active");
+  else return service;
+  return nullptr;
+}
+
+std::string normalize_wallet(const catalog::Catalog& cat, const catalog::PaymentService& service,
+                             std::string_view input, std::string_view field, json::FieldErrors& errors) {
+  auto normalized = cat.normalize_msisdn(service, input, field);
+  if (normalized) return std::move(normalized).value();
+  if (normalized.error().details.is_object())
+    for (const auto& kv : normalized.error().details.as_object())
+      errors.add(kv.key(), kv.value().is_string() ? std::string_view(kv.value().as_string()) : "is invalid");
+  else
+    errors.add(field, "is invalid");
+  return "";
+}
+
 Error provider_unavailable(Details details) {
   return make_error(ErrorKind::unavailable, "provider_unavailable", std::move(details));
 }
@@ -216,14 +237,12 @@ IntentRequest parse_intent(const bj::object& body, std::string_view operation, j
   if (collection) {
     r.settlement_mode = json::get_string(body, "settlement_mode", errors).value_or(std::string(kDirect));
     const bj::array* distribution = json::get_array(body, "distribution", errors);
-    // Items are read only where they can matter: a SPLIT within the size limit (check_fields
-    // reports the other cases on the distribution as a whole).
+    // Items are read only where they can matter: a SPLIT within the size limit. Otherwise only
+    // their number is kept, for the rules on the distribution as a whole (check_fields).
     if (distribution && r.settlement_mode == kSplit && distribution->size() <= kMaxDistribution)
       r.distribution = parse_distribution(*distribution, errors);
-    else if (distribution && !distribution->empty() && r.settlement_mode != kSplit)
-      errors.add("distribution", "is only accepted with settlement_mode SPLIT");
-    else if (distribution && distribution->size() > kMaxDistribution)
-      errors.add("distribution", "must have at most " + std::to_string(kMaxDistribution) + " items");
+    else if (distribution)
+      r.distribution.resize(distribution->size());
   }
   r.fingerprint = hex_encode(crypto::sha256(std::string(operation) + "\n" + canonical_json(body)));
   return r;
@@ -264,13 +283,8 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
   const catalog::Provider* prov = nullptr;
   const catalog::Country* country = nullptr;
   if (!has_error(errors, "provider")) {
-    service = cat.service(r.provider);
-    if (!service) {
-      errors.add("provider", "is not a known service code");
-    } else if (!cat.usable(*service)) {
-      errors.add("provider", "is not active");
-      service = nullptr;
-    } else {
+    service = usable_service(cat, r.provider, "provider", errors);
+    if (service) {
       prov = cat.provider_by_id(service->provider_id);
       country = cat.country_by_id(service->country_id);
       if (!prov || !country) {
@@ -289,14 +303,8 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
       if (service->max_amount && r.amount > *service->max_amount)
         errors.add("amount", "must be at most " + std::to_string(*service->max_amount) + " for " + service->code);
     }
-    if (!has_error(errors, "customer_wallet")) {
-      auto normalized = cat.normalize_msisdn(*service, r.customer_wallet, "customer_wallet");
-      if (normalized)
-        plan.msisdn = *normalized;
-      else if (normalized.error().details.is_object())
-        for (const auto& kv : normalized.error().details.as_object())
-          errors.add(kv.key(), kv.value().is_string() ? std::string_view(kv.value().as_string()) : "is invalid");
-    }
+    if (!has_error(errors, "customer_wallet"))
+      plan.msisdn = normalize_wallet(cat, *service, r.customer_wallet, "customer_wallet", errors);
   }
   SIKA_TRY(errors.status());
   if (!service) return internal_error(bj::string("plan_intent: no service and no field error"));

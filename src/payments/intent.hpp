@@ -91,6 +91,15 @@ struct IntentPlan {
 // channel; no fee rule 400 no_pricing_rule; an unknown connector 503 provider_unavailable.
 Result<IntentPlan> plan_intent(const IntentRequest& request, const PlanInputs& inputs, json::FieldErrors errors = {});
 
+// The service of `code` if it exists and is usable (it, its provider and country active);
+// nullptr with the problem recorded under `field` otherwise.
+const catalog::PaymentService* usable_service(const catalog::Catalog& catalog, std::string_view code,
+                                              std::string_view field, json::FieldErrors& errors);
+// A wallet number normalized to international digits for `service` (its country's dialling
+// code and MSISDN pattern); "" with the problem recorded under `field` otherwise.
+std::string normalize_wallet(const catalog::Catalog& catalog, const catalog::PaymentService& service,
+                             std::string_view input, std::string_view field, json::FieldErrors& errors);
+
 // The 503 of a service whose operator has no connector here.
 Error provider_unavailable(Details details);
 

@@ -190,26 +190,8 @@ Result<Transaction> Service::create_disbursement(const IntentRequest& request, c
   return create(request, merchant, {});
 }
 
-Result<Transaction> Service::create(const IntentRequest& request, const web::Principal& merchant,
-                                    json::FieldErrors errors) {
-  if (merchant.merchant_id == 0) return forbidden(bj::string("this credential is not bound to a merchant"));
-  auto cat = catalog();
-  if (!cat) return unavailable(bj::string("the catalog is not loaded"));
-  PlanInputs inputs;
-  inputs.catalog = cat.get();
-  inputs.merchant = &merchant;
-  inputs.max_amount = options_.max_amount;
-  inputs.balance = [this](const ledger::AccountKey& key) -> Result<std::optional<std::int64_t>> {
-    std::optional<std::int64_t> balance;
-    SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
-      SIKA_ASSIGN_OR_RETURN(balance, ledger::find_balance(c, key));
-      return {};
-    }));
-    return balance;
-  };
-  inputs.has_connector = [this](std::string_view name) { return connector(name) != nullptr; };
-  SIKA_ASSIGN_OR_RETURN(IntentPlan plan, plan_intent(request, inputs, std::move(errors)));
-
+// The transaction a planned request becomes: fresh references, INITIATED, its expiry.
+Transaction Service::draft(const IntentRequest& request, const IntentPlan& plan, const web::Principal& merchant) const {
   const bool collection = request.operation == kCollection;
   const bool split = request.settlement_mode == kSplit;
   const std::int64_t at = now();
@@ -245,8 +227,33 @@ Result<Transaction> Service::create(const IntentRequest& request, const web::Pri
   tx.expires_at = at + (collection ? options_.intent_ttl_ms : options_.disbursement_ttl_ms);
   tx.created_at = at;
   tx.updated_at = at;
+  return tx;
+}
 
-  const Transaction prepared = tx;
+Result<Transaction> Service::create(const IntentRequest& request, const web::Principal& merchant,
+                                    json::FieldErrors errors) {
+  if (merchant.merchant_id == 0) return forbidden(bj::string("this credential is not bound to a merchant"));
+  auto cat = catalog();
+  if (!cat) return unavailable(bj::string("the catalog is not loaded"));
+  PlanInputs inputs;
+  inputs.catalog = cat.get();
+  inputs.merchant = &merchant;
+  inputs.max_amount = options_.max_amount;
+  inputs.balance = [this](const ledger::AccountKey& key) -> Result<std::optional<std::int64_t>> {
+    std::optional<std::int64_t> balance;
+    SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(balance, ledger::find_balance(c, key));
+      return {};
+    }));
+    return balance;
+  };
+  inputs.has_connector = [this](std::string_view name) { return connector(name) != nullptr; };
+  SIKA_ASSIGN_OR_RETURN(IntentPlan plan, plan_intent(request, inputs, std::move(errors)));
+
+  const bool collection = request.operation == kCollection;
+  const bool split = request.settlement_mode == kSplit;
+  const Transaction prepared = draft(request, plan, merchant);
+  Transaction tx;
   bool created = false;
   SIKA_TRY(write([&](store::Conn& c, ledger::Learned& learned) -> Status {
     tx = prepared;
@@ -546,24 +553,11 @@ Result<Service::AccountHolder> Service::account_holder(const web::Principal& mer
                                                        std::string_view wallet, json::FieldErrors errors) {
   auto cat = catalog();
   const catalog::PaymentService* service = nullptr;
-  if (!errors.details().contains("provider")) {
-    service = cat ? cat->service(provider) : nullptr;
-    if (!service) {
-      errors.add("provider", "is not a known service code");
-    } else if (!cat->usable(*service)) {
-      errors.add("provider", "is not active");
-      service = nullptr;
-    }
-  }
+  if (!cat) return unavailable(bj::string("the catalog is not loaded"));
+  if (!errors.details().contains("provider")) service = usable_service(*cat, provider, "provider", errors);
   AccountHolder out;
-  if (service && !errors.details().contains("wallet")) {
-    auto normalized = cat->normalize_msisdn(*service, wallet, "wallet");
-    if (normalized)
-      out.msisdn = *normalized;
-    else if (normalized.error().details.is_object())
-      for (const auto& kv : normalized.error().details.as_object())
-        errors.add(kv.key(), kv.value().is_string() ? std::string_view(kv.value().as_string()) : "is invalid");
-  }
+  if (service && !errors.details().contains("wallet"))
+    out.msisdn = normalize_wallet(*cat, *service, wallet, "wallet", errors);
   SIKA_TRY(errors.status());
   const catalog::Country* country = cat->country_by_id(service->country_id);
   if (country && !merchant.admin && !merchant.grants_country(country->code))

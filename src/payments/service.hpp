@@ -166,6 +166,7 @@ class Service {
   std::int64_t now() const;
   std::shared_ptr<const catalog::Catalog> catalog() const { return catalog_(); }
   Result<Transaction> create(const IntentRequest& request, const web::Principal& merchant, json::FieldErrors errors);
+  Transaction draft(const IntentRequest& request, const IntentPlan& plan, const web::Principal& merchant) const;
   Result<Transaction> submit_payout(Transaction tx);
   Result<Transaction> execute_wallet(const Transaction& tx, std::string_view source);
   Result<Transaction> execute_provider(const Transaction& tx, PaymentOrder order, Connector& conn,
@@ -185,6 +186,7 @@ class Service {
   web::Response render_page(const Transaction& tx, i18n::Locale locale, std::string_view notice, int status);
   web::Response create_handler(web::Request& req, std::string_view operation);
   web::Response show_handler(web::Request& req, std::string_view operation);
+  Result<Transaction> referenced(const web::Request& req, std::string_view operation);
   void expiry_loop();
 
   store::Db& db_;

@@ -42,6 +42,15 @@ class QueriesTest : public PaymentsTest {
     return page;
   }
 
+  // A collection of m1 executed and completed by the sandbox operator's callback.
+  Transaction completed_collection(std::int64_t amount) {
+    service_->start();
+    Transaction tx = create(m1_, amount, "237690000010");
+    EXPECT_TRUE(service_->execute_collection(tx, std::nullopt, "execute").ok());
+    EXPECT_EQ(wait_status(principal(m1_), tx.reference, "PENDING"), "COMPLETED");
+    return tx;
+  }
+
   std::vector<std::string> references(const TransactionFilter& f) {
     std::vector<std::string> out;
     for (const auto& tx : list(f).items) out.push_back(tx.reference);
@@ -131,11 +140,8 @@ TEST_P(QueriesTest, KeysetPagesCoverEverythingOnceWhileNewRowsArrive) {
 }
 
 TEST_P(QueriesTest, TimelineShowsHistoryJournalsAndCallbacks) {
-  service_->start();
   auto p = principal(m1_);
-  Transaction tx = create(m1_, 10'000, "237690000010");
-  ASSERT_TRUE(service_->execute_collection(tx, std::nullopt, "execute").ok());
-  ASSERT_EQ(wait_status(p, tx.reference, "PENDING"), "COMPLETED");
+  Transaction tx = completed_collection(10'000);
   queries::Timeline t;
   ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(t, queries::timeline(c, tx.reference));
@@ -170,11 +176,8 @@ TEST_P(QueriesTest, TimelineShowsHistoryJournalsAndCallbacks) {
 }
 
 TEST_P(QueriesTest, BalancesPerCurrencyAndPerAccount) {
-  service_->start();
   auto p = principal(m1_);
-  Transaction tx = create(m1_, 10'000, "237690000010");
-  ASSERT_TRUE(service_->execute_collection(tx, std::nullopt, "execute").ok());
-  ASSERT_EQ(wait_status(p, tx.reference, "PENDING"), "COMPLETED");
+  Transaction tx = completed_collection(10'000);
   Transaction payout = create(m1_, 3000, "237690000005", kDisbursement);  // stays PENDING at the operator
   EXPECT_EQ(payout.status, TxStatus::pending);
 

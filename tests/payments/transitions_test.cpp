@@ -116,6 +116,26 @@ TEST(AfterMove, CarriesTheMoveAndSettlesOrCancelsTheSplit) {
 
 // PaymentsTest runs on both backends (instantiated in service_test.cpp).
 
+// Runs transition() alone in a write unit (a move of `source` "test"); returns whether it moved,
+// or the unit's error.
+Result<bool> move_alone(store::Db& db, Transaction& tx, S to, std::optional<std::int64_t> submitted_at = std::nullopt) {
+  bool moved = false;
+  Transaction result;
+  ledger::Learned learned;
+  Status st = db.write([&](store::Conn& c) -> Status {
+    result = tx;
+    Move m;
+    m.to = to;
+    m.source = "test";
+    m.submitted_at = submitted_at;
+    SIKA_ASSIGN_OR_RETURN(moved, transition(c, result, m, now_ms(), nullptr, learned));
+    return {};
+  });
+  if (!st) return st.take_error();
+  tx = result;
+  return moved;
+}
+
 IntentRequest collection_request(std::int64_t amount, std::string wallet = "237690000010") {
   IntentRequest r;
   r.amount = amount;
@@ -181,62 +201,37 @@ TEST_P(PaymentsTest, TransitionRefusesIllegalMovesAndWritesNothingWhenStale) {
     return count("SELECT COUNT(*) FROM pay_transitions WHERE transaction_id = ?", {tx.id});
   };
   auto events = [&] { return count("SELECT COUNT(*) FROM events WHERE subject = ?", {tx.reference}); };
-  ledger::Learned learned;
 
   // INITIATED -> COMPLETED skips PENDING: refused, and the unit leaves nothing.
-  Status illegal = db_->write([&](store::Conn& c) -> Status {
-    Transaction t = tx;
-    Move m;
-    m.to = S::completed;
-    m.source = "test";
-    SIKA_ASSIGN_OR_RETURN(bool moved, transition(c, t, m, now_ms(), nullptr, learned));
-    (void)moved;
-    return {};
-  });
+  Transaction copy = tx;
+  auto illegal = move_alone(*db_, copy, S::completed);
   ASSERT_FALSE(illegal.ok());
   EXPECT_EQ(illegal.error().code, "internal_error");
+  EXPECT_EQ(copy.status, S::initiated);
   EXPECT_EQ(moves(), 0);
 
   // A legal move writes the row, its history and its event.
-  bool moved = false;
-  Transaction after;
-  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-    after = tx;
-    Move m;
-    m.to = S::pending;
-    m.source = "test";
-    m.submitted_at = now_ms();
-    SIKA_ASSIGN_OR_RETURN(moved, transition(c, after, m, now_ms(), nullptr, learned));
-    return {};
-  }).ok());
-  EXPECT_TRUE(moved);
+  Transaction after = tx;
+  auto pending = move_alone(*db_, after, S::pending, now_ms());
+  ASSERT_TRUE(pending.ok());
+  EXPECT_TRUE(*pending);
   EXPECT_EQ(after.status, S::pending);
   EXPECT_EQ(moves(), 1);
   EXPECT_EQ(events(), 1);
 
   // The same move from the stale copy (still INITIATED) loses: false, nothing written.
-  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-    Transaction stale = tx;
-    Move m;
-    m.to = S::cancelled;
-    m.source = "test";
-    SIKA_ASSIGN_OR_RETURN(moved, transition(c, stale, m, now_ms(), nullptr, learned));
-    EXPECT_EQ(stale.status, S::initiated) << "a lost move leaves the copy as it was";
-    return {};
-  }).ok());
-  EXPECT_FALSE(moved);
+  Transaction stale = tx;
+  auto lost = move_alone(*db_, stale, S::cancelled);
+  ASSERT_TRUE(lost.ok());
+  EXPECT_FALSE(*lost);
+  EXPECT_EQ(stale.status, S::initiated) << "a lost move leaves the copy as it was";
   EXPECT_EQ(moves(), 1);
   EXPECT_EQ(events(), 1);
 
   // PENDING -> COMPLETED posts one balanced COLLECTION journal in the same unit.
-  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-    Move m;
-    m.to = S::completed;
-    m.source = "test";
-    SIKA_ASSIGN_OR_RETURN(moved, transition(c, after, m, now_ms(), nullptr, learned));
-    return {};
-  }).ok());
-  EXPECT_TRUE(moved);
+  auto completed = move_alone(*db_, after, S::completed);
+  ASSERT_TRUE(completed.ok());
+  EXPECT_TRUE(*completed);
   EXPECT_EQ(count("SELECT COUNT(*) FROM ledger_journals WHERE transaction_id = ? AND kind = 'COLLECTION'", {tx.id}), 1);
   EXPECT_EQ(count("SELECT SUM(e.debit) - SUM(e.credit) FROM ledger_entries e JOIN ledger_journals j ON "
                   "j.id = e.journal_id WHERE j.transaction_id = ?",
@@ -263,16 +258,7 @@ TEST_P(PaymentsTest, AMoveThatWouldOverdrawRollsBackWithItsStatus) {
   ASSERT_TRUE(collected.ok());
   Transaction payout = *collected;
   payout.operation = std::string(kDisbursement);  // a payout of an empty balance, as a buggy caller would move it
-  ledger::Learned learned;
-  Status st = db_->write([&](store::Conn& c) -> Status {
-    Transaction t = payout;
-    Move m;
-    m.to = S::pending;
-    m.source = "test";
-    SIKA_ASSIGN_OR_RETURN(bool moved, transition(c, t, m, now_ms(), nullptr, learned));
-    (void)moved;
-    return {};
-  });
+  auto st = move_alone(*db_, payout, S::pending);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code, "insufficient_funds");
   EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions"), 0) << "the status move rolled back with the journal";
