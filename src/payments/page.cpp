@@ -214,12 +214,10 @@ web::Response Service::confirm_submit(web::Request& req) {
   const Texts& t = texts(locale);
   if (field("action") == "decline") {
     if (tx->status != TxStatus::initiated) return render_page(*tx, locale, "", 200);
-    auto declined = cancel_collection(*tx, "checkout", "DECLINED_BY_CUSTOMER");
-    if (declined) return render_page(*declined, locale, "", 200);
-    // Lost a race (paid, expired meanwhile): show where it stands.
-    auto fresh = refresh(*tx);
-    if (!fresh) return render_page(*tx, locale, error_notice(fresh.error(), locale), page_status(fresh.error()));
-    return render_page(*fresh, locale, "", 200);
+    // Declined, or (lost race) paid or expired meanwhile: the page shows where it now stands.
+    auto declined = move(*tx, move_to(TxStatus::cancelled, "checkout", "DECLINED_BY_CUSTOMER"));
+    if (!declined) return render_page(*tx, locale, error_notice(declined.error(), locale), page_status(declined.error()));
+    return render_page(declined->tx, locale, "", 200);
   }
   auto otp = field("otp");
   if (otp && otp->empty()) otp.reset();

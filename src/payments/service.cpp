@@ -46,15 +46,6 @@ References new_references() {
 
 Error reference_conflict(std::string problem) { return conflict(bj::object{{"transaction_reference", problem}}); }
 
-// A move of `to` by `source`, with an optional reason.
-Move move_to(TxStatus to, std::string_view source, std::optional<std::string> reason = std::nullopt) {
-  Move m;
-  m.to = to;
-  m.source = source;
-  m.reason = std::move(reason);
-  return m;
-}
-
 // The move an operator's final answer asks for.
 Move move_for(const OperatorStatus& st, std::string_view source) {
   const bool succeeded = st.state == OperatorStatus::State::succeeded;

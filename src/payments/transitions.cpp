@@ -11,6 +11,14 @@ namespace sika::payments {
 
 namespace bj = boost::json;
 
+Move move_to(TxStatus to, std::string_view source, std::optional<std::string> reason) {
+  Move m;
+  m.to = to;
+  m.source = source;
+  m.reason = std::move(reason);
+  return m;
+}
+
 Transaction after_move(const Transaction& tx, const Move& move, std::int64_t at) {
   Transaction next = tx;
   next.status = move.to;

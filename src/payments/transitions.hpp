@@ -27,6 +27,9 @@ struct Move {
   std::optional<std::int64_t> expires_at;
 };
 
+// A move to `to` by `source`, with an optional reason.
+Move move_to(TxStatus to, std::string_view source, std::optional<std::string> reason = std::nullopt);
+
 // The transaction as `move` leaves it at time `at`: status, reason, operator reference,
 // submission and expiry times, split_status (SETTLED at COMPLETED, CANCELLED at another end),
 // updated_at never earlier than before. Pure; does not check the move is legal.

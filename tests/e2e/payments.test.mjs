@@ -229,6 +229,39 @@ for (const backend of backends()) {
       assert.ok(v.body.data.account_holder_name.length > 3);
     });
 
+    test('sika admin transactions filters, searches and pages; balances name the merchant', async () => {
+      const wallet = server.demo.sandbox.msisdn.pending;
+      const made = [];
+      for (let i = 0; i < 3; i++) {
+        const r = await post('/collection/intent', intent(wallet, { amount: 6000 + i }));
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        made.push(r.body.data.transaction_reference);
+      }
+      const byRef = adminJson('transactions', '--search', made[1]);
+      assert.equal(byRef.code, 0, byRef.stderr);
+      assert.deepEqual(byRef.json.items.map((t) => t.transaction_reference), [made[1]]);
+      assert.equal(byRef.json.next, null);
+      const merchant = server.demo.merchants[0].matricule;
+      const filter = ['--merchant', merchant, '--status', 'INITIATED', '--search', wallet.slice(-6)];
+      const first = adminJson('transactions', ...filter, '--limit', '2');
+      assert.equal(first.code, 0, first.stderr);
+      assert.deepEqual(first.json.items.map((t) => t.transaction_reference), [made[2], made[1]]);
+      assert.ok(first.json.next);
+      const second = adminJson('transactions', ...filter, '--limit', '2', '--before', String(first.json.next));
+      assert.equal(second.json.items[0].transaction_reference, made[0]);
+      const other = adminJson('transactions', '--merchant', server.demo.merchants[1].matricule, '--search', made[1]);
+      assert.deepEqual(other.json.items, []);
+      const bad = adminJson('transactions', '--status', 'DONE');
+      assert.equal(bad.code, 1);
+      const balances = adminJson('balances', '--merchant', merchant);
+      assert.equal(balances.code, 0, balances.stderr);
+      assert.ok(balances.json.length > 0);
+      assert.ok(balances.json.every((a) => a.matricule === merchant && a.owner.startsWith('merchant:')));
+      const history = adminJson('transaction', made[0]);
+      assert.deepEqual(history.json.transitions, []);
+      assert.deepEqual(history.json.entries, []);
+    });
+
     test('sika admin check-ledger finds no violation', async () => {
       await sleep(1000);  // let duplicate callbacks land
       const r = adminJson('check-ledger');

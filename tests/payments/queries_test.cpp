@@ -142,6 +142,9 @@ TEST_P(QueriesTest, KeysetPagesCoverEverythingOnceWhileNewRowsArrive) {
 TEST_P(QueriesTest, TimelineShowsHistoryJournalsAndCallbacks) {
   auto p = principal(m1_);
   Transaction tx = completed_collection(10'000);
+  // A status poll may complete it before the operator's callback lands: wait for the callback.
+  for (int i = 0; i < 500 && count("SELECT COUNT(*) FROM pay_callbacks WHERE transaction_id = ?", {tx.id}) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   queries::Timeline t;
   ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(t, queries::timeline(c, tx.reference));

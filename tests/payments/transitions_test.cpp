@@ -124,9 +124,7 @@ Result<bool> move_alone(store::Db& db, Transaction& tx, S to, std::optional<std:
   ledger::Learned learned;
   Status st = db.write([&](store::Conn& c) -> Status {
     result = tx;
-    Move m;
-    m.to = to;
-    m.source = "test";
+    Move m = move_to(to, "test");
     m.submitted_at = submitted_at;
     SIKA_ASSIGN_OR_RETURN(moved, transition(c, result, m, now_ms(), nullptr, learned));
     return {};
