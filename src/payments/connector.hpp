@@ -48,7 +48,8 @@ class Connector {
   // Checks a one-time code before anything is submitted, when the connector can tell;
   // 400 invalid_otp when it is wrong. Connectors that cannot tell accept it.
   virtual Status check_otp(const PaymentOrder& order) = 0;
-  // Submits; ok means accepted for processing. An error is a synchronous refusal.
+  // Submits; ok means accepted for processing. An error is a synchronous refusal; a payout
+  // refused with kind not_found names a payee account that does not exist (INVALID_ACCOUNT).
   virtual Status request_collection(const PaymentOrder& order) = 0;
   virtual Status request_payout(const PaymentOrder& order) = 0;
   // The operator's current view of a submitted order.

@@ -306,7 +306,7 @@ Result<Transaction> Service::submit_payout(Transaction tx) {
   if (sent) return tx;
   OperatorStatus refused;
   refused.state = OperatorStatus::State::failed;
-  refused.reason = sent.error().code == "account_not_found" ? "INVALID_ACCOUNT" : "OPERATOR_REFUSED";
+  refused.reason = sent.error().is(ErrorKind::not_found) ? "INVALID_ACCOUNT" : "OPERATOR_REFUSED";
   return settle_from_operator(tx, refused, "connector");
 }
 
