@@ -8,4 +8,5 @@ extern const Migration k0002Identity;
 extern const Migration k0003Catalog;
 extern const Migration k0004Payments;
 extern const Migration k0005Webhooks;
+extern const Migration k0006IdentityClientCredentials;
 }  // namespace sika::store::migrations
