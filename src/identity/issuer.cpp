@@ -142,6 +142,25 @@ std::string TokenIssuer::id_token(const Ticket& t, const Grant& g, std::string_v
   return key->sign(key->id_header(), p);
 }
 
+std::string TokenIssuer::client_id_token(const Ticket& t, const Grant& g) const {
+  const Client& client = *g.client;
+  auto ring = keys_();
+  const Jwk* key = ring->signer(parse_alg(client.id_token_alg).value_or(Alg::RS256));
+  if (!key) return {};
+  {
+    std::lock_guard lock(client_ids_mu_);
+    auto it = client_ids_.find(client.client_id);
+    if (it != client_ids_.end() && it->second.kid == key->kid() && t.now_ms - it->second.iat_ms < kClientIdTokenReuseMs &&
+        it->second.iat_ms <= t.now_ms)
+      return it->second.token;
+  }
+  std::string token = id_token(t, g, {});
+  std::lock_guard lock(client_ids_mu_);
+  if (client_ids_.size() >= 10000) client_ids_.clear();  // bounded under many clients
+  client_ids_[client.client_id] = ClientIdToken{token, key->kid(), t.now_ms};
+  return token;
+}
+
 // "rt_" + base64url(payload) + "." + base64url(HMAC-SHA256(seal key, everything before the dot)).
 std::string TokenIssuer::seal(const Ticket& t, const Grant& g) const {
   std::string p;
@@ -209,7 +228,7 @@ Result<std::string> TokenIssuer::issue(const Ticket& t, const Grant& g) const {
   if (t.refresh == Ticket::Refresh::sealed) refresh = seal(t, g);
   std::string id;
   if (g.id_token) {
-    id = id_token(t, g, access);
+    id = g.user ? id_token(t, g, access) : client_id_token(t, g);
     if (id.empty()) return internal_error("signing failed");
   }
   std::string out;

@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "core/result.hpp"
 #include "identity/keys.hpp"
@@ -56,6 +58,8 @@ struct SealedRefresh {
 
 class TokenIssuer {
  public:
+  static constexpr std::int64_t kClientIdTokenReuseMs = 60'000;
+
   using KeySource = std::function<std::shared_ptr<const KeyRing>()>;
   TokenIssuer(const Options& options, KeySource keys);
 
@@ -68,6 +72,10 @@ class TokenIssuer {
   // Signs the grant's tokens and returns the token response body (RFC 6749 §5.1): access_token,
   // token_type, expires_in, scope, then refresh_token and id_token when the ticket and grant ask
   // for them. Fails only when no signing key is loaded.
+  // A client's own ID token (no user) says only that the client authenticated: it has no
+  // at_hash and no nonce, and one is signed per client at most every kClientIdTokenReuseMs per
+  // process (its iat and auth_time tell when), because an RS256 signature costs ten times the
+  // rest of a client_credentials request.
   Result<std::string> issue(const Ticket& ticket, const Grant& grant) const;
 
   // Returns what a sealed refresh token stands for, or nullopt unless this server made it.
@@ -76,14 +84,23 @@ class TokenIssuer {
   RefreshToken sealed_record(const SealedRefresh& sealed, std::string_view token) const;
 
  private:
+  struct ClientIdToken {
+    std::string token;
+    std::string kid;
+    std::int64_t iat_ms = 0;
+  };
+
   std::string access_token(const Ticket& ticket, const Grant& grant) const;
   std::string id_token(const Ticket& ticket, const Grant& grant, std::string_view access_token) const;
+  std::string client_id_token(const Ticket& ticket, const Grant& grant) const;
   std::string seal(const Ticket& ticket, const Grant& grant) const;
 
   const Options& opts_;
   KeySource keys_;
   Alg access_alg_;
   std::string seal_key_;
+  mutable std::mutex client_ids_mu_;
+  mutable std::unordered_map<std::string, ClientIdToken> client_ids_;  // client_id -> its current ID token
 };
 
 }  // namespace sika::identity
