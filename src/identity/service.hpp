@@ -48,7 +48,8 @@ class Service {
   // --- identity surface (mount: {auth_url}) ---
   // POST /oauth/v2/token: client_credentials, authorization_code (+PKCE), refresh_token.
   web::Response token(web::Request& req);
-  // POST /oauth/v2/revoke (RFC 7009): 200 for unknown tokens.
+  // POST /oauth/v2/revoke (RFC 7009): 200 for unknown tokens; 400 unauthorized_client for a
+  // token issued to another client (RFC 7009 §2.1), which stays valid.
   web::Response revoke(web::Request& req);
   // POST /oauth/v2/introspect (RFC 7662), client-authenticated.
   web::Response introspect(web::Request& req);
