@@ -38,11 +38,15 @@ TokenIssuer::TokenIssuer(const Options& options, KeySource keys)
 Ticket TokenIssuer::ticket(std::int64_t now_ms, Ticket::Refresh refresh) const {
   Ticket t;
   t.now_ms = now_ms;
-  t.jti = random_token(16);
   t.access_expires_at = (now_ms / 1000 + opts_.access_token_ttl) * 1000;
   t.refresh = refresh;
-  if (refresh != Ticket::Refresh::none) t.family_id = random_token(16);
-  if (refresh == Ticket::Refresh::recorded) t.refresh_token = std::string(kRefreshPrefix) + random_token(32);
+  // One draw for all identifiers: 128-bit jti and family id, 256-bit refresh token.
+  const std::string r = random_bytes(refresh == Ticket::Refresh::none ? 16 : refresh == Ticket::Refresh::sealed ? 32 : 64);
+  const std::string_view bytes(r);
+  t.jti = base64url_encode(bytes.substr(0, 16));
+  if (refresh != Ticket::Refresh::none) t.family_id = base64url_encode(bytes.substr(16, 16));
+  if (refresh == Ticket::Refresh::recorded)
+    t.refresh_token = std::string(kRefreshPrefix) + base64url_encode(bytes.substr(32, 32));
   return t;
 }
 
