@@ -33,7 +33,21 @@ TokenIssuer::TokenIssuer(const Options& options, KeySource keys)
     : opts_(options),
       keys_(std::move(keys)),
       access_alg_(parse_alg(options.default_alg).value_or(Alg::ES256)),
-      seal_key_(crypto::hmac_sha256(options.pepper, "sika.identity.sealed-refresh.v1")) {}
+      seal_key_(crypto::hmac_sha256(options.pepper, "sika.identity.sealed-refresh.v1")) {
+  (void)random_bytes(0);  // libsodium initialised
+  crypto_auth_hmacsha256_init(&seal_mac_, reinterpret_cast<const unsigned char*>(seal_key_.data()), seal_key_.size());
+}
+
+std::string TokenIssuer::seal_mac(std::string_view data) const {
+  crypto_auth_hmacsha256_state state = seal_mac_;
+  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const unsigned char*>(data.data()), data.size());
+  unsigned char mac[crypto_auth_hmacsha256_BYTES];
+  crypto_auth_hmacsha256_final(&state, mac);
+  sodium_memzero(&state, sizeof state);
+  std::string out;
+  append_base64url(out, std::string_view(reinterpret_cast<const char*>(mac), sizeof mac));
+  return out;
+}
 
 Ticket TokenIssuer::ticket(std::int64_t now_ms, Ticket::Refresh refresh) const {
   Ticket t;
@@ -178,8 +192,9 @@ std::string TokenIssuer::seal(const Ticket& t, const Grant& g) const {
   w.num("e", t.now_ms + opts_.refresh_token_ttl * 1000LL);
   w.num("i", t.now_ms);
   w.end();
-  std::string token = std::string(kRefreshPrefix) + base64url_encode(p);
-  std::string mac = base64url_encode(crypto::hmac_sha256(seal_key_, token));
+  std::string token(kRefreshPrefix);
+  append_base64url(token, p);
+  std::string mac = seal_mac(token);
   token.push_back('.');
   token += mac;
   return token;
@@ -190,7 +205,7 @@ std::optional<SealedRefresh> TokenIssuer::open_sealed(std::string_view token) co
   std::size_t dot = token.rfind('.');
   if (dot == std::string_view::npos || token.size() > 4096) return std::nullopt;
   std::string_view body = token.substr(0, dot);
-  std::string expected = base64url_encode(crypto::hmac_sha256(seal_key_, body));
+  std::string expected = seal_mac(body);
   if (!crypto::constant_time_equal(expected, token.substr(dot + 1))) return std::nullopt;
   std::string json;
   if (!base64url_decode(body.substr(kRefreshPrefix.size()), json)) return std::nullopt;

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include <sodium.h>
+
 #include "core/result.hpp"
 #include "identity/keys.hpp"
 #include "identity/model.hpp"
@@ -94,11 +96,14 @@ class TokenIssuer {
   std::string id_token(const Ticket& ticket, const Grant& grant, std::string_view access_token) const;
   std::string client_id_token(const Ticket& ticket, const Grant& grant) const;
   std::string seal(const Ticket& ticket, const Grant& grant) const;
+  // base64url(HMAC-SHA256(seal key, data)).
+  std::string seal_mac(std::string_view data) const;
 
   const Options& opts_;
   KeySource keys_;
   Alg access_alg_;
   std::string seal_key_;
+  crypto_auth_hmacsha256_state seal_mac_;  // keyed once: each seal copies it
   mutable std::mutex client_ids_mu_;
   mutable std::unordered_map<std::string, ClientIdToken> client_ids_;  // client_id -> its current ID token
 };

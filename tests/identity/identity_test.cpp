@@ -105,6 +105,18 @@ TEST(Jwt, WriterEscapesAndHalfHash) {
   EXPECT_EQ(v.at("a").as_string(), "q\"\\\n\x01é");
   EXPECT_EQ(v.at("n").as_int64(), -5);
   EXPECT_EQ(v.at("l").as_array().size(), 2u);
+  // Every character that needs escaping, at every offset of the 8-byte scan, and UTF-8 bytes.
+  for (const std::string& special : std::vector<std::string>{"\"", "\\", "\n", std::string(1, '\0'), "\x1f", "\x7f", "é"}) {
+    for (std::size_t at = 0; at <= 20; ++at) {
+      std::string text = std::string(at, 'a') + special + std::string(20 - at, 'b');
+      std::string json;
+      JsonWriter jw(json);
+      jw.begin();
+      jw.str("k", text);
+      jw.end();
+      EXPECT_EQ(bj::parse(json).at("k").as_string(), text) << at;
+    }
+  }
   // OIDC Core: at_hash is the left half of SHA-256, base64url (16 bytes -> 22 chars).
   EXPECT_EQ(half_hash("abc").size(), 22u);
   EXPECT_EQ(half_hash("abc"), base64url_encode(crypto::sha256("abc").substr(0, 16)));
