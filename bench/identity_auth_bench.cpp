@@ -18,6 +18,7 @@
 #include "core/time.hpp"
 #include "http/server.hpp"
 #include "identity/model.hpp"
+#include "identity/store.hpp"
 #include "identity/service.hpp"
 #include "store/db.hpp"
 #include "web/envelope.hpp"

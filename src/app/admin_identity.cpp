@@ -8,6 +8,7 @@
 #include "core/time.hpp"
 #include "identity/keys.hpp"
 #include "identity/model.hpp"
+#include "identity/store.hpp"
 #include "identity/service.hpp"
 #include "merchant/merchant.hpp"
 
@@ -37,6 +38,7 @@ bj::object client_json(const identity::Client& c) {
   o["user_tier"] = c.user_tier;
   o["admin"] = c.admin;
   o["id_token_alg"] = c.id_token_alg;
+  o["strict_client_credentials"] = c.strict_client_credentials;
   o["active"] = c.active;
   o["created_at"] = c.created_at;
   return o;
@@ -102,6 +104,9 @@ void add_identity_admin(CLI::App& admin, AdminEnv& env) {
     cmd->add_option("--tier", a->spec.user_tier, "user tier carried by its tokens");
     cmd->add_flag("--admin", a->spec.admin, "tokens carry the admin flag (all countries)");
     cmd->add_option("--id-token-alg", a->spec.id_token_alg, "RS256 or ES256")->check(CLI::IsMember({"RS256", "ES256"}));
+    cmd->add_flag("--strict-client-credentials", a->spec.strict_client_credentials,
+                  "client_credentials answers the access token alone (RFC 6749 4.4.3), not the refresh and ID "
+                  "tokens too");
     cmd->callback([&env, a] {
       Context& ctx = env.context();
       identity::ClientSpec spec = a->spec;
@@ -128,6 +133,36 @@ void add_identity_admin(CLI::App& admin, AdminEnv& env) {
       if (!created->client_secret.empty())
         human += "\nclient_secret: " + created->client_secret + "\n(shown once; only its hash is stored)";
       print_result(env, o, human);
+    });
+  }
+  {
+    auto* cmd = add_command(admin, env, "update-client", "Change an OAuth client's scopes or client_credentials answer");
+    struct Args {
+      std::string client_id;
+      std::string scopes;
+      std::string strict;
+    };
+    auto a = std::make_shared<Args>();
+    cmd->add_option("client_id", a->client_id, "the client")->required();
+    cmd->add_option("--scopes", a->scopes, "space-separated scopes (replaces the list)");
+    cmd->add_option("--strict-client-credentials", a->strict,
+                    "true: client_credentials answers the access token alone (RFC 6749 4.4.3); false: also a "
+                    "refresh and an ID token")
+        ->check(CLI::IsMember({"true", "false"}));
+    cmd->callback([&env, a] {
+      Context& ctx = env.context();
+      identity::ClientUpdate update;
+      if (!a->scopes.empty()) update.scopes = identity::split_list(a->scopes);
+      if (!a->strict.empty()) update.strict_client_credentials = a->strict == "true";
+      std::optional<identity::Client> updated;
+      check(ctx.db->write([&](store::Conn& c) -> Status {
+        SIKA_ASSIGN_OR_RETURN(updated, identity::update_client(c, a->client_id, update, now_ms()));
+        return {};
+      }));
+      std::int64_t bound = ctx.config.get_int("identity.client_cache_seconds");
+      print_result(env, client_json(*updated),
+                   "updated client " + updated->client_id + " (running servers apply it within " +
+                       std::to_string(bound) + " s)");
     });
   }
   {

@@ -9,6 +9,7 @@
 #include "core/crypto.hpp"
 #include "core/time.hpp"
 #include "identity/model.hpp"
+#include "identity/store.hpp"
 #include "merchant/merchant.hpp"
 
 namespace sika::app {

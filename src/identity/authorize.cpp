@@ -10,6 +10,7 @@
 #include "identity/internal.hpp"
 #include "identity/pages.hpp"
 #include "identity/service.hpp"
+#include "identity/store.hpp"
 #include "web/envelope.hpp"
 
 namespace sika::identity {
@@ -242,16 +243,18 @@ web::Response Service::authz_issue_code(const AuthzRequest& a, std::int64_t user
   const std::int64_t t = now();
   std::string code = random_token(32);
   std::string hash = crypto::secret_hash(opts_.pepper, code);
-  std::string scope = join_list(a.scopes);
-  Status st = db_.write([&](store::Conn& c) -> Status {
-    SIKA_TRY(c.exec("INSERT INTO oauth_codes (code_hash, client_id, user_id, redirect_uri, redirect_uri_given, scope, "
-                    "nonce, code_challenge, auth_time, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    {hash, a.client->client_id, user_id, a.redirect_uri, std::int64_t{a.redirect_uri_given}, scope,
-                     a.nonce.empty() ? store::Value(nullptr) : store::Value(a.nonce),
-                     a.code_challenge.empty() ? store::Value(nullptr) : store::Value(a.code_challenge), auth_time,
-                     t + opts_.code_ttl * 1000LL, t}));
-    return {};
-  });
+  AuthorizationCode row{.code_hash = std::move(hash),
+                        .client_id = a.client->client_id,
+                        .user_id = user_id,
+                        .redirect_uri = a.redirect_uri,
+                        .redirect_uri_given = a.redirect_uri_given,
+                        .scope = join_list(a.scopes),
+                        .nonce = a.nonce,
+                        .code_challenge = a.code_challenge,
+                        .auth_time = auth_time,
+                        .expires_at = t + opts_.code_ttl * 1000LL,
+                        .created_at = t};
+  Status st = db_.write([&](store::Conn& c) { return insert_code(c, row); });
   if (!st) return authz_redirect_error(a, "server_error", "could not store the authorization code");
   web::Fields p;
   p.emplace_back("code", code);

@@ -27,9 +27,5 @@ std::string pkce_s256(std::string_view verifier);
 bool valid_pkce_verifier(std::string_view v);
 // Cache-Control: no-store and Pragma: no-cache.
 void no_store(web::Response& res);
-// Revokes every refresh token of a family and denylists the access tokens it issued; appends
-// the denylisted jtis (with their expiry, ms) to `revoked` when given.
-Status revoke_family(store::Conn& c, std::string_view family_id, std::int64_t now_ms,
-                     std::vector<std::pair<std::string, std::int64_t>>* revoked = nullptr);
 
 }  // namespace sika::identity

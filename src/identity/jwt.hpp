@@ -91,6 +91,10 @@ Result<ParsedJwt> parse_jwt(std::string_view token);
 // Returns true iff token looks like a compact JWS (two dots, base64url alphabet).
 bool looks_like_jwt(std::string_view token);
 
+// Appends base64url of `bytes` without padding. Table-driven, so not constant-time: for bytes the
+// recipient sees anyway (the parts of a JWS, a sealed token), not for secrets (base64url_encode).
+void append_base64url(std::string& out, std::string_view bytes);
+
 // OIDC at_hash / c_hash: base64url of the left half of SHA-256(value) (both algs use SHA-256).
 std::string half_hash(std::string_view value);
 

@@ -1,15 +1,14 @@
 #pragma once
-// OAuth clients and users: creation, lookup and secret rotation. These are plain functions
-// over a store::Conn so that the admin CLI, the demo seeding and the service share them;
-// callers run them inside db.write / db.read units.
+// OAuth clients and users: their types and the rules that need no database (scopes, lists,
+// client and user validation). Their SQL is in identity/store.hpp.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/json.hpp"
 #include "core/result.hpp"
-#include "store/db.hpp"
 
 namespace sika::identity {
 
@@ -37,7 +36,13 @@ struct ClientSpec {
   std::int64_t user_tier = 1;
   bool admin = false;
   std::string id_token_alg = "RS256";     // "RS256" or "ES256"
+  // client_credentials answers only access_token (RFC 6749 §4.4.3) instead of the spec's five fields.
+  bool strict_client_credentials = false;
 };
+
+// Fills the defaults of a client spec (client_id, name, grant types, scopes) and returns the
+// problems found per field; the owning merchant's existence is checked by create_client.
+json::FieldErrors check_client_spec(ClientSpec& spec);
 
 struct Client {
   std::int64_t id = 0;
@@ -56,11 +61,14 @@ struct Client {
   std::int64_t user_tier = 1;
   bool admin = false;
   std::string id_token_alg = "RS256";
+  bool strict_client_credentials = false;
   bool active = true;
   std::int64_t created_at = 0;
   std::int64_t updated_at = 0;
 
   bool allows_grant(std::string_view g) const { return contains(grant_types, g); }
+  // True iff client_credentials answers a refresh token and an ID token besides the access token.
+  bool full_client_credentials() const { return allows_grant("client_credentials") && !strict_client_credentials; }
   // Returns true iff `uri` is registered (exact match; loopback http URIs ignore the port).
   bool redirect_uri_registered(std::string_view uri) const;
 };
@@ -69,21 +77,6 @@ struct CreatedClient {
   Client client;
   std::string client_secret;  // plaintext, returned once; "" for public clients
 };
-
-// Validates and inserts a client. 400 empty_data with per-field details on bad input,
-// 409 conflict when the client_id exists.
-Result<CreatedClient> create_client(store::Conn& c, std::string_view pepper, const ClientSpec& spec,
-                                    std::int64_t now_ms);
-// Replaces the secret of a confidential client; returns the new plaintext secret once.
-// Running services stop accepting the old secret within Options::client_cache_seconds.
-Result<std::string> rotate_client_secret(store::Conn& c, std::string_view pepper, std::string_view client_id,
-                                         std::int64_t now_ms);
-// Sets the secret to `secret` (demo seeding keeps secrets derived from the server key).
-Status set_client_secret(store::Conn& c, std::string_view pepper, std::string_view client_id,
-                         std::string_view secret, std::int64_t now_ms);
-Status set_client_active(store::Conn& c, std::string_view client_id, bool active, std::int64_t now_ms);
-Result<std::optional<Client>> find_client(store::Conn& c, std::string_view client_id);
-Result<std::vector<Client>> list_clients(store::Conn& c);
 
 struct UserSpec {
   std::string email;
@@ -117,17 +110,6 @@ struct User {
 
 // Checks a user spec (email shape, password length 10..256, tier, countries); per-field details.
 Status validate_user(const UserSpec& spec);
-// Inserts a user whose password is already hashed (crypto::password_hash). 409 when the email exists.
-Result<User> insert_user(store::Conn& c, const UserSpec& spec, std::string_view password_hash, std::int64_t now_ms);
-// Validates, hashes the password (slow, outside any write unit) and inserts the user.
-Result<User> create_user(store::Db& db, const UserSpec& spec, std::int64_t now_ms);
-// Replaces a user's password and clears its lockout.
-Status set_user_password(store::Db& db, std::string_view email, std::string_view password, std::int64_t now_ms);
-Result<std::optional<User>> find_user_by_email(store::Conn& c, std::string_view email);
-Result<std::optional<User>> find_user_by_id(store::Conn& c, std::int64_t id);
-Result<std::optional<User>> find_user_by_subject(store::Conn& c, std::string_view subject);
-Result<std::vector<User>> list_users(store::Conn& c);
-
 std::string normalize_email(std::string_view email);
 
 }  // namespace sika::identity

@@ -27,41 +27,14 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "identity/issuer.hpp"
 #include "identity/keys.hpp"
 #include "identity/model.hpp"
+#include "identity/options.hpp"
 #include "store/db.hpp"
 #include "web/message.hpp"
 
 namespace sika::identity {
-
-struct Options {
-  std::string issuer;    // {auth_url}, e.g. "https://auth.example.com/auth" (no trailing slash)
-  std::string audience;  // {base_url}: the gateway, `aud` of access tokens
-  std::string pepper;    // the server's secret key
-  int access_token_ttl = 3600;
-  int id_token_ttl = 3600;
-  int refresh_token_ttl = 30 * 86400;  // sliding: each rotation gets a fresh lifetime
-  int refresh_grace_seconds = 10;
-  int code_ttl = 60;
-  int session_ttl = 8 * 3600;          // login session cookie
-  bool signup_enabled = false;
-  int max_failed_logins = 5;
-  int lockout_seconds = 900;
-  std::string default_alg = "ES256";   // access tokens
-  // Revocation propagation bound for cached verified tokens. 0: the denylist is checked on
-  // every authenticate (a revoked token is refused at once on every node). N > 0: the check
-  // runs at most every N seconds per token and process; revocations made by this process
-  // still apply to it at once, other nodes see them within N seconds.
-  int token_cache_seconds = 0;
-  int token_cache_entries = 20000;     // verified-token cache size (per process)
-  int client_cache_seconds = 5;        // client record cache (rotation / disable bound)
-  int key_reload_seconds = 30;         // how often a node re-reads the key table
-  int login_attempts_per_ip = 20;      // per minute, shared through the database
-  int failed_client_auth_per_ip = 30;  // per minute, per process
-  int token_rate_per_client = 0;       // tokens per second per client and process; 0 = unlimited
-  int cleanup_interval_seconds = 60;
-  std::function<std::int64_t()> clock;  // epoch ms; defaults to now_ms()
-};
 
 class Service {
  public:
@@ -75,7 +48,8 @@ class Service {
   // --- identity surface (mount: {auth_url}) ---
   // POST /oauth/v2/token: client_credentials, authorization_code (+PKCE), refresh_token.
   web::Response token(web::Request& req);
-  // POST /oauth/v2/revoke (RFC 7009): 200 for unknown tokens.
+  // POST /oauth/v2/revoke (RFC 7009): 200 for unknown tokens; 400 unauthorized_client for a
+  // token issued to another client (RFC 7009 §2.1), which stays valid.
   web::Response revoke(web::Request& req);
   // POST /oauth/v2/introspect (RFC 7662), client-authenticated.
   web::Response introspect(web::Request& req);
@@ -126,9 +100,12 @@ class Service {
   struct CachedClient;
   struct CachedToken;
   struct TokenShard;
-  struct ClientAuth;
+  // An authenticated client, and whether it used HTTP Basic (401s then carry WWW-Authenticate).
+  struct ClientAuth {
+    std::shared_ptr<const Client> client;
+    bool basic = false;
+  };
   struct AuthzRequest;
-  struct Issued;
 
   std::int64_t now() const { return opts_.clock(); }
   std::shared_ptr<const KeyRing> keys() const;
@@ -138,11 +115,8 @@ class Service {
   web::Response token_authorization_code(const web::Request& req, const boost::json::object& body);
   web::Response token_refresh(const web::Request& req, const boost::json::object& body);
   web::Response token_error(const web::Request& req, const Error& e, bool basic = false);
-  std::string build_access_token(const Client& client, const User* user, std::string_view scope,
-                                 const std::string& jti, std::int64_t iat, std::int64_t exp, std::int64_t auth_time);
-  std::string build_id_token(const Client& client, const User& user, std::string_view scope, std::string_view nonce,
-                             std::int64_t auth_time, std::string_view access_token, std::int64_t iat);
-  std::string token_response(const Issued& issued);
+  // The 200 answer of the token endpoint: the issuer's response, not cached.
+  web::Response token_issued(const web::Request& req, const Ticket& ticket, const Grant& grant);
   Result<bool> is_revoked(std::string_view jti);
   // Revocations made by this process, applied to its cache at once (token_cache_seconds > 0).
   void note_revoked(const std::vector<std::pair<std::string, std::int64_t>>& jtis);
@@ -166,7 +140,7 @@ class Service {
 
   store::Db& db_;
   Options opts_;
-  Alg access_alg_;
+  TokenIssuer issuer_;
   std::string discovery_json_;
   std::string csrf_key_;
 

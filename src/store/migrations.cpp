@@ -8,6 +8,7 @@ const std::vector<Migration>& all_migrations() {
   static const std::vector<Migration> kAll = {
       migrations::k0001Foundation, migrations::k0002Identity, migrations::k0003Catalog,
       migrations::k0004Payments,   migrations::k0005Webhooks,  migrations::k0006PaymentsLists,
+      migrations::k0007IdentityClientCredentials,
   };
   return kAll;
 }

@@ -105,8 +105,7 @@ void Router::add(Route route) {
   routes_.push_back(std::move(route));
 }
 
-bool Router::match(const Compiled& c, std::string_view path, Fields& params) const {
-  auto segs = split_path(path);
+bool Router::match(const Compiled& c, const std::vector<std::string>& segs, Fields& params) const {
   if (segs.size() != c.segments.size()) return false;
   Fields found;
   for (std::size_t i = 0; i < segs.size(); ++i) {
@@ -145,9 +144,10 @@ bool Router::is_non_blocking(const Request& req) const {
 Response Router::dispatch(Request& req) const {
   std::vector<std::size_t> candidates;
   std::vector<Fields> params_of;
+  const std::vector<std::string> segments = split_path(req.path);
   for (const auto& c : compiled_) {
     Fields params;
-    if (match(c, req.path, params)) {
+    if (match(c, segments, params)) {
       candidates.push_back(c.route);
       params_of.push_back(std::move(params));
     }

@@ -98,7 +98,8 @@ class Router {
     std::vector<std::string> segments;  // "{name}" for a parameter
     std::size_t route;
   };
-  bool match(const Compiled& c, std::string_view path, Fields& params) const;
+  // `segments` is the request path already split (once per request, not once per route).
+  bool match(const Compiled& c, const std::vector<std::string>& segments, Fields& params) const;
   void apply_cors(const Request& req, Surface s, Response& res) const;
   // Applies the route's policy; fills req.principal. An error is the response to send.
   Status authorize(Request& req, const Access& access) const;

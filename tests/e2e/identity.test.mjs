@@ -1,6 +1,7 @@
 // The identity service against certified third-party clients: openid-client (discovery,
-// client_credentials, authorization code + PKCE through the real login form, refresh,
-// userinfo, introspection, revocation) and jose (access tokens verified against the JWKS).
+// client_credentials and its refresh, authorization code + PKCE through the real login form,
+// refresh, userinfo, introspection, revocation) and jose (access and ID tokens verified against
+// the JWKS).
 // Runs on SQLite, and on PostgreSQL when SIKA_TEST_PG_DSN is set.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -103,6 +104,50 @@ for (const backend of backends()) {
       assert.equal(payload.environment, 'sandbox');
       assert.equal(typeof payload.jti, 'string');
       assert.equal(payload.admin, false);
+    });
+
+    test('client_credentials answers the five fields; openid-client refreshes and validates the ID token', async () => {
+      const ts = await confidential.grant({ grant_type: 'client_credentials', scope: 'payments countries' });
+      for (const f of ['token_type', 'expires_in', 'access_token', 'refresh_token', 'id_token']) assert.ok(ts[f] !== undefined, f);
+      const JWKS = createRemoteJWKSet(new URL(issuer.jwks_uri));
+      const { payload, protectedHeader } = await jwtVerify(ts.id_token, JWKS, {
+        issuer: server.authUrl, audience: merchant.client_id, algorithms: ['RS256'],
+      });
+      assert.equal(protectedHeader.typ, 'JWT');
+      assert.equal(payload.sub, merchant.client_id);
+      assert.equal(payload.azp, merchant.client_id);
+      // refresh() checks the new ID token (signature, iss, aud, azp, at_hash) as an RP does.
+      const refreshed = await confidential.refresh(ts.refresh_token);
+      assert.notEqual(refreshed.refresh_token, ts.refresh_token);
+      assert.equal(refreshed.claims().sub, merchant.client_id);
+      assert.equal(refreshed.scope, 'payments countries');
+      const gateway = await fetch(`${server.baseUrl}/country/list`, { headers: { 'x-sp-auth-token': `Bearer ${refreshed.access_token}` } });
+      if (gateway.status !== 404) assert.equal(gateway.status, 200);
+      // Rotation: the first token, presented again after the grace period, would end the family;
+      // presented by another client it is refused at once.
+      const other = server.demo.merchants[1];
+      const stranger = new issuer.Client({ client_id: other.client_id, client_secret: other.client_secret });
+      await assert.rejects(stranger.refresh(refreshed.refresh_token), (e) => e.error === 'invalid_grant' || e.response?.statusCode === 400);
+    });
+
+    test("revoking another client's token is refused (RFC 7009 2.1) and the token keeps working", async () => {
+      const ts = await confidential.grant({ grant_type: 'client_credentials', scope: 'payments countries' });
+      const other = server.demo.merchants[1];
+      for (const token of [ts.access_token, ts.refresh_token]) {
+        const res = await fetch(`${server.authUrl}/oauth/v2/revoke`, {
+          method: 'POST', headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ token, client_id: other.client_id, client_secret: other.client_secret }),
+        });
+        assert.equal(res.status, 400);
+        const body = await res.json();
+        assert.equal(body.success, false);
+        assert.equal(body.message, 'unauthorized_client');
+        assert.equal(body.error.details.error, 'unauthorized_client');
+      }
+      assert.equal((await confidential.introspect(ts.access_token)).active, true);
+      assert.equal((await confidential.introspect(ts.refresh_token)).active, true);
+      const refreshed = await confidential.refresh(ts.refresh_token);
+      assert.ok(refreshed.access_token);
     });
 
     test('token endpoint: JSON and form bodies, spec error envelope', async () => {

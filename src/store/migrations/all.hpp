@@ -9,4 +9,5 @@ extern const Migration k0003Catalog;
 extern const Migration k0004Payments;
 extern const Migration k0005Webhooks;
 extern const Migration k0006PaymentsLists;
+extern const Migration k0007IdentityClientCredentials;
 }  // namespace sika::store::migrations
