@@ -39,5 +39,6 @@ void add_identity_admin(CLI::App& admin, AdminEnv& env);
 void add_webhooks_admin(CLI::App& admin, AdminEnv& env);
 void add_payments_admin(CLI::App& admin, AdminEnv& env);
 void add_catalog_admin(CLI::App& admin, AdminEnv& env);
+void add_notify_admin(CLI::App& admin, AdminEnv& env);
 
 }  // namespace sika::app

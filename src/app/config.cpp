@@ -38,6 +38,11 @@ const std::vector<KeySpec> kKeys = {
     {"cors.link", "", K::string, "allowed CORS origins of the wallet link API"},
     {"cors.dashboard", "", K::string, "allowed CORS origins of the dashboard"},
     {"default_locale", "fr", K::locale, "locale (fr or en) when Accept-Language names neither"},
+    {"trusted_proxies", "", K::string,
+     "addresses and CIDR blocks of the reverse proxies in front of sika, comma-separated; only when the TCP "
+     "peer is one of them is the client address read from client_address_header (empty: the peer is the client)"},
+    {"client_address_header", "x-forwarded-for", K::string,
+     "header the trusted proxies append the client address to: x-forwarded-for or forwarded (RFC 7239)"},
     {"log.level", "info", K::string, "trace, debug, info, warn, error or off"},
     {"log.access", "true", K::boolean, "write one JSON line per request to stdout"},
     {"http.io_threads", "2", K::integer, "I/O threads of the HTTP server"},
@@ -68,7 +73,10 @@ const std::vector<KeySpec> kKeys = {
     {"identity.key_reload_seconds", "30", K::integer, "how often a server re-reads the signing keys (s)"},
     {"identity.login_attempts_per_ip", "20", K::integer, "login attempts per IP address and minute (all nodes)"},
     {"identity.failed_client_auth_per_ip", "30", K::integer,
-     "failed client authentications per IP address and minute before 429 (per process)"},
+     "failed client authentications from one address per minute; beyond, the address gets 429 (all nodes)"},
+    {"identity.failed_client_auth_per_client", "20", K::integer,
+     "failed authentications of one client_id per minute; beyond, its failures answer 429 (a right secret still "
+     "succeeds; all nodes)"},
     {"identity.token_rate_per_client", "0", K::integer, "tokens per second per client and process (0: unlimited)"},
     {"webhooks.enabled", "true", K::boolean, "run the webhook delivery worker in serve"},
     {"webhooks.allow_private_targets", "false", K::boolean,
@@ -104,6 +112,16 @@ const std::vector<KeySpec> kKeys = {
      "sandbox operator: time to the callback of numbers ending 0007 (0: pending_ttl_ms + 2 s, after expiry)"},
     {"payments.callback_url", "", K::url,
      "base URL the sandbox operator calls back (default base_url + /operator/callback)"},
+    {"otp.ttl_seconds", "300", K::integer, "a one-time code is valid this long after it was sent (s)"},
+    {"otp.max_attempts", "3", K::integer, "verifications per one-time code (resends keep the count)"},
+    {"otp.code_length", "6", K::integer, "digits of a one-time code (4 to 8)"},
+    {"otp.resend_cooldown_seconds", "30", K::integer, "least time between two sends of one code (s)"},
+    {"otp.max_sends", "5", K::integer, "sends of one code, the first included"},
+    {"otp.sends_per_destination_per_hour", "10", K::integer,
+     "codes sent to one phone number or e-mail address per hour (all nodes; 0: unlimited)"},
+    {"notify.transport", "sandbox", K::string,
+     "how SMS and e-mail leave: sandbox (stored in the outbox, read with `sika admin outbox list`)"},
+    {"limits.sweep_interval_seconds", "60", K::integer, "how often expired rate-limit windows are deleted (s)"},
     {"catalog.refresh_ms", "2000", K::integer,
      "how often a node polls catalog_version; another node's catalog change is visible within this (ms)"},
 };
@@ -256,6 +274,14 @@ Result<Config> Config::load(const std::optional<std::string>& file, const std::m
   if (c.get_int("http.io_threads") < 1) return config_error("http.io_threads", "must be at least 1");
   if (c.get_int("http.handler_threads") < 1) return config_error("http.handler_threads", "must be at least 1");
   if (c.get_int("db_pool_size") < 1) return config_error("db_pool_size", "must be at least 1");
+  if (auto h = c.get_string("client_address_header"); h != "x-forwarded-for" && h != "forwarded")
+    return config_error("client_address_header", "must be x-forwarded-for or forwarded");
+  if (auto p = web::TrustedProxies::parse(c.get_string("trusted_proxies")); !p)
+    return config_error("trusted_proxies", p.error().details.as_string());
+  if (auto n = c.get_int("otp.code_length"); n < 4 || n > 8) return config_error("otp.code_length", "must be 4 to 8");
+  for (std::string_view k : {"otp.ttl_seconds", "otp.max_attempts", "otp.max_sends", "limits.sweep_interval_seconds"})
+    if (c.get_int(k) < 1) return config_error(k, "must be at least 1");
+  if (c.get_string("notify.transport") != "sandbox") return config_error("notify.transport", "must be sandbox");
   if (auto s = c.get_string("secret_key"); !s.empty() && s.size() < 32)
     return config_error("secret_key", "must be at least 32 characters");
   return c;

@@ -11,6 +11,9 @@
 #include "core/random.hpp"
 #include "http/client.hpp"
 #include "identity/service.hpp"
+#include "limits/limiter.hpp"
+#include "notify/notifier.hpp"
+#include "otp/service.hpp"
 #include "catalog/service.hpp"
 #include "payments/service.hpp"
 #include "webhooks/service.hpp"
@@ -74,6 +77,29 @@ Result<std::unique_ptr<Context>> open_context(Config config, bool migrate) {
 Status build_services(Context& ctx) {
   {
     const Config& c = ctx.config;
+    auto proxies = web::TrustedProxies::parse(c.get_string("trusted_proxies"),
+                                              c.get_string("client_address_header") == "forwarded"
+                                                  ? web::ForwardedHeader::forwarded
+                                                  : web::ForwardedHeader::x_forwarded_for);
+    if (!proxies) return proxies.take_error();
+    ctx.trusted_proxies = std::move(proxies).value();
+    limits::Options lo;
+    lo.sweep_interval_ms = c.get_int("limits.sweep_interval_seconds") * 1000;
+    ctx.limiter = std::make_unique<limits::Limiter>(*ctx.db, lo);
+    ctx.notifier = std::make_unique<notify::SandboxNotifier>(*ctx.db);
+    otp::Options oo;
+    oo.pepper = ctx.pepper;
+    oo.ttl_ms = c.get_int("otp.ttl_seconds") * 1000;
+    oo.max_attempts = static_cast<int>(c.get_int("otp.max_attempts"));
+    oo.code_length = static_cast<int>(c.get_int("otp.code_length"));
+    oo.resend_cooldown_ms = c.get_int("otp.resend_cooldown_seconds") * 1000;
+    oo.max_sends = static_cast<int>(c.get_int("otp.max_sends"));
+    oo.sends_per_destination_per_hour = static_cast<int>(c.get_int("otp.sends_per_destination_per_hour"));
+    oo.sandbox_code = c.get_string("payments.sandbox_otp");
+    ctx.otp = std::make_unique<otp::Service>(*ctx.db, *ctx.notifier, std::move(oo));
+  }
+  {
+    const Config& c = ctx.config;
     identity::Options o;
     o.issuer = c.surface_url(web::Surface::identity);
     o.audience = c.surface_url(web::Surface::gateway);
@@ -94,6 +120,7 @@ Status build_services(Context& ctx) {
     o.key_reload_seconds = static_cast<int>(c.get_int("identity.key_reload_seconds"));
     o.login_attempts_per_ip = static_cast<int>(c.get_int("identity.login_attempts_per_ip"));
     o.failed_client_auth_per_ip = static_cast<int>(c.get_int("identity.failed_client_auth_per_ip"));
+    o.failed_client_auth_per_client = static_cast<int>(c.get_int("identity.failed_client_auth_per_client"));
     o.token_rate_per_client = static_cast<int>(c.get_int("identity.token_rate_per_client"));
     try {
       ctx.identity = std::make_unique<identity::Service>(*ctx.db, std::move(o));
@@ -168,6 +195,7 @@ Status build_services(Context& ctx) {
 }
 
 void start_workers(Context& ctx) {
+  if (ctx.limiter) ctx.limiter->start();
   if (ctx.identity) ctx.identity->start();
   if (ctx.catalog) ctx.catalog->start();
   if (ctx.webhooks && ctx.config.get_bool("webhooks.enabled")) ctx.webhooks->start();
@@ -179,6 +207,7 @@ void stop_workers(Context& ctx) {
   if (ctx.webhooks) ctx.webhooks->stop();
   if (ctx.identity) ctx.identity->stop();
   if (ctx.catalog) ctx.catalog->stop();
+  if (ctx.limiter) ctx.limiter->stop();
 }
 
 }  // namespace sika::app

@@ -37,6 +37,7 @@ void build_routes(web::Router& r, Context& ctx) {
     r.mount(s, ctx.config.mount(s));
     r.cors(s, cors_from(ctx.config.get_string("cors." + std::string(web::surface_name(s)))));
   }
+  r.trust_proxies(ctx.trusted_proxies);
 
   // Bearer policy: the gateway's token middleware (identity) verifies the access token; the
   // router then checks the route's scope (web/router.cpp).

@@ -77,6 +77,8 @@ inline Error not_found(Details details = nullptr) {
 inline Error conflict(Details details = nullptr) {
   return make_error(ErrorKind::conflict, "conflict", std::move(details));
 }
+// Too many requests. details may carry "retry_after" (whole seconds): the envelope turns it into
+// the Retry-After header.
 inline Error rate_limited(Details details = nullptr) {
   return make_error(ErrorKind::rate_limited, "rate_limited", std::move(details));
 }

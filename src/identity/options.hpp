@@ -29,7 +29,10 @@ struct Options {
   int client_cache_seconds = 5;        // client record cache (rotation / disable bound)
   int key_reload_seconds = 30;         // how often a node re-reads the key table
   int login_attempts_per_ip = 20;      // per minute, shared through the database
-  int failed_client_auth_per_ip = 30;  // per minute, per process
+  // Failed client authentication (see docs/identity.md, "Throttling and lockout"): counted in the
+  // database per address and per client_id, per minute, on all nodes.
+  int failed_client_auth_per_ip = 30;      // beyond: the address gets 429, right secret or not
+  int failed_client_auth_per_client = 20;  // beyond: that client's failures get 429; its right secret still works
   int token_rate_per_client = 0;       // tokens per second per client and process; 0 = unlimited
   int cleanup_interval_seconds = 60;
   std::function<std::int64_t()> clock;  // epoch ms; defaults to now_ms()

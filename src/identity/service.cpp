@@ -126,7 +126,8 @@ struct Service::TokenShard {
 };
 
 Service::Service(store::Db& db, Options options)
-    : db_(db), opts_(std::move(options)), issuer_(opts_, [this] { return keys(); }) {
+    : db_(db), opts_(std::move(options)), issuer_(opts_, [this] { return keys(); }),
+      limiter_(db, limits::Options{.clock = [this] { return now(); }}) {
   if (!opts_.clock) opts_.clock = [] { return now_ms(); };
   while (!opts_.issuer.empty() && opts_.issuer.back() == '/') opts_.issuer.pop_back();
   if (opts_.pepper.empty()) throw std::runtime_error("identity: the server secret key is empty");
@@ -202,12 +203,40 @@ void Service::invalidate_client_cache() {
 // ---------------------------------------------------------------------------------------------
 // throttling
 
+namespace {
+// Bounds of the per-process maps: past them only expired entries are dropped, and a new key is
+// not remembered while every entry is live (the shared database counters still apply).
+constexpr std::size_t kRateKeysMax = 100000;
+constexpr std::int64_t kClientAuthWindowMs = 60000;
+
+// A 429 in the OAuth error shape, with details.retry_after for the Retry-After header.
+Error oauth_throttled(const limits::Decision& d, std::string_view description) {
+  Error e = limits::refusal(d, description);
+  auto& o = e.details.as_object();
+  o.erase("limit");
+  o["error"] = "rate_limited";
+  o["error_description"] = description;
+  return e;
+}
+
+template <class Map, class Expired>
+bool make_room(Map& map, Expired expired) {
+  if (map.size() < kRateKeysMax) return true;
+  std::erase_if(map, expired);
+  return map.size() < kRateKeysMax;
+}
+}  // namespace
+
 bool Service::rate_hit(const std::string& key, int limit, std::int64_t window_ms) {
   if (limit <= 0) return true;
   std::int64_t t = now();
   std::lock_guard lock(rate_mu_);
-  if (rates_.size() > 100000) rates_.clear();  // bounded memory under a flood of keys
-  auto& [start, hits] = rates_[key];
+  auto it = rates_.find(key);
+  if (it == rates_.end()) {
+    if (!make_room(rates_, [&](const auto& kv) { return t - kv.second.first >= window_ms; })) return true;
+    it = rates_.emplace(key, std::pair<std::int64_t, int>{t, 0}).first;
+  }
+  auto& [start, hits] = it->second;
   if (t - start >= window_ms) {
     start = t;
     hits = 0;
@@ -216,33 +245,46 @@ bool Service::rate_hit(const std::string& key, int limit, std::int64_t window_ms
   return hits <= limit;
 }
 
-bool Service::rate_blocked(const std::string& key, int limit, std::int64_t window_ms) {
-  if (limit <= 0) return false;
-  std::int64_t t = now();
-  std::lock_guard lock(rate_mu_);
-  auto it = rates_.find(key);
-  if (it == rates_.end()) return false;
-  if (t - it->second.first >= window_ms) return false;
-  return it->second.second >= limit;
+Result<bool> Service::shared_rate_hit(const std::string& bucket, int limit, std::int64_t window_ms) {
+  SIKA_ASSIGN_OR_RETURN(auto d, limiter_.hit(bucket, limits::Policy{.limit = limit, .window_ms = window_ms}));
+  return d.allowed;
 }
 
-Result<bool> Service::shared_rate_hit(const std::string& bucket, int limit, std::int64_t window_ms) {
-  if (limit <= 0) return true;
+std::optional<Error> Service::address_throttled(const std::string& address) {
   std::int64_t t = now();
-  std::int64_t hits = 0;
-  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(
-        auto row, c.query_one("INSERT INTO identity_throttle (bucket, window_start, hits) VALUES (?, ?, 1) "
-                              "ON CONFLICT (bucket) DO UPDATE SET "
-                              "hits = CASE WHEN identity_throttle.window_start < ? THEN 1 "
-                              "ELSE identity_throttle.hits + 1 END, "
-                              "window_start = CASE WHEN identity_throttle.window_start < ? THEN ? "
-                              "ELSE identity_throttle.window_start END RETURNING hits",
-                              {bucket, t, t - window_ms, t - window_ms, t}));
-    hits = row ? row->i64(0) : 1;
-    return {};
-  }));
-  return hits <= limit;
+  std::lock_guard lock(rate_mu_);
+  auto it = throttled_addresses_.find(address);
+  if (it == throttled_addresses_.end()) return std::nullopt;
+  if (it->second <= t) {
+    throttled_addresses_.erase(it);
+    return std::nullopt;
+  }
+  limits::Decision d{false, 0, it->second - t};
+  return oauth_throttled(d, "too many failed client authentications from this address");
+}
+
+Error Service::client_auth_failed(const std::string& address, const Client* client, std::string_view why) {
+  limits::Policy per_address{.limit = opts_.failed_client_auth_per_ip, .window_ms = kClientAuthWindowMs};
+  auto from_address = limiter_.hit("client-auth:addr:" + address, per_address);
+  if (!from_address) return from_address.take_error();
+  if (!from_address->allowed) {
+    std::int64_t until = now() + from_address->retry_after_ms;
+    {
+      std::lock_guard lock(rate_mu_);
+      std::int64_t t = now();
+      if (make_room(throttled_addresses_, [&](const auto& kv) { return kv.second <= t; }))
+        throttled_addresses_[address] = until;
+    }
+    return oauth_throttled(*from_address, "too many failed client authentications from this address");
+  }
+  // Only existing clients are counted: unknown ids cannot fill the table with buckets.
+  if (client) {
+    limits::Policy per_client{.limit = opts_.failed_client_auth_per_client, .window_ms = kClientAuthWindowMs};
+    auto of_client = limiter_.hit("client-auth:client:" + client->client_id, per_client);
+    if (!of_client) return of_client.take_error();
+    if (!of_client->allowed) return oauth_throttled(*of_client, "too many failed authentications of this client");
+  }
+  return oauth_error(ErrorKind::unauthenticated, "invalid_client", why);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -298,16 +340,10 @@ Result<Service::ClientAuth> Service::authenticate_client(const web::Request& req
     has_secret = true;
   }
   if (id.empty()) return oauth_error(ErrorKind::unauthenticated, "invalid_client", "client authentication is required (client_id)");
-  std::string ip_key = "cf:" + req.remote_ip;
-  if (rate_blocked(ip_key, opts_.failed_client_auth_per_ip, 60000)) {
-    Error e = oauth_error(ErrorKind::rate_limited, "rate_limited", "too many failed client authentications; retry in a minute");
-    return e;
-  }
-  auto fail = [&](std::string_view why) -> Error {
-    rate_hit(ip_key, opts_.failed_client_auth_per_ip, 60000);
-    return oauth_error(ErrorKind::unauthenticated, "invalid_client", why);
-  };
+  // A right secret costs no database write; each failure is counted per address and per client.
+  if (auto throttled = address_throttled(req.remote_ip)) return *throttled;
   SIKA_ASSIGN_OR_RETURN(auto client, load_client(id));
+  auto fail = [&](std::string_view why) -> Error { return client_auth_failed(req.remote_ip, client.get(), why); };
   if (!client || !client->active || !client->merchant_active) return fail("unknown or disabled client");
   if (client->confidential) {
     if (!has_secret || secret.empty()) return fail("client_secret is required");
@@ -325,7 +361,7 @@ web::Response Service::token_error(const web::Request& req, const Error& e, bool
   no_store(res);
   basic = basic || iequals_prefix(req.header("authorization"), "basic ");
   if (e.is(ErrorKind::unauthenticated) && basic) res.set("WWW-Authenticate", "Basic realm=\"sika\", charset=\"UTF-8\"");
-  if (e.is(ErrorKind::rate_limited)) res.set("Retry-After", "60");
+  if (e.is(ErrorKind::rate_limited) && res.get("Retry-After").empty()) res.set("Retry-After", "60");
   return res;
 }
 
@@ -558,7 +594,6 @@ Status Service::run_maintenance() {
   return db_.write([&](store::Conn& c) -> Status {
     SIKA_TRY(purge_expired_tokens(c, t));
     SIKA_TRY(c.exec("DELETE FROM identity_sessions WHERE expires_at < ?", {t}));
-    SIKA_TRY(c.exec("DELETE FROM identity_throttle WHERE window_start < ?", {t - 3600000LL}));
     SIKA_TRY(purge_retired_keys(c, t));
     return {};
   });

@@ -31,6 +31,7 @@
 #include "identity/keys.hpp"
 #include "identity/model.hpp"
 #include "identity/options.hpp"
+#include "limits/limiter.hpp"
 #include "store/db.hpp"
 #include "web/message.hpp"
 
@@ -122,9 +123,14 @@ class Service {
   void note_revoked(const std::vector<std::pair<std::string, std::int64_t>>& jtis);
   bool revoked_here(const std::string& jti);
   Result<std::shared_ptr<const web::Principal>> verify_cached(std::string_view token);
+  // Per-process rate (token_rate_per_client): true iff this hit is within `limit` per window.
   bool rate_hit(const std::string& key, int limit, std::int64_t window_ms);
-  bool rate_blocked(const std::string& key, int limit, std::int64_t window_ms);
+  // Shared rate (all nodes, through the database): true iff this hit is within `limit` per window.
   Result<bool> shared_rate_hit(const std::string& bucket, int limit, std::int64_t window_ms);
+  // Counts a failed client authentication and returns the error to answer (401, or 429 past a limit).
+  Error client_auth_failed(const std::string& address, const Client* client, std::string_view why);
+  // The 429 for an address this process knows to be over its failure limit; nullopt otherwise.
+  std::optional<Error> address_throttled(const std::string& address);
 
   // authorize helpers (authorize.cpp)
   Result<AuthzRequest> parse_authz(const web::Fields& params, web::Response& page_error, const web::Request& req);
@@ -155,8 +161,12 @@ class Service {
   std::shared_mutex local_revoked_mu_;
   std::unordered_map<std::string, std::int64_t> local_revoked_;  // jti -> token expiry (ms)
 
+  limits::Limiter limiter_;
   std::mutex rate_mu_;
   std::unordered_map<std::string, std::pair<std::int64_t, int>> rates_;  // key -> (window start, hits)
+  // Addresses the shared counter found over failed_client_auth_per_ip -> end of their refusal (ms).
+  // A memo of the database's answer, so a flooding address costs no more writes on this node.
+  std::unordered_map<std::string, std::int64_t> throttled_addresses_;
 
   std::mutex worker_mu_;
   std::condition_variable worker_cv_;

@@ -1,5 +1,6 @@
 #include "web/envelope.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include <spdlog/spdlog.h>
@@ -58,6 +59,9 @@ Response error(i18n::Locale locale, const Error& err) {
   e["text"] = i18n::text(err.code, locale);
   env["error"] = std::move(e);
   Response r = Response::json(status, bj::serialize(env));
+  if (err.is(ErrorKind::rate_limited) && err.details.is_object())
+    if (const auto* after = err.details.as_object().if_contains("retry_after"); after && after->is_int64())
+      r.set("Retry-After", std::to_string(std::max<std::int64_t>(1, after->as_int64())));
   return r;
 }
 

@@ -49,7 +49,8 @@ struct Request {
   Fields query;              // decoded query parameters, in order
   Fields headers;            // names lower-cased
   std::string body;
-  std::string remote_ip;
+  std::string remote_ip;      // the client address (behind trusted proxies: from their forwarding header)
+  std::string peer_ip;        // the TCP peer, set by Router::dispatch ("" before)
   std::string request_id;
   i18n::Locale locale = i18n::Locale::fr;
   Fields path_params;        // from {name} segments of the matched route

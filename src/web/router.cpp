@@ -142,6 +142,10 @@ bool Router::is_non_blocking(const Request& req) const {
 }
 
 Response Router::dispatch(Request& req) const {
+  if (req.peer_ip.empty()) {
+    req.peer_ip = req.remote_ip;
+    if (!proxies_.empty()) req.remote_ip = proxies_.client_address(req.peer_ip, req);
+  }
   std::vector<std::size_t> candidates;
   std::vector<Fields> params_of;
   const std::vector<std::string> segments = split_path(req.path);

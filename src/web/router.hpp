@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "web/client_address.hpp"
 #include "web/message.hpp"
 
 namespace sika::web {
@@ -75,6 +76,8 @@ class Router {
   // Sets the path prefix of a surface ("" or "/api"); call before add().
   void mount(Surface s, std::string prefix);
   void cors(Surface s, CorsPolicy policy);
+  // Proxies whose forwarding header names the client (see web/client_address.hpp).
+  void trust_proxies(TrustedProxies proxies) { proxies_ = std::move(proxies); }
   std::string_view prefix(Surface s) const;
 
   // Registers how requests are authenticated for `auth` (bearer, API keys, sessions).
@@ -90,7 +93,8 @@ class Router {
   // Returns true iff the request targets a non_blocking route (an exact-path lookup).
   bool is_non_blocking(const Request& req) const;
 
-  // Finds the route and runs it; answers 404/405/OPTIONS itself.
+  // Sets the request's client address once (remote_ip; the TCP peer moves to peer_ip), then finds
+  // the route and runs it; answers 404/405/OPTIONS itself.
   Response dispatch(Request& req) const;
 
  private:
@@ -107,6 +111,7 @@ class Router {
   std::map<Surface, std::string> prefixes_;
   std::map<Surface, CorsPolicy> cors_;
   std::map<Auth, Authenticator> authenticators_;
+  TrustedProxies proxies_;
   std::vector<Route> routes_;
   std::vector<Compiled> compiled_;
   std::set<std::string, std::less<>> non_blocking_paths_;

@@ -24,6 +24,7 @@
 #include "identity/pages.hpp"
 #include "identity/service.hpp"
 #include "store/db.hpp"
+#include "web/router.hpp"
 
 namespace sika::identity {
 namespace {
@@ -1358,6 +1359,65 @@ TEST_P(IdentityTest, RevokingAnUnusedClientRefreshTokenEndsItsFamily) {
   auto again = post_as(*service_, &Service::token, {{"grant_type", "refresh_token"}, {"refresh_token", sealed}},
                        "merchant-app", secret_);
   EXPECT_EQ(oauth_code_of(again), "invalid_grant");
+}
+
+// The plan's scenario: bad token requests from one client behind the shared reverse proxy used to
+// make every client's correct credentials answer 429 for a minute. Failures are now counted per
+// client address (from X-Forwarded-For, the proxy being trusted) and per client_id, in the
+// database, so the flood throttles its own address only, and a client's right secret is never
+// refused because of failures made from other addresses.
+TEST_P(IdentityTest, FailedClientAuthThrottlesTheAddressNotEveryClientBehindTheProxy) {
+  web::Router router;
+  auto proxies = web::TrustedProxies::parse("10.0.0.1");
+  ASSERT_TRUE(proxies.ok());
+  router.trust_proxies(*proxies);
+  router.add({web::Surface::identity, "POST", "/oauth/v2/token", [this](web::Request& r) { return service_->token(r); },
+              web::client_auth()});
+  auto via_proxy = [&](const std::string& client_address, const std::string& client_id, const std::string& secret) {
+    web::Request r = request("POST", bj::serialize(bj::object{{"grant_type", "client_credentials"},
+                                                              {"client_id", client_id}, {"client_secret", secret}}));
+    r.path = "/oauth/v2/token";
+    r.remote_ip = "10.0.0.1";
+    r.headers.emplace_back("x-forwarded-for", client_address);
+    return router.dispatch(r);
+  };
+  for (int i = 1; i <= 30; ++i)
+    ASSERT_EQ(via_proxy("203.0.113.9", "nobody-" + std::to_string(i), "guess").status, 401) << i;
+  web::Response throttled = via_proxy("203.0.113.9", "nobody-31", "guess");
+  EXPECT_EQ(throttled.status, 429);
+  EXPECT_EQ(json_of(throttled)["message"], "rate_limited");
+  std::int64_t retry = 0;
+  std::string header(throttled.get("Retry-After"));
+  ASSERT_FALSE(header.empty());
+  retry = std::stoll(header);
+  EXPECT_GE(retry, 1);
+  EXPECT_LE(retry, 60);
+
+  // Another client address behind the same proxy is not affected.
+  EXPECT_EQ(via_proxy("198.51.100.20", "merchant-app", secret_).status, 200);
+  // The flooding address is throttled, right secret or not, on this node...
+  EXPECT_EQ(via_proxy("203.0.113.9", "merchant-app", secret_).status, 429);
+  // ...and its failures count on every node.
+  Options o = options();
+  Service other(*db_, o);
+  web::Request direct = request("POST", bj::serialize(bj::object{{"grant_type", "client_credentials"},
+                                                                 {"client_id", "merchant-app"},
+                                                                 {"client_secret", "wrong"}}));
+  direct.remote_ip = "203.0.113.9";
+  EXPECT_EQ(other.token(direct).status, 429);
+
+  // Guessing one client's secret from many addresses: past failed_client_auth_per_client its
+  // failures answer 429, but its right secret still works from anywhere.
+  for (int i = 1; i <= 20; ++i)
+    ASSERT_EQ(via_proxy("192.0.2." + std::to_string(i), "merchant-app", "wrong").status, 401) << i;
+  EXPECT_EQ(via_proxy("192.0.2.21", "merchant-app", "wrong").status, 429);
+  EXPECT_EQ(via_proxy("192.0.2.22", "merchant-app", secret_).status, 200);
+  EXPECT_EQ(via_proxy("192.0.2.1", "merchant-app", secret_).status, 200);
+
+  // The throttle ends with its window.
+  clock_ += 60000;
+  EXPECT_EQ(via_proxy("203.0.113.9", "merchant-app", secret_).status, 200);
+  EXPECT_EQ(via_proxy("203.0.113.9", "merchant-app", "wrong").status, 401);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, IdentityTest, ::testing::Values("sqlite", "postgres"),

@@ -59,6 +59,17 @@ TEST(Envelope, ErrorCarriesCodeMessageAndDetails) {
   EXPECT_EQ(v.at("error").at("text").as_string(), "Données absentes ou invalides.");
 }
 
+TEST(Envelope, RateLimitedAnswers429WithRetryAfter) {
+  auto req = make("GET", "/");
+  auto res = web::error(req, rate_limited(bj::object{{"retry_after", 42}, {"limit", "requests per hour"}}));
+  EXPECT_EQ(res.status, 429);
+  EXPECT_EQ(res.get("Retry-After"), "42");
+  auto v = bj::parse(res.body).as_object();
+  EXPECT_EQ(v.at("message").as_string(), "rate_limited");
+  EXPECT_EQ(v.at("error").at("details").at("retry_after").as_int64(), 42);
+  EXPECT_EQ(web::error(req, rate_limited()).get("Retry-After"), "");
+}
+
 TEST(Envelope, PaginationParamsAndMeta) {
   bj::object errors;
   auto p = web::parse_page(make("GET", "/", "page=3&limit=10"), errors);

@@ -10,4 +10,7 @@ extern const Migration k0004Payments;
 extern const Migration k0005Webhooks;
 extern const Migration k0006PaymentsLists;
 extern const Migration k0007IdentityClientCredentials;
+extern const Migration k0008Limits;
+extern const Migration k0009Notify;
+extern const Migration k0010Otp;
 }  // namespace sika::store::migrations

@@ -1,0 +1,149 @@
+#include "limits/limiter.hpp"
+
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "core/time.hpp"
+
+namespace sika::limits {
+
+namespace {
+// The hit that makes the window's count reach this blocks the bucket (never, without a block).
+std::int64_t block_threshold(const Policy& p) {
+  if (p.block_ms <= 0) return INT64_MAX;
+  return p.limit + std::max<std::int64_t>(1, p.block_after);
+}
+
+Decision decide(const Policy& p, std::int64_t count, std::int64_t window_start, std::int64_t blocked_until,
+                std::int64_t t, bool counting) {
+  Decision d;
+  d.count = count;
+  std::int64_t window_end = window_start + p.window_ms;
+  bool over = counting ? count > p.limit : count >= p.limit;
+  if (blocked_until > t) {
+    d.allowed = false;
+    d.retry_after_ms = blocked_until - t;
+  } else if (over) {
+    d.allowed = false;
+    d.retry_after_ms = std::max<std::int64_t>(1, window_end - t);
+  }
+  return d;
+}
+}  // namespace
+
+Limiter::Limiter(store::Db& db, Options options) : db_(db), opts_(std::move(options)) {}
+
+Limiter::~Limiter() { stop(); }
+
+std::int64_t Limiter::now() const { return opts_.clock ? opts_.clock() : now_ms(); }
+
+Result<Decision> Limiter::hit(std::string_view bucket, const Policy& p) {
+  if (p.limit <= 0) return Decision{};
+  const std::int64_t t = now();
+  const std::int64_t stale = t - p.window_ms;  // a window that started at or before this has ended
+  std::int64_t count = 0, start = t, blocked = 0;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    // Every SET expression reads the row as it was before this hit (both dialects), so the new
+    // count appears once as `hits + 1` (or 1 for a new window) in the block condition too.
+    SIKA_ASSIGN_OR_RETURN(
+        auto row,
+        c.query_one("INSERT INTO rate_limits (bucket, window_start, hits, blocked_until, expires_at) "
+                    "VALUES (?, ?, 1, 0, ?) ON CONFLICT (bucket) DO UPDATE SET "
+                    "hits = CASE WHEN rate_limits.window_start <= ? THEN 1 ELSE rate_limits.hits + 1 END, "
+                    "window_start = CASE WHEN rate_limits.window_start <= ? THEN ? ELSE rate_limits.window_start END, "
+                    "expires_at = CASE WHEN rate_limits.window_start <= ? THEN ? ELSE rate_limits.expires_at END, "
+                    "blocked_until = CASE WHEN rate_limits.blocked_until > ? THEN rate_limits.blocked_until "
+                    "WHEN (CASE WHEN rate_limits.window_start <= ? THEN 1 ELSE rate_limits.hits + 1 END) >= ? "
+                    "THEN ? ELSE rate_limits.blocked_until END "
+                    "RETURNING hits, window_start, blocked_until",
+                    {std::string(bucket), t, t + p.window_ms,  // insert
+                     stale,                                     // hits
+                     stale, t,                                  // window_start
+                     stale, t + p.window_ms,                    // expires_at
+                     t, stale, block_threshold(p), t + p.block_ms}));
+    if (!row) return internal_error(boost::json::string("rate limit upsert returned no row"));
+    count = row->i64(0);
+    start = row->i64(1);
+    blocked = row->i64(2);
+    return {};
+  }));
+  return decide(p, count, start, blocked, t, true);
+}
+
+Result<Decision> Limiter::peek(std::string_view bucket, const Policy& p) {
+  if (p.limit <= 0) return Decision{};
+  const std::int64_t t = now();
+  std::optional<store::Row> row;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(row, c.query_one("SELECT hits, window_start, blocked_until FROM rate_limits WHERE bucket = ?",
+                                           {std::string(bucket)}));
+    return {};
+  }));
+  if (!row) return Decision{};
+  std::int64_t start = row->i64(1);
+  std::int64_t count = start + p.window_ms <= t ? 0 : row->i64(0);
+  return decide(p, count, start, row->i64(2), t, false);
+}
+
+Status Limiter::reset(std::string_view bucket) {
+  return db_.write([&](store::Conn& c) -> Status {
+    SIKA_TRY(c.exec("DELETE FROM rate_limits WHERE bucket = ?", {std::string(bucket)}));
+    return {};
+  });
+}
+
+Result<std::int64_t> Limiter::evict_expired(int batch) {
+  batch = std::max(1, batch);
+  std::int64_t total = 0;
+  for (;;) {
+    const std::int64_t t = now();
+    std::int64_t deleted = 0;
+    SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(deleted, c.exec("DELETE FROM rate_limits WHERE bucket IN (SELECT bucket FROM rate_limits "
+                                            "WHERE expires_at <= ? AND blocked_until <= ? LIMIT ?)",
+                                            {t, t, std::int64_t{batch}}));
+      return {};
+    }));
+    total += deleted;
+    if (deleted < batch) return total;
+  }
+}
+
+void Limiter::start() {
+  std::lock_guard lock(mu_);
+  if (sweeper_.joinable()) return;
+  stopping_ = false;
+  sweeper_ = std::thread([this] {
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(std::max<std::int64_t>(1, opts_.sweep_interval_ms)));
+      if (stopping_) break;
+      lock.unlock();
+      auto evicted = evict_expired(opts_.sweep_batch);
+      if (!evicted) spdlog::warn("rate limit sweep: {}", boost::json::serialize(evicted.error().details));
+      lock.lock();
+    }
+  });
+}
+
+void Limiter::stop() {
+  std::thread t;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    t.swap(sweeper_);
+  }
+  cv_.notify_all();
+  if (t.joinable()) t.join();
+}
+
+Error refusal(const Decision& d, std::string_view what) {
+  boost::json::object details;
+  details["retry_after"] = std::max<std::int64_t>(1, (d.retry_after_ms + 999) / 1000);
+  details["limit"] = what;
+  return rate_limited(std::move(details));
+}
+
+}  // namespace sika::limits

@@ -1,0 +1,82 @@
+#pragma once
+// A rate limiter shared by every node through the database (table rate_limits).
+//
+// Guarantees:
+//  - A bucket counts hits in fixed windows of Policy::window_ms, the first starting at the
+//    bucket's first hit. hit() is ONE statement (an upsert that increments and returns the
+//    count), so concurrent hits on any number of nodes are each counted exactly once and at
+//    most `limit` of them are allowed per window.
+//  - With Policy::block_ms > 0, the hit that makes the window's count reach
+//    limit + block_after blocks the bucket for block_ms: every hit is refused until then,
+//    even in later windows.
+//  - Refusals carry retry_after_ms: when the window ends or the block lifts, whichever is later.
+//  - evict_expired() deletes only rows whose window has ended and whose block has lifted, in
+//    batches; a live window is never forgotten, whatever the number of buckets.
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "core/result.hpp"
+#include "store/db.hpp"
+
+namespace sika::limits {
+
+struct Policy {
+  std::int64_t limit = 0;        // hits allowed per window; <= 0 means unlimited (nothing is stored)
+  std::int64_t window_ms = 60000;
+  std::int64_t block_ms = 0;     // 0: no block, the bucket is free again when its window ends
+  std::int64_t block_after = 1;  // refused hits in one window that start the block
+};
+
+struct Decision {
+  bool allowed = true;
+  std::int64_t count = 0;           // hits in the current window, this one included (peek: without it)
+  std::int64_t retry_after_ms = 0;  // 0 when allowed
+};
+
+struct Options {
+  std::int64_t sweep_interval_ms = 60000;  // how often the background sweep evicts expired windows
+  int sweep_batch = 1000;                  // rows deleted per write unit
+  std::function<std::int64_t()> clock;     // epoch ms; now_ms() when empty
+};
+
+class Limiter {
+ public:
+  explicit Limiter(store::Db& db, Options options = {});
+  ~Limiter();
+  Limiter(const Limiter&) = delete;
+  Limiter& operator=(const Limiter&) = delete;
+
+  // Counts one hit on `bucket` and says whether it is allowed.
+  Result<Decision> hit(std::string_view bucket, const Policy& policy);
+  // Says whether one more hit would be allowed, without counting it (one indexed read).
+  Result<Decision> peek(std::string_view bucket, const Policy& policy);
+  // Forgets a bucket (e.g. after a success that should clear its failures).
+  Status reset(std::string_view bucket);
+  // Deletes expired windows, `batch` rows per write unit, until none is left; returns how many.
+  Result<std::int64_t> evict_expired(int batch = 1000);
+
+  // Starts / stops the background sweep (evict_expired every sweep_interval_ms).
+  void start();
+  void stop();
+
+ private:
+  std::int64_t now() const;
+
+  store::Db& db_;
+  Options opts_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread sweeper_;
+};
+
+// The refusal for a Decision that is not allowed: 429 rate_limited with details
+// {"retry_after": seconds (rounded up, at least 1), "limit": what was exceeded}.
+Error refusal(const Decision& d, std::string_view what);
+
+}  // namespace sika::limits

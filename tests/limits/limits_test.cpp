@@ -1,0 +1,184 @@
+// The database-backed rate limiter on both backends: counting per window, refusal with
+// Retry-After, blocks after repeated excess, exact counts under concurrency from two nodes, and
+// eviction of expired windows only.
+#include <boost/json.hpp>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "limits/limiter.hpp"
+#include "support/test_db.hpp"
+
+namespace sika::limits {
+namespace {
+
+class LimitsTest : public sika::testing::DbTest {
+ protected:
+  void SetUp() override {
+    DbTest::SetUp();
+    if (IsSkipped()) return;
+    limiter_ = std::make_unique<Limiter>(*db_, Options{.clock = [this] { return clock_.load(); }});
+  }
+  void TearDown() override {
+    limiter_.reset();
+    DbTest::TearDown();
+  }
+
+  Decision hit(const std::string& bucket, const Policy& p) {
+    auto d = limiter_->hit(bucket, p);
+    EXPECT_TRUE(d.ok()) << (d.ok() ? "" : boost::json::serialize(d.error().details));
+    return d.ok() ? *d : Decision{};
+  }
+
+  std::int64_t rows() {
+    std::int64_t n = -1;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(auto r, c.query_one("SELECT COUNT(*) FROM rate_limits"));
+                     n = r->i64(0);
+                     return {};
+                   }).ok());
+    return n;
+  }
+
+  std::atomic<std::int64_t> clock_{1'700'000'000'000};
+  std::unique_ptr<Limiter> limiter_;
+};
+
+TEST_P(LimitsTest, CountsHitsPerWindowAndRefusesBeyondTheLimit) {
+  Policy p{.limit = 3, .window_ms = 60000};
+  for (int i = 1; i <= 3; ++i) {
+    Decision d = hit("k", p);
+    EXPECT_TRUE(d.allowed) << i;
+    EXPECT_EQ(d.count, i);
+    clock_ += 1000;
+  }
+  Decision refused = hit("k", p);
+  EXPECT_FALSE(refused.allowed);
+  EXPECT_EQ(refused.count, 4);
+  EXPECT_EQ(refused.retry_after_ms, 57000);  // the window started 3 s ago
+  // Other buckets are independent.
+  EXPECT_TRUE(hit("other", p).allowed);
+  // The window ends 60 s after its first hit: a new one starts at 1.
+  clock_ += 57000;
+  Decision fresh = hit("k", p);
+  EXPECT_TRUE(fresh.allowed);
+  EXPECT_EQ(fresh.count, 1);
+}
+
+TEST_P(LimitsTest, PeekDoesNotCount) {
+  Policy p{.limit = 2, .window_ms = 1000};
+  auto first = limiter_->peek("k", p);
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(first->allowed);
+  EXPECT_EQ(first->count, 0);
+  hit("k", p);
+  auto after_one = limiter_->peek("k", p);
+  ASSERT_TRUE(after_one.ok());
+  EXPECT_TRUE(after_one->allowed);
+  EXPECT_EQ(after_one->count, 1);
+  hit("k", p);
+  auto full = limiter_->peek("k", p);
+  ASSERT_TRUE(full.ok());
+  EXPECT_FALSE(full->allowed);
+  EXPECT_EQ(full->retry_after_ms, 1000);
+  EXPECT_EQ(hit("k", p).count, 3);  // peeks were not counted
+  clock_ += 1000;
+  auto next_window = limiter_->peek("k", p);
+  ASSERT_TRUE(next_window.ok());
+  EXPECT_TRUE(next_window->allowed);
+  EXPECT_EQ(next_window->count, 0);
+}
+
+TEST_P(LimitsTest, RepeatedExcessBlocksBeyondTheWindow) {
+  Policy p{.limit = 2, .window_ms = 1000, .block_ms = 10000, .block_after = 2};
+  EXPECT_TRUE(hit("ip", p).allowed);
+  EXPECT_TRUE(hit("ip", p).allowed);
+  Decision first_excess = hit("ip", p);
+  EXPECT_FALSE(first_excess.allowed);
+  EXPECT_EQ(first_excess.retry_after_ms, 1000);  // not blocked yet: the window's end
+  Decision second_excess = hit("ip", p);
+  EXPECT_FALSE(second_excess.allowed);
+  EXPECT_EQ(second_excess.retry_after_ms, 10000);  // blocked
+  clock_ += 5000;  // a later window, still blocked
+  Decision blocked = hit("ip", p);
+  EXPECT_FALSE(blocked.allowed);
+  EXPECT_EQ(blocked.retry_after_ms, 5000);
+  auto peeked = limiter_->peek("ip", p);
+  ASSERT_TRUE(peeked.ok());
+  EXPECT_FALSE(peeked->allowed);
+  clock_ += 5000;  // the block lifts
+  Decision free = hit("ip", p);
+  EXPECT_TRUE(free.allowed);
+  EXPECT_EQ(free.count, 1);
+  // Without block_ms the bucket is free at the next window.
+  Policy plain{.limit = 1, .window_ms = 1000};
+  hit("plain", plain);
+  hit("plain", plain);
+  hit("plain", plain);
+  clock_ += 1000;
+  EXPECT_TRUE(hit("plain", plain).allowed);
+}
+
+TEST_P(LimitsTest, ConcurrentHitsFromTwoNodesAllowExactlyTheLimit) {
+  store::Db& other = second_node();
+  Limiter second(other, Options{.clock = [this] { return clock_.load(); }});
+  Policy p{.limit = 10, .window_ms = 60000};
+  constexpr int kThreads = 16, kEach = 3;
+  std::atomic<int> allowed{0}, refused{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&, i] {
+      Limiter& l = i % 2 == 0 ? *limiter_ : second;
+      for (int j = 0; j < kEach; ++j) {
+        auto d = l.hit("shared", p);
+        if (!d) ++failed;
+        else if (d->allowed) ++allowed;
+        else ++refused;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(allowed.load(), 10);
+  EXPECT_EQ(refused.load(), kThreads * kEach - 10);
+  EXPECT_EQ(hit("shared", p).count, kThreads * kEach + 1);
+}
+
+TEST_P(LimitsTest, EvictionDeletesExpiredWindowsOnlyInBatches) {
+  Policy minute{.limit = 5, .window_ms = 60000};
+  Policy second{.limit = 1, .window_ms = 1000, .block_ms = 30000, .block_after = 1};
+  for (int i = 0; i < 7; ++i) hit("short-" + std::to_string(i), Policy{.limit = 5, .window_ms = 1000});
+  hit("live", minute);
+  hit("live", minute);
+  hit("blocked", second);
+  hit("blocked", second);  // over the limit: blocked for 30 s
+  ASSERT_FALSE(hit("blocked", second).allowed);
+  clock_ += 2000;  // the 1 s windows have ended; "live" and the block have not
+  EXPECT_EQ(rows(), 9);
+  auto evicted = limiter_->evict_expired(3);  // several batches
+  ASSERT_TRUE(evicted.ok());
+  EXPECT_EQ(*evicted, 7);
+  EXPECT_EQ(rows(), 2);
+  // The live window kept its count; the block still holds.
+  EXPECT_EQ(hit("live", minute).count, 3);
+  EXPECT_FALSE(hit("blocked", second).allowed);
+  clock_ += 60000;
+  auto rest = limiter_->evict_expired(3);
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(*rest, 2);
+  EXPECT_EQ(rows(), 0);
+}
+
+TEST_P(LimitsTest, RefusalIsRateLimitedWithRetryAfterSeconds) {
+  Error e = refusal(Decision{false, 7, 1500}, "requests per hour");
+  EXPECT_EQ(e.kind, ErrorKind::rate_limited);
+  EXPECT_EQ(e.code, "rate_limited");
+  EXPECT_EQ(e.details.at("retry_after").as_int64(), 2);
+  EXPECT_EQ(e.details.at("limit").as_string(), "requests per hour");
+  EXPECT_EQ(refusal(Decision{false, 1, 1}, "x").details.at("retry_after").as_int64(), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LimitsTest, ::testing::Values("sqlite", "postgres"));
+
+}  // namespace
+}  // namespace sika::limits
