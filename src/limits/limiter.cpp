@@ -45,6 +45,7 @@ Result<Decision> Limiter::hit(std::string_view bucket, const Policy& p) {
   const std::int64_t stale = t - p.window_ms;  // a window that started at or before this has ended
   std::int64_t count = 0, start = t, blocked = 0;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    SIKA_TRY(store::counter_isolation(c));
     // Every SET expression reads the row as it was before this hit (both dialects), so the new
     // count appears once as `hits + 1` (or 1 for a new window) in the block condition too.
     SIKA_ASSIGN_OR_RETURN(

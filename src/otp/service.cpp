@@ -183,6 +183,7 @@ Result<Verification> Service::verify_where(std::string_view where, store::Params
   Verification v;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     v = Verification{};
+    SIKA_TRY(store::counter_isolation(c));
     // The one statement that decides whether this call may compare a code at all.
     SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("UPDATE otp_challenges SET attempts = attempts + 1 WHERE " + where_sql +
                                                     " AND used_at IS NULL AND attempts < max_attempts AND expires_at > ? "

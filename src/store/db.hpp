@@ -69,6 +69,19 @@ class Conn {
   Result<std::optional<Row>> query_one(std::string_view sql, const Params& params = {});
 };
 
+// For a write unit built around one atomic single-row statement (a counter upsert, a conditional
+// UPDATE ... WHERE n < max): on PostgreSQL, switches the unit to READ COMMITTED, where a concurrent
+// update of the same row waits for it and then applies to the newest version (re-checking the
+// WHERE clause) instead of failing with a serialization error, so a hot row does not exhaust the
+// retries. Must be the unit's first statement; later statements of the unit must not rely on a
+// snapshot. SQLite: nothing to do (one writer).
+inline Result<void> counter_isolation(Conn& c) {
+  if (c.dialect() != Dialect::postgres) return {};
+  auto r = c.exec("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
+  if (!r) return r.take_error();
+  return {};
+}
+
 // Counters describing what a Db has done since it was opened (for tests, benchmarks, metrics).
 struct DbStats {
   std::uint64_t write_units = 0;      // write units completed (committed or failed)

@@ -369,6 +369,33 @@ TEST_P(StoreTest, ConcurrentWritersAreAllDurable) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), kThreads * kWrites);
 }
 
+TEST_P(StoreTest, HotCounterUnitsCountEveryIncrementWithoutRetries) {
+  write_sql("CREATE TABLE counters (k TEXT PRIMARY KEY, n BIGINT NOT NULL)");
+  constexpr int kThreads = 16;
+  constexpr int kIncrements = 20;
+  const std::uint64_t retries_before = db_->stats().retries;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kIncrements; ++i) {
+        Status st = db_->write([&](Conn& c) -> Status {
+          SIKA_TRY(counter_isolation(c));
+          SIKA_TRY(c.query_one("INSERT INTO counters (k, n) VALUES ('hot', 1) ON CONFLICT (k) DO UPDATE SET "
+                               "n = counters.n + 1 RETURNING n"));
+          return {};
+        });
+        if (!st) failures.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(count("SELECT n FROM counters WHERE k = 'hot'"), kThreads * kIncrements);
+  // One row updated by every unit at once: no serialization failure had to be retried.
+  EXPECT_EQ(db_->stats().retries, retries_before);
+}
+
 TEST_P(StoreTest, FailingUnitInABatchRollsBackAlone) {
   create_values_table();
   std::latch blocker_running(1);
