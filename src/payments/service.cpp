@@ -330,7 +330,12 @@ Result<Transaction> Service::execute_collection(Transaction tx, std::optional<st
     if (!digits) return empty_data(bj::object{{"otp", "must be 4 to 8 digits"}});
   }
   PaymentOrder order = order_for(tx, tx.needs_otp ? otp : std::nullopt);
-  if (tx.needs_otp && !check_otp(tx, order)) return count_wrong_otp(tx, source);
+  if (tx.needs_otp) {
+    // The attempt is taken before the code is compared, so concurrent guesses cannot compare
+    // more than max_otp_attempts codes.
+    SIKA_ASSIGN_OR_RETURN(std::int64_t attempt, take_otp_attempt(tx, source));
+    if (!check_otp(tx, order)) return wrong_otp(tx, attempt, source);
+  }
   if (tx.channel == kChannelWallet) return execute_wallet(tx, source);
   Connector* conn = connector_for(tx);
   if (!conn) return provider_unavailable(bj::object{{"provider", "no connector for " + tx.service_code}});
@@ -345,26 +350,49 @@ Status Service::check_otp(const Transaction& tx, const PaymentOrder& order) {
   return conn->check_otp(order);
 }
 
-// Counts a wrong code; the last allowed one FAILS the collection (INVALID_OTP). Returns the
-// error to answer.
-Error Service::count_wrong_otp(Transaction& tx, std::string_view source) {
+// Takes one code attempt of `tx` (its own write unit, committed before the code is compared).
+// When none is left the collection FAILS (INVALID_OTP) if it has not already, and the answer is
+// the invalid_otp error; a collection that left INITIATED meanwhile answers a conflict.
+Result<std::int64_t> Service::take_otp_attempt(Transaction& tx, std::string_view source) {
   const Transaction original = tx;
-  std::int64_t failures = 0;
-  bool failed_now = false;
+  std::optional<std::int64_t> taken;
   Status st = write([&](store::Conn& c, ledger::Learned& learned) -> Status {
     tx = original;
-    failed_now = false;
-    SIKA_ASSIGN_OR_RETURN(auto count, tables::add_otp_failure(c, tx.id));
-    if (!count) return {};
-    failures = *count;
-    if (failures < options_.max_otp_attempts) return {};
-    SIKA_ASSIGN_OR_RETURN(failed_now, apply(c, tx, move_to(TxStatus::failed, source, "INVALID_OTP"), learned));
+    SIKA_ASSIGN_OR_RETURN(taken, tables::take_otp_attempt(c, tx.id, options_.max_otp_attempts));
+    if (taken) return {};
+    // No attempt left (or no longer INITIATED): fail it if it still is INITIATED.
+    SIKA_ASSIGN_OR_RETURN(bool failed, apply(c, tx, move_to(TxStatus::failed, source, "INVALID_OTP"), learned));
+    (void)failed;  // a lost race means another request already moved it
     return {};
   });
   if (!st) return st.take_error();
+  if (taken) return *taken;
+  SIKA_ASSIGN_OR_RETURN(Transaction now_tx, refresh(tx));
+  if (now_tx.status != TxStatus::initiated && now_tx.status != TxStatus::failed)
+    return reference_conflict("is " + std::string(to_string(now_tx.status)) +
+                              ": only an INITIATED collection can be executed");
+  bj::object d;
+  d["otp"] = "too many attempts, the transaction has FAILED";
+  d["attempts_left"] = 0;
+  return bad_request("invalid_otp", std::move(d));
+}
+
+// Answers a wrong code whose attempt was `attempt`; the last allowed one FAILS the collection
+// (INVALID_OTP).
+Error Service::wrong_otp(Transaction& tx, std::int64_t attempt, std::string_view source) {
+  bool failed_now = false;
+  if (attempt >= options_.max_otp_attempts) {
+    const Transaction original = tx;
+    Status st = write([&](store::Conn& c, ledger::Learned& learned) -> Status {
+      tx = original;
+      SIKA_ASSIGN_OR_RETURN(failed_now, apply(c, tx, move_to(TxStatus::failed, source, "INVALID_OTP"), learned));
+      return {};
+    });
+    if (!st) return st.take_error();
+  }
   bj::object d;
   d["otp"] = failed_now ? "is incorrect; too many attempts, the transaction has FAILED" : "is incorrect";
-  d["attempts_left"] = std::max<std::int64_t>(0, options_.max_otp_attempts - failures);
+  d["attempts_left"] = std::max<std::int64_t>(0, options_.max_otp_attempts - attempt);
   return bad_request("invalid_otp", std::move(d));
 }
 

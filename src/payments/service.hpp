@@ -172,7 +172,8 @@ class Service {
   Result<Transaction> execute_provider(const Transaction& tx, PaymentOrder order, Connector& conn,
                                        std::string_view source);
   Status check_otp(const Transaction& tx, const PaymentOrder& order);
-  Error count_wrong_otp(Transaction& tx, std::string_view source);
+  Result<std::int64_t> take_otp_attempt(Transaction& tx, std::string_view source);
+  Error wrong_otp(Transaction& tx, std::int64_t attempt, std::string_view source);
   Result<Moved> move(const Transaction& tx, const Move& move);
   Result<Transaction> expire_if_overdue(const Transaction& tx, std::string_view source);
   Result<Transaction> settle_from_operator(const Transaction& tx, const OperatorStatus& st, std::string_view source);

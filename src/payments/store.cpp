@@ -77,10 +77,12 @@ Status insert_transition(store::Conn& conn, std::int64_t transaction_id, TxStatu
   return {};
 }
 
-Result<std::optional<std::int64_t>> add_otp_failure(store::Conn& conn, std::int64_t transaction_id) {
+Result<std::optional<std::int64_t>> take_otp_attempt(store::Conn& conn, std::int64_t transaction_id,
+                                                     std::int64_t max_attempts) {
   SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one("UPDATE pay_transactions SET otp_failures = otp_failures + 1 "
-                                                 "WHERE id = ? AND status = 'INITIATED' RETURNING otp_failures",
-                                                 {transaction_id}));
+                                                 "WHERE id = ? AND status = 'INITIATED' AND otp_failures < ? "
+                                                 "RETURNING otp_failures",
+                                                 {transaction_id, max_attempts}));
   if (!row) return std::optional<std::int64_t>();
   return std::optional<std::int64_t>(row->i64(0));
 }

@@ -36,7 +36,12 @@ Status insert_transition(store::Conn& conn, std::int64_t transaction_id, TxStatu
                          std::string_view source, const std::optional<std::string>& reason, std::int64_t at);
 // Counts one more wrong one-time code on a transaction that is still INITIATED; returns the
 // new count, or nullopt when it is no longer INITIATED (nothing written).
-Result<std::optional<std::int64_t>> add_otp_failure(store::Conn& conn, std::int64_t transaction_id);
+// Takes one of the transaction's `max_attempts` one-time-code attempts, in one conditional
+// UPDATE, before the code is compared: returns the attempts used so far including this one, or
+// nothing when the collection is no longer INITIATED or has no attempt left. However many
+// requests race, at most max_attempts codes are ever compared.
+Result<std::optional<std::int64_t>> take_otp_attempt(store::Conn& conn, std::int64_t transaction_id,
+                                                     std::int64_t max_attempts);
 
 // A merchant named by a split line.
 struct Beneficiary {

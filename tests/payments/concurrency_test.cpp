@@ -27,6 +27,51 @@ class ConcurrencyTest : public PaymentsTest {
 
 INSTANTIATE_TEST_SUITE_P(Backends, ConcurrencyTest, ::testing::Values("sqlite", "postgres"));
 
+// Thirty wrong codes sent at once to one WALLET collection: each request takes an attempt before
+// its code is compared, so exactly max_otp_attempts (3) codes are compared, whatever the race,
+// and the collection ends FAILED (INVALID_OTP) with nothing debited.
+TEST_P(ConcurrencyTest, ConcurrentWrongCodesCompareAtMostTheAllowedAttempts) {
+  const std::string wallet = "237690100050";
+  ASSERT_TRUE(service_->fund_wallet("sandbox", wallet, "XAF", 100'000, "seed").ok());
+  auto p = principal(m1_);
+  auto body = intent_body(wallet, 5'000, "SIKA_WALLET_CMR");
+  body["channel"] = "WALLET";
+  auto [st, env] = call(&Service::create_intent, p, body);
+  ASSERT_EQ(st, 200) << bj::serialize(env);
+  const bj::value reference = env.at("data").at("transaction_reference");
+
+  std::atomic<int> compared{0}, exhausted{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 30; ++i) {
+    threads.emplace_back([&, i] {
+      auto [st2, env2] = call(&Service::execute, p,
+                              bj::object{{"transaction_reference", reference}, {"otp", std::to_string(200000 + i)}});
+      const bj::value* details = env2.if_contains("error") ? env2.at("error").as_object().if_contains("details") : nullptr;
+      const bj::value* otp = details && details->is_object() ? details->as_object().if_contains("otp") : nullptr;
+      std::string text = otp && otp->is_string() ? std::string(otp->as_string()) : "";
+      if (st2 == 400 && text.rfind("is incorrect", 0) == 0)
+        ++compared;
+      else if ((st2 == 400 && text.find("too many attempts") != std::string::npos) || st2 == 409)
+        ++exhausted;
+      else
+        ++other, ADD_FAILURE() << st2 << " " << bj::serialize(env2);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(compared.load(), 3);
+  EXPECT_EQ(exhausted.load(), 27);
+  EXPECT_EQ(other.load(), 0);
+  auto [st3, env3] = call(&Service::status, p, bj::object{{"transaction_reference", reference}});
+  ASSERT_EQ(st3, 200);
+  EXPECT_EQ(env3.at("data").at("status"), "FAILED");
+  // The right code after the limit changes nothing: the collection stays FAILED, nothing debited.
+  auto [st4, env4] = call(&Service::execute, p, bj::object{{"transaction_reference", reference}, {"otp", "123456"}});
+  EXPECT_NE(st4, 200) << bj::serialize(env4);
+  auto balance = service_->account_balance(ledger::customer_wallet(wallet, "sandbox", "XAF"));
+  ASSERT_TRUE(balance.ok());
+  EXPECT_EQ(*balance, 100'000);
+}
+
 TEST_P(ConcurrencyTest, ThousandsOfMixedOperationsLeaveTheLedgerExact) {
   const bool pg = GetParam() == "postgres";
   const int kThreads = 8;
