@@ -1,5 +1,6 @@
 // The store's behaviour on both backends. The PostgreSQL instance needs SIKA_TEST_PG_DSN (an
-// admin DSN; each test creates and drops its own database) and skips itself without it:
+// admin DSN; each test creates and drops its own database) and skips itself without it (fails
+// under CI=true or SIKA_REQUIRE_PG=1):
 //   scripts/with-postgres.sh build/tests/store/store_test
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
@@ -20,34 +21,15 @@
 #include "store/db.hpp"
 #include "store/migrations.hpp"
 #include "store/outbox.hpp"
+#include "support/test_db.hpp"
 
 namespace sika::store {
 namespace {
 
 using namespace std::chrono_literals;
 
-// Returns the admin DSN with its database name replaced.
-std::string with_database(const std::string& dsn, const std::string& name) {
-  std::size_t host = dsn.find("://");
-  std::size_t slash = dsn.find('/', host + 3);
-  std::size_t query = dsn.find('?', host + 3);
-  std::string tail = query == std::string::npos ? "" : dsn.substr(query);
-  std::string head = slash == std::string::npos || (query != std::string::npos && slash > query)
-                         ? dsn.substr(0, query == std::string::npos ? dsn.size() : query)
-                         : dsn.substr(0, slash);
-  return head + "/" + name + tail;
-}
-
-// Runs admin SQL outside any transaction (CREATE/DROP DATABASE, pg_terminate_backend).
-void admin_exec(const std::string& dsn, const std::string& sql) {
-  PGconn* c = PQconnectdb(dsn.c_str());
-  ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
-  PGresult* r = PQexec(c, sql.c_str());
-  ExecStatusType st = PQresultStatus(r);
-  EXPECT_TRUE(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) << sql << ": " << PQerrorMessage(c);
-  PQclear(r);
-  PQfinish(c);
-}
+using sika::testing::admin_exec;
+using sika::testing::with_database;
 
 std::string details_text(const Error& e) { return boost::json::serialize(e.details); }
 
@@ -55,9 +37,7 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (GetParam() == "postgres") {
-      const char* admin = std::getenv("SIKA_TEST_PG_DSN");
-      if (admin == nullptr || *admin == '\0') GTEST_SKIP() << "SIKA_TEST_PG_DSN is not set";
-      admin_dsn_ = admin;
+      SIKA_TEST_PG_DSN_OR_END(admin_dsn_);
       database_ = "sika_store_test_" + hex_encode(random_bytes(6));
       admin_exec(admin_dsn_, "CREATE DATABASE " + database_);
       dsn_ = with_database(admin_dsn_, database_);
