@@ -1,6 +1,6 @@
 // Starts a real `build/sika serve` for black-box tests, on a free port, with a fresh
-// database (SQLite file in a temp dir, or a new PostgreSQL database when
-// backend === 'postgres' and SIKA_TEST_PG_DSN is set), seeded with the demo world.
+// database (SQLite file in a temp dir, or a new PostgreSQL database in SIKA_TEST_PG_DSN when
+// backend === 'postgres'), seeded with the demo world.
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,8 +11,16 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const sikaBinary = process.env.SIKA_BIN || path.join(root, 'build', 'sika');
 
+// True when a missing PostgreSQL must fail the tests instead of leaving its half out: under CI
+// (CI=true) or with SIKA_REQUIRE_PG=1 (scripts/test.sh sets it).
+export function postgresRequired() {
+  return process.env.CI === 'true' || process.env.SIKA_REQUIRE_PG === '1';
+}
+
+// The backends to run on: SQLite, and PostgreSQL when SIKA_TEST_PG_DSN is set or required (a
+// required PostgreSQL without a DSN then fails in startServer).
 export function backends() {
-  return process.env.SIKA_TEST_PG_DSN ? ['sqlite', 'postgres'] : ['sqlite'];
+  return process.env.SIKA_TEST_PG_DSN || postgresRequired() ? ['sqlite', 'postgres'] : ['sqlite'];
 }
 
 export async function freePort() {
@@ -29,6 +37,10 @@ export async function freePort() {
 let dbCounter = 0;
 function freshPostgres() {
   const admin = process.env.SIKA_TEST_PG_DSN;
+  if (!admin) {
+    throw new Error('SIKA_TEST_PG_DSN is not set, and PostgreSQL is required (CI=true or SIKA_REQUIRE_PG=1): '
+      + 'run under scripts/with-postgres.sh');
+  }
   const name = `sika_e2e_${process.pid}_${Date.now()}_${dbCounter++}`;
   execFileSync('psql', [admin, '-q', '-c', `CREATE DATABASE ${name}`]);
   const u = new URL(admin);
