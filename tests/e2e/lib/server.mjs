@@ -48,15 +48,23 @@ function freshPostgres() {
   return { dsn: u.toString(), drop: () => { try { execFileSync('psql', [admin, '-q', '-c', `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`]); } catch {} } };
 }
 
-// options: { backend, env: {SIKA_...}, args: [...] }
+// options: { backend, env: {SIKA_...}, args: [...], reuse }. `reuse` is a server stopped with
+// crash(): the new server opens its database (and takes over removing it) instead of a fresh one.
 export async function startServer(options = {}) {
-  const backend = options.backend || 'sqlite';
-  const dir = mkdtempSync(path.join(tmpdir(), 'sika-e2e-'));
+  const backend = options.reuse ? options.reuse.backend : (options.backend || 'sqlite');
   const port = await freePort();
-  let dsn, drop = () => {};
-  if (backend === 'postgres') ({ dsn, drop } = freshPostgres());
-  else dsn = `sqlite://${path.join(dir, 'sika.db')}`;
+  let dir, dsn, drop = () => {};
+  if (options.reuse) ({ dir, dsn, drop } = options.reuse);
+  else if (backend === 'postgres') {
+    ({ dsn, drop } = freshPostgres());
+    dir = mkdtempSync(path.join(tmpdir(), 'sika-e2e-'));
+  } else {
+    dir = mkdtempSync(path.join(tmpdir(), 'sika-e2e-'));
+    dsn = `sqlite://${path.join(dir, 'sika.db')}`;
+  }
   const demoFile = path.join(dir, 'demo.json');
+  // Readiness waits for this file: a restarted server writes it anew (with its new port).
+  rmSync(demoFile, { force: true });
   const publicUrl = `http://127.0.0.1:${port}`;
   const args = ['serve', '--listen', `127.0.0.1:${port}`, '--db', dsn, '--public-url', publicUrl,
     '--demo', demoFile, ...(options.args || [])];
@@ -81,10 +89,15 @@ export async function startServer(options = {}) {
   }
   const demo = JSON.parse(readFileSync(demoFile, 'utf8'));
   return {
-    backend, port, dsn, dir, demo, child, publicUrl,
+    backend, port, dsn, dir, drop, demo, child, publicUrl,
     output: () => output,
     baseUrl: demo.base_url, authUrl: demo.auth_url, checkoutUrl: demo.checkout_url,
     linkUrl: demo.link_url, dashboardUrl: demo.dashboard_url,
+    // Kills the process with SIGKILL (no shutdown of any kind) and keeps its database.
+    async crash() {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      return exited;
+    },
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null) child.kill(signal);
       const r = await exited;
