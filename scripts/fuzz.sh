@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (fuzz/, clang++ with ASan and UBSan, into ./build-fuzz) and runs
 # each for SECONDS (default 30) from its seed corpus in fuzz/corpus/<harness>. Exits 1 when a
-# harness crashes, leaks or hangs; the input that did it is kept in build-fuzz/artifacts/.
+# harness crashes, leaks or hangs (25 s on one input); the input that did it is kept in
+# build-fuzz/artifacts/.
 #   scripts/fuzz.sh [SECONDS] [HARNESS...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,7 @@ for h in "${harnesses[@]}"; do
   # New inputs go to the scratch corpus (first directory); the seeds in the repository stay as they are.
   mkdir -p "build-fuzz/corpus/$h"
   log="build-fuzz/artifacts/$h.log"
-  if build-fuzz/"fuzz_$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  if build-fuzz/"fuzz_$h" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="build-fuzz/artifacts/$h-" "build-fuzz/corpus/$h" "fuzz/corpus/$h" >"$log" 2>&1; then
     echo "fuzz $h: ok ($(grep -o '^stat::number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*$' || echo '?') runs in ${seconds}s)"
   else
