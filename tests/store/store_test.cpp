@@ -627,11 +627,6 @@ TEST_P(StoreTest, PostgresRetriesConflictsUntilTheDeadline) {
     write_sql(std::string("CREATE OR REPLACE FUNCTION conflict_now() RETURNS BIGINT LANGUAGE plpgsql AS $$ "
                           "BEGIN RAISE EXCEPTION 'simulated conflict' USING ERRCODE = '") +
               code + "'; END $$");
-    DbOptions options;
-    options.retry_deadline_ms = 300;
-    auto db = open_db(options);
-    ASSERT_NE(db, nullptr);
-
     int calls = 0;
     auto until = [&](int conflicts) {
       return [&calls, conflicts](Conn& c) -> Status {
@@ -640,17 +635,22 @@ TEST_P(StoreTest, PostgresRetriesConflictsUntilTheDeadline) {
         return {};
       };
     };
-    Status st = db->write(until(8));
+    // Under the default deadline (5 s) eight conflicts in a row cost well under a second.
+    Status st = db_->write(until(8));
     EXPECT_TRUE(st.ok()) << code << ": " << (st.ok() ? "" : details_text(st.error()));
     EXPECT_EQ(calls, 9) << code;
 
+    DbOptions options;
+    options.retry_deadline_ms = 300;
+    auto db = open_db(options);
+    ASSERT_NE(db, nullptr);
     calls = 0;
     auto started = std::chrono::steady_clock::now();
     st = db->write(until(1 << 30));
     auto elapsed = std::chrono::steady_clock::now() - started;
     ASSERT_FALSE(st.ok()) << code;
     EXPECT_EQ(st.error().kind, ErrorKind::retryable) << code;
-    EXPECT_GT(calls, 5) << code;
+    EXPECT_GE(calls, 3) << code;
     // It gave up near the deadline: not at once, and without sleeping past it.
     EXPECT_GE(elapsed, 150ms) << code;
     EXPECT_LT(elapsed, 1500ms) << code;
