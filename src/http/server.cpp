@@ -385,25 +385,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     log_.method = req.method;
     log_.user_agent = std::string(req.header("user-agent"));
 
-    // Target: origin-form "/path?query", or absolute-form "http://host/path?query".
-    std::string_view t = req.target;
-    if (t.starts_with("http://") || t.starts_with("https://")) {
-      std::size_t slash = t.find('/', t.find("://") + 3);
-      t = slash == std::string_view::npos ? std::string_view("/") : t.substr(slash);
-    }
-    std::size_t q = t.find('?');
-    std::string_view raw_path = t.substr(0, q);
-    log_.path = std::string(raw_path);
-    if (q != std::string_view::npos) req.query_string = std::string(t.substr(q + 1));
-    if (raw_path.empty() || raw_path.front() != '/')
-      return fail(bad_request("bad_request", boost::json::object{{"target", "must be an absolute path"}}));
-    auto path = web::percent_decode(raw_path, false);
-    if (!path) return fail(bad_request("bad_request", boost::json::object{{"path", "malformed percent-encoding"}}));
-    req.path = std::move(*path);
+    Status target = web::parse_target(req.target, req);
     log_.path = req.path;
-    auto query = web::parse_form(req.query_string);
-    if (!query) return fail(bad_request("bad_request", boost::json::object{{"query", "malformed percent-encoding"}}));
-    req.query = std::move(*query);
+    if (!target) return fail(target.error());
 
     state_ = State::handling;
     if (srv_.opt.run_inline && srv_.opt.run_inline(req)) {

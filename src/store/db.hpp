@@ -96,6 +96,9 @@ struct DbOptions {
   int pool_size = 16;             // PostgreSQL connections / SQLite reader connections
   int busy_timeout_ms = 5000;     // SQLite busy timeout
   int max_batch = 512;            // SQLite group commit: most write units in one transaction
+  // PostgreSQL: how long a write unit keeps being run again after serialization failures and
+  // deadlocks (jittered exponential backoff) before the caller gets 503. 0 runs it once.
+  int retry_deadline_ms = 5000;
 };
 
 class Db {

@@ -1,8 +1,12 @@
 // The PostgreSQL backend: a bounded pool of libpq connections. Write units run in
 // SERIALIZABLE transactions (the same guarantees as SQLite's single writer) and are run again
-// on serialization failures and deadlocks; broken connections are discarded and replaced.
+// on serialization failures and deadlocks until they commit or their retry deadline passes;
+// broken connections are discarded and replaced.
 #include <libpq-fe.h>
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -28,10 +32,14 @@ constexpr Oid kOidOid = 26;
 constexpr Oid kFloat4Oid = 700;
 constexpr Oid kFloat8Oid = 701;
 
-// Units on hot rows (a merchant's balance) conflict often under load; 40 attempts with the
-// backoff below (about a second in all) keep such conflicts from reaching callers as 503.
-constexpr int kMaxWriteAttempts = 40;
-constexpr int kMaxReadAttempts = 2;
+// Runs again after a broken connection or a stale prepared statement (not conflicts: those
+// are bounded by the retry deadline). A read runs again once, a write unit up to three times.
+constexpr int kMaxReadReconnects = 1;
+constexpr int kMaxWriteReconnects = 3;
+// Backoff after the n-th conflict: a random pause in [cap/2, cap) with cap = 1 ms * 2^(n-1),
+// at most 128 ms.
+constexpr std::uint32_t kBackoffBaseUs = 1000;
+constexpr int kBackoffMaxDoublings = 7;
 constexpr std::size_t kStatementCacheLimit = 512;
 constexpr auto kPoolWait = std::chrono::seconds(10);
 
@@ -57,6 +65,7 @@ struct Failure {
   Error error;
   bool broken = false;     // the connection is unusable; the server rolled the transaction back
   bool retryable = false;  // the whole transaction may succeed if run again
+  bool conflict = false;   // serialization failure or deadlock: another transaction won
   bool stale_plan = false; // a prepared statement's result columns changed (after a migration)
 };
 
@@ -82,7 +91,7 @@ Failure classify(PGconn* conn, const PGresult* res, std::string_view sql, const 
   }
   if (!sqlstate.empty()) message += " (SQLSTATE " + sqlstate + ")";
   if (sqlstate == "40001" || sqlstate == "40P01") {
-    f.retryable = true;
+    f.retryable = f.conflict = true;
     f.error = sika::retryable(boost::json::string("concurrent update, try again: " + message));
     return f;
   }
@@ -419,13 +428,21 @@ class Pool {
 // How one transaction attempt ended.
 struct Attempt {
   Status status;
-  bool retry = false;   // running the unit again may succeed
-  bool broken = false;  // the connection broke
+  bool retry = false;     // running the unit again may succeed
+  bool broken = false;    // the connection broke
+  bool conflict = false;  // a serialization failure or deadlock (retried until the deadline)
 };
+
+// The pause before running a unit again after its n-th conflict (n >= 1).
+std::chrono::microseconds conflict_backoff(int n) {
+  std::uint32_t cap = kBackoffBaseUs << std::min(n - 1, kBackoffMaxDoublings);
+  return std::chrono::microseconds(cap / 2 + random_uniform(cap / 2));
+}
 
 class PostgresDb final : public Db {
  public:
-  PostgresDb(std::string dsn, const DbOptions& options) : pool_(std::move(dsn), options.pool_size) {}
+  PostgresDb(std::string dsn, const DbOptions& options)
+      : pool_(std::move(dsn), options.pool_size), retry_deadline_(options.retry_deadline_ms) {}
   ~PostgresDb() override { close(); }
 
   void adopt(std::unique_ptr<PgConnection> c) { pool_.adopt(std::move(c)); }
@@ -433,11 +450,11 @@ class PostgresDb final : public Db {
   Dialect dialect() const override { return Dialect::postgres; }
 
   Status read(const std::function<Status(Conn&)>& fn) override {
-    return run(fn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", false, kMaxReadAttempts);
+    return run(fn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", false);
   }
 
   Status write(const std::function<Status(Conn&)>& fn) override {
-    return run(fn, "BEGIN ISOLATION LEVEL SERIALIZABLE", true, kMaxWriteAttempts);
+    return run(fn, "BEGIN ISOLATION LEVEL SERIALIZABLE", true);
   }
 
   Status ping() override {
@@ -459,34 +476,50 @@ class PostgresDb final : public Db {
   }
 
  private:
-  Status run(const std::function<Status(Conn&)>& fn, const char* begin, bool write, int max_attempts) {
-    for (int attempt = 1;; ++attempt) {
+  // Runs fn until it succeeds, fails for good, or keeps conflicting past the retry deadline.
+  Status run(const std::function<Status(Conn&)>& fn, const char* begin, bool write) {
+    using Clock = std::chrono::steady_clock;
+    const auto started = Clock::now();
+    const auto deadline = started + retry_deadline_;
+    const int max_reconnects = write ? kMaxWriteReconnects : kMaxReadReconnects;
+    int conflicts = 0;
+    int reconnects = 0;
+    for (;;) {
       auto acquired = pool_.acquire();
       if (!acquired) return acquired.take_error();
       std::unique_ptr<PgConnection> c = std::move(acquired).value();
       Attempt a = run_once(*c, fn, begin, write);
       pool_.release(std::move(c));
       if (a.broken) pool_.drop_idle();
-      if (a.status) {
-        if (write) commits_.fetch_add(1, std::memory_order_relaxed);
+      if (a.status && write) commits_.fetch_add(1, std::memory_order_relaxed);
+      bool again = false;
+      std::chrono::microseconds pause{0};
+      if (!a.status && a.retry) {
+        if (a.conflict) {
+          // Randomised exponential backoff so the transactions that conflicted do not meet
+          // again; never sleep past the deadline only to fail afterwards.
+          pause = conflict_backoff(++conflicts);
+          again = Clock::now() + pause < deadline;
+          if (!again)
+            spdlog::warn("storage unit still conflicting after {} attempts in {} ms; giving up", conflicts,
+                         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
+        } else {
+          again = ++reconnects <= max_reconnects;
+        }
       }
-      if (a.status || !a.retry || attempt >= max_attempts) {
+      if (!again) {
         if (write) write_units_.fetch_add(1, std::memory_order_relaxed);
         return std::move(a.status);
       }
       retries_.fetch_add(1, std::memory_order_relaxed);
-      if (!a.broken) {
-        // Randomised exponential backoff (up to 1, 2, 4 ... 64 ms) so the transactions that
-        // conflicted do not meet again.
-        std::uint32_t max_us = 1000u << std::min(attempt - 1, 6);
-        std::this_thread::sleep_for(std::chrono::microseconds(100 + random_uniform(max_us)));
-      }
+      if (pause.count() > 0) std::this_thread::sleep_for(pause);
     }
   }
 
   Attempt run_once(PgConnection& c, const std::function<Status(Conn&)>& fn, const char* begin, bool write) {
     std::optional<Failure> failure;
-    if (auto r = c.simple(begin, failure); !r) return {r.take_error(), failure->retryable, failure->broken};
+    if (auto r = c.simple(begin, failure); !r)
+      return {r.take_error(), failure->retryable, failure->broken, failure->conflict};
     PgConn conn(c);
     Status st = run_unit(fn, conn);
     if (const auto& f = conn.failure()) {
@@ -494,7 +527,7 @@ class PostgresDb final : public Db {
       if (f->broken) return {f->error, true, true};
       rollback(c);
       if (f->stale_plan) c.forget_statements();
-      if (f->retryable) return {f->error, true, false};
+      if (f->retryable) return {f->error, true, false, f->conflict};
       // fn's own error when it returned one (it may have mapped the failure), else the failure.
       if (st) st = f->error;
       return {std::move(st), false, false};
@@ -510,7 +543,7 @@ class PostgresDb final : public Db {
                     "database connection lost during COMMIT; the write may or may not have been applied")),
                 false, true};
       rollback(c);
-      return {tag.take_error(), failure->retryable, failure->broken};
+      return {tag.take_error(), failure->retryable, failure->broken, failure->conflict};
     }
     if (*tag != "COMMIT") return {storage_error(false, "transaction was rolled back at COMMIT", "COMMIT"), false, false};
     return {};
@@ -523,6 +556,7 @@ class PostgresDb final : public Db {
   }
 
   Pool pool_;
+  const std::chrono::milliseconds retry_deadline_;
   std::atomic<std::uint64_t> write_units_{0};
   std::atomic<std::uint64_t> commits_{0};
   std::atomic<std::uint64_t> retries_{0};

@@ -170,4 +170,25 @@ Result<Fields> parse_form(std::string_view text) {
   return out;
 }
 
+Status parse_target(std::string_view target, Request& req) {
+  std::string_view t = target;
+  if (t.starts_with("http://") || t.starts_with("https://")) {
+    std::size_t slash = t.find('/', t.find("://") + 3);
+    t = slash == std::string_view::npos ? std::string_view("/") : t.substr(slash);
+  }
+  std::size_t q = t.find('?');
+  std::string_view raw_path = t.substr(0, q);
+  req.path = std::string(raw_path);
+  if (q != std::string_view::npos) req.query_string = std::string(t.substr(q + 1));
+  if (raw_path.empty() || raw_path.front() != '/')
+    return bad_request("bad_request", boost::json::object{{"target", "must be an absolute path"}});
+  auto path = percent_decode(raw_path, false);
+  if (!path) return bad_request("bad_request", boost::json::object{{"path", "malformed percent-encoding"}});
+  req.path = std::move(*path);
+  auto query = parse_form(req.query_string);
+  if (!query) return bad_request("bad_request", boost::json::object{{"query", "malformed percent-encoding"}});
+  req.query = std::move(*query);
+  return {};
+}
+
 }  // namespace sika::web

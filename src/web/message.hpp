@@ -87,5 +87,10 @@ std::optional<std::string> percent_decode(std::string_view in, bool plus_is_spac
 std::string percent_encode(std::string_view in);
 // Parses "a=1&b=2" (query strings and application/x-www-form-urlencoded bodies).
 Result<Fields> parse_form(std::string_view text);
+// Splits a request target, origin-form "/path?query" or absolute-form "http://host/path?query",
+// into req.path (percent-decoded), req.query_string (raw) and req.query (decoded). On a malformed
+// target returns 400 bad_request whose details name "target", "path" or "query"; req.path then
+// holds the raw path, for the access log.
+Status parse_target(std::string_view target, Request& req);
 
 }  // namespace sika::web

@@ -24,6 +24,7 @@
 #include "identity/pages.hpp"
 #include "identity/service.hpp"
 #include "store/db.hpp"
+#include "support/test_db.hpp"
 #include "web/router.hpp"
 
 namespace sika::identity {
@@ -274,9 +275,7 @@ class IdentityTest : public ::testing::TestWithParam<std::string> {
 
   void SetUp() override {
     if (GetParam() == "postgres") {
-      const char* admin = std::getenv("SIKA_TEST_PG_DSN");
-      if (admin == nullptr || *admin == '\0') GTEST_SKIP() << "SIKA_TEST_PG_DSN is not set";
-      admin_dsn_ = admin;
+      SIKA_TEST_PG_DSN_OR_END(admin_dsn_);
       database_ = "sika_identity_test_" + hex_encode(random_bytes(6));
       admin_exec(admin_dsn_, "CREATE DATABASE " + database_);
       dsn_ = with_database(admin_dsn_, database_);

@@ -1,7 +1,8 @@
 #pragma once
 // Shared by the component test suites. A fresh, migrated database per test on the backend named by the test parameter: "sqlite" (a
-// file in a temporary directory) or "postgres" (a new database created in SIKA_TEST_PG_DSN; the
-// test skips itself when that variable is unset).
+// file in a temporary directory) or "postgres" (a new database created in SIKA_TEST_PG_DSN). Without
+// that variable a PostgreSQL test skips itself, or fails when PostgreSQL is required: under CI
+// (CI=true) or with SIKA_REQUIRE_PG=1 (scripts/test.sh), so a run without PostgreSQL never looks green.
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 
@@ -9,11 +10,40 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "core/random.hpp"
 #include "store/db.hpp"
 
 namespace sika::testing {
+
+// Returns true iff a missing PostgreSQL must fail the PostgreSQL tests instead of skipping them.
+inline bool postgres_required() {
+  auto set = [](const char* name, std::string_view yes) {
+    const char* v = std::getenv(name);
+    return v != nullptr && std::string_view(v) == yes;
+  };
+  return set("CI", "true") || set("SIKA_REQUIRE_PG", "1");
+}
+
+// Returns SIKA_TEST_PG_DSN (an admin DSN), or "" when it is unset.
+inline std::string postgres_admin_dsn() {
+  const char* v = std::getenv("SIKA_TEST_PG_DSN");
+  return v != nullptr ? std::string(v) : std::string();
+}
+
+// Sets `dsn` to the PostgreSQL admin DSN, or ends the calling SetUp or test body without one:
+// failed when PostgreSQL is required (postgres_required()), skipped otherwise.
+#define SIKA_TEST_PG_DSN_OR_END(dsn)                                                              \
+  do {                                                                                             \
+    (dsn) = ::sika::testing::postgres_admin_dsn();                                                 \
+    if ((dsn).empty()) {                                                                           \
+      if (::sika::testing::postgres_required())                                                    \
+        GTEST_FAIL() << "SIKA_TEST_PG_DSN is not set, and PostgreSQL is required (CI=true or "     \
+                        "SIKA_REQUIRE_PG=1): run under scripts/with-postgres.sh";                  \
+      GTEST_SKIP() << "SIKA_TEST_PG_DSN is not set";                                               \
+    }                                                                                              \
+  } while (0)
 
 inline std::string with_database(const std::string& dsn, const std::string& name) {
   std::size_t host = dsn.find("://");
@@ -40,9 +70,7 @@ class DbTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (GetParam() == "postgres") {
-      const char* admin = std::getenv("SIKA_TEST_PG_DSN");
-      if (admin == nullptr || *admin == '\0') GTEST_SKIP() << "SIKA_TEST_PG_DSN is not set";
-      admin_dsn_ = admin;
+      SIKA_TEST_PG_DSN_OR_END(admin_dsn_);
       database_ = "sika_test_" + hex_encode(random_bytes(6));
       admin_exec(admin_dsn_, "CREATE DATABASE " + database_);
       dsn_ = with_database(admin_dsn_, database_);

@@ -116,6 +116,37 @@ TEST(Message, PercentDecoding) {
   EXPECT_EQ(web::percent_encode("a b/é"), "a%20b%2F%C3%A9");
 }
 
+TEST(Message, ParsesRequestTargets) {
+  web::Request req;
+  ASSERT_TRUE(web::parse_target("/api/a%20b?x=1&y=caf%C3%A9+noir", req).ok());
+  EXPECT_EQ(req.path, "/api/a b");
+  EXPECT_EQ(req.query_string, "x=1&y=caf%C3%A9+noir");
+  ASSERT_EQ(req.query.size(), 2u);
+  EXPECT_EQ(req.query[1].second, "café noir");
+
+  web::Request absolute;
+  ASSERT_TRUE(web::parse_target("http://sika.example:8080/healthz?v", absolute).ok());
+  EXPECT_EQ(absolute.path, "/healthz");
+  web::Request bare;
+  ASSERT_TRUE(web::parse_target("https://sika.example", bare).ok());
+  EXPECT_EQ(bare.path, "/");
+
+  auto details = [](std::string_view target) {
+    web::Request r;
+    Status st = web::parse_target(target, r);
+    return st.ok() ? std::string("ok") : bj::serialize(st.error().details);
+  };
+  EXPECT_EQ(details("*"), R"({"target":"must be an absolute path"})");
+  EXPECT_EQ(details("?a=1"), R"({"target":"must be an absolute path"})");
+  EXPECT_EQ(details("/a%zz"), R"({"path":"malformed percent-encoding"})");
+  EXPECT_EQ(details("/a%00"), R"({"path":"malformed percent-encoding"})");
+  EXPECT_EQ(details("/a?b=%G1"), R"({"query":"malformed percent-encoding"})");
+  // The raw path stays for the access log when it cannot be decoded.
+  web::Request bad;
+  EXPECT_FALSE(web::parse_target("/x%zz?q", bad).ok());
+  EXPECT_EQ(bad.path, "/x%zz");
+}
+
 TEST(Router, MatchesParamsAndMounts) {
   auto router = sample_router();
   auto req = make("GET", "/api/pay/ABCD1234/info");

@@ -1,6 +1,6 @@
 // Starts a real `build/sika serve` for black-box tests, on a free port, with a fresh
-// database (SQLite file in a temp dir, or a new PostgreSQL database when
-// backend === 'postgres' and SIKA_TEST_PG_DSN is set), seeded with the demo world.
+// database (SQLite file in a temp dir, or a new PostgreSQL database in SIKA_TEST_PG_DSN when
+// backend === 'postgres'), seeded with the demo world.
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,8 +11,16 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const sikaBinary = process.env.SIKA_BIN || path.join(root, 'build', 'sika');
 
+// True when a missing PostgreSQL must fail the tests instead of leaving its half out: under CI
+// (CI=true) or with SIKA_REQUIRE_PG=1 (scripts/test.sh sets it).
+export function postgresRequired() {
+  return process.env.CI === 'true' || process.env.SIKA_REQUIRE_PG === '1';
+}
+
+// The backends to run on: SQLite, and PostgreSQL when SIKA_TEST_PG_DSN is set or required (a
+// required PostgreSQL without a DSN then fails in startServer).
 export function backends() {
-  return process.env.SIKA_TEST_PG_DSN ? ['sqlite', 'postgres'] : ['sqlite'];
+  return process.env.SIKA_TEST_PG_DSN || postgresRequired() ? ['sqlite', 'postgres'] : ['sqlite'];
 }
 
 export async function freePort() {
@@ -29,6 +37,10 @@ export async function freePort() {
 let dbCounter = 0;
 function freshPostgres() {
   const admin = process.env.SIKA_TEST_PG_DSN;
+  if (!admin) {
+    throw new Error('SIKA_TEST_PG_DSN is not set, and PostgreSQL is required (CI=true or SIKA_REQUIRE_PG=1): '
+      + 'run under scripts/with-postgres.sh');
+  }
   const name = `sika_e2e_${process.pid}_${Date.now()}_${dbCounter++}`;
   execFileSync('psql', [admin, '-q', '-c', `CREATE DATABASE ${name}`]);
   const u = new URL(admin);
@@ -36,15 +48,23 @@ function freshPostgres() {
   return { dsn: u.toString(), drop: () => { try { execFileSync('psql', [admin, '-q', '-c', `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`]); } catch {} } };
 }
 
-// options: { backend, env: {SIKA_...}, args: [...] }
+// options: { backend, env: {SIKA_...}, args: [...], reuse }. `reuse` is a server stopped with
+// crash(): the new server opens its database (and takes over removing it) instead of a fresh one.
 export async function startServer(options = {}) {
-  const backend = options.backend || 'sqlite';
-  const dir = mkdtempSync(path.join(tmpdir(), 'sika-e2e-'));
+  const backend = options.reuse ? options.reuse.backend : (options.backend || 'sqlite');
   const port = await freePort();
-  let dsn, drop = () => {};
-  if (backend === 'postgres') ({ dsn, drop } = freshPostgres());
-  else dsn = `sqlite://${path.join(dir, 'sika.db')}`;
+  let dir, dsn, drop = () => {};
+  if (options.reuse) ({ dir, dsn, drop } = options.reuse);
+  else if (backend === 'postgres') {
+    ({ dsn, drop } = freshPostgres());
+    dir = mkdtempSync(path.join(tmpdir(), 'sika-e2e-'));
+  } else {
+    dir = mkdtempSync(path.join(tmpdir(), 'sika-e2e-'));
+    dsn = `sqlite://${path.join(dir, 'sika.db')}`;
+  }
   const demoFile = path.join(dir, 'demo.json');
+  // Readiness waits for this file: a restarted server writes it anew (with its new port).
+  rmSync(demoFile, { force: true });
   const publicUrl = `http://127.0.0.1:${port}`;
   const args = ['serve', '--listen', `127.0.0.1:${port}`, '--db', dsn, '--public-url', publicUrl,
     '--demo', demoFile, ...(options.args || [])];
@@ -69,10 +89,15 @@ export async function startServer(options = {}) {
   }
   const demo = JSON.parse(readFileSync(demoFile, 'utf8'));
   return {
-    backend, port, dsn, dir, demo, child, publicUrl,
+    backend, port, dsn, dir, drop, demo, child, publicUrl,
     output: () => output,
     baseUrl: demo.base_url, authUrl: demo.auth_url, checkoutUrl: demo.checkout_url,
     linkUrl: demo.link_url, dashboardUrl: demo.dashboard_url,
+    // Kills the process with SIGKILL (no shutdown of any kind) and keeps its database.
+    async crash() {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      return exited;
+    },
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null) child.kill(signal);
       const r = await exited;
