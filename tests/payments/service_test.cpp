@@ -663,7 +663,9 @@ TEST_P(PaymentsTest, RacingCallbackPollAndExpiryApplyExactlyOneTransition) {
 
 TEST_P(PaymentsTest, ConfirmationPageShowsThePaymentAndPushesTheRequest) {
   auto p = principal(m1_);
-  auto rec = create_ok(p, intent_body("237690000010", 10'000));
+  // ...0005: the sandbox operator leaves the request PENDING (no callback), so the page's answer
+  // after the push is PENDING whatever the machine's load.
+  auto rec = create_ok(p, intent_body("237690000005", 10'000));
   std::string ref(rec.at("transaction_reference").as_string());
   std::string url(rec.at("confirmation_url").as_string());
   std::string sig = url.substr(url.find("sig=") + 4);
