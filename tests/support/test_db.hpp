@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 
+#include <boost/json.hpp>
+
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
