@@ -9,12 +9,11 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { startServer, merchantToken, sikaBinary, freePort } from './lib/server.mjs';
+import { startServer, merchantToken, spawnServe, freePort } from './lib/server.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const SECRET_KEY = 'e2e-test-secret-key-0123456789abcdef';
 const COLLECTIONS = 24;   // completed through the sandbox operator
 const ABANDONED = 16;     // intents never executed: the expiry worker expires them
 const ENDPOINTS = 3;
@@ -43,21 +42,7 @@ function nodeArgs() {
 
 // Another node on the first node's database and public URL (tokens name that issuer), on its own port.
 async function startNode(first) {
-  const port = await freePort();
-  const child = spawn(sikaBinary, ['serve', '--listen', `127.0.0.1:${port}`, '--db', first.dsn,
-    '--public-url', first.publicUrl, ...nodeArgs()], {
-    env: { ...process.env, SIKA_SECRET_KEY: SECRET_KEY }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (d) => { output += d; });
-  child.stderr.on('data', (d) => { output += d; });
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  const ready = await waitFor(async () => {
-    if (child.exitCode !== null) throw new Error(`sika exited early:\n${output}`);
-    try { return (await fetch(`http://127.0.0.1:${port}/readyz`)).ok; } catch { return false; }
-  }, 30000);
-  if (!ready) { child.kill('SIGKILL'); throw new Error(`sika did not become ready:\n${output}`); }
-  return { child, exited, port, output: () => output };
+  return spawnServe({ port: await freePort(), dsn: first.dsn, publicUrl: first.publicUrl, args: nodeArgs() });
 }
 
 function client(port, token) {

@@ -83,6 +83,29 @@ export async function startServer(options = {}) {
   };
 }
 
+// Starts another `sika serve` on an existing database (a restart, or a second node) and waits
+// until it is ready on 127.0.0.1:port. `args` follow `serve --listen ... --db ... --public-url ...`.
+export async function spawnServe({ port, dsn, publicUrl, args = [] }) {
+  const child = spawn(sikaBinary, ['serve', '--listen', `127.0.0.1:${port}`, '--db', dsn, '--public-url', publicUrl,
+    ...args], {
+    env: { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef' }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d) => { output += d; });
+  child.stderr.on('data', (d) => { output += d; });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`sika exited early:\n${output}`);
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) break;
+    } catch {}
+    if (Date.now() > deadline) { child.kill('SIGKILL'); throw new Error(`sika did not become ready:\n${output}`); }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { child, exited, port, output: () => output };
+}
+
 // Obtains a client_credentials access token for a demo merchant.
 export async function merchantToken(server, index = 0, scope = 'payments services countries providers') {
   const m = server.demo.merchants[index];
