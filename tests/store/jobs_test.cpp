@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "core/time.hpp"
 #include "store/job_runner.hpp"
 #include "store/jobs.hpp"
+#include "store/leasing.hpp"
 #include "support/test_db.hpp"
 
 namespace sika::store {
@@ -389,6 +391,57 @@ TEST_P(JobsTest, RunnerRetriesAFailingHandlerWithBackoffThenMarksItDead) {
   EXPECT_NE((*info)->last_error->find("a bug in the handler"), std::string::npos);
   EXPECT_EQ(runs, 3);
   EXPECT_EQ(runner.stats().failed, 3);
+}
+
+// The per-group pick behind webhook claims: quotas per group in the given order, a total limit,
+// and on PostgreSQL rows held by a concurrent unit skipped rather than waited for.
+TEST_P(JobsTest, PickDuePerGroupHonoursQuotasAndSkipsLockedRows) {
+  ASSERT_TRUE(db_->write([](Conn& c) -> Status {
+                   SIKA_TRY(c.exec("CREATE TABLE picks (id BIGINT PRIMARY KEY, grp BIGINT NOT NULL, due BIGINT NOT NULL)"));
+                   for (std::int64_t i = 1; i <= 30; ++i)
+                     SIKA_TRY(c.exec("INSERT INTO picks (id, grp, due) VALUES (?, ?, ?)", {i, i % 3, i}));
+                   return {};
+                 }).ok());
+  auto pick_in = [](Db& db, std::vector<std::pair<std::int64_t, std::int64_t>> groups, std::int64_t limit,
+                    const std::function<void()>& while_held = {}) {
+    std::vector<std::int64_t> ids;
+    EXPECT_TRUE(db.write([&](Conn& c) -> Status {
+                    SIKA_TRY(queue_isolation(c));
+                    GroupedPick p;
+                    p.table = "picks";
+                    p.group_column = "grp";
+                    p.due = "due <= ?";
+                    p.due_params = {std::int64_t{20}};
+                    p.order_by = "due";
+                    p.groups = groups;
+                    p.limit = limit;
+                    SIKA_ASSIGN_OR_RETURN(ids, pick_due_per_group(c, p));
+                    if (while_held) while_held();
+                    return {};
+                  }).ok());
+    return ids;
+  };
+  // Group 1 holds 1, 4, 7, ...; group 2 holds 2, 5, 8, ...; group 0 holds 3, 6, 9, ...: two of
+  // group 1, five of group 2, and what the limit leaves (two) of group 0.
+  auto ids = pick_in(*db_, {{1, 2}, {2, 5}, {0, 10}}, 9);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 8, 11, 14}));
+  EXPECT_TRUE(pick_in(*db_, {}, 10).empty());
+
+  if (GetParam() != "postgres") return;  // SQLite write units never overlap
+  Db& other = second_node();
+  std::promise<void> held, release;
+  auto first = std::async(std::launch::async, [&] {
+    return pick_in(*db_, {{1, 3}}, 3, [&] {
+      held.set_value();
+      release.get_future().wait();
+    });
+  });
+  held.get_future().wait();
+  auto second = pick_in(other, {{1, 3}}, 3);  // returns at once: the first unit's rows are skipped
+  release.set_value();
+  EXPECT_EQ(first.get(), (std::vector<std::int64_t>{1, 4, 7}));
+  EXPECT_EQ(second, (std::vector<std::int64_t>{10, 13, 16}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, JobsTest, ::testing::Values("sqlite", "postgres"),
