@@ -24,6 +24,24 @@ constexpr const char* kInfoColumns =
     "id, queue, job_key, payload, state, attempts, max_attempts, run_at, lease_owner, lease_until, heartbeat_at, "
     "last_error, finished_at";
 
+JobInfo info_of(const Row& row) {
+  JobInfo j;
+  j.id = row.i64(0);
+  j.queue = row.str(1);
+  j.key = row.str(2);
+  j.payload = row.str(3);
+  j.state = row.str(4);
+  j.attempts = static_cast<int>(row.i64(5));
+  j.max_attempts = static_cast<int>(row.i64(6));
+  j.run_at = row.i64(7);
+  j.lease_owner = row.opt_str(8);
+  j.lease_until = row.opt_i64(9);
+  j.heartbeat_at = row.opt_i64(10);
+  j.last_error = row.opt_str(11);
+  j.finished_at = row.opt_i64(12);
+  return j;
+}
+
 }  // namespace
 
 Result<bool> enqueue(Conn& conn, const NewJob& job, std::int64_t now) {
@@ -55,16 +73,23 @@ Result<std::vector<Job>> claim(Db& db, std::string_view queue, std::string_view 
   SIKA_TRY(db.write([&](Conn& c) -> Status {
     out.clear();
     SIKA_TRY(queue_isolation(c));
-    // One statement on both backends; on PostgreSQL the subquery locks what it picks and skips
-    // what concurrent claimers hold, and the outer condition re-checks the state after the lock.
+    // The pick locks what it takes on PostgreSQL and skips what concurrent claimers hold; the
+    // UPDATE re-checks the state. Two statements: PostgreSQL does not promise to evaluate a
+    // LIMITed sub-select inside an UPDATE once, and that form claimed more than n rows.
+    SIKA_ASSIGN_OR_RETURN(auto picked, c.query("SELECT id FROM jobs WHERE queue = ? AND state = 'pending' AND "
+                                               "run_at <= ? ORDER BY run_at, id LIMIT ?" +
+                                                   std::string(skip_locked(c)),
+                                               {std::string(queue), now, std::int64_t{n}}));
+    if (picked.empty()) return {};
+    Params params{std::string(owner), until, now, now};
+    for (const auto& r : picked) params.emplace_back(r.i64(0));
     SIKA_ASSIGN_OR_RETURN(
         auto rows,
         c.query("UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, heartbeat_at = ?, "
-                "attempts = attempts + 1, updated_at = ? WHERE state = 'pending' AND id IN (SELECT id FROM jobs "
-                "WHERE queue = ? AND state = 'pending' AND run_at <= ? ORDER BY run_at, id LIMIT ?" +
-                    std::string(skip_locked(c)) +
+                "attempts = attempts + 1, updated_at = ? WHERE state = 'pending' AND id IN (" +
+                    placeholders(picked.size()) +
                     ") RETURNING id, queue, job_key, payload, attempts, max_attempts, run_at, created_at",
-                {std::string(owner), until, now, now, std::string(queue), now, std::int64_t{n}}));
+                params));
     for (const auto& r : rows) {
       Job j;
       j.id = r.i64(0);
@@ -183,24 +208,45 @@ Result<std::optional<JobInfo>> find_job(Db& db, std::string_view queue, std::str
                                                     " FROM jobs WHERE queue = ? AND job_key = ?",
                                                 {std::string(queue), std::string(key)}));
     if (!row) return {};
-    JobInfo j;
-    j.id = row->i64(0);
-    j.queue = row->str(1);
-    j.key = row->str(2);
-    j.payload = row->str(3);
-    j.state = row->str(4);
-    j.attempts = static_cast<int>(row->i64(5));
-    j.max_attempts = static_cast<int>(row->i64(6));
-    j.run_at = row->i64(7);
-    j.lease_owner = row->opt_str(8);
-    j.lease_until = row->opt_i64(9);
-    j.heartbeat_at = row->opt_i64(10);
-    j.last_error = row->opt_str(11);
-    j.finished_at = row->opt_i64(12);
-    out = std::move(j);
+    out = info_of(*row);
     return {};
   }));
   return out;
+}
+
+Result<std::vector<JobInfo>> list_jobs(Db& db, const JobFilter& filter) {
+  std::vector<JobInfo> out;
+  std::string sql = std::string("SELECT ") + kInfoColumns + " FROM jobs WHERE 1 = 1";
+  Params params;
+  if (!filter.queue.empty()) {
+    sql += " AND queue = ?";
+    params.emplace_back(filter.queue);
+  }
+  if (!filter.state.empty()) {
+    sql += " AND state = ?";
+    params.emplace_back(filter.state);
+  }
+  sql += " ORDER BY id DESC LIMIT ?";
+  params.emplace_back(std::int64_t{std::max(1, filter.limit)});
+  SIKA_TRY(db.read([&](Conn& c) -> Status {
+    out.clear();
+    SIKA_ASSIGN_OR_RETURN(auto rows, c.query(sql, params));
+    for (const auto& r : rows) out.push_back(info_of(r));
+    return {};
+  }));
+  return out;
+}
+
+Result<bool> retry_dead(Db& db, std::string_view queue, std::string_view key, std::int64_t now) {
+  std::int64_t changed = 0;
+  SIKA_TRY(db.write([&](Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(changed, c.exec("UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, "
+                                          "finished_at = NULL, updated_at = ? WHERE queue = ? AND job_key = ? AND "
+                                          "state = 'dead'",
+                                          {now, now, std::string(queue), std::string(key)}));
+    return {};
+  }));
+  return changed == 1;
 }
 
 std::string make_node_id() {

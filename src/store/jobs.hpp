@@ -121,6 +121,19 @@ Result<ReapResult> reap(Db& db, std::int64_t now);
 // The job (queue, key), if any.
 Result<std::optional<JobInfo>> find_job(Db& db, std::string_view queue, std::string_view key);
 
+struct JobFilter {
+  std::string queue;  // empty: every queue
+  std::string state;  // empty: every state
+  int limit = 100;
+};
+
+// Jobs matching the filter, newest first (operators: `sika admin list-jobs`).
+Result<std::vector<JobInfo>> list_jobs(Db& db, const JobFilter& filter);
+
+// Makes a dead job pending again, due at `now`, with its attempts counted from zero (an operator
+// fixed the cause). Returns false when the job does not exist or is not dead.
+Result<bool> retry_dead(Db& db, std::string_view queue, std::string_view key, std::int64_t now);
+
 // A node id for lease owners: host:pid:random, unique across restarts.
 std::string make_node_id();
 

@@ -156,6 +156,7 @@ TEST_P(JobsTest, ConcurrentClaimsGiveEachJobToExactlyOneClaimer) {
           return;
         }
         if (got->empty()) return;
+        if (got->size() > 3) ++errors;  // never more than asked for
         for (const auto& j : *got) {
           {
             std::lock_guard lock(mu);
@@ -271,6 +272,35 @@ TEST_P(JobsTest, FailRetriesUntilTheAttemptsAreUsed) {
   ASSERT_TRUE(reaped.ok());
   EXPECT_EQ(reaped->dead, 1);
   EXPECT_EQ(state_of("once"), "dead");
+}
+
+TEST_P(JobsTest, DeadJobsAreListedAndCanBeRetried) {
+  NewJob j = job("poison");
+  j.max_attempts = 1;
+  ASSERT_TRUE(enqueue(*db_, j, kT0).ok());
+  ASSERT_TRUE(enqueue(*db_, job("fine"), kT0).ok());
+  auto a = claim(*db_, "test.queue", "n1/1", 1, 1000, kT0);
+  ASSERT_TRUE(a.ok());
+  ASSERT_EQ(a->size(), 1u);
+  ASSERT_EQ((*a)[0].key, "poison");
+  ASSERT_TRUE(fail(*db_, (*a)[0].lease, kT0 + 100, "bad payload", kT0 + 1).ok());
+  auto dead = list_jobs(*db_, {.queue = "test.queue", .state = "dead"});
+  ASSERT_TRUE(dead.ok());
+  ASSERT_EQ(dead->size(), 1u);
+  EXPECT_EQ((*dead)[0].key, "poison");
+  EXPECT_EQ((*dead)[0].last_error, "bad payload");
+  auto all = list_jobs(*db_, {});
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].key, "fine");  // newest first
+
+  EXPECT_FALSE(retry_dead(*db_, "test.queue", "fine", kT0 + 2).value());  // not dead: left alone
+  EXPECT_FALSE(retry_dead(*db_, "test.queue", "nope", kT0 + 2).value());
+  ASSERT_TRUE(retry_dead(*db_, "test.queue", "poison", kT0 + 2).value());
+  auto again = claim(*db_, "test.queue", "n1/2", 2, 1000, kT0 + 2);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->size(), 2u);
+  for (const auto& job : *again) EXPECT_EQ(job.attempt, 1) << job.key;
 }
 
 TEST_P(JobsTest, ReleaseGivesTheJobBackWithoutCountingTheAttempt) {
