@@ -19,8 +19,6 @@ std::string error_text(const Error& e) {
   return e.code + ": " + (e.details.is_string() ? std::string(e.details.as_string()) : boost::json::serialize(e.details));
 }
 
-bool is_conflict(const Error& e) { return e.code == "conflict"; }
-
 }  // namespace
 
 Status JobScope::commit(const std::function<Status(Conn&)>& fn) {
@@ -156,7 +154,7 @@ void JobRunner::run(const Job& job, const JobHandler& handler) {
   const std::int64_t at = now();
   auto failed = fail(db_, job.lease, at + retry_delay_ms(job.attempt), why, at);
   if (!failed) {
-    if (is_conflict(failed.error())) {
+    if (failed.error().is(ErrorKind::conflict)) {
       ++lost_;
       spdlog::warn("jobs: {} job {} ({}) was taken over by another node; its result here is dropped", job.queue,
                    job.id, job.key);

@@ -87,7 +87,7 @@ TEST_P(JobsTest, EnqueueIsIdempotentOnQueueAndKey) {
 
   auto no_key = enqueue(*db_, job(""), kT0);
   ASSERT_FALSE(no_key.ok());
-  EXPECT_EQ(no_key.error().status, 400);
+  EXPECT_EQ(no_key.error().kind, ErrorKind::invalid);
   EXPECT_TRUE(no_key.error().details.as_object().contains("key"));
 }
 
@@ -206,8 +206,8 @@ TEST_P(JobsTest, ExpiredLeaseIsReapedAndTheStaleCompletionRefused) {
     return {};
   });
   ASSERT_FALSE(late.ok());
-  EXPECT_EQ(late.error().status, 409);
-  EXPECT_EQ(fail(*db_, stale, kT0 + 5000, "late", kT0 + 1003).error().status, 409);
+  EXPECT_EQ(late.error().kind, ErrorKind::conflict);
+  EXPECT_EQ(fail(*db_, stale, kT0 + 5000, "late", kT0 + 1003).error().kind, ErrorKind::conflict);
   auto beat = heartbeat(*db_, {stale}, 1000, kT0 + 1003);
   ASSERT_TRUE(beat.ok());
   EXPECT_TRUE(beat->empty());
@@ -313,7 +313,7 @@ TEST_P(JobsTest, ReleaseGivesTheJobBackWithoutCountingTheAttempt) {
   ASSERT_TRUE(b.ok());
   ASSERT_EQ(b->size(), 1u);
   EXPECT_EQ((*b)[0].attempt, 1);
-  EXPECT_EQ(release(*db_, (*a)[0].lease, kT0 + 6).error().status, 409);
+  EXPECT_EQ(release(*db_, (*a)[0].lease, kT0 + 6).error().kind, ErrorKind::conflict);
 }
 
 // A stalled node whose job was taken over cannot commit the job's effect a second time.
@@ -340,7 +340,7 @@ TEST_P(JobsTest, ScopeCommitsTheEffectOnceAcrossATakeover) {
   JobScope stalled_scope(*db_, (*stalled)[0], [] { return kT0 + 2002; });
   Status late = stalled_scope.commit(effect("stalled"));
   ASSERT_FALSE(late.ok());
-  EXPECT_EQ(late.error().status, 409);
+  EXPECT_EQ(late.error().kind, ErrorKind::conflict);
   EXPECT_EQ(count("SELECT COUNT(*) FROM effects"), 1);
   EXPECT_EQ(count("SELECT COUNT(*) FROM effects WHERE runner = 'live'"), 1);
 }
