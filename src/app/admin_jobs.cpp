@@ -50,8 +50,8 @@ void add_jobs_admin(CLI::App& admin, AdminEnv& env) {
       for (const auto& j : jobs) {
         out.push_back(job_json(j));
         human += std::to_string(j.id) + "\t" + j.queue + "\t" + j.key + "\t" + j.state + "\t" +
-                 std::to_string(j.attempts) + "/" + std::to_string(j.max_attempts) + "\t" +
-                 j.last_error.value_or("") + "\n";
+                 std::to_string(j.attempts) + "/" + std::to_string(j.max_attempts) + "\t" + j.last_error.value_or("") +
+                 "\n";
       }
       print_result(env, out, human.empty() ? "no jobs" : human);
     });

@@ -111,16 +111,14 @@ Status Service::refresh() {
 
 void Service::start() {
   if (!poller_)
-    poller_ = std::make_unique<Periodic>("catalog: refresh", std::chrono::milliseconds(options_.refresh_ms),
-                                         [this]() -> Result<Pace> {
-                                           Status st = refresh();
-                                           if (!st && !failing_)
-                                             spdlog::warn("catalog: refresh failed, serving the last snapshot: {}",
-                                                          st.error().code);
-                                           if (st && failing_) spdlog::info("catalog: refresh works again");
-                                           failing_ = !st;
-                                           return Pace::idle;
-                                         });
+    poller_ = std::make_unique<Periodic>(
+        "catalog: refresh", std::chrono::milliseconds(options_.refresh_ms), [this]() -> Result<Pace> {
+          Status st = refresh();
+          if (!st && !failing_) spdlog::warn("catalog: refresh failed, serving the last snapshot: {}", st.error().code);
+          if (st && failing_) spdlog::info("catalog: refresh works again");
+          failing_ = !st;
+          return Pace::idle;
+        });
   poller_->start();
 }
 

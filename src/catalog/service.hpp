@@ -81,7 +81,6 @@ class Service {
     std::unordered_map<std::string, web::Response> entries_;
   };
 
-
   store::Db& db_;
   Options options_;
   std::atomic<std::shared_ptr<const Catalog>> current_;

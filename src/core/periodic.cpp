@@ -12,11 +12,13 @@ constexpr auto kLogEvery = std::chrono::seconds(10);
 
 std::string describe(const Error& e) {
   if (e.details.is_null()) return e.code;
-  return e.code + ": " + (e.details.is_string() ? std::string(e.details.as_string()) : boost::json::serialize(e.details));
+  return e.code + ": " +
+         (e.details.is_string() ? std::string(e.details.as_string()) : boost::json::serialize(e.details));
 }
 }  // namespace
 
-Periodic::Periodic(std::string name, std::chrono::milliseconds interval, Tick tick, std::chrono::milliseconds busy_pause)
+Periodic::Periodic(std::string name, std::chrono::milliseconds interval, Tick tick,
+                   std::chrono::milliseconds busy_pause)
     : name_(std::move(name)),
       interval_(std::max(interval, std::chrono::milliseconds(1))),
       busy_pause_(std::max(busy_pause, std::chrono::milliseconds(0))),

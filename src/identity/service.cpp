@@ -601,18 +601,18 @@ Status Service::run_maintenance() {
 
 void Service::start() {
   if (!worker_)
-    worker_ = std::make_unique<Periodic>(
-        "identity: keys and maintenance", std::chrono::seconds(std::max(1, opts_.key_reload_seconds)),
-        [this, last_cleanup = std::int64_t{0}]() mutable -> Result<Pace> {
-          const std::int64_t t = now();
-          if (t - last_cleanup >= opts_.cleanup_interval_seconds * 1000LL) {
-            last_cleanup = t;
-            SIKA_TRY(run_maintenance());
-          } else {
-            SIKA_TRY(reload_keys());
-          }
-          return Pace::idle;
-        });
+    worker_ = std::make_unique<Periodic>("identity: keys and maintenance",
+                                         std::chrono::seconds(std::max(1, opts_.key_reload_seconds)),
+                                         [this, last_cleanup = std::int64_t{0}]() mutable -> Result<Pace> {
+                                           const std::int64_t t = now();
+                                           if (t - last_cleanup >= opts_.cleanup_interval_seconds * 1000LL) {
+                                             last_cleanup = t;
+                                             SIKA_TRY(run_maintenance());
+                                           } else {
+                                             SIKA_TRY(reload_keys());
+                                           }
+                                           return Pace::idle;
+                                         });
   worker_->start();
 }
 

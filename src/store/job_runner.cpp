@@ -16,7 +16,8 @@ namespace {
 
 std::string error_text(const Error& e) {
   if (e.details.is_null()) return e.code;
-  return e.code + ": " + (e.details.is_string() ? std::string(e.details.as_string()) : boost::json::serialize(e.details));
+  return e.code + ": " +
+         (e.details.is_string() ? std::string(e.details.as_string()) : boost::json::serialize(e.details));
 }
 
 }  // namespace
@@ -56,8 +57,9 @@ std::int64_t JobRunner::retry_delay_ms(int failed_attempt) const {
   delay = std::min(delay, options_.retry_max_ms);
   const std::int64_t spread = delay * options_.jitter_percent / 100;
   if (spread <= 0) return delay;
-  return delay - spread + static_cast<std::int64_t>(random_uniform(static_cast<std::uint32_t>(
-                              std::min<std::int64_t>(2 * spread + 1, std::numeric_limits<std::uint32_t>::max()))));
+  return delay - spread +
+         static_cast<std::int64_t>(random_uniform(static_cast<std::uint32_t>(
+             std::min<std::int64_t>(2 * spread + 1, std::numeric_limits<std::uint32_t>::max()))));
 }
 
 void JobRunner::start() {
@@ -65,9 +67,8 @@ void JobRunner::start() {
   stopping_ = false;
   const auto poll = std::chrono::milliseconds(options_.poll_interval_ms);
   for (int i = 0; i < options_.workers; ++i) {
-    workers_.push_back(std::make_unique<Periodic>("jobs: worker " + std::to_string(i + 1), poll, [this] {
-      return work();
-    }));
+    workers_.push_back(
+        std::make_unique<Periodic>("jobs: worker " + std::to_string(i + 1), poll, [this] { return work(); }));
   }
   heartbeat_ = std::make_unique<Periodic>("jobs: heartbeat", std::chrono::milliseconds(options_.lease_ms / 3),
                                           [this] { return beat(); });
@@ -156,8 +157,8 @@ void JobRunner::run(const Job& job, const JobHandler& handler) {
   if (!failed) {
     if (failed.error().is(ErrorKind::conflict)) {
       ++lost_;
-      spdlog::warn("jobs: {} job {} ({}) was taken over by another node; its result here is dropped", job.queue,
-                   job.id, job.key);
+      spdlog::warn("jobs: {} job {} ({}) was taken over by another node; its result here is dropped", job.queue, job.id,
+                   job.key);
     } else {
       spdlog::warn("jobs: could not record the failure of {} job {}: {}", job.queue, job.id,
                    error_text(failed.error()));

@@ -25,14 +25,14 @@
 namespace sika::store {
 
 struct JobRunnerOptions {
-  std::string node_id;                 // lease owner prefix; make_node_id() when empty
-  int workers = 2;                     // threads running jobs on this node
-  int batch = 4;                       // jobs one worker claims at once
-  std::int64_t lease_ms = 30'000;      // heartbeats every lease_ms / 3; a silent node loses its jobs after this
-  std::int64_t poll_interval_ms = 500; // idle polling for due jobs
-  std::int64_t retry_base_ms = 1'000;  // delay after the first failure, doubling at each attempt
+  std::string node_id;                  // lease owner prefix; make_node_id() when empty
+  int workers = 2;                      // threads running jobs on this node
+  int batch = 4;                        // jobs one worker claims at once
+  std::int64_t lease_ms = 30'000;       // heartbeats every lease_ms / 3; a silent node loses its jobs after this
+  std::int64_t poll_interval_ms = 500;  // idle polling for due jobs
+  std::int64_t retry_base_ms = 1'000;   // delay after the first failure, doubling at each attempt
   std::int64_t retry_max_ms = 3'600'000;
-  int jitter_percent = 20;             // retry delays spread by +/- this much
+  int jitter_percent = 20;              // retry delays spread by +/- this much
   std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
 };
 

@@ -11,9 +11,7 @@ namespace {
 
 constexpr std::size_t kMaxErrorChars = 500;
 
-std::string bounded(std::string_view text) {
-  return std::string(text.substr(0, kMaxErrorChars));
-}
+std::string bounded(std::string_view text) { return std::string(text.substr(0, kMaxErrorChars)); }
 
 Status require_held(std::int64_t changed, const JobLease& lease) {
   if (changed == 1) return {};
@@ -51,8 +49,8 @@ Result<bool> enqueue(Conn& conn, const NewJob& job, std::int64_t now) {
       auto inserted,
       conn.exec("INSERT INTO jobs (queue, job_key, payload, state, run_at, attempts, max_attempts, created_at, "
                 "updated_at) VALUES (?, ?, ?, 'pending', ?, 0, ?, ?, ?) ON CONFLICT (queue, job_key) DO NOTHING",
-                {job.queue, job.key, job.payload, job.run_at.value_or(now),
-                 std::int64_t{std::max(1, job.max_attempts)}, now, now}));
+                {job.queue, job.key, job.payload, job.run_at.value_or(now), std::int64_t{std::max(1, job.max_attempts)},
+                 now, now}));
   return inserted == 1;
 }
 
@@ -84,12 +82,11 @@ Result<std::vector<Job>> claim(Db& db, std::string_view queue, std::string_view 
     Params params{std::string(owner), until, now, now};
     for (const auto& r : picked) params.emplace_back(r.i64(0));
     SIKA_ASSIGN_OR_RETURN(
-        auto rows,
-        c.query("UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, heartbeat_at = ?, "
-                "attempts = attempts + 1, updated_at = ? WHERE state = 'pending' AND id IN (" +
-                    placeholders(picked.size()) +
-                    ") RETURNING id, queue, job_key, payload, attempts, max_attempts, run_at, created_at",
-                params));
+        auto rows, c.query("UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, heartbeat_at = ?, "
+                           "attempts = attempts + 1, updated_at = ? WHERE state = 'pending' AND id IN (" +
+                               placeholders(picked.size()) +
+                               ") RETURNING id, queue, job_key, payload, attempts, max_attempts, run_at, created_at",
+                           params));
     for (const auto& r : rows) {
       Job j;
       j.id = r.i64(0);
@@ -105,9 +102,8 @@ Result<std::vector<Job>> claim(Db& db, std::string_view queue, std::string_view 
     }
     return {};
   }));
-  std::sort(out.begin(), out.end(), [](const Job& a, const Job& b) {
-    return a.run_at != b.run_at ? a.run_at < b.run_at : a.id < b.id;
-  });
+  std::sort(out.begin(), out.end(),
+            [](const Job& a, const Job& b) { return a.run_at != b.run_at ? a.run_at < b.run_at : a.id < b.id; });
   return out;
 }
 
@@ -168,10 +164,11 @@ Status fail(Db& db, const JobLease& lease, std::optional<std::int64_t> retry_at,
 Status release(Db& db, const JobLease& lease, std::int64_t now) {
   return db.write([&](Conn& c) -> Status {
     SIKA_TRY(queue_isolation(c));
-    SIKA_ASSIGN_OR_RETURN(auto changed, c.exec("UPDATE jobs SET state = 'pending', run_at = ?, attempts = attempts - 1, "
-                                               "lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ? AND "
-                                               "lease_owner = ? AND state = 'running'",
-                                               {now, now, lease.job_id, lease.owner}));
+    SIKA_ASSIGN_OR_RETURN(auto changed,
+                          c.exec("UPDATE jobs SET state = 'pending', run_at = ?, attempts = attempts - 1, "
+                                 "lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ? AND "
+                                 "lease_owner = ? AND state = 'running'",
+                                 {now, now, lease.job_id, lease.owner}));
     return require_held(changed, lease);
   });
 }
@@ -204,9 +201,9 @@ Result<std::optional<JobInfo>> find_job(Db& db, std::string_view queue, std::str
   std::optional<JobInfo> out;
   SIKA_TRY(db.read([&](Conn& c) -> Status {
     out.reset();
-    SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(std::string("SELECT ") + kInfoColumns +
-                                                    " FROM jobs WHERE queue = ? AND job_key = ?",
-                                                {std::string(queue), std::string(key)}));
+    SIKA_ASSIGN_OR_RETURN(
+        auto row, c.query_one(std::string("SELECT ") + kInfoColumns + " FROM jobs WHERE queue = ? AND job_key = ?",
+                              {std::string(queue), std::string(key)}));
     if (!row) return {};
     out = info_of(*row);
     return {};

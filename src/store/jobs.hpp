@@ -32,11 +32,11 @@ inline constexpr std::string_view kJobDone = "done";
 inline constexpr std::string_view kJobDead = "dead";
 
 struct NewJob {
-  std::string queue;                // what kind of work ("subscriptions.bill"); one handler per queue
-  std::string key;                  // unique within the queue ("sub_123:2026-11")
-  std::string payload = "{}";       // JSON text handed to the handler
+  std::string queue;                   // what kind of work ("subscriptions.bill"); one handler per queue
+  std::string key;                     // unique within the queue ("sub_123:2026-11")
+  std::string payload = "{}";          // JSON text handed to the handler
   std::optional<std::int64_t> run_at;  // epoch ms; now when unset
-  int max_attempts = 10;            // claims before the job is dead
+  int max_attempts = 10;               // claims before the job is dead
 };
 
 // A lease on one claimed job: what every later change must present.

@@ -34,7 +34,7 @@ struct GroupedPick {
   Params due_params;              // the values of `due`'s placeholders
   std::string_view order_by;      // order inside a group, unqualified columns
   std::vector<std::pair<std::int64_t, std::int64_t>> groups;  // (group value, most rows of it), in priority order
-  std::int64_t limit = 0;                                      // most rows in all
+  std::int64_t limit = 0;                                     // most rows in all
 };
 
 // Returns the ids of up to `limit` due rows, at most each group's quota per group, taking groups

@@ -34,8 +34,8 @@ Worker::Worker(store::Db& db, web::HttpClient& client, const Registry& registry,
   const auto poll = std::chrono::milliseconds(std::max(1, options_.poll_interval_ms));
   fanout_ = std::make_unique<Periodic>("webhooks: fan-out", poll, [this] { return fan_out_tick(); });
   // A busy dispatcher pauses 1 ms so that a few completions accumulate and claims stay batched.
-  dispatcher_ = std::make_unique<Periodic>("webhooks: dispatcher", poll, [this] { return dispatch_tick(); },
-                                           std::chrono::milliseconds(1));
+  dispatcher_ = std::make_unique<Periodic>(
+      "webhooks: dispatcher", poll, [this] { return dispatch_tick(); }, std::chrono::milliseconds(1));
 }
 
 Worker::~Worker() { stop(); }

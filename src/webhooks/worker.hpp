@@ -1,7 +1,7 @@
 #pragma once
-// The delivery worker: one loop fans out new events into deliveries, one dispatcher loop
-// claims due deliveries (both core/periodic.hpp loops), a pool of sender threads POSTs them, one recorder thread stores the
-// attempts in batches.
+// The delivery worker: one loop fans out new events into deliveries, one dispatcher loop claims
+// due deliveries (both core/periodic.hpp loops), a pool of sender threads POSTs them, one
+// recorder thread stores the attempts in batches.
 // Fairness: each endpoint has at most `max_in_flight_per_endpoint` requests in flight here (and
 // as many waiting), so an endpoint that hangs holds that many threads, never the whole pool.
 #include <algorithm>
@@ -119,13 +119,13 @@ class Worker {
   std::atomic<bool> stopping_{false};
   std::unique_ptr<Periodic> fanout_;
   std::unique_ptr<Periodic> dispatcher_;  // woken when capacity frees up or deliveries were fanned out
-  std::int64_t round_robin_ = 0;           // dispatcher only: the endpoint claims start after
+  std::int64_t round_robin_ = 0;          // dispatcher only: the endpoint claims start after
   std::thread recorder_;
   std::vector<std::thread> senders_;
 
   // Guarded by mu_.
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;      // senders wait for deliveries
+  std::condition_variable work_cv_;  // senders wait for deliveries
   std::deque<Claimed> queue_;
   std::map<std::int64_t, int> local_;                            // endpoint row -> deliveries queued or in flight here
   std::map<std::int64_t, int> sending_;                          // endpoint row -> requests in flight here

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <future>
 #include <chrono>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -34,7 +34,8 @@ class JobsTest : public sika::testing::DbTest {
     ASSERT_TRUE(db_->write([](Conn& c) -> Status {
                      SIKA_TRY(c.exec("CREATE TABLE effects (job_key TEXT NOT NULL, runner TEXT NOT NULL)"));
                      return {};
-                   }).ok());
+                   })
+                    .ok());
   }
 
   NewJob job(std::string key, std::string queue = "test.queue") {
@@ -51,7 +52,8 @@ class JobsTest : public sika::testing::DbTest {
                      SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(sql));
                      n = row ? row->i64(0) : -1;
                      return {};
-                   }).ok());
+                   })
+                    .ok());
     return n;
   }
 
@@ -139,7 +141,8 @@ TEST_P(JobsTest, ConcurrentClaimsGiveEachJobToExactlyOneClaimer) {
   ASSERT_TRUE(db_->write([&](Conn& c) -> Status {
                    for (int i = 0; i < kJobs; ++i) SIKA_TRY(enqueue(c, job("job-" + std::to_string(i)), kT0));
                    return {};
-                 }).ok());
+                 })
+                  .ok());
   std::vector<Db*> nodes;
   for (int i = 0; i < kClaimers; ++i) nodes.push_back(&second_node());
   std::mutex mu;
@@ -149,8 +152,8 @@ TEST_P(JobsTest, ConcurrentClaimsGiveEachJobToExactlyOneClaimer) {
   for (int t = 0; t < kClaimers; ++t) {
     threads.emplace_back([&, t] {
       for (int round = 0;; ++round) {
-        auto got = claim(*nodes[t], "test.queue", "node" + std::to_string(t) + "/" + std::to_string(round), 3, 60'000,
-                         kT0);
+        auto got =
+            claim(*nodes[t], "test.queue", "node" + std::to_string(t) + "/" + std::to_string(round), 3, 60'000, kT0);
         if (!got) {
           ++errors;
           return;
@@ -351,7 +354,8 @@ TEST_P(JobsTest, RunnersOnSeveralNodesRunEveryJobOnce) {
   ASSERT_TRUE(db_->write([&](Conn& c) -> Status {
                    for (int i = 0; i < kJobs; ++i) SIKA_TRY(enqueue(c, job("job-" + std::to_string(i)), now_ms()));
                    return {};
-                 }).ok());
+                 })
+                  .ok());
   std::vector<std::unique_ptr<JobRunner>> runners;
   std::atomic<int> handler_runs{0};
   for (int n = 0; n < 3; ++n) {
@@ -427,11 +431,13 @@ TEST_P(JobsTest, RunnerRetriesAFailingHandlerWithBackoffThenMarksItDead) {
 // and on PostgreSQL rows held by a concurrent unit skipped rather than waited for.
 TEST_P(JobsTest, PickDuePerGroupHonoursQuotasAndSkipsLockedRows) {
   ASSERT_TRUE(db_->write([](Conn& c) -> Status {
-                   SIKA_TRY(c.exec("CREATE TABLE picks (id BIGINT PRIMARY KEY, grp BIGINT NOT NULL, due BIGINT NOT NULL)"));
+                   SIKA_TRY(
+                       c.exec("CREATE TABLE picks (id BIGINT PRIMARY KEY, grp BIGINT NOT NULL, due BIGINT NOT NULL)"));
                    for (std::int64_t i = 1; i <= 30; ++i)
                      SIKA_TRY(c.exec("INSERT INTO picks (id, grp, due) VALUES (?, ?, ?)", {i, i % 3, i}));
                    return {};
-                 }).ok());
+                 })
+                  .ok());
   auto pick_in = [](Db& db, std::vector<std::pair<std::int64_t, std::int64_t>> groups, std::int64_t limit,
                     const std::function<void()>& while_held = {}) {
     std::vector<std::int64_t> ids;
@@ -510,9 +516,8 @@ TEST(Periodic, TicksWakesEarlyAndSurvivesErrors) {
 
 TEST(Periodic, BusyTicksRunAgainWithoutWaitingTheInterval) {
   std::atomic<int> ticks{0};
-  Periodic p("busy loop", std::chrono::hours(1), [&]() -> Result<Pace> {
-    return ++ticks < 5 ? Pace::busy : Pace::idle;
-  });
+  Periodic p("busy loop", std::chrono::hours(1),
+             [&]() -> Result<Pace> { return ++ticks < 5 ? Pace::busy : Pace::idle; });
   p.start();
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   while (ticks.load() < 5 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
