@@ -52,6 +52,10 @@ void Periodic::stop() {
     running_ = false;
     t = std::move(thread_);
   }
+  if (t.get_id() == std::this_thread::get_id()) {
+    t.detach();  // asked from a tick: the loop ends when the tick returns
+    return;
+  }
   cv_.notify_all();
   t.join();
 }

@@ -35,6 +35,7 @@ class Periodic {
   // Ends the current wait early: the next tick starts now (or right after the current one).
   void wake();
   // Asks the loop to end, waits for the tick in progress to finish, joins. No-op when stopped.
+  // From inside a tick it only asks (the loop ends when the tick returns).
   void stop();
   // True from start() until stop() is asked; a tick may check it to end a long pass early.
   bool running() const;
