@@ -40,5 +40,6 @@ void add_webhooks_admin(CLI::App& admin, AdminEnv& env);
 void add_payments_admin(CLI::App& admin, AdminEnv& env);
 void add_catalog_admin(CLI::App& admin, AdminEnv& env);
 void add_notify_admin(CLI::App& admin, AdminEnv& env);
+void add_jobs_admin(CLI::App& admin, AdminEnv& env);
 
 }  // namespace sika::app

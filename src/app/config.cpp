@@ -124,6 +124,13 @@ const std::vector<KeySpec> kKeys = {
     {"notify.transport", "sandbox", K::string,
      "how SMS and e-mail leave: sandbox (stored in the outbox, read with `sika admin outbox list`)"},
     {"limits.sweep_interval_seconds", "60", K::integer, "how often expired rate-limit windows are deleted (s)"},
+    {"jobs.workers", "2", K::integer,
+     "threads per process running leased jobs (when a component registers a job kind)"},
+    {"jobs.lease_ms", "30000", K::integer,
+     "a claimed job stays reserved this long without a heartbeat; a dead node's jobs run again after it (ms)"},
+    {"jobs.poll_interval_ms", "500", K::integer, "how often an idle job worker looks for due jobs (ms)"},
+    {"jobs.retry_base_ms", "1000", K::integer, "delay after a job's first failure, doubling at each attempt (ms)"},
+    {"jobs.retry_max_ms", "3600000", K::integer, "longest delay between two attempts of a job (ms)"},
     {"catalog.refresh_ms", "2000", K::integer,
      "how often a node polls catalog_version; another node's catalog change is visible within this (ms)"},
 };

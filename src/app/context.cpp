@@ -192,6 +192,16 @@ Status build_services(Context& ctx) {
     };
     ctx.payments = std::make_unique<payments::Service>(*ctx.db, std::move(snapshot), *ctx.http_client, std::move(o));
   }
+  {
+    const Config& c = ctx.config;
+    store::JobRunnerOptions o;
+    o.workers = static_cast<int>(std::max<std::int64_t>(1, c.get_int("jobs.workers")));
+    o.lease_ms = std::max<std::int64_t>(1000, c.get_int("jobs.lease_ms"));
+    o.poll_interval_ms = std::max<std::int64_t>(1, c.get_int("jobs.poll_interval_ms"));
+    o.retry_base_ms = std::max<std::int64_t>(0, c.get_int("jobs.retry_base_ms"));
+    o.retry_max_ms = std::max(o.retry_base_ms, c.get_int("jobs.retry_max_ms"));
+    ctx.jobs = std::make_unique<store::JobRunner>(*ctx.db, std::move(o));
+  }
   return {};
 }
 
@@ -201,9 +211,11 @@ void start_workers(Context& ctx) {
   if (ctx.catalog) ctx.catalog->start();
   if (ctx.webhooks && ctx.config.get_bool("webhooks.enabled")) ctx.webhooks->start();
   if (ctx.payments && ctx.config.get_bool("payments.enabled")) ctx.payments->start();
+  if (ctx.jobs) ctx.jobs->start();  // no threads until a component registers a queue
 }
 
 void stop_workers(Context& ctx) {
+  if (ctx.jobs) ctx.jobs->stop();
   if (ctx.payments) ctx.payments->stop();
   if (ctx.webhooks) ctx.webhooks->stop();
   if (ctx.identity) ctx.identity->stop();

@@ -8,6 +8,7 @@
 
 #include "app/config.hpp"
 #include "store/db.hpp"
+#include "store/job_runner.hpp"
 #include "web/client.hpp"
 #include "web/client_address.hpp"
 
@@ -34,6 +35,8 @@ struct Context {
   std::unique_ptr<catalog::Service> catalog;
   std::unique_ptr<payments::Service> payments;
   std::unique_ptr<webhooks::Service> webhooks;
+  // Runs the leased jobs of every queue a component registered (jobs->handle) before start_workers.
+  std::unique_ptr<store::JobRunner> jobs;
   // Verifies the gateway credential of a request (set by build_services from the identity service).
   std::function<Result<web::Principal>(const web::Request&)> authenticate;
 

@@ -110,34 +110,20 @@ Status Service::refresh() {
 }
 
 void Service::start() {
-  std::lock_guard lock(worker_mu_);
-  if (worker_.joinable()) return;
-  stopping_ = false;
-  worker_ = std::thread([this] { poll_loop(); });
+  if (!poller_)
+    poller_ = std::make_unique<Periodic>(
+        "catalog: refresh", std::chrono::milliseconds(options_.refresh_ms), [this]() -> Result<Pace> {
+          Status st = refresh();
+          if (!st && !failing_) spdlog::warn("catalog: refresh failed, serving the last snapshot: {}", st.error().code);
+          if (st && failing_) spdlog::info("catalog: refresh works again");
+          failing_ = !st;
+          return Pace::idle;
+        });
+  poller_->start();
 }
 
 void Service::stop() {
-  {
-    std::lock_guard lock(worker_mu_);
-    stopping_ = true;
-  }
-  worker_cv_.notify_all();
-  if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
-}
-
-void Service::poll_loop() {
-  bool failing = false;
-  std::unique_lock lock(worker_mu_);
-  while (!stopping_) {
-    worker_cv_.wait_for(lock, std::chrono::milliseconds(options_.refresh_ms), [this] { return stopping_; });
-    if (stopping_) break;
-    lock.unlock();
-    Status st = refresh();
-    if (!st && !failing) spdlog::warn("catalog: refresh failed, serving the last snapshot: {}", st.error().code);
-    if (st && failing) spdlog::info("catalog: refresh works again");
-    failing = !st;
-    lock.lock();
-  }
+  if (poller_) poller_->stop();
 }
 
 Result<Outcome> Service::put(Kind kind, const bj::object& record, Mode mode) {

@@ -21,6 +21,7 @@
 #include "catalog/fees.hpp"
 #include "catalog/model.hpp"
 #include "catalog/store.hpp"
+#include "core/periodic.hpp"
 #include "store/db.hpp"
 #include "web/message.hpp"
 
@@ -80,18 +81,14 @@ class Service {
     std::unordered_map<std::string, web::Response> entries_;
   };
 
-  void poll_loop();
-
   store::Db& db_;
   Options options_;
   std::atomic<std::shared_ptr<const Catalog>> current_;
   std::mutex reload_mu_;  // one reload at a time
   Memo memo_;
 
-  std::mutex worker_mu_;
-  std::condition_variable worker_cv_;
-  bool stopping_ = false;
-  std::thread worker_;
+  std::unique_ptr<Periodic> poller_;
+  bool failing_ = false;  // poller only: the last refresh failed
 };
 
 // The spec's service reference {id, code, country, currency}, or null when id is empty/unknown.

@@ -600,35 +600,24 @@ Status Service::run_maintenance() {
 }
 
 void Service::start() {
-  std::lock_guard lock(worker_mu_);
-  if (worker_.joinable()) return;
-  stopping_ = false;
-  worker_ = std::thread([this] {
-    std::int64_t last_cleanup = 0;
-    std::unique_lock lock(worker_mu_);
-    while (!stopping_) {
-      worker_cv_.wait_for(lock, std::chrono::seconds(std::max(1, opts_.key_reload_seconds)), [this] { return stopping_; });
-      if (stopping_) break;
-      lock.unlock();
-      std::int64_t t = now();
-      if (t - last_cleanup >= opts_.cleanup_interval_seconds * 1000LL) {
-        (void)run_maintenance();
-        last_cleanup = t;
-      } else {
-        (void)reload_keys();
-      }
-      lock.lock();
-    }
-  });
+  if (!worker_)
+    worker_ = std::make_unique<Periodic>("identity: keys and maintenance",
+                                         std::chrono::seconds(std::max(1, opts_.key_reload_seconds)),
+                                         [this, last_cleanup = std::int64_t{0}]() mutable -> Result<Pace> {
+                                           const std::int64_t t = now();
+                                           if (t - last_cleanup >= opts_.cleanup_interval_seconds * 1000LL) {
+                                             last_cleanup = t;
+                                             SIKA_TRY(run_maintenance());
+                                           } else {
+                                             SIKA_TRY(reload_keys());
+                                           }
+                                           return Pace::idle;
+                                         });
+  worker_->start();
 }
 
 void Service::stop() {
-  {
-    std::lock_guard lock(worker_mu_);
-    stopping_ = true;
-  }
-  worker_cv_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  if (worker_) worker_->stop();
 }
 
 }  // namespace sika::identity

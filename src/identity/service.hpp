@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/periodic.hpp"
 #include "core/result.hpp"
 #include "identity/issuer.hpp"
 #include "identity/keys.hpp"
@@ -168,10 +169,7 @@ class Service {
   // A memo of the database's answer, so a flooding address costs no more writes on this node.
   std::unordered_map<std::string, std::int64_t> throttled_addresses_;
 
-  std::mutex worker_mu_;
-  std::condition_variable worker_cv_;
-  bool stopping_ = false;
-  std::thread worker_;
+  std::unique_ptr<Periodic> worker_;  // key reloads and maintenance
 };
 
 }  // namespace sika::identity

@@ -1,7 +1,6 @@
-// The expiry worker: a thread that calls Service::expire_due every expiry_interval_ms, and
-// the start/stop of the service's background work (it and the sandbox operator's deliveries).
-#include <spdlog/spdlog.h>
-
+// The expiry worker: a Periodic loop (core/periodic.hpp) that calls Service::expire_due every
+// expiry_interval_ms, and the start/stop of the service's background work (it and the sandbox
+// operator's deliveries).
 #include <algorithm>
 #include <chrono>
 
@@ -9,33 +8,21 @@
 
 namespace sika::payments {
 
-void Service::expiry_loop() {
-  std::unique_lock lock(worker_mu_);
-  while (!stopping_) {
-    lock.unlock();
-    auto r = expire_due();
-    if (!r) spdlog::warn("payments expiry scan failed: {}", r.error().code);
-    lock.lock();
-    worker_cv_.wait_for(lock, std::chrono::milliseconds(std::max<std::int64_t>(10, options_.expiry_interval_ms)),
-                        [this] { return stopping_; });
-  }
-}
-
 void Service::start() {
   sandbox_->start();
-  std::lock_guard lock(worker_mu_);
-  if (expiry_thread_.joinable()) return;
-  stopping_ = false;
-  expiry_thread_ = std::thread([this] { expiry_loop(); });
+  if (!expiry_)
+    expiry_ = std::make_unique<Periodic>(
+        "payments: expiry", std::chrono::milliseconds(std::max<std::int64_t>(10, options_.expiry_interval_ms)),
+        [this]() -> Result<Pace> {
+          SIKA_ASSIGN_OR_RETURN(int expired, expire_due());
+          // A full batch may have left more behind.
+          return expired >= options_.expiry_batch ? Pace::busy : Pace::idle;
+        });
+  expiry_->start();
 }
 
 void Service::stop() {
-  {
-    std::lock_guard lock(worker_mu_);
-    stopping_ = true;
-  }
-  worker_cv_.notify_all();
-  if (expiry_thread_.joinable()) expiry_thread_.join();
+  if (expiry_) expiry_->stop();
   if (sandbox_) sandbox_->stop();
 }
 

@@ -24,6 +24,7 @@
 
 #include "catalog/model.hpp"
 #include "core/json.hpp"
+#include "core/periodic.hpp"
 #include "core/result.hpp"
 #include "payments/connector.hpp"
 #include "payments/intent.hpp"
@@ -188,7 +189,6 @@ class Service {
   web::Response create_handler(web::Request& req, std::string_view operation);
   web::Response show_handler(web::Request& req, std::string_view operation);
   Result<Transaction> referenced(const web::Request& req, std::string_view operation);
-  void expiry_loop();
 
   store::Db& db_;
   CatalogSnapshot catalog_;
@@ -198,10 +198,7 @@ class Service {
   std::unique_ptr<SandboxOperator> sandbox_;
   std::map<std::string, Connector*, std::less<>> connectors_;
 
-  std::mutex worker_mu_;
-  std::condition_variable worker_cv_;
-  std::thread expiry_thread_;
-  bool stopping_ = false;
+  std::unique_ptr<Periodic> expiry_;
 };
 
 // Adapts the catalog component's service to the snapshot function payments uses.

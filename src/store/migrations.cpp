@@ -10,6 +10,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0004Payments,   migrations::k0005Webhooks,  migrations::k0006PaymentsLists,
       migrations::k0007IdentityClientCredentials,
       migrations::k0008Limits,     migrations::k0009Notify,  migrations::k0010Otp,
+      migrations::k0011Jobs,
   };
   return kAll;
 }

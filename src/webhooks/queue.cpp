@@ -5,20 +5,17 @@
 #include <map>
 #include <set>
 
+#include "store/leasing.hpp"
 #include "webhooks/registry.hpp"
 
 namespace sika::webhooks {
 
 namespace {
 
+using store::placeholders;
+
 constexpr std::size_t kMaxGaps = 10'000;
 constexpr std::int64_t kMaxGapRun = 1'000;  // a larger jump in ids is not tracked id by id
-
-std::string placeholders(std::size_t n) {
-  std::string s;
-  for (std::size_t i = 0; i < n; ++i) s += i ? ", ?" : "?";
-  return s;
-}
 
 // Gaps are "id:first_seen_ms" pairs separated by ';'.
 std::map<std::int64_t, std::int64_t> parse_gaps(std::string_view text) {
@@ -59,18 +56,6 @@ struct EndpointRef {
   std::vector<std::string> types;
   std::int64_t created_at;
 };
-
-// The queue's safety comes from row locks (FOR UPDATE SKIP LOCKED) and conditional updates,
-// not from predicate locks: under PostgreSQL's SERIALIZABLE (the store's default for write
-// units) concurrent claimers reading the same index range abort each other in a loop. These
-// units therefore run at READ COMMITTED, the isolation the SKIP LOCKED queue pattern is made
-// for; the statement must come first in the transaction. SQLite writers are serialized anyway.
-Status queue_isolation(store::Conn& c) {
-  if (c.dialect() != store::Dialect::postgres) return {};
-  auto r = c.exec("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
-  if (!r) return r.take_error();
-  return {};
-}
 
 }  // namespace
 
@@ -134,7 +119,7 @@ Result<FanoutResult> fan_out(store::Db& db, const FanoutOptions& o, std::int64_t
   Status st = db.write([&](store::Conn& c) -> Status {
     result.leased = true;
     result.deliveries = 0;
-    SIKA_TRY(queue_isolation(c));
+    SIKA_TRY(store::queue_isolation(c));
     SIKA_ASSIGN_OR_RETURN(auto leased,
                           c.exec("UPDATE webhook_fanout SET lease_owner = ?, lease_until = ? WHERE name = 'events' AND "
                                  "(lease_owner IS NULL OR lease_owner = ? OR lease_until IS NULL OR lease_until < ?)",
@@ -193,7 +178,7 @@ Result<std::vector<Claimed>> claim(store::Db& db, const ClaimOptions& o, std::in
   std::vector<Claimed> out;
   Status st = db.write([&](store::Conn& c) -> Status {
     out.clear();
-    SIKA_TRY(queue_isolation(c));
+    SIKA_TRY(store::queue_isolation(c));
     // Endpoints with due work, round-robin from after_endpoint so that no endpoint starves.
     std::string sql =
         "SELECT e.id FROM webhook_endpoints e WHERE e.enabled = 1 AND e.deleted_at IS NULL AND EXISTS (SELECT 1 FROM "
@@ -214,36 +199,16 @@ Result<std::vector<Claimed>> claim(store::Db& db, const ClaimOptions& o, std::in
         if (e == endpoint) return n;
       return o.per_endpoint;
     };
-    std::vector<std::int64_t> ids;
-    if (c.dialect() == store::Dialect::postgres) {
-      // One statement; rows another node is claiming right now are skipped, not waited for.
-      std::string q = "SELECT c.id FROM (VALUES ";
-      store::Params p;
-      for (std::size_t i = 0; i < due.size(); ++i) {
-        q += i ? ", (CAST(? AS BIGINT), CAST(? AS BIGINT))" : "(CAST(? AS BIGINT), CAST(? AS BIGINT))";
-        p.emplace_back(due[i].i64(0));
-        p.emplace_back(limit_of(due[i].i64(0)));
-      }
-      q += ") AS t(endpoint_row, lim) CROSS JOIN LATERAL (SELECT z.id, z.next_attempt_at FROM webhook_deliveries z "
-           "WHERE z.endpoint_row = t.endpoint_row AND z.status = 'pending' AND z.next_attempt_at <= ? "
-           "ORDER BY z.next_attempt_at LIMIT t.lim FOR UPDATE SKIP LOCKED) c LIMIT ?";
-      p.emplace_back(now);
-      p.emplace_back(std::int64_t{o.limit});
-      SIKA_ASSIGN_OR_RETURN(auto rows, c.query(q, p));
-      for (const auto& r : rows) ids.push_back(r.i64(0));
-    } else {
-      // SQLite write units are serialized: plain reads, then the conditional UPDATE below.
-      for (const auto& e : due) {
-        if (static_cast<int>(ids.size()) >= o.limit) break;
-        std::int64_t room = std::min<std::int64_t>(limit_of(e.i64(0)), o.limit - static_cast<std::int64_t>(ids.size()));
-        if (room <= 0) continue;
-        SIKA_ASSIGN_OR_RETURN(auto rows,
-                              c.query("SELECT id FROM webhook_deliveries WHERE endpoint_row = ? AND status = "
-                                      "'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
-                                      {e.i64(0), now, room}));
-        for (const auto& r : rows) ids.push_back(r.i64(0));
-      }
-    }
+    store::GroupedPick pick;
+    pick.table = "webhook_deliveries";
+    pick.group_column = "endpoint_row";
+    pick.due = "status = 'pending' AND next_attempt_at <= ?";
+    pick.due_params = {now};
+    pick.order_by = "next_attempt_at";
+    pick.limit = o.limit;
+    for (const auto& e : due) pick.groups.emplace_back(e.i64(0), limit_of(e.i64(0)));
+    // Rows another node is claiming right now are skipped, not waited for.
+    SIKA_ASSIGN_OR_RETURN(auto ids, store::pick_due_per_group(c, pick));
     if (ids.empty()) return {};
 
     const std::int64_t lease_until = now + o.lease_ms;
@@ -309,7 +274,7 @@ Result<RecordResult> record(store::Db& db, const std::vector<AttemptResult>& res
 
   Status st = db.write([&](store::Conn& c) -> Status {
     out = RecordResult{};
-    SIKA_TRY(queue_isolation(c));
+    SIKA_TRY(store::queue_isolation(c));
     std::vector<const AttemptResult*> made;
     made.reserve(results.size());
     for (const auto& r : results) {
@@ -414,7 +379,7 @@ Result<RecordResult> record(store::Db& db, const std::vector<AttemptResult>& res
 Status release(store::Db& db, const std::vector<Claimed>& claimed, std::int64_t now) {
   if (claimed.empty()) return {};
   return db.write([&](store::Conn& c) -> Status {
-    SIKA_TRY(queue_isolation(c));
+    SIKA_TRY(store::queue_isolation(c));
     for (const auto& cl : claimed)
       SIKA_TRY(
           c.exec("UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL, next_attempt_at = ?, "

@@ -1,7 +1,6 @@
 #include "webhooks/worker.hpp"
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -9,6 +8,7 @@
 
 #include "core/random.hpp"
 #include "core/time.hpp"
+#include "store/jobs.hpp"
 #include "webhooks/signing.hpp"
 
 namespace sika::webhooks {
@@ -24,19 +24,18 @@ std::string error_text(const Error& e) {
   return sanitize_excerpt(text, 300);
 }
 
-std::string default_node_id() {
-  char host[64] = {};
-  ::gethostname(host, sizeof host - 1);
-  return std::string(host) + ":" + std::to_string(::getpid()) + ":" + hex_encode(random_bytes(4));
-}
-
 }  // namespace
 
 Worker::Worker(store::Db& db, web::HttpClient& client, const Registry& registry, WorkerOptions options)
     : db_(db), client_(client), registry_(registry), options_(std::move(options)) {
-  if (options_.node_id.empty()) options_.node_id = default_node_id();
+  if (options_.node_id.empty()) options_.node_id = store::make_node_id();
   if (options_.threads < 1) options_.threads = 1;
   if (options_.max_in_flight_per_endpoint < 1) options_.max_in_flight_per_endpoint = 1;
+  const auto poll = std::chrono::milliseconds(std::max(1, options_.poll_interval_ms));
+  fanout_ = std::make_unique<Periodic>("webhooks: fan-out", poll, [this] { return fan_out_tick(); });
+  // A busy dispatcher pauses 1 ms so that a few completions accumulate and claims stay batched.
+  dispatcher_ = std::make_unique<Periodic>(
+      "webhooks: dispatcher", poll, [this] { return dispatch_tick(); }, std::chrono::milliseconds(1));
 }
 
 Worker::~Worker() { stop(); }
@@ -142,8 +141,8 @@ void Worker::start() {
   if (running_.exchange(true)) return;
   stopping_ = false;
   recorder_stop_ = false;
-  fanout_ = std::thread([this] { fanout_loop(); });
-  dispatcher_ = std::thread([this] { dispatch_loop(); });
+  fanout_->start();
+  dispatcher_->start();
   recorder_ = std::thread([this] { recorder_loop(); });
   for (int i = 0; i < options_.threads; ++i) senders_.emplace_back([this] { sender_loop(); });
   spdlog::info("webhooks: delivery worker {} started ({} senders, {} in flight per endpoint, retries {})",
@@ -156,11 +155,9 @@ void Worker::stop() {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
-  dispatch_cv_.notify_all();
-  fanout_cv_.notify_all();
   work_cv_.notify_all();
-  if (fanout_.joinable()) fanout_.join();
-  if (dispatcher_.joinable()) dispatcher_.join();
+  fanout_->stop();
+  dispatcher_->stop();
   for (auto& t : senders_)
     if (t.joinable()) t.join();
   senders_.clear();
@@ -184,36 +181,20 @@ void Worker::stop() {
   spdlog::info("webhooks: delivery worker {} stopped", options_.node_id);
 }
 
-void Worker::fanout_loop() {
+Result<Pace> Worker::fan_out_tick() {
   FanoutOptions fo;
   fo.owner = options_.node_id;
   fo.batch = options_.fanout_batch;
   fo.gap_ttl_ms = options_.gap_ttl_ms;
   fo.lease_ms = std::max<std::int64_t>(5'000, 10LL * options_.poll_interval_ms);
-  std::int64_t last_error_log = 0;
-  while (!stopping_) {
-    auto r = fan_out(db_, fo, now());
-    bool more = false;
-    if (!r) {
-      // 409: another node moved the cursor meanwhile; anything else is logged (rate-limited).
-      if (!r.error().is(ErrorKind::conflict) && now_ms() - last_error_log > 10'000) {
-        spdlog::warn("webhooks: fan-out failed: {}", error_text(r.error()));
-        last_error_log = now_ms();
-      }
-    } else {
-      more = r->more;
-      if (r->deliveries > 0) {
-        {
-          std::lock_guard lock(mu_);
-          capacity_freed_ = true;
-        }
-        dispatch_cv_.notify_one();
-      }
-    }
-    if (more) continue;
-    std::unique_lock lock(mu_);
-    fanout_cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms), [&] { return stopping_.load(); });
+  auto r = fan_out(db_, fo, now());
+  if (!r) {
+    // A conflict: another node moved the cursor meanwhile, nothing to report; the rest is logged.
+    if (r.error().is(ErrorKind::conflict)) return Pace::idle;
+    return r.take_error();
   }
+  if (r->deliveries > 0) dispatcher_->wake();
+  return r->more ? Pace::busy : Pace::idle;
 }
 
 int Worker::allowance(std::int64_t endpoint, std::int64_t t) const {
@@ -222,69 +203,50 @@ int Worker::allowance(std::int64_t endpoint, std::int64_t t) const {
                                                    : options_.effective_prefetch();
 }
 
-void Worker::dispatch_loop() {
+Result<Pace> Worker::dispatch_tick() {
   const int capacity = options_.effective_max_local();
-  std::int64_t round_robin = 0;
-  std::int64_t last_error_log = 0;
-  while (!stopping_) {
-    bool busy = false;
-    ClaimOptions co;
-    int free_slots = 0;
-    {
-      std::lock_guard lock(mu_);
-      const std::int64_t t = now_ms();
-      std::erase_if(slow_until_, [&](const auto& e) { return e.second <= t && !local_.contains(e.first); });
-      free_slots = capacity - static_cast<int>(queue_.size()) - in_flight_;
-      for (const auto& [endpoint, n] : local_) {
-        const int room = allowance(endpoint, t) - n;
-        if (room <= 0)
-          co.exclude_endpoints.push_back(endpoint);
-        else
-          co.endpoint_limits.emplace_back(endpoint, room);
-      }
-      for (const auto& [endpoint, until] : slow_until_)
-        if (until > t && !local_.contains(endpoint))
-          co.endpoint_limits.emplace_back(endpoint, options_.max_in_flight_per_endpoint);
-      capacity_freed_ = false;
+  ClaimOptions co;
+  int free_slots = 0;
+  {
+    std::lock_guard lock(mu_);
+    const std::int64_t t = now_ms();
+    std::erase_if(slow_until_, [&](const auto& e) { return e.second <= t && !local_.contains(e.first); });
+    free_slots = capacity - static_cast<int>(queue_.size()) - in_flight_;
+    for (const auto& [endpoint, n] : local_) {
+      const int room = allowance(endpoint, t) - n;
+      if (room <= 0)
+        co.exclude_endpoints.push_back(endpoint);
+      else
+        co.endpoint_limits.emplace_back(endpoint, room);
     }
-    if (free_slots > 0) {
-      co.owner = next_lease_owner();
-      co.limit = std::min(free_slots, options_.claim_batch);
-      co.per_endpoint = options_.effective_prefetch();
-      co.after_endpoint = round_robin;
-      co.lease_ms = options_.effective_lease_ms();
-      auto claimed = claim(db_, co, now());
-      if (!claimed) {
-        ++claim_errors_;
-        if (now_ms() - last_error_log > 10'000) {
-          spdlog::warn("webhooks: claim failed: {}", error_text(claimed.error()));
-          last_error_log = now_ms();
-        }
-      } else if (!claimed->empty()) {
-        claimed_ += static_cast<std::int64_t>(claimed->size());
-        // Something was due: look again soon, there may be more.
-        busy = true;
-        {
-          std::lock_guard lock(mu_);
-          for (auto& d : *claimed) {
-            ++local_[d.endpoint_row];
-            round_robin = d.endpoint_row;
-            queue_.push_back(std::move(d));
-          }
-        }
-        work_cv_.notify_all();
-      }
-    }
-
-    std::unique_lock lock(mu_);
-    if (busy) {
-      // Lets a few completions accumulate so that claims stay batched.
-      dispatch_cv_.wait_for(lock, std::chrono::milliseconds(1), [&] { return stopping_.load(); });
-    } else {
-      dispatch_cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms),
-                            [&] { return stopping_ || capacity_freed_; });
+    for (const auto& [endpoint, until] : slow_until_)
+      if (until > t && !local_.contains(endpoint))
+        co.endpoint_limits.emplace_back(endpoint, options_.max_in_flight_per_endpoint);
+  }
+  if (free_slots <= 0) return Pace::idle;  // a sender wakes the dispatcher when capacity frees up
+  co.owner = next_lease_owner();
+  co.limit = std::min(free_slots, options_.claim_batch);
+  co.per_endpoint = options_.effective_prefetch();
+  co.after_endpoint = round_robin_;
+  co.lease_ms = options_.effective_lease_ms();
+  auto claimed = claim(db_, co, now());
+  if (!claimed) {
+    ++claim_errors_;
+    return claimed.take_error();
+  }
+  if (claimed->empty()) return Pace::idle;
+  claimed_ += static_cast<std::int64_t>(claimed->size());
+  {
+    std::lock_guard lock(mu_);
+    for (auto& d : *claimed) {
+      ++local_[d.endpoint_row];
+      round_robin_ = d.endpoint_row;
+      queue_.push_back(std::move(d));
     }
   }
+  work_cv_.notify_all();
+  // Something was due: look again soon, there may be more.
+  return Pace::busy;
 }
 
 void Worker::sender_loop() {
@@ -348,10 +310,7 @@ void Worker::sender_loop() {
       const bool crossed = n >= allowed / 2 && n - 1 < allowed / 2;
       if (--n <= 0) local_.erase(d.endpoint_row);
       const int load = static_cast<int>(queue_.size()) + in_flight_;
-      if (crossed || load <= capacity / 2) {
-        capacity_freed_ = true;
-        wake_dispatcher = true;
-      }
+      if (crossed || load <= capacity / 2) wake_dispatcher = true;
     }
     if (!give_back.empty()) {
       if (auto st = release(db_, give_back, now()); !st)
@@ -360,7 +319,7 @@ void Worker::sender_loop() {
     }
     // Another delivery of this endpoint may now be sendable.
     work_cv_.notify_one();
-    if (wake_dispatcher) dispatch_cv_.notify_one();
+    if (wake_dispatcher) dispatcher_->wake();
   }
 }
 

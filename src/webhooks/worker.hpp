@@ -1,7 +1,7 @@
 #pragma once
-// The delivery worker: one thread fans out new events into deliveries, one dispatcher thread
-// claims due deliveries, a pool of sender threads POSTs them, one recorder thread stores the
-// attempts in batches.
+// The delivery worker: one loop fans out new events into deliveries, one dispatcher loop claims
+// due deliveries (both core/periodic.hpp loops), a pool of sender threads POSTs them, one
+// recorder thread stores the attempts in batches.
 // Fairness: each endpoint has at most `max_in_flight_per_endpoint` requests in flight here (and
 // as many waiting), so an endpoint that hangs holds that many threads, never the whole pool.
 #include <algorithm>
@@ -11,11 +11,13 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/periodic.hpp"
 #include "core/result.hpp"
 #include "store/db.hpp"
 #include "web/client.hpp"
@@ -99,8 +101,8 @@ class Worker {
   const WorkerOptions& options() const { return options_; }
 
  private:
-  void fanout_loop();
-  void dispatch_loop();
+  Result<Pace> fan_out_tick();
+  Result<Pace> dispatch_tick();
   void sender_loop();
   void recorder_loop();
   RecordOptions record_options() const;
@@ -115,23 +117,21 @@ class Worker {
 
   std::atomic<bool> running_{false};
   std::atomic<bool> stopping_{false};
-  std::thread fanout_;
-  std::thread dispatcher_;
+  std::unique_ptr<Periodic> fanout_;
+  std::unique_ptr<Periodic> dispatcher_;  // woken when capacity frees up or deliveries were fanned out
+  std::int64_t round_robin_ = 0;          // dispatcher only: the endpoint claims start after
   std::thread recorder_;
   std::vector<std::thread> senders_;
 
   // Guarded by mu_.
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;      // senders wait for deliveries
-  std::condition_variable dispatch_cv_;  // dispatcher waits for capacity or the poll tick
-  std::condition_variable fanout_cv_;    // fan-out waits for the poll tick
+  std::condition_variable work_cv_;  // senders wait for deliveries
   std::deque<Claimed> queue_;
   std::map<std::int64_t, int> local_;                            // endpoint row -> deliveries queued or in flight here
   std::map<std::int64_t, int> sending_;                          // endpoint row -> requests in flight here
   std::map<std::int64_t, std::int64_t> slow_until_;              // endpoint row -> epoch ms
   int allowance(std::int64_t endpoint, std::int64_t now) const;  // mu_ held
   int in_flight_ = 0;
-  bool capacity_freed_ = false;  // or new deliveries were fanned out
 
   std::mutex results_mu_;
   std::condition_variable results_cv_;

@@ -11,14 +11,12 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { startServer, backends, merchantToken, sikaBinary } from './lib/server.mjs';
+import { startServer, backends, merchantToken, spawnServe } from './lib/server.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const SECRET_KEY = 'e2e-test-secret-key-0123456789abcdef';
 
 async function waitFor(fn, ms = 30000, every = 100) {
   const deadline = Date.now() + ms;
@@ -94,21 +92,8 @@ class Receiver {
 
 // Starts `sika serve` on an existing database (the restart after kill -9).
 async function restartOn(server, args) {
-  const demoFile = path.join(server.dir, 'demo.json');
-  const child = spawn(sikaBinary, ['serve', '--listen', `127.0.0.1:${server.port}`, '--db', server.dsn,
-    '--public-url', server.publicUrl, '--demo', demoFile, ...args], {
-    env: { ...process.env, SIKA_SECRET_KEY: SECRET_KEY }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (d) => { output += d; });
-  child.stderr.on('data', (d) => { output += d; });
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  const ready = await waitFor(async () => {
-    if (child.exitCode !== null) throw new Error(`sika exited early:\n${output}`);
-    try { return (await fetch(`${server.publicUrl}/readyz`)).ok; } catch { return false; }
-  }, 30000);
-  if (!ready) { child.kill('SIGKILL'); throw new Error(`sika did not become ready:\n${output}`); }
-  return { child, exited, output: () => output };
+  return spawnServe({ port: server.port, dsn: server.dsn, publicUrl: server.publicUrl,
+    args: ['--demo', path.join(server.dir, 'demo.json'), ...args] });
 }
 
 function serverArgs(extra = []) {

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 
+#include <boost/json.hpp>
+
 #include <cstdlib>
 #include <filesystem>
 #include <memory>

@@ -13,4 +13,5 @@ extern const Migration k0007IdentityClientCredentials;
 extern const Migration k0008Limits;
 extern const Migration k0009Notify;
 extern const Migration k0010Otp;
+extern const Migration k0011Jobs;
 }  // namespace sika::store::migrations

@@ -66,31 +66,19 @@ export async function startServer(options = {}) {
   // Readiness waits for this file: a restarted server writes it anew (with its new port).
   rmSync(demoFile, { force: true });
   const publicUrl = `http://127.0.0.1:${port}`;
-  const args = ['serve', '--listen', `127.0.0.1:${port}`, '--db', dsn, '--public-url', publicUrl,
-    '--demo', demoFile, ...(options.args || [])];
-  const child = spawn(sikaBinary, args, {
-    env: { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef', ...(options.env || {}) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (d) => { output += d; });
-  child.stderr.on('data', (d) => { output += d; });
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-
-  const deadline = Date.now() + 30000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`sika exited early (${child.exitCode}):\n${output}`);
-    try {
-      const r = await fetch(`${publicUrl}/readyz`);
-      if (r.ok && existsSync(demoFile)) break;
-    } catch {}
-    if (Date.now() > deadline) { child.kill('SIGKILL'); throw new Error(`sika did not become ready:\n${output}`); }
-    await new Promise((r) => setTimeout(r, 100));
+  let node;
+  try {
+    node = await spawnServe({ port, dsn, publicUrl, args: ['--demo', demoFile, ...(options.args || [])],
+      env: options.env, ready: () => existsSync(demoFile) });
+  } catch (e) {
+    drop();
+    throw e;
   }
+  const { child, exited, output } = node;
   const demo = JSON.parse(readFileSync(demoFile, 'utf8'));
   return {
     backend, port, dsn, dir, drop, demo, child, publicUrl,
-    output: () => output,
+    output,
     baseUrl: demo.base_url, authUrl: demo.auth_url, checkoutUrl: demo.checkout_url,
     linkUrl: demo.link_url, dashboardUrl: demo.dashboard_url,
     // Kills the process with SIGKILL (no shutdown of any kind) and keeps its database.
@@ -106,6 +94,31 @@ export async function startServer(options = {}) {
       return r;
     },
   };
+}
+
+// Starts `sika serve` (on a new or an existing database: a restart, or another node) and waits
+// until it answers /readyz on 127.0.0.1:port and `ready()` holds. `args` follow
+// `serve --listen ... --db ... --public-url ...`; `env` adds SIKA_... variables.
+export async function spawnServe({ port, dsn, publicUrl, args = [], env = {}, ready = () => true }) {
+  const child = spawn(sikaBinary, ['serve', '--listen', `127.0.0.1:${port}`, '--db', dsn, '--public-url', publicUrl,
+    ...args], {
+    env: { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d) => { output += d; });
+  child.stderr.on('data', (d) => { output += d; });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`sika exited early (${child.exitCode}):\n${output}`);
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok && ready()) break;
+    } catch {}
+    if (Date.now() > deadline) { child.kill('SIGKILL'); throw new Error(`sika did not become ready:\n${output}`); }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { child, exited, port, output: () => output };
 }
 
 // Obtains a client_credentials access token for a demo merchant.
