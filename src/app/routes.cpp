@@ -7,6 +7,7 @@
 #include "identity/service.hpp"
 #include "webhooks/service.hpp"
 #include "payments/service.hpp"
+#include "core/json.hpp"
 #include "web/envelope.hpp"
 
 namespace sika::app {
@@ -65,7 +66,7 @@ void build_routes(web::Router& r, Context& ctx) {
            boost::json::array servers;
            servers.push_back(boost::json::object{{"url", ctx.config.surface_url(Surface::gateway)}});
            doc.as_object()["servers"] = std::move(servers);
-           return web::Response::json(200, boost::json::serialize(doc));
+           return web::Response::json(200, json::dump(doc));
          },
          web::open_access(), "The gateway's OpenAPI 3 document"});
 

@@ -402,7 +402,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     req.path = std::move(*path);
     log_.path = req.path;
     auto query = web::parse_form(req.query_string);
-    if (!query) return fail(bad_request("bad_request", boost::json::object{{"query", "malformed percent-encoding"}}));
+    if (!query) return fail(bad_request("bad_request", boost::json::object{{"query", query.error().details}}));
     req.query = std::move(*query);
 
     state_ = State::handling;
