@@ -69,8 +69,11 @@ namespace {
 
 constexpr std::size_t kIdleReadBytes = 2048;
 constexpr std::size_t kShrinkAbove = 32 * 1024;
-constexpr std::size_t kLingerMaxBytes = 1 << 20;
-constexpr auto kLingerTime = std::chrono::seconds(2);
+// Lingering close: how long and how much the server keeps reading (and discarding) after its
+// last response, so that a client still sending a refused body reads the answer instead of a reset.
+constexpr std::size_t kLingerMaxBytes = 16 << 20;
+constexpr auto kLingerTime = std::chrono::seconds(5);
+constexpr auto kLingerIdle = std::chrono::seconds(1);
 constexpr auto kShutdownPoll = std::chrono::milliseconds(20);
 
 std::string lower(std::string_view s) {
@@ -116,6 +119,32 @@ std::string ip_string(const tcp::endpoint& ep) {
   auto a = ep.address();
   if (a.is_v6() && a.to_v6().is_v4_mapped()) return net::ip::make_address_v4(net::ip::v4_mapped, a.to_v6()).to_string();
   return a.to_string();
+}
+
+// Returns "" when the request's framing is unambiguous, else why it is refused. Only a single
+// "chunked" coding is accepted (RFC 9112 §6.3: a request whose last coding is not chunked has no
+// reliable length), and never together with Content-Length, which a proxy in front may have
+// used to frame the same bytes differently.
+std::string framing_problem(const bhttp::request_parser<bhttp::string_body>::value_type& h) {
+  if (h.count(bhttp::field::transfer_encoding) == 0) return {};
+  if (h.count(bhttp::field::content_length) > 0) return "must not be sent together with Content-Length";
+  std::vector<std::string> codings;
+  for (const auto& f : h) {
+    if (f.name() != bhttp::field::transfer_encoding) continue;
+    std::string_view v = f.value();
+    std::size_t pos = 0;
+    while (pos <= v.size()) {
+      std::size_t comma = std::min(v.find(',', pos), v.size());
+      std::string_view c = v.substr(pos, comma - pos);
+      while (!c.empty() && (c.front() == ' ' || c.front() == '\t')) c.remove_prefix(1);
+      while (!c.empty() && (c.back() == ' ' || c.back() == '\t')) c.remove_suffix(1);
+      if (!c.empty()) codings.push_back(lower(c));
+      pos = comma + 1;
+    }
+  }
+  if (codings.empty() || codings.back() != "chunked") return "the last transfer coding must be chunked";
+  if (codings.size() != 1) return "only chunked is supported";
+  return {};
 }
 
 bool is_disconnect(const beast::error_code& ec) {
@@ -327,6 +356,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       absorb_partial_header();
       return fail(bad_request("bad_request", boost::json::object{{"host", "exactly one Host header is required"}}));
     }
+    if (auto problem = framing_problem(h); !problem.empty()) {
+      absorb_partial_header();
+      return fail(bad_request("bad_request", boost::json::object{{"transfer-encoding", problem}}));
+    }
     if (parser_->is_done()) return dispatch();
     if (h.version() >= 11 && iequals(h[bhttp::field::expect], "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -512,12 +545,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return close();
     buffer_.clear();
-    stream_.expires_after(kLingerTime);
+    linger_deadline_ = Clock::now() + kLingerTime;
     drain();
   }
 
+  // Reads and discards until the client closes, stays silent for kLingerIdle, or the
+  // kLingerTime / kLingerMaxBytes budget is spent.
   void drain() {
-    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+    stream_.expires_at(std::min(linger_deadline_, Clock::now() + kLingerIdle));
+    buffer_.clear();
+    stream_.async_read_some(buffer_.prepare(16384), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
       self->drained_ += n;
       if (ec || self->drained_ > kLingerMaxBytes) return self->close();
       self->drain();
@@ -548,6 +585,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   i18n::Locale locale_ = i18n::Locale::fr;
   std::string request_id_;
   std::size_t drained_ = 0;
+  Clock::time_point linger_deadline_;
   Clock::time_point started_ = Clock::now();
   AccessLogEntry log_;
 };
