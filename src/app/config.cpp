@@ -284,6 +284,10 @@ Result<Config> Config::load(const std::optional<std::string>& file, const std::m
   if (c.get_string("notify.transport") != "sandbox") return config_error("notify.transport", "must be sandbox");
   if (auto s = c.get_string("secret_key"); !s.empty() && s.size() < 32)
     return config_error("secret_key", "must be at least 32 characters");
+  // With SQLite a missing secret is generated beside the database; several PostgreSQL nodes
+  // must share one, so it cannot be invented by whichever node starts first.
+  if (c.get_string("secret_key").empty() && !c.get_string("db").starts_with("sqlite://"))
+    return config_error("secret_key", "required with PostgreSQL (set SIKA_SECRET_KEY)");
   return c;
 }
 

@@ -53,11 +53,13 @@ void build_routes(web::Router& r, Context& ctx) {
          /*non_blocking=*/true});
   r.add({Surface::system, "GET", "/readyz",
          [&ctx](web::Request&) {
+           if (!ctx.started.load())
+             return web::Response::json(503, R"({"status":"starting","database":"unknown"})");
            auto ok = ctx.db->ping();
            return ok ? web::Response::json(200, R"({"status":"ready","database":"ok"})")
                      : web::Response::json(503, R"({"status":"not_ready","database":"unreachable"})");
          },
-         web::open_access(), "Readiness: 200 only when the database answers"});
+         web::open_access(), "Readiness: 200 only once started and while the database answers"});
 
   // ---- gateway -----------------------------------------------------------------------------
   r.add({Surface::gateway, "GET", "/openapi.json",

@@ -103,6 +103,7 @@ int serve(Config config, const ServeOptions& options) {
     }
   }
   start_workers(ctx);
+  ctx.started = true;
 
   using web::Surface;
   std::cout << "sika listening on " << ctx.config.get_string("listen") << " (" << ctx.config.get_string("db").substr(0, ctx.config.get_string("db").find(':')) << ")\n"
