@@ -145,6 +145,16 @@ std::optional<std::string> percent_decode(std::string_view in, bool plus_is_spac
   return out;
 }
 
+bool valid_port(std::string_view port) {
+  if (port.empty() || port.size() > 5) return false;
+  unsigned value = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<unsigned>(c - '0');
+  }
+  return value >= 1 && value <= 65535;
+}
+
 std::string percent_encode(std::string_view in) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;

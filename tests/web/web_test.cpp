@@ -140,6 +140,9 @@ TEST(Message, PercentDecoding) {
   EXPECT_FALSE(web::parse_form("a=%G1").ok());
   EXPECT_FALSE(web::percent_decode(std::string_view("a\0b", 3), false));
   EXPECT_EQ(web::percent_encode("a b/é"), "a%20b%2F%C3%A9");
+  EXPECT_TRUE(web::valid_port("1"));
+  EXPECT_TRUE(web::valid_port("65535"));
+  for (const char* bad : {"", "0", "00000", "65536", "99999", "123456", "8o", "-1", "+80"}) EXPECT_FALSE(web::valid_port(bad)) << bad;
 }
 
 TEST(Router, MatchesParamsAndMounts) {
