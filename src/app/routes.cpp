@@ -3,6 +3,7 @@
 
 #include <boost/json.hpp>
 
+#include "app/metrics.hpp"
 #include "catalog/service.hpp"
 #include "identity/service.hpp"
 #include "webhooks/service.hpp"
@@ -60,6 +61,11 @@ void build_routes(web::Router& r, Context& ctx) {
                      : web::Response::json(503, R"({"status":"not_ready","database":"unreachable"})");
          },
          web::open_access(), "Readiness: 200 only once started and while the database answers"});
+
+  if (ctx.config.get_bool("metrics.enabled"))
+    r.add({Surface::system, "GET", "/metrics",
+           [&ctx](web::Request& req) { return metrics_response(ctx.config, metrics::registry(), req); }, "",
+           "Prometheus metrics (bearer metrics.token, or loopback peers only)"});
 
   // ---- gateway -----------------------------------------------------------------------------
   r.add({Surface::gateway, "GET", "/openapi.json",

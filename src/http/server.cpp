@@ -34,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/json.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
 #include "web/envelope.hpp"
@@ -62,7 +63,7 @@ std::string AccessLogEntry::json() const {
   o["bytes"] = bytes;
   o["duration_us"] = duration_us;
   o["user_agent"] = user_agent;
-  return boost::json::serialize(o);
+  return json::dump(o);
 }
 
 namespace {
@@ -441,13 +442,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
     state_ = State::handling;
     if (srv_.opt.run_inline && srv_.opt.run_inline(req)) {
       // A route declared non-blocking (no database, no I/O) answers on this strand: no hand-off.
-      send(run_handler(req));
+      web::Response res = run_handler(req);
+      log_.route_id = req.route_id;
+      send(std::move(res));
       return;
     }
     auto work = net::prefer(srv_.ioc.get_executor(), net::execution::outstanding_work.tracked);
     bool queued = srv_.pool.try_post([self = shared_from_this(), req = std::move(req), work]() mutable {
       web::Response res = self->run_handler(req);
-      net::post(self->strand_, [self, res = std::move(res), work]() mutable { self->send(std::move(res)); });
+      net::post(self->strand_, [self, res = std::move(res), route = req.route_id, work]() mutable {
+        self->log_.route_id = route;
+        self->send(std::move(res));
+      });
     });
     if (!queued) {
       srv_.rejected_busy.fetch_add(1, std::memory_order_relaxed);
@@ -526,7 +532,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     log_.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started_).count();
     if (srv_.opt.access_log) {
       try {
-        srv_.opt.access_log(log_);
+        srv_.opt.access_log(std::move(log_));
       } catch (const std::exception& e) {
         spdlog::error("access log callback failed: {}", e.what());
       }

@@ -54,6 +54,7 @@ struct Request {
   std::string request_id;
   i18n::Locale locale = i18n::Locale::fr;
   Fields path_params;        // from {name} segments of the matched route
+  int route_id = -1;         // index of the matched route in the route table (-1: none); a metrics label
   std::optional<Principal> principal;
 
   // Returns the first header value with this (lower-case) name, or "".

@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <thread>
 
 #include "core/crypto.hpp"
 #include "core/i18n.hpp"
 #include "core/json.hpp"
+#include "core/metrics.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
 
@@ -188,4 +190,53 @@ TEST(Crypto, Argon2idPasswords) {
   EXPECT_TRUE(crypto::password_verify("correct horse", h));
   EXPECT_FALSE(crypto::password_verify("wrong horse", h));
   EXPECT_FALSE(crypto::password_verify("correct horse", "garbage"));
+}
+
+TEST(Metrics, RendersCountersGaugesAndHistogramsInPrometheusText) {
+  metrics::Registry r;
+  auto& ok = r.counter("sika_test_requests_total", "Requests", {{"route", "/api/x"}, {"status", "200"}});
+  ok.inc();
+  ok.inc(2);
+  EXPECT_EQ(&ok, &r.counter("sika_test_requests_total", "Requests", {{"route", "/api/x"}, {"status", "200"}}));
+  r.counter("sika_test_requests_total", "Requests", {{"route", "/a\"b\\"}, {"status", "404"}}).inc();
+  r.gauge("sika_test_depth", "Queue depth").set(2.5);
+  auto& h = r.histogram("sika_test_seconds", "Latency", {0.1, 1}, {{"route", "/x"}});
+  h.observe(0.05);
+  h.observe(0.1);
+  h.observe(0.5);
+  h.observe(7);
+  int scrapes = 0;
+  r.on_scrape([&] { r.gauge("sika_test_scrapes", "Scrapes").set(++scrapes); });
+  std::string text = r.render();
+  EXPECT_NE(text.find("# HELP sika_test_requests_total Requests\n# TYPE sika_test_requests_total counter\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_requests_total{route=\"/api/x\",status=\"200\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_requests_total{route=\"/a\\\"b\\\\\",status=\"404\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE sika_test_depth gauge\nsika_test_depth 2.5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_seconds_bucket{route=\"/x\",le=\"0.1\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_seconds_bucket{route=\"/x\",le=\"1\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_seconds_bucket{route=\"/x\",le=\"+Inf\"} 4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_seconds_sum{route=\"/x\"} 7.65\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_seconds_count{route=\"/x\"} 4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_scrapes 1\n"), std::string::npos) << text;
+  EXPECT_THROW(r.gauge("sika_test_requests_total", "again as a gauge"), std::logic_error);
+  EXPECT_THROW(r.counter("bad name", "x"), std::logic_error);
+}
+
+TEST(Metrics, ConcurrentUpdatesAreNotLost) {
+  metrics::Registry r;
+  auto& c = r.counter("sika_test_total", "x");
+  auto& h = r.histogram("sika_test_hist", "x", metrics::latency_buckets());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10000; ++i) {
+        c.inc();
+        h.observe(0.001);
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(c.value(), 40000u);
+  std::uint64_t total = 0;
+  for (auto n : h.counts()) total += n;
+  EXPECT_EQ(total, 40000u);
 }

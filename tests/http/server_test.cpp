@@ -10,6 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
+#include "http/access_log.hpp"
 #include "raw_client.hpp"
 #include "web/envelope.hpp"
 
@@ -584,6 +587,76 @@ TEST_F(ServerTest, AccessLogHasOneEntryPerRequestWithoutQueryString) {
   for (auto key : {"time", "request_id", "remote", "method", "path", "status", "bytes", "duration_us", "user_agent"})
     EXPECT_TRUE(o.contains(key)) << key;
   EXPECT_EQ(entries[1].status, 400);
+}
+
+TEST(AccessLog, WritesJsonLinesOffTheCallerAndDropsWhenFull) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  {
+    AccessLog log(f, 1000);
+    for (int i = 0; i < 10; ++i) {
+      AccessLogEntry e;
+      e.request_id = "r" + std::to_string(i);
+      e.path = "/p";
+      e.status = 200;
+      EXPECT_TRUE(log.post(std::move(e)));
+    }
+    log.flush();
+    EXPECT_EQ(log.written(), 10u);
+    EXPECT_EQ(log.dropped(), 0u);
+  }
+  std::rewind(f);
+  char line[512];
+  int lines = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    auto o = bj::parse(line).as_object();
+    EXPECT_EQ(o["request_id"].as_string(), "r" + std::to_string(lines));
+    ++lines;
+  }
+  EXPECT_EQ(lines, 10);
+  std::fclose(f);
+
+  // A sink that never drains: post() neither blocks nor grows past the capacity.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::FILE* pipe_out = ::fdopen(fds[1], "w");
+  {
+    AccessLog log(pipe_out, 4);
+    AccessLogEntry big;
+    big.user_agent = std::string(200000, 'u');  // larger than a pipe buffer: the writer blocks on it
+    log.post(AccessLogEntry(big));
+    auto start = Clock::now();
+    int accepted = 0;
+    for (int i = 0; i < 1000; ++i) accepted += log.post(AccessLogEntry(big)) ? 1 : 0;
+    EXPECT_LT(elapsed_ms(start), 2000);
+    EXPECT_LE(accepted, 8);  // at most one batch taken by the writer plus a full queue
+    EXPECT_GE(log.dropped(), 992u);
+    // Unblock the writer so the destructor can finish.
+    std::thread reader([fd = fds[0]] {
+      char buf[65536];
+      while (::read(fd, buf, sizeof buf) > 0) {
+      }
+    });
+    reader.detach();
+  }
+  std::fclose(pipe_out);
+}
+
+TEST_F(ServerTest, AccessLogEntryNamesTheMatchedRoute) {
+  start({}, [](web::Request& req) {
+    if (req.path == "/routed") req.route_id = 7;
+    return web::Response::text(200, "x");
+  });
+  RawClient c(port());
+  ASSERT_TRUE(c.send(request("GET", "/routed")));
+  ASSERT_TRUE(c.read_response());
+  ASSERT_TRUE(c.send(request("GET", "/other")));
+  ASSERT_TRUE(c.read_response());
+  for (int i = 0; i < 100 && logs().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto l = logs();
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0].route_id, 7);
+  EXPECT_EQ(l[1].route_id, -1);
 }
 
 TEST_F(ServerTest, Expect100ContinueIsHonoured) {
