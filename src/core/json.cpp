@@ -206,6 +206,8 @@ void write_number(T n, std::string& out) {
 
 }  // namespace
 
+void dump_string_to(std::string_view s, std::string& out) { write_string(s, out); }
+
 void dump_to(const bj::value& v, std::string& out) {
   switch (v.kind()) {
     case bj::kind::null: out += "null"; break;

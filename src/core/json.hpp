@@ -28,6 +28,8 @@ Result<bj::object> parse_object(std::string_view text);
 std::string dump(const bj::value& v);
 // Appends the serialization of `v` to `out`.
 void dump_to(const bj::value& v, std::string& out);
+// Appends `s` as a JSON string literal (quoted, escaped) to `out`.
+void dump_string_to(std::string_view s, std::string& out);
 
 // Collects per-field validation problems; becomes error.details {field: problem}.
 class FieldErrors {

@@ -74,10 +74,7 @@ void AccessLog::run() {
     }
     if (!batch.empty()) {
       text.clear();
-      for (const auto& e : batch) {
-        text += e.json();
-        text.push_back('\n');
-      }
+      for (const auto& e : batch) e.append_line(text);
       std::fwrite(text.data(), 1, text.size(), out_);
       std::fflush(out_);
     }

@@ -53,17 +53,27 @@ bool valid_request_id(std::string_view id) {
 }
 
 std::string AccessLogEntry::json() const {
-  boost::json::object o;
-  o["time"] = iso8601(time_ms);
-  o["request_id"] = request_id;
-  o["remote"] = remote;
-  o["method"] = method;
-  o["path"] = path;
-  o["status"] = status;
-  o["bytes"] = bytes;
-  o["duration_us"] = duration_us;
-  o["user_agent"] = user_agent;
-  return json::dump(o);
+  std::string out;
+  append_line(out);
+  out.pop_back();
+  return out;
+}
+
+void AccessLogEntry::append_line(std::string& out) const {
+  auto field = [&out](std::string_view name, std::string_view value) {
+    out += name;
+    json::dump_string_to(value, out);
+  };
+  field("{\"time\":", iso8601(time_ms));
+  field(",\"request_id\":", request_id);
+  field(",\"remote\":", remote);
+  field(",\"method\":", method);
+  field(",\"path\":", path);
+  out += ",\"status\":" + std::to_string(status);
+  out += ",\"bytes\":" + std::to_string(bytes);
+  out += ",\"duration_us\":" + std::to_string(duration_us);
+  field(",\"user_agent\":", user_agent);
+  out += "}\n";
 }
 
 namespace {

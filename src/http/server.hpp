@@ -32,6 +32,8 @@ struct AccessLogEntry {
   // {"time":"...Z","request_id":..,"remote":..,"method":..,"path":..,"status":..,
   //  "bytes":..,"duration_us":..,"user_agent":..}
   std::string json() const;
+  // Appends json() and a newline to `out` (the access-log writer batches lines this way).
+  void append_line(std::string& out) const;
 };
 
 struct ServerOptions {
