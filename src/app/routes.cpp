@@ -63,9 +63,10 @@ void build_routes(web::Router& r, Context& ctx) {
          web::open_access(), "Readiness: 200 only once started and while the database answers"});
 
   if (ctx.config.get_bool("metrics.enabled"))
+    // Open at the router: the handler itself admits metrics.token or loopback peers (docs/metrics.md).
     r.add({Surface::system, "GET", "/metrics",
-           [&ctx](web::Request& req) { return metrics_response(ctx.config, metrics::registry(), req); }, "",
-           "Prometheus metrics (bearer metrics.token, or loopback peers only)"});
+           [&ctx](web::Request& req) { return metrics_response(ctx.config, metrics::registry(), req); },
+           web::open_access(), "Prometheus metrics (bearer metrics.token, or loopback peers only)"});
 
   // ---- gateway -----------------------------------------------------------------------------
   r.add({Surface::gateway, "GET", "/openapi.json",
