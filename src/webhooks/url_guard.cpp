@@ -110,15 +110,6 @@ bool is_public_ip(std::string_view text) {
   return false;
 }
 
-std::string address_text(std::string_view raw) {
-  char buf[INET6_ADDRSTRLEN] = {};
-  if (raw.size() == 4)
-    ::inet_ntop(AF_INET, raw.data(), buf, sizeof buf);
-  else if (raw.size() == 16)
-    ::inet_ntop(AF_INET6, raw.data(), buf, sizeof buf);
-  return buf;
-}
-
 Result<std::vector<std::string>> SystemResolver::resolve(const std::string& host) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
