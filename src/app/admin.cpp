@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "core/json.hpp"
 #include "core/time.hpp"
 #include "merchant/merchant.hpp"
 
@@ -15,7 +16,7 @@ CLI::App* add_command(CLI::App& admin, AdminEnv& env, const std::string& name, c
 
 void print_result(const AdminEnv& env, const boost::json::value& data, const std::string& human) {
   if (env.json)
-    std::cout << boost::json::serialize(data) << std::endl;
+    std::cout << json::dump(data) << std::endl;
   else
     std::cout << human << std::endl;
 }

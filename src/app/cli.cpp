@@ -1,6 +1,7 @@
 #include "app/cli.hpp"
 
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <iostream>
@@ -53,6 +54,9 @@ void set_log_level(const Config& c) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
+  // Logs go to stderr: stdout carries command output (admin --json, the listening banner) and
+  // the access log.
+  if (!spdlog::get("sika")) spdlog::set_default_logger(spdlog::stderr_logger_mt("sika"));
   CLI::App app{"sika: mobile-money and wallet payment platform"};
   app.require_subcommand(1);
   int exit_code = 0;

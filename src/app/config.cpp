@@ -46,7 +46,11 @@ const std::vector<KeySpec> kKeys = {
     {"client_address_header", "x-forwarded-for", K::string,
      "header the trusted proxies append the client address to: x-forwarded-for or forwarded (RFC 7239)"},
     {"log.level", "info", K::string, "trace, debug, info, warn, error or off"},
-    {"log.access", "true", K::boolean, "write one JSON line per request to stdout"},
+    {"log.access", "true", K::boolean,
+     "write one JSON line per request to stdout (from a bounded queue: lines are dropped and counted, never waited for)"},
+    {"metrics.enabled", "true", K::boolean, "serve Prometheus metrics at GET /metrics"},
+    {"metrics.token", "", K::string,
+     "bearer token required by /metrics; when empty, /metrics answers only loopback peers"},
     {"http.io_threads", "2", K::integer, "I/O threads of the HTTP server"},
     {"http.handler_threads", "128", K::integer, "threads running request handlers (bounded pool)"},
     {"http.handler_queue", "20000", K::integer, "requests waiting for a handler thread before 503"},
@@ -294,6 +298,10 @@ Result<Config> Config::load(const std::optional<std::string>& file, const std::m
   if (c.get_string("notify.transport") != "sandbox") return config_error("notify.transport", "must be sandbox");
   if (auto s = c.get_string("secret_key"); !s.empty() && s.size() < 32)
     return config_error("secret_key", "must be at least 32 characters");
+  // With SQLite a missing secret is generated beside the database; several PostgreSQL nodes
+  // must share one, so it cannot be invented by whichever node starts first.
+  if (c.get_string("secret_key").empty() && !c.get_string("db").starts_with("sqlite://"))
+    return config_error("secret_key", "required with PostgreSQL (set SIKA_SECRET_KEY)");
   return c;
 }
 

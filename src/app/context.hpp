@@ -2,6 +2,7 @@
 // Everything a running `sika` process holds: configuration, the database, the server
 // secret and one service per component. Built once by open_context, shared by serve,
 // the workers, the demo seeder and the admin CLI.
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -39,6 +40,9 @@ struct Context {
   std::unique_ptr<store::JobRunner> jobs;
   // Verifies the gateway credential of a request (set by build_services from the identity service).
   std::function<Result<web::Principal>(const web::Request&)> authenticate;
+  // True once `serve` has finished starting (demo world seeded, its file written, workers
+  // running); /readyz answers 503 until then.
+  std::atomic<bool> started{false};
 
   Context();
   ~Context();

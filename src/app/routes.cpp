@@ -3,10 +3,12 @@
 
 #include <boost/json.hpp>
 
+#include "app/metrics.hpp"
 #include "catalog/service.hpp"
 #include "identity/service.hpp"
 #include "webhooks/service.hpp"
 #include "payments/service.hpp"
+#include "core/json.hpp"
 #include "web/envelope.hpp"
 
 namespace sika::app {
@@ -52,11 +54,19 @@ void build_routes(web::Router& r, Context& ctx) {
          /*non_blocking=*/true});
   r.add({Surface::system, "GET", "/readyz",
          [&ctx](web::Request&) {
+           if (!ctx.started.load())
+             return web::Response::json(503, R"({"status":"starting","database":"unknown"})");
            auto ok = ctx.db->ping();
            return ok ? web::Response::json(200, R"({"status":"ready","database":"ok"})")
                      : web::Response::json(503, R"({"status":"not_ready","database":"unreachable"})");
          },
-         web::open_access(), "Readiness: 200 only when the database answers"});
+         web::open_access(), "Readiness: 200 only once started and while the database answers"});
+
+  if (ctx.config.get_bool("metrics.enabled"))
+    // Open at the router: the handler itself admits metrics.token or loopback peers (docs/metrics.md).
+    r.add({Surface::system, "GET", "/metrics",
+           [&ctx](web::Request& req) { return metrics_response(ctx.config, metrics::registry(), req); },
+           web::open_access(), "Prometheus metrics (bearer metrics.token, or loopback peers only)"});
 
   // ---- gateway -----------------------------------------------------------------------------
   r.add({Surface::gateway, "GET", "/openapi.json",
@@ -65,7 +75,7 @@ void build_routes(web::Router& r, Context& ctx) {
            boost::json::array servers;
            servers.push_back(boost::json::object{{"url", ctx.config.surface_url(Surface::gateway)}});
            doc.as_object()["servers"] = std::move(servers);
-           return web::Response::json(200, boost::json::serialize(doc));
+           return web::Response::json(200, json::dump(doc));
          },
          web::open_access(), "The gateway's OpenAPI 3 document"});
 

@@ -1,6 +1,5 @@
 #include "app/serve.hpp"
 
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -10,7 +9,9 @@
 
 #include "app/context.hpp"
 #include "app/demo.hpp"
+#include "app/metrics.hpp"
 #include "app/routes.hpp"
+#include "http/access_log.hpp"
 #include "http/server.hpp"
 
 namespace sika::app {
@@ -73,14 +74,21 @@ int serve(Config config, const ServeOptions& options) {
   so.idle_timeout_ms = static_cast<int>(ctx.config.get_int("http.idle_timeout_ms"));
   so.shutdown_grace_ms = static_cast<int>(ctx.config.get_int("http.shutdown_grace_ms"));
   so.default_locale = ctx.config.get_string("default_locale") == "en" ? i18n::Locale::en : i18n::Locale::fr;
-  if (ctx.config.get_bool("log.access")) {
-    auto access = spdlog::stdout_logger_mt("access");
-    access->set_pattern("%v");
-    so.access_log = [access](const http::AccessLogEntry& e) { access->info(e.json()); };
-  }
+  // The access log and the request metrics are fed after each response, on the I/O thread:
+  // both only touch atomics or a bounded queue there. Declared before the server: they outlive it.
+  std::unique_ptr<http::AccessLog> access_log;
+  if (ctx.config.get_bool("log.access")) access_log = std::make_unique<http::AccessLog>(stdout);
+  std::unique_ptr<HttpMetrics> http_metrics;
+  if (ctx.config.get_bool("metrics.enabled")) http_metrics = std::make_unique<HttpMetrics>(metrics::registry(), router);
+  if (access_log || http_metrics)
+    so.access_log = [log = access_log.get(), m = http_metrics.get()](http::AccessLogEntry&& e) {
+      if (m) m->record(e);
+      if (log) log->post(std::move(e));
+    };
 
   so.run_inline = [&router](const web::Request& req) { return router.is_non_blocking(req); };
   http::Server server(so, [&router](web::Request& req) { return router.dispatch(req); });
+  if (http_metrics) register_collectors(metrics::registry(), ctx, server, access_log.get());
   if (auto s = server.start(); !s) {
     report(make_error(ErrorKind::unavailable, "listen", boost::json::string(ctx.config.get_string("listen") + ": " +
                                                   (s.error().details.is_string()
@@ -103,6 +111,7 @@ int serve(Config config, const ServeOptions& options) {
     }
   }
   start_workers(ctx);
+  ctx.started = true;
 
   using web::Surface;
   std::cout << "sika listening on " << ctx.config.get_string("listen") << " (" << ctx.config.get_string("db").substr(0, ctx.config.get_string("db").find(':')) << ")\n"

@@ -14,14 +14,22 @@ namespace sika::json {
 
 namespace bj = boost::json;
 
-// Parses a JSON document; on failure returns empty_data with a description.
+// Parses a JSON document strictly: malformed JSON, nesting deeper than 64, a key repeated in
+// one object (at any depth) and a NUL character in a string or key are refused with empty_data.
+// The details name the member ("channel", "metadata.note", "lines[1].reference") when there is one.
 Result<bj::value> parse(std::string_view text);
 
 // Parses a body that must be a JSON object (empty body -> empty_data "body is empty").
 Result<bj::object> parse_object(std::string_view text);
 
-// Serializes compactly.
+// Serializes compactly. Numbers are written as people and clients expect them: integral doubles
+// without exponent or fraction (3, 10000), others in their shortest round-trip form (0.25);
+// exponent form only where it is shorter (1e+21). Non-finite doubles become null.
 std::string dump(const bj::value& v);
+// Appends the serialization of `v` to `out`.
+void dump_to(const bj::value& v, std::string& out);
+// Appends `s` as a JSON string literal (quoted, escaped) to `out`.
+void dump_string_to(std::string_view s, std::string& out);
 
 // Collects per-field validation problems; becomes error.details {field: problem}.
 class FieldErrors {

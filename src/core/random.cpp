@@ -33,9 +33,17 @@ std::string uuid_v4() {
   std::string b = random_bytes(16);
   b[6] = static_cast<char>((b[6] & 0x0F) | 0x40);
   b[8] = static_cast<char>((b[8] & 0x3F) | 0x80);
-  std::string hex = hex_encode(b);
-  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" +
-         hex.substr(20, 12);
+  // One allocation: every request without an X-Request-Id gets one.
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(36, '-');
+  std::size_t o = 0;
+  for (std::size_t i = 0; i < 16; ++i) {
+    if (o == 8 || o == 13 || o == 18 || o == 23) ++o;
+    auto c = static_cast<unsigned char>(b[i]);
+    out[o++] = kHex[c >> 4];
+    out[o++] = kHex[c & 15];
+  }
+  return out;
 }
 
 bool is_uuid(std::string_view s) {

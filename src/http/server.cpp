@@ -34,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/json.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
 #include "web/envelope.hpp"
@@ -52,25 +53,38 @@ bool valid_request_id(std::string_view id) {
 }
 
 std::string AccessLogEntry::json() const {
-  boost::json::object o;
-  o["time"] = iso8601(time_ms);
-  o["request_id"] = request_id;
-  o["remote"] = remote;
-  o["method"] = method;
-  o["path"] = path;
-  o["status"] = status;
-  o["bytes"] = bytes;
-  o["duration_us"] = duration_us;
-  o["user_agent"] = user_agent;
-  return boost::json::serialize(o);
+  std::string out;
+  append_line(out);
+  out.pop_back();
+  return out;
+}
+
+void AccessLogEntry::append_line(std::string& out) const {
+  auto field = [&out](std::string_view name, std::string_view value) {
+    out += name;
+    json::dump_string_to(value, out);
+  };
+  field("{\"time\":", iso8601(time_ms));
+  field(",\"request_id\":", request_id);
+  field(",\"remote\":", remote);
+  field(",\"method\":", method);
+  field(",\"path\":", path);
+  out += ",\"status\":" + std::to_string(status);
+  out += ",\"bytes\":" + std::to_string(bytes);
+  out += ",\"duration_us\":" + std::to_string(duration_us);
+  field(",\"user_agent\":", user_agent);
+  out += "}\n";
 }
 
 namespace {
 
 constexpr std::size_t kIdleReadBytes = 2048;
 constexpr std::size_t kShrinkAbove = 32 * 1024;
-constexpr std::size_t kLingerMaxBytes = 1 << 20;
-constexpr auto kLingerTime = std::chrono::seconds(2);
+// Lingering close: how long and how much the server keeps reading (and discarding) after its
+// last response, so that a client still sending a refused body reads the answer instead of a reset.
+constexpr std::size_t kLingerMaxBytes = 16 << 20;
+constexpr auto kLingerTime = std::chrono::seconds(5);
+constexpr auto kLingerIdle = std::chrono::seconds(1);
 constexpr auto kShutdownPoll = std::chrono::milliseconds(20);
 
 std::string lower(std::string_view s) {
@@ -116,6 +130,32 @@ std::string ip_string(const tcp::endpoint& ep) {
   auto a = ep.address();
   if (a.is_v6() && a.to_v6().is_v4_mapped()) return net::ip::make_address_v4(net::ip::v4_mapped, a.to_v6()).to_string();
   return a.to_string();
+}
+
+// Returns "" when the request's framing is unambiguous, else why it is refused. Only a single
+// "chunked" coding is accepted (RFC 9112 §6.3: a request whose last coding is not chunked has no
+// reliable length), and never together with Content-Length, which a proxy in front may have
+// used to frame the same bytes differently.
+std::string framing_problem(const bhttp::request_parser<bhttp::string_body>::value_type& h) {
+  if (h.count(bhttp::field::transfer_encoding) == 0) return {};
+  if (h.count(bhttp::field::content_length) > 0) return "must not be sent together with Content-Length";
+  std::vector<std::string> codings;
+  for (const auto& f : h) {
+    if (f.name() != bhttp::field::transfer_encoding) continue;
+    std::string_view v = f.value();
+    std::size_t pos = 0;
+    while (pos <= v.size()) {
+      std::size_t comma = std::min(v.find(',', pos), v.size());
+      std::string_view c = v.substr(pos, comma - pos);
+      while (!c.empty() && (c.front() == ' ' || c.front() == '\t')) c.remove_prefix(1);
+      while (!c.empty() && (c.back() == ' ' || c.back() == '\t')) c.remove_suffix(1);
+      if (!c.empty()) codings.push_back(lower(c));
+      pos = comma + 1;
+    }
+  }
+  if (codings.empty() || codings.back() != "chunked") return "the last transfer coding must be chunked";
+  if (codings.size() != 1) return "only chunked is supported";
+  return {};
 }
 
 bool is_disconnect(const beast::error_code& ec) {
@@ -327,6 +367,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       absorb_partial_header();
       return fail(bad_request("bad_request", boost::json::object{{"host", "exactly one Host header is required"}}));
     }
+    if (auto problem = framing_problem(h); !problem.empty()) {
+      absorb_partial_header();
+      return fail(bad_request("bad_request", boost::json::object{{"transfer-encoding", problem}}));
+    }
     if (parser_->is_done()) return dispatch();
     if (h.version() >= 11 && iequals(h[bhttp::field::expect], "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -392,13 +436,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
     state_ = State::handling;
     if (srv_.opt.run_inline && srv_.opt.run_inline(req)) {
       // A route declared non-blocking (no database, no I/O) answers on this strand: no hand-off.
-      send(run_handler(req));
+      web::Response res = run_handler(req);
+      log_.route_id = req.route_id;
+      send(std::move(res));
       return;
     }
     auto work = net::prefer(srv_.ioc.get_executor(), net::execution::outstanding_work.tracked);
     bool queued = srv_.pool.try_post([self = shared_from_this(), req = std::move(req), work]() mutable {
       web::Response res = self->run_handler(req);
-      net::post(self->strand_, [self, res = std::move(res), work]() mutable { self->send(std::move(res)); });
+      net::post(self->strand_, [self, res = std::move(res), route = req.route_id, work]() mutable {
+        self->log_.route_id = route;
+        self->send(std::move(res));
+      });
     });
     if (!queued) {
       srv_.rejected_busy.fetch_add(1, std::memory_order_relaxed);
@@ -477,7 +526,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     log_.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started_).count();
     if (srv_.opt.access_log) {
       try {
-        srv_.opt.access_log(log_);
+        srv_.opt.access_log(std::move(log_));
       } catch (const std::exception& e) {
         spdlog::error("access log callback failed: {}", e.what());
       }
@@ -496,12 +545,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return close();
     buffer_.clear();
-    stream_.expires_after(kLingerTime);
+    linger_deadline_ = Clock::now() + kLingerTime;
     drain();
   }
 
+  // Reads and discards until the client closes, stays silent for kLingerIdle, or the
+  // kLingerTime / kLingerMaxBytes budget is spent.
   void drain() {
-    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+    stream_.expires_at(std::min(linger_deadline_, Clock::now() + kLingerIdle));
+    buffer_.clear();
+    stream_.async_read_some(buffer_.prepare(16384), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
       self->drained_ += n;
       if (ec || self->drained_ > kLingerMaxBytes) return self->close();
       self->drain();
@@ -532,6 +585,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   i18n::Locale locale_ = i18n::Locale::fr;
   std::string request_id_;
   std::size_t drained_ = 0;
+  Clock::time_point linger_deadline_;
   Clock::time_point started_ = Clock::now();
   AccessLogEntry log_;
 };

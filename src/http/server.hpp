@@ -26,11 +26,14 @@ struct AccessLogEntry {
   std::uint64_t bytes = 0;        // response body bytes (0 for HEAD)
   std::int64_t duration_us = 0;   // first byte of the request -> last byte of the response
   std::string user_agent;
+  int route_id = -1;              // web::Request::route_id after the handler (-1: no route matched)
 
   // Returns the entry as one JSON object on one line (no trailing newline):
   // {"time":"...Z","request_id":..,"remote":..,"method":..,"path":..,"status":..,
   //  "bytes":..,"duration_us":..,"user_agent":..}
   std::string json() const;
+  // Appends json() and a newline to `out` (the access-log writer batches lines this way).
+  void append_line(std::string& out) const;
 };
 
 struct ServerOptions {
@@ -50,7 +53,8 @@ struct ServerOptions {
   // Requests for which this returns true run on the I/O thread instead of the handler pool.
   // Only for handlers that never block (no database, no I/O, bounded CPU), such as /healthz.
   std::function<bool(const web::Request&)> run_inline;
-  std::function<void(const AccessLogEntry&)> access_log;  // called on an I/O thread: keep it cheap
+  // Called on an I/O thread after each response: must not block (see http::AccessLog).
+  std::function<void(AccessLogEntry&&)> access_log;
   i18n::Locale default_locale = i18n::Locale::fr;
 };
 

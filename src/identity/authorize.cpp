@@ -449,11 +449,28 @@ web::Response Service::authorize_submit(web::Request& req) {
 namespace {
 
 // Only local paths under the identity mount are followed after sign-up/logout (no open redirect).
+// Dot segments (also percent-encoded) are refused: "/auth/../evil" resolves outside the mount.
 std::string safe_return(std::string_view return_to, std::string_view base) {
-  if (return_to.starts_with(base) && return_to.find("//") == std::string_view::npos &&
-      return_to.find('\\') == std::string_view::npos)
-    return std::string(return_to);
-  return {};
+  if (!return_to.starts_with(base) || return_to.find("//") != std::string_view::npos ||
+      return_to.find('\\') != std::string_view::npos)
+    return {};
+  std::string_view path = return_to.substr(0, return_to.find_first_of("?#"));
+  std::string decoded;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    auto c = static_cast<unsigned char>(path[i]);
+    if (c < 0x21 || c == 0x7f) return {};
+    if (c == '%' && i + 2 < path.size() && path[i + 1] == '2' && (path[i + 2] == 'e' || path[i + 2] == 'E')) {
+      decoded.push_back('.');
+      i += 2;
+    } else if (c == '%' && i + 2 < path.size() && path[i + 1] == '2' && (path[i + 2] == 'f' || path[i + 2] == 'F')) {
+      return {};
+    } else {
+      decoded.push_back(static_cast<char>(c));
+    }
+  }
+  decoded.push_back('/');
+  if (decoded.find("/./") != std::string::npos || decoded.find("/../") != std::string::npos) return {};
+  return std::string(return_to);
 }
 
 }  // namespace

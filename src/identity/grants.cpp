@@ -39,8 +39,15 @@ web::Response Service::token(web::Request& req) {
   if (!body) {
     bj::object d;
     d["error"] = "invalid_request";
-    d["error_description"] =
-        body.error().details.is_string() ? body.error().details.get_string() : bj::string("unparsable body");
+    // Per-field problems (a NUL character, a duplicate key) become "field: problem".
+    const bj::value& why = body.error().details;
+    std::string description = why.is_string() ? std::string(why.get_string()) : "unparsable body";
+    if (why.is_object() && !why.get_object().empty()) {
+      const auto& first = *why.get_object().begin();
+      description = std::string(first.key()) + ": " +
+                    (first.value().is_string() ? std::string(first.value().get_string()) : std::string("is invalid"));
+    }
+    d["error_description"] = description;
     return token_error(req, empty_data(std::move(d)));
   }
   for (const auto& kv : *body)

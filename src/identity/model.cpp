@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "core/json.hpp"
+#include "web/message.hpp"
 #include "core/random.hpp"
 
 namespace sika::identity {
@@ -71,6 +72,7 @@ std::string check_redirect_uri(std::string_view uri, bool confidential, std::str
   auto u = boost::urls::parse_absolute_uri(uri);
   if (!u) return "must be an absolute URI";
   if (u->has_fragment()) return "must not contain a fragment";
+  if (u->has_port() && !web::valid_port(u->port())) return "has an invalid port";
   std::string scheme(u->scheme());
   if (scheme == "https") return u->encoded_host().empty() ? "must have a host" : "";
   if (scheme == "http") {

@@ -1,6 +1,6 @@
 #include "store/outbox.hpp"
 
-#include <boost/json/serialize.hpp>
+#include "core/json.hpp"
 
 #include "core/random.hpp"
 
@@ -17,7 +17,7 @@ Result<AppendedEvent> append_event(Conn& conn, std::optional<std::int64_t> merch
       "INSERT INTO events (event_id, merchant_id, event_type, subject, sequence, payload, created_at) "
       "VALUES (?, ?, ?, ?, ?, ?, ?)",
       {event.event_id, opt(merchant_id), std::string(event_type), std::string(subject), event.sequence,
-       boost::json::serialize(payload), now_ms}));
+       json::dump(payload), now_ms}));
   return event;
 }
 

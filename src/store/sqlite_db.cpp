@@ -12,6 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/metrics.hpp"
 #include "store/backend.hpp"
 
 namespace sika::store::detail {
@@ -458,6 +459,7 @@ class SqliteDb final : public Db {
     }
     commits_.fetch_add(1, std::memory_order_relaxed);
     std::uint64_t n = finished.size();
+    batch_sizes_.observe(static_cast<double>(n));
     if (n > 1) batched_units_.fetch_add(n, std::memory_order_relaxed);
     std::uint64_t largest = largest_batch_.load(std::memory_order_relaxed);
     while (n > largest && !largest_batch_.compare_exchange_weak(largest, n, std::memory_order_relaxed)) {
@@ -540,6 +542,9 @@ class SqliteDb final : public Db {
   std::atomic<std::uint64_t> commits_{0};
   std::atomic<std::uint64_t> largest_batch_{0};
   std::atomic<std::uint64_t> batched_units_{0};
+  metrics::Histogram& batch_sizes_ = metrics::registry().histogram(
+      "sika_db_commit_batch_units", "Write units committed together by one SQLite group commit",
+      metrics::size_buckets());
 };
 
 }  // namespace

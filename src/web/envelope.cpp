@@ -20,7 +20,7 @@ Response ok(const Request& req, bj::value data, bj::object meta, std::string_vie
   env["message"] = message;
   env["meta"] = std::move(meta);
   env["data"] = std::move(data);
-  return Response::json(status, bj::serialize(env));
+  return Response::json(status, json::dump(env));
 }
 
 int http_status(ErrorKind kind) {
@@ -48,7 +48,7 @@ Response error(i18n::Locale locale, const Error& err) {
   // A server-side failure's details (database messages, internal state) are logged, never sent.
   const int status = http_status(err.kind);
   const bool server_side = err.server_side();
-  if (server_side) spdlog::error("{} {} {}: {}", status, kind_name(err.kind), err.code, bj::serialize(err.details));
+  if (server_side) spdlog::error("{} {} {}: {}", status, kind_name(err.kind), err.code, json::dump(err.details));
   bj::object env;
   env["success"] = false;
   env["code"] = status;
@@ -58,7 +58,7 @@ Response error(i18n::Locale locale, const Error& err) {
   e["details"] = server_side ? bj::value(nullptr) : err.details;
   e["text"] = i18n::text(err.code, locale);
   env["error"] = std::move(e);
-  Response r = Response::json(status, bj::serialize(env));
+  Response r = Response::json(status, json::dump(env));
   if (err.is(ErrorKind::rate_limited) && err.details.is_object())
     if (const auto* after = err.details.as_object().if_contains("retry_after"); after && after->is_int64())
       r.set("Retry-After", std::to_string(std::max<std::int64_t>(1, after->as_int64())));
@@ -116,7 +116,7 @@ Result<bj::object> body_object(const Request& req, bool allow_form) {
   std::string ct = req.content_type();
   if (allow_form && ct == "application/x-www-form-urlencoded") {
     auto fields = parse_form(req.body);
-    if (!fields) return empty_data("malformed form body");
+    if (!fields) return empty_data(fields.error().details);
     if (fields->empty()) return empty_data("request body is empty");
     bj::object o;
     for (auto& [k, v] : *fields) o[k] = v;

@@ -114,27 +114,45 @@ Response Response::redirect(std::string location, int status) {
   return r;
 }
 
-std::optional<std::string> percent_decode(std::string_view in, bool plus_is_space) {
-  std::string out;
+namespace {
+enum class Decoded { ok, bad_escape, nul };
+
+Decoded decode_into(std::string_view in, bool plus_is_space, std::string& out) {
+  out.clear();
   out.reserve(in.size());
   for (std::size_t i = 0; i < in.size(); ++i) {
     char c = in[i];
     if (c == '%') {
-      if (i + 2 >= in.size()) return std::nullopt;
+      if (i + 2 >= in.size()) return Decoded::bad_escape;
       int hi = hexval(in[i + 1]);
       int lo = hexval(in[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      char d = static_cast<char>(hi * 16 + lo);
-      if (d == '\0') return std::nullopt;
-      out.push_back(d);
+      if (hi < 0 || lo < 0) return Decoded::bad_escape;
+      c = static_cast<char>(hi * 16 + lo);
       i += 2;
     } else if (c == '+' && plus_is_space) {
-      out.push_back(' ');
-    } else {
-      out.push_back(c);
+      c = ' ';
     }
+    if (c == '\0') return Decoded::nul;
+    out.push_back(c);
   }
+  return Decoded::ok;
+}
+}  // namespace
+
+std::optional<std::string> percent_decode(std::string_view in, bool plus_is_space) {
+  std::string out;
+  if (decode_into(in, plus_is_space, out) != Decoded::ok) return std::nullopt;
   return out;
+}
+
+bool valid_port(std::string_view port) {
+  if (port.empty() || port.size() > 5) return false;
+  unsigned value = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<unsigned>(c - '0');
+  }
+  return value >= 1 && value <= 65535;
 }
 
 std::string percent_encode(std::string_view in) {
@@ -162,10 +180,17 @@ Result<Fields> parse_form(std::string_view text) {
     pos = amp + 1;
     if (pair.empty()) continue;
     std::size_t eq = pair.find('=');
-    auto key = percent_decode(pair.substr(0, eq), true);
-    auto value = percent_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1), true);
-    if (!key || !value) return bad_request("bad_request", "malformed percent-encoding");
-    out.emplace_back(std::move(*key), std::move(*value));
+    std::string_view raw_key = pair.substr(0, eq);
+    std::string key, value;
+    Decoded k = decode_into(raw_key, true, key);
+    Decoded v = decode_into(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1), true, value);
+    // The details name the field; a key that cannot be decoded is named as sent.
+    std::string field = k == Decoded::ok ? key : std::string(raw_key);
+    if (k == Decoded::bad_escape || v == Decoded::bad_escape)
+      return bad_request("bad_request", boost::json::object{{field, "malformed percent-encoding"}});
+    if (k == Decoded::nul || v == Decoded::nul)
+      return bad_request("bad_request", boost::json::object{{field, "must not contain NUL characters"}});
+    out.emplace_back(std::move(key), std::move(value));
   }
   return out;
 }
@@ -186,7 +211,7 @@ Status parse_target(std::string_view target, Request& req) {
   if (!path) return bad_request("bad_request", boost::json::object{{"path", "malformed percent-encoding"}});
   req.path = std::move(*path);
   auto query = parse_form(req.query_string);
-  if (!query) return bad_request("bad_request", boost::json::object{{"query", "malformed percent-encoding"}});
+  if (!query) return bad_request("bad_request", boost::json::object{{"query", query.error().details}});
   req.query = std::move(*query);
   return {};
 }

@@ -54,6 +54,7 @@ struct Request {
   std::string request_id;
   i18n::Locale locale = i18n::Locale::fr;
   Fields path_params;        // from {name} segments of the matched route
+  int route_id = -1;         // index of the matched route in the route table (-1: none); a metrics label
   std::optional<Principal> principal;
 
   // Returns the first header value with this (lower-case) name, or "".
@@ -85,6 +86,9 @@ Result<const Principal*> merchant_caller(const Request& req);
 // Percent-decodes; '+' becomes a space when `plus_is_space`. nullopt on a bad escape or a NUL byte.
 std::optional<std::string> percent_decode(std::string_view in, bool plus_is_space);
 std::string percent_encode(std::string_view in);
+// Returns true iff `port` is the decimal text of a TCP port, 1 to 65535, as written in a URL
+// authority (boost::urls' port_number() wraps 99999 around instead of refusing it).
+bool valid_port(std::string_view port);
 // Parses "a=1&b=2" (query strings and application/x-www-form-urlencoded bodies).
 Result<Fields> parse_form(std::string_view text);
 // Splits a request target, origin-form "/path?query" or absolute-form "http://host/path?query",

@@ -163,6 +163,7 @@ Response Router::dispatch(Request& req) const {
     const Route& r = routes_[candidates[i]];
     if (r.method == lookup) {
       req.path_params = std::move(params_of[i]);
+      req.route_id = static_cast<int>(candidates[i]);
       Status allowed = authorize(req, r.access);
       Response res = allowed ? r.handler(req) : error(req, allowed.error());
       apply_cors(req, r.surface, res);

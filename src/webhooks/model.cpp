@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "core/json.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
 
@@ -103,7 +104,7 @@ std::string delivery_body(const Event& e) {
   if (!ec && payload.is_object())
     for (auto& [k, v] : payload.as_object())
       if (!o.contains(k)) o[k] = v;
-  return bj::serialize(o);
+  return json::dump(o);
 }
 
 bool valid_type_pattern(std::string_view p) {

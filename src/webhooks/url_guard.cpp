@@ -10,6 +10,8 @@
 #include <boost/url/url.hpp>
 #include <cstring>
 
+#include "web/message.hpp"
+
 namespace sika::webhooks {
 
 namespace {
@@ -108,15 +110,6 @@ bool is_public_ip(std::string_view text) {
   return false;
 }
 
-std::string address_text(std::string_view raw) {
-  char buf[INET6_ADDRSTRLEN] = {};
-  if (raw.size() == 4)
-    ::inet_ntop(AF_INET, raw.data(), buf, sizeof buf);
-  else if (raw.size() == 16)
-    ::inet_ntop(AF_INET6, raw.data(), buf, sizeof buf);
-  return buf;
-}
-
 Result<std::vector<std::string>> SystemResolver::resolve(const std::string& host) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -151,7 +144,7 @@ Result<std::string> check_url(std::string_view text, const UrlPolicy& policy, Re
   if (u.has_userinfo()) return refused("must not contain credentials");
   if (u.has_fragment()) return refused("must not contain a fragment");
   if (!u.has_authority() || u.encoded_host().empty()) return refused("must name a host");
-  if (u.has_port() && (u.port_number() == 0 || u.port().size() > 5)) return refused("has an invalid port");
+  if (u.has_port() && !web::valid_port(u.port())) return refused("has an invalid port");
   u.normalize_authority();
 
   std::vector<std::string> addresses;
@@ -178,16 +171,18 @@ Result<std::string> check_url(std::string_view text, const UrlPolicy& policy, Re
       return refused("has an unsupported host");
   }
   if (!policy.allow_private_targets) {
+    // One answer for a name that does not resolve and one that resolves to a non-public
+    // address, without the address: the endpoint must not be a probe of internal DNS.
+    static constexpr std::string_view kNotAllowed =
+        "is not an allowed target (only public internet hosts are accepted)";
     if (addresses.empty()) {
       // Resolving also catches numeric spellings getaddrinfo accepts ("2130706433", "0x7f.1").
       auto resolved = resolver.resolve(host);
-      if (!resolved) return resolved.take_error();
+      if (!resolved) return refused(std::string(kNotAllowed));
       addresses = std::move(resolved).value();
     }
     for (const auto& a : addresses)
-      if (!is_public_address(a))
-        return refused("resolves to a non-public address (" + address_text(a) +
-                       "); loopback, private, link-local and metadata addresses are refused");
+      if (!is_public_address(a)) return refused(std::string(kNotAllowed));
   }
   return std::string(u.buffer());
 }

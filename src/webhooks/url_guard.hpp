@@ -42,7 +42,4 @@ struct UrlPolicy {
 // Returns the normalized URL (scheme and host lower-cased) on success.
 Result<std::string> check_url(std::string_view url, const UrlPolicy& policy, Resolver& resolver);
 
-// Formats raw address bytes as text ("10.0.0.1", "::1").
-std::string address_text(std::string_view raw_address);
-
 }  // namespace sika::webhooks

@@ -68,6 +68,8 @@ TEST(Config, BadValuesNameTheKey) {
   expect_bad({{"default_locale", "de"}}, "default_locale");
   expect_bad({{"public_url", "ftp://x"}}, "public_url");
   expect_bad({{"secret_key", "short"}}, "secret_key");
+  // Several PostgreSQL nodes must share one secret: none is generated (exit code 2 via config_failure).
+  expect_bad({{"db", "postgres://sika@db.internal/sika"}, {"secret_key", ""}}, "secret_key");
   expect_bad({{"no.such.key", "1"}}, "no.such.key");
   std::string file = write_temp("sika_cfg_bad.toml", "[http]\nunknown_thing = 1\n");
   EXPECT_FALSE(Config::load(file, {}).ok());

@@ -90,6 +90,7 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
   const std::map<std::string, std::string> expected = {
       {"system GET /healthz", "open"},
       {"system GET /readyz", "open"},
+      {"system GET /metrics", "open"},  // the handler admits metrics.token or loopback peers
       {"gateway GET /openapi.json", "open"},
       {"identity POST /oauth/v2/token", "client"},
       {"identity POST /oauth/v2/revoke", "client"},

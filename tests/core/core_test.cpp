@@ -1,14 +1,17 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <thread>
 
 #include "core/crypto.hpp"
 #include "core/i18n.hpp"
 #include "core/json.hpp"
+#include "core/metrics.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
 
 using namespace sika;
+namespace bj = boost::json;
 
 TEST(I18n, EveryCodeHasBothTextsAndTableIsSorted) {
   auto codes = i18n::all_codes();
@@ -42,6 +45,64 @@ TEST(Json, ParseObjectRejectsEmptyMalformedAndNonObjects) {
   EXPECT_TRUE(json::parse_object(R"({"a":1})").ok());
   std::string deep(200, '[');
   EXPECT_FALSE(json::parse(deep).ok());
+}
+
+TEST(Json, ParseRefusesDuplicateKeysAtEveryDepthNamingTheMember) {
+  auto top = json::parse_object(R"({"channel":"PROVIDER","channel":"WALLET"})");
+  ASSERT_FALSE(top.ok());
+  EXPECT_EQ(top.error().code, "empty_data");
+  EXPECT_TRUE(top.error().details.as_object().contains("channel")) << json::dump(top.error().details);
+  auto nested = json::parse(R"({"a":{"b":1},"lines":[{"x":1},{"y":2,"y":3}]})");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_TRUE(nested.error().details.as_object().contains("lines[1].y")) << json::dump(nested.error().details);
+  auto deep = json::parse(R"({"metadata":{"note":"a","note":"b"}})");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_TRUE(deep.error().details.as_object().contains("metadata.note"));
+  // The same key in sibling objects is not a duplicate; escapes are compared decoded.
+  EXPECT_TRUE(json::parse(R"({"a":{"k":1},"b":{"k":2},"c":[{"k":1},{"k":2}]})").ok());
+  EXPECT_FALSE(json::parse(R"({"k":1,"\u006b":2})").ok());
+}
+
+TEST(Json, ParseRefusesNulInStringsAndKeys) {
+  auto value = json::parse_object(R"({"description":"ab\u0000cd"})");
+  ASSERT_FALSE(value.ok());
+  EXPECT_EQ(value.error().code, "empty_data");
+  EXPECT_TRUE(value.error().details.as_object().contains("description")) << json::dump(value.error().details);
+  auto in_array = json::parse(R"({"refs":["ok","\u0000"]})");
+  ASSERT_FALSE(in_array.ok());
+  EXPECT_TRUE(in_array.error().details.as_object().contains("refs[1]"));
+  EXPECT_FALSE(json::parse(R"({"a\u0000b":1})").ok());
+  // A long string arrives in parts: the check still sees every part.
+  std::string long_text = R"({"description":")" + std::string(100000, 'x') + R"(\u0000"})";
+  EXPECT_FALSE(json::parse(long_text).ok());
+  auto fine = json::parse(R"({"a":"\u00e9\n","b":[1,-2,3.5,true,null,{"c":"d"}],"e":18446744073709551615})");
+  ASSERT_TRUE(fine.ok());
+  EXPECT_EQ(fine->at("a").as_string(), "\xc3\xa9\n");
+  EXPECT_EQ(fine->at("e").as_uint64(), 18446744073709551615ULL);
+  EXPECT_FALSE(json::parse(R"({"a":1} x)").ok());
+}
+
+TEST(Json, DumpWritesNumbersWithoutExponentWhereUnneeded) {
+  bj::object o;
+  o["three"] = 3.0;
+  o["ten_thousand"] = 1e4;
+  o["quarter"] = 0.25;
+  o["negative"] = -2.5;
+  o["tiny"] = 1e-7;
+  o["int"] = std::int64_t{-42};
+  o["big"] = std::uint64_t{18446744073709551615ULL};
+  o["nan"] = std::nan("");
+  EXPECT_EQ(json::dump(o),
+            R"({"three":3,"ten_thousand":10000,"quarter":0.25,"negative":-2.5,"tiny":1e-07,"int":-42,)"
+            R"("big":18446744073709551615,"nan":null})");
+  // Every double survives a round trip.
+  for (double d : {0.1, 1.0 / 3, 123456.789, 1e21, 5e-324})
+    EXPECT_EQ(bj::parse(json::dump(bj::value(d))).as_double(), d) << d;
+  // Strings are escaped as JSON requires, UTF-8 passes through.
+  bj::value s = bj::string("q\"\\/\b\f\n\r\t\x01\x1f\xc3\xa9");
+  EXPECT_EQ(json::dump(s), R"("q\"\\/\b\f\n\r\t\u0001\u001f)" "\xc3\xa9\"");
+  EXPECT_EQ(bj::parse(json::dump(s)), s);
+  EXPECT_EQ(json::dump(bj::parse(R"({"a":[],"b":{},"c":[null,false]})")), R"({"a":[],"b":{},"c":[null,false]})");
 }
 
 TEST(Json, TypedReadersRecordPreciseProblems) {
@@ -129,4 +190,53 @@ TEST(Crypto, Argon2idPasswords) {
   EXPECT_TRUE(crypto::password_verify("correct horse", h));
   EXPECT_FALSE(crypto::password_verify("wrong horse", h));
   EXPECT_FALSE(crypto::password_verify("correct horse", "garbage"));
+}
+
+TEST(Metrics, RendersCountersGaugesAndHistogramsInPrometheusText) {
+  metrics::Registry r;
+  auto& ok = r.counter("sika_test_requests_total", "Requests", {{"route", "/api/x"}, {"status", "200"}});
+  ok.inc();
+  ok.inc(2);
+  EXPECT_EQ(&ok, &r.counter("sika_test_requests_total", "Requests", {{"route", "/api/x"}, {"status", "200"}}));
+  r.counter("sika_test_requests_total", "Requests", {{"route", "/a\"b\\"}, {"status", "404"}}).inc();
+  r.gauge("sika_test_depth", "Queue depth").set(2.5);
+  auto& h = r.histogram("sika_test_seconds", "Latency", {0.1, 1}, {{"route", "/x"}});
+  h.observe(0.05);
+  h.observe(0.1);
+  h.observe(0.5);
+  h.observe(7);
+  int scrapes = 0;
+  r.on_scrape([&] { r.gauge("sika_test_scrapes", "Scrapes").set(++scrapes); });
+  std::string text = r.render();
+  EXPECT_NE(text.find("# HELP sika_test_requests_total Requests\n# TYPE sika_test_requests_total counter\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_requests_total{route=\"/api/x\",status=\"200\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_requests_total{route=\"/a\\\"b\\\\\",status=\"404\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE sika_test_depth gauge\nsika_test_depth 2.5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_seconds_bucket{route=\"/x\",le=\"0.1\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_seconds_bucket{route=\"/x\",le=\"1\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_seconds_bucket{route=\"/x\",le=\"+Inf\"} 4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_seconds_sum{route=\"/x\"} 7.65\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_seconds_count{route=\"/x\"} 4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sika_test_scrapes 1\n"), std::string::npos) << text;
+  EXPECT_THROW(r.gauge("sika_test_requests_total", "again as a gauge"), std::logic_error);
+  EXPECT_THROW(r.counter("bad name", "x"), std::logic_error);
+}
+
+TEST(Metrics, ConcurrentUpdatesAreNotLost) {
+  metrics::Registry r;
+  auto& c = r.counter("sika_test_total", "x");
+  auto& h = r.histogram("sika_test_hist", "x", metrics::latency_buckets());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10000; ++i) {
+        c.inc();
+        h.observe(0.001);
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(c.value(), 40000u);
+  std::uint64_t total = 0;
+  for (auto n : h.counts()) total += n;
+  EXPECT_EQ(total, 40000u);
 }

@@ -10,6 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
+#include "http/access_log.hpp"
 #include "raw_client.hpp"
 #include "web/envelope.hpp"
 
@@ -197,6 +200,54 @@ TEST_F(ServerTest, AmbiguousFramingIsRefused) {
     EXPECT_TRUE(c.wait_closed(3000));
   }
   EXPECT_EQ(calls.load(), 0);
+}
+
+TEST_F(ServerTest, TransferEncodingNotEndingInChunkedIs400AndCloses) {
+  // A request smuggled behind a body without reliable length must never be answered.
+  std::atomic<int> calls{0};
+  start({}, [&](web::Request&) {
+    ++calls;
+    return web::Response::text(200, "x");
+  });
+  const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (std::string te : {"identity", "gzip", "chunked, identity", "gzip, chunked", "chunked\r\nTransfer-Encoding: gzip",
+                         "chunked, chunked"}) {
+    RawClient c(port());
+    ASSERT_TRUE(c.send("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + te + "\r\n\r\n" + smuggled));
+    auto r = c.read_response();
+    ASSERT_TRUE(r) << te;
+    EXPECT_EQ(r->status, 400) << te;
+    EXPECT_EQ(r->header("connection"), "close") << te;
+    EXPECT_NE(r->body.find("ransfer-"), std::string::npos) << te << ": " << r->body;
+    EXPECT_TRUE(c.wait_closed(3000)) << te;
+    EXPECT_FALSE(c.read_response(false, 200)) << te << ": the smuggled request was answered";
+  }
+  EXPECT_EQ(calls.load(), 0);
+  // A plain chunked body is still fine.
+  RawClient c(port());
+  ASSERT_TRUE(c.send("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST_F(ServerTest, ClientStillSendingARefusedBodyReadsThe413) {
+  // The client writes its whole body before reading (as curl without Expect, Python and browsers
+  // do); the body exceeds what socket buffers absorb, so without a lingering drain the server's
+  // close would reset the connection and destroy the 413 before the client reads it.
+  ServerOptions opt;
+  opt.max_body_bytes = 1024;
+  start(opt, [](web::Request&) { return web::Response::text(200, "x"); });
+  RawClient c(port());
+  const std::size_t body = 12u << 20;
+  ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body) + "\r\n\r\n"));
+  ASSERT_TRUE(c.send(std::string(body, 'a'))) << "the server reset the connection while the body was sent";
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  EXPECT_EQ(envelope(*r)["message"], "payload_too_large");
+  EXPECT_TRUE(c.wait_closed(7000));
 }
 
 TEST_F(ServerTest, MissingHostOnHttp11Is400) {
@@ -536,6 +587,76 @@ TEST_F(ServerTest, AccessLogHasOneEntryPerRequestWithoutQueryString) {
   for (auto key : {"time", "request_id", "remote", "method", "path", "status", "bytes", "duration_us", "user_agent"})
     EXPECT_TRUE(o.contains(key)) << key;
   EXPECT_EQ(entries[1].status, 400);
+}
+
+TEST(AccessLog, WritesJsonLinesOffTheCallerAndDropsWhenFull) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  {
+    AccessLog log(f, 1000);
+    for (int i = 0; i < 10; ++i) {
+      AccessLogEntry e;
+      e.request_id = "r" + std::to_string(i);
+      e.path = "/p";
+      e.status = 200;
+      EXPECT_TRUE(log.post(std::move(e)));
+    }
+    log.flush();
+    EXPECT_EQ(log.written(), 10u);
+    EXPECT_EQ(log.dropped(), 0u);
+  }
+  std::rewind(f);
+  char line[512];
+  int lines = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    auto o = bj::parse(line).as_object();
+    EXPECT_EQ(o["request_id"].as_string(), "r" + std::to_string(lines));
+    ++lines;
+  }
+  EXPECT_EQ(lines, 10);
+  std::fclose(f);
+
+  // A sink that never drains: post() neither blocks nor grows past the capacity.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::FILE* pipe_out = ::fdopen(fds[1], "w");
+  {
+    AccessLog log(pipe_out, 4);
+    AccessLogEntry big;
+    big.user_agent = std::string(200000, 'u');  // larger than a pipe buffer: the writer blocks on it
+    log.post(AccessLogEntry(big));
+    auto start = Clock::now();
+    int accepted = 0;
+    for (int i = 0; i < 1000; ++i) accepted += log.post(AccessLogEntry(big)) ? 1 : 0;
+    EXPECT_LT(elapsed_ms(start), 2000);
+    EXPECT_LE(accepted, 8);  // at most one batch taken by the writer plus a full queue
+    EXPECT_GE(log.dropped(), 992u);
+    // Unblock the writer so the destructor can finish.
+    std::thread reader([fd = fds[0]] {
+      char buf[65536];
+      while (::read(fd, buf, sizeof buf) > 0) {
+      }
+    });
+    reader.detach();
+  }
+  std::fclose(pipe_out);
+}
+
+TEST_F(ServerTest, AccessLogEntryNamesTheMatchedRoute) {
+  start({}, [](web::Request& req) {
+    if (req.path == "/routed") req.route_id = 7;
+    return web::Response::text(200, "x");
+  });
+  RawClient c(port());
+  ASSERT_TRUE(c.send(request("GET", "/routed")));
+  ASSERT_TRUE(c.read_response());
+  ASSERT_TRUE(c.send(request("GET", "/other")));
+  ASSERT_TRUE(c.read_response());
+  for (int i = 0; i < 100 && logs().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto l = logs();
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0].route_id, 7);
+  EXPECT_EQ(l[1].route_id, -1);
 }
 
 TEST_F(ServerTest, Expect100ContinueIsHonoured) {

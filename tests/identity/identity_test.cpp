@@ -2,6 +2,8 @@
 // with plain web::Request values on both storage backends. PostgreSQL needs SIKA_TEST_PG_DSN:
 //   scripts/with-postgres.sh build/tests/identity/identity_test
 #include <gtest/gtest.h>
+
+#include "core/json.hpp"
 #include <libpq-fe.h>
 
 #include <boost/json.hpp>
@@ -991,6 +993,30 @@ TEST_P(IdentityTest, ClientValidation) {
   EXPECT_TRUE(attempt(ClientSpec{.countries = {"cm"}}));
   EXPECT_TRUE(attempt(ClientSpec{.merchant_id = 999999}));
   EXPECT_FALSE(attempt(ClientSpec{.confidential = false, .redirect_uris = {"com.example.app:/cb"}}));
+  for (const char* uri : {"https://x.example:0/cb", "https://x.example:99999/cb", "https://x.example:/cb",
+                          "http://127.0.0.1:65536/cb"}) {
+    EXPECT_TRUE(attempt(ClientSpec{.confidential = false, .redirect_uris = {uri}})) << uri;
+    if (err) EXPECT_NE(json::dump(err->details).find("invalid port"), std::string::npos) << json::dump(err->details);
+  }
+  EXPECT_FALSE(attempt(ClientSpec{.confidential = false, .redirect_uris = {"https://x.example:8443/cb"}}));
+}
+
+TEST_P(IdentityTest, LogoutFollowsOnlyPathsInsideTheIdentityMount) {
+  auto logout_to = [&](std::string_view return_to) {
+    web::Request r = request("GET", "", "");
+    r.query.emplace_back("return_to", std::string(return_to));
+    return service_->logout(r);
+  };
+  auto kept = logout_to("/auth/oauth/v2/authorize?client_id=x");
+  EXPECT_EQ(kept.status, 303);
+  EXPECT_EQ(kept.get("location"), "/auth/oauth/v2/authorize?client_id=x");
+  for (const char* evil : {"/auth/../evil", "/auth/%2e%2e/evil", "/auth/.%2E/evil", "/auth/./../x", "/auth/..",
+                           "/auth/%2fevil", "//evil.example/", "/auth//evil.example", "https://evil.example/auth/",
+                           "/authx", "/auth/\\evil"}) {
+    auto res = logout_to(evil);
+    EXPECT_EQ(res.status, 200) << evil;
+    EXPECT_TRUE(res.get("location").empty()) << evil;
+  }
 }
 
 TEST_P(IdentityTest, DiscoveryAdvertisesEndpointsAndAlgorithms) {

@@ -105,6 +105,31 @@ TEST(Envelope, BodyObjectChecksContentType) {
   EXPECT_EQ(web::body_object(req).error().code, "empty_data");
 }
 
+TEST(Message, FormAndQueryRefuseNulNamingTheField) {
+  auto encoded = web::parse_form("a=1&client_id=ab%00cd");
+  ASSERT_FALSE(encoded.ok());
+  EXPECT_EQ(encoded.error().kind, ErrorKind::invalid);
+  EXPECT_EQ(encoded.error().details.as_object().at("client_id"), "must not contain NUL characters");
+  auto raw = web::parse_form(std::string_view("reference=x\0y", 13));
+  ASSERT_FALSE(raw.ok());
+  EXPECT_TRUE(raw.error().details.as_object().contains("reference"));
+  auto in_key = web::parse_form("a%00b=1");
+  ASSERT_FALSE(in_key.ok());
+  EXPECT_TRUE(in_key.error().details.as_object().contains("a%00b"));
+  EXPECT_TRUE(web::parse_form("a=%C3%A9&b=").ok());
+
+  auto req = make("POST", "/");
+  req.headers = {{"content-type", "application/x-www-form-urlencoded"}};
+  req.body = "description=x%00";
+  auto form = web::body_object(req, true);
+  ASSERT_FALSE(form.ok());
+  EXPECT_EQ(form.error().code, "empty_data");
+  EXPECT_TRUE(form.error().details.as_object().contains("description"));
+  req.headers = {{"content-type", "application/json"}};
+  req.body = R"({"description":"x\u0000"})";
+  EXPECT_TRUE(web::body_object(req).error().details.as_object().contains("description"));
+}
+
 TEST(Message, PercentDecoding) {
   EXPECT_EQ(web::percent_decode("a%20b+c", true), "a b c");
   EXPECT_EQ(web::percent_decode("a+c", false), "a+c");
@@ -113,7 +138,11 @@ TEST(Message, PercentDecoding) {
   EXPECT_FALSE(web::percent_decode("%", false));
   EXPECT_FALSE(web::percent_decode("%00", false));
   EXPECT_FALSE(web::parse_form("a=%G1").ok());
+  EXPECT_FALSE(web::percent_decode(std::string_view("a\0b", 3), false));
   EXPECT_EQ(web::percent_encode("a b/é"), "a%20b%2F%C3%A9");
+  EXPECT_TRUE(web::valid_port("1"));
+  EXPECT_TRUE(web::valid_port("65535"));
+  for (const char* bad : {"", "0", "00000", "65536", "99999", "123456", "8o", "-1", "+80"}) EXPECT_FALSE(web::valid_port(bad)) << bad;
 }
 
 TEST(Message, ParsesRequestTargets) {

@@ -5,6 +5,8 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include "core/json.hpp"
+
 #include <boost/json.hpp>
 
 #include <atomic>
@@ -236,7 +238,7 @@ TEST(UrlGuard, RefusesNonPublicTargetsAtRegistration) {
                           "http://[fd00:ec2::254]/", "http://0.0.0.0/", "http://internal.example.com/hook",
                           "http://mixed.example.com/hook", "http://unknown.example.com/", "ftp://93.184.216.34/",
                           "https://user:pw@93.184.216.34/", "https://93.184.216.34/#frag", "/relative",
-                          "https://93.184.216.34:0/", "", "http:///nohost", "https://exa mple.com/"}) {
+                          "https://93.184.216.34:0/", "https://93.184.216.34:99999/", "https://93.184.216.34:/", "", "http:///nohost", "https://exa mple.com/"}) {
     auto res = check_url(url, strict, r);
     EXPECT_FALSE(res.ok()) << url;
     if (!res.ok()) {
@@ -252,6 +254,45 @@ TEST(UrlGuard, RefusesNonPublicTargetsAtRegistration) {
   dev.allow_private_targets = true;
   EXPECT_TRUE(check_url("http://127.0.0.1:8080/hook", dev, r).ok());
   EXPECT_FALSE(check_url("ftp://127.0.0.1/", dev, r).ok());
+}
+
+TEST(UrlGuard, RefusalsNeverNameTheResolvedAddress) {
+  // Naming the address would let anyone map internal DNS through the registration endpoint;
+  // a name that resolves to a private address and one that does not resolve read the same.
+  FakeResolver r;
+  r.hosts["internal.example.com"] = {"10.1.2.3"};
+  r.hosts["v6.example.com"] = {"fd00:ec2::254"};
+  UrlPolicy strict;
+  std::string first;
+  for (const char* url : {"http://internal.example.com/hook", "http://v6.example.com/hook", "http://nowhere.example.com/"}) {
+    auto res = check_url(url, strict, r);
+    ASSERT_FALSE(res.ok()) << url;
+    std::string text = json::dump(res.error().details);
+    EXPECT_EQ(text.find("10.1.2.3"), std::string::npos) << text;
+    EXPECT_EQ(text.find("fd00"), std::string::npos) << text;
+    EXPECT_EQ(text.find("resolve"), std::string::npos) << text;
+    if (first.empty()) first = text;
+    EXPECT_EQ(text, first) << url;
+  }
+}
+
+TEST(UrlGuard, RefusesEncodedControlCharactersInTheHost) {
+  FakeResolver r;
+  r.hosts["example.com"] = {"93.184.216.34"};
+  UrlPolicy strict;
+  UrlPolicy dev;
+  dev.allow_private_targets = true;
+  for (const char* url : {"https://exa%00mple.com/hook", "https://example.com%00.evil/hook",
+                          "https://example.com%0d%0aX-Injected:1/hook", "https://ex%0Aample.com/", "https://%20example.com/",
+                          "https://ex%2Fample.com/", "https://[::1%2500]/"}) {
+    for (const UrlPolicy* p : {&strict, &dev}) {
+      auto res = check_url(url, *p, r);
+      EXPECT_FALSE(res.ok()) << url;
+      if (!res.ok()) {
+        EXPECT_TRUE(res.error().details.as_object().contains("url")) << url;
+      }
+    }
+  }
 }
 
 TEST(UrlGuard, SystemResolverCatchesNumericSpellingsOfLoopback) {

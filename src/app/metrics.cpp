@@ -1,0 +1,124 @@
+#include "app/metrics.hpp"
+
+#include "app/config.hpp"
+#include "app/context.hpp"
+#include "core/crypto.hpp"
+#include "core/time.hpp"
+#include "web/envelope.hpp"
+#include "webhooks/service.hpp"
+
+namespace sika::app {
+
+namespace {
+constexpr std::string_view kRequestsHelp = "HTTP requests answered, by method, route pattern and status";
+constexpr std::string_view kLatencyHelp = "Seconds from a request's first byte to the last byte of its response";
+
+bool loopback(std::string_view ip) { return ip == "::1" || ip.starts_with("127."); }
+}  // namespace
+
+HttpMetrics::HttpMetrics(metrics::Registry& registry, const web::Router& router) : registry_(registry) {
+  auto make = [&](std::string method, std::string route) {
+    auto s = std::make_unique<Series>();
+    s->method = std::move(method);
+    s->route = std::move(route);
+    s->latency = &registry_.histogram("sika_http_request_duration_seconds", kLatencyHelp, metrics::latency_buckets(),
+                                      {{"method", s->method}, {"route", s->route}});
+    return s;
+  };
+  for (const auto& r : router.routes()) routes_.push_back(make(r.method, std::string(router.prefix(r.surface)) + r.pattern));
+  unmatched_ = make("", "unmatched");
+}
+
+metrics::Counter& HttpMetrics::status_counter(Series& s, int status) {
+  auto& slot = s.by_status[static_cast<std::size_t>(status - 100)];
+  if (metrics::Counter* c = slot.load(std::memory_order_acquire)) return *c;
+  // First request with this status on this route: the registry returns the same counter to
+  // every thread racing here, so storing it twice is harmless.
+  metrics::Counter& c = registry_.counter("sika_http_requests_total", kRequestsHelp,
+                                          {{"method", s.method}, {"route", s.route}, {"status", std::to_string(status)}});
+  slot.store(&c, std::memory_order_release);
+  return c;
+}
+
+void HttpMetrics::record(const http::AccessLogEntry& e) {
+  Series& s = e.route_id >= 0 && static_cast<std::size_t>(e.route_id) < routes_.size() ? *routes_[e.route_id]
+                                                                                         : *unmatched_;
+  if (e.status >= 100 && e.status <= 599) status_counter(s, e.status).inc();
+  s.latency->observe(static_cast<double>(e.duration_us) / 1e6);
+}
+
+void register_collectors(metrics::Registry& registry, Context& ctx, const http::Server& server,
+                         const http::AccessLog* access_log) {
+  auto& connections = registry.gauge("sika_http_connections_open", "Open client connections");
+  auto& busy = registry.counter("sika_http_rejected_busy_total", "Requests answered 503 because the handler queue was full");
+  registry.on_scrape([&server, &connections, &busy] {
+    auto st = server.stats();
+    connections.set(static_cast<double>(st.connections_open));
+    busy.set(st.rejected_busy);
+  });
+  if (access_log) {
+    auto& dropped = registry.counter("sika_access_log_dropped_total",
+                                     "Access-log lines dropped because the writer's queue was full");
+    registry.on_scrape([access_log, &dropped] { dropped.set(access_log->dropped()); });
+  }
+
+  auto& units = registry.counter("sika_db_write_units_total", "Write units completed (committed or failed)");
+  auto& commits = registry.counter("sika_db_commits_total", "Transactions committed (SQLite: group-commit batches)");
+  auto& batched = registry.counter("sika_db_batched_units_total", "Write units that shared their transaction with another");
+  auto& largest = registry.gauge("sika_db_largest_batch_units", "Most write units committed by one SQLite transaction");
+  auto& retries = registry.counter("sika_db_retries_total", "PostgreSQL units or reads run again (serialization failure, broken connection)");
+  auto& reconnects = registry.counter("sika_db_reconnects_total", "Broken database connections replaced");
+  registry.on_scrape([&ctx, &units, &commits, &batched, &largest, &retries, &reconnects] {
+    auto st = ctx.db->stats();
+    units.set(st.write_units);
+    commits.set(st.commits);
+    batched.set(st.batched_units);
+    largest.set(static_cast<double>(st.largest_batch));
+    retries.set(st.retries);
+    reconnects.set(st.reconnects);
+  });
+
+  if (ctx.webhooks) {
+    auto& attempts = registry.counter("sika_webhook_attempts_total", "Webhook delivery attempts made by this process");
+    auto& succeeded = registry.counter("sika_webhook_attempts_succeeded_total", "Webhook attempts answered 2xx");
+    auto& failed = registry.counter("sika_webhook_attempts_failed_total", "Webhook attempts that failed (status, timeout, refused)");
+    auto& pending = registry.gauge("sika_webhook_deliveries_pending", "Deliveries waiting to be sent (every node)");
+    auto& lag = registry.gauge("sika_webhook_oldest_pending_seconds",
+                               "Age of the oldest pending delivery (0 when none): how far delivery lags behind events");
+    registry.on_scrape([&ctx, &attempts, &succeeded, &failed, &pending, &lag] {
+      auto st = ctx.webhooks->worker().stats();
+      attempts.set(static_cast<std::uint64_t>(st.attempts));
+      succeeded.set(static_cast<std::uint64_t>(st.succeeded));
+      failed.set(static_cast<std::uint64_t>(st.failed_attempts));
+      std::int64_t count = 0, oldest = 0;
+      Status read = ctx.db->read([&](store::Conn& c) -> Status {
+        SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT COUNT(*), MIN(created_at) FROM webhook_deliveries "
+                                                     "WHERE status = 'pending'"));
+        count = row ? row->i64(0) : 0;
+        oldest = row && !row->is_null(1) ? row->i64(1) : 0;
+        return {};
+      });
+      if (!read) return;  // the database is down: keep the last values (/readyz says why)
+      pending.set(static_cast<double>(count));
+      lag.set(count > 0 ? static_cast<double>(std::max<std::int64_t>(0, now_ms() - oldest)) / 1000.0 : 0.0);
+    });
+  }
+}
+
+web::Response metrics_response(const Config& config, metrics::Registry& registry, const web::Request& req) {
+  std::string token = config.get_string("metrics.token");
+  if (!token.empty()) {
+    std::string_view auth = req.header("authorization");
+    bool bearer = auth.size() > 7 && (auth.substr(0, 7) == "Bearer " || auth.substr(0, 7) == "bearer ");
+    if (!bearer || !crypto::constant_time_equal(auth.substr(7), token)) {
+      web::Response res = web::error(req, unauthorized("metrics need Authorization: Bearer <metrics.token>"));
+      res.set("WWW-Authenticate", "Bearer");
+      return res;
+    }
+  } else if (!loopback(req.remote_ip)) {
+    return web::error(req, forbidden("metrics answer loopback peers only (set metrics.token to scrape remotely)"));
+  }
+  return web::Response::text(200, registry.render(), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+}  // namespace sika::app
