@@ -179,6 +179,12 @@ void build_routes(web::Router& r, Context& ctx) {
            "The link's QR code as PNG, for printing (size: pixels per module)"});
     r.add({Surface::gateway, "POST", "/pay/{shortCode}/pay", lnk(&Lnk::pay), web::open_access(),
            "Pay a public payment link (no token): creates the collection and pushes it to the payer's phone"});
+    r.add({Surface::checkout, "GET", "/pay/{shortCode}", lnk(&Lnk::page), web::open_access(),
+           "Public page of a payment link (fr/en, plain forms)"});
+    r.add({Surface::checkout, "POST", "/pay/{shortCode}", lnk(&Lnk::page_submit), web::open_access(),
+           "Payment link page form: pay (then the OTP step when the operator needs a code)"});
+    r.add({Surface::checkout, "GET", "/pay/{shortCode}/status", lnk(&Lnk::status_page), web::open_access(),
+           "Status of a link payment, refreshing until it ends, then the receipt"});
   }
 
   // ---- webhooks ----------------------------------------------------------------------------

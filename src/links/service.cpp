@@ -148,6 +148,14 @@ Result<Link> Service::by_code(std::string_view short_code) {
   return std::move(*found);
 }
 
+std::optional<std::string> Service::otp_step(const Link& link, std::string_view provider, bool has_otp) const {
+  if (has_otp) return std::nullopt;
+  auto cat = catalog_();
+  const catalog::PaymentService* service = cat ? cat->service(link.provider.value_or(std::string(provider))) : nullptr;
+  if (!service || !service->needs_otp) return std::nullopt;
+  return options_.otp_helper;
+}
+
 Result<web::Principal> Service::merchant_of(const Link& link) {
   std::optional<merchant::Merchant> m;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
@@ -256,11 +264,8 @@ Result<payments::Transaction> Service::pay_link(std::string_view short_code, con
   SIKA_TRY(errors.status());
 
   // The OTP step comes before any use is taken: a payer without the code holds nothing.
-  auto cat = catalog_();
-  const catalog::PaymentService* service = cat ? cat->service(provider) : nullptr;
-  if (service && service->needs_otp && !p.otp)
-    return bad_request("otp_required", bj::object{{"otp", "is required by " + service->name},
-                                                  {"otp_helper", options_.otp_helper}});
+  if (auto helper = otp_step(link, provider, p.otp.has_value()))
+    return bad_request("otp_required", bj::object{{"otp", "is required by this operator"}, {"otp_helper", *helper}});
 
   SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(link));
   payments::IntentRequest intent;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -55,6 +56,12 @@ class Service {
   // pixels per module, default 8).
   web::Response qr_svg(web::Request& req);
   web::Response qr_png(web::Request& req);
+  // The public page (checkout surface, page.cpp): GET /pay/{shortCode}?lang=, its form
+  // POST /pay/{shortCode}, and GET /pay/{shortCode}/status?t={transaction_uuid}: the payment's
+  // status, refreshing until it ends, then its receipt (the payer's uuid is the secret).
+  web::Response page(web::Request& req);
+  web::Response page_submit(web::Request& req);
+  web::Response status_page(web::Request& req);
 
   // --- operations ---
   Result<Link> create_link(const web::Principal& merchant, const NewLink& request, json::FieldErrors errors = {});
@@ -74,6 +81,9 @@ class Service {
  private:
   // The merchant a link's payments are collected for, as create_collection takes it.
   Result<web::Principal> merchant_of(const Link& link);
+  // The helper text of the OTP step when paying `link` with `provider` needs a code the
+  // request does not bring; nullopt when no step is needed.
+  std::optional<std::string> otp_step(const Link& link, std::string_view provider, bool has_otp) const;
   // The uuid of the collection of (link, payer uuid): distinct per link, so a payer's uuid
   // never meets the merchant's own intents.
   static std::string collection_uuid(const Link& link, std::string_view payer_uuid);
@@ -86,6 +96,12 @@ class Service {
                                               std::string_view transaction_uuid);
   Status release(const Link& link, std::int64_t attempt_id);
   web::Response qr_image(web::Request& req, bool png);
+  struct Form;
+  web::Response render_form(const web::Request& req, i18n::Locale locale, const Form& form, int status);
+  Result<std::string> merchant_name(const Link& link);
+  // The (service code, name) pairs a payer may choose: the link's provider, or the usable
+  // mobile-money services collecting in the link's currency.
+  std::vector<std::pair<std::string, std::string>> operators(const Link& link) const;
 
   store::Db& db_;
   payments::Service& payments_;
