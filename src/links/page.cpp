@@ -1,9 +1,12 @@
 // The public page of a payment link (checkout surface, no account): the shop's display name,
 // the title, the amount or an amount field, the operators of the link's country, the phone
-// number, the OTP step when the operator needs a code, then a status page that refreshes
-// itself until the payment ends and shows the receipt. Plain forms, no JavaScript, nothing
-// about the merchant beyond its display name.
+// number, the OTP step when the operator needs a code, then a status page that refreshes itself
+// until the payment ends and shows the receipt. Plain forms, no JavaScript; nothing about the
+// merchant beyond its display name. Links are relative, so the pages work under any mount
+// prefix of the checkout surface.
 #include <boost/json.hpp>
+
+#include <algorithm>
 
 #include "core/money.hpp"
 #include "core/random.hpp"
@@ -38,6 +41,7 @@ struct Texts {
   const char* total;
   const char* date;
   const char* again;
+  const char* status;
   const char* unavailable;
   const char* not_found;
 };
@@ -47,14 +51,14 @@ constexpr Texts kFr{"Payer", "Montant", "Opérateur", "Numéro de téléphone", 
                     "Une demande de paiement a été envoyée sur votre téléphone. Validez-la avec votre code secret. "
                     "Cette page se met à jour toute seule.",
                     "Paiement réussi. Merci !", "Le paiement n'a pas abouti.", "Reçu", "Référence", "Frais",
-                    "Total payé", "Date", "Réessayer", "Ce lien de paiement n'accepte plus de paiement.",
+                    "Total payé", "Date", "Réessayer", "Statut", "Ce lien de paiement n'accepte plus de paiement.",
                     "Ce lien de paiement n'existe pas."};
 constexpr Texts kEn{"Pay", "Amount", "Operator", "Phone number", "with the country code, e.g. 237690000000",
                     "One-time code (OTP)", "Pay now",
                     "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by "
                     "itself.",
                     "Payment completed. Thank you!", "The payment did not go through.", "Receipt", "Reference", "Fee",
-                    "Total paid", "Date", "Try again", "This payment link no longer accepts payments.",
+                    "Total paid", "Date", "Try again", "Status", "This payment link no longer accepts payments.",
                     "This payment link does not exist."};
 
 const Texts& texts(i18n::Locale l) { return l == i18n::Locale::fr ? kFr : kEn; }
@@ -107,14 +111,14 @@ web::Response Service::render_form(const web::Request& req, i18n::Locale locale,
   auto link = by_code(code);
   web::html::Page page;
   page.locale = locale;
-  page.other_language_url = "/pay/" + web::percent_encode(code) + "?lang=" + other(locale);
+  page.other_language_url = web::percent_encode(code) + "?lang=" + other(locale);
   if (!link) {
     page.title = t.pay_title;
     page.body_html = "<p role=\"alert\">" + escape(t.not_found) + "</p>";
     return web::html::page_response(link.error().is(ErrorKind::not_found) ? 404 : 400, page);
   }
-  auto shop = merchant_name(*link);
-  page.title = std::string(t.pay_title) + " " + (shop ? *shop : std::string());
+  auto shop = shop_of(*link);
+  page.title = std::string(t.pay_title) + " " + (shop ? shop->name : std::string());
   std::string& h = page.body_html;
   h += "<h2>" + escape(link->title.empty() ? link->reference : link->title) + "</h2>";
   if (!link->description.empty()) h += "<p>" + escape(link->description) + "</p>";
@@ -124,7 +128,7 @@ web::Response Service::render_form(const web::Request& req, i18n::Locale locale,
   }
   if (!form.notice.empty()) h += "<p role=\"alert\" class=\"error\">" + escape(form.notice) + "</p>";
   const std::string uuid = form.values.empty() ? uuid_v4() : field_value(form.values, "transaction_uuid");
-  h += "<form method=\"post\" action=\"/pay/" + escape(link->short_code) + "?lang=" + std::string(i18n::name(locale)) +
+  h += "<form method=\"post\" action=\"" + escape(link->short_code) + "?lang=" + std::string(i18n::name(locale)) +
        "\">";
   h += "<input type=\"hidden\" name=\"transaction_uuid\" value=\"" + escape(uuid) + "\">";
   if (link->amount) {
@@ -140,7 +144,7 @@ web::Response Service::render_form(const web::Request& req, i18n::Locale locale,
   }
   h += "<label>" + escape(t.operator_) + "<select name=\"provider\" required>";
   const std::string chosen = field_value(form.values, "provider");
-  for (const auto& s : operators(*link))
+  for (const auto& s : operators(*link, shop ? shop->countries : std::vector<std::string>{}))
     h += "<option value=\"" + escape(s.first) + "\"" + (s.first == chosen ? " selected" : "") + ">" + escape(s.second) +
          "</option>";
   h += "</select></label>";
@@ -195,7 +199,7 @@ web::Response Service::page_submit(web::Request& req) {
     form.notice = notice_of(tx.error(), locale);
     return render_form(req, locale, form, web::http_status(tx.error().kind));
   }
-  return web::Response::redirect("/pay/" + web::percent_encode(req.path_param("shortCode")) + "/status?t=" +
+  return web::Response::redirect(web::percent_encode(req.path_param("shortCode")) + "/status?t=" +
                                      web::percent_encode(p.transaction_uuid) + "&lang=" + std::string(i18n::name(locale)),
                                  303);
 }
@@ -208,7 +212,7 @@ web::Response Service::status_page(web::Request& req) {
   web::html::Page page;
   page.locale = locale;
   page.title = t.receipt;
-  page.other_language_url = "/pay/" + web::percent_encode(code) + "/status?t=" + web::percent_encode(payer_uuid) +
+  page.other_language_url = "status?t=" + web::percent_encode(payer_uuid) +
                             "&lang=" + other(locale);
   auto link = by_code(code);
   std::optional<payments::Transaction> tx;
@@ -227,37 +231,38 @@ web::Response Service::status_page(web::Request& req) {
   auto now_tx = payments_.current(*tx, "payment-link-page");
   if (now_tx) tx = std::move(*now_tx);
   std::string& h = page.body_html;
-  auto shop = merchant_name(*link);
-  if (shop) h += "<p>" + escape(*shop) + "</p>";
+  auto shop = shop_of(*link);
+  if (shop) h += "<p>" + escape(shop->name) + "</p>";
   if (!payments::is_terminal(tx->status)) {
     page.extra_head_html = "<meta http-equiv=\"refresh\" content=\"2\">";
     h += "<p role=\"status\">" + escape(t.waiting) + "</p>";
   } else if (tx->status == payments::TxStatus::completed) {
     h += "<p role=\"status\" class=\"ok\"><strong>" + escape(t.completed) + "</strong></p>";
   } else {
-    h += "<p role=\"alert\">" + escape(t.failed) + "</p><p><a href=\"/pay/" + escape(code) + "?lang=" +
+    h += "<p role=\"alert\">" + escape(t.failed) + "</p><p><a href=\"../" + escape(code) + "?lang=" +
          std::string(i18n::name(locale)) + "\">" + escape(t.again) + "</a></p>";
   }
   h += "<dl><dt>" + escape(t.reference) + "</dt><dd>" + escape(tx->reference) + "</dd><dt>" + escape(t.amount) +
        "</dt><dd>" + money::format(tx->amount, tx->currency, true) + "</dd><dt>" + escape(t.fee) + "</dt><dd>" +
        money::format(tx->fee, tx->currency, true) + "</dd><dt>" + escape(t.total) + "</dt><dd>" +
        money::format(tx->required_total, tx->currency, true) + "</dd><dt>" + escape(t.date) + "</dt><dd>" +
-       escape(iso8601(tx->updated_at)) + "</dd><dt>Status</dt><dd>" + escape(payments::to_string(tx->status)) +
+       escape(iso8601(tx->updated_at)) + "</dd><dt>" + escape(t.status) + "</dt><dd>" + escape(payments::to_string(tx->status)) +
        "</dd></dl>";
   return web::html::page_response(200, page);
 }
 
-Result<std::string> Service::merchant_name(const Link& link) {
+Result<merchant::Merchant> Service::shop_of(const Link& link) {
   std::optional<merchant::Merchant> m;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_id(c, link.merchant_id));
     return {};
   }));
   if (!m) return not_found();
-  return m->name;
+  return std::move(*m);
 }
 
-std::vector<std::pair<std::string, std::string>> Service::operators(const Link& link) const {
+std::vector<std::pair<std::string, std::string>> Service::operators(const Link& link,
+                                                                   const std::vector<std::string>& countries) const {
   std::vector<std::pair<std::string, std::string>> out;
   auto cat = catalog_();
   if (!cat) return out;
@@ -267,8 +272,11 @@ std::vector<std::pair<std::string, std::string>> Service::operators(const Link& 
     return out;
   }
   for (const auto& s : cat->services())
-    if (s.currency == link.currency && cat->usable(s) && s.kind == catalog::ServiceKind::mobile_money)
-      out.emplace_back(s.code, s.name);
+    if (s.currency == link.currency && cat->usable(s) && s.kind == catalog::ServiceKind::mobile_money) {
+      const catalog::Country* country = cat->country_by_id(s.country_id);
+      if (country && std::find(countries.begin(), countries.end(), country->code) != countries.end())
+        out.emplace_back(s.code, s.name);
+    }
   return out;
 }
 

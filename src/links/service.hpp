@@ -23,6 +23,7 @@
 #include "core/result.hpp"
 #include "links/model.hpp"
 #include "links/store.hpp"
+#include "merchant/merchant.hpp"
 #include "payments/model.hpp"
 #include "payments/service.hpp"
 #include "store/db.hpp"
@@ -98,10 +99,12 @@ class Service {
   web::Response qr_image(web::Request& req, bool png);
   struct Form;
   web::Response render_form(const web::Request& req, i18n::Locale locale, const Form& form, int status);
-  Result<std::string> merchant_name(const Link& link);
+  // The link's merchant: the page shows its display name only.
+  Result<merchant::Merchant> shop_of(const Link& link);
   // The (service code, name) pairs a payer may choose: the link's provider, or the usable
-  // mobile-money services collecting in the link's currency.
-  std::vector<std::pair<std::string, std::string>> operators(const Link& link) const;
+  // mobile-money services collecting in the link's currency in the merchant's `countries`.
+  std::vector<std::pair<std::string, std::string>> operators(const Link& link,
+                                                             const std::vector<std::string>& countries) const;
 
   store::Db& db_;
   payments::Service& payments_;
