@@ -195,6 +195,9 @@ Status build_services(Context& ctx) {
     // Payment links collect through payments; their public pages live on the checkout surface.
     links::Options lo;
     lo.page_base_url = c.surface_url(web::Surface::checkout);
+    lo.limiter = ctx.limiter.get();
+    lo.per_address.limit = c.get_int("links.pay_per_address_per_minute");
+    lo.per_link.limit = c.get_int("links.pay_per_link_per_minute");
     ctx.links = std::make_unique<links::Service>(*ctx.db, *ctx.payments, std::move(snapshot), std::move(lo));
   }
   {

@@ -194,6 +194,10 @@ web::Response Service::page_submit(web::Request& req) {
       return render_form(req, locale, form, 200);
     }
   }
+  if (auto st = throttle(req, req.path_param("shortCode")); !st) {
+    form.notice = notice_of(st.error(), locale);
+    return render_form(req, locale, form, web::http_status(st.error().kind));
+  }
   auto tx = pay_link(req.path_param("shortCode"), p);
   if (!tx) {
     form.notice = notice_of(tx.error(), locale);

@@ -156,6 +156,15 @@ std::optional<std::string> Service::otp_step(const Link& link, std::string_view 
   return options_.otp_helper;
 }
 
+Status Service::throttle(const web::Request& req, std::string_view short_code) {
+  if (!options_.limiter) return {};
+  SIKA_ASSIGN_OR_RETURN(auto by_address, options_.limiter->hit("links:pay:ip:" + req.remote_ip, options_.per_address));
+  if (!by_address.allowed) return limits::refusal(by_address, "payments per address per minute");
+  SIKA_ASSIGN_OR_RETURN(auto by_link, options_.limiter->hit("links:pay:code:" + std::string(short_code), options_.per_link));
+  if (!by_link.allowed) return limits::refusal(by_link, "payments per link per minute");
+  return {};
+}
+
 Result<web::Principal> Service::merchant_of(const Link& link) {
   std::optional<merchant::Merchant> m;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
@@ -390,6 +399,7 @@ web::Response Service::pay(web::Request& req) {
   json::FieldErrors errors;
   PayRequest p = parse_pay(*body, errors);
   if (!errors.empty()) return web::error(req, errors.status().error());
+  if (auto st = throttle(req, req.path_param("shortCode")); !st) return web::error(req, st.error());
   auto tx = pay_link(req.path_param("shortCode"), p);
   if (!tx) return web::error(req, tx.error());
   return web::ok(req, payments::to_record(*tx), {}, "submitted");

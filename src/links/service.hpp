@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "limits/limiter.hpp"
 #include "links/model.hpp"
 #include "links/store.hpp"
 #include "merchant/merchant.hpp"
@@ -39,6 +40,11 @@ struct Options {
   // the two units) is given back after this long.
   std::int64_t stale_reservation_ms = 10 * 60 * 1000;
   std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
+  // Rate limits of paying (the API route and the page's form), shared by every node; no
+  // limiter: none. Payments per client address, and per link, per minute.
+  limits::Limiter* limiter = nullptr;
+  limits::Policy per_address{30, 60'000};
+  limits::Policy per_link{600, 60'000};
 };
 
 class Service {
@@ -84,6 +90,8 @@ class Service {
   Result<web::Principal> merchant_of(const Link& link);
   // The helper text of the OTP step when paying `link` with `provider` needs a code the
   // request does not bring; nullopt when no step is needed.
+  // Counts a payment submission against the address and link limits; 429 rate_limited when over.
+  Status throttle(const web::Request& req, std::string_view short_code);
   std::optional<std::string> otp_step(const Link& link, std::string_view provider, bool has_otp) const;
   // The uuid of the collection of (link, payer uuid): distinct per link, so a payer's uuid
   // never meets the merchant's own intents.

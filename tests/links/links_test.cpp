@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "limits/limiter.hpp"
 #include "links/qr.hpp"
 #include "links/service.hpp"
 #include "payments/fixture.hpp"
@@ -274,6 +275,34 @@ TEST_P(LinksTest, AFailedPaymentReleasesItsUse) {
   ASSERT_TRUE(shown.ok());
   EXPECT_EQ(shown->payments_completed, 1);
   EXPECT_EQ(shown->total_collected, 3000);
+}
+
+// Paying is limited per client address and per link, on the shared limiter.
+TEST_P(LinksTest, PayingIsRateLimitedPerAddress) {
+  limits::Limiter limiter(*db_);
+  Options o;
+  o.page_base_url = "https://pay.example.test/checkout";
+  o.limiter = &limiter;
+  o.per_address = {2, 60'000};
+  links_ = std::make_unique<Service>(*db_, *service_, [this] { return catalog_; }, o);
+  auto link = create_link(bj::object{{"currency", "XAF"}, {"amount", 1000}});
+  auto attempt = [&](std::string ip) {
+    web::Request req;
+    req.method = "POST";
+    req.body = bj::serialize(payer());
+    req.headers = {{"content-type", "application/json"}};
+    req.path_params = {{"shortCode", code_of(link)}};
+    req.remote_ip = std::move(ip);
+    auto res = links_->pay(req);
+    return std::make_pair(res.status, parse(res));
+  };
+  EXPECT_EQ(attempt("203.0.113.7").first, 200);
+  EXPECT_EQ(attempt("203.0.113.7").first, 200);
+  auto [status, env] = attempt("203.0.113.7");
+  EXPECT_EQ(status, 429);
+  EXPECT_EQ(env.at("message").as_string(), "rate_limited");
+  EXPECT_EQ(attempt("203.0.113.8").first, 200);  // another address is not affected
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, LinksTest, ::testing::Values("sqlite", "postgres"));
