@@ -3,22 +3,16 @@
 // and sees the receipt. Screenshots go to $SIKA_SCREENSHOTS when set.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { chromium } from 'playwright-core';
+import { launchBrowser, noBrowser } from './lib/browser.mjs';
 import { startServer } from './lib/server.mjs';
 
-const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const shots = process.env.SIKA_SCREENSHOTS;
 
-describe('payment link pages on a phone', { skip: !existsSync(chromiumPath) && `no browser at ${chromiumPath}` }, () => {
+describe('payment link pages on a phone', { skip: noBrowser }, () => {
   let server, browser;
   before(async () => {
     server = await startServer({ args: ['--set', 'payments.sandbox_delay_ms=300'] });
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchBrowser();
   });
   after(async () => {
     if (browser) await browser.close();
