@@ -74,10 +74,11 @@ void add_links_admin(CLI::App& admin, AdminEnv& env) {
     cmd->add_option("short_code", *code, "the link's short code")->required();
     cmd->callback([&env, code, new_status] {
       Context& ctx = env.context();
-      auto link = check(ctx.links->by_code(*code));
-      if (!new_status.empty())
-        link = check(ctx.links->set_status(merchant_principal(link.merchant_id, link.environment), link.reference,
-                                           new_status));
+      auto found = check(ctx.links->by_code(*code));
+      const web::Principal owner = merchant_principal(found.merchant_id, found.environment);
+      // find() and set_status() read the link with its figures.
+      auto link = new_status.empty() ? check(ctx.links->find(owner, found.reference))
+                                     : check(ctx.links->set_status(owner, found.reference, new_status));
       print_result(env, links::to_json(link, ctx.links->payment_url(link), ctx.links->now()), line(link, *ctx.links));
     });
   };

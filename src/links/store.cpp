@@ -18,7 +18,13 @@ constexpr std::string_view kSelect =
     "WHERE p.link_id = l.id AND t.status = 'COMPLETED') "
     "FROM lnk_links l ";
 
-std::string select(const store::Conn&) { return std::string(kSelect); }
+// The link's columns alone (figures 0): what paying and the public page need, one indexed row
+// whatever the number of payments made through the link.
+constexpr std::string_view kSelectBare =
+    "SELECT l.id, l.reference, l.short_code, l.merchant_id, l.environment, l.user_tier, l.status, l.amount, "
+    "l.min_amount, l.max_amount, l.currency, l.provider, l.channel, l.fee_bearer, l.title, l.description, "
+    "l.expires_at, l.max_usage, l.held, l.metadata, l.created_at, l.updated_at, 0, 0 FROM lnk_links l ";
+
 
 Link from_row(const store::Row& r) {
   Link l;
@@ -49,8 +55,9 @@ Link from_row(const store::Row& r) {
   return l;
 }
 
-Result<std::optional<Link>> one(store::Conn& c, const std::string& where, const store::Params& params) {
-  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(select(c) + where, params));
+Result<std::optional<Link>> one(store::Conn& c, std::string_view select, const std::string& where,
+                                const store::Params& params) {
+  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(std::string(select) + where, params));
   if (!row) return std::optional<Link>{};
   return std::optional<Link>(from_row(*row));
 }
@@ -74,12 +81,12 @@ Result<std::optional<std::int64_t>> insert_link(store::Conn& c, const Link& l) {
 }
 
 Result<std::optional<Link>> by_short_code(store::Conn& c, std::string_view short_code) {
-  return one(c, "WHERE l.short_code = ?", {std::string(short_code)});
+  return one(c, kSelectBare, "WHERE l.short_code = ?", {std::string(short_code)});
 }
 
 Result<std::optional<Link>> by_reference(store::Conn& c, std::int64_t merchant_id, std::string_view environment,
                                          std::string_view reference) {
-  return one(c, "WHERE l.reference = ? AND l.merchant_id = ? AND l.environment = ?",
+  return one(c, kSelect, "WHERE l.reference = ? AND l.merchant_id = ? AND l.environment = ?",
              {std::string(reference), merchant_id, std::string(environment)});
 }
 
@@ -113,7 +120,7 @@ Result<std::pair<std::vector<Link>, std::int64_t>> list(store::Conn& c, std::int
   std::int64_t total = total_row ? total_row->i64(0) : 0;
   params.emplace_back(f.limit);
   params.emplace_back(f.offset);
-  SIKA_ASSIGN_OR_RETURN(auto rows, c.query(select(c) + where + " ORDER BY l.id DESC LIMIT ? OFFSET ?", params));
+  SIKA_ASSIGN_OR_RETURN(auto rows, c.query(std::string(kSelect) + where + " ORDER BY l.id DESC LIMIT ? OFFSET ?", params));
   std::vector<Link> out;
   out.reserve(rows.size());
   for (const auto& r : rows) out.push_back(from_row(r));

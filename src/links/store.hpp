@@ -16,8 +16,9 @@ namespace sika::links::tables {
 // Inserts a link; nullopt when its reference or short code is taken (the caller draws again).
 Result<std::optional<std::int64_t>> insert_link(store::Conn& c, const Link& link);
 
-// A link with its figures, by short code (any merchant) or by reference within one merchant's
-// environment (another merchant's link is not found).
+// A link by short code (any merchant; without its figures, which stay 0: paying and the public
+// page read one row), or with its figures by reference within one merchant's environment
+// (another merchant's link is not found).
 Result<std::optional<Link>> by_short_code(store::Conn& c, std::string_view short_code);
 Result<std::optional<Link>> by_reference(store::Conn& c, std::int64_t merchant_id, std::string_view environment,
                                          std::string_view reference);
