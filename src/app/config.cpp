@@ -135,6 +135,10 @@ const std::vector<KeySpec> kKeys = {
     {"jobs.poll_interval_ms", "500", K::integer, "how often an idle job worker looks for due jobs (ms)"},
     {"jobs.retry_base_ms", "1000", K::integer, "delay after a job's first failure, doubling at each attempt (ms)"},
     {"jobs.retry_max_ms", "3600000", K::integer, "longest delay between two attempts of a job (ms)"},
+    {"links.pay_per_address_per_minute", "30", K::integer,
+     "payment-link payments one client address may submit per minute (all nodes; 0: unlimited)"},
+    {"links.pay_per_link_per_minute", "600", K::integer,
+     "payments one payment link may receive per minute (all nodes; 0: unlimited)"},
     {"catalog.refresh_ms", "2000", K::integer,
      "how often a node polls catalog_version; another node's catalog change is visible within this (ms)"},
 };

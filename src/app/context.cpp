@@ -15,6 +15,7 @@
 #include "notify/notifier.hpp"
 #include "otp/service.hpp"
 #include "catalog/service.hpp"
+#include "links/service.hpp"
 #include "payments/service.hpp"
 #include "webhooks/service.hpp"
 
@@ -190,7 +191,14 @@ Status build_services(Context& ctx) {
       static const auto kEmpty = std::make_shared<const catalog::Catalog>();
       return kEmpty;
     };
-    ctx.payments = std::make_unique<payments::Service>(*ctx.db, std::move(snapshot), *ctx.http_client, std::move(o));
+    ctx.payments = std::make_unique<payments::Service>(*ctx.db, snapshot, *ctx.http_client, std::move(o));
+    // Payment links collect through payments; their public pages live on the checkout surface.
+    links::Options lo;
+    lo.page_base_url = c.surface_url(web::Surface::checkout);
+    lo.limiter = ctx.limiter.get();
+    lo.per_address.limit = c.get_int("links.pay_per_address_per_minute");
+    lo.per_link.limit = c.get_int("links.pay_per_link_per_minute");
+    ctx.links = std::make_unique<links::Service>(*ctx.db, *ctx.payments, std::move(snapshot), std::move(lo));
   }
   {
     const Config& c = ctx.config;

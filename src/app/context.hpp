@@ -16,6 +16,7 @@
 namespace sika::identity { class Service; }
 namespace sika::catalog { class Service; }
 namespace sika::payments { class Service; }
+namespace sika::links { class Service; }
 namespace sika::webhooks { class Service; }
 namespace sika::limits { class Limiter; }
 namespace sika::notify { class Notifier; }
@@ -35,6 +36,7 @@ struct Context {
   std::unique_ptr<identity::Service> identity;
   std::unique_ptr<catalog::Service> catalog;
   std::unique_ptr<payments::Service> payments;
+  std::unique_ptr<links::Service> links;  // needs payments (built with it)
   std::unique_ptr<webhooks::Service> webhooks;
   // Runs the leased jobs of every queue a component registered (jobs->handle) before start_workers.
   std::unique_ptr<store::JobRunner> jobs;

@@ -7,6 +7,7 @@
 #include "catalog/service.hpp"
 #include "identity/service.hpp"
 #include "webhooks/service.hpp"
+#include "links/service.hpp"
 #include "payments/service.hpp"
 #include "core/json.hpp"
 #include "web/envelope.hpp"
@@ -152,6 +153,38 @@ void build_routes(web::Router& r, Context& ctx) {
            "Hosted confirmation page of a collection (fr/en)"});
     r.add({Surface::checkout, "POST", "/confirm/{reference}", pay(&Pay::confirm_submit), web::signed_request(),
            "Confirmation page form: push the request, pay from the wallet, or decline"});
+  }
+
+  // ---- payment links ---------------------------------------------------------------------
+  if (ctx.links) {
+    using Lnk = links::Service;
+    auto lnk = [svc = ctx.links.get()](web::Response (Lnk::*method)(web::Request&)) -> web::Handler {
+      return [svc, method](web::Request& q) { return (svc->*method)(q); };
+    };
+    r.add({Surface::gateway, "POST", "/payment-links", lnk(&Lnk::create), web::bearer("payments"),
+           "Create a payment link (fixed or open amount; the server draws its short code)"});
+    r.add({Surface::gateway, "GET", "/payment-links", lnk(&Lnk::list), web::bearer("payments"),
+           "List the merchant's payment links (filters: status, from, to; page, limit)"});
+    r.add({Surface::gateway, "GET", "/payment-links/{reference}", lnk(&Lnk::show), web::bearer("payments"),
+           "Read a payment link with its figures"});
+    r.add({Surface::gateway, "PATCH", "/payment-links/{reference}", lnk(&Lnk::update), web::bearer("payments"),
+           "Change a payment link's title, description or expiry"});
+    r.add({Surface::gateway, "POST", "/payment-links/{reference}/disable", lnk(&Lnk::disable), web::bearer("payments"),
+           "Disable a payment link (payments are refused)"});
+    r.add({Surface::gateway, "POST", "/payment-links/{reference}/enable", lnk(&Lnk::enable), web::bearer("payments"),
+           "Enable a disabled payment link"});
+    r.add({Surface::gateway, "GET", "/payment-links/{reference}/qr.svg", lnk(&Lnk::qr_svg), web::bearer("payments"),
+           "The link's QR code as SVG (size: pixels per module)"});
+    r.add({Surface::gateway, "GET", "/payment-links/{reference}/qr.png", lnk(&Lnk::qr_png), web::bearer("payments"),
+           "The link's QR code as PNG, for printing (size: pixels per module)"});
+    r.add({Surface::gateway, "POST", "/pay/{shortCode}/pay", lnk(&Lnk::pay), web::open_access(),
+           "Pay a public payment link (no token): creates the collection and pushes it to the payer's phone"});
+    r.add({Surface::checkout, "GET", "/pay/{shortCode}", lnk(&Lnk::page), web::open_access(),
+           "Public page of a payment link (fr/en, plain forms)"});
+    r.add({Surface::checkout, "POST", "/pay/{shortCode}", lnk(&Lnk::page_submit), web::open_access(),
+           "Payment link page form: pay (then the OTP step when the operator needs a code)"});
+    r.add({Surface::checkout, "GET", "/pay/{shortCode}/status", lnk(&Lnk::status_page), web::open_access(),
+           "Status of a link payment, refreshing until it ends, then the receipt"});
   }
 
   // ---- webhooks ----------------------------------------------------------------------------

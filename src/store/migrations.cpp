@@ -11,6 +11,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0007IdentityClientCredentials,
       migrations::k0008Limits,     migrations::k0009Notify,  migrations::k0010Otp,
       migrations::k0011Jobs,
+      migrations::k0012PaymentLinks,
   };
   return kAll;
 }

@@ -2,24 +2,18 @@
 // service's login and consent page, and the hosted payment confirmation page.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import http from 'node:http';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { chromium } from 'playwright-core';
+import { launchBrowser, noBrowser } from './lib/browser.mjs';
 import { startServer, merchantToken } from './lib/server.mjs';
 
-const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const b64url = (buf) => buf.toString('base64url');
 
-describe('pages in a real browser', { skip: !existsSync(chromiumPath) && `no browser at ${chromiumPath}` }, () => {
+describe('pages in a real browser', { skip: noBrowser }, () => {
   let server, browser;
   before(async () => {
     server = await startServer();
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchBrowser();
   });
   after(async () => {
     if (browser) await browser.close();

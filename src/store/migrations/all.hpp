@@ -14,4 +14,5 @@ extern const Migration k0008Limits;
 extern const Migration k0009Notify;
 extern const Migration k0010Otp;
 extern const Migration k0011Jobs;
+extern const Migration k0012PaymentLinks;
 }  // namespace sika::store::migrations

@@ -1,0 +1,287 @@
+// The public page of a payment link (checkout surface, no account): the shop's display name,
+// the title, the amount or an amount field, the operators of the link's country, the phone
+// number, the OTP step when the operator needs a code, then a status page that refreshes itself
+// until the payment ends and shows the receipt. Plain forms, no JavaScript; nothing about the
+// merchant beyond its display name. Links are relative, so the pages work under any mount
+// prefix of the checkout surface.
+#include <boost/json.hpp>
+
+#include <algorithm>
+
+#include "core/money.hpp"
+#include "core/random.hpp"
+#include "core/time.hpp"
+#include "links/service.hpp"
+#include "merchant/merchant.hpp"
+#include "payments/store.hpp"
+#include "web/envelope.hpp"
+#include "web/html.hpp"
+
+namespace sika::links {
+
+namespace bj = boost::json;
+using web::html::escape;
+
+namespace {
+
+struct Texts {
+  const char* pay_title;
+  const char* amount;
+  const char* operator_;
+  const char* phone;
+  const char* phone_hint;
+  const char* otp;
+  const char* submit;
+  const char* waiting;
+  const char* completed;
+  const char* failed;
+  const char* receipt;
+  const char* reference;
+  const char* fee;
+  const char* total;
+  const char* date;
+  const char* again;
+  const char* status;
+  const char* unavailable;
+  const char* not_found;
+};
+
+constexpr Texts kFr{"Payer", "Montant", "Opérateur", "Numéro de téléphone", "avec l'indicatif du pays, ex. 237690000000",
+                    "Code à usage unique (OTP)", "Payer maintenant",
+                    "Une demande de paiement a été envoyée sur votre téléphone. Validez-la avec votre code secret. "
+                    "Cette page se met à jour toute seule.",
+                    "Paiement réussi. Merci !", "Le paiement n'a pas abouti.", "Reçu", "Référence", "Frais",
+                    "Total payé", "Date", "Réessayer", "Statut", "Ce lien de paiement n'accepte plus de paiement.",
+                    "Ce lien de paiement n'existe pas."};
+constexpr Texts kEn{"Pay", "Amount", "Operator", "Phone number", "with the country code, e.g. 237690000000",
+                    "One-time code (OTP)", "Pay now",
+                    "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by "
+                    "itself.",
+                    "Payment completed. Thank you!", "The payment did not go through.", "Receipt", "Reference", "Fee",
+                    "Total paid", "Date", "Try again", "Status", "This payment link no longer accepts payments.",
+                    "This payment link does not exist."};
+
+const Texts& texts(i18n::Locale l) { return l == i18n::Locale::fr ? kFr : kEn; }
+
+i18n::Locale page_locale(const web::Request& req) {
+  auto lang = req.query_param("lang");
+  if (lang == "fr") return i18n::Locale::fr;
+  if (lang == "en") return i18n::Locale::en;
+  return req.locale;
+}
+
+std::string other(i18n::Locale l) { return l == i18n::Locale::fr ? "en" : "fr"; }
+
+std::string field_value(const web::Fields& fields, std::string_view name) {
+  for (const auto& [k, v] : fields)
+    if (k == name) return v;
+  return "";
+}
+
+// The message a payer reads for a refusal: the field problems, or the error's text.
+std::string notice_of(const Error& e, i18n::Locale l) {
+  if (e.details.is_object()) {
+    std::string out;
+    for (const auto& [k, v] : e.details.as_object()) {
+      if (k == "otp_helper") continue;
+      if (v.is_string()) out += std::string(k) + ": " + std::string(v.as_string()) + ". ";
+    }
+    if (!out.empty()) return out;
+  }
+  return std::string(i18n::text(e.code, l));
+}
+
+}  // namespace
+
+// What the form shows; `notice` and `otp_helper` come from a refused submission.
+struct Service::Form {
+  std::string notice;
+  std::string otp_helper;
+  web::Fields values;
+};
+
+web::Response Service::page(web::Request& req) {
+  Form form;
+  return render_form(req, page_locale(req), form, 200);
+}
+
+web::Response Service::render_form(const web::Request& req, i18n::Locale locale, const Form& form, int status) {
+  const Texts& t = texts(locale);
+  const std::string code = req.path_param("shortCode");
+  auto link = by_code(code);
+  web::html::Page page;
+  page.locale = locale;
+  page.other_language_url = web::percent_encode(code) + "?lang=" + other(locale);
+  if (!link) {
+    page.title = t.pay_title;
+    page.body_html = "<p role=\"alert\">" + escape(t.not_found) + "</p>";
+    return web::html::page_response(link.error().is(ErrorKind::not_found) ? 404 : 400, page);
+  }
+  auto shop = shop_of(*link);
+  page.title = std::string(t.pay_title) + " " + (shop ? shop->name : std::string());
+  std::string& h = page.body_html;
+  h += "<h2>" + escape(link->title.empty() ? link->reference : link->title) + "</h2>";
+  if (!link->description.empty()) h += "<p>" + escape(link->description) + "</p>";
+  if (link->status_at(now()) != kActive) {
+    h += "<p role=\"alert\">" + escape(t.unavailable) + "</p>";
+    return web::html::page_response(410, page);
+  }
+  if (!form.notice.empty()) h += "<p role=\"alert\" class=\"error\">" + escape(form.notice) + "</p>";
+  const std::string uuid = form.values.empty() ? uuid_v4() : field_value(form.values, "transaction_uuid");
+  h += "<form method=\"post\" action=\"" + escape(link->short_code) + "?lang=" + std::string(i18n::name(locale)) +
+       "\">";
+  h += "<input type=\"hidden\" name=\"transaction_uuid\" value=\"" + escape(uuid) + "\">";
+  if (link->amount) {
+    h += "<p class=\"amount\">" + escape(t.amount) + " : <strong>" + money::format(*link->amount, link->currency, true) +
+         "</strong></p>";
+  } else {
+    h += "<label>" + escape(t.amount) + " (" + escape(link->currency) +
+         ")<input name=\"amount\" inputmode=\"numeric\" pattern=\"[0-9]+\" required value=\"" +
+         escape(field_value(form.values, "amount")) + "\"";
+    if (link->min_amount) h += " min=\"" + std::to_string(*link->min_amount) + "\"";
+    if (link->max_amount) h += " max=\"" + std::to_string(*link->max_amount) + "\"";
+    h += "></label>";
+  }
+  h += "<label>" + escape(t.operator_) + "<select name=\"provider\" required>";
+  const std::string chosen = field_value(form.values, "provider");
+  for (const auto& s : operators(*link, shop ? shop->countries : std::vector<std::string>{}))
+    h += "<option value=\"" + escape(s.first) + "\"" + (s.first == chosen ? " selected" : "") + ">" + escape(s.second) +
+         "</option>";
+  h += "</select></label>";
+  h += "<label>" + escape(t.phone) + " <small>" + escape(t.phone_hint) +
+       "</small><input name=\"customer_phone\" type=\"tel\" inputmode=\"tel\" autocomplete=\"tel\" required value=\"" +
+       escape(field_value(form.values, "customer_phone")) + "\"></label>";
+  if (!form.otp_helper.empty()) {
+    h += "<label>" + escape(t.otp) + " <small>" + escape(form.otp_helper) +
+         "</small><input name=\"otp\" inputmode=\"numeric\" autocomplete=\"one-time-code\" required></label>";
+  }
+  h += "<button type=\"submit\">" + escape(t.submit) + "</button></form>";
+  return web::html::page_response(status, page);
+}
+
+web::Response Service::page_submit(web::Request& req) {
+  const i18n::Locale locale = page_locale(req);
+  auto fields = web::parse_form(req.body);
+  Form form;
+  if (!fields) {
+    form.notice = notice_of(fields.error(), locale);
+    return render_form(req, locale, form, 400);
+  }
+  form.values = *fields;
+  bj::object body;
+  for (const char* key : {"customer_phone", "transaction_uuid", "provider", "otp"}) {
+    std::string v = field_value(*fields, key);
+    if (!v.empty()) body[key] = v;
+  }
+  std::string amount = field_value(*fields, "amount");
+  if (!amount.empty()) {
+    if (amount.size() > 15 || amount.find_first_not_of("0123456789") != std::string::npos) {
+      form.notice = "amount: " + std::string(locale == i18n::Locale::fr ? "entrez un nombre entier" : "enter a whole number");
+      return render_form(req, locale, form, 400);
+    }
+    body["amount"] = std::stoll(amount);
+  }
+  json::FieldErrors errors;
+  PayRequest p = parse_pay(body, errors);
+  if (!errors.empty()) {
+    form.notice = notice_of(errors.status().error(), locale);
+    return render_form(req, locale, form, 400);
+  }
+  // The OTP step: the form comes back with the code field and the operator's helper text.
+  if (auto link = by_code(req.path_param("shortCode"))) {
+    if (auto helper = otp_step(*link, p.provider.value_or(""), p.otp.has_value())) {
+      form.otp_helper = *helper;
+      return render_form(req, locale, form, 200);
+    }
+  }
+  if (auto st = throttle(req, req.path_param("shortCode")); !st) {
+    form.notice = notice_of(st.error(), locale);
+    return render_form(req, locale, form, web::http_status(st.error().kind));
+  }
+  auto tx = pay_link(req.path_param("shortCode"), p);
+  if (!tx) {
+    form.notice = notice_of(tx.error(), locale);
+    return render_form(req, locale, form, web::http_status(tx.error().kind));
+  }
+  return web::Response::redirect(web::percent_encode(req.path_param("shortCode")) + "/status?t=" +
+                                     web::percent_encode(p.transaction_uuid) + "&lang=" + std::string(i18n::name(locale)),
+                                 303);
+}
+
+web::Response Service::status_page(web::Request& req) {
+  const i18n::Locale locale = page_locale(req);
+  const Texts& t = texts(locale);
+  const std::string code = req.path_param("shortCode");
+  const std::string payer_uuid = req.query_param("t").value_or("");
+  web::html::Page page;
+  page.locale = locale;
+  page.title = t.receipt;
+  page.other_language_url = "status?t=" + web::percent_encode(payer_uuid) +
+                            "&lang=" + other(locale);
+  auto link = by_code(code);
+  std::optional<payments::Transaction> tx;
+  if (link && is_uuid(payer_uuid)) {
+    auto st = db_.read([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(tx, payments::tables::find_by_uuid(c, link->merchant_id, link->environment,
+                                                               collection_uuid(*link, payer_uuid)));
+      return {};
+    });
+    if (!st) tx.reset();
+  }
+  if (!tx) {
+    page.body_html = "<p role=\"alert\">" + escape(t.not_found) + "</p>";
+    return web::html::page_response(404, page);
+  }
+  auto now_tx = payments_.current(*tx, "payment-link-page");
+  if (now_tx) tx = std::move(*now_tx);
+  std::string& h = page.body_html;
+  auto shop = shop_of(*link);
+  if (shop) h += "<p>" + escape(shop->name) + "</p>";
+  if (!payments::is_terminal(tx->status)) {
+    page.extra_head_html = "<meta http-equiv=\"refresh\" content=\"2\">";
+    h += "<p role=\"status\">" + escape(t.waiting) + "</p>";
+  } else if (tx->status == payments::TxStatus::completed) {
+    h += "<p role=\"status\" class=\"ok\"><strong>" + escape(t.completed) + "</strong></p>";
+  } else {
+    h += "<p role=\"alert\">" + escape(t.failed) + "</p><p><a href=\"../" + escape(code) + "?lang=" +
+         std::string(i18n::name(locale)) + "\">" + escape(t.again) + "</a></p>";
+  }
+  h += "<dl><dt>" + escape(t.reference) + "</dt><dd>" + escape(tx->reference) + "</dd><dt>" + escape(t.amount) +
+       "</dt><dd>" + money::format(tx->amount, tx->currency, true) + "</dd><dt>" + escape(t.fee) + "</dt><dd>" +
+       money::format(tx->fee, tx->currency, true) + "</dd><dt>" + escape(t.total) + "</dt><dd>" +
+       money::format(tx->required_total, tx->currency, true) + "</dd><dt>" + escape(t.date) + "</dt><dd>" +
+       escape(iso8601(tx->updated_at)) + "</dd><dt>" + escape(t.status) + "</dt><dd>" + escape(payments::to_string(tx->status)) +
+       "</dd></dl>";
+  return web::html::page_response(200, page);
+}
+
+Result<merchant::Merchant> Service::shop_of(const Link& link) {
+  std::optional<merchant::Merchant> m;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_id(c, link.merchant_id));
+    return {};
+  }));
+  if (!m) return not_found();
+  return std::move(*m);
+}
+
+std::vector<std::pair<std::string, std::string>> Service::operators(const Link& link,
+                                                                   const std::vector<std::string>& countries) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto cat = catalog_();
+  if (!cat) return out;
+  if (link.provider) {
+    const catalog::PaymentService* s = cat->service(*link.provider);
+    out.emplace_back(*link.provider, s ? s->name : *link.provider);
+    return out;
+  }
+  for (const auto& s : cat->services())
+    if (s.currency == link.currency && cat->usable(s) && s.kind == catalog::ServiceKind::mobile_money) {
+      const catalog::Country* country = cat->country_by_id(s.country_id);
+      if (country && std::find(countries.begin(), countries.end(), country->code) != countries.end())
+        out.emplace_back(s.code, s.name);
+    }
+  return out;
+}
+
+}  // namespace sika::links

@@ -1,0 +1,430 @@
+// Payment-link operations and their gateway handlers.
+#include "links/service.hpp"
+
+#include <boost/json.hpp>
+
+#include "core/crypto.hpp"
+#include "core/money.hpp"
+#include "core/random.hpp"
+#include "core/time.hpp"
+#include "merchant/merchant.hpp"
+#include "links/qr.hpp"
+#include "payments/store.hpp"
+#include "web/envelope.hpp"
+
+namespace sika::links {
+
+namespace bj = boost::json;
+
+namespace {
+
+Error link_not_found(std::string_view field) { return not_found(bj::object{{field, "no such payment link"}}); }
+
+}  // namespace
+
+Service::Service(store::Db& db, payments::Service& payments, payments::CatalogSnapshot catalog, Options options)
+    : db_(db), payments_(payments), catalog_(std::move(catalog)), options_(std::move(options)) {}
+
+std::int64_t Service::now() const { return options_.clock ? options_.clock() : now_ms(); }
+
+std::string Service::payment_url(const Link& link) const {
+  std::string base = options_.page_base_url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return base + "/pay/" + link.short_code;
+}
+
+std::string Service::collection_uuid(const Link& link, std::string_view payer_uuid) {
+  std::string b = crypto::sha256("payment-link:" + link.reference + ":" + std::string(payer_uuid)).substr(0, 16);
+  b[6] = static_cast<char>((b[6] & 0x0F) | 0x50);  // version 5 layout (name-based, SHA)
+  b[8] = static_cast<char>((b[8] & 0x3F) | 0x80);
+  std::string h = hex_encode(b);
+  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20, 12);
+}
+
+// ---- merchant side ----------------------------------------------------------------------------
+
+Result<Link> Service::create_link(const web::Principal& merchant, const NewLink& n, json::FieldErrors errors) {
+  if (merchant.merchant_id == 0) return forbidden(bj::string("this credential is not bound to a merchant"));
+  auto cat = catalog_();
+  if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
+  // The currency must be that of a country the credential may collect in; a named provider
+  // must be a usable service of such a country in that currency.
+  if (!n.currency.empty()) {
+    bool granted = false;
+    for (const auto& c : cat->countries())
+      if (c.currency == n.currency && c.active && merchant.grants_country(c.code)) granted = true;
+    if (!granted) errors.add("currency", "is not the currency of a country this merchant may collect in");
+  }
+  if (n.provider) {
+    const catalog::PaymentService* s = cat->service(*n.provider);
+    if (!s || !cat->usable(*s)) errors.add("provider", "is not an active payment service");
+    else if (s->currency != n.currency) errors.add("provider", "does not collect in " + n.currency);
+  }
+  SIKA_TRY(errors.status());
+  Link l;
+  l.merchant_id = merchant.merchant_id;
+  l.environment = merchant.environment;
+  l.user_tier = merchant.user_tier;
+  l.status = std::string(kActive);
+  l.amount = n.amount;
+  l.min_amount = n.min_amount;
+  l.max_amount = n.max_amount;
+  l.currency = n.currency;
+  l.provider = n.provider;
+  l.channel = n.channel;
+  l.fee_bearer = n.fee_bearer;
+  l.title = n.title;
+  l.description = n.description;
+  l.expires_at = n.expires_at;
+  l.max_usage = n.max_usage;
+  l.metadata = n.metadata;
+  l.created_at = l.updated_at = now();
+  // A collision of 80-bit references or 59-bit codes is astronomically rare; draw again if one happens.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    l.reference = random_reference("PLK-", 16);
+    l.short_code = new_short_code();
+    std::optional<std::int64_t> id;
+    SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(id, tables::insert_link(c, l));
+      return {};
+    }));
+    if (id) {
+      l.id = *id;
+      return l;
+    }
+  }
+  return internal_error(bj::string("could not draw a free short code"));
+}
+
+Result<Link> Service::find(const web::Principal& merchant, std::string_view reference) {
+  std::optional<Link> found;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(found, tables::by_reference(c, merchant.merchant_id, merchant.environment, reference));
+    return {};
+  }));
+  if (!found) return link_not_found("reference");
+  return std::move(*found);
+}
+
+Result<std::pair<std::vector<Link>, std::int64_t>> Service::list_links(const web::Principal& merchant,
+                                                                       const tables::ListFilter& filter) {
+  std::pair<std::vector<Link>, std::int64_t> out;
+  const std::int64_t at = now();
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(out, tables::list(c, merchant.merchant_id, merchant.environment, filter, at));
+    return {};
+  }));
+  return out;
+}
+
+Result<Link> Service::update_link(const web::Principal& merchant, std::string_view reference, const LinkUpdate& u) {
+  SIKA_ASSIGN_OR_RETURN(Link l, find(merchant, reference));
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    SIKA_TRY(tables::update(c, l.id, u, now()));
+    return {};
+  }));
+  return find(merchant, reference);
+}
+
+Result<Link> Service::set_status(const web::Principal& merchant, std::string_view reference, std::string_view status) {
+  SIKA_ASSIGN_OR_RETURN(Link l, find(merchant, reference));
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    SIKA_TRY(tables::set_status(c, l.id, status, now()));
+    return {};
+  }));
+  return find(merchant, reference);
+}
+
+// ---- paying -----------------------------------------------------------------------------------
+
+Result<Link> Service::by_code(std::string_view short_code) {
+  if (!valid_short_code(short_code)) return empty_data(bj::object{{"shortCode", "must be 8 to 12 letters and digits"}});
+  std::optional<Link> found;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(found, tables::by_short_code(c, short_code));
+    return {};
+  }));
+  if (!found) return link_not_found("shortCode");
+  return std::move(*found);
+}
+
+std::optional<std::string> Service::otp_step(const Link& link, std::string_view provider, bool has_otp) const {
+  if (has_otp) return std::nullopt;
+  auto cat = catalog_();
+  const catalog::PaymentService* service = cat ? cat->service(link.provider.value_or(std::string(provider))) : nullptr;
+  if (!service || !service->needs_otp) return std::nullopt;
+  return options_.otp_helper;
+}
+
+Status Service::throttle(const web::Request& req, std::string_view short_code) {
+  if (!options_.limiter) return {};
+  SIKA_ASSIGN_OR_RETURN(auto by_address, options_.limiter->hit("links:pay:ip:" + req.remote_ip, options_.per_address));
+  if (!by_address.allowed) return limits::refusal(by_address, "payments per address per minute");
+  SIKA_ASSIGN_OR_RETURN(auto by_link, options_.limiter->hit("links:pay:code:" + std::string(short_code), options_.per_link));
+  if (!by_link.allowed) return limits::refusal(by_link, "payments per link per minute");
+  return {};
+}
+
+Result<web::Principal> Service::merchant_of(const Link& link) {
+  std::optional<merchant::Merchant> m;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_id(c, link.merchant_id));
+    return {};
+  }));
+  if (!m || !m->active) return link_not_found("shortCode");
+  web::Principal p;
+  p.subject = "payment-link:" + link.reference;
+  p.merchant = m->matricule;
+  p.merchant_id = m->id;
+  p.user_tier = link.user_tier;
+  p.countries = m->countries;
+  p.environment = link.environment;
+  p.scopes = {"payments"};
+  return p;
+}
+
+Result<std::optional<std::int64_t>> Service::reserve(const Link& link, std::string_view payer_uuid,
+                                                     std::string_view transaction_uuid) {
+  // Two tries: when the link looks used up, uses held by attempts that ended without
+  // completing are given back (in their own unit) and the use is asked for once more.
+  for (int round = 0; round < 2; ++round) {
+    std::optional<std::int64_t> attempt;
+    bool used_up = false;
+    const std::int64_t at = now();
+    Status st = db_.write([&](store::Conn& c) -> Status {
+      used_up = false;
+      SIKA_ASSIGN_OR_RETURN(attempt, tables::insert_attempt(c, link.id, payer_uuid, transaction_uuid, at));
+      if (!attempt) return {};
+      SIKA_ASSIGN_OR_RETURN(bool taken, tables::take_use(c, link.id, at));
+      if (taken) return {};
+      used_up = true;
+      return bad_request("link_used_up", bj::object{{"shortCode", "this payment link has no use left"}});
+    });
+    if (st) return attempt;
+    if (!used_up || round == 1) return st.take_error();
+    std::int64_t released = 0;
+    SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(released, tables::release_ended(c, link, at - options_.stale_reservation_ms));
+      return {};
+    }));
+    if (released == 0) return st.take_error();
+  }
+  return internal_error(bj::string("unreachable"));
+}
+
+Status Service::release(const Link& link, std::int64_t attempt_id) {
+  return db_.write([&](store::Conn& c) -> Status {
+    SIKA_TRY(tables::release_attempt(c, link.id, attempt_id));
+    return {};
+  });
+}
+
+Result<payments::Transaction> Service::collect(const Link& link, std::int64_t attempt_id,
+                                               const payments::IntentRequest& intent, const web::Principal& merchant,
+                                               std::optional<std::string> otp) {
+  auto created = payments_.create_collection(intent, merchant);
+  if (!created) {
+    (void)release(link, attempt_id);
+    return created.take_error();
+  }
+  payments::Transaction tx = std::move(created).value();
+  if (tx.status != payments::TxStatus::initiated) return payments_.current(std::move(tx), "payment-link");
+  auto executed = payments_.execute_collection(tx, std::move(otp), "payment-link");
+  if (executed) return executed;
+  // A collection that ended without completing gives its use back; one still INITIATED (a
+  // wrong code with attempts left) keeps it until the payer retries or it expires.
+  auto now_tx = payments_.current(tx, "payment-link");
+  if (now_tx && payments::is_terminal(now_tx->status) && now_tx->status != payments::TxStatus::completed)
+    (void)release(link, attempt_id);
+  return executed.take_error();
+}
+
+Result<payments::Transaction> Service::pay_link(std::string_view short_code, const PayRequest& p) {
+  SIKA_ASSIGN_OR_RETURN(Link link, by_code(short_code));
+  const std::string_view status = link.status_at(now());
+  if (status == kDisabled)
+    return bad_request("link_disabled", bj::object{{"shortCode", "this payment link is disabled"}});
+  if (status == kExpired) return bad_request("link_expired", bj::object{{"shortCode", "this payment link has expired"}});
+
+  json::FieldErrors errors;
+  std::int64_t amount = 0;
+  if (link.amount) {
+    amount = *link.amount;
+    if (p.amount && *p.amount != *link.amount)
+      errors.add("amount", "must be " + money::format(*link.amount, link.currency) + ", the link's fixed amount");
+  } else if (!p.amount) {
+    errors.add("amount", "is required: this link lets the payer choose the amount");
+  } else {
+    amount = *p.amount;
+    if (link.min_amount && amount < *link.min_amount)
+      errors.add("amount", "must be at least " + money::format(*link.min_amount, link.currency));
+    if (link.max_amount && amount > *link.max_amount)
+      errors.add("amount", "must be at most " + money::format(*link.max_amount, link.currency));
+  }
+  std::string provider;
+  if (link.provider) {
+    provider = *link.provider;
+    if (p.provider && *p.provider != *link.provider) errors.add("provider", "this link is paid with " + *link.provider);
+  } else if (!p.provider) {
+    errors.add("provider", "is required: choose the payment service (e.g. MTN_MOMO_CMR)");
+  } else {
+    provider = *p.provider;
+  }
+  SIKA_TRY(errors.status());
+
+  // The OTP step comes before any use is taken: a payer without the code holds nothing.
+  if (auto helper = otp_step(link, provider, p.otp.has_value()))
+    return bad_request("otp_required", bj::object{{"otp", "is required by this operator"}, {"otp_helper", *helper}});
+
+  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(link));
+  payments::IntentRequest intent;
+  intent.amount = amount;
+  intent.currency = link.currency;
+  intent.transaction_uuid = collection_uuid(link, p.transaction_uuid);
+  intent.provider = provider;
+  intent.channel = p.channel.value_or(link.channel);
+  intent.customer_wallet = p.customer_phone;
+  intent.description = link.title.empty() ? "Payment link " + link.reference : link.title;
+  bj::object meta;
+  if (auto payer = json::parse(p.metadata); payer && payer->is_object()) meta = payer->as_object();
+  meta["payment_link_reference"] = link.reference;
+  if (!p.customer_name.empty()) meta["customer_name"] = p.customer_name;
+  if (!p.customer_email.empty()) meta["customer_email"] = p.customer_email;
+  intent.metadata = bj::serialize(meta);
+
+  SIKA_ASSIGN_OR_RETURN(auto attempt_id, reserve(link, p.transaction_uuid, intent.transaction_uuid));
+  if (attempt_id) return collect(link, *attempt_id, intent, merchant, p.otp);
+
+  // The same (link, transaction_uuid) again: its transaction as it is now, pushed again only
+  // when it still waits for a code this request brings.
+  std::optional<tables::Attempt> attempt;
+  std::optional<payments::Transaction> tx;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(attempt, tables::find_attempt(c, link.id, p.transaction_uuid));
+    SIKA_ASSIGN_OR_RETURN(tx, payments::tables::find_by_uuid(c, link.merchant_id, link.environment,
+                                                             intent.transaction_uuid));
+    return {};
+  }));
+  if (!attempt) return retryable(bj::object{{"transaction_uuid", "a payment with this uuid is being recorded; retry"}});
+  if (!tx) {
+    if (attempt->state != "RESERVED")
+      return conflict(bj::object{{"transaction_uuid", "this attempt ended without a payment; use a new transaction_uuid"}});
+    return collect(link, attempt->id, intent, merchant, p.otp);
+  }
+  if (tx->status == payments::TxStatus::initiated && p.otp) return collect(link, attempt->id, intent, merchant, p.otp);
+  return payments_.current(std::move(*tx), "payment-link");
+}
+
+// ---- handlers ---------------------------------------------------------------------------------
+
+namespace {
+
+web::Response link_reply(const web::Request& req, const Service& svc, const Result<Link>& link,
+                         std::string_view message = "ok", int status = 200) {
+  if (!link) return web::error(req, link.error());
+  return web::ok(req, to_json(*link, svc.payment_url(*link), svc.now()), {}, message, status);
+}
+
+}  // namespace
+
+web::Response Service::create(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  auto body = web::body_object(req);
+  if (!body) return web::error(req, body.error());
+  json::FieldErrors errors;
+  NewLink n = parse_new_link(*body, now(), errors);
+  return link_reply(req, *this, create_link(**principal, n, std::move(errors)), "created", 201);
+}
+
+web::Response Service::list(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  bj::object problems;
+  web::Page page = web::parse_page(req, problems);
+  tables::ListFilter f;
+  f.limit = page.limit;
+  f.offset = page.offset();
+  if (auto s = req.query_param("status")) {
+    if (*s == kActive || *s == kDisabled || *s == kExpired) f.status = *s;
+    else problems["status"] = "must be ACTIVE, DISABLED or EXPIRED";
+  }
+  for (const char* key : {"from", "to"}) {
+    auto v = req.query_param(key);
+    if (!v) continue;
+    auto at = parse_iso8601(*v);
+    if (!at) problems[key] = "must be an ISO 8601 date-time";
+    else (std::string_view(key) == "from" ? f.from : f.to) = *at;
+  }
+  if (!problems.empty()) return web::error(req, empty_data(std::move(problems)));
+  auto found = list_links(**principal, f);
+  if (!found) return web::error(req, found.error());
+  bj::array data;
+  for (const auto& l : found->first) data.push_back(to_json(l, payment_url(l), now()));
+  return web::ok(req, std::move(data), web::pagination(page, found->second));
+}
+
+web::Response Service::show(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  return link_reply(req, *this, find(**principal, req.path_param("reference")));
+}
+
+web::Response Service::update(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  auto body = web::body_object(req);
+  if (!body) return web::error(req, body.error());
+  json::FieldErrors errors;
+  LinkUpdate u = parse_update(*body, now(), errors);
+  if (!errors.empty()) return web::error(req, errors.status().error());
+  return link_reply(req, *this, update_link(**principal, req.path_param("reference"), u));
+}
+
+web::Response Service::disable(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  return link_reply(req, *this, set_status(**principal, req.path_param("reference"), kDisabled));
+}
+
+web::Response Service::enable(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  return link_reply(req, *this, set_status(**principal, req.path_param("reference"), kActive));
+}
+
+web::Response Service::pay(web::Request& req) {
+  auto body = web::body_object(req);
+  if (!body) return web::error(req, body.error());
+  json::FieldErrors errors;
+  PayRequest p = parse_pay(*body, errors);
+  if (!errors.empty()) return web::error(req, errors.status().error());
+  if (auto st = throttle(req, req.path_param("shortCode")); !st) return web::error(req, st.error());
+  auto tx = pay_link(req.path_param("shortCode"), p);
+  if (!tx) return web::error(req, tx.error());
+  return web::ok(req, payments::to_record(*tx), {}, "submitted");
+}
+
+web::Response Service::qr_svg(web::Request& req) { return qr_image(req, false); }
+web::Response Service::qr_png(web::Request& req) { return qr_image(req, true); }
+
+web::Response Service::qr_image(web::Request& req, bool png) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  int module_px = 8;
+  if (auto size = req.query_param("size")) {
+    bool digits = !size->empty() && size->size() <= 2 && size->find_first_not_of("0123456789") == std::string::npos;
+    module_px = digits ? std::stoi(*size) : 0;
+    if (module_px < 2 || module_px > 32)
+      return web::error(req, empty_data(bj::object{{"size", "must be an integer from 2 to 32 (pixels per module)"}}));
+  }
+  auto link = find(**principal, req.path_param("reference"));
+  if (!link) return web::error(req, link.error());
+  auto image = png ? links::qr_png(payment_url(*link), module_px) : links::qr_svg(payment_url(*link), module_px);
+  if (!image) return web::error(req, image.error());
+  web::Response res = web::Response::text(200, std::move(image).value(), png ? "image/png" : "image/svg+xml");
+  res.set("Content-Disposition", "inline; filename=\"" + link->short_code + (png ? ".png\"" : ".svg\""));
+  return res;
+}
+
+}  // namespace sika::links
