@@ -19,7 +19,11 @@ if [[ ! -f build-fuzz/build.ninja ]]; then
   command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   CXX=clang++ cmake -S fuzz -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 fi
-ninja -C build-fuzz -j "${SIKA_BUILD_JOBS:-$(nproc)}" >/dev/null
+if ! ninja -C build-fuzz -j "${SIKA_BUILD_JOBS:-$(nproc)}" >build-fuzz/build.log 2>&1; then
+  grep -E 'error|FAILED' build-fuzz/build.log | head -20 >&2
+  echo "fuzzing FAILED: the harnesses do not build (build-fuzz/build.log)" >&2
+  exit 1
+fi
 
 mkdir -p build-fuzz/artifacts
 failed=()
