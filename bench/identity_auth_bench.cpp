@@ -18,8 +18,8 @@
 #include "core/time.hpp"
 #include "http/server.hpp"
 #include "identity/model.hpp"
-#include "identity/store.hpp"
 #include "identity/service.hpp"
+#include "identity/store.hpp"
 #include "store/db.hpp"
 #include "web/envelope.hpp"
 #include "web/router.hpp"
@@ -51,10 +51,12 @@ int main(int argc, char** argv) {
   const std::string pepper = "identity-auth-bench-pepper-0123456789abcdef";
   std::string secret;
   Status st = (*db)->write([&](store::Conn& c) -> Status {
-    SIKA_TRY(c.exec("CREATE TABLE IF NOT EXISTS bench_countries (id INTEGER PRIMARY KEY, code TEXT, name TEXT, active INTEGER)"));
+    SIKA_TRY(c.exec(
+        "CREATE TABLE IF NOT EXISTS bench_countries (id INTEGER PRIMARY KEY, code TEXT, name TEXT, active INTEGER)"));
     SIKA_TRY(c.exec("DELETE FROM bench_countries"));
-    SIKA_TRY(c.exec("INSERT INTO bench_countries VALUES (1,'CMR','Cameroun',1),(2,'CIV','Côte d''Ivoire',1),"
-                    "(3,'SEN','Sénégal',1),(4,'GAB','Gabon',1),(5,'TCD','Tchad',0)"));
+    SIKA_TRY(
+        c.exec("INSERT INTO bench_countries VALUES (1,'CMR','Cameroun',1),(2,'CIV','Côte d''Ivoire',1),"
+               "(3,'SEN','Sénégal',1),(4,'GAB','Gabon',1),(5,'TCD','Tchad',0)"));
     identity::ClientSpec spec;
     spec.client_id = "bench-client";
     spec.countries = {"CMR"};
@@ -93,9 +95,10 @@ int main(int argc, char** argv) {
     Status s = store.read([&](store::Conn& c) -> Status {
       out.clear();
       SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT id, code, name, active FROM bench_countries ORDER BY id LIMIT ?",
-                                                {std::int64_t{25}}));
+                                               {std::int64_t{25}}));
       for (const auto& r : rows)
-        out.push_back(boost::json::object{{"id", r.i64(0)}, {"code", r.str(1)}, {"name", r.str(2)}, {"active", r.boolean(3)}});
+        out.push_back(
+            boost::json::object{{"id", r.i64(0)}, {"code", r.str(1)}, {"name", r.str(2)}, {"active", r.boolean(3)}});
       return {};
     });
     if (!s) return web::error(req, s.error());

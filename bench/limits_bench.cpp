@@ -64,8 +64,8 @@ Figures run(int threads, double seconds, const std::function<bool(int, long)>& o
 }
 
 void print(const char* mode, int threads, const Figures& f) {
-  std::printf("%-22s threads=%-3d %9.0f ops/s  p50 %7.0f us  p99 %7.0f us  errors %ld\n", mode, threads,
-              f.per_second, f.p50_us, f.p99_us, f.errors);
+  std::printf("%-22s threads=%-3d %9.0f ops/s  p50 %7.0f us  p99 %7.0f us  errors %ld\n", mode, threads, f.per_second,
+              f.p50_us, f.p99_us, f.errors);
 }
 
 }  // namespace
@@ -76,9 +76,12 @@ int main(int argc, char** argv) {
   double seconds = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--dsn") dsn = argv[i + 1];
-    else if (a == "--threads") threads = std::max(1, std::atoi(argv[i + 1]));
-    else if (a == "--seconds") seconds = std::max(0.1, std::atof(argv[i + 1]));
+    if (a == "--dsn")
+      dsn = argv[i + 1];
+    else if (a == "--threads")
+      threads = std::max(1, std::atoi(argv[i + 1]));
+    else if (a == "--seconds")
+      seconds = std::max(0.1, std::atof(argv[i + 1]));
   }
   std::filesystem::path dir;
   if (dsn.empty()) {
@@ -100,9 +103,8 @@ int main(int argc, char** argv) {
   print("limiter hit, spread", threads, run(threads, seconds, [&](int t, long i) {
           return limiter.hit("bench:" + std::to_string(t) + ":" + std::to_string(i % 1000), policy).ok();
         }));
-  print("limiter hit, one key", threads, run(threads, seconds, [&](int, long) {
-          return limiter.hit("bench:hot", policy).ok();
-        }));
+  print("limiter hit, one key", threads,
+        run(threads, seconds, [&](int, long) { return limiter.hit("bench:hot", policy).ok(); }));
 
   sika::notify::SandboxNotifier notifier(**db);
   sika::otp::Options o;
@@ -112,7 +114,8 @@ int main(int argc, char** argv) {
   sika::otp::Service otp(**db, notifier, o);
   std::vector<std::string> challenges;
   for (int i = 0; i < 256; ++i) {
-    auto issued = otp.issue({.purpose = "bench", .subject = std::to_string(i), .destination = "+2376900" + std::to_string(i)});
+    auto issued =
+        otp.issue({.purpose = "bench", .subject = std::to_string(i), .destination = "+2376900" + std::to_string(i)});
     if (!issued) {
       std::fprintf(stderr, "issue failed\n");
       return 1;

@@ -47,8 +47,7 @@ void check(int rc, sqlite3* db, const char* what) {
 sqlite3* warm_up(const fs::path& file) {
   sqlite3* db = nullptr;
   check(sqlite3_open(file.c_str(), &db), db, "open");
-  for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", kCreate,
-                          "CREATE TABLE warm (b BLOB)",
+  for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", kCreate, "CREATE TABLE warm (b BLOB)",
                           "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) "
                           "INSERT INTO warm SELECT randomblob(4000) FROM n",
                           "DROP TABLE warm", "PRAGMA wal_checkpoint(RESTART)"})
@@ -198,7 +197,8 @@ int main(int argc, char** argv) {
     } else if (arg == "--warm-wal") {
       warm_wal = std::string(argv[i + 1]) != "0";
     } else {
-      std::fprintf(stderr, "usage: %s [--rounds R] [--seconds S] [--threads 4,16,64] [--dir DIR] [--warm-wal 1|0]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--rounds R] [--seconds S] [--threads 4,16,64] [--dir DIR] [--warm-wal 1|0]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -226,9 +226,8 @@ int main(int argc, char** argv) {
   for (sqlite3* db : warm) sqlite3_close(db);
   fs::remove_all(work);
 
-  std::printf("SQLite %s, WAL %s, synchronous=FULL, %d rounds of %.1f s per mode, files in %s\n",
-              sqlite3_libversion(), warm_wal ? "pre-grown (steady state)" : "new (growing)", rounds, seconds,
-              dir.c_str());
+  std::printf("SQLite %s, WAL %s, synchronous=FULL, %d rounds of %.1f s per mode, files in %s\n", sqlite3_libversion(),
+              warm_wal ? "pre-grown (steady state)" : "new (growing)", rounds, seconds, dir.c_str());
   std::printf("%-32s %7s %12s %9s %9s %12s\n", "mode", "threads", "rows/s", "p50 ms", "p99 ms", "units/commit");
   for (Mode& m : modes) print_mode(m);
   double ceiling = static_cast<double>(modes[0].lat_us.size()) / modes[0].seconds;

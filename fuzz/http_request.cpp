@@ -18,7 +18,7 @@ namespace http = boost::beast::http;
 
 namespace {
 
-constexpr std::uint32_t kHeaderLimit = 16384;   // http.max_header_bytes
+constexpr std::uint32_t kHeaderLimit = 16384;  // http.max_header_bytes
 constexpr std::uint64_t kBodyLimit = 1 << 20;  // http.max_body_bytes
 
 // Takes one parsed request through what the server does before routing.

@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
+scripts/check-format.sh || status=1
 ctest --test-dir build --output-on-failure -j "$(nproc)" || status=1
 (cd tests/e2e && node --test ./*.test.mjs) || status=1
 scripts/fuzz.sh "${SIKA_FUZZ_SECONDS:-30}" || status=1

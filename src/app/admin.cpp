@@ -31,9 +31,9 @@ namespace {
 boost::json::object merchant_json(const merchant::Merchant& m) {
   boost::json::array countries;
   for (const auto& c : m.countries) countries.push_back(boost::json::string(c));
-  return {{"id", m.id},           {"matricule", m.matricule},     {"name", m.name},
-          {"email", m.email},     {"countries", countries},       {"environment", m.environment},
-          {"active", m.active},   {"created_at", m.created_at}};
+  return {{"id", m.id},         {"matricule", m.matricule},  {"name", m.name},
+          {"email", m.email},   {"countries", countries},    {"environment", m.environment},
+          {"active", m.active}, {"created_at", m.created_at}};
 }
 }  // namespace
 
@@ -45,8 +45,7 @@ void add_merchant_admin(CLI::App& admin, AdminEnv& env) {
     cmd->add_option("--matricule", spec->matricule, "public merchant code (generated when absent)");
     cmd->add_option("--email", spec->email, "contact e-mail");
     cmd->add_option("--country", spec->countries, "ISO alpha-3 country it operates in (repeatable)")->required();
-    cmd->add_option("--environment", spec->environment, "sandbox or prod")
-        ->check(CLI::IsMember({"sandbox", "prod"}));
+    cmd->add_option("--environment", spec->environment, "sandbox or prod")->check(CLI::IsMember({"sandbox", "prod"}));
     cmd->callback([&env, spec] {
       Context& ctx = env.context();
       std::optional<merchant::Merchant> created;
@@ -74,7 +73,8 @@ void add_merchant_admin(CLI::App& admin, AdminEnv& env) {
       std::string human;
       for (const auto& m : all) {
         out.push_back(merchant_json(m));
-        human += m.matricule + "\t" + m.name + "\t" + merchant::join_countries(m.countries) + "\t" + m.environment + "\n";
+        human +=
+            m.matricule + "\t" + m.name + "\t" + merchant::join_countries(m.countries) + "\t" + m.environment + "\n";
       }
       print_result(env, out, human);
     });

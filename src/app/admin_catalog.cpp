@@ -127,8 +127,10 @@ Result<bj::object> record_from(const KindSpec& spec, const Bound& bound) {
       case FieldType::decimal_text: record[f.key] = v; break;
       case FieldType::nullable_code: record[f.key] = is_none(v) ? bj::value(nullptr) : bj::value(v); break;
       case FieldType::boolean:
-        if (v == "true" || v == "false") record[f.key] = v == "true";
-        else errors.add(f.key, "must be true or false");
+        if (v == "true" || v == "false")
+          record[f.key] = v == "true";
+        else
+          errors.add(f.key, "must be true or false");
         break;
       case FieldType::integer:
       case FieldType::nullable_integer: {
@@ -138,8 +140,10 @@ Result<bj::object> record_from(const KindSpec& spec, const Bound& bound) {
         }
         std::int64_t n = 0;
         auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-        if (ec != std::errc() || p != v.data() + v.size()) errors.add(f.key, "must be an integer");
-        else record[f.key] = n;
+        if (ec != std::errc() || p != v.data() + v.size())
+          errors.add(f.key, "must be an integer");
+        else
+          record[f.key] = n;
         break;
       }
       case FieldType::nullable_number: {
@@ -148,8 +152,10 @@ Result<bj::object> record_from(const KindSpec& spec, const Bound& bound) {
           break;
         }
         auto parsed = json::parse(v);
-        if (!parsed || !parsed->is_number()) errors.add(f.key, "must be a number or none");
-        else record[f.key] = *parsed;
+        if (!parsed || !parsed->is_number())
+          errors.add(f.key, "must be a number or none");
+        else
+          record[f.key] = *parsed;
         break;
       }
     }
@@ -212,9 +218,9 @@ void add_kind_commands(CLI::App& group, AdminEnv& env, const KindSpec& spec) {
   kind_cmd->fallthrough();
 
   for (bool adding : {true, false}) {
-    CLI::App* cmd = add_command(*kind_cmd, env, adding ? "add" : "update",
-                                adding ? std::string("Add ") + spec.what
-                                       : std::string("Change the given fields of ") + spec.what);
+    CLI::App* cmd =
+        add_command(*kind_cmd, env, adding ? "add" : "update",
+                    adding ? std::string("Add ") + spec.what : std::string("Change the given fields of ") + spec.what);
     auto bound = std::make_shared<Bound>();
     cmd->add_option("code", bound->code, spec.code_help)->required();
     for (const FieldSpec& f : spec.fields) {
@@ -243,8 +249,8 @@ void add_kind_commands(CLI::App& group, AdminEnv& env, const KindSpec& spec) {
     });
   }
   {
-    CLI::App* cmd = add_command(*kind_cmd, env, "list", std::string("List the ") + spec.plural +
-                                                            " (inactive ones too)");
+    CLI::App* cmd =
+        add_command(*kind_cmd, env, "list", std::string("List the ") + spec.plural + " (inactive ones too)");
     auto country = std::make_shared<std::string>();
     if (spec.kind == catalog::Kind::service || spec.kind == catalog::Kind::pricing_rule)
       cmd->add_option("--country", *country, "only this country (alpha-3)");
@@ -295,9 +301,10 @@ Result<bj::value> read_json_file(const std::string& path) {
 }  // namespace
 
 void add_catalog_admin(CLI::App& admin, AdminEnv& env) {
-  CLI::App* group = admin.add_subcommand(
-      "catalog", "Countries, providers, payment services and pricing rules (changes reach every node within "
-                 "catalog.refresh_ms)");
+  CLI::App* group =
+      admin.add_subcommand("catalog",
+                           "Countries, providers, payment services and pricing rules (changes reach every node within "
+                           "catalog.refresh_ms)");
   group->require_subcommand(1);
   group->fallthrough();
   for (const KindSpec& spec : kinds()) add_kind_commands(*group, env, spec);
@@ -313,8 +320,8 @@ void add_catalog_admin(CLI::App& admin, AdminEnv& env) {
     cmd->callback([&env, file, only_missing] {
       Context& ctx = env.context();
       bj::value document = check(read_json_file(*file));
-      auto report = check(ctx.catalog->import(document, *only_missing ? catalog::Mode::create_missing
-                                                                      : catalog::Mode::upsert));
+      auto report =
+          check(ctx.catalog->import(document, *only_missing ? catalog::Mode::create_missing : catalog::Mode::upsert));
       bj::object out = report.to_json();
       std::string human;
       for (const char* section : {"countries", "providers", "services", "pricing_rules"}) {
@@ -359,24 +366,23 @@ void add_catalog_admin(CLI::App& admin, AdminEnv& env) {
       if (!a->incoming.empty()) in = catalog::ServiceKey{a->incoming};
       if (!a->outgoing.empty()) out = catalog::ServiceKey{a->outgoing};
       auto q = check(catalog::quote_fee(*cat, op, in, out, a->amount, a->tier));
-      bj::object o{{"rule_id", q.rule_id},
-                   {"rule_code", q.rule_code},
-                   {"operation", catalog::to_string(q.operation)},
-                   {"user_tier", q.user_tier},
-                   {"amount", q.amount},
-                   {"fee", q.fee},
-                   {"total", q.total},
-                   {"currency", q.currency},
-                   {"fee_type", catalog::to_string(q.fee_type)},
-                   {"fee_value", q.fee_value},
-                   {"reward_value", q.reward_value ? bj::value(*q.reward_value) : bj::value(nullptr)},
-                   {"sponsor_reward_value",
-                    q.sponsor_reward_value ? bj::value(*q.sponsor_reward_value) : bj::value(nullptr)}};
+      bj::object o{
+          {"rule_id", q.rule_id},
+          {"rule_code", q.rule_code},
+          {"operation", catalog::to_string(q.operation)},
+          {"user_tier", q.user_tier},
+          {"amount", q.amount},
+          {"fee", q.fee},
+          {"total", q.total},
+          {"currency", q.currency},
+          {"fee_type", catalog::to_string(q.fee_type)},
+          {"fee_value", q.fee_value},
+          {"reward_value", q.reward_value ? bj::value(*q.reward_value) : bj::value(nullptr)},
+          {"sponsor_reward_value", q.sponsor_reward_value ? bj::value(*q.sponsor_reward_value) : bj::value(nullptr)}};
       print_result(env, o,
                    "rule " + q.rule_code + " (" + std::string(catalog::to_string(q.fee_type)) + " " +
-                       human_value(bj::value(q.fee_value)) + "): fee " +
-                       std::to_string(q.fee) + " " + q.currency + " on " + std::to_string(q.amount) + ", total " +
-                       std::to_string(q.total));
+                       human_value(bj::value(q.fee_value)) + "): fee " + std::to_string(q.fee) + " " + q.currency +
+                       " on " + std::to_string(q.amount) + ", total " + std::to_string(q.total));
     });
   }
 }

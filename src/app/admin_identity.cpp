@@ -8,8 +8,8 @@
 #include "core/time.hpp"
 #include "identity/keys.hpp"
 #include "identity/model.hpp"
-#include "identity/store.hpp"
 #include "identity/service.hpp"
+#include "identity/store.hpp"
 #include "merchant/merchant.hpp"
 
 namespace sika::app {
@@ -93,8 +93,7 @@ void add_identity_admin(CLI::App& admin, AdminEnv& env) {
     cmd->add_option("--client-id", a->spec.client_id, "client_id (generated when absent)");
     cmd->add_option("--type", a->type, "confidential or public")->check(CLI::IsMember({"confidential", "public"}));
     cmd->add_option("--redirect-uri", a->spec.redirect_uris, "exact redirect URI (repeatable)");
-    cmd->add_option("--scopes", a->scopes,
-                    "space-separated scopes (default: payments services countries providers)");
+    cmd->add_option("--scopes", a->scopes, "space-separated scopes (default: payments services countries providers)");
     cmd->add_option("--grants", a->grants,
                     "space-separated grant types (default: client_credentials for confidential clients, "
                     "authorization_code refresh_token for public ones)");
@@ -136,7 +135,8 @@ void add_identity_admin(CLI::App& admin, AdminEnv& env) {
     });
   }
   {
-    auto* cmd = add_command(admin, env, "update-client", "Change an OAuth client's scopes or client_credentials answer");
+    auto* cmd =
+        add_command(admin, env, "update-client", "Change an OAuth client's scopes or client_credentials answer");
     struct Args {
       std::string client_id;
       std::string scopes;
@@ -177,7 +177,8 @@ void add_identity_admin(CLI::App& admin, AdminEnv& env) {
         return {};
       }));
       std::int64_t bound = ctx.config.get_int("identity.client_cache_seconds");
-      print_result(env, bj::object{{"client_id", *client_id}, {"client_secret", secret}, {"old_secret_valid_for_s", bound}},
+      print_result(env,
+                   bj::object{{"client_id", *client_id}, {"client_secret", secret}, {"old_secret_valid_for_s", bound}},
                    "client_secret: " + secret + "\n(shown once; running servers refuse the old one within " +
                        std::to_string(bound) + " s)");
     });
@@ -190,9 +191,8 @@ void add_identity_admin(CLI::App& admin, AdminEnv& env) {
     cmd->add_option("active", *active, "true or false")->required()->check(CLI::IsMember({"true", "false"}));
     cmd->callback([&env, client_id, active] {
       Context& ctx = env.context();
-      check(ctx.db->write([&](store::Conn& c) {
-        return identity::set_client_active(c, *client_id, *active == "true", now_ms());
-      }));
+      check(ctx.db->write(
+          [&](store::Conn& c) { return identity::set_client_active(c, *client_id, *active == "true", now_ms()); }));
       print_result(env, bj::object{{"client_id", *client_id}, {"active", *active == "true"}},
                    "client " + *client_id + (*active == "true" ? " enabled" : " disabled"));
     });
@@ -218,7 +218,8 @@ void add_identity_admin(CLI::App& admin, AdminEnv& env) {
     });
   }
   {
-    auto* cmd = add_command(admin, env, "create-user", "Create a user (password from --password or SIKA_USER_PASSWORD)");
+    auto* cmd =
+        add_command(admin, env, "create-user", "Create a user (password from --password or SIKA_USER_PASSWORD)");
     struct Args {
       identity::UserSpec spec;
       std::string merchant;
@@ -254,7 +255,8 @@ void add_identity_admin(CLI::App& admin, AdminEnv& env) {
       if (pw.empty())
         if (const char* p = std::getenv("SIKA_USER_PASSWORD")) pw = p;
       check(identity::set_user_password(*ctx.db, *email, pw, now_ms()));
-      print_result(env, bj::object{{"email", identity::normalize_email(*email)}, {"updated", true}}, "password updated");
+      print_result(env, bj::object{{"email", identity::normalize_email(*email)}, {"updated", true}},
+                   "password updated");
     });
   }
   {
@@ -286,15 +288,17 @@ void add_identity_admin(CLI::App& admin, AdminEnv& env) {
       bj::array out;
       std::string human;
       for (const auto& k : keys) {
-        out.push_back(bj::object{{"kid", k.kid},
-                                 {"alg", k.alg},
-                                 {"status", k.status},
-                                 {"created_at", k.created_at},
-                                 {"publish_until", k.publish_until == 0 ? bj::value(nullptr) : bj::value(k.publish_until)}});
+        out.push_back(
+            bj::object{{"kid", k.kid},
+                       {"alg", k.alg},
+                       {"status", k.status},
+                       {"created_at", k.created_at},
+                       {"publish_until", k.publish_until == 0 ? bj::value(nullptr) : bj::value(k.publish_until)}});
         human += k.kid + "  " + k.alg + "  " + k.status + "\n";
       }
-      print_result(env, out, human + "running servers switch to the new keys within " +
-                                 std::to_string(ctx.config.get_int("identity.key_reload_seconds")) + " s");
+      print_result(env, out,
+                   human + "running servers switch to the new keys within " +
+                       std::to_string(ctx.config.get_int("identity.key_reload_seconds")) + " s");
     });
   }
   {

@@ -60,8 +60,11 @@ void add_payments_admin(CLI::App& admin, AdminEnv& env) {
         }
         SIKA_ASSIGN_OR_RETURN(auto rows, payments::queries::account_balances(c, who, *environment));
         for (const auto& b : rows) {
-          bj::object o{{"owner", b.owner},  {"environment", b.environment}, {"currency", b.currency},
-                       {"kind", b.kind},    {"balance", b.balance}};
+          bj::object o{{"owner", b.owner},
+                       {"environment", b.environment},
+                       {"currency", b.currency},
+                       {"kind", b.kind},
+                       {"balance", b.balance}};
           if (b.matricule) o["matricule"] = *b.matricule;
           accounts.push_back(std::move(o));
           human += b.environment + " " + b.currency + " " + b.owner + (b.matricule ? " (" + *b.matricule + ")" : "") +
@@ -90,8 +93,8 @@ void add_payments_admin(CLI::App& admin, AdminEnv& env) {
       Context& ctx = env.context();
       if (!ctx.payments) fail(unavailable(bj::string("payments is not configured")));
       check(ctx.payments->fund_wallet(a->environment, a->msisdn, a->currency, a->amount, a->memo));
-      std::int64_t balance =
-          check(ctx.payments->account_balance(payments::ledger::customer_wallet(a->msisdn, a->environment, a->currency)));
+      std::int64_t balance = check(
+          ctx.payments->account_balance(payments::ledger::customer_wallet(a->msisdn, a->environment, a->currency)));
       print_result(env, bj::object{{"msisdn", a->msisdn}, {"currency", a->currency}, {"balance", balance}},
                    "wallet " + a->msisdn + " balance: " + std::to_string(balance) + " " + a->currency);
     });
@@ -142,7 +145,8 @@ void add_payments_admin(CLI::App& admin, AdminEnv& env) {
     cmd->add_option("--provider", a->provider, "service code, e.g. MTN_MOMO_CMR");
     cmd->add_option("--from", a->from, "created at or after (ISO 8601, e.g. 2026-11-01T00:00:00Z)");
     cmd->add_option("--to", a->to, "created before (ISO 8601)");
-    cmd->add_option("--search", a->search, "a transaction, invoice or provider reference, or the end of a phone number");
+    cmd->add_option("--search", a->search,
+                    "a transaction, invoice or provider reference, or the end of a phone number");
     cmd->add_option("--before", a->before, "the next cursor of the previous page");
     cmd->add_option("--limit", a->limit, "page size (1-500)")->check(CLI::Range(1, 500));
     cmd->callback([&env, a] {
@@ -179,16 +183,16 @@ void add_payments_admin(CLI::App& admin, AdminEnv& env) {
       for (const auto& tx : page.items) {
         items.push_back(payments::to_record(tx));
         human += iso8601(tx.created_at) + " " + tx.reference + " " + tx.operation + " " + tx.channel + " " +
-                 tx.service_code + " " + std::string(payments::to_string(tx.status)) + " " +
-                 std::to_string(tx.amount) + " " + tx.currency + " " + tx.customer_wallet + "\n";
+                 tx.service_code + " " + std::string(payments::to_string(tx.status)) + " " + std::to_string(tx.amount) +
+                 " " + tx.currency + " " + tx.customer_wallet + "\n";
       }
       if (page.next) human += "next: --before " + std::to_string(*page.next) + "\n";
       if (human.empty()) human = "no transaction\n";
       human.pop_back();
-      print_result(env,
-                   bj::object{{"items", std::move(items)},
-                              {"next", page.next ? bj::value(*page.next) : bj::value(nullptr)}},
-                   human);
+      print_result(
+          env,
+          bj::object{{"items", std::move(items)}, {"next", page.next ? bj::value(*page.next) : bj::value(nullptr)}},
+          human);
     });
   }
   {
@@ -202,10 +206,12 @@ void add_payments_admin(CLI::App& admin, AdminEnv& env) {
       check(ctx.db->read([&](store::Conn& c) -> Status {
         SIKA_ASSIGN_OR_RETURN(auto rows, payments::queries::late_callbacks(c));
         for (const auto& r : rows) {
-          list.push_back(bj::object{{"transaction_reference", r.transaction_reference}, {"status", r.status},
+          list.push_back(bj::object{{"transaction_reference", r.transaction_reference},
+                                    {"status", r.status},
                                     {"reported_status", r.reported_status},
                                     {"reason", r.reason ? bj::value(*r.reason) : bj::value(nullptr)},
-                                    {"received_at", iso8601(r.received_at)}, {"connector", r.connector}});
+                                    {"received_at", iso8601(r.received_at)},
+                                    {"connector", r.connector}});
           human += r.transaction_reference + " is " + r.status + ", operator " + r.connector + " reported " +
                    r.reported_status + " at " + iso8601(r.received_at) + "\n";
         }

@@ -1,8 +1,8 @@
 #include "app/cli.hpp"
 
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <iostream>
 #include <map>
@@ -25,8 +25,8 @@ struct CommonFlags {
 // --config, --db and --set KEY=VALUE, shared by every command that opens the database.
 void add_common(CLI::App* cmd, CommonFlags& f) {
   cmd->add_option("--config", f.config_file, "TOML configuration file");
-  cmd->add_option_function<std::string>("--db", [&f](const std::string& v) { f.values["db"] = v; },
-                                        "database DSN (sqlite://PATH or postgres://...)");
+  cmd->add_option_function<std::string>(
+      "--db", [&f](const std::string& v) { f.values["db"] = v; }, "database DSN (sqlite://PATH or postgres://...)");
   cmd->add_option("--set", f.sets, "KEY=VALUE for any configuration key (repeatable)");
 }
 
@@ -68,7 +68,8 @@ int run_cli(int argc, char** argv) {
   auto* serve_cmd = app.add_subcommand("serve", "Run every surface (gateway, identity, checkout, link API, dashboard)");
   add_common(serve_cmd, serve_flags);
   serve_cmd->add_option_function<std::string>(
-      "--listen", [&](const std::string& v) { serve_flags.values["listen"] = v; }, "HOST:PORT (default 127.0.0.1:8080)");
+      "--listen", [&](const std::string& v) { serve_flags.values["listen"] = v; },
+      "HOST:PORT (default 127.0.0.1:8080)");
   serve_cmd->add_option_function<std::string>(
       "--public-url", [&](const std::string& v) { serve_flags.values["public_url"] = v; },
       "public URL the surfaces' URLs derive from");

@@ -47,7 +47,8 @@ const std::vector<KeySpec> kKeys = {
      "header the trusted proxies append the client address to: x-forwarded-for or forwarded (RFC 7239)"},
     {"log.level", "info", K::string, "trace, debug, info, warn, error or off"},
     {"log.access", "true", K::boolean,
-     "write one JSON line per request to stdout (from a bounded queue: lines are dropped and counted, never waited for)"},
+     "write one JSON line per request to stdout (from a bounded queue: lines are dropped and counted, never waited "
+     "for)"},
     {"metrics.enabled", "true", K::boolean, "serve Prometheus metrics at GET /metrics"},
     {"metrics.token", "", K::string,
      "bearer token required by /metrics; when empty, /metrics answers only loopback peers"},
@@ -107,7 +108,8 @@ const std::vector<KeySpec> kKeys = {
     {"payments.enabled", "true", K::boolean, "run the payments expiry worker and the sandbox operator in serve"},
     {"payments.intent_ttl_ms", "900000", K::integer, "an INITIATED collection expires after this (ms)"},
     {"payments.pending_ttl_ms", "300000", K::integer, "a PENDING (submitted) collection expires after this (ms)"},
-    {"payments.disbursement_ttl_ms", "86400000", K::integer, "a PENDING payout expires (funds released) after this (ms)"},
+    {"payments.disbursement_ttl_ms", "86400000", K::integer,
+     "a PENDING payout expires (funds released) after this (ms)"},
     {"payments.expiry_interval_ms", "1000", K::integer, "how often the expiry worker scans for overdue transactions"},
     {"payments.max_otp_attempts", "3", K::integer, "wrong one-time codes before a collection FAILS"},
     {"payments.sandbox_otp", "123456", K::string, "the one-time code the sandbox operator and wallets accept"},
@@ -163,7 +165,8 @@ const KeySpec* find_key(std::string_view name) {
 }
 
 Error config_error(std::string_view key, std::string_view problem) {
-  return make_error(ErrorKind::invalid, "bad_config", boost::json::string(std::string(key) + ": " + std::string(problem)));
+  return make_error(ErrorKind::invalid, "bad_config",
+                    boost::json::string(std::string(key) + ": " + std::string(problem)));
 }
 
 Status validate(const KeySpec& k, std::string_view v) {
@@ -202,8 +205,7 @@ Status validate(const KeySpec& k, std::string_view v) {
       if (!v.empty() && (v.front() != '/' || v.find_first_of(" ?#") != std::string_view::npos))
         return config_error(k.name, "must be empty or a path starting with '/'");
       return {};
-    case K::string:
-      return {};
+    case K::string: return {};
   }
   return {};
 }

@@ -7,15 +7,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "catalog/service.hpp"
 #include "core/crypto.hpp"
 #include "core/random.hpp"
 #include "http/client.hpp"
 #include "identity/service.hpp"
 #include "limits/limiter.hpp"
+#include "links/service.hpp"
 #include "notify/notifier.hpp"
 #include "otp/service.hpp"
-#include "catalog/service.hpp"
-#include "links/service.hpp"
 #include "payments/service.hpp"
 #include "webhooks/service.hpp"
 
@@ -32,7 +32,8 @@ Result<std::string> resolve_secret(const Config& config) {
   if (!secret.empty()) return secret;
   std::string dsn = config.get_string("db");
   if (!dsn.starts_with("sqlite://"))
-    return make_error(ErrorKind::invalid, "bad_config", boost::json::string("secret_key: required with PostgreSQL (set SIKA_SECRET_KEY)"));
+    return make_error(ErrorKind::invalid, "bad_config",
+                      boost::json::string("secret_key: required with PostgreSQL (set SIKA_SECRET_KEY)"));
   std::filesystem::path db_path = dsn.substr(9);
   std::filesystem::path file = db_path.parent_path() / "secret.key";
   std::error_code ec;
@@ -47,7 +48,9 @@ Result<std::string> resolve_secret(const Config& config) {
   secret = random_token(48);
   {
     std::ofstream out(file, std::ios::trunc);
-    if (!out) return make_error(ErrorKind::invalid, "bad_config", boost::json::string("secret_key: cannot write " + file.string()));
+    if (!out)
+      return make_error(ErrorKind::invalid, "bad_config",
+                        boost::json::string("secret_key: cannot write " + file.string()));
     out << secret << "\n";
   }
   ::chmod(file.c_str(), 0600);
@@ -79,10 +82,10 @@ Result<std::unique_ptr<Context>> open_context(Config config, bool migrate) {
 Status build_services(Context& ctx) {
   {
     const Config& c = ctx.config;
-    auto proxies = web::TrustedProxies::parse(c.get_string("trusted_proxies"),
-                                              c.get_string("client_address_header") == "forwarded"
-                                                  ? web::ForwardedHeader::forwarded
-                                                  : web::ForwardedHeader::x_forwarded_for);
+    auto proxies =
+        web::TrustedProxies::parse(c.get_string("trusted_proxies"), c.get_string("client_address_header") == "forwarded"
+                                                                        ? web::ForwardedHeader::forwarded
+                                                                        : web::ForwardedHeader::x_forwarded_for);
     if (!proxies) return proxies.take_error();
     ctx.trusted_proxies = std::move(proxies).value();
     limits::Options lo;
@@ -157,8 +160,9 @@ Status build_services(Context& ctx) {
     o.worker.lease_ms = c.get_int("webhooks.lease_ms");
     auto schedule = webhooks::RetrySchedule::parse(c.get_string("webhooks.retry_schedule"));
     if (!schedule)
-      return make_error(ErrorKind::invalid, "bad_config", boost::json::string("webhooks.retry_schedule: " +
-                                                        std::string(schedule.error().details.as_string())));
+      return make_error(
+          ErrorKind::invalid, "bad_config",
+          boost::json::string("webhooks.retry_schedule: " + std::string(schedule.error().details.as_string())));
     o.worker.schedule = *schedule;
     ctx.webhooks = std::make_unique<webhooks::Service>(*ctx.db, *ctx.http_client, std::move(o));
   }

@@ -13,14 +13,30 @@
 #include "web/client.hpp"
 #include "web/client_address.hpp"
 
-namespace sika::identity { class Service; }
-namespace sika::catalog { class Service; }
-namespace sika::payments { class Service; }
-namespace sika::links { class Service; }
-namespace sika::webhooks { class Service; }
-namespace sika::limits { class Limiter; }
-namespace sika::notify { class Notifier; }
-namespace sika::otp { class Service; }
+namespace sika::identity {
+class Service;
+}
+namespace sika::catalog {
+class Service;
+}
+namespace sika::payments {
+class Service;
+}
+namespace sika::links {
+class Service;
+}
+namespace sika::webhooks {
+class Service;
+}
+namespace sika::limits {
+class Limiter;
+}
+namespace sika::notify {
+class Notifier;
+}
+namespace sika::otp {
+class Service;
+}
 
 namespace sika::app {
 
@@ -29,10 +45,10 @@ struct Context {
   std::unique_ptr<store::Db> db;
   std::string pepper;  // derived from secret_key; keys the hashes of random secrets
   std::unique_ptr<web::HttpClient> http_client;
-  web::TrustedProxies trusted_proxies;          // from trusted_proxies and client_address_header
-  std::unique_ptr<limits::Limiter> limiter;     // shared rate limits; its sweep runs with the workers
-  std::unique_ptr<notify::Notifier> notifier;   // SMS and e-mail (the sandbox outbox today)
-  std::unique_ptr<otp::Service> otp;            // one-time codes, sent through notifier
+  web::TrustedProxies trusted_proxies;         // from trusted_proxies and client_address_header
+  std::unique_ptr<limits::Limiter> limiter;    // shared rate limits; its sweep runs with the workers
+  std::unique_ptr<notify::Notifier> notifier;  // SMS and e-mail (the sandbox outbox today)
+  std::unique_ptr<otp::Service> otp;           // one-time codes, sent through notifier
   std::unique_ptr<identity::Service> identity;
   std::unique_ptr<catalog::Service> catalog;
   std::unique_ptr<payments::Service> payments;

@@ -52,10 +52,8 @@ Status seed_merchant_demo(Context& ctx, boost::json::object& demo) {
       SIKA_TRY(merchant::register_key(c, ctx.pepper, m.id, merchant::KeyKind::merchant, m.environment, api_key, now));
       boost::json::array countries;
       for (const auto& cc : m.countries) countries.push_back(boost::json::string(cc));
-      merchants.push_back(boost::json::object{{"matricule", m.matricule},
-                                              {"name", m.name},
-                                              {"api_key", api_key},
-                                              {"countries", countries}});
+      merchants.push_back(boost::json::object{
+          {"matricule", m.matricule}, {"name", m.name}, {"api_key", api_key}, {"countries", countries}});
       if (link_key.empty()) {
         link_key = merchant::key_prefix(merchant::KeyKind::link, m.environment) +
                    demo_secret(ctx, std::string("link_key:") + dm.matricule);

@@ -108,7 +108,7 @@ Status seed_identity_demo(Context& ctx, bj::object& demo) {
     spec.confidential = false;
     spec.redirect_uris = uris;
     spec.grant_types = {"authorization_code", "refresh_token"};
-    spec.scopes = {"openid", "profile", "email", "phone", "offline_access",
+    spec.scopes = {"openid",   "profile",  "email",     "phone",    "offline_access",
                    "payments", "services", "countries", "providers"};
     spec.environment = "sandbox";
     SIKA_TRY(identity::create_client(c, ctx.pepper, spec, now));

@@ -42,10 +42,10 @@ Status seed_payments_demo(Context& ctx, bj::object& demo) {
     wallets.push_back(bj::object{{"msisdn", w.msisdn}, {"currency", w.currency}, {"balance", balance}});
   }
   bj::object msisdn{
-      {"success", "237690000000"},            {"failure", "237690000001"},
-      {"pending", "237690000005"},            {"insufficient_funds", "237690000001"},
-      {"rejected", "237690000002"},           {"timeout", "237690000003"},
-      {"invalid_account", "237690000004"},    {"duplicate_callback", "237690000006"},
+      {"success", "237690000000"},         {"failure", "237690000001"},
+      {"pending", "237690000005"},         {"insufficient_funds", "237690000001"},
+      {"rejected", "237690000002"},        {"timeout", "237690000003"},
+      {"invalid_account", "237690000004"}, {"duplicate_callback", "237690000006"},
       {"late_callback", "237690000007"},
   };
   bj::object sandbox;
@@ -54,9 +54,10 @@ Status seed_payments_demo(Context& ctx, bj::object& demo) {
   sandbox["wallets"] = std::move(wallets);
   sandbox["provider"] = "MTN_MOMO_CMR";
   sandbox["wallet_provider"] = "SIKA_WALLET_CMR";
-  sandbox["rule"] = "the last four digits of a number pick the outcome: 0001 insufficient funds, 0002 rejected, "
-                    "0003 timeout, 0004 invalid account, 0005 stays pending, 0006 duplicate callback, 0007 late "
-                    "callback; any other number succeeds";
+  sandbox["rule"] =
+      "the last four digits of a number pick the outcome: 0001 insufficient funds, 0002 rejected, "
+      "0003 timeout, 0004 invalid account, 0005 stays pending, 0006 duplicate callback, 0007 late "
+      "callback; any other number succeeds";
   demo["sandbox"] = std::move(sandbox);
   return {};
 }

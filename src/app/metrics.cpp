@@ -25,7 +25,8 @@ HttpMetrics::HttpMetrics(metrics::Registry& registry, const web::Router& router)
                                       {{"method", s->method}, {"route", s->route}});
     return s;
   };
-  for (const auto& r : router.routes()) routes_.push_back(make(r.method, std::string(router.prefix(r.surface)) + r.pattern));
+  for (const auto& r : router.routes())
+    routes_.push_back(make(r.method, std::string(router.prefix(r.surface)) + r.pattern));
   unmatched_ = make("", "unmatched");
 }
 
@@ -34,15 +35,16 @@ metrics::Counter& HttpMetrics::status_counter(Series& s, int status) {
   if (metrics::Counter* c = slot.load(std::memory_order_acquire)) return *c;
   // First request with this status on this route: the registry returns the same counter to
   // every thread racing here, so storing it twice is harmless.
-  metrics::Counter& c = registry_.counter("sika_http_requests_total", kRequestsHelp,
-                                          {{"method", s.method}, {"route", s.route}, {"status", std::to_string(status)}});
+  metrics::Counter& c =
+      registry_.counter("sika_http_requests_total", kRequestsHelp,
+                        {{"method", s.method}, {"route", s.route}, {"status", std::to_string(status)}});
   slot.store(&c, std::memory_order_release);
   return c;
 }
 
 void HttpMetrics::record(const http::AccessLogEntry& e) {
-  Series& s = e.route_id >= 0 && static_cast<std::size_t>(e.route_id) < routes_.size() ? *routes_[e.route_id]
-                                                                                         : *unmatched_;
+  Series& s =
+      e.route_id >= 0 && static_cast<std::size_t>(e.route_id) < routes_.size() ? *routes_[e.route_id] : *unmatched_;
   if (e.status >= 100 && e.status <= 599) status_counter(s, e.status).inc();
   s.latency->observe(static_cast<double>(e.duration_us) / 1e6);
 }
@@ -50,7 +52,8 @@ void HttpMetrics::record(const http::AccessLogEntry& e) {
 void register_collectors(metrics::Registry& registry, Context& ctx, const http::Server& server,
                          const http::AccessLog* access_log) {
   auto& connections = registry.gauge("sika_http_connections_open", "Open client connections");
-  auto& busy = registry.counter("sika_http_rejected_busy_total", "Requests answered 503 because the handler queue was full");
+  auto& busy =
+      registry.counter("sika_http_rejected_busy_total", "Requests answered 503 because the handler queue was full");
   registry.on_scrape([&server, &connections, &busy] {
     auto st = server.stats();
     connections.set(static_cast<double>(st.connections_open));
@@ -64,9 +67,11 @@ void register_collectors(metrics::Registry& registry, Context& ctx, const http::
 
   auto& units = registry.counter("sika_db_write_units_total", "Write units completed (committed or failed)");
   auto& commits = registry.counter("sika_db_commits_total", "Transactions committed (SQLite: group-commit batches)");
-  auto& batched = registry.counter("sika_db_batched_units_total", "Write units that shared their transaction with another");
+  auto& batched =
+      registry.counter("sika_db_batched_units_total", "Write units that shared their transaction with another");
   auto& largest = registry.gauge("sika_db_largest_batch_units", "Most write units committed by one SQLite transaction");
-  auto& retries = registry.counter("sika_db_retries_total", "PostgreSQL units or reads run again (serialization failure, broken connection)");
+  auto& retries = registry.counter("sika_db_retries_total",
+                                   "PostgreSQL units or reads run again (serialization failure, broken connection)");
   auto& reconnects = registry.counter("sika_db_reconnects_total", "Broken database connections replaced");
   registry.on_scrape([&ctx, &units, &commits, &batched, &largest, &retries, &reconnects] {
     auto st = ctx.db->stats();
@@ -81,7 +86,8 @@ void register_collectors(metrics::Registry& registry, Context& ctx, const http::
   if (ctx.webhooks) {
     auto& attempts = registry.counter("sika_webhook_attempts_total", "Webhook delivery attempts made by this process");
     auto& succeeded = registry.counter("sika_webhook_attempts_succeeded_total", "Webhook attempts answered 2xx");
-    auto& failed = registry.counter("sika_webhook_attempts_failed_total", "Webhook attempts that failed (status, timeout, refused)");
+    auto& failed = registry.counter("sika_webhook_attempts_failed_total",
+                                    "Webhook attempts that failed (status, timeout, refused)");
     auto& pending = registry.gauge("sika_webhook_deliveries_pending", "Deliveries waiting to be sent (every node)");
     auto& lag = registry.gauge("sika_webhook_oldest_pending_seconds",
                                "Age of the oldest pending delivery (0 when none): how far delivery lags behind events");
@@ -93,7 +99,7 @@ void register_collectors(metrics::Registry& registry, Context& ctx, const http::
       std::int64_t count = 0, oldest = 0;
       Status read = ctx.db->read([&](store::Conn& c) -> Status {
         SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT COUNT(*), MIN(created_at) FROM webhook_deliveries "
-                                                     "WHERE status = 'pending'"));
+                                                    "WHERE status = 'pending'"));
         count = row ? row->i64(0) : 0;
         oldest = row && !row->is_null(1) ? row->i64(1) : 0;
         return {};

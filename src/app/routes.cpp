@@ -5,12 +5,12 @@
 
 #include "app/metrics.hpp"
 #include "catalog/service.hpp"
+#include "core/json.hpp"
 #include "identity/service.hpp"
-#include "webhooks/service.hpp"
 #include "links/service.hpp"
 #include "payments/service.hpp"
-#include "core/json.hpp"
 #include "web/envelope.hpp"
+#include "webhooks/service.hpp"
 
 namespace sika::app {
 
@@ -55,8 +55,7 @@ void build_routes(web::Router& r, Context& ctx) {
          /*non_blocking=*/true});
   r.add({Surface::system, "GET", "/readyz",
          [&ctx](web::Request&) {
-           if (!ctx.started.load())
-             return web::Response::json(503, R"({"status":"starting","database":"unknown"})");
+           if (!ctx.started.load()) return web::Response::json(503, R"({"status":"starting","database":"unknown"})");
            auto ok = ctx.db->ping();
            return ok ? web::Response::json(200, R"({"status":"ready","database":"ok"})")
                      : web::Response::json(503, R"({"status":"not_ready","database":"unreachable"})");
@@ -88,23 +87,30 @@ void build_routes(web::Router& r, Context& ctx) {
     };
     r.add({Surface::identity, "POST", "/oauth/v2/token", id(&Id::token), web::client_auth(),
            "Token endpoint: client_credentials, authorization_code (+PKCE), refresh_token"});
-    r.add({Surface::identity, "POST", "/oauth/v2/revoke", id(&Id::revoke), web::client_auth(), "Token revocation (RFC 7009)"});
+    r.add({Surface::identity, "POST", "/oauth/v2/revoke", id(&Id::revoke), web::client_auth(),
+           "Token revocation (RFC 7009)"});
     r.add({Surface::identity, "POST", "/oauth/v2/introspect", id(&Id::introspect), web::client_auth(),
            "Token introspection (RFC 7662), client-authenticated"});
     r.add({Surface::identity, "GET", "/oauth/v2/authorize", id(&Id::authorize), web::open_access(),
            "Authorization endpoint: login and consent page"});
     r.add({Surface::identity, "POST", "/oauth/v2/authorize", id(&Id::authorize_submit), web::open_access(),
            "Login and consent form submission (or a POSTed authorization request)"});
-    r.add({Surface::identity, "GET", "/oauth/v2/userinfo", id(&Id::userinfo), web::user_token(), "OpenID Connect userinfo"});
-    r.add({Surface::identity, "POST", "/oauth/v2/userinfo", id(&Id::userinfo), web::user_token(), "OpenID Connect userinfo"});
-    r.add({Surface::identity, "GET", "/oauth/v2/jwks", id(&Id::jwks), web::open_access(), "Public signing keys (JWKS)"});
-    r.add({Surface::identity, "GET", "/.well-known/jwks.json", id(&Id::jwks), web::open_access(), "Public signing keys (JWKS)"});
+    r.add({Surface::identity, "GET", "/oauth/v2/userinfo", id(&Id::userinfo), web::user_token(),
+           "OpenID Connect userinfo"});
+    r.add({Surface::identity, "POST", "/oauth/v2/userinfo", id(&Id::userinfo), web::user_token(),
+           "OpenID Connect userinfo"});
+    r.add(
+        {Surface::identity, "GET", "/oauth/v2/jwks", id(&Id::jwks), web::open_access(), "Public signing keys (JWKS)"});
+    r.add({Surface::identity, "GET", "/.well-known/jwks.json", id(&Id::jwks), web::open_access(),
+           "Public signing keys (JWKS)"});
     r.add({Surface::identity, "GET", "/.well-known/openid-configuration", id(&Id::discovery), web::open_access(),
            "OpenID Connect discovery document"});
-    r.add({Surface::identity, "GET", "/.well-known/oauth-authorization-server", id(&Id::as_metadata), web::open_access(),
-           "OAuth 2.0 authorization server metadata (RFC 8414)"});
-    r.add({Surface::identity, "GET", "/signup", id(&Id::signup_page), web::open_access(), "Sign-up page (when enabled)"});
-    r.add({Surface::identity, "POST", "/signup", id(&Id::signup_submit), web::open_access(), "Sign-up form submission"});
+    r.add({Surface::identity, "GET", "/.well-known/oauth-authorization-server", id(&Id::as_metadata),
+           web::open_access(), "OAuth 2.0 authorization server metadata (RFC 8414)"});
+    r.add(
+        {Surface::identity, "GET", "/signup", id(&Id::signup_page), web::open_access(), "Sign-up page (when enabled)"});
+    r.add(
+        {Surface::identity, "POST", "/signup", id(&Id::signup_submit), web::open_access(), "Sign-up form submission"});
     r.add({Surface::identity, "GET", "/logout", id(&Id::logout), web::open_access(), "Ends the login session"});
   }
 
@@ -139,16 +145,16 @@ void build_routes(web::Router& r, Context& ctx) {
            "Read a collection's current record"});
     r.add({Surface::gateway, "POST", "/collection/cancel", pay(&Pay::cancel), web::bearer("payments"),
            "Cancel an INITIATED collection"});
-    r.add({Surface::gateway, "POST", "/disbursement/intent", pay(&Pay::disbursement_intent),
-           web::bearer("payments"), "Pay out from the merchant's balance to a wallet (funds reserved while in flight)"});
-    r.add({Surface::gateway, "POST", "/disbursement/status", pay(&Pay::disbursement_status),
-           web::bearer("payments"), "Read a disbursement's current record"});
-    r.add({Surface::gateway, "POST", "/verification/account-holder", pay(&Pay::verify_account),
-           web::bearer("payments"), "Look up the account holder's name of a wallet"});
+    r.add({Surface::gateway, "POST", "/disbursement/intent", pay(&Pay::disbursement_intent), web::bearer("payments"),
+           "Pay out from the merchant's balance to a wallet (funds reserved while in flight)"});
+    r.add({Surface::gateway, "POST", "/disbursement/status", pay(&Pay::disbursement_status), web::bearer("payments"),
+           "Read a disbursement's current record"});
+    r.add({Surface::gateway, "POST", "/verification/account-holder", pay(&Pay::verify_account), web::bearer("payments"),
+           "Look up the account holder's name of a wallet"});
     r.add({Surface::gateway, "GET", "/balance", pay(&Pay::balances), web::bearer("payments"),
            "The merchant's available and pending balances per currency"});
-    r.add({Surface::gateway, "POST", "/operator/callback/{connector}", pay(&Pay::operator_callback), web::signed_request(),
-           "Operator callbacks (signature-verified by the connector, no token)"});
+    r.add({Surface::gateway, "POST", "/operator/callback/{connector}", pay(&Pay::operator_callback),
+           web::signed_request(), "Operator callbacks (signature-verified by the connector, no token)"});
     r.add({Surface::checkout, "GET", "/confirm/{reference}", pay(&Pay::confirm_page), web::signed_request(),
            "Hosted confirmation page of a collection (fr/en)"});
     r.add({Surface::checkout, "POST", "/confirm/{reference}", pay(&Pay::confirm_submit), web::signed_request(),
@@ -199,20 +205,21 @@ void build_routes(web::Router& r, Context& ctx) {
            "Register a notification endpoint (its signing secret is shown once)"});
     r.add({Surface::gateway, "GET", "/webhook/endpoints/{endpoint_id}", wh(&Wh::get_endpoint), web::bearer("payments"),
            "Read a notification endpoint"});
-    r.add({Surface::gateway, "PATCH", "/webhook/endpoints/{endpoint_id}", wh(&Wh::update_endpoint), web::bearer("payments"),
-           "Change a notification endpoint (url, event_types, description, enabled)"});
-    r.add({Surface::gateway, "DELETE", "/webhook/endpoints/{endpoint_id}", wh(&Wh::delete_endpoint), web::bearer("payments"),
-           "Delete a notification endpoint"});
+    r.add({Surface::gateway, "PATCH", "/webhook/endpoints/{endpoint_id}", wh(&Wh::update_endpoint),
+           web::bearer("payments"), "Change a notification endpoint (url, event_types, description, enabled)"});
+    r.add({Surface::gateway, "DELETE", "/webhook/endpoints/{endpoint_id}", wh(&Wh::delete_endpoint),
+           web::bearer("payments"), "Delete a notification endpoint"});
     r.add({Surface::gateway, "POST", "/webhook/endpoints/{endpoint_id}/rotate-secret", wh(&Wh::rotate_secret),
-           web::bearer("payments"), "Replace an endpoint's signing secret; the old one keeps signing during the overlap"});
+           web::bearer("payments"),
+           "Replace an endpoint's signing secret; the old one keeps signing during the overlap"});
     r.add({Surface::gateway, "GET", "/webhook/deliveries", wh(&Wh::list_deliveries), web::bearer("payments"),
            "List webhook deliveries (filters: endpoint_id, event_id, status)"});
     r.add({Surface::gateway, "GET", "/webhook/deliveries/{delivery_id}", wh(&Wh::get_delivery), web::bearer("payments"),
            "Read a webhook delivery with every attempt"});
     r.add({Surface::gateway, "GET", "/webhook/events", wh(&Wh::list_events), web::bearer("payments"),
            "List the merchant's events (filter: event_type)"});
-    r.add({Surface::gateway, "POST", "/webhook/events/{event_id}/redeliver", wh(&Wh::redeliver), web::bearer("payments"),
-           "Deliver an event again, to one endpoint or to every subscribed one"});
+    r.add({Surface::gateway, "POST", "/webhook/events/{event_id}/redeliver", wh(&Wh::redeliver),
+           web::bearer("payments"), "Deliver an event again, to one endpoint or to every subscribed one"});
   }
 }
 

@@ -2,10 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <pthread.h>
 #include <csignal>
 #include <fstream>
 #include <iostream>
-#include <pthread.h>
 
 #include "app/context.hpp"
 #include "app/demo.hpp"
@@ -90,15 +90,16 @@ int serve(Config config, const ServeOptions& options) {
   http::Server server(so, [&router](web::Request& req) { return router.dispatch(req); });
   if (http_metrics) register_collectors(metrics::registry(), ctx, server, access_log.get());
   if (auto s = server.start(); !s) {
-    report(make_error(ErrorKind::unavailable, "listen", boost::json::string(ctx.config.get_string("listen") + ": " +
-                                                  (s.error().details.is_string()
-                                                       ? std::string(s.error().details.as_string())
-                                                       : std::string("cannot listen")))));
+    report(make_error(ErrorKind::unavailable, "listen",
+                      boost::json::string(ctx.config.get_string("listen") + ": " +
+                                          (s.error().details.is_string() ? std::string(s.error().details.as_string())
+                                                                         : std::string("cannot listen")))));
     return 1;
   }
   if (ctx.config.listen_port() == 0) {
     std::string listen = ctx.config.listen_host() + ":" + std::to_string(server.port());
-    if (listen.find(':') != listen.rfind(':')) listen = "[" + ctx.config.listen_host() + "]:" + std::to_string(server.port());
+    if (listen.find(':') != listen.rfind(':'))
+      listen = "[" + ctx.config.listen_host() + "]:" + std::to_string(server.port());
     ctx.config.set("listen", listen);
   }
 
@@ -114,14 +115,17 @@ int serve(Config config, const ServeOptions& options) {
   ctx.started = true;
 
   using web::Surface;
-  std::cout << "sika listening on " << ctx.config.get_string("listen") << " (" << ctx.config.get_string("db").substr(0, ctx.config.get_string("db").find(':')) << ")\n"
-            << "  gateway   " << ctx.config.surface_url(Surface::gateway) << "   (OpenAPI: "
-            << ctx.config.surface_url(Surface::gateway) << "/openapi.json)\n"
+  std::cout << "sika listening on " << ctx.config.get_string("listen") << " ("
+            << ctx.config.get_string("db").substr(0, ctx.config.get_string("db").find(':')) << ")\n"
+            << "  gateway   " << ctx.config.surface_url(Surface::gateway)
+            << "   (OpenAPI: " << ctx.config.surface_url(Surface::gateway) << "/openapi.json)\n"
             << "  identity  " << ctx.config.surface_url(Surface::identity) << "\n";
   // Only surfaces that answer are announced.
-  if (router.serves(Surface::checkout)) std::cout << "  checkout  " << ctx.config.surface_url(Surface::checkout) << "\n";
+  if (router.serves(Surface::checkout))
+    std::cout << "  checkout  " << ctx.config.surface_url(Surface::checkout) << "\n";
   if (router.serves(Surface::link)) std::cout << "  link API  " << ctx.config.surface_url(Surface::link) << "\n";
-  if (router.serves(Surface::dashboard)) std::cout << "  dashboard " << ctx.config.surface_url(Surface::dashboard) << "\n";
+  if (router.serves(Surface::dashboard))
+    std::cout << "  dashboard " << ctx.config.surface_url(Surface::dashboard) << "\n";
   if (options.demo_file) {
     std::ifstream demo(*options.demo_file);
     std::cout << "  demo credentials (" << *options.demo_file << "):\n" << demo.rdbuf();

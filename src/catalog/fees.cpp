@@ -156,10 +156,12 @@ const PricingRule* select_rule(const Catalog& catalog, std::int64_t country_id, 
 }
 
 namespace {
-Result<const PaymentService*> resolve(const Catalog& catalog, const std::optional<ServiceKey>& key, std::string_view field) {
+Result<const PaymentService*> resolve(const Catalog& catalog, const std::optional<ServiceKey>& key,
+                                      std::string_view field) {
   if (!key) return static_cast<const PaymentService*>(nullptr);
-  const PaymentService* s = std::holds_alternative<std::int64_t>(*key) ? catalog.service_by_id(std::get<std::int64_t>(*key))
-                                                                 : catalog.service(std::get<std::string>(*key));
+  const PaymentService* s = std::holds_alternative<std::int64_t>(*key)
+                                ? catalog.service_by_id(std::get<std::int64_t>(*key))
+                                : catalog.service(std::get<std::string>(*key));
   bj::object d;
   if (!s) {
     d[field] = "unknown service";

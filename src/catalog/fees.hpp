@@ -56,18 +56,18 @@ struct FeeQuote {
   std::string rule_code;
   Operation operation = Operation::collection;
   std::int64_t user_tier = 1;
-  std::int64_t amount = 0;    // minor units, as requested
-  std::int64_t fee = 0;       // minor units, >= 0
-  std::int64_t total = 0;     // amount + fee (the caller decides who bears the fee)
-  std::string currency;       // the services' currency
-  std::string country;        // alpha-3 of the services' country
+  std::int64_t amount = 0;  // minor units, as requested
+  std::int64_t fee = 0;     // minor units, >= 0
+  std::int64_t total = 0;   // amount + fee (the caller decides who bears the fee)
+  std::string currency;     // the services' currency
+  std::string country;      // alpha-3 of the services' country
   FeeType fee_type = FeeType::fixed;
-  double fee_value = 0;       // as configured (for display)
-  std::int64_t fee_units = 0; // minor units (FIXED) or ppm (PERCENTAGE)
-  std::optional<double> reward_value;          // carried from the rule, not applied here
-  std::optional<double> sponsor_reward_value;  // carried from the rule, not applied here
+  double fee_value = 0;                             // as configured (for display)
+  std::int64_t fee_units = 0;                       // minor units (FIXED) or ppm (PERCENTAGE)
+  std::optional<double> reward_value;               // carried from the rule, not applied here
+  std::optional<double> sponsor_reward_value;       // carried from the rule, not applied here
   std::optional<std::int64_t> incoming_service_id;  // as resolved from the request
-  std::string incoming_service_code;               // "" when none
+  std::string incoming_service_code;                // "" when none
   std::optional<std::int64_t> outgoing_service_id;
   std::string outgoing_service_code;
 };

@@ -173,8 +173,7 @@ Result<std::string> Catalog::normalize_msisdn(const PaymentService& service, std
     auto cit = country_by_id_.find(country->id);
     pattern = country_patterns_[cit->second];
   }
-  if (pattern && !std::regex_match(national, *pattern))
-    return problem("is not a valid " + service.name + " number");
+  if (pattern && !std::regex_match(national, *pattern)) return problem("is not a valid " + service.name + " number");
   return std::string(cc) + national;
 }
 

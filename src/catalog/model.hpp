@@ -33,14 +33,14 @@ std::optional<ServiceKind> parse_service_kind(std::string_view text);
 
 struct Country {
   std::int64_t id = 0;
-  std::string code;            // ISO 3166-1 alpha-3, e.g. "CMR"
-  std::string alpha2;          // ISO 3166-1 alpha-2, e.g. "CM"
+  std::string code;    // ISO 3166-1 alpha-3, e.g. "CMR"
+  std::string alpha2;  // ISO 3166-1 alpha-2, e.g. "CM"
   std::string name_fr;
   std::string name_en;
-  std::string dialling_code;   // "+237"
-  std::string currency;        // ISO 4217 code of every service in the country, e.g. "XAF"
+  std::string dialling_code;       // "+237"
+  std::string currency;            // ISO 4217 code of every service in the country, e.g. "XAF"
   std::int64_t msisdn_length = 0;  // digits of a national (significant) mobile number
-  std::string msisdn_pattern;  // ECMAScript regex matched against the whole national number
+  std::string msisdn_pattern;      // ECMAScript regex matched against the whole national number
   bool active = true;
 
   // Returns the name in `locale`.
@@ -69,8 +69,8 @@ struct PaymentService {
   std::int64_t country_id = 0;
   std::string currency;  // always the country's currency
   ServiceKind kind = ServiceKind::mobile_money;
-  bool needs_otp = false;     // the customer confirms with a one-time code
-  std::string msisdn_pattern; // regex on the national number; "" = the country's pattern
+  bool needs_otp = false;                  // the customer confirms with a one-time code
+  std::string msisdn_pattern;              // regex on the national number; "" = the country's pattern
   std::optional<std::int64_t> min_amount;  // minor units, inclusive; nullopt = no bound
   std::optional<std::int64_t> max_amount;  // minor units, inclusive; nullopt = no bound
   bool active = true;

@@ -191,8 +191,9 @@ bool is_alpha3(std::string_view s) {
 }
 
 bool is_code(std::string_view s) {
-  return !s.empty() && s.size() <= 64 &&
-         std::all_of(s.begin(), s.end(), [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; });
+  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
 }
 
 std::string upper(std::string s) {
@@ -257,7 +258,9 @@ std::string memo_key(std::initializer_list<std::string_view> parts) {
 std::string opt_text(const std::optional<std::string>& v) { return v ? "=" + *v : "-"; }
 std::string opt_text(const std::optional<std::int64_t>& v) { return v ? "=" + std::to_string(*v) : "-"; }
 template <class E>
-std::string opt_enum(const std::optional<E>& v) { return v ? "=" + std::string(to_string(*v)) : "-"; }
+std::string opt_enum(const std::optional<E>& v) {
+  return v ? "=" + std::string(to_string(*v)) : "-";
+}
 std::string opt_bool(const std::optional<bool>& v) { return v ? (*v ? "=1" : "=0") : "-"; }
 
 web::Response bad(const web::Request& req, bj::object errors) { return web::error(req, empty_data(std::move(errors))); }
@@ -320,8 +323,8 @@ web::Response Service::list_countries(web::Request& req) {
   web::Page page = web::parse_page(req, errors, 25);
   if (!errors.empty()) return bad(req, std::move(errors));
   const bool admin = principal_of(req).admin;
-  std::string key = memo_key({"countries", i18n::name(req.locale), admin ? "a" : "m", std::to_string(page.page),
-                              std::to_string(page.limit)});
+  std::string key = memo_key(
+      {"countries", i18n::name(req.locale), admin ? "a" : "m", std::to_string(page.page), std::to_string(page.limit)});
   if (auto hit = memo_.find(cat, key)) return std::move(*hit);
   std::vector<const Country*> items;
   for (const Country& c : cat->countries())
@@ -370,9 +373,12 @@ web::Response Service::list_fees(web::Request& req) {
   auto resolve = [&](const std::optional<std::string>& code, std::string_view field) -> std::optional<std::int64_t> {
     if (!code) return std::nullopt;
     const PaymentService* s = cat->service(*code);
-    if (!s || (!who.admin && !cat->usable(*s))) errors[field] = "unknown service";
-    else if (s->country_id != country->id) errors[field] = "is not a service of " + country->code;
-    else return s->id;
+    if (!s || (!who.admin && !cat->usable(*s)))
+      errors[field] = "unknown service";
+    else if (s->country_id != country->id)
+      errors[field] = "is not a service of " + country->code;
+    else
+      return s->id;
     return std::nullopt;
   };
   auto service_id = resolve(service_code, "service_code");
@@ -416,9 +422,9 @@ web::Response Service::list_services(web::Request& req) {
   const auto [country, provider] = resolve_scope(*cat, country_code, provider_code, admin, errors);
   if (!errors.empty()) return bad(req, std::move(errors));
 
-  std::string key = memo_key({"services", i18n::name(req.locale), admin ? "a" : "m", opt_text(country_code),
-                              opt_text(provider_code), opt_enum(kind), opt_bool(active), std::to_string(page.page),
-                              std::to_string(page.limit)});
+  std::string key =
+      memo_key({"services", i18n::name(req.locale), admin ? "a" : "m", opt_text(country_code), opt_text(provider_code),
+                opt_enum(kind), opt_bool(active), std::to_string(page.page), std::to_string(page.limit)});
   if (auto hit = memo_.find(cat, key)) return std::move(*hit);
   std::vector<const PaymentService*> items;
   for (const PaymentService& s : cat->services()) {
@@ -429,7 +435,8 @@ web::Response Service::list_services(web::Request& req) {
     if (active && s.active != *active) continue;
     items.push_back(&s);
   }
-  std::sort(items.begin(), items.end(), [](const PaymentService* a, const PaymentService* b) { return a->code < b->code; });
+  std::sort(items.begin(), items.end(),
+            [](const PaymentService* a, const PaymentService* b) { return a->code < b->code; });
   const Catalog& c = *cat;
   bj::array data = page_of<PaymentService>(items, page, [&c](const PaymentService& s) { return service_json(c, s); });
   web::Response res = web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
@@ -450,9 +457,9 @@ web::Response Service::list_providers(web::Request& req) {
   if (!errors.empty()) return bad(req, std::move(errors));
   const Country* country = resolve_scope(*cat, country_code, provider_code, admin, errors).country;
   if (!errors.empty()) return bad(req, std::move(errors));
-  std::string key = memo_key({"providers", i18n::name(req.locale), admin ? "a" : "m", opt_text(country_code),
-                              opt_text(provider_code), opt_enum(kind), opt_bool(active), std::to_string(page.page),
-                              std::to_string(page.limit)});
+  std::string key =
+      memo_key({"providers", i18n::name(req.locale), admin ? "a" : "m", opt_text(country_code), opt_text(provider_code),
+                opt_enum(kind), opt_bool(active), std::to_string(page.page), std::to_string(page.limit)});
   if (auto hit = memo_.find(cat, key)) return std::move(*hit);
 
   // What each provider offers, counting only the services the caller may see.

@@ -121,7 +121,8 @@ Result<std::vector<T>> select_all(Conn& conn, std::string_view select, T (*from)
 template <class T>
 Result<std::optional<T>> select_one(Conn& conn, std::string_view select, std::string_view where, const store::Params& p,
                                     T (*from)(const Row&)) {
-  SIKA_ASSIGN_OR_RETURN(std::optional<Row> row, conn.query_one(std::string(select) + " WHERE " + std::string(where), p));
+  SIKA_ASSIGN_OR_RETURN(std::optional<Row> row,
+                        conn.query_one(std::string(select) + " WHERE " + std::string(where), p));
   if (!row) return std::optional<T>();
   return std::optional<T>(from(*row));
 }
@@ -139,9 +140,9 @@ Result<std::int64_t> read_version(Conn& conn) {
 }
 
 Status bump_version(Conn& conn, std::int64_t now_ms) {
-  SIKA_ASSIGN_OR_RETURN(std::int64_t n,
-                        conn.exec("UPDATE catalog_version SET version = version + 1, updated_at = ? WHERE id = 1",
-                                  {Value(now_ms)}));
+  SIKA_ASSIGN_OR_RETURN(
+      std::int64_t n,
+      conn.exec("UPDATE catalog_version SET version = version + 1, updated_at = ? WHERE id = 1", {Value(now_ms)}));
   if (n != 1) return internal_error("catalog_version row is missing");
   return {};
 }
@@ -191,8 +192,8 @@ class Reader {
       if (!has(k) || is_null(k)) errors_.add(k, "is required");
   }
   // A string field: sets `out` when present and valid.
-  void text(std::string_view key, std::string& out, const std::regex* shape = nullptr,
-            std::string_view shape_text = "", std::size_t max_len = 200, bool allow_empty = false) {
+  void text(std::string_view key, std::string& out, const std::regex* shape = nullptr, std::string_view shape_text = "",
+            std::size_t max_len = 200, bool allow_empty = false) {
     auto it = o_.find(key);
     if (it == o_.end()) return;
     if (!it->value().is_string()) return errors_.add(key, "must be a string");
@@ -241,10 +242,14 @@ class Reader {
     const bj::value& v = it->value();
     if (v.is_null()) return out.reset();
     double d;
-    if (v.is_int64()) d = static_cast<double>(v.get_int64());
-    else if (v.is_uint64()) d = static_cast<double>(v.get_uint64());
-    else if (v.is_double()) d = v.get_double();
-    else return errors_.add(key, "must be a number or null");
+    if (v.is_int64())
+      d = static_cast<double>(v.get_int64());
+    else if (v.is_uint64())
+      d = static_cast<double>(v.get_uint64());
+    else if (v.is_double())
+      d = v.get_double();
+    else
+      return errors_.add(key, "must be a number or null");
     if (!std::isfinite(d) || d < 0) return errors_.add(key, "must be a number >= 0");
     out = d;
   }
@@ -300,7 +305,8 @@ Error missing_error(Kind kind, std::string_view code) {
 // Decides what a mode does with the existing entry. Returns the starting entry, or nullopt when
 // the record must be left alone (create_missing over an existing entry).
 template <class T>
-Result<std::optional<T>> starting_point(Kind kind, Mode mode, const std::string& code, const std::optional<T>& existing) {
+Result<std::optional<T>> starting_point(Kind kind, Mode mode, const std::string& code,
+                                        const std::optional<T>& existing) {
   if (mode == Mode::create && existing) return exists_error(kind, code);
   if (mode == Mode::update && !existing) return missing_error(kind, code);
   if (mode == Mode::create_missing && existing) return std::optional<T>();
@@ -339,8 +345,8 @@ Result<std::int64_t> returned_id(Result<store::Rows> rows) {
 }
 
 Result<std::optional<std::int64_t>> id_of(Conn& conn, std::string_view table, std::string_view code) {
-  SIKA_ASSIGN_OR_RETURN(auto row,
-                        conn.query_one("SELECT id FROM " + std::string(table) + " WHERE code = ?", {std::string(code)}));
+  SIKA_ASSIGN_OR_RETURN(
+      auto row, conn.query_one("SELECT id FROM " + std::string(table) + " WHERE code = ?", {std::string(code)}));
   if (!row) return std::optional<std::int64_t>();
   return std::optional<std::int64_t>(row->i64(0));
 }
@@ -348,7 +354,8 @@ Result<std::optional<std::int64_t>> id_of(Conn& conn, std::string_view table, st
 // ---- country ----
 
 Result<Outcome> put_country(Conn& conn, const bj::object& record, Mode mode, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(std::string code, record_code(record, kAlpha3, "must be an ISO 3166-1 alpha-3 code (e.g. CMR)"));
+  SIKA_ASSIGN_OR_RETURN(std::string code,
+                        record_code(record, kAlpha3, "must be an ISO 3166-1 alpha-3 code (e.g. CMR)"));
   SIKA_ASSIGN_OR_RETURN(auto existing, select_one<Country>(conn, kCountrySelect, "code = ?", {code}, &country_from));
   SIKA_ASSIGN_OR_RETURN(auto start, starting_point(Kind::country, mode, code, existing));
   if (!start) return Outcome{Change::unchanged, existing->id, code};
@@ -372,9 +379,9 @@ Result<Outcome> put_country(Conn& conn, const bj::object& record, Mode mode, std
     errors.add("msisdn_length", "dialling code + national number exceed the 15 digits of E.164");
   SIKA_TRY(errors.status());
 
-  SIKA_ASSIGN_OR_RETURN(auto same_alpha2,
-                        conn.query_one("SELECT code FROM catalog_countries WHERE alpha2 = ? AND code <> ?",
-                                       {c.alpha2, c.code}));
+  SIKA_ASSIGN_OR_RETURN(
+      auto same_alpha2,
+      conn.query_one("SELECT code FROM catalog_countries WHERE alpha2 = ? AND code <> ?", {c.alpha2, c.code}));
   if (same_alpha2) return conflict(bj::object{{"alpha2", "already used by " + same_alpha2->str(0)}});
   if (existing && existing->currency != c.currency) {
     SIKA_ASSIGN_OR_RETURN(auto other, conn.query_one("SELECT code FROM catalog_services WHERE country_id = ? "
@@ -392,11 +399,12 @@ Result<Outcome> put_country(Conn& conn, const bj::object& record, Mode mode, std
              flag(c.active), now, now}));
       },
       [&]() -> Status {
-        SIKA_TRY(conn.exec("UPDATE catalog_countries SET alpha2 = ?, name_fr = ?, name_en = ?, dialling_code = ?, "
-                           "currency = ?, msisdn_length = ?, msisdn_pattern = ?, active = ?, updated_at = ? "
-                           "WHERE id = ?",
-                           {c.alpha2, c.name_fr, c.name_en, c.dialling_code, c.currency, c.msisdn_length,
-                            c.msisdn_pattern, flag(c.active), now, c.id}));
+        SIKA_TRY(
+            conn.exec("UPDATE catalog_countries SET alpha2 = ?, name_fr = ?, name_en = ?, dialling_code = ?, "
+                      "currency = ?, msisdn_length = ?, msisdn_pattern = ?, active = ?, updated_at = ? "
+                      "WHERE id = ?",
+                      {c.alpha2, c.name_fr, c.name_en, c.dialling_code, c.currency, c.msisdn_length, c.msisdn_pattern,
+                       flag(c.active), now, c.id}));
         return {};
       });
 }
@@ -422,14 +430,16 @@ Result<Outcome> put_provider(Conn& conn, const bj::object& record, Mode mode, st
   return finish<Provider>(
       conn, existing, p, now,
       [&]() {
-        return returned_id(conn.query("INSERT INTO catalog_providers (code, name, connector, active, created_at, "
-                                      "updated_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-                                      {p.code, p.name, p.connector, flag(p.active), now, now}));
+        return returned_id(
+            conn.query("INSERT INTO catalog_providers (code, name, connector, active, created_at, "
+                       "updated_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                       {p.code, p.name, p.connector, flag(p.active), now, now}));
       },
       [&]() -> Status {
-        SIKA_TRY(conn.exec("UPDATE catalog_providers SET name = ?, connector = ?, active = ?, updated_at = ? "
-                           "WHERE id = ?",
-                           {p.name, p.connector, flag(p.active), now, p.id}));
+        SIKA_TRY(
+            conn.exec("UPDATE catalog_providers SET name = ?, connector = ?, active = ?, updated_at = ? "
+                      "WHERE id = ?",
+                      {p.name, p.connector, flag(p.active), now, p.id}));
         return {};
       });
 }
@@ -439,7 +449,8 @@ Result<Outcome> put_provider(Conn& conn, const bj::object& record, Mode mode, st
 Result<Outcome> put_service(Conn& conn, const bj::object& record, Mode mode, std::int64_t now) {
   SIKA_ASSIGN_OR_RETURN(std::string code,
                         record_code(record, kServiceCode, "must be 2-64 of A-Z, 0-9, _ starting with a letter"));
-  SIKA_ASSIGN_OR_RETURN(auto existing, select_one<PaymentService>(conn, kServiceSelect, "code = ?", {code}, &service_from));
+  SIKA_ASSIGN_OR_RETURN(auto existing,
+                        select_one<PaymentService>(conn, kServiceSelect, "code = ?", {code}, &service_from));
   SIKA_ASSIGN_OR_RETURN(auto start, starting_point(Kind::service, mode, code, existing));
   if (!start) return Outcome{Change::unchanged, existing->id, code};
   PaymentService s = std::move(*start);
@@ -453,8 +464,10 @@ Result<Outcome> put_service(Conn& conn, const bj::object& record, Mode mode, std
   std::string kind_text, provider_code, country_code, currency;
   r.text("kind", kind_text);
   if (!kind_text.empty()) {
-    if (auto k = parse_service_kind(kind_text)) s.kind = *k;
-    else errors.add("kind", "must be mobile_money or wallet");
+    if (auto k = parse_service_kind(kind_text))
+      s.kind = *k;
+    else
+      errors.add("kind", "must be mobile_money or wallet");
   }
   r.boolean("needs_otp", s.needs_otp);
   r.text("msisdn_pattern", s.msisdn_pattern, nullptr, "", 200, true);
@@ -465,12 +478,14 @@ Result<Outcome> put_service(Conn& conn, const bj::object& record, Mode mode, std
   r.text("currency", currency, &kAlpha3, "must be an ISO 4217 code (e.g. XAF)");
   if (r.reference("provider", provider_code, false) == Reader::Ref::code) {
     SIKA_ASSIGN_OR_RETURN(auto id, id_of(conn, "catalog_providers", provider_code));
-    if (!id) errors.add("provider", "unknown provider");
-    else s.provider_id = *id;
+    if (!id)
+      errors.add("provider", "unknown provider");
+    else
+      s.provider_id = *id;
   }
   if (r.reference("country", country_code, false) == Reader::Ref::code) {
-    SIKA_ASSIGN_OR_RETURN(auto country, select_one<Country>(conn, kCountrySelect, "code = ?", {country_code},
-                                                            &country_from));
+    SIKA_ASSIGN_OR_RETURN(auto country,
+                          select_one<Country>(conn, kCountrySelect, "code = ?", {country_code}, &country_from));
     if (!country) {
       errors.add("country", "unknown country");
     } else if (existing && existing->country_id != country->id) {
@@ -482,8 +497,7 @@ Result<Outcome> put_service(Conn& conn, const bj::object& record, Mode mode, std
   }
   if (errors.empty() && !currency.empty() && currency != s.currency)
     errors.add("currency", "must be the country's currency (" + s.currency + ")");
-  if (s.min_amount && s.max_amount && *s.min_amount > *s.max_amount)
-    errors.add("max_amount", "must be >= min_amount");
+  if (s.min_amount && s.max_amount && *s.min_amount > *s.max_amount) errors.add("max_amount", "must be >= min_amount");
   SIKA_TRY(errors.status());
   return finish<PaymentService>(
       conn, existing, s, now,
@@ -492,17 +506,16 @@ Result<Outcome> put_service(Conn& conn, const bj::object& record, Mode mode, std
             "INSERT INTO catalog_services (code, name, provider_id, country_id, currency, kind, needs_otp, "
             "msisdn_pattern, min_amount, max_amount, active, created_at, updated_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            {s.code, s.name, s.provider_id, s.country_id, s.currency, std::string(to_string(s.kind)),
-             flag(s.needs_otp), s.msisdn_pattern, opt_value(s.min_amount), opt_value(s.max_amount), flag(s.active),
-             now, now}));
+            {s.code, s.name, s.provider_id, s.country_id, s.currency, std::string(to_string(s.kind)), flag(s.needs_otp),
+             s.msisdn_pattern, opt_value(s.min_amount), opt_value(s.max_amount), flag(s.active), now, now}));
       },
       [&]() -> Status {
-        SIKA_TRY(conn.exec("UPDATE catalog_services SET name = ?, provider_id = ?, currency = ?, kind = ?, "
-                           "needs_otp = ?, msisdn_pattern = ?, min_amount = ?, max_amount = ?, active = ?, "
-                           "updated_at = ? WHERE id = ?",
-                           {s.name, s.provider_id, s.currency, std::string(to_string(s.kind)), flag(s.needs_otp),
-                            s.msisdn_pattern, opt_value(s.min_amount), opt_value(s.max_amount), flag(s.active), now,
-                            s.id}));
+        SIKA_TRY(
+            conn.exec("UPDATE catalog_services SET name = ?, provider_id = ?, currency = ?, kind = ?, "
+                      "needs_otp = ?, msisdn_pattern = ?, min_amount = ?, max_amount = ?, active = ?, "
+                      "updated_at = ? WHERE id = ?",
+                      {s.name, s.provider_id, s.currency, std::string(to_string(s.kind)), flag(s.needs_otp),
+                       s.msisdn_pattern, opt_value(s.min_amount), opt_value(s.max_amount), flag(s.active), now, s.id}));
         return {};
       });
 }
@@ -525,8 +538,10 @@ Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::i
   std::string operation, fee_type;
   r.text("operation", operation);
   if (!operation.empty()) {
-    if (auto op = parse_operation(operation)) p.operation = *op;
-    else errors.add("operation", "must be COLLECTION or DISBURSEMENT");
+    if (auto op = parse_operation(operation))
+      p.operation = *op;
+    else
+      errors.add("operation", "must be COLLECTION or DISBURSEMENT");
   }
   r.integer("user_tier", p.user_tier, 1, 1'000'000);
   r.opt_integer("min_amount", p.min_amount, 0, INT64_MAX);
@@ -547,13 +562,19 @@ Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::i
   if (const bj::value* v = r.raw("fee_value"); v && !v->is_null()) {
     const bool fixed = p.fee_type == FeeType::fixed;
     Result<std::int64_t> units = empty_data(bj::string("must be a number"));
-    if (v->is_string()) units = fixed ? fixed_to_units(v->get_string()) : percent_to_ppm(v->get_string());
-    else if (v->is_int64()) units = fixed ? fixed_to_units(std::to_string(v->get_int64())) : percent_to_ppm(std::to_string(v->get_int64()));
-    else if (v->is_uint64()) units = fixed ? fixed_to_units(std::to_string(v->get_uint64())) : percent_to_ppm(std::to_string(v->get_uint64()));
-    else if (v->is_double()) units = fixed ? fixed_to_units(v->get_double()) : percent_to_ppm(v->get_double());
-    if (units) p.fee_units = *units;
-    else errors.add("fee_value", units.error().details.is_string() ? std::string(units.error().details.as_string())
-                                                                     : std::string("is invalid"));
+    if (v->is_string())
+      units = fixed ? fixed_to_units(v->get_string()) : percent_to_ppm(v->get_string());
+    else if (v->is_int64())
+      units = fixed ? fixed_to_units(std::to_string(v->get_int64())) : percent_to_ppm(std::to_string(v->get_int64()));
+    else if (v->is_uint64())
+      units = fixed ? fixed_to_units(std::to_string(v->get_uint64())) : percent_to_ppm(std::to_string(v->get_uint64()));
+    else if (v->is_double())
+      units = fixed ? fixed_to_units(v->get_double()) : percent_to_ppm(v->get_double());
+    if (units)
+      p.fee_units = *units;
+    else
+      errors.add("fee_value", units.error().details.is_string() ? std::string(units.error().details.as_string())
+                                                                : std::string("is invalid"));
   } else if (fee_type_changed && mode == Mode::update) {
     errors.add("fee_value", "is required when fee_type changes");
   }
@@ -561,16 +582,20 @@ Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::i
   // Services, then the country (given, or the services').
   std::optional<PaymentService> in_service, out_service;
   bool named_service = false;
-  auto service_ref = [&](std::string_view field, std::optional<std::int64_t>& id, std::optional<PaymentService>& found) -> Status {
+  auto service_ref = [&](std::string_view field, std::optional<std::int64_t>& id,
+                         std::optional<PaymentService>& found) -> Status {
     std::string ref;
     switch (r.reference(field, ref, true)) {
       case Reader::Ref::absent: break;
       case Reader::Ref::null: id.reset(); break;
       case Reader::Ref::code: {
         named_service = true;
-        SIKA_ASSIGN_OR_RETURN(found, select_one<PaymentService>(conn, kServiceSelect, "code = ?", {ref}, &service_from));
-        if (!found) errors.add(field, "unknown service");
-        else id = found->id;
+        SIKA_ASSIGN_OR_RETURN(found,
+                              select_one<PaymentService>(conn, kServiceSelect, "code = ?", {ref}, &service_from));
+        if (!found)
+          errors.add(field, "unknown service");
+        else
+          id = found->id;
         break;
       }
     }
@@ -581,20 +606,26 @@ Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::i
   std::string country_code;
   if (r.reference("country", country_code, false) == Reader::Ref::code) {
     SIKA_ASSIGN_OR_RETURN(auto country, id_of(conn, "catalog_countries", country_code));
-    if (!country) errors.add("country", "unknown country");
-    else if (existing && existing->country_id != *country) errors.add("country", "cannot be changed");
-    else p.country_id = *country;
+    if (!country)
+      errors.add("country", "unknown country");
+    else if (existing && existing->country_id != *country)
+      errors.add("country", "cannot be changed");
+    else
+      p.country_id = *country;
   } else if (existing) {
     p.country_id = existing->country_id;  // a rule never moves to another country
   } else if (!r.has("country")) {
-    if (in_service) p.country_id = in_service->country_id;
-    else if (out_service) p.country_id = out_service->country_id;
-    else if (!named_service) errors.add("country", "is required when no service is named");
+    if (in_service)
+      p.country_id = in_service->country_id;
+    else if (out_service)
+      p.country_id = out_service->country_id;
+    else if (!named_service)
+      errors.add("country", "is required when no service is named");
   }
   if (errors.empty()) {
     // Every named service must belong to the rule's country (its FIXED fee is in that currency).
-    for (auto [field, id] : {std::pair{"incoming_service", p.incoming_service_id},
-                             std::pair{"outgoing_service", p.outgoing_service_id}}) {
+    for (auto [field, id] :
+         {std::pair{"incoming_service", p.incoming_service_id}, std::pair{"outgoing_service", p.outgoing_service_id}}) {
       if (!id) continue;
       SIKA_ASSIGN_OR_RETURN(auto s, select_one<PaymentService>(conn, kServiceSelect, "id = ?", {*id}, &service_from));
       if (s && s->country_id != p.country_id) errors.add(field, "must be a service of the rule's country");
@@ -653,13 +684,13 @@ Result<Outcome> put(Conn& conn, Kind kind, const bj::object& record, Mode mode, 
 
 Result<Outcome> set_active(Conn& conn, Kind kind, std::string_view code, bool active, std::int64_t now_ms) {
   std::string table(table_of(kind));
-  SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one("SELECT id, active FROM " + table + " WHERE code = ?",
-                                                 {std::string(code)}));
+  SIKA_ASSIGN_OR_RETURN(auto row,
+                        conn.query_one("SELECT id, active FROM " + table + " WHERE code = ?", {std::string(code)}));
   if (!row) return missing_error(kind, code);
   Outcome out{Change::unchanged, row->i64(0), std::string(code)};
   if (row->boolean(1) == active) return out;
-  SIKA_TRY(conn.exec("UPDATE " + table + " SET active = ?, updated_at = ? WHERE id = ?",
-                     {flag(active), now_ms, out.id}));
+  SIKA_TRY(
+      conn.exec("UPDATE " + table + " SET active = ?, updated_at = ? WHERE id = ?", {flag(active), now_ms, out.id}));
   SIKA_TRY(bump_version(conn, now_ms));
   out.change = Change::updated;
   return out;
@@ -709,7 +740,8 @@ Result<ImportReport> import_catalog(Conn& conn, const bj::value& document, Mode 
       if (k == "version") continue;  // written by export_catalog, ignored here
       if (k != "countries" && k != "providers" && k != "services" && k != "pricing_rules")
         errors.add(k, "unknown section");
-      else if (!kv.value().is_array()) errors.add(k, "must be an array");
+      else if (!kv.value().is_array())
+        errors.add(k, "must be an array");
     }
     SIKA_TRY(errors.status());
   }

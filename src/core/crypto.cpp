@@ -16,7 +16,8 @@ namespace sika::crypto {
 
 std::string sha256(std::string_view data) {
   std::string out(SHA256_DIGEST_LENGTH, '\0');
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), reinterpret_cast<unsigned char*>(out.data()));
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
+         reinterpret_cast<unsigned char*>(out.data()));
   return out;
 }
 

@@ -7,7 +7,7 @@
 
 namespace sika::crypto {
 
-std::string sha256(std::string_view data);  // raw 32 bytes
+std::string sha256(std::string_view data);                             // raw 32 bytes
 std::string hmac_sha256(std::string_view key, std::string_view data);  // raw 32 bytes
 
 // Keyed hash of a random secret under `pepper` (hex string, 64 chars).

@@ -51,7 +51,8 @@ constexpr Entry kMessages[] = {
     {"unauthorized_client", "Client non autorisé pour cette opération.", "Client not authorized for this operation."},
     {"unsupported_grant_type", "Type d'autorisation non pris en charge.", "Unsupported grant type."},
     {"unsupported_media_type", "Type de contenu non pris en charge.", "Unsupported content type."},
-    {"upstream_error", "Le serveur distant a échoué ou est injoignable.", "The remote server failed or is unreachable."},
+    {"upstream_error", "Le serveur distant a échoué ou est injoignable.",
+     "The remote server failed or is unreachable."},
     {"upstream_timeout", "Le serveur distant n'a pas répondu à temps.", "The remote server did not answer in time."},
 };
 
@@ -79,9 +80,11 @@ Locale negotiate(std::string_view header, Locale fallback) {
     while (!tag.empty() && std::isspace(static_cast<unsigned char>(tag.front()))) tag.remove_prefix(1);
     while (!tag.empty() && std::isspace(static_cast<unsigned char>(tag.back()))) tag.remove_suffix(1);
     double q = 1.0;
-    if (auto qp = item.find("q="); qp != std::string_view::npos) q = std::atof(std::string(item.substr(qp + 2)).c_str());
+    if (auto qp = item.find("q="); qp != std::string_view::npos)
+      q = std::atof(std::string(item.substr(qp + 2)).c_str());
     std::string lang;
-    for (char c : tag.substr(0, tag.find('-'))) lang.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    for (char c : tag.substr(0, tag.find('-')))
+      lang.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
     if ((lang == "fr" || lang == "en") && q > best_q) {
       best_q = q;
       best = lang == "fr" ? Locale::fr : Locale::en;

@@ -276,8 +276,7 @@ const bj::value* present(const bj::object& o, std::string_view key, FieldErrors&
 }
 }  // namespace
 
-std::optional<std::string> get_string(const bj::object& o, std::string_view key, FieldErrors& errors,
-                                      bool required) {
+std::optional<std::string> get_string(const bj::object& o, std::string_view key, FieldErrors& errors, bool required) {
   const bj::value* v = present(o, key, errors, required);
   if (!v) return std::nullopt;
   if (!v->is_string()) {
@@ -287,8 +286,7 @@ std::optional<std::string> get_string(const bj::object& o, std::string_view key,
   return std::string(v->get_string());
 }
 
-std::optional<std::int64_t> get_int(const bj::object& o, std::string_view key, FieldErrors& errors,
-                                    bool required) {
+std::optional<std::int64_t> get_int(const bj::object& o, std::string_view key, FieldErrors& errors, bool required) {
   const bj::value* v = present(o, key, errors, required);
   if (!v) return std::nullopt;
   if (v->is_int64()) return v->get_int64();

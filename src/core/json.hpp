@@ -50,13 +50,9 @@ std::optional<std::string> get_string(const bj::object& o, std::string_view key,
                                       bool required = false);
 std::optional<std::int64_t> get_int(const bj::object& o, std::string_view key, FieldErrors& errors,
                                     bool required = false);
-std::optional<double> get_number(const bj::object& o, std::string_view key, FieldErrors& errors,
-                                 bool required = false);
-std::optional<bool> get_bool(const bj::object& o, std::string_view key, FieldErrors& errors,
-                             bool required = false);
-const bj::object* get_object(const bj::object& o, std::string_view key, FieldErrors& errors,
-                             bool required = false);
-const bj::array* get_array(const bj::object& o, std::string_view key, FieldErrors& errors,
-                           bool required = false);
+std::optional<double> get_number(const bj::object& o, std::string_view key, FieldErrors& errors, bool required = false);
+std::optional<bool> get_bool(const bj::object& o, std::string_view key, FieldErrors& errors, bool required = false);
+const bj::object* get_object(const bj::object& o, std::string_view key, FieldErrors& errors, bool required = false);
+const bj::array* get_array(const bj::object& o, std::string_view key, FieldErrors& errors, bool required = false);
 
 }  // namespace sika::json

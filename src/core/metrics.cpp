@@ -37,7 +37,8 @@ bool valid_name(std::string_view n) {
   if (n.empty()) return false;
   for (std::size_t i = 0; i < n.size(); ++i) {
     char c = n[i];
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' || (i > 0 && c >= '0' && c <= '9');
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' || (i > 0 && c >= '0' && c <= '9');
     if (!ok) return false;
   }
   return true;
@@ -52,10 +53,14 @@ std::string label_text(const Labels& labels, std::string_view extra_name = {}, s
     out.append(k);
     out += "=\"";
     for (char c : v) {
-      if (c == '\\') out += "\\\\";
-      else if (c == '"') out += "\\\"";
-      else if (c == '\n') out += "\\n";
-      else out.push_back(c);
+      if (c == '\\')
+        out += "\\\\";
+      else if (c == '"')
+        out += "\\\"";
+      else if (c == '\n')
+        out += "\\n";
+      else
+        out.push_back(c);
     }
     out.push_back('"');
   };

@@ -8,8 +8,9 @@ namespace sika::money {
 
 int exponent(std::string_view currency) {
   // ISO 4217 currencies whose minor unit is not 2 decimals.
-  static constexpr std::array<std::string_view, 17> kZero = {"BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG",
-                                                             "RWF", "UGX", "UYI", "VND", "VUV", "XAF", "XOF", "XPF"};
+  static constexpr std::array<std::string_view, 17> kZero = {"BIF", "CLP", "DJF", "GNF", "ISK", "JPY",
+                                                             "KMF", "KRW", "PYG", "RWF", "UGX", "UYI",
+                                                             "VND", "VUV", "XAF", "XOF", "XPF"};
   static constexpr std::array<std::string_view, 7> kThree = {"BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"};
   if (std::find(kZero.begin(), kZero.end(), currency) != kZero.end()) return 0;
   if (std::find(kThree.begin(), kThree.end(), currency) != kThree.end()) return 3;
@@ -47,7 +48,9 @@ std::optional<std::int64_t> parse_decimal(std::string_view text, std::string_vie
   std::string_view whole = text.substr(0, dot);
   std::string_view frac = dot == std::string_view::npos ? std::string_view{} : text.substr(dot + 1);
   if (whole.empty() || (dot != std::string_view::npos && frac.empty())) return std::nullopt;
-  auto all_digits = [](std::string_view s) { return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }); };
+  auto all_digits = [](std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
   if (!all_digits(whole) || !all_digits(frac)) return std::nullopt;
   // Trailing zeros beyond the currency's decimals change nothing ("1500.00" XAF is 1500).
   while (static_cast<int>(frac.size()) > exp && frac.back() == '0') frac.remove_suffix(1);

@@ -62,7 +62,7 @@ bool is_uuid(std::string_view s) {
 std::string random_reference(std::string_view prefix, std::size_t n) {
   static constexpr std::string_view kAlphabet = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ";
   static_assert(kAlphabet.size() == 32);  // 256 is a multiple of 32: byte % 32 is uniform
-  std::string bytes = random_bytes(n);  // one CSPRNG call for the whole reference
+  std::string bytes = random_bytes(n);    // one CSPRNG call for the whole reference
   std::string out(prefix);
   for (unsigned char b : bytes) out.push_back(kAlphabet[b % kAlphabet.size()]);
   return out;

@@ -29,10 +29,8 @@ bool Error::server_side() const {
     case ErrorKind::unavailable:
     case ErrorKind::upstream_failed:
     case ErrorKind::upstream_timeout:
-    case ErrorKind::internal:
-      return true;
-    default:
-      return false;
+    case ErrorKind::internal: return true;
+    default: return false;
   }
 }
 

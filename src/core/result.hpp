@@ -48,14 +48,14 @@ struct Error {
 // What error.details holds: a JSON value, or a plain message.
 struct Details {
   boost::json::value value;
-  Details(boost::json::value v) : value(std::move(v)) {}                // NOLINT
-  Details(boost::json::object v) : value(std::move(v)) {}               // NOLINT
-  Details(boost::json::array v) : value(std::move(v)) {}                // NOLINT
-  Details(boost::json::string v) : value(std::move(v)) {}               // NOLINT
-  Details(const std::string& s) : value(boost::json::string(s)) {}      // NOLINT
-  Details(std::string_view s) : value(boost::json::string(s)) {}        // NOLINT
-  Details(const char* s) : value(boost::json::string(s)) {}             // NOLINT
-  Details(std::nullptr_t) : value(nullptr) {}                           // NOLINT
+  Details(boost::json::value v) : value(std::move(v)) {}            // NOLINT
+  Details(boost::json::object v) : value(std::move(v)) {}           // NOLINT
+  Details(boost::json::array v) : value(std::move(v)) {}            // NOLINT
+  Details(boost::json::string v) : value(std::move(v)) {}           // NOLINT
+  Details(const std::string& s) : value(boost::json::string(s)) {}  // NOLINT
+  Details(std::string_view s) : value(boost::json::string(s)) {}    // NOLINT
+  Details(const char* s) : value(boost::json::string(s)) {}         // NOLINT
+  Details(std::nullptr_t) : value(nullptr) {}                       // NOLINT
 };
 
 inline Error make_error(ErrorKind kind, std::string code, Details details = nullptr) {
@@ -95,7 +95,7 @@ inline Error unavailable(Details details = nullptr) {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
@@ -133,9 +133,9 @@ using Status = Result<void>;
 }  // namespace sika
 
 // Propagates the error of a Result/Status expression, or binds its value.
-#define SIKA_TRY(expr)                             \
-  do {                                             \
-    auto sika_try_r_ = (expr);                     \
+#define SIKA_TRY(expr)                                      \
+  do {                                                      \
+    auto sika_try_r_ = (expr);                              \
     if (!sika_try_r_.ok()) return sika_try_r_.take_error(); \
   } while (0)
 

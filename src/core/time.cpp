@@ -43,8 +43,8 @@ std::string iso8601(std::int64_t ms) {
   unsigned m, d;
   civil_from_days(days, y, m, d);
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", static_cast<long long>(y), m, d,
-                sod / 3600, (sod / 60) % 60, sod % 60, millis);
+  std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", static_cast<long long>(y), m, d, sod / 3600,
+                (sod / 60) % 60, sod % 60, millis);
   return buf;
 }
 

@@ -64,7 +64,7 @@ bool is_public_ipv6(const std::array<unsigned char, 16>& a) {
   if (in_v6(a, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96)) return is_public_ipv4(tail_v4(a));
   // 64:ff9b::/96 NAT64
   if (in_v6(a, {0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0}, 96)) return is_public_ipv4(tail_v4(a));
-  if (!in_v6(a, {0x20}, 3)) return false;                 // only global unicast 2000::/3
+  if (!in_v6(a, {0x20}, 3)) return false;                    // only global unicast 2000::/3
   if (in_v6(a, {0x20, 0x01, 0x0d, 0xb8}, 32)) return false;  // documentation
   if (in_v6(a, {0x3f, 0xff}, 20)) return false;              // documentation (RFC 9637)
   if (in_v6(a, {0x20, 0x01, 0x00, 0x00}, 32)) return false;  // Teredo

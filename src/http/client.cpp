@@ -3,6 +3,11 @@
 // so send() is a plain blocking call with deadlines enforced by beast::tcp_stream.
 #include "http/client.hpp"
 
+#include <netdb.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -12,18 +17,13 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/url/parse.hpp>
-#include <netdb.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-#include <spdlog/spdlog.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -48,8 +48,12 @@ namespace {
 constexpr int kMaxPendingLookups = 64;
 std::atomic<int> g_pending_lookups{0};
 
-Error upstream_error(std::string details) { return make_error(ErrorKind::upstream_failed, "upstream_error", bj::string(details)); }
-Error upstream_timeout(std::string details) { return make_error(ErrorKind::upstream_timeout, "upstream_timeout", bj::string(details)); }
+Error upstream_error(std::string details) {
+  return make_error(ErrorKind::upstream_failed, "upstream_error", bj::string(details));
+}
+Error upstream_timeout(std::string details) {
+  return make_error(ErrorKind::upstream_timeout, "upstream_timeout", bj::string(details));
+}
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -106,8 +110,7 @@ Result<Target> parse_target(std::string_view url) {
       t.host = lower(h);
       break;
     }
-    default:
-      return bad("has no valid host");
+    default: return bad("has no valid host");
   }
   unsigned short default_port = t.https ? 443 : 80;
   t.port = default_port;
@@ -258,11 +261,11 @@ class Client final : public web::HttpClient {
     const auto connect_deadline = start + std::chrono::milliseconds(std::max(1, req.connect_timeout_ms));
 
     // The host check on an IP literal happens before anything else: no slot, no socket.
-    if (t.host_is_ip && !req.allow_private_addresses && !is_public_address(t.host))
-      return blocked(t.host);
+    if (t.host_is_ip && !req.allow_private_addresses && !is_public_address(t.host)) return blocked(t.host);
 
     if (!acquire_slot(t.pool_key, std::min(connect_deadline, start + std::chrono::milliseconds(opt_.host_wait_ms))))
-      return make_error(ErrorKind::unavailable, "host_busy", bj::object{{"host", t.host}, {"max_in_flight", opt_.max_in_flight_per_host}});
+      return make_error(ErrorKind::unavailable, "host_busy",
+                        bj::object{{"host", t.host}, {"max_in_flight", opt_.max_in_flight_per_host}});
     std::unique_ptr<Conn> reusable;
     struct SlotGuard {
       Client* self;
@@ -298,7 +301,8 @@ class Client final : public web::HttpClient {
   };
 
   Error blocked(const std::string& host) {
-    return make_error(ErrorKind::forbidden, "blocked_address", bj::object{{"host", host}, {"reason", "resolves to a non-public address"}});
+    return make_error(ErrorKind::forbidden, "blocked_address",
+                      bj::object{{"host", host}, {"reason", "resolves to a non-public address"}});
   }
 
   bool acquire_slot(const std::string& key, Clock::time_point until) {
@@ -427,14 +431,16 @@ class Client final : public web::HttpClient {
       int set_ok = t.host_is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, t.host.c_str())
                                 : X509_VERIFY_PARAM_set1_host(param, t.host.c_str(), 0);
       if (set_ok != 1) return upstream_error("TLS setup failed");
-      if (!t.host_is_ip && SSL_set_tlsext_host_name(ssl, t.host.c_str()) != 1) return upstream_error("TLS setup failed");
+      if (!t.host_is_ip && SSL_set_tlsext_host_name(ssl, t.host.c_str()) != 1)
+        return upstream_error("TLS setup failed");
       conn->tls->set_verify_mode(ssl::verify_peer);
       ec = conn->run([&](auto handler) { conn->tls->async_handshake(ssl::stream_base::client, handler); });
       if (ec == beast::error::timeout || Clock::now() >= deadline) return upstream_timeout("TLS handshake timed out");
       if (ec) {
         std::string reason = ec.message();
         long verify = SSL_get_verify_result(ssl);
-        if (verify != X509_V_OK) reason = std::string("certificate verification failed: ") + X509_verify_cert_error_string(verify);
+        if (verify != X509_V_OK)
+          reason = std::string("certificate verification failed: ") + X509_verify_cert_error_string(verify);
         return upstream_error("TLS handshake failed: " + reason);
       }
     }
@@ -461,7 +467,9 @@ class Client final : public web::HttpClient {
   Result<Exchanged> exchange(Conn& c, const Target& t, const web::ClientRequest& req, bool reused, bool& retryable) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(std::max(1, req.timeout_ms));
     c.lowest().expires_at(deadline);
-    auto timed_out = [&](const beast::error_code& ec) { return ec == beast::error::timeout || Clock::now() >= deadline; };
+    auto timed_out = [&](const beast::error_code& ec) {
+      return ec == beast::error::timeout || Clock::now() >= deadline;
+    };
 
     bhttp::request<bhttp::string_body> msg;
     auto verb = bhttp::string_to_verb(req.method);
@@ -497,7 +505,8 @@ class Client final : public web::HttpClient {
     std::optional<bhttp::response_parser<bhttp::buffer_body>> parser;
     for (int informational = 0;; ++informational) {
       parser.emplace();
-      parser->header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(opt_.max_response_header_bytes, UINT32_MAX)));
+      parser->header_limit(
+          static_cast<std::uint32_t>(std::min<std::size_t>(opt_.max_response_header_bytes, UINT32_MAX)));
       parser->body_limit(std::numeric_limits<std::uint64_t>::max());
       if (head) parser->skip(true);
       ec = io(c, [&](auto& stream, auto handler) { bhttp::async_read_header(stream, c.buffer, *parser, handler); });

@@ -9,6 +9,7 @@
 //  - Timeouts use beast::tcp_stream's expiry: on expiry the socket is closed.
 #include "http/server.hpp"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -19,7 +20,6 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json/serialize.hpp>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
@@ -160,9 +160,8 @@ std::string framing_problem(const bhttp::request_parser<bhttp::string_body>::val
 
 bool is_disconnect(const beast::error_code& ec) {
   return ec == net::error::eof || ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
-         ec == beast::error::timeout || ec == net::error::operation_aborted ||
-         ec == net::error::connection_reset || ec == net::error::broken_pipe ||
-         ec == net::error::bad_descriptor || ec == net::error::not_connected;
+         ec == beast::error::timeout || ec == net::error::operation_aborted || ec == net::error::connection_reset ||
+         ec == net::error::broken_pipe || ec == net::error::bad_descriptor || ec == net::error::not_connected;
 }
 
 }  // namespace
@@ -352,11 +351,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (ec == bhttp::error::body_limit) {
       absorb_partial_header();
       return fail(make_error(ErrorKind::payload_too_large, "payload_too_large",
-                        boost::json::object{{"max_body_bytes", srv_.opt.max_body_bytes}}));
+                             boost::json::object{{"max_body_bytes", srv_.opt.max_body_bytes}}));
     }
     if (ec == bhttp::error::header_limit)
       return fail(make_error(ErrorKind::headers_too_large, "header_too_large",
-                        boost::json::object{{"max_header_bytes", srv_.opt.max_header_bytes}}));
+                             boost::json::object{{"max_header_bytes", srv_.opt.max_header_bytes}}));
     if (ec && is_disconnect(ec)) return close();
     if (ec && ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category())
       return fail(bad_request("bad_request", boost::json::string("malformed HTTP request: " + ec.message())));
@@ -391,7 +390,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (ec == bhttp::error::body_limit) {
         self->absorb_partial_header();
         return self->fail(make_error(ErrorKind::payload_too_large, "payload_too_large",
-                                boost::json::object{{"max_body_bytes", self->srv_.opt.max_body_bytes}}));
+                                     boost::json::object{{"max_body_bytes", self->srv_.opt.max_body_bytes}}));
       }
       if (ec && is_disconnect(ec)) return self->close();
       if (ec && ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category()) {
@@ -464,8 +463,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       spdlog::error("handler failed: request_id={} method={} path={}: {}", req.request_id, req.method, req.path,
                     e.what());
     } catch (...) {
-      spdlog::error("handler failed: request_id={} method={} path={}: unknown exception", req.request_id,
-                    req.method, req.path);
+      spdlog::error("handler failed: request_id={} method={} path={}: unknown exception", req.request_id, req.method,
+                    req.path);
     }
     return web::error(req.locale, internal_error());
   }
@@ -517,9 +516,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     log_.request_id = request_id_;
     state_ = State::writing;
     stream_.expires_after(std::chrono::milliseconds(srv_.opt.write_timeout_ms));
-    bhttp::async_write(stream_, res_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->on_write(ec);
-    });
+    bhttp::async_write(stream_, res_,
+                       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
   }
 
   void on_write(beast::error_code ec) {
@@ -610,9 +608,8 @@ std::vector<std::shared_ptr<Connection>> Server::Impl::snapshot() {
 }
 
 void Server::Impl::do_accept() {
-  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
-    on_accept(ec, std::move(socket));
-  });
+  acceptor.async_accept(net::make_strand(ioc),
+                        [this](beast::error_code ec, tcp::socket socket) { on_accept(ec, std::move(socket)); });
 }
 
 void Server::Impl::on_accept(beast::error_code ec, tcp::socket socket) {
@@ -685,7 +682,8 @@ Status Server::start() {
   tcp::resolver resolver(s.ioc);
   auto results = resolver.resolve(s.opt.host, std::to_string(s.opt.port),
                                   tcp::resolver::passive | tcp::resolver::numeric_service, ec);
-  if (ec || results.empty()) return internal_error(boost::json::string("cannot resolve listen host " + s.opt.host + ": " + ec.message()));
+  if (ec || results.empty())
+    return internal_error(boost::json::string("cannot resolve listen host " + s.opt.host + ": " + ec.message()));
   tcp::endpoint ep = results.begin()->endpoint();
   s.acceptor.open(ep.protocol(), ec);
   if (!ec) s.acceptor.set_option(net::socket_base::reuse_address(true), ec);

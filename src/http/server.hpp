@@ -17,16 +17,16 @@ namespace sika::http {
 // One line of the access log, produced after each response is sent (or the connection
 // dropped while answering). The query string is never logged: it may carry secrets.
 struct AccessLogEntry {
-  std::int64_t time_ms = 0;       // epoch milliseconds when the request started
+  std::int64_t time_ms = 0;  // epoch milliseconds when the request started
   std::string request_id;
-  std::string remote;             // peer IP address
-  std::string method;             // "" when the request line could not be parsed
-  std::string path;               // percent-decoded path, without the query string
+  std::string remote;  // peer IP address
+  std::string method;  // "" when the request line could not be parsed
+  std::string path;    // percent-decoded path, without the query string
   int status = 0;
-  std::uint64_t bytes = 0;        // response body bytes (0 for HEAD)
-  std::int64_t duration_us = 0;   // first byte of the request -> last byte of the response
+  std::uint64_t bytes = 0;       // response body bytes (0 for HEAD)
+  std::int64_t duration_us = 0;  // first byte of the request -> last byte of the response
   std::string user_agent;
-  int route_id = -1;              // web::Request::route_id after the handler (-1: no route matched)
+  int route_id = -1;  // web::Request::route_id after the handler (-1: no route matched)
 
   // Returns the entry as one JSON object on one line (no trailing newline):
   // {"time":"...Z","request_id":..,"remote":..,"method":..,"path":..,"status":..,
@@ -41,15 +41,15 @@ struct ServerOptions {
   unsigned short port = 8080;      // 0 picks a free port (see Server::port())
   int io_threads = 2;
   int handler_threads = 32;
-  std::size_t handler_queue = 10000;   // requests waiting for a handler thread; beyond: 503
-  std::size_t max_connections = 10000; // beyond: new connections are closed at once
+  std::size_t handler_queue = 10000;    // requests waiting for a handler thread; beyond: 503
+  std::size_t max_connections = 10000;  // beyond: new connections are closed at once
   std::size_t max_body_bytes = 1 << 20;
   std::size_t max_header_bytes = 16 * 1024;  // request line + header fields
-  int header_timeout_ms = 10000;   // request line + headers, and a new connection's first byte
-  int body_timeout_ms = 30000;     // whole body once the headers are in
-  int write_timeout_ms = 30000;    // whole response
-  int idle_timeout_ms = 60000;     // keep-alive connection waiting for its next request
-  int shutdown_grace_ms = 15000;   // stop(): how long in-flight requests may take to finish
+  int header_timeout_ms = 10000;             // request line + headers, and a new connection's first byte
+  int body_timeout_ms = 30000;               // whole body once the headers are in
+  int write_timeout_ms = 30000;              // whole response
+  int idle_timeout_ms = 60000;               // keep-alive connection waiting for its next request
+  int shutdown_grace_ms = 15000;             // stop(): how long in-flight requests may take to finish
   // Requests for which this returns true run on the I/O thread instead of the handler pool.
   // Only for handlers that never block (no database, no I/O, bounded CPU), such as /healthz.
   std::function<bool(const web::Request&)> run_inline;

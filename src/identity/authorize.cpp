@@ -35,9 +35,8 @@ bool has_field(const web::Fields& f, std::string_view k) {
 }
 
 bool valid_b64url(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
-  });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; });
 }
 
 // The dummy hash makes a login with an unknown e-mail cost as much as a wrong password.
@@ -186,13 +185,13 @@ Result<Service::AuthzRequest> Service::parse_authz(const web::Fields& params, we
   std::string mode = field(params, "response_mode");
   if (!mode.empty() && mode != "query") return reject("invalid_request", "only response_mode=query is supported");
   if (has_field(params, "request")) return reject("request_not_supported", "request objects are not supported");
-  if (has_field(params, "request_uri"))
-    return reject("request_uri_not_supported", "request_uri is not supported");
+  if (has_field(params, "request_uri")) return reject("request_uri_not_supported", "request_uri is not supported");
   a.scopes = split_list(field(params, "scope"));
   if (a.scopes.empty()) return reject("invalid_scope", "scope is required");
   for (const auto& s : a.scopes) {
     if (!is_known_scope(s)) return reject("invalid_scope", "unknown scope " + s);
-    if (!contains(a.client->scopes, s)) return reject("invalid_scope", "scope " + s + " is not allowed for this client");
+    if (!contains(a.client->scopes, s))
+      return reject("invalid_scope", "scope " + s + " is not allowed for this client");
   }
   a.code_challenge = field(params, "code_challenge");
   a.code_challenge_method = field(params, "code_challenge_method");
@@ -219,7 +218,8 @@ Result<Service::AuthzRequest> Service::parse_authz(const web::Fields& params, we
   if (std::string ma = field(params, "max_age"); !ma.empty()) {
     std::int64_t v = 0;
     auto [ptr, ec] = std::from_chars(ma.data(), ma.data() + ma.size(), v);
-    if (ec != std::errc() || ptr != ma.data() + ma.size() || v < 0) return reject("invalid_request", "max_age must be a non-negative integer");
+    if (ec != std::errc() || ptr != ma.data() + ma.size() || v < 0)
+      return reject("invalid_request", "max_age must be a non-negative integer");
     a.max_age = v;
   }
   a.login_hint = field(params, "login_hint");
@@ -298,16 +298,18 @@ web::Response Service::render_login(const web::Request& req, const AuthzRequest&
   v.error = std::string(error);
   v.hidden = a.hidden();
   std::string base = cookie_path() + (cookie_path().ends_with('/') ? "" : "/");
-  v.logout_url = base + "logout?return_to=" +
-                 web::percent_encode(append_query(base + "oauth/v2/authorize", a.hidden()));
+  v.logout_url =
+      base + "logout?return_to=" + web::percent_encode(append_query(base + "oauth/v2/authorize", a.hidden()));
   if (opts_.signup_enabled)
-    v.signup_url = base + "signup?return_to=" + web::percent_encode(append_query(base + "oauth/v2/authorize", a.hidden()));
+    v.signup_url =
+        base + "signup?return_to=" + web::percent_encode(append_query(base + "oauth/v2/authorize", a.hidden()));
   std::string csrf = cookie(req, kCsrfCookie);
   bool new_csrf = csrf.size() < 20 || csrf.size() > 100;
   if (new_csrf) csrf = random_token(24);
   v.hidden.emplace_back("csrf", csrf_for(csrf));
   web::Response res = html_page(status, pages::login(v));
-  if (new_csrf) res.headers.emplace_back("Set-Cookie", make_cookie(kCsrfCookie, csrf, cookie_path(), 3600, secure_cookies()));
+  if (new_csrf)
+    res.headers.emplace_back("Set-Cookie", make_cookie(kCsrfCookie, csrf, cookie_path(), 3600, secure_cookies()));
   return res;
 }
 
@@ -321,22 +323,24 @@ web::Response Service::authorize(web::Request& req) {
   if (!session) return authz_redirect_error(a, "temporarily_unavailable", "please retry");
   auto prompts = split_list(a.prompt);
   const std::int64_t t = now();
-  bool need_login = !*session || contains(prompts, "login") ||
-                    (a.max_age && t - (*session)->second > *a.max_age * 1000);
+  bool need_login =
+      !*session || contains(prompts, "login") || (a.max_age && t - (*session)->second > *a.max_age * 1000);
   if (!need_login) {
     const User& user = (*session)->first;
     bool consented = false;
     if (!contains(prompts, "consent")) {
       std::string granted;
       Status st = db_.read([&](store::Conn& c) -> Status {
-        SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT scope FROM oauth_consents WHERE user_id = ? AND client_id = ?",
-                                                    {user.id, a.client->client_id}));
+        SIKA_ASSIGN_OR_RETURN(auto row,
+                              c.query_one("SELECT scope FROM oauth_consents WHERE user_id = ? AND client_id = ?",
+                                          {user.id, a.client->client_id}));
         granted = row ? row->str(0) : std::string();
         return {};
       });
       if (!st) return authz_redirect_error(a, "temporarily_unavailable", "please retry");
       auto have = split_list(granted);
-      consented = std::all_of(a.scopes.begin(), a.scopes.end(), [&](const std::string& s) { return contains(have, s); });
+      consented =
+          std::all_of(a.scopes.begin(), a.scopes.end(), [&](const std::string& s) { return contains(have, s); });
     }
     if (consented) return authz_issue_code(a, user.id, (*session)->second);
     if (contains(prompts, "none")) return authz_redirect_error(a, "consent_required", "the user has not consented yet");
@@ -348,8 +352,8 @@ web::Response Service::authorize(web::Request& req) {
 
 web::Response Service::authorize_submit(web::Request& req) {
   if (req.content_type() != "application/x-www-form-urlencoded")
-    return html_page(415, pages::error(page_locale(req, ""), "invalid_request",
-                                       "use application/x-www-form-urlencoded"));
+    return html_page(415,
+                     pages::error(page_locale(req, ""), "invalid_request", "use application/x-www-form-urlencoded"));
   auto form = web::parse_form(req.body);
   if (!form) return html_page(400, pages::error(page_locale(req, ""), "invalid_request", "malformed form"));
   if (!has_field(*form, "csrf")) {
@@ -396,10 +400,11 @@ web::Response Service::authorize_submit(web::Request& req) {
       bool locked = false;
       (void)db_.write([&](store::Conn& c) -> Status {
         SIKA_ASSIGN_OR_RETURN(
-            auto row, c.query_one("UPDATE identity_users SET failed_logins = failed_logins + 1, "
-                                  "locked_until = CASE WHEN failed_logins + 1 >= ? THEN ? ELSE locked_until END, "
-                                  "updated_at = updated_at WHERE id = ? RETURNING failed_logins, locked_until",
-                                  {std::int64_t{opts_.max_failed_logins}, t + opts_.lockout_seconds * 1000LL, found->id}));
+            auto row,
+            c.query_one("UPDATE identity_users SET failed_logins = failed_logins + 1, "
+                        "locked_until = CASE WHEN failed_logins + 1 >= ? THEN ? ELSE locked_until END, "
+                        "updated_at = updated_at WHERE id = ? RETURNING failed_logins, locked_until",
+                        {std::int64_t{opts_.max_failed_logins}, t + opts_.lockout_seconds * 1000LL, found->id}));
         locked = row && row->i64(1) > t;
         return {};
       });
@@ -411,9 +416,10 @@ web::Response Service::authorize_submit(web::Request& req) {
       // The counter restarts after a success; the lock cannot be lifted by guessing right,
       // since locked accounts were refused above.
       SIKA_TRY(c.exec("UPDATE identity_users SET failed_logins = 0 WHERE id = ? AND failed_logins <> 0", {found->id}));
-      SIKA_TRY(c.exec("INSERT INTO identity_sessions (session_hash, user_id, auth_time, expires_at, created_at) "
-                      "VALUES (?, ?, ?, ?, ?)",
-                      {sid_hash, found->id, t, t + opts_.session_ttl * 1000LL, t}));
+      SIKA_TRY(
+          c.exec("INSERT INTO identity_sessions (session_hash, user_id, auth_time, expires_at, created_at) "
+                 "VALUES (?, ?, ?, ?, ?)",
+                 {sid_hash, found->id, t, t + opts_.session_ttl * 1000LL, t}));
       return {};
     });
     if (!st) return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
@@ -432,9 +438,10 @@ web::Response Service::authorize_submit(web::Request& req) {
   if (field(*form, "action") != "approve") return render_login(req, a, &*user, "");
   std::string scope = join_list(a.scopes);
   Status st = db_.write([&](store::Conn& c) -> Status {
-    SIKA_TRY(c.exec("INSERT INTO oauth_consents (user_id, client_id, scope, granted_at) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT (user_id, client_id) DO UPDATE SET scope = excluded.scope, granted_at = excluded.granted_at",
-                    {user->id, a.client->client_id, scope, t}));
+    SIKA_TRY(c.exec(
+        "INSERT INTO oauth_consents (user_id, client_id, scope, granted_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (user_id, client_id) DO UPDATE SET scope = excluded.scope, granted_at = excluded.granted_at",
+        {user->id, a.client->client_id, scope, t}));
     return {};
   });
   if (!st) return authz_redirect_error(a, "temporarily_unavailable", "please retry");
@@ -488,7 +495,8 @@ web::Response Service::signup_page(web::Request& req) {
   v.hidden.emplace_back("csrf", csrf_for(csrf));
   if (auto r = req.query_param("return_to")) v.hidden.emplace_back("return_to", safe_return(*r, base));
   web::Response res = html_page(200, pages::signup(v));
-  if (new_csrf) res.headers.emplace_back("Set-Cookie", make_cookie(kCsrfCookie, csrf, cookie_path(), 3600, secure_cookies()));
+  if (new_csrf)
+    res.headers.emplace_back("Set-Cookie", make_cookie(kCsrfCookie, csrf, cookie_path(), 3600, secure_cookies()));
   return res;
 }
 
@@ -537,15 +545,18 @@ web::Response Service::signup_submit(web::Request& req) {
   std::string sid = random_token(32);
   std::string sid_hash = crypto::secret_hash(opts_.pepper, sid);
   Status st = db_.write([&](store::Conn& c) -> Status {
-    SIKA_TRY(c.exec("INSERT INTO identity_sessions (session_hash, user_id, auth_time, expires_at, created_at) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    {sid_hash, user->id, t, t + opts_.session_ttl * 1000LL, t}));
+    SIKA_TRY(
+        c.exec("INSERT INTO identity_sessions (session_hash, user_id, auth_time, expires_at, created_at) "
+               "VALUES (?, ?, ?, ?, ?)",
+               {sid_hash, user->id, t, t + opts_.session_ttl * 1000LL, t}));
     return {};
   });
   web::Response res = return_to.empty() ? html_page(201, pages::message(loc, "signup_title", "account_created"))
                                         : web::Response::redirect(return_to, 303);
   pages::secure_headers(res);
-  if (st) res.headers.emplace_back("Set-Cookie", make_cookie(kSessionCookie, sid, cookie_path(), opts_.session_ttl, secure_cookies()));
+  if (st)
+    res.headers.emplace_back("Set-Cookie",
+                             make_cookie(kSessionCookie, sid, cookie_path(), opts_.session_ttl, secure_cookies()));
   return res;
 }
 
@@ -561,8 +572,8 @@ web::Response Service::logout(web::Request& req) {
   }
   std::string base = cookie_path() + (cookie_path().ends_with('/') ? "" : "/");
   std::string back = safe_return(req.query_param("return_to").value_or(""), base);
-  web::Response res = back.empty() ? html_page(200, pages::message(loc, "sign_out", "signed_out"))
-                                   : web::Response::redirect(back, 303);
+  web::Response res =
+      back.empty() ? html_page(200, pages::message(loc, "sign_out", "signed_out")) : web::Response::redirect(back, 303);
   pages::secure_headers(res);
   res.headers.emplace_back("Set-Cookie", make_cookie(kSessionCookie, "", cookie_path(), 0, secure_cookies()));
   return res;

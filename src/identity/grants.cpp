@@ -52,9 +52,11 @@ web::Response Service::token(web::Request& req) {
   }
   for (const auto& kv : *body)
     if (!kv.value().is_string())
-      return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", std::string(kv.key()) + " must be a string"));
+      return token_error(
+          req, oauth_error(ErrorKind::invalid, "invalid_request", std::string(kv.key()) + " must be a string"));
   std::string grant = param(*body, "grant_type");
-  if (grant.empty()) return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "grant_type is required"));
+  if (grant.empty())
+    return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "grant_type is required"));
   if (grant == "client_credentials") return token_client_credentials(req, *body);
   if (grant == "authorization_code") return token_authorization_code(req, *body);
   if (grant == "refresh_token") return token_refresh(req, *body);
@@ -75,10 +77,13 @@ web::Response Service::token_client_credentials(const web::Request& req, const b
   if (!auth) return token_error(req, auth.error(), false);
   const Client& client = *auth->client;
   if (!client.allows_grant("client_credentials"))
-    return token_error(req, oauth_error(ErrorKind::invalid, "unauthorized_client", "client_credentials is not allowed for this client"),
-                       auth->basic);
+    return token_error(
+        req,
+        oauth_error(ErrorKind::invalid, "unauthorized_client", "client_credentials is not allowed for this client"),
+        auth->basic);
   if (opts_.token_rate_per_client > 0 && !rate_hit("tr:" + client.client_id, opts_.token_rate_per_client, 1000))
-    return token_error(req, oauth_error(ErrorKind::rate_limited, "rate_limited", "token rate limit of this client reached"));
+    return token_error(req,
+                       oauth_error(ErrorKind::rate_limited, "rate_limited", "token rate limit of this client reached"));
   std::string requested = param(body, "scope");
   std::vector<std::string> defaults;
   for (auto s : kApiScopes)
@@ -94,7 +99,8 @@ web::Response Service::token_client_credentials(const web::Request& req, const b
   }
   std::string resource = param(body, "resource");
   if (!resource.empty() && resource != opts_.audience)
-    return token_error(req, oauth_error(ErrorKind::invalid, "invalid_target", "the only resource is " + opts_.audience));
+    return token_error(req,
+                       oauth_error(ErrorKind::invalid, "invalid_target", "the only resource is " + opts_.audience));
 
   // The spec's five fields by default: the refresh token is sealed (no write on this path;
   // it is recorded at its first use) and the ID token's subject is the client itself.
@@ -110,15 +116,19 @@ web::Response Service::token_authorization_code(const web::Request& req, const b
   const Client& client = *auth->client;
   bool basic = auth->basic;
   if (!client.allows_grant("authorization_code"))
-    return token_error(req, oauth_error(ErrorKind::invalid, "unauthorized_client", "authorization_code is not allowed for this client"),
-                       basic);
+    return token_error(
+        req,
+        oauth_error(ErrorKind::invalid, "unauthorized_client", "authorization_code is not allowed for this client"),
+        basic);
   std::string code = param(body, "code");
-  if (code.empty()) return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "code is required"), basic);
+  if (code.empty())
+    return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "code is required"), basic);
   std::string redirect_uri = param(body, "redirect_uri");
   std::string verifier = param(body, "code_verifier");
   if (!verifier.empty() && !valid_pkce_verifier(verifier))
-    return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "code_verifier must be 43-128 unreserved characters"),
-                       basic);
+    return token_error(
+        req, oauth_error(ErrorKind::invalid, "invalid_request", "code_verifier must be 43-128 unreserved characters"),
+        basic);
 
   const std::string code_hash = crypto::secret_hash(opts_.pepper, code);
   const bool with_refresh = client.allows_grant("refresh_token");
@@ -204,10 +214,12 @@ web::Response Service::token_refresh(const web::Request& req, const bj::object& 
   const Client& client = *auth->client;
   bool basic = auth->basic;
   if (!client.allows_grant("refresh_token") && !client.full_client_credentials())
-    return token_error(req, oauth_error(ErrorKind::invalid, "unauthorized_client", "refresh_token is not allowed for this client"),
-                       basic);
+    return token_error(
+        req, oauth_error(ErrorKind::invalid, "unauthorized_client", "refresh_token is not allowed for this client"),
+        basic);
   std::string token = param(body, "refresh_token");
-  if (token.empty()) return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "refresh_token is required"), basic);
+  if (token.empty())
+    return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "refresh_token is required"), basic);
   std::string requested = param(body, "scope");
 
   const std::string hash = crypto::secret_hash(opts_.pepper, token);

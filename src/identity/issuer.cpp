@@ -55,7 +55,9 @@ Ticket TokenIssuer::ticket(std::int64_t now_ms, Ticket::Refresh refresh) const {
   t.access_expires_at = (now_ms / 1000 + opts_.access_token_ttl) * 1000;
   t.refresh = refresh;
   // One draw for all identifiers: 128-bit jti and family id, 256-bit refresh token.
-  const std::string r = random_bytes(refresh == Ticket::Refresh::none ? 16 : refresh == Ticket::Refresh::sealed ? 32 : 64);
+  const std::string r = random_bytes(refresh == Ticket::Refresh::none     ? 16
+                                     : refresh == Ticket::Refresh::sealed ? 32
+                                                                          : 64);
   const std::string_view bytes(r);
   t.jti = base64url_encode(bytes.substr(0, 16));
   if (refresh != Ticket::Refresh::none) t.family_id = base64url_encode(bytes.substr(16, 16));
@@ -168,8 +170,8 @@ std::string TokenIssuer::client_id_token(const Ticket& t, const Grant& g) const 
   {
     std::lock_guard lock(client_ids_mu_);
     auto it = client_ids_.find(client.client_id);
-    if (it != client_ids_.end() && it->second.kid == key->kid() && t.now_ms - it->second.iat_ms < kClientIdTokenReuseMs &&
-        it->second.iat_ms <= t.now_ms)
+    if (it != client_ids_.end() && it->second.kid == key->kid() &&
+        t.now_ms - it->second.iat_ms < kClientIdTokenReuseMs && it->second.iat_ms <= t.now_ms)
       return it->second.token;
   }
   std::string token = id_token(t, g, {});

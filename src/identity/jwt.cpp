@@ -271,8 +271,7 @@ bool looks_like_jwt(std::string_view token) {
   for (char c : token) {
     if (c == '.') {
       ++dots;
-    } else if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-                 c == '_')) {
+    } else if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) {
       return false;
     }
   }

@@ -24,15 +24,12 @@ std::string sealing_key(std::string_view pepper) {
   return std::string(reinterpret_cast<char*>(key), sizeof key);
 }
 
-std::string new_kid(Alg alg) {
-  return std::string(alg == Alg::ES256 ? "es" : "rs") + "-" + random_token(12);
-}
+std::string new_kid(Alg alg) { return std::string(alg == Alg::ES256 ? "es" : "rs") + "-" + random_token(12); }
 
 Status insert_key(store::Conn& c, std::string_view pepper, const Jwk& key, std::int64_t now_ms) {
-  return c
-      .exec("INSERT INTO identity_keys (kid, alg, private_key, status, created_at) VALUES (?, ?, ?, 'active', ?)",
-            {key.kid(), std::string(alg_name(key.alg())), seal_private_key(pepper, key.private_pem()), now_ms})
-      .ok()
+  return c.exec("INSERT INTO identity_keys (kid, alg, private_key, status, created_at) VALUES (?, ?, ?, 'active', ?)",
+                {key.kid(), std::string(alg_name(key.alg())), seal_private_key(pepper, key.private_pem()), now_ms})
+                 .ok()
              ? Status{}
              : Status{internal_error("could not store signing key")};
 }
@@ -43,9 +40,9 @@ std::string seal_private_key(std::string_view pepper, std::string_view pem) {
   std::string key = sealing_key(pepper);
   std::string nonce = random_bytes(crypto_secretbox_NONCEBYTES);
   std::string box(pem.size() + crypto_secretbox_MACBYTES, '\0');
-  crypto_secretbox_easy(reinterpret_cast<unsigned char*>(box.data()), reinterpret_cast<const unsigned char*>(pem.data()),
-                        pem.size(), reinterpret_cast<const unsigned char*>(nonce.data()),
-                        reinterpret_cast<const unsigned char*>(key.data()));
+  crypto_secretbox_easy(
+      reinterpret_cast<unsigned char*>(box.data()), reinterpret_cast<const unsigned char*>(pem.data()), pem.size(),
+      reinterpret_cast<const unsigned char*>(nonce.data()), reinterpret_cast<const unsigned char*>(key.data()));
   sodium_memzero(key.data(), key.size());
   return std::string(kSealPrefix) + base64_encode(nonce + box);
 }
@@ -57,11 +54,11 @@ Result<std::string> open_private_key(std::string_view pepper, std::string_view s
     return internal_error("malformed stored signing key");
   std::string key = sealing_key(pepper);
   std::string pem(raw.size() - crypto_secretbox_NONCEBYTES - crypto_secretbox_MACBYTES, '\0');
-  int rc = crypto_secretbox_open_easy(
-      reinterpret_cast<unsigned char*>(pem.data()),
-      reinterpret_cast<const unsigned char*>(raw.data()) + crypto_secretbox_NONCEBYTES,
-      raw.size() - crypto_secretbox_NONCEBYTES, reinterpret_cast<const unsigned char*>(raw.data()),
-      reinterpret_cast<const unsigned char*>(key.data()));
+  int rc = crypto_secretbox_open_easy(reinterpret_cast<unsigned char*>(pem.data()),
+                                      reinterpret_cast<const unsigned char*>(raw.data()) + crypto_secretbox_NONCEBYTES,
+                                      raw.size() - crypto_secretbox_NONCEBYTES,
+                                      reinterpret_cast<const unsigned char*>(raw.data()),
+                                      reinterpret_cast<const unsigned char*>(key.data()));
   sodium_memzero(key.data(), key.size());
   if (rc != 0) return internal_error("stored signing key does not open with this server secret key");
   return pem;
@@ -91,10 +88,11 @@ Result<std::shared_ptr<const KeyRing>> load_keys(store::Db& db, std::string_view
       std::string sealed = seal_private_key(pepper, key->private_pem());
       // Inserted only if no other node created one meanwhile.
       SIKA_TRY(db.write([&](store::Conn& c) -> Status {
-        SIKA_TRY(c.exec("INSERT INTO identity_keys (kid, alg, private_key, status, created_at) "
-                        "SELECT ?, ?, ?, 'active', ? WHERE NOT EXISTS "
-                        "(SELECT 1 FROM identity_keys WHERE alg = ? AND status = 'active')",
-                        {key->kid(), std::string(alg_name(alg)), sealed, now_ms, std::string(alg_name(alg))}));
+        SIKA_TRY(
+            c.exec("INSERT INTO identity_keys (kid, alg, private_key, status, created_at) "
+                   "SELECT ?, ?, ?, 'active', ? WHERE NOT EXISTS "
+                   "(SELECT 1 FROM identity_keys WHERE alg = ? AND status = 'active')",
+                   {key->kid(), std::string(alg_name(alg)), sealed, now_ms, std::string(alg_name(alg))}));
         return {};
       }));
     }
@@ -132,9 +130,10 @@ Result<std::vector<KeyInfo>> rotate_keys(store::Db& db, std::string_view pepper,
   SIKA_ASSIGN_OR_RETURN(auto rs, Jwk::generate(Alg::RS256, new_kid(Alg::RS256)));
   std::vector<KeyInfo> out;
   SIKA_TRY(db.write([&](store::Conn& c) -> Status {
-    SIKA_TRY(c.exec("UPDATE identity_keys SET status = 'retired', retired_at = ?, publish_until = ? "
-                    "WHERE status = 'active'",
-                    {now_ms, now_ms + publish_seconds * 1000}));
+    SIKA_TRY(
+        c.exec("UPDATE identity_keys SET status = 'retired', retired_at = ?, publish_until = ? "
+               "WHERE status = 'active'",
+               {now_ms, now_ms + publish_seconds * 1000}));
     SIKA_TRY(insert_key(c, pepper, *es, now_ms));
     SIKA_TRY(insert_key(c, pepper, *rs, now_ms));
     SIKA_ASSIGN_OR_RETURN(out, list_keys(c));
@@ -147,8 +146,7 @@ Result<std::vector<KeyInfo>> list_keys(store::Conn& c) {
   SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT kid, alg, status, created_at, retired_at, publish_until "
                                            "FROM identity_keys ORDER BY id"));
   std::vector<KeyInfo> out;
-  for (const auto& r : rows)
-    out.push_back(KeyInfo{r.str(0), r.str(1), r.str(2), r.i64(3), r.i64(4), r.i64(5)});
+  for (const auto& r : rows) out.push_back(KeyInfo{r.str(0), r.str(1), r.str(2), r.i64(3), r.i64(4), r.i64(5)});
   return out;
 }
 

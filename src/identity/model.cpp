@@ -7,8 +7,8 @@
 #include <cctype>
 
 #include "core/json.hpp"
-#include "web/message.hpp"
 #include "core/random.hpp"
+#include "web/message.hpp"
 
 namespace sika::identity {
 
@@ -57,7 +57,8 @@ std::string normalize_email(std::string_view email) {
   std::size_t b = email.find_first_not_of(" \t");
   std::size_t e = email.find_last_not_of(" \t");
   if (b == std::string_view::npos) return out;
-  for (char c : email.substr(b, e - b + 1)) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (char c : email.substr(b, e - b + 1))
+    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   return out;
 }
 
@@ -94,8 +95,7 @@ bool valid_alpha3(std::string_view c) {
 json::FieldErrors check_client_spec(ClientSpec& s) {
   json::FieldErrors errors;
   if (s.client_id.empty()) s.client_id = "sika_" + hex_encode(random_bytes(12));
-  if (s.client_id.size() > 100 ||
-      !std::all_of(s.client_id.begin(), s.client_id.end(), [](char ch) {
+  if (s.client_id.size() > 100 || !std::all_of(s.client_id.begin(), s.client_id.end(), [](char ch) {
         return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
       }))
     errors.add("client_id", "must be 1-100 letters, digits, '-', '_' or '.'");
@@ -162,7 +162,8 @@ Status validate_user(const UserSpec& spec) {
     errors.add("email", "must be an e-mail address");
   if (spec.password.size() < 10) errors.add("password", "must be at least 10 characters");
   if (spec.password.size() > 256) errors.add("password", "must be at most 256 characters");
-  if (!spec.phone.empty() && (spec.phone.size() > 20 || spec.phone.find_first_not_of("+0123456789") != std::string::npos))
+  if (!spec.phone.empty() &&
+      (spec.phone.size() > 20 || spec.phone.find_first_not_of("+0123456789") != std::string::npos))
     errors.add("phone", "must be digits with an optional leading +");
   if (spec.name.size() > 200) errors.add("name", "must be at most 200 characters");
   if (spec.user_tier < 0 || spec.user_tier > 100) errors.add("user_tier", "must be between 0 and 100");

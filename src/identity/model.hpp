@@ -23,19 +23,20 @@ std::string join_list(const std::vector<std::string>& items);
 bool contains(const std::vector<std::string>& items, std::string_view item);
 
 struct ClientSpec {
-  std::string client_id;                  // generated ("sika_" + random) when empty
+  std::string client_id;  // generated ("sika_" + random) when empty
   std::string name;
   bool confidential = true;
-  std::optional<std::string> secret;      // a caller-chosen secret (>= 43 chars, demo seeding); random otherwise
-  std::vector<std::string> redirect_uris; // exact match (loopback http URIs match on any port, RFC 8252)
-  std::vector<std::string> grant_types;   // default: client_credentials (confidential) or authorization_code+refresh_token
-  std::vector<std::string> scopes;        // default: payments services countries providers
+  std::optional<std::string> secret;       // a caller-chosen secret (>= 43 chars, demo seeding); random otherwise
+  std::vector<std::string> redirect_uris;  // exact match (loopback http URIs match on any port, RFC 8252)
+  std::vector<std::string>
+      grant_types;                  // default: client_credentials (confidential) or authorization_code+refresh_token
+  std::vector<std::string> scopes;  // default: payments services countries providers
   std::optional<std::int64_t> merchant_id;
-  std::string environment = "sandbox";    // "sandbox" or "prod"
-  std::vector<std::string> countries;     // ISO alpha-3
+  std::string environment = "sandbox";  // "sandbox" or "prod"
+  std::vector<std::string> countries;   // ISO alpha-3
   std::int64_t user_tier = 1;
   bool admin = false;
-  std::string id_token_alg = "RS256";     // "RS256" or "ES256"
+  std::string id_token_alg = "RS256";  // "RS256" or "ES256"
   // client_credentials answers only access_token (RFC 6749 §4.4.3) instead of the spec's five fields.
   bool strict_client_credentials = false;
 };
@@ -80,7 +81,7 @@ struct CreatedClient {
 
 struct UserSpec {
   std::string email;
-  std::string password;   // plaintext; hashed with argon2id outside the write unit
+  std::string password;  // plaintext; hashed with argon2id outside the write unit
   std::string phone;
   std::string name;
   std::int64_t user_tier = 1;

@@ -15,25 +15,25 @@ struct Options {
   int refresh_token_ttl = 30 * 86400;  // sliding: each rotation gets a fresh lifetime
   int refresh_grace_seconds = 10;
   int code_ttl = 60;
-  int session_ttl = 8 * 3600;          // login session cookie
+  int session_ttl = 8 * 3600;  // login session cookie
   bool signup_enabled = false;
   int max_failed_logins = 5;
   int lockout_seconds = 900;
-  std::string default_alg = "ES256";   // access tokens
+  std::string default_alg = "ES256";  // access tokens
   // Revocation propagation bound for cached verified tokens. 0: the denylist is checked on
   // every authenticate (a revoked token is refused at once on every node). N > 0: the check
   // runs at most every N seconds per token and process; revocations made by this process
   // still apply to it at once, other nodes see them within N seconds.
   int token_cache_seconds = 0;
-  int token_cache_entries = 20000;     // verified-token cache size (per process)
-  int client_cache_seconds = 5;        // client record cache (rotation / disable bound)
-  int key_reload_seconds = 30;         // how often a node re-reads the key table
-  int login_attempts_per_ip = 20;      // per minute, shared through the database
+  int token_cache_entries = 20000;  // verified-token cache size (per process)
+  int client_cache_seconds = 5;     // client record cache (rotation / disable bound)
+  int key_reload_seconds = 30;      // how often a node re-reads the key table
+  int login_attempts_per_ip = 20;   // per minute, shared through the database
   // Failed client authentication (see docs/identity.md, "Throttling and lockout"): counted in the
   // database per address and per client_id, per minute, on all nodes.
   int failed_client_auth_per_ip = 30;      // beyond: the address gets 429, right secret or not
   int failed_client_auth_per_client = 20;  // beyond: that client's failures get 429; its right secret still works
-  int token_rate_per_client = 0;       // tokens per second per client and process; 0 = unlimited
+  int token_rate_per_client = 0;           // tokens per second per client and process; 0 = unlimited
   int cleanup_interval_seconds = 60;
   std::function<std::int64_t()> clock;  // epoch ms; defaults to now_ms()
 };

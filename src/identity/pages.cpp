@@ -79,8 +79,9 @@ constexpr std::string_view kStyle =
 std::string head(i18n::Locale l, std::string_view title) {
   std::string out = "<!doctype html><html lang=\"";
   out += i18n::name(l);
-  out += "\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-         "<meta name=\"referrer\" content=\"no-referrer\"><title>";
+  out +=
+      "\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+      "<meta name=\"referrer\" content=\"no-referrer\"><title>";
   out += escape(title);
   out += "</title><style>";
   out += kStyle;
@@ -120,7 +121,8 @@ std::string form_page_start(i18n::Locale l, std::string_view title, std::string_
 }
 
 std::string replace_all(std::string s, std::string_view from, std::string_view to) {
-  for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+  for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+    s.replace(p, from.size(), to);
   return s;
 }
 
@@ -155,8 +157,9 @@ std::string login(const LoginView& v) {
     out += escape(v.login_hint);
     out += "\"><label for=\"password\">";
     out += escape(t("password"));
-    out += "</label><input id=\"password\" type=\"password\" name=\"password\" autocomplete=\"current-password\" "
-           "required>";
+    out +=
+        "</label><input id=\"password\" type=\"password\" name=\"password\" autocomplete=\"current-password\" "
+        "required>";
   }
   out += "<p>";
   out += escape(replace_all(std::string(t("app_requests")), "{client}", v.client_name));
@@ -166,8 +169,9 @@ std::string login(const LoginView& v) {
     out += escape(text(v.locale, "scope_" + s));
     out += "</li>";
   }
-  out += "</ul><div class=\"row\"><button class=\"secondary\" type=\"submit\" name=\"action\" value=\"deny\" "
-         "formnovalidate>";
+  out +=
+      "</ul><div class=\"row\"><button class=\"secondary\" type=\"submit\" name=\"action\" value=\"deny\" "
+      "formnovalidate>";
   out += escape(t("deny"));
   out += "</button><button class=\"primary\" type=\"submit\" name=\"action\" value=\"approve\">";
   out += escape(t("allow"));

@@ -15,15 +15,15 @@ std::string escape(std::string_view text);
 
 struct LoginView {
   i18n::Locale locale = i18n::Locale::fr;
-  std::string action;        // form action (absolute path)
+  std::string action;  // form action (absolute path)
   std::string client_name;
   std::vector<std::string> scopes;
-  bool signed_in = false;    // true: only the consent part is shown
+  bool signed_in = false;  // true: only the consent part is shown
   std::string user_email;
-  std::string login_hint;    // prefills the e-mail field
-  std::string error;         // message shown above the form ("" for none)
-  web::Fields hidden;        // hidden inputs (authorization parameters, csrf)
-  std::string signup_url;    // "" when sign-up is disabled
+  std::string login_hint;  // prefills the e-mail field
+  std::string error;       // message shown above the form ("" for none)
+  web::Fields hidden;      // hidden inputs (authorization parameters, csrf)
+  std::string signup_url;  // "" when sign-up is disabled
   std::string logout_url;
 };
 std::string login(const LoginView& v);

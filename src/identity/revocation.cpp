@@ -30,7 +30,8 @@ web::Response Service::revoke(web::Request& req) {
   auto auth = authenticate_client(req, *body, true);
   if (!auth) return token_error(req, auth.error(), false);
   std::string token = param(*body, "token");
-  if (token.empty()) return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "token is required"), auth->basic);
+  if (token.empty())
+    return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "token is required"), auth->basic);
   const Client& client = *auth->client;
   const std::int64_t t = now();
   // RFC 7009 §2.1: a token issued to another client is refused, and stays valid. Unknown,
@@ -76,7 +77,8 @@ web::Response Service::revoke(web::Request& req) {
   }
   if (!st) return token_error(req, st.error());
   if (foreign)
-    return token_error(req, oauth_error(ErrorKind::invalid, "unauthorized_client", "the token was issued to another client"),
+    return token_error(req,
+                       oauth_error(ErrorKind::invalid, "unauthorized_client", "the token was issued to another client"),
                        auth->basic);
   note_revoked(revoked);
   web::Response res = web::ok(req, bj::object{}, {}, "ok");
@@ -91,7 +93,8 @@ web::Response Service::introspect(web::Request& req) {
   if (!auth) return token_error(req, auth.error(), false);
   const Client& caller = *auth->client;
   std::string token = param(*body, "token");
-  if (token.empty()) return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "token is required"), auth->basic);
+  if (token.empty())
+    return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "token is required"), auth->basic);
   bj::object out;
   out["active"] = false;
   if (looks_like_jwt(token)) {
@@ -133,8 +136,7 @@ web::Response Service::introspect(web::Request& req) {
       // A client_credentials refresh token not used yet has no row: it is active.
       if (auto sealed = issuer_.open_sealed(token)) row = issuer_.sealed_record(*sealed, token);
     }
-    if (row && row->status == "active" && row->expires_at > t &&
-        (row->client_id == caller.client_id || caller.admin)) {
+    if (row && row->status == "active" && row->expires_at > t && (row->client_id == caller.client_id || caller.admin)) {
       out["active"] = true;
       out["token_type"] = "refresh_token";
       out["client_id"] = row->client_id;

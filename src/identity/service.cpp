@@ -126,7 +126,9 @@ struct Service::TokenShard {
 };
 
 Service::Service(store::Db& db, Options options)
-    : db_(db), opts_(std::move(options)), issuer_(opts_, [this] { return keys(); }),
+    : db_(db),
+      opts_(std::move(options)),
+      issuer_(opts_, [this] { return keys(); }),
       limiter_(db, limits::Options{.clock = [this] { return now(); }}) {
   if (!opts_.clock) opts_.clock = [] { return now_ms(); };
   while (!opts_.issuer.empty() && opts_.issuer.back() == '/') opts_.issuer.pop_back();
@@ -161,9 +163,20 @@ Service::Service(store::Db& db, Options options)
   d["revocation_endpoint_auth_methods_supported"] = bj::array{"client_secret_basic", "client_secret_post", "none"};
   d["introspection_endpoint_auth_methods_supported"] = bj::array{"client_secret_basic", "client_secret_post"};
   d["code_challenge_methods_supported"] = bj::array{"S256"};
-  d["claims_supported"] = bj::array{"sub",   "iss",          "aud",           "exp",         "iat",
-                                    "auth_time", "nonce",    "at_hash",       "name",        "email",
-                                    "email_verified", "phone_number", "phone_number_verified", "updated_at"};
+  d["claims_supported"] = bj::array{"sub",
+                                    "iss",
+                                    "aud",
+                                    "exp",
+                                    "iat",
+                                    "auth_time",
+                                    "nonce",
+                                    "at_hash",
+                                    "name",
+                                    "email",
+                                    "email_verified",
+                                    "phone_number",
+                                    "phone_number_verified",
+                                    "updated_at"};
   d["ui_locales_supported"] = bj::array{"fr", "en"};
   d["prompt_values_supported"] = bj::array{"none", "login", "consent"};
   d["claims_parameter_supported"] = false;
@@ -332,14 +345,18 @@ Result<Service::ClientAuth> Service::authenticate_client(const web::Request& req
       return oauth_error(ErrorKind::unauthenticated, "invalid_client", "malformed HTTP Basic credentials");
     auto bid = web::percent_decode(std::string_view(decoded).substr(0, colon), true);
     auto bsecret = web::percent_decode(std::string_view(decoded).substr(colon + 1), true);
-    if (!bid || !bsecret) return oauth_error(ErrorKind::unauthenticated, "invalid_client", "malformed HTTP Basic credentials");
-    if (has_secret) return oauth_error(ErrorKind::invalid, "invalid_request", "use one client authentication method, not two");
-    if (!id.empty() && id != *bid) return oauth_error(ErrorKind::invalid, "invalid_request", "client_id differs from HTTP Basic");
+    if (!bid || !bsecret)
+      return oauth_error(ErrorKind::unauthenticated, "invalid_client", "malformed HTTP Basic credentials");
+    if (has_secret)
+      return oauth_error(ErrorKind::invalid, "invalid_request", "use one client authentication method, not two");
+    if (!id.empty() && id != *bid)
+      return oauth_error(ErrorKind::invalid, "invalid_request", "client_id differs from HTTP Basic");
     id = std::move(*bid);
     secret = std::move(*bsecret);
     has_secret = true;
   }
-  if (id.empty()) return oauth_error(ErrorKind::unauthenticated, "invalid_client", "client authentication is required (client_id)");
+  if (id.empty())
+    return oauth_error(ErrorKind::unauthenticated, "invalid_client", "client authentication is required (client_id)");
   // A right secret costs no database write; each failure is counted per address and per client.
   if (auto throttled = address_throttled(req.remote_ip)) return *throttled;
   SIKA_ASSIGN_OR_RETURN(auto client, load_client(id));
@@ -469,7 +486,8 @@ Result<web::Principal> Service::verify_access_token(std::string_view token) {
   pr.subject = claim_str(c, "sub");
   pr.client_id = claim_str(c, "client_id");
   pr.jti = claim_str(c, "jti");
-  if (pr.subject.empty() || pr.client_id.empty() || pr.jti.empty()) return invalid_token("missing sub, client_id or jti");
+  if (pr.subject.empty() || pr.client_id.empty() || pr.jti.empty())
+    return invalid_token("missing sub, client_id or jti");
   pr.expires_at = *exp;
   pr.scopes = split_list(claim_str(c, "scope"));
   pr.merchant = claim_str(c, "merchant");
@@ -536,8 +554,9 @@ web::Response Service::userinfo(web::Request& req) {
   if (!p) return bearer_error(p.error(), p.error().is(ErrorKind::unauthenticated) ? "invalid_token" : "");
   const web::Principal& pr = **p;
   if (!pr.has_scope("openid"))
-    return bearer_error(oauth_error(ErrorKind::forbidden, "insufficient_scope", "userinfo needs a user token with the openid scope"),
-                        "insufficient_scope");
+    return bearer_error(
+        oauth_error(ErrorKind::forbidden, "insufficient_scope", "userinfo needs a user token with the openid scope"),
+        "insufficient_scope");
   std::optional<User> user;
   Status st = db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(user, find_user_by_subject(c, pr.subject));

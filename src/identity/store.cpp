@@ -15,7 +15,8 @@ namespace {
 constexpr std::string_view kClientColumns =
     "c.id, c.client_id, c.name, c.confidential, c.secret_hash, c.redirect_uris, c.grant_types, c.scopes, "
     "c.merchant_id, m.matricule, c.environment, c.countries, c.user_tier, c.admin, c.id_token_alg, c.active, "
-    "c.created_at, c.updated_at, COALESCE(m.active, 1), c.strict_client_credentials FROM oauth_clients c LEFT JOIN merchants m ON m.id = c.merchant_id";
+    "c.created_at, c.updated_at, COALESCE(m.active, 1), c.strict_client_credentials FROM oauth_clients c LEFT JOIN "
+    "merchants m ON m.id = c.merchant_id";
 
 Client client_from_row(const store::Row& r) {
   Client c;
@@ -119,7 +120,9 @@ RefreshToken refresh_from_row(const store::Row& r) {
   return t;
 }
 
-store::Value text_or_null(std::string_view s) { return s.empty() ? store::Value(nullptr) : store::Value(std::string(s)); }
+store::Value text_or_null(std::string_view s) {
+  return s.empty() ? store::Value(nullptr) : store::Value(std::string(s));
+}
 
 }  // namespace
 
@@ -147,9 +150,8 @@ Result<CreatedClient> create_client(store::Conn& c, std::string_view pepper, con
       "merchant_id, environment, countries, user_tier, admin, id_token_alg, strict_client_credentials, active, "
       "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?) RETURNING id",
       {s.client_id, s.name, std::int64_t{s.confidential}, store::opt(hash), join_list(s.redirect_uris),
-       join_list(s.grant_types), join_list(s.scopes), store::opt(s.merchant_id), s.environment,
-       join_list(s.countries), s.user_tier, std::int64_t{s.admin}, s.id_token_alg,
-       std::int64_t{s.strict_client_credentials}, now_ms, now_ms});
+       join_list(s.grant_types), join_list(s.scopes), store::opt(s.merchant_id), s.environment, join_list(s.countries),
+       s.user_tier, std::int64_t{s.admin}, s.id_token_alg, std::int64_t{s.strict_client_credentials}, now_ms, now_ms});
   if (!rows) {
     if (rows.error().is(ErrorKind::conflict)) return conflict(bj::object{{"client_id", "already exists"}});
     return rows.take_error();
@@ -160,8 +162,8 @@ Result<CreatedClient> create_client(store::Conn& c, std::string_view pepper, con
   return out;
 }
 
-Status set_client_secret(store::Conn& c, std::string_view pepper, std::string_view client_id,
-                         std::string_view secret, std::int64_t now_ms) {
+Status set_client_secret(store::Conn& c, std::string_view pepper, std::string_view client_id, std::string_view secret,
+                         std::int64_t now_ms) {
   if (secret.size() < 43) return empty_data(bj::object{{"secret", "must be at least 43 characters"}});
   SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE oauth_clients SET secret_hash = ?, updated_at = ? "
                                        "WHERE client_id = ? AND confidential = 1",
@@ -268,8 +270,8 @@ Status set_user_password(store::Db& db, std::string_view email, std::string_view
 }
 
 Result<std::optional<User>> find_user_by_email(store::Conn& c, std::string_view email) {
-  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT " + std::string(kUserColumns) + " WHERE u.email = ?",
-                                              {normalize_email(email)}));
+  SIKA_ASSIGN_OR_RETURN(
+      auto row, c.query_one("SELECT " + std::string(kUserColumns) + " WHERE u.email = ?", {normalize_email(email)}));
   if (!row) return std::optional<User>{};
   return std::optional<User>{user_from_row(*row)};
 }
@@ -281,8 +283,8 @@ Result<std::optional<User>> find_user_by_id(store::Conn& c, std::int64_t id) {
 }
 
 Result<std::optional<User>> find_user_by_subject(store::Conn& c, std::string_view subject) {
-  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT " + std::string(kUserColumns) + " WHERE u.subject = ?",
-                                              {std::string(subject)}));
+  SIKA_ASSIGN_OR_RETURN(
+      auto row, c.query_one("SELECT " + std::string(kUserColumns) + " WHERE u.subject = ?", {std::string(subject)}));
   if (!row) return std::optional<User>{};
   return std::optional<User>{user_from_row(*row)};
 }
@@ -298,16 +300,17 @@ Result<std::vector<User>> list_users(store::Conn& c) {
 // authorization codes
 
 Status insert_code(store::Conn& c, const AuthorizationCode& a) {
-  SIKA_TRY(c.exec("INSERT INTO oauth_codes (code_hash, client_id, user_id, redirect_uri, redirect_uri_given, scope, "
-                  "nonce, code_challenge, auth_time, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                  {a.code_hash, a.client_id, a.user_id, a.redirect_uri, std::int64_t{a.redirect_uri_given}, a.scope,
-                   text_or_null(a.nonce), text_or_null(a.code_challenge), a.auth_time, a.expires_at, a.created_at}));
+  SIKA_TRY(
+      c.exec("INSERT INTO oauth_codes (code_hash, client_id, user_id, redirect_uri, redirect_uri_given, scope, "
+             "nonce, code_challenge, auth_time, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             {a.code_hash, a.client_id, a.user_id, a.redirect_uri, std::int64_t{a.redirect_uri_given}, a.scope,
+              text_or_null(a.nonce), text_or_null(a.code_challenge), a.auth_time, a.expires_at, a.created_at}));
   return {};
 }
 
 Result<std::optional<AuthorizationCode>> find_code(store::Conn& c, std::string_view code_hash) {
-  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT " + std::string(kCodeColumns) + " WHERE code_hash = ?",
-                                              {std::string(code_hash)}));
+  SIKA_ASSIGN_OR_RETURN(
+      auto row, c.query_one("SELECT " + std::string(kCodeColumns) + " WHERE code_hash = ?", {std::string(code_hash)}));
   if (!row) return std::optional<AuthorizationCode>{};
   return std::optional<AuthorizationCode>{code_from_row(*row)};
 }
@@ -319,10 +322,10 @@ Status burn_code(store::Conn& c, std::int64_t id, std::int64_t now_ms) {
 
 Result<bool> redeem_code(store::Conn& c, std::int64_t id, std::int64_t now_ms, std::string_view family_id,
                          std::string_view access_jti, std::int64_t access_expires_at) {
-  SIKA_ASSIGN_OR_RETURN(auto marked, c.exec("UPDATE oauth_codes SET used_at = ?, family_id = ?, access_jti = ?, "
-                                            "access_expires_at = ? WHERE id = ? AND used_at IS NULL",
-                                            {now_ms, text_or_null(family_id), std::string(access_jti),
-                                             access_expires_at, id}));
+  SIKA_ASSIGN_OR_RETURN(auto marked,
+                        c.exec("UPDATE oauth_codes SET used_at = ?, family_id = ?, access_jti = ?, "
+                               "access_expires_at = ? WHERE id = ? AND used_at IS NULL",
+                               {now_ms, text_or_null(family_id), std::string(access_jti), access_expires_at, id}));
   return marked == 1;
 }
 
@@ -330,13 +333,13 @@ Result<bool> redeem_code(store::Conn& c, std::int64_t id, std::int64_t now_ms, s
 // refresh tokens
 
 Status insert_refresh_token(store::Conn& c, const RefreshToken& t) {
-  SIKA_TRY(c.exec("INSERT INTO oauth_refresh_tokens (token_hash, family_id, client_id, user_id, scope, nonce, "
-                  "auth_time, status, access_jti, access_expires_at, expires_at, created_at) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (token_hash) DO NOTHING",
-                  {t.token_hash, t.family_id, t.client_id,
-                   t.user_id != 0 ? store::Value(t.user_id) : store::Value(nullptr), t.scope, text_or_null(t.nonce),
-                   t.auth_time, t.status, text_or_null(t.access_jti), t.access_expires_at, t.expires_at,
-                   t.created_at}));
+  SIKA_TRY(
+      c.exec("INSERT INTO oauth_refresh_tokens (token_hash, family_id, client_id, user_id, scope, nonce, "
+             "auth_time, status, access_jti, access_expires_at, expires_at, created_at) "
+             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (token_hash) DO NOTHING",
+             {t.token_hash, t.family_id, t.client_id, t.user_id != 0 ? store::Value(t.user_id) : store::Value(nullptr),
+              t.scope, text_or_null(t.nonce), t.auth_time, t.status, text_or_null(t.access_jti), t.access_expires_at,
+              t.expires_at, t.created_at}));
   return {};
 }
 
@@ -348,10 +351,10 @@ Result<std::optional<RefreshToken>> find_refresh_token(store::Conn& c, std::stri
 }
 
 Result<bool> rotate_refresh_token(store::Conn& c, std::int64_t id, std::int64_t now_ms, std::int64_t grace_ms) {
-  SIKA_ASSIGN_OR_RETURN(auto changed,
-                        c.exec("UPDATE oauth_refresh_tokens SET status = 'rotated', rotated_at = COALESCE(rotated_at, ?) "
-                               "WHERE id = ? AND (status = 'active' OR (status = 'rotated' AND rotated_at >= ?))",
-                               {now_ms, id, now_ms - grace_ms}));
+  SIKA_ASSIGN_OR_RETURN(
+      auto changed, c.exec("UPDATE oauth_refresh_tokens SET status = 'rotated', rotated_at = COALESCE(rotated_at, ?) "
+                           "WHERE id = ? AND (status = 'active' OR (status = 'rotated' AND rotated_at >= ?))",
+                           {now_ms, id, now_ms - grace_ms}));
   return changed == 1;
 }
 
@@ -363,14 +366,16 @@ Status revoke_family(store::Conn& c, std::string_view family_id, std::int64_t t,
                                              {std::string(family_id), t}));
     for (const auto& r : rows) revoked->emplace_back(r.str(0), r.i64(1));
   }
-  SIKA_TRY(c.exec("INSERT INTO oauth_revoked_tokens (jti, client_id, expires_at, revoked_at) "
-                  "SELECT access_jti, client_id, access_expires_at, ? FROM oauth_refresh_tokens "
-                  "WHERE family_id = ? AND access_jti IS NOT NULL AND access_expires_at > ? "
-                  "ON CONFLICT (jti) DO NOTHING",
-                  {t, std::string(family_id), t}));
-  SIKA_TRY(c.exec("UPDATE oauth_refresh_tokens SET status = 'revoked', revoked_at = ? "
-                  "WHERE family_id = ? AND status <> 'revoked'",
-                  {t, std::string(family_id)}));
+  SIKA_TRY(
+      c.exec("INSERT INTO oauth_revoked_tokens (jti, client_id, expires_at, revoked_at) "
+             "SELECT access_jti, client_id, access_expires_at, ? FROM oauth_refresh_tokens "
+             "WHERE family_id = ? AND access_jti IS NOT NULL AND access_expires_at > ? "
+             "ON CONFLICT (jti) DO NOTHING",
+             {t, std::string(family_id), t}));
+  SIKA_TRY(
+      c.exec("UPDATE oauth_refresh_tokens SET status = 'revoked', revoked_at = ? "
+             "WHERE family_id = ? AND status <> 'revoked'",
+             {t, std::string(family_id)}));
   return {};
 }
 
@@ -379,9 +384,10 @@ Status revoke_family(store::Conn& c, std::string_view family_id, std::int64_t t,
 
 Status revoke_access_token(store::Conn& c, std::string_view jti, std::string_view client_id, std::int64_t expires_at,
                            std::int64_t now_ms) {
-  SIKA_TRY(c.exec("INSERT INTO oauth_revoked_tokens (jti, client_id, expires_at, revoked_at) "
-                  "VALUES (?, ?, ?, ?) ON CONFLICT (jti) DO NOTHING",
-                  {std::string(jti), std::string(client_id), expires_at, now_ms}));
+  SIKA_TRY(
+      c.exec("INSERT INTO oauth_revoked_tokens (jti, client_id, expires_at, revoked_at) "
+             "VALUES (?, ?, ?, ?) ON CONFLICT (jti) DO NOTHING",
+             {std::string(jti), std::string(client_id), expires_at, now_ms}));
   return {};
 }
 

@@ -25,8 +25,8 @@ Result<CreatedClient> create_client(store::Conn& c, std::string_view pepper, con
 Result<std::string> rotate_client_secret(store::Conn& c, std::string_view pepper, std::string_view client_id,
                                          std::int64_t now_ms);
 // Sets the secret to `secret` (demo seeding keeps secrets derived from the server key).
-Status set_client_secret(store::Conn& c, std::string_view pepper, std::string_view client_id,
-                         std::string_view secret, std::int64_t now_ms);
+Status set_client_secret(store::Conn& c, std::string_view pepper, std::string_view client_id, std::string_view secret,
+                         std::int64_t now_ms);
 Status set_client_active(store::Conn& c, std::string_view client_id, bool active, std::int64_t now_ms);
 
 // The settings `update_client` may change; an empty member leaves the setting as it is.
@@ -98,7 +98,7 @@ struct RefreshToken {
   std::string subject;
   std::string scope;
   std::string nonce;
-  std::int64_t auth_time = 0;  // ms
+  std::int64_t auth_time = 0;     // ms
   std::string status = "active";  // active, rotated or revoked
   std::string access_jti;         // the access token issued with it
   std::int64_t access_expires_at = 0;

@@ -1,7 +1,7 @@
 #include "limits/limiter.hpp"
 
-#include <boost/json.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/json.hpp>
 
 #include <algorithm>
 
@@ -60,9 +60,9 @@ Result<Decision> Limiter::hit(std::string_view bucket, const Policy& p) {
                     "THEN ? ELSE rate_limits.blocked_until END "
                     "RETURNING hits, window_start, blocked_until",
                     {std::string(bucket), t, t + p.window_ms,  // insert
-                     stale,                                     // hits
-                     stale, t,                                  // window_start
-                     stale, t + p.window_ms,                    // expires_at
+                     stale,                                    // hits
+                     stale, t,                                 // window_start
+                     stale, t + p.window_ms,                   // expires_at
                      t, stale, block_threshold(p), t + p.block_ms}));
     if (!row) return internal_error(boost::json::string("rate limit upsert returned no row"));
     count = row->i64(0);

@@ -26,7 +26,7 @@
 namespace sika::limits {
 
 struct Policy {
-  std::int64_t limit = 0;        // hits allowed per window; <= 0 means unlimited (nothing is stored)
+  std::int64_t limit = 0;  // hits allowed per window; <= 0 means unlimited (nothing is stored)
   std::int64_t window_ms = 60000;
   std::int64_t block_ms = 0;     // 0: no block, the bucket is free again when its window ends
   std::int64_t block_after = 1;  // refused hits in one window that start the block

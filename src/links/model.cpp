@@ -195,9 +195,12 @@ PayRequest parse_pay(const bj::object& body, json::FieldErrors& errors) {
     errors.add("channel", "must be PROVIDER, WALLET or AUTO");
   if (auto it = body.find("otp"); it != body.end() && !it->value().is_null()) {
     // The spec types otp as an integer; a string of digits is accepted too.
-    if (it->value().is_string() && !it->value().as_string().empty()) p.otp = std::string(it->value().as_string());
-    else if (it->value().is_int64() && it->value().as_int64() >= 0) p.otp = std::to_string(it->value().as_int64());
-    else errors.add("otp", "must be the one-time code's digits");
+    if (it->value().is_string() && !it->value().as_string().empty())
+      p.otp = std::string(it->value().as_string());
+    else if (it->value().is_int64() && it->value().as_int64() >= 0)
+      p.otp = std::to_string(it->value().as_int64());
+    else
+      errors.add("otp", "must be the one-time code's digits");
   }
   p.metadata = metadata_of(body, errors);
   return p;

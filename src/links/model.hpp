@@ -23,8 +23,8 @@ struct Link {
   std::string short_code;  // ^[A-Za-z0-9]{10}$ (the route accepts 8 to 12)
   std::int64_t merchant_id = 0;
   std::string environment;
-  std::int64_t user_tier = 1;  // the creating credential's tier: fees of the link's payments
-  std::string status;          // stored: ACTIVE | DISABLED
+  std::int64_t user_tier = 1;              // the creating credential's tier: fees of the link's payments
+  std::string status;                      // stored: ACTIVE | DISABLED
   std::optional<std::int64_t> amount;      // fixed amount (minor units); nullopt: the payer chooses
   std::optional<std::int64_t> min_amount;  // open amounts: inclusive bounds
   std::optional<std::int64_t> max_amount;

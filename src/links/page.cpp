@@ -46,19 +46,45 @@ struct Texts {
   const char* not_found;
 };
 
-constexpr Texts kFr{"Payer", "Montant", "Opérateur", "Numéro de téléphone", "avec l'indicatif du pays, ex. 237690000000",
-                    "Code à usage unique (OTP)", "Payer maintenant",
+constexpr Texts kFr{"Payer",
+                    "Montant",
+                    "Opérateur",
+                    "Numéro de téléphone",
+                    "avec l'indicatif du pays, ex. 237690000000",
+                    "Code à usage unique (OTP)",
+                    "Payer maintenant",
                     "Une demande de paiement a été envoyée sur votre téléphone. Validez-la avec votre code secret. "
                     "Cette page se met à jour toute seule.",
-                    "Paiement réussi. Merci !", "Le paiement n'a pas abouti.", "Reçu", "Référence", "Frais",
-                    "Total payé", "Date", "Réessayer", "Statut", "Ce lien de paiement n'accepte plus de paiement.",
+                    "Paiement réussi. Merci !",
+                    "Le paiement n'a pas abouti.",
+                    "Reçu",
+                    "Référence",
+                    "Frais",
+                    "Total payé",
+                    "Date",
+                    "Réessayer",
+                    "Statut",
+                    "Ce lien de paiement n'accepte plus de paiement.",
                     "Ce lien de paiement n'existe pas."};
-constexpr Texts kEn{"Pay", "Amount", "Operator", "Phone number", "with the country code, e.g. 237690000000",
-                    "One-time code (OTP)", "Pay now",
+constexpr Texts kEn{"Pay",
+                    "Amount",
+                    "Operator",
+                    "Phone number",
+                    "with the country code, e.g. 237690000000",
+                    "One-time code (OTP)",
+                    "Pay now",
                     "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by "
                     "itself.",
-                    "Payment completed. Thank you!", "The payment did not go through.", "Receipt", "Reference", "Fee",
-                    "Total paid", "Date", "Try again", "Status", "This payment link no longer accepts payments.",
+                    "Payment completed. Thank you!",
+                    "The payment did not go through.",
+                    "Receipt",
+                    "Reference",
+                    "Fee",
+                    "Total paid",
+                    "Date",
+                    "Try again",
+                    "Status",
+                    "This payment link no longer accepts payments.",
                     "This payment link does not exist."};
 
 const Texts& texts(i18n::Locale l) { return l == i18n::Locale::fr ? kFr : kEn; }
@@ -128,12 +154,12 @@ web::Response Service::render_form(const web::Request& req, i18n::Locale locale,
   }
   if (!form.notice.empty()) h += "<p role=\"alert\" class=\"error\">" + escape(form.notice) + "</p>";
   const std::string uuid = form.values.empty() ? uuid_v4() : field_value(form.values, "transaction_uuid");
-  h += "<form method=\"post\" action=\"" + escape(link->short_code) + "?lang=" + std::string(i18n::name(locale)) +
-       "\">";
+  h +=
+      "<form method=\"post\" action=\"" + escape(link->short_code) + "?lang=" + std::string(i18n::name(locale)) + "\">";
   h += "<input type=\"hidden\" name=\"transaction_uuid\" value=\"" + escape(uuid) + "\">";
   if (link->amount) {
-    h += "<p class=\"amount\">" + escape(t.amount) + " : <strong>" + money::format(*link->amount, link->currency, true) +
-         "</strong></p>";
+    h += "<p class=\"amount\">" + escape(t.amount) + " : <strong>" +
+         money::format(*link->amount, link->currency, true) + "</strong></p>";
   } else {
     h += "<label>" + escape(t.amount) + " (" + escape(link->currency) +
          ")<input name=\"amount\" inputmode=\"numeric\" pattern=\"[0-9]+\" required value=\"" +
@@ -176,7 +202,8 @@ web::Response Service::page_submit(web::Request& req) {
   std::string amount = field_value(*fields, "amount");
   if (!amount.empty()) {
     if (amount.size() > 15 || amount.find_first_not_of("0123456789") != std::string::npos) {
-      form.notice = "amount: " + std::string(locale == i18n::Locale::fr ? "entrez un nombre entier" : "enter a whole number");
+      form.notice =
+          "amount: " + std::string(locale == i18n::Locale::fr ? "entrez un nombre entier" : "enter a whole number");
       return render_form(req, locale, form, 400);
     }
     body["amount"] = std::stoll(amount);
@@ -203,8 +230,9 @@ web::Response Service::page_submit(web::Request& req) {
     form.notice = notice_of(tx.error(), locale);
     return render_form(req, locale, form, web::http_status(tx.error().kind));
   }
-  return web::Response::redirect(web::percent_encode(req.path_param("shortCode")) + "/status?t=" +
-                                     web::percent_encode(p.transaction_uuid) + "&lang=" + std::string(i18n::name(locale)),
+  return web::Response::redirect(web::percent_encode(req.path_param("shortCode")) +
+                                     "/status?t=" + web::percent_encode(p.transaction_uuid) +
+                                     "&lang=" + std::string(i18n::name(locale)),
                                  303);
 }
 
@@ -216,8 +244,7 @@ web::Response Service::status_page(web::Request& req) {
   web::html::Page page;
   page.locale = locale;
   page.title = t.receipt;
-  page.other_language_url = "status?t=" + web::percent_encode(payer_uuid) +
-                            "&lang=" + other(locale);
+  page.other_language_url = "status?t=" + web::percent_encode(payer_uuid) + "&lang=" + other(locale);
   auto link = by_code(code);
   std::optional<payments::Transaction> tx;
   if (link && is_uuid(payer_uuid)) {
@@ -243,15 +270,15 @@ web::Response Service::status_page(web::Request& req) {
   } else if (tx->status == payments::TxStatus::completed) {
     h += "<p role=\"status\" class=\"ok\"><strong>" + escape(t.completed) + "</strong></p>";
   } else {
-    h += "<p role=\"alert\">" + escape(t.failed) + "</p><p><a href=\"../" + escape(code) + "?lang=" +
-         std::string(i18n::name(locale)) + "\">" + escape(t.again) + "</a></p>";
+    h += "<p role=\"alert\">" + escape(t.failed) + "</p><p><a href=\"../" + escape(code) +
+         "?lang=" + std::string(i18n::name(locale)) + "\">" + escape(t.again) + "</a></p>";
   }
   h += "<dl><dt>" + escape(t.reference) + "</dt><dd>" + escape(tx->reference) + "</dd><dt>" + escape(t.amount) +
        "</dt><dd>" + money::format(tx->amount, tx->currency, true) + "</dd><dt>" + escape(t.fee) + "</dt><dd>" +
        money::format(tx->fee, tx->currency, true) + "</dd><dt>" + escape(t.total) + "</dt><dd>" +
        money::format(tx->required_total, tx->currency, true) + "</dd><dt>" + escape(t.date) + "</dt><dd>" +
-       escape(iso8601(tx->updated_at)) + "</dd><dt>" + escape(t.status) + "</dt><dd>" + escape(payments::to_string(tx->status)) +
-       "</dd></dl>";
+       escape(iso8601(tx->updated_at)) + "</dd><dt>" + escape(t.status) + "</dt><dd>" +
+       escape(payments::to_string(tx->status)) + "</dd></dl>";
   return web::html::page_response(200, page);
 }
 
@@ -266,7 +293,7 @@ Result<merchant::Merchant> Service::shop_of(const Link& link) {
 }
 
 std::vector<std::pair<std::string, std::string>> Service::operators(const Link& link,
-                                                                   const std::vector<std::string>& countries) const {
+                                                                    const std::vector<std::string>& countries) const {
   std::vector<std::pair<std::string, std::string>> out;
   auto cat = catalog_();
   if (!cat) return out;

@@ -41,8 +41,8 @@ void chunk(std::string& out, const char* type, const std::string& data) {
   put_u32(out, static_cast<std::uint32_t>(data.size()));
   std::string body = std::string(type, 4) + data;
   out += body;
-  put_u32(out, static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()),
-                                                static_cast<uInt>(body.size()))));
+  put_u32(out, static_cast<std::uint32_t>(
+                   crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
 }
 
 }  // namespace
@@ -51,8 +51,8 @@ Result<std::string> qr_svg(std::string_view text, int module_px) {
   SIKA_ASSIGN_OR_RETURN(Modules m, encode(text));
   const int side = m.size * module_px;
   std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(side) + "\" height=\"" +
-                    std::to_string(side) + "\" viewBox=\"0 0 " + std::to_string(m.size) + " " +
-                    std::to_string(m.size) + "\" shape-rendering=\"crispEdges\">"
+                    std::to_string(side) + "\" viewBox=\"0 0 " + std::to_string(m.size) + " " + std::to_string(m.size) +
+                    "\" shape-rendering=\"crispEdges\">"
                     "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/><path fill=\"#000\" d=\"";
   for (int y = 0; y < m.size; ++y)
     for (int x = 0; x < m.size; ++x)

@@ -7,8 +7,8 @@
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
-#include "merchant/merchant.hpp"
 #include "links/qr.hpp"
+#include "merchant/merchant.hpp"
 #include "payments/store.hpp"
 #include "web/envelope.hpp"
 
@@ -57,8 +57,10 @@ Result<Link> Service::create_link(const web::Principal& merchant, const NewLink&
   }
   if (n.provider) {
     const catalog::PaymentService* s = cat->service(*n.provider);
-    if (!s || !cat->usable(*s)) errors.add("provider", "is not an active payment service");
-    else if (s->currency != n.currency) errors.add("provider", "does not collect in " + n.currency);
+    if (!s || !cat->usable(*s))
+      errors.add("provider", "is not an active payment service");
+    else if (s->currency != n.currency)
+      errors.add("provider", "does not collect in " + n.currency);
   }
   SIKA_TRY(errors.status());
   Link l;
@@ -160,7 +162,8 @@ Status Service::throttle(const web::Request& req, std::string_view short_code) {
   if (!options_.limiter) return {};
   SIKA_ASSIGN_OR_RETURN(auto by_address, options_.limiter->hit("links:pay:ip:" + req.remote_ip, options_.per_address));
   if (!by_address.allowed) return limits::refusal(by_address, "payments per address per minute");
-  SIKA_ASSIGN_OR_RETURN(auto by_link, options_.limiter->hit("links:pay:code:" + std::string(short_code), options_.per_link));
+  SIKA_ASSIGN_OR_RETURN(auto by_link,
+                        options_.limiter->hit("links:pay:code:" + std::string(short_code), options_.per_link));
   if (!by_link.allowed) return limits::refusal(by_link, "payments per link per minute");
   return {};
 }
@@ -244,7 +247,8 @@ Result<payments::Transaction> Service::pay_link(std::string_view short_code, con
   const std::string_view status = link.status_at(now());
   if (status == kDisabled)
     return bad_request("link_disabled", bj::object{{"shortCode", "this payment link is disabled"}});
-  if (status == kExpired) return bad_request("link_expired", bj::object{{"shortCode", "this payment link has expired"}});
+  if (status == kExpired)
+    return bad_request("link_expired", bj::object{{"shortCode", "this payment link has expired"}});
 
   json::FieldErrors errors;
   std::int64_t amount = 0;
@@ -301,14 +305,15 @@ Result<payments::Transaction> Service::pay_link(std::string_view short_code, con
   std::optional<payments::Transaction> tx;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(attempt, tables::find_attempt(c, link.id, p.transaction_uuid));
-    SIKA_ASSIGN_OR_RETURN(tx, payments::tables::find_by_uuid(c, link.merchant_id, link.environment,
-                                                             intent.transaction_uuid));
+    SIKA_ASSIGN_OR_RETURN(
+        tx, payments::tables::find_by_uuid(c, link.merchant_id, link.environment, intent.transaction_uuid));
     return {};
   }));
   if (!attempt) return retryable(bj::object{{"transaction_uuid", "a payment with this uuid is being recorded; retry"}});
   if (!tx) {
     if (attempt->state != "RESERVED")
-      return conflict(bj::object{{"transaction_uuid", "this attempt ended without a payment; use a new transaction_uuid"}});
+      return conflict(
+          bj::object{{"transaction_uuid", "this attempt ended without a payment; use a new transaction_uuid"}});
     return collect(link, attempt->id, intent, merchant, p.otp);
   }
   if (tx->status == payments::TxStatus::initiated && p.otp) return collect(link, attempt->id, intent, merchant, p.otp);
@@ -346,15 +351,19 @@ web::Response Service::list(web::Request& req) {
   f.limit = page.limit;
   f.offset = page.offset();
   if (auto s = req.query_param("status")) {
-    if (*s == kActive || *s == kDisabled || *s == kExpired) f.status = *s;
-    else problems["status"] = "must be ACTIVE, DISABLED or EXPIRED";
+    if (*s == kActive || *s == kDisabled || *s == kExpired)
+      f.status = *s;
+    else
+      problems["status"] = "must be ACTIVE, DISABLED or EXPIRED";
   }
   for (const char* key : {"from", "to"}) {
     auto v = req.query_param(key);
     if (!v) continue;
     auto at = parse_iso8601(*v);
-    if (!at) problems[key] = "must be an ISO 8601 date-time";
-    else (std::string_view(key) == "from" ? f.from : f.to) = *at;
+    if (!at)
+      problems[key] = "must be an ISO 8601 date-time";
+    else
+      (std::string_view(key) == "from" ? f.from : f.to) = *at;
   }
   if (!problems.empty()) return web::error(req, empty_data(std::move(problems)));
   auto found = list_links(**principal, f);

@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <vector>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -98,8 +97,9 @@ class Service {
   static std::string collection_uuid(const Link& link, std::string_view payer_uuid);
   // Creates and pushes the collection of an attempt that holds a use; gives the use back when
   // the collection cannot be created or ends without completing.
-  Result<payments::Transaction> collect(const Link& link, std::int64_t attempt_id, const payments::IntentRequest& intent,
-                                        const web::Principal& merchant, std::optional<std::string> otp);
+  Result<payments::Transaction> collect(const Link& link, std::int64_t attempt_id,
+                                        const payments::IntentRequest& intent, const web::Principal& merchant,
+                                        std::optional<std::string> otp);
   // Takes a use for a new attempt; nullopt when (link, payer uuid) was attempted before.
   Result<std::optional<std::int64_t>> reserve(const Link& link, std::string_view payer_uuid,
                                               std::string_view transaction_uuid);

@@ -25,7 +25,6 @@ constexpr std::string_view kSelectBare =
     "l.min_amount, l.max_amount, l.currency, l.provider, l.channel, l.fee_bearer, l.title, l.description, "
     "l.expires_at, l.max_usage, l.held, l.metadata, l.created_at, l.updated_at, 0, 0 FROM lnk_links l ";
 
-
 Link from_row(const store::Row& r) {
   Link l;
   l.id = r.i64(0);
@@ -72,10 +71,26 @@ Result<std::optional<std::int64_t>> insert_link(store::Conn& c, const Link& l) {
                   "max_usage, held, metadata, created_at, updated_at) "
                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) "
                   "ON CONFLICT DO NOTHING RETURNING id",
-                  {l.reference, l.short_code, l.merchant_id, l.environment, l.user_tier, l.status,
-                   store::opt(l.amount), store::opt(l.min_amount), store::opt(l.max_amount), l.currency,
-                   store::opt(l.provider), l.channel, l.fee_bearer, l.title, l.description, store::opt(l.expires_at),
-                   store::opt(l.max_usage), l.metadata, l.created_at, l.updated_at}));
+                  {l.reference,
+                   l.short_code,
+                   l.merchant_id,
+                   l.environment,
+                   l.user_tier,
+                   l.status,
+                   store::opt(l.amount),
+                   store::opt(l.min_amount),
+                   store::opt(l.max_amount),
+                   l.currency,
+                   store::opt(l.provider),
+                   l.channel,
+                   l.fee_bearer,
+                   l.title,
+                   l.description,
+                   store::opt(l.expires_at),
+                   store::opt(l.max_usage),
+                   l.metadata,
+                   l.created_at,
+                   l.updated_at}));
   if (!row) return std::optional<std::int64_t>{};
   return std::optional<std::int64_t>(row->i64(0));
 }
@@ -120,7 +135,8 @@ Result<std::pair<std::vector<Link>, std::int64_t>> list(store::Conn& c, std::int
   std::int64_t total = total_row ? total_row->i64(0) : 0;
   params.emplace_back(f.limit);
   params.emplace_back(f.offset);
-  SIKA_ASSIGN_OR_RETURN(auto rows, c.query(std::string(kSelect) + where + " ORDER BY l.id DESC LIMIT ? OFFSET ?", params));
+  SIKA_ASSIGN_OR_RETURN(auto rows,
+                        c.query(std::string(kSelect) + where + " ORDER BY l.id DESC LIMIT ? OFFSET ?", params));
   std::vector<Link> out;
   out.reserve(rows.size());
   for (const auto& r : rows) out.push_back(from_row(r));
@@ -180,8 +196,8 @@ Result<bool> take_use(store::Conn& c, std::int64_t link_id, std::int64_t now) {
 }
 
 Result<bool> release_attempt(store::Conn& c, std::int64_t link_id, std::int64_t attempt_id) {
-  SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE lnk_payments SET state = 'RELEASED' WHERE id = ? AND state = 'RESERVED'",
-                                       {attempt_id}));
+  SIKA_ASSIGN_OR_RETURN(
+      auto n, c.exec("UPDATE lnk_payments SET state = 'RELEASED' WHERE id = ? AND state = 'RESERVED'", {attempt_id}));
   if (n != 1) return false;
   SIKA_TRY(c.exec("UPDATE lnk_links SET held = held - 1 WHERE id = ?", {link_id}));
   return true;
@@ -190,12 +206,13 @@ Result<bool> release_attempt(store::Conn& c, std::int64_t link_id, std::int64_t 
 Result<std::int64_t> release_ended(store::Conn& c, const Link& link, std::int64_t stale_before) {
   SIKA_ASSIGN_OR_RETURN(
       auto n,
-      c.exec("UPDATE lnk_payments SET state = 'RELEASED' WHERE link_id = ? AND state = 'RESERVED' AND ("
-             "EXISTS (SELECT 1 FROM pay_transactions t WHERE t.merchant_id = ? AND t.environment = ? "
-             "AND t.transaction_uuid = lnk_payments.transaction_uuid AND t.status IN ('FAILED', 'EXPIRED', 'CANCELLED')) "
-             "OR (reserved_at < ? AND NOT EXISTS (SELECT 1 FROM pay_transactions t WHERE t.merchant_id = ? "
-             "AND t.environment = ? AND t.transaction_uuid = lnk_payments.transaction_uuid)))",
-             {link.id, link.merchant_id, link.environment, stale_before, link.merchant_id, link.environment}));
+      c.exec(
+          "UPDATE lnk_payments SET state = 'RELEASED' WHERE link_id = ? AND state = 'RESERVED' AND ("
+          "EXISTS (SELECT 1 FROM pay_transactions t WHERE t.merchant_id = ? AND t.environment = ? "
+          "AND t.transaction_uuid = lnk_payments.transaction_uuid AND t.status IN ('FAILED', 'EXPIRED', 'CANCELLED')) "
+          "OR (reserved_at < ? AND NOT EXISTS (SELECT 1 FROM pay_transactions t WHERE t.merchant_id = ? "
+          "AND t.environment = ? AND t.transaction_uuid = lnk_payments.transaction_uuid)))",
+          {link.id, link.merchant_id, link.environment, stale_before, link.merchant_id, link.environment}));
   if (n > 0) SIKA_TRY(c.exec("UPDATE lnk_links SET held = held - ? WHERE id = ?", {n, link.id}));
   return n;
 }

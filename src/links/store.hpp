@@ -24,7 +24,7 @@ Result<std::optional<Link>> by_reference(store::Conn& c, std::int64_t merchant_i
                                          std::string_view reference);
 
 struct ListFilter {
-  std::optional<std::string> status;  // ACTIVE | DISABLED | EXPIRED
+  std::optional<std::string> status;     // ACTIVE | DISABLED | EXPIRED
   std::optional<std::int64_t> from, to;  // created_at bounds, inclusive (epoch ms)
   std::int64_t limit = 25, offset = 0;
 };

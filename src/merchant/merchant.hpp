@@ -13,7 +13,7 @@ namespace sika::merchant {
 
 struct Merchant {
   std::int64_t id = 0;
-  std::string matricule;   // e.g. "MCH-CM-0001"
+  std::string matricule;  // e.g. "MCH-CM-0001"
   std::string name;
   std::string email;
   std::vector<std::string> countries;  // ISO alpha-3

@@ -31,16 +31,16 @@ Status SandboxNotifier::send(const Message& m) {
   const std::string message_id = "msg_" + random_token(18);
   const std::int64_t t = clock_ ? clock_() : now_ms();
   return db_.write([&](store::Conn& c) -> Status {
-    SIKA_TRY(c.exec("INSERT INTO notify_outbox (message_id, channel, recipient, subject, body, tag, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    {message_id, std::string(to_string(m.channel)), m.to, m.subject, m.body, m.tag, t}));
+    SIKA_TRY(
+        c.exec("INSERT INTO notify_outbox (message_id, channel, recipient, subject, body, tag, created_at) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?)",
+               {message_id, std::string(to_string(m.channel)), m.to, m.subject, m.body, m.tag, t}));
     return {};
   });
 }
 
 Result<std::vector<OutboxMessage>> list_outbox(store::Conn& c, const OutboxFilter& f) {
-  std::string sql =
-      "SELECT id, message_id, channel, recipient, subject, body, tag, created_at FROM notify_outbox";
+  std::string sql = "SELECT id, message_id, channel, recipient, subject, body, tag, created_at FROM notify_outbox";
   store::Params params;
   if (f.to) {
     sql += " WHERE recipient = ?";

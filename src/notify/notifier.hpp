@@ -25,7 +25,7 @@ struct Message {
   std::string to;       // E.164-like number for SMS, address for e-mail
   std::string subject;  // e-mail only
   std::string body;
-  std::string tag;      // what sent it, e.g. "otp:collection" (never the code itself)
+  std::string tag;  // what sent it, e.g. "otp:collection" (never the code itself)
 };
 
 class Notifier {

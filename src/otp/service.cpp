@@ -80,8 +80,8 @@ std::string Service::code_hash(std::string_view challenge_id, std::string_view c
 }
 
 Result<Issued> Service::issue(const IssueRequest& r) {
-  for (auto [field, value] : {std::pair{"purpose", &r.purpose}, std::pair{"subject", &r.subject},
-                              std::pair{"destination", &r.destination}}) {
+  for (auto [field, value] :
+       {std::pair{"purpose", &r.purpose}, std::pair{"subject", &r.subject}, std::pair{"destination", &r.destination}}) {
     if (value->empty()) return empty_data(bj::object{{field, "is required"}});
     if (value->size() > kMaxField) return too_long(field);
   }
@@ -133,18 +133,20 @@ Result<Issued> Service::issue(const IssueRequest& r) {
     const std::string hash = code_hash(fresh_id, code);
     if (row) {
       // Used or expired: a fresh challenge takes its place.
-      SIKA_TRY(c.exec("UPDATE otp_challenges SET challenge_id = ?, channel = ?, destination = ?, code_hash = ?, "
-                      "attempts = 0, max_attempts = ?, sends = 1, last_sent_at = ?, expires_at = ?, used_at = NULL, "
-                      "created_at = ? WHERE id = ?",
-                      {fresh_id, channel, r.destination, hash, std::int64_t{opts_.max_attempts}, t, out.expires_at, t,
-                       row->i64(0)}));
+      SIKA_TRY(
+          c.exec("UPDATE otp_challenges SET challenge_id = ?, channel = ?, destination = ?, code_hash = ?, "
+                 "attempts = 0, max_attempts = ?, sends = 1, last_sent_at = ?, expires_at = ?, used_at = NULL, "
+                 "created_at = ? WHERE id = ?",
+                 {fresh_id, channel, r.destination, hash, std::int64_t{opts_.max_attempts}, t, out.expires_at, t,
+                  row->i64(0)}));
       return {};
     }
-    SIKA_TRY(c.exec("INSERT INTO otp_challenges (challenge_id, purpose, subject, channel, destination, code_hash, "
-                    "attempts, max_attempts, sends, last_sent_at, expires_at, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, 0, ?, 1, ?, ?, ?)",
-                    {fresh_id, r.purpose, r.subject, channel, r.destination, hash, std::int64_t{opts_.max_attempts},
-                     t, out.expires_at, t}));
+    SIKA_TRY(
+        c.exec("INSERT INTO otp_challenges (challenge_id, purpose, subject, channel, destination, code_hash, "
+               "attempts, max_attempts, sends, last_sent_at, expires_at, created_at) "
+               "VALUES (?, ?, ?, ?, ?, ?, 0, ?, 1, ?, ?, ?)",
+               {fresh_id, r.purpose, r.subject, channel, r.destination, hash, std::int64_t{opts_.max_attempts}, t,
+                out.expires_at, t}));
     return {};
   }));
 
@@ -185,10 +187,11 @@ Result<Verification> Service::verify_where(std::string_view where, store::Params
     v = Verification{};
     SIKA_TRY(store::counter_isolation(c));
     // The one statement that decides whether this call may compare a code at all.
-    SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("UPDATE otp_challenges SET attempts = attempts + 1 WHERE " + where_sql +
-                                                    " AND used_at IS NULL AND attempts < max_attempts AND expires_at > ? "
-                                                    "RETURNING id, challenge_id, code_hash, attempts, max_attempts",
-                                                consume));
+    SIKA_ASSIGN_OR_RETURN(auto row,
+                          c.query_one("UPDATE otp_challenges SET attempts = attempts + 1 WHERE " + where_sql +
+                                          " AND used_at IS NULL AND attempts < max_attempts AND expires_at > ? "
+                                          "RETURNING id, challenge_id, code_hash, attempts, max_attempts",
+                                      consume));
     if (row) {
       v.challenge_id = row->str(1);
       v.attempts_left = static_cast<int>(std::max<std::int64_t>(0, row->i64(4) - row->i64(3)));
@@ -202,15 +205,16 @@ Result<Verification> Service::verify_where(std::string_view where, store::Params
     }
     // Refused: say why (the statement above changed nothing).
     SIKA_ASSIGN_OR_RETURN(auto why, c.query_one("SELECT challenge_id, used_at, attempts, max_attempts, expires_at "
-                                                "FROM otp_challenges WHERE " + where_sql,
+                                                "FROM otp_challenges WHERE " +
+                                                    where_sql,
                                                 key));
     if (!why) {
       v.outcome = Outcome::not_found;
     } else {
       v.challenge_id = why->str(0);
-      v.outcome = !why->is_null(1)               ? Outcome::already_used
+      v.outcome = !why->is_null(1)             ? Outcome::already_used
                   : why->i64(2) >= why->i64(3) ? Outcome::too_many_attempts
-                                                : Outcome::expired;
+                                               : Outcome::expired;
     }
     return {};
   }));
@@ -220,8 +224,7 @@ Result<Verification> Service::verify_where(std::string_view where, store::Params
 Error verification_error(const Verification& v, std::string_view field) {
   bj::object d;
   switch (v.outcome) {
-    case Outcome::verified:
-      return internal_error(bj::string("a verified code is not an error"));
+    case Outcome::verified: return internal_error(bj::string("a verified code is not an error"));
     case Outcome::wrong_code:
       d[field] = "is incorrect";
       d["attempts_left"] = v.attempts_left;
@@ -233,12 +236,8 @@ Error verification_error(const Verification& v, std::string_view field) {
     case Outcome::expired:
       d[field] = "has expired; ask for a new code";
       return bad_request("invalid_otp", std::move(d));
-    case Outcome::already_used:
-      d[field] = "was already used";
-      return conflict(std::move(d));
-    case Outcome::not_found:
-      d[field] = "no code was issued for this operation";
-      return not_found(std::move(d));
+    case Outcome::already_used: d[field] = "was already used"; return conflict(std::move(d));
+    case Outcome::not_found: d[field] = "no code was issued for this operation"; return not_found(std::move(d));
   }
   return internal_error(nullptr);
 }

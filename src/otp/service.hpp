@@ -30,15 +30,15 @@
 namespace sika::otp {
 
 struct Options {
-  std::string pepper;                          // the server's secret-hash pepper
-  std::int64_t ttl_ms = 300000;                // a code is valid this long after it was sent
-  int max_attempts = 3;                        // verifies per challenge (resends do not reset them)
-  int code_length = 6;                         // digits, 4 to 8
-  std::int64_t resend_cooldown_ms = 30000;     // least time between two sends of one challenge
-  int max_sends = 5;                           // sends per challenge (the first included)
-  int sends_per_destination_per_hour = 10;     // all challenges, all nodes; <= 0: unlimited
-  std::string sandbox_code;                    // the fixed code of IssueRequest::sandbox_code
-  std::function<std::int64_t()> clock;         // epoch ms; now_ms() when empty
+  std::string pepper;                       // the server's secret-hash pepper
+  std::int64_t ttl_ms = 300000;             // a code is valid this long after it was sent
+  int max_attempts = 3;                     // verifies per challenge (resends do not reset them)
+  int code_length = 6;                      // digits, 4 to 8
+  std::int64_t resend_cooldown_ms = 30000;  // least time between two sends of one challenge
+  int max_sends = 5;                        // sends per challenge (the first included)
+  int sends_per_destination_per_hour = 10;  // all challenges, all nodes; <= 0: unlimited
+  std::string sandbox_code;                 // the fixed code of IssueRequest::sandbox_code
+  std::function<std::int64_t()> clock;      // epoch ms; now_ms() when empty
 };
 
 struct IssueRequest {
@@ -51,7 +51,7 @@ struct IssueRequest {
 };
 
 struct Issued {
-  std::string challenge_id;   // "otp_" + 24 base64url characters
+  std::string challenge_id;  // "otp_" + 24 base64url characters
   std::int64_t expires_at = 0;
   int sends = 1;               // 1 for a fresh challenge, more for resends
   std::int64_t resend_at = 0;  // earliest next send (epoch ms)

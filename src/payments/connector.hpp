@@ -19,7 +19,7 @@ struct PaymentOrder {
   std::string transaction_reference;
   std::string provider_reference;  // our reference at the operator (unique)
   std::string service_code;
-  std::string msisdn;  // international digits
+  std::string msisdn;       // international digits
   std::int64_t amount = 0;  // collected from (required_total) or paid to (amount) the customer
   std::string currency;
   std::string environment;

@@ -1,8 +1,8 @@
 // The gateway handlers of payments: each reads its body, calls one operation of the Service
 // and answers with the envelope. The operations are in service.cpp, the confirmation page in
 // page.cpp.
-#include <boost/json.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/json.hpp>
 
 #include <algorithm>
 
@@ -53,9 +53,12 @@ web::Response Service::execute(web::Request& req) {
   std::optional<std::string> otp;
   if (auto it = body->find("otp"); it != body->end() && !it->value().is_null()) {
     // The spec types a pay-link otp as an integer; accept both forms here.
-    if (it->value().is_string()) otp = std::string(it->value().as_string());
-    else if (it->value().is_int64() && it->value().as_int64() >= 0) otp = std::to_string(it->value().as_int64());
-    else errors.add("otp", "must be a string of digits");
+    if (it->value().is_string())
+      otp = std::string(it->value().as_string());
+    else if (it->value().is_int64() && it->value().as_int64() >= 0)
+      otp = std::to_string(it->value().as_int64());
+    else
+      errors.add("otp", "must be a string of digits");
   }
   if (!errors.empty()) return web::error(req, errors.status().error());
   auto tx = find(**principal, *reference, kCollection);

@@ -23,11 +23,25 @@ constexpr std::size_t kMaxDistribution = 20;
 constexpr std::size_t kMaxMatricule = 64;
 
 // Fields a client may never send: the platform sets them.
-const std::set<std::string_view, std::less<>> kPlatformFields = {
-    "fee",          "status",          "transaction_reference", "invoice_reference", "provider_reference",
-    "required_total", "split_reference", "split_status",        "environment",       "operation",
-    "confirmation_method", "confirmation_url", "created_at",    "updated_at",        "merchant",
-    "merchant_id",  "failure_reason",  "expires_at",            "id"};
+const std::set<std::string_view, std::less<>> kPlatformFields = {"fee",
+                                                                 "status",
+                                                                 "transaction_reference",
+                                                                 "invoice_reference",
+                                                                 "provider_reference",
+                                                                 "required_total",
+                                                                 "split_reference",
+                                                                 "split_status",
+                                                                 "environment",
+                                                                 "operation",
+                                                                 "confirmation_method",
+                                                                 "confirmation_url",
+                                                                 "created_at",
+                                                                 "updated_at",
+                                                                 "merchant",
+                                                                 "merchant_id",
+                                                                 "failure_reason",
+                                                                 "expires_at",
+                                                                 "id"};
 
 }  // namespace
 
@@ -118,8 +132,10 @@ std::vector<SplitLine> parse_distribution(const bj::array& items, json::FieldErr
       errors.add(prefix + "rate", "is required");
     } else {
       std::string problem;
-      if (auto ppm = rate_to_ppm(rate->value(), problem)) line.rate_ppm = *ppm;
-      else errors.add(prefix + "rate", problem);
+      if (auto ppm = rate_to_ppm(rate->value(), problem))
+        line.rate_ppm = *ppm;
+      else
+        errors.add(prefix + "rate", problem);
     }
     lines.push_back(std::move(line));
   }
@@ -189,9 +205,12 @@ Error field_error(std::string_view field, std::string_view problem) { return emp
 const catalog::PaymentService* usable_service(const catalog::Catalog& cat, std::string_view code,
                                               std::string_view field, json::FieldErrors& errors) {
   const catalog::PaymentService* service = cat.service(code);
-  if (!service) errors.add(field, "is not a known service code");
-  else if (!cat.usable(*service)) errors.add(field, "is not active");
-  else return service;
+  if (!service)
+    errors.add(field, "is not a known service code");
+  else if (!cat.usable(*service))
+    errors.add(field, "is not active");
+  else
+    return service;
   return nullptr;
 }
 
@@ -217,14 +236,14 @@ IntentRequest parse_intent(const bj::object& body, std::string_view operation, j
   r.operation = std::string(operation);
   if (collection)
     refuse_unknown_fields(body,
-                   {"amount", "currency", "transaction_uuid", "provider", "channel", "customer_wallet", "description",
-                    "metadata", "distribution", "settlement_mode"},
-                   errors);
+                          {"amount", "currency", "transaction_uuid", "provider", "channel", "customer_wallet",
+                           "description", "metadata", "distribution", "settlement_mode"},
+                          errors);
   else
-    refuse_unknown_fields(body,
-                   {"amount", "currency", "transaction_uuid", "provider", "channel", "customer_wallet", "description",
-                    "metadata"},
-                   errors);
+    refuse_unknown_fields(
+        body,
+        {"amount", "currency", "transaction_uuid", "provider", "channel", "customer_wallet", "description", "metadata"},
+        errors);
   r.amount = json::get_int(body, "amount", errors, true).value_or(0);
   r.currency = json::get_string(body, "currency", errors, true).value_or("");
   r.transaction_uuid = json::get_string(body, "transaction_uuid", errors, true).value_or("");
@@ -330,7 +349,8 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
   };
   const catalog::PaymentService* effective = service;
   if (r.channel == kChannelProvider) {
-    if (wallet_service) return field_error("channel", service->code + " is a platform wallet service: use WALLET or AUTO");
+    if (wallet_service)
+      return field_error("channel", service->code + " is a platform wallet service: use WALLET or AUTO");
     plan.channel = kChannelProvider;
   } else if (r.channel == kChannelWallet) {
     if (!platform_wallet) return field_error("channel", "there is no platform wallet in " + country->code);
@@ -344,8 +364,8 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
     plan.channel = kChannelProvider;
     if (platform_wallet && merchant.environment == "sandbox" && in.balance) {
       if (auto wallet_quote = quote_for(*platform_wallet)) {
-        SIKA_ASSIGN_OR_RETURN(auto available,
-                              in.balance(ledger::customer_wallet(plan.msisdn, merchant.environment, service->currency)));
+        SIKA_ASSIGN_OR_RETURN(
+            auto available, in.balance(ledger::customer_wallet(plan.msisdn, merchant.environment, service->currency)));
         if (collection ? available && *available >= r.amount + wallet_quote->fee : available.has_value()) {
           plan.channel = kChannelWallet;
           effective = platform_wallet;

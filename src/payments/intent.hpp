@@ -25,16 +25,16 @@ namespace sika::payments {
 // What a merchant asks for: a collection or a payout.
 struct IntentRequest {
   std::string operation = std::string(kCollection);  // COLLECTION | DISBURSEMENT
-  std::int64_t amount = 0;                            // minor units
+  std::int64_t amount = 0;                           // minor units
   std::string currency;
   std::string transaction_uuid;
-  std::string provider;  // service code
+  std::string provider;                                 // service code
   std::string channel = std::string(kChannelProvider);  // PROVIDER | WALLET | AUTO
-  std::string customer_wallet;  // as given; normalized by the plan
+  std::string customer_wallet;                          // as given; normalized by the plan
   std::string description;
-  std::string metadata = "{}";  // JSON text of an object
+  std::string metadata = "{}";                         // JSON text of an object
   std::string settlement_mode = std::string(kDirect);  // DIRECT | SPLIT (collections)
-  std::vector<SplitLine> distribution;  // SPLIT: the beneficiaries, position = index
+  std::vector<SplitLine> distribution;                 // SPLIT: the beneficiaries, position = index
   // Identifies the request for idempotency (a replay with the same uuid must match it).
   // Empty: computed from the fields above by request_fingerprint.
   std::string fingerprint;
@@ -60,8 +60,8 @@ std::string request_fingerprint(const IntentRequest& request);
 // What planning needs besides the request. The two functions are the only facts from outside
 // the catalog; tests give them fixed answers.
 struct PlanInputs {
-  const catalog::Catalog* catalog = nullptr;  // the snapshot (never null when planning)
-  const web::Principal* merchant = nullptr;   // merchant_id, environment, user tier, granted countries
+  const catalog::Catalog* catalog = nullptr;    // the snapshot (never null when planning)
+  const web::Principal* merchant = nullptr;     // merchant_id, environment, user tier, granted countries
   std::int64_t max_amount = 1'000'000'000'000;  // absolute cap, whatever the service says
   // The balance of a ledger account, nullopt when it does not exist. Asked only for AUTO in
   // the sandbox (does the customer's platform wallet cover the price?).

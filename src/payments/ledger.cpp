@@ -52,8 +52,8 @@ namespace {
 
 Result<std::optional<std::int64_t>> find_account(store::Conn& conn, const AccountKey& k) {
   SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one("SELECT id FROM ledger_accounts WHERE owner = ? AND environment = ? "
-                                                  "AND currency = ? AND kind = ?",
-                                                  {k.owner, k.environment, k.currency, k.kind}));
+                                                 "AND currency = ? AND kind = ?",
+                                                 {k.owner, k.environment, k.currency, k.kind}));
   if (!row) return std::optional<std::int64_t>{};
   return std::optional<std::int64_t>{row->i64(0)};
 }
@@ -61,10 +61,11 @@ Result<std::optional<std::int64_t>> find_account(store::Conn& conn, const Accoun
 Result<std::int64_t> ensure_account(store::Conn& conn, const AccountKey& k, std::int64_t now) {
   SIKA_ASSIGN_OR_RETURN(auto found, find_account(conn, k));
   if (found) return *found;
-  SIKA_TRY(conn.exec("INSERT INTO ledger_accounts (owner, environment, currency, kind, may_go_negative, balance, "
-                     "created_at) VALUES (?, ?, ?, ?, ?, 0, ?) "
-                     "ON CONFLICT (owner, environment, currency, kind) DO NOTHING",
-                     {k.owner, k.environment, k.currency, k.kind, std::int64_t{k.may_go_negative() ? 1 : 0}, now}));
+  SIKA_TRY(
+      conn.exec("INSERT INTO ledger_accounts (owner, environment, currency, kind, may_go_negative, balance, "
+                "created_at) VALUES (?, ?, ?, ?, ?, 0, ?) "
+                "ON CONFLICT (owner, environment, currency, kind) DO NOTHING",
+                {k.owner, k.environment, k.currency, k.kind, std::int64_t{k.may_go_negative() ? 1 : 0}, now}));
   SIKA_ASSIGN_OR_RETURN(auto created, find_account(conn, k));
   if (!created) return internal_error("ledger account could not be created");
   return *created;
@@ -107,10 +108,9 @@ Status post(store::Conn& conn, const Posting& p, std::int64_t now, const Account
   }
   for (const auto& [id, change] : delta) {
     if (change.first == 0) continue;
-    SIKA_ASSIGN_OR_RETURN(std::int64_t changed,
-                          conn.exec("UPDATE ledger_accounts SET balance = balance + ? "
-                                    "WHERE id = ? AND (may_go_negative = 1 OR balance + ? >= 0)",
-                                    {change.first, id, change.first}));
+    SIKA_ASSIGN_OR_RETURN(std::int64_t changed, conn.exec("UPDATE ledger_accounts SET balance = balance + ? "
+                                                          "WHERE id = ? AND (may_go_negative = 1 OR balance + ? >= 0)",
+                                                          {change.first, id, change.first}));
     if (changed != 1) {
       bj::object details;
       details["account"] = change.second->text();
@@ -118,10 +118,10 @@ Status post(store::Conn& conn, const Posting& p, std::int64_t now, const Account
       return make_error(ErrorKind::conflict, "insufficient_funds", std::move(details));
     }
   }
-  SIKA_ASSIGN_OR_RETURN(auto journal,
-                        conn.query_one("INSERT INTO ledger_journals (transaction_id, kind, environment, currency, memo, "
-                                       "created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-                                       {store::opt(p.transaction_id), p.kind, p.environment, p.currency, p.memo, now}));
+  SIKA_ASSIGN_OR_RETURN(
+      auto journal, conn.query_one("INSERT INTO ledger_journals (transaction_id, kind, environment, currency, memo, "
+                                   "created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                                   {store::opt(p.transaction_id), p.kind, p.environment, p.currency, p.memo, now}));
   if (!journal) return internal_error("ledger journal insert returned nothing");
   std::int64_t journal_id = journal->i64(0);
   std::string sql = "INSERT INTO ledger_entries (journal_id, account_id, debit, credit, created_at) VALUES ";
@@ -137,8 +137,8 @@ Status post(store::Conn& conn, const Posting& p, std::int64_t now, const Account
 
 Result<std::optional<std::int64_t>> find_balance(store::Conn& conn, const AccountKey& k) {
   SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one("SELECT balance FROM ledger_accounts WHERE owner = ? AND "
-                                                  "environment = ? AND currency = ? AND kind = ?",
-                                                  {k.owner, k.environment, k.currency, k.kind}));
+                                                 "environment = ? AND currency = ? AND kind = ?",
+                                                 {k.owner, k.environment, k.currency, k.kind}));
   if (!row) return std::optional<std::int64_t>();
   return std::optional<std::int64_t>(row->i64(0));
 }
@@ -156,8 +156,8 @@ bj::object Report::to_json() const {
   o["entries"] = entries;
   bj::array t;
   for (const auto& x : totals)
-    t.push_back(bj::object{{"environment", x.environment}, {"currency", x.currency}, {"debits", x.debits},
-                           {"credits", x.credits}});
+    t.push_back(bj::object{
+        {"environment", x.environment}, {"currency", x.currency}, {"debits", x.debits}, {"credits", x.credits}});
   o["totals"] = std::move(t);
   bj::array v;
   for (const auto& x : violations)
@@ -195,17 +195,18 @@ Status run_checks(store::Conn& c, Report& report) {
     }
   }
   {
-    SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT id, debit, credit FROM ledger_entries WHERE debit < 0 OR "
-                                             "credit < 0 OR (debit = 0 AND credit = 0) OR (debit <> 0 AND credit <> 0)"));
+    SIKA_ASSIGN_OR_RETURN(auto rows,
+                          c.query("SELECT id, debit, credit FROM ledger_entries WHERE debit < 0 OR "
+                                  "credit < 0 OR (debit = 0 AND credit = 0) OR (debit <> 0 AND credit <> 0)"));
     for (const auto& r : rows)
       add("entry_malformed", "entry " + r.str(0), "debit " + r.str(1) + ", credit " + r.str(2));
   }
   {
-    SIKA_ASSIGN_OR_RETURN(auto rows,
-                          c.query("SELECT j.id, j.kind, COUNT(e.id), COALESCE(SUM(e.debit), 0), COALESCE(SUM(e.credit), 0) "
-                                  "FROM ledger_journals j LEFT JOIN ledger_entries e ON e.journal_id = j.id "
-                                  "GROUP BY j.id, j.kind "
-                                  "HAVING COUNT(e.id) < 2 OR COALESCE(SUM(e.debit), 0) <> COALESCE(SUM(e.credit), 0)"));
+    SIKA_ASSIGN_OR_RETURN(
+        auto rows, c.query("SELECT j.id, j.kind, COUNT(e.id), COALESCE(SUM(e.debit), 0), COALESCE(SUM(e.credit), 0) "
+                           "FROM ledger_journals j LEFT JOIN ledger_entries e ON e.journal_id = j.id "
+                           "GROUP BY j.id, j.kind "
+                           "HAVING COUNT(e.id) < 2 OR COALESCE(SUM(e.debit), 0) <> COALESCE(SUM(e.credit), 0)"));
     for (const auto& r : rows)
       add("journal_unbalanced", "journal " + r.str(0) + " (" + r.str(1) + ")",
           r.str(2) + " entries, debits " + r.str(3) + ", credits " + r.str(4));
@@ -216,7 +217,8 @@ Status run_checks(store::Conn& c, Report& report) {
                                              "JOIN ledger_accounts a ON a.id = e.account_id "
                                              "WHERE a.currency <> j.currency OR a.environment <> j.environment"));
     for (const auto& r : rows)
-      add("entry_currency", "entry " + r.str(0), "its account is not in the currency/environment of journal " + r.str(1));
+      add("entry_currency", "entry " + r.str(0),
+          "its account is not in the currency/environment of journal " + r.str(1));
   }
   {
     SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT a.environment, a.currency, COALESCE(SUM(e.debit), 0), "
@@ -232,18 +234,19 @@ Status run_checks(store::Conn& c, Report& report) {
     }
   }
   {
-    SIKA_ASSIGN_OR_RETURN(auto rows,
-                          c.query("SELECT a.id, a.owner, a.environment, a.currency, a.kind, a.balance, "
-                                  "COALESCE(SUM(e.credit), 0) - COALESCE(SUM(e.debit), 0), a.may_go_negative "
-                                  "FROM ledger_accounts a LEFT JOIN ledger_entries e ON e.account_id = a.id "
-                                  "GROUP BY a.id, a.owner, a.environment, a.currency, a.kind, a.balance, a.may_go_negative"));
+    SIKA_ASSIGN_OR_RETURN(
+        auto rows, c.query("SELECT a.id, a.owner, a.environment, a.currency, a.kind, a.balance, "
+                           "COALESCE(SUM(e.credit), 0) - COALESCE(SUM(e.debit), 0), a.may_go_negative "
+                           "FROM ledger_accounts a LEFT JOIN ledger_entries e ON e.account_id = a.id "
+                           "GROUP BY a.id, a.owner, a.environment, a.currency, a.kind, a.balance, a.may_go_negative"));
     for (const auto& r : rows) {
       std::string subject = r.str(1) + "/" + r.str(2) + "/" + r.str(3) + "/" + r.str(4);
       if (r.i64(5) != r.i64(6))
         add("balance_mismatch", subject, "balance " + r.str(5) + " != sum of entries " + r.str(6));
       if (!r.boolean(7) && r.i64(5) < 0) add("negative_balance", subject, "balance " + r.str(5));
       bool kind_may_go_negative = r.str(4) == "clearing" || r.str(4) == "funding";
-      if (r.boolean(7) != kind_may_go_negative) add("account_flags", subject, "may_go_negative does not match its kind");
+      if (r.boolean(7) != kind_may_go_negative)
+        add("account_flags", subject, "may_go_negative does not match its kind");
     }
   }
   {

@@ -55,11 +55,11 @@ struct Leg {
 };
 
 // Journal kinds; a transaction posts each kind at most once (a unique constraint guards it).
-inline constexpr std::string_view kCollection = "COLLECTION";          // completed collection
-inline constexpr std::string_view kPayoutReserve = "PAYOUT_RESERVE";   // available -> pending
-inline constexpr std::string_view kPayout = "PAYOUT";                  // pending -> paid out + fee
-inline constexpr std::string_view kPayoutRelease = "PAYOUT_RELEASE";   // pending -> available
-inline constexpr std::string_view kWalletFunding = "WALLET_FUNDING";   // funding -> customer wallet
+inline constexpr std::string_view kCollection = "COLLECTION";         // completed collection
+inline constexpr std::string_view kPayoutReserve = "PAYOUT_RESERVE";  // available -> pending
+inline constexpr std::string_view kPayout = "PAYOUT";                 // pending -> paid out + fee
+inline constexpr std::string_view kPayoutRelease = "PAYOUT_RELEASE";  // pending -> available
+inline constexpr std::string_view kWalletFunding = "WALLET_FUNDING";  // funding -> customer wallet
 
 struct Posting {
   std::optional<std::int64_t> transaction_id;

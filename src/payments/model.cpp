@@ -26,8 +26,8 @@ std::string_view to_string(TxStatus s) {
 }
 
 std::optional<TxStatus> parse_status(std::string_view text) {
-  for (TxStatus s : {TxStatus::initiated, TxStatus::pending, TxStatus::completed, TxStatus::failed,
-                     TxStatus::expired, TxStatus::cancelled})
+  for (TxStatus s : {TxStatus::initiated, TxStatus::pending, TxStatus::completed, TxStatus::failed, TxStatus::expired,
+                     TxStatus::cancelled})
     if (to_string(s) == text) return s;
   return std::nullopt;
 }
@@ -37,12 +37,9 @@ bool is_terminal(TxStatus s) { return s != TxStatus::initiated && s != TxStatus:
 bool legal_move(TxStatus from, TxStatus to) {
   switch (from) {
     case TxStatus::initiated:
-      return to == TxStatus::pending || to == TxStatus::cancelled || to == TxStatus::expired ||
-             to == TxStatus::failed;
-    case TxStatus::pending:
-      return to == TxStatus::completed || to == TxStatus::failed || to == TxStatus::expired;
-    default:
-      return false;
+      return to == TxStatus::pending || to == TxStatus::cancelled || to == TxStatus::expired || to == TxStatus::failed;
+    case TxStatus::pending: return to == TxStatus::completed || to == TxStatus::failed || to == TxStatus::expired;
+    default: return false;
   }
 }
 
@@ -119,8 +116,7 @@ bj::object to_record(const Transaction& tx) {
   o["provider"] = tx.service_code;
   o["customer_wallet"] = tx.customer_wallet;
   o["description"] = tx.description;
-  if (auto md = bj::parse(tx.metadata.empty() ? std::string_view("{}") : std::string_view(tx.metadata));
-      md.is_object())
+  if (auto md = bj::parse(tx.metadata.empty() ? std::string_view("{}") : std::string_view(tx.metadata)); md.is_object())
     o["metadata"] = std::move(md);
   else
     o["metadata"] = bj::object{};
@@ -159,7 +155,8 @@ std::vector<std::int64_t> allocate_split(std::int64_t amount, const std::vector<
   std::int64_t left = amount - given;
   std::vector<std::size_t> order(rates_ppm.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return fractions[a] > fractions[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return fractions[a] > fractions[b]; });
   for (std::size_t k = 0; left > 0 && !order.empty(); k = (k + 1) % order.size(), --left) shares[order[k]] += 1;
   return shares;
 }
@@ -205,8 +202,7 @@ void canonical_into(const bj::value& v, std::string& out) {
         out += bj::serialize(v);
       break;
     }
-    default:
-      out += bj::serialize(v);
+    default: out += bj::serialize(v);
   }
 }
 }  // namespace

@@ -60,7 +60,7 @@ struct Transaction {
   std::int64_t id = 0;
   std::string reference;  // transaction_reference
   std::int64_t merchant_id = 0;
-  std::string merchant;   // the merchant's matricule (not stored; filled when known)
+  std::string merchant;  // the merchant's matricule (not stored; filled when known)
   std::string environment;
   std::string operation;  // COLLECTION | DISBURSEMENT
   std::string transaction_uuid;
@@ -68,10 +68,10 @@ struct Transaction {
   std::string invoice_reference;
   std::string provider_reference;
   TxStatus status = TxStatus::initiated;
-  std::string channel;    // resolved: PROVIDER | WALLET
+  std::string channel;  // resolved: PROVIDER | WALLET
   std::string service_code;
   std::string country;
-  std::string connector;  // connector of the service's provider ("sandbox", "wallet", ...)
+  std::string connector;        // connector of the service's provider ("sandbox", "wallet", ...)
   std::string customer_wallet;  // international digits
   std::int64_t amount = 0;
   std::string currency;

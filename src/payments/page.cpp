@@ -1,8 +1,8 @@
 // The hosted confirmation page (checkout surface): shows what is being paid, lets the customer
 // push the request to the phone (or pay from the platform wallet with the one-time code), or
 // decline; fr/en. The link is a capability: it carries an HMAC of the transaction reference.
-#include <boost/json.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/json.hpp>
 
 #include "catalog/service.hpp"
 #include "core/crypto.hpp"
@@ -51,22 +51,53 @@ struct Texts {
 };
 
 constexpr Texts kFr{
-    "Confirmer le paiement", "Marchand", "Objet", "Montant", "Frais", "Total à payer", "Numéro", "Référence",
-    "Envoyer la demande sur mon téléphone", "Payer depuis mon portefeuille Sika", "Code à usage unique (OTP)",
+    "Confirmer le paiement",
+    "Marchand",
+    "Objet",
+    "Montant",
+    "Frais",
+    "Total à payer",
+    "Numéro",
+    "Référence",
+    "Envoyer la demande sur mon téléphone",
+    "Payer depuis mon portefeuille Sika",
+    "Code à usage unique (OTP)",
     "Refuser le paiement",
     "Vérifiez le montant puis envoyez la demande : vous la validerez sur votre téléphone avec votre code secret.",
     "Une demande de paiement a été envoyée sur votre téléphone. Validez-la avec votre code secret. Cette page se met "
     "à jour toute seule.",
-    "Paiement réussi. Merci !", "Le paiement a échoué.", "Cette demande de paiement a expiré.", "Paiement annulé.",
-    "English", "Cette page de paiement n'existe pas.", "Code incorrect.", "Demande envoyée."};
+    "Paiement réussi. Merci !",
+    "Le paiement a échoué.",
+    "Cette demande de paiement a expiré.",
+    "Paiement annulé.",
+    "English",
+    "Cette page de paiement n'existe pas.",
+    "Code incorrect.",
+    "Demande envoyée."};
 
 constexpr Texts kEn{
-    "Confirm the payment", "Merchant", "For", "Amount", "Fee", "Total to pay", "Number", "Reference",
-    "Send the request to my phone", "Pay from my Sika wallet", "One-time code (OTP)", "Decline the payment",
+    "Confirm the payment",
+    "Merchant",
+    "For",
+    "Amount",
+    "Fee",
+    "Total to pay",
+    "Number",
+    "Reference",
+    "Send the request to my phone",
+    "Pay from my Sika wallet",
+    "One-time code (OTP)",
+    "Decline the payment",
     "Check the amount, then send the request: you will approve it on your phone with your PIN.",
     "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by itself.",
-    "Payment completed. Thank you!", "The payment failed.", "This payment request has expired.", "Payment cancelled.",
-    "Français", "This payment page does not exist.", "Incorrect code.", "Request sent."};
+    "Payment completed. Thank you!",
+    "The payment failed.",
+    "This payment request has expired.",
+    "Payment cancelled.",
+    "Français",
+    "This payment page does not exist.",
+    "Incorrect code.",
+    "Request sent."};
 
 const Texts& texts(i18n::Locale l) { return l == i18n::Locale::fr ? kFr : kEn; }
 
@@ -124,7 +155,8 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
   h += "<!doctype html><html lang=\"" + lang + "\"><head><meta charset=\"utf-8\">";
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
   if (tx.status == TxStatus::pending) h += "<meta http-equiv=\"refresh\" content=\"4\">";
-  h += "<title>" + std::string(t.title) + " - Sika</title><style>"
+  h += "<title>" + std::string(t.title) +
+       " - Sika</title><style>"
        "body{font-family:system-ui,sans-serif;background:#f4f5f7;margin:0;padding:24px;color:#1d2433}"
        "main{max-width:440px;margin:auto;background:#fff;border-radius:12px;padding:24px;"
        "box-shadow:0 2px 8px rgba(0,0,0,.08)}h1{font-size:1.3em;margin-top:0}"
@@ -137,7 +169,8 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
   h += "<nav><a href=\"" + escape(self + "&lang=" + other) + "\">" + t.other_language + "</a></nav>";
   h += "<h1>" + std::string(t.title) + "</h1><dl>";
   h += "<dt>" + std::string(t.merchant) + "</dt><dd>" + escape(merchant_name) + "</dd>";
-  if (!tx.description.empty()) h += "<dt>" + std::string(t.description) + "</dt><dd>" + escape(tx.description) + "</dd>";
+  if (!tx.description.empty())
+    h += "<dt>" + std::string(t.description) + "</dt><dd>" + escape(tx.description) + "</dd>";
   h += "<dt>" + std::string(t.amount) + "</dt><dd>" + money::format(tx.amount, tx.currency, /*html=*/true) + "</dd>";
   h += "<dt>" + std::string(t.fee) + "</dt><dd>" + money::format(tx.fee, tx.currency, /*html=*/true) + "</dd>";
   h += "<dt class=\"total\">" + std::string(t.total) + "</dt><dd class=\"total\" id=\"total\">" +
@@ -178,7 +211,8 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
 }
 
 // The collection behind a signed page link, or nullopt (the page then does not exist).
-std::optional<Transaction> Service::page_transaction(std::string_view reference, const std::optional<std::string>& sig) {
+std::optional<Transaction> Service::page_transaction(std::string_view reference,
+                                                     const std::optional<std::string>& sig) {
   if (reference.empty() || !sig || !crypto::constant_time_equal(*sig, page_signature(reference))) return std::nullopt;
   Transaction tx;
   Status st = db_.read([&](store::Conn& c) -> Status {
@@ -216,7 +250,8 @@ web::Response Service::confirm_submit(web::Request& req) {
     if (tx->status != TxStatus::initiated) return render_page(*tx, locale, "", 200);
     // Declined, or (lost race) paid or expired meanwhile: the page shows where it now stands.
     auto declined = move(*tx, move_to(TxStatus::cancelled, "checkout", "DECLINED_BY_CUSTOMER"));
-    if (!declined) return render_page(*tx, locale, error_notice(declined.error(), locale), page_status(declined.error()));
+    if (!declined)
+      return render_page(*tx, locale, error_notice(declined.error(), locale), page_status(declined.error()));
     return render_page(declined->tx, locale, "", 200);
   }
   auto otp = field("otp");

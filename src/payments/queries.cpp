@@ -25,8 +25,10 @@ constexpr std::string_view kMerchantOwner = "merchant:";
 std::string phone_digits(std::string_view text) {
   std::string digits;
   for (char c : text) {
-    if (c >= '0' && c <= '9') digits.push_back(c);
-    else if (c != '+' && c != ' ' && c != '-' && c != '.' && c != '(' && c != ')') return "";
+    if (c >= '0' && c <= '9')
+      digits.push_back(c);
+    else if (c != '+' && c != ' ' && c != '-' && c != '.' && c != '(' && c != ')')
+      return "";
   }
   return digits.size() >= 3 ? digits : "";
 }
@@ -102,19 +104,29 @@ bj::object to_json(const Timeline& t) {
   out["record"] = to_record(t.tx);
   bj::array steps;
   for (const auto& s : t.steps)
-    steps.push_back(bj::object{{"from", s.from}, {"to", s.to}, {"source", s.source},
-                               {"reason", optional_text(s.reason)}, {"at", iso8601(s.at)}});
+    steps.push_back(bj::object{{"from", s.from},
+                               {"to", s.to},
+                               {"source", s.source},
+                               {"reason", optional_text(s.reason)},
+                               {"at", iso8601(s.at)}});
   out["transitions"] = std::move(steps);
   bj::array entries;
   for (const auto& e : t.entries)
-    entries.push_back(bj::object{{"journal", e.journal_kind}, {"memo", e.memo},       {"owner", e.owner},
-                                 {"kind", e.kind},            {"currency", e.currency}, {"debit", e.debit},
-                                 {"credit", e.credit},        {"at", iso8601(e.at)}});
+    entries.push_back(bj::object{{"journal", e.journal_kind},
+                                 {"memo", e.memo},
+                                 {"owner", e.owner},
+                                 {"kind", e.kind},
+                                 {"currency", e.currency},
+                                 {"debit", e.debit},
+                                 {"credit", e.credit},
+                                 {"at", iso8601(e.at)}});
   out["entries"] = std::move(entries);
   bj::array callbacks;
   for (const auto& c : t.callbacks)
-    callbacks.push_back(bj::object{{"reported_status", c.reported_status}, {"reason", optional_text(c.reason)},
-                                   {"outcome", c.outcome}, {"received_at", iso8601(c.received_at)}});
+    callbacks.push_back(bj::object{{"reported_status", c.reported_status},
+                                   {"reason", optional_text(c.reason)},
+                                   {"outcome", c.outcome},
+                                   {"received_at", iso8601(c.received_at)}});
   out["callbacks"] = std::move(callbacks);
   return out;
 }

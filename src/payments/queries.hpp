@@ -21,9 +21,9 @@ struct TransactionFilter {
   std::optional<std::int64_t> merchant_id;  // nullopt: every merchant (operators only)
   std::string environment;                  // sandbox | prod
   std::optional<TxStatus> status;
-  std::string operation;  // COLLECTION | DISBURSEMENT
-  std::string channel;    // PROVIDER | WALLET
-  std::string provider;   // service code
+  std::string operation;                     // COLLECTION | DISBURSEMENT
+  std::string channel;                       // PROVIDER | WALLET
+  std::string provider;                      // service code
   std::optional<std::int64_t> created_from;  // epoch ms, inclusive
   std::optional<std::int64_t> created_to;    // epoch ms, exclusive
   // A transaction, invoice or provider reference (exact), or digits matching the end of the
@@ -62,9 +62,9 @@ struct CallbackLine {
 };
 struct Timeline {
   Transaction tx;
-  std::vector<StatusStep> steps;       // in order
-  std::vector<LedgerLine> entries;     // by journal, then entry
-  std::vector<CallbackLine> callbacks; // in arrival order
+  std::vector<StatusStep> steps;        // in order
+  std::vector<LedgerLine> entries;      // by journal, then entry
+  std::vector<CallbackLine> callbacks;  // in arrival order
 };
 
 // The history of a transaction; 404 naming transaction_reference when it does not exist.

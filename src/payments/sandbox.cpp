@@ -1,7 +1,7 @@
 #include "payments/sandbox.hpp"
 
-#include <boost/json.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/json.hpp>
 
 #include <charconv>
 
@@ -71,10 +71,22 @@ OperatorStatus SandboxOperator::outcome(const PaymentOrder& order) const {
   OperatorStatus s;
   s.operator_reference = "SBX-" + hex_encode(crypto::sha256(order.provider_reference)).substr(0, 16);
   switch (sandbox_scenario(order.msisdn)) {
-    case SandboxScenario::insufficient_funds: s.state = OperatorStatus::State::failed; s.reason = "INSUFFICIENT_FUNDS"; break;
-    case SandboxScenario::rejected: s.state = OperatorStatus::State::failed; s.reason = "REJECTED_BY_CUSTOMER"; break;
-    case SandboxScenario::timeout: s.state = OperatorStatus::State::failed; s.reason = "TIMEOUT"; break;
-    case SandboxScenario::invalid_account: s.state = OperatorStatus::State::failed; s.reason = "INVALID_ACCOUNT"; break;
+    case SandboxScenario::insufficient_funds:
+      s.state = OperatorStatus::State::failed;
+      s.reason = "INSUFFICIENT_FUNDS";
+      break;
+    case SandboxScenario::rejected:
+      s.state = OperatorStatus::State::failed;
+      s.reason = "REJECTED_BY_CUSTOMER";
+      break;
+    case SandboxScenario::timeout:
+      s.state = OperatorStatus::State::failed;
+      s.reason = "TIMEOUT";
+      break;
+    case SandboxScenario::invalid_account:
+      s.state = OperatorStatus::State::failed;
+      s.reason = "INVALID_ACCOUNT";
+      break;
     case SandboxScenario::stuck: s.state = OperatorStatus::State::pending; break;
     default: s.state = OperatorStatus::State::succeeded;
   }
@@ -197,10 +209,10 @@ Result<std::string> SandboxOperator::account_holder(std::string_view, std::strin
     d["wallet"] = "no account holder for this wallet";
     return make_error(ErrorKind::not_found, "account_not_found", std::move(d));
   }
-  static constexpr std::string_view kFirst[] = {"Aïcha", "Jean",   "Fatou",  "Paul",   "Mariam", "Emmanuel",
+  static constexpr std::string_view kFirst[] = {"Aïcha", "Jean",   "Fatou",    "Paul",    "Mariam",  "Emmanuel",
                                                 "Awa",   "Didier", "Brigitte", "Ibrahim", "Chantal", "Samuel"};
-  static constexpr std::string_view kLast[] = {"Ngono",  "Kouassi", "Diallo", "Mbarga", "Traoré", "Eto'o",
-                                               "Koné",   "Fotso",   "Ndiaye", "Bamba",  "Nkoulou", "Ouattara"};
+  static constexpr std::string_view kLast[] = {"Ngono", "Kouassi", "Diallo", "Mbarga", "Traoré",  "Eto'o",
+                                               "Koné",  "Fotso",   "Ndiaye", "Bamba",  "Nkoulou", "Ouattara"};
   std::string h = crypto::sha256(msisdn);
   auto a = static_cast<unsigned char>(h[0]) % std::size(kFirst);
   auto b = static_cast<unsigned char>(h[1]) % std::size(kLast);
@@ -235,8 +247,7 @@ void SandboxOperator::run() {
     req.method = "POST";
     req.url = options_.callback_url;
     req.body = job.body;
-    req.headers = {{"content-type", "application/json"},
-                   {std::string(kSignatureHeader), sign(job.body, now())}};
+    req.headers = {{"content-type", "application/json"}, {std::string(kSignatureHeader), sign(job.body, now())}};
     req.allow_private_addresses = true;  // our own configured callback URL, not a user's
     req.timeout_ms = 10'000;
     auto res = http_.send(req);

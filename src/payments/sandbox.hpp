@@ -46,17 +46,17 @@ enum class SandboxScenario {
 SandboxScenario sandbox_scenario(std::string_view msisdn);
 
 struct SandboxOptions {
-  std::string callback_url;            // the platform's callback route for this connector
-  std::string secret;                  // HMAC-SHA256 key of the callback signature
-  std::string otp = "123456";          // the one-time code the sandbox accepts
-  std::int64_t delay_ms = 1500;        // time to the outcome
+  std::string callback_url;                // the platform's callback route for this connector
+  std::string secret;                      // HMAC-SHA256 key of the callback signature
+  std::string otp = "123456";              // the one-time code the sandbox accepts
+  std::int64_t delay_ms = 1500;            // time to the outcome
   std::int64_t duplicate_delay_ms = 3000;  // time to the duplicate callback (...0006)
-  std::int64_t late_ms = 600'000;      // time to the late callback (...0007)
+  std::int64_t late_ms = 600'000;          // time to the late callback (...0007)
   int delivery_threads = 2;
-  int max_attempts = 5;                // callback deliveries before giving up (a query still answers)
-  std::int64_t retry_base_ms = 500;    // backoff: base, 2x, 4x, ...
+  int max_attempts = 5;                           // callback deliveries before giving up (a query still answers)
+  std::int64_t retry_base_ms = 500;               // backoff: base, 2x, 4x, ...
   std::int64_t signature_tolerance_ms = 300'000;  // callbacks older or newer than this are refused
-  std::function<std::int64_t()> clock; // epoch ms; now_ms() when empty
+  std::function<std::int64_t()> clock;            // epoch ms; now_ms() when empty
 };
 
 class SandboxOperator final : public Connector {

@@ -3,8 +3,8 @@
 // handlers.cpp and page.cpp; the SQL in store.cpp; the status moves in transitions.cpp.
 #include "payments/service.hpp"
 
-#include <boost/json.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/json.hpp>
 
 #include <algorithm>
 
@@ -252,7 +252,8 @@ Result<Transaction> Service::create(const IntentRequest& request, const web::Pri
     SIKA_ASSIGN_OR_RETURN(auto id, tables::insert_transaction(c, tx));
     if (!id) {
       // The same (merchant, environment, transaction_uuid) exists: the same request gets its record back.
-      SIKA_ASSIGN_OR_RETURN(auto existing, tables::find_by_uuid(c, tx.merchant_id, tx.environment, tx.transaction_uuid));
+      SIKA_ASSIGN_OR_RETURN(auto existing,
+                            tables::find_by_uuid(c, tx.merchant_id, tx.environment, tx.transaction_uuid));
       if (!existing) return unavailable(bj::string("concurrent request with the same transaction_uuid; retry"));
       if (existing->request_hash != tx.request_hash)
         return conflict(bj::object{{"transaction_uuid", "was already used for a different request"},
@@ -270,9 +271,12 @@ Result<Transaction> Service::create(const IntentRequest& request, const web::Pri
       for (const auto& line : request.distribution) {
         auto it = found.find(line.matricule);
         std::string field = "distribution[" + std::to_string(line.position) + "].matricule";
-        if (it == found.end()) missing.add(field, "is not a known merchant");
-        else if (!it->second.active) missing.add(field, "is not an active merchant");
-        else ids.push_back(it->second.id);
+        if (it == found.end())
+          missing.add(field, "is not a known merchant");
+        else if (!it->second.active)
+          missing.add(field, "is not an active merchant");
+        else
+          ids.push_back(it->second.id);
       }
       SIKA_TRY(missing.status());
       SIKA_TRY(tables::insert_splits(c, tx.id, request.distribution, ids));
@@ -314,8 +318,7 @@ Result<Transaction> Service::submit_payout(Transaction tx) {
 
 Result<Transaction> Service::execute_collection(Transaction tx, std::optional<std::string> otp,
                                                 std::string_view source) {
-  if (tx.operation != kCollection)
-    return reference_conflict("is a disbursement; payouts are submitted at intent");
+  if (tx.operation != kCollection) return reference_conflict("is a disbursement; payouts are submitted at intent");
   if (tx.status == TxStatus::initiated && tx.expires_at <= now()) {
     SIKA_TRY(move(tx, move_to(TxStatus::expired, source, "EXPIRED")));
     return reference_conflict("has expired");
@@ -406,7 +409,8 @@ Result<Transaction> Service::execute_wallet(const Transaction& original, std::st
     SIKA_ASSIGN_OR_RETURN(std::int64_t available,
                           ledger::balance(c, ledger::customer_wallet(tx.customer_wallet, tx.environment, tx.currency)));
     if (available < tx.required_total) {
-      SIKA_ASSIGN_OR_RETURN(bool failed, apply(c, tx, move_to(TxStatus::failed, source, "INSUFFICIENT_FUNDS"), learned));
+      SIKA_ASSIGN_OR_RETURN(bool failed,
+                            apply(c, tx, move_to(TxStatus::failed, source, "INSUFFICIENT_FUNDS"), learned));
       if (!failed) return reference_conflict("was executed concurrently");
       return {};
     }
@@ -482,9 +486,8 @@ Status Service::fund_wallet(std::string_view environment, std::string_view msisd
   p.legs.push_back({ledger::funding(environment, currency), amount, 0});
   p.legs.push_back({ledger::customer_wallet(msisdn, environment, currency), 0, amount});
   const std::int64_t at = now();
-  return write([&](store::Conn& c, ledger::Learned& learned) -> Status {
-    return ledger::post(c, p, at, &accounts_, learned);
-  });
+  return write(
+      [&](store::Conn& c, ledger::Learned& learned) -> Status { return ledger::post(c, p, at, &accounts_, learned); });
 }
 
 Result<std::int64_t> Service::account_balance(const ledger::AccountKey& key) {

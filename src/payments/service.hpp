@@ -36,7 +36,9 @@
 #include "web/client.hpp"
 #include "web/message.hpp"
 
-namespace sika::catalog { class Service; }
+namespace sika::catalog {
+class Service;
+}
 
 namespace sika::payments {
 
@@ -44,15 +46,15 @@ namespace sika::payments {
 using CatalogSnapshot = std::function<std::shared_ptr<const catalog::Catalog>()>;
 
 struct Options {
-  std::string checkout_url;        // {checkout_url}: confirmation pages live at /confirm/{reference}
-  std::string callback_base_url;   // {base_url}/operator/callback: the connector name is appended
-  std::string secret;              // signs confirmation links and operator callbacks (server-derived)
-  std::int64_t intent_ttl_ms = 15 * 60 * 1000;         // INITIATED collections expire after this
-  std::int64_t pending_ttl_ms = 5 * 60 * 1000;         // PENDING (submitted) ones after this
-  std::int64_t disbursement_ttl_ms = 24 * 3600 * 1000; // PENDING payouts after this
-  std::int64_t expiry_interval_ms = 1000;              // how often the expiry worker scans
+  std::string checkout_url;                     // {checkout_url}: confirmation pages live at /confirm/{reference}
+  std::string callback_base_url;                // {base_url}/operator/callback: the connector name is appended
+  std::string secret;                           // signs confirmation links and operator callbacks (server-derived)
+  std::int64_t intent_ttl_ms = 15 * 60 * 1000;  // INITIATED collections expire after this
+  std::int64_t pending_ttl_ms = 5 * 60 * 1000;  // PENDING (submitted) ones after this
+  std::int64_t disbursement_ttl_ms = 24 * 3600 * 1000;  // PENDING payouts after this
+  std::int64_t expiry_interval_ms = 1000;               // how often the expiry worker scans
   int expiry_batch = 500;
-  int max_otp_attempts = 3;         // wrong codes before the collection FAILS (INVALID_OTP)
+  int max_otp_attempts = 3;                     // wrong codes before the collection FAILS (INVALID_OTP)
   std::int64_t max_amount = 1'000'000'000'000;  // absolute cap in minor units, whatever the service says
   // Sandbox operator.
   std::string sandbox_otp = "123456";

@@ -32,12 +32,36 @@ Result<std::optional<std::int64_t>> insert_transaction(store::Conn& conn, const 
                      "needs_otp, otp_failures, expires_at, created_at, updated_at) VALUES "
                      "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                      "ON CONFLICT (merchant_id, environment, transaction_uuid) DO NOTHING RETURNING id",
-                     {t.reference, t.merchant_id, t.environment, t.operation, t.transaction_uuid, t.request_hash,
-                      t.invoice_reference, t.provider_reference, status_text(t.status), t.channel, t.service_code,
-                      t.country, t.connector, t.customer_wallet, t.amount, t.currency, t.fee, t.required_total,
-                      t.confirmation_method, t.confirmation_url, t.settlement_mode, t.split_reference, t.split_status,
-                      t.description, t.metadata, std::int64_t{t.needs_otp ? 1 : 0}, t.otp_failures, t.expires_at,
-                      t.created_at, t.updated_at}));
+                     {t.reference,
+                      t.merchant_id,
+                      t.environment,
+                      t.operation,
+                      t.transaction_uuid,
+                      t.request_hash,
+                      t.invoice_reference,
+                      t.provider_reference,
+                      status_text(t.status),
+                      t.channel,
+                      t.service_code,
+                      t.country,
+                      t.connector,
+                      t.customer_wallet,
+                      t.amount,
+                      t.currency,
+                      t.fee,
+                      t.required_total,
+                      t.confirmation_method,
+                      t.confirmation_url,
+                      t.settlement_mode,
+                      t.split_reference,
+                      t.split_status,
+                      t.description,
+                      t.metadata,
+                      std::int64_t{t.needs_otp ? 1 : 0},
+                      t.otp_failures,
+                      t.expires_at,
+                      t.created_at,
+                      t.updated_at}));
   if (!inserted) return std::optional<std::int64_t>();
   return std::optional<std::int64_t>(inserted->i64(0));
 }
@@ -59,21 +83,22 @@ Result<std::optional<Transaction>> find_by_uuid(store::Conn& conn, std::int64_t 
 }
 
 Result<bool> update_status(store::Conn& conn, const Transaction& n, TxStatus from) {
-  SIKA_ASSIGN_OR_RETURN(std::int64_t changed,
-                        conn.exec("UPDATE pay_transactions SET status = ?, split_status = ?, failure_reason = ?, "
-                                  "operator_reference = ?, submitted_at = ?, expires_at = ?, updated_at = ? "
-                                  "WHERE id = ? AND status = ?",
-                                  {status_text(n.status), n.split_status, store::opt(n.failure_reason),
-                                   store::opt(n.operator_reference), store::opt(n.submitted_at), n.expires_at,
-                                   n.updated_at, n.id, status_text(from)}));
+  SIKA_ASSIGN_OR_RETURN(
+      std::int64_t changed,
+      conn.exec("UPDATE pay_transactions SET status = ?, split_status = ?, failure_reason = ?, "
+                "operator_reference = ?, submitted_at = ?, expires_at = ?, updated_at = ? "
+                "WHERE id = ? AND status = ?",
+                {status_text(n.status), n.split_status, store::opt(n.failure_reason), store::opt(n.operator_reference),
+                 store::opt(n.submitted_at), n.expires_at, n.updated_at, n.id, status_text(from)}));
   return changed != 0;
 }
 
 Status insert_transition(store::Conn& conn, std::int64_t transaction_id, TxStatus from, TxStatus to,
                          std::string_view source, const std::optional<std::string>& reason, std::int64_t at) {
-  SIKA_TRY(conn.exec("INSERT INTO pay_transitions (transaction_id, from_status, to_status, source, reason, at) "
-                     "VALUES (?, ?, ?, ?, ?, ?)",
-                     {transaction_id, status_text(from), status_text(to), std::string(source), store::opt(reason), at}));
+  SIKA_TRY(
+      conn.exec("INSERT INTO pay_transitions (transaction_id, from_status, to_status, source, reason, at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                {transaction_id, status_text(from), status_text(to), std::string(source), store::opt(reason), at}));
   return {};
 }
 
@@ -88,7 +113,7 @@ Result<std::optional<std::int64_t>> take_otp_attempt(store::Conn& conn, std::int
 }
 
 Result<std::map<std::string, Beneficiary, std::less<>>> find_beneficiaries(store::Conn& conn,
-                                                                          const std::vector<SplitLine>& lines) {
+                                                                           const std::vector<SplitLine>& lines) {
   std::map<std::string, Beneficiary, std::less<>> found;
   if (lines.empty()) return found;
   std::string sql = "SELECT id, matricule, active FROM merchants WHERE matricule IN (";
@@ -107,8 +132,9 @@ Status insert_splits(store::Conn& conn, std::int64_t transaction_id, const std::
                      const std::vector<std::int64_t>& merchant_ids) {
   if (lines.empty()) return {};
   if (merchant_ids.size() != lines.size()) return internal_error(bj::string("split lines without their merchants"));
-  std::string sql = "INSERT INTO pay_splits (transaction_id, position, matricule, merchant_id, rate_ppm, "
-                    "description, metadata) VALUES ";
+  std::string sql =
+      "INSERT INTO pay_splits (transaction_id, position, matricule, merchant_id, rate_ppm, "
+      "description, metadata) VALUES ";
   store::Params params;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const auto& line = lines[i];
@@ -136,11 +162,12 @@ Status set_split_amount(store::Conn& conn, std::int64_t split_id, std::int64_t a
 }
 
 Status insert_callback(store::Conn& conn, const CallbackRow& c) {
-  SIKA_TRY(conn.exec("INSERT INTO pay_callbacks (connector, provider_reference, transaction_id, reported_status, "
-                     "reason, outcome, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                     {c.connector, c.provider_reference, store::opt(c.transaction_id), c.reported_status,
-                      c.reason.empty() ? store::Value(nullptr) : store::Value(c.reason), c.outcome,
-                      c.body.substr(0, 8192), c.received_at}));
+  SIKA_TRY(
+      conn.exec("INSERT INTO pay_callbacks (connector, provider_reference, transaction_id, reported_status, "
+                "reason, outcome, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                {c.connector, c.provider_reference, store::opt(c.transaction_id), c.reported_status,
+                 c.reason.empty() ? store::Value(nullptr) : store::Value(c.reason), c.outcome, c.body.substr(0, 8192),
+                 c.received_at}));
   return {};
 }
 

@@ -50,7 +50,7 @@ struct Beneficiary {
 };
 // The merchants of these matricules that exist, by matricule.
 Result<std::map<std::string, Beneficiary, std::less<>>> find_beneficiaries(store::Conn& conn,
-                                                                          const std::vector<SplitLine>& lines);
+                                                                           const std::vector<SplitLine>& lines);
 // Inserts the split lines of a transaction; `merchant_ids` in the lines' order.
 Status insert_splits(store::Conn& conn, std::int64_t transaction_id, const std::vector<SplitLine>& lines,
                      const std::vector<std::int64_t>& merchant_ids);
@@ -74,7 +74,7 @@ struct CallbackRow {
   std::string reported_status;  // SUCCESSFUL | FAILED | PENDING
   std::string reason;           // "" when none
   std::string outcome;
-  std::string body;             // at most 8 KiB of it is stored
+  std::string body;  // at most 8 KiB of it is stored
   std::int64_t received_at = 0;
 };
 Status insert_callback(store::Conn& conn, const CallbackRow& row);

@@ -28,8 +28,10 @@ Transaction after_move(const Transaction& tx, const Move& move, std::int64_t at)
   if (move.submitted_at) next.submitted_at = move.submitted_at;
   if (move.expires_at) next.expires_at = *move.expires_at;
   if (next.settlement_mode == kSplit) {
-    if (move.to == TxStatus::completed) next.split_status = kSplitSettled;
-    else if (is_terminal(move.to)) next.split_status = kSplitCancelled;
+    if (move.to == TxStatus::completed)
+      next.split_status = kSplitSettled;
+    else if (is_terminal(move.to))
+      next.split_status = kSplitCancelled;
   }
   return next;
 }
@@ -53,7 +55,8 @@ ledger::Posting journal_for(const Transaction& tx, TxStatus from, TxStatus to, c
     if (tx.fee > 0) posting.legs.push_back({ledger::fee_revenue(env, cur), 0, tx.fee});
     if (tx.settlement_mode == kSplit) {
       for (const auto& share : shares)
-        if (share.amount > 0) posting.legs.push_back({ledger::merchant_available(share.merchant_id, env, cur), 0, share.amount});
+        if (share.amount > 0)
+          posting.legs.push_back({ledger::merchant_available(share.merchant_id, env, cur), 0, share.amount});
     } else {
       posting.legs.push_back({ledger::merchant_available(tx.merchant_id, env, cur), 0, tx.amount});
     }
@@ -80,8 +83,8 @@ ledger::Posting journal_for(const Transaction& tx, TxStatus from, TxStatus to, c
 Result<bool> transition(store::Conn& conn, Transaction& tx, const Move& move, std::int64_t at,
                         const ledger::AccountCache* cache, ledger::Learned& learned) {
   if (!legal_move(tx.status, move.to))
-    return internal_error(bj::string("illegal move " + std::string(to_string(tx.status)) + " -> " +
-                                     std::string(to_string(move.to))));
+    return internal_error(
+        bj::string("illegal move " + std::string(to_string(tx.status)) + " -> " + std::string(to_string(move.to))));
   const TxStatus from = tx.status;
   Transaction next = after_move(tx, move, at);
   SIKA_ASSIGN_OR_RETURN(bool changed, tables::update_status(conn, next, from));

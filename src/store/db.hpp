@@ -84,18 +84,18 @@ inline Result<void> counter_isolation(Conn& c) {
 
 // Counters describing what a Db has done since it was opened (for tests, benchmarks, metrics).
 struct DbStats {
-  std::uint64_t write_units = 0;      // write units completed (committed or failed)
-  std::uint64_t commits = 0;          // transactions committed (SQLite: batches)
-  std::uint64_t largest_batch = 0;    // most units committed by one SQLite transaction
-  std::uint64_t batched_units = 0;    // units that shared their transaction with at least one other unit
-  std::uint64_t retries = 0;          // PostgreSQL units or reads run again (serialization failure, broken connection)
-  std::uint64_t reconnects = 0;       // broken connections discarded and replaced
+  std::uint64_t write_units = 0;    // write units completed (committed or failed)
+  std::uint64_t commits = 0;        // transactions committed (SQLite: batches)
+  std::uint64_t largest_batch = 0;  // most units committed by one SQLite transaction
+  std::uint64_t batched_units = 0;  // units that shared their transaction with at least one other unit
+  std::uint64_t retries = 0;        // PostgreSQL units or reads run again (serialization failure, broken connection)
+  std::uint64_t reconnects = 0;     // broken connections discarded and replaced
 };
 
 struct DbOptions {
-  int pool_size = 16;             // PostgreSQL connections / SQLite reader connections
-  int busy_timeout_ms = 5000;     // SQLite busy timeout
-  int max_batch = 512;            // SQLite group commit: most write units in one transaction
+  int pool_size = 16;          // PostgreSQL connections / SQLite reader connections
+  int busy_timeout_ms = 5000;  // SQLite busy timeout
+  int max_batch = 512;         // SQLite group commit: most write units in one transaction
   // PostgreSQL: how long a write unit keeps being run again after serialization failures and
   // deadlocks (jittered exponential backoff) before the caller gets 503. 0 runs it once.
   int retry_deadline_ms = 5000;

@@ -65,9 +65,9 @@ Result<std::vector<int>> migrate(Db& db) {
   }
   SIKA_TRY(db.write([](Conn& c) -> Status {
     SIKA_TRY(take_migration_lock(c));
-    SIKA_TRY(c.exec(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, "
-        "applied_at BIGINT NOT NULL)"));
+    SIKA_TRY(
+        c.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, "
+               "applied_at BIGINT NOT NULL)"));
     return {};
   }));
   std::set<std::int64_t> applied;
@@ -86,8 +86,8 @@ Result<std::vector<int>> migrate(Db& db) {
       ran = false;
       SIKA_TRY(take_migration_lock(c));
       // Another node may have applied it since the read above.
-      SIKA_ASSIGN_OR_RETURN(auto existing,
-                            c.query_one("SELECT 1 FROM schema_migrations WHERE version = ?", {std::int64_t{m.version}}));
+      SIKA_ASSIGN_OR_RETURN(
+          auto existing, c.query_one("SELECT 1 FROM schema_migrations WHERE version = ?", {std::int64_t{m.version}}));
       if (existing) return {};
       for (const std::string& sql : statements(m.sql, c.dialect())) SIKA_TRY(c.exec(sql));
       SIKA_TRY(c.exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",

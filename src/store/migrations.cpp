@@ -6,10 +6,16 @@ namespace sika::store {
 
 const std::vector<Migration>& all_migrations() {
   static const std::vector<Migration> kAll = {
-      migrations::k0001Foundation, migrations::k0002Identity, migrations::k0003Catalog,
-      migrations::k0004Payments,   migrations::k0005Webhooks,  migrations::k0006PaymentsLists,
+      migrations::k0001Foundation,
+      migrations::k0002Identity,
+      migrations::k0003Catalog,
+      migrations::k0004Payments,
+      migrations::k0005Webhooks,
+      migrations::k0006PaymentsLists,
       migrations::k0007IdentityClientCredentials,
-      migrations::k0008Limits,     migrations::k0009Notify,  migrations::k0010Otp,
+      migrations::k0008Limits,
+      migrations::k0009Notify,
+      migrations::k0010Otp,
       migrations::k0011Jobs,
       migrations::k0012PaymentLinks,
   };

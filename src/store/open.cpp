@@ -173,24 +173,25 @@ Status run_unit(const std::function<Status(Conn&)>& fn, Conn& conn) {
 
 Result<std::unique_ptr<Db>> open(std::string_view dsn, const DbOptions& options) {
   if (options.pool_size < 1 || options.max_batch < 1 || options.busy_timeout_ms < 0 || options.retry_deadline_ms < 0)
-    return internal_error(boost::json::string("invalid database options: pool_size and max_batch must be >= 1, "
-                                              "busy_timeout_ms and retry_deadline_ms >= 0"));
+    return internal_error(
+        boost::json::string("invalid database options: pool_size and max_batch must be >= 1, "
+                            "busy_timeout_ms and retry_deadline_ms >= 0"));
   constexpr std::string_view kSqlite = "sqlite://";
   if (dsn.starts_with(kSqlite)) {
     std::string path(dsn.substr(kSqlite.size()));
     if (path.empty()) return internal_error(boost::json::string("invalid database DSN: sqlite:// needs a file path"));
     if (path == ":memory:" || path.starts_with("file:"))
-      return internal_error(boost::json::string("invalid database DSN: sqlite:// needs a plain file path "
-                                                "(readers and the writer share it through WAL)"));
+      return internal_error(
+          boost::json::string("invalid database DSN: sqlite:// needs a plain file path "
+                              "(readers and the writer share it through WAL)"));
     return detail::open_sqlite(path, options);
   }
   if (dsn.starts_with("postgres://") || dsn.starts_with("postgresql://"))
     return detail::open_postgres(std::string(dsn), options);
   // Never echo the DSN itself: it may carry a password.
   std::size_t scheme_end = dsn.find("://");
-  std::string scheme = scheme_end == std::string_view::npos || scheme_end > 20
-                           ? std::string("(none)")
-                           : std::string(dsn.substr(0, scheme_end));
+  std::string scheme = scheme_end == std::string_view::npos || scheme_end > 20 ? std::string("(none)")
+                                                                               : std::string(dsn.substr(0, scheme_end));
   return internal_error(boost::json::string("unsupported database DSN scheme " + scheme +
                                             ": expected sqlite://PATH, postgres://... or postgresql://..."));
 }

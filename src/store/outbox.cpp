@@ -13,11 +13,11 @@ Result<AppendedEvent> append_event(Conn& conn, std::optional<std::int64_t> merch
   SIKA_ASSIGN_OR_RETURN(auto next, conn.query_one("SELECT COALESCE(MAX(sequence), 0) + 1 FROM events WHERE subject = ?",
                                                   {std::string(subject)}));
   AppendedEvent event{"evt_" + random_token(18), next ? next->i64(0) : 1};
-  SIKA_TRY(conn.exec(
-      "INSERT INTO events (event_id, merchant_id, event_type, subject, sequence, payload, created_at) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?)",
-      {event.event_id, opt(merchant_id), std::string(event_type), std::string(subject), event.sequence,
-       json::dump(payload), now_ms}));
+  SIKA_TRY(
+      conn.exec("INSERT INTO events (event_id, merchant_id, event_type, subject, sequence, payload, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                {event.event_id, opt(merchant_id), std::string(event_type), std::string(subject), event.sequence,
+                 json::dump(payload), now_ms}));
   return event;
 }
 

@@ -63,13 +63,15 @@ std::string trim(std::string_view text) {
 // A failed statement, classified.
 struct Failure {
   Error error;
-  bool broken = false;     // the connection is unusable; the server rolled the transaction back
-  bool retryable = false;  // the whole transaction may succeed if run again
-  bool conflict = false;   // serialization failure or deadlock: another transaction won
-  bool stale_plan = false; // a prepared statement's result columns changed (after a migration)
+  bool broken = false;      // the connection is unusable; the server rolled the transaction back
+  bool retryable = false;   // the whole transaction may succeed if run again
+  bool conflict = false;    // serialization failure or deadlock: another transaction won
+  bool stale_plan = false;  // a prepared statement's result columns changed (after a migration)
 };
 
-bool starts_with(const char* s, std::string_view prefix) { return s != nullptr && std::string_view(s).starts_with(prefix); }
+bool starts_with(const char* s, std::string_view prefix) {
+  return s != nullptr && std::string_view(s).starts_with(prefix);
+}
 
 Failure classify(PGconn* conn, const PGresult* res, std::string_view sql, const Params& params) {
   const char* state = res != nullptr ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
@@ -134,12 +136,9 @@ Value cell_value(const PGresult* res, int row, int col) {
     case kFloat4Oid:
       if (auto v = parse_f64(std::string_view(text, size))) return *v;
       break;
-    case kBoolOid:
-      return std::int64_t{text[0] == 't' ? 1 : 0};
-    case kByteaOid:
-      return decode_bytea(text, size);
-    default:
-      break;
+    case kBoolOid: return std::int64_t{text[0] == 't' ? 1 : 0};
+    case kByteaOid: return decode_bytea(text, size);
+    default: break;
   }
   return std::string(text, size);
 }
@@ -162,10 +161,12 @@ class PgConnection {
     const char* keys[] = {"connect_timeout", "application_name", "client_encoding", "dbname", nullptr};
     const char* values[] = {"10", "sika", "UTF8", dsn.c_str(), nullptr};
     auto c = std::make_unique<PgConnection>(PQconnectdbParams(keys, values, 1));
-    if (c->raw_ == nullptr) return sika::unavailable(boost::json::string("cannot connect to PostgreSQL: out of memory"));
+    if (c->raw_ == nullptr)
+      return sika::unavailable(boost::json::string("cannot connect to PostgreSQL: out of memory"));
     if (PQstatus(c->raw_) != CONNECTION_OK)
       return sika::unavailable(boost::json::string("cannot connect to PostgreSQL: " + trim(PQerrorMessage(c->raw_))));
-    PQsetNoticeProcessor(c->raw_, [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        c->raw_, [](void*, const char*) {}, nullptr);
     return c;
   }
 
@@ -215,9 +216,8 @@ class PgConnection {
     RewrittenSql rewritten = rewrite_placeholders(sql);
     if (rewritten.placeholders != params.size()) {
       failure = Failure{storage_error(false,
-                                      "statement has " + std::to_string(rewritten.placeholders) +
-                                          " placeholders but " + std::to_string(params.size()) +
-                                          " parameters were bound",
+                                      "statement has " + std::to_string(rewritten.placeholders) + " placeholders but " +
+                                          std::to_string(params.size()) + " parameters were bound",
                                       sql)};
       return failure->error;
     }
@@ -226,8 +226,7 @@ class PgConnection {
       cache_.clear();
     }
     Prepared p{"s" + std::to_string(++statement_counter_), {}};
-    PgResult res(PQprepare(raw_, p.name.c_str(), rewritten.sql.c_str(), static_cast<int>(types.size()),
-                           types.data()));
+    PgResult res(PQprepare(raw_, p.name.c_str(), rewritten.sql.c_str(), static_cast<int>(types.size()), types.data()));
     if (res == nullptr || PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
       failure = classify(raw_, res.get(), sql, params);
       if (failure->broken) broken_ = true;
@@ -283,8 +282,7 @@ class PgConn final : public Conn {
 
  private:
   Status run(std::string_view sql, const Params& params, Rows* rows, std::int64_t& changes) {
-    if (failure_)
-      return aborted_error(sql);
+    if (failure_) return aborted_error(sql);
     auto prepared = c_.prepare(sql, params, failure_);
     if (!prepared) return prepared.take_error();
     const auto& types = (*prepared)->param_types;
@@ -317,8 +315,8 @@ class PgConn final : public Conn {
         }
       }
     }
-    PgResult res(PQexecPrepared(c_.raw(), (*prepared)->name.c_str(), static_cast<int>(n), values.data(),
-                                lengths.data(), formats.data(), 0));
+    PgResult res(PQexecPrepared(c_.raw(), (*prepared)->name.c_str(), static_cast<int>(n), values.data(), lengths.data(),
+                                formats.data(), 0));
     ExecStatusType status = res != nullptr ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
     if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
       failure_ = classify(c_.raw(), res.get(), sql, params);
@@ -545,7 +543,8 @@ class PostgresDb final : public Db {
       rollback(c);
       return {tag.take_error(), failure->retryable, failure->broken, failure->conflict};
     }
-    if (*tag != "COMMIT") return {storage_error(false, "transaction was rolled back at COMMIT", "COMMIT"), false, false};
+    if (*tag != "COMMIT")
+      return {storage_error(false, "transaction was rolled back at COMMIT", "COMMIT"), false, false};
     return {};
   }
 

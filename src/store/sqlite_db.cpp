@@ -117,10 +117,8 @@ class Handle {
       case SQLITE_CONSTRAINT_UNIQUE:
       case SQLITE_CONSTRAINT_PRIMARYKEY:
       case SQLITE_CONSTRAINT_CHECK:
-      case SQLITE_CONSTRAINT_FOREIGNKEY:
-        return constraint_error(constraint_name(msg));
-      default:
-        break;
+      case SQLITE_CONSTRAINT_FOREIGNKEY: return constraint_error(constraint_name(msg));
+      default: break;
     }
     switch (ext & 0xff) {
       case SQLITE_BUSY:
@@ -132,10 +130,8 @@ class Handle {
       case SQLITE_READONLY:
       case SQLITE_PROTOCOL:
       case SQLITE_CORRUPT:
-      case SQLITE_NOTADB:
-        return storage_error(true, msg, sql);
-      default:
-        return storage_error(false, msg, sql);
+      case SQLITE_NOTADB: return storage_error(true, msg, sql);
+      default: return storage_error(false, msg, sql);
     }
   }
 
@@ -203,8 +199,7 @@ class SqliteConn final : public Conn {
 
  private:
   Status run(std::string_view sql, const Params& params, Rows* rows, std::int64_t& changes) {
-    if (failure_)
-      return aborted_error(sql);
+    if (failure_) return aborted_error(sql);
     Status st = run_statement(sql, params, rows, changes);
     if (!st) failure_ = st.error();
     return st;
@@ -246,12 +241,8 @@ class SqliteConn final : public Conn {
       cells.reserve(columns);
       for (int c = 0; c < columns; ++c) {
         switch (sqlite3_column_type(stmt, c)) {
-          case SQLITE_INTEGER:
-            cells.emplace_back(static_cast<std::int64_t>(sqlite3_column_int64(stmt, c)));
-            break;
-          case SQLITE_FLOAT:
-            cells.emplace_back(sqlite3_column_double(stmt, c));
-            break;
+          case SQLITE_INTEGER: cells.emplace_back(static_cast<std::int64_t>(sqlite3_column_int64(stmt, c))); break;
+          case SQLITE_FLOAT: cells.emplace_back(sqlite3_column_double(stmt, c)); break;
           case SQLITE_TEXT: {
             auto text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, c));
             cells.emplace_back(std::string(text, sqlite3_column_bytes(stmt, c)));
@@ -263,8 +254,7 @@ class SqliteConn final : public Conn {
             cells.emplace_back(size > 0 ? std::string(blob, size) : std::string());
             break;
           }
-          default:
-            cells.emplace_back(nullptr);
+          default: cells.emplace_back(nullptr);
         }
       }
       rows->emplace_back(std::move(cells));
@@ -556,8 +546,7 @@ Result<std::unique_ptr<Db>> open_sqlite(const std::string& path, const DbOptions
   if (!parent.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(parent, ec);
-    if (ec)
-      return unavailable(boost::json::string("cannot create directory " + parent.string() + ": " + ec.message()));
+    if (ec) return unavailable(boost::json::string("cannot create directory " + parent.string() + ": " + ec.message()));
   }
   auto writer = Handle::open(path, true, options);
   if (!writer) return writer.take_error();

@@ -12,11 +12,11 @@ namespace sika::web {
 
 struct ClientRequest {
   std::string method = "POST";
-  std::string url;                     // http:// or https://
+  std::string url;  // http:// or https://
   Fields headers;
   std::string body;
   int connect_timeout_ms = 5000;
-  int timeout_ms = 15000;              // whole exchange after connecting
+  int timeout_ms = 15000;                      // whole exchange after connecting
   std::size_t max_response_bytes = 64 * 1024;  // longer bodies are truncated, not an error
   // When false, every resolved address is checked and loopback, private (RFC 1918, CGNAT),
   // link-local (incl. 169.254.169.254), unique-local IPv6, multicast and unspecified
@@ -26,8 +26,8 @@ struct ClientRequest {
 
 struct ClientResponse {
   int status = 0;
-  Fields headers;       // names lower-cased
-  std::string body;     // at most max_response_bytes
+  Fields headers;    // names lower-cased
+  std::string body;  // at most max_response_bytes
   std::int64_t latency_ms = 0;
   std::string remote_ip;
 };

@@ -57,7 +57,8 @@ std::vector<std::string_view> forwarded_hops(const Request& req, ForwardedHeader
       std::string_view for_value;  // an element without for= is an unknown hop
       for (std::string_view pair : split_unquoted(element, ';')) {
         std::size_t eq = pair.find('=');
-        if (eq != std::string_view::npos && iequals(trim(pair.substr(0, eq)), "for")) for_value = trim(pair.substr(eq + 1));
+        if (eq != std::string_view::npos && iequals(trim(pair.substr(0, eq)), "for"))
+          for_value = trim(pair.substr(eq + 1));
       }
       hops.push_back(for_value);
     }
@@ -95,8 +96,10 @@ std::optional<std::array<unsigned char, 16>> parse_ip(std::string_view s) {
 
 std::string ip_text(const std::array<unsigned char, 16>& a) {
   char buf[INET6_ADDRSTRLEN] = {};
-  if (is_v4_mapped(a)) ::inet_ntop(AF_INET, a.data() + 12, buf, sizeof buf);
-  else ::inet_ntop(AF_INET6, a.data(), buf, sizeof buf);
+  if (is_v4_mapped(a))
+    ::inet_ntop(AF_INET, a.data() + 12, buf, sizeof buf);
+  else
+    ::inet_ntop(AF_INET6, a.data(), buf, sizeof buf);
   return buf;
 }
 

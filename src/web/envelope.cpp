@@ -123,9 +123,9 @@ Result<bj::object> body_object(const Request& req, bool allow_form) {
     return o;
   }
   if (!ct.empty() && ct != "application/json" && !(ct.size() > 5 && ct.ends_with("+json")))
-    return make_error(ErrorKind::unsupported_media_type, "unsupported_media_type",
-                 bj::string(allow_form ? "use application/json or application/x-www-form-urlencoded"
-                                       : "use application/json"));
+    return make_error(
+        ErrorKind::unsupported_media_type, "unsupported_media_type",
+        bj::string(allow_form ? "use application/json or application/x-www-form-urlencoded" : "use application/json"));
   return json::parse_object(req.body);
 }
 

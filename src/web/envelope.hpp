@@ -13,8 +13,8 @@
 
 namespace sika::web {
 
-Response ok(const Request& req, boost::json::value data, boost::json::object meta = {},
-            std::string_view message = "ok", int status = 200);
+Response ok(const Request& req, boost::json::value data, boost::json::object meta = {}, std::string_view message = "ok",
+            int status = 200);
 // The HTTP status of an error kind: the one place where kinds become statuses.
 int http_status(ErrorKind kind);
 

@@ -58,8 +58,9 @@ std::string render(const Page& page) {
   out.reserve(2048 + page.body_html.size());
   out += "<!doctype html><html lang=\"";
   out += fr ? "fr" : "en";
-  out += "\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-         "<title>";
+  out +=
+      "\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+      "<title>";
   out += escape(page.title);
   out += "</title><style>";
   out += kStyle;

@@ -15,10 +15,10 @@ std::string escape(std::string_view text);
 // What a page may load or submit to, beyond itself. Every page gets frame-ancestors 'none'
 // (no framing), no referrer, nosniff and no-store.
 struct PagePolicy {
-  bool data_images = false;    // img-src data: (inline QR codes, icons)
-  bool self_images = false;    // img-src 'self' (QR code images served by us)
-  bool self_scripts = false;   // script-src 'self' (the small progressive-enhancement script)
-  bool self_connect = false;   // connect-src 'self' (status polling)
+  bool data_images = false;   // img-src data: (inline QR codes, icons)
+  bool self_images = false;   // img-src 'self' (QR code images served by us)
+  bool self_scripts = false;  // script-src 'self' (the small progressive-enhancement script)
+  bool self_connect = false;  // connect-src 'self' (status polling)
   // form-action sources; "" leaves the directive out, which a form whose answer redirects to
   // another site needs (OAuth's authorize redirects to the client).
   std::string form_action = "'self'";

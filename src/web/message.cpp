@@ -67,7 +67,8 @@ std::string Request::content_type() const {
   ct = ct.substr(0, ct.find(';'));
   std::string out;
   for (char c : ct)
-    if (!std::isspace(static_cast<unsigned char>(c))) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (!std::isspace(static_cast<unsigned char>(c)))
+      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   return out;
 }
 

@@ -22,12 +22,12 @@ std::string_view role_name(Role role);
 
 // The authenticated caller of a route, filled by the route's auth policy (web/router.hpp).
 struct Principal {
-  std::string subject;      // JWT sub: the client_id (client_credentials) or the user id
+  std::string subject;  // JWT sub: the client_id (client_credentials) or the user id
   std::string client_id;
   std::string jti;
   std::int64_t expires_at = 0;  // epoch seconds
   std::vector<std::string> scopes;
-  std::string merchant;         // owning merchant's matricule ("" when none)
+  std::string merchant;  // owning merchant's matricule ("" when none)
   std::int64_t merchant_id = 0;
   std::int64_t user_tier = 1;
   std::vector<std::string> countries;  // ISO alpha-3 codes the credential may act in
@@ -49,12 +49,12 @@ struct Request {
   Fields query;              // decoded query parameters, in order
   Fields headers;            // names lower-cased
   std::string body;
-  std::string remote_ip;      // the client address (behind trusted proxies: from their forwarding header)
-  std::string peer_ip;        // the TCP peer, set by Router::dispatch ("" before)
+  std::string remote_ip;  // the client address (behind trusted proxies: from their forwarding header)
+  std::string peer_ip;    // the TCP peer, set by Router::dispatch ("" before)
   std::string request_id;
   i18n::Locale locale = i18n::Locale::fr;
-  Fields path_params;        // from {name} segments of the matched route
-  int route_id = -1;         // index of the matched route in the route table (-1: none); a metrics label
+  Fields path_params;  // from {name} segments of the matched route
+  int route_id = -1;   // index of the matched route in the route table (-1: none); a metrics label
   std::optional<Principal> principal;
 
   // Returns the first header value with this (lower-case) name, or "".

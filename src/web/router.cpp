@@ -74,10 +74,8 @@ Status Router::authorize(Request& req, const Access& access) const {
     case Auth::open:
     case Auth::client:
     case Auth::user_token:
-    case Auth::signed_request:
-      return {};
-    default:
-      break;
+    case Auth::signed_request: return {};
+    default: break;
   }
   auto it = authenticators_.find(access.auth);
   if (it == authenticators_.end() || !it->second)
@@ -192,7 +190,8 @@ Response Router::dispatch(Request& req) const {
       if (!res.get("Access-Control-Allow-Origin").empty()) {
         res.set("Access-Control-Allow-Methods", allow);
         res.set("Access-Control-Allow-Headers",
-                "Content-Type, Authorization, x-sp-auth-token, x-api-key, X-Request-Id, X-Idempotency-Key, Accept-Language");
+                "Content-Type, Authorization, x-sp-auth-token, x-api-key, X-Request-Id, X-Idempotency-Key, "
+                "Accept-Language");
         res.set("Access-Control-Max-Age", "600");
       }
     }

@@ -56,11 +56,11 @@ using Authenticator = std::function<Result<Principal>(Request&, const Access&)>;
 
 struct Route {
   Surface surface;
-  std::string method;    // "GET", "POST", ...
-  std::string pattern;   // relative to the surface's mount, e.g. "/pay/{shortCode}/pay"
+  std::string method;   // "GET", "POST", ...
+  std::string pattern;  // relative to the surface's mount, e.g. "/pay/{shortCode}/pay"
   Handler handler;
-  Access access;         // who may call it
-  std::string summary;   // one line, for the route listing
+  Access access;        // who may call it
+  std::string summary;  // one line, for the route listing
   // True for handlers that never block (no database, no I/O): the server may run them on an
   // I/O thread. Only for parameterless GET routes.
   bool non_blocking = false;

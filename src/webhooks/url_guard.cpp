@@ -167,8 +167,7 @@ Result<std::string> check_url(std::string_view text, const UrlPolicy& policy, Re
       if (!valid_host_name(host)) return refused("has an invalid host name");
       break;
     }
-    default:
-      return refused("has an unsupported host");
+    default: return refused("has an unsupported host");
   }
   if (!policy.allow_private_targets) {
     // One answer for a name that does not resolve and one that resolves to a non-public

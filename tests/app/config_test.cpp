@@ -36,17 +36,17 @@ TEST(Config, FileThenEnvironmentThenFlags) {
   ::setenv("SIKA_HTTP_IO_THREADS", "4", 1);
   auto c = Config::load(file, {{"listen", "0.0.0.0:9000"}}).value();
   ::unsetenv("SIKA_HTTP_IO_THREADS");
-  EXPECT_EQ(c.get_int("http.max_body_bytes"), 2048);    // file
-  EXPECT_EQ(c.get_int("http.io_threads"), 4);           // environment beats file
-  EXPECT_EQ(c.get_string("listen"), "0.0.0.0:9000");    // flag
+  EXPECT_EQ(c.get_int("http.max_body_bytes"), 2048);  // file
+  EXPECT_EQ(c.get_int("http.io_threads"), 4);         // environment beats file
+  EXPECT_EQ(c.get_string("listen"), "0.0.0.0:9000");  // flag
   EXPECT_EQ(c.surface_url(web::Surface::gateway), "https://pay.example.com/v3");
   auto flagged = Config::load(file, {{"http.io_threads", "5"}}).value();
-  EXPECT_EQ(flagged.get_int("http.io_threads"), 5);     // flag beats file
+  EXPECT_EQ(flagged.get_int("http.io_threads"), 5);  // flag beats file
 }
 
 TEST(Config, PerSurfaceUrlsOverridePublicUrl) {
-  auto c = Config::load(std::nullopt, {{"public_url", "https://pay.example.com"},
-                                       {"auth_url", "https://auth.example.com/auth/"}})
+  auto c = Config::load(std::nullopt,
+                        {{"public_url", "https://pay.example.com"}, {"auth_url", "https://auth.example.com/auth/"}})
                .value();
   EXPECT_EQ(c.surface_url(web::Surface::identity), "https://auth.example.com/auth");
   EXPECT_EQ(c.surface_url(web::Surface::checkout), "https://pay.example.com/checkout");

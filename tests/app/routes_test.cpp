@@ -4,14 +4,14 @@
 
 #include <boost/json.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
-#include <stdexcept>
-#include <unistd.h>
 #include <sstream>
+#include <stdexcept>
 
 #include "app/context.hpp"
 #include "app/routes.hpp"
@@ -29,8 +29,8 @@ class RouteTable : public ::testing::Test {
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() / ("sika_routes_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
-    auto cfg = app::Config::load(std::nullopt, {{"db", "sqlite://" + (dir_ / "sika.db").string()},
-                                                {"secret_key", std::string(40, 'k')}});
+    auto cfg = app::Config::load(
+        std::nullopt, {{"db", "sqlite://" + (dir_ / "sika.db").string()}, {"secret_key", std::string(40, 'k')}});
     ASSERT_TRUE(cfg.ok());
     auto ctx = app::open_context(std::move(cfg).value(), true);
     ASSERT_TRUE(ctx.ok());
@@ -180,9 +180,11 @@ TEST(Router, BearerPolicyChecksTheScopeAndFillsThePrincipal) {
     p.merchant_id = 7;
     return p;
   });
-  r.add({web::Surface::gateway, "GET", "/pay", [](web::Request& q) {
+  r.add({web::Surface::gateway, "GET", "/pay",
+         [](web::Request& q) {
            return web::Response::json(200, std::to_string(q.principal ? q.principal->merchant_id : -1));
-         }, web::bearer("payments"), ""});
+         },
+         web::bearer("payments"), ""});
   r.add({web::Surface::gateway, "GET", "/fees", [](web::Request&) { return web::Response::json(200, "{}"); },
          web::bearer("countries"), ""});
   r.add({web::Surface::dashboard, "GET", "/ops", [](web::Request&) { return web::Response::json(200, "{}"); },

@@ -26,9 +26,9 @@ TEST(DecimalToScaled, ConvertsPercentagesExactly) {
     const char* text;
     std::int64_t ppm;
   } cases[] = {
-      {"1.5", 15000},   {"0.35", 3500},     {"2", 20000},      {"100", 1000000}, {"0", 0},
-      {"0.0001", 1},    {"12.3456", 123456}, {"1.", 10000},     {".5", 5000},     {"+3", 30000},
-      {"1e-2", 100},    {"1.5E0", 15000},   {"2.5e1", 250000}, {"3.5E-1", 3500}, {"0e999", 0},
+      {"1.5", 15000},    {"0.35", 3500},        {"2", 20000},      {"100", 1000000}, {"0", 0},
+      {"0.0001", 1},     {"12.3456", 123456},   {"1.", 10000},     {".5", 5000},     {"+3", 30000},
+      {"1e-2", 100},     {"1.5E0", 15000},      {"2.5e1", 250000}, {"3.5E-1", 3500}, {"0e999", 0},
       {"007.25", 72500}, {"99.99995", 1000000},
   };
   for (const auto& c : cases) {
@@ -39,16 +39,16 @@ TEST(DecimalToScaled, ConvertsPercentagesExactly) {
 }
 
 TEST(DecimalToScaled, RoundsHalfUpBeyondTheFourthDecimal) {
-  EXPECT_EQ(*percent_to_ppm(std::string_view("0.00005")), 1);    // 0.5 ppm -> 1
-  EXPECT_EQ(*percent_to_ppm(std::string_view("0.000049")), 0);   // 0.49 ppm -> 0
+  EXPECT_EQ(*percent_to_ppm(std::string_view("0.00005")), 1);   // 0.5 ppm -> 1
+  EXPECT_EQ(*percent_to_ppm(std::string_view("0.000049")), 0);  // 0.49 ppm -> 0
   EXPECT_EQ(*percent_to_ppm(std::string_view("1.23455")), 12346);
   EXPECT_EQ(*percent_to_ppm(std::string_view("1.234549999")), 12345);
   EXPECT_EQ(*percent_to_ppm(std::string_view("0.000000001")), 0);  // far below: zero padding, no rounding up
 }
 
 TEST(DecimalToScaled, RefusesMalformedNegativeAndTooLarge) {
-  for (const char* bad : {"", "-1", "-0.5", "abc", ".", "1e", "1.2.3", "1,5", " 1", "1 ", "0x10", "1e99999", "nan",
-                          "inf", "1e+", "e5"}) {
+  for (const char* bad :
+       {"", "-1", "-0.5", "abc", ".", "1e", "1.2.3", "1,5", " 1", "1 ", "0x10", "1e99999", "nan", "inf", "1e+", "e5"}) {
     auto r = percent_to_ppm(std::string_view(bad));
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {
@@ -98,18 +98,18 @@ TEST(DecimalToScaled, FixedFeesAreWholeMinorUnits) {
 // ---- percentage arithmetic ---------------------------------------------------------------------
 
 TEST(PercentageFee, RoundsHalfUpToTheMinorUnit) {
-  EXPECT_EQ(percentage_fee(1000, 15000), 15);     // 1.5 % of 1000
-  EXPECT_EQ(percentage_fee(999, 15000), 15);      // 14.985
-  EXPECT_EQ(percentage_fee(33, 15000), 0);        // 0.495
-  EXPECT_EQ(percentage_fee(34, 15000), 1);        // 0.51
-  EXPECT_EQ(percentage_fee(100, 5000), 1);        // exactly 0.5 -> 1
-  EXPECT_EQ(percentage_fee(300, 5000), 2);        // 1.5 -> 2
+  EXPECT_EQ(percentage_fee(1000, 15000), 15);  // 1.5 % of 1000
+  EXPECT_EQ(percentage_fee(999, 15000), 15);   // 14.985
+  EXPECT_EQ(percentage_fee(33, 15000), 0);     // 0.495
+  EXPECT_EQ(percentage_fee(34, 15000), 1);     // 0.51
+  EXPECT_EQ(percentage_fee(100, 5000), 1);     // exactly 0.5 -> 1
+  EXPECT_EQ(percentage_fee(300, 5000), 2);     // 1.5 -> 2
   EXPECT_EQ(percentage_fee(0, 20000), 0);
   EXPECT_EQ(percentage_fee(12345, 0), 0);
   EXPECT_EQ(percentage_fee(12345, kMaxPpm), 12345);
-  EXPECT_EQ(percentage_fee(kMax, kMaxPpm), kMax);  // no overflow at the extremes
+  EXPECT_EQ(percentage_fee(kMax, kMaxPpm), kMax);                 // no overflow at the extremes
   EXPECT_EQ(percentage_fee(kMax, 999999), kMax - 9223372036855);  // kMax * (1 - 1e-6), rounded
-  EXPECT_EQ(percentage_fee(kMax, 1), 9223372036855);               // 9223372036854.775807 -> ...855
+  EXPECT_EQ(percentage_fee(kMax, 1), 9223372036855);              // 9223372036854.775807 -> ...855
 }
 
 // Exact reference without 128-bit products: amount = q * 10^6 + r.
@@ -131,9 +131,9 @@ TEST(PercentageFee, PropertiesHoldOnRandomAmountsAndRates) {
     std::int64_t b = a + static_cast<std::int64_t>(rng() % 1000);
     std::int64_t fa = percentage_fee(a, ppm), fb = percentage_fee(b, ppm);
     ASSERT_GE(fa, 0) << a << " " << ppm;
-    ASSERT_LE(fa, a) << a << " " << ppm;                       // never more than the amount under 100 %
-    ASSERT_LE(fa, fb) << a << " <= " << b << " at " << ppm;    // monotone in the amount
-    ASSERT_EQ(fa, reference_fee(a, ppm)) << a << " " << ppm;   // exact, rounded half up
+    ASSERT_LE(fa, a) << a << " " << ppm;                      // never more than the amount under 100 %
+    ASSERT_LE(fa, fb) << a << " <= " << b << " at " << ppm;   // monotone in the amount
+    ASSERT_EQ(fa, reference_fee(a, ppm)) << a << " " << ppm;  // exact, rounded half up
   }
 }
 
@@ -201,7 +201,8 @@ World base_world() {
                  country(3, "GAB", "+241", "XAF", 8, "[67]\\d{7}")};
   w.providers = {Provider{1, "OP", "Operator", "sandbox", true}};
   w.services = {service(kMtn, "MTN_MOMO_CMR", 1, "XAF", "6\\d{8}"), service(kOrange, "ORANGE_MONEY_CMR", 1, "XAF"),
-                service(kWallet, "SIKA_WALLET_CMR", 1, "XAF"), service(kCivService, "ORANGE_MONEY_CIV", 2, "XOF", "07\\d{8}"),
+                service(kWallet, "SIKA_WALLET_CMR", 1, "XAF"),
+                service(kCivService, "ORANGE_MONEY_CIV", 2, "XOF", "07\\d{8}"),
                 service(31, "AIRTEL_MONEY_GAB", 3, "XAF", "7[47]\\d{6}")};
   return w;
 }
@@ -211,18 +212,18 @@ World precedence_world() {
   World w = base_world();
   const auto C = Operation::collection;
   w.rules = {
-      rule(10, C, 1, FeeType::fixed, 500),                             // neither service
-      rule(11, C, 1, FeeType::percentage, 20000, kMtn),                // incoming only
-      rule(12, C, 1, FeeType::fixed, 50, std::nullopt, kWallet),       // outgoing only
-      rule(13, C, 1, FeeType::percentage, 10000, kMtn, kWallet),       // both
-      rule(9, C, 2, FeeType::percentage, 30000, kMtn),                 // other tier
-      rule(14, Operation::disbursement, 1, FeeType::fixed, 150),       // other operation
+      rule(10, C, 1, FeeType::fixed, 500),                        // neither service
+      rule(11, C, 1, FeeType::percentage, 20000, kMtn),           // incoming only
+      rule(12, C, 1, FeeType::fixed, 50, std::nullopt, kWallet),  // outgoing only
+      rule(13, C, 1, FeeType::percentage, 10000, kMtn, kWallet),  // both
+      rule(9, C, 2, FeeType::percentage, 30000, kMtn),            // other tier
+      rule(14, Operation::disbursement, 1, FeeType::fixed, 150),  // other operation
   };
   return w;
 }
 
-Result<FeeQuote> quote(const Catalog& c, std::optional<ServiceKey> in, std::optional<ServiceKey> out, std::int64_t amount,
-                       std::int64_t tier = 1, Operation op = Operation::collection) {
+Result<FeeQuote> quote(const Catalog& c, std::optional<ServiceKey> in, std::optional<ServiceKey> out,
+                       std::int64_t amount, std::int64_t tier = 1, Operation op = Operation::collection) {
   return quote_fee(c, op, in, out, amount, tier);
 }
 
@@ -236,13 +237,13 @@ TEST(QuoteFee, PicksTheMostSpecificRule) {
     Operation op;
     std::int64_t rule, fee;
   } cases[] = {
-      {ServiceKey{"MTN_MOMO_CMR"}, ServiceKey{"SIKA_WALLET_CMR"}, 1, Operation::collection, 13, 100},  // both
-      {ServiceKey{"MTN_MOMO_CMR"}, std::nullopt, 1, Operation::collection, 11, 200},                  // incoming
-      {ServiceKey{"MTN_MOMO_CMR"}, ServiceKey{"ORANGE_MONEY_CMR"}, 1, Operation::collection, 11, 200}, // in beats none
+      {ServiceKey{"MTN_MOMO_CMR"}, ServiceKey{"SIKA_WALLET_CMR"}, 1, Operation::collection, 13, 100},   // both
+      {ServiceKey{"MTN_MOMO_CMR"}, std::nullopt, 1, Operation::collection, 11, 200},                    // incoming
+      {ServiceKey{"MTN_MOMO_CMR"}, ServiceKey{"ORANGE_MONEY_CMR"}, 1, Operation::collection, 11, 200},  // in beats none
       {ServiceKey{"ORANGE_MONEY_CMR"}, ServiceKey{"SIKA_WALLET_CMR"}, 1, Operation::collection, 12, 50},
-      {std::nullopt, ServiceKey{"SIKA_WALLET_CMR"}, 1, Operation::collection, 12, 50},               // outgoing
-      {ServiceKey{"ORANGE_MONEY_CMR"}, std::nullopt, 1, Operation::collection, 10, 500},             // fallback
-      {ServiceKey{kMtn}, std::nullopt, 2, Operation::collection, 9, 300},                            // by id, tier 2
+      {std::nullopt, ServiceKey{"SIKA_WALLET_CMR"}, 1, Operation::collection, 12, 50},    // outgoing
+      {ServiceKey{"ORANGE_MONEY_CMR"}, std::nullopt, 1, Operation::collection, 10, 500},  // fallback
+      {ServiceKey{kMtn}, std::nullopt, 2, Operation::collection, 9, 300},                 // by id, tier 2
       {ServiceKey{"MTN_MOMO_CMR"}, std::nullopt, 1, Operation::disbursement, 14, 150},
   };
   for (const auto& c : cases) {
@@ -294,7 +295,9 @@ TEST(QuoteFee, AmountBoundsAreInclusive) {
   banded.max_amount = 1000;
   w.rules = {banded, rule(6, Operation::collection, 1, FeeType::fixed, 999)};
   auto cat = w.build();
-  auto rule_for = [&](std::int64_t amount) { return quote(*cat, ServiceKey{"MTN_MOMO_CMR"}, std::nullopt, amount)->rule_id; };
+  auto rule_for = [&](std::int64_t amount) {
+    return quote(*cat, ServiceKey{"MTN_MOMO_CMR"}, std::nullopt, amount)->rule_id;
+  };
   EXPECT_EQ(rule_for(99), 6);
   EXPECT_EQ(rule_for(100), 5);
   EXPECT_EQ(rule_for(1000), 5);
@@ -332,7 +335,8 @@ TEST(QuoteFee, RefusesBadRequests) {
   EXPECT_FALSE(quote(*cat, ServiceKey{"MTN_MOMO_CMR"}, std::nullopt, -5).ok());
   EXPECT_EQ(problem(quote(*cat, std::nullopt, std::nullopt, 100).error()),
             R"({"incoming_service":"an incoming or an outgoing service is required"})");
-  EXPECT_EQ(problem(quote(*cat, ServiceKey{"NOPE"}, std::nullopt, 100).error()), R"({"incoming_service":"unknown service"})");
+  EXPECT_EQ(problem(quote(*cat, ServiceKey{"NOPE"}, std::nullopt, 100).error()),
+            R"({"incoming_service":"unknown service"})");
   EXPECT_EQ(problem(quote(*cat, std::nullopt, ServiceKey{std::int64_t{999}}, 100).error()),
             R"({"outgoing_service":"unknown service"})");
   auto cross = quote(*cat, ServiceKey{"MTN_MOMO_CMR"}, ServiceKey{"ORANGE_MONEY_CIV"}, 100);
@@ -381,7 +385,10 @@ const PricingRule* reference_rule(const std::vector<PricingRule>& rules, std::in
     if (r.max_amount && amount > *r.max_amount) continue;
     if (r.incoming_service_id && r.incoming_service_id != in) continue;
     if (r.outgoing_service_id && r.outgoing_service_id != out) continue;
-    int rank = r.incoming_service_id && r.outgoing_service_id ? 0 : r.incoming_service_id ? 1 : r.outgoing_service_id ? 2 : 3;
+    int rank = r.incoming_service_id && r.outgoing_service_id ? 0
+               : r.incoming_service_id                        ? 1
+               : r.outgoing_service_id                        ? 2
+                                                              : 3;
     candidates.push_back({{rank, r.id}, &r});
   }
   if (candidates.empty()) return nullptr;
@@ -465,8 +472,8 @@ TEST(Catalog, IndexesByCodeAndId) {
   EXPECT_EQ(cat->rule("R13")->id, 13);
   EXPECT_EQ(cat->rule_by_id(99), nullptr);
   ASSERT_EQ(cat->rules_of(1).size(), 6u);
-  EXPECT_TRUE(std::is_sorted(cat->rules_of(1).begin(), cat->rules_of(1).end(),
-                             [](auto* a, auto* b) { return a->id < b->id; }));
+  EXPECT_TRUE(
+      std::is_sorted(cat->rules_of(1).begin(), cat->rules_of(1).end(), [](auto* a, auto* b) { return a->id < b->id; }));
   EXPECT_TRUE(cat->rules_of(2).empty());
   EXPECT_EQ(cat->country("CMR")->name(i18n::Locale::en), "CMR-en");
 }
@@ -489,7 +496,7 @@ TEST(Catalog, NormalizesMsisdns) {
   const PaymentService& civ = *cat->service("ORANGE_MONEY_CIV");
   EXPECT_EQ(*cat->normalize_msisdn(civ, "+225 07 01 02 03 04"), "2250701020304");
   EXPECT_EQ(*cat->normalize_msisdn(civ, "0701020304"), "2250701020304");
-  EXPECT_FALSE(cat->normalize_msisdn(civ, "0501020304").ok());  // an MTN number
+  EXPECT_FALSE(cat->normalize_msisdn(civ, "0501020304").ok());           // an MTN number
   const PaymentService& orange_cmr = *cat->service("ORANGE_MONEY_CMR");  // no pattern of its own
   EXPECT_TRUE(cat->normalize_msisdn(orange_cmr, "699999999").ok());
   EXPECT_FALSE(cat->normalize_msisdn(orange_cmr, "299999999").ok());

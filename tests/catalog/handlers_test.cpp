@@ -64,9 +64,7 @@ class CatalogHandlers : public testing::DbTest {
     const bj::object& pagination() const { return body.at("meta").at("pagination").as_object(); }
     const bj::object& details() const { return body.at("error").at("details").as_object(); }
   };
-  static Reply parse(const web::Response& res) {
-    return Reply{res.status, bj::parse(res.body).as_object()};
-  }
+  static Reply parse(const web::Response& res) { return Reply{res.status, bj::parse(res.body).as_object()}; }
 
   Reply countries(web::Fields q, web::Principal who = merchant(), i18n::Locale l = i18n::Locale::fr) {
     auto req = request("/country/list", std::move(q), std::move(who), l);
@@ -190,7 +188,7 @@ TEST_P(CatalogHandlers, ListsFeesWithEverySpecField) {
                           "reward_value", "sponsor_reward_value", "incoming_service", "outgoing_service"})
       EXPECT_TRUE(o.contains(f)) << f;
     EXPECT_TRUE(o.at("id").is_int64());
-    EXPECT_EQ(o.at("user_tier"), 1);  // the token's tier by default
+    EXPECT_EQ(o.at("user_tier"), 1);             // the token's tier by default
     EXPECT_TRUE(o.at("fee_value").is_number());  // written as 3, 10000 or 2.5: never in exponent form
     EXPECT_TRUE(o.at("fee_type") == "FIXED" || o.at("fee_type") == "PERCENTAGE");
     EXPECT_TRUE(o.at("operation") == "COLLECTION" || o.at("operation") == "DISBURSEMENT");
@@ -230,13 +228,16 @@ TEST_P(CatalogHandlers, FiltersFees) {
       if (!pred(item.as_object())) return false;
     return true;
   };
-  auto code_of = [](const bj::value& ref) { return ref.is_null() ? std::string() : std::string(ref.at("code").as_string()); };
+  auto code_of = [](const bj::value& ref) {
+    return ref.is_null() ? std::string() : std::string(ref.at("code").as_string());
+  };
 
   Reply by_service = fees({{"country", "CMR"}, {"service_code", "SIKA_WALLET_CMR"}});
   ASSERT_EQ(by_service.status, 200);
   EXPECT_EQ(by_service.data().size(), 2u);  // wallet collection (incoming) and disbursement (outgoing), tier 1
   EXPECT_TRUE(all_match(by_service, [&](const bj::object& o) {
-    return code_of(o.at("incoming_service")) == "SIKA_WALLET_CMR" || code_of(o.at("outgoing_service")) == "SIKA_WALLET_CMR";
+    return code_of(o.at("incoming_service")) == "SIKA_WALLET_CMR" ||
+           code_of(o.at("outgoing_service")) == "SIKA_WALLET_CMR";
   }));
   Reply out = fees({{"country", "CMR"}, {"outgoing_service_code", "SIKA_WALLET_CMR"}});
   ASSERT_EQ(out.data().size(), 1u);
@@ -263,8 +264,14 @@ TEST_P(CatalogHandlers, FiltersFees) {
 TEST_P(CatalogHandlers, NamesEveryBadFeeParameter) {
   expect_bad(fees({}), {"country"});
   expect_bad(fees({{"country", "CM"}}), {"country"});
-  expect_bad(fees({{"country", "C1R"}, {"operation", "PAYOUT"}, {"user_tier", "0"}, {"page", "0"}, {"limit", "500"},
-                   {"service_code", "mtn momo"}, {"incoming_service_code", ""}, {"outgoing_service_code", "A;B"}}),
+  expect_bad(fees({{"country", "C1R"},
+                   {"operation", "PAYOUT"},
+                   {"user_tier", "0"},
+                   {"page", "0"},
+                   {"limit", "500"},
+                   {"service_code", "mtn momo"},
+                   {"incoming_service_code", ""},
+                   {"outgoing_service_code", "A;B"}}),
              {"country", "operation", "user_tier", "page", "limit", "service_code", "incoming_service_code",
               "outgoing_service_code"});
   expect_bad(fees({{"country", "CMR"}, {"operation", "collection"}}), {"operation"});
@@ -356,8 +363,9 @@ TEST_P(CatalogHandlers, ListsAndFiltersServices) {
   EXPECT_EQ(orange_civ.data()[0].at("needs_otp"), true);
   expect_pagination(services({{"limit", "5"}, {"page", "2"}}), 2, 5, total);
 
-  expect_bad(services({{"kind", "bank"}, {"active", "yes"}, {"country", "Cameroon"}, {"provider", "m t n"}, {"limit", "0"}}),
-             {"kind", "active", "country", "provider", "limit"});
+  expect_bad(
+      services({{"kind", "bank"}, {"active", "yes"}, {"country", "Cameroon"}, {"provider", "m t n"}, {"limit", "0"}}),
+      {"kind", "active", "country", "provider", "limit"});
   expect_bad(services({{"country", "ZZZ"}, {"provider", "NOPE"}}), {"country", "provider"});
 
   ASSERT_TRUE(service_->set_active(Kind::service, "WAVE_SEN", false).ok());
@@ -419,7 +427,8 @@ TEST_P(CatalogHandlers, AnswersFromTheSnapshotOfItsNode) {
   ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
                    SIKA_TRY(catalog::set_active(c, Kind::country, "GAB", false, 1));
                    return {};
-                 }).ok());
+                 })
+                  .ok());
   expect_pagination(countries({}), 1, 25, 4);
   ASSERT_TRUE(service_->refresh().ok());
   expect_pagination(countries({}), 1, 25, 3);
@@ -434,7 +443,7 @@ TEST_P(CatalogHandlers, RepeatedReadsGiveTheSameBytesUntilTheCatalogChanges) {
   };
   std::string first = body({{"country", "CMR"}}, merchant());
   ASSERT_NE(first.find("\"fee_value\":2,"), std::string::npos) << first;  // CMR_MTN_COLLECTION_T1
-  EXPECT_EQ(first.find("E0"), std::string::npos) << first;                 // numbers as people write them
+  EXPECT_EQ(first.find("E0"), std::string::npos) << first;                // numbers as people write them
   EXPECT_EQ(body({{"country", "CMR"}}, merchant()), first);
   EXPECT_EQ(body({{"country", "cmr"}, {"page", "1"}}, merchant()), first);  // same effective parameters
   EXPECT_NE(body({{"country", "CMR"}}, merchant(), i18n::Locale::en), first);

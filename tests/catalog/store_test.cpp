@@ -127,7 +127,8 @@ TEST_P(CatalogStore, CreatesUpdatesAndDeactivatesWithVersionBumps) {
   EXPECT_EQ(activate(Kind::country, "CMR", false)->change, Change::unchanged);
   EXPECT_EQ(version(), 3);
   EXPECT_EQ(activate(Kind::country, "XYZ", false).error().kind, sika::ErrorKind::not_found);
-  EXPECT_EQ(put_record(Kind::country, R"({"code":"XYZ","name_en":"x"})", Mode::update).error().kind, sika::ErrorKind::not_found);
+  EXPECT_EQ(put_record(Kind::country, R"({"code":"XYZ","name_en":"x"})", Mode::update).error().kind,
+            sika::ErrorKind::not_found);
 
   // Upsert replaces: absent optional fields go back to their defaults (active = true).
   auto replaced = put_record(Kind::country, kCmr, Mode::upsert);
@@ -144,8 +145,8 @@ TEST_P(CatalogStore, NamesEveryBadCountryField) {
   EXPECT_EQ(r.error().kind, sika::ErrorKind::invalid);
   EXPECT_EQ(r.error().code, "empty_data");
   const auto& d = r.error().details.as_object();
-  for (const char* f : {"alpha2", "name_fr", "name_en", "dialling_code", "currency", "msisdn_length", "msisdn_pattern",
-                        "colour"})
+  for (const char* f :
+       {"alpha2", "name_fr", "name_en", "dialling_code", "currency", "msisdn_length", "msisdn_pattern", "colour"})
     EXPECT_TRUE(d.contains(f)) << f << " in " << text(r.error());
   EXPECT_EQ(text(put_record(Kind::country, R"({"code":"Cameroon"})").error()),
             R"j({"code":"must be an ISO 3166-1 alpha-3 code (e.g. CMR)"})j");
@@ -171,10 +172,12 @@ TEST_P(CatalogStore, ValidatesServicesAgainstTheirReferences) {
   EXPECT_TRUE(d.contains("min_amount"));
 
   EXPECT_EQ(text(put_record(Kind::service, R"({"code":"Y_CMR","name":"Y","provider":"MTN","country":"CMR",
-      "kind":"wallet","currency":"XOF"})").error()),
+      "kind":"wallet","currency":"XOF"})")
+                     .error()),
             R"j({"currency":"must be the country's currency (XAF)"})j");
   EXPECT_EQ(text(put_record(Kind::service, R"({"code":"Y_CMR","name":"Y","provider":"MTN","country":"CMR",
-      "kind":"wallet","min_amount":500,"max_amount":100})").error()),
+      "kind":"wallet","min_amount":500,"max_amount":100})")
+                     .error()),
             R"({"max_amount":"must be >= min_amount"})");
   // A service never moves to another country.
   EXPECT_EQ(text(put_record(Kind::service, R"({"code":"MTN_MOMO_CMR","country":"CIV"})", Mode::update).error()),
@@ -225,7 +228,8 @@ TEST_P(CatalogStore, RefusesInconsistentPricingRules) {
   seed_cameroon();
   ASSERT_TRUE(put_record(Kind::provider, R"({"code":"ORANGE","name":"Orange","connector":"sandbox"})").ok());
   ASSERT_TRUE(put_record(Kind::service, R"({"code":"ORANGE_MONEY_CIV","name":"Orange Money","provider":"ORANGE",
-      "country":"CIV","kind":"mobile_money"})").ok());
+      "country":"CIV","kind":"mobile_money"})")
+                  .ok());
   auto r = put_record(Kind::pricing_rule, R"({"code":"BAD","operation":"PAYOUT","user_tier":0,"fee_type":"FLAT",
       "fee_value":"x","min_amount":10,"max_amount":5,"sponsor_reward_value":-1})");
   ASSERT_FALSE(r.ok());
@@ -234,24 +238,30 @@ TEST_P(CatalogStore, RefusesInconsistentPricingRules) {
     EXPECT_TRUE(d.contains(f)) << f << " in " << text(r.error());
 
   EXPECT_EQ(text(put_record(Kind::pricing_rule, R"({"code":"P","country":"CMR","operation":"COLLECTION","user_tier":1,
-      "fee_type":"PERCENTAGE","fee_value":150})").error()),
+      "fee_type":"PERCENTAGE","fee_value":150})")
+                     .error()),
             R"({"fee_value":"must be a percentage between 0 and 100"})");
   EXPECT_EQ(text(put_record(Kind::pricing_rule, R"({"code":"F","country":"CMR","operation":"COLLECTION","user_tier":1,
-      "fee_type":"FIXED","fee_value":10.5})").error()),
+      "fee_type":"FIXED","fee_value":10.5})")
+                     .error()),
             R"({"fee_value":"must be a whole number of minor units"})");
   EXPECT_EQ(text(put_record(Kind::pricing_rule, R"({"code":"X","country":"CMR","operation":"COLLECTION","user_tier":1,
-      "fee_type":"FIXED","fee_value":10,"incoming_service":"ORANGE_MONEY_CIV"})").error()),
+      "fee_type":"FIXED","fee_value":10,"incoming_service":"ORANGE_MONEY_CIV"})")
+                     .error()),
             R"({"incoming_service":"must be a service of the rule's country"})");
   EXPECT_EQ(text(put_record(Kind::pricing_rule, R"({"code":"Y","operation":"COLLECTION","user_tier":1,
-      "fee_type":"FIXED","fee_value":10,"outgoing_service":"NOPE"})").error()),
+      "fee_type":"FIXED","fee_value":10,"outgoing_service":"NOPE"})")
+                     .error()),
             R"({"outgoing_service":"unknown service"})");
   EXPECT_EQ(load()->rules().size(), 0u);
 
   ASSERT_TRUE(put_record(Kind::pricing_rule, R"({"code":"OK","country":"CMR","operation":"COLLECTION","user_tier":1,
-      "fee_type":"FIXED","fee_value":10})").ok());
+      "fee_type":"FIXED","fee_value":10})")
+                  .ok());
   EXPECT_EQ(text(put_record(Kind::pricing_rule, R"({"code":"OK","fee_type":"PERCENTAGE"})", Mode::update).error()),
             R"({"fee_value":"is required when fee_type changes"})");
-  auto changed = put_record(Kind::pricing_rule, R"({"code":"OK","fee_type":"PERCENTAGE","fee_value":"2.5"})", Mode::update);
+  auto changed =
+      put_record(Kind::pricing_rule, R"({"code":"OK","fee_type":"PERCENTAGE","fee_value":"2.5"})", Mode::update);
   ASSERT_TRUE(changed.ok()) << text(changed.error());
   EXPECT_EQ(load()->rule("OK")->fee_units, 25000);
   EXPECT_EQ(text(put_record(Kind::pricing_rule, R"({"code":"OK","country":"CIV"})", Mode::update).error()),
@@ -339,8 +349,8 @@ TEST_P(CatalogStore, DemoCatalogPricesEveryServiceForBothOperationsAndTiers) {
   for (const auto& s : cat->services()) {
     for (Operation op : {Operation::collection, Operation::disbursement}) {
       for (std::int64_t tier : {1, 2}) {
-        for (std::int64_t amount : {s.min_amount.value_or(1), std::int64_t{5000}, std::int64_t{400001},
-                                    s.max_amount.value_or(10'000'000)}) {
+        for (std::int64_t amount :
+             {s.min_amount.value_or(1), std::int64_t{5000}, std::int64_t{400001}, s.max_amount.value_or(10'000'000)}) {
           std::optional<ServiceKey> in, out;
           (op == Operation::collection ? in : out) = ServiceKey{s.code};
           auto q = quote_fee(*cat, op, in, out, amount, tier);

@@ -92,15 +92,15 @@ TEST(Json, DumpWritesNumbersWithoutExponentWhereUnneeded) {
   o["int"] = std::int64_t{-42};
   o["big"] = std::uint64_t{18446744073709551615ULL};
   o["nan"] = std::nan("");
-  EXPECT_EQ(json::dump(o),
-            R"({"three":3,"ten_thousand":10000,"quarter":0.25,"negative":-2.5,"tiny":1e-07,"int":-42,)"
-            R"("big":18446744073709551615,"nan":null})");
+  EXPECT_EQ(json::dump(o), R"({"three":3,"ten_thousand":10000,"quarter":0.25,"negative":-2.5,"tiny":1e-07,"int":-42,)"
+                           R"("big":18446744073709551615,"nan":null})");
   // Every double survives a round trip.
   for (double d : {0.1, 1.0 / 3, 123456.789, 1e21, 5e-324})
     EXPECT_EQ(bj::parse(json::dump(bj::value(d))).as_double(), d) << d;
   // Strings are escaped as JSON requires, UTF-8 passes through.
   bj::value s = bj::string("q\"\\/\b\f\n\r\t\x01\x1f\xc3\xa9");
-  EXPECT_EQ(json::dump(s), R"("q\"\\/\b\f\n\r\t\u0001\u001f)" "\xc3\xa9\"");
+  EXPECT_EQ(json::dump(s), R"("q\"\\/\b\f\n\r\t\u0001\u001f)"
+                           "\xc3\xa9\"");
   EXPECT_EQ(bj::parse(json::dump(s)), s);
   EXPECT_EQ(json::dump(bj::parse(R"({"a":[],"b":{},"c":[null,false]})")), R"({"a":[],"b":{},"c":[null,false]})");
 }
@@ -208,7 +208,9 @@ TEST(Metrics, RendersCountersGaugesAndHistogramsInPrometheusText) {
   int scrapes = 0;
   r.on_scrape([&] { r.gauge("sika_test_scrapes", "Scrapes").set(++scrapes); });
   std::string text = r.render();
-  EXPECT_NE(text.find("# HELP sika_test_requests_total Requests\n# TYPE sika_test_requests_total counter\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# HELP sika_test_requests_total Requests\n# TYPE sika_test_requests_total counter\n"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("sika_test_requests_total{route=\"/api/x\",status=\"200\"} 3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("sika_test_requests_total{route=\"/a\\\"b\\\\\",status=\"404\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("# TYPE sika_test_depth gauge\nsika_test_depth 2.5\n"), std::string::npos) << text;

@@ -1,15 +1,15 @@
 #include "http/client.hpp"
 
-#include <boost/json/serialize.hpp>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <boost/json/serialize.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -180,11 +180,12 @@ TEST_F(ClientTest, ConnectionRefusedIs502) {
 TEST_F(ClientTest, PrivateAddressesAreRefusedBeforeConnecting) {
   auto client = make_http_client();
   std::string port = std::to_string(server_->port());
-  for (const std::string& url : std::vector<std::string>{"http://127.0.0.1:" + port + "/echo", "http://localhost:" + port + "/echo",
-                          "http://LocalHost:" + port + "/echo", "https://localhost:" + port + "/echo",
-                          "http://10.0.0.1/", "http://169.254.169.254/latest/meta-data/", "http://[::1]:" + port + "/",
-                          "http://[::ffff:127.0.0.1]:" + port + "/", "http://0.0.0.0:" + port + "/",
-                          "http://192.168.1.1:8080/", "http://100.64.0.1/"}) {
+  for (const std::string& url :
+       std::vector<std::string>{"http://127.0.0.1:" + port + "/echo", "http://localhost:" + port + "/echo",
+                                "http://LocalHost:" + port + "/echo", "https://localhost:" + port + "/echo",
+                                "http://10.0.0.1/", "http://169.254.169.254/latest/meta-data/",
+                                "http://[::1]:" + port + "/", "http://[::ffff:127.0.0.1]:" + port + "/",
+                                "http://0.0.0.0:" + port + "/", "http://192.168.1.1:8080/", "http://100.64.0.1/"}) {
     web::ClientRequest req;
     req.url = url;
     req.allow_private_addresses = false;
@@ -212,8 +213,9 @@ TEST_F(ClientTest, PooledPrivateConnectionIsNotReusedForAPublicOnlyRequest) {
 
 TEST_F(ClientTest, MalformedUrlsAndHeadersAre400) {
   auto client = make_http_client();
-  for (const std::string& url : std::vector<std::string>{"ftp://example.com/", "not a url", "http://user:pw@127.0.0.1/", "http:///path",
-                          "http://exa_mple.com/", "http://127.0.0.1:99999/", "file:///etc/passwd"}) {
+  for (const std::string& url :
+       std::vector<std::string>{"ftp://example.com/", "not a url", "http://user:pw@127.0.0.1/", "http:///path",
+                                "http://exa_mple.com/", "http://127.0.0.1:99999/", "file:///etc/passwd"}) {
     web::ClientRequest req;
     req.url = url;
     req.allow_private_addresses = true;
@@ -294,9 +296,10 @@ class TlsUpstream {
     char tmpl[] = "/tmp/sika-tls-XXXXXX";
     if (!mkdtemp(tmpl)) return;
     dir_ = tmpl;
-    std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
-                      "-subj /CN=localhost -addext subjectAltName=DNS:localhost -keyout " +
-                      dir_ + "/key.pem -out " + dir_ + "/cert.pem >/dev/null 2>&1";
+    std::string cmd =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+        "-subj /CN=localhost -addext subjectAltName=DNS:localhost -keyout " +
+        dir_ + "/key.pem -out " + dir_ + "/cert.pem >/dev/null 2>&1";
     if (std::system(cmd.c_str()) != 0) return;
     port_ = test::unused_port();
     std::string accept = "127.0.0.1:" + std::to_string(port_);

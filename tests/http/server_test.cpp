@@ -1,7 +1,7 @@
 #include "http/server.hpp"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -189,9 +189,10 @@ TEST_F(ServerTest, AmbiguousFramingIsRefused) {
     ++calls;
     return web::Response::text(200, "x");
   });
-  for (std::string raw : {std::string("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
-                          std::string("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n"),
-                          std::string("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nabcdef")}) {
+  for (std::string raw :
+       {std::string("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        std::string("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n"),
+        std::string("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nabcdef")}) {
     RawClient c(port());
     ASSERT_TRUE(c.send(raw));
     auto r = c.read_response();
@@ -271,7 +272,8 @@ TEST_F(ServerTest, BodyOverLimitIs413WithEnvelope) {
   {
     // Declared length over the limit: refused before reading the body.
     RawClient c(port());
-    ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nAccept-Language: en\r\nContent-Length: 2000000\r\n\r\nabc"));
+    ASSERT_TRUE(
+        c.send("POST /upload HTTP/1.1\r\nHost: t\r\nAccept-Language: en\r\nContent-Length: 2000000\r\n\r\nabc"));
     auto r = c.read_response();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 413);
@@ -286,8 +288,10 @@ TEST_F(ServerTest, BodyOverLimitIs413WithEnvelope) {
     // Chunked body growing past the limit.
     RawClient c(port());
     std::string chunk(800, 'a');
-    ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-                       "320\r\n" + chunk + "\r\n320\r\n" + chunk + "\r\n0\r\n\r\n"));
+    ASSERT_TRUE(
+        c.send("POST /upload HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+               "320\r\n" +
+               chunk + "\r\n320\r\n" + chunk + "\r\n0\r\n\r\n"));
     auto r = c.read_response();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 413);

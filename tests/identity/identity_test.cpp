@@ -3,8 +3,8 @@
 //   scripts/with-postgres.sh build/tests/identity/identity_test
 #include <gtest/gtest.h>
 
-#include "core/json.hpp"
 #include <libpq-fe.h>
+#include "core/json.hpp"
 
 #include <boost/json.hpp>
 
@@ -22,9 +22,9 @@
 #include "identity/jwt.hpp"
 #include "identity/keys.hpp"
 #include "identity/model.hpp"
-#include "identity/store.hpp"
 #include "identity/pages.hpp"
 #include "identity/service.hpp"
+#include "identity/store.hpp"
 #include "store/db.hpp"
 #include "support/test_db.hpp"
 #include "web/router.hpp"
@@ -110,7 +110,8 @@ TEST(Jwt, WriterEscapesAndHalfHash) {
   EXPECT_EQ(v.at("n").as_int64(), -5);
   EXPECT_EQ(v.at("l").as_array().size(), 2u);
   // Every character that needs escaping, at every offset of the 8-byte scan, and UTF-8 bytes.
-  for (const std::string& special : std::vector<std::string>{"\"", "\\", "\n", std::string(1, '\0'), "\x1f", "\x7f", "é"}) {
+  for (const std::string& special :
+       std::vector<std::string>{"\"", "\\", "\n", std::string(1, '\0'), "\x1f", "\x7f", "é"}) {
     for (std::size_t at = 0; at <= 20; ++at) {
       std::string text = std::string(at, 'a') + special + std::string(20 - at, 'b');
       std::string json;
@@ -162,10 +163,12 @@ TEST(Model, ListsAndRedirectUriMatching) {
 }
 
 TEST(Pages, EveryTextExistsInBothLanguagesAndIsEscaped) {
-  for (std::string_view key : {"title", "allow", "deny", "bad_credentials", "locked", "csrf", "err_client",
-                               "err_client_id", "err_redirect", "err_redirect_required", "err_retry", "scope_payments",
-                               "scope_services", "scope_countries", "scope_providers", "scope_openid", "scope_profile",
-                               "scope_email", "scope_phone", "scope_offline_access", "signup_title", "signed_out"}) {
+  for (std::string_view key :
+       {"title",        "allow",          "deny",           "bad_credentials", "locked",
+        "csrf",         "err_client",     "err_client_id",  "err_redirect",    "err_redirect_required",
+        "err_retry",    "scope_payments", "scope_services", "scope_countries", "scope_providers",
+        "scope_openid", "scope_profile",  "scope_email",    "scope_phone",     "scope_offline_access",
+        "signup_title", "signed_out"}) {
     EXPECT_NE(pages::text(i18n::Locale::fr, key), key);
     EXPECT_NE(pages::text(i18n::Locale::en, key), key);
     EXPECT_NE(pages::text(i18n::Locale::fr, key), pages::text(i18n::Locale::en, key));
@@ -216,7 +219,8 @@ std::string html_unescape(std::string s) {
   const std::pair<std::string, std::string> ents[] = {
       {"&quot;", "\""}, {"&#39;", "'"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&amp;", "&"}};
   for (const auto& [from, to] : ents)
-    for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+    for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+      s.replace(p, from.size(), to);
   return s;
 }
 
@@ -293,24 +297,35 @@ class IdentityTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(m.ok()) << bj::serialize(m.error().details);
     clock_ = now_ms();
     Status st = db_->write([&](store::Conn& c) -> Status {
-      SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("INSERT INTO merchants (matricule, name, email, countries, environment, "
-                                                  "active, created_at) VALUES ('MCH-CM-0001', 'Shop', 'a@b.c', 'CMR', "
-                                                  "'sandbox', 1, ?) RETURNING id",
-                                                  {clock_.load()}));
+      SIKA_ASSIGN_OR_RETURN(auto row,
+                            c.query_one("INSERT INTO merchants (matricule, name, email, countries, environment, "
+                                        "active, created_at) VALUES ('MCH-CM-0001', 'Shop', 'a@b.c', 'CMR', "
+                                        "'sandbox', 1, ?) RETURNING id",
+                                        {clock_.load()}));
       merchant_id_ = row->i64(0);
       return {};
     });
     ASSERT_TRUE(st.ok());
     service_ = make_service();
-    auto created = create(ClientSpec{.client_id = "merchant-app", .name = "Merchant app", .confidential = true,
-                                     .merchant_id = merchant_id_, .countries = {"CMR"}, .user_tier = 2});
+    auto created = create(ClientSpec{.client_id = "merchant-app",
+                                     .name = "Merchant app",
+                                     .confidential = true,
+                                     .merchant_id = merchant_id_,
+                                     .countries = {"CMR"},
+                                     .user_tier = 2});
     secret_ = created.client_secret;
-    auto pub = create(ClientSpec{.client_id = "spa", .name = "Dashboard", .confidential = false,
+    auto pub = create(ClientSpec{.client_id = "spa",
+                                 .name = "Dashboard",
+                                 .confidential = false,
                                  .redirect_uris = {"https://app.example/cb", "http://127.0.0.1/callback"},
                                  .scopes = {"openid", "profile", "email", "offline_access", "payments"}});
     (void)pub;
-    auto user = create_user(*db_, UserSpec{.email = "Ada@Example.com", .password = "correct horse battery",
-                                           .name = "Ada", .user_tier = 3, .countries = {"CIV"}},
+    auto user = create_user(*db_,
+                            UserSpec{.email = "Ada@Example.com",
+                                     .password = "correct horse battery",
+                                     .name = "Ada",
+                                     .user_tier = 3,
+                                     .countries = {"CIV"}},
                             clock_.load());
     ASSERT_TRUE(user.ok()) << bj::serialize(user.error().details);
     user_ = *user;
@@ -366,8 +381,10 @@ class IdentityTest : public ::testing::TestWithParam<std::string> {
   }
 
   std::string client_token(const std::string& scope = "payments countries") {
-    auto res = token_json({{"grant_type", "client_credentials"}, {"client_id", "merchant-app"},
-                           {"client_secret", secret_}, {"scope", scope}});
+    auto res = token_json({{"grant_type", "client_credentials"},
+                           {"client_id", "merchant-app"},
+                           {"client_secret", secret_},
+                           {"scope", scope}});
     EXPECT_EQ(res.status, 200) << res.body;
     return std::string(json_of(res)["access_token"].as_string());
   }
@@ -443,9 +460,9 @@ class IdentityTest : public ::testing::TestWithParam<std::string> {
   }
 
   web::Response refresh(const std::string& token) {
-    web::Request r = request("POST", form_encode({{"grant_type", "refresh_token"}, {"refresh_token", token},
-                                                  {"client_id", "spa"}}),
-                             "application/x-www-form-urlencoded");
+    web::Request r =
+        request("POST", form_encode({{"grant_type", "refresh_token"}, {"refresh_token", token}, {"client_id", "spa"}}),
+                "application/x-www-form-urlencoded");
     return service_->token(r);
   }
 
@@ -461,8 +478,10 @@ class IdentityTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(IdentityTest, ClientCredentialsTokenCarriesWhatTheGatewayNeeds) {
-  auto res = token_json({{"grant_type", "client_credentials"}, {"client_id", "merchant-app"},
-                         {"client_secret", secret_}, {"scope", "payments services countries providers"}});
+  auto res = token_json({{"grant_type", "client_credentials"},
+                         {"client_id", "merchant-app"},
+                         {"client_secret", secret_},
+                         {"scope", "payments services countries providers"}});
   ASSERT_EQ(res.status, 200) << res.body;
   EXPECT_EQ(res.get("Cache-Control"), "no-store");
   auto body = json_of(res);
@@ -539,10 +558,14 @@ TEST_P(IdentityTest, TokenEndpointErrorsUseTheEnvelopeWithOAuthCodes) {
   EXPECT_EQ(oauth_code_of(res), "unsupported_grant_type");
   res = token_json({{"client_id", "merchant-app"}});
   EXPECT_EQ(oauth_code_of(res), "invalid_request");
-  res = token_json({{"grant_type", "client_credentials"}, {"client_id", "merchant-app"}, {"client_secret", secret_},
+  res = token_json({{"grant_type", "client_credentials"},
+                    {"client_id", "merchant-app"},
+                    {"client_secret", secret_},
                     {"scope", "payments wallet"}});
   EXPECT_EQ(oauth_code_of(res), "invalid_scope");
-  res = token_json({{"grant_type", "client_credentials"}, {"client_id", "merchant-app"}, {"client_secret", secret_},
+  res = token_json({{"grant_type", "client_credentials"},
+                    {"client_id", "merchant-app"},
+                    {"client_secret", secret_},
                     {"scope", "openid"}});
   EXPECT_EQ(oauth_code_of(res), "invalid_scope");
   res = token_json({{"grant_type", "client_credentials"}, {"client_id", "spa"}});
@@ -646,7 +669,8 @@ TEST_P(IdentityTest, AuthorizationCodeWithPkceEndToEnd) {
   EXPECT_NE(jar.find("sika_csrf="), std::string::npos);
   bool httponly = false;
   for (const auto& [k, v] : page.headers)
-    if (k == "Set-Cookie") httponly = v.find("HttpOnly") != std::string::npos && v.find("SameSite=Lax") != std::string::npos;
+    if (k == "Set-Cookie")
+      httponly = v.find("HttpOnly") != std::string::npos && v.find("SameSite=Lax") != std::string::npos;
   EXPECT_TRUE(httponly);
 
   auto fields = hidden_fields(page.body);
@@ -752,10 +776,16 @@ TEST_P(IdentityTest, PkceAndCodeChecks) {
   EXPECT_EQ(oauth_code_of(exchange(code)), "invalid_grant");
 
   // A verifier without a challenge is refused (confidential client without PKCE).
-  auto web_client = create(ClientSpec{.client_id = "web", .confidential = true, .redirect_uris = {"https://web.example/cb"},
-                                      .grant_types = {"authorization_code"}, .scopes = {"openid"}});
-  web::Fields wp = {{"response_type", "code"}, {"client_id", "web"}, {"redirect_uri", "https://web.example/cb"},
-                    {"scope", "openid"}, {"state", "s"}};
+  auto web_client = create(ClientSpec{.client_id = "web",
+                                      .confidential = true,
+                                      .redirect_uris = {"https://web.example/cb"},
+                                      .grant_types = {"authorization_code"},
+                                      .scopes = {"openid"}});
+  web::Fields wp = {{"response_type", "code"},
+                    {"client_id", "web"},
+                    {"redirect_uri", "https://web.example/cb"},
+                    {"scope", "openid"},
+                    {"state", "s"}};
   auto [wr, wj] = login("correct horse battery", wp);
   ASSERT_EQ(wr.status, 303) << wr.body;
   web::Request x = request("POST",
@@ -859,9 +889,11 @@ TEST_P(IdentityTest, RefreshRotationGraceAndReuseDetection) {
   auto [res2, jar2] = login();
   auto tok2 = exchange(query_of(res2.get("Location"))["code"]);
   std::string s0(json_of(tok2)["refresh_token"].as_string());
-  web::Request r = request("POST", form_encode({{"grant_type", "refresh_token"}, {"refresh_token", s0},
-                                                {"client_id", "spa"}, {"scope", "openid payments"}}),
-                           "application/x-www-form-urlencoded");
+  web::Request r = request(
+      "POST",
+      form_encode(
+          {{"grant_type", "refresh_token"}, {"refresh_token", s0}, {"client_id", "spa"}, {"scope", "openid payments"}}),
+      "application/x-www-form-urlencoded");
   EXPECT_EQ(oauth_code_of(service_->token(r)), "invalid_grant");
 }
 
@@ -877,8 +909,10 @@ TEST_P(IdentityTest, ParallelRefreshesNeverError) {
     threads.emplace_back([&] {
       go.arrive_and_wait();
       auto r = refresh(r0);
-      if (r.status == 200) ++ok;
-      else ADD_FAILURE() << r.body;
+      if (r.status == 200)
+        ++ok;
+      else
+        ADD_FAILURE() << r.body;
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), kThreads);
@@ -955,19 +989,21 @@ TEST_P(IdentityTest, SecretRotationAndDisabledClients) {
   std::string old_secret = secret_;
   std::string fresh;
   ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-                  SIKA_ASSIGN_OR_RETURN(fresh, rotate_client_secret(c, kPepper, "merchant-app", clock_.load()));
-                  return {};
-                }).ok());
+                   SIKA_ASSIGN_OR_RETURN(fresh, rotate_client_secret(c, kPepper, "merchant-app", clock_.load()));
+                   return {};
+                 })
+                  .ok());
   EXPECT_GE(fresh.size(), 43u);
   service_->invalidate_client_cache();
   secret_ = fresh;
   client_token();
-  auto res = token_json({{"grant_type", "client_credentials"}, {"client_id", "merchant-app"},
-                         {"client_secret", old_secret}});
+  auto res =
+      token_json({{"grant_type", "client_credentials"}, {"client_id", "merchant-app"}, {"client_secret", old_secret}});
   EXPECT_EQ(res.status, 401);
 
   // Another node keeps its cached record at most client_cache_seconds.
-  ASSERT_TRUE(db_->write([&](store::Conn& c) { return set_client_active(c, "merchant-app", false, clock_.load()); }).ok());
+  ASSERT_TRUE(
+      db_->write([&](store::Conn& c) { return set_client_active(c, "merchant-app", false, clock_.load()); }).ok());
   clock_ += 6000;
   res = token_json({{"grant_type", "client_credentials"}, {"client_id", "merchant-app"}, {"client_secret", fresh}});
   EXPECT_EQ(res.status, 401);
@@ -993,8 +1029,8 @@ TEST_P(IdentityTest, ClientValidation) {
   EXPECT_TRUE(attempt(ClientSpec{.countries = {"cm"}}));
   EXPECT_TRUE(attempt(ClientSpec{.merchant_id = 999999}));
   EXPECT_FALSE(attempt(ClientSpec{.confidential = false, .redirect_uris = {"com.example.app:/cb"}}));
-  for (const char* uri : {"https://x.example:0/cb", "https://x.example:99999/cb", "https://x.example:/cb",
-                          "http://127.0.0.1:65536/cb"}) {
+  for (const char* uri :
+       {"https://x.example:0/cb", "https://x.example:99999/cb", "https://x.example:/cb", "http://127.0.0.1:65536/cb"}) {
     EXPECT_TRUE(attempt(ClientSpec{.confidential = false, .redirect_uris = {uri}})) << uri;
     if (err) EXPECT_NE(json::dump(err->details).find("invalid port"), std::string::npos) << json::dump(err->details);
   }
@@ -1010,9 +1046,9 @@ TEST_P(IdentityTest, LogoutFollowsOnlyPathsInsideTheIdentityMount) {
   auto kept = logout_to("/auth/oauth/v2/authorize?client_id=x");
   EXPECT_EQ(kept.status, 303);
   EXPECT_EQ(kept.get("location"), "/auth/oauth/v2/authorize?client_id=x");
-  for (const char* evil : {"/auth/../evil", "/auth/%2e%2e/evil", "/auth/.%2E/evil", "/auth/./../x", "/auth/..",
-                           "/auth/%2fevil", "//evil.example/", "/auth//evil.example", "https://evil.example/auth/",
-                           "/authx", "/auth/\\evil"}) {
+  for (const char* evil :
+       {"/auth/../evil", "/auth/%2e%2e/evil", "/auth/.%2E/evil", "/auth/./../x", "/auth/..", "/auth/%2fevil",
+        "//evil.example/", "/auth//evil.example", "https://evil.example/auth/", "/authx", "/auth/\\evil"}) {
     auto res = logout_to(evil);
     EXPECT_EQ(res.status, 200) << evil;
     EXPECT_TRUE(res.get("location").empty()) << evil;
@@ -1046,7 +1082,8 @@ std::int64_t count_rows(store::Db& db, const std::string& sql) {
   return n;
 }
 
-web::Response cc_token(Service& s, const std::string& client, const std::string& secret, const std::string& scope = "") {
+web::Response cc_token(Service& s, const std::string& client, const std::string& secret,
+                       const std::string& scope = "") {
   bj::object b{{"grant_type", "client_credentials"}, {"client_id", client}, {"client_secret", secret}};
   if (!scope.empty()) b["scope"] = scope;
   web::Request r;
@@ -1076,9 +1113,10 @@ TEST_P(IdentityTest, IssuerSignsEveryGrantsTokensAndSealsClientRefreshTokens) {
   TokenIssuer issuer(o, [&] { return keys; });
   std::optional<Client> client;
   ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
-                  SIKA_ASSIGN_OR_RETURN(client, find_client(c, "merchant-app"));
-                  return {};
-                }).ok());
+                   SIKA_ASSIGN_OR_RETURN(client, find_client(c, "merchant-app"));
+                   return {};
+                 })
+                  .ok());
   ASSERT_TRUE(client.has_value());
   auto verify = [&](const std::string& jwt) {
     auto p = parse_jwt(jwt);
@@ -1113,7 +1151,8 @@ TEST_P(IdentityTest, IssuerSignsEveryGrantsTokensAndSealsClientRefreshTokens) {
   auto same = bj::parse(*issuer.issue(issuer.ticket(clock_.load() + 59'000, Ticket::Refresh::none), again)).as_object();
   EXPECT_EQ(same.at("id_token").as_string(), r.at("id_token").as_string());
   EXPECT_NE(same.at("access_token").as_string(), r.at("access_token").as_string());
-  auto later = bj::parse(*issuer.issue(issuer.ticket(clock_.load() + 60'000, Ticket::Refresh::none), again)).as_object();
+  auto later =
+      bj::parse(*issuer.issue(issuer.ticket(clock_.load() + 60'000, Ticket::Refresh::none), again)).as_object();
   EXPECT_NE(later.at("id_token").as_string(), r.at("id_token").as_string());
   EXPECT_EQ(verify(std::string(later.at("id_token").as_string())).at("iat").as_int64(), clock_.load() / 1000 + 60);
   std::string sealed_token(r.at("refresh_token").as_string());
@@ -1147,8 +1186,12 @@ TEST_P(IdentityTest, IssuerSignsEveryGrantsTokensAndSealsClientRefreshTokens) {
   // an ID token with the user's claims and nonce, and the row that records it.
   Ticket u = issuer.ticket(clock_.load(), Ticket::Refresh::recorded);
   EXPECT_TRUE(u.refresh_token.starts_with("rt_"));
-  Grant g{.client = &*client, .user = &user_, .scope = "openid email payments", .nonce = "n-1",
-          .auth_time = clock_.load() - 5000, .id_token = true};
+  Grant g{.client = &*client,
+          .user = &user_,
+          .scope = "openid email payments",
+          .nonce = "n-1",
+          .auth_time = clock_.load() - 5000,
+          .id_token = true};
   auto ub = bj::parse(*issuer.issue(u, g)).as_object();
   EXPECT_EQ(ub.at("refresh_token").as_string(), u.refresh_token);
   auto uaccess = verify(std::string(ub.at("access_token").as_string()));
@@ -1189,8 +1232,8 @@ TEST_P(IdentityTest, ClientCredentialsAnswersTheSpecsFiveFieldsWithoutWriting) {
 }
 
 TEST_P(IdentityTest, ClientCredentialsStrictMode) {
-  auto strict = create(ClientSpec{.client_id = "strict-app", .merchant_id = merchant_id_, .countries = {"CMR"},
-                                  .strict_client_credentials = true});
+  auto strict = create(ClientSpec{
+      .client_id = "strict-app", .merchant_id = merchant_id_, .countries = {"CMR"}, .strict_client_credentials = true});
   auto res = cc_token(*service_, "strict-app", strict.client_secret);
   ASSERT_EQ(res.status, 200) << res.body;
   auto body = json_of(res);
@@ -1207,11 +1250,12 @@ TEST_P(IdentityTest, ClientCredentialsStrictMode) {
   // The setting changes with update_client (the admin CLI's update-client).
   std::optional<Client> updated;
   ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-                  SIKA_ASSIGN_OR_RETURN(updated, update_client(c, "merchant-app",
-                                                               ClientUpdate{.strict_client_credentials = true},
-                                                               clock_.load()));
-                  return {};
-                }).ok());
+                   SIKA_ASSIGN_OR_RETURN(
+                       updated, update_client(c, "merchant-app", ClientUpdate{.strict_client_credentials = true},
+                                              clock_.load()));
+                   return {};
+                 })
+                  .ok());
   EXPECT_TRUE(updated->strict_client_credentials);
   service_->invalidate_client_cache();
   EXPECT_FALSE(json_of(cc_token(*service_, "merchant-app", secret_)).contains("refresh_token"));
@@ -1279,7 +1323,8 @@ TEST_P(IdentityTest, ClientCredentialsRefreshRotatesAndDetectsReuse) {
 
 TEST_P(IdentityTest, ClientCredentialsRefreshRechecksTheClient) {
   auto token_now = [&] {
-    return std::string(json_of(cc_token(*service_, "merchant-app", secret_, "payments countries"))["refresh_token"].as_string());
+    return std::string(
+        json_of(cc_token(*service_, "merchant-app", secret_, "payments countries"))["refresh_token"].as_string());
   };
   auto refresh_cc = [&](const std::string& token) {
     return post_as(*service_, &Service::token, {{"grant_type", "refresh_token"}, {"refresh_token", token}},
@@ -1291,33 +1336,37 @@ TEST_P(IdentityTest, ClientCredentialsRefreshRechecksTheClient) {
 
   // Scopes taken from the client since: refused (the cached record is not trusted for this).
   ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-                  SIKA_TRY(update_client(c, "merchant-app",
-                                         ClientUpdate{.scopes = std::vector<std::string>{"payments", "services"}},
-                                         clock_.load()));
-                  return {};
-                }).ok());
+                   SIKA_TRY(update_client(c, "merchant-app",
+                                          ClientUpdate{.scopes = std::vector<std::string>{"payments", "services"}},
+                                          clock_.load()));
+                   return {};
+                 })
+                  .ok());
   auto r = refresh_cc(narrowed);
   EXPECT_EQ(oauth_code_of(r), "invalid_grant");
   EXPECT_NE(json_of(r)["error"].at("details").at("error_description").as_string().find("countries"), std::string::npos);
 
   // Switched to strict: the families end.
   ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-                  SIKA_TRY(update_client(c, "merchant-app",
-                                         ClientUpdate{.scopes = std::vector<std::string>{"payments", "countries"},
-                                                      .strict_client_credentials = true},
-                                         clock_.load()));
-                  return {};
-                }).ok());
+                   SIKA_TRY(update_client(c, "merchant-app",
+                                          ClientUpdate{.scopes = std::vector<std::string>{"payments", "countries"},
+                                                       .strict_client_credentials = true},
+                                          clock_.load()));
+                   return {};
+                 })
+                  .ok());
   EXPECT_EQ(oauth_code_of(refresh_cc(stricted)), "invalid_grant");
-  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-                  SIKA_TRY(update_client(c, "merchant-app", ClientUpdate{.strict_client_credentials = false},
-                                         clock_.load()));
-                  return {};
-                }).ok());
+  ASSERT_TRUE(
+      db_->write([&](store::Conn& c) -> Status {
+           SIKA_TRY(update_client(c, "merchant-app", ClientUpdate{.strict_client_credentials = false}, clock_.load()));
+           return {};
+         })
+          .ok());
   EXPECT_EQ(oauth_code_of(refresh_cc(stricted)), "invalid_grant");  // revoked, stays revoked
 
   // Disabled: refused at once, though this process still has the record cached.
-  ASSERT_TRUE(db_->write([&](store::Conn& c) { return set_client_active(c, "merchant-app", false, clock_.load()); }).ok());
+  ASSERT_TRUE(
+      db_->write([&](store::Conn& c) { return set_client_active(c, "merchant-app", false, clock_.load()); }).ok());
   EXPECT_EQ(oauth_code_of(refresh_cc(disabled)), "invalid_grant");
 }
 
@@ -1399,8 +1448,9 @@ TEST_P(IdentityTest, FailedClientAuthThrottlesTheAddressNotEveryClientBehindTheP
   router.add({web::Surface::identity, "POST", "/oauth/v2/token", [this](web::Request& r) { return service_->token(r); },
               web::client_auth()});
   auto via_proxy = [&](const std::string& client_address, const std::string& client_id, const std::string& secret) {
-    web::Request r = request("POST", bj::serialize(bj::object{{"grant_type", "client_credentials"},
-                                                              {"client_id", client_id}, {"client_secret", secret}}));
+    web::Request r = request(
+        "POST", bj::serialize(bj::object{
+                    {"grant_type", "client_credentials"}, {"client_id", client_id}, {"client_secret", secret}}));
     r.path = "/oauth/v2/token";
     r.remote_ip = "10.0.0.1";
     r.headers.emplace_back("x-forwarded-for", client_address);
@@ -1425,9 +1475,9 @@ TEST_P(IdentityTest, FailedClientAuthThrottlesTheAddressNotEveryClientBehindTheP
   // ...and its failures count on every node.
   Options o = options();
   Service other(*db_, o);
-  web::Request direct = request("POST", bj::serialize(bj::object{{"grant_type", "client_credentials"},
-                                                                 {"client_id", "merchant-app"},
-                                                                 {"client_secret", "wrong"}}));
+  web::Request direct = request(
+      "POST", bj::serialize(bj::object{
+                  {"grant_type", "client_credentials"}, {"client_id", "merchant-app"}, {"client_secret", "wrong"}}));
   direct.remote_ip = "203.0.113.9";
   EXPECT_EQ(other.token(direct).status, 429);
 

@@ -37,7 +37,8 @@ class LimitsTest : public sika::testing::DbTest {
                      SIKA_ASSIGN_OR_RETURN(auto r, c.query_one("SELECT COUNT(*) FROM rate_limits"));
                      n = r->i64(0);
                      return {};
-                   }).ok());
+                   })
+                    .ok());
     return n;
   }
 
@@ -100,7 +101,7 @@ TEST_P(LimitsTest, RepeatedExcessBlocksBeyondTheWindow) {
   Decision second_excess = hit("ip", p);
   EXPECT_FALSE(second_excess.allowed);
   EXPECT_EQ(second_excess.retry_after_ms, 10000);  // blocked
-  clock_ += 5000;  // a later window, still blocked
+  clock_ += 5000;                                  // a later window, still blocked
   Decision blocked = hit("ip", p);
   EXPECT_FALSE(blocked.allowed);
   EXPECT_EQ(blocked.retry_after_ms, 5000);
@@ -132,9 +133,12 @@ TEST_P(LimitsTest, ConcurrentHitsFromTwoNodesAllowExactlyTheLimit) {
       Limiter& l = i % 2 == 0 ? *limiter_ : second;
       for (int j = 0; j < kEach; ++j) {
         auto d = l.hit("shared", p);
-        if (!d) ++failed;
-        else if (d->allowed) ++allowed;
-        else ++refused;
+        if (!d)
+          ++failed;
+        else if (d->allowed)
+          ++allowed;
+        else
+          ++refused;
       }
     });
   for (auto& t : threads) t.join();

@@ -25,7 +25,8 @@ class LinksTest : public payments::testing::PaymentsTest {
     Options o;
     o.page_base_url = "https://pay.example.test/checkout";
     o.clock = [this] { return now_ms() + offset_.load(); };
-    links_ = std::make_unique<Service>(*db_, *service_, [this] { return catalog_; }, o);
+    links_ = std::make_unique<Service>(
+        *db_, *service_, [this] { return catalog_; }, o);
     p1_ = principal(m1_);
     p2_ = principal(m2_);
   }
@@ -96,8 +97,12 @@ TEST_P(LinksTest, CreateShowsTheDocumentedFieldsAndValidatesPrecisely) {
   EXPECT_EQ(link.at("payments_completed").as_int64(), 0);
 
   auto [status, env] = link_call(&Service::create, p1_,
-                                 bj::object{{"currency", "XOF"}, {"amount", 10}, {"min_amount", 5}, {"max_usage", 0},
-                                            {"channel", "CASH"}, {"expires_at", "2001-01-01T00:00:00Z"}});
+                                 bj::object{{"currency", "XOF"},
+                                            {"amount", 10},
+                                            {"min_amount", 5},
+                                            {"max_usage", 0},
+                                            {"channel", "CASH"},
+                                            {"expires_at", "2001-01-01T00:00:00Z"}});
   EXPECT_EQ(status, 400);
   EXPECT_EQ(env.at("message").as_string(), "empty_data");
   const auto& d = env.at("error").at("details").as_object();
@@ -157,10 +162,10 @@ TEST_P(LinksTest, PayingAFixedLinkMakesAnOrdinaryCollectionAndIsIdempotent) {
   auto [status, env] = pay(code_of(link), body);
   ASSERT_EQ(status, 200) << bj::serialize(env);
   const auto& tx = env.at("data").as_object();
-  for (const char* f : {"transaction_reference", "invoice_reference", "provider_reference", "status", "operation",
-                        "channel", "amount", "currency", "confirmation_method", "confirmation_url", "fee",
-                        "required_total", "settlement_mode", "split_reference", "split_status", "created_at",
-                        "updated_at", "environment"})
+  for (const char* f :
+       {"transaction_reference", "invoice_reference", "provider_reference", "status", "operation", "channel", "amount",
+        "currency", "confirmation_method", "confirmation_url", "fee", "required_total", "settlement_mode",
+        "split_reference", "split_status", "created_at", "updated_at", "environment"})
     EXPECT_TRUE(tx.contains(f)) << f;
   EXPECT_EQ(tx.at("amount").as_int64(), 5000);
   std::string ref = std::string(tx.at("transaction_reference").as_string());
@@ -225,7 +230,8 @@ TEST_P(LinksTest, OpenAmountsBoundsAndRefusals) {
 }
 
 TEST_P(LinksTest, ExpiredLinksRefusePayment) {
-  auto link = create_link(bj::object{{"currency", "XAF"}, {"amount", 1000}, {"expires_at", iso8601(now_ms() + 60'000)}});
+  auto link =
+      create_link(bj::object{{"currency", "XAF"}, {"amount", 1000}, {"expires_at", iso8601(now_ms() + 60'000)}});
   offset_ = 120'000;
   auto [s, e] = pay(code_of(link), payer());
   EXPECT_EQ(s, 400);
@@ -246,9 +252,12 @@ TEST_P(LinksTest, SingleUseLinkUnderConcurrencyCompletesExactlyOnce) {
   for (int i = 0; i < kPayers; ++i)
     threads.emplace_back([&] {
       auto [status, env] = pay(code, payer());
-      if (status == 200) ++accepted;
-      else if (env.at("message").as_string() == "link_used_up") ++used_up;
-      else ++other;
+      if (status == 200)
+        ++accepted;
+      else if (env.at("message").as_string() == "link_used_up")
+        ++used_up;
+      else
+        ++other;
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(accepted.load(), 1);
@@ -284,7 +293,8 @@ TEST_P(LinksTest, PayingIsRateLimitedPerAddress) {
   o.page_base_url = "https://pay.example.test/checkout";
   o.limiter = &limiter;
   o.per_address = {2, 60'000};
-  links_ = std::make_unique<Service>(*db_, *service_, [this] { return catalog_; }, o);
+  links_ = std::make_unique<Service>(
+      *db_, *service_, [this] { return catalog_; }, o);
   auto link = create_link(bj::object{{"currency", "XAF"}, {"amount", 1000}});
   auto attempt = [&](std::string ip) {
     web::Request req;

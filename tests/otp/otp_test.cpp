@@ -49,7 +49,8 @@ class OtpTest : public sika::testing::DbTest {
     EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
                      SIKA_ASSIGN_OR_RETURN(out, notify::list_outbox(c, notify::OutboxFilter{.to = to}));
                      return {};
-                   }).ok());
+                   })
+                    .ok());
     return out;
   }
 
@@ -93,7 +94,8 @@ TEST_P(OtpTest, IssueSendsARandomCodeThroughTheOutboxAndStoresOnlyItsHash) {
                    SIKA_ASSIGN_OR_RETURN(auto r, c.query_one("SELECT code_hash FROM otp_challenges"));
                    stored = r->str(0);
                    return {};
-                 }).ok());
+                 })
+                  .ok());
   EXPECT_EQ(stored.find(code), std::string::npos);
   EXPECT_TRUE(crypto::secret_matches(kPepper, issued->challenge_id + ":" + code, stored));
 
@@ -126,10 +128,14 @@ TEST_P(OtpTest, ThirtyConcurrentWrongCodesGetExactlyMaxAttemptsAnswers) {
     threads.emplace_back([&, i] {
       Service& s = i % 2 == 0 ? *service_ : second;
       auto v = s.verify(issued->challenge_id, wrong(code));
-      if (!v) ++other_answers;
-      else if (v->outcome == Outcome::wrong_code) ++wrong_answers;
-      else if (v->outcome == Outcome::too_many_attempts) ++too_many;
-      else ++other_answers;
+      if (!v)
+        ++other_answers;
+      else if (v->outcome == Outcome::wrong_code)
+        ++wrong_answers;
+      else if (v->outcome == Outcome::too_many_attempts)
+        ++too_many;
+      else
+        ++other_answers;
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(wrong_answers.load(), 3);
@@ -152,9 +158,12 @@ TEST_P(OtpTest, ConcurrentRightCodesSucceedOnce) {
   for (int i = 0; i < 8; ++i)
     threads.emplace_back([&] {
       auto v = service_->verify("collection", "TX-ONCE", code);
-      if (v && v->outcome == Outcome::verified) ++verified;
-      else if (v && v->outcome == Outcome::already_used) ++used;
-      else ++other;
+      if (v && v->outcome == Outcome::verified)
+        ++verified;
+      else if (v && v->outcome == Outcome::already_used)
+        ++used;
+      else
+        ++other;
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(verified.load(), 1);
@@ -246,8 +255,11 @@ TEST_P(OtpTest, SandboxCodeOnlyWhenAskedForAndEmailChannel) {
   EXPECT_NE(outbox("+237690000001").front().body.find("123456"), std::string::npos);
   EXPECT_EQ(verify(issued->challenge_id, "123456").outcome, Outcome::verified);
 
-  IssueRequest mail{.purpose = "login", .subject = "user-1", .destination = "ada@example.com",
-                    .channel = notify::Channel::email, .locale = i18n::Locale::en};
+  IssueRequest mail{.purpose = "login",
+                    .subject = "user-1",
+                    .destination = "ada@example.com",
+                    .channel = notify::Channel::email,
+                    .locale = i18n::Locale::en};
   ASSERT_TRUE(service_->issue(mail).ok());
   auto m = outbox("ada@example.com");
   ASSERT_EQ(m.size(), 1u);

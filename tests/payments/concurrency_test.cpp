@@ -46,7 +46,8 @@ TEST_P(ConcurrencyTest, ConcurrentWrongCodesCompareAtMostTheAllowedAttempts) {
     threads.emplace_back([&, i] {
       auto [st2, env2] = call(&Service::execute, p,
                               bj::object{{"transaction_reference", reference}, {"otp", std::to_string(200000 + i)}});
-      const bj::value* details = env2.if_contains("error") ? env2.at("error").as_object().if_contains("details") : nullptr;
+      const bj::value* details =
+          env2.if_contains("error") ? env2.at("error").as_object().if_contains("details") : nullptr;
       const bj::value* otp = details && details->is_object() ? details->as_object().if_contains("otp") : nullptr;
       std::string text = otp && otp->is_string() ? std::string(otp->as_string()) : "";
       if (st2 == 400 && text.rfind("is incorrect", 0) == 0)
@@ -124,22 +125,26 @@ TEST_P(ConcurrencyTest, ThousandsOfMixedOperationsLeaveTheLedgerExact) {
           if (st2 != 200 && st2 != 409 && st2 != 503) ADD_FAILURE() << st2 << " " << bj::serialize(env2);
         }
         if (st == 200 && pick(5) == 0) call(&Service::create_intent, p, body);  // idempotent replay
-      } else if (dice < 65) {  // wallet payment
+      } else if (dice < 65) {                                                   // wallet payment
         auto body = intent_body(wallets[pick(wallets.size())], 1 + pick(30'000), "SIKA_WALLET_CMR");
         body["channel"] = pick(2) ? "WALLET" : "AUTO";
         auto [st, env] = call(&Service::create_intent, p, body);
         record(st, env);
         if (st == 200) {
-          auto [st2, env2] = call(&Service::execute, p,
-                                  bj::object{{"transaction_reference", env.at("data").at("transaction_reference")},
-                                             {"otp", "123456"}});
+          auto [st2, env2] = call(
+              &Service::execute, p,
+              bj::object{{"transaction_reference", env.at("data").at("transaction_reference")}, {"otp", "123456"}});
           if (st2 != 200 && st2 != 409 && st2 != 503) ADD_FAILURE() << st2 << " " << bj::serialize(env2);
         }
       } else if (dice < 85) {  // payout
-        std::string wallet = pick(3) == 0 ? wallets[pick(wallets.size())]
-                                          : "23769" + std::to_string(2000 + pick(7000)).substr(0, 3) + tails[pick(tails.size())];
-        bj::object body{{"amount", 100 + pick(20'000)}, {"currency", "XAF"}, {"transaction_uuid", uuid_v4()},
-                        {"provider", "MTN_MOMO_CMR"}, {"channel", pick(4) == 0 ? "WALLET" : "PROVIDER"},
+        std::string wallet = pick(3) == 0
+                                 ? wallets[pick(wallets.size())]
+                                 : "23769" + std::to_string(2000 + pick(7000)).substr(0, 3) + tails[pick(tails.size())];
+        bj::object body{{"amount", 100 + pick(20'000)},
+                        {"currency", "XAF"},
+                        {"transaction_uuid", uuid_v4()},
+                        {"provider", "MTN_MOMO_CMR"},
+                        {"channel", pick(4) == 0 ? "WALLET" : "PROVIDER"},
                         {"customer_wallet", wallet}};
         auto [st, env] = call(&Service::disbursement_intent, p, body);
         record(st, env);
@@ -173,7 +178,8 @@ TEST_P(ConcurrencyTest, ThousandsOfMixedOperationsLeaveTheLedgerExact) {
   for (int i = 0; i < 300 && service_->sandbox().queued() > 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   offset_ += 2 * 86'400'000;  // past every TTL, payouts included
-  for (int i = 0; i < 20 && count("SELECT COUNT(*) FROM pay_transactions WHERE status IN ('INITIATED', 'PENDING')") > 0; ++i)
+  for (int i = 0; i < 20 && count("SELECT COUNT(*) FROM pay_transactions WHERE status IN ('INITIATED', 'PENDING')") > 0;
+       ++i)
     ASSERT_TRUE(service_->expire_due().ok());
   EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE status IN ('INITIATED', 'PENDING')"), 0);
   service_->stop();

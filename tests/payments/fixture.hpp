@@ -48,10 +48,26 @@ class LoopbackClient final : public web::HttpClient {
 inline std::shared_ptr<const catalog::Catalog> test_catalog() {
   using catalog::Country, catalog::Provider, catalog::PaymentService, catalog::PricingRule;
   std::vector<Country> countries = {
-      {.id = 1, .code = "CMR", .alpha2 = "CM", .name_fr = "Cameroun", .name_en = "Cameroon", .dialling_code = "+237",
-       .currency = "XAF", .msisdn_length = 9, .msisdn_pattern = "6\\d{8}", .active = true},
-      {.id = 2, .code = "CIV", .alpha2 = "CI", .name_fr = "Côte d'Ivoire", .name_en = "Côte d'Ivoire",
-       .dialling_code = "+225", .currency = "XOF", .msisdn_length = 10, .msisdn_pattern = "0[157]\\d{8}", .active = true},
+      {.id = 1,
+       .code = "CMR",
+       .alpha2 = "CM",
+       .name_fr = "Cameroun",
+       .name_en = "Cameroon",
+       .dialling_code = "+237",
+       .currency = "XAF",
+       .msisdn_length = 9,
+       .msisdn_pattern = "6\\d{8}",
+       .active = true},
+      {.id = 2,
+       .code = "CIV",
+       .alpha2 = "CI",
+       .name_fr = "Côte d'Ivoire",
+       .name_en = "Côte d'Ivoire",
+       .dialling_code = "+225",
+       .currency = "XOF",
+       .msisdn_length = 10,
+       .msisdn_pattern = "0[157]\\d{8}",
+       .active = true},
   };
   std::vector<Provider> providers = {
       {.id = 1, .code = "MTN", .name = "MTN", .connector = "sandbox", .active = true},
@@ -82,8 +98,8 @@ inline std::shared_ptr<const catalog::Catalog> test_catalog() {
       svc(4, "MTN_MOMO_CIV", 1, 2, "XOF", K::mobile_money, false),
       svc(5, "CLOSED_CMR", 1, 1, "XAF", K::mobile_money, false, false),
   };
-  auto rule = [](std::int64_t id, std::int64_t country, catalog::Operation op, catalog::FeeType type, std::int64_t units,
-                 std::optional<std::int64_t> in, std::optional<std::int64_t> out) {
+  auto rule = [](std::int64_t id, std::int64_t country, catalog::Operation op, catalog::FeeType type,
+                 std::int64_t units, std::optional<std::int64_t> in, std::optional<std::int64_t> out) {
     PricingRule r;
     r.id = id;
     r.code = "R" + std::to_string(id);
@@ -100,7 +116,7 @@ inline std::shared_ptr<const catalog::Catalog> test_catalog() {
   using F = catalog::FeeType;
   std::vector<PricingRule> rules = {
       rule(1, 1, O::collection, F::percentage, 20'000, std::nullopt, std::nullopt),  // 2 %
-      rule(2, 1, O::collection, F::fixed, 0, 3, std::nullopt),                        // wallet: free
+      rule(2, 1, O::collection, F::fixed, 0, 3, std::nullopt),                       // wallet: free
       rule(3, 1, O::disbursement, F::fixed, 150, std::nullopt, std::nullopt),
       rule(4, 1, O::disbursement, F::fixed, 0, std::nullopt, 3),
       rule(5, 2, O::collection, F::percentage, 25'000, std::nullopt, std::nullopt),
@@ -114,15 +130,21 @@ class PaymentsTest : public sika::testing::DbTest {
   void SetUp() override {
     sika::testing::DbTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-      std::int64_t t = now_ms();
-      SIKA_ASSIGN_OR_RETURN(m1_, merchant::create(c, {"MCH-CM-0001", "Boutique Akwa", "a@example.com", {"CMR"}, "sandbox"}, t));
-      SIKA_ASSIGN_OR_RETURN(m2_, merchant::create(c, {"MCH-CI-0001", "Maquis Plateau", "b@example.com", {"CIV"}, "sandbox"}, t));
-      SIKA_ASSIGN_OR_RETURN(m3_, merchant::create(c, {"MCH-CM-0002", "Partenaire", "c@example.com", {"CMR"}, "sandbox"}, t));
-      SIKA_ASSIGN_OR_RETURN(m4_, merchant::create(c, {"MCH-CM-0003", "Fermé", "d@example.com", {"CMR"}, "sandbox"}, t));
-      SIKA_TRY(c.exec("UPDATE merchants SET active = 0 WHERE id = ?", {m4_.id}));
-      return {};
-    }).ok());
+    ASSERT_TRUE(
+        db_->write([&](store::Conn& c) -> Status {
+             std::int64_t t = now_ms();
+             SIKA_ASSIGN_OR_RETURN(
+                 m1_, merchant::create(c, {"MCH-CM-0001", "Boutique Akwa", "a@example.com", {"CMR"}, "sandbox"}, t));
+             SIKA_ASSIGN_OR_RETURN(
+                 m2_, merchant::create(c, {"MCH-CI-0001", "Maquis Plateau", "b@example.com", {"CIV"}, "sandbox"}, t));
+             SIKA_ASSIGN_OR_RETURN(
+                 m3_, merchant::create(c, {"MCH-CM-0002", "Partenaire", "c@example.com", {"CMR"}, "sandbox"}, t));
+             SIKA_ASSIGN_OR_RETURN(
+                 m4_, merchant::create(c, {"MCH-CM-0003", "Fermé", "d@example.com", {"CMR"}, "sandbox"}, t));
+             SIKA_TRY(c.exec("UPDATE merchants SET active = 0 WHERE id = ?", {m4_.id}));
+             return {};
+           })
+            .ok());
     make_service();
   }
 
@@ -145,7 +167,8 @@ class PaymentsTest : public sika::testing::DbTest {
     o.sandbox_late_ms = 60'000;
     o.clock = [this] { return now_ms() + offset_.load(); };
     tune(o);
-    service_ = std::make_unique<Service>(*db_, [this] { return catalog_; }, client_, o);
+    service_ = std::make_unique<Service>(
+        *db_, [this] { return catalog_; }, client_, o);
     client_.handler = [this](web::Request& r) { return service_->operator_callback(r); };
   }
 
@@ -231,10 +254,11 @@ class PaymentsTest : public sika::testing::DbTest {
   std::int64_t count(const std::string& sql, const store::Params& params = {}) {
     std::int64_t n = -1;
     EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
-      SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(sql, params));
-      n = row ? row->i64(0) : -1;
-      return {};
-    }).ok());
+                     SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(sql, params));
+                     n = row ? row->i64(0) : -1;
+                     return {};
+                   })
+                    .ok());
     return n;
   }
 

@@ -13,10 +13,9 @@ namespace {
 namespace bj = boost::json;
 
 bj::object body(std::int64_t amount = 10'000, std::string provider = "MTN_MOMO_CMR") {
-  return bj::object{{"amount", amount},         {"currency", "XAF"},
-                    {"transaction_uuid", "0b7c5a52-3d1e-4c4b-9f0e-6f7d8e9a0b1c"},
-                    {"provider", provider},     {"channel", "PROVIDER"},
-                    {"customer_wallet", "690000010"}};
+  return bj::object{
+      {"amount", amount},     {"currency", "XAF"},     {"transaction_uuid", "0b7c5a52-3d1e-4c4b-9f0e-6f7d8e9a0b1c"},
+      {"provider", provider}, {"channel", "PROVIDER"}, {"customer_wallet", "690000010"}};
 }
 
 class Planner : public ::testing::Test {

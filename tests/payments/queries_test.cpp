@@ -36,9 +36,10 @@ class QueriesTest : public PaymentsTest {
   queries::TransactionPage list(const TransactionFilter& f) {
     queries::TransactionPage page;
     EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
-      SIKA_ASSIGN_OR_RETURN(page, queries::list_transactions(c, f));
-      return {};
-    }).ok());
+                     SIKA_ASSIGN_OR_RETURN(page, queries::list_transactions(c, f));
+                     return {};
+                   })
+                    .ok());
     return page;
   }
 
@@ -147,9 +148,10 @@ TEST_P(QueriesTest, TimelineShowsHistoryJournalsAndCallbacks) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   queries::Timeline t;
   ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(t, queries::timeline(c, tx.reference));
-    return {};
-  }).ok());
+                   SIKA_ASSIGN_OR_RETURN(t, queries::timeline(c, tx.reference));
+                   return {};
+                 })
+                  .ok());
   EXPECT_EQ(t.tx.status, TxStatus::completed);
   ASSERT_EQ(t.steps.size(), 2u);
   EXPECT_EQ(t.steps[0].from, "INITIATED");
@@ -188,12 +190,13 @@ TEST_P(QueriesTest, BalancesPerCurrencyAndPerAccount) {
   std::vector<queries::AccountBalance> accounts, merchant_only;
   std::string owner;
   ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(mine, queries::merchant_balances(c, m1_.id, "sandbox"));
-    SIKA_ASSIGN_OR_RETURN(accounts, queries::account_balances(c, "", "sandbox"));
-    SIKA_ASSIGN_OR_RETURN(owner, queries::merchant_owner(c, m1_.matricule));
-    SIKA_ASSIGN_OR_RETURN(merchant_only, queries::account_balances(c, owner, ""));
-    return {};
-  }).ok());
+                   SIKA_ASSIGN_OR_RETURN(mine, queries::merchant_balances(c, m1_.id, "sandbox"));
+                   SIKA_ASSIGN_OR_RETURN(accounts, queries::account_balances(c, "", "sandbox"));
+                   SIKA_ASSIGN_OR_RETURN(owner, queries::merchant_owner(c, m1_.matricule));
+                   SIKA_ASSIGN_OR_RETURN(merchant_only, queries::account_balances(c, owner, ""));
+                   return {};
+                 })
+                  .ok());
   ASSERT_EQ(mine.size(), 1u);
   EXPECT_EQ(mine[0].currency, "XAF");
   EXPECT_EQ(mine[0].available, 10'000 - 3150);
@@ -247,9 +250,10 @@ TEST_P(QueriesTest, LateCallbacksAreListedForReconciliation) {
   ASSERT_EQ(parse(service_->operator_callback(cb)).at("outcome"), "late");
   std::vector<queries::LateCallback> late;
   ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(late, queries::late_callbacks(c));
-    return {};
-  }).ok());
+                   SIKA_ASSIGN_OR_RETURN(late, queries::late_callbacks(c));
+                   return {};
+                 })
+                  .ok());
   ASSERT_EQ(late.size(), 1u);
   EXPECT_EQ(late[0].transaction_reference, tx.reference);
   EXPECT_EQ(late[0].status, "EXPIRED");

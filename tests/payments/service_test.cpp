@@ -13,10 +13,24 @@ namespace {
 
 INSTANTIATE_TEST_SUITE_P(Backends, PaymentsTest, ::testing::Values("sqlite", "postgres"));
 
-const char* const kRecordFields[] = {
-    "transaction_reference", "environment", "invoice_reference", "provider_reference", "status",
-    "operation", "channel", "amount", "currency", "confirmation_method", "confirmation_url", "fee",
-    "required_total", "settlement_mode", "split_reference", "split_status", "created_at", "updated_at"};
+const char* const kRecordFields[] = {"transaction_reference",
+                                     "environment",
+                                     "invoice_reference",
+                                     "provider_reference",
+                                     "status",
+                                     "operation",
+                                     "channel",
+                                     "amount",
+                                     "currency",
+                                     "confirmation_method",
+                                     "confirmation_url",
+                                     "fee",
+                                     "required_total",
+                                     "settlement_mode",
+                                     "split_reference",
+                                     "split_status",
+                                     "created_at",
+                                     "updated_at"};
 
 TEST_P(PaymentsTest, IntentReturnsTheFullRecordWithFeeFromTheFeeEngine) {
   auto p = principal(m1_);
@@ -217,11 +231,13 @@ TEST_P(PaymentsTest, EveryValidationRuleNamesItsField) {
       {"client-set required_total", [](bj::object& b) { b["required_total"] = 1; }, "required_total"},
       {"client-set environment", [](bj::object& b) { b["environment"] = "prod"; }, "environment"},
       {"unknown field", [](bj::object& b) { b["colour"] = "blue"; }, "colour"},
-      {"country not granted", [](bj::object& b) {
+      {"country not granted",
+       [](bj::object& b) {
          b["provider"] = "MTN_MOMO_CIV";
          b["currency"] = "XOF";
          b["customer_wallet"] = "2250700000000";
-       }, "provider", 403},
+       },
+       "provider", 403},
   };
   for (const auto& c : cases) {
     auto body = intent_body();
@@ -296,18 +312,21 @@ TEST_P(PaymentsTest, ProviderCollectionCompletesByCallbackAndCreditsTheMerchant)
   // Status changes emitted events with the spec's webhook fields, in order.
   std::vector<std::string> statuses;
   ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT payload, merchant_id, event_type FROM events WHERE subject = ? "
-                                             "ORDER BY sequence", {ref}));
-    for (const auto& r : rows) {
-      auto payload = bj::parse(r.str(0)).as_object();
-      for (const char* f : {"transaction_reference", "invoice_reference", "provider_reference", "operation", "status",
-                            "amount", "currency", "updated_at"})
-        EXPECT_TRUE(payload.contains(f)) << f;
-      EXPECT_EQ(r.i64(1), m1_.id);
-      statuses.emplace_back(payload.at("status").as_string());
-    }
-    return {};
-  }).ok());
+                   SIKA_ASSIGN_OR_RETURN(
+                       auto rows, c.query("SELECT payload, merchant_id, event_type FROM events WHERE subject = ? "
+                                          "ORDER BY sequence",
+                                          {ref}));
+                   for (const auto& r : rows) {
+                     auto payload = bj::parse(r.str(0)).as_object();
+                     for (const char* f : {"transaction_reference", "invoice_reference", "provider_reference",
+                                           "operation", "status", "amount", "currency", "updated_at"})
+                       EXPECT_TRUE(payload.contains(f)) << f;
+                     EXPECT_EQ(r.i64(1), m1_.id);
+                     statuses.emplace_back(payload.at("status").as_string());
+                   }
+                   return {};
+                 })
+                  .ok());
   EXPECT_EQ(statuses, (std::vector<std::string>{"PENDING", "COMPLETED"}));
   EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions"), 2);
   expect_ledger_clean();
@@ -317,9 +336,9 @@ TEST_P(PaymentsTest, FailureNumbersFailWithTheirReasonAndMoveNoMoney) {
   service_->start();
   auto p = principal(m1_);
   const std::pair<const char*, const char*> cases[] = {{"237690000001", "INSUFFICIENT_FUNDS"},
-                                                        {"237690000002", "REJECTED_BY_CUSTOMER"},
-                                                        {"237690000003", "TIMEOUT"},
-                                                        {"237690000004", "INVALID_ACCOUNT"}};
+                                                       {"237690000002", "REJECTED_BY_CUSTOMER"},
+                                                       {"237690000003", "TIMEOUT"},
+                                                       {"237690000004", "INVALID_ACCOUNT"}};
   for (auto [wallet, reason] : cases) {
     auto rec = create_ok(p, intent_body(wallet));
     std::string ref(rec.at("transaction_reference").as_string());
@@ -426,9 +445,9 @@ TEST_P(PaymentsTest, OtpIsRequiredCheckedAndLimited) {
   EXPECT_EQ(e4.at("data").at("status"), "PENDING");
   // A wrong invoice_reference is refused.
   auto rec3 = create_ok(p, intent_body());
-  auto [s5, e5] = call(&Service::execute, p,
-                       bj::object{{"transaction_reference", rec3.at("transaction_reference")},
-                                  {"invoice_reference", "INV-OTHER"}});
+  auto [s5, e5] =
+      call(&Service::execute, p,
+           bj::object{{"transaction_reference", rec3.at("transaction_reference")}, {"invoice_reference", "INV-OTHER"}});
   EXPECT_EQ(s5, 400);
   EXPECT_TRUE(e5.at("error").at("details").as_object().contains("invoice_reference"));
 }
@@ -493,10 +512,10 @@ TEST_P(PaymentsTest, SplitCreditsEachBeneficiaryByRateWithTheRemainderRule) {
   auto p = principal(m1_);
   auto body = intent_body("237690000040", 1001);
   body["settlement_mode"] = "SPLIT";
-  body["distribution"] = bj::array{
-      bj::object{{"matricule", "MCH-CM-0001"}, {"rate", 33.3333}, {"description", "shop"}},
-      bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 33.3333}, {"metadata", bj::object{{"k", 1}}}},
-      bj::object{{"matricule", "MCH-CI-0001"}, {"rate", 33.3334}}};
+  body["distribution"] =
+      bj::array{bj::object{{"matricule", "MCH-CM-0001"}, {"rate", 33.3333}, {"description", "shop"}},
+                bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 33.3333}, {"metadata", bj::object{{"k", 1}}}},
+                bj::object{{"matricule", "MCH-CI-0001"}, {"rate", 33.3334}}};
   auto rec = create_ok(p, body);
   EXPECT_EQ(rec.at("settlement_mode"), "SPLIT");
   EXPECT_EQ(rec.at("split_status"), "PENDING");
@@ -537,7 +556,7 @@ TEST_P(PaymentsTest, DisbursementsReserveFundsAndReleaseThemOnFailure) {
   ASSERT_EQ(available(), 20'000);
 
   auto payout = [&](std::string wallet, std::int64_t amount, std::string channel = "PROVIDER") {
-    return bj::object{{"amount", amount},          {"currency", "XAF"}, {"transaction_uuid", uuid_v4()},
+    return bj::object{{"amount", amount},           {"currency", "XAF"},  {"transaction_uuid", uuid_v4()},
                       {"provider", "MTN_MOMO_CMR"}, {"channel", channel}, {"customer_wallet", wallet}};
   };
   // More than the balance (amount + 150 fee): refused, nothing reserved.
@@ -598,9 +617,11 @@ TEST_P(PaymentsTest, VerificationNamesTheHolderDeterministically) {
   EXPECT_EQ(e1.at("data").at("wallet"), "237690000070");
   std::string name(e1.at("data").at("account_holder_name").as_string());
   EXPECT_FALSE(name.empty());
-  auto [s2, e2] = call(&Service::verify_account, p, bj::object{{"provider", "MTN_MOMO_CMR"}, {"wallet", "237690000070"}});
+  auto [s2, e2] =
+      call(&Service::verify_account, p, bj::object{{"provider", "MTN_MOMO_CMR"}, {"wallet", "237690000070"}});
   EXPECT_EQ(e2.at("data").at("account_holder_name").as_string(), name);
-  auto [s3, e3] = call(&Service::verify_account, p, bj::object{{"provider", "MTN_MOMO_CMR"}, {"wallet", "237690000004"}});
+  auto [s3, e3] =
+      call(&Service::verify_account, p, bj::object{{"provider", "MTN_MOMO_CMR"}, {"wallet", "237690000004"}});
   EXPECT_EQ(s3, 404);
   EXPECT_EQ(e3.at("message"), "account_not_found");
   auto [s4, e4] = call(&Service::verify_account, p, bj::object{{"provider", "MTN_MOMO_CMR"}, {"wallet", "12"}});
@@ -653,7 +674,8 @@ TEST_P(PaymentsTest, RacingCallbackPollAndExpiryApplyExactlyOneTransition) {
     auto final_status = std::string(status_of(p, ref).at("status").as_string());
     EXPECT_TRUE(final_status == "COMPLETED" || final_status == "EXPIRED") << final_status;
     EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions t JOIN pay_transactions x ON x.id = t.transaction_id "
-                    "WHERE x.reference = ? AND t.from_status = 'PENDING'", {ref}),
+                    "WHERE x.reference = ? AND t.from_status = 'PENDING'",
+                    {ref}),
               1);
     EXPECT_EQ(count("SELECT COUNT(*) FROM events WHERE subject = ?", {ref}), 2);
     offset_ = before;
@@ -709,19 +731,22 @@ TEST_P(PaymentsTest, LedgerCheckFindsTampering) {
   ASSERT_EQ(wait_status(p, ref, "PENDING"), "COMPLETED");
   expect_ledger_clean();
   ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-    SIKA_TRY(c.exec("UPDATE ledger_accounts SET balance = balance + 1 WHERE kind = 'revenue'"));
-    return {};
-  }).ok());
+                   SIKA_TRY(c.exec("UPDATE ledger_accounts SET balance = balance + 1 WHERE kind = 'revenue'"));
+                   return {};
+                 })
+                  .ok());
   auto report = ledger::check(*db_);
   ASSERT_TRUE(report.ok());
   ASSERT_FALSE(report->ok());
   EXPECT_EQ(report->violations[0].rule, "balance_mismatch");
   ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-    SIKA_TRY(c.exec("UPDATE ledger_accounts SET balance = balance - 1 WHERE kind = 'revenue'"));
-    SIKA_TRY(c.exec("UPDATE ledger_entries SET credit = credit + 5 WHERE id = (SELECT MIN(id) FROM ledger_entries "
-                    "WHERE credit > 0)"));
-    return {};
-  }).ok());
+                   SIKA_TRY(c.exec("UPDATE ledger_accounts SET balance = balance - 1 WHERE kind = 'revenue'"));
+                   SIKA_TRY(c.exec(
+                       "UPDATE ledger_entries SET credit = credit + 5 WHERE id = (SELECT MIN(id) FROM ledger_entries "
+                       "WHERE credit > 0)"));
+                   return {};
+                 })
+                  .ok());
   report = ledger::check(*db_);
   ASSERT_TRUE(report.ok());
   std::set<std::string> rules;
@@ -731,9 +756,10 @@ TEST_P(PaymentsTest, LedgerCheckFindsTampering) {
   EXPECT_TRUE(rules.contains("balance_mismatch"));
   // A completed transaction whose journal disappeared is caught too.
   ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-    SIKA_TRY(c.exec("UPDATE pay_transactions SET status = 'FAILED' WHERE reference = ?", {ref}));
-    return {};
-  }).ok());
+                   SIKA_TRY(c.exec("UPDATE pay_transactions SET status = 'FAILED' WHERE reference = ?", {ref}));
+                   return {};
+                 })
+                  .ok());
   report = ledger::check(*db_);
   rules.clear();
   for (const auto& v : report->violations) rules.insert(v.rule);

@@ -84,8 +84,8 @@ TEST(Journal, CollectionCreditsTheMerchantOrEachShareAndTheFee) {
   EXPECT_EQ(wallet.legs[2].account.text(), "merchant:7/sandbox/XAF/available");
   EXPECT_EQ(wallet.legs[2].credit, 1001);
 
-  auto split = journal_for(sample(kCollection, kChannelProvider, kSplit), S::pending, S::completed,
-                           {{7, 1001}, {8, 0}});
+  auto split =
+      journal_for(sample(kCollection, kChannelProvider, kSplit), S::pending, S::completed, {{7, 1001}, {8, 0}});
   ASSERT_EQ(split.legs.size(), 3u) << "a zero share posts no leg";
   EXPECT_EQ(split.legs[0].account.text(), "operator:MTN_MOMO_CMR/sandbox/XAF/clearing");
   EXPECT_EQ(split.legs[2].account.text(), "merchant:7/sandbox/XAF/available");
@@ -195,9 +195,7 @@ TEST_P(PaymentsTest, TransitionRefusesIllegalMovesAndWritesNothingWhenStale) {
   auto created = service_->create_collection(collection_request(5000), p);
   ASSERT_TRUE(created.ok());
   const Transaction tx = *created;
-  auto moves = [&] {
-    return count("SELECT COUNT(*) FROM pay_transitions WHERE transaction_id = ?", {tx.id});
-  };
+  auto moves = [&] { return count("SELECT COUNT(*) FROM pay_transitions WHERE transaction_id = ?", {tx.id}); };
   auto events = [&] { return count("SELECT COUNT(*) FROM events WHERE subject = ?", {tx.reference}); };
 
   // INITIATED -> COMPLETED skips PENDING: refused, and the unit leaves nothing.

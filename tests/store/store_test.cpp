@@ -104,7 +104,8 @@ TEST_P(StoreTest, RoundTripsEveryValueType) {
   create_values_table();
   const std::int64_t big = std::numeric_limits<std::int64_t>::max();
   const std::int64_t small = std::numeric_limits<std::int64_t>::min();
-  const std::string utf8 = "Ngaound\xC3\xA9r\xC3\xA9 \xE2\x80\x94 \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x9A\x80 'quoted' \\ ?";
+  const std::string utf8 =
+      "Ngaound\xC3\xA9r\xC3\xA9 \xE2\x80\x94 \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x9A\x80 'quoted' \\ ?";
   write_sql("INSERT INTO vals (k, i, d, s) VALUES (?, ?, ?, ?)", {std::string("a"), big, 0.1, utf8});
   write_sql("INSERT INTO vals (k, i, d, s) VALUES (?, ?, ?, ?)", {std::string("b"), small, -1e300, std::string()});
   write_sql("INSERT INTO vals (k, i, d, s) VALUES (?, ?, ?, ?)", {std::string("c"), nullptr, nullptr, nullptr});
@@ -114,9 +115,10 @@ TEST_P(StoreTest, RoundTripsEveryValueType) {
 
   Rows rows;
   ASSERT_TRUE(db_->read([&](Conn& c) -> Status {
-                    SIKA_ASSIGN_OR_RETURN(rows, c.query("SELECT k, i, d, s FROM vals ORDER BY k"));
-                    return {};
-                  }).ok());
+                   SIKA_ASSIGN_OR_RETURN(rows, c.query("SELECT k, i, d, s FROM vals ORDER BY k"));
+                   return {};
+                 })
+                  .ok());
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[0].str(0), "a");
   EXPECT_EQ(rows[0].i64(1), big);
@@ -151,12 +153,13 @@ TEST_P(StoreTest, RoundTripsBinaryBlobs) {
   write_sql("INSERT INTO blobs (k, v) VALUES (?, ?)", {std::string("b"), random});
   std::string a, b;
   ASSERT_TRUE(db_->read([&](Conn& c) -> Status {
-                    SIKA_ASSIGN_OR_RETURN(auto ra, c.query_one("SELECT v FROM blobs WHERE k = ?", {std::string("a")}));
-                    SIKA_ASSIGN_OR_RETURN(auto rb, c.query_one("SELECT v FROM blobs WHERE k = ?", {std::string("b")}));
-                    a = ra->str(0);
-                    b = rb->str(0);
-                    return {};
-                  }).ok());
+                   SIKA_ASSIGN_OR_RETURN(auto ra, c.query_one("SELECT v FROM blobs WHERE k = ?", {std::string("a")}));
+                   SIKA_ASSIGN_OR_RETURN(auto rb, c.query_one("SELECT v FROM blobs WHERE k = ?", {std::string("b")}));
+                   a = ra->str(0);
+                   b = rb->str(0);
+                   return {};
+                 })
+                  .ok());
   EXPECT_EQ(a, bytes);
   EXPECT_EQ(b, random);
 }
@@ -166,16 +169,17 @@ TEST_P(StoreTest, PlaceholdersInsideLiteralsAreNotParameters) {
   write_sql("INSERT INTO vals (k, s) VALUES (?, 'what?')", {std::string("q")});
   std::string literal, param, stored, quoted;
   ASSERT_TRUE(db_->read([&](Conn& c) -> Status {
-                    SIKA_ASSIGN_OR_RETURN(
-                        auto row, c.query_one("SELECT '?' AS \"col?\", ? /* ? */, s FROM vals -- ?\n WHERE k = ?",
-                                              {std::string("x"), std::string("q")}));
-                    literal = row->str(0);
-                    param = row->str(1);
-                    stored = row->str(2);
-                    SIKA_ASSIGN_OR_RETURN(auto q2, c.query_one("SELECT 'it''s ?' || ?", {std::string("!")}));
-                    quoted = q2->str(0);
-                    return {};
-                  }).ok());
+                   SIKA_ASSIGN_OR_RETURN(
+                       auto row, c.query_one("SELECT '?' AS \"col?\", ? /* ? */, s FROM vals -- ?\n WHERE k = ?",
+                                             {std::string("x"), std::string("q")}));
+                   literal = row->str(0);
+                   param = row->str(1);
+                   stored = row->str(2);
+                   SIKA_ASSIGN_OR_RETURN(auto q2, c.query_one("SELECT 'it''s ?' || ?", {std::string("!")}));
+                   quoted = q2->str(0);
+                   return {};
+                 })
+                  .ok());
   EXPECT_EQ(literal, "?");
   EXPECT_EQ(param, "x");
   EXPECT_EQ(stored, "what?");
@@ -282,24 +286,27 @@ TEST_P(StoreTest, ExecReportsChangedRows) {
   create_values_table();
   std::int64_t inserted = 0, updated = 0, selected = -1, none = -1;
   ASSERT_TRUE(db_->write([&](Conn& c) -> Status {
-                    SIKA_ASSIGN_OR_RETURN(inserted, c.exec("INSERT INTO vals (k, i) VALUES ('a', 1), ('b', 1), ('c', 2)"));
-                    SIKA_ASSIGN_OR_RETURN(updated, c.exec("UPDATE vals SET i = ? WHERE i = ?", {std::int64_t{5},
-                                                                                                std::int64_t{1}}));
-                    SIKA_ASSIGN_OR_RETURN(selected, c.exec("SELECT * FROM vals"));
-                    SIKA_ASSIGN_OR_RETURN(none, c.exec("UPDATE vals SET i = 0 WHERE k = 'missing'"));
-                    return {};
-                  }).ok());
+                   SIKA_ASSIGN_OR_RETURN(inserted,
+                                         c.exec("INSERT INTO vals (k, i) VALUES ('a', 1), ('b', 1), ('c', 2)"));
+                   SIKA_ASSIGN_OR_RETURN(
+                       updated, c.exec("UPDATE vals SET i = ? WHERE i = ?", {std::int64_t{5}, std::int64_t{1}}));
+                   SIKA_ASSIGN_OR_RETURN(selected, c.exec("SELECT * FROM vals"));
+                   SIKA_ASSIGN_OR_RETURN(none, c.exec("UPDATE vals SET i = 0 WHERE k = 'missing'"));
+                   return {};
+                 })
+                  .ok());
   EXPECT_EQ(inserted, 3);
   EXPECT_EQ(updated, 2);
   EXPECT_EQ(selected, 0);
   EXPECT_EQ(none, 0);
   std::optional<std::int64_t> returned;
   ASSERT_TRUE(db_->write([&](Conn& c) -> Status {
-                    SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("UPDATE vals SET i = i + 1 WHERE k = ? RETURNING i",
-                                                                {std::string("c")}));
-                    returned = row ? row->opt_i64(0) : std::nullopt;
-                    return {};
-                  }).ok());
+                   SIKA_ASSIGN_OR_RETURN(
+                       auto row, c.query_one("UPDATE vals SET i = i + 1 WHERE k = ? RETURNING i", {std::string("c")}));
+                   returned = row ? row->opt_i64(0) : std::nullopt;
+                   return {};
+                 })
+                  .ok());
   EXPECT_EQ(returned, 3);
 }
 
@@ -361,8 +368,9 @@ TEST_P(StoreTest, HotCounterUnitsCountEveryIncrementWithoutRetries) {
       for (int i = 0; i < kIncrements; ++i) {
         Status st = db_->write([&](Conn& c) -> Status {
           SIKA_TRY(counter_isolation(c));
-          SIKA_TRY(c.query_one("INSERT INTO counters (k, n) VALUES ('hot', 1) ON CONFLICT (k) DO UPDATE SET "
-                               "n = counters.n + 1 RETURNING n"));
+          SIKA_TRY(
+              c.query_one("INSERT INTO counters (k, n) VALUES ('hot', 1) ON CONFLICT (k) DO UPDATE SET "
+                          "n = counters.n + 1 RETURNING n"));
           return {};
         });
         if (!st) failures.fetch_add(1);
@@ -488,11 +496,12 @@ TEST_P(StoreTest, OutboxNumbersEventsPerSubject) {
   payload["note"] = "caf\xC3\xA9";
   for (const char* subject : {"TX-A", "TX-A", "TX-B", "TX-A"}) {
     ASSERT_TRUE(db_->write([&](Conn& c) -> Status {
-                      SIKA_ASSIGN_OR_RETURN(auto e, append_event(c, std::nullopt, "payment.updated", subject,
-                                                                 payload, 1234));
-                      events.push_back(e);
-                      return {};
-                    }).ok());
+                     SIKA_ASSIGN_OR_RETURN(auto e,
+                                           append_event(c, std::nullopt, "payment.updated", subject, payload, 1234));
+                     events.push_back(e);
+                     return {};
+                   })
+                    .ok());
   }
   ASSERT_EQ(events.size(), 4u);
   EXPECT_EQ(events[0].sequence, 1);
@@ -508,14 +517,15 @@ TEST_P(StoreTest, OutboxNumbersEventsPerSubject) {
   EXPECT_EQ(ids.size(), 4u);
   std::string stored;
   ASSERT_TRUE(db_->read([&](Conn& c) -> Status {
-                    SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT payload, event_type, created_at FROM events "
-                                                                "WHERE event_id = ?",
-                                                                {events[2].event_id}));
-                    stored = row->str(0);
-                    EXPECT_EQ(row->str(1), "payment.updated");
-                    EXPECT_EQ(row->i64(2), 1234);
-                    return {};
-                  }).ok());
+                   SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT payload, event_type, created_at FROM events "
+                                                               "WHERE event_id = ?",
+                                                               {events[2].event_id}));
+                   stored = row->str(0);
+                   EXPECT_EQ(row->str(1), "payment.updated");
+                   EXPECT_EQ(row->i64(2), 1234);
+                   return {};
+                 })
+                  .ok());
   EXPECT_EQ(boost::json::parse(stored), boost::json::value(payload));
 }
 

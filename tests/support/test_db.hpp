@@ -1,8 +1,8 @@
 #pragma once
-// Shared by the component test suites. A fresh, migrated database per test on the backend named by the test parameter: "sqlite" (a
-// file in a temporary directory) or "postgres" (a new database created in SIKA_TEST_PG_DSN). Without
-// that variable a PostgreSQL test skips itself, or fails when PostgreSQL is required: under CI
-// (CI=true) or with SIKA_REQUIRE_PG=1 (scripts/test.sh), so a run without PostgreSQL never looks green.
+// Shared by the component test suites. A fresh, migrated database per test on the backend named by the test parameter:
+// "sqlite" (a file in a temporary directory) or "postgres" (a new database created in SIKA_TEST_PG_DSN). Without that
+// variable a PostgreSQL test skips itself, or fails when PostgreSQL is required: under CI (CI=true) or with
+// SIKA_REQUIRE_PG=1 (scripts/test.sh), so a run without PostgreSQL never looks green.
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 
@@ -36,15 +36,15 @@ inline std::string postgres_admin_dsn() {
 
 // Sets `dsn` to the PostgreSQL admin DSN, or ends the calling SetUp or test body without one:
 // failed when PostgreSQL is required (postgres_required()), skipped otherwise.
-#define SIKA_TEST_PG_DSN_OR_END(dsn)                                                              \
-  do {                                                                                             \
-    (dsn) = ::sika::testing::postgres_admin_dsn();                                                 \
-    if ((dsn).empty()) {                                                                           \
-      if (::sika::testing::postgres_required())                                                    \
-        GTEST_FAIL() << "SIKA_TEST_PG_DSN is not set, and PostgreSQL is required (CI=true or "     \
-                        "SIKA_REQUIRE_PG=1): run under scripts/with-postgres.sh";                  \
-      GTEST_SKIP() << "SIKA_TEST_PG_DSN is not set";                                               \
-    }                                                                                              \
+#define SIKA_TEST_PG_DSN_OR_END(dsn)                                                           \
+  do {                                                                                         \
+    (dsn) = ::sika::testing::postgres_admin_dsn();                                             \
+    if ((dsn).empty()) {                                                                       \
+      if (::sika::testing::postgres_required())                                                \
+        GTEST_FAIL() << "SIKA_TEST_PG_DSN is not set, and PostgreSQL is required (CI=true or " \
+                        "SIKA_REQUIRE_PG=1): run under scripts/with-postgres.sh";              \
+      GTEST_SKIP() << "SIKA_TEST_PG_DSN is not set";                                           \
+    }                                                                                          \
   } while (0)
 
 inline std::string with_database(const std::string& dsn, const std::string& name) {

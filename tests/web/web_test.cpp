@@ -23,11 +23,12 @@ web::Router sample_router() {
   r.mount(web::Surface::gateway, "/api");
   r.add({web::Surface::gateway, "GET", "/pay/{shortCode}/info",
          [](web::Request& q) { return web::ok(q, bj::string(q.path_param("shortCode"))); }, web::open_access(), ""});
-  r.add({web::Surface::gateway, "POST", "/pay/{shortCode}/pay",
-         [](web::Request& q) { return web::ok(q, nullptr); }, web::open_access(), ""});
-  r.add({web::Surface::gateway, "POST", "/pay/{shortCode}/info",
-         [](web::Request& q) { return web::ok(q, nullptr); }, web::open_access(), ""});
-  r.add({web::Surface::system, "GET", "/healthz", [](web::Request&) { return web::Response::json(200, "{}"); }, web::open_access(), ""});
+  r.add({web::Surface::gateway, "POST", "/pay/{shortCode}/pay", [](web::Request& q) { return web::ok(q, nullptr); },
+         web::open_access(), ""});
+  r.add({web::Surface::gateway, "POST", "/pay/{shortCode}/info", [](web::Request& q) { return web::ok(q, nullptr); },
+         web::open_access(), ""});
+  r.add({web::Surface::system, "GET", "/healthz", [](web::Request&) { return web::Response::json(200, "{}"); },
+         web::open_access(), ""});
   return r;
 }
 }  // namespace
@@ -142,7 +143,8 @@ TEST(Message, PercentDecoding) {
   EXPECT_EQ(web::percent_encode("a b/é"), "a%20b%2F%C3%A9");
   EXPECT_TRUE(web::valid_port("1"));
   EXPECT_TRUE(web::valid_port("65535"));
-  for (const char* bad : {"", "0", "00000", "65536", "99999", "123456", "8o", "-1", "+80"}) EXPECT_FALSE(web::valid_port(bad)) << bad;
+  for (const char* bad : {"", "0", "00000", "65536", "99999", "123456", "8o", "-1", "+80"})
+    EXPECT_FALSE(web::valid_port(bad)) << bad;
 }
 
 TEST(Message, ParsesRequestTargets) {
@@ -225,8 +227,10 @@ TEST(Router, HeadRunsGetAndOptionsAnswersAllowAndCors) {
 TEST(Router, OnlyDeclaredParameterlessGetRoutesAreNonBlocking) {
   web::Router r;
   r.mount(web::Surface::gateway, "/api");
-  r.add({web::Surface::system, "GET", "/healthz", [](web::Request&) { return web::Response{}; }, web::open_access(), "", true});
-  r.add({web::Surface::gateway, "GET", "/x/{id}", [](web::Request&) { return web::Response{}; }, web::open_access(), "", true});
+  r.add({web::Surface::system, "GET", "/healthz", [](web::Request&) { return web::Response{}; }, web::open_access(), "",
+         true});
+  r.add({web::Surface::gateway, "GET", "/x/{id}", [](web::Request&) { return web::Response{}; }, web::open_access(), "",
+         true});
   r.add({web::Surface::gateway, "GET", "/slow", [](web::Request&) { return web::Response{}; }, web::open_access(), ""});
   EXPECT_TRUE(r.is_non_blocking(make("GET", "/healthz")));
   EXPECT_TRUE(r.is_non_blocking(make("HEAD", "/healthz")));

@@ -233,12 +233,27 @@ TEST(UrlGuard, RefusesNonPublicTargetsAtRegistration) {
   r.hosts["mixed.example.com"] = {"93.184.216.34", "127.0.0.1"};
   r.hosts["public.example.com"] = {"93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"};
   UrlPolicy strict;
-  for (const char* url : {"http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/", "https://192.168.0.10/hook",
-                          "http://127.0.0.1:8080/", "http://[::1]/", "http://[::ffff:127.0.0.1]/",
-                          "http://[fd00:ec2::254]/", "http://0.0.0.0/", "http://internal.example.com/hook",
-                          "http://mixed.example.com/hook", "http://unknown.example.com/", "ftp://93.184.216.34/",
-                          "https://user:pw@93.184.216.34/", "https://93.184.216.34/#frag", "/relative",
-                          "https://93.184.216.34:0/", "https://93.184.216.34:99999/", "https://93.184.216.34:/", "", "http:///nohost", "https://exa mple.com/"}) {
+  for (const char* url : {"http://169.254.169.254/latest/meta-data/",
+                          "http://10.0.0.1/",
+                          "https://192.168.0.10/hook",
+                          "http://127.0.0.1:8080/",
+                          "http://[::1]/",
+                          "http://[::ffff:127.0.0.1]/",
+                          "http://[fd00:ec2::254]/",
+                          "http://0.0.0.0/",
+                          "http://internal.example.com/hook",
+                          "http://mixed.example.com/hook",
+                          "http://unknown.example.com/",
+                          "ftp://93.184.216.34/",
+                          "https://user:pw@93.184.216.34/",
+                          "https://93.184.216.34/#frag",
+                          "/relative",
+                          "https://93.184.216.34:0/",
+                          "https://93.184.216.34:99999/",
+                          "https://93.184.216.34:/",
+                          "",
+                          "http:///nohost",
+                          "https://exa mple.com/"}) {
     auto res = check_url(url, strict, r);
     EXPECT_FALSE(res.ok()) << url;
     if (!res.ok()) {
@@ -264,7 +279,8 @@ TEST(UrlGuard, RefusalsNeverNameTheResolvedAddress) {
   r.hosts["v6.example.com"] = {"fd00:ec2::254"};
   UrlPolicy strict;
   std::string first;
-  for (const char* url : {"http://internal.example.com/hook", "http://v6.example.com/hook", "http://nowhere.example.com/"}) {
+  for (const char* url :
+       {"http://internal.example.com/hook", "http://v6.example.com/hook", "http://nowhere.example.com/"}) {
     auto res = check_url(url, strict, r);
     ASSERT_FALSE(res.ok()) << url;
     std::string text = json::dump(res.error().details);
@@ -282,9 +298,9 @@ TEST(UrlGuard, RefusesEncodedControlCharactersInTheHost) {
   UrlPolicy strict;
   UrlPolicy dev;
   dev.allow_private_targets = true;
-  for (const char* url : {"https://exa%00mple.com/hook", "https://example.com%00.evil/hook",
-                          "https://example.com%0d%0aX-Injected:1/hook", "https://ex%0Aample.com/", "https://%20example.com/",
-                          "https://ex%2Fample.com/", "https://[::1%2500]/"}) {
+  for (const char* url :
+       {"https://exa%00mple.com/hook", "https://example.com%00.evil/hook", "https://example.com%0d%0aX-Injected:1/hook",
+        "https://ex%0Aample.com/", "https://%20example.com/", "https://ex%2Fample.com/", "https://[::1%2500]/"}) {
     for (const UrlPolicy* p : {&strict, &dev}) {
       auto res = check_url(url, *p, r);
       EXPECT_FALSE(res.ok()) << url;
@@ -882,7 +898,8 @@ TEST_P(WebhooksDb, RotationSignsWithBothSecretsDuringTheOverlap) {
   // overlap 0 drops the old secret at once; out-of-range overlaps are refused.
   auto now_only = registry_->rotate_secret(merchant_a_, ep.endpoint.id, 0, clock_);
   EXPECT_FALSE(now_only->endpoint.previous_secret_expires_at);
-  EXPECT_EQ(registry_->rotate_secret(merchant_a_, ep.endpoint.id, 30LL * 24 * 3600 * 1000, clock_).error().kind, sika::ErrorKind::invalid);
+  EXPECT_EQ(registry_->rotate_secret(merchant_a_, ep.endpoint.id, 30LL * 24 * 3600 * 1000, clock_).error().kind,
+            sika::ErrorKind::invalid);
 }
 
 TEST_P(WebhooksDb, RedeliveryQueuesTheSameEventAgain) {
@@ -907,7 +924,8 @@ TEST_P(WebhooksDb, RedeliveryQueuesTheSameEventAgain) {
   EXPECT_EQ((*two)[0].generation, 2);
   // Another merchant's event is not found.
   EXPECT_EQ(registry_->redeliver(merchant_b_, id, std::nullopt, clock_).error().kind, sika::ErrorKind::not_found);
-  EXPECT_EQ(registry_->redeliver(merchant_a_, "evt_nope", std::nullopt, clock_).error().kind, sika::ErrorKind::not_found);
+  EXPECT_EQ(registry_->redeliver(merchant_a_, "evt_nope", std::nullopt, clock_).error().kind,
+            sika::ErrorKind::not_found);
   DeliveryFilter f;
   f.event_id = id;
   EXPECT_EQ(registry_->list_deliveries(merchant_a_, f, 25, 0)->total, 3);
