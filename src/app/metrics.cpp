@@ -1,9 +1,14 @@
 #include "app/metrics.hpp"
 
+#include <map>
+#include <memory>
+#include <mutex>
+
 #include "app/config.hpp"
 #include "app/context.hpp"
 #include "core/crypto.hpp"
 #include "core/time.hpp"
+#include "store/jobs.hpp"
 #include "web/envelope.hpp"
 #include "webhooks/service.hpp"
 
@@ -49,6 +54,46 @@ void HttpMetrics::record(const http::AccessLogEntry& e) {
   s.latency->observe(static_cast<double>(e.duration_us) / 1e6);
 }
 
+namespace {
+// sika_jobs{queue,state} (pending, running, dead) and sika_jobs_oldest_due_seconds{queue}, read
+// from the database at scrape time (every node sees the same queue). Series seen once are set to
+// 0 when their rows are gone, so a drained queue reads 0 instead of keeping its last value.
+void register_job_collector(metrics::Registry& registry, Context& ctx) {
+  struct Seen {
+    std::mutex mu;
+    std::map<std::pair<std::string, std::string>, metrics::Gauge*> jobs;
+    std::map<std::string, metrics::Gauge*> oldest;
+  };
+  auto seen = std::make_shared<Seen>();
+  registry.on_scrape([&registry, &ctx, seen] {
+    const std::int64_t t = now_ms();
+    auto stats = store::queue_stats(*ctx.db, t);
+    if (!stats) return;  // the database is down: keep the last values (/readyz says why)
+    std::lock_guard lock(seen->mu);
+    for (auto& [key, gauge] : seen->jobs) gauge->set(0);
+    for (auto& [queue, gauge] : seen->oldest) gauge->set(0);
+    auto set = [&](const std::string& queue, std::string_view state, std::int64_t n) {
+      auto& g = seen->jobs[{queue, std::string(state)}];
+      if (!g)
+        g = &registry.gauge("sika_jobs", "Jobs per queue and state (pending, running, dead; every node)",
+                            {{"queue", queue}, {"state", std::string(state)}});
+      g->set(static_cast<double>(n));
+    };
+    for (const auto& q : *stats) {
+      set(q.queue, store::kJobPending, q.pending);
+      set(q.queue, store::kJobRunning, q.running);
+      set(q.queue, store::kJobDead, q.dead);
+      auto& g = seen->oldest[q.queue];
+      if (!g)
+        g = &registry.gauge("sika_jobs_oldest_due_seconds",
+                            "How long the oldest due pending job of the queue has waited (0 when none)",
+                            {{"queue", q.queue}});
+      g->set(q.oldest_due ? static_cast<double>(std::max<std::int64_t>(0, t - *q.oldest_due)) / 1000.0 : 0.0);
+    }
+  });
+}
+}  // namespace
+
 void register_collectors(metrics::Registry& registry, Context& ctx, const http::Server& server,
                          const http::AccessLog* access_log) {
   auto& connections = registry.gauge("sika_http_connections_open", "Open client connections");
@@ -82,6 +127,8 @@ void register_collectors(metrics::Registry& registry, Context& ctx, const http::
     retries.set(st.retries);
     reconnects.set(st.reconnects);
   });
+
+  register_job_collector(registry, ctx);
 
   if (ctx.webhooks) {
     auto& attempts = registry.counter("sika_webhook_attempts_total", "Webhook delivery attempts made by this process");

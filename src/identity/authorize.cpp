@@ -382,7 +382,8 @@ web::Response Service::authorize_submit(web::Request& req) {
   if (!email.empty() || !password.empty()) {
     if (email.empty() || password.empty())
       return render_login(req, a, nullptr, pages::text(loc, "missing_credentials"), 400);
-    auto allowed = shared_rate_hit("login-ip:" + req.remote_ip, opts_.login_attempts_per_ip, 60000);
+    auto allowed =
+        shared_rate_hit("login-ip:" + req.remote_ip, opts_.login_attempts_per_ip, 60000, "logins_per_address");
     if (!allowed) return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
     if (!*allowed) return render_login(req, a, nullptr, pages::text(loc, "rate_limited"), 429);
     std::optional<User> found;
@@ -524,7 +525,8 @@ web::Response Service::signup_submit(web::Request& req) {
   v.hidden.emplace_back("csrf", field(*form, "csrf"));
   std::string return_to = safe_return(field(*form, "return_to"), base);
   v.hidden.emplace_back("return_to", return_to);
-  auto allowed = shared_rate_hit("signup-ip:" + req.remote_ip, opts_.login_attempts_per_ip, 60000);
+  auto allowed =
+      shared_rate_hit("signup-ip:" + req.remote_ip, opts_.login_attempts_per_ip, 60000, "signups_per_address");
   if (!allowed || !*allowed) {
     v.error = pages::text(loc, "rate_limited");
     return html_page(429, pages::signup(v));

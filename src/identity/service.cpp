@@ -258,8 +258,10 @@ bool Service::rate_hit(const std::string& key, int limit, std::int64_t window_ms
   return hits <= limit;
 }
 
-Result<bool> Service::shared_rate_hit(const std::string& bucket, int limit, std::int64_t window_ms) {
-  SIKA_ASSIGN_OR_RETURN(auto d, limiter_.hit(bucket, limits::Policy{.limit = limit, .window_ms = window_ms}));
+Result<bool> Service::shared_rate_hit(const std::string& bucket, int limit, std::int64_t window_ms,
+                                      std::string_view name) {
+  SIKA_ASSIGN_OR_RETURN(auto d,
+                        limiter_.hit(bucket, limits::Policy{.limit = limit, .window_ms = window_ms, .name = name}));
   return d.allowed;
 }
 
@@ -277,7 +279,9 @@ std::optional<Error> Service::address_throttled(const std::string& address) {
 }
 
 Error Service::client_auth_failed(const std::string& address, const Client* client, std::string_view why) {
-  limits::Policy per_address{.limit = opts_.failed_client_auth_per_ip, .window_ms = kClientAuthWindowMs};
+  limits::Policy per_address{.limit = opts_.failed_client_auth_per_ip,
+                             .window_ms = kClientAuthWindowMs,
+                             .name = "client_auth_failures_per_address"};
   auto from_address = limiter_.hit("client-auth:addr:" + address, per_address);
   if (!from_address) return from_address.take_error();
   if (!from_address->allowed) {
@@ -292,7 +296,9 @@ Error Service::client_auth_failed(const std::string& address, const Client* clie
   }
   // Only existing clients are counted: unknown ids cannot fill the table with buckets.
   if (client) {
-    limits::Policy per_client{.limit = opts_.failed_client_auth_per_client, .window_ms = kClientAuthWindowMs};
+    limits::Policy per_client{.limit = opts_.failed_client_auth_per_client,
+                              .window_ms = kClientAuthWindowMs,
+                              .name = "client_auth_failures_per_client"};
     auto of_client = limiter_.hit("client-auth:client:" + client->client_id, per_client);
     if (!of_client) return of_client.take_error();
     if (!of_client->allowed) return oauth_throttled(*of_client, "too many failed authentications of this client");

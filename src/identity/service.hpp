@@ -127,7 +127,8 @@ class Service {
   // Per-process rate (token_rate_per_client): true iff this hit is within `limit` per window.
   bool rate_hit(const std::string& key, int limit, std::int64_t window_ms);
   // Shared rate (all nodes, through the database): true iff this hit is within `limit` per window.
-  Result<bool> shared_rate_hit(const std::string& bucket, int limit, std::int64_t window_ms);
+  // `name` labels the refusal metric (see limits::Policy::name).
+  Result<bool> shared_rate_hit(const std::string& bucket, int limit, std::int64_t window_ms, std::string_view name);
   // Counts a failed client authentication and returns the error to answer (401, or 429 past a limit).
   Error client_auth_failed(const std::string& address, const Client* client, std::string_view why);
   // The 429 for an address this process knows to be over its failure limit; nullopt otherwise.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "core/metrics.hpp"
 #include "core/time.hpp"
 
 namespace sika::limits {
@@ -70,7 +71,14 @@ Result<Decision> Limiter::hit(std::string_view bucket, const Policy& p) {
     blocked = row->i64(2);
     return {};
   }));
-  return decide(p, count, start, blocked, t, true);
+  Decision d = decide(p, count, start, blocked, t, true);
+  if (!d.allowed) {
+    metrics::registry()
+        .counter("sika_rate_limit_refusals_total", "Hits refused by the shared rate limiter",
+                 {{"limit", std::string(p.name)}})
+        .inc();
+  }
+  return d;
 }
 
 Result<Decision> Limiter::peek(std::string_view bucket, const Policy& p) {

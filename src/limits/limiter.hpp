@@ -30,6 +30,9 @@ struct Policy {
   std::int64_t window_ms = 60000;
   std::int64_t block_ms = 0;     // 0: no block, the bucket is free again when its window ends
   std::int64_t block_after = 1;  // refused hits in one window that start the block
+  // What the policy limits, as a metrics label ("links_pay_per_address"): a fixed name, never
+  // the bucket (which holds addresses and codes, an unbounded set).
+  std::string_view name = "unnamed";
 };
 
 struct Decision {
@@ -51,7 +54,8 @@ class Limiter {
   Limiter(const Limiter&) = delete;
   Limiter& operator=(const Limiter&) = delete;
 
-  // Counts one hit on `bucket` and says whether it is allowed.
+  // Counts one hit on `bucket` and says whether it is allowed. A refusal is counted in
+  // sika_rate_limit_refusals_total{limit=policy.name}.
   Result<Decision> hit(std::string_view bucket, const Policy& policy);
   // Says whether one more hit would be allowed, without counting it (one indexed read).
   Result<Decision> peek(std::string_view bucket, const Policy& policy);

@@ -42,8 +42,8 @@ struct Options {
   // Rate limits of paying (the API route and the page's form), shared by every node; no
   // limiter: none. Payments per client address, and per link, per minute.
   limits::Limiter* limiter = nullptr;
-  limits::Policy per_address{30, 60'000};
-  limits::Policy per_link{600, 60'000};
+  limits::Policy per_address{.limit = 30, .window_ms = 60'000, .name = "links_pay_per_address"};
+  limits::Policy per_link{.limit = 600, .window_ms = 60'000, .name = "links_pay_per_link"};
 };
 
 class Service {

@@ -91,7 +91,8 @@ Result<Issued> Service::issue(const IssueRequest& r) {
 
   // Sends to one destination, across challenges and nodes: counted before the challenge changes,
   // so a refused send leaves the challenge as it was.
-  limits::Policy per_destination{.limit = opts_.sends_per_destination_per_hour, .window_ms = 3600000};
+  limits::Policy per_destination{
+      .limit = opts_.sends_per_destination_per_hour, .window_ms = 3600000, .name = "otp_sends_per_destination"};
   SIKA_ASSIGN_OR_RETURN(auto dest, limiter_.hit("otp-send:" + channel + ":" + r.destination, per_destination));
   if (!dest.allowed) return limits::refusal(dest, "codes sent to this destination per hour");
 

@@ -1,5 +1,7 @@
 #include "store/jobs.hpp"
 
+#include <map>
+
 #include <unistd.h>
 
 #include "core/random.hpp"
@@ -244,6 +246,29 @@ Result<bool> retry_dead(Db& db, std::string_view queue, std::string_view key, st
     return {};
   }));
   return changed == 1;
+}
+
+Result<std::vector<QueueStats>> queue_stats(Db& db, std::int64_t now) {
+  std::map<std::string, QueueStats> by_queue;
+  SIKA_TRY(db.read([&](Conn& c) -> Status {
+    by_queue.clear();
+    SIKA_ASSIGN_OR_RETURN(auto counts, c.query("SELECT queue, state, COUNT(*) FROM jobs WHERE state IN "
+                                               "('pending', 'running', 'dead') GROUP BY queue, state"));
+    for (const Row& r : counts) {
+      QueueStats& q = by_queue[r.str(0)];
+      q.queue = r.str(0);
+      const std::string state = r.str(1);
+      (state == kJobPending ? q.pending : state == kJobRunning ? q.running : q.dead) = r.i64(2);
+    }
+    SIKA_ASSIGN_OR_RETURN(auto due, c.query("SELECT queue, MIN(run_at) FROM jobs WHERE state = 'pending' AND "
+                                            "run_at <= ? GROUP BY queue",
+                                            {now}));
+    for (const Row& r : due) by_queue[r.str(0)].oldest_due = r.i64(1);
+    return {};
+  }));
+  std::vector<QueueStats> out;
+  for (auto& [queue, q] : by_queue) out.push_back(std::move(q));
+  return out;
 }
 
 std::string make_node_id() {

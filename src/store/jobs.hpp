@@ -134,6 +134,16 @@ Result<std::vector<JobInfo>> list_jobs(Db& db, const JobFilter& filter);
 // fixed the cause). Returns false when the job does not exist or is not dead.
 Result<bool> retry_dead(Db& db, std::string_view queue, std::string_view key, std::int64_t now);
 
+// Live figures of one queue: jobs pending, running and dead (every node), and the run_at of the
+// oldest pending job that is due at `now` (nullopt when none is). Reads only the partial indexes
+// of those states, never the history of done jobs.
+struct QueueStats {
+  std::string queue;
+  std::int64_t pending = 0, running = 0, dead = 0;
+  std::optional<std::int64_t> oldest_due;
+};
+Result<std::vector<QueueStats>> queue_stats(Db& db, std::int64_t now);
+
 // A node id for lease owners: host:pid:random, unique across restarts.
 std::string make_node_id();
 

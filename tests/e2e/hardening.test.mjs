@@ -27,7 +27,7 @@ for (const backend of backends()) {
       customer_wallet: server.demo.sandbox.msisdn.success, description: 'e2e order', ...extra,
     });
     before(async () => {
-      server = await startServer({ backend, args: ['--set', `metrics.token=${METRICS_TOKEN}`] });
+      server = await startServer({ backend, args: ['--set', `metrics.token=${METRICS_TOKEN}`, '--set', 'links.pay_per_address_per_minute=2'] });
       token = await merchantToken(server, 0);
     });
     after(async () => { if (server) await server.stop(); });
@@ -76,6 +76,16 @@ for (const backend of backends()) {
       assert.equal((await fetch(`${server.publicUrl}/metrics`)).status, 401);
       assert.equal((await fetch(`${server.publicUrl}/metrics`, { headers: { authorization: 'Bearer wrong' } })).status, 401);
       await fetch(`${server.publicUrl}/healthz`);
+      // Three payments of an unknown link from one address: the third is refused by the limiter.
+      const pays = [];
+      for (let i = 0; i < 3; ++i) {
+        const pay = await fetch(`${server.baseUrl}/pay/ZZZZZZZZ/pay`, {
+          method: 'POST', headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ customer_phone: '237650000000', transaction_uuid: randomUUID() }),
+        });
+        pays.push(pay.status);
+      }
+      assert.deepEqual(pays, [404, 404, 429]);
       await fetch(`${server.baseUrl}/webhook/endpoints/whe_nope`, { headers: { 'x-sp-auth-token': `Bearer ${token}` } });
       const r = await fetch(`${server.publicUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
       assert.equal(r.status, 200);
@@ -88,6 +98,8 @@ for (const backend of backends()) {
       for (const name of ['sika_db_write_units_total', 'sika_db_commits_total', 'sika_webhook_attempts_failed_total',
         'sika_webhook_deliveries_pending', 'sika_webhook_oldest_pending_seconds', 'sika_http_connections_open'])
         assert.match(text, new RegExp(`^${name} `, 'm'), name);
+      assert.match(text, /^sika_rate_limit_refusals_total\{limit="links_pay_per_address"\} 1$/m);
+      assert.doesNotMatch(text, /ZZZZZZZZ|127\.0\.0\.1/);
       if (backend === 'sqlite') assert.match(text, /^sika_db_commit_batch_units_count [1-9]/m);
     });
   });

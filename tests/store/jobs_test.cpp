@@ -306,6 +306,41 @@ TEST_P(JobsTest, DeadJobsAreListedAndCanBeRetried) {
   for (const auto& job : *again) EXPECT_EQ(job.attempt, 1) << job.key;
 }
 
+TEST_P(JobsTest, QueueStatsCountLiveStatesAndTheOldestDueJob) {
+  NewJob poison = job("poison");
+  poison.max_attempts = 1;
+  ASSERT_TRUE(enqueue(*db_, poison, kT0).ok());
+  ASSERT_TRUE(enqueue(*db_, job("running"), kT0 + 10).ok());
+  NewJob later = job("later");
+  later.run_at = kT0 + 60'000;  // not due yet: counted, but not the oldest due
+  ASSERT_TRUE(enqueue(*db_, later, kT0).ok());
+  ASSERT_TRUE(enqueue(*db_, job("waiting"), kT0 + 20).ok());
+  ASSERT_TRUE(enqueue(*db_, job("done", "other.queue"), kT0).ok());
+  auto first = claim(*db_, "test.queue", "n1/1", 2, 60'000, kT0 + 100);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->size(), 2u);  // poison (due first), running
+  ASSERT_EQ((*first)[0].key, "poison");
+  ASSERT_TRUE(fail(*db_, (*first)[0].lease, kT0 + 200, "bad payload", kT0 + 101).ok());
+  auto other = claim(*db_, "other.queue", "n1/2", 1, 60'000, kT0 + 100);
+  ASSERT_TRUE(other.ok());
+  ASSERT_EQ(other->size(), 1u);
+  ASSERT_TRUE(complete(*db_, (*other)[0].lease, kT0 + 102).ok());
+
+  auto stats = queue_stats(*db_, kT0 + 1000);
+  ASSERT_TRUE(stats.ok());
+  ASSERT_EQ(stats->size(), 1u);  // a queue whose jobs are all done has no live figures
+  const QueueStats& q = (*stats)[0];
+  EXPECT_EQ(q.queue, "test.queue");
+  EXPECT_EQ(q.pending, 2);  // waiting, later
+  EXPECT_EQ(q.running, 1);
+  EXPECT_EQ(q.dead, 1);
+  EXPECT_EQ(q.oldest_due, kT0 + 20);
+  auto before_due = queue_stats(*db_, kT0 + 15);
+  ASSERT_TRUE(before_due.ok());
+  ASSERT_EQ(before_due->size(), 1u);
+  EXPECT_FALSE((*before_due)[0].oldest_due.has_value());
+}
+
 TEST_P(JobsTest, ReleaseGivesTheJobBackWithoutCountingTheAttempt) {
   ASSERT_TRUE(enqueue(*db_, job("k"), kT0).ok());
   auto a = claim(*db_, "test.queue", "n1/1", 1, 60'000, kT0);

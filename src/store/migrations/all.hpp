@@ -15,4 +15,5 @@ extern const Migration k0009Notify;
 extern const Migration k0010Otp;
 extern const Migration k0011Jobs;
 extern const Migration k0012PaymentLinks;
+extern const Migration k0017JobsDeadIndex;
 }  // namespace sika::store::migrations
