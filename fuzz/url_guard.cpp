@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "web/address_policy.hpp"
 #include "webhooks/url_guard.hpp"
 
 namespace {
@@ -37,17 +38,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string address(reinterpret_cast<const char*>(data + 1), address_size);
   std::string_view url(reinterpret_cast<const char*>(data + 1 + address_size), size - 1 - address_size);
 
-  (void)sika::webhooks::is_public_ip(url);
+  (void)sika::web::is_public_address(url);
   std::vector<std::string> addresses;
   if (!address.empty()) {
-    (void)sika::webhooks::is_public_address(address);
+    (void)sika::web::is_public_bytes(address);
     addresses.push_back(address);
   }
   FakeResolver resolver(addresses);
   sika::webhooks::UrlPolicy strict;
   auto checked = sika::webhooks::check_url(url, strict, resolver);
   // Accepted under the default policy after resolving a name: the answer must have been public.
-  if (checked && resolver.called && !sika::webhooks::is_public_address(address)) std::abort();
+  if (checked && resolver.called && !sika::web::is_public_bytes(address)) std::abort();
   sika::webhooks::UrlPolicy open;
   open.allow_private_targets = true;
   (void)sika::webhooks::check_url(url, open, resolver);

@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-#include "http/address_policy.hpp"
+#include "web/address_policy.hpp"
 
 namespace sika::http {
 
@@ -193,7 +193,7 @@ Result<std::vector<net::ip::address>> resolve(const std::string& host, Clock::ti
 }
 
 bool is_public(const net::ip::address& a) {
-  return a.is_v4() ? is_public_ipv4(a.to_v4().to_bytes()) : is_public_ipv6(a.to_v6().to_bytes());
+  return a.is_v4() ? web::is_public_ipv4(a.to_v4().to_bytes()) : web::is_public_ipv6(a.to_v6().to_bytes());
 }
 
 std::string ip_string(const net::ip::address& a) {
@@ -261,7 +261,7 @@ class Client final : public web::HttpClient {
     const auto connect_deadline = start + std::chrono::milliseconds(std::max(1, req.connect_timeout_ms));
 
     // The host check on an IP literal happens before anything else: no slot, no socket.
-    if (t.host_is_ip && !req.allow_private_addresses && !is_public_address(t.host)) return blocked(t.host);
+    if (t.host_is_ip && !req.allow_private_addresses && !web::is_public_address(t.host)) return blocked(t.host);
 
     if (!acquire_slot(t.pool_key, std::min(connect_deadline, start + std::chrono::milliseconds(opt_.host_wait_ms))))
       return make_error(ErrorKind::unavailable, "host_busy",

@@ -2,9 +2,9 @@
 // Server-side request forgery guard for merchant-supplied URLs. A notification URL must be
 // http(s), carry no credentials or fragment, and its host must resolve only to public unicast
 // addresses: loopback, RFC 1918, CGNAT, link-local (cloud metadata 169.254.169.254 included),
-// IPv6 unique-local, multicast, documentation and other reserved ranges are refused. IPv4
-// embedded in IPv6 (mapped, NAT64, 6to4) is checked as IPv4. The outbound client repeats the
-// address check at every delivery, after its own DNS resolution (DNS may change).
+// IPv6 unique-local, multicast, documentation and other reserved ranges are refused (the rules
+// are web/address_policy.hpp's). The outbound client repeats the address check at every
+// delivery, after its own DNS resolution (DNS may change).
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -13,11 +13,6 @@
 #include "core/result.hpp"
 
 namespace sika::webhooks {
-
-// Returns true iff the 4 or 16 raw network-order bytes are a public unicast address.
-bool is_public_address(std::string_view raw_address);
-// Same, for textual IPv4 / IPv6 (no brackets); false when not an IP literal.
-bool is_public_ip(std::string_view text);
 
 // Resolves a host name to its addresses (raw bytes). Tests inject a fake.
 class Resolver {

@@ -25,6 +25,7 @@
 #include "store/db.hpp"
 #include "store/outbox.hpp"
 #include "support/test_db.hpp"
+#include "web/address_policy.hpp"
 #include "web/client.hpp"
 #include "webhooks/model.hpp"
 #include "webhooks/queue.hpp"
@@ -220,11 +221,11 @@ TEST(UrlGuard, ClassifiesAddresses) {
                          "2002:a00:1::1",
                          "2001:db8::1",
                          "2001::1"})
-    EXPECT_FALSE(is_public_ip(ip)) << ip;
+    EXPECT_FALSE(web::is_public_address(ip)) << ip;
   for (const char* ip :
        {"93.184.216.34", "8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "2002:808:808::1"})
-    EXPECT_TRUE(is_public_ip(ip)) << ip;
-  EXPECT_FALSE(is_public_ip("not an ip"));
+    EXPECT_TRUE(web::is_public_address(ip)) << ip;
+  EXPECT_FALSE(web::is_public_address("not an ip"));
 }
 
 TEST(UrlGuard, RefusesNonPublicTargetsAtRegistration) {

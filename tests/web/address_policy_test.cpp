@@ -1,16 +1,17 @@
-#include "http/address_policy.hpp"
+#include "web/address_policy.hpp"
 
 #include <gtest/gtest.h>
 
-namespace sika::http {
+namespace sika::web {
 namespace {
 
 TEST(AddressPolicy, RefusesNonPublicIpv4) {
   for (const char* ip :
-       {"0.0.0.0",      "0.1.2.3",     "10.0.0.1",        "10.255.255.255",  "100.64.0.1", "100.127.255.255",
-        "127.0.0.1",    "127.8.9.10",  "169.254.169.254", "169.254.0.1",     "172.16.0.1", "172.31.255.255",
-        "192.0.0.8",    "192.0.2.1",   "192.88.99.1",     "192.168.1.1",     "198.18.0.1", "198.19.255.255",
-        "198.51.100.7", "203.0.113.9", "224.0.0.1",       "239.255.255.250", "240.0.0.1",  "255.255.255.255"})
+       {"0.0.0.0",      "0.1.2.3",      "10.0.0.1",        "10.255.255.255",  "100.64.0.1", "100.127.255.255",
+        "127.0.0.1",    "127.8.9.10",   "169.254.169.254", "169.254.0.1",     "172.16.0.1", "172.31.255.255",
+        "192.0.0.8",    "192.0.2.1",    "192.88.99.1",     "192.168.1.1",     "198.18.0.1", "198.19.255.255",
+        "198.51.100.7", "203.0.113.9",  "224.0.0.1",       "239.255.255.250", "240.0.0.1",  "255.255.255.255",
+        "192.31.196.1", "192.52.193.1", "192.175.48.6"})
     EXPECT_FALSE(is_public_address(ip)) << ip;
 }
 
@@ -54,10 +55,26 @@ TEST(AddressPolicy, AcceptsPublicIpv6) {
     EXPECT_TRUE(is_public_address(ip)) << ip;
 }
 
+TEST(AddressPolicy, JudgesIpv4InsideIpv6AsIpv4) {
+  EXPECT_TRUE(is_public_address("2002:808:808::1"));  // 6to4 of 8.8.8.8
+  EXPECT_FALSE(is_public_address("2002:a00:1::1"));   // 6to4 of 10.0.0.1
+  EXPECT_FALSE(is_public_address("64:ff9b::a9fe:a9fe"));
+}
+
+TEST(AddressPolicy, RawBytesFollowTheSameRules) {
+  EXPECT_TRUE(is_public_bytes(std::string_view("\x08\x08\x08\x08", 4)));
+  EXPECT_FALSE(is_public_bytes(std::string_view("\x7f\x00\x00\x01", 4)));
+  EXPECT_FALSE(is_public_bytes(std::string_view("\xa9\xfe\xa9\xfe", 4)));
+  std::string loopback6(16, '\0');
+  loopback6[15] = 1;
+  EXPECT_FALSE(is_public_bytes(loopback6));
+  EXPECT_FALSE(is_public_bytes("abc"));  // neither 4 nor 16 bytes
+}
+
 TEST(AddressPolicy, RefusesWhatIsNotALiteral) {
   for (const char* s : {"", "localhost", "example.com", "[::1]", "1.2.3", "fe80::1%eth0", "0x7f.0.0.1", "2130706433"})
     EXPECT_FALSE(is_public_address(s)) << s;
 }
 
 }  // namespace
-}  // namespace sika::http
+}  // namespace sika::web
