@@ -70,6 +70,7 @@ struct PaymentService {
   std::string currency;  // always the country's currency
   ServiceKind kind = ServiceKind::mobile_money;
   bool needs_otp = false;                  // the customer confirms with a one-time code
+  std::string otp_helper;                  // how the payer gets that code ("#144*82#"); shown as written
   std::string msisdn_pattern;              // regex on the national number; "" = the country's pattern
   std::optional<std::int64_t> min_amount;  // minor units, inclusive; nullopt = no bound
   std::optional<std::int64_t> max_amount;  // minor units, inclusive; nullopt = no bound

@@ -65,6 +65,8 @@ bj::object service_json(const Catalog& catalog, const PaymentService& s) {
       {"currency", s.currency},
       {"provider", p ? bj::value(bj::object{{"id", p->id}, {"code", p->code}, {"name", p->name}}) : bj::value(nullptr)},
       {"needs_otp", s.needs_otp},
+      {"is_need_otp", s.needs_otp},
+      {"otp_helper", s.needs_otp && !s.otp_helper.empty() ? bj::value(s.otp_helper) : bj::value(nullptr)},
       {"min_amount", opt_int(s.min_amount)},
       {"max_amount", opt_int(s.max_amount)},
       {"msisdn", std::move(msisdn)},

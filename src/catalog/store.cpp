@@ -43,7 +43,7 @@ constexpr std::string_view kCountrySelect =
 constexpr std::string_view kProviderSelect = "SELECT id, code, name, connector, active FROM catalog_providers";
 constexpr std::string_view kServiceSelect =
     "SELECT id, code, name, provider_id, country_id, currency, kind, needs_otp, msisdn_pattern, min_amount, "
-    "max_amount, active FROM catalog_services";
+    "max_amount, active, otp_helper FROM catalog_services";
 constexpr std::string_view kRuleSelect =
     "SELECT id, code, country_id, operation, user_tier, min_amount, max_amount, fee_type, fee_units, reward_value, "
     "sponsor_reward_value, incoming_service_id, outgoing_service_id, active FROM catalog_pricing_rules";
@@ -87,6 +87,7 @@ PaymentService service_from(const Row& r) {
   s.min_amount = r.opt_i64(9);
   s.max_amount = r.opt_i64(10);
   s.active = r.boolean(11);
+  s.otp_helper = r.str(12);
   return s;
 }
 
@@ -457,8 +458,8 @@ Result<Outcome> put_service(Conn& conn, const bj::object& record, Mode mode, std
 
   FieldErrors errors;
   Reader r(record, errors);
-  r.only({"code", "name", "provider", "country", "currency", "kind", "needs_otp", "msisdn_pattern", "min_amount",
-          "max_amount", "active"});
+  r.only({"code", "name", "provider", "country", "currency", "kind", "needs_otp", "otp_helper", "msisdn_pattern",
+          "min_amount", "max_amount", "active"});
   if (mode != Mode::update) r.require({"name", "provider", "country", "kind"});
   r.text("name", s.name, nullptr, "", 100);
   std::string kind_text, provider_code, country_code, currency;
@@ -470,6 +471,7 @@ Result<Outcome> put_service(Conn& conn, const bj::object& record, Mode mode, std
       errors.add("kind", "must be mobile_money or wallet");
   }
   r.boolean("needs_otp", s.needs_otp);
+  r.text("otp_helper", s.otp_helper, nullptr, "", 200, true);
   r.text("msisdn_pattern", s.msisdn_pattern, nullptr, "", 200, true);
   check_pattern(errors, "msisdn_pattern", s.msisdn_pattern);
   r.opt_integer("min_amount", s.min_amount, 0, INT64_MAX);
@@ -502,20 +504,21 @@ Result<Outcome> put_service(Conn& conn, const bj::object& record, Mode mode, std
   return finish<PaymentService>(
       conn, existing, s, now,
       [&]() {
-        return returned_id(conn.query(
-            "INSERT INTO catalog_services (code, name, provider_id, country_id, currency, kind, needs_otp, "
-            "msisdn_pattern, min_amount, max_amount, active, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            {s.code, s.name, s.provider_id, s.country_id, s.currency, std::string(to_string(s.kind)), flag(s.needs_otp),
-             s.msisdn_pattern, opt_value(s.min_amount), opt_value(s.max_amount), flag(s.active), now, now}));
+        return returned_id(
+            conn.query("INSERT INTO catalog_services (code, name, provider_id, country_id, currency, kind, needs_otp, "
+                       "otp_helper, msisdn_pattern, min_amount, max_amount, active, created_at, updated_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                       {s.code, s.name, s.provider_id, s.country_id, s.currency, std::string(to_string(s.kind)),
+                        flag(s.needs_otp), s.otp_helper, s.msisdn_pattern, opt_value(s.min_amount),
+                        opt_value(s.max_amount), flag(s.active), now, now}));
       },
       [&]() -> Status {
-        SIKA_TRY(
-            conn.exec("UPDATE catalog_services SET name = ?, provider_id = ?, currency = ?, kind = ?, "
-                      "needs_otp = ?, msisdn_pattern = ?, min_amount = ?, max_amount = ?, active = ?, "
-                      "updated_at = ? WHERE id = ?",
-                      {s.name, s.provider_id, s.currency, std::string(to_string(s.kind)), flag(s.needs_otp),
-                       s.msisdn_pattern, opt_value(s.min_amount), opt_value(s.max_amount), flag(s.active), now, s.id}));
+        SIKA_TRY(conn.exec(
+            "UPDATE catalog_services SET name = ?, provider_id = ?, currency = ?, kind = ?, "
+            "needs_otp = ?, otp_helper = ?, msisdn_pattern = ?, min_amount = ?, max_amount = ?, "
+            "active = ?, updated_at = ? WHERE id = ?",
+            {s.name, s.provider_id, s.currency, std::string(to_string(s.kind)), flag(s.needs_otp), s.otp_helper,
+             s.msisdn_pattern, opt_value(s.min_amount), opt_value(s.max_amount), flag(s.active), now, s.id}));
         return {};
       });
 }
@@ -812,6 +815,7 @@ bj::object to_record(const Catalog& cat, const PaymentService& s) {
                     {"currency", s.currency},
                     {"kind", to_string(s.kind)},
                     {"needs_otp", s.needs_otp},
+                    {"otp_helper", s.otp_helper},
                     {"msisdn_pattern", s.msisdn_pattern},
                     {"min_amount", opt_json(s.min_amount)},
                     {"max_amount", opt_json(s.max_amount)},

@@ -31,6 +31,7 @@ struct Texts {
   const char* phone;
   const char* phone_hint;
   const char* otp;
+  const char* otp_how;
   const char* submit;
   const char* waiting;
   const char* completed;
@@ -52,6 +53,7 @@ constexpr Texts kFr{"Payer",
                     "Numéro de téléphone",
                     "avec l'indicatif du pays, ex. 237690000000",
                     "Code à usage unique (OTP)",
+                    "pour l'obtenir :",
                     "Payer maintenant",
                     "Une demande de paiement a été envoyée sur votre téléphone. Validez-la avec votre code secret. "
                     "Cette page se met à jour toute seule.",
@@ -72,6 +74,7 @@ constexpr Texts kEn{"Pay",
                     "Phone number",
                     "with the country code, e.g. 237690000000",
                     "One-time code (OTP)",
+                    "to get it:",
                     "Pay now",
                     "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by "
                     "itself.",
@@ -178,7 +181,7 @@ web::Response Service::render_form(const web::Request& req, i18n::Locale locale,
        "</small><input name=\"customer_phone\" type=\"tel\" inputmode=\"tel\" autocomplete=\"tel\" required value=\"" +
        escape(field_value(form.values, "customer_phone")) + "\"></label>";
   if (!form.otp_helper.empty()) {
-    h += "<label>" + escape(t.otp) + " <small>" + escape(form.otp_helper) +
+    h += "<label>" + escape(t.otp) + " <small>" + escape(t.otp_how) + " " + escape(form.otp_helper) +
          "</small><input name=\"otp\" inputmode=\"numeric\" autocomplete=\"one-time-code\" required></label>";
   }
   h += "<button type=\"submit\">" + escape(t.submit) + "</button></form>";

@@ -155,7 +155,7 @@ std::optional<std::string> Service::otp_step(const Link& link, std::string_view 
   auto cat = catalog_();
   const catalog::PaymentService* service = cat ? cat->service(link.provider.value_or(std::string(provider))) : nullptr;
   if (!service || !service->needs_otp) return std::nullopt;
-  return options_.otp_helper;
+  return service->otp_helper.empty() ? options_.otp_helper : service->otp_helper;
 }
 
 Status Service::throttle(const web::Request& req, std::string_view short_code) {

@@ -34,6 +34,7 @@ namespace sika::links {
 struct Options {
   std::string page_base_url;  // {checkout_url}: a link's public page is {page_base_url}/pay/{short_code}
   // Shown with otp_required when the catalog's service carries no text of its own.
+  // Told to payers of a service that needs a code but whose catalog entry says nothing of how to get it.
   std::string otp_helper = "Get a one-time code from your operator's mobile-money menu, then enter it here.";
   // A use reserved by an attempt that never got its collection (the process stopped between
   // the two units) is given back after this long.

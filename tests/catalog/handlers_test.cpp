@@ -338,8 +338,8 @@ TEST_P(CatalogHandlers, ListsAndFiltersServices) {
   std::int64_t total = all.pagination().at("total").as_int64();
   EXPECT_GE(total, 14);
   const auto& first = all.data()[0].as_object();
-  for (const char* f : {"id", "code", "name", "kind", "country", "currency", "provider", "needs_otp", "min_amount",
-                        "max_amount", "msisdn", "active"})
+  for (const char* f : {"id", "code", "name", "kind", "country", "currency", "provider", "needs_otp", "is_need_otp",
+                        "otp_helper", "min_amount", "max_amount", "msisdn", "active"})
     EXPECT_TRUE(first.contains(f)) << f;
 
   Reply cmr = services({{"country", "CMR"}});
@@ -361,6 +361,12 @@ TEST_P(CatalogHandlers, ListsAndFiltersServices) {
   Reply orange_civ = services({{"provider", "ORANGE"}, {"country", "CIV"}});
   ASSERT_EQ(orange_civ.data().size(), 1u);
   EXPECT_EQ(orange_civ.data()[0].at("needs_otp"), true);
+  EXPECT_EQ(orange_civ.data()[0].at("is_need_otp"), true);
+  EXPECT_EQ(orange_civ.data()[0].at("otp_helper"), "#144*82#");
+  Reply mtn_civ = services({{"provider", "MTN"}, {"country", "CIV"}});
+  ASSERT_EQ(mtn_civ.data().size(), 1u);
+  EXPECT_EQ(mtn_civ.data()[0].at("is_need_otp"), false);
+  EXPECT_TRUE(mtn_civ.data()[0].at("otp_helper").is_null());
   expect_pagination(services({{"limit", "5"}, {"page", "2"}}), 2, 5, total);
 
   expect_bad(

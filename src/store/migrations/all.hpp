@@ -16,4 +16,5 @@ extern const Migration k0010Otp;
 extern const Migration k0011Jobs;
 extern const Migration k0012PaymentLinks;
 extern const Migration k0017JobsDeadIndex;
+extern const Migration k0018CatalogOtpHelper;
 }  // namespace sika::store::migrations
