@@ -60,6 +60,7 @@ SIKA_SECRET_KEY=bench-secret-key-0123456789abcdef0123 \
   "$SIKA" serve --listen "127.0.0.1:$port" --db "sqlite://$TMP/sika.db" --public-url "http://127.0.0.1:$port" \
   --demo "$demo" --set log.access=false --set log.level=warn --set webhooks.enabled=false \
   --set links.pay_per_address_per_minute=0 --set links.pay_per_link_per_minute=0 \
+  --set links.page_views_per_address_per_minute=0 \
   >"$TMP/sika.log" 2>&1 &
 PIDS+=($!)
 wait_ready "$port" "$demo"

@@ -141,6 +141,9 @@ const std::vector<KeySpec> kKeys = {
      "payment-link payments one client address may submit per minute (all nodes; 0: unlimited)"},
     {"links.pay_per_link_per_minute", "600", K::integer,
      "payments one payment link may receive per minute (all nodes; 0: unlimited)"},
+    {"links.page_views_per_address_per_minute", "120", K::integer,
+     "payment-link page views (form and status page) one client address may make per minute, counted by each "
+     "node (0: unlimited)"},
     {"catalog.refresh_ms", "2000", K::integer,
      "how often a node polls catalog_version; another node's catalog change is visible within this (ms)"},
 };

@@ -202,6 +202,7 @@ Status build_services(Context& ctx) {
     lo.limiter = ctx.limiter.get();
     lo.per_address.limit = c.get_int("links.pay_per_address_per_minute");
     lo.per_link.limit = c.get_int("links.pay_per_link_per_minute");
+    lo.page_views_per_address.limit = c.get_int("links.page_views_per_address_per_minute");
     ctx.links = std::make_unique<links::Service>(*ctx.db, *ctx.payments, std::move(snapshot), std::move(lo));
   }
   {

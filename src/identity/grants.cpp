@@ -81,7 +81,8 @@ web::Response Service::token_client_credentials(const web::Request& req, const b
         req,
         oauth_error(ErrorKind::invalid, "unauthorized_client", "client_credentials is not allowed for this client"),
         auth->basic);
-  if (opts_.token_rate_per_client > 0 && !rate_hit("tr:" + client.client_id, opts_.token_rate_per_client, 1000))
+  if (opts_.token_rate_per_client > 0 &&
+      !rate_hit("tr:" + client.client_id, opts_.token_rate_per_client, 1000, "token_requests_per_client"))
     return token_error(req,
                        oauth_error(ErrorKind::rate_limited, "rate_limited", "token rate limit of this client reached"));
   std::string requested = param(body, "scope");

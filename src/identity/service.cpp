@@ -240,22 +240,8 @@ bool make_room(Map& map, Expired expired) {
 }
 }  // namespace
 
-bool Service::rate_hit(const std::string& key, int limit, std::int64_t window_ms) {
-  if (limit <= 0) return true;
-  std::int64_t t = now();
-  std::lock_guard lock(rate_mu_);
-  auto it = rates_.find(key);
-  if (it == rates_.end()) {
-    if (!make_room(rates_, [&](const auto& kv) { return t - kv.second.first >= window_ms; })) return true;
-    it = rates_.emplace(key, std::pair<std::int64_t, int>{t, 0}).first;
-  }
-  auto& [start, hits] = it->second;
-  if (t - start >= window_ms) {
-    start = t;
-    hits = 0;
-  }
-  ++hits;
-  return hits <= limit;
+bool Service::rate_hit(const std::string& key, int limit, std::int64_t window_ms, std::string_view name) {
+  return local_limiter_.hit(key, limits::Policy{.limit = limit, .window_ms = window_ms, .name = name}).allowed;
 }
 
 Result<bool> Service::shared_rate_hit(const std::string& bucket, int limit, std::int64_t window_ms,

@@ -33,6 +33,7 @@
 #include "identity/model.hpp"
 #include "identity/options.hpp"
 #include "limits/limiter.hpp"
+#include "limits/local.hpp"
 #include "store/db.hpp"
 #include "web/message.hpp"
 
@@ -125,7 +126,8 @@ class Service {
   bool revoked_here(const std::string& jti);
   Result<std::shared_ptr<const web::Principal>> verify_cached(std::string_view token);
   // Per-process rate (token_rate_per_client): true iff this hit is within `limit` per window.
-  bool rate_hit(const std::string& key, int limit, std::int64_t window_ms);
+  // `name` labels the refusal metric (see limits::Policy::name).
+  bool rate_hit(const std::string& key, int limit, std::int64_t window_ms, std::string_view name);
   // Shared rate (all nodes, through the database): true iff this hit is within `limit` per window.
   // `name` labels the refusal metric (see limits::Policy::name).
   Result<bool> shared_rate_hit(const std::string& bucket, int limit, std::int64_t window_ms, std::string_view name);
@@ -165,7 +167,7 @@ class Service {
 
   limits::Limiter limiter_;
   std::mutex rate_mu_;
-  std::unordered_map<std::string, std::pair<std::int64_t, int>> rates_;  // key -> (window start, hits)
+  limits::LocalLimiter local_limiter_{100'000, [this] { return now(); }};
   // Addresses the shared counter found over failed_client_auth_per_ip -> end of their refusal (ms).
   // A memo of the database's answer, so a flooding address costs no more writes on this node.
   std::unordered_map<std::string, std::int64_t> throttled_addresses_;

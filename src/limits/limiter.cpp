@@ -34,6 +34,13 @@ Decision decide(const Policy& p, std::int64_t count, std::int64_t window_start, 
 }
 }  // namespace
 
+void count_refusal(const Policy& policy) {
+  metrics::registry()
+      .counter("sika_rate_limit_refusals_total", "Hits refused by a rate limiter",
+               {{"limit", std::string(policy.name)}})
+      .inc();
+}
+
 Limiter::Limiter(store::Db& db, Options options) : db_(db), opts_(std::move(options)) {}
 
 Limiter::~Limiter() { stop(); }
@@ -72,12 +79,7 @@ Result<Decision> Limiter::hit(std::string_view bucket, const Policy& p) {
     return {};
   }));
   Decision d = decide(p, count, start, blocked, t, true);
-  if (!d.allowed) {
-    metrics::registry()
-        .counter("sika_rate_limit_refusals_total", "Hits refused by the shared rate limiter",
-                 {{"limit", std::string(p.name)}})
-        .inc();
-  }
+  if (!d.allowed) count_refusal(p);
   return d;
 }
 

@@ -79,6 +79,9 @@ class Limiter {
   std::thread sweeper_;
 };
 
+// Counts a refused hit in sika_rate_limit_refusals_total{limit=policy.name}.
+void count_refusal(const Policy& policy);
+
 // The refusal for a Decision that is not allowed: 429 rate_limited with details
 // {"retry_after": seconds (rounded up, at least 1), "limit": what was exceeded}.
 Error refusal(const Decision& d, std::string_view what);

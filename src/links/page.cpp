@@ -129,9 +129,24 @@ struct Service::Form {
   web::Fields values;
 };
 
+std::optional<web::Response> Service::page_throttled(const web::Request& req, i18n::Locale locale) {
+  limits::Decision d = page_views_.hit(req.remote_ip, options_.page_views_per_address);
+  if (d.allowed) return std::nullopt;
+  const Error refused = limits::refusal(d, "page views per address per minute");
+  web::html::Page page;
+  page.locale = locale;
+  page.title = texts(locale).pay_title;
+  page.body_html = "<p role=\"alert\">" + escape(i18n::text(refused.code, locale)) + "</p>";
+  web::Response r = web::html::page_response(429, page);
+  r.set("Retry-After", std::to_string(refused.details.at("retry_after").as_int64()));
+  return r;
+}
+
 web::Response Service::page(web::Request& req) {
+  const i18n::Locale locale = page_locale(req);
+  if (auto refused = page_throttled(req, locale)) return std::move(*refused);
   Form form;
-  return render_form(req, page_locale(req), form, 200);
+  return render_form(req, locale, form, 200);
 }
 
 web::Response Service::render_form(const web::Request& req, i18n::Locale locale, const Form& form, int status) {
@@ -241,6 +256,7 @@ web::Response Service::page_submit(web::Request& req) {
 
 web::Response Service::status_page(web::Request& req) {
   const i18n::Locale locale = page_locale(req);
+  if (auto refused = page_throttled(req, locale)) return std::move(*refused);
   const Texts& t = texts(locale);
   const std::string code = req.path_param("shortCode");
   const std::string payer_uuid = req.query_param("t").value_or("");

@@ -23,7 +23,11 @@ Error link_not_found(std::string_view field) { return not_found(bj::object{{fiel
 }  // namespace
 
 Service::Service(store::Db& db, payments::Service& payments, payments::CatalogSnapshot catalog, Options options)
-    : db_(db), payments_(payments), catalog_(std::move(catalog)), options_(std::move(options)) {}
+    : db_(db),
+      payments_(payments),
+      catalog_(std::move(catalog)),
+      options_(std::move(options)),
+      page_views_(100'000, [this] { return now(); }) {}
 
 std::int64_t Service::now() const { return options_.clock ? options_.clock() : now_ms(); }
 

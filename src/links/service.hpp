@@ -21,6 +21,7 @@
 
 #include "core/result.hpp"
 #include "limits/limiter.hpp"
+#include "limits/local.hpp"
 #include "links/model.hpp"
 #include "links/store.hpp"
 #include "merchant/merchant.hpp"
@@ -33,7 +34,6 @@ namespace sika::links {
 
 struct Options {
   std::string page_base_url;  // {checkout_url}: a link's public page is {page_base_url}/pay/{short_code}
-  // Shown with otp_required when the catalog's service carries no text of its own.
   // Told to payers of a service that needs a code but whose catalog entry says nothing of how to get it.
   std::string otp_helper = "Get a one-time code from your operator's mobile-money menu, then enter it here.";
   // A use reserved by an attempt that never got its collection (the process stopped between
@@ -45,6 +45,10 @@ struct Options {
   limits::Limiter* limiter = nullptr;
   limits::Policy per_address{.limit = 30, .window_ms = 60'000, .name = "links_pay_per_address"};
   limits::Policy per_link{.limit = 600, .window_ms = 60'000, .name = "links_pay_per_link"};
+  // Views of the public pages (the form and the status page) per client address, counted by
+  // each node in memory: a view writes nothing, so a database write per view would cost more
+  // than the page. The status page refreshes every few seconds while a payment runs.
+  limits::Policy page_views_per_address{.limit = 120, .window_ms = 60'000, .name = "links_page_views_per_address"};
 };
 
 class Service {
@@ -107,6 +111,8 @@ class Service {
   Status release(const Link& link, std::int64_t attempt_id);
   web::Response qr_image(web::Request& req, bool png);
   struct Form;
+  // The 429 page when the client has viewed too many pages; nullopt when it may see one more.
+  std::optional<web::Response> page_throttled(const web::Request& req, i18n::Locale locale);
   web::Response render_form(const web::Request& req, i18n::Locale locale, const Form& form, int status);
   // The link's merchant: the page shows its display name only.
   Result<merchant::Merchant> shop_of(const Link& link);
@@ -119,6 +125,7 @@ class Service {
   payments::Service& payments_;
   payments::CatalogSnapshot catalog_;
   Options options_;
+  limits::LocalLimiter page_views_;
 };
 
 }  // namespace sika::links

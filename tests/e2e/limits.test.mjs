@@ -10,7 +10,10 @@ for (const backend of backends()) {
   describe(`limits behind a proxy (${backend})`, () => {
     let server, merchant;
     before(async () => {
-      server = await startServer({ backend, env: { SIKA_TRUSTED_PROXIES: '127.0.0.1, ::1' } });
+      server = await startServer({
+        backend, env: { SIKA_TRUSTED_PROXIES: '127.0.0.1, ::1' },
+        args: ['--set', 'links.page_views_per_address_per_minute=3'],
+      });
       merchant = server.demo.merchants[0];
     });
     after(async () => { await server?.stop(); });
@@ -41,6 +44,19 @@ for (const backend of backends()) {
       // ...and the flooding address cannot hide behind an address it writes itself.
       const forged = await token('198.51.100.20, 203.0.113.9', merchant.client_id, merchant.client_secret);
       assert.equal(forged.status, 429);
+    });
+
+    test('payment-link page views are limited per client address, each address on its own', async () => {
+      const url = server.demo.payment_links[0].payment_url;
+      const view = (address) => fetch(url, { headers: { 'x-forwarded-for': address, 'accept-language': 'en' } });
+      for (let i = 1; i <= 3; i++) assert.equal((await view('203.0.113.50')).status, 200, `view ${i}`);
+      const refused = await view('203.0.113.50');
+      assert.equal(refused.status, 429);
+      assert.match(refused.headers.get('content-type'), /^text\/html/);
+      const retry = Number(refused.headers.get('retry-after'));
+      assert.ok(retry >= 1 && retry <= 60, `Retry-After ${retry}`);
+      assert.doesNotMatch(await refused.text(), /203\.0\.113\.50/);
+      assert.equal((await view('203.0.113.51')).status, 200);
     });
   });
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "limits/limiter.hpp"
+#include "limits/local.hpp"
 #include "support/test_db.hpp"
 
 namespace sika::limits {
@@ -183,6 +184,49 @@ TEST_P(LimitsTest, RefusalIsRateLimitedWithRetryAfterSeconds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, LimitsTest, ::testing::Values("sqlite", "postgres"));
+
+TEST(LocalLimiter, CountsFixedWindowsPerKey) {
+  std::int64_t t = 1'000'000;
+  LocalLimiter limiter(1000, [&] { return t; });
+  const Policy p{.limit = 3, .window_ms = 60'000, .name = "test_local"};
+  for (int i = 1; i <= 3; ++i) EXPECT_TRUE(limiter.hit("a", p).allowed) << i;
+  Decision refused = limiter.hit("a", p);
+  EXPECT_FALSE(refused.allowed);
+  EXPECT_EQ(refused.count, 4);
+  EXPECT_EQ(refused.retry_after_ms, 60'000);
+  EXPECT_TRUE(limiter.hit("b", p).allowed);  // another key has its own window
+  t += 59'999;
+  EXPECT_EQ(limiter.hit("a", p).retry_after_ms, 1);
+  t += 1;
+  EXPECT_TRUE(limiter.hit("a", p).allowed);  // a new window
+  EXPECT_TRUE(limiter.hit("x", Policy{.limit = 0}).allowed);
+}
+
+TEST(LocalLimiter, RotatingKeysNeverResetALiveWindow) {
+  std::int64_t t = 1'000'000;
+  LocalLimiter limiter(16, [&] { return t; });  // one key per shard
+  const Policy p{.limit = 2, .window_ms = 60'000, .name = "test_local"};
+  EXPECT_TRUE(limiter.hit("victim", p).allowed);
+  EXPECT_TRUE(limiter.hit("victim", p).allowed);
+  for (int i = 0; i < 10'000; ++i) limiter.hit("rotating-" + std::to_string(i), p);
+  EXPECT_FALSE(limiter.hit("victim", p).allowed);  // still counted: live windows are never dropped
+  t += 60'000;
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(limiter.hit("fresh-" + std::to_string(i), p).allowed);
+}
+
+TEST(LocalLimiter, ConcurrentHitsAreEachCounted) {
+  LocalLimiter limiter;
+  const Policy p{.limit = 1000, .window_ms = 3'600'000, .name = "test_local"};
+  std::atomic<int> allowed{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&] {
+      for (int j = 0; j < 500; ++j)
+        if (limiter.hit("shared", p).allowed) ++allowed;
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(allowed.load(), 1000);
+}
 
 }  // namespace
 }  // namespace sika::limits
