@@ -275,6 +275,7 @@ class SqliteDb final : public Db {
  public:
   SqliteDb(std::string path, const DbOptions& options, std::unique_ptr<Handle> writer)
       : path_(std::move(path)), options_(options), writer_conn_(std::move(writer)) {
+    completer_ = std::thread([this] { completer_loop(); });
     writer_ = std::thread([this] { writer_loop(); });
   }
 
@@ -334,6 +335,12 @@ class SqliteDb final : public Db {
     if (tl_writer_of == this) return;  // called from a write unit: the writer stops after this batch
     std::lock_guard close_lock(close_mu_);
     if (writer_.joinable()) writer_.join();
+    {
+      std::lock_guard lk(done_mu_);
+      completer_stopping_ = true;
+    }
+    done_cv_.notify_one();
+    if (completer_.joinable()) completer_.join();
     writer_conn_.reset();
     std::lock_guard lk(readers_mu_);
     closed_ = true;
@@ -462,16 +469,44 @@ class SqliteDb final : public Db {
     queue_.insert(queue_.begin(), units.begin(), units.end());
   }
 
-  // Wakes the callers. A unit lives on its caller's stack and may be destroyed as soon as
-  // its caller sees done, so it is notified while its mutex is still held.
+  // Hands the answered units to the completer thread, which wakes their callers: waking a
+  // thread is a system call, and the writer would otherwise make one per unit before it could
+  // start the next batch. A caller is woken only after its unit's commit returned.
   void complete(std::vector<WriteUnit*>& units) {
     write_units_.fetch_add(units.size(), std::memory_order_relaxed);
-    for (WriteUnit* u : units) {
-      std::lock_guard lk(u->mu);
-      u->done = true;
-      u->cv.notify_one();
+    bool wake = false;
+    {
+      std::lock_guard lk(done_mu_);
+      done_.insert(done_.end(), units.begin(), units.end());
+      wake = completer_waiting_;
+      completer_waiting_ = false;
     }
+    if (wake) done_cv_.notify_one();
     units.clear();
+  }
+
+  // Wakes the callers of answered units. A unit lives on its caller's stack and may be
+  // destroyed as soon as its caller sees done, so it is notified while its mutex is held.
+  void completer_loop() {
+    std::vector<WriteUnit*> units;
+    for (;;) {
+      {
+        std::unique_lock lk(done_mu_);
+        while (done_.empty() && !completer_stopping_) {
+          completer_waiting_ = true;
+          done_cv_.wait(lk);
+        }
+        completer_waiting_ = false;
+        if (done_.empty()) return;  // stopping, and every answered unit has been woken
+        units.swap(done_);
+      }
+      for (WriteUnit* u : units) {
+        std::lock_guard lk(u->mu);
+        u->done = true;
+        u->cv.notify_one();
+      }
+      units.clear();
+    }
   }
 
   Result<std::unique_ptr<Handle>> acquire_reader() {
@@ -519,6 +554,14 @@ class SqliteDb final : public Db {
   std::deque<WriteUnit*> queue_;
   bool writer_waiting_ = false;
   bool stopping_ = false;
+
+  // Answered units waiting for the completer thread to wake their callers.
+  std::thread completer_;
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  std::vector<WriteUnit*> done_;
+  bool completer_waiting_ = false;
+  bool completer_stopping_ = false;
 
   std::mutex readers_mu_;
   std::condition_variable readers_cv_;
