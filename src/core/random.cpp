@@ -1,6 +1,10 @@
 #include "core/random.hpp"
 
+#include <pthread.h>
 #include <sodium.h>
+
+#include <atomic>
+#include <cstring>
 
 #include <stdexcept>
 
@@ -13,12 +17,47 @@ struct SodiumInit {
   }
 };
 void ensure_sodium() { static SodiumInit init; }
+
+// Small requests (request ids, references, tokens) are served from a per-thread block of CSPRNG
+// output, so that they cost one getrandom system call per block instead of one each. Bytes are
+// wiped as they are handed out, and a forked child drops its parent's blocks (the generation
+// changes), so no two processes or calls ever get the same bytes.
+constexpr std::size_t kBlock = 512;
+constexpr std::size_t kSmall = 64;
+std::atomic<std::uint64_t> g_generation{0};
+
+struct Block {
+  unsigned char bytes[kBlock];
+  std::size_t used = kBlock;
+  std::uint64_t generation = 0;
+  ~Block() { sodium_memzero(bytes, sizeof bytes); }
+};
+
+void take(unsigned char* out, std::size_t n) {
+  static const int registered = [] {
+    return pthread_atfork(nullptr, nullptr, [] { g_generation.fetch_add(1, std::memory_order_relaxed); });
+  }();
+  (void)registered;
+  thread_local Block block;
+  const std::uint64_t generation = g_generation.load(std::memory_order_relaxed);
+  if (block.generation != generation || kBlock - block.used < n) {
+    randombytes_buf(block.bytes, kBlock);
+    block.used = 0;
+    block.generation = generation;
+  }
+  std::memcpy(out, block.bytes + block.used, n);
+  sodium_memzero(block.bytes + block.used, n);
+  block.used += n;
+}
 }  // namespace
 
 std::string random_bytes(std::size_t n) {
   ensure_sodium();
   std::string out(n, '\0');
-  randombytes_buf(out.data(), n);
+  if (n <= kSmall)
+    take(reinterpret_cast<unsigned char*>(out.data()), n);
+  else
+    randombytes_buf(out.data(), n);
   return out;
 }
 

@@ -1,7 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "core/crypto.hpp"
 #include "core/i18n.hpp"
@@ -142,6 +147,44 @@ TEST(Random, UuidAndTokens) {
   std::string ref = random_reference("TX", 10);
   EXPECT_EQ(ref.size(), 12u);
   EXPECT_EQ(ref.find_first_of("01IO", 2), std::string::npos);
+}
+
+// Small requests come from per-thread blocks: threads, block boundaries and a forked child
+// never see the same bytes twice.
+TEST(Random, BlocksAreNeverSharedAcrossThreadsOrForks) {
+  std::mutex mu;
+  std::set<std::string> seen;
+  bool duplicate = false;
+  auto draw = [&] {
+    std::vector<std::string> mine;
+    for (int i = 0; i < 2000; ++i) mine.push_back(random_bytes(1 + i % 40));  // crosses block boundaries
+    std::lock_guard lock(mu);
+    for (auto& b : mine)
+      if (b.size() >= 8 && !seen.insert(b).second) duplicate = true;
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back(draw);
+  for (auto& th : threads) th.join();
+  EXPECT_FALSE(duplicate);
+
+  std::string parent_next;
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  (void)random_bytes(16);  // the parent's block is partly used
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::string b = random_bytes(32);
+    (void)!::write(pipe_fds[1], b.data(), b.size());
+    ::_exit(0);
+  }
+  parent_next = random_bytes(32);
+  std::string child_bytes(32, '\0');
+  ASSERT_EQ(::read(pipe_fds[0], child_bytes.data(), child_bytes.size()), 32);
+  ::waitpid(child, nullptr, 0);
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+  EXPECT_NE(child_bytes, parent_next);
 }
 
 TEST(Random, Base64RoundTrips) {
