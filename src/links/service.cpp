@@ -190,35 +190,6 @@ Result<web::Principal> Service::merchant_of(const Link& link) {
   return p;
 }
 
-Result<std::optional<std::int64_t>> Service::reserve(const Link& link, std::string_view payer_uuid,
-                                                     std::string_view transaction_uuid) {
-  // Two tries: when the link looks used up, uses held by attempts that ended without
-  // completing are given back (in their own unit) and the use is asked for once more.
-  for (int round = 0; round < 2; ++round) {
-    std::optional<std::int64_t> attempt;
-    bool used_up = false;
-    const std::int64_t at = now();
-    Status st = db_.write([&](store::Conn& c) -> Status {
-      used_up = false;
-      SIKA_ASSIGN_OR_RETURN(attempt, tables::insert_attempt(c, link.id, payer_uuid, transaction_uuid, at));
-      if (!attempt) return {};
-      SIKA_ASSIGN_OR_RETURN(bool taken, tables::take_use(c, link.id, at));
-      if (taken) return {};
-      used_up = true;
-      return bad_request("link_used_up", bj::object{{"shortCode", "this payment link has no use left"}});
-    });
-    if (st) return attempt;
-    if (!used_up || round == 1) return st.take_error();
-    std::int64_t released = 0;
-    SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-      SIKA_ASSIGN_OR_RETURN(released, tables::release_ended(c, link, at - options_.stale_reservation_ms));
-      return {};
-    }));
-    if (released == 0) return st.take_error();
-  }
-  return internal_error(bj::string("unreachable"));
-}
-
 Status Service::release(const Link& link, std::int64_t attempt_id) {
   return db_.write([&](store::Conn& c) -> Status {
     SIKA_TRY(tables::release_attempt(c, link.id, attempt_id));
@@ -226,24 +197,66 @@ Status Service::release(const Link& link, std::int64_t attempt_id) {
   });
 }
 
-Result<payments::Transaction> Service::collect(const Link& link, std::int64_t attempt_id,
+Result<payments::Transaction> Service::collect(const Link& link, std::string_view payer_uuid,
                                                const payments::IntentRequest& intent, const web::Principal& merchant,
                                                std::optional<std::string> otp) {
-  auto created = payments_.create_collection(intent, merchant);
-  if (!created) {
-    (void)release(link, attempt_id);
-    return created.take_error();
+  // Two tries: when the link looks used up, uses held by attempts that ended without
+  // completing are given back (in their own unit) and the use is asked for once more.
+  for (int round = 0;; ++round) {
+    const std::int64_t at = now();
+    std::optional<std::int64_t> attempt_id;
+    bool used_up = false;
+    // The use is taken in the unit that creates the collection (and submits it, when the
+    // service needs no code): the payment and its use commit together or not at all.
+    const payments::Service::CreationStep take_use = [&](store::Conn& c, const payments::Transaction&) -> Status {
+      used_up = false;
+      SIKA_ASSIGN_OR_RETURN(attempt_id, tables::insert_attempt(c, link.id, payer_uuid, intent.transaction_uuid, at));
+      if (!attempt_id) {
+        // This payer's attempt without its collection (recorded apart by an earlier version):
+        // a RESERVED one already holds its use.
+        SIKA_ASSIGN_OR_RETURN(auto earlier, tables::find_attempt(c, link.id, payer_uuid));
+        if (earlier && earlier->state == "RESERVED") {
+          attempt_id = earlier->id;
+          return {};
+        }
+        return conflict(
+            bj::object{{"transaction_uuid", "this attempt ended without a payment; use a new transaction_uuid"}});
+      }
+      SIKA_ASSIGN_OR_RETURN(bool taken, tables::take_use(c, link.id, at));
+      if (taken) return {};
+      used_up = true;
+      return bad_request("link_used_up", bj::object{{"shortCode", "this payment link has no use left"}});
+    };
+    auto tx = payments_.collect_from_present_payer(intent, merchant, otp, "payment-link", take_use);
+    if (!tx && used_up && round == 0) {
+      std::int64_t released = 0;
+      SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+        SIKA_ASSIGN_OR_RETURN(released, tables::release_ended(c, link, at - options_.stale_reservation_ms));
+        return {};
+      }));
+      if (released > 0) continue;
+    }
+    if (tx) {
+      // A collection that ended at once without completing (the operator refused it) gives
+      // its use back; release_ended does the same for those that end later.
+      if (attempt_id && payments::is_terminal(tx->status) && tx->status != payments::TxStatus::completed)
+        (void)release(link, *attempt_id);
+      return tx;
+    }
+    // A refused execution: a collection that ended gives its use back; one still INITIATED (a
+    // wrong code with attempts left) keeps it until the payer retries or it expires.
+    if (!used_up && attempt_id) {
+      std::optional<payments::Transaction> stored;
+      Status read = db_.read([&](store::Conn& c) -> Status {
+        SIKA_ASSIGN_OR_RETURN(
+            stored, payments::tables::find_by_uuid(c, link.merchant_id, link.environment, intent.transaction_uuid));
+        return {};
+      });
+      if (read && stored && payments::is_terminal(stored->status) && stored->status != payments::TxStatus::completed)
+        (void)release(link, *attempt_id);
+    }
+    return tx;
   }
-  payments::Transaction tx = std::move(created).value();
-  if (tx.status != payments::TxStatus::initiated) return payments_.current(std::move(tx), "payment-link");
-  auto executed = payments_.execute_collection(tx, std::move(otp), "payment-link");
-  if (executed) return executed;
-  // A collection that ended without completing gives its use back; one still INITIATED (a
-  // wrong code with attempts left) keeps it until the payer retries or it expires.
-  auto now_tx = payments_.current(tx, "payment-link");
-  if (now_tx && payments::is_terminal(now_tx->status) && now_tx->status != payments::TxStatus::completed)
-    (void)release(link, attempt_id);
-  return executed.take_error();
 }
 
 Result<payments::Transaction> Service::pay_link(std::string_view short_code, const PayRequest& p) {
@@ -300,28 +313,8 @@ Result<payments::Transaction> Service::pay_link(std::string_view short_code, con
   if (!p.customer_email.empty()) meta["customer_email"] = p.customer_email;
   intent.metadata = bj::serialize(meta);
 
-  SIKA_ASSIGN_OR_RETURN(auto attempt_id, reserve(link, p.transaction_uuid, intent.transaction_uuid));
-  if (attempt_id) return collect(link, *attempt_id, intent, merchant, p.otp);
-
-  // The same (link, transaction_uuid) again: its transaction as it is now, pushed again only
-  // when it still waits for a code this request brings.
-  std::optional<tables::Attempt> attempt;
-  std::optional<payments::Transaction> tx;
-  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(attempt, tables::find_attempt(c, link.id, p.transaction_uuid));
-    SIKA_ASSIGN_OR_RETURN(
-        tx, payments::tables::find_by_uuid(c, link.merchant_id, link.environment, intent.transaction_uuid));
-    return {};
-  }));
-  if (!attempt) return retryable(bj::object{{"transaction_uuid", "a payment with this uuid is being recorded; retry"}});
-  if (!tx) {
-    if (attempt->state != "RESERVED")
-      return conflict(
-          bj::object{{"transaction_uuid", "this attempt ended without a payment; use a new transaction_uuid"}});
-    return collect(link, attempt->id, intent, merchant, p.otp);
-  }
-  if (tx->status == payments::TxStatus::initiated && p.otp) return collect(link, attempt->id, intent, merchant, p.otp);
-  return payments_.current(std::move(*tx), "payment-link");
+  // New or replayed (the same payer's transaction_uuid): the collection of (link, uuid) as it is now.
+  return collect(link, p.transaction_uuid, intent, merchant, p.otp);
 }
 
 // ---- handlers ---------------------------------------------------------------------------------

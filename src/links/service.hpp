@@ -102,12 +102,11 @@ class Service {
   static std::string collection_uuid(const Link& link, std::string_view payer_uuid);
   // Creates and pushes the collection of an attempt that holds a use; gives the use back when
   // the collection cannot be created or ends without completing.
-  Result<payments::Transaction> collect(const Link& link, std::int64_t attempt_id,
+  // Creates (or replays) the payer's collection of `link`, its use taken in the creating unit,
+  // and pushes it; gives the use back when the payment ends at once without completing.
+  Result<payments::Transaction> collect(const Link& link, std::string_view payer_uuid,
                                         const payments::IntentRequest& intent, const web::Principal& merchant,
                                         std::optional<std::string> otp);
-  // Takes a use for a new attempt; nullopt when (link, payer uuid) was attempted before.
-  Result<std::optional<std::int64_t>> reserve(const Link& link, std::string_view payer_uuid,
-                                              std::string_view transaction_uuid);
   Status release(const Link& link, std::int64_t attempt_id);
   web::Response qr_image(web::Request& req, bool png);
   struct Form;

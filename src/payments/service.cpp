@@ -222,7 +222,7 @@ Transaction Service::draft(const IntentRequest& request, const IntentPlan& plan,
 }
 
 Result<Transaction> Service::create(const IntentRequest& request, const web::Principal& merchant,
-                                    json::FieldErrors errors) {
+                                    json::FieldErrors errors, Creation* creation) {
   if (merchant.merchant_id == 0) return forbidden(bj::string("this credential is not bound to a merchant"));
   auto cat = catalog();
   if (!cat) return unavailable(bj::string("the catalog is not loaded"));
@@ -244,6 +244,9 @@ Result<Transaction> Service::create(const IntentRequest& request, const web::Pri
   const bool collection = request.operation == kCollection;
   const bool split = request.settlement_mode == kSplit;
   const Transaction prepared = draft(request, plan, merchant);
+  // A payer who is present: submitted in the creating unit when nothing else is needed first.
+  const bool submit =
+      creation && creation->submit_as && collection && plan.channel == kChannelProvider && !plan.needs_otp;
   Transaction tx;
   bool created = false;
   SIKA_TRY(write([&](store::Conn& c, ledger::Learned& learned) -> Status {
@@ -281,6 +284,14 @@ Result<Transaction> Service::create(const IntentRequest& request, const web::Pri
       SIKA_TRY(missing.status());
       SIKA_TRY(tables::insert_splits(c, tx.id, request.distribution, ids));
     }
+    if (creation && creation->step) SIKA_TRY((*creation->step)(c, tx));
+    if (submit) {
+      Move m = move_to(TxStatus::pending, *creation->submit_as);
+      m.submitted_at = tx.created_at;
+      m.expires_at = tx.created_at + options_.pending_ttl_ms;
+      SIKA_ASSIGN_OR_RETURN(bool moved, apply(c, tx, m, learned));
+      if (!moved) return internal_error(bj::string("new collection could not be submitted"));
+    }
     if (collection) return {};
     // A payout reserves its funds at once and is submitted (PENDING); a WALLET payout completes here.
     SIKA_ASSIGN_OR_RETURN(std::int64_t available,
@@ -299,8 +310,33 @@ Result<Transaction> Service::create(const IntentRequest& request, const web::Pri
     }
     return {};
   }));
+  if (creation) {
+    creation->created = created;
+    creation->submitted = created && submit;
+  }
   if (created && !collection && tx.channel == kChannelProvider) return submit_payout(std::move(tx));
   return tx;
+}
+
+Result<Transaction> Service::collect_from_present_payer(const IntentRequest& request, const web::Principal& merchant,
+                                                        std::optional<std::string> otp, std::string_view source,
+                                                        const CreationStep& step) {
+  if (request.operation != kCollection) return internal_error(bj::string("collect_from_present_payer of a payout"));
+  Creation creation{&step, source};
+  SIKA_ASSIGN_OR_RETURN(Transaction tx, create(request, merchant, {}, &creation));
+  if (creation.submitted) {
+    // The same request to the operator as execute_collection makes, now that PENDING is stored.
+    Connector* conn = connector_for(tx);
+    PaymentOrder order = order_for(tx, std::nullopt);
+    order.submitted_at = tx.created_at;
+    if (conn && conn->request_collection(order)) return tx;
+    OperatorStatus refused;
+    refused.state = OperatorStatus::State::failed;
+    refused.reason = "OPERATOR_REFUSED";
+    return settle_from_operator(tx, refused, "connector");
+  }
+  if (tx.status != TxStatus::initiated || (!creation.created && !otp)) return current(std::move(tx), source);
+  return execute_collection(std::move(tx), std::move(otp), source);
 }
 
 // Submits a payout whose funds are reserved (committed); a refusal fails it and releases them.

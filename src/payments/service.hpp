@@ -119,6 +119,20 @@ class Service {
   // FAILED INSUFFICIENT_FUNDS). `otp` is required when tx.needs_otp; wrong codes are 400
   // invalid_otp and the last allowed one FAILS it. An expired or non-INITIATED one is 409.
   Result<Transaction> execute_collection(Transaction tx, std::optional<std::string> otp, std::string_view source);
+  // Runs inside the write unit that creates a new collection, after its row is written and
+  // before the unit commits (a payment link takes one of its uses here); an error aborts the
+  // creation and nothing of the unit remains. It may run more than once (a retried unit) and
+  // is not called for a replay of an existing transaction_uuid.
+  using CreationStep = std::function<Status(store::Conn&, const Transaction&)>;
+  // Creates a collection for a payer who is present and pushes it at once (payment links,
+  // hosted checkout). A PROVIDER collection whose service needs no code is created already
+  // submitted (PENDING) in the very unit that creates it, then the operator is asked: one
+  // write unit where create_collection + execute_collection take two. Otherwise it is created,
+  // then executed with `otp`. A replay of the same transaction_uuid returns the transaction as
+  // it is now, executed with `otp` when it still waits for a code. Errors as both calls.
+  Result<Transaction> collect_from_present_payer(const IntentRequest& request, const web::Principal& merchant,
+                                                 std::optional<std::string> otp, std::string_view source,
+                                                 const CreationStep& step);
   // Moves an INITIATED collection to CANCELLED; 409 when it is in another status.
   Result<Transaction> cancel_collection(const Transaction& tx, std::string_view source, std::string_view reason);
   // The transaction as it is now: expired on the spot when overdue, and a PENDING PROVIDER
@@ -168,7 +182,16 @@ class Service {
   };
   std::int64_t now() const;
   std::shared_ptr<const catalog::Catalog> catalog() const { return catalog_(); }
-  Result<Transaction> create(const IntentRequest& request, const web::Principal& merchant, json::FieldErrors errors);
+  // How create() treats a new collection: `step` runs in its unit, and with `submit_as` set a
+  // PROVIDER collection without code is moved to PENDING by that source in the same unit.
+  struct Creation {
+    const CreationStep* step = nullptr;
+    std::optional<std::string_view> submit_as;
+    bool created = false;    // out: this call created the transaction
+    bool submitted = false;  // out: and submitted it
+  };
+  Result<Transaction> create(const IntentRequest& request, const web::Principal& merchant, json::FieldErrors errors,
+                             Creation* creation = nullptr);
   Transaction draft(const IntentRequest& request, const IntentPlan& plan, const web::Principal& merchant) const;
   Result<Transaction> submit_payout(Transaction tx);
   Result<Transaction> execute_wallet(const Transaction& tx, std::string_view source);

@@ -317,6 +317,32 @@ TEST_P(LinksTest, PayingIsRateLimitedPerAddress) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, LinksTest, ::testing::Values("sqlite", "postgres"));
 
+// The operator answers after a minute: what one pay call writes is all there is to see.
+class LinksSlowOperatorTest : public LinksTest {
+ protected:
+  void tune(payments::Options& o) override { o.sandbox_delay_ms = 60'000; }
+};
+
+TEST_P(LinksSlowOperatorTest, APaymentWithoutCodeIsCreatedSubmittedAndItsUseTakenInOneWriteUnit) {
+  auto link = create_link(bj::object{{"currency", "XAF"}, {"amount", 3000}, {"max_usage", 1}});
+  const std::uint64_t before = db_->stats().write_units;
+  auto [status, env] = pay(code_of(link), payer());
+  ASSERT_EQ(status, 200) << bj::serialize(env);
+  EXPECT_EQ(db_->stats().write_units - before, 1u);
+  EXPECT_EQ(env.at("data").at("status").as_string(), "PENDING");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM lnk_payments WHERE state = 'RESERVED'"), 1);
+  EXPECT_EQ(count("SELECT held FROM lnk_links"), 1);
+
+  // A refusal writes nothing: no attempt, no collection.
+  auto [refused, refused_env] = pay(code_of(link), payer());
+  EXPECT_EQ(refused, 400);
+  EXPECT_EQ(refused_env.at("message").as_string(), "link_used_up");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM lnk_payments"), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LinksSlowOperatorTest, ::testing::Values("sqlite", "postgres"));
+
 }  // namespace
 }  // namespace sika::links
 
