@@ -189,6 +189,7 @@ Status build_services(Context& ctx) {
     o.sandbox_delay_ms = c.get_int("payments.sandbox_delay_ms");
     o.sandbox_duplicate_delay_ms = c.get_int("payments.sandbox_duplicate_delay_ms");
     o.sandbox_late_ms = c.get_int("payments.sandbox_late_ms");
+    o.otp = ctx.otp.get();
     Context* context = &ctx;
     payments::CatalogSnapshot snapshot = [context]() -> std::shared_ptr<const catalog::Catalog> {
       if (context->catalog) return context->catalog->snapshot();

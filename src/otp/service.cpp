@@ -32,12 +32,13 @@ std::string random_code(int length) {
   return std::string(static_cast<std::size_t>(length) - digits.size(), '0') + digits;
 }
 
-std::string message_text(i18n::Locale locale, std::string_view code, std::int64_t ttl_ms) {
+std::string message_text(i18n::Locale locale, std::string_view code, std::string_view context, std::int64_t ttl_ms) {
   std::string minutes = std::to_string(std::max<std::int64_t>(1, ttl_ms / 60000));
+  std::string what = context.empty() ? std::string() : " (" + std::string(context) + ")";
   if (locale == i18n::Locale::en)
-    return "Sika: your code is " + std::string(code) + ". It expires in " + minutes +
+    return "Sika: your code is " + std::string(code) + what + ". It expires in " + minutes +
            " min. Never share it with anyone.";
-  return "Sika : votre code est " + std::string(code) + ". Il expire dans " + minutes +
+  return "Sika : votre code est " + std::string(code) + what + ". Il expire dans " + minutes +
          " min. Ne le communiquez à personne.";
 }
 
@@ -85,6 +86,7 @@ Result<Issued> Service::issue(const IssueRequest& r) {
     if (value->empty()) return empty_data(bj::object{{field, "is required"}});
     if (value->size() > kMaxField) return too_long(field);
   }
+  if (r.context.size() > kMaxField) return too_long("context");
   if (r.sandbox_code && opts_.sandbox_code.empty())
     return internal_error(bj::string("a sandbox code was asked for but none is configured"));
   const std::string channel(notify::to_string(r.channel));
@@ -154,7 +156,7 @@ Result<Issued> Service::issue(const IssueRequest& r) {
   notify::Message m;
   m.channel = r.channel;
   m.to = r.destination;
-  m.body = message_text(r.locale, code, opts_.ttl_ms);
+  m.body = message_text(r.locale, code, r.context, opts_.ttl_ms);
   if (r.channel == notify::Channel::email) m.subject = std::string(email_subject(r.locale));
   m.tag = "otp:" + r.purpose;
   Status sent = notifier_.send(m);

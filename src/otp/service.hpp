@@ -48,6 +48,9 @@ struct IssueRequest {
   notify::Channel channel = notify::Channel::sms;
   bool sandbox_code = false;  // send Options::sandbox_code instead of a random code
   i18n::Locale locale = i18n::Locale::fr;
+  // What the code authorises, said in the message after the code so that the person sees what
+  // they approve (e.g. "5 000 XAF, Boutique Akwa, TX-..."); empty: nothing is added.
+  std::string context;
 };
 
 struct Issued {

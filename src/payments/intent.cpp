@@ -278,6 +278,7 @@ std::string request_fingerprint(const IntentRequest& r) {
   o["description"] = r.description;
   o["metadata"] = bj::parse(r.metadata.empty() ? std::string_view("{}") : std::string_view(r.metadata));
   o["settlement_mode"] = r.settlement_mode;
+  if (r.preauthorized) o["preauthorized"] = true;
   bj::array lines;
   for (const auto& l : r.distribution)
     lines.push_back(bj::object{{"matricule", l.matricule},
@@ -375,8 +376,8 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
   }
   if (plan.channel == kChannelWallet && merchant.environment != "sandbox")
     return field_error("channel",
-                       "the WALLET channel needs the customer's one-time code, which is only issued in the sandbox "
-                       "for now");
+                       "the WALLET channel needs the customer's one-time code, which only the sandbox outbox "
+                       "delivers until an SMS transport exists");
   if (effective != service) {
     if (effective->min_amount && r.amount < *effective->min_amount)
       return field_error("amount",
@@ -401,8 +402,12 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
   plan.service_code = effective->code;
   plan.country = country->code;
   plan.currency = service->currency;
-  plan.confirmation_method = !collection ? "NONE" : plan.channel == kChannelWallet ? "OTP" : "MSISDN";
-  plan.needs_otp = collection && (effective->needs_otp || plan.channel == kChannelWallet);
+  const bool consented = plan.channel == kChannelWallet && r.preauthorized;
+  plan.confirmation_method = !collection                      ? "NONE"
+                             : consented                      ? "CONSENT"
+                             : plan.channel == kChannelWallet ? "OTP"
+                                                              : "MSISDN";
+  plan.needs_otp = collection && !consented && (effective->needs_otp || plan.channel == kChannelWallet);
   return plan;
 }
 

@@ -35,6 +35,10 @@ struct IntentRequest {
   std::string metadata = "{}";                         // JSON text of an object
   std::string settlement_mode = std::string(kDirect);  // DIRECT | SPLIT (collections)
   std::vector<SplitLine> distribution;                 // SPLIT: the beneficiaries, position = index
+  // WALLET only: the customer authorised this debit beforehand (a wallet link's consent, within
+  // its limits), so no one-time code is sent or asked for. Set only by code inside the platform,
+  // never read from a request body.
+  bool preauthorized = false;
   // Identifies the request for idempotency (a replay with the same uuid must match it).
   // Empty: computed from the fields above by request_fingerprint.
   std::string fingerprint;

@@ -28,6 +28,14 @@ SandboxScenario sandbox_scenario(std::string_view msisdn) {
   return SandboxScenario::success;
 }
 
+bool sandbox_fixed_code(std::string_view msisdn) {
+  // The demo world's numbers (src/app/demo_payments.cpp): the success number and the funded wallets.
+  static constexpr std::string_view kDemo[] = {"237690000000", "237690000100", "237690000200", "2250700000100"};
+  for (std::string_view d : kDemo)
+    if (msisdn == d) return true;
+  return sandbox_scenario(msisdn) != SandboxScenario::success;
+}
+
 SandboxOperator::SandboxOperator(web::HttpClient& http, SandboxOptions options)
     : http_(http), options_(std::move(options)) {}
 

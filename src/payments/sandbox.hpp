@@ -45,6 +45,11 @@ enum class SandboxScenario {
 // The scenario a number triggers (see above).
 SandboxScenario sandbox_scenario(std::string_view msisdn);
 
+// True iff the sandbox sends its fixed one-time code (payments.sandbox_otp) to this number: the
+// magic numbers above and the demo world's numbers (demo.json, `sandbox.msisdn` and
+// `sandbox.wallets`). Every other number gets a random code, read from the notifier's outbox.
+bool sandbox_fixed_code(std::string_view msisdn);
+
 struct SandboxOptions {
   std::string callback_url;                // the platform's callback route for this connector
   std::string secret;                      // HMAC-SHA256 key of the callback signature

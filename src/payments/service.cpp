@@ -12,6 +12,7 @@
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
+#include "otp/service.hpp"
 #include "payments/store.hpp"
 
 namespace sika::payments {
@@ -315,6 +316,12 @@ Result<Transaction> Service::create(const IntentRequest& request, const web::Pri
     creation->submitted = created && submit;
   }
   if (created && !collection && tx.channel == kChannelProvider) return submit_payout(std::move(tx));
+  if (created && collection && tx.channel == kChannelWallet && tx.needs_otp) {
+    // The intent stands even when the code could not be sent: executing it without a code sends
+    // it again (and answers why it could not).
+    if (Status sent = send_wallet_code(tx); !sent)
+      spdlog::warn("wallet code for {} not sent: {}", tx.reference, sent.error().code);
+  }
   return tx;
 }
 
@@ -337,6 +344,24 @@ Result<Transaction> Service::collect_from_present_payer(const IntentRequest& req
   }
   if (tx.status != TxStatus::initiated || (!creation.created && !otp)) return current(std::move(tx), source);
   return execute_collection(std::move(tx), std::move(otp), source);
+}
+
+// The purpose of the WALLET channel's one-time codes (one challenge per transaction reference).
+constexpr std::string_view kWalletCodePurpose = "wallet_collection";
+
+// Sends (or resends) the one-time code of a WALLET collection to the customer's phone. The sandbox
+// sends its fixed code to its magic and demo numbers only (sandbox_fixed_code).
+Status Service::send_wallet_code(const Transaction& tx) {
+  if (!options_.otp) return unavailable(bj::string("wallet one-time codes are not configured"));
+  otp::IssueRequest r;
+  r.purpose = std::string(kWalletCodePurpose);
+  r.subject = tx.reference;
+  r.destination = "+" + tx.customer_wallet;
+  r.sandbox_code = tx.environment == "sandbox" && sandbox_fixed_code(tx.customer_wallet);
+  r.context = money::format(tx.required_total, tx.currency) + ", " + tx.merchant + ", " + tx.reference;
+  auto issued = options_.otp->issue(r);
+  if (!issued) return issued.take_error();
+  return {};
 }
 
 // Submits a payout whose funds are reserved (committed); a refusal fails it and releases them.
@@ -363,6 +388,11 @@ Result<Transaction> Service::execute_collection(Transaction tx, std::optional<st
     return reference_conflict("is " + std::string(to_string(tx.status)) +
                               ": only an INITIATED collection can be executed");
   if (tx.needs_otp) {
+    if ((!otp || otp->empty()) && tx.channel == kChannelWallet) {
+      // Asking without the code sends it (again) to the customer, within the resend limits.
+      SIKA_TRY(send_wallet_code(tx));
+      return empty_data(bj::object{{"otp", "is required: a code was sent to the customer's phone"}});
+    }
     if (!otp || otp->empty()) return empty_data(bj::object{{"otp", "is required by this service"}});
     bool digits = otp->size() >= 4 && otp->size() <= 8 &&
                   std::all_of(otp->begin(), otp->end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -381,10 +411,17 @@ Result<Transaction> Service::execute_collection(Transaction tx, std::optional<st
   return execute_provider(tx, std::move(order), *conn, source);
 }
 
-// The one-time code check. A WALLET code is issued by the platform (in the sandbox: the
-// sandbox code); an operator's code is checked by its connector when it can tell.
+// The one-time code check. A WALLET code is issued by the platform's OTP service (the code of
+// this transaction's challenge); an operator's code is checked by its connector when it can tell.
 Status Service::check_otp(const Transaction& tx, const PaymentOrder& order) {
-  Connector* conn = tx.channel == kChannelWallet ? sandbox_.get() : connector_for(tx);
+  if (tx.channel == kChannelWallet) {
+    if (!options_.otp) return unavailable(bj::string("wallet one-time codes are not configured"));
+    SIKA_ASSIGN_OR_RETURN(otp::Verification v,
+                          options_.otp->verify(kWalletCodePurpose, tx.reference, order.otp.value_or("")));
+    if (v.ok()) return {};
+    return bad_request("invalid_otp", bj::object{{"otp", "is incorrect"}});
+  }
+  Connector* conn = connector_for(tx);
   if (!conn) return provider_unavailable(bj::object{{"provider", "no connector for " + tx.service_code}});
   return conn->check_otp(order);
 }

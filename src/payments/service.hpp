@@ -39,6 +39,9 @@
 namespace sika::catalog {
 class Service;
 }
+namespace sika::otp {
+class Service;
+}
 
 namespace sika::payments {
 
@@ -56,6 +59,9 @@ struct Options {
   int expiry_batch = 500;
   int max_otp_attempts = 3;                     // wrong codes before the collection FAILS (INVALID_OTP)
   std::int64_t max_amount = 1'000'000'000'000;  // absolute cap in minor units, whatever the service says
+  // Issues and checks the WALLET channel's one-time codes (sent through the notifier); without
+  // it a WALLET collection that needs a code cannot be executed (503).
+  otp::Service* otp = nullptr;
   // Sandbox operator.
   std::string sandbox_otp = "123456";
   std::int64_t sandbox_delay_ms = 1500;
@@ -198,6 +204,7 @@ class Service {
   Result<Transaction> execute_provider(const Transaction& tx, PaymentOrder order, Connector& conn,
                                        std::string_view source);
   Status check_otp(const Transaction& tx, const PaymentOrder& order);
+  Status send_wallet_code(const Transaction& tx);
   Result<std::int64_t> take_otp_attempt(Transaction& tx, std::string_view source);
   Error wrong_otp(Transaction& tx, std::int64_t attempt, std::string_view source);
   Result<Moved> move(const Transaction& tx, const Move& move);

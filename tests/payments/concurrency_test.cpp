@@ -66,7 +66,9 @@ TEST_P(ConcurrencyTest, ConcurrentWrongCodesCompareAtMostTheAllowedAttempts) {
   ASSERT_EQ(st3, 200);
   EXPECT_EQ(env3.at("data").at("status"), "FAILED");
   // The right code after the limit changes nothing: the collection stays FAILED, nothing debited.
-  auto [st4, env4] = call(&Service::execute, p, bj::object{{"transaction_reference", reference}, {"otp", "123456"}});
+  const std::string code = wallet_code(wallet, reference.as_string());
+  ASSERT_EQ(code.size(), 6u);
+  auto [st4, env4] = call(&Service::execute, p, bj::object{{"transaction_reference", reference}, {"otp", code}});
   EXPECT_NE(st4, 200) << bj::serialize(env4);
   auto balance = service_->account_balance(ledger::customer_wallet(wallet, "sandbox", "XAF"));
   ASSERT_TRUE(balance.ok());
@@ -131,9 +133,10 @@ TEST_P(ConcurrencyTest, ThousandsOfMixedOperationsLeaveTheLedgerExact) {
         auto [st, env] = call(&Service::create_intent, p, body);
         record(st, env);
         if (st == 200) {
-          auto [st2, env2] = call(
-              &Service::execute, p,
-              bj::object{{"transaction_reference", env.at("data").at("transaction_reference")}, {"otp", "123456"}});
+          const bj::object& rec = env.at("data").as_object();
+          const std::string ref(rec.at("transaction_reference").as_string());
+          const std::string code = wallet_code(rec.at("customer_wallet").as_string(), ref);
+          auto [st2, env2] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}, {"otp", code}});
           if (st2 != 200 && st2 != 409 && st2 != 503) ADD_FAILURE() << st2 << " " << bj::serialize(env2);
         }
       } else if (dice < 85) {  // payout

@@ -14,6 +14,8 @@
 #include "core/random.hpp"
 #include "core/time.hpp"
 #include "merchant/merchant.hpp"
+#include "notify/notifier.hpp"
+#include "otp/service.hpp"
 #include "payments/ledger.hpp"
 #include "payments/service.hpp"
 #include "support/test_db.hpp"
@@ -151,6 +153,8 @@ class PaymentsTest : public sika::testing::DbTest {
   void TearDown() override {
     if (service_) service_->stop();
     service_.reset();
+    otp_.reset();
+    notifier_.reset();
     sika::testing::DbTest::TearDown();
   }
 
@@ -158,7 +162,15 @@ class PaymentsTest : public sika::testing::DbTest {
 
   void make_service() {
     catalog_ = test_catalog();
+    notifier_ = std::make_unique<notify::SandboxNotifier>(*db_);
+    otp::Options oo;
+    oo.pepper = "test-pepper";
+    oo.sandbox_code = "123456";
+    oo.resend_cooldown_ms = 0;
+    oo.sends_per_destination_per_hour = 0;  // many collections per wallet in these tests
+    otp_ = std::make_unique<otp::Service>(*db_, *notifier_, oo);
     Options o;
+    o.otp = otp_.get();
     o.checkout_url = "http://127.0.0.1:1/checkout";
     o.callback_base_url = "http://127.0.0.1:1/api/operator/callback";
     o.secret = "test-secret-0123456789";
@@ -245,6 +257,25 @@ class PaymentsTest : public sika::testing::DbTest {
     return s;
   }
 
+  // The one-time code sent for a WALLET collection, read from the sandbox outbox (the message
+  // names the transaction reference); "" when none was sent.
+  std::string wallet_code(std::string_view msisdn, std::string_view reference) {
+    std::string code;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(auto messages,
+                                           notify::list_outbox(c, {.to = "+" + std::string(msisdn), .limit = 200}));
+                     for (const auto& m : messages) {
+                       if (m.body.find(reference) == std::string::npos) continue;
+                       auto at = m.body.find_first_of("0123456789");
+                       code = m.body.substr(at, m.body.find_first_not_of("0123456789", at) - at);
+                       return {};
+                     }
+                     return {};
+                   })
+                    .ok());
+    return code;
+  }
+
   std::int64_t balance(const ledger::AccountKey& k) {
     auto b = service_->account_balance(k);
     EXPECT_TRUE(b.ok());
@@ -270,6 +301,8 @@ class PaymentsTest : public sika::testing::DbTest {
 
   std::shared_ptr<const catalog::Catalog> catalog_;
   LoopbackClient client_;
+  std::unique_ptr<notify::SandboxNotifier> notifier_;
+  std::unique_ptr<otp::Service> otp_;
   std::unique_ptr<Service> service_;
   std::atomic<std::int64_t> offset_{0};
   merchant::Merchant m1_, m2_, m3_, m4_;

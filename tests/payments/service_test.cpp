@@ -462,7 +462,10 @@ TEST_P(PaymentsTest, WalletChannelPaysInstantlyFromAFundedWalletAndFailsWhenShor
   EXPECT_EQ(rec.at("fee").as_int64(), 0);
   EXPECT_EQ(rec.at("confirmation_method"), "OTP");
   std::string ref(rec.at("transaction_reference").as_string());
-  auto [st, env] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}, {"otp", "123456"}});
+  // The code comes from the OTP service through the notifier: random for an ordinary number.
+  const std::string code = wallet_code("237690000020", ref);
+  ASSERT_EQ(code.size(), 6u);
+  auto [st, env] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}, {"otp", code}});
   ASSERT_EQ(st, 200) << bj::serialize(env);
   EXPECT_EQ(env.at("data").at("status"), "COMPLETED");
   EXPECT_EQ(balance(ledger::customer_wallet("237690000020", "sandbox", "XAF")), 1000);
@@ -471,8 +474,9 @@ TEST_P(PaymentsTest, WalletChannelPaysInstantlyFromAFundedWalletAndFailsWhenShor
   auto body2 = intent_body("237690000020", 1500, "SIKA_WALLET_CMR");
   body2["channel"] = "WALLET";
   auto rec2 = create_ok(p, body2);
+  const std::string ref2(rec2.at("transaction_reference").as_string());
   auto [st2, env2] = call(&Service::execute, p,
-                          bj::object{{"transaction_reference", rec2.at("transaction_reference")}, {"otp", "123456"}});
+                          bj::object{{"transaction_reference", ref2}, {"otp", wallet_code("237690000020", ref2)}});
   ASSERT_EQ(st2, 200);
   EXPECT_EQ(env2.at("data").at("status"), "FAILED");
   EXPECT_EQ(env2.at("data").at("failure_reason"), "INSUFFICIENT_FUNDS");
@@ -486,6 +490,42 @@ TEST_P(PaymentsTest, WalletChannelPaysInstantlyFromAFundedWalletAndFailsWhenShor
   auto [st4, env4] = call(&Service::create_intent, principal(m1_, "prod"), body);
   EXPECT_EQ(st4, 400);
   EXPECT_TRUE(env4.at("error").at("details").as_object().contains("channel"));
+  expect_ledger_clean();
+}
+
+// WALLET codes come from the OTP service: random (CSPRNG, hashed, limited) for every number, the
+// fixed sandbox code only for the sandbox's magic and demo numbers; asking without a code resends it.
+TEST_P(PaymentsTest, WalletCodesAreRandomExceptForTheSandboxMagicNumbers) {
+  auto p = principal(m1_);
+  for (const char* w : {"237690000100", "237690000040"})
+    ASSERT_TRUE(service_->fund_wallet("sandbox", w, "XAF", 10'000, "top-up").ok());
+  auto wallet_intent = [&](const char* wallet) {
+    auto body = intent_body(wallet, 1000, "SIKA_WALLET_CMR");
+    body["channel"] = "WALLET";
+    return std::string(create_ok(p, body).at("transaction_reference").as_string());
+  };
+  const std::string demo_ref = wallet_intent("237690000100");
+  EXPECT_EQ(wallet_code("237690000100", demo_ref), "123456");
+  const std::string ref = wallet_intent("237690000040");
+  const std::string code = wallet_code("237690000040", ref);
+  ASSERT_EQ(code.size(), 6u);
+  if (code != "123456") {
+    auto [s1, e1] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}, {"otp", "123456"}});
+    EXPECT_EQ(s1, 400);
+    EXPECT_EQ(e1.at("message"), "invalid_otp");
+  }
+  // Without a code: a new one is sent (the old one no longer works) and the answer says so.
+  auto [s2, e2] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}});
+  EXPECT_EQ(s2, 400);
+  EXPECT_NE(std::string(e2.at("error").at("details").at("otp").as_string()).find("sent"), std::string::npos);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM notify_outbox WHERE recipient = ? AND body LIKE ?",
+                  {std::string("+237690000040"), "%" + ref + "%"}),
+            1 + 1);
+  const std::string resent = wallet_code("237690000040", ref);
+  auto [s3, e3] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}, {"otp", resent}});
+  ASSERT_EQ(s3, 200) << bj::serialize(e3);
+  EXPECT_EQ(e3.at("data").at("status"), "COMPLETED");
+  EXPECT_EQ(balance(ledger::customer_wallet("237690000040", "sandbox", "XAF")), 9000);
   expect_ledger_clean();
 }
 
