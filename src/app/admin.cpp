@@ -122,6 +122,7 @@ void add_admin_commands(CLI::App& admin, AdminEnv& env) {
   add_webhooks_admin(admin, env);
   add_payments_admin(admin, env);
   add_links_admin(admin, env);
+  add_wallets_admin(admin, env);
   add_catalog_admin(admin, env);
   add_notify_admin(admin, env);
   add_jobs_admin(admin, env);

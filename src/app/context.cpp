@@ -17,6 +17,7 @@
 #include "notify/notifier.hpp"
 #include "otp/service.hpp"
 #include "payments/service.hpp"
+#include "wallets/service.hpp"
 #include "webhooks/service.hpp"
 
 namespace sika::app {
@@ -204,7 +205,23 @@ Status build_services(Context& ctx) {
     lo.per_address.limit = c.get_int("links.pay_per_address_per_minute");
     lo.per_link.limit = c.get_int("links.pay_per_link_per_minute");
     lo.page_views_per_address.limit = c.get_int("links.page_views_per_address_per_minute");
-    ctx.links = std::make_unique<links::Service>(*ctx.db, *ctx.payments, std::move(snapshot), std::move(lo));
+    ctx.links = std::make_unique<links::Service>(*ctx.db, *ctx.payments, snapshot, std::move(lo));
+    // Wallets and the wallet link API (docs/wallet-link.md).
+    wallets::Options wo;
+    wo.secret = hex_encode(crypto::hmac_sha256(ctx.pepper, "sika:wallets:v1"));
+    wo.pepper = ctx.pepper;
+    wo.default_limits = {c.get_int("wallets.link_per_payment"), c.get_int("wallets.link_per_period"),
+                         c.get_int("wallets.link_period_seconds") * 1000};
+    wo.limiter = ctx.limiter.get();
+    wo.per_address = {.limit = c.get_int("wallets.link_api_per_hour"),
+                      .window_ms = 3'600'000,
+                      .block_ms = c.get_int("wallets.link_api_block_seconds") * 1000,
+                      .block_after = std::max<std::int64_t>(1, c.get_int("wallets.link_api_block_after"))};
+    wo.page_environment = c.get_string("wallets.page_environment");
+    wo.session_ttl_ms = c.get_int("wallets.page_session_seconds") * 1000;
+    wo.secure_cookies = c.surface_url(web::Surface::checkout).starts_with("https://");
+    ctx.wallets = std::make_unique<wallets::Service>(*ctx.db, *ctx.payments, std::move(snapshot), *ctx.otp,
+                                                     *ctx.notifier, std::move(wo));
   }
   {
     const Config& c = ctx.config;

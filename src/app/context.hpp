@@ -28,6 +28,9 @@ class Service;
 namespace sika::webhooks {
 class Service;
 }
+namespace sika::wallets {
+class Service;
+}
 namespace sika::limits {
 class Limiter;
 }
@@ -52,7 +55,8 @@ struct Context {
   std::unique_ptr<identity::Service> identity;
   std::unique_ptr<catalog::Service> catalog;
   std::unique_ptr<payments::Service> payments;
-  std::unique_ptr<links::Service> links;  // needs payments (built with it)
+  std::unique_ptr<links::Service> links;      // needs payments (built with it)
+  std::unique_ptr<wallets::Service> wallets;  // needs payments, otp and the notifier
   std::unique_ptr<webhooks::Service> webhooks;
   // Runs the leased jobs of every queue a component registered (jobs->handle) before start_workers.
   std::unique_ptr<store::JobRunner> jobs;

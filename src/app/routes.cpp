@@ -9,6 +9,7 @@
 #include "identity/service.hpp"
 #include "links/service.hpp"
 #include "payments/service.hpp"
+#include "wallets/service.hpp"
 #include "web/envelope.hpp"
 #include "webhooks/service.hpp"
 
@@ -191,6 +192,37 @@ void build_routes(web::Router& r, Context& ctx) {
            "Payment link page form: pay (then the OTP step when the operator needs a code)"});
     r.add({Surface::checkout, "GET", "/pay/{shortCode}/status", lnk(&Lnk::status_page), web::open_access(),
            "Status of a link payment, refreshing until it ends, then the receipt"});
+  }
+
+  // ---- wallets and the wallet link API (docs/wallet-link.md) ---------------------------------
+  if (ctx.wallets) {
+    using Wal = wallets::Service;
+    wallets::Service* wal_svc = ctx.wallets.get();
+    auto wal = [wal_svc](web::Response (Wal::*method)(web::Request&)) -> web::Handler {
+      return [wal_svc, method](web::Request& q) { return (wal_svc->*method)(q); };
+    };
+    // The address's hourly budget (shared limiter), then the partner's key in x-api-key.
+    r.authenticate_with(web::Auth::link_api_key, [wal_svc](web::Request& req, const web::Access&) {
+      return wal_svc->authenticate_partner(req);
+    });
+    for (const char* method : {"GET", "POST"}) {
+      r.add({Surface::link, method, "/api/agent/link/new", wal(&Wal::link_new), web::link_api_key(),
+             "Link a partner's user to a Sika wallet (email, phone, phoneCountry); sends the consent code"});
+      r.add({Surface::link, method, "/api/agent/link/status", wal(&Wal::link_status), web::link_api_key(),
+             "A wallet link's status, limits and what its period has spent (apikey)"});
+    }
+    r.add({Surface::link, "POST", "/api/agent/link/confirm", wal(&Wal::link_confirm), web::link_api_key(),
+           "The user's consent: the code sent to the phone makes the link ACTIVE (apikey, otp)"});
+    r.add({Surface::link, "POST", "/api/agent/link/unlink", wal(&Wal::link_unlink), web::link_api_key(),
+           "The partner ends a wallet link (apikey)"});
+    r.add({Surface::link, "POST", "/api/agent/link/charge", wal(&Wal::link_charge), web::link_api_key(),
+           "Charge a linked wallet within the consent's limits (WALLET collection, no code)"});
+    r.add({Surface::link, "POST", "/api/agent/link/payout", wal(&Wal::link_payout), web::link_api_key(),
+           "Pay out from the partner's balance into a linked wallet"});
+    r.add({Surface::checkout, "GET", "/wallet", wal(&Wal::page), web::open_access(),
+           "The user's wallet page (fr/en): sign-in by phone and code, balance, history, links"});
+    r.add({Surface::checkout, "POST", "/wallet", wal(&Wal::page_submit), web::open_access(),
+           "Wallet page forms: send / verify the sign-in code, unlink a partner, sign out"});
   }
 
   // ---- webhooks ----------------------------------------------------------------------------

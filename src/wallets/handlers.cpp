@@ -1,0 +1,169 @@
+// The link API's handlers (link surface, /api/agent/...): each reads its fields, calls one
+// operation of the Service and answers with the envelope. GET takes the fields from the query
+// string, POST from a JSON (or form) body.
+#include <boost/json.hpp>
+
+#include "merchant/merchant.hpp"
+#include "payments/model.hpp"
+#include "wallets/service.hpp"
+#include "web/envelope.hpp"
+
+namespace sika::wallets {
+
+namespace bj = boost::json;
+
+namespace {
+
+// The request's fields: the query (GET) or the body (POST), as one object.
+Result<bj::object> fields_of(const web::Request& req) {
+  if (req.method == "GET" || req.method == "HEAD") {
+    bj::object o;
+    for (const auto& [k, v] : req.query) {
+      if (o.contains(k)) return empty_data(bj::object{{k, "is given more than once"}});
+      o[k] = v;
+    }
+    return o;
+  }
+  return web::body_object(req, /*allow_form=*/true);
+}
+
+// The fields of an operation on one link: `apikey` plus `allowed`; every other field is refused.
+Result<bj::object> link_fields(const web::Request& req, std::initializer_list<std::string_view> allowed,
+                               json::FieldErrors& errors) {
+  SIKA_ASSIGN_OR_RETURN(bj::object o, fields_of(req));
+  for (const auto& kv : o)
+    if (kv.key() != "apikey" && std::find(allowed.begin(), allowed.end(), kv.key()) == allowed.end())
+      errors.add(kv.key(), "is not a known field");
+  if (!o.contains("apikey")) errors.add("apikey", "is required (the link's key returned by link/new)");
+  return o;
+}
+
+std::string text_of(const bj::object& o, std::string_view key, json::FieldErrors& errors) {
+  const bj::value* v = o.if_contains(key);
+  if (!v || v->is_null()) return {};
+  if (v->is_string()) return std::string(v->as_string());
+  if (v->is_int64() && v->as_int64() >= 0) return std::to_string(v->as_int64());
+  errors.add(key, "must be a string");
+  return {};
+}
+
+web::Response answer_link(const web::Request& req, const Result<Link>& link, std::int64_t at,
+                          std::string_view message = "ok") {
+  if (!link) return web::error(req, link.error());
+  return web::ok(req, to_json(*link, at), {}, message);
+}
+
+web::Response answer_tx(const web::Request& req, const Result<payments::Transaction>& tx) {
+  if (!tx) return web::error(req, tx.error());
+  return web::ok(req, payments::to_record(*tx), {}, "submitted");
+}
+
+// A charge's or payout's fields.
+Result<std::pair<std::string, Transfer>> transfer_of(const web::Request& req) {
+  json::FieldErrors errors;
+  SIKA_ASSIGN_OR_RETURN(bj::object o,
+                        link_fields(req, {"amount", "currency", "transaction_uuid", "description"}, errors));
+  Transfer t;
+  std::string apikey = text_of(o, "apikey", errors);
+  if (auto a = json::get_int(o, "amount", errors, true)) t.amount = *a;
+  if (auto c = json::get_string(o, "currency", errors)) t.currency = *c;
+  if (auto u = json::get_string(o, "transaction_uuid", errors, true)) t.transaction_uuid = *u;
+  if (auto d = json::get_string(o, "description", errors)) t.description = *d;
+  SIKA_TRY(errors.status());
+  return std::pair{std::move(apikey), std::move(t)};
+}
+
+}  // namespace
+
+Result<web::Principal> Service::authenticate_partner(web::Request& req) {
+  // The address's budget first: a wrong key counts like any request, so keys cannot be guessed
+  // faster than the limit; then the partner's key, before any field is read.
+  if (options_.limiter) {
+    SIKA_ASSIGN_OR_RETURN(limits::Decision d,
+                          options_.limiter->hit("link-api:ip:" + req.remote_ip, options_.per_address));
+    if (!d.allowed) return limits::refusal(d, "requests per hour per address on /api/agent");
+  }
+  std::string_view key = req.header("x-api-key");
+  if (key.empty()) return unauthorized(bj::object{{"x-api-key", "is required (the partner's link API key)"}});
+  std::optional<merchant::Merchant> m;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(m, merchant::authenticate_key(c, options_.pepper, key, merchant::KeyKind::link));
+    return {};
+  }));
+  if (!m) return unauthorized(bj::object{{"x-api-key", "is not a valid link API key"}});
+  web::Principal p;
+  p.subject = "link-key:" + m->matricule;
+  p.merchant = m->matricule;
+  p.merchant_id = m->id;
+  p.countries = m->countries;
+  p.environment = m->environment;
+  p.role = web::Role::owner;
+  return p;
+}
+
+web::Response Service::link_new(web::Request& req) {
+  auto fields = fields_of(req);
+  if (!fields) return web::error(req, fields.error());
+  json::FieldErrors errors;
+  LinkRequest r = parse_link_request(*fields, errors);
+  if (!errors.empty()) return web::error(req, errors.status().error());
+  r.locale = req.locale;
+  auto linked = link(*req.principal, r);
+  if (!linked) return web::error(req, linked.error());
+  const std::int64_t at = now();
+  bj::object consent{{"status", linked->link.status == kPending ? "required" : "given"},
+                     {"sent", linked->consent_sent},
+                     {"sent_to", masked_phone(linked->link.wallet.msisdn)}};
+  if (!linked->consent_note.empty()) {
+    consent["note"] = linked->consent_note;
+    consent["retry_after"] = linked->retry_after;
+  }
+  bj::object data{{"matricule", linked->link.wallet.matricule},
+                  {"apikey", linked->apikey},
+                  {"link", to_json(linked->link, at)},
+                  {"consent", std::move(consent)}};
+  return web::ok(req, std::move(data), {}, "link success");
+}
+
+web::Response Service::link_status(web::Request& req) {
+  json::FieldErrors errors;
+  auto o = link_fields(req, {}, errors);
+  if (!o) return web::error(req, o.error());
+  std::string apikey = text_of(*o, "apikey", errors);
+  if (!errors.empty()) return web::error(req, errors.status().error());
+  return answer_link(req, find(*req.principal, apikey), now());
+}
+
+web::Response Service::link_confirm(web::Request& req) {
+  json::FieldErrors errors;
+  auto o = link_fields(req, {"otp"}, errors);
+  if (!o) return web::error(req, o.error());
+  std::string apikey = text_of(*o, "apikey", errors);
+  std::string code = text_of(*o, "otp", errors);
+  if (code.empty() && !errors.details().contains("otp")) errors.add("otp", "is required (the code sent to the user)");
+  if (!errors.empty()) return web::error(req, errors.status().error());
+  return answer_link(req, confirm(*req.principal, apikey, code), now());
+}
+
+web::Response Service::link_unlink(web::Request& req) {
+  json::FieldErrors errors;
+  auto o = link_fields(req, {}, errors);
+  if (!o) return web::error(req, o.error());
+  std::string apikey = text_of(*o, "apikey", errors);
+  if (!errors.empty()) return web::error(req, errors.status().error());
+  return answer_link(req, unlink_by_partner(*req.principal, apikey), now());
+}
+
+web::Response Service::link_charge(web::Request& req) {
+  auto t = transfer_of(req);
+  if (!t) return web::error(req, t.error());
+  return answer_tx(req, charge(*req.principal, t->first, t->second));
+}
+
+web::Response Service::link_payout(web::Request& req) {
+  auto t = transfer_of(req);
+  if (!t) return web::error(req, t.error());
+  return answer_tx(req, payout(*req.principal, t->first, t->second));
+}
+
+}  // namespace sika::wallets

@@ -1,0 +1,310 @@
+// The user's wallet page (checkout surface, GET|POST /wallet): sign-in by phone number and a
+// one-time code sent through the notifier, then the balance, the history, the partner links with
+// the limits the user consented to, and unlinking. Plain forms, no JavaScript, fr/en. The
+// session is a random token in an HttpOnly, SameSite=Strict cookie (only its hash is stored);
+// every change also carries a CSRF token derived from the session. Links are relative, so the
+// page works under any mount prefix.
+#include <boost/json.hpp>
+
+#include <algorithm>
+
+#include "core/crypto.hpp"
+#include "core/money.hpp"
+#include "core/random.hpp"
+#include "core/time.hpp"
+#include "payments/sandbox.hpp"
+#include "wallets/service.hpp"
+#include "wallets/store.hpp"
+#include "web/envelope.hpp"
+#include "web/html.hpp"
+
+namespace sika::wallets {
+
+namespace bj = boost::json;
+using web::html::escape;
+
+namespace {
+
+constexpr std::string_view kCookie = "sika_wallet";
+constexpr std::string_view kSigninPurpose = "wallet_signin";
+
+struct Texts {
+  const char *title, *phone, *phone_hint, *send, *code, *code_sent, *verify, *balance, *history, *links, *no_links,
+      *no_history, *per_payment, *per_period, *spent, *unlink, *signout, *wrong_code, *bad_phone, *status, *partner,
+      *since, *unlinked_notice, *too_many;
+};
+constexpr Texts kFr{"Mon portefeuille Sika",
+                    "Numéro de téléphone",
+                    "avec l'indicatif du pays, ex. +237690000042",
+                    "Recevoir un code",
+                    "Code reçu par SMS",
+                    "Si ce numéro a un portefeuille, un code vient de lui être envoyé.",
+                    "Se connecter",
+                    "Solde",
+                    "Historique",
+                    "Applications liées",
+                    "Aucune application liée.",
+                    "Aucun mouvement.",
+                    "par paiement",
+                    "par période de",
+                    "dépensé sur la période",
+                    "Délier",
+                    "Se déconnecter",
+                    "Code incorrect ou expiré.",
+                    "Numéro invalide.",
+                    "Statut",
+                    "Partenaire",
+                    "depuis",
+                    "Le lien a été supprimé ; le partenaire en est informé.",
+                    "Trop de demandes, réessayez plus tard."};
+constexpr Texts kEn{"My Sika wallet",
+                    "Phone number",
+                    "with the country code, e.g. +237690000042",
+                    "Get a code",
+                    "Code received by SMS",
+                    "If this number has a wallet, a code was just sent to it.",
+                    "Sign in",
+                    "Balance",
+                    "History",
+                    "Linked apps",
+                    "No linked app.",
+                    "No movement yet.",
+                    "per payment",
+                    "per period of",
+                    "spent this period",
+                    "Unlink",
+                    "Sign out",
+                    "Wrong or expired code.",
+                    "Invalid number.",
+                    "Status",
+                    "Partner",
+                    "since",
+                    "The link was removed; the partner is told.",
+                    "Too many requests, try again later."};
+const Texts& texts(i18n::Locale l) { return l == i18n::Locale::en ? kEn : kFr; }
+
+std::string digits_of(std::string_view s) {
+  std::string d;
+  for (char c : s)
+    if (c >= '0' && c <= '9') d.push_back(c);
+  return d;
+}
+
+std::string cookie_value(const web::Request& req, std::string_view name) {
+  std::string_view h = req.header("cookie");
+  while (!h.empty()) {
+    auto end = h.find(';');
+    std::string_view part = h.substr(0, end);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    if (part.starts_with(name) && part.size() > name.size() && part[name.size()] == '=')
+      return std::string(part.substr(name.size() + 1));
+    if (end == std::string_view::npos) break;
+    h.remove_prefix(end + 1);
+  }
+  return {};
+}
+
+i18n::Locale locale_of(const web::Request& req, const web::Fields* form) {
+  std::optional<std::string> lang = req.query_param("lang");
+  if (form)
+    for (const auto& [k, v] : *form)
+      if (k == "lang") lang = v;
+  if (lang == "en") return i18n::Locale::en;
+  if (lang == "fr") return i18n::Locale::fr;
+  return req.locale;
+}
+
+std::string field(const web::Fields& form, std::string_view name) {
+  for (const auto& [k, v] : form)
+    if (k == name) return v;
+  return {};
+}
+
+}  // namespace
+
+// The signed-in wallet of the request's session cookie; 401 when there is none.
+Result<web::Principal> Service::session_wallet(const web::Request& req, Wallet& wallet) {
+  std::string token = cookie_value(req, kCookie);
+  if (token.empty() || token.size() > 128) return unauthorized();
+  std::optional<std::int64_t> id;
+  std::optional<Wallet> w;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(id, tables::session_wallet(c, key_hash("session:" + token), now()));
+    if (!id) return {};
+    SIKA_ASSIGN_OR_RETURN(w, tables::wallet_by_id(c, *id));
+    return {};
+  }));
+  if (!w) return unauthorized();
+  wallet = std::move(*w);
+  web::Principal p;
+  p.subject = "wallet:" + wallet.matricule;
+  p.environment = wallet.environment;
+  return p;
+}
+
+web::Response Service::page(web::Request& req) {
+  const i18n::Locale locale = locale_of(req, nullptr);
+  const Texts& t = texts(locale);
+  const std::string lang(i18n::name(locale));
+  const std::string other = locale == i18n::Locale::en ? "fr" : "en";
+  web::html::Page pg;
+  pg.locale = locale;
+  pg.title = t.title;
+  pg.other_language_url = "?lang=" + other;
+  std::string notice;
+  if (auto n = req.query_param("notice"); n == "unlinked") notice = t.unlinked_notice;
+  Wallet wallet;
+  if (!session_wallet(req, wallet)) {
+    // Signed out: the phone step.
+    pg.body_html = "<form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
+                   "\"><input type=\"hidden\" name=\"action\" value=\"send\"><label for=\"phone\">" + t.phone +
+                   "</label><input id=\"phone\" name=\"phone\" inputmode=\"tel\" autocomplete=\"tel\" required><p "
+                   "class=\"hint\">" +
+                   t.phone_hint + "</p><button class=\"go\" type=\"submit\" id=\"send\">" + t.send + "</button></form>";
+    return web::html::page_response(200, pg);
+  }
+  const std::string csrf = base64url_encode(
+      crypto::hmac_sha256(options_.secret, "wallet-page-csrf:" + cookie_value(req, kCookie)).substr(0, 16));
+  std::string h;
+  if (!notice.empty()) h += "<p class=\"notice\" id=\"notice\">" + escape(notice) + "</p>";
+  h += "<p id=\"wallet\">" + escape(wallet.matricule) + " · " + escape(masked_phone(wallet.msisdn)) + "</p>";
+  h += "<h2>" + std::string(t.balance) + "</h2><ul id=\"balances\">";
+  auto bal = balances(wallet);
+  if (bal)
+    for (const auto& b : *bal) h += "<li><strong>" + money::format(b.available, b.currency, true) + "</strong></li>";
+  h += "</ul><h2>" + std::string(t.links) + "</h2>";
+  auto ls = links(wallet);
+  if (!ls || ls->empty()) h += "<p>" + std::string(t.no_links) + "</p>";
+  const std::int64_t at = now();
+  if (ls) {
+    h += "<ul id=\"links\">";
+    for (const auto& l : *ls) {
+      h += "<li class=\"link\" data-reference=\"" + escape(l.reference) + "\"><strong>" + escape(l.partner_name) +
+           "</strong> (" + escape(l.status) + ")<br>" + money::format(l.limits.per_payment, l.currency, true) + " " +
+           t.per_payment + ", " + money::format(l.limits.per_period, l.currency, true) + " " + t.per_period + " " +
+           period_text(l.limits.period_ms) + "<br>" + t.spent + " : " +
+           money::format(spent_at(l, at), l.currency, true);
+      if (l.status != kUnlinked)
+        h += "<form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
+             "\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf +
+             "\"><input type=\"hidden\" name=\"action\" value=\"unlink\"><input type=\"hidden\" name=\"link\" "
+             "value=\"" +
+             escape(l.reference) + "\"><button class=\"no\" type=\"submit\">" + t.unlink + "</button></form>";
+      h += "</li>";
+    }
+    h += "</ul>";
+  }
+  h += "<h2>" + std::string(t.history) + "</h2>";
+  auto hist = history(wallet, std::nullopt, 20);
+  if (!hist || hist->items.empty()) {
+    h += "<p>" + std::string(t.no_history) + "</p>";
+  } else {
+    h += "<ul id=\"history\">";
+    for (const auto& m : hist->items) {
+      std::string who = m.merchant_name ? *m.merchant_name : m.memo;
+      h += "<li>" + escape(iso8601(m.at).substr(0, 16)) + " · " + escape(who) + " · <strong>" +
+           (m.amount > 0 ? "+" : "") + money::format(m.amount, m.currency, true) + "</strong></li>";
+    }
+    h += "</ul>";
+  }
+  h += "<form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
+       "\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf +
+       "\"><input type=\"hidden\" name=\"action\" value=\"signout\"><button type=\"submit\">" + t.signout +
+       "</button></form>";
+  pg.body_html = std::move(h);
+  return web::html::page_response(200, pg);
+}
+
+web::Response Service::page_submit(web::Request& req) {
+  auto parsed = web::parse_form(req.body);
+  web::Fields form = parsed ? std::move(*parsed) : web::Fields{};
+  const i18n::Locale locale = locale_of(req, &form);
+  const Texts& t = texts(locale);
+  const std::string lang(i18n::name(locale));
+  const std::string action = field(form, "action");
+  web::html::Page pg;
+  pg.locale = locale;
+  pg.title = t.title;
+  auto message_page = [&](int status, std::string text) {
+    pg.body_html = "<p class=\"error\" id=\"error\">" + escape(text) + "</p><p><a href=\"wallet?lang=" + lang + "\">" +
+                   t.title + "</a></p>";
+    return web::html::page_response(status, pg);
+  };
+  // Sign-in and its codes are counted per address across nodes.
+  if (options_.limiter) {
+    auto d = options_.limiter->hit("wallet-page:ip:" + req.remote_ip, limits::Policy{.limit = 30, .window_ms = 60'000});
+    if (d && !d->allowed) return message_page(429, t.too_many);
+  }
+  const std::string environment = options_.page_environment;
+  if (action == "send" || action == "verify") {
+    const std::string msisdn = digits_of(field(form, "phone"));
+    if (msisdn.size() < 8 || msisdn.size() > 15) return message_page(400, t.bad_phone);
+    auto wallet = wallet_of(environment, msisdn);
+    if (!wallet) return message_page(503, wallet.error().code);
+    if (action == "send") {
+      // The same answer whether or not the number has a wallet: the page tells nobody who has one.
+      if (*wallet) {
+        otp::IssueRequest r;
+        r.purpose = std::string(kSigninPurpose);
+        r.subject = (*wallet)->matricule;
+        r.destination = "+" + msisdn;
+        r.locale = locale;
+        r.sandbox_code = environment == "sandbox" && payments::sandbox_fixed_code(msisdn);
+        r.context = std::string(t.title);
+        auto issued = otp_.issue(r);
+        if (!issued && issued.error().is(ErrorKind::rate_limited)) return message_page(429, t.too_many);
+      }
+      pg.body_html = "<p id=\"sent\">" + std::string(t.code_sent) +
+                     "</p><form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" +
+                     lang +
+                     "\"><input type=\"hidden\" name=\"action\" value=\"verify\"><input type=\"hidden\" "
+                     "name=\"phone\" value=\"" +
+                     escape(msisdn) + "\"><label for=\"otp\">" + t.code +
+                     "</label><input id=\"otp\" name=\"otp\" inputmode=\"numeric\" autocomplete=\"one-time-code\" "
+                     "pattern=\"[0-9]{4,8}\" required><button class=\"go\" type=\"submit\" id=\"verify\">" +
+                     t.verify + "</button></form>";
+      return web::html::page_response(200, pg);
+    }
+    if (!*wallet) return message_page(400, t.wrong_code);
+    auto v = otp_.verify(kSigninPurpose, (*wallet)->matricule, field(form, "otp"));
+    if (!v) return message_page(503, v.error().code);
+    if (!v->ok()) return message_page(400, t.wrong_code);
+    const std::string token = random_token(32);
+    const std::int64_t at = now();
+    Status st = db_.write([&](store::Conn& c) -> Status {
+      return tables::insert_session(c, key_hash("session:" + token), (*wallet)->id, at + options_.session_ttl_ms, at);
+    });
+    if (!st) return message_page(503, st.error().code);
+    web::Response res = web::Response::redirect("wallet?lang=" + lang, 303);
+    res.set("Set-Cookie", std::string(kCookie) + "=" + token + "; Path=" + req.path +
+                              "; Max-Age=" + std::to_string(options_.session_ttl_ms / 1000) +
+                              "; HttpOnly; SameSite=Strict" + (options_.secure_cookies ? "; Secure" : ""));
+    web::html::secure_headers(res);
+    return res;
+  }
+  // Changes need the session and its CSRF token.
+  Wallet wallet;
+  if (!session_wallet(req, wallet)) return message_page(401, t.wrong_code);
+  const std::string token = cookie_value(req, kCookie);
+  const std::string csrf =
+      base64url_encode(crypto::hmac_sha256(options_.secret, "wallet-page-csrf:" + token).substr(0, 16));
+  if (!crypto::constant_time_equal(field(form, "csrf"), csrf)) return message_page(403, "CSRF");
+  if (action == "unlink") {
+    auto done = unlink_by_user(wallet, field(form, "link"));
+    if (!done) return message_page(web::http_status(done.error().kind), done.error().code);
+    web::Response res = web::Response::redirect("wallet?lang=" + lang + "&notice=unlinked", 303);
+    web::html::secure_headers(res);
+    return res;
+  }
+  if (action == "signout") {
+    (void)db_.write([&](store::Conn& c) -> Status { return tables::delete_session(c, key_hash("session:" + token)); });
+    web::Response res = web::Response::redirect("wallet?lang=" + lang, 303);
+    res.set("Set-Cookie", std::string(kCookie) + "=; Path=" + req.path + "; Max-Age=0; HttpOnly; SameSite=Strict" +
+                              (options_.secure_cookies ? "; Secure" : ""));
+    web::html::secure_headers(res);
+    return res;
+  }
+  return message_page(400, "action");
+}
+
+}  // namespace sika::wallets
