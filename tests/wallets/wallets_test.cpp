@@ -1,0 +1,348 @@
+// Wallets and the wallet link API over a real payments::Service, OTP service and sandbox
+// notifier, on both backends.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "limits/limiter.hpp"
+#include "merchant/merchant.hpp"
+#include "payments/fixture.hpp"
+#include "wallets/service.hpp"
+#include "web/envelope.hpp"
+
+namespace sika::wallets {
+namespace {
+
+namespace bj = boost::json;
+
+class WalletsTest : public payments::testing::PaymentsTest {
+ protected:
+  void SetUp() override {
+    PaymentsTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    limiter_ = std::make_unique<limits::Limiter>(*db_);
+    make_wallets(600);
+    p1_ = principal(m1_);
+    p3_ = principal(m3_);
+  }
+  void TearDown() override {
+    wallets_.reset();
+    limiter_.reset();
+    PaymentsTest::TearDown();
+  }
+
+  void make_wallets(std::int64_t per_hour) {
+    Options o;
+    o.secret = "wallets-test-secret";
+    o.pepper = "test-pepper";
+    o.default_limits = {5'000, 7'000, 3'600'000};
+    o.limiter = limiter_.get();
+    o.per_address = {.limit = per_hour, .window_ms = 3'600'000, .block_ms = 60'000, .block_after = 2};
+    o.clock = [this] { return now_ms() + offset_.load(); };
+    wallets_ = std::make_unique<Service>(
+        *db_, *service_, [this] { return catalog_; }, *otp_, *notifier_, o);
+  }
+
+  LinkRequest request(std::string phone = "690000042") {
+    LinkRequest r;
+    r.email = "ama@example.com";
+    r.phone = std::move(phone);
+    r.phone_country = "+237";
+    return r;
+  }
+
+  // The last code sent to a number for a subject (the message names it).
+  std::string code_for(std::string_view msisdn, std::string_view subject) { return wallet_code(msisdn, subject); }
+
+  Linked linked(const web::Principal& partner, std::string phone = "690000042") {
+    auto l = wallets_->link(partner, request(std::move(phone)));
+    EXPECT_TRUE(l.ok()) << (l.ok() ? "" : bj::serialize(l.error().details));
+    return l.ok() ? *l : Linked{};
+  }
+
+  // A consented link of m1 to a funded wallet.
+  Linked active(std::int64_t funds = 100'000, std::string phone = "690000042") {
+    Linked l = linked(p1_, phone);
+    const std::string msisdn = "237" + phone;
+    if (funds > 0) EXPECT_TRUE(service_->fund_wallet("sandbox", msisdn, "XAF", funds, "top-up").ok());
+    auto c = wallets_->confirm(p1_, l.apikey, code_for(msisdn, l.link.reference));
+    EXPECT_TRUE(c.ok()) << (c.ok() ? "" : bj::serialize(c.error().details));
+    if (c.ok()) l.link = *c;
+    return l;
+  }
+
+  Transfer transfer(std::int64_t amount) { return Transfer{amount, "", uuid_v4(), "order"}; }
+
+  std::unique_ptr<limits::Limiter> limiter_;
+  std::unique_ptr<Service> wallets_;
+  web::Principal p1_, p3_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, WalletsTest, ::testing::Values("sqlite", "postgres"));
+
+TEST_P(WalletsTest, LinkNewIsIdempotentPerPartnerAndPhone) {
+  Linked a = linked(p1_);
+  EXPECT_EQ(a.link.status, kPending);
+  EXPECT_TRUE(a.consent_sent);
+  EXPECT_TRUE(a.apikey.starts_with("wk_"));
+  EXPECT_EQ(a.link.wallet.msisdn, "237690000042");
+  EXPECT_EQ(a.link.wallet.currency, "XAF");
+  // The same partner and phone (written another way): the same wallet, link and key.
+  Linked b = linked(p1_, "237690000042");
+  EXPECT_EQ(b.link.reference, a.link.reference);
+  EXPECT_EQ(b.link.wallet.matricule, a.link.wallet.matricule);
+  EXPECT_EQ(b.apikey, a.apikey);
+  // Another partner: the same wallet, its own link and key.
+  Linked c = linked(p3_);
+  EXPECT_EQ(c.link.wallet.matricule, a.link.wallet.matricule);
+  EXPECT_NE(c.link.reference, a.link.reference);
+  EXPECT_NE(c.apikey, a.apikey);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM wlt_wallets"), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM wlt_links"), 2);
+  // The key is stored only as its hash.
+  EXPECT_EQ(count("SELECT COUNT(*) FROM wlt_links WHERE key_hash = ?", {a.apikey}), 0);
+  // Concurrent first calls for a new phone make one wallet and one link.
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&] {
+      if (wallets_->link(p1_, request("690000077")).ok()) ++ok;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 8);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM wlt_links l JOIN wlt_wallets w ON w.id = l.wallet_id WHERE w.msisdn = ?",
+                  {std::string("237690000077")}),
+            1);
+}
+
+TEST_P(WalletsTest, BadInputNamesTheField) {
+  json::FieldErrors errors;
+  parse_link_request(bj::object{{"email", "nope"}, {"phone", "69-00"}, {"extra", 1}}, errors);
+  const auto& d = errors.details();
+  EXPECT_TRUE(d.contains("email"));
+  EXPECT_TRUE(d.contains("phone"));
+  EXPECT_TRUE(d.contains("phoneCountry"));
+  EXPECT_TRUE(d.contains("extra"));
+  auto r = request();
+  r.phone_country = "+999";
+  auto e = wallets_->link(p1_, r);
+  ASSERT_FALSE(e.ok());
+  EXPECT_TRUE(e.error().details.as_object().contains("phoneCountry"));
+  r = request("123");
+  e = wallets_->link(p1_, r);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().kind, ErrorKind::invalid);
+  EXPECT_TRUE(e.error().details.as_object().contains("phone"));
+}
+
+TEST_P(WalletsTest, ConsentByCodeThenChargesWithinTheLimitsAndRefusalBeyond) {
+  Linked l = linked(p1_);
+  ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000042", "XAF", 100'000, "top-up").ok());
+  // No money moves before the consent.
+  auto early = wallets_->charge(p1_, l.apikey, transfer(1000));
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ(early.error().kind, ErrorKind::conflict);
+  // A wrong code is refused; the code from the outbox (which states the limits) activates it.
+  const std::string code = code_for("237690000042", l.link.reference);
+  ASSERT_EQ(code.size(), 6u);
+  if (code != "000000") {
+    auto wrong = wallets_->confirm(p1_, l.apikey, "000000");
+    ASSERT_FALSE(wrong.ok());
+    EXPECT_EQ(wrong.error().code, "invalid_otp");
+  }
+  auto ok = wallets_->confirm(p1_, l.apikey, code);
+  ASSERT_TRUE(ok.ok()) << bj::serialize(ok.error().details);
+  EXPECT_EQ(ok->status, kActive);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM notify_outbox WHERE body LIKE ?", {std::string("%5%000 XAF%7%000 XAF%")}), 1);
+
+  // Within: 3000, no code asked.
+  const Transfer first = transfer(3000);
+  auto t1 = wallets_->charge(p1_, l.apikey, first);
+  ASSERT_TRUE(t1.ok()) << bj::serialize(t1.error().details);
+  EXPECT_EQ(t1->status, payments::TxStatus::completed);
+  EXPECT_EQ(t1->confirmation_method, "CONSENT");
+  // A replay is the same payment and spends nothing more.
+  auto replay = wallets_->charge(p1_, l.apikey, first);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_EQ(replay->reference, t1->reference);
+  // Beyond the per-payment limit: refused, the collection cancelled, nothing debited.
+  auto big = wallets_->charge(p1_, l.apikey, transfer(6000));
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().code, "limit_exceeded");
+  EXPECT_TRUE(big.error().details.as_object().contains("amount"));
+  // Beyond the period: 3000 + 5000 > 7000.
+  auto over = wallets_->charge(p1_, l.apikey, transfer(5000));
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, "limit_exceeded");
+  // What is left still passes: 3000 + 4000 = 7000.
+  auto t2 = wallets_->charge(p1_, l.apikey, transfer(4000));
+  ASSERT_TRUE(t2.ok());
+  EXPECT_EQ(t2->status, payments::TxStatus::completed);
+  EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 93'000);
+  EXPECT_EQ(balance(payments::ledger::merchant_available(m1_.id, "sandbox", "XAF")), 7'000);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE status = 'CANCELLED' AND failure_reason = ?",
+                  {std::string("LIMIT_EXCEEDED")}),
+            2);
+  // A new window starts once the period has passed.
+  offset_ += 3'600'001;
+  auto t3 = wallets_->charge(p1_, l.apikey, transfer(5000));
+  ASSERT_TRUE(t3.ok());
+  EXPECT_EQ(t3->status, payments::TxStatus::completed);
+  expect_ledger_clean();
+}
+
+TEST_P(WalletsTest, AShortBalanceFailsThePaymentAndGivesTheBudgetBack) {
+  Linked l = active(1000);
+  auto t = wallets_->charge(p1_, l.apikey, transfer(2000));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->status, payments::TxStatus::failed);
+  auto now = wallets_->find(p1_, l.apikey);
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(spent_at(*now, wallets_->now()), 0);
+  expect_ledger_clean();
+}
+
+TEST_P(WalletsTest, ConcurrentChargesNeverSpendPastThePeriod) {
+  Linked l = active(1'000'000);
+  std::atomic<int> completed{0}, refused{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 16; ++i)
+    threads.emplace_back([&] {
+      auto t = wallets_->charge(p1_, l.apikey, transfer(1000));
+      if (t.ok() && t->status == payments::TxStatus::completed)
+        ++completed;
+      else if (!t.ok() && t.error().code == "limit_exceeded")
+        ++refused;
+      else
+        ++other;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(completed.load(), 7);
+  EXPECT_EQ(refused.load(), 9);
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 1'000'000 - 7'000);
+  expect_ledger_clean();
+}
+
+TEST_P(WalletsTest, AnotherPartnersLinkIsNotFound) {
+  Linked l = active();
+  for (auto r : {wallets_->find(p3_, l.apikey), wallets_->unlink_by_partner(p3_, l.apikey),
+                 wallets_->confirm(p3_, l.apikey, "123456")}) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind, ErrorKind::not_found);
+    EXPECT_TRUE(r.error().details.as_object().contains("apikey"));
+  }
+  auto c = wallets_->charge(p3_, l.apikey, transfer(100));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().kind, ErrorKind::not_found);
+  EXPECT_EQ(wallets_->find(p1_, l.apikey)->status, kActive);
+}
+
+TEST_P(WalletsTest, UnlinkingByEitherSideStopsTheKeyAndTellsThePartner) {
+  Linked l = active();
+  auto u = wallets_->unlink_by_partner(p1_, l.apikey);
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->status, kUnlinked);
+  EXPECT_EQ(u->unlinked_by, "partner");
+  auto c = wallets_->charge(p1_, l.apikey, transfer(100));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().kind, ErrorKind::conflict);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM events WHERE merchant_id = ? AND event_type = 'wallet_link.unlinked'",
+                  {m1_.id}),
+            1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM notify_outbox WHERE tag = 'wallet_link:unlinked'"), 1);
+  // Linking again: a new consent and a new key; the old key is dead.
+  Linked again = linked(p1_);
+  EXPECT_EQ(again.link.status, kPending);
+  EXPECT_NE(again.apikey, l.apikey);
+  EXPECT_EQ(wallets_->find(p1_, l.apikey).error().kind, ErrorKind::not_found);
+  auto c2 = wallets_->confirm(p1_, again.apikey, code_for("237690000042", again.link.reference));
+  ASSERT_TRUE(c2.ok());
+  // The user unlinks from the wallet page: the partner gets the event too.
+  auto w = wallets_->wallet_of("sandbox", "237690000042");
+  ASSERT_TRUE(w.ok() && w->has_value());
+  auto byuser = wallets_->unlink_by_user(**w, again.link.reference);
+  ASSERT_TRUE(byuser.ok());
+  EXPECT_EQ(byuser->unlinked_by, "user");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM events WHERE merchant_id = ? AND event_type = 'wallet_link.unlinked'",
+                  {m1_.id}),
+            2);
+  // Another wallet's link is not the user's to unlink.
+  Linked other = linked(p3_, "690000078");
+  auto wrong = wallets_->unlink_by_user(**w, other.link.reference);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().kind, ErrorKind::not_found);
+}
+
+TEST_P(WalletsTest, PayoutsCreditTheWalletAndTheHistoryShowsEverything) {
+  Linked l = active(10'000);
+  ASSERT_TRUE(wallets_->charge(p1_, l.apikey, transfer(4000)).ok());
+  auto p = wallets_->payout(p1_, l.apikey, transfer(1500));
+  ASSERT_TRUE(p.ok()) << bj::serialize(p.error().details);
+  EXPECT_EQ(p->status, payments::TxStatus::completed);
+  EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 7'500);
+  // More than the partner holds: refused, nothing stored.
+  auto broke = wallets_->payout(p1_, l.apikey, transfer(1'000'000));
+  ASSERT_FALSE(broke.ok());
+  EXPECT_EQ(broke.error().code, "insufficient_funds");
+  auto h = wallets_->history(l.link.wallet, std::nullopt, 2);
+  ASSERT_TRUE(h.ok());
+  ASSERT_EQ(h->items.size(), 2u);
+  EXPECT_EQ(h->items[0].kind, "PAYOUT");
+  EXPECT_EQ(h->items[0].amount, 1500);
+  EXPECT_EQ(h->items[1].kind, "COLLECTION");
+  EXPECT_EQ(h->items[1].amount, -4000);
+  EXPECT_EQ(h->items[1].merchant, m1_.matricule);
+  ASSERT_TRUE(h->next.has_value());
+  auto rest = wallets_->history(l.link.wallet, h->next, 10);
+  ASSERT_TRUE(rest.ok());
+  ASSERT_EQ(rest->items.size(), 1u);
+  EXPECT_EQ(rest->items[0].kind, "WALLET_FUNDING");
+  expect_ledger_clean();
+}
+
+TEST_P(WalletsTest, ThePartnersKeyAndTheAddressLimitGuardTheApi) {
+  std::string key;
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(auto k, merchant::issue_key(c, "test-pepper", m1_.id, merchant::KeyKind::link,
+                                                                     "sandbox", now_ms()));
+                   key = k.key;
+                   return {};
+                 })
+                  .ok());
+  make_wallets(3);
+  auto req = [&](std::string k, std::string ip) {
+    web::Request r;
+    r.method = "GET";
+    r.remote_ip = std::move(ip);
+    if (!k.empty()) r.headers.emplace_back("x-api-key", std::move(k));
+    return r;
+  };
+  auto none = req("", "10.0.0.1");
+  auto e1 = wallets_->authenticate_partner(none);
+  ASSERT_FALSE(e1.ok());
+  EXPECT_EQ(e1.error().kind, ErrorKind::unauthenticated);
+  auto wrong = req("lk_test_wrongwrongwrongwrongwrong", "10.0.0.1");
+  EXPECT_EQ(wallets_->authenticate_partner(wrong).error().kind, ErrorKind::unauthenticated);
+  auto good = req(key, "10.0.0.1");
+  auto p = wallets_->authenticate_partner(good);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->merchant_id, m1_.id);
+  // The fourth request of the hour from this address is refused, whatever the key.
+  auto fourth = wallets_->authenticate_partner(good);
+  ASSERT_FALSE(fourth.ok());
+  EXPECT_EQ(fourth.error().kind, ErrorKind::rate_limited);
+  auto res = web::error(good, fourth.error());
+  EXPECT_EQ(res.status, 429);
+  EXPECT_FALSE(res.get("Retry-After").empty());
+  // Another address is not affected.
+  auto elsewhere = req(key, "10.0.0.2");
+  EXPECT_TRUE(wallets_->authenticate_partner(elsewhere).ok());
+}
+
+}  // namespace
+}  // namespace sika::wallets
