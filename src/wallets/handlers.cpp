@@ -65,7 +65,10 @@ Result<std::pair<std::string, Transfer>> transfer_of(const web::Request& req) {
                         link_fields(req, {"amount", "currency", "transaction_uuid", "description"}, errors));
   Transfer t;
   std::string apikey = text_of(o, "apikey", errors);
-  if (auto a = json::get_int(o, "amount", errors, true)) t.amount = *a;
+  if (auto a = json::get_int(o, "amount", errors, true)) {
+    t.amount = *a;
+    if (t.amount <= 0) errors.add("amount", "must be a positive integer (minor units)");
+  }
   if (auto c = json::get_string(o, "currency", errors)) t.currency = *c;
   if (auto u = json::get_string(o, "transaction_uuid", errors, true)) t.transaction_uuid = *u;
   if (auto d = json::get_string(o, "description", errors)) t.description = *d;
