@@ -31,7 +31,7 @@ constexpr std::string_view kSigninPurpose = "wallet_signin";
 struct Texts {
   const char *title, *phone, *phone_hint, *send, *code, *code_sent, *verify, *balance, *history, *links, *no_links,
       *no_history, *per_payment, *per_period, *spent, *unlink, *signout, *wrong_code, *bad_phone, *status, *partner,
-      *since, *unlinked_notice, *too_many;
+      *since, *unlinked_notice, *too_many, *approve, *approved_notice;
 };
 constexpr Texts kFr{"Mon portefeuille Sika",
                     "Numéro de téléphone",
@@ -56,7 +56,9 @@ constexpr Texts kFr{"Mon portefeuille Sika",
                     "Partenaire",
                     "depuis",
                     "Le lien a été supprimé ; le partenaire en est informé.",
-                    "Trop de demandes, réessayez plus tard."};
+                    "Trop de demandes, réessayez plus tard.",
+                    "Autoriser",
+                    "Lien autorisé : le partenaire peut débiter votre portefeuille dans ces limites."};
 constexpr Texts kEn{"My Sika wallet",
                     "Phone number",
                     "with the country code, e.g. +237690000042",
@@ -80,7 +82,9 @@ constexpr Texts kEn{"My Sika wallet",
                     "Partner",
                     "since",
                     "The link was removed; the partner is told.",
-                    "Too many requests, try again later."};
+                    "Too many requests, try again later.",
+                    "Approve",
+                    "Link approved: the partner may charge your wallet within these limits."};
 const Texts& texts(i18n::Locale l) { return l == i18n::Locale::en ? kEn : kFr; }
 
 std::string digits_of(std::string_view s) {
@@ -152,7 +156,10 @@ web::Response Service::page(web::Request& req) {
   pg.title = t.title;
   pg.other_language_url = "?lang=" + other;
   std::string notice;
-  if (auto n = req.query_param("notice"); n == "unlinked") notice = t.unlinked_notice;
+  if (auto n = req.query_param("notice"); n == "unlinked")
+    notice = t.unlinked_notice;
+  else if (n == "approved")
+    notice = t.approved_notice;
   Wallet wallet;
   if (!session_wallet(req, wallet)) {
     // Signed out: the phone step.
@@ -184,6 +191,12 @@ web::Response Service::page(web::Request& req) {
            t.per_payment + ", " + money::format(l.limits.per_period, l.currency, true) + " " + t.per_period + " " +
            period_text(l.limits.period_ms) + "<br>" + t.spent + " : " +
            money::format(spent_at(l, at), l.currency, true);
+      if (l.status == kPending)
+        h += "<form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
+             "\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf +
+             "\"><input type=\"hidden\" name=\"action\" value=\"approve\"><input type=\"hidden\" name=\"link\" "
+             "value=\"" +
+             escape(l.reference) + "\"><button class=\"go\" type=\"submit\">" + t.approve + "</button></form>";
       if (l.status != kUnlinked)
         h += "<form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
              "\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf +
@@ -202,8 +215,10 @@ web::Response Service::page(web::Request& req) {
     h += "<ul id=\"history\">";
     for (const auto& m : hist->items) {
       std::string who = m.merchant_name ? *m.merchant_name : m.memo;
-      h += "<li>" + escape(iso8601(m.at).substr(0, 16)) + " · " + escape(who) + " · <strong>" +
-           (m.amount > 0 ? "+" : "") + money::format(m.amount, m.currency, true) + "</strong></li>";
+      std::string when = iso8601(m.at).substr(0, 16);
+      when[10] = ' ';
+      h += "<li>" + escape(when) + " UTC · " + escape(who) + " · <strong>" + (m.amount > 0 ? "+" : "") +
+           money::format(m.amount, m.currency, true) + "</strong></li>";
     }
     h += "</ul>";
   }
@@ -293,6 +308,13 @@ web::Response Service::page_submit(web::Request& req) {
     auto done = unlink_by_user(wallet, field(form, "link"));
     if (!done) return message_page(web::http_status(done.error().kind), done.error().code);
     web::Response res = web::Response::redirect("wallet?lang=" + lang + "&notice=unlinked", 303);
+    web::html::secure_headers(res);
+    return res;
+  }
+  if (action == "approve") {
+    auto done = consent_by_user(wallet, field(form, "link"));
+    if (!done) return message_page(web::http_status(done.error().kind), done.error().code);
+    web::Response res = web::Response::redirect("wallet?lang=" + lang + "&notice=approved", 303);
     web::html::secure_headers(res);
     return res;
   }

@@ -183,6 +183,11 @@ Result<Link> Service::confirm(const web::Principal& partner, std::string_view ap
   if (code.empty()) return empty_data(bj::object{{"otp", "is required"}});
   SIKA_ASSIGN_OR_RETURN(otp::Verification v, otp_.verify(kConsentPurpose, l.reference, code));
   if (!v.ok()) return otp::verification_error(v, "otp");
+  return activate(l);
+}
+
+// PENDING -> ACTIVE with its event, in one unit; the link as it now is.
+Result<Link> Service::activate(const Link& l) {
   const std::int64_t at = now();
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(bool activated, tables::activate(c, l.id, at));
@@ -193,7 +198,25 @@ Result<Link> Service::confirm(const web::Principal& partner, std::string_view ap
         store::append_event(c, l.partner_id, "wallet_link.activated", l.reference, event_payload(now_link, at), at));
     return {};
   }));
-  return find(partner, apikey);
+  return link_of_wallet(l.wallet, l.reference);
+}
+
+// A link of `wallet` by its reference; another wallet's is 404.
+Result<Link> Service::link_of_wallet(const Wallet& wallet, std::string_view reference) {
+  std::optional<Link> l;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(l, tables::link_by_reference(c, reference));
+    return {};
+  }));
+  if (!l || l->wallet.id != wallet.id) return not_found(bj::object{{"link", "no such link on this wallet"}});
+  return std::move(*l);
+}
+
+Result<Link> Service::consent_by_user(const Wallet& wallet, std::string_view reference) {
+  SIKA_ASSIGN_OR_RETURN(Link l, link_of_wallet(wallet, reference));
+  if (l.status == kActive) return l;
+  if (l.status != kPending) return not_active(l);
+  return activate(l);
 }
 
 Result<Link> Service::unlink(const Link& l, std::string_view by) {
@@ -232,13 +255,8 @@ Result<Link> Service::unlink_by_partner(const web::Principal& partner, std::stri
 }
 
 Result<Link> Service::unlink_by_user(const Wallet& wallet, std::string_view reference) {
-  std::optional<Link> l;
-  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(l, tables::link_by_reference(c, reference));
-    return {};
-  }));
-  if (!l || l->wallet.id != wallet.id) return not_found(bj::object{{"link", "no such link on this wallet"}});
-  return unlink(*l, "user");
+  SIKA_ASSIGN_OR_RETURN(Link l, link_of_wallet(wallet, reference));
+  return unlink(l, "user");
 }
 
 Result<payments::IntentRequest> Service::transfer_intent(const Link& l, const Transfer& t, std::string_view operation) {

@@ -89,6 +89,9 @@ class Service {
   Result<Link> find(const web::Principal& partner, std::string_view apikey);
   Result<Link> confirm(const web::Principal& partner, std::string_view apikey, std::string_view code);
   Result<Link> unlink_by_partner(const web::Principal& partner, std::string_view apikey);
+  // The user consents on the wallet page, signed in with a code sent to the phone (the same
+  // proof as the consent code): a PENDING link of `wallet` becomes ACTIVE.
+  Result<Link> consent_by_user(const Wallet& wallet, std::string_view reference);
   // The user unlinks from the wallet page: `reference` must be a link of `wallet`.
   Result<Link> unlink_by_user(const Wallet& wallet, std::string_view reference);
   Result<payments::Transaction> charge(const web::Principal& partner, std::string_view apikey, const Transfer& t);
@@ -107,6 +110,8 @@ class Service {
   Result<const catalog::PaymentService*> wallet_service(std::string_view country, std::string_view field) const;
   Result<std::string> send_consent_code(const Link& link, std::int64_t& retry_after);
   Result<Link> unlink(const Link& link, std::string_view by);
+  Result<Link> activate(const Link& link);
+  Result<Link> link_of_wallet(const Wallet& wallet, std::string_view reference);
   Result<payments::IntentRequest> transfer_intent(const Link& link, const Transfer& t, std::string_view operation);
   web::Principal as_merchant(const web::Principal& partner) const;
   Result<web::Principal> session_wallet(const web::Request& req, Wallet& wallet);

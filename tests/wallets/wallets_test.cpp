@@ -251,9 +251,8 @@ TEST_P(WalletsTest, UnlinkingByEitherSideStopsTheKeyAndTellsThePartner) {
   auto c = wallets_->charge(p1_, l.apikey, transfer(100));
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().kind, ErrorKind::conflict);
-  EXPECT_EQ(count("SELECT COUNT(*) FROM events WHERE merchant_id = ? AND event_type = 'wallet_link.unlinked'",
-                  {m1_.id}),
-            1);
+  EXPECT_EQ(
+      count("SELECT COUNT(*) FROM events WHERE merchant_id = ? AND event_type = 'wallet_link.unlinked'", {m1_.id}), 1);
   EXPECT_EQ(count("SELECT COUNT(*) FROM notify_outbox WHERE tag = 'wallet_link:unlinked'"), 1);
   // Linking again: a new consent and a new key; the old key is dead.
   Linked again = linked(p1_);
@@ -268,9 +267,8 @@ TEST_P(WalletsTest, UnlinkingByEitherSideStopsTheKeyAndTellsThePartner) {
   auto byuser = wallets_->unlink_by_user(**w, again.link.reference);
   ASSERT_TRUE(byuser.ok());
   EXPECT_EQ(byuser->unlinked_by, "user");
-  EXPECT_EQ(count("SELECT COUNT(*) FROM events WHERE merchant_id = ? AND event_type = 'wallet_link.unlinked'",
-                  {m1_.id}),
-            2);
+  EXPECT_EQ(
+      count("SELECT COUNT(*) FROM events WHERE merchant_id = ? AND event_type = 'wallet_link.unlinked'", {m1_.id}), 2);
   // Another wallet's link is not the user's to unlink.
   Linked other = linked(p3_, "690000078");
   auto wrong = wallets_->unlink_by_user(**w, other.link.reference);
