@@ -219,6 +219,14 @@ void build_routes(web::Router& r, Context& ctx) {
            "Charge a linked wallet within the consent's limits (WALLET collection, no code)"});
     r.add({Surface::link, "POST", "/api/agent/link/payout", wal(&Wal::link_payout), web::link_api_key(),
            "Pay out from the partner's balance into a linked wallet"});
+    r.add({Surface::link, "GET", "/openapi.json",
+           [&ctx](web::Request&) {
+             boost::json::value doc = boost::json::parse(openapi_link_document());
+             doc.as_object()["servers"] =
+                 boost::json::array{boost::json::object{{"url", ctx.config.surface_url(Surface::link)}}};
+             return web::Response::json(200, json::dump(doc));
+           },
+           web::open_access(), "The link API's OpenAPI 3 document"});
     r.add({Surface::checkout, "GET", "/wallet", wal(&Wal::page), web::open_access(),
            "The user's wallet page (fr/en): sign-in by phone and code, balance, history, links"});
     r.add({Surface::checkout, "POST", "/wallet", wal(&Wal::page_submit), web::open_access(),

@@ -9,5 +9,7 @@ void build_routes(web::Router& router, Context& ctx);
 
 // The gateway's OpenAPI 3 document (docs/openapi.json, embedded at build time).
 std::string_view openapi_document();
+// docs/openapi-link.json, the link API's own document (served at {link_url}/openapi.json).
+std::string_view openapi_link_document();
 
 }  // namespace sika::app

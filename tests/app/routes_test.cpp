@@ -133,6 +133,7 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"checkout GET /pay/{shortCode}", "open"},
       {"checkout POST /pay/{shortCode}", "open"},
       {"checkout GET /pay/{shortCode}/status", "open"},
+      {"link GET /openapi.json", "open"},
       {"link GET /api/agent/link/new", "link_api_key"},
       {"link POST /api/agent/link/new", "link_api_key"},
       {"link GET /api/agent/link/status", "link_api_key"},
@@ -172,6 +173,25 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
   }
   for (const auto& [key, policy] : actual)
     EXPECT_TRUE(expected.count(key)) << key << " (" << policy << ") has no reviewed policy in this test";
+}
+
+TEST_F(RouteTable, EveryLinkApiRouteIsInTheLinkOpenApiDocumentAndBack) {
+  auto doc = boost::json::parse(app::openapi_link_document()).as_object();
+  const auto& paths = doc.at("paths").as_object();
+  std::set<std::pair<std::string, std::string>> served;
+  for (const auto& route : router_.routes()) {
+    if (route.surface != web::Surface::link || route.pattern == "/openapi.json") continue;
+    served.insert({route.pattern, lower(route.method)});
+    auto it = paths.find(route.pattern);
+    ASSERT_NE(it, paths.end()) << route.method << " " << route.pattern << " is not in docs/openapi-link.json";
+    EXPECT_TRUE(it->value().as_object().contains(lower(route.method)))
+        << route.method << " " << route.pattern << " is not in docs/openapi-link.json";
+  }
+  EXPECT_FALSE(served.empty());
+  for (const auto& [path, item] : paths)
+    for (const auto& [method, op] : item.as_object())
+      EXPECT_TRUE(served.count({std::string(path), std::string(method)}))
+          << method << " " << path << " is documented but not served";
 }
 
 TEST(Router, RefusesARouteWithoutAnAuthPolicy) {

@@ -8,6 +8,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import SwaggerParser from '@apidevtools/swagger-parser';
 import { startServer, backends, sikaBinary } from './lib/server.mjs';
 
 const secret = 'e2e-test-secret-key-0123456789abcdef';
@@ -146,6 +147,13 @@ for (const backend of backends()) {
       const after = await call('status', { method: 'GET', query: { apikey: key2 } });
       assert.equal(after.body.data.status, 'UNLINKED');
       assert.equal(after.body.data.unlinked_by, 'user');
+    });
+
+    test('the link API has its own valid OpenAPI document', async () => {
+      const doc = await (await fetch(`${server.linkUrl}/openapi.json`)).json();
+      assert.equal(doc.servers[0].url, server.linkUrl);
+      await SwaggerParser.validate(structuredClone(doc));
+      assert.ok(doc.paths['/api/agent/link/new'].get);
     });
 
     test('bad input is a 400 naming each field', async () => {
