@@ -3,13 +3,13 @@
 // `sika admin outbox list` shows it), charges pass within the consent's limits and are refused
 // beyond, each side unlinks (the partner through the API, the user on the wallet page), a wrong
 // key is 401 and another partner's link 404; then the per-address limit (429 + Retry-After) with
-// a small configured limit.
+// a small configured limit, on one node and across two nodes on one PostgreSQL.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import SwaggerParser from '@apidevtools/swagger-parser';
-import { startServer, backends, sikaBinary } from './lib/server.mjs';
+import { startServer, backends, sikaBinary, spawnServe, freePort } from './lib/server.mjs';
 
 const secret = 'e2e-test-secret-key-0123456789abcdef';
 
@@ -193,3 +193,28 @@ for (const backend of backends()) {
     });
   });
 }
+
+// Two serve nodes on one PostgreSQL share the per-address budget: 10 per hour for the address,
+// 14 requests spread over both nodes at once, exactly 10 answered (the others 429).
+describe('link API rate limit across two nodes on one PostgreSQL', { skip: !backends().includes('postgres') && 'no PostgreSQL' }, () => {
+  let first, second;
+  before(async () => {
+    const env = { SIKA_WALLETS_LINK_API_PER_HOUR: '10' };
+    first = await startServer({ backend: 'postgres', env });
+    second = await spawnServe({ port: await freePort(), dsn: first.dsn, publicUrl: first.publicUrl, env });
+  });
+  after(async () => {
+    if (second?.child.exitCode === null) second.child.kill('SIGTERM');
+    await second?.exited;
+    await first?.stop();
+  });
+
+  test('the budget is counted once across the nodes', async () => {
+    const ports = [first.port, second.port];
+    const answers = await Promise.all(Array.from({ length: 14 }, (_, i) => fetch(
+      `http://127.0.0.1:${ports[i % 2]}/link/api/agent/link/status?apikey=x`,
+      { headers: { 'x-api-key': first.demo.link_api_key } }).then((r) => r.status)));
+    assert.equal(answers.filter((s) => s === 404).length, 10, answers.join(','));
+    assert.equal(answers.filter((s) => s === 429).length, 4, answers.join(','));
+  });
+});
