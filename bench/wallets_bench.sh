@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Wallet link API benchmark, SQLite in a temp dir, wrk with keep-alive:
+#  - GET /api/agent/link/new (the demo partner and its linked demo user: the idempotent answer)
+#    on a server with the per-address limiter (wallets.link_api_per_hour high enough never to
+#    refuse) against the same request on a server without it (link_api_per_hour=0: the limiter
+#    stores nothing);
+#  - POST /api/agent/link/charge: wallet payments through the demo link (1 XAF each, a fresh
+#    transaction_uuid per request; the consent's limits raised so that none is refused), then
+#    `sika admin check-ledger`.
+#
+#   bench/wallets_bench.sh
+#   CONNECTIONS=32 DURATION=10 ROUNDS=2 bench/wallets_bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-1}
+source bench/lib.sh
+export SIKA_SECRET_KEY=bench-secret-key-0123456789abcdef0123
+
+cat >"$TMP/agent.lua" <<'LUA'
+local charset = "0123456789abcdef"
+local function uuid()
+  local t = {}
+  for i = 1, 32 do local r = math.random(1, 16); t[i] = charset:sub(r, r) end
+  local s = table.concat(t)
+  return s:sub(1, 8) .. "-" .. s:sub(9, 12) .. "-4" .. s:sub(14, 16) .. "-a" .. s:sub(18, 20) .. "-" .. s:sub(21, 32)
+end
+function init(args)
+  key = os.getenv("BENCH_KEY")
+  apikey = os.getenv("BENCH_APIKEY")
+  kind = os.getenv("BENCH_KIND")
+  math.randomseed(os.time() + math.floor(os.clock() * 1e6))
+end
+function request()
+  local headers = {["content-type"] = "application/json", ["x-api-key"] = key}
+  if kind == "charge" then
+    return wrk.format("POST", wrk.path, headers,
+      '{"apikey":"' .. apikey .. '","amount":1,"transaction_uuid":"' .. uuid() .. '"}')
+  end
+  return wrk.format("GET", wrk.path .. "?email=demo.wallet%40example.com&phone=690000100&phoneCountry=%2B237", headers)
+end
+LUA
+
+drive() {
+  local url=$1 out rps p99 errors
+  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$TMP/agent.lua" "$url")
+  echo "$out" >>"$TMP/wrk.txt"
+  rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+  errors=$(grep -E "Non-2xx|Socket errors" <<<"$out" | tr '\n' ' ' || true)
+  echo "$rps $p99 ${errors:-none}"
+}
+
+# start NAME PER_HOUR: a server on its own database; prints its port.
+start() {
+  local port demo=$TMP/$1/demo.json
+  port=$(free_port)
+  mkdir -p "$TMP/$1"
+  "$SIKA" serve --listen "127.0.0.1:$port" --db "sqlite://$TMP/$1/sika.db" --public-url "http://127.0.0.1:$port" \
+    --demo "$demo" --set log.access=false --set log.level=warn --set webhooks.enabled=false \
+    --set wallets.link_api_per_hour="$2" --set wallets.link_per_payment=1000000 \
+    --set wallets.link_per_period=1000000000000 >"$TMP/$1/sika.log" 2>&1 &
+  PIDS+=($!)
+  wait_ready "$port" "$demo"
+  echo "$port"
+}
+
+with_port=$(start limited 1000000000000)
+without_port=$(start unlimited 0)
+demo="$TMP/limited/demo.json"
+export BENCH_KEY=$(demo_value "$demo" link_api_key)
+export BENCH_APIKEY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["wallet_link"]["apikey"])' "$demo")
+BENCH_KEY_UNLIMITED=$(demo_value "$TMP/unlimited/demo.json" link_api_key)
+echo "backend=sqlite connections=$CONNECTIONS wrk_threads=$THREADS duration=${DURATION}s"
+printf "%-6s %-36s %12s %10s  %s\n" round route "req/s" "p99" errors
+for r in $(seq 1 "$ROUNDS"); do
+  read -r n_rps n_p99 n_err <<<"$(BENCH_KEY=$BENCH_KEY_UNLIMITED BENCH_KIND=new drive "http://127.0.0.1:$without_port/link/api/agent/link/new")"
+  read -r l_rps l_p99 l_err <<<"$(BENCH_KIND=new drive "http://127.0.0.1:$with_port/link/api/agent/link/new")"
+  printf "%-6s %-36s %12s %10s  %s\n" "$r" "GET link/new, no limiter" "$n_rps" "$n_p99" "$n_err"
+  printf "%-6s %-36s %12s %10s  %s\n" "$r" "GET link/new, limiter" "$l_rps" "$l_p99" "$l_err"
+  python3 -c 'import sys; n,l=map(float,sys.argv[1:]); print(f"       limiter cost per request: {(n/l-1)*100:+.1f} %")' "$n_rps" "$l_rps"
+  read -r c_rps c_p99 c_err <<<"$(BENCH_KIND=charge drive "http://127.0.0.1:$with_port/link/api/agent/link/charge")"
+  printf "%-6s %-36s %12s %10s  %s\n" "$r" "POST link/charge (1 XAF, COMPLETED)" "$c_rps" "$c_p99" "$c_err"
+done
+"$SIKA" admin check-ledger --db "sqlite://$TMP/limited/sika.db" | tail -1
