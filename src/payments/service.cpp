@@ -474,7 +474,22 @@ Error Service::wrong_otp(Transaction& tx, std::int64_t attempt, std::string_view
 
 // Instant: INITIATED -> PENDING -> COMPLETED with the wallet debit in one unit, or FAILED
 // (INSUFFICIENT_FUNDS, nothing debited) when the wallet does not cover required_total.
-Result<Transaction> Service::execute_wallet(const Transaction& original, std::string_view source) {
+Result<Transaction> Service::execute_preauthorized(Transaction tx, const WalletAuthorization& authorize,
+                                                   std::string_view source) {
+  if (tx.operation != kCollection || tx.channel != kChannelWallet || tx.needs_otp)
+    return reference_conflict("is not a WALLET collection the customer authorised beforehand");
+  if (tx.status == TxStatus::initiated && tx.expires_at <= now()) {
+    SIKA_TRY(move(tx, move_to(TxStatus::expired, source, "EXPIRED")));
+    return reference_conflict("has expired");
+  }
+  if (tx.status != TxStatus::initiated)
+    return reference_conflict("is " + std::string(to_string(tx.status)) +
+                              ": only an INITIATED collection can be executed");
+  return execute_wallet(tx, source, authorize);
+}
+
+Result<Transaction> Service::execute_wallet(const Transaction& original, std::string_view source,
+                                            const WalletAuthorization& authorize) {
   const std::int64_t at = now();
   Transaction tx;
   SIKA_TRY(write([&](store::Conn& c, ledger::Learned& learned) -> Status {
@@ -487,6 +502,7 @@ Result<Transaction> Service::execute_wallet(const Transaction& original, std::st
       if (!failed) return reference_conflict("was executed concurrently");
       return {};
     }
+    if (authorize) SIKA_TRY(authorize(c));
     Move submit = move_to(TxStatus::pending, source);
     submit.submitted_at = at;
     SIKA_ASSIGN_OR_RETURN(bool submitted, apply(c, tx, submit, learned));

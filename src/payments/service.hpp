@@ -139,6 +139,14 @@ class Service {
   Result<Transaction> collect_from_present_payer(const IntentRequest& request, const web::Principal& merchant,
                                                  std::optional<std::string> otp, std::string_view source,
                                                  const CreationStep& step);
+  // Executes an INITIATED `preauthorized` WALLET collection (no code). `authorize` runs inside
+  // the debit's write unit once the balance is known to cover required_total, before anything
+  // moves (e.g. taking a consent's budget); its error aborts the unit (nothing moves, the
+  // collection stays INITIATED) and is returned. A short balance FAILS the collection
+  // (INSUFFICIENT_FUNDS) without calling it. 409 when the collection is not such a one.
+  using WalletAuthorization = std::function<Status(store::Conn&)>;
+  Result<Transaction> execute_preauthorized(Transaction tx, const WalletAuthorization& authorize,
+                                            std::string_view source);
   // Moves an INITIATED collection to CANCELLED; 409 when it is in another status.
   Result<Transaction> cancel_collection(const Transaction& tx, std::string_view source, std::string_view reason);
   // The transaction as it is now: expired on the spot when overdue, and a PENDING PROVIDER
@@ -200,7 +208,8 @@ class Service {
                              Creation* creation = nullptr);
   Transaction draft(const IntentRequest& request, const IntentPlan& plan, const web::Principal& merchant) const;
   Result<Transaction> submit_payout(Transaction tx);
-  Result<Transaction> execute_wallet(const Transaction& tx, std::string_view source);
+  Result<Transaction> execute_wallet(const Transaction& tx, std::string_view source,
+                                     const WalletAuthorization& authorize = {});
   Result<Transaction> execute_provider(const Transaction& tx, PaymentOrder order, Connector& conn,
                                        std::string_view source);
   Status check_otp(const Transaction& tx, const PaymentOrder& order);

@@ -300,34 +300,28 @@ Result<payments::Transaction> Service::charge(const web::Principal& partner, std
                     bj::object{{"amount", "the payment (" + money::format(tx.required_total, tx.currency) +
                                               ", fee included) exceeds the consent's " +
                                               money::format(l.limits.per_payment, l.currency) + " per payment"}}));
-  std::optional<std::int64_t> window;
-  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-    SIKA_TRY(store::counter_isolation(c));
-    SIKA_ASSIGN_OR_RETURN(window, tables::take_budget(c, l.id, tx.required_total, at));
-    return {};
-  }));
-  if (!window) {
-    SIKA_ASSIGN_OR_RETURN(Link fresh, find(partner, apikey));
-    if (fresh.status != kActive) return refuse(not_active(fresh));
-    const std::int64_t left = std::max<std::int64_t>(0, fresh.limits.per_period - spent_at(fresh, at));
-    return refuse(bad_request("limit_exceeded",
-                              bj::object{{"amount", "the payment (" + money::format(tx.required_total, tx.currency) +
-                                                        ") exceeds what the consent leaves in this period: " +
-                                                        money::format(left, l.currency) + " of " +
-                                                        money::format(l.limits.per_period, l.currency) + " per " +
-                                                        period_text(l.limits.period_ms)}}));
-  }
-  auto done = payments_.execute_collection(tx, std::nullopt, "wallet-link");
-  if (!done || done->status != payments::TxStatus::completed) {
-    // Not paid (short balance, lost race): the period's budget goes back.
-    Status back = db_.write([&](store::Conn& c) -> Status {
-      SIKA_TRY(store::counter_isolation(c));
-      return tables::give_back(c, l.id, tx.required_total, *window);
-    });
-    if (!back)
-      spdlog::warn("wallet link {}: budget of {} not given back: {}", l.reference, tx.reference, back.error().code);
-  }
-  return done;
+  // The consent's budget is taken in the debit's own unit: both commit, or neither.
+  bool over = false;
+  auto done = payments_.execute_preauthorized(
+      tx,
+      [&](store::Conn& c) -> Status {
+        over = false;
+        SIKA_ASSIGN_OR_RETURN(auto window, tables::take_budget(c, l.id, tx.required_total, at));
+        if (window) return {};
+        over = true;
+        return conflict(bj::object{{"apikey", "the consent's budget is spent"}});
+      },
+      "wallet-link");
+  if (done || !over) return done;
+  SIKA_ASSIGN_OR_RETURN(Link fresh, find(partner, apikey));
+  if (fresh.status != kActive) return refuse(not_active(fresh));
+  const std::int64_t left = std::max<std::int64_t>(0, fresh.limits.per_period - spent_at(fresh, at));
+  return refuse(bad_request(
+      "limit_exceeded",
+      bj::object{{"amount", "the payment (" + money::format(tx.required_total, tx.currency) +
+                                ") exceeds what the consent leaves in this period: " + money::format(left, l.currency) +
+                                " of " + money::format(l.limits.per_period, l.currency) + " per " +
+                                period_text(l.limits.period_ms)}}));
 }
 
 Result<payments::Transaction> Service::payout(const web::Principal& partner, std::string_view apikey,

@@ -8,9 +8,10 @@
 //  - the link's apikey is derived from the server secret and a per-link random nonce, stored
 //    only as its keyed hash, and works only for its partner, while the link is ACTIVE;
 //  - a charge never exceeds the consent: per payment (fee included) and per period, the period's
-//    budget taken by ONE conditional UPDATE of the link's row before the wallet is debited, and
-//    given back when the payment does not complete; so concurrent charges on any number of
-//    nodes never spend past the limit;
+//    budget taken by ONE conditional UPDATE of the link's row inside the write unit that debits
+//    the wallet (payments::Service::execute_preauthorized), so the budget and the debit commit
+//    together or not at all, and concurrent charges on any number of nodes never spend past
+//    the limit;
 //  - charges and payouts are ordinary payments (create_collection / create_disbursement), so
 //    the ledger, the history, webhooks and the ledger check see them like any other;
 //  - another partner's link is 404; unlinking (by either side) emits `wallet_link.unlinked` to

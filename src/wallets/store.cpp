@@ -163,14 +163,6 @@ Result<std::optional<std::int64_t>> take_budget(store::Conn& c, std::int64_t id,
   return std::optional<std::int64_t>(row->i64(0));
 }
 
-Status give_back(store::Conn& c, std::int64_t id, std::int64_t amount, std::int64_t window_start) {
-  SIKA_TRY(
-      c.exec("UPDATE wlt_links SET period_spent = period_spent - ? "
-             "WHERE id = ? AND period_start = ? AND period_spent >= ?",
-             {amount, id, window_start, amount}));
-  return {};
-}
-
 Status insert_session(store::Conn& c, std::string_view token_hash, std::int64_t wallet_id, std::int64_t expires_at,
                       std::int64_t now) {
   SIKA_TRY(c.exec("INSERT INTO wlt_sessions (token_hash, wallet_id, expires_at, created_at) VALUES (?, ?, ?, ?)",

@@ -45,8 +45,6 @@ Result<bool> unlink(store::Conn& c, std::int64_t id, std::string_view by, std::i
 // the stored one has ended; ONE conditional UPDATE, so concurrent charges never spend past
 // period_limit. Returns the window's start, or nullopt when refused (not ACTIVE, or over).
 Result<std::optional<std::int64_t>> take_budget(store::Conn& c, std::int64_t id, std::int64_t amount, std::int64_t now);
-// Gives `amount` back to the window that started at `window_start` (nothing when it has changed).
-Status give_back(store::Conn& c, std::int64_t id, std::int64_t amount, std::int64_t window_start);
 
 // Wallet page sessions (only the token's hash is stored).
 Status insert_session(store::Conn& c, std::string_view token_hash, std::int64_t wallet_id, std::int64_t expires_at,

@@ -68,7 +68,9 @@ class WalletsTest : public payments::testing::PaymentsTest {
   Linked active(std::int64_t funds = 100'000, std::string phone = "690000042") {
     Linked l = linked(p1_, phone);
     const std::string msisdn = "237" + phone;
-    if (funds > 0) EXPECT_TRUE(service_->fund_wallet("sandbox", msisdn, "XAF", funds, "top-up").ok());
+    if (funds > 0) {
+      EXPECT_TRUE(service_->fund_wallet("sandbox", msisdn, "XAF", funds, "top-up").ok());
+    }
     auto c = wallets_->confirm(p1_, l.apikey, code_for(msisdn, l.link.reference));
     EXPECT_TRUE(c.ok()) << (c.ok() ? "" : bj::serialize(c.error().details));
     if (c.ok()) l.link = *c;
