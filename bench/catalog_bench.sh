@@ -26,15 +26,7 @@ end
 EOF
 
 # Prints "REQ_PER_SEC P99 ERRORS" for one wrk run.
-drive() {
-  local url=$1 out rps p99 errors
-  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$TMP/auth.lua" "$url")
-  echo "$out" >>"$TMP/wrk.txt"
-  rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
-  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-  errors=$(grep -E "Non-2xx|Socket errors" <<<"$out" | tr '\n' ' ' || true)
-  echo "$rps $p99 ${errors:-none}"
-}
+drive() { wrk_run "$1" "$TMP/auth.lua"; }
 
 run_backend() {
   local backend=$1 dsn=$2 port demo base token

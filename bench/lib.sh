@@ -47,3 +47,28 @@ req = urllib.request.Request(sys.argv[2] + "/oauth/v2/token", body, {"content-ty
 print(json.load(urllib.request.urlopen(req))["access_token"])
 PY
 }
+
+# wrk_run URL [LUA_SCRIPT]: one wrk run with THREADS, CONNECTIONS and DURATION (its output
+# appended to $TMP/wrk.txt); prints "REQ_PER_SEC P99 ERRORS".
+wrk_run() {
+  local url=$1 script=${2:-} out rps p99 errors
+  if [[ -n "$script" ]]; then
+    out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$script" "$url")
+  else
+    out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "$url")
+  fi
+  echo "$out" >>"$TMP/wrk.txt"
+  rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+  errors=$(grep -E "Non-2xx|Socket errors" <<<"$out" | tr '\n' ' ' || true)
+  echo "$rps $p99 ${errors:-none}"
+}
+
+# A Lua function uuid() (a random version-4 UUID) for wrk scripts that send a fresh key per request.
+LUA_UUID='local charset = "0123456789abcdef"
+local function uuid()
+  local t = {}
+  for i = 1, 32 do local r = math.random(1, 16); t[i] = charset:sub(r, r) end
+  local s = table.concat(t)
+  return s:sub(1, 8) .. "-" .. s:sub(9, 12) .. "-4" .. s:sub(14, 16) .. "-a" .. s:sub(18, 20) .. "-" .. s:sub(21, 32)
+end'

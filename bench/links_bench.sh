@@ -19,14 +19,7 @@ ROUNDS=${ROUNDS:-1}
 OPERATOR_DELAY_MS=${OPERATOR_DELAY_MS:-600000}
 source bench/lib.sh
 
-cat >"$TMP/pay.lua" <<'LUA'
-local charset = "0123456789abcdef"
-local function uuid()
-  local t = {}
-  for i = 1, 32 do local r = math.random(1, 16); t[i] = charset:sub(r, r) end
-  local s = table.concat(t)
-  return s:sub(1, 8) .. "-" .. s:sub(9, 12) .. "-4" .. s:sub(14, 16) .. "-a" .. s:sub(18, 20) .. "-" .. s:sub(21, 32)
-end
+{ echo "$LUA_UUID"; cat <<'LUA'
 function init(args)
   token = os.getenv("BENCH_TOKEN")
   kind = os.getenv("BENCH_KIND")
@@ -71,20 +64,9 @@ if os.getenv("BENCH_KIND") == "push" then
   end
 end
 LUA
+} >"$TMP/pay.lua"
 
-drive() {
-  local url=$1 script=$2 out rps p99 errors
-  if [[ -n "$script" ]]; then
-    out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$script" "$url")
-  else
-    out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "$url")
-  fi
-  echo "$out" >>"$TMP/wrk.txt"
-  rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
-  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-  errors=$(grep -E "Non-2xx|Socket errors" <<<"$out" | tr '\n' ' ' || true)
-  echo "$rps $p99 ${errors:-none}"
-}
+drive() { wrk_run "$@"; }
 
 port=$(free_port)
 demo="$TMP/demo.json"

@@ -17,14 +17,7 @@ ROUNDS=${ROUNDS:-1}
 source bench/lib.sh
 export SIKA_SECRET_KEY=bench-secret-key-0123456789abcdef0123
 
-cat >"$TMP/agent.lua" <<'LUA'
-local charset = "0123456789abcdef"
-local function uuid()
-  local t = {}
-  for i = 1, 32 do local r = math.random(1, 16); t[i] = charset:sub(r, r) end
-  local s = table.concat(t)
-  return s:sub(1, 8) .. "-" .. s:sub(9, 12) .. "-4" .. s:sub(14, 16) .. "-a" .. s:sub(18, 20) .. "-" .. s:sub(21, 32)
-end
+{ echo "$LUA_UUID"; cat <<'LUA'
 function init(args)
   key = os.getenv("BENCH_KEY")
   apikey = os.getenv("BENCH_APIKEY")
@@ -40,16 +33,9 @@ function request()
   return wrk.format("GET", wrk.path .. "?email=demo.wallet%40example.com&phone=690000100&phoneCountry=%2B237", headers)
 end
 LUA
+} >"$TMP/agent.lua"
 
-drive() {
-  local url=$1 out rps p99 errors
-  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$TMP/agent.lua" "$url")
-  echo "$out" >>"$TMP/wrk.txt"
-  rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
-  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-  errors=$(grep -E "Non-2xx|Socket errors" <<<"$out" | tr '\n' ' ' || true)
-  echo "$rps $p99 ${errors:-none}"
-}
+drive() { wrk_run "$1" "$TMP/agent.lua"; }
 
 # start NAME PER_HOUR: a server on its own database; prints its port.
 start() {

@@ -219,6 +219,13 @@ void build_routes(web::Router& r, Context& ctx) {
            "Charge a linked wallet within the consent's limits (WALLET collection, no code)"});
     r.add({Surface::link, "POST", "/api/agent/link/payout", wal(&Wal::link_payout), web::link_api_key(),
            "Pay out from the partner's balance into a linked wallet"});
+    r.add({Surface::link, "GET", "/",
+           [&ctx](web::Request& req) {
+             return web::ok(
+                 req, boost::json::object{{"name", "Sika wallet link API"},
+                                          {"openapi_url", ctx.config.surface_url(Surface::link) + "/openapi.json"}});
+           },
+           web::open_access(), "What the link API is, and where its OpenAPI document is"});
     r.add({Surface::link, "GET", "/openapi.json",
            [&ctx](web::Request&) {
              boost::json::value doc = boost::json::parse(openapi_link_document());

@@ -45,7 +45,7 @@ enum class SandboxScenario {
 // The scenario a number triggers (see above).
 SandboxScenario sandbox_scenario(std::string_view msisdn);
 
-// True iff the sandbox sends its fixed one-time code (payments.sandbox_otp) to this number: the
+// True iff this number's one-time codes are the sandbox's fixed code (payments.sandbox_otp): the
 // magic numbers above and the demo world's numbers (demo.json, `sandbox.msisdn` and
 // `sandbox.wallets`). Every other number gets a random code, read from the notifier's outbox.
 bool sandbox_fixed_code(std::string_view msisdn);

@@ -316,7 +316,7 @@ Result<Transaction> Service::create(const IntentRequest& request, const web::Pri
     creation->submitted = created && submit;
   }
   if (created && !collection && tx.channel == kChannelProvider) return submit_payout(std::move(tx));
-  if (created && collection && tx.channel == kChannelWallet && tx.needs_otp) {
+  if (created && collection && tx.channel == kChannelWallet && tx.needs_otp && !fixed_sandbox_code(tx)) {
     // The intent stands even when the code could not be sent: executing it without a code sends
     // it again (and answers why it could not).
     if (Status sent = send_wallet_code(tx); !sent)
@@ -349,15 +349,21 @@ Result<Transaction> Service::collect_from_present_payer(const IntentRequest& req
 // The purpose of the WALLET channel's one-time codes (one challenge per transaction reference).
 constexpr std::string_view kWalletCodePurpose = "wallet_collection";
 
-// Sends (or resends) the one-time code of a WALLET collection to the customer's phone. The sandbox
-// sends its fixed code to its magic and demo numbers only (sandbox_fixed_code).
+// The sandbox's magic and demo numbers are simulated customers: their WALLET code is the fixed
+// sandbox code, compared directly (and limited by the transaction's attempt count), and nothing
+// is sent to them, so load and crash tests on the demo wallets are not held by the per-number
+// send limits. Every other number gets a code from the OTP service.
+bool Service::fixed_sandbox_code(const Transaction& tx) const {
+  return tx.environment == "sandbox" && sandbox_fixed_code(tx.customer_wallet);
+}
+
+// Sends (or resends) the one-time code of a WALLET collection to the customer's phone.
 Status Service::send_wallet_code(const Transaction& tx) {
   if (!options_.otp) return unavailable(bj::string("wallet one-time codes are not configured"));
   otp::IssueRequest r;
   r.purpose = std::string(kWalletCodePurpose);
   r.subject = tx.reference;
   r.destination = "+" + tx.customer_wallet;
-  r.sandbox_code = tx.environment == "sandbox" && sandbox_fixed_code(tx.customer_wallet);
   r.context = money::format(tx.required_total, tx.currency) + ", " + tx.merchant + ", " + tx.reference;
   auto issued = options_.otp->issue(r);
   if (!issued) return issued.take_error();
@@ -377,9 +383,9 @@ Result<Transaction> Service::submit_payout(Transaction tx) {
 
 // ---- execution --------------------------------------------------------------------------------
 
-Result<Transaction> Service::execute_collection(Transaction tx, std::optional<std::string> otp,
-                                                std::string_view source) {
-  if (tx.operation != kCollection) return reference_conflict("is a disbursement; payouts are submitted at intent");
+// Ok when `tx` may be executed now: INITIATED and not overdue (an overdue one is expired on the
+// spot); 409 otherwise.
+Status Service::executable(const Transaction& tx, std::string_view source) {
   if (tx.status == TxStatus::initiated && tx.expires_at <= now()) {
     SIKA_TRY(move(tx, move_to(TxStatus::expired, source, "EXPIRED")));
     return reference_conflict("has expired");
@@ -387,8 +393,15 @@ Result<Transaction> Service::execute_collection(Transaction tx, std::optional<st
   if (tx.status != TxStatus::initiated)
     return reference_conflict("is " + std::string(to_string(tx.status)) +
                               ": only an INITIATED collection can be executed");
+  return {};
+}
+
+Result<Transaction> Service::execute_collection(Transaction tx, std::optional<std::string> otp,
+                                                std::string_view source) {
+  if (tx.operation != kCollection) return reference_conflict("is a disbursement; payouts are submitted at intent");
+  SIKA_TRY(executable(tx, source));
   if (tx.needs_otp) {
-    if ((!otp || otp->empty()) && tx.channel == kChannelWallet) {
+    if ((!otp || otp->empty()) && tx.channel == kChannelWallet && !fixed_sandbox_code(tx)) {
       // Asking without the code sends it (again) to the customer, within the resend limits.
       SIKA_TRY(send_wallet_code(tx));
       return empty_data(bj::object{{"otp", "is required: a code was sent to the customer's phone"}});
@@ -412,8 +425,10 @@ Result<Transaction> Service::execute_collection(Transaction tx, std::optional<st
 }
 
 // The one-time code check. A WALLET code is issued by the platform's OTP service (the code of
-// this transaction's challenge); an operator's code is checked by its connector when it can tell.
+// this transaction's challenge), except the sandbox's fixed code for its magic and demo numbers;
+// an operator's code is checked by its connector when it can tell.
 Status Service::check_otp(const Transaction& tx, const PaymentOrder& order) {
+  if (tx.channel == kChannelWallet && fixed_sandbox_code(tx)) return sandbox_->check_otp(order);
   if (tx.channel == kChannelWallet) {
     if (!options_.otp) return unavailable(bj::string("wallet one-time codes are not configured"));
     SIKA_ASSIGN_OR_RETURN(otp::Verification v,
@@ -478,13 +493,7 @@ Result<Transaction> Service::execute_preauthorized(Transaction tx, const WalletA
                                                    std::string_view source) {
   if (tx.operation != kCollection || tx.channel != kChannelWallet || tx.needs_otp)
     return reference_conflict("is not a WALLET collection the customer authorised beforehand");
-  if (tx.status == TxStatus::initiated && tx.expires_at <= now()) {
-    SIKA_TRY(move(tx, move_to(TxStatus::expired, source, "EXPIRED")));
-    return reference_conflict("has expired");
-  }
-  if (tx.status != TxStatus::initiated)
-    return reference_conflict("is " + std::string(to_string(tx.status)) +
-                              ": only an INITIATED collection can be executed");
+  SIKA_TRY(executable(tx, source));
   return execute_wallet(tx, source, authorize);
 }
 

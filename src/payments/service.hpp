@@ -212,8 +212,10 @@ class Service {
                                      const WalletAuthorization& authorize = {});
   Result<Transaction> execute_provider(const Transaction& tx, PaymentOrder order, Connector& conn,
                                        std::string_view source);
+  Status executable(const Transaction& tx, std::string_view source);
   Status check_otp(const Transaction& tx, const PaymentOrder& order);
   Status send_wallet_code(const Transaction& tx);
+  bool fixed_sandbox_code(const Transaction& tx) const;
   Result<std::int64_t> take_otp_attempt(Transaction& tx, std::string_view source);
   Error wrong_otp(Transaction& tx, std::int64_t attempt, std::string_view source);
   Result<Moved> move(const Transaction& tx, const Move& move);

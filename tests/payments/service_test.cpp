@@ -504,8 +504,12 @@ TEST_P(PaymentsTest, WalletCodesAreRandomExceptForTheSandboxMagicNumbers) {
     body["channel"] = "WALLET";
     return std::string(create_ok(p, body).at("transaction_reference").as_string());
   };
+  // A demo number: the fixed sandbox code, nothing sent.
   const std::string demo_ref = wallet_intent("237690000100");
-  EXPECT_EQ(wallet_code("237690000100", demo_ref), "123456");
+  EXPECT_EQ(wallet_code("237690000100", demo_ref), "");
+  auto [s0, e0] = call(&Service::execute, p, bj::object{{"transaction_reference", demo_ref}, {"otp", "123456"}});
+  ASSERT_EQ(s0, 200) << bj::serialize(e0);
+  EXPECT_EQ(e0.at("data").at("status"), "COMPLETED");
   const std::string ref = wallet_intent("237690000040");
   const std::string code = wallet_code("237690000040", ref);
   ASSERT_EQ(code.size(), 6u);
@@ -526,6 +530,7 @@ TEST_P(PaymentsTest, WalletCodesAreRandomExceptForTheSandboxMagicNumbers) {
   ASSERT_EQ(s3, 200) << bj::serialize(e3);
   EXPECT_EQ(e3.at("data").at("status"), "COMPLETED");
   EXPECT_EQ(balance(ledger::customer_wallet("237690000040", "sandbox", "XAF")), 9000);
+  EXPECT_EQ(balance(ledger::customer_wallet("237690000100", "sandbox", "XAF")), 9000);
   expect_ledger_clean();
 }
 
