@@ -402,9 +402,12 @@ Result<Transaction> Service::execute_collection(Transaction tx, std::optional<st
   SIKA_TRY(executable(tx, source));
   if (tx.needs_otp) {
     if ((!otp || otp->empty()) && tx.channel == kChannelWallet && !fixed_sandbox_code(tx)) {
-      // Asking without the code sends it (again) to the customer, within the resend limits.
-      SIKA_TRY(send_wallet_code(tx));
-      return empty_data(bj::object{{"otp", "is required: a code was sent to the customer's phone"}});
+      // Asking without the code sends it (again) to the customer, within the resend limits; a
+      // code sent moments ago (the intent's own) is the one to type.
+      Status sent = send_wallet_code(tx);
+      if (!sent && !sent.error().is(ErrorKind::rate_limited)) return sent.take_error();
+      return empty_data(bj::object{{"otp", sent ? "is required: a code was sent to the customer's phone"
+                                                : "is required: type the code already sent to the customer's phone"}});
     }
     if (!otp || otp->empty()) return empty_data(bj::object{{"otp", "is required by this service"}});
     bool digits = otp->size() >= 4 && otp->size() <= 8 &&
