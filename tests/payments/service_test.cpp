@@ -534,6 +534,57 @@ TEST_P(PaymentsTest, WalletCodesAreRandomExceptForTheSandboxMagicNumbers) {
   expect_ledger_clean();
 }
 
+// A preauthorized WALLET collection (a wallet link's charge) needs no code; the caller's step runs
+// in the debit's unit only when the balance covers the payment, and its refusal moves nothing.
+TEST_P(PaymentsTest, PreauthorizedWalletCollectionsRunTheCallersStepInTheDebitUnit) {
+  auto p = principal(m1_);
+  ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000050", "XAF", 3000, "top-up").ok());
+  auto request = [&](std::int64_t amount) {
+    IntentRequest r;
+    r.amount = amount;
+    r.currency = "XAF";
+    r.transaction_uuid = uuid_v4();
+    r.provider = "SIKA_WALLET_CMR";
+    r.channel = "WALLET";
+    r.customer_wallet = "237690000050";
+    r.preauthorized = true;
+    return r;
+  };
+  auto tx = service_->create_collection(request(1000), p);
+  ASSERT_TRUE(tx.ok());
+  EXPECT_FALSE(tx->needs_otp);
+  EXPECT_EQ(tx->confirmation_method, "CONSENT");
+  EXPECT_EQ(wallet_code("237690000050", tx->reference), "");  // nothing sent
+  int calls = 0;
+  auto refused = service_->execute_preauthorized(
+      *tx, [&](store::Conn&) -> Status { return ++calls, conflict(bj::string("budget spent")); }, "test");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::conflict);
+  EXPECT_EQ(status_of(p, tx->reference).at("status"), "INITIATED");
+  EXPECT_EQ(balance(ledger::customer_wallet("237690000050", "sandbox", "XAF")), 3000);
+  auto paid = service_->execute_preauthorized(
+      *tx, [&](store::Conn&) -> Status { return ++calls, Status{}; }, "test");
+  ASSERT_TRUE(paid.ok());
+  EXPECT_EQ(paid->status, TxStatus::completed);
+  EXPECT_EQ(balance(ledger::customer_wallet("237690000050", "sandbox", "XAF")), 2000);
+  // Short balance: FAILED without the step.
+  calls = 0;
+  auto big = service_->create_collection(request(5000), p);
+  ASSERT_TRUE(big.ok());
+  auto short_of = service_->execute_preauthorized(
+      *big, [&](store::Conn&) -> Status { return ++calls, Status{}; }, "test");
+  ASSERT_TRUE(short_of.ok());
+  EXPECT_EQ(short_of->status, TxStatus::failed);
+  EXPECT_EQ(calls, 0);
+  // An ordinary WALLET collection (code needed) is refused here.
+  auto body = intent_body("237690000050", 500, "SIKA_WALLET_CMR");
+  body["channel"] = "WALLET";
+  auto plain = service_->find(p, std::string(create_ok(p, body).at("transaction_reference").as_string()), kCollection);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(service_->execute_preauthorized(*plain, {}, "test").error().kind, ErrorKind::conflict);
+  expect_ledger_clean();
+}
+
 TEST_P(PaymentsTest, AutoUsesTheWalletWhenItCoversThePriceElseTheOperator) {
   auto p = principal(m1_);
   ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000030", "XAF", 5000, "top-up").ok());
