@@ -247,7 +247,9 @@ web::Response Service::page_submit(web::Request& req) {
   };
   // Sign-in and its codes are counted per address across nodes.
   if (options_.limiter) {
-    auto d = options_.limiter->hit("wallet-page:ip:" + req.remote_ip, limits::Policy{.limit = 30, .window_ms = 60'000});
+    auto d = options_.limiter->hit(
+        "wallet-page:ip:" + req.remote_ip,
+        limits::Policy{.limit = 30, .window_ms = 60'000, .name = "wallet_page_sign_ins_per_address"});
     if (d && !d->allowed) return message_page(429, t.too_many);
   }
   const std::string environment = options_.page_environment;

@@ -41,7 +41,8 @@ struct Options {
   Limits default_limits{50'000, 200'000, 86'400'000};
   // Requests per client address on /api/agent, shared by every node; no limiter: none.
   limits::Limiter* limiter = nullptr;
-  limits::Policy per_address{.limit = 600, .window_ms = 3'600'000, .block_ms = 900'000, .block_after = 60};
+  limits::Policy per_address{
+      .limit = 600, .window_ms = 3'600'000, .block_ms = 900'000, .block_after = 60, .name = "link_api_per_address"};
   std::string page_environment = "sandbox";      // the wallets the page signs in to
   std::int64_t session_ttl_ms = 30 * 60 * 1000;  // a signed-in page session
   bool secure_cookies = true;                    // Secure attribute on the page's session cookie
