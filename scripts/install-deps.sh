@@ -9,7 +9,7 @@ want_test=0
 packages=(build-essential cmake ninja-build ccache pkg-config git
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libssl-dev libsqlite3-dev libpq-dev libsodium-dev libspdlog-dev libcli11-dev libtomlplusplus-dev
-  libqrencode-dev zlib1g-dev
+  libqrencode-dev zlib1g-dev libhowardhinnant-date-dev tzdata
   libgtest-dev libgmock-dev libbenchmark-dev ca-certificates sqlite3 jq curl)
 if (( want_test )); then
   packages+=(postgresql postgresql-client chromium wrk python3 procps clang-format clang libclang-rt-14-dev)
