@@ -157,6 +157,12 @@ const std::vector<KeySpec> kKeys = {
     {"links.page_views_per_address_per_minute", "120", K::integer,
      "payment-link page views (form and status page) one client address may make per minute, counted by each "
      "node (0: unlimited)"},
+    {"billing.time_zone", "Africa/Douala", K::string,
+     "IANA time zone of a subscription whose subscribe request names none (its cycles fall on that zone's dates)"},
+    {"billing.retry_days", "1,3,5,7", K::string,
+     "dunning: days after a cycle's first failure when it is asked for again (increasing, 1 to 60); then SUSPENDED"},
+    {"billing.settle_interval_ms", "1000", K::integer,
+     "how often ended collections are applied to their subscription payments (ms)"},
     {"catalog.refresh_ms", "2000", K::integer,
      "how often a node polls catalog_version; another node's catalog change is visible within this (ms)"},
 };

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "billing/service.hpp"
 #include "catalog/service.hpp"
 #include "core/crypto.hpp"
 #include "core/random.hpp"
@@ -233,6 +234,24 @@ Status build_services(Context& ctx) {
     o.retry_max_ms = std::max(o.retry_base_ms, c.get_int("jobs.retry_max_ms"));
     ctx.jobs = std::make_unique<store::JobRunner>(*ctx.db, std::move(o));
   }
+  {
+    // Billing: subscriptions collect through links (consent) and payments; its cycles are jobs.
+    const Config& c = ctx.config;
+    billing::Options o;
+    o.default_time_zone = c.get_string("billing.time_zone");
+    if (!billing::known_time_zone(o.default_time_zone))
+      return make_error(ErrorKind::invalid, "bad_config",
+                        boost::json::string("billing.time_zone: not a zone of the IANA database"));
+    auto retries = billing::RetrySchedule::parse(c.get_string("billing.retry_days"));
+    if (!retries)
+      return make_error(ErrorKind::invalid, "bad_config",
+                        boost::json::string("billing.retry_days: increasing day counts from 1 to 60, e.g. 1,3,5,7"));
+    o.retries = *retries;
+    o.settle_interval_ms = std::max<std::int64_t>(10, c.get_int("billing.settle_interval_ms"));
+    ctx.billing =
+        std::make_unique<billing::Service>(*ctx.db, *ctx.payments, *ctx.links, ctx.notifier.get(), std::move(o));
+    ctx.billing->register_jobs(*ctx.jobs);
+  }
   return {};
 }
 
@@ -242,11 +261,13 @@ void start_workers(Context& ctx) {
   if (ctx.catalog) ctx.catalog->start();
   if (ctx.webhooks && ctx.config.get_bool("webhooks.enabled")) ctx.webhooks->start();
   if (ctx.payments && ctx.config.get_bool("payments.enabled")) ctx.payments->start();
+  if (ctx.billing && ctx.config.get_bool("payments.enabled")) ctx.billing->start();
   if (ctx.jobs) ctx.jobs->start();  // no threads until a component registers a queue
 }
 
 void stop_workers(Context& ctx) {
   if (ctx.jobs) ctx.jobs->stop();
+  if (ctx.billing) ctx.billing->stop();
   if (ctx.payments) ctx.payments->stop();
   if (ctx.webhooks) ctx.webhooks->stop();
   if (ctx.identity) ctx.identity->stop();

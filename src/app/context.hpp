@@ -25,6 +25,9 @@ class Service;
 namespace sika::links {
 class Service;
 }
+namespace sika::billing {
+class Service;
+}
 namespace sika::webhooks {
 class Service;
 }
@@ -57,6 +60,7 @@ struct Context {
   std::unique_ptr<payments::Service> payments;
   std::unique_ptr<links::Service> links;      // needs payments (built with it)
   std::unique_ptr<wallets::Service> wallets;  // needs payments, otp and the notifier
+  std::unique_ptr<billing::Service> billing;  // subscriptions: needs payments, links, notifier and jobs
   std::unique_ptr<webhooks::Service> webhooks;
   // Runs the leased jobs of every queue a component registered (jobs->handle) before start_workers.
   std::unique_ptr<store::JobRunner> jobs;

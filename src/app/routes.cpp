@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 
 #include "app/metrics.hpp"
+#include "billing/service.hpp"
 #include "catalog/service.hpp"
 #include "core/json.hpp"
 #include "identity/service.hpp"
@@ -238,6 +239,31 @@ void build_routes(web::Router& r, Context& ctx) {
            "The user's wallet page (fr/en): sign-in by phone and code, balance, history, links"});
     r.add({Surface::checkout, "POST", "/wallet", wal(&Wal::page_submit), web::open_access(),
            "Wallet page forms: send / verify the sign-in code, unlink a partner, sign out"});
+  }
+
+  // ---- subscriptions (billing) -----------------------------------------------------------
+  if (ctx.billing) {
+    using Bil = billing::Service;
+    auto bil = [svc = ctx.billing.get()](web::Response (Bil::*method)(web::Request&)) -> web::Handler {
+      return [svc, method](web::Request& q) { return (svc->*method)(q); };
+    };
+    const std::string base = "/merchand/billing";
+    r.add({Surface::gateway, "POST", base + "/subscribe", bil(&Bil::subscribe), web::bearer("payments"),
+           "Subscribe a customer (idempotent on X-Idempotency-Key); the first cycle is paid through a link"});
+    r.add({Surface::gateway, "GET", base + "/subscriptions", bil(&Bil::list), web::bearer("payments"),
+           "List the merchant's subscriptions (filters: status, customer_email; page, limit)"});
+    r.add({Surface::gateway, "GET", base + "/subscriptions/detail/{reference}", bil(&Bil::detail),
+           web::bearer("payments"), "Read a subscription with its latest payments (for=merchant|desc)"});
+    r.add({Surface::gateway, "POST", base + "/subscriptions/cancel/{reference}", bil(&Bil::cancel),
+           web::bearer("payments"), "Cancel a subscription now or at its period's end"});
+    r.add({Surface::gateway, "POST", base + "/subscriptions/suspend/{reference}", bil(&Bil::suspend),
+           web::bearer("payments"), "Suspend an active subscription"});
+    r.add({Surface::gateway, "POST", base + "/subscriptions/reactivate/{reference}", bil(&Bil::reactivate),
+           web::bearer("payments"), "Reactivate a suspended subscription (overdue cycles are asked for first)"});
+    r.add({Surface::gateway, "GET", base + "/subscriptions/payments/{reference}", bil(&Bil::payments),
+           web::bearer("payments"), "List a subscription's payments, newest cycle first (page, limit)"});
+    r.add({Surface::gateway, "POST", base + "/subscriptions/test-clock/{reference}", bil(&Bil::advance_clock),
+           web::bearer("payments"), "Sandbox: move a subscription's clock forward and bill what falls due"});
   }
 
   // ---- webhooks ----------------------------------------------------------------------------

@@ -21,6 +21,14 @@ std::string sha256(std::string_view data) {
   return out;
 }
 
+std::string uuid_from_name(std::string_view name) {
+  std::string b = sha256(name).substr(0, 16);
+  b[6] = static_cast<char>((b[6] & 0x0F) | 0x50);  // version 5 layout (name-based, SHA)
+  b[8] = static_cast<char>((b[8] & 0x3F) | 0x80);
+  std::string h = hex_encode(b);
+  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20, 12);
+}
+
 std::string hmac_sha256(std::string_view key, std::string_view data) {
   std::string out(EVP_MAX_MD_SIZE, '\0');
   unsigned int len = 0;

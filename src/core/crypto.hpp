@@ -10,6 +10,10 @@ namespace sika::crypto {
 std::string sha256(std::string_view data);                             // raw 32 bytes
 std::string hmac_sha256(std::string_view key, std::string_view data);  // raw 32 bytes
 
+// A UUID derived from `name` (SHA-256, laid out as version 5, variant 1): the same name always
+// gives the same UUID, so a collection keyed by it is created once however often it is asked for.
+std::string uuid_from_name(std::string_view name);
+
 // Keyed hash of a random secret under `pepper` (hex string, 64 chars).
 std::string secret_hash(std::string_view pepper, std::string_view secret);
 // Returns true iff hash == secret_hash(pepper, secret), in constant time.

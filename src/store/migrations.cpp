@@ -19,6 +19,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0011Jobs,
       migrations::k0012PaymentLinks,
       migrations::k0014Wallets,
+      migrations::k0015Billing,
       migrations::k0017JobsDeadIndex,
       migrations::k0018CatalogOtpHelper,
   };

@@ -1,0 +1,721 @@
+// Subscription operations, the billing engine (charge, retry, settle) and the gateway handlers.
+#include "billing/service.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/json.hpp>
+
+#include "core/crypto.hpp"
+#include "core/money.hpp"
+#include "core/random.hpp"
+#include "core/time.hpp"
+#include "merchant/merchant.hpp"
+#include "store/outbox.hpp"
+#include "web/envelope.hpp"
+
+namespace sika::billing {
+
+namespace bj = boost::json;
+
+namespace {
+
+constexpr std::int64_t kDayMs = 86'400'000;
+constexpr int kLatestPayments = 10;
+// The test clock bills at most this many cycles and retries per call (ten years of a daily plan
+// would otherwise hold the request for a long time); the rest follows through the jobs.
+constexpr int kMaxCatchUp = 400;
+
+Error subscription_not_found() { return not_found(bj::object{{"reference", "no such subscription"}}); }
+
+bool is_transient(const Error& e) {
+  return e.is(ErrorKind::retryable) || e.is(ErrorKind::unavailable) || e.is(ErrorKind::internal) ||
+         e.is(ErrorKind::upstream_failed) || e.is(ErrorKind::upstream_timeout);
+}
+
+std::string amount_text(const Subscription& s) { return money::format(s.amount, s.currency); }
+
+std::string label(const Subscription& s) {
+  return s.description.empty() ? "subscription " + s.reference : s.description;
+}
+
+}  // namespace
+
+Service::Service(store::Db& db, payments::Service& payments, links::Service& links, notify::Notifier* notifier,
+                 Options options)
+    : db_(db), payments_(payments), links_(links), notifier_(notifier), options_(std::move(options)) {}
+
+Service::~Service() { stop(); }
+
+std::int64_t Service::now() const { return options_.clock ? options_.clock() : now_ms(); }
+
+void Service::wake_jobs() {
+  if (jobs_) jobs_->wake();
+}
+
+Result<web::Principal> Service::merchant_of(const Subscription& s) {
+  std::optional<merchant::Merchant> m;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_id(c, s.merchant_id));
+    return {};
+  }));
+  if (!m || !m->active) return unavailable(bj::object{{"merchant", "the subscription's merchant is not active"}});
+  web::Principal p;
+  p.subject = "subscription:" + s.reference;
+  p.merchant = m->matricule;
+  p.merchant_id = m->id;
+  p.user_tier = s.user_tier;
+  p.countries = m->countries;
+  p.environment = s.environment;
+  p.scopes = {"payments"};
+  return p;
+}
+
+// ---- merchant side ----------------------------------------------------------------------------
+
+Result<Service::Created> Service::create(const web::Principal& merchant, NewSubscription n, json::FieldErrors errors) {
+  if (merchant.merchant_id == 0) return forbidden(bj::string("this credential is not bound to a merchant"));
+  SIKA_TRY(errors.status());
+  const std::string zone = n.time_zone.value_or(options_.default_time_zone);
+  auto replay = [&](const Subscription& found) -> Result<Created> {
+    if (found.request_hash != n.request_hash)
+      return conflict(bj::object{{"idempotency_key", "was used with a different request"}});
+    Created out;
+    out.subscription = found;
+    out.replayed = true;
+    SIKA_ASSIGN_OR_RETURN(auto page, list_payments(found, kLatestPayments, 0));
+    out.payments = std::move(page.first);
+    return out;
+  };
+  if (n.idempotency_key) {
+    std::optional<Subscription> found;
+    SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(
+          found, tables::by_idempotency_key(c, merchant.merchant_id, merchant.environment, *n.idempotency_key));
+      return {};
+    }));
+    if (found) return replay(*found);
+  }
+
+  Subscription s;
+  s.reference = random_reference("SUB-", 16);
+  s.uuid = uuid_v4();
+  s.merchant_id = merchant.merchant_id;
+  s.merchant = merchant.merchant;
+  s.environment = merchant.environment;
+  s.user_tier = merchant.user_tier;
+  s.idempotency_key = n.idempotency_key;
+  s.request_hash = n.request_hash;
+  s.customer_email = n.customer_email;
+  s.customer_phone = n.customer_phone;
+  s.amount = n.amount;
+  s.currency = n.currency;
+  s.frequency = n.frequency;
+  s.time_zone = zone;
+  s.description = n.description;
+  s.metadata = n.metadata;
+  s.status = std::string(kActive);
+  s.end_at = n.end_at;
+  s.max_cycles = n.max_cycles;
+  s.anchor_at = s.subscribed_at = s.created_at = s.updated_at = now();
+  s.next_cycle = 1;
+  SIKA_ASSIGN_OR_RETURN(std::int64_t next_due, due_at(s.anchor_at, zone, s.frequency, 1));
+  s.next_payment_at = next_due;
+
+  // The consent: a single-use link for the first cycle. Creating it also checks that the
+  // currency is one this merchant may collect in (400 naming currency otherwise).
+  links::NewLink ln;
+  ln.amount = n.amount;
+  ln.currency = n.currency;
+  ln.max_usage = 1;
+  ln.title = "Subscription " + s.reference;
+  ln.description = n.description.empty()
+                       ? std::string("First payment of a ") + std::string(to_string(n.frequency)) + " subscription"
+                       : n.description;
+  ln.metadata = bj::serialize(bj::object{{"subscription_reference", s.reference}});
+  SIKA_ASSIGN_OR_RETURN(links::Link link, links_.create_link(merchant, ln));
+
+  Payment first;
+  first.reference = random_reference("SPY-", 16);
+  first.cycle = 0;
+  first.amount = s.amount;
+  first.currency = s.currency;
+  first.status = std::string(kPayPending);
+  first.due_at = s.anchor_at;
+  first.payment_link_reference = link.reference;
+  first.created_at = first.updated_at = s.created_at;
+
+  std::optional<Subscription> existing;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    existing.reset();
+    SIKA_ASSIGN_OR_RETURN(auto id, tables::insert_subscription(c, s));
+    if (!id) {
+      // The same idempotency key committed first on another request.
+      SIKA_ASSIGN_OR_RETURN(existing, tables::by_idempotency_key(c, merchant.merchant_id, merchant.environment,
+                                                                 s.idempotency_key.value_or("")));
+      if (!existing) return retryable(bj::object{{"idempotency_key", "a subscription with this key is being created"}});
+      return {};
+    }
+    s.id = *id;
+    first.subscription_id = *id;
+    SIKA_ASSIGN_OR_RETURN(auto pid, tables::insert_payment(c, first));
+    first.id = pid.value_or(0);
+    SIKA_TRY(store::append_event(c, s.merchant_id, kEventCreated, s.reference, event_payload(s, &first), s.created_at));
+    return {};
+  }));
+  if (existing) {
+    (void)links_.set_status(merchant, link.reference, links::kDisabled);  // the link nobody will use
+    return replay(*existing);
+  }
+  Created out;
+  out.subscription = s;
+  out.payments = {first};
+  out.payment_url = links_.payment_url(link);
+  remind(s, first, "billing:consent",
+         "Please approve your subscription (" + label(s) + ", " + amount_text(s) + " " +
+             std::string(to_string(s.frequency)) + "): pay the first " + amount_text(s) + " at " + out.payment_url);
+  return out;
+}
+
+Result<Subscription> Service::find(const web::Principal& merchant, std::string_view reference) {
+  std::optional<Subscription> found;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(found, tables::by_reference(c, merchant.merchant_id, merchant.environment, reference));
+    return {};
+  }));
+  if (!found) return subscription_not_found();
+  return std::move(*found);
+}
+
+Result<std::pair<std::vector<Subscription>, std::int64_t>> Service::list_subscriptions(
+    const web::Principal& merchant, const tables::ListFilter& filter) {
+  std::pair<std::vector<Subscription>, std::int64_t> out;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(out, tables::list(c, merchant.merchant_id, merchant.environment, filter));
+    return {};
+  }));
+  return out;
+}
+
+Result<std::pair<std::vector<Payment>, std::int64_t>> Service::list_payments(const Subscription& s, std::int64_t limit,
+                                                                             std::int64_t offset) {
+  std::pair<std::vector<Payment>, std::int64_t> out;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(out, tables::payments_of(c, s.id, limit, offset));
+    return {};
+  }));
+  return out;
+}
+
+Result<bool> Service::move(store::Conn& c, const Subscription& s, Move m, const std::optional<std::string>& reason,
+                           std::int64_t at) {
+  auto to = next_status(s.status, m);
+  if (!to) return false;
+  SIKA_ASSIGN_OR_RETURN(bool moved, tables::move_status(c, s.id, s.status, m, *to, reason, at));
+  if (!moved) return false;
+  if (*to == kCancelled || *to == kExpired) SIKA_TRY(tables::cancel_open_payments(c, s.id, at));
+  SIKA_ASSIGN_OR_RETURN(auto after, tables::by_id(c, s.id));
+  if (!after) return internal_error(bj::string("subscription vanished inside its unit"));
+  SIKA_TRY(store::append_event(c, s.merchant_id, event_type(m), s.reference, event_payload(*after, nullptr), at));
+  return true;
+}
+
+Status Service::enqueue_charge(store::Conn& c, const Subscription& s, std::int64_t cycle, std::int64_t epoch,
+                               std::int64_t at) {
+  SIKA_ASSIGN_OR_RETURN(std::int64_t due, due_at(s.anchor_at, s.time_zone, s.frequency, cycle));
+  store::NewJob job;
+  job.queue = std::string(kChargeQueue);
+  job.key = s.reference + ":" + std::to_string(cycle) + ":e" + std::to_string(epoch);
+  job.payload = bj::serialize(bj::object{{"subscription_id", s.id}, {"cycle", cycle}, {"epoch", epoch}});
+  job.run_at = due - s.clock_offset_ms;  // the subscription's clock may run ahead (sandbox test clock)
+  SIKA_TRY(store::enqueue(c, job, at));
+  return {};
+}
+
+Result<Subscription> Service::apply(const web::Principal& merchant, std::string_view reference, Move m,
+                                    const MoveRequest& request) {
+  SIKA_ASSIGN_OR_RETURN(Subscription s, find(merchant, reference));
+  if (request.uuid && *request.uuid != s.uuid)
+    return empty_data(bj::object{{"uuid", "is not the uuid of this subscription"}});
+  const std::int64_t at = now();
+  std::vector<Payment> overdue;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    overdue.clear();
+    SIKA_ASSIGN_OR_RETURN(auto current, tables::by_id(c, s.id));
+    if (!current) return subscription_not_found();
+    if (m == Move::cancel && request.at_period_end) {
+      SIKA_ASSIGN_OR_RETURN(bool marked, tables::cancel_at_period_end(c, s.id, request.reason, at));
+      if (!marked)
+        return conflict(
+            bj::object{{"status", current->cancel_at_period_end
+                                      ? std::string("the subscription is already set to end at its period's end")
+                                      : "a " + current->status + " subscription cannot be cancelled at period end"}});
+      return {};
+    }
+    SIKA_ASSIGN_OR_RETURN(bool moved, move(c, *current, m, request.reason, at));
+    if (!moved)
+      return conflict(bj::object{{"status", "a " + current->status + " subscription cannot be " +
+                                                (m == Move::cancel    ? std::string("cancelled")
+                                                 : m == Move::suspend ? std::string("suspended")
+                                                                      : std::string("reactivated"))}});
+    if (m != Move::reactivate) return {};
+    // Reactivation collects what is overdue first: its failed cycles are asked for again at
+    // once, then billing resumes with the next cycle (due now when it fell due meanwhile).
+    SIKA_ASSIGN_OR_RETURN(auto failed, tables::failed_payments(c, s.id));
+    for (auto& p : failed) {
+      SIKA_ASSIGN_OR_RETURN(bool reopened, tables::reopen(c, p.id, p.attempts, at));
+      if (reopened) {
+        p.status = std::string(kPayPending);
+        overdue.push_back(p);
+      }
+    }
+    if (current->payer_wallet) SIKA_TRY(enqueue_charge(c, *current, current->next_cycle, current->epoch + 1, at));
+    return {};
+  }));
+  SIKA_ASSIGN_OR_RETURN(Subscription after, find(merchant, reference));
+  for (const auto& p : overdue) {
+    if (auto st = push(after, p); !st)
+      spdlog::warn("billing: overdue {} of {}: {}", p.reference, after.reference, st.error().code);
+  }
+  wake_jobs();
+  return after;
+}
+
+Result<Subscription> Service::advance(const web::Principal& merchant, std::string_view reference, std::int64_t delta_ms,
+                                      const std::optional<std::string>& payer_wallet) {
+  SIKA_ASSIGN_OR_RETURN(Subscription s, find(merchant, reference));
+  if (s.environment != "sandbox")
+    return forbidden(bj::object{{"reference", "the test clock is for sandbox subscriptions only"}});
+  if (payer_wallet && !s.payer_wallet)
+    return conflict(bj::object{{"payer_phone_number", "the consent payment has not taught a payer yet"}});
+  SIKA_TRY(db_.write(
+      [&](store::Conn& c) -> Status { return tables::advance_clock(c, s.id, delta_ms, payer_wallet, now()); }));
+  // Bill what fell due on the subscription's new clock, in order: the retries of failed
+  // cycles, then the cycles themselves (each one once, by the same code the jobs run).
+  for (int round = 0; round < kMaxCatchUp; ++round) {
+    SIKA_ASSIGN_OR_RETURN(s, find(merchant, reference));
+    if (s.status != kActive) break;
+    const std::int64_t clock = s.clock(now());
+    std::vector<Payment> retries;
+    SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(retries, tables::retries_due(c, s.id, clock));
+      return {};
+    }));
+    for (const auto& p : retries) SIKA_TRY(retry(s.id, p.cycle, p.attempts));
+    bool charged = false;
+    if (s.payer_wallet && s.next_payment_at && *s.next_payment_at <= clock) {
+      SIKA_TRY(charge(s.id, s.next_cycle, s.epoch));
+      charged = true;
+    }
+    if (retries.empty() && !charged) break;
+  }
+  wake_jobs();
+  return find(merchant, reference);
+}
+
+// ---- the billing engine -----------------------------------------------------------------------
+
+void Service::register_jobs(store::JobRunner& runner) {
+  jobs_ = &runner;
+  auto field = [](const store::Job& job, std::string_view key) -> std::int64_t {
+    auto v = json::parse(job.payload);
+    if (!v || !v->is_object()) return -1;
+    const bj::value* f = v->as_object().if_contains(key);
+    return f && f->is_int64() ? f->as_int64() : -1;
+  };
+  runner.handle(std::string(kChargeQueue), [this, field](const store::Job& job, store::JobScope&) -> Status {
+    return charge(field(job, "subscription_id"), field(job, "cycle"), field(job, "epoch"));
+  });
+  runner.handle(std::string(kRetryQueue), [this, field](const store::Job& job, store::JobScope&) -> Status {
+    return retry(field(job, "subscription_id"), field(job, "cycle"), field(job, "attempts"));
+  });
+}
+
+Status Service::charge(std::int64_t subscription_id, std::int64_t cycle, std::int64_t epoch) {
+  const std::int64_t at = now();
+  std::optional<Subscription> s;
+  std::optional<Payment> p;
+  bool created = false;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    p.reset();
+    created = false;
+    SIKA_ASSIGN_OR_RETURN(s, tables::by_id(c, subscription_id));
+    if (!s || s->epoch != epoch || s->status != kActive || !s->payer_wallet) return {};
+    if (s->next_cycle > cycle) {
+      // Created by an earlier run (or another node): make sure it was asked for.
+      SIKA_ASSIGN_OR_RETURN(p, tables::payment_of(c, s->id, cycle));
+      return {};
+    }
+    if (s->next_cycle < cycle) return {};
+    SIKA_ASSIGN_OR_RETURN(std::int64_t due, due_at(s->anchor_at, s->time_zone, s->frequency, cycle));
+    if (due > s->clock(at)) return retryable(bj::object{{"cycle", "not due yet on the subscription's clock"}});
+    if (s->cancel_at_period_end) {
+      SIKA_TRY(move(c, *s, Move::cancel, s->status_reason, at));
+      return {};
+    }
+    if (s->ends_before(cycle, due)) {
+      SIKA_TRY(move(c, *s, Move::expire, std::string("the subscription reached its end"), at));
+      return {};
+    }
+    Payment fresh;
+    fresh.reference = random_reference("SPY-", 16);
+    fresh.subscription_id = s->id;
+    fresh.cycle = cycle;
+    fresh.amount = s->amount;
+    fresh.currency = s->currency;
+    fresh.status = std::string(kPayPending);
+    fresh.due_at = due;
+    fresh.created_at = fresh.updated_at = at;
+    SIKA_ASSIGN_OR_RETURN(auto id, tables::insert_payment(c, fresh));
+    SIKA_ASSIGN_OR_RETURN(std::int64_t next_due, due_at(s->anchor_at, s->time_zone, s->frequency, cycle + 1));
+    SIKA_ASSIGN_OR_RETURN(bool advanced, tables::advance_cycle(c, s->id, cycle, next_due, at));
+    if (!advanced) return conflict(bj::object{{"cycle", "billed concurrently"}});
+    SIKA_TRY(enqueue_charge(c, *s, cycle + 1, epoch, at));
+    created = id.has_value();
+    SIKA_ASSIGN_OR_RETURN(p, tables::payment_of(c, s->id, cycle));
+    return {};
+  }));
+  if (created) wake_jobs();  // the next cycle may be due already (catch-up after downtime)
+  if (!s || !p) return {};
+  if (p->status == kPayPending || p->status == kPayProcessing) return push(*s, *p);
+  return {};
+}
+
+Status Service::push(const Subscription& s, const Payment& p) {
+  if (!s.payer_wallet || !s.payer_provider || p.payment_link_reference) return {};
+  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(s));
+  if (p.status == kPayProcessing) {
+    // Asked for already; a run that stopped between recording the collection and pushing it
+    // pushes it now (execute moves INITIATED once, whoever asks).
+    if (!p.payment_intent_reference) return {};
+    auto tx = payments_.find(merchant, *p.payment_intent_reference, payments::kCollection);
+    if (tx && tx->status == payments::TxStatus::initiated)
+      (void)payments_.execute_collection(std::move(tx).value(), std::nullopt, "subscription");
+    return {};
+  }
+  if (p.status != kPayPending) return {};
+  payments::IntentRequest intent;
+  intent.amount = p.amount;
+  intent.currency = p.currency;
+  intent.transaction_uuid = crypto::uuid_from_name("subscription:" + s.reference + ":" + std::to_string(p.cycle) + ":" +
+                                                   std::to_string(p.attempts + 1));
+  intent.provider = *s.payer_provider;
+  intent.channel = std::string(payments::kChannelProvider);
+  intent.customer_wallet = *s.payer_wallet;
+  intent.description = label(s);
+  intent.metadata = bj::serialize(bj::object{
+      {"subscription_reference", s.reference}, {"subscription_payment_reference", p.reference}, {"cycle", p.cycle}});
+  auto created = payments_.create_collection(intent, merchant);
+  const std::int64_t at = now();
+  if (!created) {
+    if (is_transient(created.error())) return created.take_error();
+    // Refused for good (the operator's service is gone, the amount is over its limit): the
+    // attempt fails like a collection would, and dunning takes over.
+    tables::Ended refused;
+    refused.payment_id = p.id;
+    refused.subscription_id = s.id;
+    refused.from = std::string(kPayPending);
+    refused.transaction_status = "FAILED";
+    refused.failure_reason = "COLLECTION_REFUSED: " + created.error().code;
+    refused.ended_at = at;
+    return settle(refused);
+  }
+  payments::Transaction tx = std::move(created).value();
+  bool recorded = false;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(recorded, tables::mark_processing(c, p.id, p.attempts, tx.reference, at));
+    return {};
+  }));
+  if (!recorded || tx.status != payments::TxStatus::initiated) return {};
+  auto executed = payments_.execute_collection(tx, std::nullopt, "subscription");
+  // A refusal FAILS the collection and the settlement scan applies it; a lost race (409) means
+  // another run pushed it. Only a transient error is worth running the job again for.
+  if (!executed && is_transient(executed.error())) return executed.take_error();
+  return {};
+}
+
+Status Service::retry(std::int64_t subscription_id, std::int64_t cycle, std::int64_t attempts) {
+  const std::int64_t at = now();
+  std::optional<Subscription> s;
+  std::optional<Payment> p;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    p.reset();
+    SIKA_ASSIGN_OR_RETURN(s, tables::by_id(c, subscription_id));
+    if (!s || s->status != kActive) return {};
+    SIKA_ASSIGN_OR_RETURN(auto found, tables::payment_of(c, s->id, cycle));
+    if (!found || found->attempts != attempts) return {};
+    if (found->status == kPayFailed) {
+      SIKA_ASSIGN_OR_RETURN(bool reopened, tables::reopen(c, found->id, attempts, at));
+      if (!reopened) return {};
+      found->status = std::string(kPayPending);
+    }
+    if (found->status == kPayPending) p = std::move(found);
+    return {};
+  }));
+  if (!s || !p) return {};
+  remind(*s, *p, "billing:retry",
+         "Reminder: the payment of " + amount_text(*s) + " for " + label(*s) +
+             " did not go through. We are asking again now: please approve the request on your phone.");
+  return push(*s, *p);
+}
+
+Result<int> Service::settle_due() {
+  std::vector<tables::Ended> ended;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(ended, tables::ended_collections(c, options_.settle_batch));
+    return {};
+  }));
+  int n = 0;
+  for (const auto& e : ended) {
+    if (auto st = settle(e); !st) return st.take_error();
+    ++n;
+  }
+  return n;
+}
+
+Status Service::settle(const tables::Ended& e) {
+  const std::int64_t at = now();
+  const bool paid = e.transaction_status == "COMPLETED";
+  std::optional<Subscription> s;
+  std::optional<Payment> reminder;
+  bool resumed = false;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    reminder.reset();
+    resumed = false;
+    SIKA_ASSIGN_OR_RETURN(s, tables::by_id(c, e.subscription_id));
+    if (!s) return {};
+    SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT cycle FROM bil_payments WHERE id = ?", {e.payment_id}));
+    if (rows.empty()) return {};
+    SIKA_ASSIGN_OR_RETURN(auto p, tables::payment_of(c, s->id, rows.front().i64(0)));
+    if (!p || p->status != e.from) return {};
+    const bool consent = p->payment_link_reference.has_value();
+    if (paid) {
+      SIKA_ASSIGN_OR_RETURN(
+          bool marked, tables::mark_paid(c, p->id, e.from,
+                                         consent ? std::optional<std::string>(e.transaction_reference) : std::nullopt,
+                                         e.ended_at, at));
+      if (!marked) return {};
+      // The consent payment teaches the phone and operator the later cycles are asked from.
+      SIKA_TRY(tables::set_paid(c, s->id, e.ended_at,
+                                consent ? std::optional<std::string>(e.service_code) : std::nullopt,
+                                consent ? std::optional<std::string>(e.customer_wallet) : std::nullopt));
+      SIKA_ASSIGN_OR_RETURN(s, tables::by_id(c, e.subscription_id));
+      SIKA_ASSIGN_OR_RETURN(p, tables::payment_of(c, s->id, p->cycle));
+      SIKA_TRY(
+          store::append_event(c, s->merchant_id, kEventPaymentSucceeded, s->reference, event_payload(*s, &*p), at));
+      if (consent && s->status == kActive) {
+        SIKA_TRY(enqueue_charge(c, *s, s->next_cycle, s->epoch, at));
+        resumed = true;
+      }
+      return {};
+    }
+    // Failed: dunning asks again after the next delay of the schedule, counted from the
+    // cycle's first failure on the subscription's clock, or suspends once the schedule is spent.
+    if (e.from == kPayPending) {
+      // Refused before a collection existed: it counts as an attempt, so the next one gets a
+      // fresh collection key and the next delay of the schedule.
+      SIKA_TRY(c.exec("UPDATE bil_payments SET attempts = attempts + 1 WHERE id = ? AND status = 'PENDING'", {p->id}));
+      SIKA_ASSIGN_OR_RETURN(p, tables::payment_of(c, s->id, p->cycle));
+    }
+    const std::string reason = e.failure_reason.value_or(e.transaction_status);
+    const std::int64_t clock = s->clock(at);
+    const std::int64_t first_failure = p->failed_at.value_or(clock);
+    const std::size_t retry_index = static_cast<std::size_t>(std::max<std::int64_t>(p->attempts, 1) - 1);
+    std::optional<std::int64_t> next_retry;
+    if (s->status == kActive && retry_index < options_.retries.days.size())
+      next_retry = first_failure + options_.retries.days[retry_index] * kDayMs;
+    SIKA_ASSIGN_OR_RETURN(bool marked, tables::mark_failed(c, p->id, e.from, reason, clock, next_retry, at));
+    if (!marked) return {};
+    SIKA_ASSIGN_OR_RETURN(p, tables::payment_of(c, s->id, p->cycle));
+    SIKA_TRY(store::append_event(c, s->merchant_id, kEventPaymentFailed, s->reference, event_payload(*s, &*p), at));
+    if (next_retry) {
+      store::NewJob job;
+      job.queue = std::string(kRetryQueue);
+      job.key = s->reference + ":" + std::to_string(p->cycle) + ":a" + std::to_string(p->attempts);
+      job.payload =
+          bj::serialize(bj::object{{"subscription_id", s->id}, {"cycle", p->cycle}, {"attempts", p->attempts}});
+      job.run_at = *next_retry - s->clock_offset_ms;
+      SIKA_TRY(store::enqueue(c, job, at));
+      reminder = p;
+      return {};
+    }
+    if (s->status == kActive) {
+      const std::string why = "cycle " + std::to_string(p->cycle) + " unpaid after " + std::to_string(p->attempts) +
+                              " attempt" + (p->attempts == 1 ? "" : "s") + ": " + reason;
+      SIKA_TRY(move(c, *s, Move::suspend, why, at));
+    }
+    return {};
+  }));
+  if (resumed) wake_jobs();
+  if (s && reminder && reminder->next_retry_at)
+    remind(*s, *reminder, "billing:failed",
+           "The payment of " + amount_text(*s) + " for " + label(*s) + " failed (" +
+               reminder->failure_reason.value_or("FAILED") + "). We will ask again on " +
+               iso8601(*reminder->next_retry_at).substr(0, 10) + ".");
+  return {};
+}
+
+void Service::remind(const Subscription& s, const Payment& p, std::string_view tag, const std::string& text) {
+  if (!notifier_) return;
+  Status st = s.customer_phone
+                  ? notifier_->send_sms(*s.customer_phone, text, std::string(tag))
+                  : notifier_->send_email(s.customer_email, "Your subscription " + s.reference, text, std::string(tag));
+  if (!st) spdlog::warn("billing: notification of {} ({}) not sent: {}", p.reference, tag, st.error().code);
+}
+
+void Service::start() {
+  if (!settler_)
+    settler_ = std::make_unique<Periodic>(
+        "billing: settle", std::chrono::milliseconds(std::max<std::int64_t>(10, options_.settle_interval_ms)),
+        [this]() -> Result<Pace> {
+          SIKA_ASSIGN_OR_RETURN(int n, settle_due());
+          return n >= options_.settle_batch ? Pace::busy : Pace::idle;
+        });
+  settler_->start();
+}
+
+void Service::stop() {
+  if (settler_) settler_->stop();
+}
+
+// ---- handlers ---------------------------------------------------------------------------------
+
+namespace {
+
+web::Response summary_reply(const web::Request& req, const Result<Subscription>& s) {
+  if (!s) return web::error(req, s.error());
+  return web::ok(req, summary_json(*s));
+}
+
+}  // namespace
+
+web::Response Service::subscribe(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  auto body = web::body_object(req);
+  if (!body) return web::error(req, body.error());
+  json::FieldErrors errors;
+  NewSubscription n = parse_subscribe(*body, req.header("x-idempotency-key"), now(), errors);
+  auto created = create(**principal, std::move(n), std::move(errors));
+  if (!created) return web::error(req, created.error());
+  bj::object data = detail_json(created->subscription, created->payments, true);
+  if (!created->payment_url.empty()) data["payment_url"] = created->payment_url;
+  if (created->replayed) return web::ok(req, std::move(data));
+  return web::ok(req, std::move(data), {}, "created", 201);
+}
+
+web::Response Service::list(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  bj::object problems;
+  web::Page page = web::parse_page(req, problems);
+  tables::ListFilter f;
+  f.limit = page.limit;
+  f.offset = page.offset();
+  if (auto s = req.query_param("status")) {
+    if (*s == kActive || *s == kSuspended || *s == kCancelled || *s == kExpired)
+      f.status = *s;
+    else
+      problems["status"] = "must be ACTIVE, SUSPENDED, CANCELLED or EXPIRED";
+  }
+  if (auto e = req.query_param("customer_email")) {
+    if (e->empty() || e->size() > 254)
+      problems["customer_email"] = "must be an e-mail address";
+    else
+      f.customer_email = *e;
+  }
+  if (!problems.empty()) return web::error(req, empty_data(std::move(problems)));
+  auto found = list_subscriptions(**principal, f);
+  if (!found) return web::error(req, found.error());
+  bj::array data;
+  for (const auto& s : found->first) data.push_back(summary_json(s));
+  return web::ok(req, std::move(data), web::pagination(page, found->second));
+}
+
+web::Response Service::detail(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  bool merchant_view = true;
+  if (auto view = req.query_param("for")) {
+    if (*view == "desc")
+      merchant_view = false;
+    else if (*view != "merchant")
+      return web::error(req, empty_data(bj::object{{"for", "must be merchant or desc"}}));
+  }
+  auto s = find(**principal, req.path_param("reference"));
+  if (!s) return web::error(req, s.error());
+  auto latest = list_payments(*s, kLatestPayments, 0);
+  if (!latest) return web::error(req, latest.error());
+  return web::ok(req, detail_json(*s, latest->first, merchant_view));
+}
+
+web::Response Service::move_handler(web::Request& req, Move m) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  bj::object empty;
+  MoveRequest request;
+  if (!req.body.empty()) {
+    auto body = web::body_object(req);
+    if (!body) return web::error(req, body.error());
+    empty = std::move(body).value();
+  }
+  json::FieldErrors errors;
+  request = parse_move(empty, m == Move::cancel, errors);
+  if (!errors.empty()) return web::error(req, errors.status().error());
+  return summary_reply(req, apply(**principal, req.path_param("reference"), m, request));
+}
+
+web::Response Service::cancel(web::Request& req) { return move_handler(req, Move::cancel); }
+web::Response Service::suspend(web::Request& req) { return move_handler(req, Move::suspend); }
+web::Response Service::reactivate(web::Request& req) { return move_handler(req, Move::reactivate); }
+
+web::Response Service::payments(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  bj::object problems;
+  web::Page page = web::parse_page(req, problems);
+  if (!problems.empty()) return web::error(req, empty_data(std::move(problems)));
+  auto s = find(**principal, req.path_param("reference"));
+  if (!s) return web::error(req, s.error());
+  auto found = list_payments(*s, page.limit, page.offset());
+  if (!found) return web::error(req, found.error());
+  bj::array data;
+  for (const auto& p : found->first) data.push_back(payment_json(p));
+  return web::ok(req, std::move(data), web::pagination(page, found->second));
+}
+
+web::Response Service::advance_clock(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  auto body = web::body_object(req);
+  if (!body) return web::error(req, body.error());
+  json::FieldErrors errors;
+  payments::refuse_unknown_fields(*body, {"days", "seconds", "payer_phone_number"}, errors);
+  std::optional<std::string> payer = json::get_string(*body, "payer_phone_number", errors);
+  if (payer &&
+      (payer->size() < 8 || payer->size() > 15 || payer->find_first_not_of("0123456789") != std::string::npos)) {
+    errors.add("payer_phone_number", "must be the international digits of a number, e.g. 237690000001");
+    payer.reset();
+  }
+  auto days = json::get_int(*body, "days", errors);
+  auto seconds = json::get_int(*body, "seconds", errors);
+  std::int64_t delta = 0;
+  if (days.has_value() == seconds.has_value()) {
+    if (errors.empty()) errors.add("days", "give either days or seconds (how far to move the clock forward)");
+  } else {
+    const std::int64_t max_days = options_.max_clock_advance_ms / kDayMs;
+    if (days && (*days < 1 || *days > max_days))
+      errors.add("days", "must be an integer from 1 to " + std::to_string(max_days));
+    else if (seconds && (*seconds < 1 || *seconds > options_.max_clock_advance_ms / 1000))
+      errors.add("seconds", "must be an integer from 1 to " + std::to_string(options_.max_clock_advance_ms / 1000));
+    else
+      delta = days ? *days * kDayMs : *seconds * 1000;
+  }
+  if (!errors.empty()) return web::error(req, errors.status().error());
+  auto s = advance(**principal, req.path_param("reference"), delta, payer);
+  if (!s) return web::error(req, s.error());
+  auto latest = list_payments(*s, kLatestPayments, 0);
+  if (!latest) return web::error(req, latest.error());
+  return web::ok(req, detail_json(*s, latest->first, true));
+}
+
+}  // namespace sika::billing

@@ -1,0 +1,131 @@
+#pragma once
+// Subscriptions and the billing engine (docs/subscriptions.md). The guarantees:
+//  - the customer consents by paying the first cycle through a single-use payment link
+//    (links/); later cycles are collections pushed to the phone and operator that paid it
+//    (payments::Service::create_collection / execute_collection);
+//  - exactly one payment row per (subscription, cycle): it is inserted, next_cycle advanced by a
+//    conditional UPDATE and the next cycle's job enqueued in one write unit, and the table's
+//    UNIQUE (subscription_id, cycle) refuses a second one whatever the nodes, restarts or job runs;
+//  - exactly one collection per payment attempt: its transaction_uuid is derived from
+//    (subscription, cycle, attempt), so payments' idempotency on transaction_uuid returns the
+//    existing collection to any second run instead of creating one;
+//  - every status change is timestamped and commits with its outbox event (webhooks);
+//  - another merchant's subscription is not found (404).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "billing/model.hpp"
+#include "billing/store.hpp"
+#include "core/periodic.hpp"
+#include "core/result.hpp"
+#include "links/service.hpp"
+#include "notify/notifier.hpp"
+#include "payments/service.hpp"
+#include "store/db.hpp"
+#include "store/job_runner.hpp"
+#include "web/message.hpp"
+
+namespace sika::billing {
+
+// The job queues of billing: one job per (subscription, cycle, epoch) that creates and asks
+// for the cycle's payment, and one per dunning retry of a failed cycle.
+inline constexpr std::string_view kChargeQueue = "billing.charge";
+inline constexpr std::string_view kRetryQueue = "billing.retry";
+
+struct Options {
+  std::string default_time_zone = "Africa/Douala";  // when the subscribe request names none
+  RetrySchedule retries{{1, 3, 5, 7}};              // dunning: days after a cycle's first failure
+  std::int64_t settle_interval_ms = 1000;           // how often ended collections are looked for
+  int settle_batch = 500;
+  std::int64_t max_clock_advance_ms = 3660LL * 86'400'000;  // one call of the test clock
+  std::function<std::int64_t()> clock;                      // epoch ms; now_ms() when empty
+};
+
+class Service {
+ public:
+  Service(store::Db& db, payments::Service& payments, links::Service& links, notify::Notifier* notifier,
+          Options options);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // --- HTTP handlers (gateway, bearer scope payments) ---
+  web::Response subscribe(web::Request& req);      // POST /merchand/billing/subscribe
+  web::Response list(web::Request& req);           // GET /merchand/billing/subscriptions
+  web::Response detail(web::Request& req);         // GET .../subscriptions/detail/{reference}?for=
+  web::Response cancel(web::Request& req);         // POST .../subscriptions/cancel/{reference}
+  web::Response suspend(web::Request& req);        // POST .../subscriptions/suspend/{reference}
+  web::Response reactivate(web::Request& req);     // POST .../subscriptions/reactivate/{reference}
+  web::Response payments(web::Request& req);       // GET .../subscriptions/payments/{reference}
+  web::Response advance_clock(web::Request& req);  // POST .../subscriptions/test-clock/{reference}
+
+  // --- operations ---
+  struct Created {
+    Subscription subscription;
+    std::vector<Payment> payments;
+    std::string payment_url;  // the consent link's public page
+    bool replayed = false;    // an earlier request with the same idempotency key
+  };
+  Result<Created> create(const web::Principal& merchant, NewSubscription request, json::FieldErrors errors = {});
+  Result<Subscription> find(const web::Principal& merchant, std::string_view reference);
+  Result<std::pair<std::vector<Subscription>, std::int64_t>> list_subscriptions(const web::Principal& merchant,
+                                                                                const tables::ListFilter& filter);
+  Result<std::pair<std::vector<Payment>, std::int64_t>> list_payments(const Subscription& s, std::int64_t limit,
+                                                                      std::int64_t offset);
+  // Applies a merchant's move (cancel now or at period end, suspend, reactivate); 409 naming
+  // status when the subscription's status does not allow it.
+  Result<Subscription> apply(const web::Principal& merchant, std::string_view reference, Move move,
+                             const MoveRequest& request);
+  // Sandbox only: moves the subscription's clock forward by delta_ms, then bills what fell due.
+  // `payer_wallet` replaces the number later cycles are asked from (to try the sandbox's
+  // failure numbers after a successful consent); only once the consent payment taught one.
+  Result<Subscription> advance(const web::Principal& merchant, std::string_view reference, std::int64_t delta_ms,
+                               const std::optional<std::string>& payer_wallet = std::nullopt);
+
+  // --- the billing engine ---
+  // Registers the job handlers; call before the runner starts.
+  void register_jobs(store::JobRunner& runner);
+  // Creates the payment of `cycle` and asks for it (the charge job's work); nothing when the
+  // subscription has moved on, is not ACTIVE, or `epoch` is not its current one.
+  Status charge(std::int64_t subscription_id, std::int64_t cycle, std::int64_t epoch);
+  // Asks again for a FAILED cycle whose attempts are `attempts`, after a reminder.
+  Status retry(std::int64_t subscription_id, std::int64_t cycle, std::int64_t attempts);
+  // Applies the outcome of ended collections to their payments (paid, failed + dunning);
+  // returns how many payments this call changed.
+  Result<int> settle_due();
+  // Starts / stops the settlement loop.
+  void start();
+  void stop();
+
+  std::int64_t now() const;
+
+ private:
+  Result<web::Principal> merchant_of(const Subscription& s);
+  // Creates and pushes the collection of a PENDING payment (or pushes one left INITIATED).
+  Status push(const Subscription& s, const Payment& p);
+  // Inside a unit: applies a move, its side effects and its event; false when lost or illegal.
+  Result<bool> move(store::Conn& c, const Subscription& s, Move move, const std::optional<std::string>& reason,
+                    std::int64_t now);
+  Status enqueue_charge(store::Conn& c, const Subscription& s, std::int64_t cycle, std::int64_t epoch,
+                        std::int64_t now);
+  Status settle(const tables::Ended& ended);
+  void remind(const Subscription& s, const Payment& p, std::string_view tag, const std::string& text);
+  void wake_jobs();
+  web::Response move_handler(web::Request& req, Move move);
+
+  store::Db& db_;
+  payments::Service& payments_;
+  links::Service& links_;
+  notify::Notifier* notifier_;
+  Options options_;
+  store::JobRunner* jobs_ = nullptr;
+  std::unique_ptr<Periodic> settler_;
+};
+
+}  // namespace sika::billing

@@ -1,0 +1,349 @@
+#include "billing/store.hpp"
+
+namespace sika::billing::tables {
+
+namespace {
+
+constexpr std::string_view kSubscription =
+    "SELECT s.id, s.reference, s.uuid, s.merchant_id, m.matricule, s.environment, s.user_tier, s.idempotency_key, "
+    "s.request_hash, s.customer_email, s.customer_phone, s.customer_user_id, s.amount, s.currency, s.frequency, "
+    "s.time_zone, s.description, s.metadata, s.status, s.status_reason, s.anchor_at, s.next_cycle, "
+    "s.next_payment_at, s.end_at, s.max_cycles, s.cancel_at_period_end, s.payer_provider, s.payer_wallet, s.epoch, "
+    "s.clock_offset_ms, s.subscribed_at, s.last_payment_at, s.cancelled_at, s.suspended_at, s.reactivated_at, "
+    "s.expired_at, s.created_at, s.updated_at FROM bil_subscriptions s JOIN merchants m ON m.id = s.merchant_id ";
+
+Subscription subscription_from(const store::Row& r) {
+  Subscription s;
+  s.id = r.i64(0);
+  s.reference = r.str(1);
+  s.uuid = r.str(2);
+  s.merchant_id = r.i64(3);
+  s.merchant = r.str(4);
+  s.environment = r.str(5);
+  s.user_tier = r.i64(6);
+  s.idempotency_key = r.opt_str(7);
+  s.request_hash = r.str(8);
+  s.customer_email = r.str(9);
+  s.customer_phone = r.opt_str(10);
+  s.customer_user_id = r.opt_str(11);
+  s.amount = r.i64(12);
+  s.currency = r.str(13);
+  s.frequency = parse_frequency(r.str(14)).value_or(Frequency::monthly);
+  s.time_zone = r.str(15);
+  s.description = r.str(16);
+  s.metadata = r.str(17);
+  s.status = r.str(18);
+  s.status_reason = r.opt_str(19);
+  s.anchor_at = r.i64(20);
+  s.next_cycle = r.i64(21);
+  s.next_payment_at = r.opt_i64(22);
+  s.end_at = r.opt_i64(23);
+  s.max_cycles = r.opt_i64(24);
+  s.cancel_at_period_end = r.boolean(25);
+  s.payer_provider = r.opt_str(26);
+  s.payer_wallet = r.opt_str(27);
+  s.epoch = r.i64(28);
+  s.clock_offset_ms = r.i64(29);
+  s.subscribed_at = r.i64(30);
+  s.last_payment_at = r.opt_i64(31);
+  s.cancelled_at = r.opt_i64(32);
+  s.suspended_at = r.opt_i64(33);
+  s.reactivated_at = r.opt_i64(34);
+  s.expired_at = r.opt_i64(35);
+  s.created_at = r.i64(36);
+  s.updated_at = r.i64(37);
+  return s;
+}
+
+constexpr std::string_view kPayment =
+    "SELECT id, reference, subscription_id, cycle, amount, currency, status, due_at, paid_at, attempts, failed_at, "
+    "next_retry_at, payment_intent_reference, payment_link_reference, wallet_transaction_id, failure_reason, "
+    "created_at, updated_at FROM bil_payments ";
+
+Payment payment_from(const store::Row& r) {
+  Payment p;
+  p.id = r.i64(0);
+  p.reference = r.str(1);
+  p.subscription_id = r.i64(2);
+  p.cycle = r.i64(3);
+  p.amount = r.i64(4);
+  p.currency = r.str(5);
+  p.status = r.str(6);
+  p.due_at = r.i64(7);
+  p.paid_at = r.opt_i64(8);
+  p.attempts = r.i64(9);
+  p.failed_at = r.opt_i64(10);
+  p.next_retry_at = r.opt_i64(11);
+  p.payment_intent_reference = r.opt_str(12);
+  p.payment_link_reference = r.opt_str(13);
+  p.wallet_transaction_id = r.opt_str(14);
+  p.failure_reason = r.opt_str(15);
+  p.created_at = r.i64(16);
+  p.updated_at = r.i64(17);
+  return p;
+}
+
+Result<std::optional<Subscription>> one(store::Conn& c, const std::string& where, const store::Params& params) {
+  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(std::string(kSubscription) + where, params));
+  if (!row) return std::optional<Subscription>{};
+  return std::optional<Subscription>(subscription_from(*row));
+}
+
+Result<std::vector<Payment>> payments(store::Conn& c, const std::string& where, const store::Params& params) {
+  SIKA_ASSIGN_OR_RETURN(auto rows, c.query(std::string(kPayment) + where, params));
+  std::vector<Payment> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) out.push_back(payment_from(r));
+  return out;
+}
+
+Result<bool> changed(Result<std::int64_t> n) {
+  if (!n) return n.take_error();
+  return *n == 1;
+}
+
+}  // namespace
+
+Result<std::optional<std::int64_t>> insert_subscription(store::Conn& c, const Subscription& s) {
+  SIKA_ASSIGN_OR_RETURN(
+      auto row,
+      c.query_one("INSERT INTO bil_subscriptions (reference, uuid, merchant_id, environment, user_tier, "
+                  "idempotency_key, request_hash, customer_email, customer_phone, customer_user_id, amount, currency, "
+                  "frequency, time_zone, description, metadata, status, anchor_at, next_cycle, next_payment_at, "
+                  "end_at, max_cycles, subscribed_at, created_at, updated_at) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                  "ON CONFLICT DO NOTHING RETURNING id",
+                  {s.reference,
+                   s.uuid,
+                   s.merchant_id,
+                   s.environment,
+                   s.user_tier,
+                   store::opt(s.idempotency_key),
+                   s.request_hash,
+                   s.customer_email,
+                   store::opt(s.customer_phone),
+                   store::opt(s.customer_user_id),
+                   s.amount,
+                   s.currency,
+                   std::string(to_string(s.frequency)),
+                   s.time_zone,
+                   s.description,
+                   s.metadata,
+                   s.status,
+                   s.anchor_at,
+                   s.next_cycle,
+                   store::opt(s.next_payment_at),
+                   store::opt(s.end_at),
+                   store::opt(s.max_cycles),
+                   s.subscribed_at,
+                   s.created_at,
+                   s.updated_at}));
+  if (!row) return std::optional<std::int64_t>{};
+  return std::optional<std::int64_t>(row->i64(0));
+}
+
+Result<std::optional<Subscription>> by_id(store::Conn& c, std::int64_t id) { return one(c, "WHERE s.id = ?", {id}); }
+
+Result<std::optional<Subscription>> by_reference(store::Conn& c, std::int64_t merchant_id, std::string_view environment,
+                                                 std::string_view reference) {
+  return one(c, "WHERE s.reference = ? AND s.merchant_id = ? AND s.environment = ?",
+             {std::string(reference), merchant_id, std::string(environment)});
+}
+
+Result<std::optional<Subscription>> by_idempotency_key(store::Conn& c, std::int64_t merchant_id,
+                                                       std::string_view environment, std::string_view key) {
+  return one(c, "WHERE s.merchant_id = ? AND s.environment = ? AND s.idempotency_key = ?",
+             {merchant_id, std::string(environment), std::string(key)});
+}
+
+Result<std::pair<std::vector<Subscription>, std::int64_t>> list(store::Conn& c, std::int64_t merchant_id,
+                                                                std::string_view environment, const ListFilter& f) {
+  std::string where = "WHERE s.merchant_id = ? AND s.environment = ?";
+  store::Params params{merchant_id, std::string(environment)};
+  if (f.status) {
+    where += " AND s.status = ?";
+    params.emplace_back(*f.status);
+  }
+  if (f.customer_email) {
+    where += " AND s.customer_email = ?";
+    params.emplace_back(*f.customer_email);
+  }
+  SIKA_ASSIGN_OR_RETURN(auto total, c.query_one("SELECT COUNT(*) FROM bil_subscriptions s " + where, params));
+  store::Params page = params;
+  page.emplace_back(f.limit);
+  page.emplace_back(f.offset);
+  SIKA_ASSIGN_OR_RETURN(auto rows,
+                        c.query(std::string(kSubscription) + where + " ORDER BY s.id DESC LIMIT ? OFFSET ?", page));
+  std::vector<Subscription> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) out.push_back(subscription_from(r));
+  return std::pair{std::move(out), total ? total->i64(0) : 0};
+}
+
+Result<bool> move_status(store::Conn& c, std::int64_t id, std::string_view from, Move move, std::string_view to,
+                         const std::optional<std::string>& reason, std::int64_t now) {
+  std::string stamp;
+  switch (move) {
+    case Move::suspend: stamp = "suspended_at = ?"; break;
+    case Move::reactivate: stamp = "reactivated_at = ?, epoch = epoch + 1"; break;
+    case Move::cancel: stamp = "cancelled_at = ?"; break;
+    case Move::expire: stamp = "expired_at = ?"; break;
+  }
+  // A final status has no next payment.
+  const bool final_status = to == kCancelled || to == kExpired;
+  return changed(c.exec("UPDATE bil_subscriptions SET status = ?, status_reason = ?, " + stamp +
+                            (final_status ? ", next_payment_at = NULL" : "") +
+                            ", updated_at = ? WHERE id = ? AND status = ?",
+                        {std::string(to), store::opt(reason), now, now, id, std::string(from)}));
+}
+
+Result<bool> cancel_at_period_end(store::Conn& c, std::int64_t id, const std::optional<std::string>& reason,
+                                  std::int64_t now) {
+  return changed(
+      c.exec("UPDATE bil_subscriptions SET cancel_at_period_end = 1, status_reason = ?, cancelled_at = ?, "
+             "updated_at = ? WHERE id = ? AND status = 'ACTIVE' AND cancel_at_period_end = 0",
+             {store::opt(reason), now, now, id}));
+}
+
+Result<bool> advance_cycle(store::Conn& c, std::int64_t id, std::int64_t cycle, std::int64_t next_due,
+                           std::int64_t now) {
+  return changed(
+      c.exec("UPDATE bil_subscriptions SET next_cycle = ?, next_payment_at = ?, updated_at = ? "
+             "WHERE id = ? AND next_cycle = ?",
+             {cycle + 1, next_due, now, id, cycle}));
+}
+
+Status set_epoch(store::Conn& c, std::int64_t id, std::int64_t epoch, std::int64_t now) {
+  SIKA_TRY(c.exec("UPDATE bil_subscriptions SET epoch = ?, updated_at = ? WHERE id = ?", {epoch, now, id}));
+  return {};
+}
+
+Status set_paid(store::Conn& c, std::int64_t id, std::int64_t paid_at, const std::optional<std::string>& provider,
+                const std::optional<std::string>& wallet) {
+  SIKA_TRY(
+      c.exec("UPDATE bil_subscriptions SET last_payment_at = ?, payer_provider = COALESCE(?, payer_provider), "
+             "payer_wallet = COALESCE(?, payer_wallet), updated_at = ? WHERE id = ?",
+             {paid_at, store::opt(provider), store::opt(wallet), paid_at, id}));
+  return {};
+}
+
+Status advance_clock(store::Conn& c, std::int64_t id, std::int64_t delta_ms,
+                     const std::optional<std::string>& payer_wallet, std::int64_t now) {
+  SIKA_TRY(
+      c.exec("UPDATE bil_subscriptions SET clock_offset_ms = clock_offset_ms + ?, "
+             "payer_wallet = CASE WHEN payer_wallet IS NULL THEN NULL ELSE COALESCE(?, payer_wallet) END, "
+             "updated_at = ? WHERE id = ?",
+             {delta_ms, store::opt(payer_wallet), now, id}));
+  return {};
+}
+
+Result<std::optional<std::int64_t>> insert_payment(store::Conn& c, const Payment& p) {
+  SIKA_ASSIGN_OR_RETURN(
+      auto row, c.query_one("INSERT INTO bil_payments (reference, subscription_id, cycle, amount, currency, status, "
+                            "due_at, payment_link_reference, created_at, updated_at) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+                            {p.reference, p.subscription_id, p.cycle, p.amount, p.currency, p.status, p.due_at,
+                             store::opt(p.payment_link_reference), p.created_at, p.updated_at}));
+  if (!row) return std::optional<std::int64_t>{};
+  return std::optional<std::int64_t>(row->i64(0));
+}
+
+Result<std::optional<Payment>> payment_of(store::Conn& c, std::int64_t subscription_id, std::int64_t cycle) {
+  SIKA_ASSIGN_OR_RETURN(auto found, payments(c, "WHERE subscription_id = ? AND cycle = ?", {subscription_id, cycle}));
+  if (found.empty()) return std::optional<Payment>{};
+  return std::optional<Payment>(std::move(found.front()));
+}
+
+Result<std::pair<std::vector<Payment>, std::int64_t>> payments_of(store::Conn& c, std::int64_t subscription_id,
+                                                                  std::int64_t limit, std::int64_t offset) {
+  SIKA_ASSIGN_OR_RETURN(auto total,
+                        c.query_one("SELECT COUNT(*) FROM bil_payments WHERE subscription_id = ?", {subscription_id}));
+  SIKA_ASSIGN_OR_RETURN(auto page, payments(c, "WHERE subscription_id = ? ORDER BY cycle DESC LIMIT ? OFFSET ?",
+                                            {subscription_id, limit, offset}));
+  return std::pair{std::move(page), total ? total->i64(0) : 0};
+}
+
+Result<bool> mark_processing(store::Conn& c, std::int64_t payment_id, std::int64_t attempts,
+                             std::string_view intent_reference, std::int64_t now) {
+  return changed(
+      c.exec("UPDATE bil_payments SET status = 'PROCESSING', payment_intent_reference = ?, attempts = ?, "
+             "next_retry_at = NULL, updated_at = ? WHERE id = ? AND status = 'PENDING' AND attempts = ?",
+             {std::string(intent_reference), attempts + 1, now, payment_id, attempts}));
+}
+
+Result<bool> mark_paid(store::Conn& c, std::int64_t payment_id, std::string_view from,
+                       const std::optional<std::string>& intent_reference, std::int64_t paid_at, std::int64_t now) {
+  return changed(
+      c.exec("UPDATE bil_payments SET status = 'PAID', paid_at = ?, failure_reason = NULL, "
+             "next_retry_at = NULL, payment_intent_reference = COALESCE(?, payment_intent_reference), "
+             "updated_at = ? WHERE id = ? AND status = ?",
+             {paid_at, store::opt(intent_reference), now, payment_id, std::string(from)}));
+}
+
+Result<bool> mark_failed(store::Conn& c, std::int64_t payment_id, std::string_view from, std::string_view reason,
+                         std::int64_t failed_at, std::optional<std::int64_t> next_retry_at, std::int64_t now) {
+  return changed(
+      c.exec("UPDATE bil_payments SET status = 'FAILED', failure_reason = ?, "
+             "failed_at = COALESCE(failed_at, ?), next_retry_at = ?, updated_at = ? "
+             "WHERE id = ? AND status = ?",
+             {std::string(reason), failed_at, store::opt(next_retry_at), now, payment_id, std::string(from)}));
+}
+
+Result<bool> reopen(store::Conn& c, std::int64_t payment_id, std::int64_t attempts, std::int64_t now) {
+  return changed(
+      c.exec("UPDATE bil_payments SET status = 'PENDING', next_retry_at = NULL, updated_at = ? "
+             "WHERE id = ? AND status = 'FAILED' AND attempts = ?",
+             {now, payment_id, attempts}));
+}
+
+Result<std::int64_t> cancel_open_payments(store::Conn& c, std::int64_t subscription_id, std::int64_t now) {
+  return c.exec(
+      "UPDATE bil_payments SET status = 'CANCELLED', next_retry_at = NULL, updated_at = ? "
+      "WHERE subscription_id = ? AND status IN ('PENDING', 'FAILED')",
+      {now, subscription_id});
+}
+
+Result<std::vector<Payment>> failed_payments(store::Conn& c, std::int64_t subscription_id) {
+  return payments(c, "WHERE subscription_id = ? AND status = 'FAILED' ORDER BY cycle", {subscription_id});
+}
+
+Result<std::vector<Payment>> retries_due(store::Conn& c, std::int64_t subscription_id, std::int64_t clock) {
+  return payments(c,
+                  "WHERE subscription_id = ? AND status = 'FAILED' AND next_retry_at IS NOT NULL "
+                  "AND next_retry_at <= ? ORDER BY cycle",
+                  {subscription_id, clock});
+}
+
+Result<std::vector<Ended>> ended_collections(store::Conn& c, std::int64_t limit) {
+  std::vector<Ended> out;
+  auto add = [&](const store::Rows& rows, std::string_view from) {
+    for (const auto& r : rows)
+      out.push_back(
+          Ended{r.i64(0), r.i64(1), std::string(from), r.str(2), r.str(3), r.opt_str(4), r.str(5), r.str(6), r.i64(7)});
+  };
+  SIKA_ASSIGN_OR_RETURN(
+      auto pushed,
+      c.query("SELECT p.id, p.subscription_id, t.reference, t.status, t.failure_reason, t.service_code, "
+              "t.customer_wallet, t.updated_at FROM bil_payments p "
+              "JOIN pay_transactions t ON t.reference = p.payment_intent_reference "
+              "WHERE p.status = 'PROCESSING' AND t.status IN ('COMPLETED', 'FAILED', 'EXPIRED', 'CANCELLED') "
+              "ORDER BY p.id LIMIT ?",
+              {limit}));
+  add(pushed, kPayProcessing);
+  // The consent payment: the customer paid the subscription's single-use link.
+  SIKA_ASSIGN_OR_RETURN(
+      auto linked,
+      c.query("SELECT p.id, p.subscription_id, t.reference, t.status, t.failure_reason, t.service_code, "
+              "t.customer_wallet, t.updated_at FROM bil_payments p "
+              "JOIN lnk_links l ON l.reference = p.payment_link_reference "
+              "JOIN lnk_payments a ON a.link_id = l.id "
+              "JOIN pay_transactions t ON t.merchant_id = l.merchant_id AND t.environment = l.environment "
+              "AND t.transaction_uuid = a.transaction_uuid "
+              "WHERE p.status = 'PENDING' AND p.payment_link_reference IS NOT NULL AND t.status = 'COMPLETED' "
+              "ORDER BY p.id LIMIT ?",
+              {limit}));
+  add(linked, kPayPending);
+  return out;
+}
+
+}  // namespace sika::billing::tables

@@ -1,0 +1,94 @@
+#pragma once
+// All SQL of billing (tables bil_subscriptions and bil_payments, migration 15). Every function
+// runs inside the caller's read or write unit.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "billing/model.hpp"
+#include "core/result.hpp"
+#include "store/db.hpp"
+
+namespace sika::billing::tables {
+
+// Inserts a subscription; nullopt when its (merchant, environment, idempotency_key) exists.
+Result<std::optional<std::int64_t>> insert_subscription(store::Conn& c, const Subscription& s);
+Result<std::optional<Subscription>> by_id(store::Conn& c, std::int64_t id);
+// Within one merchant's environment (another merchant's subscription is not found).
+Result<std::optional<Subscription>> by_reference(store::Conn& c, std::int64_t merchant_id, std::string_view environment,
+                                                 std::string_view reference);
+Result<std::optional<Subscription>> by_idempotency_key(store::Conn& c, std::int64_t merchant_id,
+                                                       std::string_view environment, std::string_view key);
+
+struct ListFilter {
+  std::optional<std::string> status;
+  std::optional<std::string> customer_email;
+  std::int64_t limit = 25, offset = 0;
+};
+// A merchant's subscriptions newest first, and how many match in all.
+Result<std::pair<std::vector<Subscription>, std::int64_t>> list(store::Conn& c, std::int64_t merchant_id,
+                                                                std::string_view environment, const ListFilter& f);
+
+// Moves the status from `from` to `to`, stamping the move's timestamp column and the reason;
+// false when the status was no longer `from` (another actor moved it first).
+Result<bool> move_status(store::Conn& c, std::int64_t id, std::string_view from, Move move, std::string_view to,
+                         const std::optional<std::string>& reason, std::int64_t now);
+// Marks an ACTIVE subscription to end at its period's end (cancelled_at records the request).
+Result<bool> cancel_at_period_end(store::Conn& c, std::int64_t id, const std::optional<std::string>& reason,
+                                  std::int64_t now);
+// Moves next_cycle from `cycle` to cycle + 1 with its due time; false when it was not `cycle`.
+Result<bool> advance_cycle(store::Conn& c, std::int64_t id, std::int64_t cycle, std::int64_t next_due,
+                           std::int64_t now);
+Status set_epoch(store::Conn& c, std::int64_t id, std::int64_t epoch, std::int64_t now);
+Status set_paid(store::Conn& c, std::int64_t id, std::int64_t paid_at, const std::optional<std::string>& provider,
+                const std::optional<std::string>& wallet);
+// Adds `delta_ms` to the test clock; a payer wallet, when given, replaces the learnt one.
+Status advance_clock(store::Conn& c, std::int64_t id, std::int64_t delta_ms,
+                     const std::optional<std::string>& payer_wallet, std::int64_t now);
+
+// --- payments ---
+
+// Inserts the payment of (subscription, cycle); nullopt when that cycle already has one.
+Result<std::optional<std::int64_t>> insert_payment(store::Conn& c, const Payment& p);
+Result<std::optional<Payment>> payment_of(store::Conn& c, std::int64_t subscription_id, std::int64_t cycle);
+// The payments of a subscription, newest cycle first, and how many it has.
+Result<std::pair<std::vector<Payment>, std::int64_t>> payments_of(store::Conn& c, std::int64_t subscription_id,
+                                                                  std::int64_t limit, std::int64_t offset);
+// PENDING (attempts = `attempts`) -> PROCESSING with the collection that asks for it.
+Result<bool> mark_processing(store::Conn& c, std::int64_t payment_id, std::int64_t attempts,
+                             std::string_view intent_reference, std::int64_t now);
+// PENDING or PROCESSING -> PAID; the collection's reference is recorded when given.
+Result<bool> mark_paid(store::Conn& c, std::int64_t payment_id, std::string_view from,
+                       const std::optional<std::string>& intent_reference, std::int64_t paid_at, std::int64_t now);
+// `from` -> FAILED with the reason; failed_at keeps the first failure; next_retry_at as given.
+Result<bool> mark_failed(store::Conn& c, std::int64_t payment_id, std::string_view from, std::string_view reason,
+                         std::int64_t failed_at, std::optional<std::int64_t> next_retry_at, std::int64_t now);
+// FAILED (attempts = `attempts`) -> PENDING, to be asked again.
+Result<bool> reopen(store::Conn& c, std::int64_t payment_id, std::int64_t attempts, std::int64_t now);
+// Every PENDING or FAILED payment of the subscription -> CANCELLED (the subscription ended).
+Result<std::int64_t> cancel_open_payments(store::Conn& c, std::int64_t subscription_id, std::int64_t now);
+// FAILED payments of a subscription (what reactivation collects first).
+Result<std::vector<Payment>> failed_payments(store::Conn& c, std::int64_t subscription_id);
+// FAILED payments whose retry is due at `clock` on the subscription's clock.
+Result<std::vector<Payment>> retries_due(store::Conn& c, std::int64_t subscription_id, std::int64_t clock);
+
+// What the settlement scan found: a payment whose collection ended.
+struct Ended {
+  std::int64_t payment_id = 0;
+  std::int64_t subscription_id = 0;
+  std::string from;  // the payment's status (PROCESSING, or PENDING for the consent link)
+  std::string transaction_reference;
+  std::string transaction_status;
+  std::optional<std::string> failure_reason;
+  std::string service_code;
+  std::string customer_wallet;
+  std::int64_t ended_at = 0;
+};
+// Up to `limit` PROCESSING payments whose collection reached a final status, and PENDING
+// consent payments whose link was paid.
+Result<std::vector<Ended>> ended_collections(store::Conn& c, std::int64_t limit);
+
+}  // namespace sika::billing::tables

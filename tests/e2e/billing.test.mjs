@@ -1,0 +1,217 @@
+// Black-box tests of subscriptions against the real binary, on SQLite and PostgreSQL: precise
+// refusals, idempotent subscribe, the consent payment through the subscription's link, renewals
+// driven by the sandbox test clock with exactly one payment per cycle, dunning to SUSPENDED and
+// reactivation collecting the overdue cycle first, cancel / suspend / expiry, another merchant's
+// subscription 404, and the events the moves emit.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { startServer, backends, merchantToken } from './lib/server.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const BASE = '/merchand/billing';
+
+for (const backend of backends()) {
+  describe(`subscriptions on ${backend}`, () => {
+    let server, token, otherToken;
+    const call = async (method, path, body, tok = token, headers = {}) => {
+      const h = { 'accept-language': 'en', ...headers };
+      if (tok) h['x-sp-auth-token'] = `Bearer ${tok}`;
+      if (body !== undefined) h['content-type'] = 'application/json';
+      const r = await fetch(`${server.baseUrl}${path}`, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: r.status, body: await r.json() };
+    };
+    const subscribe = (body, headers) => call('POST', `${BASE}/subscribe`, body, token, headers);
+    const detail = async (ref) => (await call('GET', `${BASE}/subscriptions/detail/${ref}`)).body.data;
+    const clock = (ref, body) => call('POST', `${BASE}/subscriptions/test-clock/${ref}`, body);
+    const payments = async (ref) => (await call('GET', `${BASE}/subscriptions/payments/${ref}?limit=100`)).body;
+    // Waits until `check(detail)` holds (the sandbox calls back, then the settlement applies it).
+    const until = async (ref, check, what) => {
+      let d;
+      for (let i = 0; i < 200; i++) {
+        d = await detail(ref);
+        if (check(d)) return d;
+        await sleep(50);
+      }
+      assert.fail(`${what}: ${JSON.stringify(d)}`);
+    };
+    const cycle = (d, n) => {
+      // latest_payments is newest cycle first; due_at orders them.
+      const sorted = [...d.latest_payments].sort((a, b) => a.due_at.localeCompare(b.due_at));
+      return sorted[n];
+    };
+    // Subscribes and pays the consent link from a successful sandbox number.
+    const consented = async (extra = {}) => {
+      const created = await subscribe({ customer_email: `c${randomUUID().slice(0, 8)}@example.com`, amount: 5000, currency: 'XAF',
+        frequency: 'MONTHLY', customer_phone_number: '237690000000', ...extra });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const s = created.body.data;
+      const code = s.payment_url.split('/pay/')[1];
+      const paid = await call('POST', `/pay/${code}/pay`, { customer_phone: '237690000000', transaction_uuid: randomUUID(), provider: 'MTN_MOMO_CMR' }, null);
+      assert.equal(paid.status, 200, JSON.stringify(paid.body));
+      await until(s.reference, (d) => d.latest_payments[0].status === 'PAID', 'consent payment PAID');
+      return s;
+    };
+
+    before(async () => {
+      server = await startServer({ backend, args: ['--set', 'payments.sandbox_delay_ms=100', '--set', 'billing.settle_interval_ms=50',
+        '--set', 'jobs.poll_interval_ms=50'] });
+      token = await merchantToken(server, 0);
+      otherToken = await merchantToken(server, 1);
+    });
+    after(async () => { if (server) await server.stop(); });
+
+    test('bad input is a 400 naming every bad field', async () => {
+      const empty = await subscribe({});
+      assert.equal(empty.status, 400);
+      assert.equal(empty.body.message, 'empty_data');
+      for (const f of ['customer_email', 'amount', 'currency', 'frequency']) assert.ok(empty.body.error.details[f], f);
+      const bad = await subscribe({ customer_email: 'nobody', amount: -5, currency: 'xaf', frequency: 'HOURLY', time_zone: 'Mars/Base',
+        customer_phone_number: '12', metadata: 'x', max_cycles: 0, end_at: '2001-01-01T00:00:00Z', colour: 'red' });
+      assert.equal(bad.status, 400);
+      for (const f of ['customer_email', 'amount', 'currency', 'frequency', 'time_zone', 'customer_phone_number', 'metadata', 'max_cycles', 'end_at', 'colour'])
+        assert.ok(bad.body.error.details[f], `${f}: ${JSON.stringify(bad.body.error.details)}`);
+      const euro = await subscribe({ customer_email: 'a@example.com', amount: 100, currency: 'EUR', frequency: 'DAILY' });
+      assert.equal(euro.status, 400);
+      assert.ok(euro.body.error.details.currency, JSON.stringify(euro.body));
+      const list = await call('GET', `${BASE}/subscriptions?status=PAUSED&page=0`);
+      assert.equal(list.status, 400);
+      assert.ok(list.body.error.details.status && list.body.error.details.page, JSON.stringify(list.body));
+      assert.equal((await call('GET', `${BASE}/subscriptions/detail/SUB-nothing?for=everyone`)).body.error.details.for !== undefined, true);
+      assert.equal((await call('GET', `${BASE}/subscriptions`, undefined, null)).status, 401);
+    });
+
+    test('subscribe: fields of the spec, idempotency by header or body, another merchant gets 404', async () => {
+      const key = randomUUID();
+      const body = { customer_email: 'ama@example.com', amount: 2500, currency: 'XAF', frequency: 'WEEKLY', description: 'Gym', metadata: { plan: 'gold' } };
+      const first = await subscribe(body, { 'x-idempotency-key': key });
+      assert.equal(first.status, 201, JSON.stringify(first.body));
+      const s = first.body.data;
+      assert.match(s.reference, /^SUB-/);
+      assert.equal(s.status, 'ACTIVE');
+      assert.equal(s.frequency, 'WEEKLY');
+      assert.ok(s.payment_url.includes('/pay/'));
+      const again = await subscribe({ ...body, idempotency_key: key });
+      assert.equal(again.status, 200);
+      assert.equal(again.body.data.reference, s.reference);
+      const changed = await subscribe({ ...body, amount: 3000 }, { 'x-idempotency-key': key });
+      assert.equal(changed.status, 409);
+      assert.ok(changed.body.error.details.idempotency_key);
+      const d = await detail(s.reference);
+      for (const f of ['reference', 'customer_email', 'amount', 'currency', 'frequency', 'status', 'next_payment_at', 'created_at', 'uuid',
+        'merchant_id', 'customer_user_id', 'description', 'subscribed_at', 'last_payment_at', 'cancelled_at', 'suspended_at',
+        'reactivated_at', 'metadata', 'latest_payments']) assert.ok(f in d, f);
+      assert.equal(d.merchant_id, server.demo.merchants[0].matricule);
+      assert.deepEqual(d.metadata, { plan: 'gold' });
+      assert.equal(d.latest_payments.length, 1);
+      const p = d.latest_payments[0];
+      for (const f of ['reference', 'amount', 'currency', 'status', 'due_at', 'paid_at', 'payment_intent_reference', 'payment_link_reference',
+        'wallet_transaction_id', 'failure_reason', 'created_at', 'updated_at']) assert.ok(f in p, f);
+      assert.equal(p.status, 'PENDING');
+      assert.match(p.payment_link_reference, /^PLK-/);
+      // The next payment is one week after the start.
+      assert.equal(Date.parse(d.next_payment_at) - Date.parse(d.subscribed_at), 7 * 86400000);
+      const desc = (await call('GET', `${BASE}/subscriptions/detail/${s.reference}?for=desc`)).body.data;
+      assert.equal(desc.metadata, undefined);
+      for (const path of [`detail/${s.reference}`, `payments/${s.reference}`])
+        assert.equal((await call('GET', `${BASE}/subscriptions/${path}`, undefined, otherToken)).status, 404);
+      for (const move of ['cancel', 'suspend', 'reactivate'])
+        assert.equal((await call('POST', `${BASE}/subscriptions/${move}/${s.reference}`, {}, otherToken)).status, 404);
+      const mine = await call('GET', `${BASE}/subscriptions?customer_email=ama@example.com&limit=1`);
+      assert.equal(mine.status, 200);
+      assert.equal(mine.body.meta.pagination.limit, 1);
+      assert.ok(mine.body.data.every((x) => x.customer_email === 'ama@example.com'));
+      const theirs = await call('GET', `${BASE}/subscriptions?customer_email=ama@example.com`, undefined, otherToken);
+      assert.equal(theirs.body.data.length, 0);
+    });
+
+    test('the consent link, then renewals by the test clock: one payment and one collection per cycle', async () => {
+      const s = await consented();
+      let d = await detail(s.reference);
+      assert.ok(d.last_payment_at);
+      assert.match(cycle(d, 0).payment_intent_reference, /.+/);
+      // A month and a day later: cycle 1 is asked from the phone that paid the consent.
+      const moved = await clock(s.reference, { days: 32 });
+      assert.equal(moved.status, 200, JSON.stringify(moved.body));
+      d = await until(s.reference, (x) => x.latest_payments.length === 2 && x.latest_payments.every((p) => p.status === 'PAID'), 'cycle 1 PAID');
+      // Two months more at once: two cycles, each once, even when the clock is moved twice.
+      await Promise.all([clock(s.reference, { days: 61 }), clock(s.reference, { seconds: 1 })]);
+      d = await until(s.reference, (x) => x.latest_payments.length === 4 && x.latest_payments.every((p) => p.status === 'PAID'), 'cycles 2 and 3 PAID');
+      const all = await payments(s.reference);
+      assert.equal(all.meta.pagination.total, 4);
+      const intents = new Set(all.data.map((p) => p.payment_intent_reference));
+      assert.equal(intents.size, 4);
+      const st = await call('POST', '/collection/status', { transaction_reference: all.data[0].payment_intent_reference });
+      assert.equal(st.body.data.status, 'COMPLETED');
+      assert.equal(st.body.data.amount, 5000);
+      // Monthly from the start: each due date is the anchor's day of month (clamped).
+      const start = new Date(d.subscribed_at);
+      for (const p of all.data) assert.equal(new Date(p.due_at).getUTCHours(), start.getUTCHours());
+    });
+
+    test('dunning: a failing cycle is asked again on schedule, then SUSPENDED with the reason; reactivation collects it first', async () => {
+      const s = await consented();
+      // From now on the sandbox refuses: 0001 is INSUFFICIENT_FUNDS.
+      await clock(s.reference, { days: 32, payer_phone_number: '237690000001' });
+      let d = await until(s.reference, (x) => cycle(x, 1)?.status === 'FAILED', 'cycle 1 FAILED');
+      assert.equal(d.status, 'ACTIVE');
+      assert.equal(cycle(d, 1).failure_reason, 'INSUFFICIENT_FUNDS');
+      // Retries after 1, 3, 5 and 7 days of the first failure; each fails again.
+      for (const days of [1, 2, 2, 2]) {
+        const before = (await payments(s.reference)).data.length;
+        await clock(s.reference, { days });
+        d = await until(s.reference, (x) => x.status === 'SUSPENDED' || (cycle(x, 1).status === 'FAILED' && x.latest_payments.length === before
+          && Date.parse(cycle(x, 1).updated_at) > Date.parse(cycle(d, 1).updated_at)), `retry after ${days} more days`);
+      }
+      d = await until(s.reference, (x) => x.status === 'SUSPENDED', 'SUSPENDED after the last retry');
+      assert.match(d.status_reason, /cycle 1 unpaid after 5 attempts: INSUFFICIENT_FUNDS/);
+      assert.ok(d.suspended_at);
+      // The customer topped up: reactivation asks for the overdue cycle at once.
+      await clock(s.reference, { seconds: 1, payer_phone_number: '237690000000' });
+      const re = await call('POST', `${BASE}/subscriptions/reactivate/${s.reference}`, { reason: 'customer paid' });
+      assert.equal(re.status, 200, JSON.stringify(re.body));
+      assert.equal(re.body.data.status, 'ACTIVE');
+      d = await until(s.reference, (x) => cycle(x, 1).status === 'PAID', 'overdue cycle 1 PAID after reactivation');
+      assert.ok(d.reactivated_at);
+      assert.equal((await call('POST', `${BASE}/subscriptions/reactivate/${s.reference}`, {})).status, 409);
+      const events = await call('GET', '/webhook/events?event_type=subscription.suspended');
+      assert.ok(events.body.data.some((e) => e.subject === s.reference || JSON.stringify(e).includes(s.reference)), JSON.stringify(events.body).slice(0, 500));
+    });
+
+    test('cancel now or at period end, suspend, and a cycle count that expires', async () => {
+      const a = (await subscribe({ customer_email: 'x@example.com', amount: 100, currency: 'XAF', frequency: 'DAILY' })).body.data;
+      const wrong = await call('POST', `${BASE}/subscriptions/cancel/${a.reference}`, { uuid: randomUUID() });
+      assert.equal(wrong.status, 400);
+      assert.ok(wrong.body.error.details.uuid);
+      const suspended = await call('POST', `${BASE}/subscriptions/suspend/${a.reference}`, { reason: 'asked by the customer' });
+      assert.equal(suspended.body.data.status, 'SUSPENDED');
+      const d0 = await detail(a.reference);
+      const cancelled = await call('POST', `${BASE}/subscriptions/cancel/${a.reference}`, { uuid: d0.uuid, reason: 'moved away' });
+      assert.equal(cancelled.status, 200);
+      assert.equal(cancelled.body.data.status, 'CANCELLED');
+      assert.equal(cancelled.body.data.next_payment_at, null);
+      const d = await detail(a.reference);
+      assert.ok(d.cancelled_at);
+      assert.equal(d.latest_payments[0].status, 'CANCELLED');
+      assert.equal((await call('POST', `${BASE}/subscriptions/cancel/${a.reference}`, {})).status, 409);
+      assert.equal((await call('POST', `${BASE}/subscriptions/suspend/${a.reference}`, {})).status, 409);
+
+      const b = await consented();
+      const later = await call('POST', `${BASE}/subscriptions/cancel/${b.reference}`, { at_period_end: true });
+      assert.equal(later.body.data.status, 'ACTIVE');
+      await clock(b.reference, { days: 32 });
+      await until(b.reference, (x) => x.status === 'CANCELLED', 'cancelled at the period end');
+      assert.equal((await payments(b.reference)).meta.pagination.total, 1);
+
+      const c = await consented({ max_cycles: 2 });
+      await clock(c.reference, { days: 32 });
+      await until(c.reference, (x) => x.latest_payments.length === 2 && cycle(x, 1).status === 'PAID', 'second cycle PAID');
+      await clock(c.reference, { days: 31 });
+      const e = await until(c.reference, (x) => x.status === 'EXPIRED', 'EXPIRED after two cycles');
+      assert.equal(e.next_payment_at, null);
+      assert.equal((await payments(c.reference)).meta.pagination.total, 2);
+      const expired = await call('GET', `${BASE}/subscriptions?status=EXPIRED`);
+      assert.ok(expired.body.data.some((x) => x.reference === c.reference));
+    });
+  });
+}
