@@ -123,6 +123,7 @@ void add_admin_commands(CLI::App& admin, AdminEnv& env) {
   add_payments_admin(admin, env);
   add_links_admin(admin, env);
   add_wallets_admin(admin, env);
+  add_billing_admin(admin, env);
   add_catalog_admin(admin, env);
   add_notify_admin(admin, env);
   add_jobs_admin(admin, env);

@@ -39,6 +39,7 @@ void add_identity_admin(CLI::App& admin, AdminEnv& env);
 void add_webhooks_admin(CLI::App& admin, AdminEnv& env);
 void add_payments_admin(CLI::App& admin, AdminEnv& env);
 void add_links_admin(CLI::App& admin, AdminEnv& env);
+void add_billing_admin(CLI::App& admin, AdminEnv& env);
 void add_catalog_admin(CLI::App& admin, AdminEnv& env);
 void add_notify_admin(CLI::App& admin, AdminEnv& env);
 void add_jobs_admin(CLI::App& admin, AdminEnv& env);

@@ -22,6 +22,7 @@ Status seed_identity_demo(Context& ctx, boost::json::object& demo);
 Status seed_catalog_demo(Context& ctx, boost::json::object& demo);
 Status seed_payments_demo(Context& ctx, boost::json::object& demo);
 Status seed_links_demo(Context& ctx, boost::json::object& demo);
+Status seed_billing_demo(Context& ctx, boost::json::object& demo);
 Status seed_webhooks_demo(Context& ctx, boost::json::object& demo);
 Status seed_wallets_demo(Context& ctx, boost::json::object& demo);
 

@@ -256,6 +256,7 @@ Result<Subscription> Service::apply(const web::Principal& merchant, std::string_
       return conflict(bj::object{{"status", "a " + current->status + " subscription cannot be " +
                                                 (m == Move::cancel    ? std::string("cancelled")
                                                  : m == Move::suspend ? std::string("suspended")
+                                                 : m == Move::expire  ? std::string("expired")
                                                                       : std::string("reactivated"))}});
     if (m != Move::reactivate) return {};
     // Reactivation collects what is overdue first: its failed cycles are asked for again at

@@ -78,8 +78,8 @@ class Service {
                                                                                 const tables::ListFilter& filter);
   Result<std::pair<std::vector<Payment>, std::int64_t>> list_payments(const Subscription& s, std::int64_t limit,
                                                                       std::int64_t offset);
-  // Applies a merchant's move (cancel now or at period end, suspend, reactivate); 409 naming
-  // status when the subscription's status does not allow it.
+  // Applies a move (the merchant's: cancel now or at period end, suspend, reactivate; expire,
+  // for operators and the demo world); 409 naming status when the status does not allow it.
   Result<Subscription> apply(const web::Principal& merchant, std::string_view reference, Move move,
                              const MoveRequest& request);
   // Sandbox only: moves the subscription's clock forward by delta_ms, then bills what fell due.

@@ -150,6 +150,10 @@ Result<std::optional<Subscription>> by_reference(store::Conn& c, std::int64_t me
              {std::string(reference), merchant_id, std::string(environment)});
 }
 
+Result<std::optional<Subscription>> by_reference_any(store::Conn& c, std::string_view reference) {
+  return one(c, "WHERE s.reference = ?", {std::string(reference)});
+}
+
 Result<std::optional<Subscription>> by_idempotency_key(store::Conn& c, std::int64_t merchant_id,
                                                        std::string_view environment, std::string_view key) {
   return one(c, "WHERE s.merchant_id = ? AND s.environment = ? AND s.idempotency_key = ?",

@@ -20,6 +20,8 @@ Result<std::optional<Subscription>> by_id(store::Conn& c, std::int64_t id);
 // Within one merchant's environment (another merchant's subscription is not found).
 Result<std::optional<Subscription>> by_reference(store::Conn& c, std::int64_t merchant_id, std::string_view environment,
                                                  std::string_view reference);
+// Whoever owns it (operators: the admin CLI).
+Result<std::optional<Subscription>> by_reference_any(store::Conn& c, std::string_view reference);
 Result<std::optional<Subscription>> by_idempotency_key(store::Conn& c, std::int64_t merchant_id,
                                                        std::string_view environment, std::string_view key);
 

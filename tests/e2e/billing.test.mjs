@@ -6,7 +6,8 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startServer, backends, merchantToken } from './lib/server.mjs';
+import { spawnSync } from 'node:child_process';
+import { startServer, backends, merchantToken, sikaBinary } from './lib/server.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const BASE = '/merchand/billing';
@@ -60,6 +61,32 @@ for (const backend of backends()) {
       otherToken = await merchantToken(server, 1);
     });
     after(async () => { if (server) await server.stop(); });
+
+    const admin = (...args) => {
+      const r = spawnSync(sikaBinary, ['admin', '--db', server.dsn, ...args, '--json'], {
+        env: { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef' }, encoding: 'utf8' });
+      return { status: r.status, out: r.stdout ? JSON.parse(r.stdout) : null, err: r.stderr };
+    };
+
+    test('the demo world lists a subscription in each status; the admin CLI reads and moves them', async () => {
+      const subs = server.demo.subscriptions;
+      assert.deepEqual(subs.map((s) => s.status).sort(), ['ACTIVE', 'CANCELLED', 'EXPIRED', 'SUSPENDED']);
+      for (const s of subs) {
+        const d = await detail(s.reference);
+        assert.equal(d.status, s.status);
+        if (s.status === 'SUSPENDED') assert.ok(d.suspended_at && d.status_reason);
+      }
+      assert.ok(subs.find((s) => s.status === 'ACTIVE').payment_url.includes('/pay/'));
+      const listed = admin('billing', 'list', '--merchant', server.demo.merchants[0].matricule, '--status', 'SUSPENDED');
+      assert.equal(listed.status, 0, listed.err);
+      assert.ok(listed.out.some((s) => s.reference === subs.find((x) => x.status === 'SUSPENDED').reference));
+      const active = subs.find((s) => s.status === 'ACTIVE').reference;
+      const shown = admin('billing', 'show', active);
+      assert.equal(shown.status, 0, shown.err);
+      assert.equal(shown.out.latest_payments.length, 1);
+      const refused = admin('billing', 'reactivate', active);
+      assert.notEqual(refused.status, 0);
+    });
 
     test('bad input is a 400 naming every bad field', async () => {
       const empty = await subscribe({});
