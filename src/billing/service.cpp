@@ -421,12 +421,13 @@ Status Service::push(const Subscription& s, const Payment& p) {
     return settle(refused);
   }
   payments::Transaction tx = std::move(created).value();
-  bool recorded = false;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(recorded, tables::mark_processing(c, p.id, p.attempts, tx.reference, at));
+    SIKA_TRY(tables::mark_processing(c, p.id, p.attempts, tx.reference, at));
     return {};
   }));
-  if (!recorded || tx.status != payments::TxStatus::initiated) return {};
+  // Pushed whether or not this run recorded it (a run that recorded it and stopped before the
+  // push leaves it INITIATED): execute moves INITIATED -> PENDING once, whoever asks.
+  if (tx.status != payments::TxStatus::initiated) return {};
   auto executed = payments_.execute_collection(tx, std::nullopt, "subscription");
   // A refusal FAILS the collection and the settlement scan applies it; a lost race (409) means
   // another run pushed it. Only a transient error is worth running the job again for.
