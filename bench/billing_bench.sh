@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Billing benchmark: N subscriptions (default 100,000), consented, all due at the same instant, on
+# SQLite in a temp dir. The database is seeded once by a first `sika serve` (migrations, demo
+# world), then N subscriptions whose cycle 1 is due and their N `billing.charge` jobs are inserted
+# with one SQL statement each (what a day of subscribe requests and consents would have left), and
+# `sika serve` is started again: the figure is the time from its start until every cycle 1 has its
+# payment row and its collection pushed to the sandbox operator (PENDING at the operator), and the
+# count of collections, which must be exactly N. The operator's answers are delayed past the run
+# (payments.sandbox_delay_ms) so the figure is the engine's, not the callbacks'.
+#
+#   bench/billing_bench.sh
+#   N=20000 WORKERS=32 bench/billing_bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+N=${N:-100000}
+WORKERS=${WORKERS:-32}
+LIMIT_S=${LIMIT_S:-600}
+source bench/lib.sh
+command -v sqlite3 >/dev/null || { echo "sqlite3 is not installed"; exit 1; }
+
+db="$TMP/sika.db"
+args=(--set log.access=false --set "jobs.workers=$WORKERS" --set jobs.poll_interval_ms=50
+  --set payments.sandbox_delay_ms=900000 --set payments.pending_ttl_ms=3600000 --set payments.intent_ttl_ms=3600000)
+start() {
+  local port demo
+  port=$(free_port)
+  demo="$TMP/demo-$1.json"
+  SIKA_SECRET_KEY=bench-secret-key-0123456789abcdef0123 \
+    "$SIKA" serve --listen "127.0.0.1:$port" --db "sqlite://$db" --public-url "http://127.0.0.1:$port" \
+    --demo "$demo" "${args[@]}" >"$TMP/serve-$1.log" 2>&1 &
+  PIDS+=($!)
+  wait_ready "$port" "$demo"
+}
+
+start seed
+kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
+now=$(($(date +%s) * 1000))
+anchor=$((now - 40 * 86400000))  # monthly, started 40 days ago: cycle 1 is due
+sqlite3 "$db" <<SQL
+.timeout 10000
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $N)
+INSERT INTO bil_subscriptions (reference, uuid, merchant_id, environment, user_tier, request_hash, customer_email,
+  amount, currency, frequency, time_zone, description, metadata, status, anchor_at, next_cycle, next_payment_at,
+  payer_provider, payer_wallet, subscribed_at, last_payment_at, created_at, updated_at)
+SELECT 'SUB-BENCH' || i, 'bench-' || i, (SELECT id FROM merchants WHERE matricule = 'MCH-CM-0001'), 'sandbox', 1, 'h',
+  'bench' || i || '@example.com', 1000, 'XAF', 'MONTHLY', 'Africa/Douala', 'Bench plan', '{}', 'ACTIVE', $anchor, 1,
+  $anchor + 31 * 86400000, 'MTN_MOMO_CMR', '237690000000', $anchor, $anchor, $anchor, $anchor FROM n;
+INSERT INTO jobs (queue, job_key, payload, state, run_at, max_attempts, created_at, updated_at)
+SELECT 'billing.charge', reference || ':1:e0', '{"subscription_id":' || id || ',"cycle":1,"epoch":0}', 'pending',
+  $now - 1000, 10, $now, $now FROM bil_subscriptions WHERE reference LIKE 'SUB-BENCH%';
+SQL
+
+t0=$(date +%s.%N)
+start run
+done_count=0
+while :; do
+  done_count=$(sqlite3 "$db" ".timeout 5000" "SELECT COUNT(*) FROM pay_transactions WHERE status <> 'INITIATED' AND metadata LIKE '%SUB-BENCH%'")
+  elapsed=$(python3 -c "import time; print(f'{time.time() - $t0:.1f}')")
+  [[ "$done_count" -ge "$N" ]] && break
+  if python3 -c "import sys; sys.exit(0 if $elapsed > $LIMIT_S else 1)"; then echo "stopped after ${LIMIT_S}s"; break; fi
+  sleep 1
+done
+read -r payments collections <<<"$(sqlite3 -separator ' ' "$db" ".timeout 5000" \
+  "SELECT (SELECT COUNT(*) FROM bil_payments WHERE cycle = 1), (SELECT COUNT(*) FROM pay_transactions WHERE metadata LIKE '%SUB-BENCH%')")"
+echo "billing: $N subscriptions due at once, SQLite, jobs.workers=$WORKERS, $(nproc) cores"
+echo "  pushed $done_count of $N in ${elapsed}s (from the process start; $(python3 -c "print(round($done_count / max($elapsed, 0.1)))") cycles/s)"
+echo "  cycle-1 payments $payments, collections $collections (must both be $N)"
