@@ -116,6 +116,16 @@ void add_merchant_admin(CLI::App& admin, AdminEnv& env) {
   }
 }
 
+merchant::Merchant merchant_named(Context& ctx, const std::string& matricule) {
+  std::optional<merchant::Merchant> m;
+  check(ctx.db->read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_matricule(c, matricule));
+    return {};
+  }));
+  if (!m) fail(not_found(boost::json::object{{"merchant", "no such merchant"}}));
+  return *m;
+}
+
 void add_admin_commands(CLI::App& admin, AdminEnv& env) {
   add_merchant_admin(admin, env);
   add_identity_admin(admin, env);

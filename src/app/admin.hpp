@@ -8,6 +8,7 @@
 #include <string>
 
 #include "app/context.hpp"
+#include "merchant/merchant.hpp"
 
 namespace sika::app {
 
@@ -32,6 +33,9 @@ T check(Result<T> r) {
 inline void check(Status s) {
   if (!s) fail(s.error());
 }
+
+// The merchant of a matricule given on the command line (fails with 404 naming merchant).
+merchant::Merchant merchant_named(Context& ctx, const std::string& matricule);
 
 void add_admin_commands(CLI::App& admin, AdminEnv& env);
 void add_merchant_admin(CLI::App& admin, AdminEnv& env);

@@ -59,19 +59,14 @@ void add_billing_admin(CLI::App& admin, AdminEnv& env) {
     cmd->add_option("--limit", a->limit, "at most this many (1 to 100)")->check(CLI::Range(1, 100));
     cmd->callback([&env, a] {
       Context& ctx = env.context();
-      std::optional<merchant::Merchant> m;
-      check(ctx.db->read([&](store::Conn& c) -> Status {
-        SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_matricule(c, a->merchant));
-        return {};
-      }));
-      if (!m) fail(not_found(bj::object{{"merchant", "no such merchant"}}));
+      const merchant::Merchant m = merchant_named(ctx, a->merchant);
       billing::tables::ListFilter f;
       if (!a->status.empty()) f.status = a->status;
       if (!a->email.empty()) f.customer_email = a->email;
       f.limit = a->limit;
       web::Principal p;
-      p.merchant_id = m->id;
-      p.environment = m->environment;
+      p.merchant_id = m.id;
+      p.environment = m.environment;
       auto found = check(ctx.billing->list_subscriptions(p, f));
       bj::array data;
       std::string human;

@@ -46,16 +46,11 @@ void add_links_admin(CLI::App& admin, AdminEnv& env) {
     cmd->add_option("--limit", a->limit, "at most this many (1 to 100)")->check(CLI::Range(1, 100));
     cmd->callback([&env, a] {
       Context& ctx = env.context();
-      std::optional<merchant::Merchant> m;
-      check(ctx.db->read([&](store::Conn& c) -> Status {
-        SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_matricule(c, a->merchant));
-        return {};
-      }));
-      if (!m) fail(not_found(bj::object{{"merchant", "no such merchant"}}));
+      const merchant::Merchant m = merchant_named(ctx, a->merchant);
       links::tables::ListFilter f;
       if (!a->status.empty()) f.status = a->status;
       f.limit = a->limit;
-      auto found = check(ctx.links->list_links(merchant_principal(m->id, m->environment), f));
+      auto found = check(ctx.links->list_links(merchant_principal(m.id, m.environment), f));
       bj::array data;
       std::string human;
       for (const auto& l : found.first) {

@@ -53,21 +53,10 @@ void Service::wake_jobs() {
 }
 
 Result<web::Principal> Service::merchant_of(const Subscription& s) {
-  std::optional<merchant::Merchant> m;
-  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_id(c, s.merchant_id));
-    return {};
-  }));
-  if (!m || !m->active) return unavailable(bj::object{{"merchant", "the subscription's merchant is not active"}});
-  web::Principal p;
-  p.subject = "subscription:" + s.reference;
-  p.merchant = m->matricule;
-  p.merchant_id = m->id;
-  p.user_tier = s.user_tier;
-  p.countries = m->countries;
-  p.environment = s.environment;
-  p.scopes = {"payments"};
-  return p;
+  SIKA_ASSIGN_OR_RETURN(
+      auto p, payments::acting_merchant(db_, s.merchant_id, s.environment, s.user_tier, "subscription:" + s.reference));
+  if (!p) return unavailable(bj::object{{"merchant", "the subscription's merchant is not active"}});
+  return std::move(*p);
 }
 
 // ---- merchant side ----------------------------------------------------------------------------

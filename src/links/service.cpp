@@ -169,21 +169,10 @@ Status Service::throttle(const web::Request& req, std::string_view short_code) {
 }
 
 Result<web::Principal> Service::merchant_of(const Link& link) {
-  std::optional<merchant::Merchant> m;
-  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_id(c, link.merchant_id));
-    return {};
-  }));
-  if (!m || !m->active) return link_not_found("shortCode");
-  web::Principal p;
-  p.subject = "payment-link:" + link.reference;
-  p.merchant = m->matricule;
-  p.merchant_id = m->id;
-  p.user_tier = link.user_tier;
-  p.countries = m->countries;
-  p.environment = link.environment;
-  p.scopes = {"payments"};
-  return p;
+  SIKA_ASSIGN_OR_RETURN(auto p, payments::acting_merchant(db_, link.merchant_id, link.environment, link.user_tier,
+                                                          "payment-link:" + link.reference));
+  if (!p) return link_not_found("shortCode");
+  return std::move(*p);
 }
 
 Status Service::release(const Link& link, std::int64_t attempt_id) {

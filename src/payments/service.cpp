@@ -12,6 +12,7 @@
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
+#include "merchant/merchant.hpp"
 #include "otp/service.hpp"
 #include "payments/store.hpp"
 
@@ -693,6 +694,26 @@ Result<Service::AccountHolder> Service::account_holder(const web::Principal& mer
   SIKA_ASSIGN_OR_RETURN(out.name, conn->account_holder(service->code, out.msisdn));
   out.service_code = service->code;
   return out;
+}
+
+Result<std::optional<web::Principal>> acting_merchant(store::Db& db, std::int64_t merchant_id,
+                                                      std::string_view environment, std::int64_t user_tier,
+                                                      std::string subject) {
+  std::optional<merchant::Merchant> m;
+  SIKA_TRY(db.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_id(c, merchant_id));
+    return {};
+  }));
+  if (!m || !m->active) return std::optional<web::Principal>{};
+  web::Principal p;
+  p.subject = std::move(subject);
+  p.merchant = m->matricule;
+  p.merchant_id = m->id;
+  p.user_tier = user_tier;
+  p.countries = m->countries;
+  p.environment = std::string(environment);
+  p.scopes = {"payments"};
+  return std::optional<web::Principal>(std::move(p));
 }
 
 }  // namespace sika::payments

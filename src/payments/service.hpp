@@ -244,6 +244,13 @@ class Service {
   std::unique_ptr<Periodic> expiry_;
 };
 
+// The principal a component's own flow (a payment link's payer, a subscription's cycle) collects
+// for: the merchant's id, matricule and granted countries, with the given tier, environment and
+// subject; nullopt when the merchant does not exist or is not active.
+Result<std::optional<web::Principal>> acting_merchant(store::Db& db, std::int64_t merchant_id,
+                                                      std::string_view environment, std::int64_t user_tier,
+                                                      std::string subject);
+
 // Adapts the catalog component's service to the snapshot function payments uses.
 CatalogSnapshot catalog_snapshot(catalog::Service& catalog);
 
