@@ -8,12 +8,18 @@
 # count of collections, which must be exactly N. The operator's answers are delayed past the run
 # (payments.sandbox_delay_ms) so the figure is the engine's, not the callbacks'.
 #
+# READS=1: instead, N subscriptions (default 1,000,000) stored for one merchant, and wrk on the
+# list (GET /merchand/billing/subscriptions, a page of 25 with its total) and the detail of one
+# subscription, DURATION seconds each.
+#
 #   bench/billing_bench.sh
 #   N=20000 WORKERS=32 bench/billing_bench.sh
+#   READS=1 bench/billing_bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-N=${N:-100000}
+READS=${READS:-0}
+if [[ "$READS" == 1 ]]; then N=${N:-1000000}; else N=${N:-100000}; fi
 WORKERS=${WORKERS:-32}
 LIMIT_S=${LIMIT_S:-600}
 source bench/lib.sh
@@ -22,8 +28,9 @@ command -v sqlite3 >/dev/null || { echo "sqlite3 is not installed"; exit 1; }
 db="$TMP/sika.db"
 args=(--set log.access=false --set "jobs.workers=$WORKERS" --set jobs.poll_interval_ms=50
   --set payments.sandbox_delay_ms=900000 --set payments.pending_ttl_ms=3600000 --set payments.intent_ttl_ms=3600000)
+port=""
 start() {
-  local port demo
+  local demo
   port=$(free_port)
   demo="$TMP/demo-$1.json"
   SIKA_SECRET_KEY=bench-secret-key-0123456789abcdef0123 \
@@ -50,6 +57,19 @@ INSERT INTO jobs (queue, job_key, payload, state, run_at, max_attempts, created_
 SELECT 'billing.charge', reference || ':1:e0', '{"subscription_id":' || id || ',"cycle":1,"epoch":0}', 'pending',
   $now - 1000, 10, $now, $now FROM bil_subscriptions WHERE reference LIKE 'SUB-BENCH%';
 SQL
+
+if [[ "$READS" == 1 ]]; then
+  sqlite3 "$db" "UPDATE jobs SET state = 'done' WHERE queue = 'billing.charge'"  # stored, not billed
+  start reads
+  token=$(merchant_token "$TMP/demo-reads.json" payments)
+  base="http://127.0.0.1:$port/api/merchand/billing/subscriptions"
+  echo "billing reads: $N subscriptions stored for one merchant, SQLite, $(nproc) cores, ${DURATION}s each"
+  for target in "$base?limit=25" "$base?status=ACTIVE&limit=25" "$base/detail/SUB-BENCH$((N / 2))"; do
+    out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -H "x-sp-auth-token: Bearer $token" "$target")
+    echo "  ${target#http://127.0.0.1:$port/api}: $(awk '/^Requests\/sec/ {print $2}' <<<"$out") req/s, p99 $(awk '$1=="99%" {print $2}' <<<"$out") $(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr '\n' ' ' || true)"
+  done
+  exit 0
+fi
 
 t0=$(date +%s.%N)
 start run
