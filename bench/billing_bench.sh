@@ -53,6 +53,10 @@ INSERT INTO bil_subscriptions (reference, uuid, merchant_id, environment, user_t
 SELECT 'SUB-BENCH' || i, 'bench-' || i, (SELECT id FROM merchants WHERE matricule = 'MCH-CM-0001'), 'sandbox', 1, 'h',
   'bench' || i || '@example.com', 1000, 'XAF', 'MONTHLY', 'Africa/Douala', 'Bench plan', '{}', 'ACTIVE', $anchor, 1,
   $anchor + 31 * 86400000, 'MTN_MOMO_CMR', '237690000000', $anchor, $anchor, $anchor, $anchor FROM n;
+INSERT INTO bil_counts (merchant_id, environment, status, shard, n)
+SELECT merchant_id, environment, status, 0, COUNT(*) FROM bil_subscriptions WHERE reference LIKE 'SUB-BENCH%'
+GROUP BY merchant_id, environment, status
+ON CONFLICT (merchant_id, environment, status, shard) DO UPDATE SET n = bil_counts.n + excluded.n;
 INSERT INTO jobs (queue, job_key, payload, state, run_at, max_attempts, created_at, updated_at)
 SELECT 'billing.charge', reference || ':1:e0', '{"subscription_id":' || id || ',"cycle":1,"epoch":0}', 'pending',
   $now - 1000, 10, $now, $now FROM bil_subscriptions WHERE reference LIKE 'SUB-BENCH%';

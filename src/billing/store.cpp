@@ -1,5 +1,7 @@
 #include "billing/store.hpp"
 
+#include "core/random.hpp"
+
 namespace sika::billing::tables {
 
 namespace {
@@ -102,6 +104,17 @@ Result<bool> changed(Result<std::int64_t> n) {
   return *n == 1;
 }
 
+// Adds `delta` to the merchant's count of `status`, in a random shard.
+Status count(store::Conn& c, std::int64_t merchant_id, std::string_view environment, std::string_view status,
+             std::int64_t delta) {
+  const std::int64_t shard = static_cast<std::int64_t>(random_bytes(1)[0] & 0x0F);
+  SIKA_TRY(
+      c.exec("INSERT INTO bil_counts (merchant_id, environment, status, shard, n) VALUES (?, ?, ?, ?, ?) "
+             "ON CONFLICT (merchant_id, environment, status, shard) DO UPDATE SET n = bil_counts.n + ?",
+             {merchant_id, std::string(environment), std::string(status), shard, delta, delta}));
+  return {};
+}
+
 }  // namespace
 
 Result<std::optional<std::int64_t>> insert_subscription(store::Conn& c, const Subscription& s) {
@@ -139,6 +152,7 @@ Result<std::optional<std::int64_t>> insert_subscription(store::Conn& c, const Su
                    s.created_at,
                    s.updated_at}));
   if (!row) return std::optional<std::int64_t>{};
+  SIKA_TRY(count(c, s.merchant_id, s.environment, s.status, 1));
   return std::optional<std::int64_t>(row->i64(0));
 }
 
@@ -172,7 +186,18 @@ Result<std::pair<std::vector<Subscription>, std::int64_t>> list(store::Conn& c, 
     where += " AND s.customer_email = ?";
     params.emplace_back(*f.customer_email);
   }
-  SIKA_ASSIGN_OR_RETURN(auto total, c.query_one("SELECT COUNT(*) FROM bil_subscriptions s " + where, params));
+  // The total: counted by the customer's index range, or read from the per-status counts.
+  std::optional<store::Row> total;
+  if (f.customer_email) {
+    SIKA_ASSIGN_OR_RETURN(total, c.query_one("SELECT COUNT(*) FROM bil_subscriptions s " + where, params));
+  } else {
+    store::Params cp{merchant_id, std::string(environment)};
+    if (f.status) cp.emplace_back(*f.status);
+    SIKA_ASSIGN_OR_RETURN(total, c.query_one(std::string("SELECT COALESCE(SUM(n), 0) FROM bil_counts WHERE "
+                                                         "merchant_id = ? AND environment = ?") +
+                                                 (f.status ? " AND status = ?" : ""),
+                                             cp));
+  }
   store::Params page = params;
   page.emplace_back(f.limit);
   page.emplace_back(f.offset);
@@ -195,10 +220,15 @@ Result<bool> move_status(store::Conn& c, std::int64_t id, std::string_view from,
   }
   // A final status has no next payment.
   const bool final_status = to == kCancelled || to == kExpired;
-  return changed(c.exec("UPDATE bil_subscriptions SET status = ?, status_reason = ?, " + stamp +
-                            (final_status ? ", next_payment_at = NULL" : "") +
-                            ", updated_at = ? WHERE id = ? AND status = ?",
-                        {std::string(to), store::opt(reason), now, now, id, std::string(from)}));
+  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("UPDATE bil_subscriptions SET status = ?, status_reason = ?, " + stamp +
+                                                  (final_status ? ", next_payment_at = NULL" : "") +
+                                                  ", updated_at = ? WHERE id = ? AND status = ? "
+                                                  "RETURNING merchant_id, environment",
+                                              {std::string(to), store::opt(reason), now, now, id, std::string(from)}));
+  if (!row) return false;
+  SIKA_TRY(count(c, row->i64(0), row->str(1), from, -1));
+  SIKA_TRY(count(c, row->i64(0), row->str(1), to, 1));
+  return true;
 }
 
 Result<bool> cancel_at_period_end(store::Conn& c, std::int64_t id, const std::optional<std::string>& reason,

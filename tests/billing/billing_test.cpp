@@ -321,6 +321,39 @@ TEST_P(BillingTest, ACycleCountExpiresTheSubscriptionAtTheEndOfItsLastPeriod) {
   EXPECT_EQ(events(s, "subscription.expired"), 1);
 }
 
+TEST_P(BillingTest, ListTotalsFollowEveryInsertAndMove) {
+  std::vector<Subscription> subs;
+  for (int i = 0; i < 5; ++i) subs.push_back(subscribe(100 + i).subscription);
+  ASSERT_TRUE(billing_->apply(p1_, subs[0].reference, Move::suspend, {}).ok());
+  ASSERT_TRUE(billing_->apply(p1_, subs[1].reference, Move::cancel, {}).ok());
+  ASSERT_TRUE(billing_->apply(p1_, subs[2].reference, Move::suspend, {}).ok());
+  ASSERT_TRUE(billing_->apply(p1_, subs[2].reference, Move::reactivate, {}).ok());
+  ASSERT_TRUE(billing_->apply(p1_, subs[3].reference, Move::expire, {}).ok());
+  auto total = [&](std::optional<std::string> status, const web::Principal& p) {
+    tables::ListFilter f;
+    f.status = std::move(status);
+    f.limit = 2;
+    auto r = billing_->list_subscriptions(p, f);
+    EXPECT_TRUE(r.ok());
+    if (r.ok()) EXPECT_LE(r->first.size(), 2u);
+    return r.ok() ? r->second : -1;
+  };
+  EXPECT_EQ(total(std::nullopt, p1_), 5);
+  EXPECT_EQ(total(std::string(kActive), p1_), 2);
+  EXPECT_EQ(total(std::string(kSuspended), p1_), 1);
+  EXPECT_EQ(total(std::string(kCancelled), p1_), 1);
+  EXPECT_EQ(total(std::string(kExpired), p1_), 1);
+  EXPECT_EQ(total(std::nullopt, p2_), 0);
+  // The counts agree with the rows themselves.
+  for (auto st : {kActive, kSuspended, kCancelled, kExpired})
+    EXPECT_EQ(total(std::string(st), p1_),
+              count("SELECT COUNT(*) FROM bil_subscriptions WHERE merchant_id = ? AND status = ?",
+                    {m1_.id, std::string(st)}));
+  tables::ListFilter by_email;
+  by_email.customer_email = "ama@example.com";
+  EXPECT_EQ(billing_->list_subscriptions(p1_, by_email)->second, 5);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, BillingTest, ::testing::Values("sqlite", "postgres"));
 
 }  // namespace
