@@ -323,19 +323,19 @@ void Service::register_jobs(store::JobRunner& runner) {
 Status Service::charge(std::int64_t subscription_id, std::int64_t cycle, std::int64_t epoch) {
   const std::int64_t at = now();
   std::optional<Subscription> s;
-  std::optional<Payment> p;
-  bool created = false;
+  std::optional<Payment> billed;  // the cycle's payment when an earlier run created it
+  std::optional<Payment> fresh;   // the cycle's payment to create now
+  std::int64_t next_due = 0;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-    p.reset();
-    created = false;
+    billed.reset();
+    fresh.reset();
     SIKA_ASSIGN_OR_RETURN(s, tables::by_id(c, subscription_id));
-    if (!s || s->epoch != epoch || s->status != kActive || !s->payer_wallet) return {};
+    if (!s || s->epoch != epoch || s->status != kActive || !s->payer_wallet || s->next_cycle < cycle) return {};
     if (s->next_cycle > cycle) {
       // Created by an earlier run (or another node): make sure it was asked for.
-      SIKA_ASSIGN_OR_RETURN(p, tables::payment_of(c, s->id, cycle));
+      SIKA_ASSIGN_OR_RETURN(billed, tables::payment_of(c, s->id, cycle));
       return {};
     }
-    if (s->next_cycle < cycle) return {};
     SIKA_ASSIGN_OR_RETURN(std::int64_t due, due_at(s->anchor_at, s->time_zone, s->frequency, cycle));
     if (due > s->clock(at)) return retryable(bj::object{{"cycle", "not due yet on the subscription's clock"}});
     if (s->cancel_at_period_end) {
@@ -346,36 +346,88 @@ Status Service::charge(std::int64_t subscription_id, std::int64_t cycle, std::in
       SIKA_TRY(move(c, *s, Move::expire, std::string("the subscription reached its end"), at));
       return {};
     }
-    Payment fresh;
-    fresh.reference = random_reference("SPY-", 16);
-    fresh.subscription_id = s->id;
-    fresh.cycle = cycle;
-    fresh.amount = s->amount;
-    fresh.currency = s->currency;
-    fresh.status = std::string(kPayPending);
-    fresh.due_at = due;
-    fresh.created_at = fresh.updated_at = at;
-    SIKA_ASSIGN_OR_RETURN(auto id, tables::insert_payment(c, fresh));
-    SIKA_ASSIGN_OR_RETURN(std::int64_t next_due, due_at(s->anchor_at, s->time_zone, s->frequency, cycle + 1));
-    SIKA_ASSIGN_OR_RETURN(bool advanced, tables::advance_cycle(c, s->id, cycle, next_due, at));
-    if (!advanced) return conflict(bj::object{{"cycle", "billed concurrently"}});
-    SIKA_TRY(enqueue_charge(c, *s, cycle + 1, epoch, at));
-    created = id.has_value();
-    SIKA_ASSIGN_OR_RETURN(p, tables::payment_of(c, s->id, cycle));
+    SIKA_ASSIGN_OR_RETURN(next_due, due_at(s->anchor_at, s->time_zone, s->frequency, cycle + 1));
+    Payment p;
+    p.reference = random_reference("SPY-", 16);
+    p.subscription_id = s->id;
+    p.cycle = cycle;
+    p.amount = s->amount;
+    p.currency = s->currency;
+    p.status = std::string(kPayPending);
+    p.due_at = due;
+    p.created_at = p.updated_at = at;
+    fresh = std::move(p);
     return {};
   }));
-  if (created) wake_jobs();  // the next cycle may be due already (catch-up after downtime)
-  if (!s || !p) return {};
-  if (p->status == kPayPending || p->status == kPayProcessing) return push(*s, *p);
-  return {};
+  if (!s) return {};
+  if (billed) return billed->status == kPayPending || billed->status == kPayProcessing ? push(*s, *billed) : Status{};
+  if (!fresh) return {};
+  // The cycle's payment row (UNIQUE per cycle), the subscription's advance to the next cycle,
+  // that cycle's job and the collection with its record on the payment commit in one unit.
+  auto open = [&](store::Conn& c, const std::optional<std::string>& intent_reference) -> Status {
+    Payment p = *fresh;
+    if (intent_reference) {
+      p.status = std::string(kPayProcessing);
+      p.payment_intent_reference = intent_reference;
+      p.attempts = 1;
+    }
+    SIKA_ASSIGN_OR_RETURN(auto id, tables::insert_payment(c, p));
+    SIKA_ASSIGN_OR_RETURN(bool advanced, tables::advance_cycle(c, s->id, cycle, next_due, at));
+    if (!id || !advanced) return conflict(bj::object{{"cycle", "billed by another run"}});
+    fresh->id = *id;
+    return enqueue_charge(c, *s, cycle + 1, epoch, at);
+  };
+  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(*s));
+  auto tx = payments_.collect_from_present_payer(
+      intent_for(*s, *fresh, 1), merchant, std::nullopt, "subscription",
+      [&](store::Conn& c, const payments::Transaction& created) { return open(c, created.reference); });
+  if (tx) {
+    wake_jobs();  // the next cycle may be due already (catch-up after downtime)
+    return {};
+  }
+  if (tx.error().is(ErrorKind::conflict)) return {};  // another run created this cycle
+  if (is_transient(tx.error())) return tx.take_error();
+  // Refused for good (the operator's service is gone, the amount is over its limit): the cycle
+  // is opened without a collection, its attempt fails like a collection would, and dunning
+  // takes over.
+  const std::string reason = "COLLECTION_REFUSED: " + tx.error().code;
+  SIKA_TRY(db_.write([&](store::Conn& c) { return open(c, std::nullopt); }));
+  wake_jobs();
+  return refuse(*s, *fresh, reason);
+}
+
+payments::IntentRequest Service::intent_for(const Subscription& s, const Payment& p, std::int64_t attempt) const {
+  payments::IntentRequest intent;
+  intent.amount = p.amount;
+  intent.currency = p.currency;
+  intent.transaction_uuid = crypto::uuid_from_name("subscription:" + s.reference + ":" + std::to_string(p.cycle) + ":" +
+                                                   std::to_string(attempt));
+  intent.provider = s.payer_provider.value_or("");
+  intent.channel = std::string(payments::kChannelProvider);
+  intent.customer_wallet = s.payer_wallet.value_or("");
+  intent.description = label(s);
+  intent.metadata = bj::serialize(bj::object{
+      {"subscription_reference", s.reference}, {"subscription_payment_reference", p.reference}, {"cycle", p.cycle}});
+  return intent;
+}
+
+Status Service::refuse(const Subscription& s, const Payment& p, const std::string& reason) {
+  tables::Ended refused;
+  refused.payment_id = p.id;
+  refused.subscription_id = s.id;
+  refused.from = std::string(kPayPending);
+  refused.transaction_status = "FAILED";
+  refused.failure_reason = reason;
+  refused.ended_at = now();
+  return settle(refused);
 }
 
 Status Service::push(const Subscription& s, const Payment& p) {
   if (!s.payer_wallet || !s.payer_provider || p.payment_link_reference) return {};
   SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(s));
   if (p.status == kPayProcessing) {
-    // Asked for already; a run that stopped between recording the collection and pushing it
-    // pushes it now (execute moves INITIATED once, whoever asks).
+    // Asked for already; a collection left INITIATED (its operator needs a code) is pushed
+    // again: execute moves INITIATED once, whoever asks.
     if (!p.payment_intent_reference) return {};
     auto tx = payments_.find(merchant, *p.payment_intent_reference, payments::kCollection);
     if (tx && tx->status == payments::TxStatus::initiated)
@@ -383,45 +435,19 @@ Status Service::push(const Subscription& s, const Payment& p) {
     return {};
   }
   if (p.status != kPayPending) return {};
-  payments::IntentRequest intent;
-  intent.amount = p.amount;
-  intent.currency = p.currency;
-  intent.transaction_uuid = crypto::uuid_from_name("subscription:" + s.reference + ":" + std::to_string(p.cycle) + ":" +
-                                                   std::to_string(p.attempts + 1));
-  intent.provider = *s.payer_provider;
-  intent.channel = std::string(payments::kChannelProvider);
-  intent.customer_wallet = *s.payer_wallet;
-  intent.description = label(s);
-  intent.metadata = bj::serialize(bj::object{
-      {"subscription_reference", s.reference}, {"subscription_payment_reference", p.reference}, {"cycle", p.cycle}});
-  auto created = payments_.create_collection(intent, merchant);
+  // A new attempt: the collection and its record on the payment (PENDING -> PROCESSING,
+  // conditional on the attempt count) commit in one unit, then the operator is asked.
   const std::int64_t at = now();
-  if (!created) {
-    if (is_transient(created.error())) return created.take_error();
-    // Refused for good (the operator's service is gone, the amount is over its limit): the
-    // attempt fails like a collection would, and dunning takes over.
-    tables::Ended refused;
-    refused.payment_id = p.id;
-    refused.subscription_id = s.id;
-    refused.from = std::string(kPayPending);
-    refused.transaction_status = "FAILED";
-    refused.failure_reason = "COLLECTION_REFUSED: " + created.error().code;
-    refused.ended_at = at;
-    return settle(refused);
-  }
-  payments::Transaction tx = std::move(created).value();
-  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-    SIKA_TRY(tables::mark_processing(c, p.id, p.attempts, tx.reference, at));
-    return {};
-  }));
-  // Pushed whether or not this run recorded it (a run that recorded it and stopped before the
-  // push leaves it INITIATED): execute moves INITIATED -> PENDING once, whoever asks.
-  if (tx.status != payments::TxStatus::initiated) return {};
-  auto executed = payments_.execute_collection(tx, std::nullopt, "subscription");
-  // A refusal FAILS the collection and the settlement scan applies it; a lost race (409) means
-  // another run pushed it. Only a transient error is worth running the job again for.
-  if (!executed && is_transient(executed.error())) return executed.take_error();
-  return {};
+  auto tx = payments_.collect_from_present_payer(
+      intent_for(s, p, p.attempts + 1), merchant, std::nullopt, "subscription",
+      [&](store::Conn& c, const payments::Transaction& created) -> Status {
+        SIKA_ASSIGN_OR_RETURN(bool recorded, tables::mark_processing(c, p.id, p.attempts, created.reference, at));
+        if (!recorded) return conflict(bj::object{{"payment", "asked for by another run"}});
+        return {};
+      });
+  if (tx || tx.error().is(ErrorKind::conflict)) return {};
+  if (is_transient(tx.error())) return tx.take_error();
+  return refuse(s, p, "COLLECTION_REFUSED: " + tx.error().code);
 }
 
 Status Service::retry(std::int64_t subscription_id, std::int64_t cycle, std::int64_t attempts) {

@@ -4,7 +4,8 @@
 //    (links/); later cycles are collections pushed to the phone and operator that paid it
 //    (payments::Service::create_collection / execute_collection);
 //  - exactly one payment row per (subscription, cycle): it is inserted, next_cycle advanced by a
-//    conditional UPDATE and the next cycle's job enqueued in one write unit, and the table's
+//    conditional UPDATE, the next cycle's job enqueued and the cycle's collection created in one
+//    write unit (the step of payments::Service::collect_from_present_payer), and the table's
 //    UNIQUE (subscription_id, cycle) refuses a second one whatever the nodes, restarts or job runs;
 //  - exactly one collection per payment attempt: its transaction_uuid is derived from
 //    (subscription, cycle, attempt), so payments' idempotency on transaction_uuid returns the
@@ -109,6 +110,11 @@ class Service {
   Result<web::Principal> merchant_of(const Subscription& s);
   // Creates and pushes the collection of a PENDING payment (or pushes one left INITIATED).
   Status push(const Subscription& s, const Payment& p);
+  // The collection of attempt `attempt` of a payment: its transaction_uuid is derived from
+  // (subscription, cycle, attempt), so every run asking for that attempt gets the same one.
+  payments::IntentRequest intent_for(const Subscription& s, const Payment& p, std::int64_t attempt) const;
+  // Records an attempt that could not even be created as failed (dunning takes over).
+  Status refuse(const Subscription& s, const Payment& p, const std::string& reason);
   // Inside a unit: applies a move, its side effects and its event; false when lost or illegal.
   Result<bool> move(store::Conn& c, const Subscription& s, Move move, const std::optional<std::string>& reason,
                     std::int64_t now);

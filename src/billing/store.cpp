@@ -273,11 +273,13 @@ Status advance_clock(store::Conn& c, std::int64_t id, std::int64_t delta_ms,
 
 Result<std::optional<std::int64_t>> insert_payment(store::Conn& c, const Payment& p) {
   SIKA_ASSIGN_OR_RETURN(
-      auto row, c.query_one("INSERT INTO bil_payments (reference, subscription_id, cycle, amount, currency, status, "
-                            "due_at, payment_link_reference, created_at, updated_at) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
-                            {p.reference, p.subscription_id, p.cycle, p.amount, p.currency, p.status, p.due_at,
-                             store::opt(p.payment_link_reference), p.created_at, p.updated_at}));
+      auto row,
+      c.query_one(
+          "INSERT INTO bil_payments (reference, subscription_id, cycle, amount, currency, status, "
+          "due_at, attempts, payment_intent_reference, payment_link_reference, created_at, updated_at) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+          {p.reference, p.subscription_id, p.cycle, p.amount, p.currency, p.status, p.due_at, p.attempts,
+           store::opt(p.payment_intent_reference), store::opt(p.payment_link_reference), p.created_at, p.updated_at}));
   if (!row) return std::optional<std::int64_t>{};
   return std::optional<std::int64_t>(row->i64(0));
 }
