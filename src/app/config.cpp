@@ -165,6 +165,12 @@ const std::vector<KeySpec> kKeys = {
      "how often ended collections are applied to their subscription payments (ms)"},
     {"catalog.refresh_ms", "2000", K::integer,
      "how often a node polls catalog_version; another node's catalog change is visible within this (ms)"},
+    // dashboard
+    {"dashboard.client_id", "demo-public", K::string,
+     "the dashboard's OAuth client at the identity service (public, PKCE; redirect URI dashboard_url/callback)"},
+    {"dashboard.idle_timeout_seconds", "1800", K::integer,
+     "a dashboard session ends after this long without a request"},
+    {"dashboard.absolute_timeout_seconds", "43200", K::integer, "a dashboard session ends this long after sign-in"},
 };
 
 bool parse_int(std::string_view s, std::int64_t& out) {

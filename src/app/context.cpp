@@ -11,6 +11,7 @@
 #include "catalog/service.hpp"
 #include "core/crypto.hpp"
 #include "core/random.hpp"
+#include "dashboard/service.hpp"
 #include "http/client.hpp"
 #include "identity/service.hpp"
 #include "limits/limiter.hpp"
@@ -223,6 +224,19 @@ Status build_services(Context& ctx) {
     wo.secure_cookies = c.surface_url(web::Surface::checkout).starts_with("https://");
     ctx.wallets = std::make_unique<wallets::Service>(*ctx.db, *ctx.payments, std::move(snapshot), *ctx.otp,
                                                      *ctx.notifier, std::move(wo));
+  }
+  {
+    // The dashboard: an OpenID Connect client of our identity service, reading through the others.
+    const Config& c = ctx.config;
+    dashboard::Options o;
+    o.dashboard_url = c.surface_url(web::Surface::dashboard);
+    o.client_id = c.get_string("dashboard.client_id");
+    o.pepper = ctx.pepper;
+    o.idle_ms = c.get_int("dashboard.idle_timeout_seconds") * 1000;
+    o.absolute_ms = c.get_int("dashboard.absolute_timeout_seconds") * 1000;
+    ctx.dashboard = std::make_unique<dashboard::Service>(
+        *ctx.db, dashboard::Components{ctx.identity.get(), ctx.links.get(), ctx.webhooks.get(), ctx.limiter.get()},
+        std::move(o));
   }
   {
     const Config& c = ctx.config;

@@ -43,6 +43,9 @@ class Notifier;
 namespace sika::otp {
 class Service;
 }
+namespace sika::dashboard {
+class Service;
+}
 
 namespace sika::app {
 
@@ -62,6 +65,7 @@ struct Context {
   std::unique_ptr<wallets::Service> wallets;  // needs payments, otp and the notifier
   std::unique_ptr<billing::Service> billing;  // subscriptions: needs payments, links, notifier and jobs
   std::unique_ptr<webhooks::Service> webhooks;
+  std::unique_ptr<dashboard::Service> dashboard;  // needs identity, links and webhooks
   // Runs the leased jobs of every queue a component registered (jobs->handle) before start_workers.
   std::unique_ptr<store::JobRunner> jobs;
   // Verifies the gateway credential of a request (set by build_services from the identity service).

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "app/context.hpp"
+#include "identity/model.hpp"
 #include "web/router.hpp"
 
 namespace sika::app {
@@ -16,6 +17,8 @@ Status seed_demo(Context& ctx, const web::Router& router, const std::string& fil
 // different on every installation. Only its hash is stored.
 std::string demo_secret(const Context& ctx, std::string_view label, std::size_t bytes = 32);
 
+// Creates a demo user, or makes its password the demo one (the world is seeded at every start).
+Status ensure_demo_user(Context& ctx, const identity::UserSpec& spec);
 // Component seeders (app/demo_<component>.cpp), called in this order.
 Status seed_merchant_demo(Context& ctx, boost::json::object& demo);
 Status seed_identity_demo(Context& ctx, boost::json::object& demo);
@@ -25,5 +28,6 @@ Status seed_links_demo(Context& ctx, boost::json::object& demo);
 Status seed_billing_demo(Context& ctx, boost::json::object& demo);
 Status seed_webhooks_demo(Context& ctx, boost::json::object& demo);
 Status seed_wallets_demo(Context& ctx, boost::json::object& demo);
+Status seed_dashboard_demo(Context& ctx, boost::json::object& demo);
 
 }  // namespace sika::app

@@ -16,10 +16,7 @@ namespace sika::app {
 
 namespace bj = boost::json;
 
-namespace {
-
-// Creates the user or makes its password the demo one.
-Status ensure_user(Context& ctx, const identity::UserSpec& spec) {
+Status ensure_demo_user(Context& ctx, const identity::UserSpec& spec) {
   std::optional<identity::User> found;
   SIKA_TRY(ctx.db->read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(found, identity::find_user_by_email(c, spec.email));
@@ -34,8 +31,6 @@ Status ensure_user(Context& ctx, const identity::UserSpec& spec) {
     return identity::set_user_password(*ctx.db, spec.email, spec.password, now_ms());
   return {};
 }
-
-}  // namespace
 
 Status seed_identity_demo(Context& ctx, bj::object& demo) {
   const std::int64_t now = now_ms();
@@ -77,7 +72,7 @@ Status seed_identity_demo(Context& ctx, bj::object& demo) {
   op.admin = true;
   op.user_tier = 3;
   op.countries = {"CMR", "CIV"};
-  SIKA_TRY(ensure_user(ctx, op));
+  SIKA_TRY(ensure_demo_user(ctx, op));
   demo["operator"] = bj::object{{"email", op.email}, {"password", op.password}};
 
   identity::UserSpec user;
@@ -87,7 +82,7 @@ Status seed_identity_demo(Context& ctx, bj::object& demo) {
   user.phone = "+237650000001";
   user.user_tier = 1;
   user.countries = {"CMR"};
-  SIKA_TRY(ensure_user(ctx, user));
+  SIKA_TRY(ensure_demo_user(ctx, user));
   demo["user"] = bj::object{{"email", user.email}, {"password", user.password}};
 
   // The public client: authorization code + PKCE, for the dashboard and local apps.

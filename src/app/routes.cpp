@@ -7,6 +7,7 @@
 #include "billing/service.hpp"
 #include "catalog/service.hpp"
 #include "core/json.hpp"
+#include "dashboard/service.hpp"
 #include "identity/service.hpp"
 #include "links/service.hpp"
 #include "payments/service.hpp"
@@ -293,6 +294,76 @@ void build_routes(web::Router& r, Context& ctx) {
            "List the merchant's events (filter: event_type)"});
     r.add({Surface::gateway, "POST", "/webhook/events/{event_id}/redeliver", wh(&Wh::redeliver),
            web::bearer("payments"), "Deliver an event again, to one endpoint or to every subscribed one"});
+  }
+
+  // ---- dashboard ---------------------------------------------------------------------------
+  // Server-rendered pages of operators and merchant members (docs/dashboard.md). Sign-in and the
+  // TOTP step are open (the handlers check the state cookie, or the pending session and its CSRF
+  // token); every other page needs a session, operators' pages an operator's.
+  if (ctx.dashboard) {
+    using Dsh = dashboard::Service;
+    Dsh* svc = ctx.dashboard.get();
+    r.authenticate_with(web::Auth::dashboard_session,
+                        [svc](web::Request& req, const web::Access&) { return svc->authenticate(req); });
+    r.authenticate_with(web::Auth::operator_session,
+                        [svc](web::Request& req, const web::Access&) { return svc->authenticate(req); });
+    r.sign_in_page(Surface::dashboard, ctx.config.surface_url(Surface::dashboard) + "/login");
+    auto dsh = [svc](web::Response (Dsh::*method)(web::Request&)) -> web::Handler {
+      return [svc, method](web::Request& q) { return (svc->*method)(q); };
+    };
+    const auto member = web::dashboard_session();
+    const auto op = web::operator_session();
+    r.add({Surface::dashboard, "GET", "/login", dsh(&Dsh::login), web::open_access(),
+           "Sign-in: redirects to the identity service (authorization code + PKCE)"});
+    r.add({Surface::dashboard, "GET", "/callback", dsh(&Dsh::callback), web::open_access(),
+           "Sign-in callback: exchanges the code, verifies the ID token, opens the session"});
+    r.add({Surface::dashboard, "GET", "/totp", dsh(&Dsh::totp_page), web::open_access(),
+           "Second factor: TOTP enrolment (QR code) or the code form of a signed-in session"});
+    r.add({Surface::dashboard, "POST", "/totp", dsh(&Dsh::totp_submit), web::open_access(),
+           "Second factor: checks the TOTP code (session cookie and CSRF token checked by the handler)"});
+    r.add({Surface::dashboard, "POST", "/logout", dsh(&Dsh::logout), member, "Ends the dashboard session"});
+    r.add({Surface::dashboard, "GET", "/", dsh(&Dsh::home), member, "Home: balances and the daily volume chart"});
+    r.add({Surface::dashboard, "GET", "/audit", dsh(&Dsh::audit), member, "Audit log (owners and operators)"});
+    r.add({Surface::dashboard, "GET", "/security", dsh(&Dsh::security), member, "Two-factor authentication status"});
+    r.add({Surface::dashboard, "POST", "/security/totp", dsh(&Dsh::security_enrol), member, "Turns on TOTP"});
+    r.add({Surface::dashboard, "GET", "/transactions", dsh(&Dsh::transactions), member,
+           "Transactions: filters, search, keyset pages"});
+    r.add({Surface::dashboard, "GET", "/transactions.csv", dsh(&Dsh::transactions_csv), member,
+           "Transactions as CSV (same filters)"});
+    r.add({Surface::dashboard, "GET", "/transactions/{reference}", dsh(&Dsh::transaction), member,
+           "A transaction: timeline, ledger entries, webhook deliveries"});
+    r.add({Surface::dashboard, "POST", "/transactions/{reference}/redeliver", dsh(&Dsh::redeliver), member,
+           "Replays a webhook delivery of the transaction"});
+    r.add({Surface::dashboard, "GET", "/links", dsh(&Dsh::links_page), member, "Payment links"});
+    r.add({Surface::dashboard, "POST", "/links", dsh(&Dsh::link_create), member, "Creates a payment link"});
+    r.add({Surface::dashboard, "GET", "/links/{reference}/qr.png", dsh(&Dsh::link_qr), member,
+           "Downloads a payment link's QR code"});
+    r.add({Surface::dashboard, "POST", "/links/{reference}/disable", dsh(&Dsh::link_disable), member,
+           "Disables a payment link"});
+    r.add({Surface::dashboard, "GET", "/developers", dsh(&Dsh::developers), member, "OAuth applications"});
+    r.add({Surface::dashboard, "POST", "/developers/apps", dsh(&Dsh::app_create), member,
+           "Creates an OAuth application (secret shown once)"});
+    r.add({Surface::dashboard, "POST", "/developers/apps/{client_id}/rotate", dsh(&Dsh::app_rotate), member,
+           "Rotates an OAuth application's secret (shown once)"});
+    r.add({Surface::dashboard, "GET", "/team", dsh(&Dsh::team), member, "Team members and roles"});
+    r.add(
+        {Surface::dashboard, "POST", "/team", dsh(&Dsh::team_put), member, "Sets or removes a member's role (owners)"});
+    r.add({Surface::dashboard, "GET", "/operator/merchants", dsh(&Dsh::merchants), op, "Operators: merchants"});
+    r.add({Surface::dashboard, "POST", "/operator/merchants", dsh(&Dsh::merchant_create), op,
+           "Operators: creates a merchant"});
+    r.add({Surface::dashboard, "GET", "/operator/merchants/{matricule}", dsh(&Dsh::merchant_page), op,
+           "Operators: a merchant, its OAuth applications and members"});
+    r.add({Surface::dashboard, "POST", "/operator/merchants/{matricule}/enable", dsh(&Dsh::merchant_status), op,
+           "Operators: enables a merchant"});
+    r.add({Surface::dashboard, "POST", "/operator/merchants/{matricule}/disable", dsh(&Dsh::merchant_status), op,
+           "Operators: disables a merchant (its credentials and members' sessions stop working)"});
+    r.add({Surface::dashboard, "POST", "/operator/merchants/{matricule}/apps", dsh(&Dsh::merchant_app_create), op,
+           "Operators: creates a merchant's OAuth application (secret shown once)"});
+    r.add({Surface::dashboard, "POST", "/operator/merchants/{matricule}/members", dsh(&Dsh::merchant_member), op,
+           "Operators: sets or removes a member's role"});
+    r.add({Surface::dashboard, "GET", "/operator/ledger", dsh(&Dsh::ledger), op, "Operators: the ledger check"});
+    r.add({Surface::dashboard, "GET", "/operator/health", dsh(&Dsh::health), op,
+           "Operators: job queues and webhook failures"});
   }
 }
 

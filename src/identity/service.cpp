@@ -440,15 +440,12 @@ Result<bool> Service::is_revoked(std::string_view jti) {
   return found;
 }
 
-Result<web::Principal> Service::verify_access_token(std::string_view token) {
+Result<ParsedJwt> Service::signed_by_us(std::string_view token) {
   auto parsed = parse_jwt(token);
   if (!parsed) return invalid_token("malformed token");
-  const ParsedJwt& p = *parsed;
+  ParsedJwt& p = *parsed;
   auto alg = parse_alg(p.alg);
   if (!alg) return invalid_token("unsupported alg");
-  std::string typ = p.typ;
-  for (auto& ch : typ) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (typ != "at+jwt" && typ != "application/at+jwt") return invalid_token("not an access token (typ)");
   auto ring = keys();
   const Jwk* key = ring->find(p.kid);
   if (!key && now() - last_key_reload_.load() > 1000) {
@@ -459,8 +456,44 @@ Result<web::Principal> Service::verify_access_token(std::string_view token) {
   if (!key) return invalid_token("unknown signing key");
   if (key->alg() != *alg) return invalid_token("alg does not match the key");
   if (!key->verify(p.signing_input, p.signature)) return invalid_token("bad signature");
+  if (claim_str(p.payload, "iss") != opts_.issuer) return invalid_token("wrong issuer");
+  return std::move(p);
+}
+
+Result<IdTokenClaims> Service::verify_id_token(std::string_view token, std::string_view client_id,
+                                               std::string_view nonce) {
+  SIKA_ASSIGN_OR_RETURN(ParsedJwt p, signed_by_us(token));
+  if (p.typ != "JWT") return invalid_token("not an ID token (typ)");
   const bj::object& c = p.payload;
-  if (claim_str(c, "iss") != opts_.issuer) return invalid_token("wrong issuer");
+  bool aud_ok = false;
+  if (auto it = c.find("aud"); it != c.end()) {
+    if (it->value().is_string()) aud_ok = it->value().get_string() == client_id;
+    if (it->value().is_array())
+      for (const auto& a : it->value().get_array())
+        if (a.is_string() && a.get_string() == client_id) aud_ok = true;
+  }
+  if (!aud_ok) return invalid_token("wrong audience");
+  if (auto azp = claim_str(c, "azp"); !azp.empty() && azp != client_id) return invalid_token("wrong azp");
+  const std::int64_t t = now() / 1000;
+  auto exp = claim_int(c, "exp");
+  if (!exp || *exp <= t) return invalid_token("token expired");
+  if (auto iat = claim_int(c, "iat"); iat && *iat > t + 30) return invalid_token("token issued in the future");
+  if (!crypto::constant_time_equal(claim_str(c, "nonce"), nonce)) return invalid_token("wrong nonce");
+  IdTokenClaims out;
+  out.subject = claim_str(c, "sub");
+  if (out.subject.empty()) return invalid_token("missing sub");
+  out.auth_time = claim_int(c, "auth_time").value_or(0);
+  out.email = claim_str(c, "email");
+  out.name = claim_str(c, "name");
+  return out;
+}
+
+Result<web::Principal> Service::verify_access_token(std::string_view token) {
+  SIKA_ASSIGN_OR_RETURN(ParsedJwt p, signed_by_us(token));
+  std::string typ = p.typ;
+  for (auto& ch : typ) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (typ != "at+jwt" && typ != "application/at+jwt") return invalid_token("not an access token (typ)");
+  const bj::object& c = p.payload;
   bool aud_ok = false;
   if (auto it = c.find("aud"); it != c.end()) {
     if (it->value().is_string()) aud_ok = it->value().get_string() == opts_.audience;

@@ -39,6 +39,13 @@
 
 namespace sika::identity {
 
+// What the dashboard learns from a verified ID token.
+struct IdTokenClaims {
+  std::string subject;
+  std::int64_t auth_time = 0;  // epoch seconds
+  std::string email, name;     // with the email / profile scopes
+};
+
 class Service {
  public:
   // Loads the signing keys, creating an ES256 and an RS256 key when none exist.
@@ -83,6 +90,10 @@ class Service {
   Result<web::Principal> authenticate(const web::Request& req);
   // Verifies a token string the same way (no header parsing).
   Result<web::Principal> verify_access_token(std::string_view token);
+  // Verifies an ID token issued to `client_id` (a relying party of our own, e.g. the dashboard):
+  // signature by a published key, typ JWT, iss, aud (and azp), exp, and the nonce of the
+  // authorization request. Errors are 401 invalid_token.
+  Result<IdTokenClaims> verify_id_token(std::string_view token, std::string_view client_id, std::string_view nonce);
 
   // Background work: key reload, purge of expired codes, tokens, sessions and keys.
   void start();
@@ -120,6 +131,8 @@ class Service {
   web::Response token_error(const web::Request& req, const Error& e, bool basic = false);
   // The 200 answer of the token endpoint: the issuer's response, not cached.
   web::Response token_issued(const web::Request& req, const Ticket& ticket, const Grant& grant);
+  // Parses a JWS and checks its alg, its key (one we publish) and signature, and its issuer.
+  Result<ParsedJwt> signed_by_us(std::string_view token);
   Result<bool> is_revoked(std::string_view jti);
   // Revocations made by this process, applied to its cache at once (token_cache_seconds > 0).
   void note_revoked(const std::vector<std::pair<std::string, std::int64_t>>& jtis);

@@ -7,6 +7,12 @@
 
 namespace sika::merchant {
 
+Result<bool> set_active(store::Conn& c, std::int64_t id, bool active) {
+  auto n = c.exec("UPDATE merchants SET active = ? WHERE id = ?", {std::int64_t{active ? 1 : 0}, id});
+  if (!n) return n.take_error();
+  return *n > 0;
+}
+
 namespace {
 constexpr std::string_view kColumns = "id, matricule, name, email, countries, environment, active, created_at";
 

@@ -42,6 +42,9 @@ Result<Merchant> create(store::Conn& c, const NewMerchant& m, std::int64_t now);
 Result<std::optional<Merchant>> find_by_matricule(store::Conn& c, std::string_view matricule);
 Result<std::optional<Merchant>> find_by_id(store::Conn& c, std::int64_t id);
 Result<std::vector<Merchant>> list(store::Conn& c);
+// Enables or disables a merchant (a disabled merchant's credentials stop working); returns false
+// when no merchant has this id.
+Result<bool> set_active(store::Conn& c, std::int64_t id, bool active);
 
 // Issues a key ("sk_sandbox_..." / "sk_prod_..." for merchant keys, "lk_..." for link keys).
 Result<IssuedKey> issue_key(store::Conn& c, std::string_view pepper, std::int64_t merchant_id, KeyKind kind,

@@ -196,4 +196,24 @@ Result<std::vector<LateCallback>> late_callbacks(store::Conn& conn) {
   return out;
 }
 
+Result<std::vector<DailyVolume>> daily_volume(store::Conn& conn, std::int64_t merchant_id, std::string_view environment,
+                                              std::int64_t from, std::int64_t to) {
+  constexpr std::int64_t kDay = 86400000;
+  SIKA_ASSIGN_OR_RETURN(
+      auto rows,
+      conn.query("SELECT created_at / ?, currency, "
+                 "SUM(CASE WHEN status = 'COMPLETED' THEN amount ELSE 0 END), COUNT(*), "
+                 "SUM(CASE WHEN status = 'COMPLETED' THEN 1 ELSE 0 END), "
+                 "SUM(CASE WHEN status IN ('COMPLETED', 'FAILED', 'EXPIRED', 'CANCELLED') THEN 1 ELSE 0 END) "
+                 "FROM pay_transactions WHERE merchant_id = ? AND environment = ? AND operation = 'COLLECTION' "
+                 "AND created_at >= ? AND created_at < ? GROUP BY created_at / ?, currency "
+                 "ORDER BY created_at / ?, currency",
+                 {kDay, merchant_id, std::string(environment), from, to, kDay, kDay}));
+  std::vector<DailyVolume> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows)
+    out.push_back(DailyVolume{r.i64(0) * kDay, r.str(1), r.i64(2), r.i64(3), r.i64(4), r.i64(5)});
+  return out;
+}
+
 }  // namespace sika::payments::queries

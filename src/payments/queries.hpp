@@ -102,4 +102,17 @@ struct LateCallback {
 };
 Result<std::vector<LateCallback>> late_callbacks(store::Conn& conn);
 
+// One day of a merchant's collections in one currency (the dashboard's chart).
+struct DailyVolume {
+  std::int64_t day = 0;  // epoch ms of the day's start (UTC)
+  std::string currency;
+  std::int64_t completed_amount = 0;  // sum of COMPLETED amounts
+  std::int64_t count = 0;             // collections created that day
+  std::int64_t completed = 0;         // of which COMPLETED
+  std::int64_t ended = 0;             // of which ended (COMPLETED, FAILED, EXPIRED, CANCELLED)
+};
+// Days in [from, to) that have collections, by day then currency.
+Result<std::vector<DailyVolume>> daily_volume(store::Conn& conn, std::int64_t merchant_id, std::string_view environment,
+                                              std::int64_t from, std::int64_t to);
+
 }  // namespace sika::payments::queries

@@ -20,6 +20,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0012PaymentLinks,
       migrations::k0014Wallets,
       migrations::k0015Billing,
+      migrations::k0016Dashboard,
       migrations::k0017JobsDeadIndex,
       migrations::k0018CatalogOtpHelper,
   };

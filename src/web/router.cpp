@@ -69,6 +69,8 @@ void Router::authenticate_with(Auth auth, Authenticator authenticator) {
   authenticators_[auth] = std::move(authenticator);
 }
 
+void Router::sign_in_page(Surface s, std::string url) { sign_in_pages_[s] = std::move(url); }
+
 Status Router::authorize(Request& req, const Access& access) const {
   switch (access.auth) {
     case Auth::open:
@@ -163,6 +165,11 @@ Response Router::dispatch(Request& req) const {
       req.path_params = std::move(params_of[i]);
       req.route_id = static_cast<int>(candidates[i]);
       Status allowed = authorize(req, r.access);
+      if (!allowed && allowed.error().is(ErrorKind::unauthenticated) && lookup == "GET" &&
+          (r.access.auth == Auth::dashboard_session || r.access.auth == Auth::operator_session)) {
+        if (auto page = sign_in_pages_.find(r.surface); page != sign_in_pages_.end())
+          return Response::redirect(page->second, 303);
+      }
       Response res = allowed ? r.handler(req) : error(req, allowed.error());
       apply_cors(req, r.surface, res);
       return res;

@@ -83,6 +83,9 @@ class Router {
   // Registers how requests are authenticated for `auth` (bearer, API keys, sessions).
   // Policies open, client and signed_request need none: their handlers verify what they must.
   void authenticate_with(Auth auth, Authenticator authenticator);
+  // A GET of a session route (dashboard_session, operator_session) of this surface without a valid
+  // session is sent to `url` (303) instead of the 401 envelope: browsers land on the sign-in page.
+  void sign_in_page(Surface s, std::string url);
 
   // Adds a route; throws std::invalid_argument when it states no auth policy.
   void add(Route route);
@@ -111,6 +114,7 @@ class Router {
   std::map<Surface, std::string> prefixes_;
   std::map<Surface, CorsPolicy> cors_;
   std::map<Auth, Authenticator> authenticators_;
+  std::map<Surface, std::string> sign_in_pages_;
   TrustedProxies proxies_;
   std::vector<Route> routes_;
   std::vector<Compiled> compiled_;

@@ -329,6 +329,7 @@ Result<Listing<Delivery>> Registry::list_deliveries(Scope scope, const DeliveryF
     if (filter.endpoint_id) where += " AND e.public_id = ?", params.emplace_back(*filter.endpoint_id);
     if (filter.event_id) where += " AND ev.event_id = ?", params.emplace_back(*filter.event_id);
     if (filter.status) where += " AND d.status = ?", params.emplace_back(*filter.status);
+    if (filter.subject) where += " AND ev.subject = ?", params.emplace_back(*filter.subject);
     SIKA_ASSIGN_OR_RETURN(auto total, c.query_one("SELECT COUNT(*) FROM webhook_deliveries d JOIN events ev ON "
                                                   "ev.id = d.event_row JOIN webhook_endpoints e ON e.id = "
                                                   "d.endpoint_row" +

@@ -42,6 +42,7 @@ struct DeliveryFilter {
   std::optional<std::string> endpoint_id;
   std::optional<std::string> event_id;
   std::optional<std::string> status;
+  std::optional<std::string> subject;  // the events' subject, e.g. a transaction_reference
 };
 
 template <class T>

@@ -17,6 +17,7 @@ extern const Migration k0011Jobs;
 extern const Migration k0012PaymentLinks;
 extern const Migration k0014Wallets;
 extern const Migration k0015Billing;
+extern const Migration k0016Dashboard;
 extern const Migration k0017JobsDeadIndex;
 extern const Migration k0018CatalogOtpHelper;
 }  // namespace sika::store::migrations

@@ -1,0 +1,40 @@
+#pragma once
+// What the dashboard's page files share: the caller of a request, texts in two languages and
+// small rendering helpers. Not part of the component's interface.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/i18n.hpp"
+#include "dashboard/service.hpp"
+#include "web/html.hpp"
+
+namespace sika::dashboard {
+
+struct Service::Ctx {
+  Session session;
+  web::Principal principal;
+  i18n::Locale locale = i18n::Locale::fr;
+
+  bool fr() const { return locale == i18n::Locale::fr; }
+  // The text in the caller's language.
+  std::string_view t(std::string_view fr_text, std::string_view en_text) const { return fr() ? fr_text : en_text; }
+  bool is_operator() const { return principal.role == web::Role::operator_; }
+  std::optional<std::int64_t> merchant_id() const {
+    return is_operator() ? std::nullopt : std::optional<std::int64_t>(principal.merchant_id);
+  }
+  // A hidden field carrying the session's CSRF token, for every form.
+  std::string csrf_field() const {
+    return "<input type=\"hidden\" name=\"csrf\" value=\"" + web::html::escape(session.csrf) + "\">";
+  }
+};
+
+// A 403 error for a viewer (or anyone) trying a change their role does not allow.
+Error not_allowed(std::string_view what);
+// The form fields of a request body (application/x-www-form-urlencoded), or the 400/415 error.
+Result<web::Fields> form_of(const web::Request& req);
+std::string field(const web::Fields& fields, std::string_view name);
+// "2026-11-22 18:20" (UTC).
+std::string when(std::int64_t epoch_ms);
+
+}  // namespace sika::dashboard

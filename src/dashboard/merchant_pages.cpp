@@ -1,0 +1,655 @@
+// A merchant's pages: transactions (filters, search, keyset pages, CSV), a transaction's
+// timeline with its ledger entries and webhook deliveries, payment links, developers (OAuth
+// applications) and the team. Every read is scoped to the session's merchant: another
+// merchant's object is not found.
+#include <boost/json.hpp>
+
+#include "core/money.hpp"
+#include "core/time.hpp"
+#include "dashboard/internal.hpp"
+#include "identity/model.hpp"
+#include "identity/service.hpp"
+#include "identity/store.hpp"
+#include "links/qr.hpp"
+#include "links/service.hpp"
+#include "links/store.hpp"
+#include "payments/queries.hpp"
+#include "web/envelope.hpp"
+#include "webhooks/registry.hpp"
+#include "webhooks/service.hpp"
+
+namespace sika::dashboard {
+
+namespace bj = boost::json;
+using web::html::escape;
+
+namespace {
+
+// Members' pages: operators manage merchants from their own pages.
+Status member_only(const Service::Ctx& c) {
+  if (c.is_operator()) return not_found(bj::string("merchant pages are for merchant members"));
+  return {};
+}
+
+Status may_change(const Service::Ctx& c) {
+  if (!c.principal.can_change()) return not_allowed("viewers change nothing");
+  return {};
+}
+
+std::optional<std::int64_t> day_start(std::string_view text) {
+  if (text.size() != 10) return std::nullopt;
+  return parse_iso8601(std::string(text) + "T00:00:00Z");
+}
+
+// The transaction filter of a query string; problems name their parameter.
+Result<payments::queries::TransactionFilter> transaction_filter(const web::Request& req, const Service::Ctx& c) {
+  payments::queries::TransactionFilter f;
+  f.merchant_id = c.principal.merchant_id;
+  f.environment = c.principal.environment;
+  json::FieldErrors errors;
+  auto q = [&](std::string_view name) { return req.query_param(name).value_or(""); };
+  if (auto s = q("status"); !s.empty()) {
+    f.status = payments::parse_status(s);
+    if (!f.status) errors.add("status", "must be INITIATED, PENDING, COMPLETED, FAILED, EXPIRED or CANCELLED");
+  }
+  f.operation = q("operation");
+  if (!f.operation.empty() && f.operation != payments::kCollection && f.operation != payments::kDisbursement)
+    errors.add("operation", "must be COLLECTION or DISBURSEMENT");
+  f.channel = q("channel");
+  if (!f.channel.empty() && f.channel != "PROVIDER" && f.channel != "WALLET")
+    errors.add("channel", "must be PROVIDER or WALLET");
+  f.provider = q("provider");
+  if (f.provider.size() > 64) errors.add("provider", "at most 64 characters");
+  if (auto from = q("from"); !from.empty()) {
+    f.created_from = day_start(from);
+    if (!f.created_from) errors.add("from", "must be a date YYYY-MM-DD");
+  }
+  if (auto to = q("to"); !to.empty()) {
+    auto d = day_start(to);
+    if (!d)
+      errors.add("to", "must be a date YYYY-MM-DD");
+    else
+      f.created_to = *d + 86400000;  // the whole day
+  }
+  f.search = q("q");
+  if (f.search.size() > 100) errors.add("q", "at most 100 characters");
+  if (auto b = q("before"); !b.empty()) {
+    try {
+      std::size_t used = 0;
+      f.before = std::stoll(b, &used);
+      if (used != b.size()) throw std::invalid_argument("trailing");
+    } catch (...) {
+      errors.add("before", "must be the cursor of a previous page");
+    }
+  }
+  f.limit = 50;
+  SIKA_TRY(errors.status());
+  return f;
+}
+
+// The query string of the current filters without the cursor (for the next page and the CSV).
+std::string filter_query(const web::Request& req) {
+  std::string out;
+  for (const auto& [k, v] : req.query) {
+    if (k == "before" || k == "lang" || v.empty()) continue;
+    out += (out.empty() ? "" : "&") + web::percent_encode(k) + "=" + web::percent_encode(v);
+  }
+  return out;
+}
+
+std::string option(std::string_view value, std::string_view label, std::string_view selected) {
+  return "<option value=\"" + escape(value) + "\"" + (value == selected ? " selected" : "") + ">" + escape(label) +
+         "</option>";
+}
+
+std::string badge(std::string_view status) {
+  return "<span class=\"badge " + escape(status) + "\">" + escape(status) + "</span>";
+}
+
+// A CSV cell: quoted when needed; a leading = + - @ is neutralised so spreadsheets do not run it.
+std::string csv_cell(std::string_view v) {
+  std::string s(v);
+  if (!s.empty() && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@')) s.insert(0, "'");
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+// ---- transactions ------------------------------------------------------------------------------
+
+web::Response Service::transactions(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  auto filter = transaction_filter(req, *c);
+  if (!filter) return error_page(req, filter.error());
+  payments::queries::TransactionPage result;
+  auto read = db_.read([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(result, payments::queries::list_transactions(conn, *filter));
+    return {};
+  });
+  if (!read) return error_page(req, read.error());
+  auto q = [&](std::string_view name) { return req.query_param(name).value_or(""); };
+  std::string body = "<form class=\"card\" method=\"get\" action=\"" + escape(path("/transactions")) +
+                     "\" role=\"search\"><div class=\"filters\">";
+  body += "<div><label for=\"q\">" + std::string(c->t("Référence ou téléphone", "Reference or phone")) +
+          "</label><input id=\"q\" name=\"q\" value=\"" + escape(q("q")) + "\"></div>";
+  body += "<div><label for=\"status\">" + std::string(c->t("Statut", "Status")) +
+          "</label><select id=\"status\" name=\"status\">" + option("", c->t("Tous", "All"), q("status"));
+  for (auto s : {"INITIATED", "PENDING", "COMPLETED", "FAILED", "EXPIRED", "CANCELLED"})
+    body += option(s, s, q("status"));
+  body += "</select></div><div><label for=\"operation\">" + std::string(c->t("Opération", "Operation")) +
+          "</label><select id=\"operation\" name=\"operation\">" + option("", c->t("Toutes", "All"), q("operation")) +
+          option("COLLECTION", "COLLECTION", q("operation")) + option("DISBURSEMENT", "DISBURSEMENT", q("operation")) +
+          "</select></div><div><label for=\"channel\">" + std::string(c->t("Canal", "Channel")) +
+          "</label><select id=\"channel\" name=\"channel\">" + option("", c->t("Tous", "All"), q("channel")) +
+          option("PROVIDER", "PROVIDER", q("channel")) + option("WALLET", "WALLET", q("channel")) + "</select></div>";
+  body += "<div><label for=\"provider\">" + std::string(c->t("Service", "Service")) +
+          "</label><input id=\"provider\" name=\"provider\" value=\"" + escape(q("provider")) + "\"></div>";
+  body += "<div><label for=\"from\">" + std::string(c->t("Du", "From")) +
+          "</label><input id=\"from\" name=\"from\" type=\"date\" value=\"" + escape(q("from")) + "\"></div>";
+  body += "<div><label for=\"to\">" + std::string(c->t("Au", "To")) +
+          "</label><input id=\"to\" name=\"to\" type=\"date\" value=\"" + escape(q("to")) + "\"></div>";
+  body += "</div><button>" + std::string(c->t("Filtrer", "Filter")) + "</button></form>";
+  const std::string fq = filter_query(req);
+  body += "<p><a id=\"csv\" href=\"" + escape(path("/transactions.csv") + (fq.empty() ? "" : "?" + fq)) + "\">" +
+          std::string(c->t("Exporter en CSV", "Export as CSV")) + "</a></p>";
+  if (result.items.empty()) {
+    body += "<p class=\"muted\">" + std::string(c->t("Aucune transaction.", "No transaction.")) + "</p>";
+  } else {
+    body += "<div class=\"scroll\"><table><thead><tr><th>" + std::string(c->t("Date", "Date")) + "</th><th>" +
+            std::string(c->t("Référence", "Reference")) + "</th><th>" + std::string(c->t("Opération", "Operation")) +
+            "</th><th>" + std::string(c->t("Statut", "Status")) + "</th><th class=\"num\">" +
+            std::string(c->t("Montant", "Amount")) + "</th><th>" + std::string(c->t("Téléphone", "Phone")) +
+            "</th><th>" + std::string(c->t("Service", "Service")) + "</th></tr></thead><tbody>";
+    for (const auto& tx : result.items) {
+      body += "<tr><td>" + when(tx.created_at) + "</td><td><a href=\"" +
+              escape(path("/transactions/" + web::percent_encode(tx.reference))) + "\">" + escape(tx.reference) +
+              "</a></td><td>" + escape(tx.operation) + "</td><td>" + badge(payments::to_string(tx.status)) +
+              "</td><td class=\"num\">" + escape(money::format(tx.amount, tx.currency)) + "</td><td>" +
+              escape(tx.customer_wallet) + "</td><td>" + escape(tx.service_code) + "</td></tr>";
+    }
+    body += "</tbody></table></div>";
+  }
+  if (result.next)
+    body += "<p><a rel=\"next\" href=\"?" +
+            escape(fq + (fq.empty() ? "" : "&") + "before=" + std::to_string(*result.next)) + "\">" +
+            std::string(c->t("Page suivante →", "Next page →")) + "</a></p>";
+  return page(req, *c, "Transactions", body);
+}
+
+web::Response Service::transactions_csv(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  auto filter = transaction_filter(req, *c);
+  if (!filter) return error_page(req, filter.error());
+  // Read page by page on the keyset (each page its own short read, so a large export never holds
+  // one long transaction open), up to a bound that keeps the answer's size reasonable.
+  constexpr std::size_t kMaxRows = 100000;
+  filter->limit = 500;
+  std::string out =
+      "transaction_reference,created_at,operation,status,channel,service,amount_minor,currency,fee_minor,"
+      "customer_wallet,invoice_reference,provider_reference\r\n";
+  std::size_t rows = 0;
+  while (rows < kMaxRows) {
+    payments::queries::TransactionPage pg;
+    auto read = db_.read([&](store::Conn& conn) -> Status {
+      SIKA_ASSIGN_OR_RETURN(pg, payments::queries::list_transactions(conn, *filter));
+      return {};
+    });
+    if (!read) return error_page(req, read.error());
+    for (const auto& tx : pg.items) {
+      out += csv_cell(tx.reference) + "," + iso8601(tx.created_at) + "," + csv_cell(tx.operation) + "," +
+             std::string(payments::to_string(tx.status)) + "," + csv_cell(tx.channel) + "," +
+             csv_cell(tx.service_code) + "," + std::to_string(tx.amount) + "," + csv_cell(tx.currency) + "," +
+             std::to_string(tx.fee) + "," + csv_cell(tx.customer_wallet) + "," + csv_cell(tx.invoice_reference) + "," +
+             csv_cell(tx.provider_reference) + "\r\n";
+      ++rows;
+    }
+    if (!pg.next) break;
+    filter->before = pg.next;
+  }
+  web::Response res = web::Response::text(200, std::move(out), "text/csv; charset=utf-8");
+  web::html::secure_headers(res);
+  res.set("Content-Disposition", "attachment; filename=\"transactions-" + c->principal.merchant + ".csv\"");
+  return res;
+}
+
+web::Response Service::transaction(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  const std::string reference = req.path_param("reference");
+  payments::queries::Timeline t;
+  auto read = db_.read([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(t, payments::queries::timeline(conn, reference));
+    return {};
+  });
+  if (!read) return error_page(req, read.error());
+  if (t.tx.merchant_id != c->principal.merchant_id || t.tx.environment != c->principal.environment)
+    return error_page(req, not_found(bj::object{{"transaction_reference", reference}}));
+  std::vector<webhooks::Delivery> deliveries;
+  if (parts_.webhooks) {
+    webhooks::DeliveryFilter df;
+    df.subject = reference;
+    auto listed = parts_.webhooks->registry().list_deliveries(c->principal.merchant_id, df, 100, 0);
+    if (!listed) return error_page(req, listed.error());
+    deliveries = std::move(listed->items);
+  }
+  const auto& tx = t.tx;
+  std::string body = "<section class=\"card\"><p>" + badge(payments::to_string(tx.status)) + " " +
+                     escape(tx.operation) + "</p><p class=\"amount\">" + escape(money::format(tx.amount, tx.currency)) +
+                     "</p><p>" + std::string(c->t("Frais", "Fee")) + " " + escape(money::format(tx.fee, tx.currency)) +
+                     " · " + escape(tx.service_code) + " · " + escape(tx.customer_wallet) + "</p>";
+  if (tx.failure_reason) body += "<p class=\"error\">" + escape(*tx.failure_reason) + "</p>";
+  body += "</section><section class=\"card\" aria-labelledby=\"tl\"><h2 id=\"tl\">" +
+          std::string(c->t("Chronologie", "Timeline")) + "</h2><ol id=\"timeline\"><li>" + when(tx.created_at) + " — " +
+          std::string(c->t("créée", "created")) + "</li>";
+  for (const auto& s : t.steps)
+    body += "<li>" + when(s.at) + " — " + escape(s.from) + " → " + badge(s.to) + " <span class=\"muted\">(" +
+            escape(s.source) + (s.reason ? ": " + escape(*s.reason) : "") + ")</span></li>";
+  for (const auto& cb : t.callbacks)
+    body += "<li>" + when(cb.received_at) + " — " + std::string(c->t("rappel opérateur", "operator callback")) + " " +
+            escape(cb.connector) + ": " + escape(cb.reported_status) + " (" + escape(cb.outcome) + ")</li>";
+  body += "</ol></section><section class=\"card\" aria-labelledby=\"le\"><h2 id=\"le\">" +
+          std::string(c->t("Écritures comptables", "Ledger entries")) +
+          "</h2><div class=\"scroll\"><table><thead><tr><th>" + std::string(c->t("Journal", "Journal")) + "</th><th>" +
+          std::string(c->t("Compte", "Account")) + "</th><th class=\"num\">" + std::string(c->t("Débit", "Debit")) +
+          "</th><th class=\"num\">" + std::string(c->t("Crédit", "Credit")) + "</th></tr></thead><tbody>";
+  for (const auto& e : t.entries)
+    body += "<tr><td>" + escape(e.journal_kind) + "</td><td>" + escape(e.owner + " " + e.kind) +
+            "</td><td class=\"num\">" + (e.debit ? escape(money::format(e.debit, e.currency)) : "") +
+            "</td><td class=\"num\">" + (e.credit ? escape(money::format(e.credit, e.currency)) : "") + "</td></tr>";
+  body += "</tbody></table></div></section><section class=\"card\" aria-labelledby=\"wh\"><h2 id=\"wh\">" +
+          std::string(c->t("Livraisons webhook", "Webhook deliveries")) + "</h2>";
+  if (deliveries.empty())
+    body += "<p class=\"muted\">" + std::string(c->t("Aucune livraison.", "No delivery.")) + "</p>";
+  else {
+    body += "<div class=\"scroll\"><table id=\"deliveries\"><thead><tr><th>" + std::string(c->t("Date", "Date")) +
+            "</th><th>URL</th><th>" + std::string(c->t("Statut", "Status")) + "</th><th>" +
+            std::string(c->t("Essais", "Attempts")) + "</th><th></th></tr></thead><tbody>";
+    for (const auto& d : deliveries) {
+      body += "<tr><td>" + when(d.created_at) + "</td><td>" + escape(d.url) + "</td><td>" + escape(d.status) +
+              (d.last_status_code ? " (" + std::to_string(*d.last_status_code) + ")" : "") + "</td><td>" +
+              std::to_string(d.attempts) + "</td><td>";
+      if (c->principal.can_change())
+        body += "<form class=\"inline\" method=\"post\" action=\"" +
+                escape(path("/transactions/" + web::percent_encode(reference) + "/redeliver")) + "\">" +
+                c->csrf_field() + "<input type=\"hidden\" name=\"event_id\" value=\"" + escape(d.event_id) +
+                "\"><input type=\"hidden\" name=\"endpoint_id\" value=\"" + escape(d.endpoint_id) + "\"><button>" +
+                std::string(c->t("Rejouer", "Replay")) + "</button></form>";
+      body += "</td></tr>";
+    }
+    body += "</tbody></table></div>";
+  }
+  body += "</section>";
+  return page(req, *c, reference, body);
+}
+
+web::Response Service::redeliver(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  if (auto st = may_change(*c); !st) return error_page(req, st.error());
+  if (!parts_.webhooks) return error_page(req, unavailable(bj::string("webhooks not configured")));
+  auto fields = form_of(req);
+  if (!fields) return error_page(req, fields.error());
+  const std::string reference = req.path_param("reference");
+  const std::string event_id = field(*fields, "event_id");
+  const std::string endpoint_id = field(*fields, "endpoint_id");
+  if (event_id.empty()) return error_page(req, empty_data(bj::object{{"event_id", "required"}}));
+  auto done = parts_.webhooks->registry().redeliver(
+      c->principal.merchant_id, event_id, endpoint_id.empty() ? std::nullopt : std::optional<std::string>(endpoint_id),
+      now());
+  if (!done) return error_page(req, done.error());
+  (void)record(*c, c->principal.merchant_id, "webhook.redeliver", event_id,
+               json::dump(bj::object{{"endpoint_id", endpoint_id}, {"transaction_reference", reference}}));
+  return see_other("/transactions/" + web::percent_encode(reference));
+}
+
+// ---- payment links -----------------------------------------------------------------------------
+
+web::Response Service::links_page(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  if (!parts_.links) return error_page(req, unavailable(bj::string("payment links not configured")));
+  links::tables::ListFilter lf;
+  lf.limit = 100;
+  auto listed = parts_.links->list_links(c->principal, lf);
+  if (!listed) return error_page(req, listed.error());
+  std::string body;
+  if (auto e = req.query_param("created"); e)
+    body += "<p class=\"card\" role=\"status\">" + std::string(c->t("Lien créé : ", "Link created: ")) + escape(*e) +
+            "</p>";
+  if (c->principal.can_change()) {
+    body += "<form class=\"card\" method=\"post\" action=\"" + escape(path("/links")) + "\"><h2>" +
+            std::string(c->t("Nouveau lien", "New link")) + "</h2>" + c->csrf_field() +
+            "<div class=\"filters\"><div><label for=\"title\">" + std::string(c->t("Titre", "Title")) +
+            "</label><input id=\"title\" name=\"title\" required maxlength=\"120\"></div><div><label for=\"amount\">" +
+            std::string(c->t("Montant (vide : au choix du payeur)", "Amount (empty: the payer chooses)")) +
+            "</label><input id=\"amount\" name=\"amount\" inputmode=\"decimal\"></div><div><label for=\"currency\">" +
+            std::string(c->t("Devise", "Currency")) +
+            "</label><input id=\"currency\" name=\"currency\" required maxlength=\"3\" value=\"XAF\"></div>"
+            "<div><label for=\"max_usage\">" +
+            std::string(c->t("Paiements permis (vide : illimité)", "Payments allowed (empty: unlimited)")) +
+            "</label><input id=\"max_usage\" name=\"max_usage\" inputmode=\"numeric\"></div></div><label "
+            "for=\"description\">" +
+            std::string(c->t("Description", "Description")) +
+            "</label><input id=\"description\" name=\"description\" maxlength=\"500\"><button>" +
+            std::string(c->t("Créer le lien", "Create the link")) + "</button></form>";
+  }
+  const std::int64_t t = now();
+  body += "<div class=\"scroll\"><table id=\"links\"><thead><tr><th>" + std::string(c->t("Titre", "Title")) +
+          "</th><th>" + std::string(c->t("Lien", "Link")) + "</th><th class=\"num\">" +
+          std::string(c->t("Montant", "Amount")) + "</th><th>" + std::string(c->t("Statut", "Status")) +
+          "</th><th class=\"num\">" + std::string(c->t("Encaissé", "Collected")) +
+          "</th><th>QR</th><th></th></tr></thead><tbody>";
+  for (const auto& link : listed->first) {
+    const std::string url = parts_.links->payment_url(link);
+    const std::string status(link.status_at(t));
+    body += "<tr><td>" + escape(link.title) + "</td><td><a href=\"" + escape(url) + "\">" + escape(link.short_code) +
+            "</a></td><td class=\"num\">" +
+            (link.amount ? escape(money::format(*link.amount, link.currency)) : std::string(c->t("libre", "open"))) +
+            "</td><td>" + badge(status) + "</td><td class=\"num\">" +
+            escape(money::format(link.total_collected, link.currency)) + "</td><td><a download href=\"" +
+            escape(path("/links/" + web::percent_encode(link.reference) + "/qr.png")) + "\">PNG</a></td><td>";
+    if (c->principal.can_change() && status == "ACTIVE")
+      body += "<form class=\"inline\" method=\"post\" action=\"" +
+              escape(path("/links/" + web::percent_encode(link.reference) + "/disable")) + "\">" + c->csrf_field() +
+              "<button class=\"secondary\">" + std::string(c->t("Désactiver", "Disable")) + "</button></form>";
+    body += "</td></tr>";
+  }
+  body += "</tbody></table></div>";
+  return page(req, *c, std::string(c->t("Liens de paiement", "Payment links")), body);
+}
+
+web::Response Service::link_create(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  if (auto st = may_change(*c); !st) return error_page(req, st.error());
+  if (!parts_.links) return error_page(req, unavailable(bj::string("payment links not configured")));
+  auto fields = form_of(req);
+  if (!fields) return error_page(req, fields.error());
+  // The form's fields become the API's body: the same rules apply (links::parse_new_link).
+  bj::object body;
+  json::FieldErrors errors;
+  std::string currency = field(*fields, "currency");
+  for (char& ch : currency) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  body["currency"] = currency;
+  body["title"] = field(*fields, "title");
+  if (auto d = field(*fields, "description"); !d.empty()) body["description"] = d;
+  if (auto a = field(*fields, "amount"); !a.empty()) {
+    auto minor = money::parse_decimal(a, currency);
+    if (!minor)
+      errors.add("amount", "must be a positive amount in " + currency);
+    else
+      body["amount"] = *minor;
+  }
+  if (auto m = field(*fields, "max_usage"); !m.empty()) {
+    try {
+      std::size_t used = 0;
+      body["max_usage"] = std::stoll(m, &used);
+      if (used != m.size()) throw std::invalid_argument("trailing");
+    } catch (...) {
+      errors.add("max_usage", "must be a whole number");
+    }
+  }
+  links::NewLink request = links::parse_new_link(body, now(), errors);
+  auto link = parts_.links->create_link(c->principal, request, std::move(errors));
+  if (!link) return error_page(req, link.error());
+  (void)record(*c, c->principal.merchant_id, "link.create", link->reference,
+               json::dump(bj::object{{"title", link->title}, {"short_code", link->short_code}}));
+  return see_other("/links?created=" + web::percent_encode(link->reference));
+}
+
+web::Response Service::link_qr(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  if (!parts_.links) return error_page(req, unavailable(bj::string("payment links not configured")));
+  auto link = parts_.links->find(c->principal, req.path_param("reference"));
+  if (!link) return error_page(req, link.error());
+  auto png = links::qr_png(parts_.links->payment_url(*link), 10);
+  if (!png) return error_page(req, png.error());
+  web::Response res = web::Response::text(200, std::move(*png), "image/png");
+  web::html::secure_headers(res);
+  res.set("Content-Disposition", "attachment; filename=\"" + link->short_code + ".png\"");
+  return res;
+}
+
+web::Response Service::link_disable(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  if (auto st = may_change(*c); !st) return error_page(req, st.error());
+  if (!parts_.links) return error_page(req, unavailable(bj::string("payment links not configured")));
+  const std::string reference = req.path_param("reference");
+  auto link = parts_.links->set_status(c->principal, reference, links::kDisabled);
+  if (!link) return error_page(req, link.error());
+  (void)record(*c, c->principal.merchant_id, "link.disable", reference);
+  return see_other("/links");
+}
+
+// ---- developers: OAuth applications --------------------------------------------------------------
+
+web::Response Service::create_app(web::Request& req, const Ctx& c, std::int64_t merchant_id, std::string_view back) {
+  auto fields = form_of(req);
+  if (!fields) return error_page(req, fields.error());
+  identity::ClientSpec spec;
+  spec.name = field(*fields, "name");
+  spec.confidential = true;
+  spec.redirect_uris = identity::split_list(field(*fields, "redirect_uris"));
+  spec.grant_types = {"client_credentials"};
+  if (!spec.redirect_uris.empty()) spec.grant_types = {"client_credentials", "authorization_code", "refresh_token"};
+  std::vector<std::string> scopes;
+  for (const auto& [k, v] : *fields)
+    if (k == "scope") scopes.push_back(v);
+  if (!scopes.empty()) spec.scopes = scopes;
+  spec.merchant_id = merchant_id;
+  if (spec.name.empty()) return error_page(req, empty_data(bj::object{{"name", "required"}}));
+  identity::CreatedClient created;
+  auto wrote = db_.write([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto merchant, merchant::find_by_id(conn, merchant_id));
+    if (!merchant) return not_found(bj::object{{"merchant", "not found"}});
+    spec.environment = merchant->environment;
+    spec.countries = merchant->countries;
+    if (auto problems = identity::check_client_spec(spec); !problems.empty()) return problems.status();
+    SIKA_ASSIGN_OR_RETURN(created, identity::create_client(conn, opts_.pepper, spec, now()));
+    AuditEntry e{0,
+                 now(),
+                 c.session.row.user_id,
+                 c.session.row.email,
+                 merchant_id,
+                 "oauth_client.create",
+                 created.client.client_id,
+                 json::dump(bj::object{{"name", spec.name}})};
+    return append_audit(conn, e);
+  });
+  if (!wrote) return error_page(req, wrote.error());
+  std::string body =
+      "<section class=\"card\" role=\"status\"><h2>" + std::string(c.t("Application créée", "Application created")) +
+      "</h2><p>client_id: <code id=\"client-id\">" + escape(created.client.client_id) + "</code></p><p>" +
+      std::string(c.t("Secret (affiché une seule fois, copiez-le maintenant) :", "Secret (shown once: copy it now):")) +
+      "</p><p class=\"secret\" id=\"client-secret\">" + escape(created.client_secret) + "</p><p><a href=\"" +
+      escape(path(back)) + "\">" + std::string(c.t("Continuer", "Continue")) + "</a></p></section>";
+  return page(req, c, std::string(c.t("Nouvelle application", "New application")), body);
+}
+
+namespace {
+std::string app_form(const Service::Ctx& c, const std::string& action) {
+  std::string f =
+      "<form class=\"card\" method=\"post\" action=\"" + escape(action) + "\"><h2>" +
+      std::string(c.t("Nouvelle application OAuth", "New OAuth application")) + "</h2>" + c.csrf_field() +
+      "<label for=\"app-name\">" + std::string(c.t("Nom", "Name")) +
+      "</label><input id=\"app-name\" name=\"name\" required maxlength=\"100\"><label for=\"redirect_uris\">" +
+      std::string(c.t("URI de redirection (séparées par des espaces, facultatif)",
+                      "Redirect URIs (space-separated, optional)")) +
+      "</label><input id=\"redirect_uris\" name=\"redirect_uris\"><fieldset><legend>Scopes</legend>";
+  for (auto s : identity::kApiScopes)
+    f += "<label><input type=\"checkbox\" name=\"scope\" value=\"" + std::string(s) +
+         "\" checked style=\"width:auto\"> " + std::string(s) + "</label>";
+  f += "</fieldset><button>" + std::string(c.t("Créer", "Create")) + "</button></form>";
+  return f;
+}
+
+std::string apps_table(const Service::Ctx& c, const std::vector<identity::Client>& apps, const std::string& rotate_base,
+                       bool can_change) {
+  std::string body = "<div class=\"scroll\"><table id=\"apps\"><thead><tr><th>" + std::string(c.t("Nom", "Name")) +
+                     "</th><th>client_id</th><th>Scopes</th><th>" +
+                     std::string(c.t("URI de redirection", "Redirect URIs")) + "</th><th></th></tr></thead><tbody>";
+  for (const auto& a : apps) {
+    body += "<tr><td>" + escape(a.name) + "</td><td><code>" + escape(a.client_id) + "</code></td><td>" +
+            escape(identity::join_list(a.scopes)) + "</td><td>" + escape(identity::join_list(a.redirect_uris)) +
+            "</td><td>";
+    if (can_change && a.confidential)
+      body += "<form class=\"inline\" method=\"post\" action=\"" +
+              escape(rotate_base + "/" + web::percent_encode(a.client_id) + "/rotate") + "\">" + c.csrf_field() +
+              "<button class=\"secondary\">" + std::string(c.t("Nouveau secret", "Rotate secret")) + "</button></form>";
+    body += "</td></tr>";
+  }
+  return body + "</tbody></table></div>";
+}
+}  // namespace
+
+web::Response Service::developers(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  std::vector<identity::Client> apps;
+  auto read = db_.read([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto all, identity::list_clients(conn));
+    apps.clear();
+    for (auto& a : all)
+      if (a.merchant_id == c->principal.merchant_id) apps.push_back(std::move(a));
+    return {};
+  });
+  if (!read) return error_page(req, read.error());
+  std::string body = "<section class=\"card\"><h2>" + std::string(c->t("Applications OAuth", "OAuth applications")) +
+                     "</h2>" + apps_table(*c, apps, path("/developers/apps"), c->principal.can_change()) + "</section>";
+  if (c->principal.can_change()) body += app_form(*c, path("/developers/apps"));
+  return page(req, *c, std::string(c->t("Développeurs", "Developers")), body);
+}
+
+web::Response Service::app_create(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  if (auto st = may_change(*c); !st) return error_page(req, st.error());
+  return create_app(req, *c, c->principal.merchant_id, "/developers");
+}
+
+web::Response Service::app_rotate(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  if (auto st = may_change(*c); !st) return error_page(req, st.error());
+  const std::string client_id = req.path_param("client_id");
+  std::string secret;
+  auto wrote = db_.write([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto client, identity::find_client(conn, client_id));
+    if (!client || client->merchant_id != c->principal.merchant_id)
+      return not_found(bj::object{{"client_id", client_id}});
+    SIKA_ASSIGN_OR_RETURN(secret, identity::rotate_client_secret(conn, opts_.pepper, client_id, now()));
+    AuditEntry e{0,
+                 now(),
+                 c->session.row.user_id,
+                 c->session.row.email,
+                 c->principal.merchant_id,
+                 "oauth_client.rotate_secret",
+                 client_id,
+                 "{}"};
+    return append_audit(conn, e);
+  });
+  if (!wrote) return error_page(req, wrote.error());
+  std::string body =
+      "<section class=\"card\" role=\"status\"><p>client_id: <code>" + escape(client_id) + "</code></p><p>" +
+      std::string(c->t("Nouveau secret (affiché une seule fois) :", "New secret (shown once):")) +
+      "</p><p class=\"secret\" id=\"client-secret\">" + escape(secret) + "</p><p><a href=\"" +
+      escape(path("/developers")) + "\">" + std::string(c->t("Continuer", "Continue")) + "</a></p></section>";
+  return page(req, *c, std::string(c->t("Nouveau secret", "New secret")), body);
+}
+
+// ---- team ------------------------------------------------------------------------------------------
+
+web::Response Service::team(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  std::vector<Member> members;
+  auto read = db_.read([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(members, list_members(conn, c->principal.merchant_id));
+    return {};
+  });
+  if (!read) return error_page(req, read.error());
+  const bool owner = c->principal.role == web::Role::owner;
+  std::string body = "<div class=\"scroll\"><table id=\"members\"><thead><tr><th>E-mail</th><th>" +
+                     std::string(c->t("Nom", "Name")) + "</th><th>" + std::string(c->t("Rôle", "Role")) +
+                     "</th></tr></thead><tbody>";
+  for (const auto& m : members)
+    body += "<tr><td>" + escape(m.email) + "</td><td>" + escape(m.name) + "</td><td>" + escape(web::role_name(m.role)) +
+            "</td></tr>";
+  body += "</tbody></table></div>";
+  if (owner) {
+    body += "<form class=\"card\" method=\"post\" action=\"" + escape(path("/team")) + "\"><h2>" +
+            std::string(c->t("Ajouter ou changer un membre", "Add or change a member")) + "</h2>" + c->csrf_field() +
+            "<label for=\"email\">E-mail</label><input id=\"email\" name=\"email\" type=\"email\" required>"
+            "<label for=\"role\">" +
+            std::string(c->t("Rôle", "Role")) + "</label><select id=\"role\" name=\"role\">" +
+            option("viewer", "viewer", "") + option("developer", "developer", "") + option("owner", "owner", "") +
+            option("none", c->t("retirer", "remove"), "") + "</select><button>" +
+            std::string(c->t("Enregistrer", "Save")) + "</button></form>";
+  }
+  return page(req, *c, std::string(c->t("Équipe", "Team")), body);
+}
+
+web::Response Service::team_put(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  if (c->principal.role != web::Role::owner) return error_page(req, not_allowed("only owners change the team"));
+  auto fields = form_of(req);
+  if (!fields) return error_page(req, fields.error());
+  auto st = put_membership(*c, c->principal.merchant_id, field(*fields, "email"), field(*fields, "role"));
+  if (!st) return error_page(req, st.error());
+  return see_other("/team");
+}
+
+Status Service::put_membership(const Ctx& c, std::int64_t merchant_id, std::string_view email,
+                               std::string_view role_text) {
+  const bool remove = role_text == "none";
+  const web::Role role = parse_role(role_text);
+  if (!remove && role != web::Role::owner && role != web::Role::developer && role != web::Role::viewer)
+    return empty_data(bj::object{{"role", "must be owner, developer, viewer or none"}});
+  return db_.write([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto user, identity::find_user_by_email(conn, identity::normalize_email(email)));
+    if (!user) return not_found(bj::object{{"email", "no user with this e-mail"}});
+    if (user->id == c.session.row.user_id && !c.is_operator())
+      return bad_request("empty_data", bj::object{{"email", "owners do not change their own role"}});
+    if (remove) {
+      SIKA_ASSIGN_OR_RETURN(bool removed, remove_member(conn, user->id, merchant_id));
+      if (!removed) return not_found(bj::object{{"email", "not a member"}});
+    } else {
+      SIKA_TRY(put_member(conn, user->id, merchant_id, role, now()));
+    }
+    AuditEntry e{0,
+                 now(),
+                 c.session.row.user_id,
+                 c.session.row.email,
+                 merchant_id,
+                 remove ? "member.remove" : "member.put",
+                 user->email,
+                 json::dump(bj::object{{"role", std::string(role_text)}})};
+    return append_audit(conn, e);
+  });
+}
+
+}  // namespace sika::dashboard

@@ -1,0 +1,277 @@
+// Operators' pages: merchants (create, enable/disable, their OAuth applications and members), the
+// ledger check and the system's health (job queues, webhook failures). Operators see every
+// merchant; the router answers 404 to anyone else on these routes.
+#include <boost/json.hpp>
+
+#include "core/money.hpp"
+#include "dashboard/internal.hpp"
+#include "identity/model.hpp"
+#include "identity/store.hpp"
+#include "merchant/merchant.hpp"
+#include "payments/ledger.hpp"
+#include "store/jobs.hpp"
+#include "web/envelope.hpp"
+#include "webhooks/registry.hpp"
+#include "webhooks/service.hpp"
+
+namespace sika::dashboard {
+
+namespace bj = boost::json;
+using web::html::escape;
+
+namespace {
+std::string yes_no(const Service::Ctx& c, bool v) { return std::string(v ? c.t("oui", "yes") : c.t("non", "no")); }
+}  // namespace
+
+web::Response Service::merchants(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  std::vector<merchant::Merchant> all;
+  auto read = db_.read([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(all, merchant::list(conn));
+    return {};
+  });
+  if (!read) return error_page(req, read.error());
+  std::string body = "<p><a href=\"" + escape(path("/operator/ledger")) + "\">" +
+                     std::string(c->t("Contrôle du grand livre", "Ledger check")) + "</a> · <a href=\"" +
+                     escape(path("/operator/health")) + "\">" + std::string(c->t("État du système", "System health")) +
+                     "</a></p>";
+  body += "<div class=\"scroll\"><table id=\"merchants\"><thead><tr><th>" +
+          std::string(c->t("Matricule", "Matricule")) + "</th><th>" + std::string(c->t("Nom", "Name")) + "</th><th>" +
+          std::string(c->t("Pays", "Countries")) + "</th><th>" + std::string(c->t("Environnement", "Environment")) +
+          "</th><th>" + std::string(c->t("Actif", "Active")) + "</th></tr></thead><tbody>";
+  for (const auto& m : all)
+    body += "<tr><td><a href=\"" + escape(path("/operator/merchants/" + web::percent_encode(m.matricule))) + "\">" +
+            escape(m.matricule) + "</a></td><td>" + escape(m.name) + "</td><td>" +
+            escape(merchant::join_countries(m.countries)) + "</td><td>" + escape(m.environment) + "</td><td>" +
+            yes_no(*c, m.active) + "</td></tr>";
+  body += "</tbody></table></div>";
+  body += "<form class=\"card\" method=\"post\" action=\"" + escape(path("/operator/merchants")) + "\"><h2>" +
+          std::string(c->t("Nouveau marchand", "New merchant")) + "</h2>" + c->csrf_field() + "<label for=\"m-name\">" +
+          std::string(c->t("Nom", "Name")) +
+          "</label><input id=\"m-name\" name=\"name\" required maxlength=\"120\"><label for=\"m-email\">E-mail</label>"
+          "<input id=\"m-email\" name=\"email\" type=\"email\"><label for=\"m-countries\">" +
+          std::string(c->t("Pays (codes ISO alpha-3, séparés par des virgules)",
+                           "Countries (ISO alpha-3 codes, comma-separated)")) +
+          "</label><input id=\"m-countries\" name=\"countries\" required value=\"CMR\"><label for=\"m-env\">" +
+          std::string(c->t("Environnement", "Environment")) +
+          "</label><select id=\"m-env\" name=\"environment\"><option>sandbox</option><option>prod</option></select>"
+          "<button>" +
+          std::string(c->t("Créer", "Create")) + "</button></form>";
+  return page(req, *c, std::string(c->t("Marchands", "Merchants")), body);
+}
+
+web::Response Service::merchant_create(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  auto fields = form_of(req);
+  if (!fields) return error_page(req, fields.error());
+  merchant::NewMerchant m;
+  m.name = field(*fields, "name");
+  m.email = field(*fields, "email");
+  m.countries = merchant::split_countries(field(*fields, "countries"));
+  m.environment = field(*fields, "environment");
+  json::FieldErrors errors;
+  if (m.name.empty() || m.name.size() > 120) errors.add("name", "required, at most 120 characters");
+  if (m.countries.empty()) errors.add("countries", "at least one ISO alpha-3 code");
+  for (const auto& code : m.countries)
+    if (code.size() != 3 || !std::all_of(code.begin(), code.end(), [](char ch) { return ch >= 'A' && ch <= 'Z'; }))
+      errors.add("countries", "ISO alpha-3 codes in capitals, e.g. CMR,CIV");
+  if (m.environment != "sandbox" && m.environment != "prod") errors.add("environment", "must be sandbox or prod");
+  if (auto st = errors.status(); !st) return error_page(req, st.error());
+  merchant::Merchant created;
+  auto wrote = db_.write([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(created, merchant::create(conn, m, now()));
+    AuditEntry e{0,
+                 now(),
+                 c->session.row.user_id,
+                 c->session.row.email,
+                 created.id,
+                 "merchant.create",
+                 created.matricule,
+                 json::dump(bj::object{{"name", created.name}})};
+    return append_audit(conn, e);
+  });
+  if (!wrote) return error_page(req, wrote.error());
+  return see_other("/operator/merchants/" + web::percent_encode(created.matricule));
+}
+
+web::Response Service::merchant_page(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  const std::string matricule = req.path_param("matricule");
+  std::optional<merchant::Merchant> m;
+  std::vector<identity::Client> apps;
+  std::vector<Member> members;
+  auto read = db_.read([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_matricule(conn, matricule));
+    if (!m) return {};
+    SIKA_ASSIGN_OR_RETURN(auto all, identity::list_clients(conn));
+    apps.clear();
+    for (auto& a : all)
+      if (a.merchant_id == m->id) apps.push_back(std::move(a));
+    SIKA_ASSIGN_OR_RETURN(members, list_members(conn, m->id));
+    return {};
+  });
+  if (!read) return error_page(req, read.error());
+  if (!m) return error_page(req, not_found(bj::object{{"matricule", matricule}}));
+  const std::string base = "/operator/merchants/" + web::percent_encode(m->matricule);
+  std::string body = "<section class=\"card\"><p>" + escape(m->matricule) + " · " + escape(m->environment) + " · " +
+                     escape(merchant::join_countries(m->countries)) + " · " + escape(m->email) + "</p><p>" +
+                     std::string(c->t("Actif : ", "Active: ")) + yes_no(*c, m->active) +
+                     "</p><form method=\"post\" action=\"" + escape(path(base + (m->active ? "/disable" : "/enable"))) +
+                     "\">" + c->csrf_field() + "<button class=\"secondary\">" +
+                     std::string(m->active ? c->t("Désactiver", "Disable") : c->t("Activer", "Enable")) +
+                     "</button></form></section>";
+  body += "<section class=\"card\"><h2>" + std::string(c->t("Applications OAuth", "OAuth applications")) + "</h2>";
+  body += "<div class=\"scroll\"><table id=\"apps\"><thead><tr><th>" + std::string(c->t("Nom", "Name")) +
+          "</th><th>client_id</th><th>Scopes</th></tr></thead><tbody>";
+  for (const auto& a : apps)
+    body += "<tr><td>" + escape(a.name) + "</td><td><code>" + escape(a.client_id) + "</code></td><td>" +
+            escape(identity::join_list(a.scopes)) + "</td></tr>";
+  body += "</tbody></table></div></section>";
+  body += "<form class=\"card\" method=\"post\" action=\"" + escape(path(base + "/apps")) + "\"><h2>" +
+          std::string(c->t("Nouvelle application OAuth", "New OAuth application")) + "</h2>" + c->csrf_field() +
+          "<label for=\"app-name\">" + std::string(c->t("Nom", "Name")) +
+          "</label><input id=\"app-name\" name=\"name\" required maxlength=\"100\"><label for=\"redirect_uris\">" +
+          std::string(c->t("URI de redirection (facultatif)", "Redirect URIs (optional)")) +
+          "</label><input id=\"redirect_uris\" name=\"redirect_uris\"><button>" + std::string(c->t("Créer", "Create")) +
+          "</button></form>";
+  body += "<section class=\"card\"><h2>" + std::string(c->t("Membres", "Members")) +
+          "</h2><div class=\"scroll\"><table id=\"members\"><thead><tr><th>E-mail</th><th>" +
+          std::string(c->t("Rôle", "Role")) + "</th></tr></thead><tbody>";
+  for (const auto& mb : members)
+    body += "<tr><td>" + escape(mb.email) + "</td><td>" + escape(web::role_name(mb.role)) + "</td></tr>";
+  body += "</tbody></table></div><form method=\"post\" action=\"" + escape(path(base + "/members")) + "\">" +
+          c->csrf_field() +
+          "<label for=\"email\">E-mail</label><input id=\"email\" name=\"email\" type=\"email\" required>"
+          "<label for=\"role\">" +
+          std::string(c->t("Rôle", "Role")) +
+          "</label><select id=\"role\" name=\"role\"><option>owner</option><option>developer</option>"
+          "<option>viewer</option><option value=\"none\">" +
+          std::string(c->t("retirer", "remove")) + "</option></select><button>" +
+          std::string(c->t("Enregistrer", "Save")) + "</button></form></section>";
+  return page(req, *c, m->name, body);
+}
+
+namespace {
+Result<merchant::Merchant> merchant_named(store::Db& db, const std::string& matricule) {
+  std::optional<merchant::Merchant> m;
+  SIKA_TRY(db.read([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_matricule(conn, matricule));
+    return {};
+  }));
+  if (!m) return not_found(bj::object{{"matricule", matricule}});
+  return *m;
+}
+}  // namespace
+
+web::Response Service::merchant_status(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  const std::string action = req.path.ends_with("/enable") ? "enable" : "disable";
+  auto m = merchant_named(db_, req.path_param("matricule"));
+  if (!m) return error_page(req, m.error());
+  auto wrote = db_.write([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(bool found, merchant::set_active(conn, m->id, action == "enable"));
+    if (!found) return not_found(bj::object{{"matricule", m->matricule}});
+    AuditEntry e{0,   now(), c->session.row.user_id, c->session.row.email, m->id, "merchant." + action, m->matricule,
+                 "{}"};
+    return append_audit(conn, e);
+  });
+  if (!wrote) return error_page(req, wrote.error());
+  return see_other("/operator/merchants/" + web::percent_encode(m->matricule));
+}
+
+web::Response Service::merchant_app_create(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  auto m = merchant_named(db_, req.path_param("matricule"));
+  if (!m) return error_page(req, m.error());
+  return create_app(req, *c, m->id, "/operator/merchants/" + web::percent_encode(m->matricule));
+}
+
+web::Response Service::merchant_member(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  auto m = merchant_named(db_, req.path_param("matricule"));
+  if (!m) return error_page(req, m.error());
+  auto fields = form_of(req);
+  if (!fields) return error_page(req, fields.error());
+  auto st = put_membership(*c, m->id, field(*fields, "email"), field(*fields, "role"));
+  if (!st) return error_page(req, st.error());
+  return see_other("/operator/merchants/" + web::percent_encode(m->matricule));
+}
+
+web::Response Service::ledger(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  auto report = payments::ledger::check(db_);
+  if (!report) return error_page(req, report.error());
+  std::string body =
+      "<section class=\"card\"><p id=\"ledger-status\" class=\"" + std::string(report->ok() ? "" : "error") + "\">" +
+      std::string(report->ok() ? c->t("Grand livre cohérent : aucune anomalie.", "Ledger OK: no violation.")
+                               : c->t("Anomalies trouvées.", "Violations found.")) +
+      "</p><p>" + std::to_string(report->accounts) + " " + std::string(c->t("comptes", "accounts")) + ", " +
+      std::to_string(report->journals) + " journaux/journals, " + std::to_string(report->entries) + " " +
+      std::string(c->t("écritures", "entries")) + "</p></section>";
+  body += "<div class=\"scroll\"><table><thead><tr><th>Env.</th><th>" + std::string(c->t("Devise", "Currency")) +
+          "</th><th class=\"num\">" + std::string(c->t("Débits", "Debits")) + "</th><th class=\"num\">" +
+          std::string(c->t("Crédits", "Credits")) + "</th></tr></thead><tbody>";
+  for (const auto& t : report->totals)
+    body += "<tr><td>" + escape(t.environment) + "</td><td>" + escape(t.currency) + "</td><td class=\"num\">" +
+            escape(money::format(t.debits, t.currency)) + "</td><td class=\"num\">" +
+            escape(money::format(t.credits, t.currency)) + "</td></tr>";
+  body += "</tbody></table></div>";
+  if (!report->ok()) {
+    body += "<ul class=\"card\">";
+    for (const auto& v : report->violations)
+      body += "<li><strong>" + escape(v.rule) + "</strong> " + escape(v.subject) + ": " + escape(v.detail) + "</li>";
+    body += "</ul>";
+  }
+  return page(req, *c, std::string(c->t("Contrôle du grand livre", "Ledger check")), body);
+}
+
+web::Response Service::health(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  std::string body = "<section class=\"card\"><h2>" + std::string(c->t("Files de travaux", "Job queues")) + "</h2>";
+  std::map<std::string, std::map<std::string, int>> per_queue;
+  for (std::string state : {"pending", "running", "dead"}) {
+    store::JobFilter f;
+    f.state = state;
+    f.limit = 1000;
+    auto jobs = store::list_jobs(db_, f);
+    if (!jobs) return error_page(req, jobs.error());
+    for (const auto& j : *jobs) ++per_queue[j.queue][state];
+  }
+  if (per_queue.empty())
+    body += "<p class=\"muted\">" + std::string(c->t("Aucun travail.", "No job.")) + "</p>";
+  else {
+    body += "<div class=\"scroll\"><table><thead><tr><th>" + std::string(c->t("File", "Queue")) +
+            "</th><th class=\"num\">pending</th><th class=\"num\">running</th><th class=\"num\">dead</th></tr></thead>"
+            "<tbody>";
+    for (auto& [q, states] : per_queue)
+      body += "<tr><td>" + escape(q) + "</td><td class=\"num\">" + std::to_string(states["pending"]) +
+              "</td><td class=\"num\">" + std::to_string(states["running"]) + "</td><td class=\"num\">" +
+              std::to_string(states["dead"]) + "</td></tr>";
+    body += "</tbody></table></div>";
+  }
+  body +=
+      "</section><section class=\"card\"><h2>" + std::string(c->t("Webhooks en échec", "Failed webhooks")) + "</h2>";
+  if (parts_.webhooks) {
+    webhooks::DeliveryFilter df;
+    df.status = "failed";
+    auto failed = parts_.webhooks->registry().list_deliveries(std::nullopt, df, 20, 0);
+    if (!failed) return error_page(req, failed.error());
+    body += "<p id=\"webhook-failures\">" + std::to_string(failed->total) + " " +
+            std::string(c->t("livraisons en échec", "failed deliveries")) + "</p><ul>";
+    for (const auto& d : failed->items)
+      body += "<li>" + when(d.created_at) + " " + escape(d.url) + " — " + escape(d.last_error.value_or("")) + "</li>";
+    body += "</ul>";
+  }
+  body += "</section>";
+  return page(req, *c, std::string(c->t("État du système", "System health")), body);
+}
+
+}  // namespace sika::dashboard

@@ -1,0 +1,138 @@
+#pragma once
+// The dashboard (docs/dashboard.md): the web console of operators and merchant members, on the
+// dashboard surface. Server-rendered pages (fr/en, no script), plain forms.
+//
+// Guarantees:
+//  - sign-in is OpenID Connect with our own identity service (authorization code + PKCE S256,
+//    state bound to the browser by a cookie, nonce), and the ID token is verified before a
+//    session opens; the code verifier and nonce derive from the state under the server secret,
+//    so nothing of an unfinished sign-in is stored;
+//  - sessions, CSRF and timeouts are those of dashboard/sessions.hpp; operators pass TOTP at
+//    every sign-in, members who enrolled too;
+//  - a viewer changes nothing (403); a member sees only their merchant's objects (another's is
+//    404); every change made through the dashboard is written to the audit log;
+//  - pages read through the components' read models (payments::queries, links, webhooks,
+//    identity and dashboard stores): no SQL here.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+#include "dashboard/sessions.hpp"
+#include "store/db.hpp"
+#include "web/html.hpp"
+#include "web/message.hpp"
+
+namespace sika::identity {
+class Service;
+}
+namespace sika::links {
+class Service;
+}
+namespace sika::webhooks {
+class Service;
+}
+namespace sika::limits {
+class Limiter;
+}
+
+namespace sika::dashboard {
+
+struct Options {
+  std::string dashboard_url;              // public URL of the surface, no trailing slash
+  std::string client_id = "demo-public";  // our OAuth client at the identity service (public, PKCE)
+  std::string pepper;
+  std::int64_t idle_ms = 30LL * 60 * 1000;
+  std::int64_t absolute_ms = 12LL * 3600 * 1000;
+  int totp_attempts_per_window = 5;     // wrong or right TOTP codes per user per 5 minutes
+  std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
+};
+
+// The other components the pages read and act through; any may be null (their pages then say so).
+struct Components {
+  identity::Service* identity = nullptr;
+  links::Service* links = nullptr;
+  webhooks::Service* webhooks = nullptr;
+  limits::Limiter* limiter = nullptr;
+};
+
+class Service {
+ public:
+  Service(store::Db& db, Components components, Options options);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // The router's authenticator for Auth::dashboard_session and Auth::operator_session.
+  Result<web::Principal> authenticate(web::Request& req);
+  Sessions& sessions() { return sessions_; }
+
+  // --- sign-in (open routes) ---
+  web::Response login(web::Request& req);        // GET /login: redirects to the identity service
+  web::Response callback(web::Request& req);     // GET /callback?code&state
+  web::Response totp_page(web::Request& req);    // GET /totp: enrolment (QR) or the code form
+  web::Response totp_submit(web::Request& req);  // POST /totp
+  // --- any session ---
+  web::Response logout(web::Request& req);          // POST /logout
+  web::Response home(web::Request& req);            // GET /
+  web::Response audit(web::Request& req);           // GET /audit (owners and operators)
+  web::Response security(web::Request& req);        // GET /security: TOTP for members
+  web::Response security_enrol(web::Request& req);  // POST /security/totp
+  // --- merchant pages (dashboard_session) ---
+  web::Response transactions(web::Request& req);      // GET /transactions
+  web::Response transactions_csv(web::Request& req);  // GET /transactions.csv
+  web::Response transaction(web::Request& req);       // GET /transactions/{reference}
+  web::Response redeliver(web::Request& req);         // POST /transactions/{reference}/redeliver
+  web::Response links_page(web::Request& req);        // GET /links
+  web::Response link_create(web::Request& req);       // POST /links
+  web::Response link_qr(web::Request& req);           // GET /links/{reference}/qr.png
+  web::Response link_disable(web::Request& req);      // POST /links/{reference}/disable
+  web::Response developers(web::Request& req);        // GET /developers
+  web::Response app_create(web::Request& req);        // POST /developers/apps
+  web::Response app_rotate(web::Request& req);        // POST /developers/apps/{client_id}/rotate
+  web::Response team(web::Request& req);              // GET /team
+  web::Response team_put(web::Request& req);          // POST /team
+  // --- operator pages (operator_session) ---
+  web::Response merchants(web::Request& req);            // GET /operator/merchants
+  web::Response merchant_create(web::Request& req);      // POST /operator/merchants
+  web::Response merchant_page(web::Request& req);        // GET /operator/merchants/{matricule}
+  web::Response merchant_status(web::Request& req);      // POST /operator/merchants/{matricule}/enable|disable
+  web::Response merchant_app_create(web::Request& req);  // POST /operator/merchants/{matricule}/apps
+  web::Response merchant_member(web::Request& req);      // POST /operator/merchants/{matricule}/members
+  web::Response ledger(web::Request& req);               // GET /operator/ledger
+  web::Response health(web::Request& req);               // GET /operator/health
+
+  // The caller of a page and its session (defined in dashboard/internal.hpp, for the page files).
+  struct Ctx;
+
+ private:
+  std::int64_t now() const;
+  i18n::Locale locale_of(const web::Request& req) const;
+  // The caller of a dashboard route (set by the router) with its session.
+  Result<Ctx> context(web::Request& req);
+  std::string path(std::string_view rel) const;  // the public path of a page
+  std::string cookie_attributes(const web::Request& req, std::int64_t max_age_s) const;
+  web::Response page(const web::Request& req, const Ctx& c, std::string title, std::string body, int status = 200);
+  web::Response bare_page(const web::Request& req, std::string title, std::string body, int status = 200);
+  web::Response error_page(const web::Request& req, const Error& e);
+  web::Response see_other(std::string_view rel) const;
+  Status record(const Ctx& c, std::optional<std::int64_t> merchant_id, std::string action, std::string object,
+                std::string details = "{}");
+  // Creates an OAuth application of a merchant and renders its secret once.
+  web::Response create_app(web::Request& req, const Ctx& c, std::int64_t merchant_id, std::string_view back);
+  // Gives a user (by e-mail) a role in a merchant, or removes it ("none"); audited.
+  Status put_membership(const Ctx& c, std::int64_t merchant_id, std::string_view email, std::string_view role);
+
+  store::Db& db_;
+  Components parts_;
+  Options opts_;
+  Sessions sessions_;
+  std::string base_path_;  // path of dashboard_url ("" or "/dashboard")
+  std::string pkce_key_;
+  struct Sealer;
+  std::unique_ptr<Sealer> sealer_;
+};
+
+}  // namespace sika::dashboard
