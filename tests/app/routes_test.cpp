@@ -163,6 +163,39 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"gateway GET /webhook/deliveries/{delivery_id}", "bearer:payments"},
       {"gateway GET /webhook/events", "bearer:payments"},
       {"gateway POST /webhook/events/{event_id}/redeliver", "bearer:payments"},
+      // dashboard: sign-in and the TOTP step are open (their handlers check the state cookie, or
+      // the pending session and its CSRF token); every other page needs a session.
+      {"dashboard GET /login", "open"},
+      {"dashboard GET /callback", "open"},
+      {"dashboard GET /totp", "open"},
+      {"dashboard POST /totp", "open"},
+      {"dashboard POST /logout", "dashboard_session"},
+      {"dashboard GET /", "dashboard_session"},
+      {"dashboard GET /audit", "dashboard_session"},
+      {"dashboard GET /security", "dashboard_session"},
+      {"dashboard POST /security/totp", "dashboard_session"},
+      {"dashboard GET /transactions", "dashboard_session"},
+      {"dashboard GET /transactions.csv", "dashboard_session"},
+      {"dashboard GET /transactions/{reference}", "dashboard_session"},
+      {"dashboard POST /transactions/{reference}/redeliver", "dashboard_session"},
+      {"dashboard GET /links", "dashboard_session"},
+      {"dashboard POST /links", "dashboard_session"},
+      {"dashboard GET /links/{reference}/qr.png", "dashboard_session"},
+      {"dashboard POST /links/{reference}/disable", "dashboard_session"},
+      {"dashboard GET /developers", "dashboard_session"},
+      {"dashboard POST /developers/apps", "dashboard_session"},
+      {"dashboard POST /developers/apps/{client_id}/rotate", "dashboard_session"},
+      {"dashboard GET /team", "dashboard_session"},
+      {"dashboard POST /team", "dashboard_session"},
+      {"dashboard GET /operator/merchants", "operator_session"},
+      {"dashboard POST /operator/merchants", "operator_session"},
+      {"dashboard GET /operator/merchants/{matricule}", "operator_session"},
+      {"dashboard POST /operator/merchants/{matricule}/enable", "operator_session"},
+      {"dashboard POST /operator/merchants/{matricule}/disable", "operator_session"},
+      {"dashboard POST /operator/merchants/{matricule}/apps", "operator_session"},
+      {"dashboard POST /operator/merchants/{matricule}/members", "operator_session"},
+      {"dashboard GET /operator/ledger", "operator_session"},
+      {"dashboard GET /operator/health", "operator_session"},
   };
   std::map<std::string, std::string> actual;
   for (const auto& route : router_.routes()) {
@@ -247,4 +280,33 @@ TEST(Router, BearerPolicyChecksTheScopeAndFillsThePrincipal) {
   ops.method = "GET";
   ops.path = "/ops";
   EXPECT_EQ(r.dispatch(ops).status, 503);
+}
+
+TEST(Router, SessionRoutesSendBrowsersWithoutASessionToTheSignInPage) {
+  web::Router r;
+  r.mount(web::Surface::dashboard, "/dashboard");
+  r.authenticate_with(web::Auth::dashboard_session,
+                      [](web::Request& req, const web::Access&) -> Result<web::Principal> {
+                        if (req.header("cookie").empty()) return unauthorized();
+                        if (req.method == "POST") return forbidden(boost::json::object{{"csrf", "missing"}});
+                        return web::Principal{};
+                      });
+  r.sign_in_page(web::Surface::dashboard, "https://dash.example/dashboard/login");
+  auto handler = [](web::Request&) { return web::Response::json(200, "{}"); };
+  r.add({web::Surface::dashboard, "GET", "/page", handler, web::dashboard_session(), ""});
+  r.add({web::Surface::dashboard, "POST", "/page", handler, web::dashboard_session(), ""});
+  web::Request get;
+  get.method = "GET";
+  get.path = "/dashboard/page";
+  auto res = r.dispatch(get);
+  EXPECT_EQ(res.status, 303);
+  EXPECT_EQ(res.get("Location"), "https://dash.example/dashboard/login");
+  // A change without a session is refused, not redirected; a refused CSRF token is not a sign-in.
+  web::Request post = get;
+  post.method = "POST";
+  EXPECT_EQ(r.dispatch(post).status, 401);
+  post.headers = {{"cookie", "sika_dsh=x"}};
+  EXPECT_EQ(r.dispatch(post).status, 403);
+  get.headers = post.headers;
+  EXPECT_EQ(r.dispatch(get).status, 200);
 }

@@ -1,0 +1,468 @@
+// The dashboard's security core on both backends: TOTP, sessions, CSRF, roles and the audit log.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <atomic>
+
+#include "core/crypto.hpp"
+#include "core/time.hpp"
+#include "dashboard/service.hpp"
+#include "dashboard/sessions.hpp"
+#include "dashboard/store.hpp"
+#include "dashboard/totp.hpp"
+#include "identity/store.hpp"
+#include "merchant/merchant.hpp"
+#include "support/test_db.hpp"
+
+namespace sika::dashboard {
+namespace {
+
+namespace bj = boost::json;
+
+// ---- TOTP -----------------------------------------------------------------------------------
+
+TEST(Totp, MatchesTheRfc6238AndRfc4226TestVectors) {
+  const std::string key = "12345678901234567890";  // RFC 6238 appendix B, SHA-1
+  struct Vector {
+    std::int64_t t;
+    const char* code;
+  };
+  for (auto [t, code] :
+       {Vector{59, "94287082"}, Vector{1111111109, "07081804"}, Vector{1111111111, "14050471"},
+        Vector{1234567890, "89005924"}, Vector{2000000000, "69279037"}, Vector{20000000000, "65353130"}})
+    EXPECT_EQ(totp::code_at(key, t * 1000, 8), code) << t;
+  // RFC 4226 appendix D: six digits.
+  const char* hotp[] = {"755224", "287082", "359152", "969429", "338314",
+                        "254676", "287922", "162583", "399871", "520489"};
+  for (std::uint64_t i = 0; i < 10; ++i) EXPECT_EQ(totp::hotp(key, i), hotp[i]) << i;
+}
+
+TEST(Totp, Base32RoundTripsAndRefusesOtherCharacters) {
+  EXPECT_EQ(totp::base32_encode("12345678901234567890"), "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ");
+  EXPECT_EQ(totp::base32_decode("gezd gnbv gy3t qojq gezd gnbv gy3t qojq").value(), "12345678901234567890");
+  EXPECT_FALSE(totp::base32_decode("GEZ1").has_value());
+  EXPECT_FALSE(totp::base32_decode("GEZ!").has_value());
+}
+
+TEST(Totp, AcceptsOneStepOfDriftAndNoMore) {
+  const std::string key = "12345678901234567890";
+  const std::int64_t now = 1111111111000;
+  const std::int64_t step = totp::step_of(now);
+  EXPECT_EQ(totp::match(key, totp::code_at(key, now), now), step);
+  EXPECT_EQ(totp::match(key, totp::code_at(key, now - 30000), now), step - 1);
+  EXPECT_EQ(totp::match(key, totp::code_at(key, now + 30000), now), step + 1);
+  EXPECT_FALSE(totp::match(key, totp::code_at(key, now - 60000), now).has_value());
+  EXPECT_FALSE(totp::match(key, totp::code_at(key, now + 60000), now).has_value());
+  EXPECT_FALSE(totp::match(key, "", now).has_value());
+  EXPECT_FALSE(totp::match(key, "12345", now).has_value());
+}
+
+TEST(Totp, OtpauthUriCarriesTheSecretAndIssuer) {
+  EXPECT_EQ(totp::otpauth_uri("Sika", "op@sika.example", "ABC"),
+            "otpauth://totp/Sika:op%40sika.example?secret=ABC&issuer=Sika&algorithm=SHA1&digits=6&period=30");
+}
+
+// ---- sessions, CSRF, roles --------------------------------------------------------------------
+
+class DashboardTest : public testing::DbTest {
+ protected:
+  void SetUp() override {
+    DbTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    const std::int64_t t = now_ms();
+    ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(auto a, merchant::create(c, {"MCH-A", "Shop A", "a@x.test", {"CMR"}}, t));
+                     SIKA_ASSIGN_OR_RETURN(auto b, merchant::create(c, {"MCH-B", "Shop B", "b@x.test", {"CIV"}}, t));
+                     merchant_a_ = a.id;
+                     merchant_b_ = b.id;
+                     return {};
+                   })
+                    .ok());
+    operator_ = user("op@x.test");
+    owner_a_ = user("owner-a@x.test");
+    viewer_a_ = user("viewer-a@x.test");
+    owner_b_ = user("owner-b@x.test");
+    nobody_ = user("nobody@x.test");
+    ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                     SIKA_TRY(add_operator(c, operator_, t));
+                     SIKA_TRY(put_member(c, owner_a_, merchant_a_, web::Role::owner, t));
+                     SIKA_TRY(put_member(c, viewer_a_, merchant_a_, web::Role::viewer, t));
+                     return put_member(c, owner_b_, merchant_b_, web::Role::owner, t);
+                   })
+                    .ok());
+    SessionOptions o;
+    o.pepper = std::string(64, 'p');
+    o.idle_ms = 30 * 60 * 1000;
+    o.absolute_ms = 12LL * 3600 * 1000;
+    o.clock = [this] { return clock_.load(); };
+    sessions_ = std::make_unique<Sessions>(*db_, o);
+  }
+
+  std::int64_t user(const std::string& email) {
+    identity::UserSpec spec;
+    spec.email = email;
+    spec.password = "password-of-" + email;
+    spec.name = email;
+    auto u = identity::create_user(*db_, spec, now_ms());
+    EXPECT_TRUE(u.ok());
+    return u.ok() ? u->id : 0;
+  }
+
+  // A request of a session (its cookie), with the CSRF token as a form field when given.
+  static web::Request request(const std::string& method, const std::string& token, const std::string& csrf = "") {
+    web::Request req;
+    req.method = method;
+    req.path = "/dashboard/x";
+    req.headers = {{"cookie", "lang=fr; sika_dsh=" + token + "; other=1"}};
+    if (!csrf.empty()) {
+      req.headers.emplace_back("content-type", "application/x-www-form-urlencoded");
+      req.body = "a=1&csrf=" + csrf;
+    }
+    return req;
+  }
+
+  std::atomic<std::int64_t> clock_{1'800'000'000'000};
+  std::unique_ptr<Sessions> sessions_;
+  std::int64_t merchant_a_ = 0, merchant_b_ = 0;
+  std::int64_t operator_ = 0, owner_a_ = 0, viewer_a_ = 0, owner_b_ = 0, nobody_ = 0;
+};
+
+TEST_P(DashboardTest, SignInGivesOperatorsTheTotpEnrolmentAndMembersTheirMerchant) {
+  auto op = sessions_->open(operator_);
+  ASSERT_TRUE(op.ok());
+  EXPECT_EQ(op->second_factor, SecondFactor::enrol);
+  // Pages stay closed until the second factor is done.
+  auto pending = sessions_->authenticate(request("GET", op->token));
+  ASSERT_FALSE(pending.ok());
+  EXPECT_TRUE(pending.error().is(ErrorKind::unauthenticated));
+  auto found = sessions_->find(op->token);
+  ASSERT_TRUE(found.ok());
+  ASSERT_TRUE(sessions_->complete_second_factor(found->row.id).ok());
+  auto s = sessions_->authenticate(request("GET", op->token));
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->role, web::Role::operator_);
+  EXPECT_TRUE(Sessions::principal(*s).can_change());
+
+  auto member = sessions_->open(owner_a_);
+  ASSERT_TRUE(member.ok());
+  EXPECT_EQ(member->second_factor, SecondFactor::done);  // no TOTP enrolled: optional for members
+  auto m = sessions_->authenticate(request("GET", member->token));
+  ASSERT_TRUE(m.ok());
+  auto p = Sessions::principal(*m);
+  EXPECT_EQ(p.role, web::Role::owner);
+  EXPECT_EQ(p.merchant, "MCH-A");
+  EXPECT_EQ(p.merchant_id, merchant_a_);
+  EXPECT_EQ(p.environment, "sandbox");
+
+  auto refused = sessions_->open(nobody_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.error().is(ErrorKind::forbidden));
+}
+
+TEST_P(DashboardTest, OnlyTheKeyedHashOfTheCookieIsStored) {
+  auto opened = sessions_->open(owner_a_);
+  ASSERT_TRUE(opened.ok());
+  EXPECT_GE(opened->token.size(), 43u);  // 256 bits
+  std::vector<std::string> stored;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT token_hash FROM dsh_sessions"));
+                   stored.clear();
+                   for (const auto& r : rows) stored.push_back(r.str(0));
+                   return {};
+                 })
+                  .ok());
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_NE(stored[0], opened->token);
+  EXPECT_EQ(stored[0].find(opened->token), std::string::npos);
+  EXPECT_TRUE(crypto::secret_matches(std::string(64, 'p'), opened->token, stored[0]));
+  // A token that is not the cookie (e.g. the stored hash itself) opens nothing.
+  EXPECT_FALSE(sessions_->find(stored[0]).ok());
+  EXPECT_FALSE(sessions_->find("").ok());
+}
+
+TEST_P(DashboardTest, IdleAndAbsoluteTimeoutsEndSessions) {
+  auto opened = sessions_->open(owner_a_);
+  ASSERT_TRUE(opened.ok());
+  const std::string token = opened->token;
+  const std::int64_t start = clock_.load();
+  // Activity every 20 minutes keeps the session past the 30-minute idle timeout...
+  for (int i = 1; i <= 30; ++i) {
+    clock_ = start + i * 20LL * 60 * 1000;
+    if (clock_.load() - start >= 12LL * 3600 * 1000) break;
+    ASSERT_TRUE(sessions_->find(token).ok()) << "at minute " << i * 20;
+  }
+  // ...but not past the 12-hour absolute timeout, however active.
+  clock_ = start + 12LL * 3600 * 1000;
+  auto expired = sessions_->find(token);
+  ASSERT_FALSE(expired.ok());
+  EXPECT_EQ(expired.error().details.at("session"), "expired");
+
+  auto idle = sessions_->open(owner_a_);
+  ASSERT_TRUE(idle.ok());
+  const std::int64_t t = clock_.load();
+  clock_ = t + 29LL * 60 * 1000;
+  ASSERT_TRUE(sessions_->find(idle->token).ok());
+  clock_ = t + 29LL * 60 * 1000 + 30LL * 60 * 1000;  // 30 minutes after the last request
+  auto gone = sessions_->find(idle->token);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().details.at("session"), "idle");
+}
+
+TEST_P(DashboardTest, LogoutEndsTheSessionAndPurgeDeletesEndedOnes) {
+  auto opened = sessions_->open(owner_a_);
+  ASSERT_TRUE(opened.ok());
+  ASSERT_TRUE(sessions_->find(opened->token).ok());
+  ASSERT_TRUE(sessions_->end(opened->token).ok());
+  auto ended = sessions_->find(opened->token);
+  ASSERT_FALSE(ended.ok());
+  EXPECT_EQ(ended.error().details.at("session"), "ended");
+  auto purged = sessions_->purge();
+  ASSERT_TRUE(purged.ok());
+  EXPECT_EQ(*purged, 1);
+}
+
+TEST_P(DashboardTest, EveryChangeNeedsTheSessionsCsrfToken) {
+  auto a = sessions_->open(owner_a_);
+  auto b = sessions_->open(owner_b_);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(sessions_->authenticate(request("GET", a->token)).ok());  // reads need none
+  auto none = sessions_->authenticate(request("POST", a->token));
+  ASSERT_FALSE(none.ok());
+  EXPECT_TRUE(none.error().is(ErrorKind::forbidden));
+  EXPECT_EQ(none.error().details.at("error"), "csrf_failed");
+  // Another session's token is refused.
+  EXPECT_FALSE(sessions_->authenticate(request("POST", a->token, sessions_->csrf_for(b->token))).ok());
+  EXPECT_FALSE(sessions_->authenticate(request("POST", a->token, "x" + sessions_->csrf_for(a->token))).ok());
+  EXPECT_TRUE(sessions_->authenticate(request("POST", a->token, sessions_->csrf_for(a->token))).ok());
+  // The header works as well as the form field (any method but GET/HEAD).
+  auto del = request("DELETE", a->token);
+  del.headers.emplace_back("x-csrf-token", sessions_->csrf_for(a->token));
+  EXPECT_TRUE(sessions_->authenticate(del).ok());
+}
+
+TEST_P(DashboardTest, RolesAreReadAtEveryRequest) {
+  auto v = sessions_->open(viewer_a_);
+  ASSERT_TRUE(v.ok());
+  auto s = sessions_->find(v->token);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->role, web::Role::viewer);
+  EXPECT_FALSE(Sessions::principal(*s).can_change());
+  // Promoted: the open session is a developer at once.
+  ASSERT_TRUE(db_->write([&](store::Conn& c) {
+                   return put_member(c, viewer_a_, merchant_a_, web::Role::developer, clock_.load());
+                 })
+                  .ok());
+  s = sessions_->find(v->token);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->role, web::Role::developer);
+  EXPECT_TRUE(Sessions::principal(*s).can_change());
+  // A disabled merchant closes its members' sessions.
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(bool found, merchant::set_active(c, merchant_a_, false));
+                   EXPECT_TRUE(found);
+                   return {};
+                 })
+                  .ok());
+  EXPECT_FALSE(sessions_->find(v->token).ok());
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(bool found, merchant::set_active(c, merchant_a_, true));
+                   EXPECT_TRUE(found);
+                   return {};
+                 })
+                  .ok());
+  EXPECT_TRUE(sessions_->find(v->token).ok());
+  // Removed: the session ends at its next request.
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(bool removed, remove_member(c, viewer_a_, merchant_a_));
+                   EXPECT_TRUE(removed);
+                   return {};
+                 })
+                  .ok());
+  auto gone = sessions_->find(v->token);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().details.at("session"), "no role");
+  // Operators are no member's role.
+  bool refused = false;
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   auto st = put_member(c, viewer_a_, merchant_a_, web::Role::operator_, clock_.load());
+                   refused = !st.ok() && st.error().is(ErrorKind::invalid);
+                   return {};
+                 })
+                  .ok());
+  EXPECT_TRUE(refused);
+}
+
+TEST_P(DashboardTest, ATotpCodeWorksOnce) {
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(bool put, put_pending_totp(c, operator_, "sealed-1", 1));
+                   EXPECT_TRUE(put);
+                   SIKA_ASSIGN_OR_RETURN(put, put_pending_totp(c, operator_, "sealed-2", 2));  // replaces a pending one
+                   EXPECT_TRUE(put);
+                   SIKA_ASSIGN_OR_RETURN(bool used, use_totp_step(c, operator_, 100, 3));
+                   EXPECT_TRUE(used);
+                   SIKA_ASSIGN_OR_RETURN(used, use_totp_step(c, operator_, 100, 4));  // the same code again
+                   EXPECT_FALSE(used);
+                   SIKA_ASSIGN_OR_RETURN(used, use_totp_step(c, operator_, 99, 4));  // an older one
+                   EXPECT_FALSE(used);
+                   SIKA_ASSIGN_OR_RETURN(used, use_totp_step(c, operator_, 101, 5));
+                   EXPECT_TRUE(used);
+                   SIKA_ASSIGN_OR_RETURN(put, put_pending_totp(c, operator_, "sealed-3", 6));  // confirmed: kept
+                   EXPECT_FALSE(put);
+                   SIKA_ASSIGN_OR_RETURN(auto row, find_totp(c, operator_));
+                   EXPECT_TRUE(row && row->confirmed);
+                   EXPECT_EQ(row->secret_sealed, "sealed-2");
+                   return {};
+                 })
+                  .ok());
+  // Enrolled members now owe the code at sign-in too.
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(bool put, put_pending_totp(c, owner_a_, "s", 1));
+                   EXPECT_TRUE(put);
+                   SIKA_ASSIGN_OR_RETURN(bool used, use_totp_step(c, owner_a_, 5, 1));
+                   EXPECT_TRUE(used);
+                   return {};
+                 })
+                  .ok());
+  auto member = sessions_->open(owner_a_);
+  ASSERT_TRUE(member.ok());
+  EXPECT_EQ(member->second_factor, SecondFactor::verify);
+  auto op = sessions_->open(operator_);
+  ASSERT_TRUE(op.ok());
+  EXPECT_EQ(op->second_factor, SecondFactor::verify);
+}
+
+// ---- pages: roles, scoping, audit ------------------------------------------------------------
+
+class DashboardPagesTest : public DashboardTest {
+ protected:
+  void SetUp() override {
+    DashboardTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    Options o;
+    o.dashboard_url = "https://dash.example.test/dashboard";
+    o.pepper = std::string(64, 'p');
+    o.clock = [this] { return clock_.load(); };
+    service_ = std::make_unique<Service>(*db_, Components{}, o);
+  }
+
+  std::string signed_in(std::int64_t user_id) {
+    auto opened = service_->sessions().open(user_id);
+    EXPECT_TRUE(opened.ok());
+    if (opened->second_factor != SecondFactor::done) {
+      auto s = service_->sessions().find(opened->token);
+      EXPECT_TRUE(service_->sessions().complete_second_factor(s->row.id).ok());
+    }
+    return opened->token;
+  }
+
+  web::Response call(web::Response (Service::*fn)(web::Request&), const std::string& token, const std::string& method,
+                     const std::string& form = "", web::Fields params = {}) {
+    web::Request req = request(method, token);
+    if (method != "GET") {
+      req.headers.emplace_back("content-type", "application/x-www-form-urlencoded");
+      req.body = form + (form.empty() ? "" : "&") + "csrf=" + service_->sessions().csrf_for(token);
+    }
+    req.path_params = std::move(params);
+    auto p = service_->authenticate(req);
+    if (!p) return web::Response::text(p.error().is(ErrorKind::forbidden) ? 403 : 401, "");
+    req.principal = *p;
+    return ((*service_).*fn)(req);
+  }
+
+  std::unique_ptr<Service> service_;
+};
+
+TEST_P(DashboardPagesTest, AViewerChangesNothing) {
+  const std::string viewer = signed_in(viewer_a_);
+  auto team = call(&Service::team_put, viewer, "POST", "email=owner-b%40x.test&role=viewer");
+  EXPECT_EQ(team.status, 403);
+  auto app = call(&Service::app_create, viewer, "POST", "name=Mine");
+  EXPECT_EQ(app.status, 403);
+  EXPECT_EQ(call(&Service::audit, viewer, "GET").status, 403);  // owners and operators only
+  // Nothing was written.
+  std::vector<Member> members;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(members, list_members(c, merchant_a_));
+                   return {};
+                 })
+                  .ok());
+  EXPECT_EQ(members.size(), 2u);
+  // Reading is fine.
+  EXPECT_EQ(call(&Service::team, viewer, "GET").status, 200);
+}
+
+TEST_P(DashboardPagesTest, OwnersCreateApplicationsWhoseSecretIsShownOnceAndAudited) {
+  const std::string owner = signed_in(owner_a_);
+  auto res = call(&Service::app_create, owner, "POST", "name=Shop+backend&scope=payments");
+  ASSERT_EQ(res.status, 200) << res.body;
+  auto at = res.body.find("id=\"client-secret\">");
+  ASSERT_NE(at, std::string::npos);
+  std::string secret = res.body.substr(at + 19, res.body.find('<', at + 19) - at - 19);
+  EXPECT_GE(secret.size(), 32u);
+  std::vector<identity::Client> clients;
+  std::vector<AuditEntry> audit_a, audit_b;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(clients, identity::list_clients(c));
+                   SIKA_ASSIGN_OR_RETURN(audit_a, list_audit(c, merchant_a_, std::nullopt, 10));
+                   SIKA_ASSIGN_OR_RETURN(audit_b, list_audit(c, merchant_b_, std::nullopt, 10));
+                   return {};
+                 })
+                  .ok());
+  ASSERT_EQ(clients.size(), 1u);
+  EXPECT_EQ(clients[0].merchant_id, merchant_a_);
+  EXPECT_EQ(clients[0].scopes, std::vector<std::string>{"payments"});
+  EXPECT_NE(clients[0].secret_hash, secret);  // only its hash is stored
+  // The developers page lists it without its secret.
+  auto page = call(&Service::developers, owner, "GET");
+  EXPECT_NE(page.body.find(clients[0].client_id), std::string::npos);
+  EXPECT_EQ(page.body.find(secret), std::string::npos);
+  ASSERT_EQ(audit_a.size(), 1u);
+  EXPECT_EQ(audit_a[0].action, "oauth_client.create");
+  EXPECT_EQ(audit_a[0].actor, "owner-a@x.test");
+  EXPECT_TRUE(audit_b.empty());
+
+  // Merchant B neither sees it nor rotates its secret (404).
+  const std::string other = signed_in(owner_b_);
+  EXPECT_EQ(call(&Service::developers, other, "GET").body.find(clients[0].client_id), std::string::npos);
+  auto rotate = call(&Service::app_rotate, other, "POST", "", {{"client_id", clients[0].client_id}});
+  EXPECT_EQ(rotate.status, 404);
+  auto own = call(&Service::app_rotate, owner, "POST", "", {{"client_id", clients[0].client_id}});
+  EXPECT_EQ(own.status, 200);
+  EXPECT_EQ(own.body.find(secret), std::string::npos);  // a new one
+  // B's audit log does not show A's entries; A's owner reads its own.
+  auto log_b = call(&Service::audit, other, "GET");
+  EXPECT_EQ(log_b.status, 200);
+  EXPECT_EQ(log_b.body.find("oauth_client"), std::string::npos);
+  EXPECT_NE(call(&Service::audit, owner, "GET").body.find("oauth_client.rotate_secret"), std::string::npos);
+}
+
+TEST_P(DashboardPagesTest, OwnersManageTheirTeamOnly) {
+  const std::string owner = signed_in(owner_a_);
+  auto add = call(&Service::team_put, owner, "POST", "email=nobody%40x.test&role=developer");
+  EXPECT_EQ(add.status, 303);
+  auto bad = call(&Service::team_put, owner, "POST", "email=nobody%40x.test&role=operator");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("role"), std::string::npos);
+  auto self = call(&Service::team_put, owner, "POST", "email=owner-a%40x.test&role=viewer");
+  EXPECT_EQ(self.status, 400);
+  std::vector<Member> a, b;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(a, list_members(c, merchant_a_));
+                   SIKA_ASSIGN_OR_RETURN(b, list_members(c, merchant_b_));
+                   return {};
+                 })
+                  .ok());
+  EXPECT_EQ(a.size(), 3u);
+  EXPECT_EQ(b.size(), 1u);
+  // Operators' pages are not merchant pages: members get 404 there through the router, and
+  // operators get 404 on members' pages.
+  const std::string op = signed_in(operator_);
+  EXPECT_EQ(call(&Service::team, op, "GET").status, 404);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, DashboardTest, ::testing::Values("sqlite", "postgres"));
+INSTANTIATE_TEST_SUITE_P(Backends, DashboardPagesTest, ::testing::Values("sqlite", "postgres"));
+
+}  // namespace
+}  // namespace sika::dashboard
