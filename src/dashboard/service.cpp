@@ -295,7 +295,10 @@ web::Response Service::logout(web::Request& req) {
   const std::string token = Sessions::cookie(req, kSessionCookie);
   if (auto c = context(req); c) (void)record(*c, c->merchant_id(), "session.logout", c->session.row.email);
   if (auto ended = sessions_.end(token); !ended) return error_page(req, ended.error());
-  web::Response res = see_other("/login");
+  // The identity service's sign-in session ends too, or the next visit would sign in again
+  // without a password.
+  web::Response res = parts_.identity ? web::Response::redirect(parts_.identity->options().issuer + "/logout", 303)
+                                      : see_other("/login");
   web::html::secure_headers(res);
   res.headers.emplace_back("Set-Cookie", std::string(kSessionCookie) + "=; " + cookie_attributes(req, 0));
   return res;

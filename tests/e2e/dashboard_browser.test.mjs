@@ -1,0 +1,248 @@
+// Headless Chromium through the dashboard, on each backend: the operator signs in with TOTP,
+// creates a merchant and its OAuth application and sees the secret once; a merchant owner signs
+// in, sees a sandbox payment appear, opens its timeline, replays its webhook delivery, creates a
+// payment link and downloads its QR code, exports CSV; a viewer's change is refused; merchant A
+// cannot open B's objects; a change without the CSRF token is refused. Screenshots go to
+// $SIKA_SCREENSHOTS when set; the tests check the pages they capture.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHmac, randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { launchBrowser, noBrowser } from './lib/browser.mjs';
+import { backends, startServer, freePort } from './lib/server.mjs';
+
+const shots = process.env.SIKA_SCREENSHOTS;
+
+// RFC 6238 with HMAC-SHA1, six digits, as an authenticator app computes it.
+function totp(base32, at = Date.now()) {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let bits = '';
+  for (const ch of base32.replace(/=+$/, '')) bits += alphabet.indexOf(ch).toString(2).padStart(5, '0');
+  const key = Buffer.from(bits.match(/.{8}/g).map((b) => parseInt(b, 2)));
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(Math.floor(at / 30000)));
+  const mac = createHmac('sha1', key).update(counter).digest();
+  const offset = mac[mac.length - 1] & 15;
+  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1000000).padStart(6, '0');
+}
+
+for (const backend of backends()) {
+  describe(`dashboard in a browser (${backend})`, { skip: noBrowser }, () => {
+    let server, browser, receiver;
+    const hooks = [];
+    before(async () => {
+      // A webhook receiver for the demo merchant's endpoint: deliveries appear on the timeline.
+      const hookPort = await freePort();
+      receiver = http.createServer((req, res) => {
+        let body = '';
+        req.on('data', (c) => { body += c; });
+        req.on('end', () => { hooks.push(body); res.writeHead(200); res.end('ok'); });
+      });
+      await new Promise((resolve) => receiver.listen(hookPort, '127.0.0.1', resolve));
+      server = await startServer({ backend, args: ['--set', 'payments.sandbox_delay_ms=300',
+        '--set', `webhooks.demo_url=http://127.0.0.1:${hookPort}/hook`, '--set', 'webhooks.allow_private_targets=true'] });
+      browser = await launchBrowser();
+    });
+    after(async () => {
+      if (browser) await browser.close();
+      if (server) await server.stop();
+      if (receiver) receiver.close();
+    });
+
+    const dashboard = () => server.demo.dashboard.url;
+    // Signs in through the identity service's login page; returns the page after sign-in.
+    async function signIn(context, who) {
+      const page = await context.newPage();
+      await page.goto(dashboard() + '/');
+      assert.ok(page.url().startsWith(server.authUrl + '/oauth/v2/authorize'), page.url());
+      await page.fill('#email', who.email);
+      await page.fill('#password', who.password);
+      await Promise.all([page.waitForURL((u) => u.toString().startsWith(dashboard())), page.click('button[value=approve]')]);
+      return page;
+    }
+    const csrfOf = async (page) => page.getAttribute('input[name=csrf]', 'value');
+
+    test('the operator signs in with TOTP, creates a merchant and its OAuth application, and sees the secret once', async () => {
+      const context = await browser.newContext({ locale: 'en-GB' });
+      const page = await signIn(context, server.demo.dashboard.operator);
+      // First sign-in: TOTP enrolment with a QR code and the key.
+      assert.match(page.url(), /\/totp$/);
+      assert.ok(await page.isVisible('figure svg'), 'the enrolment QR code is shown');
+      const secret = (await page.textContent('#totp-secret')).trim();
+      assert.match(secret, /^[A-Z2-7]{32}$/);
+      assert.match(await page.getAttribute('#otpauth', 'href'), new RegExp(`^otpauth://totp/Sika:.*secret=${secret}&issuer=Sika`));
+      if (shots) await page.screenshot({ path: `${shots}/dashboard-totp-enrol.png`, fullPage: true });
+      await page.fill('#code', totp(secret) === '000000' ? '000001' : String((Number(totp(secret)) + 1) % 1000000).padStart(6, '0'));
+      await page.click('button');
+      assert.match(page.url(), /\/totp\?error=code$/, 'a wrong code is refused');
+      await page.fill('#code', totp(secret));
+      await Promise.all([page.waitForURL(/\/operator\/merchants$/), page.click('button')]);
+      assert.match(await page.textContent('#merchants'), /MCH-CM-0001/);
+
+      await page.fill('#m-name', 'Épicerie Test');
+      await page.fill('#m-email', 'shop@test.example');
+      await page.fill('#m-countries', 'CMR');
+      await Promise.all([page.waitForURL(/\/operator\/merchants\/MCH/), page.click('form[action$="/operator/merchants"] button')]);
+      const merchantUrl = page.url();
+      assert.match(await page.textContent('h1'), /Épicerie Test/);
+
+      await page.fill('#app-name', 'Backend');
+      await page.click('form[action$="/apps"] button');
+      const clientId = (await page.textContent('#client-id')).trim();
+      const clientSecret = (await page.textContent('#client-secret')).trim();
+      assert.ok(clientSecret.length >= 32);
+      if (shots) await page.screenshot({ path: `${shots}/dashboard-secret-once.png`, fullPage: true });
+      // The secret works at the token endpoint...
+      const token = await fetch(`${server.authUrl}/oauth/v2/token`, {
+        method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
+      });
+      assert.equal(token.status, 200);
+      // ...and is never shown again.
+      await page.goto(merchantUrl);
+      const again = await page.content();
+      assert.ok(again.includes(clientId));
+      assert.ok(!again.includes(clientSecret), 'the secret is shown once');
+      // The audit log records both changes.
+      await page.goto(dashboard() + '/audit');
+      const audit = await page.textContent('table');
+      assert.match(audit, /merchant\.create/);
+      assert.match(audit, /oauth_client\.create/);
+      assert.match(audit, /totp\.enrol/);
+      await context.close();
+    });
+
+    test('the merchant sees a sandbox payment, its timeline, replays its delivery, makes a link and its QR, exports CSV', async () => {
+      const owner = server.demo.dashboard.merchant;
+      const link = server.demo.payment_links.find((l) => l.kind === 'fixed');
+      const context = await browser.newContext({ locale: 'fr-FR', viewport: { width: 390, height: 844 }, isMobile: true,
+        javaScriptEnabled: false, acceptDownloads: true });
+      const page = await signIn(context, owner);
+      assert.equal(await page.getAttribute('html', 'lang'), 'fr');
+      assert.match(await page.textContent('nav'), /owner@sika\.example/);
+
+      // A payment of the demo link, made by a customer.
+      const phone = '237690001234';
+      const paid = await fetch(`${server.baseUrl}/pay/${link.short_code}/pay`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ customer_phone: phone, transaction_uuid: randomUUID(), provider: 'MTN_MOMO_CMR' }),
+      });
+      assert.equal(paid.status, 200, await paid.clone().text());
+      const reference = (await paid.json()).data.transaction_reference;
+      assert.ok(reference);
+      // It appears, searched by the phone number, and completes.
+      let row;
+      for (let i = 0; i < 50; i++) {
+        await page.goto(`${dashboard()}/transactions?q=1234&status=COMPLETED`);
+        row = await page.$(`a:text("${reference}")`);
+        if (row) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.ok(row, 'the completed payment is listed');
+      if (shots) await page.screenshot({ path: `${shots}/dashboard-transactions.png`, fullPage: true });
+      await Promise.all([page.waitForURL(/\/transactions\/[^/]+$/), row.click()]);
+      const timeline = await page.textContent('#timeline');
+      assert.match(timeline, /PENDING/);
+      assert.match(timeline, /COMPLETED/);
+      assert.match(await page.textContent('body'), /COLLECTION/);
+      // The delivery of its webhook, then a replay.
+      let deliveries = 0;
+      for (let i = 0; i < 50 && deliveries === 0; i++) {
+        await page.reload();
+        deliveries = (await page.$$('#deliveries tbody tr')).length;
+        if (!deliveries) await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.ok(deliveries > 0, 'the webhook delivery is listed');
+      if (shots) await page.screenshot({ path: `${shots}/dashboard-timeline.png`, fullPage: true });
+      await page.click('#deliveries button');
+      await page.waitForURL(/\/transactions\/[^/?]+$/);
+      assert.ok((await page.$$('#deliveries tbody tr')).length > deliveries, 'the replay is a new delivery');
+
+      // A payment link, its QR code downloaded.
+      await page.goto(dashboard() + '/links');
+      await page.fill('#title', 'Panier du jour');
+      await page.fill('#amount', '1500');
+      await page.fill('#currency', 'XAF');
+      await Promise.all([page.waitForURL(/\/links\?created=/), page.click('form[action$="/links"] button')]);
+      const created = new URL(page.url()).searchParams.get('created');
+      assert.match(await page.textContent('#links'), /Panier du jour/);
+      if (shots) await page.screenshot({ path: `${shots}/dashboard-links.png`, fullPage: true });
+      const [download] = await Promise.all([page.waitForEvent('download'),
+        page.click(`a[href$="/links/${created}/qr.png"]`)]);
+      const chunks = [];
+      for await (const c of await download.createReadStream()) chunks.push(c);
+      const png = Buffer.concat(chunks);
+      assert.equal(png.subarray(1, 4).toString(), 'PNG');
+
+      // CSV export of the filtered list.
+      const csv = await context.request.get(`${dashboard()}/transactions.csv?q=1234`);
+      assert.equal(csv.status(), 200);
+      assert.match(csv.headers()['content-type'], /^text\/csv/);
+      const text = await csv.text();
+      assert.match(text.split('\r\n')[0], /^transaction_reference,created_at,operation,status/);
+      assert.ok(text.includes(reference));
+
+      // Merchant A cannot open B's objects: another merchant's link and transaction are 404.
+      const other = server.demo.payment_links.find((l) => l.kind === 'fixed' && l.merchant !== link.merchant);
+      if (other) {
+        const qr = await context.request.get(`${dashboard()}/links/${other.reference}/qr.png`);
+        assert.equal(qr.status(), 404);
+      }
+      const missing = await context.request.get(`${dashboard()}/transactions/TXN-NOT-OURS`);
+      assert.equal(missing.status(), 404);
+      // Operators' pages do not exist for members.
+      assert.equal((await context.request.get(`${dashboard()}/operator/merchants`)).status(), 404);
+
+      // A change without the CSRF token is refused; with it, it goes through.
+      const noCsrf = await context.request.post(`${dashboard()}/links/${created}/disable`, { form: {}, maxRedirects: 0 });
+      assert.equal(noCsrf.status(), 403);
+      const csrf = await csrfOf(page);
+      const withCsrf = await context.request.post(`${dashboard()}/links/${created}/disable`, { form: { csrf }, maxRedirects: 0 });
+      assert.equal(withCsrf.status(), 303);
+      await page.goto(dashboard() + '/links');
+      assert.match(await page.textContent('#links'), /DISABLED/);
+
+      // Logout ends the session, and the identity service's sign-in session with it.
+      await Promise.all([page.waitForURL(`${server.authUrl}/logout`), page.click('nav form button')]);
+      const after = await context.request.get(`${dashboard()}/links`, { maxRedirects: 0 });
+      assert.equal(after.status(), 303);
+      await page.goto(dashboard() + '/');
+      assert.ok(await page.isVisible('#password'), 'signing in again asks for the password');
+      await context.close();
+    });
+
+    test('merchant B does not see A\'s transactions', async () => {
+      const b = server.demo.dashboard.other_merchant;
+      const context = await browser.newContext({ locale: 'en-GB' });
+      const page = await signIn(context, b);
+      await page.goto(`${dashboard()}/transactions`);
+      const body = await page.textContent('body');
+      assert.ok(!body.includes('237690001234'), 'A\'s payments are not listed to B');
+      // A's transaction, by reference, is not found.
+      const a = await (await fetch(`${server.baseUrl}/pay/${server.demo.payment_links.find((l) => l.kind === 'fixed').short_code}/pay`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ customer_phone: '237690005555', transaction_uuid: randomUUID(), provider: 'MTN_MOMO_CMR' }),
+      })).json();
+      const res = await context.request.get(`${dashboard()}/transactions/${a.data.transaction_reference}`);
+      assert.equal(res.status(), 404);
+      await context.close();
+    });
+
+    test('a viewer reads but changes nothing', async () => {
+      const context = await browser.newContext({ locale: 'en-GB' });
+      const page = await signIn(context, server.demo.dashboard.viewer);
+      await page.goto(dashboard() + '/links');
+      assert.equal(await page.$('form[action$="/links"] #title'), null, 'no create form for a viewer');
+      const csrf = await csrfOf(page);
+      const refused = await context.request.post(`${dashboard()}/links`, {
+        form: { csrf, title: 'Nope', currency: 'XAF', amount: '100' }, maxRedirects: 0 });
+      assert.equal(refused.status(), 403);
+      assert.match(await refused.text(), /viewers change nothing/);
+      if (shots) {
+        await page.setContent(await refused.text());
+        await page.screenshot({ path: `${shots}/dashboard-viewer-refused.png`, fullPage: true });
+      }
+      await context.close();
+    });
+  });
+}
