@@ -345,6 +345,16 @@ void build_routes(web::Router& r, Context& ctx) {
            "Creates an OAuth application (secret shown once)"});
     r.add({Surface::dashboard, "POST", "/developers/apps/{client_id}/rotate", dsh(&Dsh::app_rotate), member,
            "Rotates an OAuth application's secret (shown once)"});
+    r.add({Surface::dashboard, "GET", "/webhooks", dsh(&Dsh::webhooks_page), member,
+           "Webhook endpoints and the delivery log"});
+    r.add({Surface::dashboard, "POST", "/webhooks", dsh(&Dsh::webhook_create), member,
+           "Registers a webhook endpoint (signing secret shown once)"});
+    r.add({Surface::dashboard, "POST", "/webhooks/redeliver", dsh(&Dsh::webhook_redeliver), member,
+           "Replays a webhook delivery"});
+    r.add({Surface::dashboard, "POST", "/webhooks/{endpoint_id}/rotate", dsh(&Dsh::webhook_rotate), member,
+           "Rotates an endpoint's signing secret (shown once)"});
+    r.add({Surface::dashboard, "GET", "/sandbox", dsh(&Dsh::sandbox), member,
+           "Sandbox tools: the notifier's outbox for one recipient"});
     r.add({Surface::dashboard, "GET", "/team", dsh(&Dsh::team), member, "Team members and roles"});
     r.add(
         {Surface::dashboard, "POST", "/team", dsh(&Dsh::team_put), member, "Sets or removes a member's role (owners)"});

@@ -4,6 +4,7 @@
 // merchant's object is not found.
 #include <boost/json.hpp>
 
+#include "core/json.hpp"
 #include "core/money.hpp"
 #include "core/time.hpp"
 #include "dashboard/internal.hpp"
@@ -298,19 +299,11 @@ web::Response Service::redeliver(web::Request& req) {
   if (!c) return error_page(req, c.error());
   if (auto st = member_only(*c); !st) return error_page(req, st.error());
   if (auto st = may_change(*c); !st) return error_page(req, st.error());
-  if (!parts_.webhooks) return error_page(req, unavailable(bj::string("webhooks not configured")));
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   const std::string reference = req.path_param("reference");
-  const std::string event_id = field(*fields, "event_id");
-  const std::string endpoint_id = field(*fields, "endpoint_id");
-  if (event_id.empty()) return error_page(req, empty_data(bj::object{{"event_id", "required"}}));
-  auto done = parts_.webhooks->registry().redeliver(
-      c->principal.merchant_id, event_id, endpoint_id.empty() ? std::nullopt : std::optional<std::string>(endpoint_id),
-      now());
-  if (!done) return error_page(req, done.error());
-  (void)record(*c, c->principal.merchant_id, "webhook.redeliver", event_id,
-               json::dump(bj::object{{"endpoint_id", endpoint_id}, {"transaction_reference", reference}}));
+  if (auto st = replay(*c, field(*fields, "event_id"), field(*fields, "endpoint_id")); !st)
+    return error_page(req, st.error());
   return see_other("/transactions/" + web::percent_encode(reference));
 }
 

@@ -3,6 +3,7 @@
 // merchant; the router answers 404 to anyone else on these routes.
 #include <boost/json.hpp>
 
+#include "core/json.hpp"
 #include "core/money.hpp"
 #include "dashboard/internal.hpp"
 #include "identity/model.hpp"

@@ -81,19 +81,24 @@ class Service {
   web::Response security(web::Request& req);        // GET /security: TOTP for members
   web::Response security_enrol(web::Request& req);  // POST /security/totp
   // --- merchant pages (dashboard_session) ---
-  web::Response transactions(web::Request& req);      // GET /transactions
-  web::Response transactions_csv(web::Request& req);  // GET /transactions.csv
-  web::Response transaction(web::Request& req);       // GET /transactions/{reference}
-  web::Response redeliver(web::Request& req);         // POST /transactions/{reference}/redeliver
-  web::Response links_page(web::Request& req);        // GET /links
-  web::Response link_create(web::Request& req);       // POST /links
-  web::Response link_qr(web::Request& req);           // GET /links/{reference}/qr.png
-  web::Response link_disable(web::Request& req);      // POST /links/{reference}/disable
-  web::Response developers(web::Request& req);        // GET /developers
-  web::Response app_create(web::Request& req);        // POST /developers/apps
-  web::Response app_rotate(web::Request& req);        // POST /developers/apps/{client_id}/rotate
-  web::Response team(web::Request& req);              // GET /team
-  web::Response team_put(web::Request& req);          // POST /team
+  web::Response transactions(web::Request& req);       // GET /transactions
+  web::Response transactions_csv(web::Request& req);   // GET /transactions.csv
+  web::Response transaction(web::Request& req);        // GET /transactions/{reference}
+  web::Response redeliver(web::Request& req);          // POST /transactions/{reference}/redeliver
+  web::Response links_page(web::Request& req);         // GET /links
+  web::Response link_create(web::Request& req);        // POST /links
+  web::Response link_qr(web::Request& req);            // GET /links/{reference}/qr.png
+  web::Response link_disable(web::Request& req);       // POST /links/{reference}/disable
+  web::Response developers(web::Request& req);         // GET /developers
+  web::Response app_create(web::Request& req);         // POST /developers/apps
+  web::Response app_rotate(web::Request& req);         // POST /developers/apps/{client_id}/rotate
+  web::Response webhooks_page(web::Request& req);      // GET /webhooks
+  web::Response webhook_create(web::Request& req);     // POST /webhooks (secret shown once)
+  web::Response webhook_rotate(web::Request& req);     // POST /webhooks/{endpoint_id}/rotate (shown once)
+  web::Response webhook_redeliver(web::Request& req);  // POST /webhooks/redeliver
+  web::Response sandbox(web::Request& req);            // GET /sandbox?to= (the notifier's outbox)
+  web::Response team(web::Request& req);               // GET /team
+  web::Response team_put(web::Request& req);           // POST /team
   // --- operator pages (operator_session) ---
   web::Response merchants(web::Request& req);            // GET /operator/merchants
   web::Response merchant_create(web::Request& req);      // POST /operator/merchants
@@ -122,6 +127,8 @@ class Service {
                 std::string details = "{}");
   // Creates an OAuth application of a merchant and renders its secret once.
   web::Response create_app(web::Request& req, const Ctx& c, std::int64_t merchant_id, std::string_view back);
+  // Queues a new delivery of the merchant's event (to one endpoint, or every subscribed one); audited.
+  Status replay(const Ctx& c, std::string_view event_id, std::string_view endpoint_id);
   // Gives a user (by e-mail) a role in a merchant, or removes it ("none"); audited.
   Status put_membership(const Ctx& c, std::int64_t merchant_id, std::string_view email, std::string_view role);
 

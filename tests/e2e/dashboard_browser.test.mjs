@@ -158,6 +158,17 @@ for (const backend of backends()) {
       await page.waitForURL(/\/transactions\/[^/?]+$/);
       assert.ok((await page.$$('#deliveries tbody tr')).length > deliveries, 'the replay is a new delivery');
 
+      // The webhooks page: the delivery log, a new endpoint whose secret is shown once.
+      await page.goto(dashboard() + '/webhooks');
+      assert.ok((await page.$$('#delivery-log tbody tr')).length > deliveries);
+      await page.fill('#url', 'http://127.0.0.1:9/second');
+      await page.click('form[action$="/webhooks"] button');
+      const whsec = (await page.textContent('#endpoint-secret')).trim();
+      assert.match(whsec, /^whsec_/);
+      await page.goto(dashboard() + '/webhooks');
+      assert.match(await page.textContent('#endpoints'), /127\.0\.0\.1:9\/second/);
+      assert.ok(!(await page.content()).includes(whsec), 'the signing secret is shown once');
+
       // A payment link, its QR code downloaded.
       await page.goto(dashboard() + '/links');
       await page.fill('#title', 'Panier du jour');

@@ -1,0 +1,194 @@
+// A merchant's webhooks (endpoints, secret rotation shown once, the delivery log with replay) and
+// sandbox tools (the SMS / e-mail outbox of the sandbox notifier).
+#include <boost/json.hpp>
+
+#include "core/json.hpp"
+#include "core/time.hpp"
+#include "dashboard/internal.hpp"
+#include "notify/notifier.hpp"
+#include "webhooks/registry.hpp"
+#include "webhooks/service.hpp"
+
+namespace sika::dashboard {
+
+namespace bj = boost::json;
+using web::html::escape;
+
+namespace {
+
+Status for_members(const Service::Ctx& c) {
+  if (c.is_operator()) return not_found(bj::string("merchant pages are for merchant members"));
+  return {};
+}
+
+std::string secret_shown_once(const Service::Ctx& c, const std::string& endpoint_id, const std::string& secret,
+                              const std::string& back) {
+  return "<section class=\"card\" role=\"status\"><p>" + escape(endpoint_id) + "</p><p>" +
+         std::string(c.t("Secret de signature (affiché une seule fois, copiez-le maintenant) :",
+                         "Signing secret (shown once: copy it now):")) +
+         "</p><p class=\"secret\" id=\"endpoint-secret\">" + escape(secret) + "</p><p><a href=\"" + escape(back) +
+         "\">" + std::string(c.t("Continuer", "Continue")) + "</a></p></section>";
+}
+
+}  // namespace
+
+Status Service::replay(const Ctx& c, std::string_view event_id, std::string_view endpoint_id) {
+  if (!parts_.webhooks) return unavailable(bj::string("webhooks not configured"));
+  if (event_id.empty()) return empty_data(bj::object{{"event_id", "required"}});
+  auto done = parts_.webhooks->registry().redeliver(
+      c.principal.merchant_id, event_id,
+      endpoint_id.empty() ? std::nullopt : std::optional<std::string>(std::string(endpoint_id)), now());
+  if (!done) return done.take_error();
+  return record(c, c.principal.merchant_id, "webhook.redeliver", std::string(event_id),
+                json::dump(bj::object{{"endpoint_id", std::string(endpoint_id)}}));
+}
+
+web::Response Service::webhooks_page(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = for_members(*c); !st) return error_page(req, st.error());
+  if (!parts_.webhooks) return error_page(req, unavailable(bj::string("webhooks not configured")));
+  auto& registry = parts_.webhooks->registry();
+  auto endpoints = registry.list(c->principal.merchant_id, 100, 0);
+  if (!endpoints) return error_page(req, endpoints.error());
+  webhooks::DeliveryFilter df;
+  if (auto s = req.query_param("status"); s && !s->empty()) df.status = *s;
+  auto deliveries = registry.list_deliveries(c->principal.merchant_id, df, 50, 0);
+  if (!deliveries) return error_page(req, deliveries.error());
+  const bool can = c->principal.can_change();
+  std::string body = "<section class=\"card\"><h2>" + std::string(c->t("Points de terminaison", "Endpoints")) +
+                     "</h2><div class=\"scroll\"><table id=\"endpoints\"><thead><tr><th>URL</th><th>" +
+                     std::string(c->t("Événements", "Events")) + "</th><th>" + std::string(c->t("Actif", "Enabled")) +
+                     "</th><th>" + std::string(c->t("Secret depuis", "Secret since")) +
+                     "</th><th></th></tr></thead><tbody>";
+  for (const auto& e : endpoints->items) {
+    std::string types;
+    for (const auto& t : e.event_types) types += (types.empty() ? "" : " ") + t;
+    body += "<tr><td>" + escape(e.url) + "</td><td>" + escape(types) + "</td><td>" +
+            std::string(e.enabled ? c->t("oui", "yes") : c->t("non", "no")) +
+            (e.disabled_reason ? " (" + escape(*e.disabled_reason) + ")" : "") + "</td><td>" +
+            when(e.secret_created_at) + "</td><td>";
+    if (can)
+      body += "<form class=\"inline\" method=\"post\" action=\"" +
+              escape(path("/webhooks/" + web::percent_encode(e.id) + "/rotate")) + "\">" + c->csrf_field() +
+              "<button class=\"secondary\">" + std::string(c->t("Nouveau secret", "Rotate secret")) +
+              "</button></form>";
+    body += "</td></tr>";
+  }
+  body += "</tbody></table></div></section>";
+  if (can)
+    body += "<form class=\"card\" method=\"post\" action=\"" + escape(path("/webhooks")) + "\"><h2>" +
+            std::string(c->t("Nouveau point de terminaison", "New endpoint")) + "</h2>" + c->csrf_field() +
+            "<label for=\"url\">URL (https)</label><input id=\"url\" name=\"url\" type=\"url\" required>"
+            "<label for=\"wh-description\">" +
+            std::string(c->t("Description", "Description")) +
+            "</label><input id=\"wh-description\" name=\"description\" maxlength=\"200\"><button>" +
+            std::string(c->t("Créer", "Create")) + "</button></form>";
+  body += "<section class=\"card\"><h2>" + std::string(c->t("Journal des livraisons", "Delivery log")) +
+          "</h2><p><a href=\"?status=failed\">" + std::string(c->t("Échecs seulement", "Failures only")) +
+          "</a> · <a href=\"?\">" + std::string(c->t("Toutes", "All")) +
+          "</a></p><div class=\"scroll\"><table "
+          "id=\"delivery-log\"><thead><tr><th>Date</th><th>" +
+          std::string(c->t("Événement", "Event")) + "</th><th>URL</th><th>" + std::string(c->t("Statut", "Status")) +
+          "</th><th>" + std::string(c->t("Essais", "Attempts")) + "</th><th></th></tr></thead><tbody>";
+  for (const auto& d : deliveries->items) {
+    body += "<tr><td>" + when(d.created_at) + "</td><td>" + escape(d.event_type) + "</td><td>" + escape(d.url) +
+            "</td><td>" + escape(d.status) +
+            (d.last_status_code ? " (" + std::to_string(*d.last_status_code) + ")" : "") + "</td><td>" +
+            std::to_string(d.attempts) + "</td><td>";
+    if (can)
+      body += "<form class=\"inline\" method=\"post\" action=\"" + escape(path("/webhooks/redeliver")) + "\">" +
+              c->csrf_field() + "<input type=\"hidden\" name=\"event_id\" value=\"" + escape(d.event_id) +
+              "\"><input type=\"hidden\" name=\"endpoint_id\" value=\"" + escape(d.endpoint_id) + "\"><button>" +
+              std::string(c->t("Rejouer", "Replay")) + "</button></form>";
+    body += "</td></tr>";
+  }
+  body += "</tbody></table></div></section>";
+  return page(req, *c, "Webhooks", body);
+}
+
+web::Response Service::webhook_create(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = for_members(*c); !st) return error_page(req, st.error());
+  if (!c->principal.can_change()) return error_page(req, not_allowed("viewers change nothing"));
+  if (!parts_.webhooks) return error_page(req, unavailable(bj::string("webhooks not configured")));
+  auto fields = form_of(req);
+  if (!fields) return error_page(req, fields.error());
+  // The form's fields become the API's body: the same rules (URL guard included) apply.
+  bj::object body{{"url", field(*fields, "url")}};
+  if (auto d = field(*fields, "description"); !d.empty()) body["description"] = d;
+  auto change = webhooks::parse_endpoint_change(body, true);
+  if (!change) return error_page(req, change.error());
+  auto created = parts_.webhooks->registry().create(c->principal.merchant_id, *change, now());
+  if (!created) return error_page(req, created.error());
+  (void)record(*c, c->principal.merchant_id, "webhook_endpoint.create", created->endpoint.id,
+               json::dump(bj::object{{"url", created->endpoint.url}}));
+  return page(req, *c, "Webhooks", secret_shown_once(*c, created->endpoint.id, created->secret, path("/webhooks")));
+}
+
+web::Response Service::webhook_rotate(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = for_members(*c); !st) return error_page(req, st.error());
+  if (!c->principal.can_change()) return error_page(req, not_allowed("viewers change nothing"));
+  if (!parts_.webhooks) return error_page(req, unavailable(bj::string("webhooks not configured")));
+  const std::string id = req.path_param("endpoint_id");
+  auto rotated = parts_.webhooks->registry().rotate_secret(c->principal.merchant_id, id, std::nullopt, now());
+  if (!rotated) return error_page(req, rotated.error());
+  (void)record(*c, c->principal.merchant_id, "webhook_endpoint.rotate_secret", id);
+  return page(req, *c, "Webhooks", secret_shown_once(*c, id, rotated->secret, path("/webhooks")));
+}
+
+web::Response Service::webhook_redeliver(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = for_members(*c); !st) return error_page(req, st.error());
+  if (!c->principal.can_change()) return error_page(req, not_allowed("viewers change nothing"));
+  auto fields = form_of(req);
+  if (!fields) return error_page(req, fields.error());
+  if (auto st = replay(*c, field(*fields, "event_id"), field(*fields, "endpoint_id")); !st)
+    return error_page(req, st.error());
+  return see_other("/webhooks");
+}
+
+web::Response Service::sandbox(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = for_members(*c); !st) return error_page(req, st.error());
+  if (c->principal.environment != "sandbox")
+    return error_page(req, not_found(bj::string("sandbox tools are for sandbox merchants")));
+  // The outbox is the platform's, not the merchant's: it is read for one recipient at a time
+  // (the test number or address the developer typed), never listed whole.
+  const std::string to = req.query_param("to").value_or("");
+  std::vector<notify::OutboxMessage> messages;
+  if (!to.empty()) {
+    if (to.size() > 254) return error_page(req, empty_data(bj::object{{"to", "at most 254 characters"}}));
+    auto read = db_.read([&](store::Conn& conn) -> Status {
+      SIKA_ASSIGN_OR_RETURN(messages, notify::list_outbox(conn, notify::OutboxFilter{to, 50}));
+      return {};
+    });
+    if (!read) return error_page(req, read.error());
+  }
+  std::string body =
+      "<form class=\"card\" method=\"get\" action=\"" + escape(path("/sandbox")) + "\"><h2>" +
+      std::string(c->t("Boîte d'envoi (SMS et e-mails du bac à sable)", "Outbox (sandbox SMS and e-mail)")) +
+      "</h2><label for=\"to\">" +
+      std::string(c->t("Destinataire (numéro ou adresse de test)", "Recipient (test number or address)")) +
+      "</label><input id=\"to\" name=\"to\" value=\"" + escape(to) + "\"><button>" +
+      std::string(c->t("Afficher", "Show")) + "</button></form>";
+  if (!to.empty()) {
+    body += "<div class=\"scroll\"><table id=\"outbox\"><thead><tr><th>Date</th><th>" +
+            std::string(c->t("Canal", "Channel")) + "</th><th>" + std::string(c->t("Message", "Message")) +
+            "</th></tr></thead><tbody>";
+    for (const auto& m : messages)
+      body += "<tr><td>" + when(m.created_at) + "</td><td>" + escape(notify::to_string(m.channel)) + "</td><td>" +
+              escape(m.subject.empty() ? m.body : m.subject + ": " + m.body) + "</td></tr>";
+    body += "</tbody></table></div>";
+    if (messages.empty()) body += "<p class=\"muted\">" + std::string(c->t("Aucun message.", "No message.")) + "</p>";
+  }
+  // Room for the test clock and forced operator outcomes when they exist.
+  return page(req, *c, std::string(c->t("Outils du bac à sable", "Sandbox tools")), body);
+}
+
+}  // namespace sika::dashboard
