@@ -55,10 +55,15 @@ Result<TransactionPage> list_transactions(store::Conn& conn, const TransactionFi
   if (f.created_from) where("created_at >= ?", *f.created_from);
   if (f.created_to) where("created_at < ?", *f.created_to);
   if (!f.search.empty()) {
-    if (std::string digits = phone_digits(f.search); !digits.empty()) {
-      where("customer_wallet LIKE ?", "%" + digits);
+    if (std::string digits = phone_digits(f.search); digits.size() >= kWholeNumberDigits) {
+      where("customer_wallet = ?", std::move(digits));  // a whole number: by index
+    } else if (!digits.empty()) {
+      where("customer_wallet LIKE ?", "%" + digits);  // the end of a number: a scan of the merchant's rows
     } else {
-      sql += " AND (reference = ? OR invoice_reference = ? OR provider_reference = ?)";
+      // Each reference by its own index (an OR of the three would scan the merchant's rows).
+      sql +=
+          " AND id IN (SELECT id FROM pay_transactions WHERE reference = ? UNION SELECT id FROM pay_transactions "
+          "WHERE provider_reference = ? UNION SELECT id FROM pay_transactions WHERE invoice_reference = ?)";
       params.insert(params.end(), {f.search, f.search, f.search});
     }
   }

@@ -16,6 +16,9 @@
 
 namespace sika::payments::queries {
 
+// A wallet search of this many digits or more is a whole international number (E.164 without '+').
+inline constexpr std::size_t kWholeNumberDigits = 11;
+
 // Which transactions to list. Empty strings and nullopt mean "any".
 struct TransactionFilter {
   std::optional<std::int64_t> merchant_id;  // nullopt: every merchant (operators only)
@@ -26,8 +29,9 @@ struct TransactionFilter {
   std::string provider;                      // service code
   std::optional<std::int64_t> created_from;  // epoch ms, inclusive
   std::optional<std::int64_t> created_to;    // epoch ms, exclusive
-  // A transaction, invoice or provider reference (exact), or digits matching the end of the
-  // customer's wallet number ("+237 6 90 00 00 01" and "0001" both match 237690000001).
+  // A transaction, invoice or provider reference (exact), or the customer's wallet number: with
+  // kWholeNumberDigits digits or more, the whole international number (exact, by index); fewer
+  // digits match the end of the number ("+237 6 90 00 00 01" and "0001" both match 237690000001).
   std::string search;
   std::optional<std::int64_t> before;  // keyset cursor: the `next` of the previous page
   int limit = 50;                      // 1..500
