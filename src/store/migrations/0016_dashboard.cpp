@@ -10,8 +10,8 @@ namespace sika::store::migrations {
 // 'done'. dsh_totp: a user's TOTP secret, sealed under the server secret (it must be usable for
 // HMAC, so it cannot be a one-way hash); last_step refuses a code used twice. The indexes on
 // pay_transactions serve the dashboard's reads: the home page's chart (a merchant's collections of
-// the last days, read from the index alone: it holds every column the chart sums) and the transactions search by whole
-// wallet number and by invoice reference.
+// the last days, read from the index alone: it holds every column the chart sums) and the
+// transactions search by whole wallet number and by invoice reference.
 extern const Migration k0016Dashboard{16, "dashboard", R"SQL(
 CREATE TABLE dsh_operators (
   user_id BIGINT PRIMARY KEY REFERENCES identity_users(id),
