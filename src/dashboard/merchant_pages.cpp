@@ -26,17 +26,6 @@ using web::html::escape;
 
 namespace {
 
-// Members' pages: operators manage merchants from their own pages.
-Status member_only(const Service::Ctx& c) {
-  if (c.is_operator()) return not_found(bj::string("merchant pages are for merchant members"));
-  return {};
-}
-
-Status may_change(const Service::Ctx& c) {
-  if (!c.principal.can_change()) return not_allowed("viewers change nothing");
-  return {};
-}
-
 std::optional<std::int64_t> day_start(std::string_view text) {
   if (text.size() != 10) return std::nullopt;
   return parse_iso8601(std::string(text) + "T00:00:00Z");
@@ -281,11 +270,8 @@ web::Response Service::transaction(web::Request& req) {
               (d.last_status_code ? " (" + std::to_string(*d.last_status_code) + ")" : "") + "</td><td>" +
               std::to_string(d.attempts) + "</td><td>";
       if (c->principal.can_change())
-        body += "<form class=\"inline\" method=\"post\" action=\"" +
-                escape(path("/transactions/" + web::percent_encode(reference) + "/redeliver")) + "\">" +
-                c->csrf_field() + "<input type=\"hidden\" name=\"event_id\" value=\"" + escape(d.event_id) +
-                "\"><input type=\"hidden\" name=\"endpoint_id\" value=\"" + escape(d.endpoint_id) + "\"><button>" +
-                std::string(c->t("Rejouer", "Replay")) + "</button></form>";
+        body += replay_form(*c, path("/transactions/" + web::percent_encode(reference) + "/redeliver"), d.event_id,
+                            d.endpoint_id);
       body += "</td></tr>";
     }
     body += "</tbody></table></div>";

@@ -60,6 +60,16 @@ Error not_allowed(std::string_view what) {
   return forbidden(bj::object{{"role", std::string(what)}, {"error", "access_denied"}});
 }
 
+Status member_only(const Service::Ctx& c) {
+  if (c.is_operator()) return not_found(bj::string("merchant pages are for merchant members"));
+  return {};
+}
+
+Status may_change(const Service::Ctx& c) {
+  if (!c.principal.can_change()) return not_allowed("viewers change nothing");
+  return {};
+}
+
 Result<web::Fields> form_of(const web::Request& req) {
   if (req.content_type() != "application/x-www-form-urlencoded")
     return make_error(ErrorKind::unsupported_media_type, "unsupported_media_type",

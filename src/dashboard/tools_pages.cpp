@@ -16,11 +16,6 @@ using web::html::escape;
 
 namespace {
 
-Status for_members(const Service::Ctx& c) {
-  if (c.is_operator()) return not_found(bj::string("merchant pages are for merchant members"));
-  return {};
-}
-
 std::string secret_shown_once(const Service::Ctx& c, const std::string& endpoint_id, const std::string& secret,
                               const std::string& back) {
   return "<section class=\"card\" role=\"status\"><p>" + escape(endpoint_id) + "</p><p>" +
@@ -31,6 +26,14 @@ std::string secret_shown_once(const Service::Ctx& c, const std::string& endpoint
 }
 
 }  // namespace
+
+std::string replay_form(const Service::Ctx& c, const std::string& action, std::string_view event_id,
+                        std::string_view endpoint_id) {
+  return "<form class=\"inline\" method=\"post\" action=\"" + escape(action) + "\">" + c.csrf_field() +
+         "<input type=\"hidden\" name=\"event_id\" value=\"" + escape(event_id) +
+         "\"><input type=\"hidden\" name=\"endpoint_id\" value=\"" + escape(endpoint_id) + "\"><button>" +
+         std::string(c.t("Rejouer", "Replay")) + "</button></form>";
+}
 
 Status Service::replay(const Ctx& c, std::string_view event_id, std::string_view endpoint_id) {
   if (!parts_.webhooks) return unavailable(bj::string("webhooks not configured"));
@@ -46,7 +49,7 @@ Status Service::replay(const Ctx& c, std::string_view event_id, std::string_view
 web::Response Service::webhooks_page(web::Request& req) {
   auto c = context(req);
   if (!c) return error_page(req, c.error());
-  if (auto st = for_members(*c); !st) return error_page(req, st.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
   if (!parts_.webhooks) return error_page(req, unavailable(bj::string("webhooks not configured")));
   auto& registry = parts_.webhooks->registry();
   auto endpoints = registry.list(c->principal.merchant_id, 100, 0);
@@ -96,11 +99,7 @@ web::Response Service::webhooks_page(web::Request& req) {
             "</td><td>" + escape(d.status) +
             (d.last_status_code ? " (" + std::to_string(*d.last_status_code) + ")" : "") + "</td><td>" +
             std::to_string(d.attempts) + "</td><td>";
-    if (can)
-      body += "<form class=\"inline\" method=\"post\" action=\"" + escape(path("/webhooks/redeliver")) + "\">" +
-              c->csrf_field() + "<input type=\"hidden\" name=\"event_id\" value=\"" + escape(d.event_id) +
-              "\"><input type=\"hidden\" name=\"endpoint_id\" value=\"" + escape(d.endpoint_id) + "\"><button>" +
-              std::string(c->t("Rejouer", "Replay")) + "</button></form>";
+    if (can) body += replay_form(*c, path("/webhooks/redeliver"), d.event_id, d.endpoint_id);
     body += "</td></tr>";
   }
   body += "</tbody></table></div></section>";
@@ -110,8 +109,8 @@ web::Response Service::webhooks_page(web::Request& req) {
 web::Response Service::webhook_create(web::Request& req) {
   auto c = context(req);
   if (!c) return error_page(req, c.error());
-  if (auto st = for_members(*c); !st) return error_page(req, st.error());
-  if (!c->principal.can_change()) return error_page(req, not_allowed("viewers change nothing"));
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  if (auto st = may_change(*c); !st) return error_page(req, st.error());
   if (!parts_.webhooks) return error_page(req, unavailable(bj::string("webhooks not configured")));
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
@@ -130,8 +129,8 @@ web::Response Service::webhook_create(web::Request& req) {
 web::Response Service::webhook_rotate(web::Request& req) {
   auto c = context(req);
   if (!c) return error_page(req, c.error());
-  if (auto st = for_members(*c); !st) return error_page(req, st.error());
-  if (!c->principal.can_change()) return error_page(req, not_allowed("viewers change nothing"));
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  if (auto st = may_change(*c); !st) return error_page(req, st.error());
   if (!parts_.webhooks) return error_page(req, unavailable(bj::string("webhooks not configured")));
   const std::string id = req.path_param("endpoint_id");
   auto rotated = parts_.webhooks->registry().rotate_secret(c->principal.merchant_id, id, std::nullopt, now());
@@ -143,8 +142,8 @@ web::Response Service::webhook_rotate(web::Request& req) {
 web::Response Service::webhook_redeliver(web::Request& req) {
   auto c = context(req);
   if (!c) return error_page(req, c.error());
-  if (auto st = for_members(*c); !st) return error_page(req, st.error());
-  if (!c->principal.can_change()) return error_page(req, not_allowed("viewers change nothing"));
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  if (auto st = may_change(*c); !st) return error_page(req, st.error());
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   if (auto st = replay(*c, field(*fields, "event_id"), field(*fields, "endpoint_id")); !st)
@@ -155,7 +154,7 @@ web::Response Service::webhook_redeliver(web::Request& req) {
 web::Response Service::sandbox(web::Request& req) {
   auto c = context(req);
   if (!c) return error_page(req, c.error());
-  if (auto st = for_members(*c); !st) return error_page(req, st.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
   if (c->principal.environment != "sandbox")
     return error_page(req, not_found(bj::string("sandbox tools are for sandbox merchants")));
   // The outbox is the platform's, not the merchant's: it is read for one recipient at a time
