@@ -235,7 +235,9 @@ Status build_services(Context& ctx) {
     o.idle_ms = c.get_int("dashboard.idle_timeout_seconds") * 1000;
     o.absolute_ms = c.get_int("dashboard.absolute_timeout_seconds") * 1000;
     ctx.dashboard = std::make_unique<dashboard::Service>(
-        *ctx.db, dashboard::Components{ctx.identity.get(), ctx.links.get(), ctx.webhooks.get(), ctx.limiter.get()},
+        *ctx.db,
+        dashboard::Components{ctx.identity.get(), ctx.links.get(), ctx.webhooks.get(), ctx.limiter.get(),
+                              ctx.catalog.get()},
         std::move(o));
   }
   {

@@ -355,6 +355,10 @@ void build_routes(web::Router& r, Context& ctx) {
            "Rotates an endpoint's signing secret (shown once)"});
     r.add({Surface::dashboard, "GET", "/sandbox", dsh(&Dsh::sandbox), member,
            "Sandbox tools: the notifier's outbox for one recipient"});
+    r.add({Surface::dashboard, "POST", "/developers/keys", dsh(&Dsh::key_issue), member,
+           "Issues a merchant or link API key (shown once)"});
+    r.add({Surface::dashboard, "POST", "/developers/keys/{key_id}/revoke", dsh(&Dsh::key_revoke), member,
+           "Revokes an API key"});
     r.add({Surface::dashboard, "GET", "/team", dsh(&Dsh::team), member, "Team members and roles"});
     r.add(
         {Surface::dashboard, "POST", "/team", dsh(&Dsh::team_put), member, "Sets or removes a member's role (owners)"});
@@ -372,6 +376,8 @@ void build_routes(web::Router& r, Context& ctx) {
     r.add({Surface::dashboard, "POST", "/operator/merchants/{matricule}/members", dsh(&Dsh::merchant_member), op,
            "Operators: sets or removes a member's role"});
     r.add({Surface::dashboard, "GET", "/operator/ledger", dsh(&Dsh::ledger), op, "Operators: the ledger check"});
+    r.add({Surface::dashboard, "GET", "/operator/catalog", dsh(&Dsh::catalog_page), op,
+           "Operators: the catalog (countries, services, providers, pricing rules), read only"});
     r.add({Surface::dashboard, "GET", "/operator/health", dsh(&Dsh::health), op,
            "Operators: job queues and webhook failures"});
   }

@@ -4,6 +4,9 @@
 // merchant's object is not found.
 #include <boost/json.hpp>
 
+#include <algorithm>
+#include <tuple>
+
 #include "core/json.hpp"
 #include "core/money.hpp"
 #include "core/time.hpp"
@@ -129,7 +132,11 @@ web::Response Service::transactions(web::Request& req) {
   std::string body = "<form class=\"card\" method=\"get\" action=\"" + escape(path("/transactions")) +
                      "\" role=\"search\"><div class=\"filters\">";
   body += "<div><label for=\"q\">" + std::string(c->t("Référence ou téléphone", "Reference or phone")) +
-          "</label><input id=\"q\" name=\"q\" value=\"" + escape(q("q")) + "\"></div>";
+          "</label><input id=\"q\" name=\"q\" value=\"" + escape(q("q")) + "\"></div></div>";
+  // The other filters fold away on a phone; open when one is set.
+  const bool filtered = !(q("status") + q("operation") + q("channel") + q("provider") + q("from") + q("to")).empty();
+  body += std::string("<details") + (filtered ? " open" : "") + "><summary>" +
+          std::string(c->t("Plus de filtres", "More filters")) + "</summary><div class=\"filters\">";
   body += "<div><label for=\"status\">" + std::string(c->t("Statut", "Status")) +
           "</label><select id=\"status\" name=\"status\">" + option("", c->t("Tous", "All"), q("status"));
   for (auto s : {"INITIATED", "PENDING", "COMPLETED", "FAILED", "EXPIRED", "CANCELLED"})
@@ -146,7 +153,7 @@ web::Response Service::transactions(web::Request& req) {
           "</label><input id=\"from\" name=\"from\" type=\"date\" value=\"" + escape(q("from")) + "\"></div>";
   body += "<div><label for=\"to\">" + std::string(c->t("Au", "To")) +
           "</label><input id=\"to\" name=\"to\" type=\"date\" value=\"" + escape(q("to")) + "\"></div>";
-  body += "</div><button>" + std::string(c->t("Filtrer", "Filter")) + "</button></form>";
+  body += "</div></details><button>" + std::string(c->t("Filtrer", "Filter")) + "</button></form>";
   const std::string fq = filter_query(req);
   body += "<p><a id=\"csv\" href=\"" + escape(path("/transactions.csv") + (fq.empty() ? "" : "?" + fq)) + "\">" +
           std::string(c->t("Exporter en CSV", "Export as CSV")) + "</a></p>";
@@ -504,17 +511,43 @@ web::Response Service::developers(web::Request& req) {
   if (!c) return error_page(req, c.error());
   if (auto st = member_only(*c); !st) return error_page(req, st.error());
   std::vector<identity::Client> apps;
+  std::vector<merchant::KeyInfo> keys;
   auto read = db_.read([&](store::Conn& conn) -> Status {
     SIKA_ASSIGN_OR_RETURN(auto all, identity::list_clients(conn));
     apps.clear();
     for (auto& a : all)
       if (a.merchant_id == c->principal.merchant_id) apps.push_back(std::move(a));
+    SIKA_ASSIGN_OR_RETURN(keys, merchant::list_keys(conn, c->principal.merchant_id));
     return {};
   });
   if (!read) return error_page(req, read.error());
   std::string body = "<section class=\"card\"><h2>" + std::string(c->t("Applications OAuth", "OAuth applications")) +
                      "</h2>" + apps_table(*c, apps, path("/developers/apps"), c->principal.can_change()) + "</section>";
   if (c->principal.can_change()) body += app_form(*c, path("/developers/apps"));
+  body += "<section class=\"card\"><h2>" + std::string(c->t("Clés d'API", "API keys")) + "</h2><p class=\"muted\">" +
+          std::string(c->t("Clés marchand (paiement hébergé, extensions) et clés de l'API de liaison de portefeuille.",
+                           "Merchant keys (hosted checkout, plugins) and wallet link API keys.")) +
+          "</p><div class=\"scroll\"><table id=\"keys\"><thead><tr><th>" + std::string(c->t("Clé", "Key")) +
+          "</th><th>" + std::string(c->t("Type", "Kind")) + "</th><th>" + std::string(c->t("Créée", "Created")) +
+          "</th><th>" + std::string(c->t("Révoquée", "Revoked")) + "</th><th></th></tr></thead><tbody>";
+  for (const auto& k : keys) {
+    body += "<tr><td><code>" + escape(k.display_prefix) + "…</code></td><td>" +
+            std::string(k.kind == merchant::KeyKind::link ? "link" : "merchant") + "</td><td>" + when(k.created_at) +
+            "</td><td>" + (k.revoked_at ? when(*k.revoked_at) : std::string()) + "</td><td>";
+    if (c->principal.can_change() && !k.revoked_at)
+      body += "<form class=\"inline\" method=\"post\" action=\"" +
+              escape(path("/developers/keys/" + std::to_string(k.id) + "/revoke")) + "\">" + c->csrf_field() +
+              "<button class=\"secondary\">" + std::string(c->t("Révoquer", "Revoke")) + "</button></form>";
+    body += "</td></tr>";
+  }
+  body += "</tbody></table></div>";
+  if (c->principal.can_change())
+    for (const auto& [kind, fr, en] : {std::tuple{"merchant", "Nouvelle clé marchand", "New merchant key"},
+                                       std::tuple{"link", "Nouvelle clé de liaison", "New link key"}})
+      body += "<form class=\"inline\" method=\"post\" action=\"" + escape(path("/developers/keys")) + "\">" +
+              c->csrf_field() + "<input type=\"hidden\" name=\"kind\" value=\"" + kind + "\"><button>" +
+              std::string(c->t(fr, en)) + "</button></form> ";
+  body += "</section>";
   return page(req, *c, std::string(c->t("Développeurs", "Developers")), body);
 }
 
@@ -555,6 +588,69 @@ web::Response Service::app_rotate(web::Request& req) {
       "</p><p class=\"secret\" id=\"client-secret\">" + escape(secret) + "</p><p><a href=\"" +
       escape(path("/developers")) + "\">" + std::string(c->t("Continuer", "Continue")) + "</a></p></section>";
   return page(req, *c, std::string(c->t("Nouveau secret", "New secret")), body);
+}
+
+web::Response Service::key_issue(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  if (auto st = may_change(*c); !st) return error_page(req, st.error());
+  auto fields = form_of(req);
+  if (!fields) return error_page(req, fields.error());
+  const std::string kind_text = field(*fields, "kind");
+  if (kind_text != "merchant" && kind_text != "link")
+    return error_page(req, empty_data(bj::object{{"kind", "must be merchant or link"}}));
+  const auto kind = kind_text == "link" ? merchant::KeyKind::link : merchant::KeyKind::merchant;
+  merchant::IssuedKey issued;
+  auto wrote = db_.write([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(issued, merchant::issue_key(conn, opts_.pepper, c->principal.merchant_id, kind,
+                                                      c->principal.environment, now()));
+    AuditEntry e{0,
+                 now(),
+                 c->session.row.user_id,
+                 c->session.row.email,
+                 c->principal.merchant_id,
+                 "api_key.issue",
+                 std::to_string(issued.id),
+                 json::dump(bj::object{{"kind", kind_text}})};
+    return append_audit(conn, e);
+  });
+  if (!wrote) return error_page(req, wrote.error());
+  std::string body =
+      "<section class=\"card\" role=\"status\"><p>" +
+      std::string(c->t("Clé (affichée une seule fois, copiez-la maintenant) :", "Key (shown once: copy it now):")) +
+      "</p><p class=\"secret\" id=\"api-key\">" + escape(issued.key) + "</p><p><a href=\"" +
+      escape(path("/developers")) + "\">" + std::string(c->t("Continuer", "Continue")) + "</a></p></section>";
+  return page(req, *c, std::string(c->t("Nouvelle clé", "New key")), body);
+}
+
+web::Response Service::key_revoke(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (auto st = member_only(*c); !st) return error_page(req, st.error());
+  if (auto st = may_change(*c); !st) return error_page(req, st.error());
+  const std::string id_text = req.path_param("key_id");
+  std::int64_t id = 0;
+  try {
+    std::size_t used = 0;
+    id = std::stoll(id_text, &used);
+    if (used != id_text.size()) throw std::invalid_argument("trailing");
+  } catch (...) {
+    return error_page(req, not_found(bj::object{{"key_id", id_text}}));
+  }
+  auto wrote = db_.write([&](store::Conn& conn) -> Status {
+    // Only this merchant's key: another merchant's is not found.
+    SIKA_ASSIGN_OR_RETURN(auto keys, merchant::list_keys(conn, c->principal.merchant_id));
+    if (std::none_of(keys.begin(), keys.end(), [&](const auto& k) { return k.id == id; }))
+      return not_found(bj::object{{"key_id", id_text}});
+    SIKA_TRY(merchant::revoke_key(conn, id, now()));
+    AuditEntry e{
+        0,       now(), c->session.row.user_id, c->session.row.email, c->principal.merchant_id, "api_key.revoke",
+        id_text, "{}"};
+    return append_audit(conn, e);
+  });
+  if (!wrote) return error_page(req, wrote.error());
+  return see_other("/developers");
 }
 
 // ---- team ------------------------------------------------------------------------------------------

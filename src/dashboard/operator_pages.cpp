@@ -3,6 +3,8 @@
 // merchant; the router answers 404 to anyone else on these routes.
 #include <boost/json.hpp>
 
+#include "catalog/model.hpp"
+#include "catalog/service.hpp"
 #include "core/json.hpp"
 #include "core/money.hpp"
 #include "dashboard/internal.hpp"
@@ -36,7 +38,8 @@ web::Response Service::merchants(web::Request& req) {
   std::string body = "<p><a href=\"" + escape(path("/operator/ledger")) + "\">" +
                      std::string(c->t("Contrôle du grand livre", "Ledger check")) + "</a> · <a href=\"" +
                      escape(path("/operator/health")) + "\">" + std::string(c->t("État du système", "System health")) +
-                     "</a></p>";
+                     "</a> · <a href=\"" + escape(path("/operator/catalog")) + "\">" +
+                     std::string(c->t("Catalogue", "Catalog")) + "</a></p>";
   body += "<div class=\"scroll\"><table id=\"merchants\"><thead><tr><th>" +
           std::string(c->t("Matricule", "Matricule")) + "</th><th>" + std::string(c->t("Nom", "Name")) + "</th><th>" +
           std::string(c->t("Pays", "Countries")) + "</th><th>" + std::string(c->t("Environnement", "Environment")) +
@@ -273,6 +276,74 @@ web::Response Service::health(web::Request& req) {
   }
   body += "</section>";
   return page(req, *c, std::string(c->t("État du système", "System health")), body);
+}
+
+web::Response Service::catalog_page(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (!parts_.catalog) return error_page(req, unavailable(bj::string("catalog not configured")));
+  // The snapshot every payment is priced from (at most catalog.refresh_ms old).
+  auto cat = parts_.catalog->snapshot();
+  auto country_of = [&](std::int64_t id) -> const catalog::Country* {
+    for (const auto& k : cat->countries())
+      if (k.id == id) return &k;
+    return nullptr;
+  };
+  const auto yes = [&](bool v) { return yes_no(*c, v); };
+  std::string body = "<section class=\"card\"><h2>" + std::string(c->t("Pays", "Countries")) +
+                     "</h2><div class=\"scroll\"><table id=\"countries\"><thead><tr><th>Code</th><th>" +
+                     std::string(c->t("Nom", "Name")) + "</th><th>" + std::string(c->t("Indicatif", "Dialling code")) +
+                     "</th><th>" + std::string(c->t("Devise", "Currency")) + "</th><th>" +
+                     std::string(c->t("Actif", "Active")) + "</th></tr></thead><tbody>";
+  for (const auto& k : cat->countries())
+    body += "<tr><td>" + escape(k.code) + "</td><td>" + escape(c->fr() ? k.name_fr : k.name_en) + "</td><td>" +
+            escape(k.dialling_code) + "</td><td>" + escape(k.currency) + "</td><td>" + yes(k.active) + "</td></tr>";
+  body += "</tbody></table></div></section><section class=\"card\"><h2>" + std::string(c->t("Services", "Services")) +
+          "</h2><div class=\"scroll\"><table id=\"services\"><thead><tr><th>Code</th><th>" +
+          std::string(c->t("Nom", "Name")) + "</th><th>" + std::string(c->t("Pays", "Country")) + "</th><th>" +
+          std::string(c->t("Type", "Kind")) + "</th><th>OTP</th><th>" + std::string(c->t("Actif", "Active")) +
+          "</th></tr></thead><tbody>";
+  for (const auto& sv : cat->services()) {
+    const auto* k = country_of(sv.country_id);
+    body += "<tr><td>" + escape(sv.code) + "</td><td>" + escape(sv.name) + "</td><td>" + (k ? escape(k->code) : "") +
+            "</td><td>" + escape(catalog::to_string(sv.kind)) + "</td><td>" + yes(sv.needs_otp) + "</td><td>" +
+            yes(sv.active) + "</td></tr>";
+  }
+  body += "</tbody></table></div></section><section class=\"card\"><h2>" +
+          std::string(c->t("Opérateurs", "Providers")) +
+          "</h2><div class=\"scroll\"><table id=\"providers\"><thead><tr><th>Code</th><th>" +
+          std::string(c->t("Nom", "Name")) + "</th><th>Connector</th><th>" + std::string(c->t("Actif", "Active")) +
+          "</th></tr></thead><tbody>";
+  for (const auto& p : cat->providers())
+    body += "<tr><td>" + escape(p.code) + "</td><td>" + escape(p.name) + "</td><td>" + escape(p.connector) +
+            "</td><td>" + yes(p.active) + "</td></tr>";
+  body += "</tbody></table></div></section><section class=\"card\"><h2>" +
+          std::string(c->t("Règles de tarification", "Pricing rules")) +
+          "</h2><div class=\"scroll\"><table id=\"rules\"><thead><tr><th>Code</th><th>" +
+          std::string(c->t("Pays", "Country")) + "</th><th>" + std::string(c->t("Opération", "Operation")) +
+          "</th><th>" + std::string(c->t("Niveau", "Tier")) + "</th><th>" + std::string(c->t("Montants", "Amounts")) +
+          "</th><th class=\"num\">" + std::string(c->t("Frais", "Fee")) + "</th><th>" +
+          std::string(c->t("Actif", "Active")) + "</th></tr></thead><tbody>";
+  for (const auto& r : cat->rules()) {
+    const auto* k = country_of(r.country_id);
+    const std::string currency = k ? k->currency : "";
+    std::string fee;
+    if (r.fee_type == catalog::FeeType::fixed) {
+      fee = money::format(r.fee_units, currency);
+    } else {  // parts per million of the amount, shown as a percentage without floating point
+      std::string frac = std::to_string(r.fee_units % 10000);
+      frac = std::string(4 - frac.size(), '0') + frac;
+      while (!frac.empty() && frac.back() == '0') frac.pop_back();
+      fee = std::to_string(r.fee_units / 10000) + (frac.empty() ? "" : "." + frac) + " %";
+    }
+    const std::string bounds = (r.min_amount ? money::format(*r.min_amount, currency) : std::string("0")) + " – " +
+                               (r.max_amount ? money::format(*r.max_amount, currency) : std::string("∞"));
+    body += "<tr><td>" + escape(r.code) + "</td><td>" + (k ? escape(k->code) : "") + "</td><td>" +
+            escape(catalog::to_string(r.operation)) + "</td><td>" + std::to_string(r.user_tier) + "</td><td>" +
+            escape(bounds) + "</td><td class=\"num\">" + escape(fee) + "</td><td>" + yes(r.active) + "</td></tr>";
+  }
+  body += "</tbody></table></div></section>";
+  return page(req, *c, std::string(c->t("Catalogue", "Catalog")), body);
 }
 
 }  // namespace sika::dashboard

@@ -52,7 +52,8 @@ constexpr std::string_view kStyle =
     "background:#e8e8e8}.COMPLETED,.ACTIVE{background:#d8f0df}.FAILED,.DISABLED,.EXPIRED{background:#f7d9d9}"
     ".filters{display:grid;grid-template-columns:repeat(auto-fill,minmax(10rem,1fr));gap:0 .75rem}"
     ".secret{font-family:monospace;word-break:break-all;background:#fff7d6;padding:.5rem}"
-    "form.inline{display:inline}form.inline button{width:auto;margin:0;padding:.3rem .7rem}</style>";
+    "form.inline{display:inline}form.inline button{width:auto;margin:0;padding:.3rem .7rem}"
+    "summary{cursor:pointer;font-weight:600;margin-top:.75rem}</style>";
 
 }  // namespace
 

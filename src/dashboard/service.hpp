@@ -37,6 +37,9 @@ class Service;
 namespace sika::limits {
 class Limiter;
 }
+namespace sika::catalog {
+class Service;
+}
 
 namespace sika::dashboard {
 
@@ -56,6 +59,7 @@ struct Components {
   links::Service* links = nullptr;
   webhooks::Service* webhooks = nullptr;
   limits::Limiter* limiter = nullptr;
+  catalog::Service* catalog = nullptr;
 };
 
 class Service {
@@ -97,6 +101,8 @@ class Service {
   web::Response webhook_rotate(web::Request& req);     // POST /webhooks/{endpoint_id}/rotate (shown once)
   web::Response webhook_redeliver(web::Request& req);  // POST /webhooks/redeliver
   web::Response sandbox(web::Request& req);            // GET /sandbox?to= (the notifier's outbox)
+  web::Response key_issue(web::Request& req);          // POST /developers/keys (shown once)
+  web::Response key_revoke(web::Request& req);         // POST /developers/keys/{key_id}/revoke
   web::Response team(web::Request& req);               // GET /team
   web::Response team_put(web::Request& req);           // POST /team
   // --- operator pages (operator_session) ---
@@ -108,6 +114,7 @@ class Service {
   web::Response merchant_member(web::Request& req);      // POST /operator/merchants/{matricule}/members
   web::Response ledger(web::Request& req);               // GET /operator/ledger
   web::Response health(web::Request& req);               // GET /operator/health
+  web::Response catalog_page(web::Request& req);         // GET /operator/catalog (read only)
 
   // The caller of a page and its session (defined in dashboard/internal.hpp, for the page files).
   struct Ctx;

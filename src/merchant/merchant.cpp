@@ -128,4 +128,18 @@ Status revoke_key(store::Conn& c, std::int64_t key_id, std::int64_t now) {
   return {};
 }
 
+Result<std::vector<KeyInfo>> list_keys(store::Conn& c, std::int64_t merchant_id) {
+  auto rows = c.query(
+      "SELECT id, kind, display_prefix, environment, created_at, revoked_at FROM api_keys WHERE merchant_id = ? "
+      "ORDER BY id DESC",
+      {merchant_id});
+  if (!rows) return rows.take_error();
+  std::vector<KeyInfo> out;
+  out.reserve(rows->size());
+  for (const auto& r : *rows)
+    out.push_back(KeyInfo{r.i64(0), r.str(1) == "link" ? KeyKind::link : KeyKind::merchant, r.str(2), r.str(3),
+                          r.i64(4), r.opt_i64(5)});
+  return out;
+}
+
 }  // namespace sika::merchant

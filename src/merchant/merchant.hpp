@@ -57,6 +57,17 @@ Result<std::int64_t> register_key(store::Conn& c, std::string_view pepper, std::
 Result<std::optional<Merchant>> authenticate_key(store::Conn& c, std::string_view pepper, std::string_view key,
                                                  KeyKind kind);
 Status revoke_key(store::Conn& c, std::int64_t key_id, std::int64_t now);
+// A key as listed: never its secret, only the first characters that tell keys apart.
+struct KeyInfo {
+  std::int64_t id = 0;
+  KeyKind kind = KeyKind::merchant;
+  std::string display_prefix;
+  std::string environment;
+  std::int64_t created_at = 0;
+  std::optional<std::int64_t> revoked_at;
+};
+// A merchant's keys, newest first.
+Result<std::vector<KeyInfo>> list_keys(store::Conn& c, std::int64_t merchant_id);
 
 // "sk_test_" / "sk_live_" for merchant keys, "lk_test_" / "lk_live_" for link keys.
 std::string key_prefix(KeyKind kind, std::string_view environment);

@@ -190,6 +190,8 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"dashboard POST /webhooks/redeliver", "dashboard_session"},
       {"dashboard POST /webhooks/{endpoint_id}/rotate", "dashboard_session"},
       {"dashboard GET /sandbox", "dashboard_session"},
+      {"dashboard POST /developers/keys", "dashboard_session"},
+      {"dashboard POST /developers/keys/{key_id}/revoke", "dashboard_session"},
       {"dashboard GET /team", "dashboard_session"},
       {"dashboard POST /team", "dashboard_session"},
       {"dashboard GET /operator/merchants", "operator_session"},
@@ -200,6 +202,7 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"dashboard POST /operator/merchants/{matricule}/apps", "operator_session"},
       {"dashboard POST /operator/merchants/{matricule}/members", "operator_session"},
       {"dashboard GET /operator/ledger", "operator_session"},
+      {"dashboard GET /operator/catalog", "operator_session"},
       {"dashboard GET /operator/health", "operator_session"},
   };
   std::map<std::string, std::string> actual;

@@ -13,6 +13,7 @@
 #include "dashboard/totp.hpp"
 #include "identity/store.hpp"
 #include "merchant/merchant.hpp"
+#include "payments/queries.hpp"
 #include "support/test_db.hpp"
 
 namespace sika::dashboard {
@@ -459,6 +460,95 @@ TEST_P(DashboardPagesTest, OwnersManageTheirTeamOnly) {
   // operators get 404 on members' pages.
   const std::string op = signed_in(operator_);
   EXPECT_EQ(call(&Service::team, op, "GET").status, 404);
+}
+
+TEST_P(DashboardPagesTest, ApiKeysAreShownOnceAndRevokedByTheirMerchantOnly) {
+  const std::string owner = signed_in(owner_a_);
+  auto issued = call(&Service::key_issue, owner, "POST", "kind=merchant");
+  ASSERT_EQ(issued.status, 200) << issued.body;
+  const std::string marker = "id=\"api-key\">";
+  const auto at = issued.body.find(marker);
+  ASSERT_NE(at, std::string::npos);
+  const auto from = at + marker.size();
+  const std::string key = issued.body.substr(from, issued.body.find('<', from) - from);
+  EXPECT_TRUE(key.starts_with("sk_test_")) << key;
+  std::vector<merchant::KeyInfo> keys;
+  std::optional<merchant::Merchant> owner_of_key;
+  auto read = [&] {
+    ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(keys, merchant::list_keys(c, merchant_a_));
+                     SIKA_ASSIGN_OR_RETURN(owner_of_key, merchant::authenticate_key(c, std::string(64, 'p'), key,
+                                                                                    merchant::KeyKind::merchant));
+                     return {};
+                   })
+                    .ok());
+  };
+  read();
+  ASSERT_EQ(keys.size(), 1u);
+  ASSERT_TRUE(owner_of_key.has_value());
+  EXPECT_EQ(owner_of_key->id, merchant_a_);
+  // The developers page shows its prefix, never the key.
+  auto page = call(&Service::developers, owner, "GET");
+  EXPECT_NE(page.body.find(keys[0].display_prefix), std::string::npos);
+  EXPECT_EQ(page.body.find(key), std::string::npos);
+  // A viewer issues nothing; merchant B does not revoke A's key.
+  EXPECT_EQ(call(&Service::key_issue, signed_in(viewer_a_), "POST", "kind=link").status, 403);
+  EXPECT_EQ(call(&Service::key_issue, owner, "POST", "kind=other").status, 400);
+  const std::string id = std::to_string(keys[0].id);
+  EXPECT_EQ(call(&Service::key_revoke, signed_in(owner_b_), "POST", "", {{"key_id", id}}).status, 404);
+  read();
+  EXPECT_TRUE(owner_of_key.has_value());
+  EXPECT_EQ(call(&Service::key_revoke, owner, "POST", "", {{"key_id", id}}).status, 303);
+  read();
+  EXPECT_FALSE(owner_of_key.has_value());
+  EXPECT_TRUE(keys[0].revoked_at.has_value());
+}
+
+TEST_P(DashboardPagesTest, HomeShowsBalancesAndTheChartOfTheLastDays) {
+  // Collections on two days (one completed, one failed) and one outside the 14 days.
+  const std::int64_t day = 86400000;
+  const std::int64_t today = clock_.load() / day * day;
+  int n = 0;
+  auto tx = [&](std::int64_t at, const char* status, std::int64_t amount) {
+    ++n;
+    ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                     SIKA_TRY(c.exec(
+                         "INSERT INTO pay_transactions (reference, merchant_id, environment, operation, "
+                         "transaction_uuid, request_hash, invoice_reference, provider_reference, status, channel, "
+                         "service_code, country, connector, customer_wallet, amount, currency, fee, required_total, "
+                         "confirmation_method, confirmation_url, settlement_mode, split_reference, split_status, "
+                         "description, metadata, needs_otp, expires_at, created_at, updated_at) VALUES (?, ?, "
+                         "'sandbox', 'COLLECTION', ?, 'h', '', ?, ?, 'PROVIDER', 'MTN_MOMO_CMR', 'CMR', 'sandbox', "
+                         "'237690000000', ?, 'XAF', 0, ?, 'PUSH', '', 'DIRECT', '', '', '', '{}', 0, ?, ?, ?)",
+                         {"TX-H" + std::to_string(n), merchant_a_, "u" + std::to_string(n), "P-H" + std::to_string(n),
+                          std::string(status), amount, amount, at + day, at, at}));
+                     return {};
+                   })
+                    .ok());
+  };
+  tx(today + 1000, "COMPLETED", 12500);
+  tx(today + 2000, "FAILED", 700);
+  tx(today - 3 * day, "COMPLETED", 3000);
+  tx(today - 30 * day, "COMPLETED", 99900);
+  std::vector<payments::queries::DailyVolume> days;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(
+                       days, payments::queries::daily_volume(c, merchant_a_, "sandbox", today - 13 * day, today + day));
+                   return {};
+                 })
+                  .ok());
+  ASSERT_EQ(days.size(), 2u);
+  EXPECT_EQ(days[0].day, today - 3 * day);
+  EXPECT_EQ(days[0].completed_amount, 3000);
+  EXPECT_EQ(days[1].day, today);
+  EXPECT_EQ(days[1].completed_amount, 12500);
+  EXPECT_EQ(days[1].count, 2);
+  EXPECT_EQ(days[1].completed, 1);
+  EXPECT_EQ(days[1].ended, 2);
+  auto home = call(&Service::home, signed_in(owner_a_), "GET");
+  ASSERT_EQ(home.status, 200) << home.body;
+  EXPECT_NE(home.body.find("<svg"), std::string::npos);
+  EXPECT_NE(home.body.find("50 %"), std::string::npos);  // today's success rate
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DashboardTest, ::testing::Values("sqlite", "postgres"));
