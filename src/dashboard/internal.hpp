@@ -31,10 +31,6 @@ struct Service::Ctx {
 
 // A 403 error for a viewer (or anyone) trying a change their role does not allow.
 Error not_allowed(std::string_view what);
-// Merchant pages are for members: 404 for operators, who run merchants from their own pages.
-Status member_only(const Service::Ctx& c);
-// 403 for a role that changes nothing (viewers).
-Status may_change(const Service::Ctx& c);
 // The form fields of a request body (application/x-www-form-urlencoded), or the 400/415 error.
 Result<web::Fields> form_of(const web::Request& req);
 std::string field(const web::Fields& fields, std::string_view name);

@@ -117,9 +117,8 @@ std::string csv_cell(std::string_view v) {
 // ---- transactions ------------------------------------------------------------------------------
 
 web::Response Service::transactions(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
   auto filter = transaction_filter(req, *c);
   if (!filter) return error_page(req, filter.error());
   payments::queries::TransactionPage result;
@@ -182,9 +181,8 @@ web::Response Service::transactions(web::Request& req) {
 }
 
 web::Response Service::transactions_csv(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
   auto filter = transaction_filter(req, *c);
   if (!filter) return error_page(req, filter.error());
   // Read page by page on the keyset (each page its own short read, so a large export never holds
@@ -220,9 +218,8 @@ web::Response Service::transactions_csv(web::Request& req) {
 }
 
 web::Response Service::transaction(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
   const std::string reference = req.path_param("reference");
   payments::queries::Timeline t;
   auto read = db_.read([&](store::Conn& conn) -> Status {
@@ -288,10 +285,8 @@ web::Response Service::transaction(web::Request& req) {
 }
 
 web::Response Service::redeliver(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
-  if (auto st = may_change(*c); !st) return error_page(req, st.error());
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   const std::string reference = req.path_param("reference");
@@ -303,9 +298,8 @@ web::Response Service::redeliver(web::Request& req) {
 // ---- payment links -----------------------------------------------------------------------------
 
 web::Response Service::links_page(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
   if (!parts_.links) return error_page(req, unavailable(bj::string("payment links not configured")));
   links::tables::ListFilter lf;
   lf.limit = 100;
@@ -358,10 +352,8 @@ web::Response Service::links_page(web::Request& req) {
 }
 
 web::Response Service::link_create(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
-  if (auto st = may_change(*c); !st) return error_page(req, st.error());
   if (!parts_.links) return error_page(req, unavailable(bj::string("payment links not configured")));
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
@@ -398,9 +390,8 @@ web::Response Service::link_create(web::Request& req) {
 }
 
 web::Response Service::link_qr(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
   if (!parts_.links) return error_page(req, unavailable(bj::string("payment links not configured")));
   auto link = parts_.links->find(c->principal, req.path_param("reference"));
   if (!link) return error_page(req, link.error());
@@ -413,10 +404,8 @@ web::Response Service::link_qr(web::Request& req) {
 }
 
 web::Response Service::link_disable(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
-  if (auto st = may_change(*c); !st) return error_page(req, st.error());
   if (!parts_.links) return error_page(req, unavailable(bj::string("payment links not configured")));
   const std::string reference = req.path_param("reference");
   auto link = parts_.links->set_status(c->principal, reference, links::kDisabled);
@@ -507,9 +496,8 @@ std::string apps_table(const Service::Ctx& c, const std::vector<identity::Client
 }  // namespace
 
 web::Response Service::developers(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
   std::vector<identity::Client> apps;
   std::vector<merchant::KeyInfo> keys;
   auto read = db_.read([&](store::Conn& conn) -> Status {
@@ -552,18 +540,14 @@ web::Response Service::developers(web::Request& req) {
 }
 
 web::Response Service::app_create(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
-  if (auto st = may_change(*c); !st) return error_page(req, st.error());
   return create_app(req, *c, c->principal.merchant_id, "/developers");
 }
 
 web::Response Service::app_rotate(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
-  if (auto st = may_change(*c); !st) return error_page(req, st.error());
   const std::string client_id = req.path_param("client_id");
   std::string secret;
   auto wrote = db_.write([&](store::Conn& conn) -> Status {
@@ -591,10 +575,8 @@ web::Response Service::app_rotate(web::Request& req) {
 }
 
 web::Response Service::key_issue(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
-  if (auto st = may_change(*c); !st) return error_page(req, st.error());
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   const std::string kind_text = field(*fields, "kind");
@@ -625,10 +607,8 @@ web::Response Service::key_issue(web::Request& req) {
 }
 
 web::Response Service::key_revoke(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
-  if (auto st = may_change(*c); !st) return error_page(req, st.error());
   const std::string id_text = req.path_param("key_id");
   std::int64_t id = 0;
   try {
@@ -656,9 +636,8 @@ web::Response Service::key_revoke(web::Request& req) {
 // ---- team ------------------------------------------------------------------------------------------
 
 web::Response Service::team(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
   std::vector<Member> members;
   auto read = db_.read([&](store::Conn& conn) -> Status {
     SIKA_ASSIGN_OR_RETURN(members, list_members(conn, c->principal.merchant_id));
@@ -687,9 +666,8 @@ web::Response Service::team(web::Request& req) {
 }
 
 web::Response Service::team_put(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
   if (c->principal.role != web::Role::owner) return error_page(req, not_allowed("only owners change the team"));
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());

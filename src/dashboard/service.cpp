@@ -61,16 +61,6 @@ Error not_allowed(std::string_view what) {
   return forbidden(bj::object{{"role", std::string(what)}, {"error", "access_denied"}});
 }
 
-Status member_only(const Service::Ctx& c) {
-  if (c.is_operator()) return not_found(bj::string("merchant pages are for merchant members"));
-  return {};
-}
-
-Status may_change(const Service::Ctx& c) {
-  if (!c.principal.can_change()) return not_allowed("viewers change nothing");
-  return {};
-}
-
 Result<web::Fields> form_of(const web::Request& req) {
   if (req.content_type() != "application/x-www-form-urlencoded")
     return make_error(ErrorKind::unsupported_media_type, "unsupported_media_type",
@@ -138,6 +128,14 @@ Result<Service::Ctx> Service::context(web::Request& req) {
   c.principal = Sessions::principal(s);
   c.session = std::move(s);
   c.locale = locale_of(req);
+  return c;
+}
+
+Result<Service::Ctx> Service::member_context(web::Request& req, bool changes) {
+  SIKA_ASSIGN_OR_RETURN(Ctx c, context(req));
+  // Operators run merchants from their own pages.
+  if (c.is_operator()) return not_found(bj::string("merchant pages are for merchant members"));
+  if (changes && !c.principal.can_change()) return not_allowed("viewers change nothing");
   return c;
 }
 

@@ -124,6 +124,8 @@ class Service {
   i18n::Locale locale_of(const web::Request& req) const;
   // The caller of a dashboard route (set by the router) with its session.
   Result<Ctx> context(web::Request& req);
+  // The caller of a merchant page: 404 for operators, and 403 for viewers when the page `changes`.
+  Result<Ctx> member_context(web::Request& req, bool changes);
   std::string path(std::string_view rel) const;  // the public path of a page
   std::string cookie_attributes(const web::Request& req, std::int64_t max_age_s) const;
   web::Response page(const web::Request& req, const Ctx& c, std::string title, std::string body, int status = 200);

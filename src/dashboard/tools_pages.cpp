@@ -47,9 +47,8 @@ Status Service::replay(const Ctx& c, std::string_view event_id, std::string_view
 }
 
 web::Response Service::webhooks_page(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
   if (!parts_.webhooks) return error_page(req, unavailable(bj::string("webhooks not configured")));
   auto& registry = parts_.webhooks->registry();
   auto endpoints = registry.list(c->principal.merchant_id, 100, 0);
@@ -107,10 +106,8 @@ web::Response Service::webhooks_page(web::Request& req) {
 }
 
 web::Response Service::webhook_create(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
-  if (auto st = may_change(*c); !st) return error_page(req, st.error());
   if (!parts_.webhooks) return error_page(req, unavailable(bj::string("webhooks not configured")));
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
@@ -127,10 +124,8 @@ web::Response Service::webhook_create(web::Request& req) {
 }
 
 web::Response Service::webhook_rotate(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
-  if (auto st = may_change(*c); !st) return error_page(req, st.error());
   if (!parts_.webhooks) return error_page(req, unavailable(bj::string("webhooks not configured")));
   const std::string id = req.path_param("endpoint_id");
   auto rotated = parts_.webhooks->registry().rotate_secret(c->principal.merchant_id, id, std::nullopt, now());
@@ -140,10 +135,8 @@ web::Response Service::webhook_rotate(web::Request& req) {
 }
 
 web::Response Service::webhook_redeliver(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
-  if (auto st = may_change(*c); !st) return error_page(req, st.error());
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   if (auto st = replay(*c, field(*fields, "event_id"), field(*fields, "endpoint_id")); !st)
@@ -152,9 +145,8 @@ web::Response Service::webhook_redeliver(web::Request& req) {
 }
 
 web::Response Service::sandbox(web::Request& req) {
-  auto c = context(req);
+  auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
-  if (auto st = member_only(*c); !st) return error_page(req, st.error());
   if (c->principal.environment != "sandbox")
     return error_page(req, not_found(bj::string("sandbox tools are for sandbox merchants")));
   // The outbox is the platform's, not the merchant's: it is read for one recipient at a time
