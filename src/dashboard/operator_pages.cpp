@@ -35,15 +35,11 @@ web::Response Service::merchants(web::Request& req) {
     return {};
   });
   if (!read) return error_page(req, read.error());
-  std::string body = "<p><a href=\"" + escape(path("/operator/ledger")) + "\">" +
-                     std::string(c->t("Contrôle du grand livre", "Ledger check")) + "</a> · <a href=\"" +
-                     escape(path("/operator/health")) + "\">" + std::string(c->t("État du système", "System health")) +
-                     "</a> · <a href=\"" + escape(path("/operator/catalog")) + "\">" +
-                     std::string(c->t("Catalogue", "Catalog")) + "</a></p>";
-  body += "<div class=\"scroll\"><table id=\"merchants\"><thead><tr><th>" +
-          std::string(c->t("Matricule", "Matricule")) + "</th><th>" + std::string(c->t("Nom", "Name")) + "</th><th>" +
-          std::string(c->t("Pays", "Countries")) + "</th><th>" + std::string(c->t("Environnement", "Environment")) +
-          "</th><th>" + std::string(c->t("Actif", "Active")) + "</th></tr></thead><tbody>";
+  std::string body = "<div class=\"scroll\"><table id=\"merchants\"><thead><tr><th>" +
+                     std::string(c->t("Matricule", "Matricule")) + "</th><th>" + std::string(c->t("Nom", "Name")) +
+                     "</th><th>" + std::string(c->t("Pays", "Countries")) + "</th><th>" +
+                     std::string(c->t("Environnement", "Environment")) + "</th><th>" +
+                     std::string(c->t("Actif", "Active")) + "</th></tr></thead><tbody>";
   for (const auto& m : all)
     body += "<tr><td><a href=\"" + escape(path("/operator/merchants/" + web::percent_encode(m.matricule))) + "\">" +
             escape(m.matricule) + "</a></td><td>" + escape(m.name) + "</td><td>" +
@@ -217,8 +213,8 @@ web::Response Service::ledger(web::Request& req) {
       std::string(report->ok() ? c->t("Grand livre cohérent : aucune anomalie.", "Ledger OK: no violation.")
                                : c->t("Anomalies trouvées.", "Violations found.")) +
       "</p><p>" + std::to_string(report->accounts) + " " + std::string(c->t("comptes", "accounts")) + ", " +
-      std::to_string(report->journals) + " journaux/journals, " + std::to_string(report->entries) + " " +
-      std::string(c->t("écritures", "entries")) + "</p></section>";
+      std::to_string(report->journals) + " " + std::string(c->t("journaux", "journals")) + ", " +
+      std::to_string(report->entries) + " " + std::string(c->t("écritures", "entries")) + "</p></section>";
   body += "<div class=\"scroll\"><table><thead><tr><th>Env.</th><th>" + std::string(c->t("Devise", "Currency")) +
           "</th><th class=\"num\">" + std::string(c->t("Débits", "Debits")) + "</th><th class=\"num\">" +
           std::string(c->t("Crédits", "Credits")) + "</th></tr></thead><tbody>";

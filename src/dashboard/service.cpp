@@ -188,6 +188,9 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
       {"/audit", "Journal d'audit", "Audit log", false, true},
       {"/security", "Sécurité", "Security", false, false},
       {"/operator/merchants", "Marchands", "Merchants", true, false},
+      {"/operator/catalog", "Catalogue", "Catalog", true, false},
+      {"/operator/ledger", "Grand livre", "Ledger", true, false},
+      {"/operator/health", "État du système", "Health", true, false},
       {"/audit", "Journal d'audit", "Audit log", true, false},
   };
   std::string nav = "<nav class=\"dsh\" aria-label=\"" + std::string(c.t("Menu principal", "Main menu")) + "\">";

@@ -140,6 +140,15 @@ for (const backend of backends()) {
       }
       assert.ok(row, 'the completed payment is listed');
       if (shots) await page.screenshot({ path: `${shots}/dashboard-transactions.png`, fullPage: true });
+      // The home page: the balance it credited and the chart of the last days, drawn by the server.
+      await page.goto(dashboard() + '/');
+      assert.ok(await page.isVisible('svg[role=img]'), 'the volume chart is drawn');
+      const bars = await page.$$eval('svg[role=img] rect', (rs) => rs.filter((r) => Number(r.getAttribute('height')) > 0).length);
+      assert.ok(bars >= 1, 'today\'s collected volume is a bar');
+      assert.match(await page.textContent('#bal + p, section[aria-labelledby=bal]'), /XAF/);
+      if (shots) await page.screenshot({ path: `${shots}/dashboard-home.png`, fullPage: true });
+      await page.goto(`${dashboard()}/transactions?q=1234&status=COMPLETED`);
+      row = await page.$(`a:text("${reference}")`);
       await Promise.all([page.waitForURL(/\/transactions\/[^/]+$/), row.click()]);
       const timeline = await page.textContent('#timeline');
       assert.match(timeline, /PENDING/);
