@@ -393,6 +393,7 @@ web::Response Service::totp_submit(web::Request& req) {
     limits::Policy policy;
     policy.limit = opts_.totp_attempts_per_window;
     policy.window_ms = 5LL * 60 * 1000;
+    policy.name = "dashboard_totp_attempts_per_user";
     auto hit = parts_.limiter->hit("dashboard:totp:" + std::to_string(s.row.user_id), policy);
     if (!hit) return error_page(req, hit.error());
     if (!hit->allowed) return see_other("/totp?error=rate");
