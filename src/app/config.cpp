@@ -157,6 +157,10 @@ const std::vector<KeySpec> kKeys = {
     {"links.page_views_per_address_per_minute", "120", K::integer,
      "payment-link page views (form and status page) one client address may make per minute, counted by each "
      "node (0: unlimited)"},
+    {"checkout.session_ttl_seconds", "1800", K::integer,
+     "a hosted checkout session accepts payments this long after it was opened (seconds)"},
+    {"checkout.pay_per_address_per_minute", "30", K::integer,
+     "checkout payments one client address may submit per minute (all nodes; 0: unlimited)"},
     {"catalog.refresh_ms", "2000", K::integer,
      "how often a node polls catalog_version; another node's catalog change is visible within this (ms)"},
 };

@@ -25,6 +25,9 @@ class Service;
 namespace sika::links {
 class Service;
 }
+namespace sika::checkout {
+class Service;
+}
 namespace sika::webhooks {
 class Service;
 }
@@ -55,8 +58,9 @@ struct Context {
   std::unique_ptr<identity::Service> identity;
   std::unique_ptr<catalog::Service> catalog;
   std::unique_ptr<payments::Service> payments;
-  std::unique_ptr<links::Service> links;      // needs payments (built with it)
-  std::unique_ptr<wallets::Service> wallets;  // needs payments, otp and the notifier
+  std::unique_ptr<links::Service> links;        // needs payments (built with it)
+  std::unique_ptr<wallets::Service> wallets;    // needs payments, otp and the notifier
+  std::unique_ptr<checkout::Service> checkout;  // needs payments (built with it)
   std::unique_ptr<webhooks::Service> webhooks;
   // Runs the leased jobs of every queue a component registered (jobs->handle) before start_workers.
   std::unique_ptr<store::JobRunner> jobs;

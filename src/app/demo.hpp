@@ -24,5 +24,6 @@ Status seed_payments_demo(Context& ctx, boost::json::object& demo);
 Status seed_links_demo(Context& ctx, boost::json::object& demo);
 Status seed_webhooks_demo(Context& ctx, boost::json::object& demo);
 Status seed_wallets_demo(Context& ctx, boost::json::object& demo);
+Status seed_checkout_demo(Context& ctx, boost::json::object& demo);
 
 }  // namespace sika::app

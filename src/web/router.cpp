@@ -163,7 +163,9 @@ Response Router::dispatch(Request& req) const {
       req.path_params = std::move(params_of[i]);
       req.route_id = static_cast<int>(candidates[i]);
       Status allowed = authorize(req, r.access);
-      Response res = allowed ? r.handler(req) : error(req, allowed.error());
+      Response res = allowed     ? r.handler(req)
+                     : r.refusal ? r.refusal(req, allowed.error())
+                                 : error(req, allowed.error());
       apply_cors(req, r.surface, res);
       return res;
     }

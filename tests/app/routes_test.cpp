@@ -118,6 +118,15 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"gateway POST /disbursement/status", "bearer:payments"},
       {"gateway POST /verification/account-holder", "bearer:payments"},
       {"gateway GET /balance", "bearer:payments"},
+      // hosted checkout: the API key in the payload; the session pages are open (the session
+      // reference, 128 random bits, is the secret) and pay through ordinary collections
+      {"checkout POST /", "merchant_api_key"},
+      {"checkout GET /session/{reference}", "open"},
+      {"checkout POST /session/{reference}", "open"},
+      {"checkout POST /session/{reference}/cancel", "open"},
+      {"checkout GET /session/{reference}/return", "open"},
+      {"checkout GET /page.js", "open"},
+      {"checkout GET /button.js", "open"},
       {"gateway POST /operator/callback/{connector}", "signed_request"},
       {"checkout GET /confirm/{reference}", "signed_request"},
       {"checkout POST /confirm/{reference}", "signed_request"},
