@@ -176,19 +176,18 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
       return Opened{s, true};
     }
     if (!existing) continue;
-    // The same order again: its session, unless it was paid, is being paid, or changed.
+    // The same order again: its open session (with the same fields), unless it was paid.
     SIKA_ASSIGN_OR_RETURN(auto tx, current(*existing));
     if (tx && tx->status == payments::TxStatus::completed)
       return make_error(ErrorKind::conflict, "order_paid", bj::object{{"orderId", "this order is already paid"}});
-    if (tx && !payments::is_terminal(tx->status))
-      return conflict(bj::object{{"orderId", "a payment of this order is in progress"}});
-    const std::string_view status = existing->status_at(now());
-    if (status == kOpen) {
+    if (existing->status_at(now()) == kOpen) {
       if (existing->fingerprint != s.fingerprint)
         return conflict(
             bj::object{{"orderId", "an open checkout session of this order has other fields; use a new orderId"}});
       return Opened{std::move(*existing), false};
     }
+    if (tx && !payments::is_terminal(tx->status))
+      return conflict(bj::object{{"orderId", "a payment of this order is in progress"}});
     // Expired or cancelled without a payment: the order gets a new session on the same row.
     bool reopened = false;
     SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
