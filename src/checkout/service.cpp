@@ -157,7 +157,7 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
   s.created_at = s.updated_at = now();
   s.expires_at = s.created_at + options_.session_ttl_ms;
   if (methods(s, m.countries).empty())
-    return empty_data(bj::object{{"currency", "no payment method collects this amount in " + n.currency +
+    return empty_data(bj::object{{"amount", "no payment method collects this amount in " + n.currency +
                                                   (n.area.empty() ? std::string() : " in " + n.area)}});
 
   // Two rounds: an insert that loses a race for the order finds the winner's session.
