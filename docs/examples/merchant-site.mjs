@@ -32,7 +32,8 @@ export function verifyServiceData(secret, serviceData, signature) {
 const escapeHtml = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 // Starts the site on `port` (0: any free port). Returns { url, orders, close }.
-export async function startMerchantSite({ checkoutUrl, apiKey, checkoutSecret, port = 0, shopName = 'Boutique Akwa' }) {
+export async function startMerchantSite({ checkoutUrl, apiKey, checkoutSecret, port = 0, shopName = 'Boutique Akwa',
+  currency = 'XAF' }) {
   const orders = new Map();  // orderId -> { amount, currency, status, transaction_reference }
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, `http://${req.headers.host}`);
@@ -47,19 +48,19 @@ export async function startMerchantSite({ checkoutUrl, apiKey, checkoutSecret, p
       // A new order for each visit; the amount is the site's own (never the customer's).
       const orderId = `ORD-${randomUUID()}`;
       const phone = url.searchParams.get('phone') || '';
-      orders.set(orderId, { amount: 5000, currency: 'XAF', status: 'NEW' });
-      page(200, `<h1>${escapeHtml(shopName)}</h1><p>2 T-shirts: 5 000 XAF</p>
-<form method="post" action="${escapeHtml(checkoutUrl)}" data-sika-checkout data-label="Pay 5 000 XAF">
+      orders.set(orderId, { amount: 5000, currency, status: 'NEW' });
+      page(200, `<h1>${escapeHtml(shopName)}</h1><p>2 T-shirts: 5 000 ${currency}</p>
+<form method="post" action="${escapeHtml(checkoutUrl)}" data-sika-checkout data-label="Pay 5 000 ${currency}">
   <input type="hidden" name="apiKey" value="${escapeHtml(apiKey)}">
   <input type="hidden" name="amount" value="5000">
-  <input type="hidden" name="currency" value="XAF">
+  <input type="hidden" name="currency" value="${currency}">
   <input type="hidden" name="orderId" value="${escapeHtml(orderId)}">
   <input type="hidden" name="description" value="2 T-shirts">
   <input type="hidden" name="shopName" value="${escapeHtml(shopName)}">
   <input type="hidden" name="successUrl" value="${self}/success">
   <input type="hidden" name="failureUrl" value="${self}/failure">
   <input type="hidden" name="customer[phone]" value="${escapeHtml(phone)}">
-  <button type="submit">Pay 5 000 XAF</button>
+  <button type="submit">Pay 5 000 ${currency}</button>
 </form>
 <script src="${escapeHtml(checkoutUrl)}/button.js" async></script>`);
       return;
