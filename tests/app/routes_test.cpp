@@ -249,3 +249,27 @@ TEST(Router, BearerPolicyChecksTheScopeAndFillsThePrincipal) {
   ops.path = "/ops";
   EXPECT_EQ(r.dispatch(ops).status, 503);
 }
+
+TEST(Router, ARouteMayRenderItsPolicysRefusalItself) {
+  web::Router r;
+  r.authenticate_with(web::Auth::merchant_api_key,
+                      [](web::Request&, const web::Access&) -> Result<web::Principal> { return unauthorized(); });
+  web::Route route{web::Surface::checkout,  "POST", "/", [](web::Request&) { return web::Response::json(200, "{}"); },
+                   web::merchant_api_key(), ""};
+  route.refusal = [](const web::Request&, const Error& e) {
+    return web::Response::html(e.is(ErrorKind::unauthenticated) ? 401 : 500, "<p>refused</p>");
+  };
+  r.add(std::move(route));
+  r.add({web::Surface::checkout, "POST", "/plain", [](web::Request&) { return web::Response::json(200, "{}"); },
+         web::merchant_api_key(), ""});
+  web::Request req;
+  req.method = "POST";
+  req.path = "/";
+  auto res = r.dispatch(req);
+  EXPECT_EQ(res.status, 401);
+  EXPECT_EQ(res.body, "<p>refused</p>");
+  req.path = "/plain";
+  auto plain = r.dispatch(req);
+  EXPECT_EQ(plain.status, 401);
+  EXPECT_NE(plain.body.find("\"success\":false"), std::string::npos);
+}
