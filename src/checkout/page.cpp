@@ -32,6 +32,7 @@ struct Texts {
   const char* phone;
   const char* phone_hint;
   const char* otp;
+  const char* otp_how;
   const char* submit;
   const char* cancel;
   const char* expires_in;
@@ -58,6 +59,7 @@ constexpr Texts kFr{
     "Numéro de téléphone",
     "avec l'indicatif du pays, ex. 237690000000",
     "Code à usage unique (OTP)",
+    "pour l'obtenir :",
     "Payer",
     "Annuler et retourner à la boutique",
     "Expire dans",
@@ -84,6 +86,7 @@ constexpr Texts kEn{
     "Phone number",
     "with the country code, e.g. 237690000000",
     "One-time code (OTP)",
+    "to get it:",
     "Pay",
     "Cancel and return to the shop",
     "Expires in",
@@ -268,8 +271,10 @@ web::Response Service::render(const web::Request& req, i18n::Locale locale, cons
        "</small></label><input id=\"phone\" name=\"customer_phone\" type=\"tel\" inputmode=\"tel\" "
        "autocomplete=\"tel\" required value=\"" +
        escape(phone) + "\">";
+  auto picked = std::find_if(offered.begin(), offered.end(), [&](const Method& x) { return x.code == chosen; });
   if (otp_step || waiting_for_code) {
-    h += "<label for=\"otp\">" + escape(t.otp) + " <small class=\"muted\">" + escape(options_.otp_helper) +
+    const std::string& helper = picked != offered.end() ? picked->otp_helper : options_.otp_helper;
+    h += "<label for=\"otp\">" + escape(t.otp) + " <small class=\"muted\">" + escape(t.otp_how) + " " + escape(helper) +
          "</small></label><input id=\"otp\" name=\"otp\" inputmode=\"numeric\" autocomplete=\"one-time-code\" "
          "required autofocus>";
   }

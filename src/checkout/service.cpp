@@ -80,7 +80,8 @@ std::vector<Method> Service::methods(const Session& s, const std::vector<std::st
                                     s.amount, 1);
     if (!quote) continue;  // no pricing rule or outside the service's bounds: not offered
     if (s.amount < svc.min_amount || (svc.max_amount > 0 && s.amount > svc.max_amount)) continue;
-    out.push_back(Method{svc.code, svc.name, quote->fee, s.amount + quote->fee, svc.needs_otp});
+    out.push_back(Method{svc.code, svc.name, quote->fee, s.amount + quote->fee, svc.needs_otp,
+                         svc.otp_helper.empty() ? options_.otp_helper : svc.otp_helper});
   }
   return out;
 }
@@ -158,7 +159,7 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
   s.expires_at = s.created_at + options_.session_ttl_ms;
   if (methods(s, m.countries).empty())
     return empty_data(bj::object{{"amount", "no payment method collects this amount in " + n.currency +
-                                                  (n.area.empty() ? std::string() : " in " + n.area)}});
+                                                (n.area.empty() ? std::string() : " in " + n.area)}});
 
   // Two rounds: an insert that loses a race for the order finds the winner's session.
   for (int round = 0; round < 3; ++round) {
@@ -262,7 +263,7 @@ Result<payments::Transaction> Service::pay(std::string_view reference, const Pay
   SIKA_TRY(errors.status());
   if (method->needs_otp && !form.otp)
     return bad_request("otp_required",
-                       bj::object{{"otp", "is required by this operator"}, {"otp_helper", options_.otp_helper}});
+                       bj::object{{"otp", "is required by this operator"}, {"otp_helper", method->otp_helper}});
 
   const std::int64_t at = now();
   bool taken = false;

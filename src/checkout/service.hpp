@@ -39,6 +39,7 @@ struct Options {
   std::string pepper;         // keys the API-key hashes (merchant::authenticate_key)
   std::string server_key;     // derives each merchant's checkout secret (merchant_secret)
   std::int64_t session_ttl_ms = 30 * 60 * 1000;
+  // Told to customers of a service that needs a code but whose catalog entry says nothing of how to get it.
   std::string otp_helper = "Get a one-time code from your operator's mobile-money menu, then enter it here.";
   std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
   // Payment submissions per client address per minute, shared by every node; no limiter: none.
@@ -65,6 +66,7 @@ struct Method {
   std::string code, name;
   std::int64_t fee = 0, total = 0;
   bool needs_otp = false;
+  std::string otp_helper;  // how the customer gets the code: the catalog's text, or Options::otp_helper
 };
 
 class Service {

@@ -174,6 +174,7 @@ for (const backend of backends()) {
       const first = await submit(s.page_url, { attempt: '0', provider: 'ORANGE_MONEY_CIV', customer_phone: '2250700000000' });
       assert.equal(first.status, 200);
       assert.match(first.text, /name="otp"/);
+      assert.match(first.text, /#144\*82#/, "the catalog's helper text");
       const wrong = await submit(s.page_url, { attempt: '0', provider: 'ORANGE_MONEY_CIV', customer_phone: '2250700000000', otp: '000000' });
       assert.equal(wrong.status, 400);
       assert.match(wrong.text, /name="otp"/);
