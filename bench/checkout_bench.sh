@@ -12,14 +12,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-1}
 source bench/lib.sh
 
-cat >"$TMP/post.lua" <<'LUA'
-local charset = "0123456789abcdef"
-local function uuid()
-  local t = {}
-  for i = 1, 32 do local r = math.random(1, 16); t[i] = charset:sub(r, r) end
-  local s = table.concat(t)
-  return s:sub(1, 8) .. "-" .. s:sub(9, 12) .. "-4" .. s:sub(14, 16) .. "-a" .. s:sub(18, 20) .. "-" .. s:sub(21, 32)
-end
+{ echo "$LUA_UUID"; cat <<'LUA'
 function init(args)
   token = os.getenv("BENCH_TOKEN")
   key = os.getenv("BENCH_API_KEY")
@@ -41,20 +34,7 @@ function request()
   return wrk.format("POST", wrk.path, headers, body)
 end
 LUA
-
-drive() {
-  local url=$1 script=$2 out rps p99 errors
-  if [[ -n "$script" ]]; then
-    out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$script" "$url")
-  else
-    out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "$url")
-  fi
-  echo "$out" >>"$TMP/wrk.txt"
-  rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
-  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-  errors=$(grep -E "Non-2xx|Socket errors" <<<"$out" | tr '\n' ' ' || true)
-  echo "$rps $p99 ${errors:-none}"
-}
+} >"$TMP/post.lua"
 
 port=$(free_port)
 demo="$TMP/demo.json"
@@ -75,10 +55,10 @@ page_url=$(curl -fsS "$checkout" -H 'content-type: application/json' -d "{\"apiK
 echo "backend=sqlite connections=$CONNECTIONS wrk_threads=$THREADS duration=${DURATION}s"
 printf "%-6s %-34s %12s %10s  %s\n" round route "req/s" "p99" errors
 for r in $(seq 1 "$ROUNDS"); do
-  read -r h_rps h_p99 h_err <<<"$(drive "http://127.0.0.1:$port/healthz" "")"
-  read -r g_rps g_p99 g_err <<<"$(drive "$page_url" "")"
-  read -r i_rps i_p99 i_err <<<"$(BENCH_KIND=intent drive "$base/collection/intent" "$TMP/post.lua")"
-  read -r s_rps s_p99 s_err <<<"$(BENCH_KIND=session drive "$checkout" "$TMP/post.lua")"
+  read -r h_rps h_p99 h_err <<<"$(wrk_run "http://127.0.0.1:$port/healthz" "")"
+  read -r g_rps g_p99 g_err <<<"$(wrk_run "$page_url" "")"
+  read -r i_rps i_p99 i_err <<<"$(BENCH_KIND=intent wrk_run "$base/collection/intent" "$TMP/post.lua")"
+  read -r s_rps s_p99 s_err <<<"$(BENCH_KIND=session wrk_run "$checkout" "$TMP/post.lua")"
   printf "%-6s %-34s %12s %10s  %s\n" "$r" "POST /collection/intent" "$i_rps" "$i_p99" "$i_err"
   printf "%-6s %-34s %12s %10s  %s\n" "$r" "POST {checkout_url} (session)" "$s_rps" "$s_p99" "$s_err"
   printf "%-6s %-34s %12s %10s  %s\n" "$r" "GET /healthz" "$h_rps" "$h_p99" "$h_err"

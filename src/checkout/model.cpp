@@ -25,18 +25,10 @@ constexpr std::size_t kMaxUrl = 2000;
 constexpr std::size_t kMaxDistribution = 20;
 constexpr std::size_t kMaxCustomerField = 200;
 
-// The decimal text of a JSON number or string as sent ("5000", "10.5"); nullopt for other types.
+// The decimal text of a JSON number, or of a string (a form post's field), as sent ("5000", "10.5").
 std::optional<std::string> number_text(const bj::value& v) {
-  if (v.is_int64()) return std::to_string(v.get_int64());
-  if (v.is_uint64()) return std::to_string(v.get_uint64());
   if (v.is_string()) return std::string(v.get_string());
-  if (v.is_double()) {
-    char buf[64];
-    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v.get_double());
-    if (ec != std::errc()) return std::nullopt;
-    return std::string(buf, p);
-  }
-  return std::nullopt;
+  return json::number_text(v);
 }
 
 bool printable(std::string_view s) {
@@ -175,11 +167,7 @@ bool valid_reference(std::string_view text) {
 }
 
 std::string collection_uuid(std::string_view reference, std::int64_t attempt) {
-  std::string b = crypto::sha256("checkout:" + std::string(reference) + ":" + std::to_string(attempt)).substr(0, 16);
-  b[6] = static_cast<char>((b[6] & 0x0F) | 0x50);  // version 5 layout (name-based, SHA)
-  b[8] = static_cast<char>((b[8] & 0x3F) | 0x80);
-  std::string h = hex_encode(b);
-  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20, 12);
+  return name_uuid("checkout:" + std::string(reference) + ":" + std::to_string(attempt));
 }
 
 bj::object form_to_object(const bj::object& form, json::FieldErrors& errors) {

@@ -19,7 +19,9 @@
 namespace sika::checkout {
 
 namespace bj = boost::json;
+using web::field_value;
 using web::html::escape;
+using web::html::page_locale;
 
 namespace {
 
@@ -106,22 +108,7 @@ constexpr Texts kEn{
 
 const Texts& texts(i18n::Locale l) { return l == i18n::Locale::fr ? kFr : kEn; }
 
-i18n::Locale page_locale(const web::Request& req) {
-  auto lang = req.query_param("lang");
-  if (lang == "fr") return i18n::Locale::fr;
-  if (lang == "en") return i18n::Locale::en;
-  return req.locale;
-}
-
 std::string lang_of(i18n::Locale l) { return std::string(i18n::name(l)); }
-std::string other(i18n::Locale l) { return l == i18n::Locale::fr ? "en" : "fr"; }
-
-std::string field_value(const web::Fields& fields, std::string_view name) {
-  for (const auto& [k, v] : fields)
-    if (k == name) return v;
-  return "";
-}
-
 // The problems of an error as a list a customer (or the merchant's developer) reads.
 std::string problems_html(const Error& e, i18n::Locale l) {
   std::string out;
@@ -203,7 +190,7 @@ web::Response Service::render(const web::Request& req, i18n::Locale locale, cons
   web::html::Page page;
   page.locale = locale;
   page.title = std::string(t.pay) + " " + s.shop_name;
-  page.other_language_url = s.reference + "?lang=" + other(locale);
+  page.other_language_url = s.reference + "?lang=" + std::string(web::html::other_language(locale));
   std::string& h = page.body_html;
   h += "<div class=\"card\"><p>" + escape(s.description) + "</p><p class=\"muted\">" + escape(t.order) + " " +
        escape(s.order_id) + "</p><p class=\"amount\">" + money::format(s.amount, s.currency, true) + "</p>";

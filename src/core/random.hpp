@@ -13,6 +13,9 @@ std::string random_bytes(std::size_t n);
 std::string random_token(std::size_t bytes = 32);
 // Returns a random RFC 4122 version-4 UUID in lowercase canonical form.
 std::string uuid_v4();
+// Returns the name-based UUID of `name`: the first 16 bytes of its SHA-256 in the version-5
+// layout, lowercase canonical form. The same name always gives the same UUID.
+std::string name_uuid(std::string_view name);
 // Returns true iff s is a canonical UUID (8-4-4-4-12 hex digits, any version).
 bool is_uuid(std::string_view s);
 // Returns an uppercase alphanumeric reference such as "TX-7K2M9QX4PZ" (prefix + n chars, no 0/O/1/I).

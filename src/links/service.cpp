@@ -3,7 +3,6 @@
 
 #include <boost/json.hpp>
 
-#include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
@@ -38,11 +37,7 @@ std::string Service::payment_url(const Link& link) const {
 }
 
 std::string Service::collection_uuid(const Link& link, std::string_view payer_uuid) {
-  std::string b = crypto::sha256("payment-link:" + link.reference + ":" + std::string(payer_uuid)).substr(0, 16);
-  b[6] = static_cast<char>((b[6] & 0x0F) | 0x50);  // version 5 layout (name-based, SHA)
-  b[8] = static_cast<char>((b[8] & 0x3F) | 0x80);
-  std::string h = hex_encode(b);
-  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20, 12);
+  return name_uuid("payment-link:" + link.reference + ":" + std::string(payer_uuid));
 }
 
 // ---- merchant side ----------------------------------------------------------------------------
