@@ -48,5 +48,6 @@ void add_catalog_admin(CLI::App& admin, AdminEnv& env);
 void add_notify_admin(CLI::App& admin, AdminEnv& env);
 void add_jobs_admin(CLI::App& admin, AdminEnv& env);
 void add_wallets_admin(CLI::App& admin, AdminEnv& env);
+void add_checkout_admin(CLI::App& admin, AdminEnv& env);
 
 }  // namespace sika::app

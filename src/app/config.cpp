@@ -163,6 +163,10 @@ const std::vector<KeySpec> kKeys = {
      "dunning: days after a cycle's first failure when it is asked for again (increasing, 1 to 60); then SUSPENDED"},
     {"billing.settle_interval_ms", "1000", K::integer,
      "how often ended collections are applied to their subscription payments (ms)"},
+    {"checkout.session_ttl_seconds", "1800", K::integer,
+     "a hosted checkout session accepts payments this long after it was opened (seconds)"},
+    {"checkout.pay_per_address_per_minute", "30", K::integer,
+     "checkout payments one client address may submit per minute (all nodes; 0: unlimited)"},
     {"catalog.refresh_ms", "2000", K::integer,
      "how often a node polls catalog_version; another node's catalog change is visible within this (ms)"},
     // dashboard

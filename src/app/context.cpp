@@ -9,6 +9,7 @@
 
 #include "billing/service.hpp"
 #include "catalog/service.hpp"
+#include "checkout/service.hpp"
 #include "core/crypto.hpp"
 #include "core/random.hpp"
 #include "dashboard/service.hpp"
@@ -208,6 +209,15 @@ Status build_services(Context& ctx) {
     lo.per_link.limit = c.get_int("links.pay_per_link_per_minute");
     lo.page_views_per_address.limit = c.get_int("links.page_views_per_address_per_minute");
     ctx.links = std::make_unique<links::Service>(*ctx.db, *ctx.payments, snapshot, std::move(lo));
+    // Hosted checkout collects through payments; its pages live on the checkout surface.
+    checkout::Options ko;
+    ko.page_base_url = c.surface_url(web::Surface::checkout);
+    ko.pepper = ctx.pepper;
+    ko.server_key = crypto::hmac_sha256(ctx.pepper, "sika:checkout:v1");
+    ko.session_ttl_ms = c.get_int("checkout.session_ttl_seconds") * 1000;
+    ko.limiter = ctx.limiter.get();
+    ko.per_address.limit = c.get_int("checkout.pay_per_address_per_minute");
+    ctx.checkout = std::make_unique<checkout::Service>(*ctx.db, *ctx.payments, snapshot, std::move(ko));
     // Wallets and the wallet link API (docs/wallet-link.md).
     wallets::Options wo;
     wo.secret = hex_encode(crypto::hmac_sha256(ctx.pepper, "sika:wallets:v1"));

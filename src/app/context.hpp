@@ -28,6 +28,9 @@ class Service;
 namespace sika::billing {
 class Service;
 }
+namespace sika::checkout {
+class Service;
+}
 namespace sika::webhooks {
 class Service;
 }
@@ -61,9 +64,10 @@ struct Context {
   std::unique_ptr<identity::Service> identity;
   std::unique_ptr<catalog::Service> catalog;
   std::unique_ptr<payments::Service> payments;
-  std::unique_ptr<links::Service> links;      // needs payments (built with it)
-  std::unique_ptr<wallets::Service> wallets;  // needs payments, otp and the notifier
-  std::unique_ptr<billing::Service> billing;  // subscriptions: needs payments, links, notifier and jobs
+  std::unique_ptr<links::Service> links;        // needs payments (built with it)
+  std::unique_ptr<wallets::Service> wallets;    // needs payments, otp and the notifier
+  std::unique_ptr<checkout::Service> checkout;  // needs payments (built with it)
+  std::unique_ptr<billing::Service> billing;    // subscriptions: needs payments, links, notifier and jobs
   std::unique_ptr<webhooks::Service> webhooks;
   std::unique_ptr<dashboard::Service> dashboard;  // needs identity, links and webhooks
   // Runs the leased jobs of every queue a component registered (jobs->handle) before start_workers.

@@ -86,6 +86,7 @@ Status seed_demo(Context& ctx, const web::Router& router, const std::string& fil
   SIKA_TRY(seed_webhooks_demo(ctx, demo));
   SIKA_TRY(seed_wallets_demo(ctx, demo));
   if (router.serves(Surface::dashboard)) SIKA_TRY(seed_dashboard_demo(ctx, demo));
+  if (router.serves(Surface::checkout)) SIKA_TRY(seed_checkout_demo(ctx, demo));
   if (!router.serves(Surface::link)) demo.erase("link_api_key"), demo.erase("wallet_link");
 
   std::filesystem::path path(file);

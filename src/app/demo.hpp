@@ -29,5 +29,6 @@ Status seed_billing_demo(Context& ctx, boost::json::object& demo);
 Status seed_webhooks_demo(Context& ctx, boost::json::object& demo);
 Status seed_wallets_demo(Context& ctx, boost::json::object& demo);
 Status seed_dashboard_demo(Context& ctx, boost::json::object& demo);
+Status seed_checkout_demo(Context& ctx, boost::json::object& demo);
 
 }  // namespace sika::app

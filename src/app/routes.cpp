@@ -6,6 +6,7 @@
 #include "app/metrics.hpp"
 #include "billing/service.hpp"
 #include "catalog/service.hpp"
+#include "checkout/service.hpp"
 #include "core/json.hpp"
 #include "dashboard/service.hpp"
 #include "identity/service.hpp"
@@ -265,6 +266,37 @@ void build_routes(web::Router& r, Context& ctx) {
            web::bearer("payments"), "List a subscription's payments, newest cycle first (page, limit)"});
     r.add({Surface::gateway, "POST", base + "/subscriptions/test-clock/{reference}", bil(&Bil::advance_clock),
            web::bearer("payments"), "Sandbox: move a subscription's clock forward and bill what falls due"});
+  }
+
+  // ---- hosted checkout ----------------------------------------------------------------------
+  if (ctx.checkout) {
+    using Chk = checkout::Service;
+    auto chk = [svc = ctx.checkout.get()](web::Response (Chk::*method)(web::Request&)) -> web::Handler {
+      return [svc, method](web::Request& q) { return (svc->*method)(q); };
+    };
+    checkout::Service* svc = ctx.checkout.get();
+    r.authenticate_with(web::Auth::merchant_api_key,
+                        [svc](web::Request& req, const web::Access&) { return svc->authenticate(req); });
+    web::Route post{Surface::checkout,
+                    "POST",
+                    "/",
+                    chk(&Chk::create),
+                    web::merchant_api_key(),
+                    "Open a hosted checkout session (form post: 303 to its page; JSON: the session)"};
+    post.refusal = [svc](const web::Request& req, const Error& e) { return svc->refusal(req, e); };
+    r.add(std::move(post));
+    r.add({Surface::checkout, "GET", "/session/{reference}", chk(&Chk::page), web::open_access(),
+           "Hosted checkout page of a session (fr/en, plain forms)"});
+    r.add({Surface::checkout, "POST", "/session/{reference}", chk(&Chk::submit), web::open_access(),
+           "Checkout page form: pay with a method (then the OTP step when the operator needs a code)"});
+    r.add({Surface::checkout, "POST", "/session/{reference}/cancel", chk(&Chk::cancel), web::open_access(),
+           "Cancel a checkout session: back to failureUrl with the signed return data"});
+    r.add({Surface::checkout, "GET", "/session/{reference}/return", chk(&Chk::finish), web::open_access(),
+           "Back to successUrl or failureUrl with the signed return data once the payment ended"});
+    r.add({Surface::checkout, "GET", "/page.js", chk(&Chk::page_script), web::open_access(),
+           "The checkout page's countdown script"});
+    r.add({Surface::checkout, "GET", "/button.js", chk(&Chk::button_script), web::open_access(),
+           "Pay-button script for merchants' sites"});
   }
 
   // ---- webhooks ----------------------------------------------------------------------------

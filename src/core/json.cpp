@@ -341,4 +341,14 @@ const bj::array* get_array(const bj::object& o, std::string_view key, FieldError
   return &v->get_array();
 }
 
+std::optional<std::string> number_text(const bj::value& v) {
+  if (v.is_int64()) return std::to_string(v.get_int64());
+  if (v.is_uint64()) return std::to_string(v.get_uint64());
+  if (!v.is_double()) return std::nullopt;
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v.get_double());
+  if (ec != std::errc()) return std::nullopt;
+  return std::string(buf, end);
+}
+
 }  // namespace sika::json

@@ -31,6 +31,10 @@ void dump_to(const bj::value& v, std::string& out);
 // Appends `s` as a JSON string literal (quoted, escaped) to `out`.
 void dump_string_to(std::string_view s, std::string& out);
 
+// The decimal text of a JSON number as it was sent: integers as written, doubles in their
+// shortest round-trip form ("10.5"); nullopt for any other type.
+std::optional<std::string> number_text(const bj::value& v);
+
 // Collects per-field validation problems; becomes error.details {field: problem}.
 class FieldErrors {
  public:

@@ -68,9 +68,10 @@ std::uint32_t random_uniform(std::uint32_t bound) {
   return randombytes_uniform(bound);
 }
 
-std::string uuid_v4() {
-  std::string b = random_bytes(16);
-  b[6] = static_cast<char>((b[6] & 0x0F) | 0x40);
+namespace {
+// 16 bytes in the canonical UUID text, with `version` and the RFC 4122 variant set.
+std::string uuid_text(std::string b, unsigned version) {
+  b[6] = static_cast<char>((b[6] & 0x0F) | (version << 4));
   b[8] = static_cast<char>((b[8] & 0x3F) | 0x80);
   // One allocation: every request without an X-Request-Id gets one.
   static constexpr char kHex[] = "0123456789abcdef";
@@ -84,6 +85,9 @@ std::string uuid_v4() {
   }
   return out;
 }
+}  // namespace
+
+std::string uuid_v4() { return uuid_text(random_bytes(16), 4); }
 
 bool is_uuid(std::string_view s) {
   if (s.size() != 36) return false;

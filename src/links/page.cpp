@@ -20,7 +20,9 @@
 namespace sika::links {
 
 namespace bj = boost::json;
+using web::field_value;
 using web::html::escape;
+using web::html::page_locale;
 
 namespace {
 
@@ -92,21 +94,6 @@ constexpr Texts kEn{"Pay",
 
 const Texts& texts(i18n::Locale l) { return l == i18n::Locale::fr ? kFr : kEn; }
 
-i18n::Locale page_locale(const web::Request& req) {
-  auto lang = req.query_param("lang");
-  if (lang == "fr") return i18n::Locale::fr;
-  if (lang == "en") return i18n::Locale::en;
-  return req.locale;
-}
-
-std::string other(i18n::Locale l) { return l == i18n::Locale::fr ? "en" : "fr"; }
-
-std::string field_value(const web::Fields& fields, std::string_view name) {
-  for (const auto& [k, v] : fields)
-    if (k == name) return v;
-  return "";
-}
-
 // The message a payer reads for a refusal: the field problems, or the error's text.
 std::string notice_of(const Error& e, i18n::Locale l) {
   if (e.details.is_object()) {
@@ -155,7 +142,7 @@ web::Response Service::render_form(const web::Request& req, i18n::Locale locale,
   auto link = by_code(code);
   web::html::Page page;
   page.locale = locale;
-  page.other_language_url = web::percent_encode(code) + "?lang=" + other(locale);
+  page.other_language_url = web::percent_encode(code) + "?lang=" + std::string(web::html::other_language(locale));
   if (!link) {
     page.title = t.pay_title;
     page.body_html = "<p role=\"alert\">" + escape(t.not_found) + "</p>";
@@ -263,7 +250,8 @@ web::Response Service::status_page(web::Request& req) {
   web::html::Page page;
   page.locale = locale;
   page.title = t.receipt;
-  page.other_language_url = "status?t=" + web::percent_encode(payer_uuid) + "&lang=" + other(locale);
+  page.other_language_url =
+      "status?t=" + web::percent_encode(payer_uuid) + "&lang=" + std::string(web::html::other_language(locale));
   auto link = by_code(code);
   std::optional<payments::Transaction> tx;
   if (link && is_uuid(payer_uuid)) {

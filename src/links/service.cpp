@@ -3,7 +3,6 @@
 
 #include <boost/json.hpp>
 
-#include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"

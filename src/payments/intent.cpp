@@ -66,24 +66,12 @@ constexpr std::string_view kRateProblem = "must be a number greater than 0 and a
 
 // A rate as sent (integer or number) -> parts per million; at most 4 decimals, 0 < rate <= 100.
 std::optional<std::int64_t> rate_to_ppm(const bj::value& v, std::string& problem) {
-  std::string text;
-  if (v.is_int64()) {
-    text = std::to_string(v.get_int64());
-  } else if (v.is_uint64()) {
-    text = std::to_string(v.get_uint64());
-  } else if (v.is_double()) {
-    char buf[64];
-    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v.get_double());
-    if (ec != std::errc()) {
-      problem = "must be a number";
-      return std::nullopt;
-    }
-    text.assign(buf, p);
-  } else {
+  auto text = json::number_text(v);
+  if (!text) {
     problem = "must be a number";
     return std::nullopt;
   }
-  auto ppm = catalog::decimal_to_scaled(text, 4, false, kRateWhole);
+  auto ppm = catalog::decimal_to_scaled(*text, 4, false, kRateWhole);
   if (!ppm || *ppm <= 0) {
     problem = std::string(kRateProblem);
     return std::nullopt;

@@ -18,6 +18,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0010Otp,
       migrations::k0011Jobs,
       migrations::k0012PaymentLinks,
+      migrations::k0013Checkout,
       migrations::k0014Wallets,
       migrations::k0015Billing,
       migrations::k0016Dashboard,

@@ -18,6 +18,15 @@ std::string escape(std::string_view text) {
   return out;
 }
 
+i18n::Locale page_locale(const Request& req) {
+  auto lang = req.query_param("lang");
+  if (lang == "fr") return i18n::Locale::fr;
+  if (lang == "en") return i18n::Locale::en;
+  return req.locale;
+}
+
+std::string_view other_language(i18n::Locale locale) { return locale == i18n::Locale::fr ? "en" : "fr"; }
+
 void secure_headers(Response& res, const PagePolicy& policy) {
   std::string csp = "default-src 'none'; style-src 'unsafe-inline'";
   if (policy.data_images || policy.self_images) {

@@ -12,6 +12,12 @@ namespace sika::web::html {
 // Escapes the five HTML-significant characters; safe in text and in quoted attribute values.
 std::string escape(std::string_view text);
 
+// The language of a page: `?lang=fr|en` when given (the page's switch), else the request's
+// (Accept-Language).
+i18n::Locale page_locale(const Request& req);
+// "en" for a French page, "fr" for an English one: the target of the language switch.
+std::string_view other_language(i18n::Locale locale);
+
 // What a page may load or submit to, beyond itself. Every page gets frame-ancestors 'none'
 // (no framing), no referrer, nosniff and no-store.
 struct PagePolicy {

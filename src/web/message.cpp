@@ -171,6 +171,12 @@ std::string percent_encode(std::string_view in) {
   return out;
 }
 
+std::string field_value(const Fields& fields, std::string_view name) {
+  for (const auto& [k, v] : fields)
+    if (k == name) return v;
+  return "";
+}
+
 Result<Fields> parse_form(std::string_view text) {
   Fields out;
   std::size_t pos = 0;

@@ -91,6 +91,8 @@ std::string percent_encode(std::string_view in);
 bool valid_port(std::string_view port);
 // Parses "a=1&b=2" (query strings and application/x-www-form-urlencoded bodies).
 Result<Fields> parse_form(std::string_view text);
+// The first value of `name` in `fields`, or "".
+std::string field_value(const Fields& fields, std::string_view name);
 // Splits a request target, origin-form "/path?query" or absolute-form "http://host/path?query",
 // into req.path (percent-decoded), req.query_string (raw) and req.query (decoded). On a malformed
 // target returns 400 bad_request whose details name "target", "path" or "query"; req.path then

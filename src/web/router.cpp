@@ -170,7 +170,9 @@ Response Router::dispatch(Request& req) const {
         if (auto page = sign_in_pages_.find(r.surface); page != sign_in_pages_.end())
           return Response::redirect(page->second, 303);
       }
-      Response res = allowed ? r.handler(req) : error(req, allowed.error());
+      Response res = allowed     ? r.handler(req)
+                     : r.refusal ? r.refusal(req, allowed.error())
+                                 : error(req, allowed.error());
       apply_cors(req, r.surface, res);
       return res;
     }

@@ -64,6 +64,9 @@ struct Route {
   // True for handlers that never block (no database, no I/O): the server may run them on an
   // I/O thread. Only for parameterless GET routes.
   bool non_blocking = false;
+  // Renders the refusal of the route's policy (e.g. an HTML page for a form posted by a
+  // browser); empty: the error envelope.
+  std::function<Response(const Request&, const Error&)> refusal;
 };
 
 struct CorsPolicy {

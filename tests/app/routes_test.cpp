@@ -118,6 +118,15 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"gateway POST /disbursement/status", "bearer:payments"},
       {"gateway POST /verification/account-holder", "bearer:payments"},
       {"gateway GET /balance", "bearer:payments"},
+      // hosted checkout: the API key in the payload; the session pages are open (the session
+      // reference, 128 random bits, is the secret) and pay through ordinary collections
+      {"checkout POST /", "merchant_api_key"},
+      {"checkout GET /session/{reference}", "open"},
+      {"checkout POST /session/{reference}", "open"},
+      {"checkout POST /session/{reference}/cancel", "open"},
+      {"checkout GET /session/{reference}/return", "open"},
+      {"checkout GET /page.js", "open"},
+      {"checkout GET /button.js", "open"},
       {"gateway POST /operator/callback/{connector}", "signed_request"},
       {"checkout GET /confirm/{reference}", "signed_request"},
       {"checkout POST /confirm/{reference}", "signed_request"},
@@ -317,4 +326,28 @@ TEST(Router, SessionRoutesSendBrowsersWithoutASessionToTheSignInPage) {
   EXPECT_EQ(r.dispatch(post).status, 403);
   get.headers = post.headers;
   EXPECT_EQ(r.dispatch(get).status, 200);
+}
+
+TEST(Router, ARouteMayRenderItsPolicysRefusalItself) {
+  web::Router r;
+  r.authenticate_with(web::Auth::merchant_api_key,
+                      [](web::Request&, const web::Access&) -> Result<web::Principal> { return unauthorized(); });
+  web::Route route{web::Surface::checkout,  "POST", "/", [](web::Request&) { return web::Response::json(200, "{}"); },
+                   web::merchant_api_key(), ""};
+  route.refusal = [](const web::Request&, const Error& e) {
+    return web::Response::html(e.is(ErrorKind::unauthenticated) ? 401 : 500, "<p>refused</p>");
+  };
+  r.add(std::move(route));
+  r.add({web::Surface::checkout, "POST", "/plain", [](web::Request&) { return web::Response::json(200, "{}"); },
+         web::merchant_api_key(), ""});
+  web::Request req;
+  req.method = "POST";
+  req.path = "/";
+  auto res = r.dispatch(req);
+  EXPECT_EQ(res.status, 401);
+  EXPECT_EQ(res.body, "<p>refused</p>");
+  req.path = "/plain";
+  auto plain = r.dispatch(req);
+  EXPECT_EQ(plain.status, 401);
+  EXPECT_NE(plain.body.find("\"success\":false"), std::string::npos);
 }

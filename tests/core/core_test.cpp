@@ -187,6 +187,30 @@ TEST(Random, BlocksAreNeverSharedAcrossThreadsOrForks) {
   EXPECT_NE(child_bytes, parent_next);
 }
 
+TEST(Random, NameBasedUuidsAreTheSha256OfTheNameInTheVersion5Layout) {
+  const std::string u = crypto::uuid_from_name("payment-link:PLK-1:abc");
+  EXPECT_TRUE(is_uuid(u)) << u;
+  EXPECT_EQ(u, crypto::uuid_from_name("payment-link:PLK-1:abc"));
+  EXPECT_NE(u, crypto::uuid_from_name("payment-link:PLK-1:abd"));
+  EXPECT_EQ(u[14], '5');
+  EXPECT_TRUE(u[19] == '8' || u[19] == '9' || u[19] == 'a' || u[19] == 'b') << u;
+  // The first 16 bytes of SHA-256, version and variant bits set: what stored collection uuids hold.
+  std::string b = crypto::sha256("payment-link:PLK-1:abc").substr(0, 16);
+  b[6] = static_cast<char>((b[6] & 0x0F) | 0x50);
+  b[8] = static_cast<char>((b[8] & 0x3F) | 0x80);
+  std::string h = hex_encode(b);
+  EXPECT_EQ(u, h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" +
+                   h.substr(20, 12));
+}
+
+TEST(Json, NumberTextIsTheNumberAsSent) {
+  EXPECT_EQ(json::number_text(boost::json::value(5000)), "5000");
+  EXPECT_EQ(json::number_text(boost::json::value(10.5)), "10.5");
+  EXPECT_EQ(json::number_text(boost::json::value(0.35)), "0.35");
+  EXPECT_FALSE(json::number_text(boost::json::value("5000")));
+  EXPECT_FALSE(json::number_text(boost::json::value(true)));
+}
+
 TEST(Random, Base64RoundTrips) {
   std::string bytes = random_bytes(100);
   std::string out;

@@ -15,6 +15,7 @@ extern const Migration k0009Notify;
 extern const Migration k0010Otp;
 extern const Migration k0011Jobs;
 extern const Migration k0012PaymentLinks;
+extern const Migration k0013Checkout;
 extern const Migration k0014Wallets;
 extern const Migration k0015Billing;
 extern const Migration k0016Dashboard;

@@ -1,0 +1,101 @@
+// A complete merchant site taking payments through Sika's hosted checkout, with Node.js alone
+// (no dependency). docs/checkout.md walks through it; tests/e2e/checkout_browser.test.mjs runs
+// it against a real server.
+//
+//   node docs/examples/merchant-site.mjs   (reads SIKA_CHECKOUT_URL, SIKA_API_KEY,
+//                                           SIKA_CHECKOUT_SECRET, PORT)
+//
+// The three rules of a trustworthy return:
+//  1. verify the signature of service_data with your checkout secret (constant time);
+//  2. check that it is about YOUR order: reference = your orderId, amount and currency = yours
+//     (the form is in the customer's browser: a customer can change the amount it posts);
+//  3. before delivering anything valuable, confirm with POST {base_url}/collection/status
+//     (and handle the webhook), as the return can be replayed by whoever saw the URL.
+import http from 'node:http';
+import { createHmac, timingSafeEqual, randomUUID } from 'node:crypto';
+
+// Returns the decoded return data when `signature` is the HMAC-SHA256 of `serviceData` (the
+// exact text received, already URL-decoded) under `secret`; null otherwise.
+export function verifyServiceData(secret, serviceData, signature) {
+  if (typeof serviceData !== 'string' || typeof signature !== 'string') return null;
+  const expected = createHmac('sha256', secret).update(serviceData, 'utf8').digest('hex');
+  const a = Buffer.from(expected, 'utf8');
+  const b = Buffer.from(signature, 'utf8');
+  if (a.length !== b.length || !timingSafeEqual(a, b)) return null;
+  try {
+    return JSON.parse(serviceData);
+  } catch {
+    return null;
+  }
+}
+
+const escapeHtml = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+// Starts the site on `port` (0: any free port). Returns { url, orders, close }.
+export async function startMerchantSite({ checkoutUrl, apiKey, checkoutSecret, port = 0, shopName = 'Boutique Akwa',
+  currency = 'XAF' }) {
+  const orders = new Map();  // orderId -> { amount, currency, status, transaction_reference }
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, `http://${req.headers.host}`);
+    const self = `http://${req.headers.host}`;
+    const page = (status, body) => {
+      res.writeHead(status, { 'content-type': 'text/html; charset=utf-8' });
+      res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8">`
+        + `<meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(shopName)}</title>`
+        + `</head><body>${body}</body></html>`);
+    };
+    if (url.pathname === '/') {
+      // A new order for each visit; the amount is the site's own (never the customer's).
+      const orderId = `ORD-${randomUUID()}`;
+      const phone = url.searchParams.get('phone') || '';
+      orders.set(orderId, { amount: 5000, currency, status: 'NEW' });
+      page(200, `<h1>${escapeHtml(shopName)}</h1><p>2 T-shirts: 5 000 ${currency}</p>
+<form method="post" action="${escapeHtml(checkoutUrl)}" data-sika-checkout data-label="Pay 5 000 ${currency}">
+  <input type="hidden" name="apiKey" value="${escapeHtml(apiKey)}">
+  <input type="hidden" name="amount" value="5000">
+  <input type="hidden" name="currency" value="${currency}">
+  <input type="hidden" name="orderId" value="${escapeHtml(orderId)}">
+  <input type="hidden" name="description" value="2 T-shirts">
+  <input type="hidden" name="shopName" value="${escapeHtml(shopName)}">
+  <input type="hidden" name="successUrl" value="${self}/success">
+  <input type="hidden" name="failureUrl" value="${self}/failure">
+  <input type="hidden" name="customer[phone]" value="${escapeHtml(phone)}">
+  <button type="submit">Pay 5 000 ${currency}</button>
+</form>
+<script src="${escapeHtml(checkoutUrl)}/button.js" async></script>`);
+      return;
+    }
+    if (url.pathname === '/success' || url.pathname === '/failure') {
+      const data = verifyServiceData(checkoutSecret, url.searchParams.get('service_data'), url.searchParams.get('signature'));
+      if (!data) return page(400, '<h1 id="result">Rejected: the return data is not signed by Sika</h1>');
+      const order = orders.get(data.reference);
+      if (!order) return page(400, '<h1 id="result">Rejected: unknown order</h1>');
+      if (data.amount !== order.amount || data.currency !== order.currency)
+        return page(400, '<h1 id="result">Rejected: the amount paid is not the order\'s</h1>');
+      // Record the outcome; deliver only after POST /collection/status confirms COMPLETED.
+      order.status = data.status;
+      order.transaction_reference = data.transaction_reference;
+      const ok = url.pathname === '/success' && data.success === true && data.status === 'COMPLETED';
+      return page(200, `<h1 id="result">${ok ? 'Thank you: payment received' : 'Payment not completed'}</h1>`
+        + `<p id="status">${escapeHtml(data.status)}</p><p id="transaction">${escapeHtml(data.transaction_reference)}</p>`);
+    }
+    page(404, '<h1>Not found</h1>');
+  });
+  await new Promise((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const { port: bound } = server.address();
+  return {
+    url: `http://127.0.0.1:${bound}`,
+    orders,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const site = await startMerchantSite({
+    checkoutUrl: process.env.SIKA_CHECKOUT_URL,
+    apiKey: process.env.SIKA_API_KEY,
+    checkoutSecret: process.env.SIKA_CHECKOUT_SECRET,
+    port: Number(process.env.PORT || 8080),
+  });
+  console.log(`merchant site on ${site.url}`);
+}

@@ -1,0 +1,135 @@
+#pragma once
+// A hosted checkout session: what a merchant's site posts (the spec's POST {checkout_url}), the
+// rules every field must meet, and the signed return data (service_data) the customer brings
+// back to the merchant. Plain functions: no database, no catalog.
+#include <boost/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/json.hpp"
+#include "payments/model.hpp"
+
+namespace sika::checkout {
+
+inline constexpr std::string_view kOpen = "OPEN";
+inline constexpr std::string_view kPaid = "PAID";
+inline constexpr std::string_view kCancelled = "CANCELLED";
+inline constexpr std::string_view kExpired = "EXPIRED";  // shown, never stored: expires_at has passed
+
+// The customer's prefill data (the spec leaves its fields open; these are the ones we use).
+struct Customer {
+  std::string name, email, phone;
+};
+
+// One row of chk_sessions.
+struct Session {
+  std::int64_t id = 0;
+  std::string reference;  // "chk_" + 22 base64url characters (128 random bits): the page's secret
+  std::int64_t merchant_id = 0;
+  std::string environment;
+  std::string order_id;
+  std::string fingerprint;  // SHA-256 of the order's fields: the same orderId must carry the same order
+  std::string status;       // stored: OPEN | PAID | CANCELLED
+  std::int64_t amount = 0;  // minor units of currency
+  std::string currency;
+  std::string description;
+  std::string shop_name;
+  std::string success_url, failure_url;
+  Customer customer;
+  std::string line;  // "" or "up"
+  std::string area;  // "" or a country's alpha-3 code
+  std::string fee_bearer = "CUSTOMER";
+  std::string settlement_mode = std::string(payments::kDirect);
+  std::vector<payments::SplitLine> distribution;  // SPLIT: sums to 100 % (the merchant keeps any remainder)
+  std::int64_t attempt = 0;  // collections made so far; attempt n's uuid is collection_uuid(reference, n)
+  std::int64_t expires_at = 0;
+  std::int64_t created_at = 0;
+  std::int64_t updated_at = 0;
+
+  // OPEN, PAID, CANCELLED, or EXPIRED for an OPEN session at or past expires_at.
+  std::string_view status_at(std::int64_t now) const;
+};
+
+// The session as the JSON answer shows it; `page_url` is the customer's page.
+boost::json::object to_json(const Session& s, std::string_view page_url, std::int64_t now);
+
+// A new session reference: "chk_" + 128 random bits in base64url.
+std::string new_reference();
+// Returns true iff `text` has the shape of a session reference.
+bool valid_reference(std::string_view text);
+// The transaction_uuid of attempt `n` of a session (SHA-256 of both, UUID layout): distinct per
+// session and attempt, so it never meets the merchant's own intents.
+std::string collection_uuid(std::string_view reference, std::int64_t attempt);
+
+// What a merchant's site posts, read and checked without the catalog or the database.
+struct NewSession {
+  std::string api_key;
+  std::int64_t amount = 0;  // minor units
+  std::string currency;
+  std::string order_id;
+  std::string description;
+  std::string shop_name;
+  std::string success_url, failure_url;
+  Customer customer;
+  std::string line;
+  std::string area;
+  std::string fee_bearer = "CUSTOMER";
+  std::string settlement_mode = std::string(payments::kDirect);
+  std::vector<payments::SplitLine> distribution;  // as sent: rates sum to at most 100 %
+};
+
+// Turns a form post's fields into the JSON shape of the same request: `customer[name]` style
+// fields become the `customer` object, and `distribution` (JSON text in a form) its array.
+// A `distribution` or `customer` that is not valid JSON is recorded in `errors`.
+boost::json::object form_to_object(const boost::json::object& form, json::FieldErrors& errors);
+
+// Reads and checks a session request; every problem goes to `errors` under the spec's field
+// name (`amount`, `successUrl`, `distribution[1].rate`, `customer.email`, ...). The amount is in
+// major units ("5000" XAF, "10.50" USD) and must be whole in the currency's minor unit.
+NewSession parse_new_session(const boost::json::object& body, json::FieldErrors& errors);
+
+// Returns "" when `url` may be a return URL (absolute http or https with a host, no fragment,
+// no credentials), else the problem.
+std::string check_return_url(std::string_view url);
+// The host of an absolute URL, lower-cased ("" when it has none).
+std::string url_host(std::string_view url);
+// Returns true iff `host` is `domain` or one of its subdomains.
+bool host_in_domain(std::string_view host, std::string_view domain);
+
+// SHA-256 (hex) of the order's fields: two posts of the same order give the same text.
+std::string fingerprint(const NewSession& n);
+
+// The split lines a collection takes: the merchant's lines, plus a line for the merchant
+// itself with whatever the lines leave (they may sum to less than 100 %).
+std::vector<payments::SplitLine> settlement_lines(const std::vector<payments::SplitLine>& lines,
+                                                  std::string_view merchant_matricule);
+
+// The return data: the spec's fields, as the merchant receives them in `service_data`.
+struct ReturnData {
+  std::string transaction_reference, reference, invoice_reference, provider_reference;
+  std::string status;  // COMPLETED | FAILED | CANCELLED | EXPIRED
+  std::string operation = std::string(payments::kCollection);
+  std::string channel;
+  std::int64_t amount = 0;  // minor units
+  std::string currency;
+  std::string checkout_reference;
+  std::int64_t issued_at = 0;  // epoch seconds
+};
+// The JSON text of service_data (the exact text that is signed).
+std::string service_data(const ReturnData& data);
+// The per-merchant checkout secret: HMAC-SHA256(server checkout key, "checkout-secret:" +
+// matricule), base64url. Derived, never stored: the server can always sign, and a leaked
+// database does not reveal it.
+std::string merchant_secret(std::string_view server_key, std::string_view matricule);
+// The signature of service_data: hex HMAC-SHA256 under the merchant's checkout secret.
+std::string sign(std::string_view secret, std::string_view service_data);
+// Returns true iff `signature` is sign(secret, service_data), compared in constant time.
+bool verify(std::string_view secret, std::string_view service_data, std::string_view signature);
+// The return URL with service_data and signature appended to its query.
+std::string return_url(std::string_view base, std::string_view service_data, std::string_view signature);
+
+}  // namespace sika::checkout

@@ -1,0 +1,386 @@
+// The hosted checkout page (checkout surface, no account): the shop's name, the order's
+// description and amount, the expiry with a countdown, the payment methods of the session with
+// their fee and total, the phone number (prefilled from `customer`), the OTP step when the
+// method needs a code, the payment's status refreshing itself until it ends, another method
+// after a failure, and cancel (back to failureUrl). Plain forms: usable without JavaScript;
+// /page.js only counts the expiry down. Links are relative, so the page works under any mount
+// prefix of the checkout surface.
+#include <boost/json.hpp>
+#include <boost/url/parse.hpp>
+
+#include <algorithm>
+
+#include "checkout/service.hpp"
+#include "core/money.hpp"
+#include "core/time.hpp"
+#include "web/envelope.hpp"
+#include "web/html.hpp"
+
+namespace sika::checkout {
+
+namespace bj = boost::json;
+using web::field_value;
+using web::html::escape;
+using web::html::page_locale;
+
+namespace {
+
+struct Texts {
+  const char* pay;
+  const char* amount;
+  const char* fee;
+  const char* total;
+  const char* method;
+  const char* phone;
+  const char* phone_hint;
+  const char* otp;
+  const char* otp_how;
+  const char* submit;
+  const char* cancel;
+  const char* expires_in;
+  const char* minutes;
+  const char* waiting;
+  const char* completed;
+  const char* back;
+  const char* failed;
+  const char* expired;
+  const char* cancelled;
+  const char* not_found;
+  const char* no_method;
+  const char* refused;
+  const char* fix_fields;
+  const char* order;
+};
+
+constexpr Texts kFr{
+    "Payer",
+    "Montant",
+    "Frais",
+    "Total à payer",
+    "Moyen de paiement",
+    "Numéro de téléphone",
+    "avec l'indicatif du pays, ex. 237690000000",
+    "Code à usage unique (OTP)",
+    "pour l'obtenir :",
+    "Payer",
+    "Annuler et retourner à la boutique",
+    "Expire dans",
+    "min",
+    "Une demande de paiement a été envoyée sur votre téléphone. Validez-la avec votre code secret. Cette page se "
+    "met à jour toute seule.",
+    "Paiement réussi. Merci ! Retour à la boutique…",
+    "Retourner à la boutique",
+    "Le paiement n'a pas abouti. Vous pouvez réessayer ou choisir un autre moyen de paiement.",
+    "Cette session de paiement a expiré.",
+    "Ce paiement a été annulé.",
+    "Cette session de paiement n'existe pas.",
+    "Aucun moyen de paiement n'est disponible pour cette commande.",
+    "Le paiement n'a pas pu être créé",
+    "Corrigez ces champs",
+    "Commande",
+};
+constexpr Texts kEn{
+    "Pay",
+    "Amount",
+    "Fee",
+    "Total to pay",
+    "Payment method",
+    "Phone number",
+    "with the country code, e.g. 237690000000",
+    "One-time code (OTP)",
+    "to get it:",
+    "Pay",
+    "Cancel and return to the shop",
+    "Expires in",
+    "min",
+    "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by itself.",
+    "Payment completed. Thank you! Returning to the shop…",
+    "Return to the shop",
+    "The payment did not go through. You may try again or choose another payment method.",
+    "This checkout session has expired.",
+    "This payment was cancelled.",
+    "This checkout session does not exist.",
+    "No payment method is available for this order.",
+    "The payment could not be created",
+    "Please correct these fields",
+    "Order",
+};
+
+const Texts& texts(i18n::Locale l) { return l == i18n::Locale::fr ? kFr : kEn; }
+
+std::string lang_of(i18n::Locale l) { return std::string(i18n::name(l)); }
+// The problems of an error as a list a customer (or the merchant's developer) reads.
+std::string problems_html(const Error& e, i18n::Locale l) {
+  std::string out;
+  if (e.details.is_object())
+    for (const auto& [k, v] : e.details.as_object()) {
+      if (k == "otp_helper" || !v.is_string()) continue;
+      out += "<li><strong>" + escape(k) + "</strong> : " + escape(v.as_string()) + "</li>";
+    }
+  if (!out.empty()) return "<ul>" + out + "</ul>";
+  return "<p>" + escape(i18n::text(e.code, l)) + "</p>";
+}
+
+// scheme://host[:port] of an http(s) URL, for the page's form-action (cancel redirects there).
+std::string origin_of(std::string_view url) {
+  auto u = boost::urls::parse_absolute_uri(url);
+  if (!u) return "";
+  std::string o = std::string(u->scheme()) + "://" + std::string(u->encoded_host());
+  if (u->has_port()) o += ":" + std::string(u->port());
+  return o;
+}
+
+web::html::PagePolicy page_policy(const Session* s) {
+  web::html::PagePolicy p;
+  p.self_scripts = true;
+  if (s) {
+    // Cancelling posts to us and is answered with a redirect to the merchant's site, which
+    // browsers check against form-action.
+    for (const std::string* url : {&s->success_url, &s->failure_url})
+      if (std::string o = origin_of(*url); !o.empty() && p.form_action.find(" " + o) == std::string::npos)
+        p.form_action += " " + o;
+  }
+  return p;
+}
+
+}  // namespace
+
+web::Response Service::message_page(i18n::Locale locale, std::string_view title, std::string_view text, int status) {
+  web::html::Page page;
+  page.locale = locale;
+  page.title = std::string(title);
+  page.body_html = "<div class=\"card\"><p role=\"alert\">" + escape(text) + "</p></div>";
+  return web::html::page_response(status, page, page_policy(nullptr));
+}
+
+web::Response Service::refusal(const web::Request& req, const Error& err) {
+  if (req.content_type() != "application/x-www-form-urlencoded") return web::error(req, err);
+  const i18n::Locale locale = page_locale(req);
+  const Texts& t = texts(locale);
+  web::html::Page page;
+  page.locale = locale;
+  page.title = t.refused;
+  page.body_html = "<div class=\"card\" role=\"alert\"><p class=\"error\">" + escape(t.fix_fields) + "</p>" +
+                   problems_html(err, locale) + "</div>";
+  return web::html::page_response(web::http_status(err.kind), page, page_policy(nullptr));
+}
+
+web::Response Service::page(web::Request& req) {
+  return render(req, page_locale(req), Session{}, "", false, PayForm{}, 200);
+}
+
+web::Response Service::render(const web::Request& req, i18n::Locale locale, const Session& given,
+                              std::string_view notice, bool otp_step, const PayForm& values, int status) {
+  const Texts& t = texts(locale);
+  const std::string reference = req.path_param("reference");
+  Session s = given;
+  if (s.id == 0) {
+    auto found = session(reference);
+    if (!found) return message_page(locale, t.pay, t.not_found, web::http_status(found.error().kind));
+    s = std::move(found).value();
+  }
+  auto m = merchant_of(s.merchant_id);
+  if (!m) return message_page(locale, t.pay, t.not_found, 404);
+  auto tx_now = current(s);
+  if (!tx_now) return message_page(locale, t.pay, i18n::text(tx_now.error().code, locale), 503);
+  const std::optional<payments::Transaction>& tx = *tx_now;
+  const std::string ref = escape(s.reference);
+  const std::string lang = "?lang=" + lang_of(locale);
+
+  web::html::Page page;
+  page.locale = locale;
+  page.title = std::string(t.pay) + " " + s.shop_name;
+  page.other_language_url = s.reference + "?lang=" + std::string(web::html::other_language(locale));
+  std::string& h = page.body_html;
+  h += "<div class=\"card\"><p>" + escape(s.description) + "</p><p class=\"muted\">" + escape(t.order) + " " +
+       escape(s.order_id) + "</p><p class=\"amount\">" + money::format(s.amount, s.currency, true) + "</p>";
+  const std::int64_t left_ms = s.expires_at - now();
+  const bool live = s.status_at(now()) == kOpen;
+  if (live)
+    h += "<p class=\"muted\">" + escape(t.expires_in) + " <span id=\"countdown\" data-expires-at=\"" +
+         std::to_string(s.expires_at) + "\">" + std::to_string((left_ms + 59'999) / 60'000) + " " + t.minutes +
+         "</span> (" + escape(iso8601(s.expires_at)) + ")</p>";
+  h += "</div>";
+  page.extra_head_html =
+      "<style>fieldset{border:0;padding:0;margin:0}.method{display:flex;gap:.6rem;align-items:flex-start;"
+      "font-weight:400;padding:.6rem;border:1px solid #c8c8c8;border-radius:.35rem}.method input{width:auto;"
+      "margin:.3rem 0 0}</style><script src=\"../page.js\" defer></script>";
+
+  const std::string cancel_form = "<form method=\"post\" action=\"" + ref + "/cancel" + lang +
+                                  "\"><button type=\"submit\" class=\"secondary\">" + escape(t.cancel) +
+                                  "</button></form>";
+  if (tx && tx->status == payments::TxStatus::completed) {
+    page.extra_head_html += "<meta http-equiv=\"refresh\" content=\"1;url=" + ref + "/return\">";
+    h += "<div class=\"card\"><p role=\"status\" class=\"ok\"><strong>" + escape(t.completed) + "</strong></p><p>" +
+         escape(tx->reference) + "</p><p><a href=\"" + ref + "/return\">" + escape(t.back) + "</a></p></div>";
+    return web::html::page_response(200, page, page_policy(&s));
+  }
+  if (tx && tx->status == payments::TxStatus::pending) {
+    page.extra_head_html += "<meta http-equiv=\"refresh\" content=\"2\">";
+    h += "<div class=\"card\"><p role=\"status\">" + escape(t.waiting) + "</p></div>";
+    return web::html::page_response(200, page, page_policy(&s));
+  }
+  if (s.status == kCancelled || !live) {
+    h += "<div class=\"card\"><p role=\"alert\">" + escape(s.status == kCancelled ? t.cancelled : t.expired) +
+         "</p><p><a href=\"" + ref + "/return\">" + escape(t.back) + "</a></p></div>";
+    return web::html::page_response(s.status == kCancelled ? 200 : 410, page, page_policy(&s));
+  }
+
+  // The form: a new attempt, or the code of the current one that waits for it.
+  const bool waiting_for_code = tx && tx->status == payments::TxStatus::initiated;
+  if (!notice.empty())
+    h += "<div class=\"card\" role=\"alert\"><p class=\"error\">" + std::string(notice) + "</p></div>";
+  else if (tx && payments::is_terminal(tx->status))
+    h += "<div class=\"card\" role=\"alert\"><p class=\"error\">" + escape(t.failed) + "</p></div>";
+  const std::vector<Method> offered = methods(s, m->countries);
+  if (offered.empty()) {
+    h += "<div class=\"card\"><p role=\"alert\">" + escape(t.no_method) + "</p>" + cancel_form + "</div>";
+    return web::html::page_response(200, page, page_policy(&s));
+  }
+  std::string chosen = values.provider;
+  if (chosen.empty() && waiting_for_code) chosen = tx->service_code;
+  if (chosen.empty()) chosen = offered.front().code;
+  std::string phone = values.phone.empty() ? s.customer.phone : values.phone;
+  if (phone.empty() && tx) phone = tx->customer_wallet;
+  h += "<form method=\"post\" action=\"" + ref + lang + "\" class=\"card\">";
+  h += "<input type=\"hidden\" name=\"attempt\" value=\"" + std::to_string(s.attempt) + "\">";
+  h += "<fieldset><legend>" + escape(t.method) + "</legend>";
+  for (const auto& mt : offered) {
+    const std::string id = "m-" + escape(mt.code);
+    h += "<label class=\"method\" for=\"" + id + "\"><input type=\"radio\" name=\"provider\" id=\"" + id +
+         "\" value=\"" + escape(mt.code) + "\"" + (mt.code == chosen ? " checked" : "") + " required><span><strong>" +
+         escape(mt.name) + "</strong><br><span class=\"muted\">" + escape(t.fee) + " " +
+         money::format(mt.fee, s.currency, true) + " · " + escape(t.total) + " " +
+         money::format(mt.total, s.currency, true) + "</span></span></label>";
+  }
+  h += "</fieldset>";
+  h += "<label for=\"phone\">" + escape(t.phone) + " <small class=\"muted\">" + escape(t.phone_hint) +
+       "</small></label><input id=\"phone\" name=\"customer_phone\" type=\"tel\" inputmode=\"tel\" "
+       "autocomplete=\"tel\" required value=\"" +
+       escape(phone) + "\">";
+  auto picked = std::find_if(offered.begin(), offered.end(), [&](const Method& x) { return x.code == chosen; });
+  if (otp_step || waiting_for_code) {
+    const std::string& helper = picked != offered.end() ? picked->otp_helper : options_.otp_helper;
+    h += "<label for=\"otp\">" + escape(t.otp) + " <small class=\"muted\">" + escape(t.otp_how) + " " + escape(helper) +
+         "</small></label><input id=\"otp\" name=\"otp\" inputmode=\"numeric\" autocomplete=\"one-time-code\" "
+         "required autofocus>";
+  }
+  h += "<button type=\"submit\">" + escape(t.submit) + "</button></form>";
+  h += "<div class=\"card\">" + cancel_form + "</div>";
+  return web::html::page_response(status, page, page_policy(&s));
+}
+
+web::Response Service::submit(web::Request& req) {
+  const i18n::Locale locale = page_locale(req);
+  const std::string reference = req.path_param("reference");
+  auto fields = web::parse_form(req.body);
+  if (!fields) return render(req, locale, Session{}, problems_html(fields.error(), locale), false, PayForm{}, 400);
+  PayForm form;
+  form.provider = field_value(*fields, "provider");
+  form.phone = field_value(*fields, "customer_phone");
+  if (std::string otp = field_value(*fields, "otp"); !otp.empty()) form.otp = otp;
+  const std::string attempt = field_value(*fields, "attempt");
+  if (attempt.empty() || attempt.size() > 9 || attempt.find_first_not_of("0123456789") != std::string::npos)
+    return render(req, locale, Session{},
+                  problems_html(empty_data(bj::object{{"attempt", "must be a whole number"}}), locale), false, form,
+                  400);
+  form.seen_attempt = std::stoll(attempt);
+  if (options_.limiter) {
+    auto hit = options_.limiter->hit("checkout:pay:ip:" + req.remote_ip, options_.per_address);
+    if (hit && !hit->allowed) {
+      const Error e = limits::refusal(*hit, "payments per address per minute");
+      return render(req, locale, Session{}, problems_html(e, locale), false, form, 429);
+    }
+  }
+  auto tx = pay(reference, form);
+  if (tx) return web::Response::redirect(web::percent_encode(reference) + "?lang=" + lang_of(locale), 303);
+  const Error& e = tx.error();
+  if (e.code == "otp_required") return render(req, locale, Session{}, "", true, form, 200);
+  if (e.is(ErrorKind::invalid) || e.is(ErrorKind::unavailable))
+    return render(req, locale, Session{}, problems_html(e, locale), e.code == "invalid_otp", form,
+                  web::http_status(e.kind));
+  // The session moved on (paid, in progress, expired, another tab): the page shows where it is.
+  return web::Response::redirect(web::percent_encode(reference) + "?lang=" + lang_of(locale), 303);
+}
+
+web::Response Service::cancel(web::Request& req) {
+  const i18n::Locale locale = page_locale(req);
+  const std::string reference = req.path_param("reference");
+  auto url = return_to(reference, /*give_up=*/true);
+  if (!url && url.error().is(ErrorKind::not_found))
+    return message_page(locale, texts(locale).pay, texts(locale).not_found, 404);
+  if (url && *url) return web::Response::redirect(**url, 303);
+  return web::Response::redirect("../" + web::percent_encode(reference) + "?lang=" + lang_of(locale), 303);
+}
+
+web::Response Service::finish(web::Request& req) {
+  const i18n::Locale locale = page_locale(req);
+  const std::string reference = req.path_param("reference");
+  auto url = return_to(reference, /*give_up=*/false);
+  if (!url && url.error().is(ErrorKind::not_found))
+    return message_page(locale, texts(locale).pay, texts(locale).not_found, 404);
+  if (url && *url) return web::Response::redirect(**url, 303);
+  return web::Response::redirect("../" + web::percent_encode(reference) + "?lang=" + lang_of(locale), 303);
+}
+
+namespace {
+
+// Counts the expiry down on the page (the page works without it: it shows the minutes left
+// and the time of expiry).
+constexpr std::string_view kPageScript = R"JS((function () {
+  var el = document.getElementById('countdown');
+  if (!el) return;
+  var at = Number(el.getAttribute('data-expires-at'));
+  function tick() {
+    var left = Math.max(0, Math.floor((at - Date.now()) / 1000));
+    el.textContent = Math.floor(left / 60) + ':' + String(left % 60).padStart(2, '0');
+    if (left === 0) { location.reload(); return; }
+    setTimeout(tick, 1000);
+  }
+  tick();
+})();
+)JS";
+
+// The pay button for a merchant's site: every <form data-sika-checkout> gets its fields checked
+// and a styled button; the form itself posts to {checkout_url} as the plain HTML form does, so
+// the page pays the same with or without this script.
+constexpr std::string_view kButtonScript = R"JS((function () {
+  var script = document.currentScript;
+  var action = script && script.src ? script.src.replace(/\/button\.js(\?.*)?$/, '/') : '';
+  function decorate(form) {
+    if (form.getAttribute('data-sika-ready')) return;
+    form.setAttribute('data-sika-ready', '1');
+    if (!form.getAttribute('action') && action) form.setAttribute('action', action);
+    form.setAttribute('method', 'post');
+    var label = form.getAttribute('data-label') || 'Payer / Pay';
+    var button = form.querySelector('button[type=submit]');
+    if (!button) {
+      button = document.createElement('button');
+      button.type = 'submit';
+      form.appendChild(button);
+    }
+    button.textContent = label;
+    button.style.cssText = 'font:600 16px system-ui,sans-serif;color:#fff;background:#0b3d2e;border:0;' +
+      'border-radius:6px;padding:12px 20px;cursor:pointer';
+  }
+  function all() {
+    var forms = document.querySelectorAll('form[data-sika-checkout]');
+    for (var i = 0; i < forms.length; i++) decorate(forms[i]);
+  }
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', all); else all();
+})();
+)JS";
+
+web::Response script_response(std::string_view body) {
+  web::Response res = web::Response::text(200, std::string(body), "text/javascript; charset=utf-8");
+  res.set("Cache-Control", "public, max-age=300");
+  res.set("X-Content-Type-Options", "nosniff");
+  return res;
+}
+
+}  // namespace
+
+web::Response Service::page_script(web::Request&) { return script_response(kPageScript); }
+web::Response Service::button_script(web::Request&) { return script_response(kButtonScript); }
+
+}  // namespace sika::checkout

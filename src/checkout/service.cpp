@@ -1,0 +1,396 @@
+// Hosted checkout operations: sessions, paying through payments, and the signed return.
+#include "checkout/service.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+
+#include "catalog/fees.hpp"
+#include "checkout/store.hpp"
+#include "core/time.hpp"
+#include "payments/store.hpp"
+#include "web/envelope.hpp"
+
+namespace sika::checkout {
+
+namespace bj = boost::json;
+
+namespace {
+
+Error session_not_found() { return not_found(bj::object{{"reference", "no such checkout session"}}); }
+
+// The country of an area code (alpha-2 or alpha-3), or nullptr.
+const catalog::Country* area_country(const catalog::Catalog& cat, std::string_view area) {
+  if (area.size() == 3) return cat.country(area);
+  for (const auto& c : cat.countries())
+    if (c.alpha2 == area) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+Service::Service(store::Db& db, payments::Service& payments, payments::CatalogSnapshot catalog, Options options)
+    : db_(db), payments_(payments), catalog_(std::move(catalog)), options_(std::move(options)) {}
+
+std::int64_t Service::now() const { return options_.clock ? options_.clock() : now_ms(); }
+
+std::string Service::page_url(const Session& s) const {
+  std::string base = options_.page_base_url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return base + "/session/" + s.reference;
+}
+
+std::string Service::merchant_secret(std::string_view matricule) const {
+  return checkout::merchant_secret(options_.server_key, matricule);
+}
+
+web::Principal Service::principal_of(const merchant::Merchant& m) const {
+  web::Principal p;
+  p.subject = "checkout:" + m.matricule;
+  p.merchant = m.matricule;
+  p.merchant_id = m.id;
+  p.countries = m.countries;
+  p.environment = m.environment;
+  p.scopes = {"payments"};
+  p.role = web::Role::owner;
+  return p;
+}
+
+Result<merchant::Merchant> Service::merchant_of(std::int64_t merchant_id) {
+  std::optional<merchant::Merchant> m;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_id(c, merchant_id));
+    return {};
+  }));
+  if (!m || !m->active) return session_not_found();
+  return std::move(*m);
+}
+
+std::vector<Method> Service::methods(const Session& s, const std::vector<std::string>& countries) const {
+  std::vector<Method> out;
+  auto cat = catalog_();
+  if (!cat) return out;
+  const catalog::Country* area = s.area.empty() ? nullptr : area_country(*cat, s.area);
+  for (const auto& svc : cat->services()) {
+    if (svc.currency != s.currency || !cat->usable(svc) || svc.kind != catalog::ServiceKind::mobile_money) continue;
+    const catalog::Country* country = cat->country_by_id(svc.country_id);
+    if (!country || std::find(countries.begin(), countries.end(), country->code) == countries.end()) continue;
+    if (area && country->id != area->id) continue;
+    auto quote = catalog::quote_fee(*cat, catalog::Operation::collection, catalog::ServiceKey(svc.code), std::nullopt,
+                                    s.amount, 1);
+    if (!quote) continue;  // no pricing rule or outside the service's bounds: not offered
+    if (s.amount < svc.min_amount || (svc.max_amount > 0 && s.amount > svc.max_amount)) continue;
+    out.push_back(Method{svc.code, svc.name, quote->fee, s.amount + quote->fee, svc.needs_otp,
+                         svc.otp_helper.empty() ? options_.otp_helper : svc.otp_helper});
+  }
+  return out;
+}
+
+// ---- sessions -------------------------------------------------------------------------------
+
+Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, json::FieldErrors errors) {
+  auto cat = catalog_();
+  if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
+  if (!errors.details().contains("currency") && !n.currency.empty()) {
+    bool granted = false;
+    for (const auto& c : cat->countries())
+      if (c.active && c.currency == n.currency &&
+          std::find(m.countries.begin(), m.countries.end(), c.code) != m.countries.end())
+        granted = true;
+    if (!granted) errors.add("currency", "is not the currency of a country this merchant collects in");
+  }
+  if (!n.area.empty() && !errors.details().contains("area")) {
+    const catalog::Country* area = area_country(*cat, n.area);
+    if (!area || !area->active)
+      errors.add("area", "is not a country of the catalog");
+    else if (std::find(m.countries.begin(), m.countries.end(), area->code) == m.countries.end())
+      errors.add("area", "is not a country this merchant collects in");
+    else if (area->currency != n.currency && !errors.details().contains("currency"))
+      errors.add("area", area->code + " collects in " + area->currency + ", not " + n.currency +
+                             (n.line == "up" ? " (currency conversion is not offered yet)" : ""));
+  }
+  if (n.fee_bearer == "MERCHANT")
+    errors.add("feeBearer", "MERCHANT is not offered yet: the operator's fee is added to the customer's total");
+  // Return URLs: on one of the merchant's registered domains, when it registered any; the
+  // split beneficiaries: active merchants.
+  std::vector<std::string> domains;
+  std::vector<std::string> inactive;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(domains, tables::domains(c, m.id));
+    inactive.clear();
+    for (const auto& line : n.distribution) {
+      SIKA_ASSIGN_OR_RETURN(auto found, merchant::find_by_matricule(c, line.matricule));
+      if (!found || !found->active || found->environment != m.environment) inactive.push_back(line.matricule);
+    }
+    return {};
+  }));
+  if (!domains.empty())
+    for (auto [key, url] : {std::pair{"successUrl", &n.success_url}, std::pair{"failureUrl", &n.failure_url}}) {
+      if (url->empty() || errors.details().contains(key)) continue;
+      const std::string host = url_host(*url);
+      if (std::none_of(domains.begin(), domains.end(), [&](const std::string& d) { return host_in_domain(host, d); }))
+        errors.add(key, "must be on one of this merchant's registered domains");
+    }
+  for (const auto& line : n.distribution)
+    if (std::find(inactive.begin(), inactive.end(), line.matricule) != inactive.end())
+      errors.add("distribution[" + std::to_string(line.position) + "].matricule", "is not an active merchant");
+  SIKA_TRY(errors.status());
+
+  Session s;
+  s.reference = new_reference();
+  s.merchant_id = m.id;
+  s.environment = m.environment;
+  s.order_id = n.order_id;
+  s.fingerprint = fingerprint(n);
+  s.status = std::string(kOpen);
+  s.amount = n.amount;
+  s.currency = n.currency;
+  s.description = n.description;
+  s.shop_name = n.shop_name;
+  s.success_url = n.success_url;
+  s.failure_url = n.failure_url;
+  s.customer = n.customer;
+  s.line = n.line;
+  s.area = n.area;
+  s.fee_bearer = n.fee_bearer;
+  s.settlement_mode = n.settlement_mode;
+  s.distribution = n.distribution;
+  s.created_at = s.updated_at = now();
+  s.expires_at = s.created_at + options_.session_ttl_ms;
+  if (methods(s, m.countries).empty())
+    return empty_data(bj::object{{"amount", "no payment method collects this amount in " + n.currency +
+                                                (n.area.empty() ? std::string() : " in " + n.area)}});
+
+  // Two rounds: an insert that loses a race for the order finds the winner's session.
+  for (int round = 0; round < 3; ++round) {
+    std::optional<Session> existing;
+    std::optional<std::int64_t> id;
+    SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+      id.reset();
+      SIKA_ASSIGN_OR_RETURN(existing, tables::by_order(c, m.id, m.environment, n.order_id));
+      if (existing) return {};
+      SIKA_ASSIGN_OR_RETURN(id, tables::insert(c, s));
+      return {};
+    }));
+    if (id) {
+      s.id = *id;
+      return Opened{s, true};
+    }
+    if (!existing) continue;
+    // The same order again: its open session (with the same fields), unless it was paid.
+    SIKA_ASSIGN_OR_RETURN(auto tx, current(*existing));
+    if (tx && tx->status == payments::TxStatus::completed)
+      return make_error(ErrorKind::conflict, "order_paid", bj::object{{"orderId", "this order is already paid"}});
+    if (existing->status_at(now()) == kOpen) {
+      if (existing->fingerprint != s.fingerprint)
+        return conflict(
+            bj::object{{"orderId", "an open checkout session of this order has other fields; use a new orderId"}});
+      return Opened{std::move(*existing), false};
+    }
+    if (tx && !payments::is_terminal(tx->status))
+      return conflict(bj::object{{"orderId", "a payment of this order is in progress"}});
+    // Expired or cancelled without a payment: the order gets a new session on the same row.
+    bool reopened = false;
+    SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(reopened, tables::reopen(c, existing->id, existing->attempt, s));
+      return {};
+    }));
+    if (reopened) {
+      s.id = existing->id;
+      s.attempt = existing->attempt + 1;
+      return Opened{s, true};
+    }
+  }
+  return retryable(bj::object{{"orderId", "this order is being changed by another request; retry"}});
+}
+
+Result<Session> Service::session(std::string_view reference) {
+  if (!valid_reference(reference)) return session_not_found();
+  std::optional<Session> found;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(found, tables::by_reference(c, reference));
+    return {};
+  }));
+  if (!found) return session_not_found();
+  return std::move(*found);
+}
+
+Result<std::optional<payments::Transaction>> Service::current(const Session& s) {
+  if (s.attempt == 0) return std::optional<payments::Transaction>{};
+  std::optional<payments::Transaction> tx;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(
+        tx, payments::tables::find_by_uuid(c, s.merchant_id, s.environment, collection_uuid(s.reference, s.attempt)));
+    return {};
+  }));
+  if (!tx) return tx;
+  SIKA_ASSIGN_OR_RETURN(payments::Transaction now_tx, payments_.current(std::move(*tx), "checkout"));
+  if (now_tx.status == payments::TxStatus::completed && s.status == kOpen) {
+    const std::int64_t at = now();
+    SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+      SIKA_TRY(tables::mark_paid(c, s.id, at));
+      return {};
+    }));
+  }
+  return std::optional<payments::Transaction>(std::move(now_tx));
+}
+
+// ---- paying ---------------------------------------------------------------------------------
+
+Result<payments::Transaction> Service::pay(std::string_view reference, const PayForm& form) {
+  SIKA_ASSIGN_OR_RETURN(Session s, session(reference));
+  SIKA_ASSIGN_OR_RETURN(merchant::Merchant m, merchant_of(s.merchant_id));
+  SIKA_ASSIGN_OR_RETURN(auto tx, current(s));
+  if (tx && tx->status == payments::TxStatus::completed)
+    return make_error(ErrorKind::conflict, "order_paid", bj::object{{"reference", "this order is already paid"}});
+  // The current collection waits for a code: this submission brings it.
+  if (tx && tx->status == payments::TxStatus::initiated && form.otp && form.seen_attempt == s.attempt)
+    return payments_.execute_collection(*tx, form.otp, "checkout");
+  if (tx && !payments::is_terminal(tx->status))
+    return conflict(bj::object{{"reference", "a payment of this session is in progress"}});
+  if (s.status_at(now()) == kExpired)
+    return bad_request("session_expired", bj::object{{"reference", "this checkout session has expired"}});
+  if (s.status == kCancelled) return conflict(bj::object{{"reference", "this checkout session was cancelled"}});
+
+  json::FieldErrors errors;
+  const std::vector<Method> offered = methods(s, m.countries);
+  auto method = std::find_if(offered.begin(), offered.end(), [&](const Method& x) { return x.code == form.provider; });
+  if (form.provider.empty())
+    errors.add("provider", "is required: choose a payment method");
+  else if (method == offered.end())
+    errors.add("provider", "is not a payment method of this checkout");
+  if (form.phone.empty()) errors.add("customer_phone", "is required");
+  SIKA_TRY(errors.status());
+  if (method->needs_otp && !form.otp)
+    return bad_request("otp_required",
+                       bj::object{{"otp", "is required by this operator"}, {"otp_helper", method->otp_helper}});
+
+  const std::int64_t at = now();
+  bool taken = false;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(taken, tables::take_attempt(c, s.id, form.seen_attempt, at));
+    return {};
+  }));
+  if (!taken) return conflict(bj::object{{"reference", "this page is out of date: the session moved on"}});
+  const std::int64_t attempt = form.seen_attempt + 1;
+
+  payments::IntentRequest intent;
+  intent.amount = s.amount;
+  intent.currency = s.currency;
+  intent.transaction_uuid = collection_uuid(s.reference, attempt);
+  intent.provider = form.provider;
+  intent.customer_wallet = form.phone;
+  intent.description = s.description;
+  bj::object meta{{"checkout_reference", s.reference}, {"order_id", s.order_id}, {"shop_name", s.shop_name}};
+  if (!s.customer.name.empty()) meta["customer_name"] = s.customer.name;
+  if (!s.customer.email.empty()) meta["customer_email"] = s.customer.email;
+  intent.metadata = json::dump(meta);
+  intent.settlement_mode = s.settlement_mode;
+  if (s.settlement_mode == payments::kSplit) intent.distribution = settlement_lines(s.distribution, m.matricule);
+  SIKA_ASSIGN_OR_RETURN(payments::Transaction created, payments_.create_collection(intent, principal_of(m)));
+  if (created.status != payments::TxStatus::initiated) return payments_.current(std::move(created), "checkout");
+  return payments_.execute_collection(std::move(created), form.otp, "checkout");
+}
+
+// ---- the return -----------------------------------------------------------------------------
+
+std::optional<std::string> Service::signed_return(const Session& s, const merchant::Merchant& m,
+                                                  const std::optional<payments::Transaction>& tx,
+                                                  std::string_view status) {
+  ReturnData d;
+  d.reference = s.order_id;
+  d.status = std::string(status);
+  d.amount = s.amount;
+  d.currency = s.currency;
+  d.checkout_reference = s.reference;
+  d.issued_at = now() / 1000;
+  if (tx) {
+    d.transaction_reference = tx->reference;
+    d.invoice_reference = tx->invoice_reference;
+    d.provider_reference = tx->provider_reference;
+    d.channel = tx->channel;
+    d.amount = tx->amount;
+    d.currency = tx->currency;
+  }
+  const std::string data = service_data(d);
+  const bool success = status == "COMPLETED";
+  return return_url(success ? s.success_url : s.failure_url, data, sign(merchant_secret(m.matricule), data));
+}
+
+Result<std::optional<std::string>> Service::return_to(std::string_view reference, bool give_up) {
+  SIKA_ASSIGN_OR_RETURN(Session s, session(reference));
+  SIKA_ASSIGN_OR_RETURN(merchant::Merchant m, merchant_of(s.merchant_id));
+  SIKA_ASSIGN_OR_RETURN(auto tx, current(s));
+  if (tx && tx->status == payments::TxStatus::completed) return signed_return(s, m, tx, "COMPLETED");
+  // A collection still waiting for a code is cancelled with the session; one already pushed to
+  // the customer's phone must end first.
+  if (tx && tx->status == payments::TxStatus::pending) return std::optional<std::string>{};
+  if (give_up && tx && tx->status == payments::TxStatus::initiated) {
+    auto cancelled = payments_.cancel_collection(*tx, "checkout", "cancelled by the customer");
+    if (!cancelled) return cancelled.take_error();
+    if (cancelled->status == payments::TxStatus::completed) return signed_return(s, m, *cancelled, "COMPLETED");
+    tx = std::move(cancelled).value();
+  }
+  const std::string_view state = s.status_at(now());
+  if (state == kExpired) return signed_return(s, m, tx, "EXPIRED");
+  if (state == kCancelled) return signed_return(s, m, tx, "CANCELLED");
+  if (!give_up) return std::optional<std::string>{};
+  bool cancelled = false;
+  const std::int64_t at = now();
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(cancelled, tables::cancel(c, s.id, s.attempt, at));
+    return {};
+  }));
+  if (!cancelled) return conflict(bj::object{{"reference", "the session moved on; reload the page"}});
+  return signed_return(s, m, tx, "CANCELLED");
+}
+
+// ---- the POST ------------------------------------------------------------------------------
+
+namespace {
+
+bool is_form(const web::Request& req) { return req.content_type() == "application/x-www-form-urlencoded"; }
+
+// The payload as a JSON object, form fields turned into the same shape.
+Result<bj::object> payload(const web::Request& req, json::FieldErrors& errors) {
+  SIKA_ASSIGN_OR_RETURN(bj::object body, web::body_object(req, /*allow_form=*/true));
+  if (is_form(req)) return form_to_object(body, errors);
+  return body;
+}
+
+}  // namespace
+
+Result<web::Principal> Service::authenticate(web::Request& req) {
+  json::FieldErrors ignored;
+  auto body = payload(req, ignored);
+  if (!body) return body.take_error();
+  const bj::value* key = body->if_contains("apiKey");
+  if (!key || !key->is_string() || key->get_string().empty())
+    return unauthorized(bj::object{{"apiKey", "is required: the merchant API key"}});
+  std::optional<merchant::Merchant> m;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(
+        m, merchant::authenticate_key(c, options_.pepper, key->get_string(), merchant::KeyKind::merchant));
+    return {};
+  }));
+  if (!m) return unauthorized(bj::object{{"apiKey", "is not an active merchant API key"}});
+  return principal_of(*m);
+}
+
+web::Response Service::create(web::Request& req) {
+  auto caller = web::merchant_caller(req);
+  if (!caller) return refusal(req, caller.error());
+  json::FieldErrors errors;
+  auto body = payload(req, errors);
+  if (!body) return refusal(req, body.error());
+  NewSession n = parse_new_session(*body, errors);
+  auto m = merchant_of((*caller)->merchant_id);
+  if (!m) return refusal(req, m.error());
+  auto opened = open(*m, n, std::move(errors));
+  if (!opened) return refusal(req, opened.error());
+  if (is_form(req)) return web::Response::redirect(page_url(opened->session), 303);
+  return web::ok(req, to_json(opened->session, page_url(opened->session), now()), {},
+                 opened->created ? "created" : "ok", opened->created ? 201 : 200);
+}
+
+}  // namespace sika::checkout

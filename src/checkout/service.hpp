@@ -1,0 +1,135 @@
+#pragma once
+// Hosted checkout (docs/checkout.md): a merchant's site posts an order (form or JSON, the
+// merchant API key in the payload); the customer pays on our page; the customer comes back to
+// the merchant's successUrl or failureUrl with signed return data. The guarantees:
+//  - one session per (merchant, environment, orderId): the same order again finds the same open
+//    session (the same fields, or 409 naming orderId), an order that was paid is never opened
+//    again (409 order_paid), and an unpaid one that expired or was cancelled is opened anew;
+//  - each payment is an ordinary collection of the merchant, made with
+//    payments::Service::create_collection and pushed with execute_collection, so status,
+//    ledger, webhooks and split settlement are those of any collection;
+//  - a session has at most one collection in flight, and none once one completed: a new one is
+//    taken by a conditional UPDATE on the attempt the customer's page showed, only when the
+//    previous one ended without completing;
+//  - the return data is signed with the merchant's checkout secret (HMAC-SHA256), derived from
+//    the server secret and the merchant, so the merchant can reject forged or altered returns;
+//  - a session page shows nothing of another session; an unknown reference is a 404.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "checkout/model.hpp"
+#include "core/i18n.hpp"
+#include "core/result.hpp"
+#include "limits/limiter.hpp"
+#include "merchant/merchant.hpp"
+#include "payments/model.hpp"
+#include "payments/service.hpp"
+#include "store/db.hpp"
+#include "web/message.hpp"
+
+namespace sika::checkout {
+
+struct Options {
+  std::string page_base_url;  // {checkout_url}: a session's page is {page_base_url}/session/{reference}
+  std::string pepper;         // keys the API-key hashes (merchant::authenticate_key)
+  std::string server_key;     // derives each merchant's checkout secret (merchant_secret)
+  std::int64_t session_ttl_ms = 30 * 60 * 1000;
+  // Told to customers of a service that needs a code but whose catalog entry says nothing of how to get it.
+  std::string otp_helper = "Get a one-time code from your operator's mobile-money menu, then enter it here.";
+  std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
+  // Payment submissions per client address per minute, shared by every node; no limiter: none.
+  limits::Limiter* limiter = nullptr;
+  limits::Policy per_address{.limit = 30, .window_ms = 60'000, .name = "checkout_pay_per_address"};
+};
+
+// A session as the POST answers it: whether this call opened it.
+struct Opened {
+  Session session;
+  bool created = false;
+};
+
+// What the customer submits on the page.
+struct PayForm {
+  std::string provider;
+  std::string phone;
+  std::optional<std::string> otp;
+  std::int64_t seen_attempt = 0;  // the attempt the page showed
+};
+
+// A payment method the page offers: its service, name, and the fee and total of the session.
+struct Method {
+  std::string code, name;
+  std::int64_t fee = 0, total = 0;
+  bool needs_otp = false;
+  std::string otp_helper;  // how the customer gets the code: the catalog's text, or Options::otp_helper
+};
+
+class Service {
+ public:
+  Service(store::Db& db, payments::Service& payments, payments::CatalogSnapshot catalog, Options options);
+
+  // --- HTTP handlers (checkout surface) ---
+  // POST {checkout_url}: form post -> 303 to the page (or an fr/en error page naming the field);
+  // JSON -> the session with its page_url (201 when opened, 200 when the same order found it).
+  web::Response create(web::Request& req);
+  // The merchant_api_key policy's authenticator: the `apiKey` of a form or JSON payload.
+  Result<web::Principal> authenticate(web::Request& req);
+  // The policy's refusal: an fr/en page for a browser's form post, the envelope otherwise.
+  web::Response refusal(const web::Request& req, const Error& err);
+  // GET /session/{reference}: the page (methods, or the payment's status, or the outcome).
+  web::Response page(web::Request& req);
+  // POST /session/{reference}: pay (provider, phone, otp, attempt) -> 303 to the page.
+  web::Response submit(web::Request& req);
+  // POST /session/{reference}/cancel: -> 303 to failureUrl with the signed return data.
+  web::Response cancel(web::Request& req);
+  // GET /session/{reference}/return: -> 303 to successUrl or failureUrl once the payment ended.
+  web::Response finish(web::Request& req);
+  // GET /page.js (the page's countdown) and GET /button.js (the pay button for merchants' sites).
+  web::Response page_script(web::Request& req);
+  web::Response button_script(web::Request& req);
+
+  // --- operations ---
+  // Opens (or finds) the session of an order for `merchant` (errors of fields in 400 empty_data
+  // with those already in `errors`).
+  Result<Opened> open(const merchant::Merchant& merchant, const NewSession& request, json::FieldErrors errors = {});
+  // The session of a reference (404 naming reference when none).
+  Result<Session> session(std::string_view reference);
+  // The collection of the session's current attempt as it is now (nullopt: none yet). Marks the
+  // session PAID when it completed.
+  Result<std::optional<payments::Transaction>> current(const Session& s);
+  // Pays: takes an attempt and creates and pushes its collection, or pushes the current one
+  // again with a code. 400 otp_required (nothing created) when the service needs a code.
+  Result<payments::Transaction> pay(std::string_view reference, const PayForm& form);
+  // Where the customer goes back to, with the signed return data: successUrl once paid;
+  // failureUrl when `give_up` (the session is cancelled) or the session expired. nullopt while
+  // the payment may still complete.
+  Result<std::optional<std::string>> return_to(std::string_view reference, bool give_up);
+  // The methods the session's page offers (filtered by area, currency and the merchant's
+  // countries), with their fees.
+  std::vector<Method> methods(const Session& s, const std::vector<std::string>& countries) const;
+  // The merchant's checkout secret (signs service_data).
+  std::string merchant_secret(std::string_view matricule) const;
+  std::string page_url(const Session& s) const;
+  std::int64_t now() const;
+
+ private:
+  Result<merchant::Merchant> merchant_of(std::int64_t merchant_id);
+  web::Principal principal_of(const merchant::Merchant& m) const;
+  std::optional<std::string> signed_return(const Session& s, const merchant::Merchant& m,
+                                           const std::optional<payments::Transaction>& tx, std::string_view status);
+  web::Response render(const web::Request& req, i18n::Locale locale, const Session& s, std::string_view notice,
+                       bool otp_step, const PayForm& values, int status);
+  web::Response message_page(i18n::Locale locale, std::string_view title, std::string_view text, int status);
+
+  store::Db& db_;
+  payments::Service& payments_;
+  payments::CatalogSnapshot catalog_;
+  Options options_;
+};
+
+}  // namespace sika::checkout

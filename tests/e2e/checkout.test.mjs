@@ -1,0 +1,247 @@
+// Black-box tests of the hosted checkout against the real binary, on both backends: sessions
+// opened by JSON and by form post with the demo merchant API key, precise refusals (bad fields,
+// javascript: URLs, a wrong key), the orderId's idempotency, paying through the page's plain
+// forms (with and without an OTP), the signed return checked with the documented verification
+// and confirmed with POST /collection/status, tampered and forged returns, cancel and expiry.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { startServer, backends, merchantToken } from './lib/server.mjs';
+import { verifyServiceData } from '../../docs/examples/merchant-site.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const order = (extra = {}) => ({
+  amount: 5000,
+  currency: 'XAF',
+  orderId: `ORD-${randomUUID()}`,
+  description: '2 T-shirts',
+  shopName: 'Boutique Akwa',
+  successUrl: 'https://shop.example/ok',
+  failureUrl: 'https://shop.example/ko',
+  customer: { name: 'Awa', phone: '237690000000' },
+  ...extra,
+});
+
+const formBody = (fields) => {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(fields)) {
+    if (v && typeof v === 'object' && !Array.isArray(v)) for (const [ck, cv] of Object.entries(v)) p.append(`${k}[${ck}]`, cv);
+    else p.append(k, typeof v === 'string' ? v : JSON.stringify(v));
+  }
+  return p.toString();
+};
+
+for (const backend of backends()) {
+  describe(`hosted checkout on ${backend}`, () => {
+    let server, merchant, token;
+    const open = async (fields, { form = false, key = merchant.api_key } = {}) => {
+      const body = { apiKey: key, ...fields };
+      const r = await fetch(server.checkoutUrl, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json', 'accept-language': 'en' },
+        body: form ? formBody(body) : JSON.stringify(body),
+      });
+      const type = r.headers.get('content-type') || '';
+      return { status: r.status, location: r.headers.get('location'), type,
+        body: type.includes('json') ? await r.json() : await r.text() };
+    };
+    // Submits the page's form as a browser without JavaScript would.
+    const submit = async (pageUrl, fields) => {
+      const r = await fetch(`${pageUrl}?lang=en`, {
+        method: 'POST', redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(fields).toString(),
+      });
+      return { status: r.status, location: r.headers.get('location'), text: await r.text() };
+    };
+    const returnOf = async (pageUrl) => {
+      for (let i = 0; i < 150; i++) {
+        const r = await fetch(`${pageUrl}/return`, { redirect: 'manual' });
+        const loc = r.headers.get('location') || '';
+        if (loc.startsWith('https://shop.example/')) return new URL(loc);
+        await sleep(100);
+      }
+      assert.fail('the payment did not end');
+    };
+
+    before(async () => {
+      server = await startServer({ backend, args: ['--set', 'payments.sandbox_delay_ms=200'] });
+      merchant = server.demo.merchants[0];
+      token = await merchantToken(server, 0);
+    });
+    after(async () => { if (server) await server.stop(); });
+
+    test('the demo lists each merchant\'s checkout secret and the pay-button script', async () => {
+      assert.match(merchant.checkout_secret, /^cks_/);
+      assert.ok(server.demo.checkout_button_url.endsWith('/button.js'));
+      const js = await fetch(server.demo.checkout_button_url);
+      assert.equal(js.status, 200);
+      assert.match(js.headers.get('content-type'), /javascript/);
+      assert.match(await js.text(), /data-sika-checkout/);
+    });
+
+    test('JSON opens a session with its page URL; the same orderId finds it again', async () => {
+      const o = order();
+      const first = await open(o);
+      assert.equal(first.status, 201, JSON.stringify(first.body));
+      const s = first.body.data;
+      assert.match(s.reference, /^chk_[A-Za-z0-9_-]{22}$/);
+      assert.equal(s.page_url, `${server.checkoutUrl}/session/${s.reference}`);
+      assert.equal(s.status, 'OPEN');
+      assert.equal(s.amount, 5000);
+      const again = await open(o);
+      assert.equal(again.status, 200);
+      assert.equal(again.body.data.reference, s.reference);
+      const changed = await open({ ...o, amount: 6000 });
+      assert.equal(changed.status, 409);
+      assert.ok(changed.body.error.details.orderId);
+    });
+
+    test('a form post is answered 303 to the page, which shows the order and the methods', async () => {
+      const r = await open(order(), { form: true });
+      assert.equal(r.status, 303, r.body);
+      assert.match(r.location, /\/checkout\/session\/chk_/);
+      const page = await fetch(r.location, { headers: { 'accept-language': 'fr' } });
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get('content-security-policy'), /frame-ancestors 'none'/);
+      const html = await page.text();
+      assert.match(html, /lang="fr"/);
+      assert.match(html, /Boutique Akwa/);
+      assert.match(html, /5&#8239;000 XAF/);
+      assert.match(html, /MTN_MOMO_CMR/);
+      assert.match(html, /value="237690000000"/);
+    });
+
+    test('bad fields are refused with their names: envelope for JSON, an error page for a form', async () => {
+      const bad = order({ amount: 10.5, successUrl: 'javascript:alert(document.cookie)', failureUrl: 'data:text/html,x', orderId: '' });
+      const json = await open(bad);
+      assert.equal(json.status, 400);
+      assert.equal(json.body.message, 'empty_data');
+      for (const f of ['amount', 'successUrl', 'failureUrl', 'orderId']) assert.ok(json.body.error.details[f], f);
+      const page = await open(bad, { form: true });
+      assert.equal(page.status, 400);
+      assert.match(page.type, /text\/html/);
+      assert.match(page.body, /successUrl/);
+      assert.ok(!page.body.includes('javascript:alert'), 'the URL is not echoed');
+      const wrongKey = await open(order(), { key: 'sk_test_this-key-does-not-exist-at-all' });
+      assert.equal(wrongKey.status, 401);
+      assert.ok(wrongKey.body.error.details.apiKey);
+    });
+
+    test('paying through the page (no code): the signed return, confirmed by /collection/status', async () => {
+      const o = order();
+      const s = (await open(o)).body.data;
+      const sent = await submit(s.page_url, { attempt: '0', provider: 'MTN_MOMO_CMR', customer_phone: '237690000000' });
+      assert.equal(sent.status, 303, sent.text);
+      const back = await returnOf(s.page_url);
+      assert.equal(back.pathname, '/ok');
+      const raw = back.searchParams.get('service_data');
+      const data = verifyServiceData(merchant.checkout_secret, raw, back.searchParams.get('signature'));
+      assert.ok(data, 'the signature verifies');
+      assert.equal(data.status, 'COMPLETED');
+      assert.equal(data.success, true);
+      assert.equal(data.reference, o.orderId);
+      assert.equal(data.amount, 5000);
+      assert.equal(data.currency, 'XAF');
+      assert.equal(data.operation, 'COLLECTION');
+      for (const f of ['transaction_reference', 'invoice_reference', 'provider_reference', 'channel']) assert.ok(data[f], f);
+      // Tampered or forged returns fail the documented verification.
+      assert.equal(verifyServiceData(merchant.checkout_secret, raw.replace('"amount":5000', '"amount":50'), back.searchParams.get('signature')), null);
+      assert.equal(verifyServiceData(server.demo.merchants[1].checkout_secret, raw, back.searchParams.get('signature')), null);
+      assert.equal(verifyServiceData(merchant.checkout_secret, raw, '00'.repeat(32)), null);
+      const status = await fetch(`${server.baseUrl}/collection/status`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-sp-auth-token': `Bearer ${token}` },
+        body: JSON.stringify({ transaction_reference: data.transaction_reference }),
+      });
+      const confirmed = await status.json();
+      assert.equal(confirmed.data.status, 'COMPLETED');
+      assert.equal(confirmed.data.amount, 5000);
+      // The paid order cannot be paid again, nor opened again.
+      const twice = await submit(s.page_url, { attempt: '1', provider: 'MTN_MOMO_CMR', customer_phone: '237690000000' });
+      assert.equal(twice.status, 303);
+      const reopened = await open(o);
+      assert.equal(reopened.status, 409);
+      assert.equal(reopened.body.message, 'order_paid');
+    });
+
+    test('an operator with a code: the OTP step, then the return', async () => {
+      // ORANGE_MONEY_CIV needs a code in the demo catalog: the second demo merchant collects in CIV.
+      const civ = server.demo.merchants[1];
+      const s = (await open(order({ currency: 'XOF', customer: { phone: '2250700000000' } }), { key: civ.api_key })).body.data;
+      const first = await submit(s.page_url, { attempt: '0', provider: 'ORANGE_MONEY_CIV', customer_phone: '2250700000000' });
+      assert.equal(first.status, 200);
+      assert.match(first.text, /name="otp"/);
+      assert.match(first.text, /#144\*82#/, "the catalog's helper text");
+      const wrong = await submit(s.page_url, { attempt: '0', provider: 'ORANGE_MONEY_CIV', customer_phone: '2250700000000', otp: '000000' });
+      assert.equal(wrong.status, 400);
+      assert.match(wrong.text, /name="otp"/);
+      const paid = await submit(s.page_url, { attempt: '1', provider: 'ORANGE_MONEY_CIV', customer_phone: '2250700000000', otp: server.demo.sandbox.otp });
+      assert.equal(paid.status, 303, paid.text);
+      const back = await returnOf(s.page_url);
+      const data = verifyServiceData(civ.checkout_secret, back.searchParams.get('service_data'), back.searchParams.get('signature'));
+      assert.equal(data.status, 'COMPLETED');
+      assert.equal(data.currency, 'XOF');
+    });
+
+    test('a failure offers another method; cancel goes back to failureUrl, signed', async () => {
+      const s = (await open(order())).body.data;
+      await submit(s.page_url, { attempt: '0', provider: 'MTN_MOMO_CMR', customer_phone: '237690000001' });
+      let html = '';
+      for (let i = 0; i < 100 && !html.includes('did not go through'); i++) {
+        await sleep(100);
+        html = await (await fetch(`${s.page_url}?lang=en`)).text();
+      }
+      assert.match(html, /did not go through/);
+      assert.match(html, /name="attempt" value="1"/);
+      const cancelled = await fetch(`${s.page_url}/cancel`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
+      assert.equal(cancelled.status, 303);
+      const back = new URL(cancelled.headers.get('location'));
+      assert.equal(back.pathname, '/ko');
+      const data = verifyServiceData(merchant.checkout_secret, back.searchParams.get('service_data'), back.searchParams.get('signature'));
+      assert.equal(data.status, 'CANCELLED');
+      assert.equal(data.success, false);
+      assert.match(data.transaction_reference, /^TX-/);
+      assert.equal((await fetch(s.page_url)).status, 200);
+    });
+
+    test('an unknown session is a 404 page', async () => {
+      const r = await fetch(`${server.checkoutUrl}/session/chk_AAAAAAAAAAAAAAAAAAAAAA`);
+      assert.equal(r.status, 404);
+      assert.equal((await fetch(`${server.checkoutUrl}/session/not-a-session`)).status, 404);
+    });
+  });
+
+  describe(`hosted checkout expiry on ${backend}`, () => {
+    let server;
+    before(async () => { server = await startServer({ backend, args: ['--set', 'checkout.session_ttl_seconds=1'] }); });
+    after(async () => { if (server) await server.stop(); });
+
+    test('an expired session takes no payment and returns to failureUrl as EXPIRED', async () => {
+      const merchant = server.demo.merchants[0];
+      const r = await fetch(server.checkoutUrl, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ apiKey: merchant.api_key, ...order() }),
+      });
+      const s = (await r.json()).data;
+      await sleep(1300);
+      const page = await fetch(`${s.page_url}?lang=en`);
+      assert.equal(page.status, 410);
+      assert.match(await page.text(), /expired/);
+      const sent = await fetch(s.page_url, {
+        method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'attempt=0&provider=MTN_MOMO_CMR&customer_phone=237690000000',
+      });
+      assert.equal(sent.status, 410);
+      assert.match(await sent.text(), /expiré/);
+      const back = await fetch(`${s.page_url}/return`, { redirect: 'manual' });
+      const url = new URL(back.headers.get('location'));
+      assert.equal(url.pathname, '/ko');
+      const data = verifyServiceData(merchant.checkout_secret, url.searchParams.get('service_data'), url.searchParams.get('signature'));
+      assert.equal(data.status, 'EXPIRED');
+      assert.equal(data.transaction_reference, '');
+    });
+  });
+}
