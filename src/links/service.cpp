@@ -3,6 +3,7 @@
 
 #include <boost/json.hpp>
 
+#include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
