@@ -80,8 +80,11 @@ std::vector<Method> Service::methods(const Session& s, const std::vector<std::st
                                     s.amount, 1);
     if (!quote) continue;  // no pricing rule or outside the service's bounds: not offered
     if (s.amount < svc.min_amount || (svc.max_amount > 0 && s.amount > svc.max_amount)) continue;
-    out.push_back(Method{svc.code, svc.name, quote->fee, s.amount + quote->fee, svc.needs_otp,
-                         svc.otp_helper.empty() ? options_.otp_helper : svc.otp_helper});
+    // The merchant bears the fee: the customer pays the price, and the fee must leave something.
+    const bool merchant_pays = s.fee_bearer == payments::kMerchantBearsFee;
+    if (merchant_pays && quote->fee >= s.amount) continue;
+    out.push_back(Method{svc.code, svc.name, quote->fee, merchant_pays ? s.amount : s.amount + quote->fee,
+                         svc.needs_otp, svc.otp_helper.empty() ? options_.otp_helper : svc.otp_helper});
   }
   return out;
 }
@@ -109,8 +112,6 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
       errors.add("area", area->code + " collects in " + area->currency + ", not " + n.currency +
                              (n.line == "up" ? " (currency conversion is not offered yet)" : ""));
   }
-  if (n.fee_bearer == "MERCHANT")
-    errors.add("feeBearer", "MERCHANT is not offered yet: the operator's fee is added to the customer's total");
   // Return URLs: on one of the merchant's registered domains, when it registered any; the
   // split beneficiaries: active merchants.
   std::vector<std::string> domains;
@@ -286,6 +287,7 @@ Result<payments::Transaction> Service::pay(std::string_view reference, const Pay
   if (!s.customer.email.empty()) meta["customer_email"] = s.customer.email;
   intent.metadata = json::dump(meta);
   intent.settlement_mode = s.settlement_mode;
+  intent.fee_bearer = s.fee_bearer;
   if (s.settlement_mode == payments::kSplit) intent.distribution = settlement_lines(s.distribution, m.matricule);
   SIKA_ASSIGN_OR_RETURN(payments::Transaction created, payments_.create_collection(intent, principal_of(m)));
   if (created.status != payments::TxStatus::initiated) return payments_.current(std::move(created), "checkout");
@@ -309,7 +311,8 @@ std::optional<std::string> Service::signed_return(const Session& s, const mercha
     d.invoice_reference = tx->invoice_reference;
     d.provider_reference = tx->provider_reference;
     d.channel = tx->channel;
-    d.amount = tx->amount;
+    // `amount` stays the order's: with the fee on the merchant the transaction's amount is what
+    // the merchant is credited, and the merchant compares the return with its order.
     d.currency = tx->currency;
   }
   const std::string data = service_data(d);

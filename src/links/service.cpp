@@ -286,6 +286,7 @@ Result<payments::Transaction> Service::pay_link(std::string_view short_code, con
   payments::IntentRequest intent;
   intent.amount = amount;
   intent.currency = link.currency;
+  intent.fee_bearer = link.fee_bearer;
   intent.transaction_uuid = collection_uuid(link, p.transaction_uuid);
   intent.provider = provider;
   intent.channel = p.channel.value_or(link.channel);

@@ -137,6 +137,8 @@ void check_fields(const IntentRequest& r, std::int64_t max_amount, json::FieldEr
   if (r.amount <= 0) errors.add("amount", "must be a positive integer (minor units)");
   if (r.amount > max_amount) errors.add("amount", "must be at most " + std::to_string(max_amount));
   if (!money::is_currency_code(r.currency)) errors.add("currency", "must be a 3-letter ISO 4217 code");
+  if (r.fee_bearer != kCustomerBearsFee && r.fee_bearer != kMerchantBearsFee)
+    errors.add("feeBearer", "must be CUSTOMER or MERCHANT");
   if (!is_uuid(r.transaction_uuid)) errors.add("transaction_uuid", "must be a UUID (8-4-4-4-12 hex digits)");
   if (r.provider.empty()) errors.add("provider", "is required");
   if (r.channel != kChannelProvider && r.channel != kChannelWallet && r.channel != kChannelAuto)
@@ -267,6 +269,7 @@ std::string request_fingerprint(const IntentRequest& r) {
   o["metadata"] = bj::parse(r.metadata.empty() ? std::string_view("{}") : std::string_view(r.metadata));
   o["settlement_mode"] = r.settlement_mode;
   if (r.preauthorized) o["preauthorized"] = true;
+  if (r.fee_bearer == kMerchantBearsFee) o["fee_bearer"] = r.fee_bearer;  // CUSTOMER keeps earlier fingerprints
   bj::array lines;
   for (const auto& l : r.distribution)
     lines.push_back(bj::object{{"matricule", l.matricule},
@@ -355,7 +358,8 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
       if (auto wallet_quote = quote_for(*platform_wallet)) {
         SIKA_ASSIGN_OR_RETURN(
             auto available, in.balance(ledger::customer_wallet(plan.msisdn, merchant.environment, service->currency)));
-        if (collection ? available && *available >= r.amount + wallet_quote->fee : available.has_value()) {
+        const std::int64_t price = r.fee_bearer == kMerchantBearsFee ? r.amount : r.amount + wallet_quote->fee;
+        if (collection ? available && *available >= price : available.has_value()) {
           plan.channel = kChannelWallet;
           effective = platform_wallet;
         }
@@ -387,6 +391,13 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
   if (quote.fee < 0 || __builtin_add_overflow(r.amount, quote.fee, &plan.required_total))
     return field_error("amount", "is too large");
   plan.fee = quote.fee;
+  if (collection && r.fee_bearer == kMerchantBearsFee) {
+    // The fee comes out of the price: what is left for the merchant must be positive.
+    if (quote.fee >= r.amount)
+      return field_error("amount", "must be more than the fee the merchant bears (" +
+                                       money::format(quote.fee, service->currency) + ")");
+    plan.required_total = r.amount;
+  }
   plan.service_code = effective->code;
   plan.country = country->code;
   plan.currency = service->currency;

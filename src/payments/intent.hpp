@@ -22,6 +22,14 @@
 
 namespace sika::payments {
 
+// Who pays a collection's fee. CUSTOMER: on top of the price (the customer pays price + fee,
+// the merchant is credited the price). MERCHANT: out of the price (the customer pays the price,
+// the merchant is credited the price less the fee). The stored transaction always reads
+// required_total (what the customer pays) = amount (what the merchant is credited) + fee.
+// Payouts: always the merchant.
+inline constexpr std::string_view kCustomerBearsFee = "CUSTOMER";
+inline constexpr std::string_view kMerchantBearsFee = "MERCHANT";
+
 // What a merchant asks for: a collection or a payout.
 struct IntentRequest {
   std::string operation = std::string(kCollection);  // COLLECTION | DISBURSEMENT
@@ -32,9 +40,10 @@ struct IntentRequest {
   std::string channel = std::string(kChannelProvider);  // PROVIDER | WALLET | AUTO
   std::string customer_wallet;                          // as given; normalized by the plan
   std::string description;
-  std::string metadata = "{}";                         // JSON text of an object
-  std::string settlement_mode = std::string(kDirect);  // DIRECT | SPLIT (collections)
-  std::vector<SplitLine> distribution;                 // SPLIT: the beneficiaries, position = index
+  std::string metadata = "{}";                              // JSON text of an object
+  std::string settlement_mode = std::string(kDirect);       // DIRECT | SPLIT (collections)
+  std::vector<SplitLine> distribution;                      // SPLIT: the beneficiaries, position = index
+  std::string fee_bearer = std::string(kCustomerBearsFee);  // collections built by code (links, checkout)
   // WALLET only: the customer authorised this debit beforehand (a wallet link's consent, within
   // its limits), so no one-time code is sent or asked for. Set only by code inside the platform,
   // never read from a request body.

@@ -205,7 +205,9 @@ Transaction Service::draft(const IntentRequest& request, const IntentPlan& plan,
   tx.country = plan.country;
   tx.connector = plan.connector;
   tx.customer_wallet = plan.msisdn;
-  tx.amount = request.amount;
+  // What the merchant is credited: the price, or the price less the fee the merchant bears (the
+  // customer then pays required_total = the price). required_total = amount + fee either way.
+  tx.amount = request.operation == kCollection ? plan.required_total - plan.fee : request.amount;
   tx.currency = plan.currency;
   tx.fee = plan.fee;
   tx.required_total = plan.required_total;

@@ -36,6 +36,8 @@ Transaction after_move(const Transaction& tx, const Move& move, std::int64_t at)
   return next;
 }
 
+std::int64_t merchant_share(const Transaction& tx) { return tx.required_total - tx.fee; }
+
 ledger::Posting journal_for(const Transaction& tx, TxStatus from, TxStatus to, const std::vector<SplitShare>& shares) {
   ledger::Posting posting;
   posting.transaction_id = tx.id;
@@ -58,7 +60,7 @@ ledger::Posting journal_for(const Transaction& tx, TxStatus from, TxStatus to, c
         if (share.amount > 0)
           posting.legs.push_back({ledger::merchant_available(share.merchant_id, env, cur), 0, share.amount});
     } else {
-      posting.legs.push_back({ledger::merchant_available(tx.merchant_id, env, cur), 0, tx.amount});
+      posting.legs.push_back({ledger::merchant_available(tx.merchant_id, env, cur), 0, merchant_share(tx)});
     }
   } else if (tx.operation == kDisbursement && to == TxStatus::pending) {
     posting.kind = ledger::kPayoutReserve;
@@ -97,7 +99,7 @@ Result<bool> transition(store::Conn& conn, Transaction& tx, const Move& move, st
     if (lines.empty()) return internal_error(bj::string("split transaction without split lines"));
     std::vector<std::int64_t> rates;
     for (const auto& l : lines) rates.push_back(l.rate_ppm);
-    auto amounts = allocate_split(tx.amount, rates);
+    auto amounts = allocate_split(merchant_share(tx), rates);
     for (std::size_t i = 0; i < lines.size(); ++i) {
       SIKA_TRY(tables::set_split_amount(conn, lines[i].id, amounts[i]));
       shares.push_back({lines[i].merchant_id, amounts[i]});

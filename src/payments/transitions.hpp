@@ -41,9 +41,12 @@ struct SplitShare {
   std::int64_t amount = 0;
 };
 
+// What a completed collection leaves to its merchant(s): required_total - fee, the amount.
+std::int64_t merchant_share(const Transaction& tx);
+
 // The ledger journal that moving `tx` from `from` to `to` implies: COLLECTION at a completed
 // collection (customer wallet or operator clearing debited required_total; the merchant, or
-// each share of `shares` for SPLIT, credited amount; fees credited fee), PAYOUT_RESERVE when a
+// each share of `shares` for SPLIT, credited merchant_share; fees credited fee), PAYOUT_RESERVE when a
 // payout becomes PENDING, PAYOUT when it completes, PAYOUT_RELEASE when a PENDING payout ends
 // otherwise. No legs when the move moves no money. Every journal it returns balances.
 ledger::Posting journal_for(const Transaction& tx, TxStatus from, TxStatus to, const std::vector<SplitShare>& shares);

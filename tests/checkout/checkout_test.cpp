@@ -486,6 +486,21 @@ TEST_P(CheckoutTest, SplitSettlementGivesTheMerchantWhatTheLinesLeave) {
   expect_ledger_clean();
 }
 
+TEST_P(CheckoutTest, AFeeOnTheMerchantLeavesTheCustomerTheOrderAmountToPay) {
+  bj::object o = order("ORD-MERCHANT-FEE");
+  o["feeBearer"] = "MERCHANT";
+  Session s = open_ok(o);
+  auto tx = checkout_->pay(s.reference, PayForm{"MTN_MOMO_CMR", "237690000000", std::nullopt, 0});
+  ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
+  EXPECT_EQ(tx->required_total, 5000);  // the customer pays the order's amount
+  EXPECT_EQ(tx->fee, 100);
+  EXPECT_EQ(tx->amount, 4900);  // the merchant is credited it less the fee
+  auto done = wait(s, payments::TxStatus::pending);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->status, payments::TxStatus::completed);
+  expect_ledger_clean();
+}
+
 TEST_P(CheckoutTest, ThePageShowsTheShopTheAmountTheMethodsWithFeesAndThePrefill) {
   Session s = open_ok(order("ORD-PAGE"));
   auto res = page_call(&Service::page, s);

@@ -188,6 +188,20 @@ TEST_P(LinksTest, PayingAFixedLinkMakesAnOrdinaryCollectionAndIsIdempotent) {
   expect_ledger_clean();
 }
 
+TEST_P(LinksTest, ALinkWhoseMerchantBearsTheFeeChargesThePriceAndCreditsThePriceLessTheFee) {
+  auto link = create_link(bj::object{{"currency", "XAF"}, {"amount", 5000}, {"feeBearer", "MERCHANT"}});
+  auto [status, env] = pay(code_of(link), payer());
+  ASSERT_EQ(status, 200) << bj::serialize(env);
+  const auto& tx = env.at("data").as_object();
+  EXPECT_EQ(tx.at("required_total").as_int64(), 5000);  // the customer pays the link's price
+  EXPECT_EQ(tx.at("fee").as_int64(), 100);
+  EXPECT_EQ(tx.at("amount").as_int64(), 4900);  // the merchant is credited the price less the fee
+  std::string ref(tx.at("transaction_reference").as_string());
+  EXPECT_EQ(wait_status(p1_, ref, "PENDING"), "COMPLETED");
+  EXPECT_EQ(balance(payments::ledger::merchant_available(m1_.id, "sandbox", "XAF")), 4900);
+  expect_ledger_clean();
+}
+
 TEST_P(LinksTest, OtpServicesAskForTheCodeFirst) {
   auto link = create_link(bj::object{{"currency", "XAF"}, {"amount", 2000}, {"provider", "ORANGE_MONEY_CMR"}});
   bj::object body = payer();

@@ -332,6 +332,46 @@ TEST_P(PaymentsTest, ProviderCollectionCompletesByCallbackAndCreditsTheMerchant)
   expect_ledger_clean();
 }
 
+// A collection built by code (payment links, hosted checkout) may leave the fee to the merchant:
+// the customer pays the price, the merchant is credited the price less the fee.
+TEST_P(PaymentsTest, AFeeBorneByTheMerchantComesOutOfThePrice) {
+  service_->start();
+  auto p = principal(m1_);
+  IntentRequest r;
+  r.amount = 10'000;
+  r.currency = "XAF";
+  r.transaction_uuid = uuid_v4();
+  r.provider = "MTN_MOMO_CMR";
+  r.customer_wallet = "237690000010";
+  r.description = "merchant pays the fee";
+  r.fee_bearer = std::string(kMerchantBearsFee);
+  auto tx = service_->create_collection(r, p);
+  ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
+  EXPECT_EQ(tx->fee, 200);
+  EXPECT_EQ(tx->required_total, 10'000);  // what the customer pays: the price
+  EXPECT_EQ(tx->amount, 9'800);           // what the merchant is credited
+  // The same uuid with the fee on the customer is another request.
+  IntentRequest customer = r;
+  customer.fee_bearer = std::string(kCustomerBearsFee);
+  auto other = service_->create_collection(customer, p);
+  ASSERT_FALSE(other.ok());
+  EXPECT_TRUE(other.error().is(ErrorKind::conflict));
+
+  auto pushed = service_->execute_collection(*tx, std::nullopt, "test");
+  ASSERT_TRUE(pushed.ok()) << bj::serialize(pushed.error().details);
+  std::string ref = tx->reference;
+  auto done = status_of(p, ref);
+  for (int i = 0; i < 500 && done.at("status") != "COMPLETED"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    done = status_of(p, ref);
+  }
+  EXPECT_EQ(done.at("status"), "COMPLETED");
+  EXPECT_EQ(balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")), 9'800);
+  EXPECT_EQ(balance(ledger::fee_revenue("sandbox", "XAF")), 200);
+  EXPECT_EQ(balance(ledger::operator_clearing("MTN_MOMO_CMR", "sandbox", "XAF")), -10'000);
+  expect_ledger_clean();
+}
+
 TEST_P(PaymentsTest, FailureNumbersFailWithTheirReasonAndMoveNoMoney) {
   service_->start();
   auto p = principal(m1_);
