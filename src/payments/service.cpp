@@ -339,11 +339,7 @@ Result<Transaction> Service::collect_from_present_payer(const IntentRequest& req
     Connector* conn = connector_for(tx);
     PaymentOrder order = order_for(tx, std::nullopt);
     order.submitted_at = tx.created_at;
-    if (conn && conn->request_collection(order)) return tx;
-    OperatorStatus refused;
-    refused.state = OperatorStatus::State::failed;
-    refused.reason = "OPERATOR_REFUSED";
-    return settle_from_operator(tx, refused, "connector");
+    return send_collection(std::move(tx), std::move(order), conn);
   }
   if (tx.status != TxStatus::initiated || (!creation.created && !otp)) return current(std::move(tx), source);
   return execute_collection(std::move(tx), std::move(otp), source);
@@ -540,12 +536,15 @@ Result<Transaction> Service::execute_provider(const Transaction& tx, PaymentOrde
   SIKA_ASSIGN_OR_RETURN(Moved claimed, move(tx, submit));
   if (!claimed.moved) return reference_conflict("was executed concurrently");
   order.submitted_at = at;
-  Status sent = conn.request_collection(order);
-  if (sent) return std::move(claimed.tx);
+  return send_collection(std::move(claimed.tx), std::move(order), &conn);
+}
+
+Result<Transaction> Service::send_collection(Transaction tx, PaymentOrder order, Connector* conn) {
+  if (conn && conn->request_collection(order)) return tx;
   OperatorStatus refused;
   refused.state = OperatorStatus::State::failed;
   refused.reason = "OPERATOR_REFUSED";
-  return settle_from_operator(claimed.tx, refused, "connector");
+  return settle_from_operator(tx, refused, "connector");
 }
 
 Result<Transaction> Service::cancel_collection(const Transaction& tx, std::string_view source,

@@ -212,6 +212,9 @@ class Service {
                                      const WalletAuthorization& authorize = {});
   Result<Transaction> execute_provider(const Transaction& tx, PaymentOrder order, Connector& conn,
                                        std::string_view source);
+  // Asks the operator to collect a PENDING transaction; a refusal (or no connector) FAILS it
+  // with OPERATOR_REFUSED.
+  Result<Transaction> send_collection(Transaction tx, PaymentOrder order, Connector* conn);
   Status executable(const Transaction& tx, std::string_view source);
   Status check_otp(const Transaction& tx, const PaymentOrder& order);
   Status send_wallet_code(const Transaction& tx);
