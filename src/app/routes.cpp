@@ -141,8 +141,11 @@ void build_routes(web::Router& r, Context& ctx) {
     auto pay = [svc = ctx.payments.get()](web::Response (Pay::*method)(web::Request&)) -> web::Handler {
       return [svc, method](web::Request& q) { return (svc->*method)(q); };
     };
-    r.add({Surface::gateway, "POST", "/collection/intent", pay(&Pay::create_intent), web::bearer("payments"),
-           "Create a collection intent (idempotent on transaction_uuid)"});
+    web::Route intent{Surface::gateway,        "POST",
+                      "/collection/intent",    pay(&Pay::create_intent),
+                      web::bearer("payments"), "Create a collection intent (idempotent on transaction_uuid)"};
+    intent.answers_later = true;  // answered from the write's completion (Db::write_async)
+    r.add(std::move(intent));
     r.add({Surface::gateway, "POST", "/collection/execute", pay(&Pay::execute), web::bearer("payments"),
            "Push an INITIATED collection to the customer's phone (otp when the service needs one)"});
     r.add({Surface::gateway, "POST", "/collection/status", pay(&Pay::status), web::bearer("payments"),

@@ -86,7 +86,10 @@ int serve(Config config, const ServeOptions& options) {
       if (log) log->post(std::move(e));
     };
 
-  so.run_inline = [&router](const web::Request& req) { return router.is_non_blocking(req); };
+  // answers_later routes run on the I/O thread only where writes do not block (SQLite's queue).
+  so.run_inline = [&router, async = ctx.db->writes_async()](const web::Request& req) {
+    return router.is_non_blocking(req) || (async && router.answers_later(req));
+  };
   http::Server server(so, [&router](web::Request& req) { return router.dispatch(req); });
   if (http_metrics) register_collectors(metrics::registry(), ctx, server, access_log.get());
   if (auto s = server.start(); !s) {

@@ -433,20 +433,31 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (!target) return fail(target.error());
 
     state_ = State::handling;
+    // The way back for a response made later or elsewhere: posted to this connection's strand.
+    // It holds the io_context's work, so the server does not stop under a pending answer.
+    auto work = net::prefer(srv_.ioc.get_executor(), net::execution::outstanding_work.tracked);
+    req.reply_to = [self = shared_from_this(), work](web::Response res, int route) {
+      net::post(self->strand_, [self, res = std::move(res), route, work]() mutable {
+        self->log_.route_id = route;
+        self->send(std::move(res));
+      });
+    };
     if (srv_.opt.run_inline && srv_.opt.run_inline(req)) {
-      // A route declared non-blocking (no database, no I/O) answers on this strand: no hand-off.
+      // A route that never blocks (non_blocking, or answers_later on a database that writes
+      // asynchronously) runs on this strand: no hand-off. What must block goes to the pool.
+      req.offload_to = [impl = &srv_](std::function<void()> job) { return impl->pool.try_post(std::move(job)); };
       web::Response res = run_handler(req);
+      if (res.deferred) return;
       log_.route_id = req.route_id;
       send(std::move(res));
       return;
     }
-    auto work = net::prefer(srv_.ioc.get_executor(), net::execution::outstanding_work.tracked);
-    bool queued = srv_.pool.try_post([self = shared_from_this(), req = std::move(req), work]() mutable {
+    bool queued = srv_.pool.try_post([self = shared_from_this(), req = std::move(req)]() mutable {
       web::Response res = self->run_handler(req);
-      net::post(self->strand_, [self, res = std::move(res), route = req.route_id, work]() mutable {
-        self->log_.route_id = route;
-        self->send(std::move(res));
-      });
+      if (res.deferred) return;
+      if (req.reply_to) return req.reply_to(std::move(res), req.route_id);
+      // The handler took the reply channel and answered by its return value as well.
+      spdlog::error("handler answered twice: request_id={} path={}", req.request_id, req.path);
     });
     if (!queued) {
       srv_.rejected_busy.fetch_add(1, std::memory_order_relaxed);

@@ -36,7 +36,30 @@ web::Response Service::create_handler(web::Request& req, std::string_view operat
   if (!body) return web::error(req, body.error());
   json::FieldErrors errors;
   IntentRequest request = parse_intent(*body, operation, errors);
-  return answer(req, create(request, **principal, std::move(errors)), "submitted");
+  // A PROVIDER collection needs nothing after its commit: it is answered from the write's
+  // completion without holding a thread. The others (a WALLET code to send, a payout to submit)
+  // may block.
+  web::Reply reply;
+  if (operation == kCollection && request.channel == kChannelProvider) reply = web::answer_later(req);
+  if (!reply)
+    return web::run_blocking(req, [this, request = std::move(request), merchant = **principal,
+                                   errors = std::move(errors)](web::Request& r) mutable {
+      return answer(r, create(request, merchant, std::move(errors)), "submitted");
+    });
+  create_collection_async(std::move(request), **principal, std::move(errors),
+                          [reply = std::move(reply), locale = req.locale](Result<Transaction> tx) {
+                            web::Request as_asked;
+                            as_asked.locale = locale;
+                            web::Response res;
+                            try {
+                              res = answer(as_asked, tx, "submitted");
+                            } catch (const std::exception& e) {
+                              spdlog::error("collection intent: answer failed: {}", e.what());
+                              res = web::error(locale, internal_error());
+                            }
+                            reply(std::move(res));
+                          });
+  return web::Response::later();
 }
 
 // ---- execution, cancel, status ----------------------------------------------------------------

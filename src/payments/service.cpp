@@ -225,8 +225,8 @@ Transaction Service::draft(const IntentRequest& request, const IntentPlan& plan,
   return tx;
 }
 
-Result<Transaction> Service::create(const IntentRequest& request, const web::Principal& merchant,
-                                    json::FieldErrors errors, Creation* creation) {
+Result<IntentPlan> Service::plan_for(const IntentRequest& request, const web::Principal& merchant,
+                                     json::FieldErrors errors) {
   if (merchant.merchant_id == 0) return forbidden(bj::string("this credential is not bound to a merchant"));
   auto cat = catalog();
   if (!cat) return unavailable(bj::string("the catalog is not loaded"));
@@ -243,77 +243,91 @@ Result<Transaction> Service::create(const IntentRequest& request, const web::Pri
     return balance;
   };
   inputs.has_connector = [this](std::string_view name) { return connector(name) != nullptr; };
-  SIKA_ASSIGN_OR_RETURN(IntentPlan plan, plan_intent(request, inputs, std::move(errors)));
+  return plan_intent(request, inputs, std::move(errors));
+}
 
+Status Service::create_unit(store::Conn& c, const IntentRequest& request, const Transaction& prepared,
+                            const Creation* creation, bool submit, Created& out) {
+  Transaction& tx = out.tx;
+  ledger::Learned& learned = out.learned;
+  bool& created = out.created;
   const bool collection = request.operation == kCollection;
   const bool split = request.settlement_mode == kSplit;
+  learned.clear();
+  tx = prepared;
+  created = false;
+  SIKA_ASSIGN_OR_RETURN(auto id, tables::insert_transaction(c, tx));
+  if (!id) {
+    // The same (merchant, environment, transaction_uuid) exists: the same request gets its record back.
+    SIKA_ASSIGN_OR_RETURN(auto existing, tables::find_by_uuid(c, tx.merchant_id, tx.environment, tx.transaction_uuid));
+    if (!existing) return unavailable(bj::string("concurrent request with the same transaction_uuid; retry"));
+    if (existing->request_hash != tx.request_hash)
+      return conflict(bj::object{{"transaction_uuid", "was already used for a different request"},
+                                 {"transaction_reference", existing->reference}});
+    tx = std::move(*existing);
+    return {};
+  }
+  created = true;
+  tx.id = *id;
+  if (split) {
+    // Beneficiaries must exist and be active; one read inside the unit.
+    SIKA_ASSIGN_OR_RETURN(auto found, tables::find_beneficiaries(c, request.distribution));
+    json::FieldErrors missing;
+    std::vector<std::int64_t> ids;
+    for (const auto& line : request.distribution) {
+      auto it = found.find(line.matricule);
+      std::string field = "distribution[" + std::to_string(line.position) + "].matricule";
+      if (it == found.end())
+        missing.add(field, "is not a known merchant");
+      else if (!it->second.active)
+        missing.add(field, "is not an active merchant");
+      else
+        ids.push_back(it->second.id);
+    }
+    SIKA_TRY(missing.status());
+    SIKA_TRY(tables::insert_splits(c, tx.id, request.distribution, ids));
+  }
+  if (creation && creation->step) SIKA_TRY((*creation->step)(c, tx));
+  if (submit) {
+    Move m = move_to(TxStatus::pending, *creation->submit_as);
+    m.submitted_at = tx.created_at;
+    m.expires_at = tx.created_at + options_.pending_ttl_ms;
+    SIKA_ASSIGN_OR_RETURN(bool moved, apply(c, tx, m, learned));
+    if (!moved) return internal_error(bj::string("new collection could not be submitted"));
+  }
+  if (collection) return {};
+  // A payout reserves its funds at once and is submitted (PENDING); a WALLET payout completes here.
+  SIKA_ASSIGN_OR_RETURN(std::int64_t available,
+                        ledger::balance(c, ledger::merchant_available(tx.merchant_id, tx.environment, tx.currency)));
+  if (available < tx.required_total)
+    return bad_request("insufficient_funds",
+                       bj::object{{"amount", "the available balance does not cover required_total " +
+                                                 money::format(tx.required_total, tx.currency)}});
+  Move reserve = move_to(TxStatus::pending, "intent");
+  reserve.submitted_at = tx.created_at;
+  SIKA_ASSIGN_OR_RETURN(bool reserved, apply(c, tx, reserve, learned));
+  if (!reserved) return internal_error(bj::string("new payout could not be reserved"));
+  if (tx.channel == kChannelWallet) {
+    SIKA_ASSIGN_OR_RETURN(bool paid, apply(c, tx, move_to(TxStatus::completed, "wallet"), learned));
+    if (!paid) return internal_error(bj::string("new wallet payout could not complete"));
+  }
+  return {};
+}
+
+Result<Transaction> Service::create(const IntentRequest& request, const web::Principal& merchant,
+                                    json::FieldErrors errors, Creation* creation) {
+  SIKA_ASSIGN_OR_RETURN(IntentPlan plan, plan_for(request, merchant, std::move(errors)));
+  const bool collection = request.operation == kCollection;
   const Transaction prepared = draft(request, plan, merchant);
   // A payer who is present: submitted in the creating unit when nothing else is needed first.
   const bool submit =
       creation && creation->submit_as && collection && plan.channel == kChannelProvider && !plan.needs_otp;
-  Transaction tx;
-  bool created = false;
-  SIKA_TRY(write([&](store::Conn& c, ledger::Learned& learned) -> Status {
-    tx = prepared;
-    created = false;
-    SIKA_ASSIGN_OR_RETURN(auto id, tables::insert_transaction(c, tx));
-    if (!id) {
-      // The same (merchant, environment, transaction_uuid) exists: the same request gets its record back.
-      SIKA_ASSIGN_OR_RETURN(auto existing,
-                            tables::find_by_uuid(c, tx.merchant_id, tx.environment, tx.transaction_uuid));
-      if (!existing) return unavailable(bj::string("concurrent request with the same transaction_uuid; retry"));
-      if (existing->request_hash != tx.request_hash)
-        return conflict(bj::object{{"transaction_uuid", "was already used for a different request"},
-                                   {"transaction_reference", existing->reference}});
-      tx = std::move(*existing);
-      return {};
-    }
-    created = true;
-    tx.id = *id;
-    if (split) {
-      // Beneficiaries must exist and be active; one read inside the unit.
-      SIKA_ASSIGN_OR_RETURN(auto found, tables::find_beneficiaries(c, request.distribution));
-      json::FieldErrors missing;
-      std::vector<std::int64_t> ids;
-      for (const auto& line : request.distribution) {
-        auto it = found.find(line.matricule);
-        std::string field = "distribution[" + std::to_string(line.position) + "].matricule";
-        if (it == found.end())
-          missing.add(field, "is not a known merchant");
-        else if (!it->second.active)
-          missing.add(field, "is not an active merchant");
-        else
-          ids.push_back(it->second.id);
-      }
-      SIKA_TRY(missing.status());
-      SIKA_TRY(tables::insert_splits(c, tx.id, request.distribution, ids));
-    }
-    if (creation && creation->step) SIKA_TRY((*creation->step)(c, tx));
-    if (submit) {
-      Move m = move_to(TxStatus::pending, *creation->submit_as);
-      m.submitted_at = tx.created_at;
-      m.expires_at = tx.created_at + options_.pending_ttl_ms;
-      SIKA_ASSIGN_OR_RETURN(bool moved, apply(c, tx, m, learned));
-      if (!moved) return internal_error(bj::string("new collection could not be submitted"));
-    }
-    if (collection) return {};
-    // A payout reserves its funds at once and is submitted (PENDING); a WALLET payout completes here.
-    SIKA_ASSIGN_OR_RETURN(std::int64_t available,
-                          ledger::balance(c, ledger::merchant_available(tx.merchant_id, tx.environment, tx.currency)));
-    if (available < tx.required_total)
-      return bad_request("insufficient_funds",
-                         bj::object{{"amount", "the available balance does not cover required_total " +
-                                                   money::format(tx.required_total, tx.currency)}});
-    Move reserve = move_to(TxStatus::pending, "intent");
-    reserve.submitted_at = tx.created_at;
-    SIKA_ASSIGN_OR_RETURN(bool reserved, apply(c, tx, reserve, learned));
-    if (!reserved) return internal_error(bj::string("new payout could not be reserved"));
-    if (tx.channel == kChannelWallet) {
-      SIKA_ASSIGN_OR_RETURN(bool paid, apply(c, tx, move_to(TxStatus::completed, "wallet"), learned));
-      if (!paid) return internal_error(bj::string("new wallet payout could not complete"));
-    }
-    return {};
-  }));
+  Created out;
+  SIKA_TRY(
+      db_.write([&](store::Conn& c) -> Status { return create_unit(c, request, prepared, creation, submit, out); }));
+  accounts_.remember(out.learned);
+  Transaction tx = std::move(out.tx);
+  const bool created = out.created;
   if (creation) {
     creation->created = created;
     creation->submitted = created && submit;
@@ -326,6 +340,33 @@ Result<Transaction> Service::create(const IntentRequest& request, const web::Pri
       spdlog::warn("wallet code for {} not sent: {}", tx.reference, sent.error().code);
   }
   return tx;
+}
+
+void Service::create_collection_async(IntentRequest request, const web::Principal& merchant, json::FieldErrors errors,
+                                      std::function<void(Result<Transaction>)> done) {
+  auto plan = plan_for(request, merchant, std::move(errors));
+  if (!plan) return done(plan.take_error());
+  if (request.operation != kCollection || plan->channel != kChannelProvider)
+    return done(internal_error(bj::string("create_collection_async of a payout or a WALLET collection")));
+  // The unit may run more than once (a retried batch): it reads the request and the draft and
+  // rewrites `out` each time.
+  struct State {
+    IntentRequest request;
+    Transaction prepared;
+    Created out;
+  };
+  auto state = std::make_shared<State>();
+  state->prepared = draft(request, *plan, merchant);
+  state->request = std::move(request);
+  db_.write_async(
+      [this, state](store::Conn& c) -> Status {
+        return create_unit(c, state->request, state->prepared, nullptr, false, state->out);
+      },
+      [this, state, done = std::move(done)](Status st) {
+        if (!st) return done(st.error());
+        accounts_.remember(state->out.learned);
+        done(std::move(state->out.tx));
+      });
 }
 
 Result<Transaction> Service::collect_from_present_payer(const IntentRequest& request, const web::Principal& merchant,

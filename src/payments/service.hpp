@@ -113,6 +113,12 @@ class Service {
   // and granted countries), or returns the existing one of the same transaction_uuid when the
   // request is the same (409 conflict when it differs). Errors as plan_intent (intent.hpp).
   Result<Transaction> create_collection(const IntentRequest& request, const web::Principal& merchant);
+  // Creates a PROVIDER collection as create_collection does, without blocking on the write:
+  // `done` gets the outcome, on the database's completer thread when writes are asynchronous
+  // (Db::write_async), so it must not block. Field problems are added to `errors`. WALLET
+  // collections and payouts need blocking steps after the commit: use the blocking calls.
+  void create_collection_async(IntentRequest request, const web::Principal& merchant, json::FieldErrors errors,
+                               std::function<void(Result<Transaction>)> done);
   // Creates a payout: its funds reserved (PENDING, then submitted to the operator) or paid at
   // once (WALLET, COMPLETED); 400 insufficient_funds naming amount, with nothing stored, when
   // the merchant's available balance does not cover required_total.
@@ -206,6 +212,19 @@ class Service {
   };
   Result<Transaction> create(const IntentRequest& request, const web::Principal& merchant, json::FieldErrors errors,
                              Creation* creation = nullptr);
+  // The plan of a request for `merchant` (plan_intent with this service's catalog and limits).
+  Result<IntentPlan> plan_for(const IntentRequest& request, const web::Principal& merchant, json::FieldErrors errors);
+  // What a creating write unit leaves: the transaction (new, or the existing one of the same
+  // transaction_uuid), whether this unit created it, and the ledger accounts it learned.
+  struct Created {
+    Transaction tx;
+    bool created = false;
+    ledger::Learned learned;
+  };
+  // The creating write unit of `prepared` (draft()); it may run more than once and rewrites
+  // `out` each time.
+  Status create_unit(store::Conn& c, const IntentRequest& request, const Transaction& prepared,
+                     const Creation* creation, bool submit, Created& out);
   Transaction draft(const IntentRequest& request, const IntentPlan& plan, const web::Principal& merchant) const;
   Result<Transaction> submit_payout(Transaction tx);
   Result<Transaction> execute_wallet(const Transaction& tx, std::string_view source,

@@ -12,6 +12,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include <spdlog/spdlog.h>
+
 #include "core/metrics.hpp"
 #include "store/backend.hpp"
 
@@ -319,6 +321,34 @@ class SqliteDb final : public Db {
     return std::move(unit.result);
   }
 
+  void write_async(std::function<Status(Conn&)> fn, std::function<void(Status)> done) override {
+    if (tl_writer_of == this) {
+      done(internal_error(boost::json::string("db.write_async() called inside a write unit of the same database")));
+      return;
+    }
+    // Owned by the queue from here on; the completer calls `done` and deletes it.
+    auto* unit = new WriteUnit{nullptr};
+    unit->owned_fn = std::move(fn);
+    unit->fn = &unit->owned_fn;
+    unit->on_done = std::move(done);
+    {
+      std::lock_guard lk(queue_mu_);
+      if (!stopping_) {
+        queue_.push_back(unit);
+        if (writer_waiting_) {
+          writer_waiting_ = false;
+          queue_cv_.notify_one();
+        }
+        return;
+      }
+    }
+    std::function<void(Status)> cb = std::move(unit->on_done);
+    delete unit;
+    cb(closed_error());
+  }
+
+  bool writes_async() const override { return true; }
+
   Status ping() override {
     return read([](Conn& c) -> Status {
       SIKA_TRY(c.query("SELECT 1"));
@@ -358,12 +388,16 @@ class SqliteDb final : public Db {
   }
 
  private:
+  // A queued write unit. A blocking write() keeps it on its caller's stack and waits on cv;
+  // write_async() allocates it, and the completer calls on_done and deletes it.
   struct WriteUnit {
     const std::function<Status(Conn&)>* fn;
     Status result;
     std::mutex mu;
     std::condition_variable cv;
-    bool done = false;  // guarded by mu
+    bool done = false;                      // guarded by mu
+    std::function<Status(Conn&)> owned_fn;  // write_async: the unit's function
+    std::function<void(Status)> on_done;    // write_async: called once, after the commit
   };
 
   void writer_loop() {
@@ -501,6 +535,16 @@ class SqliteDb final : public Db {
         units.swap(done_);
       }
       for (WriteUnit* u : units) {
+        if (u->on_done) {
+          std::unique_ptr<WriteUnit> owned(u);
+          std::function<void(Status)> done = std::move(u->on_done);
+          try {
+            done(std::move(u->result));
+          } catch (const std::exception& e) {
+            spdlog::error("sqlite: a write completion failed: {}", e.what());
+          }
+          continue;
+        }
         std::lock_guard lk(u->mu);
         u->done = true;
         u->cv.notify_one();

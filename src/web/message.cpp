@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <memory>
+
+#include "web/envelope.hpp"
 
 namespace sika::web {
 
@@ -113,6 +116,42 @@ Response Response::redirect(std::string location, int status) {
   r.status = status;
   r.headers.emplace_back("Location", std::move(location));
   return r;
+}
+
+Response Response::later() {
+  Response r;
+  r.deferred = true;
+  return r;
+}
+
+Reply answer_later(Request& req) {
+  if (!req.reply_to) return {};
+  return [to = std::move(req.reply_to), route = req.route_id](Response res) { to(std::move(res), route); };
+}
+
+namespace {
+// A handler moved to a handler thread with its request; answers through the request's reply_to.
+struct BlockingJob {
+  Request req;
+  std::function<Response(Request&)> handler;
+  void operator()() {
+    Response res = handler(req);
+    if (res.deferred) return;
+    if (Reply reply = answer_later(req)) reply(std::move(res));
+  }
+};
+}  // namespace
+
+Response run_blocking(Request& req, std::function<Response(Request&)> handler) {
+  if (!req.offload_to || !req.reply_to) return handler(req);
+  auto offload = std::move(req.offload_to);
+  auto job = std::make_shared<BlockingJob>(BlockingJob{std::move(req), std::move(handler)});
+  if (offload([job] { (*job)(); })) return Response::later();
+  // The pool is full: answered now, as the server answers a request it cannot queue.
+  req = std::move(job->req);
+  Response res = error(req, unavailable("server busy, retry shortly"));
+  res.set("Retry-After", "1");
+  return res;
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // Plain HTTP request and response types. No socket or Beast type appears here: handlers
 // are plain functions Request& -> Response that unit tests call directly.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,6 +57,12 @@ struct Request {
   Fields path_params;  // from {name} segments of the matched route
   int route_id = -1;   // index of the matched route in the route table (-1: none); a metrics label
   std::optional<Principal> principal;
+  // Set by the server. reply_to sends this request's response from any thread, once (see
+  // answer_later). offload_to runs a job on a handler thread, where it may block; it is empty
+  // when the handler already runs on one (and in unit tests). Both empty: the handler's return
+  // value is the answer.
+  std::function<void(struct Response, int route_id)> reply_to;
+  std::function<bool(std::function<void()>)> offload_to;
 
   // Returns the first header value with this (lower-case) name, or "".
   std::string_view header(std::string_view lower_name) const;
@@ -77,7 +84,23 @@ struct Response {
   static Response html(int status, std::string body);
   static Response text(int status, std::string body, std::string content_type = "text/plain; charset=utf-8");
   static Response redirect(std::string location, int status = 302);
+  // What a handler returns when it answers later through answer_later().
+  static Response later();
+  bool deferred = false;  // true for later(): the server sends nothing now
 };
+
+// Sends a response later, from any thread, exactly once.
+using Reply = std::function<void(Response)>;
+
+// Takes the request's reply channel: the handler then returns Response::later() and calls the
+// Reply once. Returns an empty Reply when the request has none (a unit test calling the handler
+// directly): the handler then answers by its return value.
+Reply answer_later(Request& req);
+
+// Runs `handler` where it may block: on a handler thread when the request runs on an I/O thread
+// (the answer goes through reply_to; returns Response::later()), else here (returns its answer).
+// The request is moved into the job. A full handler pool answers 503.
+Response run_blocking(Request& req, std::function<Response(Request&)> handler);
 
 // Returns the caller when it acts for a merchant: unauthenticated without a principal,
 // forbidden when the credential is not bound to a merchant.

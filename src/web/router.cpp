@@ -101,6 +101,8 @@ void Router::add(Route route) {
   std::string full = std::string(prefix(route.surface)) + route.pattern;
   if (route.non_blocking && route.method == "GET" && full.find('{') == std::string::npos)
     non_blocking_paths_.insert(full);
+  if (route.answers_later && route.method == "POST" && full.find('{') == std::string::npos)
+    answers_later_paths_.insert(full);
   compiled_.push_back(Compiled{split_path(full), routes_.size()});
   routes_.push_back(std::move(route));
 }
@@ -120,6 +122,11 @@ bool Router::match(const Compiled& c, const std::vector<std::string>& segs, Fiel
   return true;
 }
 
+bool Router::cors_enabled(Surface s) const {
+  auto it = cors_.find(s);
+  return it != cors_.end() && it->second.enabled;
+}
+
 void Router::apply_cors(const Request& req, Surface s, Response& res) const {
   auto it = cors_.find(s);
   if (it == cors_.end() || !it->second.enabled) return;
@@ -135,6 +142,10 @@ void Router::apply_cors(const Request& req, Surface s, Response& res) const {
 
 bool Router::serves(Surface s) const {
   return std::any_of(routes_.begin(), routes_.end(), [s](const Route& r) { return r.surface == s; });
+}
+
+bool Router::answers_later(const Request& req) const {
+  return req.method == "POST" && answers_later_paths_.count(req.path) > 0;
 }
 
 bool Router::is_non_blocking(const Request& req) const {
@@ -170,10 +181,20 @@ Response Router::dispatch(Request& req) const {
         if (auto page = sign_in_pages_.find(r.surface); page != sign_in_pages_.end())
           return Response::redirect(page->second, 303);
       }
+      if (allowed && r.answers_later && req.reply_to && cors_enabled(r.surface)) {
+        // A later answer gets the CORS headers this request would get now.
+        Request headers_only;
+        headers_only.headers = {{"origin", std::string(req.header("origin"))}};
+        req.reply_to = [this, to = std::move(req.reply_to), surface = r.surface,
+                        headers_only = std::move(headers_only)](Response res, int route) {
+          apply_cors(headers_only, surface, res);
+          to(std::move(res), route);
+        };
+      }
       Response res = allowed     ? r.handler(req)
                      : r.refusal ? r.refusal(req, allowed.error())
                                  : error(req, allowed.error());
-      apply_cors(req, r.surface, res);
+      if (!res.deferred) apply_cors(req, r.surface, res);
       return res;
     }
   }

@@ -64,6 +64,11 @@ struct Route {
   // True for handlers that never block (no database, no I/O): the server may run them on an
   // I/O thread. Only for parameterless GET routes.
   bool non_blocking = false;
+  // True for handlers that do only CPU work and SQLite reads before they hand their write to
+  // Db::write_async and answer through web::answer_later (anything that must block goes through
+  // web::run_blocking): the server may run them on an I/O thread when the database writes
+  // asynchronously. Only for parameterless POST routes.
+  bool answers_later = false;
   // Renders the refusal of the route's policy (e.g. an HTML page for a form posted by a
   // browser); empty: the error envelope.
   std::function<Response(const Request&, const Error&)> refusal;
@@ -98,6 +103,8 @@ class Router {
 
   // Returns true iff the request targets a non_blocking route (an exact-path lookup).
   bool is_non_blocking(const Request& req) const;
+  // Returns true iff the request targets an answers_later route (an exact-path lookup).
+  bool answers_later(const Request& req) const;
 
   // Sets the request's client address once (remote_ip; the TCP peer moves to peer_ip), then finds
   // the route and runs it; answers 404/405/OPTIONS itself.
@@ -111,6 +118,7 @@ class Router {
   // `segments` is the request path already split (once per request, not once per route).
   bool match(const Compiled& c, const std::vector<std::string>& segments, Fields& params) const;
   void apply_cors(const Request& req, Surface s, Response& res) const;
+  bool cors_enabled(Surface s) const;
   // Applies the route's policy; fills req.principal. An error is the response to send.
   Status authorize(Request& req, const Access& access) const;
 
@@ -122,6 +130,7 @@ class Router {
   std::vector<Route> routes_;
   std::vector<Compiled> compiled_;
   std::set<std::string, std::less<>> non_blocking_paths_;
+  std::set<std::string, std::less<>> answers_later_paths_;
 };
 
 }  // namespace sika::web

@@ -516,6 +516,89 @@ TEST_F(ServerTest, HandlersDoNotBlockTheEventLoop) {
   EXPECT_TRUE(slow.read_response());
 }
 
+// A handler answering later from another thread (as a write's completion does), run inline on
+// the I/O thread for /inline and on the pool otherwise; /blocking moves itself to the pool.
+class LaterAnswers {
+ public:
+  ~LaterAnswers() {
+    for (auto& t : threads_) t.join();
+  }
+  web::Response handle(web::Request& req) {
+    if (req.path == "/blocking")
+      return web::run_blocking(req, [this](web::Request& r) {
+        blocking_on_pool_ = r.offload_to == nullptr;
+        return web::Response::text(200, "blocking " + r.body);
+      });
+    web::Reply reply = web::answer_later(req);
+    if (!reply) return web::Response::text(500, "no reply channel");
+    std::lock_guard l(mu_);
+    threads_.emplace_back([reply = std::move(reply), body = req.body, this] {
+      gate_.wait();
+      reply(web::Response::text(201, "later " + body));
+    });
+    return web::Response::later();
+  }
+  void release() { gate_.open(); }
+  bool blocking_on_pool() const { return blocking_on_pool_; }
+
+ private:
+  Gate gate_;
+  std::mutex mu_;
+  std::vector<std::thread> threads_;  // guarded by mu_
+  std::atomic<bool> blocking_on_pool_{false};
+};
+
+TEST_F(ServerTest, HandlersAnswerLaterFromAnotherThread) {
+  LaterAnswers later;
+  ServerOptions opt;
+  opt.io_threads = 1;
+  opt.run_inline = [](const web::Request& req) { return req.path == "/inline" || req.path == "/blocking"; };
+  start(opt, [&](web::Request& req) { return later.handle(req); });
+  RawClient inline_client(port()), pooled(port()), blocking(port()), other(port());
+  ASSERT_TRUE(inline_client.send(request("POST", "/inline", "", "a")));
+  ASSERT_TRUE(pooled.send(request("POST", "/pooled", "", "b")));
+  // Pending answers hold neither the I/O thread nor a pool thread: others are served meanwhile.
+  ASSERT_TRUE(blocking.send(request("POST", "/blocking", "", "c")));
+  auto c = blocking.read_response(false, 2000);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->status, 200);
+  EXPECT_EQ(c->body, "blocking c");
+  EXPECT_TRUE(later.blocking_on_pool());
+  EXPECT_FALSE(inline_client.read_response(false, 100));
+  later.release();
+  auto a = inline_client.read_response(false, 2000);
+  auto b = pooled.read_response(false, 2000);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->status, 201);
+  EXPECT_EQ(a->body, "later a");
+  EXPECT_EQ(b->status, 201);
+  EXPECT_EQ(b->body, "later b");
+  // The connection goes on after a later answer.
+  ASSERT_TRUE(inline_client.send(request("POST", "/blocking", "", "d")));
+  auto d = inline_client.read_response(false, 2000);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->body, "blocking d");
+}
+
+TEST_F(ServerTest, StopWaitsForAPendingLaterAnswer) {
+  LaterAnswers later;
+  start({}, [&](web::Request& req) { return later.handle(req); });
+  RawClient c(port());
+  ASSERT_TRUE(c.send(request("POST", "/pending", "", "x")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  server_->stop();
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    later.release();
+  });
+  auto r = c.read_response(false, 3000);
+  release.join();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 201);
+  EXPECT_EQ(r->body, "later x");
+  server_->wait();
+}
+
 TEST_F(ServerTest, GracefulStopDeliversInFlightResponse) {
   Gate entered;
   start({}, [&](web::Request& req) {

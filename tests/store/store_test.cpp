@@ -9,10 +9,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <latch>
 #include <limits>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -426,6 +428,103 @@ TEST_P(StoreTest, FailingUnitInABatchRollsBackAlone) {
     EXPECT_GE(s.largest_batch, 5u) << "the five queued units should have shared one transaction";
     EXPECT_GE(s.batched_units, 5u);
   }
+}
+
+// Waits for a number of write_async completions.
+class Completions {
+ public:
+  void add(Status st) {
+    std::lock_guard lk(mu_);
+    results_.push_back(std::move(st));
+    cv_.notify_all();
+  }
+  std::vector<Status> wait_for(std::size_t n) {
+    std::unique_lock lk(mu_);
+    EXPECT_TRUE(cv_.wait_for(lk, std::chrono::seconds(30), [&] { return results_.size() >= n; }));
+    return results_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Status> results_;
+};
+
+TEST_P(StoreTest, WriteAsyncCommitsDurablyBeforeItsCompletion) {
+  create_values_table();
+  EXPECT_EQ(db_->writes_async(), !pg());
+  constexpr int kThreads = 8;
+  constexpr int kWrites = 50;
+  Completions done;
+  std::atomic<int> seen_before_done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int w = 0; w < kWrites; ++w) {
+        std::string key = std::to_string(t) + "-" + std::to_string(w);
+        db_->write_async(
+            [key](Conn& c) -> Status {
+              SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES (?, 1)", {key}));
+              return {};
+            },
+            [&, key](Status st) {
+              // When the completion runs, the row is committed: a reader sees it.
+              if (st && count("SELECT COUNT(*) FROM vals WHERE k = ?", {key}) == 1) seen_before_done.fetch_add(1);
+              done.add(std::move(st));
+            });
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  auto results = done.wait_for(kThreads * kWrites);
+  ASSERT_EQ(results.size(), static_cast<std::size_t>(kThreads * kWrites));  // each completion exactly once
+  for (const auto& st : results) EXPECT_TRUE(st.ok());
+  EXPECT_EQ(seen_before_done.load(), kThreads * kWrites);
+  db_->close();
+  db_ = open_db();
+  EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), kThreads * kWrites);
+}
+
+TEST_P(StoreTest, WriteAsyncFailureLeavesNothingAndIsReported) {
+  create_values_table();
+  write_sql("INSERT INTO vals (k, i) VALUES ('dup', 0)");
+  Completions done;
+  db_->write_async(
+      [](Conn& c) -> Status {
+        SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES ('a', 1)"));
+        return not_found(boost::json::string("on purpose"));
+      },
+      [&](Status st) { done.add(std::move(st)); });
+  db_->write_async(
+      [](Conn& c) -> Status {
+        SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES ('b', 1)"));
+        SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES ('dup', 1)"));
+        return {};
+      },
+      [&](Status st) { done.add(std::move(st)); });
+  db_->write_async(
+      [](Conn& c) -> Status {
+        SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES ('c', 1)"));
+        return {};
+      },
+      [&](Status st) { done.add(std::move(st)); });
+  auto results = done.wait_for(3);
+  ASSERT_EQ(results.size(), 3u);
+  int failed = 0;
+  for (const auto& st : results) failed += st.ok() ? 0 : 1;
+  EXPECT_EQ(failed, 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM vals WHERE k IN ('a', 'b')"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM vals WHERE k = 'c'"), 1);
+}
+
+TEST_P(StoreTest, WriteAsyncOnAClosedDbCompletesWithUnavailable) {
+  db_->close();
+  Completions done;
+  db_->write_async([](Conn&) -> Status { return {}; }, [&](Status st) { done.add(std::move(st)); });
+  auto results = done.wait_for(1);
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_FALSE(results[0].ok());
+  EXPECT_EQ(results[0].error().kind, sika::ErrorKind::unavailable);
 }
 
 TEST_P(StoreTest, NestedWriteIsRefusedOnSqlite) {
