@@ -629,6 +629,14 @@ class SqliteDb final : public Db {
 Result<std::unique_ptr<Db>> open_sqlite(const std::string& path, const DbOptions& options) {
   if (sqlite3_threadsafe() == 0)
     return internal_error(boost::json::string("the SQLite library was built without thread support"));
+  // Memory statistics take a process-wide mutex around every SQLite allocation, which every
+  // connection's thread then contends for; nothing reads them. Must precede initialization
+  // (a later call is refused by SQLite, harmlessly).
+  static std::once_flag configured;
+  std::call_once(configured, [] {
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    (void)sqlite3_initialize();
+  });
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) {
     std::error_code ec;
