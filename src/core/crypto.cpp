@@ -1,8 +1,6 @@
 #include "core/crypto.hpp"
 
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
 #include <sodium.h>
 
 #include <openssl/crypto.h>
@@ -14,10 +12,12 @@
 
 namespace sika::crypto {
 
+// libsodium's SHA-256: OpenSSL 3's one-shot SHA256() fetches the algorithm on every call.
 std::string sha256(std::string_view data) {
-  std::string out(SHA256_DIGEST_LENGTH, '\0');
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
-         reinterpret_cast<unsigned char*>(out.data()));
+  (void)random_bytes(0);  // ensures libsodium is initialised (it picks the CPU's SHA-256 code)
+  std::string out(crypto_hash_sha256_BYTES, '\0');
+  crypto_hash_sha256(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(data.data()),
+                     data.size());
   return out;
 }
 
@@ -29,12 +29,17 @@ std::string uuid_from_name(std::string_view name) {
   return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20, 12);
 }
 
+// libsodium's HMAC-SHA-256 (any key length, RFC 2104): OpenSSL 3's one-shot HMAC() looks the
+// algorithm up by name on every call, which cost ten times the hashing on short inputs (the
+// signed page links of every collection intent).
 std::string hmac_sha256(std::string_view key, std::string_view data) {
-  std::string out(EVP_MAX_MD_SIZE, '\0');
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
-       data.size(), reinterpret_cast<unsigned char*>(out.data()), &len);
-  out.resize(len);
+  (void)random_bytes(0);  // ensures libsodium is initialised (it picks the CPU's SHA-256 code)
+  crypto_auth_hmacsha256_state state;
+  crypto_auth_hmacsha256_init(&state, reinterpret_cast<const unsigned char*>(key.data()), key.size());
+  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const unsigned char*>(data.data()), data.size());
+  std::string out(crypto_auth_hmacsha256_BYTES, '\0');
+  crypto_auth_hmacsha256_final(&state, reinterpret_cast<unsigned char*>(out.data()));
+  sodium_memzero(&state, sizeof state);
   return out;
 }
 

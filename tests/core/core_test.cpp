@@ -226,6 +226,13 @@ TEST(Random, Base64RoundTrips) {
 TEST(Time, Iso8601RoundTrip) {
   EXPECT_EQ(iso8601(0), "1970-01-01T00:00:00.000Z");
   EXPECT_EQ(iso8601(1795311512123), "2026-11-22T01:38:32.123Z");
+  EXPECT_EQ(iso8601(-1), "1969-12-31T23:59:59.999Z");
+  EXPECT_EQ(iso8601(1709208000007), "2024-02-29T12:00:00.007Z");
+  EXPECT_EQ(iso8601(253402300799999), "9999-12-31T23:59:59.999Z");
+  EXPECT_EQ(iso8601(253402300800000), "10000-01-01T00:00:00.000Z");
+  // Every written instant reads back as itself, across four centuries of days and times.
+  for (std::int64_t ms = -2208988800000; ms < 4102444800000; ms += std::int64_t{86399993} * 37)
+    EXPECT_EQ(parse_iso8601(iso8601(ms)), ms) << iso8601(ms);
   EXPECT_EQ(parse_iso8601("2026-11-22T01:38:32.123Z"), 1795311512123);
   EXPECT_EQ(parse_iso8601("2026-11-22T02:38:32.123+01:00"), 1795311512123);
   EXPECT_EQ(parse_iso8601("2026-11-22T01:38:32Z"), 1795311512000);
@@ -249,6 +256,13 @@ TEST(Crypto, HmacSha256KnownVector) {
   // RFC 4231 test case 2.
   EXPECT_EQ(hex_encode(crypto::hmac_sha256("Jefe", "what do ya want for nothing?")),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  // RFC 4231 test case 6: a key longer than SHA-256's block is hashed first.
+  EXPECT_EQ(hex_encode(crypto::hmac_sha256(std::string(131, '\xaa'),
+                                           "Test Using Larger Than Block-Size Key - Hash Key First")),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  // RFC 4231 test case 1: 20-byte key.
+  EXPECT_EQ(hex_encode(crypto::hmac_sha256(std::string(20, '\x0b'), "Hi There")),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
 }
 
 TEST(Crypto, Argon2idPasswords) {
