@@ -187,6 +187,13 @@ std::string problem_text(std::string_view problem, i18n::Locale l) {
   if (l != i18n::Locale::fr) return std::string(problem);
   for (const auto& [en, fr] : kFrench)
     if (problem == en) return std::string(fr);
+  // "CMR collects in XAF, not EUR (send line=up to allow currency conversion)"
+  if (const std::size_t in = problem.find(" collects in "), n = problem.find(", not "), tail = problem.find(" (send");
+      in != std::string_view::npos && n != std::string_view::npos && tail != std::string_view::npos && in < n &&
+      n < tail)
+    return std::string(problem.substr(0, in)) + " encaisse en " + std::string(problem.substr(in + 13, n - in - 13)) +
+           ", pas en " + std::string(problem.substr(n + 6, tail - n - 6)) +
+           " (envoyez line=up pour permettre la conversion de devise)";
   for (const auto& [en, fr] : kFrenchPrefixes)
     if (problem.starts_with(en)) {
       std::string rest(problem.substr(en.size()));

@@ -148,9 +148,9 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
       errors.add("area", "is not a country of the catalog");
     else if (std::find(m.countries.begin(), m.countries.end(), area->code) == m.countries.end())
       errors.add("area", "is not a country this merchant collects in");
-    else if (area->currency != n.currency && !errors.details().contains("currency"))
+    else if (area->currency != n.currency && n.line != "up" && !errors.details().contains("currency"))
       errors.add("area", area->code + " collects in " + area->currency + ", not " + n.currency +
-                             (n.line == "up" ? " (currency conversion is not offered yet)" : ""));
+                             " (send line=up to allow currency conversion)");
   }
   // Return URLs: on one of the merchant's registered domains, when it registered any; the
   // split beneficiaries: active merchants.

@@ -772,6 +772,11 @@ TEST_P(CheckoutTest, AFormErrorPageListsTheFieldProblemsInFrench) {
   EXPECT_NE(page.body.find("est obligatoire"), std::string::npos);
   EXPECT_EQ(page.body.find("must be"), std::string::npos) << page.body;  // no English left
   EXPECT_EQ(page.body.find("is required"), std::string::npos);
+  bad["area"] = "CI";
+  web::Request area = post(bad, true);
+  area.locale = i18n::Locale::fr;
+  area.principal = *p;
+  EXPECT_NE(checkout_->create(area).body.find("n&#39;est pas un pays où ce marchand encaisse"), std::string::npos);
   // The same post in English (Accept-Language en): English problems.
   req.locale = i18n::Locale::en;
   auto en = checkout_->create(req);
