@@ -29,6 +29,16 @@ const catalog::Country* area_country(const catalog::Catalog& cat, std::string_vi
   return nullptr;
 }
 
+// Returns true iff `svc` is a mobile-money service in use in a country of `countries` (and of
+// `area` when one is given): a method a session of this merchant may offer, whatever its currency.
+bool collects_here(const catalog::Catalog& cat, const catalog::PaymentService& svc,
+                   const std::vector<std::string>& countries, const catalog::Country* area) {
+  if (!cat.usable(svc) || svc.kind != catalog::ServiceKind::mobile_money) return false;
+  const catalog::Country* country = cat.country_by_id(svc.country_id);
+  if (!country || std::find(countries.begin(), countries.end(), country->code) == countries.end()) return false;
+  return !area || country->id == area->id;
+}
+
 }  // namespace
 
 Service::Service(store::Db& db, payments::Service& payments, payments::CatalogSnapshot catalog, Options options)
@@ -99,14 +109,11 @@ std::vector<Method> Service::methods(const Session& s, const std::vector<std::st
   if (!cat) return out;
   const catalog::Country* area = s.area.empty() ? nullptr : area_country(*cat, s.area);
   for (const auto& svc : cat->services()) {
-    if (!cat->usable(svc) || svc.kind != catalog::ServiceKind::mobile_money) continue;
+    if (!collects_here(*cat, svc, countries, area)) continue;
     // The order's currency; another only with line=up and a quote locked for it.
     const Quote* fx = svc.currency == s.currency ? nullptr : s.quote_for(svc.currency);
     if (svc.currency != s.currency && (s.line != "up" || !fx)) continue;
     const std::int64_t price = fx ? fx->amount : s.amount;
-    const catalog::Country* country = cat->country_by_id(svc.country_id);
-    if (!country || std::find(countries.begin(), countries.end(), country->code) == countries.end()) continue;
-    if (area && country->id != area->id) continue;
     auto quote =
         catalog::quote_fee(*cat, catalog::Operation::collection, catalog::ServiceKey(svc.code), std::nullopt, price, 1);
     if (!quote) continue;  // no pricing rule or outside the service's bounds: not offered
@@ -260,10 +267,7 @@ Result<std::vector<Quote>> Service::lock_quotes(const NewSession& n, const std::
   const catalog::Country* area = n.area.empty() ? nullptr : area_country(*cat, n.area);
   std::vector<std::string> currencies;
   for (const auto& svc : cat->services()) {
-    if (svc.currency == n.currency || !cat->usable(svc) || svc.kind != catalog::ServiceKind::mobile_money) continue;
-    const catalog::Country* country = cat->country_by_id(svc.country_id);
-    if (!country || std::find(countries.begin(), countries.end(), country->code) == countries.end()) continue;
-    if (area && country->id != area->id) continue;
+    if (svc.currency == n.currency || !collects_here(*cat, svc, countries, area)) continue;
     if (std::find(currencies.begin(), currencies.end(), svc.currency) == currencies.end())
       currencies.push_back(svc.currency);
   }

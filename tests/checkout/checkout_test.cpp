@@ -219,8 +219,29 @@ TEST(CheckoutModel, ServiceDataNamesTheSecretVersionAndAConversion) {
   EXPECT_EQ(merchant_secret("server-key", "MCH-CM-0001", 1, "ignored"), merchant_secret("server-key", "MCH-CM-0001"));
 }
 
+// A merchant collecting in Cameroon (XAF) and Côte d'Ivoire (XOF), with its merchant API key.
+struct FxMerchant {
+  merchant::Merchant m;
+  merchant::IssuedKey key;
+};
+
 class CheckoutTest : public payments::testing::PaymentsTest {
  protected:
+  FxMerchant fx_merchant(const std::string& matricule) {
+    FxMerchant fx;
+    EXPECT_TRUE(
+        db_->write([&](store::Conn& c) -> Status {
+             SIKA_ASSIGN_OR_RETURN(
+                 fx.m, merchant::create(c, {matricule, "Boutique Euro", "e@example.com", {"CMR", "CIV"}, "sandbox"},
+                                        now_ms()));
+             SIKA_ASSIGN_OR_RETURN(
+                 fx.key, merchant::issue_key(c, kPepper, fx.m.id, merchant::KeyKind::merchant, "sandbox", now_ms()));
+             return {};
+           })
+            .ok());
+    return fx;
+  }
+
   void SetUp() override {
     PaymentsTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
@@ -601,24 +622,9 @@ TEST_P(CheckoutTest, TheRateInForceIsTheLatestNotInTheFuture) {
   EXPECT_EQ(catalog::fx::ratio_text((*later)[0].rate), "700");
 }
 
-// A merchant collecting in Cameroon (XAF) and Côte d'Ivoire (XOF), with its merchant API key.
-struct FxMerchant {
-  merchant::Merchant m;
-  merchant::IssuedKey key;
-};
-
 TEST_P(CheckoutTest, LineUpChargesTheMethodsCurrencyAtTheLockedQuoteAndTheLedgerRecordsBothSides) {
-  FxMerchant fx;
-  ASSERT_TRUE(
-      db_->write([&](store::Conn& c) -> Status {
-           SIKA_ASSIGN_OR_RETURN(
-               fx.m, merchant::create(c, {"MCH-FX-0001", "Boutique Euro", "e@example.com", {"CMR", "CIV"}, "sandbox"},
-                                      now_ms()));
-           SIKA_ASSIGN_OR_RETURN(
-               fx.key, merchant::issue_key(c, kPepper, fx.m.id, merchant::KeyKind::merchant, "sandbox", now_ms()));
-           return {};
-         })
-          .ok());
+  FxMerchant fx = fx_merchant("MCH-FX-0001");
+  ASSERT_FALSE(HasFailure());
   const std::int64_t t = now_ms() - 1000;
   ASSERT_TRUE(catalog::fx::set_rate(*db_, {"EUR", "XOF", "655.957", t, "ops"}, t).ok());
   ASSERT_TRUE(catalog::fx::set_rate(*db_, {"EUR", "XAF", "655.957", t, "ops"}, t).ok());
@@ -695,17 +701,8 @@ TEST_P(CheckoutTest, LineUpChargesTheMethodsCurrencyAtTheLockedQuoteAndTheLedger
 }
 
 TEST_P(CheckoutTest, WithoutLineUpMethodsInAnotherCurrencyAreNotOffered) {
-  FxMerchant fx;
-  ASSERT_TRUE(
-      db_->write([&](store::Conn& c) -> Status {
-           SIKA_ASSIGN_OR_RETURN(
-               fx.m, merchant::create(c, {"MCH-FX-0002", "Boutique Deux", "f@example.com", {"CMR", "CIV"}, "sandbox"},
-                                      now_ms()));
-           SIKA_ASSIGN_OR_RETURN(
-               fx.key, merchant::issue_key(c, kPepper, fx.m.id, merchant::KeyKind::merchant, "sandbox", now_ms()));
-           return {};
-         })
-          .ok());
+  FxMerchant fx = fx_merchant("MCH-FX-0002");
+  ASSERT_FALSE(HasFailure());
   ASSERT_TRUE(catalog::fx::set_rate(*db_, {"XAF", "XOF", "1", now_ms() - 1000, "ops"}, now_ms()).ok());
   auto res = create(order("ORD-XAF"), false, fx.key.key);
   ASSERT_EQ(res.status, 201) << res.body;
@@ -789,7 +786,8 @@ TEST_P(CheckoutTest, AFormErrorPageListsTheFieldProblemsInFrench) {
   r2.locale = i18n::Locale::fr;
   r2.principal = *checkout_->authenticate(r2);
   auto p2 = checkout_->create(r2);
-  EXPECT_NE(p2.body.find("doit être un nombre entier de XAF (cette devise n&#39;a pas de subdivision)"), std::string::npos)
+  EXPECT_NE(p2.body.find("doit être un nombre entier de XAF (cette devise n&#39;a pas de subdivision)"),
+            std::string::npos)
       << p2.body;
 }
 
