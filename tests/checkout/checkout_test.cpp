@@ -700,6 +700,36 @@ TEST_P(CheckoutTest, LineUpChargesTheMethodsCurrencyAtTheLockedQuoteAndTheLedger
   EXPECT_EQ(d.at("kid").as_int64(), 1);
 }
 
+TEST_P(CheckoutTest, AConvertedSplitDividesWhatTheMerchantsAreCreditedInTheOrdersCurrency) {
+  FxMerchant fx = fx_merchant("MCH-FX-0003");
+  ASSERT_FALSE(HasFailure());
+  const std::int64_t t = now_ms() - 1000;
+  ASSERT_TRUE(catalog::fx::set_rate(*db_, {"EUR", "XOF", "655.957", t, "ops"}, t).ok());
+  bj::object o = order("ORD-EUR-SPLIT");
+  o["currency"] = "EUR";
+  o["amount"] = "10.00";
+  o["line"] = "up";
+  o["feeBearer"] = "MERCHANT";
+  o["settlement_mode"] = "SPLIT";
+  o["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 30}}};
+  auto res = create(o, false, fx.key.key);
+  ASSERT_EQ(res.status, 201) << res.body;
+  Session s = *checkout_->session(bj::parse(res.body).at("data").at("reference").as_string());
+  auto tx = checkout_->pay(s.reference, PayForm{"MTN_MOMO_CIV", "2250500000000", std::nullopt, 0});
+  ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
+  EXPECT_EQ(tx->required_total, 6560);  // the customer pays the converted price
+  EXPECT_EQ(tx->fee, 164);
+  EXPECT_EQ(tx->amount, 6396);
+  auto done = wait(s, payments::TxStatus::pending);
+  ASSERT_TRUE(done);
+  ASSERT_EQ(done->status, payments::TxStatus::completed);
+  // 6396 XOF are worth 9.75 EUR at 655.957 (rounded down): the merchants share 975 cents.
+  EXPECT_EQ(count("SELECT amount FROM pay_conversions WHERE transaction_id = ?", {done->id}), 975);
+  EXPECT_EQ(count("SELECT amount FROM pay_splits WHERE matricule = 'MCH-CM-0002'"), 293);
+  EXPECT_EQ(count("SELECT amount FROM pay_splits WHERE matricule = 'MCH-FX-0003'"), 682);
+  expect_ledger_clean();
+}
+
 TEST_P(CheckoutTest, WithoutLineUpMethodsInAnotherCurrencyAreNotOffered) {
   FxMerchant fx = fx_merchant("MCH-FX-0002");
   ASSERT_FALSE(HasFailure());
