@@ -136,7 +136,7 @@ struct ReturnData {
   std::string currency;
   std::string checkout_reference;
   std::int64_t issued_at = 0;  // epoch seconds
-  // Set when the customer paid in another currency (line=up): what was charged, and the rate
+  // Set when the customer paid (COMPLETED) in another currency (line=up): what was charged, and the rate
   // (order currency -> charged currency) as ratio_text writes it.
   std::int64_t charged_amount = 0;
   std::string charged_currency;

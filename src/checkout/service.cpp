@@ -401,8 +401,10 @@ Result<std::optional<std::string>> Service::signed_return(const Session& s, cons
     d.channel = tx->channel;
     // `amount` and `currency` stay the order's: with the fee on the merchant the transaction's
     // amount is what the merchant is credited, with a conversion it is in the customer's
-    // currency, and the merchant compares the return with its order.
-    if (const Quote* q = tx->currency != s.currency ? s.quote_for(tx->currency) : nullptr) {
+    // currency, and the merchant compares the return with its order. What the customer was
+    // charged is named only when it was charged.
+    const bool charged = tx->status == payments::TxStatus::completed && tx->currency != s.currency;
+    if (const Quote* q = charged ? s.quote_for(tx->currency) : nullptr) {
       d.charged_amount = tx->required_total;
       d.charged_currency = tx->currency;
       d.rate = catalog::fx::ratio_text({q->numerator, q->denominator});
