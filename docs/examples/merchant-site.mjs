@@ -32,8 +32,11 @@ export function verifyServiceData(secret, serviceData, signature) {
 const escapeHtml = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 // Starts the site on `port` (0: any free port). Returns { url, orders, close }.
+// `amount` is in minor units and `amountText` as posted (major units: "10.00" EUR); `line: 'up'`
+// lets the customer pay in another currency (service_data then keeps the order's amount and
+// currency, and adds charged_amount, charged_currency and rate).
 export async function startMerchantSite({ checkoutUrl, apiKey, checkoutSecret, port = 0, shopName = 'Boutique Akwa',
-  currency = 'XAF' }) {
+  currency = 'XAF', amount = 5000, amountText = String(amount), line = '' }) {
   const orders = new Map();  // orderId -> { amount, currency, status, transaction_reference }
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, `http://${req.headers.host}`);
@@ -48,11 +51,13 @@ export async function startMerchantSite({ checkoutUrl, apiKey, checkoutSecret, p
       // A new order for each visit; the amount is the site's own (never the customer's).
       const orderId = `ORD-${randomUUID()}`;
       const phone = url.searchParams.get('phone') || '';
-      orders.set(orderId, { amount: 5000, currency, status: 'NEW' });
-      page(200, `<h1>${escapeHtml(shopName)}</h1><p>2 T-shirts: 5 000 ${currency}</p>
-<form method="post" action="${escapeHtml(checkoutUrl)}" data-sika-checkout data-label="Pay 5 000 ${currency}">
+      orders.set(orderId, { amount, currency, status: 'NEW' });
+      const label = `${amountText} ${currency}`;
+      page(200, `<h1>${escapeHtml(shopName)}</h1><p>2 T-shirts: ${escapeHtml(label)}</p>
+<form method="post" action="${escapeHtml(checkoutUrl)}" data-sika-checkout data-label="Pay ${escapeHtml(label)}">
   <input type="hidden" name="apiKey" value="${escapeHtml(apiKey)}">
-  <input type="hidden" name="amount" value="5000">
+  <input type="hidden" name="amount" value="${escapeHtml(amountText)}">${line ? `
+  <input type="hidden" name="line" value="${escapeHtml(line)}">` : ''}
   <input type="hidden" name="currency" value="${currency}">
   <input type="hidden" name="orderId" value="${escapeHtml(orderId)}">
   <input type="hidden" name="description" value="2 T-shirts">
@@ -60,7 +65,7 @@ export async function startMerchantSite({ checkoutUrl, apiKey, checkoutSecret, p
   <input type="hidden" name="successUrl" value="${self}/success">
   <input type="hidden" name="failureUrl" value="${self}/failure">
   <input type="hidden" name="customer[phone]" value="${escapeHtml(phone)}">
-  <button type="submit">Pay 5 000 ${currency}</button>
+  <button type="submit">Pay ${escapeHtml(label)}</button>
 </form>
 <script src="${escapeHtml(checkoutUrl)}/button.js" async></script>`);
       return;

@@ -138,6 +138,7 @@ void add_admin_commands(CLI::App& admin, AdminEnv& env) {
   add_notify_admin(admin, env);
   add_jobs_admin(admin, env);
   add_checkout_admin(admin, env);
+  add_fx_admin(admin, env);
   // Components: add_<component>_admin(admin, env);
 }
 

@@ -49,5 +49,6 @@ void add_notify_admin(CLI::App& admin, AdminEnv& env);
 void add_jobs_admin(CLI::App& admin, AdminEnv& env);
 void add_wallets_admin(CLI::App& admin, AdminEnv& env);
 void add_checkout_admin(CLI::App& admin, AdminEnv& env);
+void add_fx_admin(CLI::App& admin, AdminEnv& env);
 
 }  // namespace sika::app

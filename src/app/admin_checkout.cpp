@@ -1,5 +1,5 @@
-// `sika admin checkout ...`: a merchant's checkout secret (to verify service_data), and the
-// domains its return URLs must belong to.
+// `sika admin checkout ...`: a merchant's checkout secret (to verify service_data) and its
+// rotation, and the domains its return URLs must belong to.
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -40,14 +40,35 @@ void add_checkout_admin(CLI::App& admin, AdminEnv& env) {
   auto* group = admin.add_subcommand("checkout", "Hosted checkout: a merchant's checkout secret and return domains");
   group->require_subcommand(1);
   {
-    auto* cmd = add_command(*group, env, "secret", "Show a merchant's checkout secret (verifies service_data)");
+    auto* cmd = add_command(*group, env, "secret",
+                            "Show a merchant's checkout secret of version 1 (kid 1) and the version in force");
     auto matricule = std::make_shared<std::string>();
     cmd->add_option("--merchant", *matricule, "the merchant's matricule")->required();
     cmd->callback([&env, matricule] {
       Context& ctx = env.context();
       merchant::Merchant m = find_merchant(ctx, *matricule);
       std::string secret = ctx.checkout->merchant_secret(m.matricule);
-      print_result(env, bj::object{{"merchant", m.matricule}, {"checkout_secret", secret}}, secret);
+      checkout::SecretVersion in_force = check(ctx.checkout->signing_secret(m.id, m.matricule));
+      print_result(
+          env,
+          bj::object{
+              {"merchant", m.matricule}, {"kid", 1}, {"checkout_secret", secret}, {"kid_in_force", in_force.kid}},
+          in_force.kid == 1 ? secret
+                            : secret + "\n(kid 1; returns are signed with kid " + std::to_string(in_force.kid) +
+                                  ", shown once by `rotate`)");
+    });
+  }
+  {
+    auto* cmd = add_command(*group, env, "rotate",
+                            "Make a new checkout secret version for a merchant and print it (once: it is not stored)");
+    auto matricule = std::make_shared<std::string>();
+    cmd->add_option("--merchant", *matricule, "the merchant's matricule")->required();
+    cmd->callback([&env, matricule] {
+      Context& ctx = env.context();
+      merchant::Merchant m = find_merchant(ctx, *matricule);
+      checkout::SecretVersion made = check(ctx.checkout->rotate_secret(m.id, m.matricule));
+      print_result(env, bj::object{{"merchant", m.matricule}, {"kid", made.kid}, {"checkout_secret", made.secret}},
+                   "kid " + std::to_string(made.kid) + ": " + made.secret);
     });
   }
   {

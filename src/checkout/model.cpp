@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "catalog/fees.hpp"
+#include "catalog/fx.hpp"
 #include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
@@ -126,11 +127,59 @@ std::vector<payments::SplitLine> parse_distribution(const bj::array& items, json
   return lines;
 }
 
+// The locked quotes as the session's JSON shows them (amounts in minor units, the rate as text).
+bj::array quotes_json(const std::vector<Quote>& quotes) {
+  bj::array a;
+  for (const auto& q : quotes)
+    a.push_back(bj::object{{"currency", q.currency},
+                           {"amount", q.amount},
+                           {"rate", catalog::fx::ratio_text({q.numerator, q.denominator})},
+                           {"quoted_at", iso8601(q.quoted_at)}});
+  return a;
+}
+
 }  // namespace
 
 std::string_view Session::status_at(std::int64_t now) const {
   if (status == kOpen && expires_at <= now) return kExpired;
   return status;
+}
+
+const Quote* Session::quote_for(std::string_view c) const {
+  for (const auto& q : quotes)
+    if (q.currency == c) return &q;
+  return nullptr;
+}
+
+std::string quotes_text(const std::vector<Quote>& quotes) {
+  bj::array a;
+  for (const auto& q : quotes)
+    a.push_back(bj::object{{"currency", q.currency},
+                           {"numerator", q.numerator},
+                           {"denominator", q.denominator},
+                           {"amount", q.amount},
+                           {"quoted_at", q.quoted_at}});
+  return json::dump(a);
+}
+
+std::vector<Quote> quotes_of(std::string_view text) {
+  std::vector<Quote> out;
+  auto v = json::parse(text);
+  if (!v || !v->is_array()) return out;
+  for (const auto& item : v->as_array()) {
+    const bj::object* o = item.if_object();
+    if (!o) continue;
+    auto i64 = [&](std::string_view k) {
+      const bj::value* f = o->if_contains(k);
+      return f && f->is_int64() ? f->get_int64() : std::int64_t{0};
+    };
+    const bj::value* c = o->if_contains("currency");
+    Quote q{c && c->is_string() ? std::string(c->get_string()) : std::string(), i64("numerator"), i64("denominator"),
+            i64("amount"), i64("quoted_at")};
+    if (q.currency.empty() || q.numerator <= 0 || q.denominator <= 0 || q.amount <= 0) continue;
+    out.push_back(std::move(q));
+  }
+  return out;
 }
 
 bj::object to_json(const Session& s, std::string_view page_url, std::int64_t now) {
@@ -154,6 +203,7 @@ bj::object to_json(const Session& s, std::string_view page_url, std::int64_t now
                     {"area", s.area.empty() ? bj::value(nullptr) : bj::value(s.area)},
                     {"settlement_mode", s.settlement_mode},
                     {"distribution", std::move(lines)},
+                    {"quotes", quotes_json(s.quotes)},
                     {"expires_at", iso8601(s.expires_at)},
                     {"created_at", iso8601(s.created_at)}};
 }
@@ -335,12 +385,26 @@ std::string service_data(const ReturnData& d) {
                {"amount", d.amount},
                {"currency", d.currency},
                {"checkout_reference", d.checkout_reference},
-               {"issued_at", d.issued_at}};
+               {"issued_at", d.issued_at},
+               {"kid", d.kid}};
+  if (!d.charged_currency.empty()) {
+    o["charged_amount"] = d.charged_amount;
+    o["charged_currency"] = d.charged_currency;
+    o["rate"] = d.rate;
+  }
   return json::dump(o);
 }
 
 std::string merchant_secret(std::string_view server_key, std::string_view matricule) {
   return "cks_" + base64url_encode(crypto::hmac_sha256(server_key, "checkout-secret:" + std::string(matricule)));
+}
+
+std::string merchant_secret(std::string_view server_key, std::string_view matricule, std::int64_t version,
+                            std::string_view salt) {
+  if (version <= 1) return merchant_secret(server_key, matricule);
+  return "cks_" +
+         base64url_encode(crypto::hmac_sha256(server_key, "checkout-secret:v" + std::to_string(version) + ":" +
+                                                              std::string(matricule) + ":" + std::string(salt)));
 }
 
 std::string sign(std::string_view secret, std::string_view data) {

@@ -25,6 +25,17 @@ struct Customer {
   std::string name, email, phone;
 };
 
+// A conversion quote locked on a line=up session when it opens: the order's amount in
+// `currency` at the operator's rate then in force (order currency -> `currency`), rounded up to
+// the minor unit of `currency` so the merchant never gets less. It holds until the session
+// expires; the rate table may change meanwhile.
+struct Quote {
+  std::string currency;
+  std::int64_t numerator = 1, denominator = 1;  // 1 unit of the order's currency = n/d units of `currency`
+  std::int64_t amount = 0;                      // minor units of `currency`
+  std::int64_t quoted_at = 0;                   // epoch ms
+};
+
 // One row of chk_sessions.
 struct Session {
   std::int64_t id = 0;
@@ -45,14 +56,21 @@ struct Session {
   std::string fee_bearer = "CUSTOMER";
   std::string settlement_mode = std::string(payments::kDirect);
   std::vector<payments::SplitLine> distribution;  // SPLIT: sums to 100 % (the merchant keeps any remainder)
-  std::int64_t attempt = 0;  // collections made so far; attempt n's uuid is collection_uuid(reference, n)
+  std::int64_t attempt = 0;   // collections made so far; attempt n's uuid is collection_uuid(reference, n)
+  std::vector<Quote> quotes;  // line=up: one per currency a method may charge in, locked at opening
   std::int64_t expires_at = 0;
   std::int64_t created_at = 0;
   std::int64_t updated_at = 0;
 
   // OPEN, PAID, CANCELLED, or EXPIRED for an OPEN session at or past expires_at.
   std::string_view status_at(std::int64_t now) const;
+  // The locked quote of a currency, or nullptr.
+  const Quote* quote_for(std::string_view currency) const;
 };
+
+// The quotes as stored (JSON text of an array) and back.
+std::string quotes_text(const std::vector<Quote>& quotes);
+std::vector<Quote> quotes_of(std::string_view text);
 
 // The session as the JSON answer shows it; `page_url` is the customer's page.
 boost::json::object to_json(const Session& s, std::string_view page_url, std::int64_t now);
@@ -118,13 +136,24 @@ struct ReturnData {
   std::string currency;
   std::string checkout_reference;
   std::int64_t issued_at = 0;  // epoch seconds
+  // Set when the customer paid (COMPLETED) in another currency (line=up): what was charged, and the rate
+  // (order currency -> charged currency) as ratio_text writes it.
+  std::int64_t charged_amount = 0;
+  std::string charged_currency;
+  std::string rate;
+  std::int64_t kid = 1;  // the version of the merchant's checkout secret that signed it
 };
 // The JSON text of service_data (the exact text that is signed).
 std::string service_data(const ReturnData& data);
-// The per-merchant checkout secret: HMAC-SHA256(server checkout key, "checkout-secret:" +
-// matricule), base64url. Derived, never stored: the server can always sign, and a leaked
-// database does not reveal it.
+// The per-merchant checkout secret, version 1: HMAC-SHA256(server checkout key,
+// "checkout-secret:" + matricule), base64url. Derived, never stored: the server can always sign,
+// and a leaked database does not reveal it.
 std::string merchant_secret(std::string_view server_key, std::string_view matricule);
+// A rotated version (2, 3, ...): HMAC-SHA256(server checkout key, "checkout-secret:v" + version +
+// ":" + matricule + ":" + salt), base64url, where `salt` is the random text stored for that
+// version. The salt alone signs nothing: the server key is needed too.
+std::string merchant_secret(std::string_view server_key, std::string_view matricule, std::int64_t version,
+                            std::string_view salt);
 // The signature of service_data: hex HMAC-SHA256 under the merchant's checkout secret.
 std::string sign(std::string_view secret, std::string_view service_data);
 // Returns true iff `signature` is sign(secret, service_data), compared in constant time.

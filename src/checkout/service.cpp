@@ -6,7 +6,9 @@
 #include <algorithm>
 
 #include "catalog/fees.hpp"
+#include "catalog/fx.hpp"
 #include "checkout/store.hpp"
+#include "core/random.hpp"
 #include "core/time.hpp"
 #include "payments/store.hpp"
 #include "web/envelope.hpp"
@@ -27,6 +29,16 @@ const catalog::Country* area_country(const catalog::Catalog& cat, std::string_vi
   return nullptr;
 }
 
+// Returns true iff `svc` is a mobile-money service in use in a country of `countries` (and of
+// `area` when one is given): a method a session of this merchant may offer, whatever its currency.
+bool collects_here(const catalog::Catalog& cat, const catalog::PaymentService& svc,
+                   const std::vector<std::string>& countries, const catalog::Country* area) {
+  if (!cat.usable(svc) || svc.kind != catalog::ServiceKind::mobile_money) return false;
+  const catalog::Country* country = cat.country_by_id(svc.country_id);
+  if (!country || std::find(countries.begin(), countries.end(), country->code) == countries.end()) return false;
+  return !area || country->id == area->id;
+}
+
 }  // namespace
 
 Service::Service(store::Db& db, payments::Service& payments, payments::CatalogSnapshot catalog, Options options)
@@ -42,6 +54,31 @@ std::string Service::page_url(const Session& s) const {
 
 std::string Service::merchant_secret(std::string_view matricule) const {
   return checkout::merchant_secret(options_.server_key, matricule);
+}
+
+Result<SecretVersion> Service::signing_secret(std::int64_t merchant_id, std::string_view matricule) {
+  std::optional<std::pair<std::int64_t, std::string>> latest;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(latest, tables::latest_secret(c, merchant_id));
+    return {};
+  }));
+  if (!latest) return SecretVersion{1, merchant_secret(matricule)};
+  return SecretVersion{latest->first,
+                       checkout::merchant_secret(options_.server_key, matricule, latest->first, latest->second)};
+}
+
+Result<SecretVersion> Service::rotate_secret(std::int64_t merchant_id, std::string_view matricule) {
+  const std::string salt = random_token(32);
+  std::int64_t version = 0;
+  bool made = false;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto latest, tables::latest_secret(c, merchant_id));
+    version = latest ? latest->first + 1 : 2;
+    SIKA_ASSIGN_OR_RETURN(made, tables::insert_secret(c, merchant_id, version, salt, now()));
+    return {};
+  }));
+  if (!made) return conflict(bj::object{{"merchant", "another rotation of this merchant's secret won; retry"}});
+  return SecretVersion{version, checkout::merchant_secret(options_.server_key, matricule, version, salt)};
 }
 
 web::Principal Service::principal_of(const merchant::Merchant& m) const {
@@ -72,19 +109,28 @@ std::vector<Method> Service::methods(const Session& s, const std::vector<std::st
   if (!cat) return out;
   const catalog::Country* area = s.area.empty() ? nullptr : area_country(*cat, s.area);
   for (const auto& svc : cat->services()) {
-    if (svc.currency != s.currency || !cat->usable(svc) || svc.kind != catalog::ServiceKind::mobile_money) continue;
-    const catalog::Country* country = cat->country_by_id(svc.country_id);
-    if (!country || std::find(countries.begin(), countries.end(), country->code) == countries.end()) continue;
-    if (area && country->id != area->id) continue;
-    auto quote = catalog::quote_fee(*cat, catalog::Operation::collection, catalog::ServiceKey(svc.code), std::nullopt,
-                                    s.amount, 1);
+    if (!collects_here(*cat, svc, countries, area)) continue;
+    // The order's currency; another only with line=up and a quote locked for it.
+    const Quote* fx = svc.currency == s.currency ? nullptr : s.quote_for(svc.currency);
+    if (svc.currency != s.currency && (s.line != "up" || !fx)) continue;
+    const std::int64_t price = fx ? fx->amount : s.amount;
+    auto quote =
+        catalog::quote_fee(*cat, catalog::Operation::collection, catalog::ServiceKey(svc.code), std::nullopt, price, 1);
     if (!quote) continue;  // no pricing rule or outside the service's bounds: not offered
-    if (s.amount < svc.min_amount || (svc.max_amount > 0 && s.amount > svc.max_amount)) continue;
+    if (price < svc.min_amount || (svc.max_amount > 0 && price > svc.max_amount)) continue;
     // The merchant bears the fee: the customer pays the price, and the fee must leave something.
     const bool merchant_pays = s.fee_bearer == payments::kMerchantBearsFee;
-    if (merchant_pays && quote->fee >= s.amount) continue;
-    out.push_back(Method{svc.code, svc.name, quote->fee, merchant_pays ? s.amount : s.amount + quote->fee,
-                         svc.needs_otp, svc.otp_helper.empty() ? options_.otp_helper : svc.otp_helper});
+    if (merchant_pays && quote->fee >= price) continue;
+    Method m{svc.code,
+             svc.name,
+             svc.currency,
+             price,
+             quote->fee,
+             merchant_pays ? price : price + quote->fee,
+             fx ? std::optional<Quote>(*fx) : std::nullopt,
+             svc.needs_otp,
+             svc.otp_helper.empty() ? options_.otp_helper : svc.otp_helper};
+    out.push_back(std::move(m));
   }
   return out;
 }
@@ -94,7 +140,8 @@ std::vector<Method> Service::methods(const Session& s, const std::vector<std::st
 Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, json::FieldErrors errors) {
   auto cat = catalog_();
   if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
-  if (!errors.details().contains("currency") && !n.currency.empty()) {
+  // line=up: the order's currency may be one no method charges in, when a rate converts it.
+  if (!errors.details().contains("currency") && !n.currency.empty() && n.line != "up") {
     bool granted = false;
     for (const auto& c : cat->countries())
       if (c.active && c.currency == n.currency &&
@@ -108,9 +155,9 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
       errors.add("area", "is not a country of the catalog");
     else if (std::find(m.countries.begin(), m.countries.end(), area->code) == m.countries.end())
       errors.add("area", "is not a country this merchant collects in");
-    else if (area->currency != n.currency && !errors.details().contains("currency"))
+    else if (area->currency != n.currency && n.line != "up" && !errors.details().contains("currency"))
       errors.add("area", area->code + " collects in " + area->currency + ", not " + n.currency +
-                             (n.line == "up" ? " (currency conversion is not offered yet)" : ""));
+                             " (send line=up to allow currency conversion)");
   }
   // Return URLs: on one of the merchant's registered domains, when it registered any; the
   // split beneficiaries: active merchants.
@@ -158,9 +205,17 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
   s.distribution = n.distribution;
   s.created_at = s.updated_at = now();
   s.expires_at = s.created_at + options_.session_ttl_ms;
-  if (methods(s, m.countries).empty())
+  if (n.line == "up") {
+    SIKA_ASSIGN_OR_RETURN(s.quotes, lock_quotes(n, m.countries));
+  }
+  if (methods(s, m.countries).empty()) {
+    if (n.line == "up")
+      return empty_data(bj::object{{"currency", "no payment method collects this amount in " + n.currency +
+                                                    " or in a currency an FX rate converts it to" +
+                                                    (n.area.empty() ? std::string() : " in " + n.area)}});
     return empty_data(bj::object{{"amount", "no payment method collects this amount in " + n.currency +
                                                 (n.area.empty() ? std::string() : " in " + n.area)}});
+  }
 
   // Two rounds: an insert that loses a race for the order finds the winner's session.
   for (int round = 0; round < 3; ++round) {
@@ -203,6 +258,36 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
     }
   }
   return retryable(bj::object{{"orderId", "this order is being changed by another request; retry"}});
+}
+
+Result<std::vector<Quote>> Service::lock_quotes(const NewSession& n, const std::vector<std::string>& countries) {
+  std::vector<Quote> quotes;
+  auto cat = catalog_();
+  if (!cat) return quotes;
+  const catalog::Country* area = n.area.empty() ? nullptr : area_country(*cat, n.area);
+  std::vector<std::string> currencies;
+  for (const auto& svc : cat->services()) {
+    if (svc.currency == n.currency || !collects_here(*cat, svc, countries, area)) continue;
+    if (std::find(currencies.begin(), currencies.end(), svc.currency) == currencies.end())
+      currencies.push_back(svc.currency);
+  }
+  if (currencies.empty()) return quotes;
+  const std::int64_t at = now();
+  std::vector<catalog::fx::Rate> rates;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    rates.clear();
+    for (const auto& cur : currencies) {
+      SIKA_ASSIGN_OR_RETURN(auto rate, catalog::fx::in_force(c, n.currency, cur, at));
+      if (rate) rates.push_back(std::move(*rate));
+    }
+    return {};
+  }));
+  for (const auto& r : rates) {
+    auto amount = catalog::fx::convert_up(n.amount, n.currency, r.quote, r.rate);
+    if (!amount || *amount <= 0) continue;
+    quotes.push_back(Quote{r.quote, r.rate.numerator, r.rate.denominator, *amount, at});
+  }
+  return quotes;
 }
 
 Result<Session> Service::session(std::string_view reference) {
@@ -276,8 +361,11 @@ Result<payments::Transaction> Service::pay(std::string_view reference, const Pay
   const std::int64_t attempt = form.seen_attempt + 1;
 
   payments::IntentRequest intent;
-  intent.amount = s.amount;
-  intent.currency = s.currency;
+  intent.amount = method->price;
+  intent.currency = method->currency;
+  if (method->quote)
+    intent.conversion = payments::Conversion{
+        s.currency, s.amount, 0, method->quote->numerator, method->quote->denominator, method->quote->quoted_at};
   intent.transaction_uuid = collection_uuid(s.reference, attempt);
   intent.provider = form.provider;
   intent.customer_wallet = form.phone;
@@ -296,9 +384,9 @@ Result<payments::Transaction> Service::pay(std::string_view reference, const Pay
 
 // ---- the return -----------------------------------------------------------------------------
 
-std::optional<std::string> Service::signed_return(const Session& s, const merchant::Merchant& m,
-                                                  const std::optional<payments::Transaction>& tx,
-                                                  std::string_view status) {
+Result<std::optional<std::string>> Service::signed_return(const Session& s, const merchant::Merchant& m,
+                                                          const std::optional<payments::Transaction>& tx,
+                                                          std::string_view status) {
   ReturnData d;
   d.reference = s.order_id;
   d.status = std::string(status);
@@ -311,13 +399,22 @@ std::optional<std::string> Service::signed_return(const Session& s, const mercha
     d.invoice_reference = tx->invoice_reference;
     d.provider_reference = tx->provider_reference;
     d.channel = tx->channel;
-    // `amount` stays the order's: with the fee on the merchant the transaction's amount is what
-    // the merchant is credited, and the merchant compares the return with its order.
-    d.currency = tx->currency;
+    // `amount` and `currency` stay the order's: with the fee on the merchant the transaction's
+    // amount is what the merchant is credited, with a conversion it is in the customer's
+    // currency, and the merchant compares the return with its order. What the customer was
+    // charged is named only when it was charged.
+    const bool charged = tx->status == payments::TxStatus::completed && tx->currency != s.currency;
+    if (const Quote* q = charged ? s.quote_for(tx->currency) : nullptr) {
+      d.charged_amount = tx->required_total;
+      d.charged_currency = tx->currency;
+      d.rate = catalog::fx::ratio_text({q->numerator, q->denominator});
+    }
   }
+  SIKA_ASSIGN_OR_RETURN(SecretVersion key, signing_secret(m.id, m.matricule));
+  d.kid = key.kid;
   const std::string data = service_data(d);
   const bool success = status == "COMPLETED";
-  return return_url(success ? s.success_url : s.failure_url, data, sign(merchant_secret(m.matricule), data));
+  return std::optional<std::string>(return_url(success ? s.success_url : s.failure_url, data, sign(key.secret, data)));
 }
 
 Result<std::optional<std::string>> Service::return_to(std::string_view reference, bool give_up) {

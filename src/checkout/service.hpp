@@ -12,7 +12,11 @@
 //    taken by a conditional UPDATE on the attempt the customer's page showed, only when the
 //    previous one ended without completing;
 //  - the return data is signed with the merchant's checkout secret (HMAC-SHA256), derived from
-//    the server secret and the merchant, so the merchant can reject forged or altered returns;
+//    the server secret and the merchant (and, once rotated, a stored salt), so the merchant can
+//    reject forged or altered returns; `kid` names the version that signed;
+//  - line=up: a method in another currency charges the order's amount converted at the quote
+//    locked when the session opened (rounded up), and its collection credits the merchant the
+//    order's amount in the order's currency through the FX position (payments::Conversion);
 //  - a session page shows nothing of another session; an unknown reference is a 404.
 #include <cstdint>
 #include <functional>
@@ -53,6 +57,12 @@ struct Opened {
   bool created = false;
 };
 
+// A version of a merchant's checkout secret.
+struct SecretVersion {
+  std::int64_t kid = 1;
+  std::string secret;
+};
+
 // What the customer submits on the page.
 struct PayForm {
   std::string provider;
@@ -61,10 +71,14 @@ struct PayForm {
   std::int64_t seen_attempt = 0;  // the attempt the page showed
 };
 
-// A payment method the page offers: its service, name, and the fee and total of the session.
+// A payment method the page offers: its service, name, and the fee and total of the session, in
+// the method's currency: the order's, or (line=up) another one at the session's locked quote.
 struct Method {
   std::string code, name;
+  std::string currency;
+  std::int64_t price = 0;  // the order's amount in `currency` (the quote's amount when converted)
   std::int64_t fee = 0, total = 0;
+  std::optional<Quote> quote;  // the session's quote when converted
   bool needs_otp = false;
   std::string otp_helper;  // how the customer gets the code: the catalog's text, or Options::otp_helper
 };
@@ -112,16 +126,25 @@ class Service {
   // The methods the session's page offers (filtered by area, currency and the merchant's
   // countries), with their fees.
   std::vector<Method> methods(const Session& s, const std::vector<std::string>& countries) const;
-  // The merchant's checkout secret (signs service_data).
+  // The merchant's checkout secret of version 1 (the derivation without salt).
   std::string merchant_secret(std::string_view matricule) const;
+  // The merchant's checkout secret now in force: its version (the `kid` of service_data) and text.
+  Result<SecretVersion> signing_secret(std::int64_t merchant_id, std::string_view matricule);
+  // Makes version N+1 the merchant's checkout secret (a new random salt is stored, the secret is
+  // derived from it and the server key and returned once). Returns made version and secret.
+  Result<SecretVersion> rotate_secret(std::int64_t merchant_id, std::string_view matricule);
   std::string page_url(const Session& s) const;
   std::int64_t now() const;
 
  private:
   Result<merchant::Merchant> merchant_of(std::int64_t merchant_id);
   web::Principal principal_of(const merchant::Merchant& m) const;
-  std::optional<std::string> signed_return(const Session& s, const merchant::Merchant& m,
-                                           const std::optional<payments::Transaction>& tx, std::string_view status);
+  Result<std::optional<std::string>> signed_return(const Session& s, const merchant::Merchant& m,
+                                                   const std::optional<payments::Transaction>& tx,
+                                                   std::string_view status);
+  // The quotes a line=up session locks: one per other currency a method of `countries` (and the
+  // area) charges in, at the rate in force now. Currencies without a rate are not quoted.
+  Result<std::vector<Quote>> lock_quotes(const NewSession& n, const std::vector<std::string>& countries);
   web::Response render(const web::Request& req, i18n::Locale locale, const Session& s, std::string_view notice,
                        bool otp_step, const PayForm& values, int status);
   web::Response message_page(i18n::Locale locale, std::string_view title, std::string_view text, int status);

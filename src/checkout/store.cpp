@@ -13,7 +13,7 @@ namespace {
 constexpr std::string_view kSelect =
     "SELECT id, reference, merchant_id, environment, order_id, fingerprint, status, amount, currency, description, "
     "shop_name, success_url, failure_url, customer, line, area, fee_bearer, settlement_mode, distribution, attempt, "
-    "expires_at, created_at, updated_at FROM chk_sessions ";
+    "expires_at, created_at, updated_at, fx_quotes FROM chk_sessions ";
 
 std::string customer_text(const Customer& c) {
   return json::dump(bj::object{{"name", c.name}, {"email", c.email}, {"phone", c.phone}});
@@ -84,6 +84,7 @@ Session from_row(const store::Row& r) {
   s.expires_at = r.i64(20);
   s.created_at = r.i64(21);
   s.updated_at = r.i64(22);
+  s.quotes = quotes_of(r.str(23));
   return s;
 }
 
@@ -100,8 +101,8 @@ Result<std::optional<std::int64_t>> insert(store::Conn& c, const Session& s) {
       auto row,
       c.query_one("INSERT INTO chk_sessions (reference, merchant_id, environment, order_id, fingerprint, status, "
                   "amount, currency, description, shop_name, success_url, failure_url, customer, line, area, "
-                  "fee_bearer, settlement_mode, distribution, attempt, expires_at, created_at, updated_at) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) "
+                  "fee_bearer, settlement_mode, distribution, attempt, expires_at, created_at, updated_at, fx_quotes) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?) "
                   "ON CONFLICT DO NOTHING RETURNING id",
                   {s.reference,
                    s.merchant_id,
@@ -123,20 +124,22 @@ Result<std::optional<std::int64_t>> insert(store::Conn& c, const Session& s) {
                    lines_text(s.distribution),
                    s.expires_at,
                    s.created_at,
-                   s.updated_at}));
+                   s.updated_at,
+                   quotes_text(s.quotes)}));
   if (!row) return std::optional<std::int64_t>{};
   return std::optional<std::int64_t>(row->i64(0));
 }
 
 Result<bool> reopen(store::Conn& c, std::int64_t id, std::int64_t attempt, const Session& s) {
   SIKA_ASSIGN_OR_RETURN(
-      auto n, c.exec("UPDATE chk_sessions SET reference = ?, fingerprint = ?, status = 'OPEN', amount = ?, "
-                     "currency = ?, description = ?, shop_name = ?, success_url = ?, failure_url = ?, customer = ?, "
-                     "line = ?, area = ?, fee_bearer = ?, settlement_mode = ?, distribution = ?, expires_at = ?, "
-                     "attempt = attempt + 1, updated_at = ? WHERE id = ? AND attempt = ? AND status <> 'PAID'",
-                     {s.reference, s.fingerprint, s.amount, s.currency, s.description, s.shop_name, s.success_url,
-                      s.failure_url, customer_text(s.customer), s.line, s.area, s.fee_bearer, s.settlement_mode,
-                      lines_text(s.distribution), s.expires_at, s.updated_at, id, attempt}));
+      auto n,
+      c.exec("UPDATE chk_sessions SET reference = ?, fingerprint = ?, status = 'OPEN', amount = ?, "
+             "currency = ?, description = ?, shop_name = ?, success_url = ?, failure_url = ?, customer = ?, "
+             "line = ?, area = ?, fee_bearer = ?, settlement_mode = ?, distribution = ?, expires_at = ?, "
+             "attempt = attempt + 1, updated_at = ?, fx_quotes = ? WHERE id = ? AND attempt = ? AND status <> 'PAID'",
+             {s.reference, s.fingerprint, s.amount, s.currency, s.description, s.shop_name, s.success_url,
+              s.failure_url, customer_text(s.customer), s.line, s.area, s.fee_bearer, s.settlement_mode,
+              lines_text(s.distribution), s.expires_at, s.updated_at, quotes_text(s.quotes), id, attempt}));
   return n == 1;
 }
 
@@ -168,6 +171,22 @@ Result<bool> cancel(store::Conn& c, std::int64_t id, std::int64_t seen, std::int
   SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE chk_sessions SET status = 'CANCELLED', updated_at = ? WHERE id = ? "
                                        "AND status = 'OPEN' AND attempt = ?",
                                        {now, id, seen}));
+  return n == 1;
+}
+
+Result<std::optional<std::pair<std::int64_t, std::string>>> latest_secret(store::Conn& c, std::int64_t merchant_id) {
+  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT version, salt FROM chk_secrets WHERE merchant_id = ? "
+                                              "ORDER BY version DESC LIMIT 1",
+                                              {merchant_id}));
+  if (!row) return std::optional<std::pair<std::int64_t, std::string>>{};
+  return std::optional<std::pair<std::int64_t, std::string>>(std::pair{row->i64(0), row->str(1)});
+}
+
+Result<bool> insert_secret(store::Conn& c, std::int64_t merchant_id, std::int64_t version, std::string_view salt,
+                           std::int64_t now) {
+  SIKA_ASSIGN_OR_RETURN(auto n, c.exec("INSERT INTO chk_secrets (merchant_id, version, salt, created_at) "
+                                       "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                                       {merchant_id, version, std::string(salt), now}));
   return n == 1;
 }
 

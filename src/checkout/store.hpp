@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "checkout/model.hpp"
@@ -28,6 +29,13 @@ Result<bool> take_attempt(store::Conn& c, std::int64_t id, std::int64_t seen, st
 // OPEN -> PAID / CANCELLED; CANCELLED only while the attempt is still `seen`. True iff it moved.
 Result<bool> mark_paid(store::Conn& c, std::int64_t id, std::int64_t now);
 Result<bool> cancel(store::Conn& c, std::int64_t id, std::int64_t seen, std::int64_t now);
+
+// The latest rotated checkout secret version of a merchant (nullopt: version 1, never rotated):
+// its version and salt.
+Result<std::optional<std::pair<std::int64_t, std::string>>> latest_secret(store::Conn& c, std::int64_t merchant_id);
+// Records version `version` with its salt; false when that version exists (a concurrent rotation).
+Result<bool> insert_secret(store::Conn& c, std::int64_t merchant_id, std::int64_t version, std::string_view salt,
+                           std::int64_t now);
 
 // The domains a merchant's return URLs must belong to (empty: any host).
 Result<std::vector<std::string>> domains(store::Conn& c, std::int64_t merchant_id);

@@ -270,6 +270,11 @@ std::string request_fingerprint(const IntentRequest& r) {
   o["settlement_mode"] = r.settlement_mode;
   if (r.preauthorized) o["preauthorized"] = true;
   if (r.fee_bearer == kMerchantBearsFee) o["fee_bearer"] = r.fee_bearer;  // CUSTOMER keeps earlier fingerprints
+  if (r.conversion)
+    o["conversion"] = bj::object{{"currency", r.conversion->currency},
+                                 {"order_amount", r.conversion->order_amount},
+                                 {"numerator", r.conversion->numerator},
+                                 {"denominator", r.conversion->denominator}};
   bj::array lines;
   for (const auto& l : r.distribution)
     lines.push_back(bj::object{{"matricule", l.matricule},

@@ -48,6 +48,10 @@ struct IntentRequest {
   // its limits), so no one-time code is sent or asked for. Set only by code inside the platform,
   // never read from a request body.
   bool preauthorized = false;
+  // Set only by code (hosted checkout, line=up): the collection is charged in `currency` and
+  // credits the merchant in conversion->currency. `amount` is then the converted price, and
+  // conversion->amount is left to create(), which works it out from the fee.
+  std::optional<Conversion> conversion;
   // Identifies the request for idempotency (a replay with the same uuid must match it).
   // Empty: computed from the fields above by request_fingerprint.
   std::string fingerprint;

@@ -34,6 +34,9 @@ AccountKey operator_clearing(std::string_view service_code, std::string_view env
 AccountKey funding(std::string_view env, std::string_view currency) {
   return key("platform:funding", env, currency, "funding");
 }
+AccountKey fx_position(std::string_view env, std::string_view currency) {
+  return key("platform:fx", env, currency, "position");
+}
 
 std::optional<std::int64_t> AccountCache::find(const std::string& k) const {
   std::lock_guard lock(mu_);
@@ -169,8 +172,9 @@ bj::object Report::to_json() const {
 namespace {
 
 // The journal kinds a transaction must have posted, by operation and status.
-std::set<std::string> expected_journals(std::string_view operation, std::string_view status) {
+std::set<std::string> expected_journals(std::string_view operation, std::string_view status, bool converted) {
   if (operation == "COLLECTION") {
+    if (status == "COMPLETED" && converted) return {std::string(kCollection), std::string(kFxSettlement)};
     if (status == "COMPLETED") return {std::string(kCollection)};
     return {};
   }
@@ -244,26 +248,29 @@ Status run_checks(store::Conn& c, Report& report) {
       if (r.i64(5) != r.i64(6))
         add("balance_mismatch", subject, "balance " + r.str(5) + " != sum of entries " + r.str(6));
       if (!r.boolean(7) && r.i64(5) < 0) add("negative_balance", subject, "balance " + r.str(5));
-      bool kind_may_go_negative = r.str(4) == "clearing" || r.str(4) == "funding";
+      bool kind_may_go_negative = r.str(4) == "clearing" || r.str(4) == "funding" || r.str(4) == "position";
       if (r.boolean(7) != kind_may_go_negative)
         add("account_flags", subject, "may_go_negative does not match its kind");
     }
   }
   {
-    // Every transaction posted exactly the journals its status implies, each moving required_total.
-    SIKA_ASSIGN_OR_RETURN(auto rows,
-                          c.query("SELECT t.id, t.reference, t.operation, t.status, t.required_total, j.kind, "
-                                  "COALESCE(SUM(e.debit), 0) FROM pay_transactions t "
-                                  "LEFT JOIN ledger_journals j ON j.transaction_id = t.id "
-                                  "LEFT JOIN ledger_entries e ON e.journal_id = j.id "
-                                  "GROUP BY t.id, t.reference, t.operation, t.status, t.required_total, j.kind "
-                                  "ORDER BY t.id"));
+    // Every transaction posted exactly the journals its status implies, each moving
+    // required_total (a converted collection's FX_SETTLEMENT: the amount its conversion credits).
+    SIKA_ASSIGN_OR_RETURN(
+        auto rows, c.query("SELECT t.id, t.reference, t.operation, t.status, t.required_total, j.kind, "
+                           "COALESCE(SUM(e.debit), 0), x.amount FROM pay_transactions t "
+                           "LEFT JOIN pay_conversions x ON x.transaction_id = t.id "
+                           "LEFT JOIN ledger_journals j ON j.transaction_id = t.id "
+                           "LEFT JOIN ledger_entries e ON e.journal_id = j.id "
+                           "GROUP BY t.id, t.reference, t.operation, t.status, t.required_total, j.kind, x.amount "
+                           "ORDER BY t.id"));
     std::int64_t current = -1;
     std::string reference, operation, status;
+    bool converted = false;
     std::set<std::string> seen;
     auto finish = [&]() {
       if (current < 0) return;
-      auto expected = expected_journals(operation, status);
+      auto expected = expected_journals(operation, status, converted);
       if (seen != expected) {
         std::string have, want;
         for (const auto& k : seen) have += (have.empty() ? "" : ",") + k;
@@ -279,21 +286,29 @@ Status run_checks(store::Conn& c, Report& report) {
         reference = r.str(1);
         operation = r.str(2);
         status = r.str(3);
+        converted = !r.is_null(7);
         seen.clear();
       }
       if (r.is_null(5)) continue;
       seen.insert(r.str(5));
-      if (r.i64(6) != r.i64(4))
+      if (r.str(5) == kFxSettlement) {
+        if (r.is_null(7) || r.i64(6) != r.i64(7))
+          add("journal_amount", reference + " " + r.str(5),
+              "moves " + r.str(6) + ", its conversion credits " + (r.is_null(7) ? "nothing" : r.str(7)));
+      } else if (r.i64(6) != r.i64(4)) {
         add("journal_amount", reference + " " + r.str(5), "moves " + r.str(6) + ", required_total is " + r.str(4));
+      }
     }
     finish();
   }
   {
-    // Settled split lines add up to the amount of their transaction.
-    SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT t.reference, t.amount, t.split_status, COUNT(s.id), "
-                                             "COALESCE(SUM(s.amount), 0), COUNT(s.amount) FROM pay_transactions t "
-                                             "JOIN pay_splits s ON s.transaction_id = t.id "
-                                             "GROUP BY t.id, t.reference, t.amount, t.split_status"));
+    // Settled split lines add up to the amount of their transaction (of its conversion when
+    // the merchants are credited in another currency).
+    SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT t.reference, COALESCE(x.amount, t.amount), t.split_status, "
+                                             "COUNT(s.id), COALESCE(SUM(s.amount), 0), COUNT(s.amount) "
+                                             "FROM pay_transactions t JOIN pay_splits s ON s.transaction_id = t.id "
+                                             "LEFT JOIN pay_conversions x ON x.transaction_id = t.id "
+                                             "GROUP BY t.id, t.reference, t.amount, x.amount, t.split_status"));
     for (const auto& r : rows) {
       bool settled = r.str(2) == "SETTLED";
       if (settled && (r.i64(4) != r.i64(1) || r.i64(5) != r.i64(3)))

@@ -12,6 +12,9 @@
 //   operator:<service>   clearing              what an operator owes us (negative: it holds our
 //                                               money; payouts through it bring it back up)
 //   platform:funding     funding               money entering customer wallets from outside
+//   platform:fx          position              the platform's currency position: a converted
+//                                               collection credits it in the customer's currency
+//                                               and debits it in the merchant's (may go negative)
 // Accounts of kind available, pending and revenue can never go below zero.
 #include <boost/json/object.hpp>
 
@@ -36,7 +39,7 @@ struct AccountKey {
   std::string kind;
 
   // Returns true iff the account is an operator clearing or funding account.
-  bool may_go_negative() const { return kind == "clearing" || kind == "funding"; }
+  bool may_go_negative() const { return kind == "clearing" || kind == "funding" || kind == "position"; }
   // "owner/environment/currency/kind", unique per account.
   std::string text() const { return owner + "/" + environment + "/" + currency + "/" + kind; }
 };
@@ -47,6 +50,7 @@ AccountKey customer_wallet(std::string_view msisdn, std::string_view env, std::s
 AccountKey fee_revenue(std::string_view env, std::string_view currency);
 AccountKey operator_clearing(std::string_view service_code, std::string_view env, std::string_view currency);
 AccountKey funding(std::string_view env, std::string_view currency);
+AccountKey fx_position(std::string_view env, std::string_view currency);
 
 struct Leg {
   AccountKey account;
@@ -60,6 +64,8 @@ inline constexpr std::string_view kPayoutReserve = "PAYOUT_RESERVE";  // availab
 inline constexpr std::string_view kPayout = "PAYOUT";                 // pending -> paid out + fee
 inline constexpr std::string_view kPayoutRelease = "PAYOUT_RELEASE";  // pending -> available
 inline constexpr std::string_view kWalletFunding = "WALLET_FUNDING";  // funding -> customer wallet
+// A converted collection's second journal, in the merchant's currency: FX position -> merchant(s).
+inline constexpr std::string_view kFxSettlement = "FX_SETTLEMENT";
 
 struct Posting {
   std::optional<std::int64_t> transaction_id;

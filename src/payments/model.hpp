@@ -55,6 +55,19 @@ struct SplitLine {
   std::string metadata;  // JSON text of an object
 };
 
+// A collection charged in another currency than the one its merchant is credited in (a hosted
+// checkout with line=up): the customer pays the transaction's currency into the platform's FX
+// position, and the FX position credits the merchant `amount` in `currency` (one row of
+// pay_conversions). The rate is the quote's, exact: 1 unit of `currency` is
+// numerator/denominator units of the transaction's currency.
+struct Conversion {
+  std::string currency;           // the merchant's (the order's) currency
+  std::int64_t order_amount = 0;  // the order's amount in `currency`, minor units
+  std::int64_t amount = 0;        // credited to the merchant(s) in `currency` at completion
+  std::int64_t numerator = 1, denominator = 1;
+  std::int64_t quoted_at = 0;  // epoch ms
+};
+
 // One row of pay_transactions.
 struct Transaction {
   std::int64_t id = 0;

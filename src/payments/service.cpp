@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "catalog/fx.hpp"
 #include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
@@ -246,6 +247,25 @@ Result<IntentPlan> Service::plan_for(const IntentRequest& request, const web::Pr
   return plan_intent(request, inputs, std::move(errors));
 }
 
+namespace {
+
+// The conversion of a collection as it is stored: the merchant(s) are credited what the
+// collection's amount (the customer's payment less the fee the merchant bears) is worth in the
+// order's currency at the rate, rounded down, never beyond the order's amount.
+Result<Conversion> settled(Conversion conversion, const Transaction& prepared) {
+  if (prepared.operation != kCollection || conversion.currency == prepared.currency)
+    return internal_error(bj::string("a conversion belongs to a collection in another currency"));
+  auto worth = catalog::fx::convert_back_down(merchant_share(prepared), conversion.currency, prepared.currency,
+                                              catalog::fx::Ratio{conversion.numerator, conversion.denominator});
+  if (!worth) return empty_data(bj::object{{"amount", "is too large to convert"}});
+  conversion.amount = std::min(conversion.order_amount, *worth);
+  if (conversion.amount <= 0)
+    return empty_data(bj::object{{"amount", "is too small to convert: the merchant would be credited nothing"}});
+  return conversion;
+}
+
+}  // namespace
+
 Status Service::create_unit(store::Conn& c, const IntentRequest& request, const Transaction& prepared,
                             const Creation* creation, bool submit, Created& out) {
   Transaction& tx = out.tx;
@@ -269,6 +289,10 @@ Status Service::create_unit(store::Conn& c, const IntentRequest& request, const 
   }
   created = true;
   tx.id = *id;
+  if (request.conversion) {
+    SIKA_ASSIGN_OR_RETURN(Conversion conversion, settled(*request.conversion, prepared));
+    SIKA_TRY(tables::insert_conversion(c, tx.id, conversion));
+  }
   if (split) {
     // Beneficiaries must exist and be active; one read inside the unit.
     SIKA_ASSIGN_OR_RETURN(auto found, tables::find_beneficiaries(c, request.distribution));
@@ -319,6 +343,11 @@ Result<Transaction> Service::create(const IntentRequest& request, const web::Pri
   SIKA_ASSIGN_OR_RETURN(IntentPlan plan, plan_for(request, merchant, std::move(errors)));
   const bool collection = request.operation == kCollection;
   const Transaction prepared = draft(request, plan, merchant);
+  // A conversion that cannot be settled is refused before anything is written.
+  if (request.conversion) {
+    auto checked = settled(*request.conversion, prepared);
+    if (!checked) return checked.take_error();
+  }
   // A payer who is present: submitted in the creating unit when nothing else is needed first.
   const bool submit =
       creation && creation->submit_as && collection && plan.channel == kChannelProvider && !plan.needs_otp;

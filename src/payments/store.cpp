@@ -161,6 +161,23 @@ Status set_split_amount(store::Conn& conn, std::int64_t split_id, std::int64_t a
   return {};
 }
 
+Status insert_conversion(store::Conn& conn, std::int64_t transaction_id, const Conversion& x) {
+  SIKA_TRY(
+      conn.exec("INSERT INTO pay_conversions (transaction_id, currency, order_amount, amount, numerator, "
+                "denominator, quoted_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                {transaction_id, x.currency, x.order_amount, x.amount, x.numerator, x.denominator, x.quoted_at}));
+  return {};
+}
+
+Result<std::optional<Conversion>> find_conversion(store::Conn& conn, std::int64_t transaction_id) {
+  SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one("SELECT currency, order_amount, amount, numerator, denominator, "
+                                                 "quoted_at FROM pay_conversions WHERE transaction_id = ?",
+                                                 {transaction_id}));
+  if (!row) return std::optional<Conversion>{};
+  return std::optional<Conversion>(
+      Conversion{row->str(0), row->i64(1), row->i64(2), row->i64(3), row->i64(4), row->i64(5)});
+}
+
 Status insert_callback(store::Conn& conn, const CallbackRow& c) {
   SIKA_TRY(
       conn.exec("INSERT INTO pay_callbacks (connector, provider_reference, transaction_id, reported_status, "

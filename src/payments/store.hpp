@@ -66,6 +66,10 @@ Result<std::vector<StoredSplit>> split_lines(store::Conn& conn, std::int64_t tra
 // Records a settled line's share.
 Status set_split_amount(store::Conn& conn, std::int64_t split_id, std::int64_t amount);
 
+// The conversion of a collection charged in another currency (pay_conversions), if any.
+Status insert_conversion(store::Conn& conn, std::int64_t transaction_id, const Conversion& conversion);
+Result<std::optional<Conversion>> find_conversion(store::Conn& conn, std::int64_t transaction_id);
+
 // An operator callback as received, with what it did (docs/payments.md, "Callbacks").
 struct CallbackRow {
   std::string connector;

@@ -38,7 +38,38 @@ Transaction after_move(const Transaction& tx, const Move& move, std::int64_t at)
 
 std::int64_t merchant_share(const Transaction& tx) { return tx.required_total - tx.fee; }
 
-ledger::Posting journal_for(const Transaction& tx, TxStatus from, TxStatus to, const std::vector<SplitShare>& shares) {
+namespace {
+
+// Credits the merchant, or each non-zero share of a SPLIT collection, in `cur`.
+void credit_merchants(ledger::Posting& posting, const Transaction& tx, std::string_view cur, std::int64_t amount,
+                      const std::vector<SplitShare>& shares) {
+  if (tx.settlement_mode == kSplit) {
+    for (const auto& share : shares)
+      if (share.amount > 0)
+        posting.legs.push_back({ledger::merchant_available(share.merchant_id, tx.environment, cur), 0, share.amount});
+  } else {
+    posting.legs.push_back({ledger::merchant_available(tx.merchant_id, tx.environment, cur), 0, amount});
+  }
+}
+
+}  // namespace
+
+ledger::Posting fx_settlement_for(const Transaction& tx, const Conversion& conversion,
+                                  const std::vector<SplitShare>& shares) {
+  ledger::Posting posting;
+  posting.transaction_id = tx.id;
+  posting.environment = tx.environment;
+  posting.currency = conversion.currency;
+  posting.kind = ledger::kFxSettlement;
+  posting.memo = "fx settlement " + tx.reference;
+  if (conversion.amount <= 0) return posting;
+  posting.legs.push_back({ledger::fx_position(tx.environment, conversion.currency), conversion.amount, 0});
+  credit_merchants(posting, tx, conversion.currency, conversion.amount, shares);
+  return posting;
+}
+
+ledger::Posting journal_for(const Transaction& tx, TxStatus from, TxStatus to, const std::vector<SplitShare>& shares,
+                            const Conversion* conversion) {
   ledger::Posting posting;
   posting.transaction_id = tx.id;
   posting.environment = tx.environment;
@@ -55,12 +86,10 @@ ledger::Posting journal_for(const Transaction& tx, TxStatus from, TxStatus to, c
     posting.memo = "collection " + tx.reference;
     posting.legs.push_back({customer_side(), tx.required_total, 0});
     if (tx.fee > 0) posting.legs.push_back({ledger::fee_revenue(env, cur), 0, tx.fee});
-    if (tx.settlement_mode == kSplit) {
-      for (const auto& share : shares)
-        if (share.amount > 0)
-          posting.legs.push_back({ledger::merchant_available(share.merchant_id, env, cur), 0, share.amount});
+    if (conversion) {
+      if (merchant_share(tx) > 0) posting.legs.push_back({ledger::fx_position(env, cur), 0, merchant_share(tx)});
     } else {
-      posting.legs.push_back({ledger::merchant_available(tx.merchant_id, env, cur), 0, merchant_share(tx)});
+      credit_merchants(posting, tx, cur, merchant_share(tx), shares);
     }
   } else if (tx.operation == kDisbursement && to == TxStatus::pending) {
     posting.kind = ledger::kPayoutReserve;
@@ -94,19 +123,29 @@ Result<bool> transition(store::Conn& conn, Transaction& tx, const Move& move, st
   SIKA_TRY(tables::insert_transition(conn, tx.id, from, move.to, move.source, move.reason, next.updated_at));
 
   std::vector<SplitShare> shares;
-  if (tx.operation == kCollection && move.to == TxStatus::completed && tx.settlement_mode == kSplit) {
+  std::optional<Conversion> conversion;
+  const bool collected = tx.operation == kCollection && move.to == TxStatus::completed;
+  if (collected) {
+    SIKA_ASSIGN_OR_RETURN(conversion, tables::find_conversion(conn, tx.id));
+  }
+  if (collected && tx.settlement_mode == kSplit) {
     SIKA_ASSIGN_OR_RETURN(auto lines, tables::split_lines(conn, tx.id));
     if (lines.empty()) return internal_error(bj::string("split transaction without split lines"));
     std::vector<std::int64_t> rates;
     for (const auto& l : lines) rates.push_back(l.rate_ppm);
-    auto amounts = allocate_split(merchant_share(tx), rates);
+    // The shares divide what the merchants are credited, in the currency they are credited in.
+    auto amounts = allocate_split(conversion ? conversion->amount : merchant_share(tx), rates);
     for (std::size_t i = 0; i < lines.size(); ++i) {
       SIKA_TRY(tables::set_split_amount(conn, lines[i].id, amounts[i]));
       shares.push_back({lines[i].merchant_id, amounts[i]});
     }
   }
-  ledger::Posting posting = journal_for(tx, from, move.to, shares);
+  ledger::Posting posting = journal_for(tx, from, move.to, shares, conversion ? &*conversion : nullptr);
   if (!posting.legs.empty()) SIKA_TRY(ledger::post(conn, posting, next.updated_at, cache, learned));
+  if (conversion) {
+    ledger::Posting settlement = fx_settlement_for(tx, *conversion, shares);
+    if (!settlement.legs.empty()) SIKA_TRY(ledger::post(conn, settlement, next.updated_at, cache, learned));
+  }
 
   SIKA_TRY(store::append_event(conn, tx.merchant_id, kStatusChangedEvent, tx.reference, event_payload(next),
                                next.updated_at));

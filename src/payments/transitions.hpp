@@ -48,8 +48,17 @@ std::int64_t merchant_share(const Transaction& tx);
 // collection (customer wallet or operator clearing debited required_total; the merchant, or
 // each share of `shares` for SPLIT, credited merchant_share; fees credited fee), PAYOUT_RESERVE when a
 // payout becomes PENDING, PAYOUT when it completes, PAYOUT_RELEASE when a PENDING payout ends
-// otherwise. No legs when the move moves no money. Every journal it returns balances.
-ledger::Posting journal_for(const Transaction& tx, TxStatus from, TxStatus to, const std::vector<SplitShare>& shares);
+// otherwise. No legs when the move moves no money. Every journal it returns balances. With a
+// `conversion`, the COLLECTION journal credits the FX position instead of the merchant(s), and
+// fx_settlement_for carries the money on in the merchant's currency.
+ledger::Posting journal_for(const Transaction& tx, TxStatus from, TxStatus to, const std::vector<SplitShare>& shares,
+                            const Conversion* conversion = nullptr);
+// The FX_SETTLEMENT journal of a converted collection that completed, in conversion.currency:
+// the FX position debited conversion.amount, the merchant (or each share of `shares`, which then
+// divide conversion.amount) credited. Balances in its own currency, as COLLECTION does in the
+// transaction's.
+ledger::Posting fx_settlement_for(const Transaction& tx, const Conversion& conversion,
+                                  const std::vector<SplitShare>& shares);
 
 // Moves `tx` by `move` inside the caller's write unit: one conditional UPDATE on the status
 // `tx` was read in, its pay_transitions row, the journal of journal_for (SPLIT shares by the

@@ -4,9 +4,11 @@
 #include <boost/json.hpp>
 
 #include <atomic>
+#include <limits>
 #include <thread>
 #include <vector>
 
+#include "catalog/fx.hpp"
 #include "checkout/service.hpp"
 #include "checkout/store.hpp"
 #include "payments/fixture.hpp"
@@ -165,8 +167,81 @@ TEST(CheckoutModel, TheSignatureCoversEveryByteOfServiceData) {
   EXPECT_TRUE(url.ends_with("&signature=" + sig));
 }
 
+TEST(CheckoutFx, RatesAreExactFractionsAndConversionsRoundForTheMerchant) {
+  using catalog::fx::Ratio;
+  EXPECT_EQ(catalog::fx::parse_ratio("655.957"), (Ratio{655957, 1000}));
+  EXPECT_EQ(catalog::fx::parse_ratio("1"), (Ratio{1, 1}));
+  EXPECT_EQ(catalog::fx::parse_ratio("1000/655957"), (Ratio{1000, 655957}));
+  EXPECT_EQ(catalog::fx::parse_ratio("0.0015/1.5"), (Ratio{1, 1000}));
+  for (const char* bad : {"", "0", "-1", "1e3", "abc", "1.", ".5", "1/0", "1.0000000001", "12345678901234567"})
+    EXPECT_FALSE(catalog::fx::parse_ratio(bad)) << bad;
+  EXPECT_EQ(catalog::fx::ratio_text({655957, 1000}), "655.957");
+  EXPECT_EQ(catalog::fx::ratio_text({1, 1}), "1");
+  EXPECT_EQ(catalog::fx::ratio_text({1000, 655957}), "1000/655957");
+  // 10.00 EUR at 655.957 is 6559.57 XAF: the customer pays 6560 (rounded up to the franc).
+  EXPECT_EQ(catalog::fx::convert_up(1000, "EUR", "XAF", {655957, 1000}), 6560);
+  EXPECT_EQ(catalog::fx::convert_up(100000, "EUR", "XAF", {655957, 1000}), 655957);  // exact: no rounding
+  EXPECT_EQ(catalog::fx::convert_up(5000, "XAF", "XOF", {1, 1}), 5000);
+  // 5000 XAF in EUR: 7.6224... EUR, rounded up to 7.63.
+  EXPECT_EQ(catalog::fx::convert_up(5000, "XAF", "EUR", {1000, 655957}), 763);
+  // Back into the order's currency, rounded down: 6560 XAF are worth 10.00 EUR, not more.
+  EXPECT_EQ(catalog::fx::convert_back_down(6560, "EUR", "XAF", {655957, 1000}), 1000);
+  EXPECT_EQ(catalog::fx::convert_back_down(6559, "EUR", "XAF", {655957, 1000}), 999);
+  EXPECT_FALSE(catalog::fx::convert_up(std::numeric_limits<std::int64_t>::max(), "EUR", "XAF", {655957, 1000}));
+}
+
+TEST(CheckoutModel, ServiceDataNamesTheSecretVersionAndAConversion) {
+  ReturnData d;
+  d.reference = "ORD-1";
+  d.status = "COMPLETED";
+  d.amount = 1000;
+  d.currency = "EUR";
+  auto plain = bj::parse(service_data(d)).as_object();
+  EXPECT_EQ(plain.at("kid").as_int64(), 1);
+  EXPECT_FALSE(plain.contains("charged_amount"));
+  d.charged_amount = 6724;
+  d.charged_currency = "XOF";
+  d.rate = "655.957";
+  d.kid = 3;
+  auto converted = bj::parse(service_data(d)).as_object();
+  EXPECT_EQ(converted.at("amount").as_int64(), 1000);
+  EXPECT_EQ(converted.at("currency").as_string(), "EUR");
+  EXPECT_EQ(converted.at("charged_amount").as_int64(), 6724);
+  EXPECT_EQ(converted.at("charged_currency").as_string(), "XOF");
+  EXPECT_EQ(converted.at("rate").as_string(), "655.957");
+  EXPECT_EQ(converted.at("kid").as_int64(), 3);
+  // A rotated version depends on the server key, the merchant, the version and the salt.
+  const std::string v2 = merchant_secret("server-key", "MCH-CM-0001", 2, "salt-a");
+  EXPECT_NE(v2, merchant_secret("server-key", "MCH-CM-0001"));
+  EXPECT_NE(v2, merchant_secret("server-key", "MCH-CM-0001", 2, "salt-b"));
+  EXPECT_NE(v2, merchant_secret("server-key", "MCH-CM-0001", 3, "salt-a"));
+  EXPECT_NE(v2, merchant_secret("other-server-key", "MCH-CM-0001", 2, "salt-a"));
+  EXPECT_EQ(merchant_secret("server-key", "MCH-CM-0001", 1, "ignored"), merchant_secret("server-key", "MCH-CM-0001"));
+}
+
+// A merchant collecting in Cameroon (XAF) and Côte d'Ivoire (XOF), with its merchant API key.
+struct FxMerchant {
+  merchant::Merchant m;
+  merchant::IssuedKey key;
+};
+
 class CheckoutTest : public payments::testing::PaymentsTest {
  protected:
+  FxMerchant fx_merchant(const std::string& matricule) {
+    FxMerchant fx;
+    EXPECT_TRUE(
+        db_->write([&](store::Conn& c) -> Status {
+             SIKA_ASSIGN_OR_RETURN(
+                 fx.m, merchant::create(c, {matricule, "Boutique Euro", "e@example.com", {"CMR", "CIV"}, "sandbox"},
+                                        now_ms()));
+             SIKA_ASSIGN_OR_RETURN(
+                 fx.key, merchant::issue_key(c, kPepper, fx.m.id, merchant::KeyKind::merchant, "sandbox", now_ms()));
+             return {};
+           })
+            .ok());
+    return fx;
+  }
+
   void SetUp() override {
     PaymentsTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
@@ -523,6 +598,227 @@ TEST_P(CheckoutTest, ThePageShowsTheShopTheAmountTheMethodsWithFeesAndThePrefill
   unknown.method = "GET";
   unknown.path_params = {{"reference", "chk_AAAAAAAAAAAAAAAAAAAAAA"}};
   EXPECT_EQ(checkout_->page(unknown).status, 404);
+}
+
+TEST_P(CheckoutTest, TheRateInForceIsTheLatestNotInTheFuture) {
+  const std::int64_t t = now_ms();
+  auto bad = catalog::fx::set_rate(*db_, {"EUR", "EUR", "0", std::nullopt, ""}, t);
+  ASSERT_FALSE(bad.ok());
+  for (const char* f : {"quote", "rate", "set_by"})
+    EXPECT_TRUE(bad.error().details.as_object().contains(f)) << f << " in " << bj::serialize(bad.error().details);
+  ASSERT_TRUE(catalog::fx::set_rate(*db_, {"EUR", "XAF", "650", t - 2000, "ops"}, t).ok());
+  ASSERT_TRUE(catalog::fx::set_rate(*db_, {"EUR", "XAF", "655.957", t - 1000, "ops"}, t).ok());
+  ASSERT_TRUE(catalog::fx::set_rate(*db_, {"EUR", "XAF", "700", t + 60'000, "ops"}, t).ok());  // not yet
+  ASSERT_TRUE(catalog::fx::set_rate(*db_, {"XAF", "XOF", "1", std::nullopt, "ops"}, t).ok());
+  auto rates = catalog::fx::list_rates(*db_, t);
+  ASSERT_TRUE(rates.ok());
+  ASSERT_EQ(rates->size(), 2u);
+  EXPECT_EQ((*rates)[0].base, "EUR");
+  EXPECT_EQ(catalog::fx::ratio_text((*rates)[0].rate), "655.957");
+  EXPECT_EQ((*rates)[0].set_by, "ops");
+  EXPECT_EQ((*rates)[1].quote, "XOF");
+  auto later = catalog::fx::list_rates(*db_, t + 120'000);
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(catalog::fx::ratio_text((*later)[0].rate), "700");
+}
+
+TEST_P(CheckoutTest, LineUpChargesTheMethodsCurrencyAtTheLockedQuoteAndTheLedgerRecordsBothSides) {
+  FxMerchant fx = fx_merchant("MCH-FX-0001");
+  ASSERT_FALSE(HasFailure());
+  const std::int64_t t = now_ms() - 1000;
+  ASSERT_TRUE(catalog::fx::set_rate(*db_, {"EUR", "XOF", "655.957", t, "ops"}, t).ok());
+  ASSERT_TRUE(catalog::fx::set_rate(*db_, {"EUR", "XAF", "655.957", t, "ops"}, t).ok());
+
+  bj::object o = order("ORD-EUR");
+  o["currency"] = "EUR";
+  o["amount"] = "10.00";
+  // Without line=up an EUR order has no method: no country of the merchant collects euros.
+  auto refused = create(o, false, fx.key.key);
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  o["line"] = "up";
+  auto res = create(o, false, fx.key.key);
+  ASSERT_EQ(res.status, 201) << res.body;
+  auto data = bj::parse(res.body).at("data").as_object();
+  ASSERT_EQ(data.at("quotes").as_array().size(), 2u) << res.body;
+  Session s = *checkout_->session(data.at("reference").as_string());
+  ASSERT_NE(s.quote_for("XOF"), nullptr);
+  EXPECT_EQ(s.quote_for("XOF")->amount, 6560);  // 6559.57 rounded up
+
+  // The operator changes the rate: the open session keeps its quote.
+  ASSERT_TRUE(catalog::fx::set_rate(*db_, {"EUR", "XOF", "700", std::nullopt, "ops"}, now_ms()).ok());
+  auto page = page_call(&Service::page, s);
+  ASSERT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("MTN_MOMO_CIV"), std::string::npos);
+  EXPECT_NE(page.body.find("6&#8239;560 XOF"), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("655.957"), std::string::npos);
+  EXPECT_NE(page.body.find("6&#8239;724 XOF"), std::string::npos);  // 2.5 % fee on top, in francs
+
+  auto tx = checkout_->pay(s.reference, PayForm{"MTN_MOMO_CIV", "2250500000000", std::nullopt, 0});
+  ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
+  EXPECT_EQ(tx->currency, "XOF");
+  EXPECT_EQ(tx->amount, 6560);
+  EXPECT_EQ(tx->fee, 164);
+  EXPECT_EQ(tx->required_total, 6724);
+  auto done = wait(s, payments::TxStatus::pending);
+  ASSERT_TRUE(done);
+  ASSERT_EQ(done->status, payments::TxStatus::completed);
+
+  auto balance = [&](const payments::ledger::AccountKey& k) {
+    std::int64_t b = 0;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(b, payments::ledger::balance(c, k));
+                     return {};
+                   })
+                    .ok());
+    return b;
+  };
+  namespace L = payments::ledger;
+  EXPECT_EQ(balance(L::merchant_available(fx.m.id, "sandbox", "EUR")), 1000);  // the order, in euros
+  EXPECT_EQ(balance(L::merchant_available(fx.m.id, "sandbox", "XOF")), 0);
+  EXPECT_EQ(balance(L::fx_position("sandbox", "XOF")), 6560);
+  EXPECT_EQ(balance(L::fx_position("sandbox", "EUR")), -1000);
+  EXPECT_EQ(balance(L::fee_revenue("sandbox", "XOF")), 164);
+  EXPECT_EQ(balance(L::operator_clearing("MTN_MOMO_CIV", "sandbox", "XOF")), -6724);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM ledger_journals WHERE transaction_id = ? AND kind = 'FX_SETTLEMENT' "
+                  "AND currency = 'EUR'",
+                  {done->id}),
+            1);
+  expect_ledger_clean();
+
+  auto back = page_call(&Service::finish, s);
+  ASSERT_EQ(back.status, 303);
+  const std::string location(back.get("Location"));
+  const std::size_t a = location.find("service_data=") + 13, b = location.find("&signature=");
+  const std::string sd = *web::percent_decode(location.substr(a, b - a), false);
+  EXPECT_TRUE(verify(checkout_->merchant_secret("MCH-FX-0001"), sd, location.substr(b + 11)));
+  auto d = bj::parse(sd).as_object();
+  EXPECT_EQ(d.at("amount").as_int64(), 1000);
+  EXPECT_EQ(d.at("currency").as_string(), "EUR");
+  EXPECT_EQ(d.at("charged_amount").as_int64(), 6724);
+  EXPECT_EQ(d.at("charged_currency").as_string(), "XOF");
+  EXPECT_EQ(d.at("rate").as_string(), "655.957");
+  EXPECT_EQ(d.at("kid").as_int64(), 1);
+}
+
+TEST_P(CheckoutTest, AConvertedSplitDividesWhatTheMerchantsAreCreditedInTheOrdersCurrency) {
+  FxMerchant fx = fx_merchant("MCH-FX-0003");
+  ASSERT_FALSE(HasFailure());
+  const std::int64_t t = now_ms() - 1000;
+  ASSERT_TRUE(catalog::fx::set_rate(*db_, {"EUR", "XOF", "655.957", t, "ops"}, t).ok());
+  bj::object o = order("ORD-EUR-SPLIT");
+  o["currency"] = "EUR";
+  o["amount"] = "10.00";
+  o["line"] = "up";
+  o["feeBearer"] = "MERCHANT";
+  o["settlement_mode"] = "SPLIT";
+  o["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 30}}};
+  auto res = create(o, false, fx.key.key);
+  ASSERT_EQ(res.status, 201) << res.body;
+  Session s = *checkout_->session(bj::parse(res.body).at("data").at("reference").as_string());
+  auto tx = checkout_->pay(s.reference, PayForm{"MTN_MOMO_CIV", "2250500000000", std::nullopt, 0});
+  ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
+  EXPECT_EQ(tx->required_total, 6560);  // the customer pays the converted price
+  EXPECT_EQ(tx->fee, 164);
+  EXPECT_EQ(tx->amount, 6396);
+  auto done = wait(s, payments::TxStatus::pending);
+  ASSERT_TRUE(done);
+  ASSERT_EQ(done->status, payments::TxStatus::completed);
+  // 6396 XOF are worth 9.75 EUR at 655.957 (rounded down): the merchants share 975 cents.
+  EXPECT_EQ(count("SELECT amount FROM pay_conversions WHERE transaction_id = ?", {done->id}), 975);
+  EXPECT_EQ(count("SELECT amount FROM pay_splits WHERE matricule = 'MCH-CM-0002'"), 293);
+  EXPECT_EQ(count("SELECT amount FROM pay_splits WHERE matricule = 'MCH-FX-0003'"), 682);
+  expect_ledger_clean();
+}
+
+TEST_P(CheckoutTest, WithoutLineUpMethodsInAnotherCurrencyAreNotOffered) {
+  FxMerchant fx = fx_merchant("MCH-FX-0002");
+  ASSERT_FALSE(HasFailure());
+  ASSERT_TRUE(catalog::fx::set_rate(*db_, {"XAF", "XOF", "1", now_ms() - 1000, "ops"}, now_ms()).ok());
+  auto res = create(order("ORD-XAF"), false, fx.key.key);
+  ASSERT_EQ(res.status, 201) << res.body;
+  Session s = *checkout_->session(bj::parse(res.body).at("data").at("reference").as_string());
+  EXPECT_TRUE(s.quotes.empty());
+  auto page = page_call(&Service::page, s);
+  EXPECT_NE(page.body.find("MTN_MOMO_CMR"), std::string::npos);
+  EXPECT_EQ(page.body.find("MTN_MOMO_CIV"), std::string::npos);
+  auto refused = checkout_->pay(s.reference, PayForm{"MTN_MOMO_CIV", "2250500000000", std::nullopt, 0});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.error().details.as_object().contains("provider"));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_conversions"), 0);
+}
+
+TEST_P(CheckoutTest, ARotatedSecretSignsWithItsKidAndTheOldOneNoLonger) {
+  Session s = open_ok(order("ORD-ROT"));
+  auto v1 = checkout_->signing_secret(m1_.id, "MCH-CM-0001");
+  ASSERT_TRUE(v1.ok());
+  EXPECT_EQ(v1->kid, 1);
+  EXPECT_EQ(v1->secret, checkout_->merchant_secret("MCH-CM-0001"));
+  auto v2 = checkout_->rotate_secret(m1_.id, "MCH-CM-0001");
+  ASSERT_TRUE(v2.ok());
+  EXPECT_EQ(v2->kid, 2);
+  EXPECT_NE(v2->secret, v1->secret);
+  auto again = checkout_->signing_secret(m1_.id, "MCH-CM-0001");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->kid, 2);
+  EXPECT_EQ(again->secret, v2->secret);  // derived again from the stored salt, the same
+  // Nothing stored signs: the salt is not the secret.
+  EXPECT_EQ(count("SELECT COUNT(*) FROM chk_secrets WHERE merchant_id = ? AND version = 2", {m1_.id}), 1);
+
+  auto res = page_call(&Service::cancel, s, "x=1");
+  ASSERT_EQ(res.status, 303);
+  const std::string location(res.get("Location"));
+  const std::size_t a = location.find("service_data=") + 13, b = location.find("&signature=");
+  const std::string sd = *web::percent_decode(location.substr(a, b - a), false);
+  const std::string sig = location.substr(b + 11);
+  EXPECT_EQ(bj::parse(sd).at("kid").as_int64(), 2);
+  EXPECT_TRUE(verify(v2->secret, sd, sig));
+  EXPECT_FALSE(verify(v1->secret, sd, sig));
+  auto v3 = checkout_->rotate_secret(m1_.id, "MCH-CM-0001");
+  ASSERT_TRUE(v3.ok());
+  EXPECT_EQ(v3->kid, 3);
+}
+
+TEST_P(CheckoutTest, AFormErrorPageListsTheFieldProblemsInFrench) {
+  bj::object bad = order("ORD-FR");
+  bad["successUrl"] = "javascript:alert(1)";
+  bad["currency"] = "xaf";
+  bad["description"] = "";
+  bad["amount"] = "10.5";
+  bad["apiKey"] = key1_.key;
+  web::Request req = post(bad, /*form=*/true);
+  req.locale = i18n::Locale::fr;  // Accept-Language: fr
+  auto p = checkout_->authenticate(req);
+  ASSERT_TRUE(p.ok());
+  req.principal = *p;
+  auto page = checkout_->create(req);
+  EXPECT_EQ(page.status, 400);
+  EXPECT_NE(page.body.find("lang=\"fr\""), std::string::npos);
+  EXPECT_NE(page.body.find("Corrigez ces champs"), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("doit utiliser http ou https"), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("doit être un code ISO 4217"), std::string::npos);
+  EXPECT_NE(page.body.find("est obligatoire"), std::string::npos);
+  EXPECT_EQ(page.body.find("must be"), std::string::npos) << page.body;  // no English left
+  EXPECT_EQ(page.body.find("is required"), std::string::npos);
+  bad["area"] = "CI";
+  web::Request area = post(bad, true);
+  area.locale = i18n::Locale::fr;
+  area.principal = *p;
+  EXPECT_NE(checkout_->create(area).body.find("n&#39;est pas un pays où ce marchand encaisse"), std::string::npos);
+  // The same post in English (Accept-Language en): English problems.
+  req.locale = i18n::Locale::en;
+  auto en = checkout_->create(req);
+  EXPECT_NE(en.body.find("must use http or https"), std::string::npos);
+  // A whole-amount problem keeps its value in French.
+  bj::object cents = order("ORD-FR2");
+  cents["amount"] = "10.5";
+  cents["apiKey"] = key1_.key;
+  web::Request r2 = post(cents, true);
+  r2.locale = i18n::Locale::fr;
+  r2.principal = *checkout_->authenticate(r2);
+  auto p2 = checkout_->create(r2);
+  EXPECT_NE(p2.body.find("doit être un nombre entier de XAF (cette devise n&#39;a pas de subdivision)"),
+            std::string::npos)
+      << p2.body;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CheckoutTest, ::testing::Values("sqlite", "postgres"));

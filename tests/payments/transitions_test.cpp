@@ -91,6 +91,39 @@ TEST(Journal, CollectionCreditsTheMerchantOrEachShareAndTheFee) {
   EXPECT_EQ(split.legs[2].account.text(), "merchant:7/sandbox/XAF/available");
 }
 
+TEST(Journal, AConvertedCollectionGoesThroughTheFxPositionAndEachCurrencyBalances) {
+  Transaction tx = sample(kCollection, kChannelProvider);
+  tx.currency = "XOF";
+  const Conversion conversion{"EUR", 160, 152, 655957, 1000, 0};
+  auto collection = journal_for(tx, S::pending, S::completed, {}, &conversion);
+  EXPECT_EQ(collection.kind, ledger::kCollection);
+  EXPECT_EQ(collection.currency, "XOF");
+  auto [debits, credits] = totals(collection);
+  EXPECT_EQ(debits, credits);
+  EXPECT_EQ(debits, tx.required_total);
+  ASSERT_EQ(collection.legs.size(), 3u);
+  EXPECT_EQ(collection.legs[2].account.text(), "platform:fx/sandbox/XOF/position");
+  EXPECT_EQ(collection.legs[2].credit, merchant_share(tx));
+  for (const auto& leg : collection.legs) EXPECT_EQ(leg.account.currency, "XOF");
+
+  auto settlement = fx_settlement_for(tx, conversion, {});
+  EXPECT_EQ(settlement.kind, ledger::kFxSettlement);
+  EXPECT_EQ(settlement.currency, "EUR");
+  ASSERT_EQ(settlement.legs.size(), 2u);
+  EXPECT_EQ(settlement.legs[0].account.text(), "platform:fx/sandbox/EUR/position");
+  EXPECT_EQ(settlement.legs[0].debit, 152);
+  EXPECT_EQ(settlement.legs[1].account.text(), "merchant:7/sandbox/EUR/available");
+  EXPECT_EQ(settlement.legs[1].credit, 152);
+  EXPECT_TRUE(ledger::fx_position("sandbox", "EUR").may_go_negative());
+
+  Transaction split = sample(kCollection, kChannelProvider, kSplit);
+  auto shared = fx_settlement_for(split, conversion, {{7, 100}, {8, 52}});
+  ASSERT_EQ(shared.legs.size(), 3u);
+  EXPECT_EQ(shared.legs[2].account.text(), "merchant:8/sandbox/EUR/available");
+  auto [d2, c2] = totals(shared);
+  EXPECT_EQ(d2, c2);
+}
+
 TEST(AfterMove, CarriesTheMoveAndSettlesOrCancelsTheSplit) {
   Transaction tx = sample(kCollection, kChannelProvider, kSplit);
   tx.updated_at = 5000;
