@@ -250,6 +250,10 @@ void build_routes(web::Router& r, Context& ctx) {
              return web::Response::json(200, json::dump(doc));
            },
            web::open_access(), "The link API's OpenAPI 3 document"});
+    r.add({Surface::checkout, "GET", "/wallet/login", wal(&Wal::page_login), web::open_access(),
+           "Wallet page: sign in with the identity service (OIDC code + PKCE)"});
+    r.add({Surface::checkout, "GET", "/wallet/callback", wal(&Wal::page_callback), web::open_access(),
+           "Wallet page: back from the identity service, signed in to the wallet of the account's phone"});
     r.add({Surface::checkout, "GET", "/wallet", wal(&Wal::page), web::open_access(),
            "The user's wallet page (fr/en): sign-in by phone and code, balance, history, links"});
     r.add({Surface::checkout, "POST", "/wallet", wal(&Wal::page_submit), web::open_access(),

@@ -12,6 +12,8 @@
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
+#include "identity/relying_party.hpp"
+#include "identity/store.hpp"
 #include "payments/sandbox.hpp"
 #include "wallets/service.hpp"
 #include "wallets/store.hpp"
@@ -28,12 +30,13 @@ namespace {
 constexpr std::string_view kCookie = "sika_wallet";
 constexpr std::string_view kSigninPurpose = "wallet_signin";
 constexpr std::string_view kWithdrawPurpose = "wallet_withdraw";
+constexpr std::string_view kLoginCookie = "sika_wallet_login";
 
 struct Texts {
   const char *title, *phone, *phone_hint, *send, *code, *code_sent, *verify, *balance, *history, *links, *no_links,
       *no_history, *per_payment, *per_period, *spent, *unlink, *signout, *wrong_code, *bad_phone, *status, *partner,
       *since, *unlinked_notice, *too_many, *approve, *approved_notice, *topup, *withdraw, *amount, *topup_notice,
-      *withdraw_notice, *withdraw_code_sent, *confirm_withdraw, *refused;
+      *withdraw_notice, *withdraw_code_sent, *confirm_withdraw, *refused, *with_identity, *no_phone;
 };
 constexpr Texts kFr{"Mon portefeuille Sika",
                     "Numéro de téléphone",
@@ -68,7 +71,9 @@ constexpr Texts kFr{"Mon portefeuille Sika",
                     "Retrait envoyé : il arrive sur votre mobile money ; s'il échoue, le montant revient ici.",
                     "Un code vient d'être envoyé par SMS pour confirmer ce retrait.",
                     "Confirmer le retrait",
-                    "Opération refusée"};
+                    "Opération refusée",
+                    "Se connecter avec un compte Sika",
+                    "Ce compte Sika n'a pas de numéro de téléphone servi par un portefeuille."};
 constexpr Texts kEn{"My Sika wallet",
                     "Phone number",
                     "with the country code, e.g. +237690000042",
@@ -102,7 +107,9 @@ constexpr Texts kEn{"My Sika wallet",
                     "Withdrawal sent: it reaches your mobile money; if it fails, the amount comes back here.",
                     "A code was just sent by SMS to confirm this withdrawal.",
                     "Confirm the withdrawal",
-                    "Refused"};
+                    "Refused",
+                    "Sign in with a Sika account",
+                    "This Sika account has no phone number a wallet serves."};
 const Texts& texts(i18n::Locale l) { return l == i18n::Locale::en ? kEn : kFr; }
 
 std::string digits_of(std::string_view s) {
@@ -190,6 +197,9 @@ web::Response Service::page(web::Request& req) {
                    "</label><input id=\"phone\" name=\"phone\" inputmode=\"tel\" autocomplete=\"tel\" required><p "
                    "class=\"hint\">" +
                    t.phone_hint + "</p><button class=\"go\" type=\"submit\" id=\"send\">" + t.send + "</button></form>";
+    if (options_.identity)
+      pg.body_html += "<p><a class=\"go\" id=\"signin-identity\" href=\"wallet/login?lang=" + lang + "\">" +
+                      t.with_identity + "</a></p>";
     return web::html::page_response(200, pg);
   }
   const std::string csrf = base64url_encode(
@@ -327,16 +337,8 @@ web::Response Service::page_submit(web::Request& req) {
     auto v = otp_.verify(kSigninPurpose, (*wallet)->matricule, field(form, "otp"));
     if (!v) return message_page(503, v.error().code);
     if (!v->ok()) return message_page(400, t.wrong_code);
-    const std::string token = random_token(32);
-    const std::int64_t at = now();
-    Status st = db_.write([&](store::Conn& c) -> Status {
-      return tables::insert_session(c, key_hash("session:" + token), (*wallet)->id, at + options_.session_ttl_ms, at);
-    });
-    if (!st) return message_page(503, st.error().code);
     web::Response res = web::Response::redirect("wallet?lang=" + lang, 303);
-    res.set("Set-Cookie", std::string(kCookie) + "=" + token + "; Path=" + req.path +
-                              "; Max-Age=" + std::to_string(options_.session_ttl_ms / 1000) +
-                              "; HttpOnly; SameSite=Strict" + (options_.secure_cookies ? "; Secure" : ""));
+    if (Status st = open_session(res, (*wallet)->id, req.path); !st) return message_page(503, st.error().code);
     web::html::secure_headers(res);
     return res;
   }
@@ -425,6 +427,84 @@ web::Response Service::page_submit(web::Request& req) {
     return res;
   }
   return message_page(400, "action");
+}
+
+Status Service::open_session(web::Response& res, std::int64_t wallet_id, std::string_view cookie_path) {
+  const std::string token = random_token(32);
+  const std::int64_t at = now();
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    return tables::insert_session(c, key_hash("session:" + token), wallet_id, at + options_.session_ttl_ms, at);
+  }));
+  res.set("Set-Cookie", std::string(kCookie) + "=" + token + "; Path=" + std::string(cookie_path) +
+                            "; Max-Age=" + std::to_string(options_.session_ttl_ms / 1000) +
+                            "; HttpOnly; SameSite=Strict" + (options_.secure_cookies ? "; Secure" : ""));
+  return {};
+}
+
+namespace {
+// "/x/wallet" of "/x/wallet/login": the page's own path, where its cookies live.
+std::string page_path(std::string_view path) {
+  auto slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos || slash == 0 ? path : path.substr(0, slash));
+}
+}  // namespace
+
+web::Response Service::page_login(web::Request& req) {
+  const i18n::Locale locale = locale_of(req, nullptr);
+  if (!options_.identity) {
+    web::html::Page pg;
+    pg.locale = locale;
+    pg.title = texts(locale).title;
+    pg.body_html = "<p class=\"error\" id=\"error\">OIDC</p>";
+    return web::html::page_response(404, pg);
+  }
+  identity::RelyingParty rp(*options_.identity, options_.client_id, options_.page_url + "/callback",
+                            crypto::hmac_sha256(options_.secret, "wallet-page-oidc"));
+  const auto start = rp.begin(locale, "openid profile email phone");
+  web::Response res = web::Response::redirect(start.url, 303);
+  // Lax: the identity service sends the browser back with a top-level GET from its own site.
+  res.set("Set-Cookie", std::string(kLoginCookie) + "=" + start.state + "; Path=" + page_path(req.path) +
+                            "; Max-Age=600; HttpOnly; SameSite=Lax" + (options_.secure_cookies ? "; Secure" : ""));
+  web::html::secure_headers(res);
+  return res;
+}
+
+web::Response Service::page_callback(web::Request& req) {
+  const i18n::Locale locale = locale_of(req, nullptr);
+  const Texts& t = texts(locale);
+  const std::string lang(i18n::name(locale));
+  web::html::Page pg;
+  pg.locale = locale;
+  pg.title = t.title;
+  auto message_page = [&](int status, std::string text) {
+    pg.body_html = "<p class=\"error\" id=\"error\">" + escape(text) + "</p><p><a href=\"../wallet?lang=" + lang +
+                   "\">" + t.title + "</a></p>";
+    return web::html::page_response(status, pg);
+  };
+  if (!options_.identity) return message_page(404, "OIDC");
+  identity::RelyingParty rp(*options_.identity, options_.client_id, options_.page_url + "/callback",
+                            crypto::hmac_sha256(options_.secret, "wallet-page-oidc"));
+  auto claims = rp.finish(req, cookie_value(req, kLoginCookie));
+  if (!claims) return message_page(web::http_status(claims.error().kind), claims.error().code);
+  // The wallet is the one of the account's phone number, as the identity service holds it.
+  std::optional<identity::User> user;
+  Status read = db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(user, identity::find_user_by_subject(c, claims->subject));
+    return {};
+  });
+  if (!read) return message_page(503, read.error().code);
+  if (!user || !user->active) return message_page(401, t.wrong_code);
+  if (user->phone.empty()) return message_page(404, t.no_phone);
+  auto wallet = wallet_of_phone(user->phone, user->email);
+  if (!wallet) return message_page(404, t.no_phone);
+  web::Response res = web::Response::redirect("../wallet?lang=" + lang, 303);
+  const std::string path = page_path(req.path);
+  if (Status st = open_session(res, wallet->id, path); !st) return message_page(503, st.error().code);
+  res.headers.emplace_back("Set-Cookie", std::string(kLoginCookie) + "=; Path=" + path +
+                                             "; Max-Age=0; HttpOnly; SameSite=Lax" +
+                                             (options_.secure_cookies ? "; Secure" : ""));
+  web::html::secure_headers(res);
+  return res;
 }
 
 }  // namespace sika::wallets

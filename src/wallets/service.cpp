@@ -570,6 +570,33 @@ Result<std::optional<web::Principal>> Service::page_merchant() {
   return payments::acting_merchant(db_, m->id, options_.page_environment, 1, "wallet-page");
 }
 
+Result<Wallet> Service::wallet_of_phone(std::string_view phone, std::string_view email) {
+  auto cat = catalog_();
+  if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
+  std::string number;
+  for (char ch : phone)
+    if (ch >= '0' && ch <= '9') number.push_back(ch);
+  // The served country whose dialling code starts the number, and the number as its wallet
+  // service writes it.
+  for (const auto& c : cat->countries()) {
+    if (!c.active || c.dialling_digits().empty() || !number.starts_with(c.dialling_digits())) continue;
+    auto service = wallet_service(c.code, "phone");
+    if (!service) continue;
+    auto msisdn = cat->normalize_msisdn(**service, "+" + number, "phone");
+    if (!msisdn) continue;
+    Wallet fresh{
+        0,    random_reference("WAL-", 12), options_.page_environment, *msisdn, c.code, c.currency, std::string(email),
+        now()};
+    Wallet w;
+    SIKA_TRY(db_.write([&](store::Conn& conn) -> Status {
+      SIKA_ASSIGN_OR_RETURN(w, tables::find_or_create_wallet(conn, fresh));
+      return {};
+    }));
+    return w;
+  }
+  return not_found(bj::object{{"phone", "no wallet service serves this number"}});
+}
+
 Result<queries::History> Service::history(const Wallet& wallet, std::optional<std::int64_t> before, int limit) {
   queries::History h;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {

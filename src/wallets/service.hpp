@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "core/result.hpp"
+#include "identity/service.hpp"
 #include "limits/limiter.hpp"
 #include "notify/notifier.hpp"
 #include "otp/service.hpp"
@@ -50,6 +51,11 @@ struct Options {
   // The merchant (matricule) the page's top-ups and withdrawals belong to: the platform's own
   // wallet account, whose webhooks hear of them. Empty: the page offers neither.
   std::string page_merchant;
+  // Sign-in to the page with the identity service (OIDC code + PKCE); without it, only the
+  // phone and code. `page_url` is the page's public URL ({checkout_url}/wallet).
+  identity::Service* identity = nullptr;
+  std::string client_id = "demo-public";
+  std::string page_url;
   std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
 };
 
@@ -97,8 +103,10 @@ class Service {
   web::Response link_fiat_distribution(web::Request& req);
 
   // --- the wallet page (checkout surface, page.cpp) ---
-  web::Response page(web::Request& req);         // GET /wallet
-  web::Response page_submit(web::Request& req);  // POST /wallet (sign-in steps, unlink, sign-out)
+  web::Response page(web::Request& req);           // GET /wallet
+  web::Response page_submit(web::Request& req);    // POST /wallet (sign-in steps, unlink, sign-out)
+  web::Response page_login(web::Request& req);     // GET /wallet/login: to the identity service
+  web::Response page_callback(web::Request& req);  // GET /wallet/callback: back from it, signed in
 
   // --- operations ---
   Result<Linked> link(const web::Principal& partner, const LinkRequest& request);
@@ -170,6 +178,10 @@ class Service {
   Result<web::Principal> session_wallet(const web::Request& req, Wallet& wallet);
   // The principal of options_.page_merchant; nullopt when none is set (or it is not active).
   Result<std::optional<web::Principal>> page_merchant();
+  // The wallet of an identity user's phone (+ and digits), created when the number has none.
+  Result<Wallet> wallet_of_phone(std::string_view phone, std::string_view email);
+  // Opens a page session for `wallet_id` on `res` (the cookie's Path is `cookie_path`).
+  Status open_session(web::Response& res, std::int64_t wallet_id, std::string_view cookie_path);
 
   store::Db& db_;
   payments::Service& payments_;

@@ -157,6 +157,8 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"link POST /api/agent/link/init", "link_api_key"},
       {"link POST /api/agent/link/approve", "link_api_key"},
       {"link POST /api/agent/link/fiat-distribution", "link_api_key"},
+      {"checkout GET /wallet/login", "open"},
+      {"checkout GET /wallet/callback", "open"},
       {"checkout GET /wallet", "open"},
       {"checkout POST /wallet", "open"},
       {"gateway POST /merchand/billing/subscribe", "bearer:payments"},
