@@ -32,6 +32,33 @@ Error not_active(const Link& l) {
   return conflict(bj::object{{"apikey", "is not ACTIVE: " + why}});
 }
 
+// The rules every charge, payout, top-up and withdrawal shares; `currency` is the link's (the
+// wallet's home) currency, `whose` says which.
+void check_transfer(const Transfer& t, std::string_view currency, std::string_view whose, json::FieldErrors& errors) {
+  if (t.amount <= 0) errors.add("amount", "must be a positive integer (minor units)");
+  if (!t.currency.empty() && t.currency != currency)
+    errors.add("currency", "must be the " + std::string(whose) + " currency " + std::string(currency));
+  if (!is_uuid(t.transaction_uuid)) errors.add("transaction_uuid", "must be a UUID");
+  if (t.description.size() > 255) errors.add("description", "must be at most 255 characters");
+}
+
+// The payments request of a checked transfer.
+payments::IntentRequest intent_of(const Transfer& t, std::string_view operation, std::string_view currency,
+                                  std::string_view provider, std::string_view channel, std::string_view wallet,
+                                  const bj::object& metadata) {
+  payments::IntentRequest r;
+  r.operation = std::string(operation);
+  r.amount = t.amount;
+  r.currency = std::string(currency);
+  r.transaction_uuid = t.transaction_uuid;
+  r.provider = std::string(provider);
+  r.channel = std::string(channel);
+  r.customer_wallet = std::string(wallet);
+  r.description = t.description;
+  r.metadata = json::dump(metadata);
+  return r;
+}
+
 bj::object event_payload(const Link& l, std::int64_t at) {
   return bj::object{{"link_reference", l.reference},
                     {"matricule", l.wallet.matricule},
@@ -262,23 +289,11 @@ Result<Link> Service::unlink_by_user(const Wallet& wallet, std::string_view refe
 
 Result<payments::IntentRequest> Service::transfer_intent(const Link& l, const Transfer& t, std::string_view operation) {
   json::FieldErrors errors;
-  if (t.amount <= 0) errors.add("amount", "must be a positive integer (minor units)");
-  if (!t.currency.empty() && t.currency != l.currency)
-    errors.add("currency", "must be the link's currency " + l.currency);
-  if (!is_uuid(t.transaction_uuid)) errors.add("transaction_uuid", "must be a UUID");
-  if (t.description.size() > 255) errors.add("description", "must be at most 255 characters");
+  check_transfer(t, l.currency, "link's", errors);
   SIKA_TRY(errors.status());
   SIKA_ASSIGN_OR_RETURN(const catalog::PaymentService* service, wallet_service(l.wallet.country, "apikey"));
-  payments::IntentRequest r;
-  r.operation = std::string(operation);
-  r.amount = t.amount;
-  r.currency = l.currency;
-  r.transaction_uuid = t.transaction_uuid;
-  r.provider = service->code;
-  r.channel = std::string(payments::kChannelWallet);
-  r.customer_wallet = l.wallet.msisdn;
-  r.description = t.description;
-  r.metadata = json::dump(bj::object{{"wallet_link", l.reference}});
+  payments::IntentRequest r = intent_of(t, operation, l.currency, service->code, payments::kChannelWallet,
+                                        l.wallet.msisdn, bj::object{{"wallet_link", l.reference}});
   r.preauthorized = operation == payments::kCollection;
   return r;
 }
@@ -347,11 +362,7 @@ Result<payments::IntentRequest> Service::mobile_money_intent(const Wallet& w, co
   auto cat = catalog_();
   if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
   json::FieldErrors errors;
-  if (t.amount <= 0) errors.add("amount", "must be a positive integer (minor units)");
-  if (!t.currency.empty() && t.currency != w.currency)
-    errors.add("currency", "must be the wallet's currency " + w.currency);
-  if (!is_uuid(t.transaction_uuid)) errors.add("transaction_uuid", "must be a UUID");
-  if (t.description.size() > 255) errors.add("description", "must be at most 255 characters");
+  check_transfer(t, w.currency, "wallet's", errors);
   const catalog::Country* country = cat->country(w.country);
   const std::string number = "+" + w.msisdn;
   const catalog::PaymentService* service = nullptr;
@@ -374,16 +385,8 @@ Result<payments::IntentRequest> Service::mobile_money_intent(const Wallet& w, co
     if (!service) errors.add("provider", "no mobile-money service of " + w.country + " serves +" + w.msisdn);
   }
   SIKA_TRY(errors.status());
-  payments::IntentRequest r;
-  r.operation = std::string(operation);
-  r.amount = t.amount;
-  r.currency = w.currency;
-  r.transaction_uuid = t.transaction_uuid;
-  r.provider = service->code;
-  r.channel = std::string(payments::kChannelProvider);
-  r.customer_wallet = number;
-  r.description = t.description;
-  r.metadata = json::dump(bj::object{{"wallet", w.matricule}, {"origin", origin}});
+  payments::IntentRequest r = intent_of(t, operation, w.currency, service->code, payments::kChannelProvider, number,
+                                        bj::object{{"wallet", w.matricule}, {"origin", origin}});
   r.own_wallet = true;
   return r;
 }
