@@ -133,6 +133,11 @@ const std::vector<KeySpec> kKeys = {
      "refused link API requests in one window that block the address"},
     {"wallets.page_environment", "sandbox", K::string, "the wallets the wallet page signs in to (sandbox or prod)"},
     {"wallets.page_session_seconds", "1800", K::integer, "a wallet page session lasts this long (s)"},
+    {"wallets.page_merchant", "", K::string,
+     "the merchant (matricule) the wallet page's top-ups and withdrawals belong to; empty: the page offers neither"},
+    {"wallets.client_id", "demo-public", K::string,
+     "the wallet page's OAuth client at the identity service (public, PKCE; redirect URI "
+     "checkout_url/wallet/callback)"},
     {"otp.ttl_seconds", "300", K::integer, "a one-time code is valid this long after it was sent (s)"},
     {"otp.max_attempts", "3", K::integer, "verifications per one-time code (resends keep the count)"},
     {"otp.code_length", "6", K::integer, "digits of a one-time code (4 to 8)"},

@@ -231,6 +231,10 @@ Status build_services(Context& ctx) {
                       .block_after = std::max<std::int64_t>(1, c.get_int("wallets.link_api_block_after"))};
     wo.page_environment = c.get_string("wallets.page_environment");
     wo.session_ttl_ms = c.get_int("wallets.page_session_seconds") * 1000;
+    wo.page_merchant = c.get_string("wallets.page_merchant");
+    wo.identity = ctx.identity.get();
+    wo.client_id = c.get_string("wallets.client_id");
+    wo.page_url = c.surface_url(web::Surface::checkout) + "/wallet";
     wo.secure_cookies = c.surface_url(web::Surface::checkout).starts_with("https://");
     ctx.wallets = std::make_unique<wallets::Service>(*ctx.db, *ctx.payments, std::move(snapshot), *ctx.otp,
                                                      *ctx.notifier, std::move(wo));

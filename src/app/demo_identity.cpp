@@ -88,7 +88,8 @@ Status seed_identity_demo(Context& ctx, bj::object& demo) {
   // The public client: authorization code + PKCE, for the dashboard and local apps.
   std::string dashboard = ctx.config.surface_url(web::Surface::dashboard);
   std::string redirect = dashboard + "/callback";
-  std::vector<std::string> uris = {redirect, "http://127.0.0.1/callback"};
+  std::vector<std::string> uris = {redirect, "http://127.0.0.1/callback",
+                                   ctx.config.surface_url(web::Surface::checkout) + "/wallet/callback"};
   SIKA_TRY(ctx.db->write([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(auto existing, identity::find_client(c, "demo-public"));
     if (existing) {

@@ -225,6 +225,16 @@ void build_routes(web::Router& r, Context& ctx) {
            "Charge a linked wallet within the consent's limits (WALLET collection, no code)"});
     r.add({Surface::link, "POST", "/api/agent/link/payout", wal(&Wal::link_payout), web::link_api_key(),
            "Pay out from the partner's balance into a linked wallet"});
+    r.add({Surface::link, "POST", "/api/agent/link/topup", wal(&Wal::link_topup), web::link_api_key(),
+           "Top up a linked wallet from the user's own mobile money (PROVIDER collection)"});
+    r.add({Surface::link, "POST", "/api/agent/link/withdraw", wal(&Wal::link_withdraw), web::link_api_key(),
+           "Withdraw from a linked wallet to the user's own mobile money, within the consent's limits"});
+    r.add({Surface::link, "POST", "/api/agent/link/init", wal(&Wal::link_init), web::link_api_key(),
+           "Start a payment on a linked wallet: charged within the consent, else approved by the user's code"});
+    r.add({Surface::link, "POST", "/api/agent/link/approve", wal(&Wal::link_approve), web::link_api_key(),
+           "Complete a link/init payment with the code the user received"});
+    r.add({Surface::link, "POST", "/api/agent/link/fiat-distribution", wal(&Wal::link_fiat_distribution),
+           web::link_api_key(), "Distribute from the partner's balance to several linked wallets, all or nothing"});
     r.add({Surface::link, "GET", "/",
            [&ctx](web::Request& req) {
              return web::ok(
@@ -240,6 +250,10 @@ void build_routes(web::Router& r, Context& ctx) {
              return web::Response::json(200, json::dump(doc));
            },
            web::open_access(), "The link API's OpenAPI 3 document"});
+    r.add({Surface::checkout, "GET", "/wallet/login", wal(&Wal::page_login), web::open_access(),
+           "Wallet page: sign in with the identity service (OIDC code + PKCE)"});
+    r.add({Surface::checkout, "GET", "/wallet/callback", wal(&Wal::page_callback), web::open_access(),
+           "Wallet page: back from the identity service, signed in to the wallet of the account's phone"});
     r.add({Surface::checkout, "GET", "/wallet", wal(&Wal::page), web::open_access(),
            "The user's wallet page (fr/en): sign-in by phone and code, balance, history, links"});
     r.add({Surface::checkout, "POST", "/wallet", wal(&Wal::page_submit), web::open_access(),

@@ -13,6 +13,7 @@
 #include "core/time.hpp"
 #include "dashboard/internal.hpp"
 #include "dashboard/totp.hpp"
+#include "identity/relying_party.hpp"
 #include "identity/service.hpp"
 #include "identity/store.hpp"
 #include "limits/limiter.hpp"
@@ -222,68 +223,25 @@ web::Response Service::error_page(const web::Request& req, const Error& e) {
 
 // ---- sign-in -----------------------------------------------------------------------------
 
-namespace {
-std::string derived(const std::string& key, std::string_view label, std::string_view state) {
-  return base64url_encode(crypto::hmac_sha256(key, std::string(label) + ":" + std::string(state)));
-}
-}  // namespace
-
 web::Response Service::login(web::Request& req) {
   if (auto s = sessions_.find(Sessions::cookie(req, kSessionCookie)); s)
     return see_other(s->row.second_factor == SecondFactor::done ? "/" : "/totp");
   if (!parts_.identity) return error_page(req, unavailable(bj::string("identity service not configured")));
-  const std::string state = random_token(24);
-  const std::string verifier = derived(pkce_key_, "verifier", state);
-  const std::string nonce = derived(pkce_key_, "nonce", state);
-  const std::string challenge = base64url_encode(crypto::sha256(verifier));
-  std::string url = parts_.identity->options().issuer +
-                    "/oauth/v2/authorize?response_type=code&client_id=" + web::percent_encode(opts_.client_id) +
-                    "&redirect_uri=" + web::percent_encode(opts_.dashboard_url + "/callback") +
-                    "&scope=openid%20profile%20email&state=" + state + "&nonce=" + nonce +
-                    "&code_challenge=" + challenge +
-                    "&code_challenge_method=S256&ui_locales=" + (locale_of(req) == i18n::Locale::fr ? "fr" : "en");
-  web::Response res = web::Response::redirect(url, 303);
+  const auto start = relying_party().begin(locale_of(req));
+  web::Response res = web::Response::redirect(start.url, 303);
   web::html::secure_headers(res);
-  res.headers.emplace_back("Set-Cookie", std::string(kLoginCookie) + "=" + state + "; " + cookie_attributes(req, 600));
+  res.headers.emplace_back("Set-Cookie",
+                           std::string(kLoginCookie) + "=" + start.state + "; " + cookie_attributes(req, 600));
   return res;
 }
 
-web::Response Service::callback(web::Request& req) {
-  if (auto e = req.query_param("error"))
-    return error_page(req, forbidden(bj::object{{"error", "access_denied"}, {"identity", *e}}));
-  auto code = req.query_param("code");
-  auto state = req.query_param("state");
-  const std::string bound = Sessions::cookie(req, kLoginCookie);
-  if (!code || !state || bound.empty() || !crypto::constant_time_equal(bound, *state))
-    return error_page(req,
-                      bad_request("access_denied", bj::object{{"state", "does not match this browser's sign-in"}}));
-  if (!parts_.identity) return error_page(req, unavailable(bj::string("identity service not configured")));
-  const std::string verifier = derived(pkce_key_, "verifier", *state);
-  const std::string nonce = derived(pkce_key_, "nonce", *state);
+identity::RelyingParty Service::relying_party() const {
+  return identity::RelyingParty(*parts_.identity, opts_.client_id, opts_.dashboard_url + "/callback", pkce_key_);
+}
 
-  // The code exchange goes through the identity service's own token endpoint handler, in
-  // process: the same checks (PKCE, redirect URI, single use, rate limits) as over HTTP.
-  web::Request token_req;
-  token_req.method = "POST";
-  token_req.path = "/oauth/v2/token";
-  token_req.headers = {{"content-type", "application/x-www-form-urlencoded"}};
-  token_req.body = "grant_type=authorization_code&code=" + web::percent_encode(*code) +
-                   "&redirect_uri=" + web::percent_encode(opts_.dashboard_url + "/callback") +
-                   "&client_id=" + web::percent_encode(opts_.client_id) + "&code_verifier=" + verifier;
-  token_req.remote_ip = req.remote_ip;
-  token_req.peer_ip = req.peer_ip;
-  token_req.request_id = req.request_id;
-  token_req.locale = req.locale;
-  web::Response answer = parts_.identity->token(token_req);
-  std::string id_token;
-  if (answer.status == 200) {
-    boost::system::error_code ec;
-    bj::value v = bj::parse(answer.body, ec);
-    if (!ec && v.is_object())
-      if (const auto* t = v.as_object().if_contains("id_token"); t && t->is_string()) id_token = t->as_string();
-  }
-  if (id_token.empty()) return error_page(req, unauthorized(bj::object{{"code", "refused by the identity service"}}));
-  auto claims = parts_.identity->verify_id_token(id_token, opts_.client_id, nonce);
+web::Response Service::callback(web::Request& req) {
+  if (!parts_.identity) return error_page(req, unavailable(bj::string("identity service not configured")));
+  auto claims = relying_party().finish(req, Sessions::cookie(req, kLoginCookie));
   if (!claims) return error_page(req, claims.error());
 
   std::int64_t user_id = 0;

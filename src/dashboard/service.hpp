@@ -27,7 +27,8 @@
 
 namespace sika::identity {
 class Service;
-}
+class RelyingParty;
+}  // namespace sika::identity
 namespace sika::links {
 class Service;
 }
@@ -128,6 +129,8 @@ class Service {
   Result<Ctx> member_context(web::Request& req, bool changes);
   std::string path(std::string_view rel) const;  // the public path of a page
   std::string cookie_attributes(const web::Request& req, std::int64_t max_age_s) const;
+  // The dashboard's sign-in with the identity service (parts_.identity must be set).
+  identity::RelyingParty relying_party() const;
   web::Response page(const web::Request& req, const Ctx& c, std::string title, std::string body, int status = 200);
   web::Response bare_page(const web::Request& req, std::string title, std::string body, int status = 200);
   web::Response error_page(const web::Request& req, const Error& e);

@@ -58,13 +58,6 @@ void refuse_unknown_fields(const bj::object& body, std::initializer_list<std::st
   }
 }
 
-namespace {
-
-bool has_error(const json::FieldErrors& errors, std::string_view field) { return errors.details().contains(field); }
-
-constexpr std::string_view kRateProblem = "must be a number greater than 0 and at most 100, with at most 4 decimals";
-
-// A rate as sent (integer or number) -> parts per million; at most 4 decimals, 0 < rate <= 100.
 std::optional<std::int64_t> rate_to_ppm(const bj::value& v, std::string& problem) {
   auto text = json::number_text(v);
   if (!text) {
@@ -79,7 +72,6 @@ std::optional<std::int64_t> rate_to_ppm(const bj::value& v, std::string& problem
   return *ppm;
 }
 
-// "33.3333" for 333'333 ppm.
 std::string percent_text(std::int64_t ppm) {
   std::string text = std::to_string(ppm / 10'000);
   if (ppm % 10'000) {
@@ -89,6 +81,10 @@ std::string percent_text(std::int64_t ppm) {
   }
   return text;
 }
+
+namespace {
+
+bool has_error(const json::FieldErrors& errors, std::string_view field) { return errors.details().contains(field); }
 
 std::string line_prefix(std::size_t i) { return "distribution[" + std::to_string(i) + "]"; }
 
@@ -151,6 +147,9 @@ void check_fields(const IntentRequest& r, std::int64_t max_amount, json::FieldEr
   if (r.settlement_mode != kDirect && r.settlement_mode != kSplit)
     errors.add("settlement_mode", "must be DIRECT or SPLIT");
   if (!collection && r.settlement_mode == kSplit) errors.add("settlement_mode", "payouts are DIRECT");
+  if (r.own_wallet && r.channel != kChannelProvider)
+    errors.add("channel", "must be PROVIDER for a wallet top-up or withdrawal");
+  if (r.own_wallet && r.settlement_mode != kDirect) errors.add("settlement_mode", "must be DIRECT");
   const bool split = r.settlement_mode == kSplit;
   if (split && r.distribution.empty())
     errors.add("distribution", "is required with settlement_mode SPLIT (a non-empty array)");
@@ -269,6 +268,7 @@ std::string request_fingerprint(const IntentRequest& r) {
   o["metadata"] = bj::parse(r.metadata.empty() ? std::string_view("{}") : std::string_view(r.metadata));
   o["settlement_mode"] = r.settlement_mode;
   if (r.preauthorized) o["preauthorized"] = true;
+  if (r.own_wallet) o["own_wallet"] = true;
   if (r.fee_bearer == kMerchantBearsFee) o["fee_bearer"] = r.fee_bearer;  // CUSTOMER keeps earlier fingerprints
   if (r.conversion)
     o["conversion"] = bj::object{{"currency", r.conversion->currency},

@@ -52,6 +52,10 @@ struct IntentRequest {
   // credits the merchant in conversion->currency. `amount` is then the converted price, and
   // conversion->amount is left to create(), which works it out from the fee.
   std::optional<Conversion> conversion;
+  // PROVIDER only: the customer's own platform wallet is the other side (settlement_mode
+  // WALLET, model.hpp): a collection tops it up, a payout withdraws from it. Set only by code
+  // (the wallets component), never read from a request body.
+  bool own_wallet = false;
   // Identifies the request for idempotency (a replay with the same uuid must match it).
   // Empty: computed from the fields above by request_fingerprint.
   std::string fingerprint;
@@ -69,6 +73,14 @@ IntentRequest parse_intent(const boost::json::object& body, std::string_view ope
 // field" otherwise.
 void refuse_unknown_fields(const boost::json::object& body, std::initializer_list<std::string_view> allowed,
                            json::FieldErrors& errors, std::string_view prefix = "");
+
+// What a rate that is not one says (rates are percentages: 0 < rate <= 100, at most 4 decimals).
+inline constexpr std::string_view kRateProblem =
+    "must be a number greater than 0 and at most 100, with at most 4 decimals";
+// A rate as sent (integer or number) -> parts per million; nullopt with `problem` set otherwise.
+std::optional<std::int64_t> rate_to_ppm(const boost::json::value& v, std::string& problem);
+// "33.3333" for 333'333 ppm.
+std::string percent_text(std::int64_t ppm);
 
 // SHA-256 (hex) of the operation and the canonical JSON of the request's fields: the
 // fingerprint of a request built by code.

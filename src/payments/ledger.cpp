@@ -25,6 +25,9 @@ AccountKey merchant_pending(std::int64_t merchant_id, std::string_view env, std:
 AccountKey customer_wallet(std::string_view msisdn, std::string_view env, std::string_view currency) {
   return key("customer:" + std::string(msisdn), env, currency, "available");
 }
+AccountKey customer_pending(std::string_view msisdn, std::string_view env, std::string_view currency) {
+  return key("customer:" + std::string(msisdn), env, currency, "pending");
+}
 AccountKey fee_revenue(std::string_view env, std::string_view currency) {
   return key("platform:fees", env, currency, "revenue");
 }

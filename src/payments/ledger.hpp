@@ -7,7 +7,8 @@
 // Owners and kinds:
 //   merchant:<id>        available | pending   what the platform owes a merchant; pending holds
 //                                               payouts in flight (reserved, not spendable)
-//   customer:<msisdn>    available             a customer's platform wallet (WALLET channel)
+//   customer:<msisdn>    available | pending   a customer's platform wallet (WALLET channel);
+//                                               pending holds its withdrawals in flight
 //   platform:fees        revenue               fees earned
 //   operator:<service>   clearing              what an operator owes us (negative: it holds our
 //                                               money; payouts through it bring it back up)
@@ -47,6 +48,8 @@ struct AccountKey {
 AccountKey merchant_available(std::int64_t merchant_id, std::string_view env, std::string_view currency);
 AccountKey merchant_pending(std::int64_t merchant_id, std::string_view env, std::string_view currency);
 AccountKey customer_wallet(std::string_view msisdn, std::string_view env, std::string_view currency);
+// A wallet's withdrawals in flight (reserved, not spendable), like merchant_pending.
+AccountKey customer_pending(std::string_view msisdn, std::string_view env, std::string_view currency);
 AccountKey fee_revenue(std::string_view env, std::string_view currency);
 AccountKey operator_clearing(std::string_view service_code, std::string_view env, std::string_view currency);
 AccountKey funding(std::string_view env, std::string_view currency);

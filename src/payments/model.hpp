@@ -36,6 +36,11 @@ inline constexpr std::string_view kChannelWallet = "WALLET";
 inline constexpr std::string_view kChannelAuto = "AUTO";
 inline constexpr std::string_view kDirect = "DIRECT";
 inline constexpr std::string_view kSplit = "SPLIT";
+// settlement_mode of a PROVIDER transaction whose other side is the customer's own platform
+// wallet (customer:<customer_wallet>) instead of the merchant: a collection credits the wallet
+// (a top-up from the customer's mobile money), a payout reserves and pays from the wallet (a
+// withdrawal to it). Set only by code inside the platform (IntentRequest::own_wallet).
+inline constexpr std::string_view kOwnWallet = "WALLET";
 // split_status values: NONE (DIRECT), PENDING (SPLIT, not settled yet), SETTLED (beneficiaries
 // credited at COMPLETED), CANCELLED (the transaction ended without money).
 inline constexpr std::string_view kSplitNone = "NONE";

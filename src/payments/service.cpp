@@ -179,9 +179,13 @@ Result<Transaction> Service::create_collection(const IntentRequest& request, con
   return create(request, merchant, {});
 }
 
-Result<Transaction> Service::create_disbursement(const IntentRequest& request, const web::Principal& merchant) {
+Result<Transaction> Service::create_disbursement(const IntentRequest& request, const web::Principal& merchant,
+                                                 const CreationStep& step) {
   if (request.operation != kDisbursement) return internal_error(bj::string("create_disbursement of a collection"));
-  return create(request, merchant, {});
+  if (!step) return create(request, merchant, {});
+  Creation creation;
+  creation.step = &step;
+  return create(request, merchant, {}, &creation);
 }
 
 // The transaction a planned request becomes: fresh references, INITIATED, its expiry.
@@ -214,7 +218,7 @@ Transaction Service::draft(const IntentRequest& request, const IntentPlan& plan,
   tx.required_total = plan.required_total;
   tx.confirmation_method = plan.confirmation_method;
   tx.confirmation_url = collection ? confirmation_url(tx.reference) : "";
-  tx.settlement_mode = split ? kSplit : kDirect;
+  tx.settlement_mode = split ? kSplit : request.own_wallet ? kOwnWallet : kDirect;
   tx.split_reference = split ? refs.split : "";
   tx.split_status = split ? kSplitPending : kSplitNone;
   tx.description = request.description;
@@ -311,7 +315,7 @@ Status Service::create_unit(store::Conn& c, const IntentRequest& request, const 
     SIKA_TRY(missing.status());
     SIKA_TRY(tables::insert_splits(c, tx.id, request.distribution, ids));
   }
-  if (creation && creation->step) SIKA_TRY((*creation->step)(c, tx));
+  if (creation && creation->step && *creation->step) SIKA_TRY((*creation->step)(c, tx));
   if (submit) {
     Move m = move_to(TxStatus::pending, *creation->submit_as);
     m.submitted_at = tx.created_at;
@@ -321,11 +325,16 @@ Status Service::create_unit(store::Conn& c, const IntentRequest& request, const 
   }
   if (collection) return {};
   // A payout reserves its funds at once and is submitted (PENDING); a WALLET payout completes here.
-  SIKA_ASSIGN_OR_RETURN(std::int64_t available,
-                        ledger::balance(c, ledger::merchant_available(tx.merchant_id, tx.environment, tx.currency)));
+  // Paid from the merchant's balance, or (a withdrawal) from the customer's own wallet.
+  const bool from_wallet = tx.settlement_mode == kOwnWallet;
+  SIKA_ASSIGN_OR_RETURN(
+      std::int64_t available,
+      ledger::balance(c, from_wallet ? ledger::customer_wallet(tx.customer_wallet, tx.environment, tx.currency)
+                                     : ledger::merchant_available(tx.merchant_id, tx.environment, tx.currency)));
   if (available < tx.required_total)
     return bad_request("insufficient_funds",
-                       bj::object{{"amount", "the available balance does not cover required_total " +
+                       bj::object{{"amount", std::string(from_wallet ? "the wallet's" : "the available") +
+                                                 " balance does not cover required_total " +
                                                  money::format(tx.required_total, tx.currency)}});
   Move reserve = move_to(TxStatus::pending, "intent");
   reserve.submitted_at = tx.created_at;

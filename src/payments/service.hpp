@@ -122,7 +122,10 @@ class Service {
   // Creates a payout: its funds reserved (PENDING, then submitted to the operator) or paid at
   // once (WALLET, COMPLETED); 400 insufficient_funds naming amount, with nothing stored, when
   // the merchant's available balance does not cover required_total.
-  Result<Transaction> create_disbursement(const IntentRequest& request, const web::Principal& merchant);
+  // `step` (when set) runs in the creating unit of a new payout before its funds are reserved
+  // (CreationStep, below: a wallet link takes its consent's budget there).
+  Result<Transaction> create_disbursement(const IntentRequest& request, const web::Principal& merchant,
+                                          const std::function<Status(store::Conn&, const Transaction&)>& step = {});
   // The transaction of `reference` as `merchant` may see it: another merchant's, another
   // environment's or another operation's is 404 naming transaction_reference.
   Result<Transaction> find(const web::Principal& merchant, std::string_view reference, std::string_view operation);

@@ -81,32 +81,47 @@ ledger::Posting journal_for(const Transaction& tx, TxStatus from, TxStatus to, c
     return tx.channel == kChannelWallet ? ledger::customer_wallet(tx.customer_wallet, env, cur)
                                         : ledger::operator_clearing(tx.service_code, env, cur);
   };
+  // Whose balance a collection credits and a payout is paid from: the merchant's, or with
+  // settlement_mode WALLET the customer's own platform wallet (a top-up or a withdrawal).
+  const bool own_wallet = tx.settlement_mode == kOwnWallet;
+  auto available = [&] {
+    return own_wallet ? ledger::customer_wallet(tx.customer_wallet, env, cur)
+                      : ledger::merchant_available(tx.merchant_id, env, cur);
+  };
+  auto pending = [&] {
+    return own_wallet ? ledger::customer_pending(tx.customer_wallet, env, cur)
+                      : ledger::merchant_pending(tx.merchant_id, env, cur);
+  };
   if (tx.operation == kCollection && to == TxStatus::completed) {
     posting.kind = ledger::kCollection;
-    posting.memo = "collection " + tx.reference;
+    posting.memo = (own_wallet ? "wallet top-up " : "collection ") + tx.reference;
     posting.legs.push_back({customer_side(), tx.required_total, 0});
     if (tx.fee > 0) posting.legs.push_back({ledger::fee_revenue(env, cur), 0, tx.fee});
     if (conversion) {
       if (merchant_share(tx) > 0) posting.legs.push_back({ledger::fx_position(env, cur), 0, merchant_share(tx)});
     } else {
-      credit_merchants(posting, tx, cur, merchant_share(tx), shares);
+      // A top-up credits the customer's own wallet; otherwise the merchant or the split's shares.
+      if (own_wallet)
+        posting.legs.push_back({available(), 0, merchant_share(tx)});
+      else
+        credit_merchants(posting, tx, cur, merchant_share(tx), shares);
     }
   } else if (tx.operation == kDisbursement && to == TxStatus::pending) {
     posting.kind = ledger::kPayoutReserve;
-    posting.memo = "payout reserve " + tx.reference;
-    posting.legs.push_back({ledger::merchant_available(tx.merchant_id, env, cur), tx.required_total, 0});
-    posting.legs.push_back({ledger::merchant_pending(tx.merchant_id, env, cur), 0, tx.required_total});
+    posting.memo = (own_wallet ? "wallet withdrawal reserve " : "payout reserve ") + tx.reference;
+    posting.legs.push_back({available(), tx.required_total, 0});
+    posting.legs.push_back({pending(), 0, tx.required_total});
   } else if (tx.operation == kDisbursement && to == TxStatus::completed) {
     posting.kind = ledger::kPayout;
-    posting.memo = "payout " + tx.reference;
-    posting.legs.push_back({ledger::merchant_pending(tx.merchant_id, env, cur), tx.required_total, 0});
+    posting.memo = (own_wallet ? "wallet withdrawal " : "payout ") + tx.reference;
+    posting.legs.push_back({pending(), tx.required_total, 0});
     posting.legs.push_back({customer_side(), 0, tx.amount});
     if (tx.fee > 0) posting.legs.push_back({ledger::fee_revenue(env, cur), 0, tx.fee});
   } else if (tx.operation == kDisbursement && from == TxStatus::pending && is_terminal(to)) {
     posting.kind = ledger::kPayoutRelease;
-    posting.memo = "payout release " + tx.reference;
-    posting.legs.push_back({ledger::merchant_pending(tx.merchant_id, env, cur), tx.required_total, 0});
-    posting.legs.push_back({ledger::merchant_available(tx.merchant_id, env, cur), 0, tx.required_total});
+    posting.memo = (own_wallet ? "wallet withdrawal refund " : "payout release ") + tx.reference;
+    posting.legs.push_back({pending(), tx.required_total, 0});
+    posting.legs.push_back({available(), 0, tx.required_total});
   }
   return posting;
 }

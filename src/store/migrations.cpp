@@ -25,6 +25,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0017JobsDeadIndex,
       migrations::k0018CatalogOtpHelper,
       migrations::k0019FxCheckout,
+      migrations::k0020WalletDistributions,
   };
   return kAll;
 }

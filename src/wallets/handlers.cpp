@@ -58,11 +58,16 @@ web::Response answer_tx(const web::Request& req, const Result<payments::Transact
   return web::ok(req, payments::to_record(*tx), {}, "submitted");
 }
 
-// A charge's or payout's fields.
-Result<std::pair<std::string, Transfer>> transfer_of(const web::Request& req) {
+// A charge's or payout's fields; a top-up's or withdrawal's (`mobile_money`) also take
+// `provider`, and a top-up `otp`.
+Result<std::pair<std::string, Transfer>> transfer_of(const web::Request& req, bool mobile_money = false,
+                                                     bool with_otp = false) {
   json::FieldErrors errors;
-  SIKA_ASSIGN_OR_RETURN(bj::object o,
-                        link_fields(req, {"amount", "currency", "transaction_uuid", "description"}, errors));
+  SIKA_ASSIGN_OR_RETURN(
+      bj::object o,
+      link_fields(req, {"amount", "currency", "transaction_uuid", "description", "provider", "otp"}, errors));
+  for (std::string_view only : {"provider", "otp"})
+    if (o.contains(only) && (only == "otp" ? !with_otp : !mobile_money)) errors.add(only, "is not a known field");
   Transfer t;
   std::string apikey = text_of(o, "apikey", errors);
   if (auto a = json::get_int(o, "amount", errors, true)) {
@@ -72,6 +77,9 @@ Result<std::pair<std::string, Transfer>> transfer_of(const web::Request& req) {
   if (auto c = json::get_string(o, "currency", errors)) t.currency = *c;
   if (auto u = json::get_string(o, "transaction_uuid", errors, true)) t.transaction_uuid = *u;
   if (auto d = json::get_string(o, "description", errors)) t.description = *d;
+  if (mobile_money)
+    if (auto p = json::get_string(o, "provider", errors)) t.provider = *p;
+  if (with_otp) t.otp = text_of(o, "otp", errors);
   SIKA_TRY(errors.status());
   return std::pair{std::move(apikey), std::move(t)};
 }
@@ -167,6 +175,49 @@ web::Response Service::link_payout(web::Request& req) {
   auto t = transfer_of(req);
   if (!t) return web::error(req, t.error());
   return answer_tx(req, payout(*req.principal, t->first, t->second));
+}
+
+web::Response Service::link_topup(web::Request& req) {
+  auto t = transfer_of(req, /*mobile_money=*/true, /*with_otp=*/true);
+  if (!t) return web::error(req, t.error());
+  return answer_tx(req, topup_by_partner(*req.principal, t->first, t->second));
+}
+
+web::Response Service::link_withdraw(web::Request& req) {
+  auto t = transfer_of(req, /*mobile_money=*/true);
+  if (!t) return web::error(req, t.error());
+  return answer_tx(req, withdraw_by_partner(*req.principal, t->first, t->second));
+}
+
+web::Response Service::link_init(web::Request& req) {
+  auto t = transfer_of(req);
+  if (!t) return web::error(req, t.error());
+  return answer_tx(req, init(*req.principal, t->first, t->second));
+}
+
+web::Response Service::link_approve(web::Request& req) {
+  json::FieldErrors errors;
+  auto o = link_fields(req, {"transaction_reference", "otp"}, errors);
+  if (!o) return web::error(req, o.error());
+  std::string apikey = text_of(*o, "apikey", errors);
+  std::string reference = text_of(*o, "transaction_reference", errors);
+  std::string code = text_of(*o, "otp", errors);
+  if (reference.empty() && !errors.details().contains("transaction_reference"))
+    errors.add("transaction_reference", "is required (the payment link/init answered)");
+  if (code.empty() && !errors.details().contains("otp")) errors.add("otp", "is required (the code sent to the user)");
+  if (!errors.empty()) return web::error(req, errors.status().error());
+  return answer_tx(req, approve(*req.principal, apikey, reference, code));
+}
+
+web::Response Service::link_fiat_distribution(web::Request& req) {
+  auto body = web::body_object(req, /*allow_form=*/false);
+  if (!body) return web::error(req, body.error());
+  json::FieldErrors errors;
+  DistributionRequest r = parse_distribution_request(*body, errors);
+  if (!errors.empty()) return web::error(req, errors.status().error());
+  auto d = distribute(*req.principal, r);
+  if (!d) return web::error(req, d.error());
+  return web::ok(req, to_json(*d), {}, "distributed");
 }
 
 }  // namespace sika::wallets

@@ -12,6 +12,8 @@
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
+#include "identity/relying_party.hpp"
+#include "identity/store.hpp"
 #include "payments/sandbox.hpp"
 #include "wallets/service.hpp"
 #include "wallets/store.hpp"
@@ -27,11 +29,14 @@ namespace {
 
 constexpr std::string_view kCookie = "sika_wallet";
 constexpr std::string_view kSigninPurpose = "wallet_signin";
+constexpr std::string_view kWithdrawPurpose = "wallet_withdraw";
+constexpr std::string_view kLoginCookie = "sika_wallet_login";
 
 struct Texts {
   const char *title, *phone, *phone_hint, *send, *code, *code_sent, *verify, *balance, *history, *links, *no_links,
       *no_history, *per_payment, *per_period, *spent, *unlink, *signout, *wrong_code, *bad_phone, *status, *partner,
-      *since, *unlinked_notice, *too_many, *approve, *approved_notice;
+      *since, *unlinked_notice, *too_many, *approve, *approved_notice, *topup, *withdraw, *amount, *topup_notice,
+      *withdraw_notice, *withdraw_code_sent, *confirm_withdraw, *refused, *with_identity, *no_phone;
 };
 constexpr Texts kFr{"Mon portefeuille Sika",
                     "Numéro de téléphone",
@@ -58,7 +63,17 @@ constexpr Texts kFr{"Mon portefeuille Sika",
                     "Le lien a été supprimé ; le partenaire en est informé.",
                     "Trop de demandes, réessayez plus tard.",
                     "Autoriser",
-                    "Lien autorisé : le partenaire peut débiter votre portefeuille dans ces limites."};
+                    "Lien autorisé : le partenaire peut débiter votre portefeuille dans ces limites.",
+                    "Recharger depuis mon mobile money",
+                    "Retirer vers mon mobile money",
+                    "Montant",
+                    "Recharge demandée : validez-la sur votre téléphone ; le solde change quand l'opérateur confirme.",
+                    "Retrait envoyé : il arrive sur votre mobile money ; s'il échoue, le montant revient ici.",
+                    "Un code vient d'être envoyé par SMS pour confirmer ce retrait.",
+                    "Confirmer le retrait",
+                    "Opération refusée",
+                    "Se connecter avec un compte Sika",
+                    "Ce compte Sika n'a pas de numéro de téléphone servi par un portefeuille."};
 constexpr Texts kEn{"My Sika wallet",
                     "Phone number",
                     "with the country code, e.g. +237690000042",
@@ -84,7 +99,17 @@ constexpr Texts kEn{"My Sika wallet",
                     "The link was removed; the partner is told.",
                     "Too many requests, try again later.",
                     "Approve",
-                    "Link approved: the partner may charge your wallet within these limits."};
+                    "Link approved: the partner may charge your wallet within these limits.",
+                    "Top up from my mobile money",
+                    "Withdraw to my mobile money",
+                    "Amount",
+                    "Top-up requested: approve it on your phone; the balance changes once the operator confirms.",
+                    "Withdrawal sent: it reaches your mobile money; if it fails, the amount comes back here.",
+                    "A code was just sent by SMS to confirm this withdrawal.",
+                    "Confirm the withdrawal",
+                    "Refused",
+                    "Sign in with a Sika account",
+                    "This Sika account has no phone number a wallet serves."};
 const Texts& texts(i18n::Locale l) { return l == i18n::Locale::en ? kEn : kFr; }
 
 std::string digits_of(std::string_view s) {
@@ -160,6 +185,10 @@ web::Response Service::page(web::Request& req) {
     notice = t.unlinked_notice;
   else if (n == "approved")
     notice = t.approved_notice;
+  else if (n == "topup")
+    notice = t.topup_notice;
+  else if (n == "withdrawn")
+    notice = t.withdraw_notice;
   Wallet wallet;
   if (!session_wallet(req, wallet)) {
     // Signed out: the phone step.
@@ -168,6 +197,9 @@ web::Response Service::page(web::Request& req) {
                    "</label><input id=\"phone\" name=\"phone\" inputmode=\"tel\" autocomplete=\"tel\" required><p "
                    "class=\"hint\">" +
                    t.phone_hint + "</p><button class=\"go\" type=\"submit\" id=\"send\">" + t.send + "</button></form>";
+    if (options_.identity)
+      pg.body_html += "<p><a class=\"go\" id=\"signin-identity\" href=\"wallet/login?lang=" + lang + "\">" +
+                      t.with_identity + "</a></p>";
     return web::html::page_response(200, pg);
   }
   const std::string csrf = base64url_encode(
@@ -179,7 +211,25 @@ web::Response Service::page(web::Request& req) {
   auto bal = balances(wallet);
   if (bal)
     for (const auto& b : *bal) h += "<li><strong>" + money::format(b.available, b.currency, true) + "</strong></li>";
-  h += "</ul><h2>" + std::string(t.links) + "</h2>";
+  h += "</ul>";
+  // Top-up and withdrawal between the wallet and the same number's mobile money; each form
+  // carries a fresh transaction_uuid, so a form sent twice moves the money once.
+  if (!options_.page_merchant.empty()) {
+    auto money_form = [&](std::string_view action, std::string_view id, const char* label) {
+      return "<form method=\"post\" action=\"wallet\" id=\"" + std::string(id) +
+             "\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
+             "\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf +
+             "\"><input type=\"hidden\" name=\"action\" value=\"" + std::string(action) +
+             "\"><input type=\"hidden\" name=\"uuid\" value=\"" + uuid_v4() + "\"><label for=\"" + std::string(id) +
+             "-amount\">" + t.amount + " (" + escape(wallet.currency) + ")</label><input id=\"" + std::string(id) +
+             "-amount\" name=\"amount\" inputmode=\"numeric\" pattern=\"[0-9]{1,12}\" required><button "
+             "type=\"submit\">" +
+             label + "</button></form>";
+    };
+    h += money_form("topup", "topup", t.topup);
+    h += money_form("withdraw_code", "withdraw", t.withdraw);
+  }
+  h += "<h2>" + std::string(t.links) + "</h2>";
   auto ls = links(wallet);
   if (!ls || ls->empty()) h += "<p>" + std::string(t.no_links) + "</p>";
   const std::int64_t at = now();
@@ -214,7 +264,8 @@ web::Response Service::page(web::Request& req) {
   } else {
     h += "<ul id=\"history\">";
     for (const auto& m : hist->items) {
-      std::string who = m.merchant_name ? *m.merchant_name : m.memo;
+      // A top-up or withdrawal says what it is (its memo) rather than whose account carried it.
+      std::string who = m.merchant_name && !m.memo.starts_with("wallet ") ? *m.merchant_name : m.memo;
       std::string when = iso8601(m.at).substr(0, 16);
       when[10] = ' ';
       h += "<li>" + escape(when) + " UTC · " + escape(who) + " · <strong>" + (m.amount > 0 ? "+" : "") +
@@ -286,16 +337,8 @@ web::Response Service::page_submit(web::Request& req) {
     auto v = otp_.verify(kSigninPurpose, (*wallet)->matricule, field(form, "otp"));
     if (!v) return message_page(503, v.error().code);
     if (!v->ok()) return message_page(400, t.wrong_code);
-    const std::string token = random_token(32);
-    const std::int64_t at = now();
-    Status st = db_.write([&](store::Conn& c) -> Status {
-      return tables::insert_session(c, key_hash("session:" + token), (*wallet)->id, at + options_.session_ttl_ms, at);
-    });
-    if (!st) return message_page(503, st.error().code);
     web::Response res = web::Response::redirect("wallet?lang=" + lang, 303);
-    res.set("Set-Cookie", std::string(kCookie) + "=" + token + "; Path=" + req.path +
-                              "; Max-Age=" + std::to_string(options_.session_ttl_ms / 1000) +
-                              "; HttpOnly; SameSite=Strict" + (options_.secure_cookies ? "; Secure" : ""));
+    if (Status st = open_session(res, (*wallet)->id, req.path); !st) return message_page(503, st.error().code);
     web::html::secure_headers(res);
     return res;
   }
@@ -320,6 +363,61 @@ web::Response Service::page_submit(web::Request& req) {
     web::html::secure_headers(res);
     return res;
   }
+  if (action == "topup" || action == "withdraw_code" || action == "withdraw") {
+    auto merchant = page_merchant();
+    if (!merchant) return message_page(503, merchant.error().code);
+    if (!*merchant) return message_page(404, "action");
+    Transfer m;
+    m.transaction_uuid = field(form, "uuid");
+    const std::string amount = digits_of(field(form, "amount"));
+    if (amount.empty() || amount.size() > 12 || amount != field(form, "amount"))
+      return message_page(400, std::string(t.amount) + " ?");
+    m.amount = std::stoll(amount);
+    if (action == "topup") {
+      auto done = topup(**merchant, wallet, m, "wallet-page");
+      if (!done)
+        return message_page(web::http_status(done.error().kind), std::string(t.refused) + " : " + done.error().code);
+      web::Response res = web::Response::redirect("wallet?lang=" + lang + "&notice=topup", 303);
+      web::html::secure_headers(res);
+      return res;
+    }
+    // A withdrawal needs a fresh code sent to the phone, bound to this withdrawal (its uuid and
+    // amount): being signed in is not enough to move money out.
+    if (!is_uuid(m.transaction_uuid)) return message_page(400, "uuid");
+    const std::string subject = wallet.matricule + ":" + m.transaction_uuid + ":" + amount;
+    if (action == "withdraw_code") {
+      otp::IssueRequest r;
+      r.purpose = std::string(kWithdrawPurpose);
+      r.subject = subject;
+      r.destination = "+" + wallet.msisdn;
+      r.locale = locale;
+      r.sandbox_code = environment == "sandbox" && payments::sandbox_fixed_code(wallet.msisdn);
+      r.context = std::string(t.withdraw) + " : " + money::format(m.amount, wallet.currency);
+      auto issued = otp_.issue(r);
+      if (!issued) return message_page(web::http_status(issued.error().kind), issued.error().code);
+      pg.body_html = "<p id=\"sent\">" + std::string(t.withdraw_code_sent) + "</p><p>" +
+                     escape(money::format(m.amount, wallet.currency, true)) +
+                     "</p><form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" +
+                     lang + "\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf +
+                     "\"><input type=\"hidden\" name=\"action\" value=\"withdraw\"><input type=\"hidden\" "
+                     "name=\"uuid\" value=\"" +
+                     escape(m.transaction_uuid) + "\"><input type=\"hidden\" name=\"amount\" value=\"" + amount +
+                     "\"><label for=\"otp\">" + t.code +
+                     "</label><input id=\"otp\" name=\"otp\" inputmode=\"numeric\" autocomplete=\"one-time-code\" "
+                     "pattern=\"[0-9]{4,8}\" required><button class=\"go\" type=\"submit\" id=\"confirm-withdraw\">" +
+                     t.confirm_withdraw + "</button></form>";
+      return web::html::page_response(200, pg);
+    }
+    auto v = otp_.verify(kWithdrawPurpose, subject, field(form, "otp"));
+    if (!v) return message_page(503, v.error().code);
+    if (!v->ok()) return message_page(400, t.wrong_code);
+    auto done = withdraw(**merchant, wallet, m);
+    if (!done)
+      return message_page(web::http_status(done.error().kind), std::string(t.refused) + " : " + done.error().code);
+    web::Response res = web::Response::redirect("wallet?lang=" + lang + "&notice=withdrawn", 303);
+    web::html::secure_headers(res);
+    return res;
+  }
   if (action == "signout") {
     (void)db_.write([&](store::Conn& c) -> Status { return tables::delete_session(c, key_hash("session:" + token)); });
     web::Response res = web::Response::redirect("wallet?lang=" + lang, 303);
@@ -329,6 +427,84 @@ web::Response Service::page_submit(web::Request& req) {
     return res;
   }
   return message_page(400, "action");
+}
+
+Status Service::open_session(web::Response& res, std::int64_t wallet_id, std::string_view cookie_path) {
+  const std::string token = random_token(32);
+  const std::int64_t at = now();
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    return tables::insert_session(c, key_hash("session:" + token), wallet_id, at + options_.session_ttl_ms, at);
+  }));
+  res.set("Set-Cookie", std::string(kCookie) + "=" + token + "; Path=" + std::string(cookie_path) +
+                            "; Max-Age=" + std::to_string(options_.session_ttl_ms / 1000) +
+                            "; HttpOnly; SameSite=Strict" + (options_.secure_cookies ? "; Secure" : ""));
+  return {};
+}
+
+namespace {
+// "/x/wallet" of "/x/wallet/login": the page's own path, where its cookies live.
+std::string page_path(std::string_view path) {
+  auto slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos || slash == 0 ? path : path.substr(0, slash));
+}
+}  // namespace
+
+web::Response Service::page_login(web::Request& req) {
+  const i18n::Locale locale = locale_of(req, nullptr);
+  if (!options_.identity) {
+    web::html::Page pg;
+    pg.locale = locale;
+    pg.title = texts(locale).title;
+    pg.body_html = "<p class=\"error\" id=\"error\">OIDC</p>";
+    return web::html::page_response(404, pg);
+  }
+  identity::RelyingParty rp(*options_.identity, options_.client_id, options_.page_url + "/callback",
+                            crypto::hmac_sha256(options_.secret, "wallet-page-oidc"));
+  const auto start = rp.begin(locale, "openid profile email phone");
+  web::Response res = web::Response::redirect(start.url, 303);
+  // Lax: the identity service sends the browser back with a top-level GET from its own site.
+  res.set("Set-Cookie", std::string(kLoginCookie) + "=" + start.state + "; Path=" + page_path(req.path) +
+                            "; Max-Age=600; HttpOnly; SameSite=Lax" + (options_.secure_cookies ? "; Secure" : ""));
+  web::html::secure_headers(res);
+  return res;
+}
+
+web::Response Service::page_callback(web::Request& req) {
+  const i18n::Locale locale = locale_of(req, nullptr);
+  const Texts& t = texts(locale);
+  const std::string lang(i18n::name(locale));
+  web::html::Page pg;
+  pg.locale = locale;
+  pg.title = t.title;
+  auto message_page = [&](int status, std::string text) {
+    pg.body_html = "<p class=\"error\" id=\"error\">" + escape(text) + "</p><p><a href=\"../wallet?lang=" + lang +
+                   "\">" + t.title + "</a></p>";
+    return web::html::page_response(status, pg);
+  };
+  if (!options_.identity) return message_page(404, "OIDC");
+  identity::RelyingParty rp(*options_.identity, options_.client_id, options_.page_url + "/callback",
+                            crypto::hmac_sha256(options_.secret, "wallet-page-oidc"));
+  auto claims = rp.finish(req, cookie_value(req, kLoginCookie));
+  if (!claims) return message_page(web::http_status(claims.error().kind), claims.error().code);
+  // The wallet is the one of the account's phone number, as the identity service holds it.
+  std::optional<identity::User> user;
+  Status read = db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(user, identity::find_user_by_subject(c, claims->subject));
+    return {};
+  });
+  if (!read) return message_page(503, read.error().code);
+  if (!user || !user->active) return message_page(401, t.wrong_code);
+  if (user->phone.empty()) return message_page(404, t.no_phone);
+  auto wallet = wallet_of_phone(user->phone, user->email);
+  if (!wallet) return message_page(404, t.no_phone);
+  web::Response res = web::Response::redirect("../wallet?lang=" + lang, 303);
+  const std::string path = page_path(req.path);
+  if (Status st = open_session(res, wallet->id, path); !st) return message_page(503, st.error().code);
+  res.headers.emplace_back("Set-Cookie", std::string(kLoginCookie) + "=; Path=" + path +
+                                             "; Max-Age=0; HttpOnly; SameSite=Lax" +
+                                             (options_.secure_cookies ? "; Secure" : ""));
+  web::html::secure_headers(res);
+  return res;
 }
 
 }  // namespace sika::wallets

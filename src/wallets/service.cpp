@@ -13,6 +13,7 @@
 #include "core/random.hpp"
 #include "core/time.hpp"
 #include "merchant/merchant.hpp"
+#include "payments/ledger.hpp"
 #include "payments/sandbox.hpp"
 #include "store/outbox.hpp"
 #include "wallets/store.hpp"
@@ -29,6 +30,33 @@ Error apikey_not_found() { return not_found(bj::object{{"apikey", "no such link 
 Error not_active(const Link& l) {
   std::string why = l.status == kPending ? "the user has not consented yet (link/confirm)" : "the link was unlinked";
   return conflict(bj::object{{"apikey", "is not ACTIVE: " + why}});
+}
+
+// The rules every charge, payout, top-up and withdrawal shares; `currency` is the link's (the
+// wallet's home) currency, `whose` says which.
+void check_transfer(const Transfer& t, std::string_view currency, std::string_view whose, json::FieldErrors& errors) {
+  if (t.amount <= 0) errors.add("amount", "must be a positive integer (minor units)");
+  if (!t.currency.empty() && t.currency != currency)
+    errors.add("currency", "must be the " + std::string(whose) + " currency " + std::string(currency));
+  if (!is_uuid(t.transaction_uuid)) errors.add("transaction_uuid", "must be a UUID");
+  if (t.description.size() > 255) errors.add("description", "must be at most 255 characters");
+}
+
+// The payments request of a checked transfer.
+payments::IntentRequest intent_of(const Transfer& t, std::string_view operation, std::string_view currency,
+                                  std::string_view provider, std::string_view channel, std::string_view wallet,
+                                  const bj::object& metadata) {
+  payments::IntentRequest r;
+  r.operation = std::string(operation);
+  r.amount = t.amount;
+  r.currency = std::string(currency);
+  r.transaction_uuid = t.transaction_uuid;
+  r.provider = std::string(provider);
+  r.channel = std::string(channel);
+  r.customer_wallet = std::string(wallet);
+  r.description = t.description;
+  r.metadata = json::dump(metadata);
+  return r;
 }
 
 bj::object event_payload(const Link& l, std::int64_t at) {
@@ -261,33 +289,24 @@ Result<Link> Service::unlink_by_user(const Wallet& wallet, std::string_view refe
 
 Result<payments::IntentRequest> Service::transfer_intent(const Link& l, const Transfer& t, std::string_view operation) {
   json::FieldErrors errors;
-  if (t.amount <= 0) errors.add("amount", "must be a positive integer (minor units)");
-  if (!t.currency.empty() && t.currency != l.currency)
-    errors.add("currency", "must be the link's currency " + l.currency);
-  if (!is_uuid(t.transaction_uuid)) errors.add("transaction_uuid", "must be a UUID");
-  if (t.description.size() > 255) errors.add("description", "must be at most 255 characters");
+  check_transfer(t, l.currency, "link's", errors);
   SIKA_TRY(errors.status());
   SIKA_ASSIGN_OR_RETURN(const catalog::PaymentService* service, wallet_service(l.wallet.country, "apikey"));
-  payments::IntentRequest r;
-  r.operation = std::string(operation);
-  r.amount = t.amount;
-  r.currency = l.currency;
-  r.transaction_uuid = t.transaction_uuid;
-  r.provider = service->code;
-  r.channel = std::string(payments::kChannelWallet);
-  r.customer_wallet = l.wallet.msisdn;
-  r.description = t.description;
-  r.metadata = json::dump(bj::object{{"wallet_link", l.reference}});
+  payments::IntentRequest r = intent_of(t, operation, l.currency, service->code, payments::kChannelWallet,
+                                        l.wallet.msisdn, bj::object{{"wallet_link", l.reference}});
   r.preauthorized = operation == payments::kCollection;
   return r;
 }
 
 Result<payments::Transaction> Service::charge(const web::Principal& partner, std::string_view apikey,
                                               const Transfer& t) {
-  SIKA_ASSIGN_OR_RETURN(Link l, find(partner, apikey));
-  if (l.status != kActive) return not_active(l);
+  SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
   SIKA_ASSIGN_OR_RETURN(payments::IntentRequest request, transfer_intent(l, t, payments::kCollection));
   SIKA_ASSIGN_OR_RETURN(payments::Transaction tx, payments_.create_collection(request, partner));
+  return charge_within(l, std::move(tx));
+}
+
+Result<payments::Transaction> Service::charge_within(const Link& l, payments::Transaction tx) {
   if (tx.status != payments::TxStatus::initiated) return tx;  // a replay of a charge already made
   const std::int64_t at = now();
   auto refuse = [&](Error why) -> Result<payments::Transaction> {
@@ -313,7 +332,7 @@ Result<payments::Transaction> Service::charge(const web::Principal& partner, std
       },
       "wallet-link");
   if (done || !over) return done;
-  SIKA_ASSIGN_OR_RETURN(Link fresh, find(partner, apikey));
+  SIKA_ASSIGN_OR_RETURN(Link fresh, link_of_wallet(l.wallet, l.reference));
   if (fresh.status != kActive) return refuse(not_active(fresh));
   const std::int64_t left = std::max<std::int64_t>(0, fresh.limits.per_period - spent_at(fresh, at));
   return refuse(bad_request(
@@ -326,10 +345,259 @@ Result<payments::Transaction> Service::charge(const web::Principal& partner, std
 
 Result<payments::Transaction> Service::payout(const web::Principal& partner, std::string_view apikey,
                                               const Transfer& t) {
-  SIKA_ASSIGN_OR_RETURN(Link l, find(partner, apikey));
-  if (l.status != kActive) return not_active(l);
+  SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
   SIKA_ASSIGN_OR_RETURN(payments::IntentRequest request, transfer_intent(l, t, payments::kDisbursement));
   return payments_.create_disbursement(request, partner);
+}
+
+Result<Link> Service::active_link(const web::Principal& partner, std::string_view apikey) {
+  SIKA_ASSIGN_OR_RETURN(Link l, find(partner, apikey));
+  if (l.status != kActive) return not_active(l);
+  return l;
+}
+
+// A top-up or withdrawal between `wallet` and the same number's account at an operator.
+Result<payments::IntentRequest> Service::mobile_money_intent(const Wallet& w, const Transfer& t,
+                                                             std::string_view operation, std::string_view origin) {
+  auto cat = catalog_();
+  if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
+  json::FieldErrors errors;
+  check_transfer(t, w.currency, "wallet's", errors);
+  const catalog::Country* country = cat->country(w.country);
+  const std::string number = "+" + w.msisdn;
+  const catalog::PaymentService* service = nullptr;
+  auto serves = [&](const catalog::PaymentService& s) {
+    return country && s.kind == catalog::ServiceKind::mobile_money && s.country_id == country->id && cat->usable(s) &&
+           cat->normalize_msisdn(s, number, "provider").ok();
+  };
+  if (!t.provider.empty()) {
+    const catalog::PaymentService* s = cat->service(t.provider);
+    if (!s || !serves(*s))
+      errors.add("provider", "must be an active mobile-money service of " + w.country + " serving +" + w.msisdn);
+    else
+      service = s;
+  } else {
+    for (const auto& s : cat->services())
+      if (serves(s)) {
+        service = &s;
+        break;
+      }
+    if (!service) errors.add("provider", "no mobile-money service of " + w.country + " serves +" + w.msisdn);
+  }
+  SIKA_TRY(errors.status());
+  payments::IntentRequest r = intent_of(t, operation, w.currency, service->code, payments::kChannelProvider, number,
+                                        bj::object{{"wallet", w.matricule}, {"origin", origin}});
+  r.own_wallet = true;
+  return r;
+}
+
+Result<payments::Transaction> Service::topup(const web::Principal& merchant, const Wallet& w, const Transfer& t,
+                                             std::string_view source) {
+  SIKA_ASSIGN_OR_RETURN(payments::IntentRequest request, mobile_money_intent(w, t, payments::kCollection, source));
+  std::optional<std::string> code;
+  if (!t.otp.empty()) code = t.otp;
+  return payments_.collect_from_present_payer(request, merchant, std::move(code), source, {});
+}
+
+Result<payments::Transaction> Service::withdraw(const web::Principal& merchant, const Wallet& w, const Transfer& t,
+                                                const payments::Service::CreationStep& step) {
+  SIKA_ASSIGN_OR_RETURN(payments::IntentRequest request,
+                        mobile_money_intent(w, t, payments::kDisbursement, step ? "wallet-link" : "wallet-page"));
+  return payments_.create_disbursement(request, merchant, step);
+}
+
+Result<payments::Transaction> Service::topup_by_partner(const web::Principal& partner, std::string_view apikey,
+                                                        const Transfer& t) {
+  SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
+  return topup(partner, l.wallet, t, "wallet-link");
+}
+
+Result<payments::Transaction> Service::withdraw_by_partner(const web::Principal& partner, std::string_view apikey,
+                                                           const Transfer& t) {
+  SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
+  const std::int64_t at = now();
+  // The consent bounds what the partner moves out of the wallet, as for a charge: the budget is
+  // taken in the unit that reserves the money, so both commit or neither.
+  return withdraw(partner, l.wallet, t, [&](store::Conn& c, const payments::Transaction& tx) -> Status {
+    if (tx.required_total > l.limits.per_payment)
+      return bad_request("limit_exceeded",
+                         bj::object{{"amount", "the withdrawal (" + money::format(tx.required_total, tx.currency) +
+                                                   ", fee included) exceeds the consent's " +
+                                                   money::format(l.limits.per_payment, l.currency) + " per payment"}});
+    SIKA_ASSIGN_OR_RETURN(auto window, tables::take_budget(c, l.id, tx.required_total, at));
+    if (!window)
+      return bad_request("limit_exceeded",
+                         bj::object{{"amount", "the withdrawal (" + money::format(tx.required_total, tx.currency) +
+                                                   ") exceeds what the consent leaves in this period"}});
+    return {};
+  });
+}
+
+Result<payments::Transaction> Service::init(const web::Principal& partner, std::string_view apikey, const Transfer& t) {
+  SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
+  SIKA_ASSIGN_OR_RETURN(payments::IntentRequest request, transfer_intent(l, t, payments::kCollection));
+  // Within what the consent leaves now: charged at once; beyond: the user approves it by code.
+  // The fingerprint leaves the way out, so a replay finds the same payment whichever it was.
+  request.preauthorized = t.amount <= l.limits.per_payment && spent_at(l, now()) + t.amount <= l.limits.per_period;
+  request.fingerprint =
+      hex_encode(crypto::sha256("wallet-link-init\n" + l.reference + "\n" + std::to_string(t.amount) + "\n" +
+                                request.currency + "\n" + t.transaction_uuid + "\n" + t.description));
+  SIKA_ASSIGN_OR_RETURN(payments::Transaction tx, payments_.create_collection(request, partner));
+  if (tx.needs_otp) return tx;  // INITIATED: the code is on its way to the phone
+  return charge_within(l, std::move(tx));
+}
+
+Result<payments::Transaction> Service::approve(const web::Principal& partner, std::string_view apikey,
+                                               std::string_view transaction_reference, std::string_view code) {
+  SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
+  auto tx = payments_.find(partner, transaction_reference, payments::kCollection);
+  const std::string mark = json::dump(bj::object{{"wallet_link", l.reference}});
+  // Only a payment started through this link (its metadata names the link) on this wallet.
+  if (!tx || tx->metadata != mark || tx->customer_wallet != l.wallet.msisdn)
+    return not_found(bj::object{{"transaction_reference", "no such payment on this link"}});
+  if (tx->status != payments::TxStatus::initiated || !tx->needs_otp) return *tx;
+  if (code.empty()) return empty_data(bj::object{{"otp", "is required (the code sent to the user)"}});
+  return payments_.execute_collection(std::move(*tx), std::string(code), "wallet-link");
+}
+
+Result<Distribution> Service::distribute(const web::Principal& partner, const DistributionRequest& r) {
+  auto replay = [&](store::Conn& c, std::optional<Distribution>& out) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto found,
+                          tables::find_distribution(c, partner.merchant_id, partner.environment, r.transaction_uuid));
+    if (!found) return {};
+    if (found->second != r.fingerprint)
+      return conflict(bj::object{{"transaction_uuid", "was already used for a different distribution"},
+                                 {"reference", found->first.reference}});
+    out = std::move(found->first);
+    return {};
+  };
+  std::optional<Distribution> done;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status { return replay(c, done); }));
+  if (done) return std::move(*done);
+
+  // Every line's link: the partner's (404 otherwise), in one currency.
+  std::vector<Link> links;
+  json::FieldErrors errors;
+  for (std::size_t i = 0; i < r.lines.size(); ++i) {
+    const std::string field = "distribution[" + std::to_string(i) + "].apikey";
+    auto l = find(partner, r.lines[i].apikey);
+    if (!l) {
+      if (l.error().is(ErrorKind::not_found)) return not_found(bj::object{{field, "no such link for this partner"}});
+      return l.take_error();
+    }
+    const std::string& currency =
+        r.currency.empty() ? (links.empty() ? l->currency : links.front().currency) : r.currency;
+    if (l->currency != currency) errors.add(field, "is a link in " + l->currency + ", not " + currency);
+    links.push_back(std::move(*l));
+  }
+  SIKA_TRY(errors.status());
+  for (std::size_t i = 0; i < links.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (links[i].wallet.id == links[j].wallet.id)
+        errors.add("distribution[" + std::to_string(i) + "].apikey", "is the wallet of line " + std::to_string(j));
+  SIKA_TRY(errors.status());
+
+  Distribution d;
+  d.reference = random_reference("WDS-", 16);
+  d.transaction_uuid = r.transaction_uuid;
+  d.currency = links.front().currency;
+  d.description = r.description;
+  d.created_at = now();
+  std::vector<std::int64_t> amounts;
+  if (r.lines.front().rate_ppm) {
+    std::vector<std::int64_t> rates;
+    for (const auto& line : r.lines) rates.push_back(*line.rate_ppm);
+    d.amount = *r.amount;
+    amounts = payments::allocate_split(d.amount, rates);
+  } else {
+    for (const auto& line : r.lines) {
+      amounts.push_back(*line.amount);
+      d.amount += *line.amount;
+    }
+  }
+  for (std::size_t i = 0; i < links.size(); ++i)
+    if (amounts[i] <= 0)
+      errors.add("distribution[" + std::to_string(i) + "].rate", "gives this line nothing of the amount");
+  SIKA_TRY(errors.status());
+
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    done.reset();
+    d.lines.clear();
+    SIKA_ASSIGN_OR_RETURN(auto id,
+                          tables::insert_distribution(c, partner.merchant_id, partner.environment, d, r.fingerprint));
+    if (!id) {  // a concurrent call with the same transaction_uuid made it first
+      SIKA_TRY(replay(c, done));
+      if (!done) return unavailable(bj::string("concurrent distribution with the same transaction_uuid; retry"));
+      return {};
+    }
+    d.id = *id;
+    payments::ledger::Posting posting;
+    posting.kind = std::string(kDistributionJournal);
+    posting.environment = partner.environment;
+    posting.currency = d.currency;
+    posting.memo = "distribution " + d.reference + " by " + partner.merchant;
+    posting.legs.push_back(
+        {payments::ledger::merchant_available(partner.merchant_id, partner.environment, d.currency), d.amount, 0});
+    for (std::size_t i = 0; i < links.size(); ++i) {
+      // The link as it is in this unit: an unlink that committed meanwhile refuses the whole.
+      SIKA_ASSIGN_OR_RETURN(auto now_link, tables::link_by_reference(c, links[i].reference));
+      if (!now_link || now_link->status != kActive)
+        return conflict(bj::object{{"distribution[" + std::to_string(i) + "].apikey", "is not an ACTIVE link"}});
+      SIKA_TRY(tables::insert_distribution_line(c, d.id, static_cast<int>(i), links[i].id, amounts[i]));
+      d.lines.push_back({static_cast<int>(i), links[i].reference, links[i].wallet.matricule, amounts[i]});
+      posting.legs.push_back(
+          {payments::ledger::customer_wallet(links[i].wallet.msisdn, partner.environment, d.currency), 0, amounts[i]});
+    }
+    SIKA_ASSIGN_OR_RETURN(std::int64_t available, payments::ledger::balance(c, posting.legs.front().account));
+    if (available < d.amount)
+      return bad_request("insufficient_funds", bj::object{{"amount", "the available balance does not cover " +
+                                                                         money::format(d.amount, d.currency)}});
+    payments::ledger::Learned learned;
+    SIKA_TRY(payments::ledger::post(c, posting, d.created_at, nullptr, learned));
+    SIKA_TRY(
+        store::append_event(c, partner.merchant_id, "wallet_link.distribution", d.reference, to_json(d), d.created_at));
+    return {};
+  }));
+  if (done) return std::move(*done);
+  return d;
+}
+
+Result<std::optional<web::Principal>> Service::page_merchant() {
+  if (options_.page_merchant.empty()) return std::optional<web::Principal>{};
+  std::optional<merchant::Merchant> m;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_matricule(c, options_.page_merchant));
+    return {};
+  }));
+  if (!m) return std::optional<web::Principal>{};
+  return payments::acting_merchant(db_, m->id, options_.page_environment, 1, "wallet-page");
+}
+
+Result<Wallet> Service::wallet_of_phone(std::string_view phone, std::string_view email) {
+  auto cat = catalog_();
+  if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
+  std::string number;
+  for (char ch : phone)
+    if (ch >= '0' && ch <= '9') number.push_back(ch);
+  // The served country whose dialling code starts the number, and the number as its wallet
+  // service writes it.
+  for (const auto& c : cat->countries()) {
+    if (!c.active || c.dialling_digits().empty() || !number.starts_with(c.dialling_digits())) continue;
+    auto service = wallet_service(c.code, "phone");
+    if (!service) continue;
+    auto msisdn = cat->normalize_msisdn(**service, "+" + number, "phone");
+    if (!msisdn) continue;
+    Wallet fresh{
+        0,    random_reference("WAL-", 12), options_.page_environment, *msisdn, c.code, c.currency, std::string(email),
+        now()};
+    Wallet w;
+    SIKA_TRY(db_.write([&](store::Conn& conn) -> Status {
+      SIKA_ASSIGN_OR_RETURN(w, tables::find_or_create_wallet(conn, fresh));
+      return {};
+    }));
+    return w;
+  }
+  return not_found(bj::object{{"phone", "no wallet service serves this number"}});
 }
 
 Result<queries::History> Service::history(const Wallet& wallet, std::optional<std::int64_t> before, int limit) {

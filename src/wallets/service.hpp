@@ -23,11 +23,13 @@
 #include <string_view>
 
 #include "core/result.hpp"
+#include "identity/service.hpp"
 #include "limits/limiter.hpp"
 #include "notify/notifier.hpp"
 #include "otp/service.hpp"
 #include "payments/service.hpp"
 #include "store/db.hpp"
+#include "wallets/distribution.hpp"
 #include "wallets/model.hpp"
 #include "wallets/queries.hpp"
 #include "web/message.hpp"
@@ -46,7 +48,15 @@ struct Options {
   std::string page_environment = "sandbox";      // the wallets the page signs in to
   std::int64_t session_ttl_ms = 30 * 60 * 1000;  // a signed-in page session
   bool secure_cookies = true;                    // Secure attribute on the page's session cookie
-  std::function<std::int64_t()> clock;           // epoch ms; now_ms() when empty
+  // The merchant (matricule) the page's top-ups and withdrawals belong to: the platform's own
+  // wallet account, whose webhooks hear of them. Empty: the page offers neither.
+  std::string page_merchant;
+  // Sign-in to the page with the identity service (OIDC code + PKCE); without it, only the
+  // phone and code. `page_url` is the page's public URL ({checkout_url}/wallet).
+  identity::Service* identity = nullptr;
+  std::string client_id = "demo-public";
+  std::string page_url;
+  std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
 };
 
 // What link/new answers.
@@ -58,12 +68,17 @@ struct Linked {
   std::int64_t retry_after = 0;
 };
 
-// A charge or a payout asked by the partner.
+// A charge or a payout asked by the partner, or a top-up or withdrawal between the wallet and
+// its owner's mobile money.
 struct Transfer {
   std::int64_t amount = 0;
-  std::string currency;  // optional: the link's currency
+  std::string currency;  // optional: the link's (the wallet's home) currency
   std::string transaction_uuid;
   std::string description;
+  // Top-up and withdrawal: the operator's mobile-money service (a service code); empty: the
+  // first usable service of the wallet's country whose numbers include the wallet's.
+  std::string provider;
+  std::string otp;  // top-up through a service whose operator asks the payer for a code
 };
 
 class Service {
@@ -74,16 +89,24 @@ class Service {
   // --- the link API (link surface, handlers.cpp); GET and POST alike unless said ---
   // The authenticator of Auth::link_api_key: the address's rate limit, then the partner's key.
   Result<web::Principal> authenticate_partner(web::Request& req);
-  web::Response link_new(web::Request& req);      // /api/agent/link/new {email, phone, phoneCountry, limits?}
-  web::Response link_status(web::Request& req);   // /api/agent/link/status {apikey}
-  web::Response link_confirm(web::Request& req);  // POST /api/agent/link/confirm {apikey, otp}
-  web::Response link_unlink(web::Request& req);   // POST /api/agent/link/unlink {apikey}
-  web::Response link_charge(web::Request& req);   // POST /api/agent/link/charge {apikey, amount, transaction_uuid}
-  web::Response link_payout(web::Request& req);   // POST /api/agent/link/payout {apikey, amount, transaction_uuid}
+  web::Response link_new(web::Request& req);       // /api/agent/link/new {email, phone, phoneCountry, limits?}
+  web::Response link_status(web::Request& req);    // /api/agent/link/status {apikey}
+  web::Response link_confirm(web::Request& req);   // POST /api/agent/link/confirm {apikey, otp}
+  web::Response link_unlink(web::Request& req);    // POST /api/agent/link/unlink {apikey}
+  web::Response link_charge(web::Request& req);    // POST /api/agent/link/charge {apikey, amount, transaction_uuid}
+  web::Response link_payout(web::Request& req);    // POST /api/agent/link/payout {apikey, amount, transaction_uuid}
+  web::Response link_topup(web::Request& req);     // POST /api/agent/link/topup {apikey, amount, transaction_uuid}
+  web::Response link_withdraw(web::Request& req);  // POST /api/agent/link/withdraw {apikey, amount, transaction_uuid}
+  web::Response link_init(web::Request& req);      // POST /api/agent/link/init {apikey, amount, transaction_uuid}
+  web::Response link_approve(web::Request& req);   // POST /api/agent/link/approve {apikey, transaction_reference, otp}
+  // POST /api/agent/link/fiat-distribution {transaction_uuid, amount?, distribution: [{apikey, amount|rate}]}
+  web::Response link_fiat_distribution(web::Request& req);
 
   // --- the wallet page (checkout surface, page.cpp) ---
-  web::Response page(web::Request& req);         // GET /wallet
-  web::Response page_submit(web::Request& req);  // POST /wallet (sign-in steps, unlink, sign-out)
+  web::Response page(web::Request& req);           // GET /wallet
+  web::Response page_submit(web::Request& req);    // POST /wallet (sign-in steps, unlink, sign-out)
+  web::Response page_login(web::Request& req);     // GET /wallet/login: to the identity service
+  web::Response page_callback(web::Request& req);  // GET /wallet/callback: back from it, signed in
 
   // --- operations ---
   Result<Linked> link(const web::Principal& partner, const LinkRequest& request);
@@ -98,6 +121,36 @@ class Service {
   Result<Link> unlink_by_user(const Wallet& wallet, std::string_view reference);
   Result<payments::Transaction> charge(const web::Principal& partner, std::string_view apikey, const Transfer& t);
   Result<payments::Transaction> payout(const web::Principal& partner, std::string_view apikey, const Transfer& t);
+  // Top-up: a PROVIDER collection from the wallet's own number at an operator (settlement_mode
+  // WALLET: its COMPLETED journal credits customer:<msisdn> instead of the merchant), created and
+  // submitted at once; the operator's answer completes or fails it later. `merchant` is whom
+  // the transaction belongs to (the partner, or the page's operating merchant).
+  Result<payments::Transaction> topup(const web::Principal& merchant, const Wallet& wallet, const Transfer& t,
+                                      std::string_view source);
+  // Withdrawal: a PROVIDER payout to the wallet's own number paid from the wallet (reserved from
+  // customer:<msisdn> in the creating unit, refunded when the payout fails or expires);
+  // exactly once per transaction_uuid. `step` runs in the creating unit before the reserve.
+  Result<payments::Transaction> withdraw(const web::Principal& merchant, const Wallet& wallet, const Transfer& t,
+                                         const payments::Service::CreationStep& step = {});
+  // The partner's top-up of a linked wallet (ACTIVE link; no limit: the user approves it at the
+  // operator) and withdrawal from it (ACTIVE link, within the consent's limits: the budget is
+  // taken in the unit that reserves the money).
+  Result<payments::Transaction> topup_by_partner(const web::Principal& partner, std::string_view apikey,
+                                                 const Transfer& t);
+  Result<payments::Transaction> withdraw_by_partner(const web::Principal& partner, std::string_view apikey,
+                                                    const Transfer& t);
+  // link/init: a payment the partner starts on a linked wallet. Within what the consent leaves
+  // (per payment and in the period, as read now) it is a charge, completed at once; beyond it, a
+  // WALLET collection that waits (INITIATED) for the user's approval: a one-time code sent to the
+  // phone, which the user gives to the partner (approve). The transaction_uuid is the
+  // idempotency key whichever way it went.
+  Result<payments::Transaction> init(const web::Principal& partner, std::string_view apikey, const Transfer& t);
+  // Executes a link/init payment waiting for approval with the user's code; another link's or
+  // another partner's transaction is 404 naming transaction_reference.
+  Result<payments::Transaction> approve(const web::Principal& partner, std::string_view apikey,
+                                        std::string_view transaction_reference, std::string_view code);
+  // fiat-distribution (distribution.hpp): every line's link must be the partner's and ACTIVE.
+  Result<Distribution> distribute(const web::Principal& partner, const DistributionRequest& request);
   Result<queries::History> history(const Wallet& wallet, std::optional<std::int64_t> before, int limit);
   Result<std::vector<queries::Balance>> balances(const Wallet& wallet);
   Result<std::vector<Link>> links(const Wallet& wallet);
@@ -115,8 +168,20 @@ class Service {
   Result<Link> activate(const Link& link);
   Result<Link> link_of_wallet(const Wallet& wallet, std::string_view reference);
   Result<payments::IntentRequest> transfer_intent(const Link& link, const Transfer& t, std::string_view operation);
+  Result<payments::IntentRequest> mobile_money_intent(const Wallet& wallet, const Transfer& t,
+                                                      std::string_view operation, std::string_view origin);
+  Result<Link> active_link(const web::Principal& partner, std::string_view apikey);
+  // Debits a created preauthorized charge within the consent (the budget taken in the debit's
+  // unit); a refusal cancels it (LIMIT_EXCEEDED) and answers limit_exceeded.
+  Result<payments::Transaction> charge_within(const Link& link, payments::Transaction tx);
   web::Principal as_merchant(const web::Principal& partner) const;
   Result<web::Principal> session_wallet(const web::Request& req, Wallet& wallet);
+  // The principal of options_.page_merchant; nullopt when none is set (or it is not active).
+  Result<std::optional<web::Principal>> page_merchant();
+  // The wallet of an identity user's phone (+ and digits), created when the number has none.
+  Result<Wallet> wallet_of_phone(std::string_view phone, std::string_view email);
+  // Opens a page session for `wallet_id` on `res` (the cookie's Path is `cookie_path`).
+  Status open_session(web::Response& res, std::int64_t wallet_id, std::string_view cookie_path);
 
   store::Db& db_;
   payments::Service& payments_;

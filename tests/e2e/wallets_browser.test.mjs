@@ -1,6 +1,7 @@
 // Headless Chromium on a phone-sized viewport, JavaScript off: a partner links a user, the user
 // signs in to the wallet page with a code from the sandbox outbox, sees the pending link with the
-// limits it asks for, approves it, sees the balance and history after a charge, then unlinks.
+// limits it asks for, approves it, sees the balance and history after a charge, then unlinks; a
+// Sika user signs in through the identity service (OIDC) and sees the wallet of the account's phone.
 // Screenshots go to $SIKA_SCREENSHOTS when set.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -85,6 +86,29 @@ describe('the wallet page on a phone', { skip: noBrowser }, () => {
     if (shots) await page.screenshot({ path: `${shots}/wallet-unlinked.png`, fullPage: true });
     const refused = await api('charge', { apikey: linked.data.apikey, amount: 100, transaction_uuid: randomUUID() });
     assert.equal(refused.code, 409);
+    await context.close();
+  });
+
+  test('a Sika user signs in with the identity service and sees the wallet of the account\'s phone', async () => {
+    const context = await browser.newContext({ locale: 'en-GB', viewport: { width: 390, height: 844 }, isMobile: true });
+    const page = await context.newPage();
+    await page.goto(`${server.checkoutUrl}/wallet?lang=en`);
+    await page.click('#signin-identity');
+    assert.ok(page.url().startsWith(server.authUrl + '/oauth/v2/authorize'), page.url());
+    await page.fill('#email', server.demo.user.email);
+    await page.fill('#password', server.demo.user.password);
+    await Promise.all([page.waitForURL((u) => u.toString().startsWith(`${server.checkoutUrl}/wallet`)),
+      page.click('button[value=approve]')]);
+    await page.waitForSelector('#balances');
+    // The demo user's phone is +237 650 00 00 01: the page shows that wallet.
+    assert.match(await page.textContent('#wallet'), /WAL-.*\+237 .*01/);
+    const session = (await context.cookies()).find((c) => c.name === 'sika_wallet');
+    assert.ok(session && session.httpOnly && session.sameSite === 'Strict');
+    if (shots) await page.screenshot({ path: `${shots}/wallet-oidc.png`, fullPage: true });
+    // A callback whose state is not this browser's is refused.
+    const forged = await context.newPage();
+    const r = await forged.goto(`${server.checkoutUrl}/wallet/callback?code=x&state=y`);
+    assert.equal(r.status(), 400);
     await context.close();
   });
 });

@@ -289,6 +289,7 @@ TEST_P(WalletsTest, PayoutsCreditTheWalletAndTheHistoryShowsEverything) {
   auto broke = wallets_->payout(p1_, l.apikey, transfer(1'000'000));
   ASSERT_FALSE(broke.ok());
   EXPECT_EQ(broke.error().code, "insufficient_funds");
+  EXPECT_TRUE(broke.error().details.as_object().contains("amount"));
   auto h = wallets_->history(l.link.wallet, std::nullopt, 2);
   ASSERT_TRUE(h.ok());
   ASSERT_EQ(h->items.size(), 2u);
@@ -302,6 +303,240 @@ TEST_P(WalletsTest, PayoutsCreditTheWalletAndTheHistoryShowsEverything) {
   ASSERT_TRUE(rest.ok());
   ASSERT_EQ(rest->items.size(), 1u);
   EXPECT_EQ(rest->items[0].kind, "WALLET_FUNDING");
+  expect_ledger_clean();
+}
+
+// A top-up is a PROVIDER collection from the wallet's own number whose credit goes to the wallet;
+// the sandbox operator's magic tail of the number decides its outcome.
+TEST_P(WalletsTest, TopUpFromMobileMoneyCreditsTheWalletOnlyWhenTheOperatorSucceeds) {
+  Linked l = active(0);
+  const auto wallet = payments::ledger::customer_wallet("237690000042", "sandbox", "XAF");
+  Transfer t = transfer(10'000);
+  auto tx = wallets_->topup_by_partner(p1_, l.apikey, t);
+  ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
+  EXPECT_EQ(tx->channel, "PROVIDER");
+  EXPECT_EQ(tx->settlement_mode, "WALLET");
+  EXPECT_EQ(tx->service_code, "MTN_MOMO_CMR");
+  EXPECT_EQ(tx->required_total, 10'200);  // the 2 % fee on top
+  EXPECT_EQ(wait_status(p1_, tx->reference, "PENDING"), "COMPLETED");
+  EXPECT_EQ(balance(wallet), 10'000);
+  EXPECT_EQ(balance(payments::ledger::merchant_available(m1_.id, "sandbox", "XAF")), 0);
+  // A replay is the same top-up; the history shows it with its transaction.
+  auto replay = wallets_->topup_by_partner(p1_, l.apikey, t);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_EQ(replay->reference, tx->reference);
+  EXPECT_EQ(balance(wallet), 10'000);
+  auto h = wallets_->history(l.link.wallet, std::nullopt, 5);
+  ASSERT_TRUE(h.ok());
+  ASSERT_EQ(h->items.size(), 1u);
+  EXPECT_EQ(h->items[0].kind, "COLLECTION");
+  EXPECT_EQ(h->items[0].amount, 10'000);
+  EXPECT_EQ(h->items[0].transaction_reference, tx->reference);
+
+  // ...0001 is refused by the operator (insufficient funds): FAILED, nothing credited.
+  Linked poor = active(0, "690000001");
+  auto refused = wallets_->topup_by_partner(p1_, poor.apikey, transfer(5'000));
+  ASSERT_TRUE(refused.ok()) << bj::serialize(refused.error().details);
+  EXPECT_EQ(wait_status(p1_, refused->reference, "PENDING"), "FAILED");
+  EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000001", "sandbox", "XAF")), 0);
+
+  // Bad input names the field; another partner's key is 404.
+  Transfer bad = transfer(1000);
+  bad.provider = "MTN_MOMO_CIV";
+  auto wrong = wallets_->topup_by_partner(p1_, l.apikey, bad);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_TRUE(wrong.error().details.as_object().contains("provider"));
+  bad.provider = "";
+  bad.currency = "XOF";
+  wrong = wallets_->topup_by_partner(p1_, l.apikey, bad);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_TRUE(wrong.error().details.as_object().contains("currency"));
+  auto other = wallets_->topup_by_partner(p3_, l.apikey, transfer(1000));
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.error().kind, ErrorKind::not_found);
+  expect_ledger_clean();
+}
+
+// A withdrawal reserves the wallet's money in the unit that creates the payout, pays the
+// operator on success, and gives the money back when the operator fails it.
+TEST_P(WalletsTest, WithdrawalToMobileMoneyIsPaidFromTheWalletAndRefundedOnFailure) {
+  Linked l = active(10'000);
+  const auto wallet = payments::ledger::customer_wallet("237690000042", "sandbox", "XAF");
+  Transfer t = transfer(2'000);
+  auto tx = wallets_->withdraw_by_partner(p1_, l.apikey, t);
+  ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
+  EXPECT_EQ(tx->operation, "DISBURSEMENT");
+  EXPECT_EQ(tx->settlement_mode, "WALLET");
+  EXPECT_EQ(tx->required_total, 2'150);  // the payout fee
+  EXPECT_EQ(balance(wallet), 7'850);     // reserved at once
+  EXPECT_EQ(wait_status(p1_, tx->reference, "PENDING", &payments::Service::disbursement_status), "COMPLETED");
+  EXPECT_EQ(balance(wallet), 7'850);
+  EXPECT_EQ(balance(payments::ledger::customer_pending("237690000042", "sandbox", "XAF")), 0);
+  // Exactly once: the same transaction_uuid is the same withdrawal, and takes no more money or budget.
+  auto replay = wallets_->withdraw_by_partner(p1_, l.apikey, t);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_EQ(replay->reference, tx->reference);
+  EXPECT_EQ(balance(wallet), 7'850);
+  // Within the consent's limits (5 000 per payment, 7 000 per period, 2 150 spent): refused, nothing stored.
+  const std::int64_t before = count("SELECT COUNT(*) FROM pay_transactions");
+  auto big = wallets_->withdraw_by_partner(p1_, l.apikey, transfer(5'000));
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().code, "limit_exceeded");
+  auto over = wallets_->withdraw_by_partner(p1_, l.apikey, transfer(4'800));
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, "limit_exceeded");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), before);
+  EXPECT_EQ(balance(wallet), 7'850);
+  // More than the wallet holds (the page's withdrawal: no consent limits): 400 insufficient_funds.
+  auto broke = wallets_->withdraw(p1_, l.link.wallet, transfer(9'000));
+  ASSERT_FALSE(broke.ok());
+  EXPECT_EQ(broke.error().code, "insufficient_funds");
+
+  // ...0004 is an account the operator does not know: the payout FAILS and the wallet gets its money back.
+  Linked bad = active(5'000, "690000004");
+  const auto bad_wallet = payments::ledger::customer_wallet("237690000004", "sandbox", "XAF");
+  auto failed = wallets_->withdraw_by_partner(p1_, bad.apikey, transfer(1'000));
+  ASSERT_TRUE(failed.ok()) << bj::serialize(failed.error().details);
+  EXPECT_EQ(balance(bad_wallet), 3'850);
+  EXPECT_EQ(wait_status(p1_, failed->reference, "PENDING", &payments::Service::disbursement_status), "FAILED");
+  EXPECT_EQ(balance(bad_wallet), 5'000);
+  auto h = wallets_->history(bad.link.wallet, std::nullopt, 3);
+  ASSERT_TRUE(h.ok());
+  ASSERT_GE(h->items.size(), 2u);
+  EXPECT_EQ(h->items[0].kind, "PAYOUT_RELEASE");
+  EXPECT_EQ(h->items[0].amount, 1'150);
+  EXPECT_EQ(h->items[1].kind, "PAYOUT_RESERVE");
+  EXPECT_EQ(h->items[1].amount, -1'150);
+  expect_ledger_clean();
+}
+
+// link/init: within the consent it is a charge; beyond it the user approves it with a code.
+TEST_P(WalletsTest, InitChargesWithinTheConsentAndWaitsForTheUsersCodeBeyondIt) {
+  Linked l = active(100'000);
+  const auto wallet = payments::ledger::customer_wallet("237690000042", "sandbox", "XAF");
+  auto within = wallets_->init(p1_, l.apikey, transfer(3'000));
+  ASSERT_TRUE(within.ok()) << bj::serialize(within.error().details);
+  EXPECT_EQ(within->status, payments::TxStatus::completed);
+  EXPECT_EQ(within->confirmation_method, "CONSENT");
+  // 6 000 is over the 5 000 per payment: INITIATED, a code sent to the phone, nothing debited.
+  const Transfer big = transfer(6'000);
+  auto waiting = wallets_->init(p1_, l.apikey, big);
+  ASSERT_TRUE(waiting.ok()) << bj::serialize(waiting.error().details);
+  EXPECT_EQ(waiting->status, payments::TxStatus::initiated);
+  EXPECT_TRUE(waiting->needs_otp);
+  EXPECT_EQ(balance(wallet), 97'000);
+  const std::string code = wallet_code("237690000042", waiting->reference);
+  ASSERT_EQ(code.size(), 6u);
+  // Another partner, or another link of the same partner, cannot approve it.
+  Linked other = active(0, "690000043");
+  auto foreign = wallets_->approve(p1_, other.apikey, waiting->reference, code);
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_EQ(foreign.error().kind, ErrorKind::not_found);
+  EXPECT_TRUE(foreign.error().details.as_object().contains("transaction_reference"));
+  auto stranger = wallets_->approve(p3_, l.apikey, waiting->reference, code);
+  ASSERT_FALSE(stranger.ok());
+  EXPECT_EQ(stranger.error().kind, ErrorKind::not_found);
+  if (code != "000000") {
+    auto wrong = wallets_->approve(p1_, l.apikey, waiting->reference, "000000");
+    ASSERT_FALSE(wrong.ok());
+    EXPECT_EQ(wrong.error().code, "invalid_otp");
+  }
+  auto approved = wallets_->approve(p1_, l.apikey, waiting->reference, code);
+  ASSERT_TRUE(approved.ok()) << bj::serialize(approved.error().details);
+  EXPECT_EQ(approved->status, payments::TxStatus::completed);
+  EXPECT_EQ(balance(wallet), 91'000);
+  // A replay of the init is the same payment, whatever the consent now leaves.
+  auto replay = wallets_->init(p1_, l.apikey, big);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_EQ(replay->reference, waiting->reference);
+  EXPECT_EQ(replay->status, payments::TxStatus::completed);
+  // The user's own approval took none of the consent's budget: 3 000 of 7 000 spent.
+  auto status = wallets_->find(p1_, l.apikey);
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(spent_at(*status, now_ms() + offset_.load()), 3'000);
+  expect_ledger_clean();
+}
+
+// fiat-distribution moves the partner's money to several linked wallets in one unit.
+TEST_P(WalletsTest, FiatDistributionIsAllOrNothingExactAndIdempotent) {
+  Linked a = active(20'000);
+  Linked b = active(0, "690000043");
+  ASSERT_TRUE(wallets_->charge(p1_, a.apikey, transfer(5'000)).ok());  // the partner now holds 5 000
+  const auto partner = payments::ledger::merchant_available(m1_.id, "sandbox", "XAF");
+  const auto wa = payments::ledger::customer_wallet("237690000042", "sandbox", "XAF");
+  const auto wb = payments::ledger::customer_wallet("237690000043", "sandbox", "XAF");
+  ASSERT_EQ(balance(partner), 5'000);
+  auto parse = [](const bj::object& body, json::FieldErrors& errors) {
+    return parse_distribution_request(body, errors);
+  };
+
+  // Rates: 1 001 split 50/50 gives 501 and 500 (the odd unit to the first line).
+  const std::string uuid = uuid_v4();
+  bj::object body{{"transaction_uuid", uuid},
+                  {"amount", 1'001},
+                  {"distribution", bj::array{bj::object{{"apikey", a.apikey}, {"rate", 50}},
+                                             bj::object{{"apikey", b.apikey}, {"rate", 50}}}}};
+  json::FieldErrors errors;
+  auto r = parse(body, errors);
+  ASSERT_TRUE(errors.empty()) << bj::serialize(errors.details());
+  auto d = wallets_->distribute(p1_, r);
+  ASSERT_TRUE(d.ok()) << bj::serialize(d.error().details);
+  ASSERT_EQ(d->lines.size(), 2u);
+  EXPECT_EQ(d->lines[0].amount, 501);
+  EXPECT_EQ(d->lines[1].amount, 500);
+  EXPECT_EQ(balance(partner), 3'999);
+  EXPECT_EQ(balance(wa), 15'000 + 501);
+  EXPECT_EQ(balance(wb), 500);
+  // A replay is the same distribution and moves nothing; another body with the uuid is 409.
+  auto again = wallets_->distribute(p1_, r);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->reference, d->reference);
+  EXPECT_EQ(balance(partner), 3'999);
+  body["amount"] = 1'002;
+  auto changed = wallets_->distribute(p1_, parse(body, errors));
+  ASSERT_FALSE(changed.ok());
+  EXPECT_EQ(changed.error().kind, ErrorKind::conflict);
+  EXPECT_TRUE(changed.error().details.as_object().contains("transaction_uuid"));
+
+  // Amounts: exactly what the partner holds passes; the same again finds nothing left and does nothing.
+  bj::object rich{{"transaction_uuid", uuid_v4()},
+                  {"distribution", bj::array{bj::object{{"apikey", a.apikey}, {"amount", 1'000}},
+                                             bj::object{{"apikey", b.apikey}, {"amount", 2'999}}}}};
+  auto fine = wallets_->distribute(p1_, parse(rich, errors));
+  ASSERT_TRUE(fine.ok()) << bj::serialize(fine.error().details);
+  EXPECT_EQ(balance(partner), 0);
+  EXPECT_EQ(balance(wb), 500 + 2'999);
+  rich["transaction_uuid"] = uuid_v4();
+  auto broke = wallets_->distribute(p1_, parse(rich, errors));
+  ASSERT_FALSE(broke.ok());
+  EXPECT_EQ(broke.error().code, "insufficient_funds");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM wlt_distributions"), 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM wlt_distribution_lines"), 4);
+
+  // Bad input names the field; another partner's link is 404; an unlinked link refuses the whole.
+  json::FieldErrors bad;
+  parse(bj::object{{"transaction_uuid", "x"},
+                   {"amount", 10},
+                   {"distribution", bj::array{bj::object{{"apikey", a.apikey}, {"rate", 60}},
+                                              bj::object{{"apikey", a.apikey}, {"rate", 30}}}}},
+        bad);
+  EXPECT_TRUE(bad.details().contains("transaction_uuid"));
+  EXPECT_TRUE(bad.details().contains("distribution[1].apikey"));
+  EXPECT_TRUE(bad.details().contains("distribution"));  // 90 %, not 100 %
+  Linked c = linked(p3_, "690000044");
+  bj::object foreign{{"transaction_uuid", uuid_v4()},
+                     {"distribution", bj::array{bj::object{{"apikey", a.apikey}, {"amount", 1}},
+                                                bj::object{{"apikey", c.apikey}, {"amount", 1}}}}};
+  auto nf = wallets_->distribute(p1_, parse(foreign, errors));
+  ASSERT_FALSE(nf.ok());
+  EXPECT_EQ(nf.error().kind, ErrorKind::not_found);
+  EXPECT_TRUE(nf.error().details.as_object().contains("distribution[1].apikey"));
+  ASSERT_TRUE(wallets_->unlink_by_partner(p1_, b.apikey).ok());
+  ASSERT_TRUE(wallets_->charge(p1_, a.apikey, transfer(100)).ok());
+  auto gone = wallets_->distribute(p1_, parse(rich, errors));
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().kind, ErrorKind::conflict);
+  EXPECT_EQ(balance(partner), 100);
   expect_ledger_clean();
 }
 

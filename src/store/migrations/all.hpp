@@ -22,4 +22,5 @@ extern const Migration k0016Dashboard;
 extern const Migration k0017JobsDeadIndex;
 extern const Migration k0018CatalogOtpHelper;
 extern const Migration k0019FxCheckout;
+extern const Migration k0020WalletDistributions;
 }  // namespace sika::store::migrations
