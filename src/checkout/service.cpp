@@ -205,6 +205,16 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
   return retryable(bj::object{{"orderId", "this order is being changed by another request; retry"}});
 }
 
+Result<std::vector<Session>> Service::list_sessions(const web::Principal& merchant, std::optional<std::int64_t> before,
+                                                    int limit) {
+  std::vector<Session> out;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(out, tables::list(c, merchant.merchant_id, merchant.environment, before, limit));
+    return {};
+  }));
+  return out;
+}
+
 Result<Session> Service::session(std::string_view reference) {
   if (!valid_reference(reference)) return session_not_found();
   std::optional<Session> found;

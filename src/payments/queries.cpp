@@ -72,7 +72,7 @@ Result<TransactionPage> list_transactions(store::Conn& conn, const TransactionFi
         params.push_back(tail);
       } else {
         sql += " IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-        for (char d = '0'; d <= '9'; ++d) params.push_back(d + tail);
+        for (char d = '0'; d <= '9'; ++d) params.emplace_back(std::in_place_type<std::string>, d + tail);
       }
       if (digits.size() > 4) where("customer_wallet LIKE ?", "%" + digits);
     } else {

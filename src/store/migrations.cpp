@@ -24,7 +24,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0016Dashboard,
       migrations::k0017JobsDeadIndex,
       migrations::k0018CatalogOtpHelper,
-      migrations::k0022PaymentsWalletTail,
+      migrations::k0022DashboardReads,
   };
   return kAll;
 }
