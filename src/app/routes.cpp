@@ -425,11 +425,9 @@ void build_routes(web::Router& r, Context& ctx) {
     r.add({Surface::dashboard, "GET", "/subscriptions", dsh(&Dsh::subscriptions), member, "Subscriptions"});
     r.add({Surface::dashboard, "GET", "/subscriptions/{reference}", dsh(&Dsh::subscription), member,
            "A subscription and its payments"});
-    for (const char* move : {"suspend", "reactivate", "cancel"})
-      r.add({Surface::dashboard, "POST", std::string("/subscriptions/{reference}/") + move,
-             dsh(&Dsh::subscription_move), member, "Moves a subscription (as the API does)"});
-    r.add({Surface::dashboard, "POST", "/subscriptions/{reference}/test-clock", dsh(&Dsh::subscription_clock), member,
-           "Sandbox: advances a subscription's test clock"});
+    for (const char* change : {"suspend", "reactivate", "cancel", "test-clock"})
+      r.add({Surface::dashboard, "POST", std::string("/subscriptions/{reference}/") + change,
+             dsh(&Dsh::subscription_change), member, "Changes a subscription as the API does (test clock: sandbox)"});
     r.add({Surface::dashboard, "POST", "/operator/catalog", dsh(&Dsh::catalog_put), op,
            "Operators: creates or changes a catalog entry (audited)"});
     for (const char* move : {"enable", "disable"})

@@ -69,9 +69,7 @@ web::Response Service::payouts(web::Request& req) {
               escape(tx.service_code) + "</td></tr>";
     body += "</tbody></table></div>";
   }
-  if (result.next)
-    body += "<p><a rel=\"next\" href=\"?before=" + std::to_string(*result.next) + "\">" +
-            std::string(c->t("Page suivante →", "Next page →")) + "</a></p>";
+  if (result.next) body += next_page_link(*c, "before=" + std::to_string(*result.next));
   return page(req, *c, std::string(c->t("Versements", "Payouts")), body);
 }
 
@@ -127,10 +125,8 @@ web::Response Service::subscriptions(web::Request& req) {
     body += "</tbody></table></div>";
   }
   if (f.offset + kPageSize < total)
-    body += "<p><a rel=\"next\" href=\"?" +
-            escape((status.empty() ? "" : "status=" + web::percent_encode(status) + "&")) +
-            "page=" + std::to_string(f.offset / kPageSize + 2) + "\">" +
-            std::string(c->t("Page suivante →", "Next page →")) + "</a></p>";
+    body += next_page_link(*c, (status.empty() ? "" : "status=" + web::percent_encode(status) + "&") +
+                                   "page=" + std::to_string(f.offset / kPageSize + 2));
   return page(req, *c, std::string(c->t("Abonnements", "Subscriptions")), body);
 }
 
@@ -204,7 +200,7 @@ web::Response Service::subscription(web::Request& req) {
   return page(req, *c, reference, body);
 }
 
-web::Response Service::subscription_move(web::Request& req) {
+web::Response Service::subscription_change(web::Request& req) {
   auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
   if (!parts_.billing) return error_page(req, unavailable(bj::string("subscriptions not configured")));
@@ -212,40 +208,36 @@ web::Response Service::subscription_move(web::Request& req) {
   if (!fields) return error_page(req, fields.error());
   const std::string reference = req.path_param("reference");
   const std::string action = req.path.substr(req.path.rfind('/') + 1);
-  billing::Move move = action == "suspend"      ? billing::Move::suspend
-                       : action == "reactivate" ? billing::Move::reactivate
-                                                : billing::Move::cancel;
-  billing::MoveRequest request;
-  if (std::string reason = field(*fields, "reason"); !reason.empty()) {
-    if (reason.size() > 255)
-      return error_page(req, bad_request("invalid_request", bj::object{{"reason", "at most 255 characters"}}));
-    request.reason = reason;
+  Result<billing::Subscription> changed = not_found(bj::object{{"action", "no such change"}});
+  bj::object details;
+  if (action == "test-clock") {
+    const std::string days_text = field(*fields, "days");
+    std::int64_t days = 0;
+    auto [end, ec] = std::from_chars(days_text.data(), days_text.data() + days_text.size(), days);
+    if (days_text.empty() || ec != std::errc() || end != days_text.data() + days_text.size() || days < 1 || days > 366)
+      return error_page(req,
+                        bad_request("invalid_request", bj::object{{"days", "a whole number of days from 1 to 366"}}));
+    changed = parts_.billing->advance(c->principal, reference, days * kDayMs);
+    details["days"] = days;
+  } else {
+    const billing::Move move = action == "suspend"      ? billing::Move::suspend
+                               : action == "reactivate" ? billing::Move::reactivate
+                                                        : billing::Move::cancel;
+    billing::MoveRequest request;
+    if (std::string reason = field(*fields, "reason"); !reason.empty()) {
+      if (reason.size() > 255)
+        return error_page(req, bad_request("invalid_request", bj::object{{"reason", "at most 255 characters"}}));
+      request.reason = reason;
+    }
+    request.at_period_end = move == billing::Move::cancel && field(*fields, "at_period_end") == "true";
+    changed = parts_.billing->apply(c->principal, reference, move, request);
+    details["at_period_end"] = request.at_period_end;
   }
-  request.at_period_end = move == billing::Move::cancel && field(*fields, "at_period_end") == "true";
-  auto moved = parts_.billing->apply(c->principal, reference, move, request);
-  if (!moved) return error_page(req, moved.error());
-  (void)record(*c, c->principal.merchant_id, "subscription." + action, reference,
-               bj::serialize(bj::object{{"status", moved->status}, {"at_period_end", request.at_period_end}}));
-  return see_other("/subscriptions/" + web::percent_encode(reference));
-}
-
-web::Response Service::subscription_clock(web::Request& req) {
-  auto c = member_context(req, /*changes=*/true);
-  if (!c) return error_page(req, c.error());
-  if (!parts_.billing) return error_page(req, unavailable(bj::string("subscriptions not configured")));
-  auto fields = form_of(req);
-  if (!fields) return error_page(req, fields.error());
-  const std::string reference = req.path_param("reference");
-  const std::string days_text = field(*fields, "days");
-  std::int64_t days = 0;
-  auto [end, ec] = std::from_chars(days_text.data(), days_text.data() + days_text.size(), days);
-  if (days_text.empty() || ec != std::errc() || end != days_text.data() + days_text.size() || days < 1 || days > 366)
-    return error_page(req,
-                      bad_request("invalid_request", bj::object{{"days", "a whole number of days from 1 to 366"}}));
-  auto advanced = parts_.billing->advance(c->principal, reference, days * kDayMs);
-  if (!advanced) return error_page(req, advanced.error());
-  (void)record(*c, c->principal.merchant_id, "subscription.test_clock", reference,
-               bj::serialize(bj::object{{"days", days}, {"status", advanced->status}}));
+  if (!changed) return error_page(req, changed.error());
+  details["status"] = changed->status;
+  (void)record(*c, c->principal.merchant_id,
+               action == "test-clock" ? "subscription.test_clock" : "subscription." + action, reference,
+               bj::serialize(details));
   return see_other("/subscriptions/" + web::percent_encode(reference));
 }
 

@@ -64,9 +64,7 @@ web::Response Service::checkout_sessions(web::Request& req) {
               escape(money::format(s.amount, s.currency)) + "</td><td>" + std::to_string(s.attempt) + "</td></tr>";
     body += "</tbody></table></div>";
   }
-  if (more)
-    body += "<p><a rel=\"next\" href=\"?before=" + std::to_string(sessions->back().id) + "\">" +
-            std::string(c->t("Page suivante →", "Next page →")) + "</a></p>";
+  if (more) body += next_page_link(*c, "before=" + std::to_string(sessions->back().id));
   return page(req, *c, std::string(c->t("Checkout hébergé", "Hosted checkout")), body);
 }
 

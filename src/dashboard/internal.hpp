@@ -40,6 +40,8 @@ std::string replay_form(const Service::Ctx& c, const std::string& action, std::s
 // The sandbox tool on a PENDING sandbox collection's page: a form posting the operator's answer
 // to force (success or a failure reason) to `action`.
 std::string force_form(const Service::Ctx& c, const std::string& action);
+// The link to the next page of a list: "?" + `query` (the cursor and the filters), escaped.
+std::string next_page_link(const Service::Ctx& c, const std::string& query);
 // A status as a badge ("COMPLETED", "ACTIVE"): escaped, with the status as its class.
 std::string badge(std::string_view status);
 // "2026-11-22 18:20" (UTC).

@@ -110,6 +110,11 @@ std::string csv_cell(std::string_view v) {
 
 }  // namespace
 
+std::string next_page_link(const Service::Ctx& c, const std::string& query) {
+  return "<p><a rel=\"next\" href=\"?" + escape(query) + "\">" + std::string(c.t("Page suivante →", "Next page →")) +
+         "</a></p>";
+}
+
 std::string badge(std::string_view status) {
   return "<span class=\"badge " + escape(status) + "\">" + escape(status) + "</span>";
 }
@@ -173,10 +178,7 @@ web::Response Service::transactions(web::Request& req) {
     }
     body += "</tbody></table></div>";
   }
-  if (result.next)
-    body += "<p><a rel=\"next\" href=\"?" +
-            escape(fq + (fq.empty() ? "" : "&") + "before=" + std::to_string(*result.next)) + "\">" +
-            std::string(c->t("Page suivante →", "Next page →")) + "</a></p>";
+  if (result.next) body += next_page_link(*c, fq + (fq.empty() ? "" : "&") + "before=" + std::to_string(*result.next));
   return page(req, *c, "Transactions", body);
 }
 

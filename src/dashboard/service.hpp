@@ -99,35 +99,35 @@ class Service {
   web::Response security(web::Request& req);        // GET /security: TOTP for members
   web::Response security_enrol(web::Request& req);  // POST /security/totp
   // --- merchant pages (dashboard_session) ---
-  web::Response transactions(web::Request& req);        // GET /transactions
-  web::Response transactions_csv(web::Request& req);    // GET /transactions.csv
-  web::Response transaction(web::Request& req);         // GET /transactions/{reference}
-  web::Response redeliver(web::Request& req);           // POST /transactions/{reference}/redeliver
-  web::Response force_outcome(web::Request& req);       // POST /transactions/{reference}/force (sandbox)
-  web::Response links_page(web::Request& req);          // GET /links
-  web::Response link_create(web::Request& req);         // POST /links
-  web::Response link_qr(web::Request& req);             // GET /links/{reference}/qr.png
-  web::Response link_disable(web::Request& req);        // POST /links/{reference}/disable
-  web::Response developers(web::Request& req);          // GET /developers
-  web::Response app_create(web::Request& req);          // POST /developers/apps
-  web::Response app_rotate(web::Request& req);          // POST /developers/apps/{client_id}/rotate
-  web::Response webhooks_page(web::Request& req);       // GET /webhooks
-  web::Response webhook_create(web::Request& req);      // POST /webhooks (secret shown once)
-  web::Response webhook_rotate(web::Request& req);      // POST /webhooks/{endpoint_id}/rotate (shown once)
-  web::Response webhook_redeliver(web::Request& req);   // POST /webhooks/redeliver
-  web::Response sandbox(web::Request& req);             // GET /sandbox?to= (the notifier's outbox)
-  web::Response key_issue(web::Request& req);           // POST /developers/keys (shown once)
-  web::Response key_revoke(web::Request& req);          // POST /developers/keys/{key_id}/revoke
-  web::Response team(web::Request& req);                // GET /team
-  web::Response team_put(web::Request& req);            // POST /team
-  web::Response checkout_sessions(web::Request& req);   // GET /checkout (sessions, the secret's form)
-  web::Response checkout_session(web::Request& req);    // GET /checkout/{reference}
-  web::Response checkout_secret(web::Request& req);     // POST /checkout/secret (shown, audited)
-  web::Response payouts(web::Request& req);             // GET /payouts (a payout's page is its transaction's)
-  web::Response subscriptions(web::Request& req);       // GET /subscriptions?status&page
-  web::Response subscription(web::Request& req);        // GET /subscriptions/{reference}
-  web::Response subscription_move(web::Request& req);   // POST /subscriptions/{reference}/suspend|reactivate|cancel
-  web::Response subscription_clock(web::Request& req);  // POST /subscriptions/{reference}/test-clock (sandbox)
+  web::Response transactions(web::Request& req);       // GET /transactions
+  web::Response transactions_csv(web::Request& req);   // GET /transactions.csv
+  web::Response transaction(web::Request& req);        // GET /transactions/{reference}
+  web::Response redeliver(web::Request& req);          // POST /transactions/{reference}/redeliver
+  web::Response force_outcome(web::Request& req);      // POST /transactions/{reference}/force (sandbox)
+  web::Response links_page(web::Request& req);         // GET /links
+  web::Response link_create(web::Request& req);        // POST /links
+  web::Response link_qr(web::Request& req);            // GET /links/{reference}/qr.png
+  web::Response link_disable(web::Request& req);       // POST /links/{reference}/disable
+  web::Response developers(web::Request& req);         // GET /developers
+  web::Response app_create(web::Request& req);         // POST /developers/apps
+  web::Response app_rotate(web::Request& req);         // POST /developers/apps/{client_id}/rotate
+  web::Response webhooks_page(web::Request& req);      // GET /webhooks
+  web::Response webhook_create(web::Request& req);     // POST /webhooks (secret shown once)
+  web::Response webhook_rotate(web::Request& req);     // POST /webhooks/{endpoint_id}/rotate (shown once)
+  web::Response webhook_redeliver(web::Request& req);  // POST /webhooks/redeliver
+  web::Response sandbox(web::Request& req);            // GET /sandbox?to= (the notifier's outbox)
+  web::Response key_issue(web::Request& req);          // POST /developers/keys (shown once)
+  web::Response key_revoke(web::Request& req);         // POST /developers/keys/{key_id}/revoke
+  web::Response team(web::Request& req);               // GET /team
+  web::Response team_put(web::Request& req);           // POST /team
+  web::Response checkout_sessions(web::Request& req);  // GET /checkout (sessions, the secret's form)
+  web::Response checkout_session(web::Request& req);   // GET /checkout/{reference}
+  web::Response checkout_secret(web::Request& req);    // POST /checkout/secret (shown, audited)
+  web::Response payouts(web::Request& req);            // GET /payouts (a payout's page is its transaction's)
+  web::Response subscriptions(web::Request& req);      // GET /subscriptions?status&page
+  web::Response subscription(web::Request& req);       // GET /subscriptions/{reference}
+  web::Response subscription_change(
+      web::Request& req);  // POST /subscriptions/{reference}/suspend|reactivate|cancel|test-clock
   // --- operator pages (operator_session) ---
   web::Response merchants(web::Request& req);            // GET /operator/merchants
   web::Response merchant_create(web::Request& req);      // POST /operator/merchants

@@ -508,6 +508,34 @@ TEST_P(DashboardPagesTest, ApiKeysAreShownOnceAndRevokedByTheirMerchantOnly) {
   EXPECT_TRUE(keys[0].revoked_at.has_value());
 }
 
+// Stores a transaction of a merchant directly (the pages only read them), in the caller's unit.
+Status insert_transaction(store::Conn& c, std::int64_t merchant_id, const std::string& reference,
+                          std::string_view operation, std::string_view status, std::int64_t amount, std::int64_t at) {
+  SIKA_TRY(
+      c.exec("INSERT INTO pay_transactions (reference, merchant_id, environment, operation, "
+             "transaction_uuid, request_hash, invoice_reference, provider_reference, status, channel, "
+             "service_code, country, connector, customer_wallet, amount, currency, fee, required_total, "
+             "confirmation_method, confirmation_url, settlement_mode, split_reference, split_status, "
+             "description, metadata, needs_otp, expires_at, created_at, updated_at) VALUES (?, ?, "
+             "'sandbox', ?, ?, 'h', '', ?, ?, 'PROVIDER', 'MTN_MOMO_CMR', 'CMR', 'sandbox', "
+             "'237690000000', ?, 'XAF', 0, ?, 'PUSH', '', 'DIRECT', '', '', '', '{}', 0, ?, ?, ?)",
+             {reference, merchant_id, std::string(operation), "u-" + reference, "P-" + reference, std::string(status),
+              amount, amount, at + 86400000, at, at}));
+  return {};
+}
+
+// `count` completed transactions in one unit, references prefix + number, created one second
+// apart from `at`.
+void insert_transactions(store::Db& db, std::int64_t merchant_id, const std::string& prefix, int count,
+                         std::string_view operation, std::int64_t at) {
+  ASSERT_TRUE(db.write([&](store::Conn& c) -> Status {
+                  for (int i = 0; i < count; ++i)
+                    SIKA_TRY(insert_transaction(c, merchant_id, prefix + std::to_string(i), operation, "COMPLETED",
+                                                1000, at + i * 1000));
+                  return {};
+                }).ok());
+}
+
 TEST_P(DashboardPagesTest, HomeShowsBalancesAndTheChartOfTheLastDays) {
   // Collections on two days (one completed, one failed) and one outside the 14 days.
   const std::int64_t day = 86400000;
@@ -516,17 +544,8 @@ TEST_P(DashboardPagesTest, HomeShowsBalancesAndTheChartOfTheLastDays) {
   auto tx = [&](std::int64_t at, const char* status, std::int64_t amount) {
     ++n;
     ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-                     SIKA_TRY(c.exec(
-                         "INSERT INTO pay_transactions (reference, merchant_id, environment, operation, "
-                         "transaction_uuid, request_hash, invoice_reference, provider_reference, status, channel, "
-                         "service_code, country, connector, customer_wallet, amount, currency, fee, required_total, "
-                         "confirmation_method, confirmation_url, settlement_mode, split_reference, split_status, "
-                         "description, metadata, needs_otp, expires_at, created_at, updated_at) VALUES (?, ?, "
-                         "'sandbox', 'COLLECTION', ?, 'h', '', ?, ?, 'PROVIDER', 'MTN_MOMO_CMR', 'CMR', 'sandbox', "
-                         "'237690000000', ?, 'XAF', 0, ?, 'PUSH', '', 'DIRECT', '', '', '', '{}', 0, ?, ?, ?)",
-                         {"TX-H" + std::to_string(n), merchant_a_, "u" + std::to_string(n), "P-H" + std::to_string(n),
-                          std::string(status), amount, amount, at + day, at, at}));
-                     return {};
+                     return insert_transaction(c, merchant_a_, "TX-H" + std::to_string(n), "COLLECTION", status, amount,
+                                               at);
                    })
                     .ok());
   };
@@ -553,28 +572,6 @@ TEST_P(DashboardPagesTest, HomeShowsBalancesAndTheChartOfTheLastDays) {
   ASSERT_EQ(home.status, 200) << home.body;
   EXPECT_NE(home.body.find("<svg"), std::string::npos);
   EXPECT_NE(home.body.find("50 %"), std::string::npos);  // today's success rate
-}
-
-// Stores transactions of a merchant directly (the pages only read them): `count` of them, with
-// references prefix + number, created one second apart from `at`.
-void insert_transactions(store::Db& db, std::int64_t merchant_id, const std::string& prefix, int count,
-                         std::string_view operation, std::int64_t at) {
-  ASSERT_TRUE(db.write([&](store::Conn& c) -> Status {
-                  for (int i = 0; i < count; ++i) {
-                    const std::string ref = prefix + std::to_string(i);
-                    SIKA_TRY(c.exec(
-                        "INSERT INTO pay_transactions (reference, merchant_id, environment, operation, "
-                        "transaction_uuid, request_hash, invoice_reference, provider_reference, status, channel, "
-                        "service_code, country, connector, customer_wallet, amount, currency, fee, required_total, "
-                        "confirmation_method, confirmation_url, settlement_mode, split_reference, split_status, "
-                        "description, metadata, needs_otp, expires_at, created_at, updated_at) VALUES (?, ?, "
-                        "'sandbox', ?, ?, 'h', '', ?, 'COMPLETED', 'PROVIDER', 'MTN_MOMO_CMR', 'CMR', 'sandbox', "
-                        "'237690000000', 1000, 'XAF', 0, 1000, 'PUSH', '', 'DIRECT', '', '', '', '{}', 0, ?, ?, ?)",
-                        {ref, merchant_id, std::string(operation), "u-" + ref, "P-" + ref, at + 86400000, at + i * 1000,
-                         at + i * 1000}));
-                  }
-                  return {};
-                }).ok());
 }
 
 TEST_P(DashboardPagesTest, TheCsvExportIsStreamedPageByPageWithEveryRowOnce) {
@@ -638,8 +635,7 @@ TEST_P(DashboardPagesTest, PayoutsListTheMerchantsDisbursementsOnly) {
 TEST_P(DashboardPagesTest, ViewersForceNoOutcomeAndMoveNoSubscription) {
   const std::string viewer = signed_in(viewer_a_);
   EXPECT_EQ(call(&Service::force_outcome, viewer, "POST", "outcome=SUCCESSFUL", {{"reference", "TX-1"}}).status, 403);
-  EXPECT_EQ(call(&Service::subscription_move, viewer, "POST", "", {{"reference", "SUB-1"}}).status, 403);
-  EXPECT_EQ(call(&Service::subscription_clock, viewer, "POST", "days=3", {{"reference", "SUB-1"}}).status, 403);
+  EXPECT_EQ(call(&Service::subscription_change, viewer, "POST", "days=3", {{"reference", "SUB-1"}}).status, 403);
   std::vector<AuditEntry> entries;
   ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
                    SIKA_ASSIGN_OR_RETURN(entries, list_audit(c, merchant_a_, std::nullopt, 10));
