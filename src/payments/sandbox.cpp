@@ -175,10 +175,7 @@ Result<OperatorStatus> SandboxOperator::query_status(const PaymentOrder& order) 
     auto it = submitted_.find(order.provider_reference);
     if (it == submitted_.end()) return not_found(bj::string("the sandbox operator has no such request"));
     submitted_at = it->second;
-  }
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = forced_.find(order.provider_reference); it != forced_.end()) return it->second;
+    if (auto f = forced_.find(order.provider_reference); f != forced_.end()) return f->second;
   }
   OperatorStatus st = outcome(order);
   SandboxScenario scenario = sandbox_scenario(order.msisdn);
