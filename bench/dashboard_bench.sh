@@ -3,7 +3,8 @@
 # transactions (bench/dashboard_seed.py); a signed-in owner's session; then, one request at a time
 # (a person's clicks, not a load test), the latency percentiles and the size of:
 #  - the transactions page's first page (GET /dashboard/transactions);
-#  - a filtered search (status, operation and channel filters; and a search by phone digits);
+#  - a filtered search (status, operation and channel filters; and searches by the last 3, 4 and 6
+#    digits of a phone, read through the index on its last four digits);
 #  - the home page (balances and the 14-day chart) and the CSV of one filtered page of results.
 #
 #   bench/dashboard_bench.sh
@@ -93,5 +94,7 @@ measure("GET /transactions?from&to (one week)", "/transactions?from=%s&to=%s" % 
 measure("GET /transactions?q=<reference>", "/transactions?q=TX-BENCH00000500000")
 measure("GET /transactions?q=<full phone>", "/transactions?q=237612345678")
 measure("GET /transactions?q=<4 last digits>&status", "/transactions?q=1234&status=COMPLETED")
+measure("GET /transactions?q=<3 last digits>", "/transactions?q=234")
+measure("GET /transactions?q=<6 last digits>", "/transactions?q=345678")
 measure("GET / (balances, 14-day chart)", "/")
 PY

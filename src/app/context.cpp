@@ -251,7 +251,7 @@ Status build_services(Context& ctx) {
     ctx.dashboard = std::make_unique<dashboard::Service>(
         *ctx.db,
         dashboard::Components{ctx.identity.get(), ctx.links.get(), ctx.webhooks.get(), ctx.limiter.get(),
-                              ctx.catalog.get()},
+                              ctx.catalog.get(), nullptr, ctx.payments.get(), ctx.checkout.get()},
         std::move(o));
   }
   {
@@ -281,6 +281,7 @@ Status build_services(Context& ctx) {
     ctx.billing =
         std::make_unique<billing::Service>(*ctx.db, *ctx.payments, *ctx.links, ctx.notifier.get(), std::move(o));
     ctx.billing->register_jobs(*ctx.jobs);
+    ctx.dashboard->attach_billing(ctx.billing.get());  // the subscription pages
   }
   return {};
 }

@@ -429,6 +429,26 @@ void build_routes(web::Router& r, Context& ctx) {
            "Operators: the catalog (countries, services, providers, pricing rules), read only"});
     r.add({Surface::dashboard, "GET", "/operator/health", dsh(&Dsh::health), op,
            "Operators: job queues and webhook failures"});
+    // Payouts, subscriptions, hosted checkout, sandbox tools (dashboard/billing_pages.cpp, checkout_pages.cpp).
+    r.add({Surface::dashboard, "GET", "/checkout", dsh(&Dsh::checkout_sessions), member, "Hosted checkout sessions"});
+    r.add({Surface::dashboard, "GET", "/checkout/{reference}", dsh(&Dsh::checkout_session), member,
+           "A hosted checkout session and its payments"});
+    r.add({Surface::dashboard, "POST", "/checkout/secret", dsh(&Dsh::checkout_secret), member,
+           "Shows the merchant's checkout secret (audited)"});
+    r.add({Surface::dashboard, "GET", "/payouts", dsh(&Dsh::payouts), member, "Payouts and balances"});
+    r.add({Surface::dashboard, "GET", "/subscriptions", dsh(&Dsh::subscriptions), member, "Subscriptions"});
+    r.add({Surface::dashboard, "GET", "/subscriptions/{reference}", dsh(&Dsh::subscription), member,
+           "A subscription and its payments"});
+    for (const char* change : {"suspend", "reactivate", "cancel", "test-clock"})
+      r.add({Surface::dashboard, "POST", std::string("/subscriptions/{reference}/") + change,
+             dsh(&Dsh::subscription_change), member, "Changes a subscription as the API does (test clock: sandbox)"});
+    r.add({Surface::dashboard, "POST", "/operator/catalog", dsh(&Dsh::catalog_put), op,
+           "Operators: creates or changes a catalog entry (audited)"});
+    for (const char* move : {"enable", "disable"})
+      r.add({Surface::dashboard, "POST", std::string("/operator/catalog/{kind}/{code}/") + move,
+             dsh(&Dsh::catalog_active), op, "Operators: turns a catalog entry on or off (audited)"});
+    r.add({Surface::dashboard, "POST", "/transactions/{reference}/force", dsh(&Dsh::force_outcome), member,
+           "Sandbox: forces the operator's answer to a PENDING collection"});
   }
 }
 

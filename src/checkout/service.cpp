@@ -288,6 +288,15 @@ Result<std::vector<Quote>> Service::lock_quotes(const NewSession& n, const std::
     quotes.push_back(Quote{r.quote, r.rate.numerator, r.rate.denominator, *amount, at});
   }
   return quotes;
+
+Result<std::vector<Session>> Service::list_sessions(const web::Principal& merchant, std::optional<std::int64_t> before,
+                                                    int limit) {
+  std::vector<Session> out;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(out, tables::list(c, merchant.merchant_id, merchant.environment, before, limit));
+    return {};
+  }));
+  return out;
 }
 
 Result<Session> Service::session(std::string_view reference) {

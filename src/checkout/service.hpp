@@ -113,6 +113,9 @@ class Service {
   Result<Opened> open(const merchant::Merchant& merchant, const NewSession& request, json::FieldErrors errors = {});
   // The session of a reference (404 naming reference when none).
   Result<Session> session(std::string_view reference);
+  // A merchant's sessions (its environment), newest first, keyset pages on the id (the dashboard).
+  Result<std::vector<Session>> list_sessions(const web::Principal& merchant, std::optional<std::int64_t> before,
+                                             int limit);
   // The collection of the session's current attempt as it is now (nullopt: none yet). Marks the
   // session PAID when it completed.
   Result<std::optional<payments::Transaction>> current(const Session& s);

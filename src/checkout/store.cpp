@@ -147,6 +147,23 @@ Result<std::optional<Session>> by_reference(store::Conn& c, std::string_view ref
   return one(c, "WHERE reference = ?", {std::string(reference)});
 }
 
+Result<std::vector<Session>> list(store::Conn& c, std::int64_t merchant_id, std::string_view environment,
+                                  std::optional<std::int64_t> before, int limit) {
+  std::string sql = std::string(kSelect) + "WHERE merchant_id = ? AND environment = ?";
+  store::Params params{merchant_id, std::string(environment)};
+  if (before) {
+    sql += " AND id < ?";
+    params.emplace_back(*before);
+  }
+  sql += " ORDER BY id DESC LIMIT ?";
+  params.emplace_back(std::in_place_type<std::int64_t>, limit);
+  SIKA_ASSIGN_OR_RETURN(auto rows, c.query(sql, params));
+  std::vector<Session> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) out.push_back(from_row(r));
+  return out;
+}
+
 Result<std::optional<Session>> by_order(store::Conn& c, std::int64_t merchant_id, std::string_view environment,
                                         std::string_view order_id) {
   return one(c, "WHERE merchant_id = ? AND environment = ? AND order_id = ?",

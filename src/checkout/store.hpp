@@ -21,6 +21,10 @@ Result<std::optional<std::int64_t>> insert(store::Conn& c, const Session& s);
 // while its attempt is still `attempt` and it is not PAID; true iff it did.
 Result<bool> reopen(store::Conn& c, std::int64_t id, std::int64_t attempt, const Session& s);
 Result<std::optional<Session>> by_reference(store::Conn& c, std::string_view reference);
+// A merchant's sessions of one environment, newest first: at most `limit`, those with an id below
+// `before` when set (keyset pages; index chk_sessions_merchant, migration 22).
+Result<std::vector<Session>> list(store::Conn& c, std::int64_t merchant_id, std::string_view environment,
+                                  std::optional<std::int64_t> before, int limit);
 Result<std::optional<Session>> by_order(store::Conn& c, std::int64_t merchant_id, std::string_view environment,
                                         std::string_view order_id);
 // Takes attempt `seen + 1`: true iff the session is OPEN, unexpired at `now`, and its attempt

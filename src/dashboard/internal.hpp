@@ -37,6 +37,13 @@ std::string field(const web::Fields& fields, std::string_view name);
 // The Replay button of a webhook delivery: a form posting its event and endpoint to `action`.
 std::string replay_form(const Service::Ctx& c, const std::string& action, std::string_view event_id,
                         std::string_view endpoint_id);
+// The sandbox tool on a PENDING sandbox collection's page: a form posting the operator's answer
+// to force (success or a failure reason) to `action`.
+std::string force_form(const Service::Ctx& c, const std::string& action);
+// The link to the next page of a list: "?" + `query` (the cursor and the filters), escaped.
+std::string next_page_link(const Service::Ctx& c, const std::string& query);
+// A status as a badge ("COMPLETED", "ACTIVE"): escaped, with the status as its class.
+std::string badge(std::string_view status);
 // "2026-11-22 18:20" (UTC).
 std::string when(std::int64_t epoch_ms);
 

@@ -95,10 +95,6 @@ std::string option(std::string_view value, std::string_view label, std::string_v
          "</option>";
 }
 
-std::string badge(std::string_view status) {
-  return "<span class=\"badge " + escape(status) + "\">" + escape(status) + "</span>";
-}
-
 // A CSV cell: quoted when needed; a leading = + - @ is neutralised so spreadsheets do not run it.
 std::string csv_cell(std::string_view v) {
   std::string s(v);
@@ -113,6 +109,15 @@ std::string csv_cell(std::string_view v) {
 }
 
 }  // namespace
+
+std::string next_page_link(const Service::Ctx& c, const std::string& query) {
+  return "<p><a rel=\"next\" href=\"?" + escape(query) + "\">" + std::string(c.t("Page suivante →", "Next page →")) +
+         "</a></p>";
+}
+
+std::string badge(std::string_view status) {
+  return "<span class=\"badge " + escape(status) + "\">" + escape(status) + "</span>";
+}
 
 // ---- transactions ------------------------------------------------------------------------------
 
@@ -173,10 +178,7 @@ web::Response Service::transactions(web::Request& req) {
     }
     body += "</tbody></table></div>";
   }
-  if (result.next)
-    body += "<p><a rel=\"next\" href=\"?" +
-            escape(fq + (fq.empty() ? "" : "&") + "before=" + std::to_string(*result.next)) + "\">" +
-            std::string(c->t("Page suivante →", "Next page →")) + "</a></p>";
+  if (result.next) body += next_page_link(*c, fq + (fq.empty() ? "" : "&") + "before=" + std::to_string(*result.next));
   return page(req, *c, "Transactions", body);
 }
 
@@ -185,33 +187,33 @@ web::Response Service::transactions_csv(web::Request& req) {
   if (!c) return error_page(req, c.error());
   auto filter = transaction_filter(req, *c);
   if (!filter) return error_page(req, filter.error());
-  // Read page by page on the keyset (each page its own short read, so a large export never holds
-  // one long transaction open), up to a bound that keeps the answer's size reasonable.
-  constexpr std::size_t kMaxRows = 100000;
+  // Streamed: each piece is one keyset page of the read model, read in its own short read unit
+  // once the previous piece is written, so an export of any size holds one page in memory and
+  // never one long transaction open. Rows created during the export are not in it (the first page
+  // fixes the newest id); none is listed twice.
   filter->limit = 500;
-  std::string out =
-      "transaction_reference,created_at,operation,status,channel,service,amount_minor,currency,fee_minor,"
-      "customer_wallet,invoice_reference,provider_reference\r\n";
-  std::size_t rows = 0;
-  while (rows < kMaxRows) {
+  auto producer = [this, filter = std::move(*filter), header = true](std::string& out) mutable -> Result<bool> {
+    if (header) {
+      out +=
+          "transaction_reference,created_at,operation,status,channel,service,amount_minor,currency,fee_minor,"
+          "customer_wallet,invoice_reference,provider_reference\r\n";
+      header = false;
+    }
     payments::queries::TransactionPage pg;
-    auto read = db_.read([&](store::Conn& conn) -> Status {
-      SIKA_ASSIGN_OR_RETURN(pg, payments::queries::list_transactions(conn, *filter));
+    SIKA_TRY(db_.read([&](store::Conn& conn) -> Status {
+      SIKA_ASSIGN_OR_RETURN(pg, payments::queries::list_transactions(conn, filter));
       return {};
-    });
-    if (!read) return error_page(req, read.error());
-    for (const auto& tx : pg.items) {
+    }));
+    for (const auto& tx : pg.items)
       out += csv_cell(tx.reference) + "," + iso8601(tx.created_at) + "," + csv_cell(tx.operation) + "," +
              std::string(payments::to_string(tx.status)) + "," + csv_cell(tx.channel) + "," +
              csv_cell(tx.service_code) + "," + std::to_string(tx.amount) + "," + csv_cell(tx.currency) + "," +
              std::to_string(tx.fee) + "," + csv_cell(tx.customer_wallet) + "," + csv_cell(tx.invoice_reference) + "," +
              csv_cell(tx.provider_reference) + "\r\n";
-      ++rows;
-    }
-    if (!pg.next) break;
-    filter->before = pg.next;
-  }
-  web::Response res = web::Response::text(200, std::move(out), "text/csv; charset=utf-8");
+    filter.before = pg.next;
+    return pg.next.has_value();
+  };
+  web::Response res = web::Response::streamed(200, "text/csv; charset=utf-8", std::move(producer));
   web::html::secure_headers(res);
   res.set("Content-Disposition", "attachment; filename=\"transactions-" + c->principal.merchant + ".csv\"");
   return res;
@@ -243,6 +245,9 @@ web::Response Service::transaction(web::Request& req) {
                      "</p><p>" + std::string(c->t("Frais", "Fee")) + " " + escape(money::format(tx.fee, tx.currency)) +
                      " · " + escape(tx.service_code) + " · " + escape(tx.customer_wallet) + "</p>";
   if (tx.failure_reason) body += "<p class=\"error\">" + escape(*tx.failure_reason) + "</p>";
+  if (c->principal.can_change() && tx.environment == "sandbox" && tx.status == payments::TxStatus::pending &&
+      tx.operation == payments::kCollection && tx.connector == "sandbox")
+    body += force_form(*c, path("/transactions/" + web::percent_encode(reference) + "/force"));
   body += "</section><section class=\"card\" aria-labelledby=\"tl\"><h2 id=\"tl\">" +
           std::string(c->t("Chronologie", "Timeline")) + "</h2><ol id=\"timeline\"><li>" + when(tx.created_at) + " — " +
           std::string(c->t("créée", "created")) + "</li>";

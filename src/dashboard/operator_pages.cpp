@@ -3,11 +3,14 @@
 // merchant; the router answers 404 to anyone else on these routes.
 #include <boost/json.hpp>
 
+#include <algorithm>
+
 #include "catalog/model.hpp"
 #include "catalog/service.hpp"
 #include "core/json.hpp"
 #include "core/money.hpp"
 #include "dashboard/internal.hpp"
+#include "dashboard/store.hpp"
 #include "identity/model.hpp"
 #include "identity/store.hpp"
 #include "merchant/merchant.hpp"
@@ -271,6 +274,45 @@ web::Response Service::health(web::Request& req) {
     body += "</ul>";
   }
   body += "</section>";
+  // The outbox's lag (events not yet fanned out to endpoints) and how the last attempts ended.
+  constexpr int kRecentAttempts = 1000;
+  OutboxLag lag;
+  std::vector<std::pair<std::string, std::int64_t>> outcomes;
+  auto read = db_.read([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(lag, outbox_lag(conn));
+    SIKA_ASSIGN_OR_RETURN(outcomes, recent_attempt_outcomes(conn, kRecentAttempts));
+    return {};
+  });
+  if (!read) return error_page(req, read.error());
+  const std::int64_t lag_s = lag.oldest_at ? std::max<std::int64_t>(0, now() - *lag.oldest_at) / 1000 : 0;
+  body += "<section class=\"card\"><h2>" + std::string(c->t("Retard de l'outbox", "Outbox lag")) +
+          "</h2><p id=\"outbox-lag\">" + std::to_string(lag.waiting) + " " +
+          std::string(c->t("événement(s) en attente", "event(s) waiting")) +
+          (lag.oldest_at ? ", " + std::string(c->t("le plus ancien depuis", "the oldest for")) + " " +
+                               std::to_string(lag_s) + " s"
+                         : "") +
+          "</p></section>";
+  std::int64_t attempts = 0, succeeded = 0;
+  for (const auto& [outcome, n] : outcomes) {
+    attempts += n;
+    if (outcome == "succeeded") succeeded += n;
+  }
+  body += "<section class=\"card\"><h2>" + std::string(c->t("Taux d'échec des webhooks", "Webhook failure rate")) +
+          "</h2><p id=\"webhook-failure-rate\">";
+  if (attempts == 0) {
+    body += std::string(c->t("Aucun essai de livraison.", "No delivery attempt.")) + "</p>";
+  } else {
+    const std::int64_t permille = (attempts - succeeded) * 1000 / attempts;
+    body += std::to_string(permille / 10) + std::string(c->t(",", ".")) + std::to_string(permille % 10) + " % " +
+            std::string(c->t("des", "of the")) + " " + std::to_string(attempts) + " " +
+            std::string(c->t("derniers essais", "last attempts")) + "</p><table><thead><tr><th>" +
+            std::string(c->t("Résultat", "Outcome")) + "</th><th class=\"num\">" +
+            std::string(c->t("Essais", "Attempts")) + "</th></tr></thead><tbody>";
+    for (const auto& [outcome, n] : outcomes)
+      body += "<tr><td>" + escape(outcome) + "</td><td class=\"num\">" + std::to_string(n) + "</td></tr>";
+    body += "</tbody></table>";
+  }
+  body += "</section>";
   return page(req, *c, std::string(c->t("État du système", "System health")), body);
 }
 
@@ -286,6 +328,15 @@ web::Response Service::catalog_page(web::Request& req) {
     return nullptr;
   };
   const auto yes = [&](bool v) { return yes_no(*c, v); };
+  // The button that turns an entry on or off.
+  const auto toggle = [&](std::string_view kind, const std::string& code, bool active) {
+    return " <form class=\"inline\" method=\"post\" action=\"" +
+           escape(path("/operator/catalog/" + std::string(kind) + "/" + web::percent_encode(code) +
+                       (active ? "/disable" : "/enable"))) +
+           "\">" + c->csrf_field() + "<button class=\"secondary\" aria-label=\"" +
+           escape(std::string(active ? c->t("Désactiver", "Disable") : c->t("Activer", "Enable")) + " " + code) +
+           "\">" + std::string(active ? c->t("Désactiver", "Disable") : c->t("Activer", "Enable")) + "</button></form>";
+  };
   std::string body = "<section class=\"card\"><h2>" + std::string(c->t("Pays", "Countries")) +
                      "</h2><div class=\"scroll\"><table id=\"countries\"><thead><tr><th>Code</th><th>" +
                      std::string(c->t("Nom", "Name")) + "</th><th>" + std::string(c->t("Indicatif", "Dialling code")) +
@@ -293,7 +344,8 @@ web::Response Service::catalog_page(web::Request& req) {
                      std::string(c->t("Actif", "Active")) + "</th></tr></thead><tbody>";
   for (const auto& k : cat->countries())
     body += "<tr><td>" + escape(k.code) + "</td><td>" + escape(c->fr() ? k.name_fr : k.name_en) + "</td><td>" +
-            escape(k.dialling_code) + "</td><td>" + escape(k.currency) + "</td><td>" + yes(k.active) + "</td></tr>";
+            escape(k.dialling_code) + "</td><td>" + escape(k.currency) + "</td><td>" + yes(k.active) +
+            toggle("country", k.code, k.active) + "</td></tr>";
   body += "</tbody></table></div></section><section class=\"card\"><h2>" + std::string(c->t("Services", "Services")) +
           "</h2><div class=\"scroll\"><table id=\"services\"><thead><tr><th>Code</th><th>" +
           std::string(c->t("Nom", "Name")) + "</th><th>" + std::string(c->t("Pays", "Country")) + "</th><th>" +
@@ -303,7 +355,7 @@ web::Response Service::catalog_page(web::Request& req) {
     const auto* k = country_of(sv.country_id);
     body += "<tr><td>" + escape(sv.code) + "</td><td>" + escape(sv.name) + "</td><td>" + (k ? escape(k->code) : "") +
             "</td><td>" + escape(catalog::to_string(sv.kind)) + "</td><td>" + yes(sv.needs_otp) + "</td><td>" +
-            yes(sv.active) + "</td></tr>";
+            yes(sv.active) + toggle("service", sv.code, sv.active) + "</td></tr>";
   }
   body += "</tbody></table></div></section><section class=\"card\"><h2>" +
           std::string(c->t("Opérateurs", "Providers")) +
@@ -312,7 +364,7 @@ web::Response Service::catalog_page(web::Request& req) {
           "</th></tr></thead><tbody>";
   for (const auto& p : cat->providers())
     body += "<tr><td>" + escape(p.code) + "</td><td>" + escape(p.name) + "</td><td>" + escape(p.connector) +
-            "</td><td>" + yes(p.active) + "</td></tr>";
+            "</td><td>" + yes(p.active) + toggle("provider", p.code, p.active) + "</td></tr>";
   body += "</tbody></table></div></section><section class=\"card\"><h2>" +
           std::string(c->t("Règles de tarification", "Pricing rules")) +
           "</h2><div class=\"scroll\"><table id=\"rules\"><thead><tr><th>Code</th><th>" +
@@ -336,10 +388,84 @@ web::Response Service::catalog_page(web::Request& req) {
                                (r.max_amount ? money::format(*r.max_amount, currency) : std::string("∞"));
     body += "<tr><td>" + escape(r.code) + "</td><td>" + (k ? escape(k->code) : "") + "</td><td>" +
             escape(catalog::to_string(r.operation)) + "</td><td>" + std::to_string(r.user_tier) + "</td><td>" +
-            escape(bounds) + "</td><td class=\"num\">" + escape(fee) + "</td><td>" + yes(r.active) + "</td></tr>";
+            escape(bounds) + "</td><td class=\"num\">" + escape(fee) + "</td><td>" + yes(r.active) +
+            toggle("pricing_rule", r.code, r.active) + "</td></tr>";
   }
   body += "</tbody></table></div></section>";
+  // Any entry by its record (the admin CLI's and the import's format, docs/catalog.md): the
+  // catalog service validates it and names the field it refuses.
+  body += "<section class=\"card\" aria-labelledby=\"put\"><h2 id=\"put\">" +
+          std::string(c->t("Créer ou modifier une entrée", "Create or change an entry")) +
+          "</h2><form method=\"post\" "
+          "action=\"" +
+          escape(path("/operator/catalog")) + "\">" + c->csrf_field() + "<label for=\"kind\">" +
+          std::string(c->t("Type", "Kind")) + "</label><select id=\"kind\" name=\"kind\">";
+  for (auto k : {"country", "provider", "service", "pricing_rule"}) body += std::string("<option>") + k + "</option>";
+  body += "</select><label for=\"mode\">" + std::string(c->t("Mode", "Mode")) +
+          "</label><select id=\"mode\" name=\"mode\"><option value=\"update\">" +
+          std::string(c->t("modifier (champs donnés)", "update (the given fields)")) +
+          "</option><option value=\"create\">" + std::string(c->t("créer", "create")) +
+          "</option><option value=\"upsert\">" + std::string(c->t("remplacer", "replace")) +
+          "</option></select><label for=\"record\">" + std::string(c->t("Enregistrement (JSON)", "Record (JSON)")) +
+          "</label><textarea id=\"record\" name=\"record\" rows=\"6\" required "
+          "placeholder='{\"code\": \"CMR_MTN_COLLECTION_T1\", \"fee_value\": 1.75}'></textarea><button "
+          "id=\"catalog-put\">" +
+          std::string(c->t("Enregistrer", "Save")) + "</button></form></section>";
   return page(req, *c, std::string(c->t("Catalogue", "Catalog")), body);
+}
+
+namespace {
+std::optional<catalog::Kind> catalog_kind(std::string_view name) {
+  for (auto k : {catalog::Kind::country, catalog::Kind::provider, catalog::Kind::service, catalog::Kind::pricing_rule})
+    if (catalog::to_string(k) == name) return k;
+  return std::nullopt;
+}
+}  // namespace
+
+web::Response Service::catalog_active(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (!parts_.catalog) return error_page(req, unavailable(bj::string("catalog not configured")));
+  if (auto fields = form_of(req); !fields) return error_page(req, fields.error());
+  const std::string kind_name = req.path_param("kind");
+  const std::string code = req.path_param("code");
+  auto kind = catalog_kind(kind_name);
+  if (!kind) return error_page(req, not_found(bj::object{{"kind", "country, provider, service or pricing_rule"}}));
+  const bool enable = req.path.ends_with("/enable");
+  auto changed = parts_.catalog->set_active(*kind, code, enable);
+  if (!changed) return error_page(req, changed.error());
+  (void)record(*c, std::nullopt, enable ? "catalog.enable" : "catalog.disable", kind_name + ":" + code);
+  return see_other("/operator/catalog");
+}
+
+web::Response Service::catalog_put(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  if (!parts_.catalog) return error_page(req, unavailable(bj::string("catalog not configured")));
+  auto fields = form_of(req);
+  if (!fields) return error_page(req, fields.error());
+  const std::string kind_name = field(*fields, "kind");
+  auto kind = catalog_kind(kind_name);
+  if (!kind)
+    return error_page(
+        req, bad_request("invalid_request", bj::object{{"kind", "country, provider, service or pricing_rule"}}));
+  const std::string mode_name = field(*fields, "mode");
+  catalog::Mode mode;
+  if (mode_name == "create")
+    mode = catalog::Mode::create;
+  else if (mode_name == "update")
+    mode = catalog::Mode::update;
+  else if (mode_name == "upsert")
+    mode = catalog::Mode::upsert;
+  else
+    return error_page(req, bad_request("invalid_request", bj::object{{"mode", "create, update or upsert"}}));
+  auto parsed = json::parse_object(field(*fields, "record"));
+  if (!parsed)
+    return error_page(req, bad_request("invalid_request", bj::object{{"record", "a JSON object (a catalog record)"}}));
+  auto put = parts_.catalog->put(*kind, *parsed, mode);
+  if (!put) return error_page(req, put.error());
+  (void)record(*c, std::nullopt, "catalog." + mode_name, kind_name + ":" + put->code, bj::serialize(*parsed));
+  return see_other("/operator/catalog");
 }
 
 }  // namespace sika::dashboard

@@ -170,7 +170,7 @@ web::Response Service::bare_page(const web::Request& req, std::string title, std
 }
 
 web::Response Service::page(const web::Request& req, const Ctx& c, std::string title, std::string body, int status) {
-  // The navigation: one line per page. Checkout, wallet links and subscriptions add theirs here.
+  // The navigation: one line per page.
   struct Item {
     const char* rel;
     const char* fr;
@@ -182,6 +182,9 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
       {"/", "Accueil", "Home", false, false},
       {"/transactions", "Transactions", "Transactions", false, false},
       {"/links", "Liens de paiement", "Payment links", false, false},
+      {"/payouts", "Versements", "Payouts", false, false},
+      {"/subscriptions", "Abonnements", "Subscriptions", false, false},
+      {"/checkout", "Checkout", "Checkout", false, false},
       {"/webhooks", "Webhooks", "Webhooks", false, false},
       {"/developers", "Développeurs", "Developers", false, false},
       {"/sandbox", "Bac à sable", "Sandbox", false, false},

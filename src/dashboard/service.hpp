@@ -41,6 +41,15 @@ class Limiter;
 namespace sika::catalog {
 class Service;
 }
+namespace sika::billing {
+class Service;
+}
+namespace sika::payments {
+class Service;
+}
+namespace sika::checkout {
+class Service;
+}
 
 namespace sika::dashboard {
 
@@ -61,6 +70,9 @@ struct Components {
   webhooks::Service* webhooks = nullptr;
   limits::Limiter* limiter = nullptr;
   catalog::Service* catalog = nullptr;
+  billing::Service* billing = nullptr;  // set by attach_billing (billing is built after the dashboard)
+  payments::Service* payments = nullptr;
+  checkout::Service* checkout = nullptr;
 };
 
 class Service {
@@ -73,6 +85,8 @@ class Service {
   // The router's authenticator for Auth::dashboard_session and Auth::operator_session.
   Result<web::Principal> authenticate(web::Request& req);
   Sessions& sessions() { return sessions_; }
+  // Gives the subscription pages their service; call before serving.
+  void attach_billing(billing::Service* billing) { parts_.billing = billing; }
 
   // --- sign-in (open routes) ---
   web::Response login(web::Request& req);        // GET /login: redirects to the identity service
@@ -90,6 +104,7 @@ class Service {
   web::Response transactions_csv(web::Request& req);   // GET /transactions.csv
   web::Response transaction(web::Request& req);        // GET /transactions/{reference}
   web::Response redeliver(web::Request& req);          // POST /transactions/{reference}/redeliver
+  web::Response force_outcome(web::Request& req);      // POST /transactions/{reference}/force (sandbox)
   web::Response links_page(web::Request& req);         // GET /links
   web::Response link_create(web::Request& req);        // POST /links
   web::Response link_qr(web::Request& req);            // GET /links/{reference}/qr.png
@@ -106,6 +121,14 @@ class Service {
   web::Response key_revoke(web::Request& req);         // POST /developers/keys/{key_id}/revoke
   web::Response team(web::Request& req);               // GET /team
   web::Response team_put(web::Request& req);           // POST /team
+  web::Response checkout_sessions(web::Request& req);  // GET /checkout (sessions, the secret's form)
+  web::Response checkout_session(web::Request& req);   // GET /checkout/{reference}
+  web::Response checkout_secret(web::Request& req);    // POST /checkout/secret (shown, audited)
+  web::Response payouts(web::Request& req);            // GET /payouts (a payout's page is its transaction's)
+  web::Response subscriptions(web::Request& req);      // GET /subscriptions?status&page
+  web::Response subscription(web::Request& req);       // GET /subscriptions/{reference}
+  web::Response subscription_change(
+      web::Request& req);  // POST /subscriptions/{reference}/suspend|reactivate|cancel|test-clock
   // --- operator pages (operator_session) ---
   web::Response merchants(web::Request& req);            // GET /operator/merchants
   web::Response merchant_create(web::Request& req);      // POST /operator/merchants
@@ -115,7 +138,9 @@ class Service {
   web::Response merchant_member(web::Request& req);      // POST /operator/merchants/{matricule}/members
   web::Response ledger(web::Request& req);               // GET /operator/ledger
   web::Response health(web::Request& req);               // GET /operator/health
-  web::Response catalog_page(web::Request& req);         // GET /operator/catalog (read only)
+  web::Response catalog_page(web::Request& req);         // GET /operator/catalog
+  web::Response catalog_put(web::Request& req);          // POST /operator/catalog (a record: create/update/upsert)
+  web::Response catalog_active(web::Request& req);       // POST /operator/catalog/{kind}/{code}/enable|disable
 
   // The caller of a page and its session (defined in dashboard/internal.hpp, for the page files).
   struct Ctx;

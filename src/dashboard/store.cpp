@@ -195,4 +195,24 @@ Result<std::vector<AuditEntry>> list_audit(store::Conn& c, std::optional<std::in
   return out;
 }
 
+Result<OutboxLag> outbox_lag(store::Conn& c) {
+  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT COUNT(*), MIN(created_at) FROM events WHERE id > "
+                                              "(SELECT last_event FROM webhook_fanout WHERE name = 'events')"));
+  OutboxLag lag;
+  if (row) {
+    lag.waiting = row->i64(0);
+    if (lag.waiting > 0) lag.oldest_at = row->i64(1);
+  }
+  return lag;
+}
+
+Result<std::vector<std::pair<std::string, std::int64_t>>> recent_attempt_outcomes(store::Conn& c, int limit) {
+  SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT outcome, COUNT(*) FROM (SELECT outcome FROM webhook_attempts "
+                                           "ORDER BY id DESC LIMIT ?) recent GROUP BY outcome ORDER BY outcome",
+                                           {std::int64_t{limit}}));
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  for (const auto& r : rows) out.emplace_back(r.str(0), r.i64(1));
+  return out;
+}
+
 }  // namespace sika::dashboard

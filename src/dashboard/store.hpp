@@ -96,4 +96,15 @@ Status append_audit(store::Conn& c, const AuditEntry& entry);
 Result<std::vector<AuditEntry>> list_audit(store::Conn& c, std::optional<std::int64_t> merchant_id,
                                            std::optional<std::int64_t> before, int limit);
 
+// --- system health (operators) ---
+// The webhook outbox and its deliveries, read with bounded cost (primary-key ranges only).
+struct OutboxLag {
+  std::int64_t waiting = 0;               // events not yet fanned out to endpoints
+  std::optional<std::int64_t> oldest_at;  // creation time of the oldest of them
+};
+Result<OutboxLag> outbox_lag(store::Conn& c);
+// Outcomes of the last `limit` webhook delivery attempts: outcome -> count ("succeeded",
+// "http_error", "timeout", ...).
+Result<std::vector<std::pair<std::string, std::int64_t>>> recent_attempt_outcomes(store::Conn& c, int limit);
+
 }  // namespace sika::dashboard

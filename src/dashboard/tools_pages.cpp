@@ -1,11 +1,15 @@
 // A merchant's webhooks (endpoints, secret rotation shown once, the delivery log with replay) and
-// sandbox tools (the SMS / e-mail outbox of the sandbox notifier).
+// sandbox tools (the SMS / e-mail outbox of the sandbox notifier, forcing the sandbox operator's
+// outcome of a PENDING collection).
 #include <boost/json.hpp>
+
+#include <algorithm>
 
 #include "core/json.hpp"
 #include "core/time.hpp"
 #include "dashboard/internal.hpp"
 #include "notify/notifier.hpp"
+#include "payments/service.hpp"
 #include "webhooks/registry.hpp"
 #include "webhooks/service.hpp"
 
@@ -26,6 +30,48 @@ std::string secret_shown_once(const Service::Ctx& c, const std::string& endpoint
 }
 
 }  // namespace
+
+// The outcomes a merchant may force: the sandbox operator's success and its failure reasons.
+constexpr std::string_view kForcedOutcomes[] = {"SUCCESSFUL", "INSUFFICIENT_FUNDS", "REJECTED_BY_CUSTOMER", "TIMEOUT"};
+
+std::string force_form(const Service::Ctx& c, const std::string& action) {
+  std::string out = "<form method=\"post\" action=\"" + escape(action) + "\">" + c.csrf_field() +
+                    "<label for=\"outcome\">" +
+                    std::string(c.t("Réponse de l'opérateur (bac à sable)", "Operator's answer (sandbox)")) +
+                    "</label><select id=\"outcome\" name=\"outcome\">";
+  for (auto o : kForcedOutcomes) out += "<option>" + std::string(o) + "</option>";
+  return out + "</select><button id=\"force\">" + std::string(c.t("Forcer", "Force")) + "</button></form>";
+}
+
+web::Response Service::force_outcome(web::Request& req) {
+  auto c = member_context(req, /*changes=*/true);
+  if (!c) return error_page(req, c.error());
+  if (!parts_.payments) return error_page(req, unavailable(bj::string("payments not configured")));
+  auto fields = form_of(req);
+  if (!fields) return error_page(req, fields.error());
+  const std::string reference = req.path_param("reference");
+  const std::string outcome = field(*fields, "outcome");
+  payments::OperatorStatus status;
+  if (outcome == "SUCCESSFUL") {
+    status.state = payments::OperatorStatus::State::succeeded;
+  } else if (std::find(std::begin(kForcedOutcomes) + 1, std::end(kForcedOutcomes), outcome) !=
+             std::end(kForcedOutcomes)) {
+    status.state = payments::OperatorStatus::State::failed;
+    status.reason = outcome;
+  } else {
+    return error_page(req,
+                      bad_request("invalid_request", bj::object{{"outcome",
+                                                                 "SUCCESSFUL, INSUFFICIENT_FUNDS, REJECTED_BY_CUSTOMER "
+                                                                 "or TIMEOUT"}}));
+  }
+  auto tx = parts_.payments->find(c->principal, reference, payments::kCollection);
+  if (!tx) return error_page(req, tx.error());
+  if (auto forced = parts_.payments->force_sandbox_outcome(*tx, status); !forced)
+    return error_page(req, forced.error());
+  (void)record(*c, c->principal.merchant_id, "transaction.force_outcome", reference,
+               bj::serialize(bj::object{{"outcome", outcome}}));
+  return see_other("/transactions/" + web::percent_encode(reference));
+}
 
 std::string replay_form(const Service::Ctx& c, const std::string& action, std::string_view event_id,
                         std::string_view endpoint_id) {

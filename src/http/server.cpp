@@ -28,6 +28,7 @@
 #include <cstring>
 #include <ctime>
 #include <deque>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -449,12 +450,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
       web::Response res = run_handler(req);
       if (res.deferred) return;
       log_.route_id = req.route_id;
+      if (Status whole = web::collect_stream(res); !whole) res = web::error(locale_, whole.error());
       send(std::move(res));
       return;
     }
     bool queued = srv_.pool.try_post([self = shared_from_this(), req = std::move(req)]() mutable {
       web::Response res = self->run_handler(req);
       if (res.deferred) return;
+      if (res.stream) return self->stream(std::move(res), req.route_id);  // req (its reply_to) holds the work
       if (req.reply_to) return req.reply_to(std::move(res), req.route_id);
       // The handler took the reply channel and answered by its return value as well.
       spdlog::error("handler answered twice: request_id={} path={}", req.request_id, req.path);
@@ -489,6 +492,111 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void send(web::Response r) {
     if (state_ == State::closed) return;
+    prepare_header(r);
+    bool bodiless_status = r.status < 200 || r.status == 204 || r.status == 304;
+    if (bodiless_status) {
+      log_.bytes = 0;
+    } else if (head_) {
+      res_.content_length(r.body.size());
+      log_.bytes = 0;
+    } else {
+      log_.bytes = r.body.size();
+      res_.body() = std::move(r.body);
+      res_.content_length(res_.body().size());
+    }
+    state_ = State::writing;
+    stream_.expires_after(std::chrono::milliseconds(srv_.opt.write_timeout_ms));
+    bhttp::async_write(stream_, res_,
+                       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
+  }
+
+  // On a handler thread: sends a response whose body is made piece by piece (web::Response::stream).
+  // HTTP/1.1 gets the header, then one chunk per piece, each written before the next is made: this
+  // thread waits for every write (on the strand), so one piece is held at a time and a slow client
+  // slows the producer instead of filling memory (each write within write_timeout_ms). HEAD, an
+  // HTTP/1.0 client and a bodiless status get the ordinary answer.
+  void stream(web::Response r, int route_id) {
+    const bool bodiless_status = r.status < 200 || r.status == 204 || r.status == 304 || r.status > 599;
+    if (head_ || version_ == 10 || bodiless_status) {
+      if (head_ || bodiless_status) {
+        r.stream = nullptr;
+      } else if (Status whole = web::collect_stream(r); !whole) {
+        r = web::error(locale_, whole.error());
+      }
+      net::post(strand_, [self = shared_from_this(), r = std::move(r), route_id]() mutable {
+        self->log_.route_id = route_id;
+        self->send(std::move(r));
+      });
+      return;
+    }
+    web::BodyProducer produce = std::move(r.stream);
+    r.stream = nullptr;
+    beast::error_code ec = on_strand([&](auto done) {
+      if (state_ == State::closed) return done(net::error::operation_aborted, 0);
+      log_.route_id = route_id;
+      prepare_header(r);
+      res_.chunked(true);
+      log_.bytes = 0;
+      state_ = State::writing;
+      serializer_.emplace(res_);
+      stream_.expires_after(std::chrono::milliseconds(srv_.opt.write_timeout_ms));
+      bhttp::async_write_header(stream_, *serializer_, std::move(done));
+    });
+    std::string piece;
+    for (bool more = true; !ec && more;) {
+      piece.clear();
+      Result<bool> next = false;
+      try {
+        next = produce(piece);
+      } catch (const std::exception& e) {
+        next = internal_error(boost::json::string(e.what()));
+      }
+      if (!next) {
+        spdlog::error("streamed body failed: request_id={}: {} {}", request_id_, next.error().code,
+                      boost::json::serialize(next.error().details));
+        ec = net::error::operation_aborted;  // cut the connection: the body is incomplete
+        break;
+      }
+      more = *next;
+      if (piece.empty()) continue;
+      ec = on_strand([&](auto done) {
+        if (state_ == State::closed) return done(net::error::operation_aborted, 0);
+        log_.bytes += piece.size();
+        stream_.expires_after(std::chrono::milliseconds(srv_.opt.write_timeout_ms));
+        net::async_write(stream_, bhttp::make_chunk(net::buffer(piece)), std::move(done));
+      });
+    }
+    if (!ec)
+      ec = on_strand([&](auto done) {
+        if (state_ == State::closed) return done(net::error::operation_aborted, 0);
+        stream_.expires_after(std::chrono::milliseconds(srv_.opt.write_timeout_ms));
+        net::async_write(stream_, bhttp::make_chunk_last(), std::move(done));
+      });
+    net::post(strand_, [self = shared_from_this(), ec] {
+      self->serializer_.reset();
+      self->on_write(ec);
+    });
+  }
+
+  // From a handler thread: runs start(done) on the strand and waits until done(ec, bytes) is
+  // called. A handler dropped without running (the I/O stopped) counts as aborted.
+  template <class Start>
+  beast::error_code on_strand(Start start) {
+    auto finished = std::make_shared<std::promise<beast::error_code>>();
+    auto result = finished->get_future();
+    net::post(strand_, [self = shared_from_this(), &start, finished]() mutable {
+      start([finished](beast::error_code ec, std::size_t) { finished->set_value(ec); });
+    });
+    try {
+      return result.get();
+    } catch (const std::future_error&) {
+      return net::error::operation_aborted;
+    }
+  }
+
+  // The status line and headers of `r` into res_ (its body not yet set), and the access log's
+  // status and request id.
+  void prepare_header(web::Response& r) {
     if (request_id_.empty()) request_id_ = uuid_v4();
     if (r.status < 100 || r.status > 599) {
       spdlog::error("handler returned invalid status {}: request_id={}", r.status, request_id_);
@@ -512,23 +620,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     bool ka = keep_alive_ && !close_after_ && !srv_.stopping.load();
     res_.keep_alive(ka);
     keep_alive_ = ka;
-    bool bodiless_status = r.status < 200 || r.status == 204 || r.status == 304;
-    if (bodiless_status) {
-      log_.bytes = 0;
-    } else if (head_) {
-      res_.content_length(r.body.size());
-      log_.bytes = 0;
-    } else {
-      log_.bytes = r.body.size();
-      res_.body() = std::move(r.body);
-      res_.content_length(res_.body().size());
-    }
     log_.status = r.status;
     log_.request_id = request_id_;
-    state_ = State::writing;
-    stream_.expires_after(std::chrono::milliseconds(srv_.opt.write_timeout_ms));
-    bhttp::async_write(stream_, res_,
-                       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
   }
 
   void on_write(beast::error_code ec) {
@@ -584,6 +677,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   bhttp::response<bhttp::string_body> res_;
+  std::optional<bhttp::response_serializer<bhttp::string_body>> serializer_;  // a streamed response's header
   std::string remote_ip_;
   State state_ = State::idle;
   bool first_ = true;

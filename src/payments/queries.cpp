@@ -20,6 +20,10 @@ namespace {
 
 constexpr std::string_view kMerchantOwner = "merchant:";
 
+// The last four digits of the customer's number, exactly as the index pay_transactions_wallet_tail
+// (migration 22) spells it: the planners match the index by its expression's text.
+constexpr std::string_view kWalletTail = "substr(customer_wallet, length(customer_wallet) - 3)";
+
 // The digits of a phone-number search ("+237 6 90-00" -> "237690 00"), or "" when `text` is
 // not one (letters, or fewer than 3 digits).
 std::string phone_digits(std::string_view text) {
@@ -58,7 +62,19 @@ Result<TransactionPage> list_transactions(store::Conn& conn, const TransactionFi
     if (std::string digits = phone_digits(f.search); digits.size() >= kWholeNumberDigits) {
       where("customer_wallet = ?", std::move(digits));  // a whole number: by index
     } else if (!digits.empty()) {
-      where("customer_wallet LIKE ?", "%" + digits);  // the end of a number: a scan of the merchant's rows
+      // The end of a number: the last four digits by the index on them (migration 22), then the
+      // rest of the digits on those few rows. Three digits are the ten four-digit endings.
+      std::string tail = digits.size() >= 4 ? digits.substr(digits.size() - 4) : digits;
+      sql += " AND ";
+      sql += kWalletTail;
+      if (tail.size() == 4) {
+        sql += " = ?";
+        params.push_back(tail);
+      } else {
+        sql += " IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        for (char d = '0'; d <= '9'; ++d) params.emplace_back(std::in_place_type<std::string>, d + tail);
+      }
+      if (digits.size() > 4) where("customer_wallet LIKE ?", "%" + digits);
     } else {
       // Each reference by its own index (an OR of the three would scan the merchant's rows).
       sql +=

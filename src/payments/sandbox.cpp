@@ -133,17 +133,35 @@ Status SandboxOperator::submit(const PaymentOrder& order) {
       // Forget submissions older than a day (their transactions expired long ago).
       std::int64_t horizon = now() - 86'400'000 - options_.late_ms;
       std::erase_if(submitted_, [&](const auto& kv) { return kv.second < horizon; });
+      std::erase_if(forced_, [&](const auto& kv) { return !submitted_.contains(kv.first); });
     }
     submitted_[order.provider_reference] = base;
   }
   if (scenario == SandboxScenario::stuck) return {};
   std::string body = callback_body(order, st);
+  const std::string& ref = order.provider_reference;
   if (scenario == SandboxScenario::late) {
-    schedule(Job{base + options_.late_ms, 0, std::move(body)});
+    schedule(Job{base + options_.late_ms, 0, std::move(body), ref});
     return {};
   }
-  schedule(Job{base + options_.delay_ms, 0, body});
-  if (scenario == SandboxScenario::duplicate) schedule(Job{base + options_.duplicate_delay_ms, 0, std::move(body)});
+  schedule(Job{base + options_.delay_ms, 0, body, ref});
+  if (scenario == SandboxScenario::duplicate)
+    schedule(Job{base + options_.duplicate_delay_ms, 0, std::move(body), ref});
+  return {};
+}
+
+Status SandboxOperator::force(const PaymentOrder& order, OperatorStatus status) {
+  if (status.state == OperatorStatus::State::pending)
+    return bad_request("invalid_request", bj::object{{"outcome", "a forced outcome is a success or a failure"}});
+  status.operator_reference = outcome(order).operator_reference;
+  {
+    std::lock_guard lock(mu_);
+    if (!submitted_.contains(order.provider_reference))
+      return not_found(bj::object{{"transaction_reference", "the sandbox operator has no such request"}});
+    if (!forced_.emplace(order.provider_reference, status).second)
+      return conflict(bj::object{{"transaction_reference", "its outcome was already forced"}});
+  }
+  schedule(Job{now(), 0, callback_body(order, status), order.provider_reference, true});
   return {};
 }
 
@@ -157,6 +175,7 @@ Result<OperatorStatus> SandboxOperator::query_status(const PaymentOrder& order) 
     auto it = submitted_.find(order.provider_reference);
     if (it == submitted_.end()) return not_found(bj::string("the sandbox operator has no such request"));
     submitted_at = it->second;
+    if (auto f = forced_.find(order.provider_reference); f != forced_.end()) return f->second;
   }
   OperatorStatus st = outcome(order);
   SandboxScenario scenario = sandbox_scenario(order.msisdn);
@@ -249,6 +268,7 @@ void SandboxOperator::run() {
     }
     Job job = jobs_.top();
     jobs_.pop();
+    if (!job.forced && forced_.contains(job.provider_reference)) continue;  // decided otherwise
     ++in_flight_;
     lock.unlock();
     web::ClientRequest req;

@@ -89,6 +89,12 @@ class SandboxOperator final : public Connector {
   std::string callback_body(const PaymentOrder& order, const OperatorStatus& status) const;
   // Callbacks waiting to be delivered (for tests and shutdown).
   std::size_t queued() const;
+  // Decides a submitted request's outcome now instead of by its number (the dashboard's sandbox
+  // tools): `status` (succeeded, or failed with one of the reasons above) is what the operator
+  // then answers to queries and reports at once by its own signed callback; the callback the
+  // number would have sent is dropped. 404 when the operator has no such request (not submitted to
+  // it, or forgotten after a restart), 409 when it was already forced.
+  Status force(const PaymentOrder& order, OperatorStatus status);
 
   static constexpr std::string_view kSignatureHeader = "x-sandbox-signature";
 
@@ -97,6 +103,8 @@ class SandboxOperator final : public Connector {
     std::int64_t due = 0;
     int attempt = 0;
     std::string body;
+    std::string provider_reference;
+    bool forced = false;  // a forced outcome's callback (the number's own is dropped once forced)
     bool operator>(const Job& o) const { return due > o.due; }
   };
   std::int64_t now() const;
@@ -114,6 +122,7 @@ class SandboxOperator final : public Connector {
   bool stopping_ = false;
   int in_flight_ = 0;
   std::unordered_map<std::string, std::int64_t> submitted_;  // provider_reference -> submitted_at
+  std::unordered_map<std::string, OperatorStatus> forced_;   // provider_reference -> forced outcome
 };
 
 }  // namespace sika::payments

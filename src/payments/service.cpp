@@ -115,6 +115,14 @@ PaymentOrder Service::order_for(const Transaction& tx, std::optional<std::string
   return o;
 }
 
+Status Service::force_sandbox_outcome(const Transaction& tx, const OperatorStatus& status) {
+  if (tx.environment != "sandbox")
+    return forbidden(bj::object{{"transaction_reference", "outcomes are forced in the sandbox only"}});
+  if (tx.status != TxStatus::pending || tx.connector != sandbox_->name())
+    return conflict(bj::object{{"status", "only a PENDING transaction at the sandbox operator"}});
+  return sandbox_->force(order_for(tx), status);
+}
+
 // Serialization failures on PostgreSQL are retried by the store (docs/storage.md, "Retries");
 // a unit that still fails reaches the caller as it is.
 Status Service::write(const std::function<Status(store::Conn&, ledger::Learned&)>& fn) {

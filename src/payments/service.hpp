@@ -195,6 +195,11 @@ class Service {
   // The connector registered under `name`, or nullptr.
   Connector* connector(std::string_view name);
   SandboxOperator& sandbox() { return *sandbox_; }
+  // Sandbox only: the sandbox operator decides a PENDING sandbox transaction's outcome now
+  // (SandboxOperator::force) and reports it by its signed callback, which moves the transaction as
+  // any callback does. 409 naming status when it is not PENDING at the sandbox operator, 403 for a
+  // prod transaction.
+  Status force_sandbox_outcome(const Transaction& tx, const OperatorStatus& status);
 
  private:
   // A move applied in its own unit: the transaction as it now is, and whether this move did it

@@ -111,6 +111,24 @@ Response Response::text(int status, std::string body, std::string content_type) 
   return r;
 }
 
+Response Response::streamed(int status, std::string content_type, BodyProducer producer) {
+  Response r;
+  r.status = status;
+  r.headers.emplace_back("Content-Type", std::move(content_type));
+  r.stream = std::move(producer);
+  return r;
+}
+
+Status collect_stream(Response& r) {
+  if (!r.stream) return {};
+  BodyProducer producer = std::move(r.stream);
+  r.stream = nullptr;
+  for (;;) {
+    SIKA_ASSIGN_OR_RETURN(bool more, producer(r.body));
+    if (!more) return {};
+  }
+}
+
 Response Response::redirect(std::string location, int status) {
   Response r;
   r.status = status;

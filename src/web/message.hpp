@@ -72,10 +72,19 @@ struct Request {
   std::string content_type() const;
 };
 
+// Appends the next piece of a streamed body to `out`; returns whether more pieces follow.
+using BodyProducer = std::function<Result<bool>(std::string& out)>;
+
 struct Response {
   int status = 200;
   Fields headers;  // Content-Length is added by the server
   std::string body;
+  // A body made piece by piece instead of `body` (a large download in constant memory). The server
+  // sends it chunked, calling the producer on the handler thread, one piece at a time and only once
+  // the previous piece is written, so the client's pace bounds what is held. Once the first piece
+  // is out the status is sent: a producer's error then cuts the connection, so the client sees an
+  // incomplete body rather than a short one that looks whole.
+  BodyProducer stream;
 
   void set(std::string name, std::string value);
   std::string_view get(std::string_view name) const;  // case-insensitive
@@ -87,7 +96,13 @@ struct Response {
   // What a handler returns when it answers later through answer_later().
   static Response later();
   bool deferred = false;  // true for later(): the server sends nothing now
+  // `status` with `content_type` and the body made by `producer`.
+  static Response streamed(int status, std::string content_type, BodyProducer producer);
 };
+
+// Runs a streamed response's producer to its end and puts the whole body in `body` (for an
+// HTTP/1.0 client, which has no chunked framing, and for tests); nothing to do without one.
+Status collect_stream(Response& r);
 
 // Sends a response later, from any thread, exactly once.
 using Reply = std::function<void(Response)>;

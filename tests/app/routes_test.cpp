@@ -220,6 +220,21 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"dashboard GET /operator/ledger", "operator_session"},
       {"dashboard GET /operator/catalog", "operator_session"},
       {"dashboard GET /operator/health", "operator_session"},
+      // dashboard: payouts, subscriptions, hosted checkout, sandbox tools.
+      {"dashboard GET /checkout", "dashboard_session"},
+      {"dashboard GET /checkout/{reference}", "dashboard_session"},
+      {"dashboard POST /checkout/secret", "dashboard_session"},
+      {"dashboard GET /payouts", "dashboard_session"},
+      {"dashboard GET /subscriptions", "dashboard_session"},
+      {"dashboard GET /subscriptions/{reference}", "dashboard_session"},
+      {"dashboard POST /subscriptions/{reference}/suspend", "dashboard_session"},
+      {"dashboard POST /subscriptions/{reference}/reactivate", "dashboard_session"},
+      {"dashboard POST /subscriptions/{reference}/cancel", "dashboard_session"},
+      {"dashboard POST /subscriptions/{reference}/test-clock", "dashboard_session"},
+      {"dashboard POST /transactions/{reference}/force", "dashboard_session"},
+      {"dashboard POST /operator/catalog", "operator_session"},
+      {"dashboard POST /operator/catalog/{kind}/{code}/enable", "operator_session"},
+      {"dashboard POST /operator/catalog/{kind}/{code}/disable", "operator_session"},
   };
   std::map<std::string, std::string> actual;
   for (const auto& route : router_.routes()) {

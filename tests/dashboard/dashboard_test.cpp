@@ -3,8 +3,11 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <set>
 
+#include "catalog/service.hpp"
 #include "core/crypto.hpp"
 #include "core/time.hpp"
 #include "dashboard/service.hpp"
@@ -14,6 +17,7 @@
 #include "identity/store.hpp"
 #include "merchant/merchant.hpp"
 #include "payments/queries.hpp"
+#include "store/outbox.hpp"
 #include "support/test_db.hpp"
 
 namespace sika::dashboard {
@@ -504,6 +508,34 @@ TEST_P(DashboardPagesTest, ApiKeysAreShownOnceAndRevokedByTheirMerchantOnly) {
   EXPECT_TRUE(keys[0].revoked_at.has_value());
 }
 
+// Stores a transaction of a merchant directly (the pages only read them), in the caller's unit.
+Status insert_transaction(store::Conn& c, std::int64_t merchant_id, const std::string& reference,
+                          std::string_view operation, std::string_view status, std::int64_t amount, std::int64_t at) {
+  SIKA_TRY(
+      c.exec("INSERT INTO pay_transactions (reference, merchant_id, environment, operation, "
+             "transaction_uuid, request_hash, invoice_reference, provider_reference, status, channel, "
+             "service_code, country, connector, customer_wallet, amount, currency, fee, required_total, "
+             "confirmation_method, confirmation_url, settlement_mode, split_reference, split_status, "
+             "description, metadata, needs_otp, expires_at, created_at, updated_at) VALUES (?, ?, "
+             "'sandbox', ?, ?, 'h', '', ?, ?, 'PROVIDER', 'MTN_MOMO_CMR', 'CMR', 'sandbox', "
+             "'237690000000', ?, 'XAF', 0, ?, 'PUSH', '', 'DIRECT', '', '', '', '{}', 0, ?, ?, ?)",
+             {reference, merchant_id, std::string(operation), "u-" + reference, "P-" + reference, std::string(status),
+              amount, amount, at + 86400000, at, at}));
+  return {};
+}
+
+// `count` completed transactions in one unit, references prefix + number, created one second
+// apart from `at`.
+void insert_transactions(store::Db& db, std::int64_t merchant_id, const std::string& prefix, int count,
+                         std::string_view operation, std::int64_t at) {
+  ASSERT_TRUE(db.write([&](store::Conn& c) -> Status {
+                  for (int i = 0; i < count; ++i)
+                    SIKA_TRY(insert_transaction(c, merchant_id, prefix + std::to_string(i), operation, "COMPLETED",
+                                                1000, at + i * 1000));
+                  return {};
+                }).ok());
+}
+
 TEST_P(DashboardPagesTest, HomeShowsBalancesAndTheChartOfTheLastDays) {
   // Collections on two days (one completed, one failed) and one outside the 14 days.
   const std::int64_t day = 86400000;
@@ -512,17 +544,8 @@ TEST_P(DashboardPagesTest, HomeShowsBalancesAndTheChartOfTheLastDays) {
   auto tx = [&](std::int64_t at, const char* status, std::int64_t amount) {
     ++n;
     ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-                     SIKA_TRY(c.exec(
-                         "INSERT INTO pay_transactions (reference, merchant_id, environment, operation, "
-                         "transaction_uuid, request_hash, invoice_reference, provider_reference, status, channel, "
-                         "service_code, country, connector, customer_wallet, amount, currency, fee, required_total, "
-                         "confirmation_method, confirmation_url, settlement_mode, split_reference, split_status, "
-                         "description, metadata, needs_otp, expires_at, created_at, updated_at) VALUES (?, ?, "
-                         "'sandbox', 'COLLECTION', ?, 'h', '', ?, ?, 'PROVIDER', 'MTN_MOMO_CMR', 'CMR', 'sandbox', "
-                         "'237690000000', ?, 'XAF', 0, ?, 'PUSH', '', 'DIRECT', '', '', '', '{}', 0, ?, ?, ?)",
-                         {"TX-H" + std::to_string(n), merchant_a_, "u" + std::to_string(n), "P-H" + std::to_string(n),
-                          std::string(status), amount, amount, at + day, at, at}));
-                     return {};
+                     return insert_transaction(c, merchant_a_, "TX-H" + std::to_string(n), "COLLECTION", status, amount,
+                                               at);
                    })
                     .ok());
   };
@@ -549,6 +572,143 @@ TEST_P(DashboardPagesTest, HomeShowsBalancesAndTheChartOfTheLastDays) {
   ASSERT_EQ(home.status, 200) << home.body;
   EXPECT_NE(home.body.find("<svg"), std::string::npos);
   EXPECT_NE(home.body.find("50 %"), std::string::npos);  // today's success rate
+}
+
+TEST_P(DashboardPagesTest, TheCsvExportIsStreamedPageByPageWithEveryRowOnce) {
+  const std::int64_t at = clock_.load() - 3'600'000;
+  insert_transactions(*db_, merchant_a_, "TX-A", 1203, "COLLECTION", at);
+  insert_transactions(*db_, merchant_b_, "TX-B", 2, "COLLECTION", at);
+  auto res = call(&Service::transactions_csv, signed_in(owner_a_), "GET");
+  ASSERT_EQ(res.status, 200) << res.body;
+  ASSERT_TRUE(res.stream) << "the export is streamed, not built in memory";
+  EXPECT_TRUE(res.body.empty());
+  EXPECT_EQ(res.get("content-type"), "text/csv; charset=utf-8");
+  // One piece per keyset page of 500 rows (the header rides with the first).
+  std::string csv;
+  int pieces = 0;
+  for (bool more = true; more; ++pieces) {
+    std::string piece;
+    auto next = res.stream(piece);
+    ASSERT_TRUE(next.ok());
+    more = *next;
+    EXPECT_LE(std::count(piece.begin(), piece.end(), '\n'), 501) << "a piece holds one page";
+    csv += piece;
+    ASSERT_LT(pieces, 10);
+  }
+  EXPECT_EQ(pieces, 3);
+  std::set<std::string> refs;
+  std::size_t lines = 0;
+  for (std::size_t at_line = 0; at_line < csv.size();) {
+    std::size_t end = csv.find("\r\n", at_line);
+    ASSERT_NE(end, std::string::npos);
+    std::string line = csv.substr(at_line, end - at_line);
+    if (lines++ == 0) {
+      EXPECT_TRUE(line.starts_with("transaction_reference,created_at,")) << line;
+    } else {
+      EXPECT_TRUE(refs.insert(line.substr(0, line.find(','))).second) << "listed twice: " << line;
+      EXPECT_FALSE(line.starts_with("TX-B")) << "another merchant's row: " << line;
+    }
+    at_line = end + 2;
+  }
+  EXPECT_EQ(refs.size(), 1203u);
+  // The same answer, collected whole (as an HTTP/1.0 client gets it).
+  auto again = call(&Service::transactions_csv, signed_in(owner_a_), "GET");
+  ASSERT_TRUE(web::collect_stream(again).ok());
+  EXPECT_FALSE(again.stream);
+  EXPECT_EQ(again.body, csv);
+}
+
+TEST_P(DashboardPagesTest, PayoutsListTheMerchantsDisbursementsOnly) {
+  const std::int64_t at = clock_.load() - 3'600'000;
+  insert_transactions(*db_, merchant_a_, "TX-PAYOUT-A", 2, "DISBURSEMENT", at);
+  insert_transactions(*db_, merchant_a_, "TX-IN-A", 1, "COLLECTION", at);
+  insert_transactions(*db_, merchant_b_, "TX-PAYOUT-B", 1, "DISBURSEMENT", at);
+  auto res = call(&Service::payouts, signed_in(viewer_a_), "GET");
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_NE(res.body.find("TX-PAYOUT-A0"), std::string::npos);
+  EXPECT_NE(res.body.find("TX-PAYOUT-A1"), std::string::npos);
+  EXPECT_EQ(res.body.find("TX-IN-A0"), std::string::npos) << "a collection is not a payout";
+  EXPECT_EQ(res.body.find("TX-PAYOUT-B"), std::string::npos) << "another merchant's payout";
+  EXPECT_EQ(call(&Service::payouts, signed_in(operator_), "GET").status, 404) << "merchant pages are for members";
+}
+
+TEST_P(DashboardPagesTest, ViewersForceNoOutcomeAndMoveNoSubscription) {
+  const std::string viewer = signed_in(viewer_a_);
+  EXPECT_EQ(call(&Service::force_outcome, viewer, "POST", "outcome=SUCCESSFUL", {{"reference", "TX-1"}}).status, 403);
+  EXPECT_EQ(call(&Service::subscription_change, viewer, "POST", "days=3", {{"reference", "SUB-1"}}).status, 403);
+  std::vector<AuditEntry> entries;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(entries, list_audit(c, merchant_a_, std::nullopt, 10));
+                   return {};
+                 })
+                  .ok());
+  EXPECT_TRUE(entries.empty());
+}
+
+TEST_P(DashboardPagesTest, HealthShowsTheOutboxLag) {
+  const std::string op = signed_in(operator_);
+  auto quiet = call(&Service::health, op, "GET");
+  ASSERT_EQ(quiet.status, 200) << quiet.body;
+  EXPECT_NE(quiet.body.find("id=\"outbox-lag\">0 "), std::string::npos) << quiet.body;
+  EXPECT_NE(quiet.body.find("id=\"webhook-failure-rate\">Aucun essai"), std::string::npos);
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   for (const char* subject : {"TX-1", "TX-2"})
+                     SIKA_TRY(store::append_event(c, merchant_a_, "payment.completed", subject, bj::object{},
+                                                  clock_.load() - 90'000));
+                   return {};
+                 })
+                  .ok());
+  auto lagging = call(&Service::health, op, "GET");
+  ASSERT_EQ(lagging.status, 200);
+  EXPECT_NE(lagging.body.find("id=\"outbox-lag\">2 événement(s) en attente, le plus ancien depuis 90 s"),
+            std::string::npos)
+      << lagging.body;
+}
+
+TEST_P(DashboardPagesTest, OperatorsEditTheCatalogThroughItsServiceAndEachChangeIsAudited) {
+  catalog::Service catalog(*db_, catalog::Options{});
+  Components parts;
+  parts.catalog = &catalog;
+  Options o;
+  o.dashboard_url = "https://dash.example.test/dashboard";
+  o.pepper = std::string(64, 'p');
+  o.clock = [this] { return clock_.load(); };
+  service_ = std::make_unique<Service>(*db_, parts, o);
+  const std::string op = signed_in(operator_);
+  const std::string country =
+      R"({"code":"CMR","alpha2":"CM","name_fr":"Cameroun","name_en":"Cameroon","dialling_code":"+237",)"
+      R"("currency":"XAF","msisdn_length":9,"msisdn_pattern":"6\\d{8}"})";
+  auto created =
+      call(&Service::catalog_put, op, "POST", "kind=country&mode=create&record=" + web::percent_encode(country));
+  ASSERT_EQ(created.status, 303) << created.body;
+  ASSERT_EQ(catalog.snapshot()->countries().size(), 1u);
+  EXPECT_TRUE(catalog.snapshot()->countries()[0].active);
+  // The catalog's own rules: creating it again is 409, a bad record names its field.
+  EXPECT_EQ(
+      call(&Service::catalog_put, op, "POST", "kind=country&mode=create&record=" + web::percent_encode(country)).status,
+      409);
+  auto bad = call(&Service::catalog_put, op, "POST", "kind=country&mode=create&record=%7B%7D");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(call(&Service::catalog_put, op, "POST", "kind=planet&mode=create&record=%7B%7D").status, 400);
+  EXPECT_EQ(call(&Service::catalog_put, op, "POST", "kind=country&mode=create&record=nope").status, 400);
+  auto off = call(&Service::catalog_active, op, "POST", "", {{"kind", "country"}, {"code", "CMR"}});
+  ASSERT_EQ(off.status, 303) << off.body;  // the path (…/x) does not end in /enable: disable
+  EXPECT_FALSE(catalog.snapshot()->countries()[0].active);
+  std::vector<AuditEntry> entries;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(entries, list_audit(c, std::nullopt, std::nullopt, 10));
+                   return {};
+                 })
+                  .ok());
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].action, "catalog.disable");
+  EXPECT_EQ(entries[0].object, "country:CMR");
+  EXPECT_EQ(entries[1].action, "catalog.create");
+  EXPECT_EQ(entries[1].object, "country:CMR");
+  // The page shows it with the button to turn it back on.
+  auto page = call(&Service::catalog_page, op, "GET");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("/operator/catalog/country/CMR/enable"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DashboardTest, ::testing::Values("sqlite", "postgres"));

@@ -1,8 +1,9 @@
 // Headless Chromium through the dashboard, on each backend: the operator signs in with TOTP,
-// creates a merchant and its OAuth application and sees the secret once; a merchant owner signs
+// creates a merchant and its OAuth application and sees the secret once, edits the catalog; a merchant owner signs
 // in, sees a sandbox payment appear, opens its timeline, replays its webhook delivery, creates a
 // payment link and downloads its QR code, exports CSV; a viewer's change is refused; merchant A
-// cannot open B's objects; a change without the CSRF token is refused. Screenshots go to
+// cannot open B's objects; a change without the CSRF token is refused; payouts and subscriptions
+// (suspend, reactivate, the sandbox test clock) with the same refusals. Screenshots go to
 // $SIKA_SCREENSHOTS when set; the tests check the pages they capture.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -103,9 +104,33 @@ for (const backend of backends()) {
       const again = await page.content();
       assert.ok(again.includes(clientId));
       assert.ok(!again.includes(clientSecret), 'the secret is shown once');
-      // The audit log records both changes.
+      // The catalog: a new country by its record, then turned off; both audited.
+      await page.goto(dashboard() + '/operator/catalog');
+      await page.selectOption('#kind', 'country');
+      await page.selectOption('#mode', 'create');
+      await page.fill('#record', JSON.stringify({ code: 'XKX', alpha2: 'XK', name_fr: 'Kosovo', name_en: 'Kosovo',
+        dialling_code: '+383', currency: 'EUR', msisdn_length: 8 }));
+      await Promise.all([page.waitForURL(/\/operator\/catalog$/), page.click('#catalog-put')]);
+      assert.match(await page.textContent('#countries'), /XKX/);
+      await Promise.all([page.waitForURL(/\/operator\/catalog$/),
+        page.click('form[action$="/operator/catalog/country/XKX/disable"] button')]);
+      assert.ok(await page.$('form[action$="/operator/catalog/country/XKX/enable"]'), 'XKX is off');
+      // A record the catalog refuses: the page names the field.
+      await page.selectOption('#mode', 'create');
+      await page.fill('#record', JSON.stringify({ code: 'XKY', alpha2: 'XK', name_fr: 'X', name_en: 'X',
+        dialling_code: '+383', currency: 'EUR', msisdn_length: 8 }));
+      await page.click('#catalog-put');
+      assert.match(await page.textContent('body'), /alpha2: already used by XKX/);
+      if (shots) await page.screenshot({ path: `${shots}/dashboard-catalog-refused.png`, fullPage: true });
+      // The operator's health page: outbox lag and webhook failure rate.
+      await page.goto(dashboard() + '/operator/health');
+      assert.match(await page.textContent('#outbox-lag'), /event/);
+      assert.ok(await page.$('#webhook-failure-rate'));
+      // The audit log records the changes.
       await page.goto(dashboard() + '/audit');
       const audit = await page.textContent('table');
+      assert.match(audit, /catalog\.create/);
+      assert.match(audit, /catalog\.disable/);
       assert.match(audit, /merchant\.create/);
       assert.match(audit, /oauth_client\.create/);
       assert.match(audit, /totp\.enrol/);
@@ -246,6 +271,106 @@ for (const backend of backends()) {
       const res = await context.request.get(`${dashboard()}/transactions/${a.data.transaction_reference}`);
       assert.equal(res.status(), 404);
       await context.close();
+    });
+
+    test('payouts, subscriptions and sandbox tools: the owner suspends, reactivates, advances the test clock, forces an outcome; B and the viewer cannot', async () => {
+      const context = await browser.newContext({ locale: 'en-GB' });
+      const page = await signIn(context, server.demo.dashboard.merchant);
+      await page.goto(dashboard() + '/payouts');
+      assert.match(await page.textContent('h1'), /Payouts/);
+      assert.match(await page.textContent('main'), /XAF/, 'the balances per currency');
+      if (shots) await page.screenshot({ path: `${shots}/dashboard-payouts.png`, fullPage: true });
+
+      await page.goto(dashboard() + '/subscriptions?status=ACTIVE');
+      const rows = await page.$$('#subscriptions tbody tr');
+      assert.ok(rows.length >= 1, 'the demo merchant has an active subscription');
+      if (shots) await page.screenshot({ path: `${shots}/dashboard-subscriptions.png`, fullPage: true });
+      await Promise.all([page.waitForURL(/\/subscriptions\/SUB-/), page.click('#subscriptions tbody tr a')]);
+      const subUrl = page.url();
+      const reference = subUrl.split('/').pop();
+      await Promise.all([page.waitForURL(subUrl), page.click('#suspend')]);
+      assert.match(await page.textContent('main'), /SUSPENDED/);
+      await Promise.all([page.waitForURL(subUrl), page.click('#reactivate')]);
+      assert.match(await page.textContent('main section'), /ACTIVE/);
+      // The sandbox test clock, as the API's: a bad value names the field; a good one moves the clock.
+      const csrf = await csrfOf(page);
+      const bad = await context.request.post(`${subUrl}/test-clock`, { form: { csrf, days: '0' }, maxRedirects: 0 });
+      assert.equal(bad.status(), 400);
+      assert.match(await bad.text(), /days/);
+      await page.fill('#days', '3');
+      await Promise.all([page.waitForURL(subUrl), page.click('#advance')]);
+      if (shots) await page.screenshot({ path: `${shots}/dashboard-subscription.png`, fullPage: true });
+      // Sandbox tool: a payment whose number the sandbox operator leaves PENDING, answered by force.
+      const link = server.demo.payment_links.find((l) => l.kind === 'fixed');
+      const stuck = await (await fetch(`${server.baseUrl}/pay/${link.short_code}/pay`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ customer_phone: '237690000005', transaction_uuid: randomUUID(), provider: 'MTN_MOMO_CMR' }),
+      })).json();
+      const txUrl = `${dashboard()}/transactions/${stuck.data.transaction_reference}`;
+      await page.goto(txUrl);
+      assert.match(await page.textContent('main section'), /PENDING/);
+      await page.selectOption('#outcome', 'SUCCESSFUL');
+      await Promise.all([page.waitForURL(txUrl), page.click('#force')]);
+      let status = '';
+      for (let i = 0; i < 50 && !/COMPLETED/.test(status); i++) {
+        await page.goto(txUrl);
+        status = await page.textContent('main section');
+        if (!/COMPLETED/.test(status)) await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.match(status, /COMPLETED/, 'the forced answer completed the collection');
+      assert.equal(await page.$('#force'), null, 'nothing left to force');
+      if (shots) await page.screenshot({ path: `${shots}/dashboard-forced-outcome.png`, fullPage: true });
+      // Hosted checkout: a session opened by the merchant's site, listed with its page; the secret on request.
+      const matricule = server.demo.dashboard.merchant.merchant;
+      const demoMerchant = server.demo.merchants.find((m) => m.matricule === matricule);
+      const opened = await (await fetch(server.checkoutUrl, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ apiKey: demoMerchant.api_key, amount: 5000, currency: 'XAF', orderId: `ORDER-${randomUUID()}`,
+          description: 'Two baskets', shopName: 'Épicerie', successUrl: 'https://shop.example/ok', failureUrl: 'https://shop.example/ko' }),
+      })).json();
+      const session = opened.data;
+      assert.ok(session && session.reference, JSON.stringify(opened));
+      await page.goto(dashboard() + '/checkout');
+      assert.match(await page.textContent('#checkout-sessions'), new RegExp(session.orderId || session.order_id));
+      await Promise.all([page.waitForURL(/\/checkout\/chk_/), page.click('#checkout-sessions tbody tr a')]);
+      const sessionUrl = page.url();
+      assert.match(await page.textContent('#checkout-session'), /Two baskets/);
+      await page.goto(dashboard() + '/checkout');
+      await Promise.all([page.waitForURL(/\/checkout\/secret$/), page.click('#show-secret')]);
+      assert.equal((await page.textContent('#checkout-secret')).trim(), demoMerchant.checkout_secret);
+      if (shots) await page.screenshot({ path: `${shots}/dashboard-checkout-secret.png`, fullPage: true });
+
+      await page.goto(dashboard() + '/audit');
+      const audit = await page.textContent('table');
+      assert.match(audit, /checkout\.secret_show/);
+      assert.match(audit, /transaction\.force_outcome/);
+      assert.match(audit, /subscription\.suspend/);
+      assert.match(audit, /subscription\.reactivate/);
+      assert.match(audit, /subscription\.test_clock/);
+      await context.close();
+
+      // Merchant B: A's subscription is not found, and B cannot move it.
+      const other = await browser.newContext({ locale: 'en-GB' });
+      const bPage = await signIn(other, server.demo.dashboard.other_merchant);
+      assert.equal((await other.request.get(`${dashboard()}/subscriptions/${reference}`)).status(), 404);
+      assert.equal((await other.request.get(sessionUrl)).status(), 404);
+      const bCsrf = await csrfOf(bPage);
+      const bMove = await other.request.post(`${dashboard()}/subscriptions/${reference}/suspend`, { form: { csrf: bCsrf }, maxRedirects: 0 });
+      assert.equal(bMove.status(), 404);
+      await other.close();
+
+      // The viewer reads the subscription but cannot suspend it.
+      const viewer = await browser.newContext({ locale: 'en-GB' });
+      const vPage = await signIn(viewer, server.demo.dashboard.viewer);
+      await vPage.goto(`${dashboard()}/subscriptions/${reference}`);
+      assert.equal(await vPage.$('#suspend'), null, 'no actions for a viewer');
+      const vMove = await viewer.request.post(`${dashboard()}/subscriptions/${reference}/suspend`, {
+        form: { csrf: await csrfOf(vPage) }, maxRedirects: 0 });
+      assert.equal(vMove.status(), 403);
+      const vSecret = await viewer.request.post(`${dashboard()}/checkout/secret`, {
+        form: { csrf: await csrfOf(vPage) }, maxRedirects: 0 });
+      assert.equal(vSecret.status(), 403);
+      await viewer.close();
     });
 
     test('a viewer reads but changes nothing', async () => {

@@ -787,6 +787,88 @@ TEST_F(ServerTest, Http10ClientIsClosedUnlessKeepAlive) {
   EXPECT_TRUE(c.wait_closed(3000));
 }
 
+// A body of `pieces` pieces "piece0", "piece1", ..., then, when `fail_after` is set, an error.
+web::Response streamed(int pieces, std::optional<int> fail_after = std::nullopt) {
+  return web::Response::streamed(200, "text/csv",
+                                 [n = 0, pieces, fail_after](std::string& out) mutable -> Result<bool> {
+                                   if (fail_after && n == *fail_after) return unavailable("database gone");
+                                   out += "piece" + std::to_string(n++);
+                                   return n < pieces;
+                                 });
+}
+
+// The body of a chunked message starting at `at` in `raw` (the chunks' data joined), or nullopt
+// when the last chunk never came; `at` is left after it.
+std::optional<std::string> dechunk(const std::string& raw, std::size_t& at) {
+  std::string body;
+  for (;;) {
+    std::size_t eol = raw.find("\r\n", at);
+    if (eol == std::string::npos) return std::nullopt;
+    std::size_t size = std::stoul(raw.substr(at, eol - at), nullptr, 16);
+    at = eol + 2;
+    if (size == 0) {
+      if (raw.compare(at, 2, "\r\n") != 0) return std::nullopt;
+      at += 2;
+      return body;
+    }
+    if (raw.size() < at + size + 2) return std::nullopt;
+    body += raw.substr(at, size);
+    at += size + 2;
+  }
+}
+
+TEST_F(ServerTest, StreamedBodyIsSentChunkedAndTheConnectionServesTheNextRequest) {
+  start({}, [](web::Request& req) { return req.path == "/s" ? streamed(3) : web::Response::text(200, "after"); });
+  RawClient c(port());
+  ASSERT_TRUE(c.send(request("GET", "/s") + request("GET", "/t", "Connection: close\r\n")));
+  std::string raw = c.read_until_close(5000);
+  std::size_t head_end = raw.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << raw;
+  std::string head = raw.substr(0, head_end);
+  EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+  EXPECT_NE(head.find("Transfer-Encoding: chunked"), std::string::npos) << head;
+  EXPECT_EQ(head.find("Content-Length"), std::string::npos) << head;
+  EXPECT_NE(head.find("Content-Type: text/csv"), std::string::npos) << head;
+  std::size_t at = head_end + 4;
+  EXPECT_EQ(dechunk(raw, at), std::optional<std::string>("piece0piece1piece2"));
+  EXPECT_EQ(raw.compare(at, 12, "HTTP/1.1 200"), 0) << raw.substr(at);
+  EXPECT_TRUE(raw.ends_with("after")) << raw;
+}
+
+TEST_F(ServerTest, StreamedBodyErrorCutsTheConnectionBeforeTheLastChunk) {
+  start({}, [](web::Request&) { return streamed(5, /*fail_after=*/2); });
+  RawClient c(port());
+  ASSERT_TRUE(c.send(request("GET", "/s")));
+  std::string raw = c.read_until_close(5000);
+  std::size_t head_end = raw.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << raw;
+  EXPECT_EQ(raw.rfind("HTTP/1.1 200", 0), 0u) << raw;
+  std::size_t at = head_end + 4;
+  EXPECT_FALSE(dechunk(raw, at).has_value()) << "an incomplete body must not look whole: " << raw;
+  EXPECT_NE(raw.find("piece1"), std::string::npos) << raw;
+  EXPECT_EQ(raw.find("piece2"), std::string::npos) << raw;
+}
+
+TEST_F(ServerTest, StreamedBodyToHttp10AndHeadIsAnOrdinaryAnswer) {
+  start({}, [](web::Request&) { return streamed(3); });
+  {
+    RawClient c(port());
+    ASSERT_TRUE(c.send("GET /s HTTP/1.0\r\n\r\n"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->header("content-length"), "18");
+    EXPECT_EQ(r->header("transfer-encoding"), "");
+    EXPECT_EQ(r->body, "piece0piece1piece2");
+  }
+  RawClient c(port());
+  ASSERT_TRUE(c.send(request("HEAD", "/s") + request("GET", "/s", "Connection: close\r\n")));
+  auto head = c.read_response(/*head=*/true);
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  std::string raw = c.read_until_close(5000);
+  EXPECT_EQ(raw.rfind("HTTP/1.1 200", 0), 0u) << "no body after the HEAD answer: " << raw;
+}
+
 TEST_F(ServerTest, StartFailsCleanlyWhenPortIsTaken) {
   start({}, echo);
   ServerOptions opt;

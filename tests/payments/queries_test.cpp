@@ -109,6 +109,41 @@ TEST_P(QueriesTest, ListsFilterByEveryFieldNewestFirst) {
   EXPECT_TRUE(references(f).empty()) << "a wildcard is a reference, not a pattern";
 }
 
+TEST_P(QueriesTest, SearchByTheEndOfTheNumberMatchesEveryDigitGiven) {
+  // Same last four digits, different fifth; same last three, different fourth.
+  Transaction a = create(m1_, 1000, "237690012345");
+  Transaction b = create(m1_, 1000, "237690022345");
+  Transaction c = create(m1_, 1000, "237690001345");
+  Transaction other = create(m3_, 1000, "237690012345");
+  TransactionFilter f;
+  f.merchant_id = m1_.id;
+  auto found = [&](std::string s) {
+    f.search = std::move(s);
+    return references(f);
+  };
+  EXPECT_EQ(found("2345"), (std::vector<std::string>{b.reference, a.reference}));
+  EXPECT_EQ(found("12345"), std::vector<std::string>{a.reference});
+  EXPECT_EQ(found("6 90 01 23 45"), std::vector<std::string>{a.reference});
+  EXPECT_EQ(found("345"), (std::vector<std::string>{c.reference, b.reference, a.reference}));
+  EXPECT_EQ(found("1345"), std::vector<std::string>{c.reference});
+  EXPECT_TRUE(found("9345").empty());
+  EXPECT_TRUE(found("912345").empty());
+  f.merchant_id.reset();
+  EXPECT_EQ(found("12345"), (std::vector<std::string>{other.reference, a.reference}));
+  // Pages of a search by the end of the number follow one another.
+  f.merchant_id = m1_.id;
+  f.limit = 2;
+  f.search = "345";
+  auto first = list(f);
+  ASSERT_EQ(first.items.size(), 2u);
+  ASSERT_TRUE(first.next.has_value());
+  f.before = first.next;
+  auto second = list(f);
+  ASSERT_EQ(second.items.size(), 1u);
+  EXPECT_EQ(second.items[0].reference, a.reference);
+  EXPECT_FALSE(second.next.has_value());
+}
+
 TEST_P(QueriesTest, KeysetPagesCoverEverythingOnceWhileNewRowsArrive) {
   std::set<std::string> all;
   for (int i = 0; i < 23; ++i) all.insert(create(m1_, 1000 + i, "2376900001" + std::to_string(10 + i)).reference);

@@ -392,6 +392,58 @@ TEST_P(PaymentsTest, FailureNumbersFailWithTheirReasonAndMoveNoMoney) {
   expect_ledger_clean();
 }
 
+TEST_P(PaymentsTest, AForcedSandboxOutcomeMovesAPendingCollectionOnceByTheOperatorsCallback) {
+  service_->start();
+  auto p = principal(m1_);
+  // Stuck numbers (...0005): left alone, they would stay PENDING until they expire.
+  auto pending = [&] {
+    auto rec = create_ok(p, intent_body("237690000005"));
+    std::string ref(rec.at("transaction_reference").as_string());
+    EXPECT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref}}).first, 200);
+    auto tx = service_->find(p, ref, kCollection);
+    EXPECT_TRUE(tx.ok());
+    EXPECT_EQ(tx->status, TxStatus::pending);
+    return *tx;
+  };
+  Transaction paid = pending();
+  OperatorStatus ok;
+  ok.state = OperatorStatus::State::succeeded;
+  ASSERT_TRUE(service_->force_sandbox_outcome(paid, ok).ok());
+  EXPECT_EQ(wait_status(p, paid.reference, "PENDING"), "COMPLETED");
+  // The operator answers queries with the forced outcome too.
+  PaymentOrder order;
+  order.provider_reference = paid.provider_reference;
+  order.msisdn = paid.customer_wallet;
+  auto queried = service_->sandbox().query_status(order);
+  ASSERT_TRUE(queried.ok());
+  EXPECT_EQ(queried->state, OperatorStatus::State::succeeded);
+  // Once: an ended transaction, or a second forcing, is refused.
+  auto ended = service_->find(p, paid.reference, kCollection);
+  ASSERT_TRUE(ended.ok());
+  auto again = service_->force_sandbox_outcome(*ended, ok);
+  ASSERT_FALSE(again.ok());
+  EXPECT_TRUE(again.error().is(ErrorKind::conflict));
+  auto twice = service_->sandbox().force(order, ok);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_TRUE(twice.error().is(ErrorKind::conflict));
+
+  Transaction refused = pending();
+  OperatorStatus no;
+  no.state = OperatorStatus::State::failed;
+  no.reason = "REJECTED_BY_CUSTOMER";
+  ASSERT_TRUE(service_->force_sandbox_outcome(refused, no).ok());
+  EXPECT_EQ(wait_status(p, refused.reference, "PENDING"), "FAILED");
+  EXPECT_EQ(status_of(p, refused.reference).at("failure_reason"), "REJECTED_BY_CUSTOMER");
+  // A request the operator never received is 404.
+  PaymentOrder unknown;
+  unknown.provider_reference = "PR-NEVER-SENT";
+  auto missing = service_->sandbox().force(unknown, ok);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(missing.error().is(ErrorKind::not_found));
+  EXPECT_EQ(balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")), paid.amount);
+  expect_ledger_clean();
+}
+
 TEST_P(PaymentsTest, StuckPendingExpiresAndALateCallbackIsRecordedWithoutMovingMoney) {
   auto p = principal(m1_);
   auto rec = create_ok(p, intent_body("237690000005"));
