@@ -24,6 +24,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0016Dashboard,
       migrations::k0017JobsDeadIndex,
       migrations::k0018CatalogOtpHelper,
+      migrations::k0021BillingMandates,
   };
   return kAll;
 }

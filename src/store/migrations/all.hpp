@@ -21,4 +21,5 @@ extern const Migration k0015Billing;
 extern const Migration k0016Dashboard;
 extern const Migration k0017JobsDeadIndex;
 extern const Migration k0018CatalogOtpHelper;
+extern const Migration k0021BillingMandates;
 }  // namespace sika::store::migrations
