@@ -12,6 +12,7 @@
 #include "core/random.hpp"
 #include "core/time.hpp"
 #include "payments/intent.hpp"
+#include "payments/sandbox.hpp"
 #include "web/envelope.hpp"
 #include "web/html.hpp"
 
@@ -108,7 +109,15 @@ Result<Mandate> Service::mandate_by_token(std::string_view token) {
 Status Service::send_mandate_code(std::string_view token, i18n::Locale locale) {
   SIKA_ASSIGN_OR_RETURN(Mandate m, mandate_by_token(token));
   if (m.status != kMandatePending) return conflict(bj::object{{"status", "the mandate is " + m.status}});
+  std::optional<Subscription> s;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(s, tables::by_id(c, m.subscription_id));
+    return {};
+  }));
+  if (!s) return mandate_not_found();
   otp::IssueRequest r;
+  // The sandbox's magic and demo numbers get the fixed code, as for every other code.
+  r.sandbox_code = s->environment == "sandbox" && payments::sandbox_fixed_code(m.wallet);
   r.purpose = std::string(kMandatePurpose);
   r.subject = m.reference;
   r.destination = m.wallet;
@@ -136,12 +145,19 @@ Result<Mandate> Service::approve_mandate(std::string_view token, std::string_vie
 
 Result<Mandate> Service::revoke_mandate(std::string_view token) {
   SIKA_ASSIGN_OR_RETURN(Mandate m, mandate_by_token(token));
+  return revoke_mandate_of(m.subscription_id, "customer");
+}
+
+Result<Mandate> Service::revoke_mandate_of(std::int64_t subscription_id, std::string_view by) {
+  std::optional<Mandate> after;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(bool revoked, tables::revoke_mandate(c, m.subscription_id, "customer", now()));
-    if (!revoked) return conflict(bj::object{{"status", "the mandate is revoked already"}});
+    SIKA_ASSIGN_OR_RETURN(bool revoked, tables::revoke_mandate(c, subscription_id, by, now()));
+    if (!revoked) return conflict(bj::object{{"mandate", "there is no mandate to revoke"}});
+    SIKA_ASSIGN_OR_RETURN(after, tables::mandate_of(c, subscription_id));
     return {};
   }));
-  return mandate_by_token(token);
+  if (!after) return internal_error(bj::string("mandate vanished inside its unit"));
+  return std::move(*after);
 }
 
 web::Response Service::mandate(web::Request& req) {

@@ -120,6 +120,9 @@ class Service {
   Status send_mandate_code(std::string_view token, i18n::Locale locale);
   Result<Mandate> approve_mandate(std::string_view token, std::string_view code);
   Result<Mandate> revoke_mandate(std::string_view token);
+  // Revokes the subscription's mandate (PENDING or ACTIVE) on behalf of `by` (operators: the
+  // admin CLI); 409 naming mandate when there is none left to revoke.
+  Result<Mandate> revoke_mandate_of(std::int64_t subscription_id, std::string_view by);
   Result<std::optional<Mandate>> mandate_of(const Subscription& s);
 
   // --- the billing engine ---
