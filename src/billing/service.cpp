@@ -331,11 +331,16 @@ Status Service::charge(std::int64_t subscription_id, std::int64_t cycle, std::in
   std::optional<Payment> billed;  // the cycle's payment when an earlier run created it
   std::optional<Payment> fresh;   // the cycle's payment to create now
   std::optional<Mandate> mandate;
+  std::optional<Move> ending;  // the period's end: cancel (at period end) or expire instead
   std::int64_t next_due = 0;
-  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+  // A read unit decides: reads run beside the writers (SQLite WAL, PostgreSQL MVCC), and every
+  // write that follows is conditional on what was read (the status, next_cycle, the cycle's
+  // UNIQUE row), so a decision made on a stale read changes nothing.
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     billed.reset();
     fresh.reset();
     mandate.reset();
+    ending.reset();
     SIKA_ASSIGN_OR_RETURN(s, tables::by_id(c, subscription_id));
     if (!s || s->epoch != epoch || s->status != kActive || !s->payer_wallet || s->next_cycle < cycle) return {};
     if (s->next_cycle > cycle) {
@@ -346,11 +351,11 @@ Status Service::charge(std::int64_t subscription_id, std::int64_t cycle, std::in
     SIKA_ASSIGN_OR_RETURN(std::int64_t due, due_at(s->anchor_at, s->time_zone, s->frequency, cycle));
     if (due > s->clock(at)) return retryable(bj::object{{"cycle", "not due yet on the subscription's clock"}});
     if (s->cancel_at_period_end) {
-      SIKA_TRY(move(c, *s, Move::cancel, s->status_reason, at));
+      ending = Move::cancel;
       return {};
     }
     if (s->ends_before(cycle, due)) {
-      SIKA_TRY(move(c, *s, Move::expire, std::string("the subscription reached its end"), at));
+      ending = Move::expire;
       return {};
     }
     SIKA_ASSIGN_OR_RETURN(next_due, due_at(s->anchor_at, s->time_zone, s->frequency, cycle + 1));
@@ -368,6 +373,18 @@ Status Service::charge(std::int64_t subscription_id, std::int64_t cycle, std::in
     return {};
   }));
   if (!s) return {};
+  if (ending) {
+    // Conditional on the status read: of two runs ending it, one moves it, the other nothing.
+    return db_.write([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(auto current, tables::by_id(c, subscription_id));
+      if (!current || current->status != kActive || current->next_cycle != cycle || current->epoch != epoch) return {};
+      SIKA_TRY(move(c, *current, *ending,
+                    *ending == Move::cancel ? current->status_reason
+                                            : std::optional<std::string>("the subscription reached its end"),
+                    at));
+      return {};
+    });
+  }
   if (billed) return billed->status == kPayPending || billed->status == kPayProcessing ? push(*s, *billed) : Status{};
   if (!fresh) return {};
   // Under an active mandate the cycle is a debit of the customer's wallet; a mandate that cannot
