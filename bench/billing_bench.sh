@@ -70,7 +70,7 @@ INSERT INTO bil_subscriptions (reference, uuid, merchant_id, environment, user_t
   payer_provider, payer_wallet, subscribed_at, last_payment_at, created_at, updated_at)
 SELECT 'SUB-BENCH' || i, 'bench-' || i, (SELECT id FROM merchants WHERE matricule = 'MCH-CM-0001'), 'sandbox', 1, 'h',
   'bench' || i || '@example.com', 1000, 'XAF', 'MONTHLY', 'Africa/Douala', 'Bench plan', '{}', 'ACTIVE', $anchor, 1,
-  $anchor + 31 * 86400000, 'MTN_MOMO_CMR', '237690000000', $anchor, $anchor, $anchor, $anchor FROM n;
+  $((anchor + 31 * 86400000)), 'MTN_MOMO_CMR', '237690000000', $anchor, $anchor, $anchor, $anchor FROM n;
 INSERT INTO bil_counts (merchant_id, environment, status, shard, n)
 SELECT merchant_id, environment, status, 0, COUNT(*) FROM bil_subscriptions WHERE reference LIKE 'SUB-BENCH%'
 GROUP BY merchant_id, environment, status

@@ -16,6 +16,19 @@ namespace bj = boost::json;
 
 namespace {
 
+// The demo subscription of `merchant_id` carrying `mark` as its metadata (seeded by an earlier start).
+Result<std::optional<std::string>> marked(Context& ctx, std::int64_t merchant_id, const std::string& mark) {
+  std::optional<std::string> reference;
+  SIKA_TRY(ctx.db->read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT reference FROM bil_subscriptions WHERE merchant_id = ? "
+                                                "AND metadata = ? ORDER BY id LIMIT 1",
+                                                {merchant_id, mark}));
+    if (row) reference = row->str(0);
+    return {};
+  }));
+  return reference;
+}
+
 // The demo wallet every sandbox code reaches (demo_wallets.cpp funds it).
 constexpr std::string_view kDemoWallet = "237690000100";
 
@@ -26,14 +39,7 @@ Result<std::optional<bj::object>> seed_mandate_demo(Context& ctx, const web::Pri
                                                     const std::string& currency) {
   if (p.environment != "sandbox") return std::optional<bj::object>{};
   const std::string mark = R"({"demo":"MANDATE"})";
-  std::optional<std::string> reference;
-  SIKA_TRY(ctx.db->read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT reference FROM bil_subscriptions WHERE merchant_id = ? "
-                                                "AND metadata = ? ORDER BY id LIMIT 1",
-                                                {p.merchant_id, mark}));
-    if (row) reference = row->str(0);
-    return {};
-  }));
+  SIKA_ASSIGN_OR_RETURN(auto reference, marked(ctx, p.merchant_id, mark));
   billing::Subscription s;
   std::string payment_url;
   if (reference) {
@@ -102,14 +108,7 @@ Status seed_billing_demo(Context& ctx, bj::object& demo) {
   bj::array out;
   for (const auto& w : wanted) {
     const std::string mark = std::string(R"({"demo":")") + w.status + R"("})";
-    std::optional<std::string> reference;
-    SIKA_TRY(ctx.db->read([&](store::Conn& c) -> Status {
-      SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT reference FROM bil_subscriptions WHERE merchant_id = ? "
-                                                  "AND metadata = ? ORDER BY id LIMIT 1",
-                                                  {m->id, mark}));
-      if (row) reference = row->str(0);
-      return {};
-    }));
+    SIKA_ASSIGN_OR_RETURN(auto reference, marked(ctx, m->id, mark));
     billing::Subscription s;
     std::string payment_url;
     if (reference) {
