@@ -8,6 +8,11 @@
 # count of collections, which must be exactly N. The operator's answers are delayed past the run
 # (payments.sandbox_delay_ms) so the figure is the engine's, not the callbacks'.
 #
+# NODES=3 (with SIKA_TEST_PG_DSN set, e.g. under scripts/with-postgres.sh): the same run on
+# PostgreSQL with NODES `sika serve` processes on one fresh database, all billing at once; the
+# counts of cycle-1 payments and collections must each be exactly N (no cycle charged twice by two
+# nodes, none skipped).
+#
 # READS=1: instead, N subscriptions (default 1,000,000) stored for one merchant, and wrk on the
 # list (GET /merchand/billing/subscriptions, a page of 25 with its total) and the detail of one
 # subscription, DURATION seconds each.
@@ -15,6 +20,7 @@
 #   bench/billing_bench.sh
 #   N=20000 WORKERS=32 bench/billing_bench.sh
 #   READS=1 bench/billing_bench.sh
+#   NODES=3 scripts/with-postgres.sh bench/billing_bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,10 +28,23 @@ READS=${READS:-0}
 if [[ "$READS" == 1 ]]; then N=${N:-1000000}; else N=${N:-100000}; fi
 WORKERS=${WORKERS:-32}
 LIMIT_S=${LIMIT_S:-600}
+NODES=${NODES:-1}
 source bench/lib.sh
 command -v sqlite3 >/dev/null || { echo "sqlite3 is not installed"; exit 1; }
 
 db="$TMP/sika.db"
+dsn="sqlite://$db"
+backend=SQLite
+# sql STATEMENTS: runs SQL on the bench's database (stdin when no argument).
+sql() { sqlite3 -separator ' ' -cmd ".timeout 10000" "$db" "$@"; }
+if [[ "$NODES" -gt 1 ]]; then
+  [[ -n "${SIKA_TEST_PG_DSN:-}" ]] || { echo "NODES>1 needs PostgreSQL: run under scripts/with-postgres.sh"; exit 1; }
+  DROP_DB="sika_billing_bench_$$"
+  psql "$SIKA_TEST_PG_DSN" -q -c "CREATE DATABASE $DROP_DB"
+  dsn=$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(p._replace(path="/"+sys.argv[2]).geturl())' "$SIKA_TEST_PG_DSN" "$DROP_DB")
+  backend="PostgreSQL, $NODES nodes"
+  sql() { if [[ $# -gt 0 ]]; then psql "$dsn" -qAt -F ' ' -c "$1"; else psql "$dsn" -q -v ON_ERROR_STOP=1 >/dev/null; fi; }
+fi
 args=(--set log.access=false --set "jobs.workers=$WORKERS" --set jobs.poll_interval_ms=50
   --set payments.sandbox_delay_ms=900000 --set payments.pending_ttl_ms=3600000 --set payments.intent_ttl_ms=3600000)
 port=""
@@ -34,7 +53,7 @@ start() {
   port=$(free_port)
   demo="$TMP/demo-$1.json"
   SIKA_SECRET_KEY=bench-secret-key-0123456789abcdef0123 \
-    "$SIKA" serve --listen "127.0.0.1:$port" --db "sqlite://$db" --public-url "http://127.0.0.1:$port" \
+    "$SIKA" serve --listen "127.0.0.1:$port" --db "$dsn" --public-url "http://127.0.0.1:$port" \
     --demo "$demo" "${args[@]}" >"$TMP/serve-$1.log" 2>&1 &
   PIDS+=($!)
   wait_ready "$port" "$demo"
@@ -44,15 +63,14 @@ start seed
 kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
 now=$(($(date +%s) * 1000))
 anchor=$((now - 40 * 86400000))  # monthly, started 40 days ago: cycle 1 is due
-sqlite3 "$db" <<SQL
-.timeout 10000
+sql <<SQL
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $N)
 INSERT INTO bil_subscriptions (reference, uuid, merchant_id, environment, user_tier, request_hash, customer_email,
   amount, currency, frequency, time_zone, description, metadata, status, anchor_at, next_cycle, next_payment_at,
   payer_provider, payer_wallet, subscribed_at, last_payment_at, created_at, updated_at)
 SELECT 'SUB-BENCH' || i, 'bench-' || i, (SELECT id FROM merchants WHERE matricule = 'MCH-CM-0001'), 'sandbox', 1, 'h',
   'bench' || i || '@example.com', 1000, 'XAF', 'MONTHLY', 'Africa/Douala', 'Bench plan', '{}', 'ACTIVE', $anchor, 1,
-  $anchor + 31 * 86400000, 'MTN_MOMO_CMR', '237690000000', $anchor, $anchor, $anchor, $anchor FROM n;
+  $((anchor + 31 * 86400000)), 'MTN_MOMO_CMR', '237690000000', $anchor, $anchor, $anchor, $anchor FROM n;
 INSERT INTO bil_counts (merchant_id, environment, status, shard, n)
 SELECT merchant_id, environment, status, 0, COUNT(*) FROM bil_subscriptions WHERE reference LIKE 'SUB-BENCH%'
 GROUP BY merchant_id, environment, status
@@ -63,7 +81,7 @@ SELECT 'billing.charge', reference || ':1:e0', '{"subscription_id":' || id || ',
 SQL
 
 if [[ "$READS" == 1 ]]; then
-  sqlite3 "$db" "UPDATE jobs SET state = 'done' WHERE queue = 'billing.charge'"  # stored, not billed
+  sql "UPDATE jobs SET state = 'done' WHERE queue = 'billing.charge'"  # stored, not billed
   start reads
   token=$(merchant_token "$TMP/demo-reads.json" payments)
   base="http://127.0.0.1:$port/api/merchand/billing/subscriptions"
@@ -76,17 +94,17 @@ if [[ "$READS" == 1 ]]; then
 fi
 
 t0=$(date +%s.%N)
-start run
+for node in $(seq 1 "$NODES"); do start "run$node"; done
 done_count=0
 while :; do
-  done_count=$(sqlite3 "$db" ".timeout 5000" "SELECT COUNT(*) FROM pay_transactions WHERE status <> 'INITIATED' AND metadata LIKE '%SUB-BENCH%'")
+  done_count=$(sql "SELECT COUNT(*) FROM pay_transactions WHERE status <> 'INITIATED' AND metadata LIKE '%SUB-BENCH%'")
   elapsed=$(python3 -c "import time; print(f'{time.time() - $t0:.1f}')")
   [[ "$done_count" -ge "$N" ]] && break
   if python3 -c "import sys; sys.exit(0 if $elapsed > $LIMIT_S else 1)"; then echo "stopped after ${LIMIT_S}s"; break; fi
   sleep 1
 done
-read -r payments collections <<<"$(sqlite3 -separator ' ' "$db" ".timeout 5000" \
+read -r payments collections <<<"$(sql \
   "SELECT (SELECT COUNT(*) FROM bil_payments WHERE cycle = 1), (SELECT COUNT(*) FROM pay_transactions WHERE metadata LIKE '%SUB-BENCH%')")"
-echo "billing: $N subscriptions due at once, SQLite, jobs.workers=$WORKERS, $(nproc) cores"
+echo "billing: $N subscriptions due at once, $backend, jobs.workers=$WORKERS per node, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "  pushed $done_count of $N in ${elapsed}s (from the process start; $(python3 -c "print(round($done_count / max($elapsed, 0.1)))") cycles/s)"
 echo "  cycle-1 payments $payments, collections $collections (must both be $N)"

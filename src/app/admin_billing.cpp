@@ -44,7 +44,8 @@ billing::Subscription by_reference(Context& ctx, const std::string& reference) {
 }  // namespace
 
 void add_billing_admin(CLI::App& admin, AdminEnv& env) {
-  auto* group = admin.add_subcommand("billing", "Subscriptions: list, show, suspend, reactivate, cancel");
+  auto* group =
+      admin.add_subcommand("billing", "Subscriptions: list, show, suspend, reactivate, cancel, revoke-mandate");
   group->require_subcommand(1);
   {
     auto* cmd = add_command(*group, env, "list", "List a merchant's subscriptions, newest first");
@@ -91,7 +92,22 @@ void add_billing_admin(CLI::App& admin, AdminEnv& env) {
       for (const auto& p : page.first)
         human += "\n  " + p.reference + " " + p.status + " due " + iso8601(p.due_at) + " attempts " +
                  std::to_string(p.attempts) + (p.failure_reason ? " " + *p.failure_reason : std::string());
-      print_result(env, billing::detail_json(s, page.first, true), human);
+      auto mandate = check(ctx.billing->mandate_of(s));
+      if (mandate)
+        human += "\n  mandate " + mandate->reference + " " + mandate->status + " wallet " + mandate->wallet + " cap " +
+                 std::to_string(mandate->cap) + " debits " + std::to_string(mandate->debits);
+      print_result(env, billing::detail_json(s, page.first, true, mandate ? &*mandate : nullptr), human);
+    });
+  }
+  {
+    auto* cmd = add_command(*group, env, "revoke-mandate", "Revoke a subscription's wallet mandate (no more debits)");
+    auto reference = std::make_shared<std::string>();
+    cmd->add_option("reference", *reference, "the subscription's reference (SUB-...)")->required();
+    cmd->callback([&env, reference] {
+      Context& ctx = env.context();
+      auto s = by_reference(ctx, *reference);
+      auto m = check(ctx.billing->revoke_mandate_of(s.id, "operator"));
+      print_result(env, billing::mandate_json(m), m.reference + " " + m.status);
     });
   }
   auto mover = [&env](CLI::App& parent, const std::string& name, const std::string& description, billing::Move move) {

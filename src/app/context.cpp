@@ -278,6 +278,11 @@ Status build_services(Context& ctx) {
                         boost::json::string("billing.retry_days: increasing day counts from 1 to 60, e.g. 1,3,5,7"));
     o.retries = *retries;
     o.settle_interval_ms = std::max<std::int64_t>(10, c.get_int("billing.settle_interval_ms"));
+    o.otp = ctx.otp.get();
+    o.checkout_url = c.surface_url(web::Surface::checkout);
+    o.catalog = [context = &ctx]() -> std::shared_ptr<const catalog::Catalog> {
+      return context->catalog ? context->catalog->snapshot() : nullptr;
+    };
     ctx.billing =
         std::make_unique<billing::Service>(*ctx.db, *ctx.payments, *ctx.links, ctx.notifier.get(), std::move(o));
     ctx.billing->register_jobs(*ctx.jobs);

@@ -1,7 +1,7 @@
 // Demo world of subscriptions: for the first demo merchant, one subscription in each status
 // (ACTIVE waiting for its consent payment, SUSPENDED, CANCELLED, EXPIRED), moved there by the
-// same operations the API uses. Each is found again by its `demo` metadata mark, so restarts
-// never add subscriptions.
+// same operations the API uses, and one ACTIVE whose customer approved a wallet mandate. Each is found again by its
+// `demo` metadata mark, so restarts never add subscriptions.
 #include <boost/json.hpp>
 
 #include "app/demo.hpp"
@@ -13,6 +13,67 @@
 namespace sika::app {
 
 namespace bj = boost::json;
+
+namespace {
+
+// The demo subscription of `merchant_id` carrying `mark` as its metadata (seeded by an earlier start).
+Result<std::optional<std::string>> marked(Context& ctx, std::int64_t merchant_id, const std::string& mark) {
+  std::optional<std::string> reference;
+  SIKA_TRY(ctx.db->read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT reference FROM bil_subscriptions WHERE merchant_id = ? "
+                                                "AND metadata = ? ORDER BY id LIMIT 1",
+                                                {merchant_id, mark}));
+    if (row) reference = row->str(0);
+    return {};
+  }));
+  return reference;
+}
+
+// The demo wallet every sandbox code reaches (demo_wallets.cpp funds it).
+constexpr std::string_view kDemoWallet = "237690000100";
+
+// A sandbox subscription whose customer approved a wallet mandate on the demo wallet (with the
+// sandbox's fixed code, as the page would): its cycles are debited from that wallet once its
+// consent payment is made (`payment_url`). Found again by its mark on restarts.
+Result<std::optional<bj::object>> seed_mandate_demo(Context& ctx, const web::Principal& p,
+                                                    const std::string& currency) {
+  if (p.environment != "sandbox") return std::optional<bj::object>{};
+  const std::string mark = R"({"demo":"MANDATE"})";
+  SIKA_ASSIGN_OR_RETURN(auto reference, marked(ctx, p.merchant_id, mark));
+  billing::Subscription s;
+  std::string payment_url;
+  if (reference) {
+    SIKA_ASSIGN_OR_RETURN(s, ctx.billing->find(p, *reference));
+  } else {
+    billing::NewSubscription n;
+    n.customer_email = "client.mandate@example.com";
+    n.customer_phone = std::string(kDemoWallet);
+    n.amount = 2'500;
+    n.currency = currency;
+    n.frequency = billing::Frequency::monthly;
+    n.description = "Demo plan (wallet mandate)";
+    n.metadata = mark;
+    n.request_hash = mark;
+    SIKA_ASSIGN_OR_RETURN(auto created, ctx.billing->create(p, n));
+    s = created.subscription;
+    payment_url = created.payment_url;
+    billing::MandateRequest r;
+    r.wallet = std::string(kDemoWallet);
+    SIKA_ASSIGN_OR_RETURN(auto made, ctx.billing->request_mandate(p, s.reference, r));
+    const std::string token = made.second.substr(made.second.rfind('/') + 1);
+    SIKA_TRY(ctx.billing->send_mandate_code(token, i18n::Locale::fr));
+    SIKA_TRY(ctx.billing->approve_mandate(token, ctx.config.get_string("payments.sandbox_otp")));
+  }
+  SIKA_ASSIGN_OR_RETURN(auto mandate, ctx.billing->mandate_of(s));
+  bj::object entry{{"merchant", p.merchant}, {"reference", s.reference},
+                   {"status", s.status},     {"amount", s.amount},
+                   {"currency", s.currency}, {"frequency", billing::to_string(s.frequency)}};
+  if (mandate) entry["mandate"] = billing::mandate_json(*mandate);
+  if (!payment_url.empty()) entry["payment_url"] = payment_url;
+  return std::optional<bj::object>(std::move(entry));
+}
+
+}  // namespace
 
 Status seed_billing_demo(Context& ctx, bj::object& demo) {
   if (!ctx.billing || !ctx.catalog) return {};
@@ -47,14 +108,7 @@ Status seed_billing_demo(Context& ctx, bj::object& demo) {
   bj::array out;
   for (const auto& w : wanted) {
     const std::string mark = std::string(R"({"demo":")") + w.status + R"("})";
-    std::optional<std::string> reference;
-    SIKA_TRY(ctx.db->read([&](store::Conn& c) -> Status {
-      SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT reference FROM bil_subscriptions WHERE merchant_id = ? "
-                                                  "AND metadata = ? ORDER BY id LIMIT 1",
-                                                  {m->id, mark}));
-      if (row) reference = row->str(0);
-      return {};
-    }));
+    SIKA_ASSIGN_OR_RETURN(auto reference, marked(ctx, m->id, mark));
     billing::Subscription s;
     std::string payment_url;
     if (reference) {
@@ -93,6 +147,8 @@ Status seed_billing_demo(Context& ctx, bj::object& demo) {
     if (!payment_url.empty()) entry["payment_url"] = payment_url;
     out.push_back(std::move(entry));
   }
+  SIKA_ASSIGN_OR_RETURN(auto mandated, seed_mandate_demo(ctx, p, country->currency));
+  if (mandated) out.push_back(std::move(*mandated));
   demo["subscriptions"] = std::move(out);
   return {};
 }

@@ -283,6 +283,12 @@ void build_routes(web::Router& r, Context& ctx) {
            web::bearer("payments"), "List a subscription's payments, newest cycle first (page, limit)"});
     r.add({Surface::gateway, "POST", base + "/subscriptions/test-clock/{reference}", bil(&Bil::advance_clock),
            web::bearer("payments"), "Sandbox: move a subscription's clock forward and bill what falls due"});
+    r.add({Surface::gateway, "POST", base + "/subscriptions/mandate/{reference}", bil(&Bil::mandate),
+           web::bearer("payments"), "Ask the customer for a wallet mandate (cycles debited from the Sika wallet)"});
+    r.add({Surface::checkout, "GET", "/mandate/{token}", bil(&Bil::mandate_page), web::open_access(),
+           "The customer's wallet mandate page (fr/en): approve with a code, or revoke"});
+    r.add({Surface::checkout, "POST", "/mandate/{token}", bil(&Bil::mandate_page_submit), web::open_access(),
+           "Wallet mandate page forms: send the code, approve, revoke"});
   }
 
   // ---- hosted checkout ----------------------------------------------------------------------

@@ -116,7 +116,23 @@ bj::object payment_json(const Payment& p) {
   return o;
 }
 
-bj::object detail_json(const Subscription& s, const std::vector<Payment>& latest, bool merchant_view) {
+bj::object mandate_json(const Mandate& m) {
+  return bj::object{{"reference", m.reference},
+                    {"status", m.status},
+                    {"wallet", m.wallet},
+                    {"cap", m.cap},
+                    {"currency", m.currency},
+                    {"frequency", to_string(m.frequency)},
+                    {"debits", m.debits},
+                    {"last_debit_at", when(m.last_debit_at)},
+                    {"approved_at", when(m.approved_at)},
+                    {"revoked_at", when(m.revoked_at)},
+                    {"revoked_by", text(m.revoked_by)},
+                    {"created_at", iso8601(m.created_at)}};
+}
+
+bj::object detail_json(const Subscription& s, const std::vector<Payment>& latest, bool merchant_view,
+                       const Mandate* mandate) {
   bj::object o = summary_json(s);
   o["uuid"] = s.uuid;
   o["merchant_id"] = s.merchant;
@@ -135,6 +151,8 @@ bj::object detail_json(const Subscription& s, const std::vector<Payment>& latest
     o["status_reason"] = text(s.status_reason);
     o["cancel_at_period_end"] = s.cancel_at_period_end;
     if (s.environment == "sandbox") o["clock"] = iso8601(s.clock(now_ms()));
+    // The wallet mandate later cycles are debited under, when one was asked for.
+    o["mandate"] = mandate ? bj::value(mandate_json(*mandate)) : bj::value(nullptr);
   }
   bj::array payments;
   for (const auto& p : latest) {

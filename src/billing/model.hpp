@@ -111,13 +111,39 @@ struct Payment {
   std::int64_t updated_at = 0;
 };
 
+// A wallet mandate: the customer's approval that each cycle be debited from a Sika wallet,
+// up to `cap` per cycle, without a prompt. PENDING until approved with the code sent to the
+// wallet's phone, then ACTIVE; REVOKED is final.
+inline constexpr std::string_view kMandatePending = "PENDING";
+inline constexpr std::string_view kMandateActive = "ACTIVE";
+inline constexpr std::string_view kMandateRevoked = "REVOKED";
+
+struct Mandate {
+  std::int64_t id = 0;
+  std::string reference;  // MDT-...
+  std::int64_t subscription_id = 0;
+  std::string wallet;  // the wallet's phone number, international digits
+  std::int64_t cap = 0;
+  std::string currency;
+  Frequency frequency = Frequency::monthly;
+  std::string status;
+  std::int64_t debits = 0;
+  std::optional<std::int64_t> last_debit_at, approved_at, revoked_at;
+  std::optional<std::string> revoked_by;
+  std::int64_t created_at = 0;
+  std::int64_t updated_at = 0;
+};
+// The mandate as the merchant reads it (the detail's `mandate`).
+boost::json::object mandate_json(const Mandate& m);
+
 // The summary (list, cancel, suspend, reactivate).
 boost::json::object summary_json(const Subscription& s);
 // A subscription payment.
 boost::json::object payment_json(const Payment& p);
 // The detail: the summary plus the spec's fields. `merchant_view` false (for=desc) leaves out
 // what only the merchant reads (metadata, status_reason, failure reasons).
-boost::json::object detail_json(const Subscription& s, const std::vector<Payment>& latest, bool merchant_view);
+boost::json::object detail_json(const Subscription& s, const std::vector<Payment>& latest, bool merchant_view,
+                                const Mandate* mandate = nullptr);
 // The payload of a subscription event: the summary, and the payment it is about when there is one.
 boost::json::object event_payload(const Subscription& s, const Payment* payment);
 

@@ -5,6 +5,7 @@
 
 #include <boost/json.hpp>
 
+#include "catalog/model.hpp"
 #include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
@@ -201,7 +202,11 @@ Result<bool> Service::move(store::Conn& c, const Subscription& s, Move m, const 
   if (!to) return false;
   SIKA_ASSIGN_OR_RETURN(bool moved, tables::move_status(c, s.id, s.status, m, *to, reason, at));
   if (!moved) return false;
-  if (*to == kCancelled || *to == kExpired) SIKA_TRY(tables::cancel_open_payments(c, s.id, at));
+  if (*to == kCancelled || *to == kExpired) {
+    SIKA_TRY(tables::cancel_open_payments(c, s.id, at));
+    // Nothing is debited from the wallet after the subscription ends.
+    SIKA_TRY(tables::revoke_mandate(c, s.id, "merchant", at));
+  }
   SIKA_ASSIGN_OR_RETURN(auto after, tables::by_id(c, s.id));
   if (!after) return internal_error(bj::string("subscription vanished inside its unit"));
   SIKA_TRY(store::append_event(c, s.merchant_id, event_type(m), s.reference, event_payload(*after, nullptr), at));
@@ -325,10 +330,17 @@ Status Service::charge(std::int64_t subscription_id, std::int64_t cycle, std::in
   std::optional<Subscription> s;
   std::optional<Payment> billed;  // the cycle's payment when an earlier run created it
   std::optional<Payment> fresh;   // the cycle's payment to create now
+  std::optional<Mandate> mandate;
+  std::optional<Move> ending;  // the period's end: cancel (at period end) or expire instead
   std::int64_t next_due = 0;
-  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+  // A read unit decides: reads run beside the writers (SQLite WAL, PostgreSQL MVCC), and every
+  // write that follows is conditional on what was read (the status, next_cycle, the cycle's
+  // UNIQUE row), so a decision made on a stale read changes nothing.
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     billed.reset();
     fresh.reset();
+    mandate.reset();
+    ending.reset();
     SIKA_ASSIGN_OR_RETURN(s, tables::by_id(c, subscription_id));
     if (!s || s->epoch != epoch || s->status != kActive || !s->payer_wallet || s->next_cycle < cycle) return {};
     if (s->next_cycle > cycle) {
@@ -339,11 +351,11 @@ Status Service::charge(std::int64_t subscription_id, std::int64_t cycle, std::in
     SIKA_ASSIGN_OR_RETURN(std::int64_t due, due_at(s->anchor_at, s->time_zone, s->frequency, cycle));
     if (due > s->clock(at)) return retryable(bj::object{{"cycle", "not due yet on the subscription's clock"}});
     if (s->cancel_at_period_end) {
-      SIKA_TRY(move(c, *s, Move::cancel, s->status_reason, at));
+      ending = Move::cancel;
       return {};
     }
     if (s->ends_before(cycle, due)) {
-      SIKA_TRY(move(c, *s, Move::expire, std::string("the subscription reached its end"), at));
+      ending = Move::expire;
       return {};
     }
     SIKA_ASSIGN_OR_RETURN(next_due, due_at(s->anchor_at, s->time_zone, s->frequency, cycle + 1));
@@ -357,11 +369,31 @@ Status Service::charge(std::int64_t subscription_id, std::int64_t cycle, std::in
     p.due_at = due;
     p.created_at = p.updated_at = at;
     fresh = std::move(p);
+    SIKA_ASSIGN_OR_RETURN(mandate, tables::mandate_of(c, s->id));
     return {};
   }));
   if (!s) return {};
+  if (ending) {
+    // Conditional on the status read: of two runs ending it, one moves it, the other nothing.
+    return db_.write([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(auto current, tables::by_id(c, subscription_id));
+      if (!current || current->status != kActive || current->next_cycle != cycle || current->epoch != epoch) return {};
+      SIKA_TRY(move(c, *current, *ending,
+                    *ending == Move::cancel ? current->status_reason
+                                            : std::optional<std::string>("the subscription reached its end"),
+                    at));
+      return {};
+    });
+  }
   if (billed) return billed->status == kPayPending || billed->status == kPayProcessing ? push(*s, *billed) : Status{};
   if (!fresh) return {};
+  // Under an active mandate the cycle is a debit of the customer's wallet; a mandate that cannot
+  // be used (revoked meanwhile, cap below the debit) leaves the cycle to the phone.
+  if (mandate && mandate->status == kMandateActive) {
+    SIKA_ASSIGN_OR_RETURN(bool debited, debit(*s, *mandate, *fresh, true, next_due));
+    if (debited) return {};
+  }
+  if (payer_needs_code(*s)) return send_cycle_link(*s, *fresh, next_due);
   // The cycle's payment row (UNIQUE per cycle), the subscription's advance to the next cycle,
   // that cycle's job and the collection with its record on the payment commit in one unit.
   auto open = [&](store::Conn& c, const std::optional<std::string>& intent_reference) -> Status {
@@ -371,11 +403,9 @@ Status Service::charge(std::int64_t subscription_id, std::int64_t cycle, std::in
       p.payment_intent_reference = intent_reference;
       p.attempts = 1;
     }
-    SIKA_ASSIGN_OR_RETURN(auto id, tables::insert_payment(c, p));
-    SIKA_ASSIGN_OR_RETURN(bool advanced, tables::advance_cycle(c, s->id, cycle, next_due, at));
-    if (!id || !advanced) return conflict(bj::object{{"cycle", "billed by another run"}});
-    fresh->id = *id;
-    return enqueue_charge(c, *s, cycle + 1, epoch, at);
+    SIKA_TRY(open_cycle(c, *s, p, next_due, at));
+    fresh->id = p.id;
+    return {};
   };
   SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(*s));
   auto tx = payments_.collect_from_present_payer(
@@ -394,6 +424,153 @@ Status Service::charge(std::int64_t subscription_id, std::int64_t cycle, std::in
   SIKA_TRY(db_.write([&](store::Conn& c) { return open(c, std::nullopt); }));
   wake_jobs();
   return refuse(*s, *fresh, reason);
+}
+
+Status Service::open_cycle(store::Conn& c, const Subscription& s, Payment& p, std::int64_t next_due, std::int64_t at) {
+  SIKA_ASSIGN_OR_RETURN(auto id, tables::insert_payment(c, p));
+  SIKA_ASSIGN_OR_RETURN(bool advanced, tables::advance_cycle(c, s.id, p.cycle, next_due, at));
+  if (!id || !advanced) return conflict(bj::object{{"cycle", "billed by another run"}});
+  p.id = *id;
+  return enqueue_charge(c, s, p.cycle + 1, s.epoch, at);
+}
+
+Result<bool> Service::debit(const Subscription& s, const Mandate& m, Payment p, bool opening, std::int64_t next_due) {
+  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(s));
+  SIKA_ASSIGN_OR_RETURN(payments::IntentRequest intent, mandate_intent(s, m, p, p.attempts + 1));
+  // Idempotent on the attempt's transaction_uuid: a second run gets the same collection.
+  SIKA_ASSIGN_OR_RETURN(payments::Transaction tx, payments_.create_collection(intent, merchant));
+  const std::int64_t at = now();
+  if (tx.status == payments::TxStatus::initiated) {
+    bool refused = false;
+    auto done = payments_.execute_preauthorized(
+        tx,
+        [&](store::Conn& c) -> Status {
+          refused = false;
+          SIKA_ASSIGN_OR_RETURN(bool taken, tables::take_mandate(c, m.id, tx.required_total, at));
+          if (!taken) {
+            refused = true;
+            return conflict(bj::object{{"mandate", "is revoked, or its cap is below the debit"}});
+          }
+          Payment paid = p;
+          if (opening) {
+            paid.status = std::string(kPayPaid);
+            paid.paid_at = at;
+            paid.attempts = 1;
+            paid.wallet_transaction_id = tx.reference;
+            SIKA_TRY(open_cycle(c, s, paid, next_due, at));
+          } else {
+            SIKA_ASSIGN_OR_RETURN(bool marked,
+                                  tables::mark_paid_from_wallet(c, p.id, p.attempts, tx.reference, at, at));
+            if (!marked) return conflict(bj::object{{"payment", "paid by another run"}});
+          }
+          SIKA_TRY(tables::set_paid(c, s.id, at, std::nullopt, std::nullopt));
+          SIKA_ASSIGN_OR_RETURN(auto after, tables::by_id(c, s.id));
+          SIKA_ASSIGN_OR_RETURN(auto row, tables::payment_of(c, s.id, p.cycle));
+          if (!after || !row) return internal_error(bj::string("subscription payment vanished inside its unit"));
+          SIKA_TRY(store::append_event(c, s.merchant_id, kEventPaymentSucceeded, s.reference,
+                                       event_payload(*after, &*row), at));
+          return {};
+        },
+        "subscription");
+    if (!done) {
+      if (refused) {
+        (void)payments_.cancel_collection(tx, "subscription", "MANDATE_REFUSED");
+        return false;
+      }
+      if (done.error().is(ErrorKind::conflict)) return true;  // another run debited this attempt
+      return done.take_error();
+    }
+    tx = std::move(done).value();
+  }
+  if (tx.status == payments::TxStatus::completed) {
+    if (opening) wake_jobs();  // the next cycle may be due already (catch-up after downtime)
+    return true;
+  }
+  if (tx.status != payments::TxStatus::failed) return true;  // cancelled by a run the mandate refused
+  // A short balance: the attempt's transaction is recorded on the payment, which fails into dunning.
+  p.wallet_transaction_id = tx.reference;
+  auto recorded = db_.write([&](store::Conn& c) -> Status {
+    if (opening) return open_cycle(c, s, p, next_due, at);
+    return tables::set_wallet_transaction(c, p.id, tx.reference, at);
+  });
+  if (!recorded) {
+    if (recorded.error().is(ErrorKind::conflict)) return true;  // another run opened the cycle
+    return recorded.take_error();
+  }
+  if (opening) wake_jobs();
+  SIKA_TRY(refuse(s, p, tx.failure_reason.value_or("INSUFFICIENT_FUNDS")));
+  return true;
+}
+
+Result<payments::IntentRequest> Service::mandate_intent(const Subscription& s, const Mandate& m, const Payment& p,
+                                                        std::int64_t attempt) const {
+  auto cat = options_.catalog ? options_.catalog() : nullptr;
+  if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
+  // The Sika wallet service of the payer's country (XOF is the currency of several countries).
+  std::int64_t country = 0;
+  if (s.payer_provider)
+    if (const catalog::PaymentService* paid_with = cat->service(*s.payer_provider)) country = paid_with->country_id;
+  const catalog::PaymentService* wallet = nullptr;
+  for (const auto& service : cat->services())
+    if (service.kind == catalog::ServiceKind::wallet && service.currency == m.currency && cat->usable(service) &&
+        (country == 0 || service.country_id == country)) {
+      wallet = &service;
+      break;
+    }
+  if (!wallet) return unavailable(bj::object{{"mandate", "there is no Sika wallet service in " + m.currency}});
+  payments::IntentRequest intent;
+  intent.amount = p.amount;
+  intent.currency = p.currency;
+  // Its own namespace: a phone attempt and a wallet attempt of one cycle never share a uuid.
+  intent.transaction_uuid = crypto::uuid_from_name("subscription-mandate:" + s.reference + ":" +
+                                                   std::to_string(p.cycle) + ":" + std::to_string(attempt));
+  intent.provider = wallet->code;
+  intent.channel = std::string(payments::kChannelWallet);
+  intent.customer_wallet = m.wallet;
+  intent.preauthorized = true;
+  // The mandate's cap is what leaves the wallet: the merchant bears the fee, the wallet is
+  // debited the subscription's amount exactly.
+  intent.fee_bearer = std::string(payments::kMerchantBearsFee);
+  intent.description = label(s);
+  // Only what every run of this attempt agrees on (a new cycle's payment reference is drawn by
+  // each run until one commits): a second run's request is then the same, and payments returns
+  // the first run's collection instead of refusing the uuid.
+  intent.metadata = bj::serialize(
+      bj::object{{"subscription_reference", s.reference}, {"cycle", p.cycle}, {"mandate_reference", m.reference}});
+  return intent;
+}
+
+bool Service::payer_needs_code(const Subscription& s) const {
+  if (!s.payer_provider) return false;
+  auto cat = options_.catalog ? options_.catalog() : nullptr;
+  if (!cat || !cat->loaded()) return false;
+  const catalog::PaymentService* service = cat->service(*s.payer_provider);
+  return service && service->needs_otp;
+}
+
+Status Service::send_cycle_link(const Subscription& s, Payment p, std::int64_t next_due) {
+  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(s));
+  links::NewLink ln;
+  ln.amount = p.amount;
+  ln.currency = p.currency;
+  ln.max_usage = 1;
+  ln.title = "Subscription " + s.reference + ", cycle " + std::to_string(p.cycle);
+  ln.description = label(s);
+  ln.metadata = bj::serialize(bj::object{{"subscription_reference", s.reference}, {"cycle", p.cycle}});
+  SIKA_ASSIGN_OR_RETURN(links::Link link, links_.create_link(merchant, ln));
+  p.payment_link_reference = link.reference;
+  const std::int64_t at = now();
+  auto opened = db_.write([&](store::Conn& c) -> Status { return open_cycle(c, s, p, next_due, at); });
+  if (!opened) {
+    (void)links_.set_status(merchant, link.reference, links::kDisabled);  // the link nobody will use
+    if (opened.error().is(ErrorKind::conflict)) return {};                // another run opened the cycle
+    return opened.take_error();
+  }
+  wake_jobs();
+  remind(s, p, "billing:link",
+         "The payment of " + amount_text(s) + " for " + label(s) +
+             " is due. Your operator asks for a code: " + "please pay it at " + links_.payment_url(link));
+  return {};
 }
 
 payments::IntentRequest Service::intent_for(const Subscription& s, const Payment& p, std::int64_t attempt) const {
@@ -424,6 +601,13 @@ Status Service::refuse(const Subscription& s, const Payment& p, const std::strin
 
 Status Service::push(const Subscription& s, const Payment& p) {
   if (!s.payer_wallet || !s.payer_provider || p.payment_link_reference) return {};
+  if (p.status == kPayPending) {
+    SIKA_ASSIGN_OR_RETURN(auto mandate, mandate_of(s));
+    if (mandate && mandate->status == kMandateActive) {
+      SIKA_ASSIGN_OR_RETURN(bool debited, debit(s, *mandate, p, false, 0));
+      if (debited) return {};
+    }
+  }
   SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(s));
   if (p.status == kPayProcessing) {
     // Asked for already; a collection left INITIATED (its operator needs a code) is pushed
@@ -504,11 +688,14 @@ Status Service::settle(const tables::Ended& e) {
     if (rows.empty()) return {};
     SIKA_ASSIGN_OR_RETURN(auto p, tables::payment_of(c, s->id, rows.front().i64(0)));
     if (!p || p->status != e.from) return {};
-    const bool consent = p->payment_link_reference.has_value();
+    // A link payment (the consent, or a cycle of an operator that needs a code) records the
+    // collection that paid it; only the consent teaches the payer.
+    const bool linked = p->payment_link_reference.has_value();
+    const bool consent = linked && p->cycle == 0;
     if (paid) {
       SIKA_ASSIGN_OR_RETURN(
           bool marked, tables::mark_paid(c, p->id, e.from,
-                                         consent ? std::optional<std::string>(e.transaction_reference) : std::nullopt,
+                                         linked ? std::optional<std::string>(e.transaction_reference) : std::nullopt,
                                          e.ended_at, at));
       if (!marked) return {};
       // The consent payment teaches the phone and operator the later cycles are asked from.
@@ -662,7 +849,9 @@ web::Response Service::detail(web::Request& req) {
   if (!s) return web::error(req, s.error());
   auto latest = list_payments(*s, kLatestPayments, 0);
   if (!latest) return web::error(req, latest.error());
-  return web::ok(req, detail_json(*s, latest->first, merchant_view));
+  auto mandate = mandate_of(*s);
+  if (!mandate) return web::error(req, mandate.error());
+  return web::ok(req, detail_json(*s, latest->first, merchant_view, mandate->has_value() ? &**mandate : nullptr));
 }
 
 web::Response Service::move_handler(web::Request& req, Move m) {
@@ -732,7 +921,9 @@ web::Response Service::advance_clock(web::Request& req) {
   if (!s) return web::error(req, s.error());
   auto latest = list_payments(*s, kLatestPayments, 0);
   if (!latest) return web::error(req, latest.error());
-  return web::ok(req, detail_json(*s, latest->first, true));
+  auto mandate = mandate_of(*s);
+  if (!mandate) return web::error(req, mandate.error());
+  return web::ok(req, detail_json(*s, latest->first, true, mandate->has_value() ? &**mandate : nullptr));
 }
 
 }  // namespace sika::billing

@@ -23,10 +23,12 @@
 
 #include "billing/model.hpp"
 #include "billing/store.hpp"
+#include "catalog/model.hpp"
 #include "core/periodic.hpp"
 #include "core/result.hpp"
 #include "links/service.hpp"
 #include "notify/notifier.hpp"
+#include "otp/service.hpp"
 #include "payments/service.hpp"
 #include "store/db.hpp"
 #include "store/job_runner.hpp"
@@ -46,6 +48,19 @@ struct Options {
   int settle_batch = 500;
   std::int64_t max_clock_advance_ms = 3660LL * 86'400'000;  // one call of the test clock
   std::function<std::int64_t()> clock;                      // epoch ms; now_ms() when empty
+  // Wallet mandates: the codes the customer approves with, and the checkout surface's base URL
+  // their page lives under ({checkout_url}/mandate/{token}). No otp: mandates cannot be approved.
+  otp::Service* otp = nullptr;
+  std::string checkout_url;
+  // The catalog snapshot (the Sika wallet service a mandate debits through, and which operator
+  // services need a code); empty: no mandate debits, every cycle is pushed.
+  std::function<std::shared_ptr<const catalog::Catalog>()> catalog;
+};
+
+// What a merchant sends to ask the customer for a wallet mandate.
+struct MandateRequest {
+  std::optional<std::string> wallet;  // wallet_phone_number; else the payer's or the customer's phone
+  std::optional<std::int64_t> cap;    // per cycle; at least the amount, which is the default
 };
 
 class Service {
@@ -65,6 +80,10 @@ class Service {
   web::Response reactivate(web::Request& req);     // POST .../subscriptions/reactivate/{reference}
   web::Response payments(web::Request& req);       // GET .../subscriptions/payments/{reference}
   web::Response advance_clock(web::Request& req);  // POST .../subscriptions/test-clock/{reference}
+  web::Response mandate(web::Request& req);        // POST .../subscriptions/mandate/{reference}
+  // --- the customer's mandate page (checkout surface, fr/en, plain forms) ---
+  web::Response mandate_page(web::Request& req);         // GET /mandate/{token}
+  web::Response mandate_page_submit(web::Request& req);  // POST /mandate/{token} (send, approve, revoke)
 
   // --- operations ---
   struct Created {
@@ -88,6 +107,23 @@ class Service {
   // failure numbers after a successful consent); only once the consent payment taught one.
   Result<Subscription> advance(const web::Principal& merchant, std::string_view reference, std::int64_t delta_ms,
                                const std::optional<std::string>& payer_wallet = std::nullopt);
+
+  // Asks the customer for a wallet mandate: a PENDING mandate (one per subscription; 409 naming
+  // mandate when it has one) and its page sent through the notifier to the wallet's phone.
+  // Returns the mandate and its page's URL (the URL carries the page's secret: it is the
+  // customer's, shown to the merchant only in this answer for the sandbox).
+  Result<std::pair<Mandate, std::string>> request_mandate(const web::Principal& merchant, std::string_view reference,
+                                                          const MandateRequest& request);
+  // The customer's moves on the mandate page, by the page's secret: send the code, approve
+  // with it (PENDING -> ACTIVE), revoke (-> REVOKED). 404 when the secret is unknown.
+  Result<Mandate> mandate_by_token(std::string_view token);
+  Status send_mandate_code(std::string_view token, i18n::Locale locale);
+  Result<Mandate> approve_mandate(std::string_view token, std::string_view code);
+  Result<Mandate> revoke_mandate(std::string_view token);
+  // Revokes the subscription's mandate (PENDING or ACTIVE) on behalf of `by` (operators: the
+  // admin CLI); 409 naming mandate when there is none left to revoke.
+  Result<Mandate> revoke_mandate_of(std::int64_t subscription_id, std::string_view by);
+  Result<std::optional<Mandate>> mandate_of(const Subscription& s);
 
   // --- the billing engine ---
   // Registers the job handlers; call before the runner starts.
@@ -113,6 +149,22 @@ class Service {
   // The collection of attempt `attempt` of a payment: its transaction_uuid is derived from
   // (subscription, cycle, attempt), so every run asking for that attempt gets the same one.
   payments::IntentRequest intent_for(const Subscription& s, const Payment& p, std::int64_t attempt) const;
+  // Debits attempt p.attempts + 1 of `p` from the mandate's wallet (WALLET collection, no code):
+  // the debit, its ledger entries, the payment's row (inserted PAID with the advance to the next
+  // cycle and its job when `opening`, else PENDING -> PAID) and the event commit in one unit. A
+  // short balance opens / leaves the payment PENDING with the failed transaction and fails it
+  // into dunning. False when the mandate could not be used (revoked, cap below the debit):
+  // the caller asks the phone instead.
+  Result<bool> debit(const Subscription& s, const Mandate& m, Payment p, bool opening, std::int64_t next_due);
+  Result<payments::IntentRequest> mandate_intent(const Subscription& s, const Mandate& m, const Payment& p,
+                                                 std::int64_t attempt) const;
+  // Whether the payer's operator service needs a code the customer types (no push possible).
+  bool payer_needs_code(const Subscription& s) const;
+  // Opens cycle `p` as a single-use payment link sent to the customer (operators that need a code).
+  Status send_cycle_link(const Subscription& s, Payment p, std::int64_t next_due);
+  // Inside a unit: the payment row of a new cycle, the advance to the next and that cycle's job;
+  // 409 when another run opened it first.
+  Status open_cycle(store::Conn& c, const Subscription& s, Payment& p, std::int64_t next_due, std::int64_t at);
   // Records an attempt that could not even be created as failed (dunning takes over).
   Status refuse(const Subscription& s, const Payment& p, const std::string& reason);
   // Inside a unit: applies a move, its side effects and its event; false when lost or illegal.

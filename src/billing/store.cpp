@@ -275,11 +275,12 @@ Result<std::optional<std::int64_t>> insert_payment(store::Conn& c, const Payment
   SIKA_ASSIGN_OR_RETURN(
       auto row,
       c.query_one(
-          "INSERT INTO bil_payments (reference, subscription_id, cycle, amount, currency, status, "
-          "due_at, attempts, payment_intent_reference, payment_link_reference, created_at, updated_at) "
-          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
-          {p.reference, p.subscription_id, p.cycle, p.amount, p.currency, p.status, p.due_at, p.attempts,
-           store::opt(p.payment_intent_reference), store::opt(p.payment_link_reference), p.created_at, p.updated_at}));
+          "INSERT INTO bil_payments (reference, subscription_id, cycle, amount, currency, status, due_at, paid_at, "
+          "attempts, payment_intent_reference, payment_link_reference, wallet_transaction_id, created_at, updated_at) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+          {p.reference, p.subscription_id, p.cycle, p.amount, p.currency, p.status, p.due_at, store::opt(p.paid_at),
+           p.attempts, store::opt(p.payment_intent_reference), store::opt(p.payment_link_reference),
+           store::opt(p.wallet_transaction_id), p.created_at, p.updated_at}));
   if (!row) return std::optional<std::int64_t>{};
   return std::optional<std::int64_t>(row->i64(0));
 }
@@ -348,6 +349,94 @@ Result<std::vector<Payment>> retries_due(store::Conn& c, std::int64_t subscripti
                   "WHERE subscription_id = ? AND status = 'FAILED' AND next_retry_at IS NOT NULL "
                   "AND next_retry_at <= ? ORDER BY cycle",
                   {subscription_id, clock});
+}
+
+namespace {
+
+constexpr std::string_view kMandate =
+    "SELECT id, reference, subscription_id, wallet, cap, currency, frequency, status, debits, last_debit_at, "
+    "approved_at, revoked_at, revoked_by, created_at, updated_at FROM bil_mandates ";
+
+Result<std::optional<Mandate>> mandate_where(store::Conn& c, std::string_view where, const store::Params& params) {
+  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(std::string(kMandate) + std::string(where), params));
+  if (!row) return std::optional<Mandate>{};
+  Mandate m;
+  m.id = row->i64(0);
+  m.reference = row->str(1);
+  m.subscription_id = row->i64(2);
+  m.wallet = row->str(3);
+  m.cap = row->i64(4);
+  m.currency = row->str(5);
+  m.frequency = parse_frequency(row->str(6)).value_or(Frequency::monthly);
+  m.status = row->str(7);
+  m.debits = row->i64(8);
+  m.last_debit_at = row->opt_i64(9);
+  m.approved_at = row->opt_i64(10);
+  m.revoked_at = row->opt_i64(11);
+  m.revoked_by = row->opt_str(12);
+  m.created_at = row->i64(13);
+  m.updated_at = row->i64(14);
+  return std::optional<Mandate>(std::move(m));
+}
+
+}  // namespace
+
+Result<std::optional<std::int64_t>> insert_mandate(store::Conn& c, const Mandate& m, std::string_view token_hash) {
+  SIKA_ASSIGN_OR_RETURN(
+      auto row,
+      c.query_one("INSERT INTO bil_mandates (reference, subscription_id, wallet, cap, currency, frequency, "
+                  "status, token_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                  "ON CONFLICT DO NOTHING RETURNING id",
+                  {m.reference, m.subscription_id, m.wallet, m.cap, m.currency, std::string(to_string(m.frequency)),
+                   m.status, std::string(token_hash), m.created_at, m.updated_at}));
+  if (!row) return std::optional<std::int64_t>{};
+  return std::optional<std::int64_t>(row->i64(0));
+}
+
+Result<std::optional<Mandate>> mandate_of(store::Conn& c, std::int64_t subscription_id) {
+  return mandate_where(c, "WHERE subscription_id = ?", {subscription_id});
+}
+
+Result<std::optional<Mandate>> mandate_by_token(store::Conn& c, std::string_view token_hash) {
+  return mandate_where(c, "WHERE token_hash = ?", {std::string(token_hash)});
+}
+
+Result<bool> approve_mandate(store::Conn& c, std::int64_t id, std::int64_t now) {
+  SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE bil_mandates SET status = 'ACTIVE', approved_at = ?, updated_at = ? "
+                                       "WHERE id = ? AND status = 'PENDING'",
+                                       {now, now, id}));
+  return n == 1;
+}
+
+Result<bool> revoke_mandate(store::Conn& c, std::int64_t subscription_id, std::string_view by, std::int64_t now) {
+  SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE bil_mandates SET status = 'REVOKED', revoked_at = ?, revoked_by = ?, "
+                                       "updated_at = ? WHERE subscription_id = ? AND status IN ('PENDING', 'ACTIVE')",
+                                       {now, std::string(by), now, subscription_id}));
+  return n == 1;
+}
+
+Result<bool> take_mandate(store::Conn& c, std::int64_t id, std::int64_t amount, std::int64_t now) {
+  SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE bil_mandates SET debits = debits + 1, last_debit_at = ?, updated_at = ? "
+                                       "WHERE id = ? AND status = 'ACTIVE' AND cap >= ?",
+                                       {now, now, id, amount}));
+  return n == 1;
+}
+
+Result<bool> mark_paid_from_wallet(store::Conn& c, std::int64_t payment_id, std::int64_t attempts,
+                                   std::string_view wallet_tx, std::int64_t paid_at, std::int64_t now) {
+  SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE bil_payments SET status = 'PAID', paid_at = ?, attempts = attempts + 1, "
+                                       "wallet_transaction_id = ?, failure_reason = NULL, next_retry_at = NULL, "
+                                       "updated_at = ? "
+                                       "WHERE id = ? AND status = 'PENDING' AND attempts = ?",
+                                       {paid_at, std::string(wallet_tx), now, payment_id, attempts}));
+  return n == 1;
+}
+
+Status set_wallet_transaction(store::Conn& c, std::int64_t payment_id, std::string_view wallet_tx, std::int64_t now) {
+  SIKA_TRY(
+      c.exec("UPDATE bil_payments SET wallet_transaction_id = ?, updated_at = ? WHERE id = ? AND status = 'PENDING'",
+             {std::string(wallet_tx), now, payment_id}));
+  return {};
 }
 
 Result<std::vector<Ended>> ended_collections(store::Conn& c, std::int64_t limit) {

@@ -53,7 +53,8 @@ Status advance_clock(store::Conn& c, std::int64_t id, std::int64_t delta_ms,
 
 // --- payments ---
 
-// Inserts the payment of (subscription, cycle); nullopt when that cycle already has one.
+// Inserts the payment of (subscription, cycle) (with its collection, link or wallet transaction
+// when it has one); nullopt when that cycle already has one.
 Result<std::optional<std::int64_t>> insert_payment(store::Conn& c, const Payment& p);
 Result<std::optional<Payment>> payment_of(store::Conn& c, std::int64_t subscription_id, std::int64_t cycle);
 // The payments of a subscription, newest cycle first, and how many it has.
@@ -76,6 +77,26 @@ Result<std::int64_t> cancel_open_payments(store::Conn& c, std::int64_t subscript
 Result<std::vector<Payment>> failed_payments(store::Conn& c, std::int64_t subscription_id);
 // FAILED payments whose retry is due at `clock` on the subscription's clock.
 Result<std::vector<Payment>> retries_due(store::Conn& c, std::int64_t subscription_id, std::int64_t clock);
+
+// --- wallet mandates (migration 21) ---
+
+// Inserts a PENDING mandate; nullopt when the subscription has one already.
+Result<std::optional<std::int64_t>> insert_mandate(store::Conn& c, const Mandate& m, std::string_view token_hash);
+Result<std::optional<Mandate>> mandate_of(store::Conn& c, std::int64_t subscription_id);
+// The mandate whose page secret hashes to `token_hash`.
+Result<std::optional<Mandate>> mandate_by_token(store::Conn& c, std::string_view token_hash);
+// PENDING -> ACTIVE; false when it was not PENDING.
+Result<bool> approve_mandate(store::Conn& c, std::int64_t id, std::int64_t now);
+// PENDING or ACTIVE -> REVOKED by `by` (customer, merchant); false when already REVOKED or none.
+Result<bool> revoke_mandate(store::Conn& c, std::int64_t subscription_id, std::string_view by, std::int64_t now);
+// Takes the ACTIVE mandate for one debit of `amount`: counts it, conditional on the status and
+// on the cap covering it; false (nothing changed) otherwise.
+Result<bool> take_mandate(store::Conn& c, std::int64_t id, std::int64_t amount, std::int64_t now);
+// PENDING (attempts = `attempts`) -> PAID by the wallet transaction `wallet_tx`, counting the attempt.
+Result<bool> mark_paid_from_wallet(store::Conn& c, std::int64_t payment_id, std::int64_t attempts,
+                                   std::string_view wallet_tx, std::int64_t paid_at, std::int64_t now);
+// Records the wallet transaction of a PENDING payment's attempt (a debit that failed).
+Status set_wallet_transaction(store::Conn& c, std::int64_t payment_id, std::string_view wallet_tx, std::int64_t now);
 
 // What the settlement scan found: a payment whose collection ended.
 struct Ended {

@@ -26,6 +26,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0018CatalogOtpHelper,
       migrations::k0019FxCheckout,
       migrations::k0020WalletDistributions,
+      migrations::k0021BillingMandates,
       migrations::k0022DashboardReads,
   };
   return kAll;

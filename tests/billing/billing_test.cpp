@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 
 #include <atomic>
+#include <regex>
 #include <thread>
 #include <vector>
 
@@ -85,6 +86,9 @@ class BillingTest : public payments::testing::PaymentsTest {
     notifier_ = std::make_unique<notify::SandboxNotifier>(*db_);
     Options o;
     o.clock = [this] { return now_ms() + offset_.load(); };
+    o.otp = otp_.get();
+    o.checkout_url = "https://pay.example.test/checkout";
+    o.catalog = [this] { return catalog_; };
     billing_ = std::make_unique<Service>(*db_, *service_, *links_, notifier_.get(), o);
     p1_ = principal(m1_);
     p2_ = principal(m2_);
@@ -157,6 +161,34 @@ class BillingTest : public payments::testing::PaymentsTest {
 
   std::int64_t events(const Subscription& s, std::string_view type) {
     return count("SELECT COUNT(*) FROM events WHERE subject = ? AND event_type = ?", {s.reference, std::string(type)});
+  }
+
+  // The newest message of `tag`, or "".
+  std::string last_message(const std::string& tag) {
+    std::string body;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(
+                         auto row, c.query_one("SELECT body FROM notify_outbox WHERE tag = ? ORDER BY id DESC", {tag}));
+                     if (row) body = row->str(0);
+                     return {};
+                   })
+                    .ok());
+    return body;
+  }
+
+  // Asks for a mandate on `s` and approves it with the code sent to the wallet; returns the page's token.
+  std::string approved_mandate(const Subscription& s, const MandateRequest& r = {}) {
+    auto made = billing_->request_mandate(p1_, s.reference, r);
+    EXPECT_TRUE(made.ok()) << (made.ok() ? "" : bj::serialize(made.error().details));
+    if (!made.ok()) return {};
+    const std::string token = made->second.substr(made->second.rfind('/') + 1);
+    EXPECT_TRUE(billing_->send_mandate_code(token, i18n::Locale::en).ok());
+    std::smatch code;
+    const std::string sms = last_message("otp:billing_mandate");
+    EXPECT_TRUE(std::regex_search(sms, code, std::regex("[0-9]{6}"))) << sms;
+    auto approved = billing_->approve_mandate(token, code.str(0));
+    EXPECT_TRUE(approved.ok()) << (approved.ok() ? "" : bj::serialize(approved.error().details));
+    return token;
   }
 
   std::unique_ptr<links::Service> links_;
@@ -352,6 +384,172 @@ TEST_P(BillingTest, ListTotalsFollowEveryInsertAndMove) {
   tables::ListFilter by_email;
   by_email.customer_email = "ama@example.com";
   EXPECT_EQ(billing_->list_subscriptions(p1_, by_email)->second, 5);
+}
+
+TEST_P(BillingTest, AnApprovedMandateDebitsTheWalletOncePerCycleAndAShortBalanceFailsIntoDunning) {
+  auto created = subscribe(5000);
+  const Subscription& s = created.subscription;
+  consent(created);
+  // Asked for, the mandate waits for the customer; a second request is refused, naming mandate.
+  auto made = billing_->request_mandate(p1_, s.reference, MandateRequest{"237690000042", 6000});
+  ASSERT_TRUE(made.ok()) << bj::serialize(made.error().details);
+  EXPECT_EQ(made->first.status, kMandatePending);
+  EXPECT_EQ(made->first.cap, 6000);
+  EXPECT_NE(last_message("billing:mandate").find(made->second), std::string::npos);
+  auto again = billing_->request_mandate(p1_, s.reference, {});
+  ASSERT_FALSE(again.ok());
+  EXPECT_TRUE(again.error().is(ErrorKind::conflict));
+  EXPECT_TRUE(again.error().details.as_object().contains("mandate"));
+  // Another merchant does not see the subscription; a cap under the amount names cap.
+  EXPECT_TRUE(billing_->request_mandate(p2_, s.reference, {}).error().is(ErrorKind::not_found));
+  const std::string token = made->second.substr(made->second.rfind('/') + 1);
+  EXPECT_TRUE(billing_->mandate_by_token(token + "x").error().is(ErrorKind::not_found));
+  // A wrong code does not approve it; the code sent to the wallet's phone does.
+  ASSERT_TRUE(billing_->send_mandate_code(token, i18n::Locale::fr).ok());
+  std::smatch code;
+  const std::string sms = last_message("otp:billing_mandate");
+  ASSERT_TRUE(std::regex_search(sms, code, std::regex("[0-9]{6}")));
+  auto wrong = billing_->approve_mandate(token, code.str(0) == "000000" ? "000001" : "000000");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_TRUE(wrong.error().is(ErrorKind::invalid));
+  EXPECT_EQ(billing_->mandate_by_token(token)->status, kMandatePending);
+  auto approved = billing_->approve_mandate(token, code.str(0));
+  ASSERT_TRUE(approved.ok()) << bj::serialize(approved.error().details);
+  EXPECT_EQ(approved->status, kMandateActive);
+  EXPECT_TRUE(approved->approved_at.has_value());
+
+  // Cycle 1: eight concurrent runs debit the wallet once, with no prompt and no phone push.
+  ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000042", "XAF", 7000, "top-up").ok());
+  move_clock(s, 32);
+  std::vector<std::thread> runs;
+  for (int i = 0; i < 8; ++i)
+    runs.emplace_back([&] {
+      auto st = billing_->charge(s.id, 1, 0);
+      EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().code + " " + bj::serialize(st.error().details));
+    });
+  for (auto& t : runs) t.join();
+  auto p1 = payment(s, 1);
+  ASSERT_TRUE(p1);
+  EXPECT_EQ(p1->status, kPayPaid);
+  EXPECT_EQ(p1->attempts, 1);
+  ASSERT_TRUE(p1->wallet_transaction_id.has_value());
+  EXPECT_FALSE(p1->payment_intent_reference.has_value());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE merchant_id = ?", {m1_.id}),
+            2);  // the consent's collection and the one debit
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE reference = ? AND status = 'COMPLETED' AND "
+                  "channel = 'WALLET' AND required_total = 5000",
+                  {*p1->wallet_transaction_id}),
+            1);
+  EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 2000);
+  EXPECT_EQ(events(s, kEventPaymentSucceeded), 2);
+  Subscription after = reload(s);
+  EXPECT_EQ(after.next_cycle, 2);
+  EXPECT_TRUE(store::find_job(*db_, kChargeQueue, s.reference + ":2:e0")->has_value());
+  EXPECT_EQ(billing_->mandate_by_token(token)->debits, 1);
+  expect_ledger_clean();
+
+  // Cycle 2: 2 000 XAF left for 5 000: the debit fails (nothing moves) and dunning takes over.
+  move_clock(s, 31);
+  ASSERT_TRUE(billing_->charge(s.id, 2, 0).ok());
+  auto p2 = payment(s, 2);
+  ASSERT_TRUE(p2);
+  EXPECT_EQ(p2->status, kPayFailed);
+  EXPECT_EQ(p2->failure_reason, "INSUFFICIENT_FUNDS");
+  EXPECT_EQ(p2->attempts, 1);
+  ASSERT_TRUE(p2->wallet_transaction_id.has_value());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE reference = ? AND status = 'FAILED'",
+                  {*p2->wallet_transaction_id}),
+            1);
+  EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 2000);
+  EXPECT_TRUE(store::find_job(*db_, kRetryQueue, s.reference + ":2:a1")->has_value());
+  EXPECT_EQ(reload(s).next_cycle, 3);
+  // Topped up, the retry debits the wallet again under the mandate.
+  ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000042", "XAF", 5000, "top-up").ok());
+  ASSERT_TRUE(billing_->retry(s.id, 2, 1).ok());
+  p2 = payment(s, 2);
+  EXPECT_EQ(p2->status, kPayPaid);
+  EXPECT_EQ(p2->attempts, 2);
+  EXPECT_FALSE(p2->failure_reason.has_value());
+  EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 2000);
+  EXPECT_EQ(billing_->mandate_by_token(token)->debits, 2);
+  expect_ledger_clean();
+}
+
+TEST_P(BillingTest, ARevokedMandateStopsDebitsAndTheCycleGoesToThePhone) {
+  auto created = subscribe(5000);
+  const Subscription& s = created.subscription;
+  consent(created);
+  const std::string token = approved_mandate(s, MandateRequest{"237690000042", std::nullopt});
+  ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000042", "XAF", 50'000, "top-up").ok());
+  auto revoked = billing_->revoke_mandate(token);
+  ASSERT_TRUE(revoked.ok());
+  EXPECT_EQ(revoked->status, kMandateRevoked);
+  EXPECT_EQ(revoked->revoked_by, "customer");
+  EXPECT_TRUE(billing_->revoke_mandate(token).error().is(ErrorKind::conflict));
+  move_clock(s, 32);
+  ASSERT_TRUE(billing_->charge(s.id, 1, 0).ok());
+  auto p1 = payment(s, 1);
+  ASSERT_TRUE(p1);
+  EXPECT_FALSE(p1->wallet_transaction_id.has_value());
+  ASSERT_TRUE(p1->payment_intent_reference.has_value());
+  EXPECT_EQ(settle_until(s, 1, kPayProcessing), kPayPaid);
+  EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 50'000);
+}
+
+TEST_P(BillingTest, TheMerchantsCancelRevokesTheMandate) {
+  auto created = subscribe(5000);
+  const Subscription& s = created.subscription;
+  consent(created);
+  const std::string token = approved_mandate(s);
+  ASSERT_TRUE(billing_->apply(p1_, s.reference, Move::cancel, {}).ok());
+  auto m = billing_->mandate_by_token(token);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->status, kMandateRevoked);
+  EXPECT_EQ(m->revoked_by, "merchant");
+  EXPECT_TRUE(m->revoked_at.has_value());
+}
+
+TEST_P(BillingTest, ACycleOfAnOperatorThatNeedsACodeIsAPaymentLinkSentToTheCustomer) {
+  auto created = subscribe(5000);
+  const Subscription& s = created.subscription;
+  consent(created);
+  // The payer's operator asks its customers for a code: nothing can be pushed to the phone.
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_TRY(
+                       c.exec("UPDATE bil_subscriptions SET payer_provider = 'ORANGE_MONEY_CMR' WHERE id = ?", {s.id}));
+                   return {};
+                 })
+                  .ok());
+  move_clock(s, 32);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(billing_->charge(s.id, 1, 0).ok());
+  auto p1 = payment(s, 1);
+  ASSERT_TRUE(p1);
+  EXPECT_EQ(p1->status, kPayPending);
+  ASSERT_TRUE(p1->payment_link_reference.has_value());
+  EXPECT_FALSE(p1->payment_intent_reference.has_value());
+  EXPECT_EQ(reload(s).next_cycle, 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM notify_outbox WHERE tag = 'billing:link'"), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE merchant_id = ?", {m1_.id}), 1);  // the consent's
+  // The link: single use, the cycle's amount, its page in the message.
+  EXPECT_EQ(count("SELECT COUNT(*) FROM lnk_links WHERE reference = ? AND amount = 5000 AND max_usage = 1",
+                  {*p1->payment_link_reference}),
+            1);
+  const std::string sms = last_message("billing:link");
+  std::smatch url;
+  ASSERT_TRUE(std::regex_search(sms, url, std::regex("https://pay\\.example\\.test/checkout/\\S+"))) << sms;
+  // Paid through its page, the cycle is PAID with the collection that paid it.
+  links::PayRequest pay;
+  pay.customer_phone = "237690000000";
+  pay.transaction_uuid = uuid_v4();
+  pay.provider = "MTN_MOMO_CMR";
+  auto tx = links_->pay_link(url.str(0).substr(url.str(0).rfind('/') + 1), pay);
+  ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
+  ASSERT_EQ(settle_until(s, 1, kPayPending), kPayPaid);
+  p1 = payment(s, 1);
+  EXPECT_EQ(p1->payment_intent_reference, tx->reference);
+  EXPECT_EQ(events(s, kEventPaymentSucceeded), 2);
+  // The consent's payer stays the one on file.
+  EXPECT_EQ(reload(s).payer_provider, "ORANGE_MONEY_CMR");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BillingTest, ::testing::Values("sqlite", "postgres"));

@@ -70,7 +70,11 @@ for (const backend of backends()) {
 
     test('the demo world lists a subscription in each status; the admin CLI reads and moves them', async () => {
       const subs = server.demo.subscriptions;
-      assert.deepEqual(subs.map((s) => s.status).sort(), ['ACTIVE', 'CANCELLED', 'EXPIRED', 'SUSPENDED']);
+      assert.deepEqual(subs.map((s) => s.status).sort(), ['ACTIVE', 'ACTIVE', 'CANCELLED', 'EXPIRED', 'SUSPENDED']);
+      // One ACTIVE subscription's customer approved a wallet mandate on the demo wallet.
+      const mandated = subs.find((s) => s.mandate);
+      assert.equal(mandated.mandate.status, 'ACTIVE');
+      assert.equal((await detail(mandated.reference)).mandate.reference, mandated.mandate.reference);
       for (const s of subs) {
         const d = await detail(s.reference);
         assert.equal(d.status, s.status);
@@ -239,6 +243,115 @@ for (const backend of backends()) {
       assert.equal((await payments(c.reference)).meta.pagination.total, 2);
       const expired = await call('GET', `${BASE}/subscriptions?status=EXPIRED`);
       assert.ok(expired.body.data.some((x) => x.reference === c.reference));
+    });
+
+    // The customer's mandate page (checkout surface): plain forms posted to the page itself.
+    const page = async (url, form) => {
+      const r = await fetch(`${url}?lang=en`, form ? { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ lang: 'en', ...form }).toString() } : {});
+      return { status: r.status, html: await r.text() };
+    };
+    // The newest code sent to the wallet whose message names `subject`.
+    const codeFor = (phone, subject) => {
+      for (const to of [`+${phone}`, phone]) {
+        const listed = admin('outbox', 'list', '--to', to);
+        const m = (listed.out || []).find((x) => x.body.includes(subject));
+        if (m) return m.body.match(/\d{6}/)[0];
+      }
+      assert.fail(`no code to ${phone} about ${subject}`);
+    };
+
+    test('a wallet mandate: refused field by field, approved by code on its page, each cycle debited from the wallet, revoked by the customer', async () => {
+      const wallet = '237690000042';
+      spawnSync(sikaBinary, ['admin', '--db', server.dsn, 'fund-wallet', '--msisdn', wallet, '--currency', 'XAF', '--amount', '20000'],
+        { env: { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef' } });
+      const s = await consented();
+      const ask = (body, tok = token) => call('POST', `${BASE}/subscriptions/mandate/${s.reference}`, body, tok);
+      const bad = await ask({ cap: 10, wallet_phone_number: '12', colour: 'red' });
+      assert.equal(bad.status, 400);
+      for (const f of ['wallet_phone_number', 'colour']) assert.ok(bad.body.error.details[f], `${f}: ${JSON.stringify(bad.body)}`);
+      const low = await ask({ cap: 10, wallet_phone_number: wallet });
+      assert.equal(low.status, 400);
+      assert.ok(low.body.error.details.cap, JSON.stringify(low.body));
+      assert.equal((await ask({ wallet_phone_number: wallet }, otherToken)).status, 404);
+      const made = await ask({ wallet_phone_number: wallet, cap: 6000 });
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      const m = made.body.data;
+      assert.match(m.reference, /^MDT-/);
+      assert.equal(m.status, 'PENDING');
+      assert.equal(m.cap, 6000);
+      assert.equal((await ask({})).status, 409);
+      assert.equal((await detail(s.reference)).mandate.status, 'PENDING');
+
+      // The page: the terms, then the code sent to the wallet's phone approves it.
+      const shown = await page(m.mandate_url);
+      assert.equal(shown.status, 200);
+      assert.ok(shown.html.includes('Automatic payment') && shown.html.includes('0042'), shown.html);
+      assert.equal((await page(m.mandate_url.replace(/\/mandate\/.*/, '/mandate/' + 'x'.repeat(43)))).status, 404);
+      assert.equal((await page(m.mandate_url, { action: 'send' })).status, 200);
+      const wrong = await page(m.mandate_url, { action: 'approve', otp: '000000' });
+      const code = codeFor(wallet, m.reference);
+      if (code !== '000000') assert.equal(wrong.status, 400);
+      const approved = await page(m.mandate_url, { action: 'approve', otp: code });
+      assert.equal(approved.status, 200, approved.html);
+      assert.equal((await detail(s.reference)).mandate.status, 'ACTIVE');
+
+      // Cycle 1 is debited from the wallet: no phone prompt, wallet_transaction_id set.
+      await clock(s.reference, { days: 32 });
+      const d1 = await until(s.reference, (x) => x.latest_payments.length === 2 && cycle(x, 1).status === 'PAID', 'cycle 1 PAID by the wallet');
+      assert.ok(cycle(d1, 1).wallet_transaction_id, JSON.stringify(cycle(d1, 1)));
+      assert.equal(cycle(d1, 1).payment_intent_reference, null);
+      assert.equal(d1.mandate.debits, 1);
+      const tx = await call('POST', '/collection/status', { transaction_reference: cycle(d1, 1).wallet_transaction_id });
+      assert.equal(tx.body.data.status, 'COMPLETED', JSON.stringify(tx.body));
+
+      // Revoked by the customer on the page: cycle 2 goes back to the phone.
+      const revoked = await page(m.mandate_url, { action: 'revoke' });
+      assert.equal(revoked.status, 200);
+      const after = await detail(s.reference);
+      assert.equal(after.mandate.status, 'REVOKED');
+      assert.equal(after.mandate.revoked_by, 'customer');
+      await clock(s.reference, { days: 31 });
+      const d2 = await until(s.reference, (x) => x.latest_payments.length === 3 && cycle(x, 2).status === 'PAID', 'cycle 2 PAID by the phone');
+      assert.ok(cycle(d2, 2).payment_intent_reference);
+      assert.equal(cycle(d2, 2).wallet_transaction_id, null);
+      assert.equal((await detail(s.reference)).mandate.debits, 1);
+    });
+
+    test('an operator that needs a code: later cycles are single-use payment links sent to the customer', async () => {
+      // ORANGE_MONEY_CIV needs a code in the demo catalog; the second demo merchant collects in CIV.
+      const created = await call('POST', `${BASE}/subscribe`, { customer_email: 'awa@example.com', amount: 1500, currency: 'XOF',
+        frequency: 'WEEKLY', customer_phone_number: '2250700000000' }, otherToken);
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const s = created.body.data;
+      const code = s.payment_url.split('/pay/')[1];
+      const payer = { customer_phone: '2250700000000', transaction_uuid: randomUUID(), provider: 'ORANGE_MONEY_CIV', otp: Number(server.demo.sandbox.otp) };
+      const paid = await call('POST', `/pay/${code}/pay`, payer, null);
+      assert.equal(paid.status, 200, JSON.stringify(paid.body));
+      const other = async (ref) => (await call('GET', `${BASE}/subscriptions/detail/${ref}`, undefined, otherToken)).body.data;
+      const wait = async (check, what) => {
+        let d;
+        for (let i = 0; i < 200; i++) { d = await other(s.reference); if (check(d)) return d; await sleep(50); }
+        assert.fail(`${what}: ${JSON.stringify(d)}`);
+      };
+      await wait((d) => d.latest_payments[0].status === 'PAID', 'consent PAID');
+      const moved = await call('POST', `${BASE}/subscriptions/test-clock/${s.reference}`, { days: 8 }, otherToken);
+      assert.equal(moved.status, 200, JSON.stringify(moved.body));
+      const d = await wait((x) => x.latest_payments.length === 2, 'cycle 1 opened');
+      const c1 = cycle(d, 1);
+      assert.equal(c1.status, 'PENDING');
+      assert.ok(c1.payment_link_reference, JSON.stringify(c1));
+      assert.equal(c1.payment_intent_reference, null);
+      // The link went to the customer; paying it (with the operator's code) pays the cycle.
+      const sms = admin('outbox', 'list', '--to', '2250700000000').out.concat(admin('outbox', 'list', '--to', '+2250700000000').out || [])
+        .find((x) => x.body.includes('/pay/') && x.body.includes('asks for a code'));
+      assert.ok(sms, 'the link was sent');
+      const linkCode = sms.body.match(/\/pay\/(\S+)/)[1];
+      const again = await call('POST', `/pay/${linkCode}/pay`, { ...payer, transaction_uuid: randomUUID() }, null);
+      assert.equal(again.status, 200, JSON.stringify(again.body));
+      const done = await wait((x) => cycle(x, 1).status === 'PAID', 'cycle 1 PAID through its link');
+      assert.ok(cycle(done, 1).payment_intent_reference);
+      assert.equal(cycle(done, 1).payment_link_reference, c1.payment_link_reference);
     });
   });
 }

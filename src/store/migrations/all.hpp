@@ -23,5 +23,6 @@ extern const Migration k0017JobsDeadIndex;
 extern const Migration k0018CatalogOtpHelper;
 extern const Migration k0019FxCheckout;
 extern const Migration k0020WalletDistributions;
+extern const Migration k0021BillingMandates;
 extern const Migration k0022DashboardReads;
 }  // namespace sika::store::migrations
