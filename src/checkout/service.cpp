@@ -288,6 +288,7 @@ Result<std::vector<Quote>> Service::lock_quotes(const NewSession& n, const std::
     quotes.push_back(Quote{r.quote, r.rate.numerator, r.rate.denominator, *amount, at});
   }
   return quotes;
+}
 
 Result<std::vector<Session>> Service::list_sessions(const web::Principal& merchant, std::optional<std::int64_t> before,
                                                     int limit) {
