@@ -450,6 +450,8 @@ void build_routes(web::Router& r, Context& ctx) {
              dsh(&Dsh::subscription_change), member, "Changes a subscription as the API does (test clock: sandbox)"});
     r.add({Surface::dashboard, "POST", "/operator/catalog", dsh(&Dsh::catalog_put), op,
            "Operators: creates or changes a catalog entry (audited)"});
+    r.add({Surface::dashboard, "POST", "/operator/catalog/fx", dsh(&Dsh::fx_put), op,
+           "Operators: sets an exchange rate for hosted checkout's line=up (audited)"});
     for (const char* move : {"enable", "disable"})
       r.add({Surface::dashboard, "POST", std::string("/operator/catalog/{kind}/{code}/") + move,
              dsh(&Dsh::catalog_active), op, "Operators: turns a catalog entry on or off (audited)"});

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 
+#include "catalog/fx.hpp"
 #include "catalog/model.hpp"
 #include "catalog/service.hpp"
 #include "core/json.hpp"
 #include "core/money.hpp"
+#include "core/time.hpp"
 #include "dashboard/internal.hpp"
 #include "dashboard/store.hpp"
 #include "identity/model.hpp"
@@ -392,6 +394,27 @@ web::Response Service::catalog_page(web::Request& req) {
             toggle("pricing_rule", r.code, r.active) + "</td></tr>";
   }
   body += "</tbody></table></div></section>";
+  // FX rates for hosted checkout's line=up (docs/checkout.md): the rate in force per pair, and a
+  // new rate, which applies to sessions opened from now on (an open session keeps its quote).
+  auto rates = catalog::fx::list_rates(db_, now());
+  if (!rates) return error_page(req, rates.error());
+  body += "<section class=\"card\" aria-labelledby=\"fx\"><h2 id=\"fx\">" +
+          std::string(c->t("Taux de change", "Exchange rates")) + "</h2><table id=\"fx-rates\"><thead><tr><th>" +
+          std::string(c->t("De", "From")) + "</th><th>" + std::string(c->t("Vers", "To")) + "</th><th>" +
+          std::string(c->t("Taux", "Rate")) + "</th><th>" + std::string(c->t("Depuis", "Since")) + "</th><th>" +
+          std::string(c->t("Par", "By")) + "</th></tr></thead><tbody>";
+  for (const auto& r : *rates)
+    body += "<tr><td>" + escape(r.base) + "</td><td>" + escape(r.quote) + "</td><td>" +
+            escape(catalog::fx::ratio_text(r.rate)) + "</td><td>" + escape(iso8601(r.valid_from)) + "</td><td>" +
+            escape(r.set_by) + "</td></tr>";
+  body += "</tbody></table><form method=\"post\" action=\"" + escape(path("/operator/catalog/fx")) + "\">" +
+          c->csrf_field() + "<label for=\"fx-base\">" + std::string(c->t("Devise de la commande", "Order currency")) +
+          "</label><input id=\"fx-base\" name=\"base\" required maxlength=\"3\" autocomplete=\"off\">" +
+          "<label for=\"fx-quote\">" + std::string(c->t("Devise payée", "Paid currency")) +
+          "</label><input id=\"fx-quote\" name=\"quote\" required maxlength=\"3\" autocomplete=\"off\">" +
+          "<label for=\"fx-rate\">" + std::string(c->t("Taux (ex. 655.957 ou 1/600)", "Rate (e.g. 655.957 or 1/600)")) +
+          "</label><input id=\"fx-rate\" name=\"rate\" required autocomplete=\"off\"><button id=\"fx-put\">" +
+          std::string(c->t("Enregistrer le taux", "Save the rate")) + "</button></form></section>";
   // Any entry by its record (the admin CLI's and the import's format, docs/catalog.md): the
   // catalog service validates it and names the field it refuses.
   body += "<section class=\"card\" aria-labelledby=\"put\"><h2 id=\"put\">" +
@@ -465,6 +488,24 @@ web::Response Service::catalog_put(web::Request& req) {
   auto put = parts_.catalog->put(*kind, *parsed, mode);
   if (!put) return error_page(req, put.error());
   (void)record(*c, std::nullopt, "catalog." + mode_name, kind_name + ":" + put->code, bj::serialize(*parsed));
+  return see_other("/operator/catalog");
+}
+
+web::Response Service::fx_put(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  auto fields = form_of(req);
+  if (!fields) return error_page(req, fields.error());
+  catalog::fx::NewRate rate;
+  rate.base = field(*fields, "base");
+  rate.quote = field(*fields, "quote");
+  rate.rate = field(*fields, "rate");
+  rate.set_by = c->session.row.email;
+  // set_rate refuses a bad field by name (400 empty_data), shown on the error page.
+  auto set = catalog::fx::set_rate(db_, rate, now());
+  if (!set) return error_page(req, set.error());
+  (void)record(*c, std::nullopt, "fx.set", set->base + "/" + set->quote,
+               bj::serialize(bj::object{{"rate", catalog::fx::ratio_text(set->rate)}}));
   return see_other("/operator/catalog");
 }
 

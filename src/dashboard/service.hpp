@@ -139,6 +139,7 @@ class Service {
   web::Response ledger(web::Request& req);               // GET /operator/ledger
   web::Response health(web::Request& req);               // GET /operator/health
   web::Response catalog_page(web::Request& req);         // GET /operator/catalog
+  web::Response fx_put(web::Request& req);               // POST /operator/catalog/fx (base, quote, rate)
   web::Response catalog_put(web::Request& req);          // POST /operator/catalog (a record: create/update/upsert)
   web::Response catalog_active(web::Request& req);       // POST /operator/catalog/{kind}/{code}/enable|disable
 

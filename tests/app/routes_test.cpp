@@ -236,6 +236,7 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"dashboard POST /subscriptions/{reference}/test-clock", "dashboard_session"},
       {"dashboard POST /transactions/{reference}/force", "dashboard_session"},
       {"dashboard POST /operator/catalog", "operator_session"},
+      {"dashboard POST /operator/catalog/fx", "operator_session"},
       {"dashboard POST /operator/catalog/{kind}/{code}/enable", "operator_session"},
       {"dashboard POST /operator/catalog/{kind}/{code}/disable", "operator_session"},
   };

@@ -122,6 +122,18 @@ for (const backend of backends()) {
       await page.click('#catalog-put');
       assert.match(await page.textContent('body'), /alpha2: already used by XKX/);
       if (shots) await page.screenshot({ path: `${shots}/dashboard-catalog-refused.png`, fullPage: true });
+      // An exchange rate: set, listed as the rate in force, audited; a bad rate names the field.
+      await page.goto(dashboard() + '/operator/catalog');
+      await page.fill('#fx-base', 'GBP');
+      await page.fill('#fx-quote', 'XOF');
+      await page.fill('#fx-rate', '762.5');
+      await Promise.all([page.waitForURL(/\/operator\/catalog$/), page.click('#fx-put')]);
+      assert.match(await page.textContent('#fx-rates'), /GBP\s*XOF\s*762\.5/);
+      await page.fill('#fx-base', 'GBP');
+      await page.fill('#fx-quote', 'XOF');
+      await page.fill('#fx-rate', '-3');
+      await page.click('#fx-put');
+      assert.match(await page.textContent('body'), /rate/);
       // The operator's health page: outbox lag and webhook failure rate.
       await page.goto(dashboard() + '/operator/health');
       assert.match(await page.textContent('#outbox-lag'), /event/);
@@ -131,6 +143,7 @@ for (const backend of backends()) {
       const audit = await page.textContent('table');
       assert.match(audit, /catalog\.create/);
       assert.match(audit, /catalog\.disable/);
+      assert.match(audit, /fx\.set/);
       assert.match(audit, /merchant\.create/);
       assert.match(audit, /oauth_client\.create/);
       assert.match(audit, /totp\.enrol/);
