@@ -95,16 +95,20 @@ std::optional<Ratio> parse_ratio(std::string_view text) {
 }
 
 std::string ratio_text(const Ratio& r) {
+  // A denominator whose only prime factors are 2 and 5 divides a power of ten: the ratio is then
+  // an exact decimal (655957/1000 is 655.957, and 1525/2, which 762.5 reduces to, is 762.5).
   std::int64_t d = r.denominator;
-  int decimals = 0;
-  while (d % 10 == 0) {
-    d /= 10;
-    ++decimals;
-  }
-  if (d != 1) return std::to_string(r.numerator) + "/" + std::to_string(r.denominator);
+  int twos = 0, fives = 0;
+  while (d > 0 && d % 2 == 0) d /= 2, ++twos;
+  while (d > 0 && d % 5 == 0) d /= 5, ++fives;
+  const int decimals = std::max(twos, fives);
+  if (d != 1 || decimals > 18) return std::to_string(r.numerator) + "/" + std::to_string(r.denominator);
+  std::int64_t scale = 1;
+  for (int i = 0; i < decimals; ++i) scale *= 10;
   std::string whole = std::to_string(r.numerator / r.denominator);
   if (decimals == 0) return whole;
-  std::string frac = std::to_string(r.numerator % r.denominator);
+  // remainder * (scale / denominator) < scale <= 10^18: no overflow.
+  std::string frac = std::to_string((r.numerator % r.denominator) * (scale / r.denominator));
   frac.insert(0, static_cast<std::size_t>(decimals) - frac.size(), '0');
   while (!frac.empty() && frac.back() == '0') frac.pop_back();
   return frac.empty() ? whole : whole + "." + frac;

@@ -178,6 +178,11 @@ TEST(CheckoutFx, RatesAreExactFractionsAndConversionsRoundForTheMerchant) {
   EXPECT_EQ(catalog::fx::ratio_text({655957, 1000}), "655.957");
   EXPECT_EQ(catalog::fx::ratio_text({1, 1}), "1");
   EXPECT_EQ(catalog::fx::ratio_text({1000, 655957}), "1000/655957");
+  // Reduced fractions whose denominator divides a power of ten read as decimals.
+  EXPECT_EQ(catalog::fx::ratio_text({1525, 2}), "762.5");
+  EXPECT_EQ(catalog::fx::ratio_text({1, 8}), "0.125");
+  EXPECT_EQ(catalog::fx::ratio_text({3, 40}), "0.075");
+  EXPECT_EQ(catalog::fx::ratio_text({1, 3}), "1/3");
   // 10.00 EUR at 655.957 is 6559.57 XAF: the customer pays 6560 (rounded up to the franc).
   EXPECT_EQ(catalog::fx::convert_up(1000, "EUR", "XAF", {655957, 1000}), 6560);
   EXPECT_EQ(catalog::fx::convert_up(100000, "EUR", "XAF", {655957, 1000}), 655957);  // exact: no rounding
