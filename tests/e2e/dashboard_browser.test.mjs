@@ -129,6 +129,7 @@ for (const backend of backends()) {
       await page.fill('#fx-rate', '762.5');
       await Promise.all([page.waitForURL(/\/operator\/catalog$/), page.click('#fx-put')]);
       assert.match(await page.textContent('#fx-rates'), /GBP\s*XOF\s*762\.5/);
+      if (shots) await page.screenshot({ path: `${shots}/dashboard-fx.png`, fullPage: true });
       await page.fill('#fx-base', 'GBP');
       await page.fill('#fx-quote', 'XOF');
       await page.fill('#fx-rate', '-3');
