@@ -287,6 +287,7 @@ Status build_services(Context& ctx) {
         std::make_unique<billing::Service>(*ctx.db, *ctx.payments, *ctx.links, ctx.notifier.get(), std::move(o));
     ctx.billing->register_jobs(*ctx.jobs);
     ctx.dashboard->attach_billing(ctx.billing.get());  // the subscription pages
+    ctx.dashboard->attach_wallets(ctx.wallets.get());  // the partner's wallet links
   }
   return {};
 }

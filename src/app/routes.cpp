@@ -450,6 +450,10 @@ void build_routes(web::Router& r, Context& ctx) {
              dsh(&Dsh::subscription_change), member, "Changes a subscription as the API does (test clock: sandbox)"});
     r.add({Surface::dashboard, "POST", "/operator/catalog", dsh(&Dsh::catalog_put), op,
            "Operators: creates or changes a catalog entry (audited)"});
+    r.add({Surface::dashboard, "GET", "/wallet-links", dsh(&Dsh::wallet_links), member,
+           "The partner's links to users' wallets"});
+    r.add({Surface::dashboard, "POST", "/wallet-links/{reference}/unlink", dsh(&Dsh::wallet_unlink), member,
+           "Unlinks a user's wallet as the partner (audited; the user is told, the partner's webhooks too)"});
     r.add({Surface::dashboard, "POST", "/operator/catalog/fx", dsh(&Dsh::fx_put), op,
            "Operators: sets an exchange rate for hosted checkout's line=up (audited)"});
     for (const char* move : {"enable", "disable"})

@@ -26,14 +26,9 @@ web::Response Service::payouts(web::Request& req) {
   f.merchant_id = c->principal.merchant_id;
   f.environment = c->principal.environment;
   f.operation = "DISBURSEMENT";
-  if (auto b = req.query_param("before"); b && !b->empty()) {
-    std::int64_t v = 0;
-    auto [end, ec] = std::from_chars(b->data(), b->data() + b->size(), v);
-    if (ec != std::errc() || end != b->data() + b->size())
-      return error_page(
-          req, bad_request("invalid_request", bj::object{{"before", "must be the cursor of a previous page"}}));
-    f.before = v;
-  }
+  auto before = before_cursor(req);
+  if (!before) return error_page(req, before.error());
+  f.before = *before;
   payments::queries::TransactionPage result;
   std::vector<payments::queries::CurrencyBalance> balances;
   auto read = db_.read([&](store::Conn& conn) -> Status {

@@ -4,8 +4,6 @@
 // stored: it is shown on request to members who may change things, and each showing is audited.
 #include <boost/json.hpp>
 
-#include <charconv>
-
 #include "checkout/service.hpp"
 #include "core/money.hpp"
 #include "dashboard/internal.hpp"
@@ -24,16 +22,9 @@ web::Response Service::checkout_sessions(web::Request& req) {
   auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
   if (!parts_.checkout) return error_page(req, unavailable(bj::string("hosted checkout not configured")));
-  std::optional<std::int64_t> before;
-  if (auto b = req.query_param("before"); b && !b->empty()) {
-    std::int64_t v = 0;
-    auto [end, ec] = std::from_chars(b->data(), b->data() + b->size(), v);
-    if (ec != std::errc() || end != b->data() + b->size())
-      return error_page(
-          req, bad_request("invalid_request", bj::object{{"before", "must be the cursor of a previous page"}}));
-    before = v;
-  }
-  auto sessions = parts_.checkout->list_sessions(c->principal, before, kSessionsPerPage + 1);
+  auto before = before_cursor(req);
+  if (!before) return error_page(req, before.error());
+  auto sessions = parts_.checkout->list_sessions(c->principal, *before, kSessionsPerPage + 1);
   if (!sessions) return error_page(req, sessions.error());
   const bool more = static_cast<int>(sessions->size()) > kSessionsPerPage;
   if (more) sessions->pop_back();

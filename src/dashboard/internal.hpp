@@ -40,6 +40,9 @@ std::string replay_form(const Service::Ctx& c, const std::string& action, std::s
 // The sandbox tool on a PENDING sandbox collection's page: a form posting the operator's answer
 // to force (success or a failure reason) to `action`.
 std::string force_form(const Service::Ctx& c, const std::string& action);
+// The `before` cursor of a keyset page (none on the first page); 400 naming `before` when it is
+// not a whole number.
+Result<std::optional<std::int64_t>> before_cursor(const web::Request& req);
 // The link to the next page of a list: "?" + `query` (the cursor and the filters), escaped.
 std::string next_page_link(const Service::Ctx& c, const std::string& query);
 // A status as a badge ("COMPLETED", "ACTIVE"): escaped, with the status as its class.

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <tuple>
 
 #include "core/json.hpp"
@@ -66,15 +67,10 @@ Result<payments::queries::TransactionFilter> transaction_filter(const web::Reque
   }
   f.search = q("q");
   if (f.search.size() > 100) errors.add("q", "at most 100 characters");
-  if (auto b = q("before"); !b.empty()) {
-    try {
-      std::size_t used = 0;
-      f.before = std::stoll(b, &used);
-      if (used != b.size()) throw std::invalid_argument("trailing");
-    } catch (...) {
-      errors.add("before", "must be the cursor of a previous page");
-    }
-  }
+  if (auto cursor = before_cursor(req))
+    f.before = *cursor;
+  else
+    errors.add("before", "must be the cursor of a previous page");
   f.limit = 50;
   SIKA_TRY(errors.status());
   return f;
@@ -109,6 +105,16 @@ std::string csv_cell(std::string_view v) {
 }
 
 }  // namespace
+
+Result<std::optional<std::int64_t>> before_cursor(const web::Request& req) {
+  auto b = req.query_param("before");
+  if (!b || b->empty()) return std::optional<std::int64_t>{};
+  std::int64_t v = 0;
+  auto [end, ec] = std::from_chars(b->data(), b->data() + b->size(), v);
+  if (ec != std::errc() || end != b->data() + b->size())
+    return bad_request("invalid_request", bj::object{{"before", "must be the cursor of a previous page"}});
+  return std::optional<std::int64_t>(v);
+}
 
 std::string next_page_link(const Service::Ctx& c, const std::string& query) {
   return "<p><a rel=\"next\" href=\"?" + escape(query) + "\">" + std::string(c.t("Page suivante →", "Next page →")) +

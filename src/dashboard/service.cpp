@@ -185,6 +185,7 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
       {"/payouts", "Versements", "Payouts", false, false},
       {"/subscriptions", "Abonnements", "Subscriptions", false, false},
       {"/checkout", "Checkout", "Checkout", false, false},
+      {"/wallet-links", "Portefeuilles liés", "Linked wallets", false, false},
       {"/webhooks", "Webhooks", "Webhooks", false, false},
       {"/developers", "Développeurs", "Developers", false, false},
       {"/sandbox", "Bac à sable", "Sandbox", false, false},

@@ -50,6 +50,9 @@ class Service;
 namespace sika::checkout {
 class Service;
 }
+namespace sika::wallets {
+class Service;
+}
 
 namespace sika::dashboard {
 
@@ -73,6 +76,7 @@ struct Components {
   billing::Service* billing = nullptr;  // set by attach_billing (billing is built after the dashboard)
   payments::Service* payments = nullptr;
   checkout::Service* checkout = nullptr;
+  wallets::Service* wallets = nullptr;  // set by attach_wallets: the partner's links
 };
 
 class Service {
@@ -87,6 +91,7 @@ class Service {
   Sessions& sessions() { return sessions_; }
   // Gives the subscription pages their service; call before serving.
   void attach_billing(billing::Service* billing) { parts_.billing = billing; }
+  void attach_wallets(wallets::Service* wallets) { parts_.wallets = wallets; }
 
   // --- sign-in (open routes) ---
   web::Response login(web::Request& req);        // GET /login: redirects to the identity service
@@ -139,6 +144,8 @@ class Service {
   web::Response ledger(web::Request& req);               // GET /operator/ledger
   web::Response health(web::Request& req);               // GET /operator/health
   web::Response catalog_page(web::Request& req);         // GET /operator/catalog
+  web::Response wallet_links(web::Request& req);         // GET /wallet-links: the partner's wallet links
+  web::Response wallet_unlink(web::Request& req);        // POST /wallet-links/{reference}/unlink
   web::Response fx_put(web::Request& req);               // POST /operator/catalog/fx (base, quote, rate)
   web::Response catalog_put(web::Request& req);          // POST /operator/catalog (a record: create/update/upsert)
   web::Response catalog_active(web::Request& req);       // POST /operator/catalog/{kind}/{code}/enable|disable

@@ -282,6 +282,27 @@ Result<Link> Service::unlink_by_partner(const web::Principal& partner, std::stri
   return unlink(l, "partner");
 }
 
+Result<std::vector<Link>> Service::partner_links(const web::Principal& partner, std::optional<std::int64_t> before,
+                                                 int limit) {
+  std::vector<Link> out;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(out, tables::links_of_partner(c, partner.merchant_id, partner.environment, before, limit));
+    return {};
+  }));
+  return out;
+}
+
+Result<Link> Service::unlink_by_reference(const web::Principal& partner, std::string_view reference) {
+  std::optional<Link> l;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(l, tables::link_by_reference(c, reference));
+    return {};
+  }));
+  if (!l || l->partner_id != partner.merchant_id || l->wallet.environment != partner.environment)
+    return not_found(bj::object{{"reference", "no such link"}});
+  return unlink(*l, "partner");
+}
+
 Result<Link> Service::unlink_by_user(const Wallet& wallet, std::string_view reference) {
   SIKA_ASSIGN_OR_RETURN(Link l, link_of_wallet(wallet, reference));
   return unlink(l, "user");

@@ -114,6 +114,11 @@ class Service {
   Result<Link> find(const web::Principal& partner, std::string_view apikey);
   Result<Link> confirm(const web::Principal& partner, std::string_view apikey, std::string_view code);
   Result<Link> unlink_by_partner(const web::Principal& partner, std::string_view apikey);
+  // The partner's links, newest first (keyset on the link id): the dashboard's list.
+  Result<std::vector<Link>> partner_links(const web::Principal& partner, std::optional<std::int64_t> before, int limit);
+  // The partner unlinks by the link's reference (the dashboard holds no link key); another
+  // partner's link, or another environment's, is 404 naming reference.
+  Result<Link> unlink_by_reference(const web::Principal& partner, std::string_view reference);
   // The user consents on the wallet page, signed in with a code sent to the phone (the same
   // proof as the consent code): a PENDING link of `wallet` becomes ACTIVE.
   Result<Link> consent_by_user(const Wallet& wallet, std::string_view reference);

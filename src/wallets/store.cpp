@@ -1,5 +1,7 @@
 #include "wallets/store.hpp"
 
+#include <limits>
+
 namespace sika::wallets::tables {
 
 namespace {
@@ -84,6 +86,19 @@ Result<std::optional<Link>> link_by_reference(store::Conn& c, std::string_view r
 
 Result<std::vector<Link>> links_of_wallet(store::Conn& c, std::int64_t wallet_id) {
   SIKA_ASSIGN_OR_RETURN(auto rows, c.query(kLinkSelect + "WHERE l.wallet_id = ? ORDER BY l.id DESC", {wallet_id}));
+  std::vector<Link> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) out.push_back(link_from(r));
+  return out;
+}
+
+Result<std::vector<Link>> links_of_partner(store::Conn& c, std::int64_t partner_id, std::string_view environment,
+                                           std::optional<std::int64_t> before, int limit) {
+  SIKA_ASSIGN_OR_RETURN(
+      auto rows,
+      c.query(kLinkSelect + "WHERE l.partner_id = ? AND w.environment = ? AND l.id < ? ORDER BY l.id DESC LIMIT ?",
+              {partner_id, std::string(environment), before.value_or(std::numeric_limits<std::int64_t>::max()),
+               std::int64_t{limit}}));
   std::vector<Link> out;
   out.reserve(rows.size());
   for (const auto& r : rows) out.push_back(link_from(r));

@@ -25,6 +25,9 @@ Result<std::optional<Link>> link_of(store::Conn& c, std::int64_t partner_id, std
 Result<std::optional<Link>> link_by_key_hash(store::Conn& c, std::string_view key_hash);
 Result<std::optional<Link>> link_by_reference(store::Conn& c, std::string_view reference);
 Result<std::vector<Link>> links_of_wallet(store::Conn& c, std::int64_t wallet_id);
+// A partner's links to wallets of `environment`, newest first: at most `limit` with id < before.
+Result<std::vector<Link>> links_of_partner(store::Conn& c, std::int64_t partner_id, std::string_view environment,
+                                           std::optional<std::int64_t> before, int limit);
 
 // A new PENDING link; nullopt when (partner, wallet) already has one (a concurrent call made it).
 Result<std::optional<std::int64_t>> insert_link(store::Conn& c, const Link& link, std::string_view key_hash,

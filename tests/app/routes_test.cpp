@@ -237,6 +237,8 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"dashboard POST /transactions/{reference}/force", "dashboard_session"},
       {"dashboard POST /operator/catalog", "operator_session"},
       {"dashboard POST /operator/catalog/fx", "operator_session"},
+      {"dashboard GET /wallet-links", "dashboard_session"},
+      {"dashboard POST /wallet-links/{reference}/unlink", "dashboard_session"},
       {"dashboard POST /operator/catalog/{kind}/{code}/enable", "operator_session"},
       {"dashboard POST /operator/catalog/{kind}/{code}/disable", "operator_session"},
   };

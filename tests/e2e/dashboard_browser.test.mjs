@@ -387,6 +387,41 @@ for (const backend of backends()) {
       await viewer.close();
     });
 
+    test('the partner lists its wallet links and unlinks one; B does not see it, the viewer cannot unlink', async () => {
+      const link = server.demo.wallet_link;
+      // B: A's link is not listed, and unlinking it is not found.
+      const other = await browser.newContext({ locale: 'en-GB' });
+      const bPage = await signIn(other, server.demo.dashboard.other_merchant);
+      await bPage.goto(dashboard() + '/wallet-links');
+      assert.ok(!(await bPage.textContent('main')).includes(link.reference), 'B does not see A\'s link');
+      const bUnlink = await other.request.post(`${dashboard()}/wallet-links/${link.reference}/unlink`, {
+        form: { csrf: await csrfOf(bPage) }, maxRedirects: 0 });
+      assert.equal(bUnlink.status(), 404);
+      await other.close();
+      // The viewer sees the link, no unlink button, and a refused unlink.
+      const viewer = await browser.newContext({ locale: 'en-GB' });
+      const vPage = await signIn(viewer, server.demo.dashboard.viewer);
+      await vPage.goto(dashboard() + '/wallet-links');
+      assert.match(await vPage.textContent('#wallet-links'), new RegExp(link.reference));
+      assert.equal(await vPage.$('#wallet-links form'), null, 'no unlink for a viewer');
+      const vUnlink = await viewer.request.post(`${dashboard()}/wallet-links/${link.reference}/unlink`, {
+        form: { csrf: await csrfOf(vPage) }, maxRedirects: 0 });
+      assert.equal(vUnlink.status(), 403);
+      await viewer.close();
+      // The owner unlinks it: UNLINKED, audited.
+      const context = await browser.newContext({ locale: 'en-GB' });
+      const page = await signIn(context, server.demo.dashboard.merchant);
+      await page.goto(dashboard() + '/wallet-links');
+      const row = page.locator('#wallet-links tr', { hasText: link.reference });
+      assert.match(await row.textContent(), /ACTIVE/);
+      if (shots) await page.screenshot({ path: `${shots}/dashboard-wallet-links.png`, fullPage: true });
+      await Promise.all([page.waitForURL(/\/wallet-links$/), row.locator('button').click()]);
+      assert.match(await page.locator('#wallet-links tr', { hasText: link.reference }).textContent(), /UNLINKED/);
+      await page.goto(dashboard() + '/audit');
+      assert.match(await page.textContent('table'), /wallet_link\.unlink/);
+      await context.close();
+    });
+
     test('a viewer reads but changes nothing', async () => {
       const context = await browser.newContext({ locale: 'en-GB' });
       const page = await signIn(context, server.demo.dashboard.viewer);

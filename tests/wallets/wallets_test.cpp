@@ -278,6 +278,41 @@ TEST_P(WalletsTest, UnlinkingByEitherSideStopsTheKeyAndTellsThePartner) {
   EXPECT_EQ(wrong.error().kind, ErrorKind::not_found);
 }
 
+TEST_P(WalletsTest, APartnersLinksAreListedAndUnlinkedByReferenceForItOnly) {
+  Linked a = active();
+  Linked b = linked(p1_, "690000079");
+  Linked other = linked(p3_, "690000078");
+  auto mine = wallets_->partner_links(p1_, std::nullopt, 10);
+  ASSERT_TRUE(mine.ok());
+  ASSERT_EQ(mine->size(), 2u);
+  EXPECT_EQ((*mine)[0].reference, b.link.reference);  // newest first
+  EXPECT_EQ((*mine)[1].reference, a.link.reference);
+  auto next = wallets_->partner_links(p1_, (*mine)[0].id, 10);  // the keyset's next page
+  ASSERT_TRUE(next.ok());
+  ASSERT_EQ(next->size(), 1u);
+  EXPECT_EQ((*next)[0].reference, a.link.reference);
+  auto theirs = wallets_->partner_links(p3_, std::nullopt, 10);
+  ASSERT_TRUE(theirs.ok());
+  ASSERT_EQ(theirs->size(), 1u);
+  EXPECT_EQ((*theirs)[0].reference, other.link.reference);
+  // Another partner's link, by its reference, does not exist for this one and stays as it is.
+  auto wrong = wallets_->unlink_by_reference(p3_, a.link.reference);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().kind, ErrorKind::not_found);
+  EXPECT_TRUE(wrong.error().details.as_object().contains("reference"));
+  EXPECT_EQ(wallets_->find(p1_, a.apikey)->status, kActive);
+  // The partner's own: unlinked as through the API (its key stops, the partner's webhooks hear).
+  auto u = wallets_->unlink_by_reference(p1_, a.link.reference);
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->status, kUnlinked);
+  EXPECT_EQ(u->unlinked_by, "partner");
+  EXPECT_EQ(
+      count("SELECT COUNT(*) FROM events WHERE merchant_id = ? AND event_type = 'wallet_link.unlinked'", {m1_.id}), 1);
+  auto c = wallets_->charge(p1_, a.apikey, transfer(100));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().kind, ErrorKind::conflict);
+}
+
 TEST_P(WalletsTest, PayoutsCreditTheWalletAndTheHistoryShowsEverything) {
   Linked l = active(10'000);
   ASSERT_TRUE(wallets_->charge(p1_, l.apikey, transfer(4000)).ok());
