@@ -32,31 +32,52 @@ Result<std::optional<std::string>> marked(Context& ctx, std::int64_t merchant_id
 // The demo wallet every sandbox code reaches (demo_wallets.cpp funds it).
 constexpr std::string_view kDemoWallet = "237690000100";
 
+// A demo subscription, found again by its mark (n.metadata) on restarts or created now
+// (`payment_url`, the consent link, only then).
+struct Seeded {
+  billing::Subscription subscription;
+  std::string payment_url;
+  bool created = false;
+};
+Result<Seeded> find_or_subscribe(Context& ctx, const web::Principal& p, billing::NewSubscription n) {
+  SIKA_ASSIGN_OR_RETURN(auto reference, marked(ctx, p.merchant_id, n.metadata));
+  Seeded out;
+  if (reference) {
+    SIKA_ASSIGN_OR_RETURN(out.subscription, ctx.billing->find(p, *reference));
+    return out;
+  }
+  n.request_hash = n.metadata;
+  SIKA_ASSIGN_OR_RETURN(auto created, ctx.billing->create(p, n));
+  out.subscription = std::move(created.subscription);
+  out.payment_url = std::move(created.payment_url);
+  out.created = true;
+  return out;
+}
+
+// A subscription's entry in demo.json.
+bj::object demo_entry(const web::Principal& p, const billing::Subscription& s) {
+  return bj::object{{"merchant", p.merchant}, {"reference", s.reference},
+                    {"status", s.status},     {"amount", s.amount},
+                    {"currency", s.currency}, {"frequency", billing::to_string(s.frequency)}};
+}
+
 // A sandbox subscription whose customer approved a wallet mandate on the demo wallet (with the
 // sandbox's fixed code, as the page would): its cycles are debited from that wallet once its
 // consent payment is made (`payment_url`). Found again by its mark on restarts.
 Result<std::optional<bj::object>> seed_mandate_demo(Context& ctx, const web::Principal& p,
                                                     const std::string& currency) {
   if (p.environment != "sandbox") return std::optional<bj::object>{};
-  const std::string mark = R"({"demo":"MANDATE"})";
-  SIKA_ASSIGN_OR_RETURN(auto reference, marked(ctx, p.merchant_id, mark));
-  billing::Subscription s;
-  std::string payment_url;
-  if (reference) {
-    SIKA_ASSIGN_OR_RETURN(s, ctx.billing->find(p, *reference));
-  } else {
-    billing::NewSubscription n;
-    n.customer_email = "client.mandate@example.com";
-    n.customer_phone = std::string(kDemoWallet);
-    n.amount = 2'500;
-    n.currency = currency;
-    n.frequency = billing::Frequency::monthly;
-    n.description = "Demo plan (wallet mandate)";
-    n.metadata = mark;
-    n.request_hash = mark;
-    SIKA_ASSIGN_OR_RETURN(auto created, ctx.billing->create(p, n));
-    s = created.subscription;
-    payment_url = created.payment_url;
+  billing::NewSubscription n;
+  n.customer_email = "client.mandate@example.com";
+  n.customer_phone = std::string(kDemoWallet);
+  n.amount = 2'500;
+  n.currency = currency;
+  n.frequency = billing::Frequency::monthly;
+  n.description = "Demo plan (wallet mandate)";
+  n.metadata = R"({"demo":"MANDATE"})";
+  SIKA_ASSIGN_OR_RETURN(Seeded seeded, find_or_subscribe(ctx, p, std::move(n)));
+  const billing::Subscription& s = seeded.subscription;
+  if (seeded.created) {
     billing::MandateRequest r;
     r.wallet = std::string(kDemoWallet);
     SIKA_ASSIGN_OR_RETURN(auto made, ctx.billing->request_mandate(p, s.reference, r));
@@ -65,11 +86,9 @@ Result<std::optional<bj::object>> seed_mandate_demo(Context& ctx, const web::Pri
     SIKA_TRY(ctx.billing->approve_mandate(token, ctx.config.get_string("payments.sandbox_otp")));
   }
   SIKA_ASSIGN_OR_RETURN(auto mandate, ctx.billing->mandate_of(s));
-  bj::object entry{{"merchant", p.merchant}, {"reference", s.reference},
-                   {"status", s.status},     {"amount", s.amount},
-                   {"currency", s.currency}, {"frequency", billing::to_string(s.frequency)}};
+  bj::object entry = demo_entry(p, s);
   if (mandate) entry["mandate"] = billing::mandate_json(*mandate);
-  if (!payment_url.empty()) entry["payment_url"] = payment_url;
+  if (!seeded.payment_url.empty()) entry["payment_url"] = seeded.payment_url;
   return std::optional<bj::object>(std::move(entry));
 }
 
@@ -107,35 +126,24 @@ Status seed_billing_demo(Context& ctx, bj::object& demo) {
   };
   bj::array out;
   for (const auto& w : wanted) {
-    const std::string mark = std::string(R"({"demo":")") + w.status + R"("})";
-    SIKA_ASSIGN_OR_RETURN(auto reference, marked(ctx, m->id, mark));
-    billing::Subscription s;
-    std::string payment_url;
-    if (reference) {
-      SIKA_ASSIGN_OR_RETURN(s, ctx.billing->find(p, *reference));
-    } else {
-      billing::NewSubscription n;
-      n.customer_email = "client." + std::string(w.status) + "@example.com";
-      for (auto& ch : n.customer_email) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      n.customer_phone = "237690000000";
-      n.amount = 2'500;
-      n.currency = country->currency;
-      n.frequency = w.frequency;
-      n.description = std::string("Demo plan (") + w.status + ")";
-      n.metadata = mark;
-      n.request_hash = mark;
-      SIKA_ASSIGN_OR_RETURN(auto created, ctx.billing->create(p, n));
-      s = created.subscription;
-      payment_url = created.payment_url;
-      if (w.move) {
-        billing::MoveRequest r;
-        r.reason = w.reason;
-        SIKA_ASSIGN_OR_RETURN(s, ctx.billing->apply(p, s.reference, *w.move, r));
-      }
+    billing::NewSubscription n;
+    n.customer_email = "client." + std::string(w.status) + "@example.com";
+    for (auto& ch : n.customer_email) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    n.customer_phone = "237690000000";
+    n.amount = 2'500;
+    n.currency = country->currency;
+    n.frequency = w.frequency;
+    n.description = std::string("Demo plan (") + w.status + ")";
+    n.metadata = std::string(R"({"demo":")") + w.status + R"("})";
+    SIKA_ASSIGN_OR_RETURN(Seeded seeded, find_or_subscribe(ctx, p, std::move(n)));
+    billing::Subscription s = std::move(seeded.subscription);
+    std::string payment_url = std::move(seeded.payment_url);
+    if (seeded.created && w.move) {
+      billing::MoveRequest r;
+      r.reason = w.reason;
+      SIKA_ASSIGN_OR_RETURN(s, ctx.billing->apply(p, s.reference, *w.move, r));
     }
-    bj::object entry{{"merchant", m->matricule}, {"reference", s.reference},
-                     {"status", s.status},       {"amount", s.amount},
-                     {"currency", s.currency},   {"frequency", billing::to_string(s.frequency)}};
+    bj::object entry = demo_entry(p, s);
     // The consent link, while the first cycle waits for it.
     if (s.status == billing::kActive && payment_url.empty()) {
       SIKA_ASSIGN_OR_RETURN(auto first, ctx.billing->list_payments(s, 1, s.next_cycle - 1));

@@ -437,10 +437,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // The way back for a response made later or elsewhere: posted to this connection's strand.
     // It holds the io_context's work, so the server does not stop under a pending answer.
     auto work = net::prefer(srv_.ioc.get_executor(), net::execution::outstanding_work.tracked);
-    req.reply_to = [self = shared_from_this(), work](web::Response res, int route) {
+    req.reply_to = [self = shared_from_this(), work, locale = req.locale](web::Response res, int route) {
       // A streamed body answered this way is made whole first, on the replying thread (no
       // route answers later with a stream today; its body must not be lost if one does).
-      if (Status whole = web::collect_stream(res); !whole) res = web::error(self->locale_, whole.error());
+      if (Status whole = web::collect_stream(res); !whole) res = web::error(locale, whole.error());
       net::post(self->strand_, [self, res = std::move(res), route, work]() mutable {
         self->log_.route_id = route;
         self->send(std::move(res));

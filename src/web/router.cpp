@@ -122,15 +122,9 @@ bool Router::match(const Compiled& c, const std::vector<std::string>& segs, Fiel
   return true;
 }
 
-bool Router::cors_enabled(Surface s) const {
-  auto it = cors_.find(s);
-  return it != cors_.end() && it->second.enabled;
-}
-
-void Router::apply_cors(const Request& req, Surface s, Response& res) const {
+void Router::apply_cors(std::string_view origin, Surface s, Response& res) const {
   auto it = cors_.find(s);
   if (it == cors_.end() || !it->second.enabled) return;
-  std::string_view origin = req.header("origin");
   if (origin.empty()) return;
   const auto& origins = it->second.origins;
   bool any = std::find(origins.begin(), origins.end(), "*") != origins.end();
@@ -181,20 +175,18 @@ Response Router::dispatch(Request& req) const {
         if (auto page = sign_in_pages_.find(r.surface); page != sign_in_pages_.end())
           return Response::redirect(page->second, 303);
       }
-      if (allowed && r.answers_later && req.reply_to && cors_enabled(r.surface)) {
+      if (allowed && r.answers_later && req.reply_to && !req.header("origin").empty()) {
         // A later answer gets the CORS headers this request would get now.
-        Request headers_only;
-        headers_only.headers = {{"origin", std::string(req.header("origin"))}};
         req.reply_to = [this, to = std::move(req.reply_to), surface = r.surface,
-                        headers_only = std::move(headers_only)](Response res, int route) {
-          apply_cors(headers_only, surface, res);
+                        origin = std::string(req.header("origin"))](Response res, int route) {
+          apply_cors(origin, surface, res);
           to(std::move(res), route);
         };
       }
       Response res = allowed     ? r.handler(req)
                      : r.refusal ? r.refusal(req, allowed.error())
                                  : error(req, allowed.error());
-      if (!res.deferred) apply_cors(req, r.surface, res);
+      if (!res.deferred) apply_cors(req.header("origin"), r.surface, res);
       return res;
     }
   }
@@ -216,7 +208,7 @@ Response Router::dispatch(Request& req) const {
     res.set("Allow", allow);
     auto it = cors_.find(surface);
     if (it != cors_.end() && it->second.enabled && !req.header("access-control-request-method").empty()) {
-      apply_cors(req, surface, res);
+      apply_cors(req.header("origin"), surface, res);
       if (!res.get("Access-Control-Allow-Origin").empty()) {
         res.set("Access-Control-Allow-Methods", allow);
         res.set("Access-Control-Allow-Headers",
@@ -232,7 +224,7 @@ Response Router::dispatch(Request& req) const {
   details["allowed"] = allow;
   Response res = error(req, make_error(ErrorKind::method_not_allowed, "method_not_allowed", std::move(details)));
   res.set("Allow", allow);
-  apply_cors(req, surface, res);
+  apply_cors(req.header("origin"), surface, res);
   return res;
 }
 

@@ -117,8 +117,8 @@ class Router {
   };
   // `segments` is the request path already split (once per request, not once per route).
   bool match(const Compiled& c, const std::vector<std::string>& segments, Fields& params) const;
-  void apply_cors(const Request& req, Surface s, Response& res) const;
-  bool cors_enabled(Surface s) const;
+  // Adds the CORS headers for a request from `origin` ("" when none) to a route of `s`.
+  void apply_cors(std::string_view origin, Surface s, Response& res) const;
   // Applies the route's policy; fills req.principal. An error is the response to send.
   Status authorize(Request& req, const Access& access) const;
 
