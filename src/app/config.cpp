@@ -168,6 +168,9 @@ const std::vector<KeySpec> kKeys = {
      "dunning: days after a cycle's first failure when it is asked for again (increasing, 1 to 60); then SUSPENDED"},
     {"billing.settle_interval_ms", "1000", K::integer,
      "how often ended collections are applied to their subscription payments (ms)"},
+    {"billing.link_deadline_hours", "24", K::integer,
+     "a cycle paid by a payment link (its operator needs a code) fails into dunning when its link is unpaid this "
+     "long after it was sent (hours, 1 to 720); the link expires then"},
     {"checkout.session_ttl_seconds", "1800", K::integer,
      "a hosted checkout session accepts payments this long after it was opened (seconds)"},
     {"checkout.pay_per_address_per_minute", "30", K::integer,

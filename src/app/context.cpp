@@ -278,6 +278,11 @@ Status build_services(Context& ctx) {
                         boost::json::string("billing.retry_days: increasing day counts from 1 to 60, e.g. 1,3,5,7"));
     o.retries = *retries;
     o.settle_interval_ms = std::max<std::int64_t>(10, c.get_int("billing.settle_interval_ms"));
+    const std::int64_t deadline_hours = c.get_int("billing.link_deadline_hours");
+    if (deadline_hours < 1 || deadline_hours > 720)
+      return make_error(ErrorKind::invalid, "bad_config",
+                        boost::json::string("billing.link_deadline_hours: an integer from 1 to 720"));
+    o.link_deadline_ms = deadline_hours * 3'600'000;
     o.otp = ctx.otp.get();
     o.checkout_url = c.surface_url(web::Surface::checkout);
     o.catalog = [context = &ctx]() -> std::shared_ptr<const catalog::Catalog> {

@@ -13,6 +13,7 @@
 #include "core/time.hpp"
 #include "payments/intent.hpp"
 #include "payments/sandbox.hpp"
+#include "store/outbox.hpp"
 #include "web/envelope.hpp"
 #include "web/html.hpp"
 
@@ -46,6 +47,15 @@ Result<std::optional<Mandate>> Service::mandate_of(const Subscription& s) {
   return m;
 }
 
+Status Service::append_mandate_event(store::Conn& c, std::int64_t subscription_id, std::string_view type,
+                                     std::int64_t at) {
+  SIKA_ASSIGN_OR_RETURN(auto s, tables::by_id(c, subscription_id));
+  SIKA_ASSIGN_OR_RETURN(auto m, tables::mandate_of(c, subscription_id));
+  if (!s || !m) return internal_error(bj::string("mandate vanished inside its unit"));
+  SIKA_TRY(store::append_event(c, s->merchant_id, type, s->reference, mandate_event_payload(*s, *m), at));
+  return {};
+}
+
 Result<std::pair<Mandate, std::string>> Service::request_mandate(const web::Principal& merchant,
                                                                  std::string_view reference,
                                                                  const MandateRequest& request) {
@@ -77,7 +87,7 @@ Result<std::pair<Mandate, std::string>> Service::request_mandate(const web::Prin
   const std::string token = random_token(32);
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(auto id, tables::insert_mandate(c, m, token_hash(token)));
-    if (!id) return conflict(bj::object{{"mandate", "this subscription has a mandate already"}});
+    if (!id) return conflict(bj::object{{"mandate", "this subscription has a pending or active mandate already"}});
     m.id = *id;
     return {};
   }));
@@ -138,23 +148,31 @@ Result<Mandate> Service::approve_mandate(std::string_view token, std::string_vie
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(bool approved, tables::approve_mandate(c, m.id, at));
     if (!approved) return conflict(bj::object{{"status", "the mandate changed meanwhile"}});
-    return {};
+    return append_mandate_event(c, m.subscription_id, kEventMandateApproved, at);
   }));
   return mandate_by_token(token);
 }
 
 Result<Mandate> Service::revoke_mandate(std::string_view token) {
   SIKA_ASSIGN_OR_RETURN(Mandate m, mandate_by_token(token));
-  return revoke_mandate_of(m.subscription_id, "customer");
+  // This page's mandate only: an older page's secret never reaches a newer mandate.
+  const std::int64_t at = now();
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(bool revoked, tables::revoke_mandate_id(c, m.id, "customer", at));
+    if (!revoked) return conflict(bj::object{{"mandate", "there is no mandate to revoke"}});
+    return append_mandate_event(c, m.subscription_id, kEventMandateRevoked, at);
+  }));
+  return mandate_by_token(token);
 }
 
 Result<Mandate> Service::revoke_mandate_of(std::int64_t subscription_id, std::string_view by) {
   std::optional<Mandate> after;
+  const std::int64_t at = now();
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(bool revoked, tables::revoke_mandate(c, subscription_id, by, now()));
+    SIKA_ASSIGN_OR_RETURN(bool revoked, tables::revoke_mandate(c, subscription_id, by, at));
     if (!revoked) return conflict(bj::object{{"mandate", "there is no mandate to revoke"}});
     SIKA_ASSIGN_OR_RETURN(after, tables::mandate_of(c, subscription_id));
-    return {};
+    return append_mandate_event(c, subscription_id, kEventMandateRevoked, at);
   }));
   if (!after) return internal_error(bj::string("mandate vanished inside its unit"));
   return std::move(*after);

@@ -172,6 +172,12 @@ bj::object event_payload(const Subscription& s, const Payment* payment) {
   return o;
 }
 
+bj::object mandate_event_payload(const Subscription& s, const Mandate& m) {
+  bj::object o = event_payload(s, nullptr);
+  o["mandate"] = mandate_json(m);
+  return o;
+}
+
 NewSubscription parse_subscribe(const bj::object& body, std::string_view header_key, std::int64_t now,
                                 json::FieldErrors& errors) {
   payments::refuse_unknown_fields(body,

@@ -47,6 +47,10 @@ std::string_view event_type(Move move);
 inline constexpr std::string_view kEventCreated = "subscription.created";
 inline constexpr std::string_view kEventPaymentSucceeded = "subscription.payment_succeeded";
 inline constexpr std::string_view kEventPaymentFailed = "subscription.payment_failed";
+// A wallet mandate was approved by the customer, or revoked (by the customer, the merchant's end
+// of the subscription, or an operator); the payload carries the mandate.
+inline constexpr std::string_view kEventMandateApproved = "subscription.mandate_approved";
+inline constexpr std::string_view kEventMandateRevoked = "subscription.mandate_revoked";
 
 struct Subscription {
   std::int64_t id = 0;
@@ -107,13 +111,21 @@ struct Payment {
   std::optional<std::string> payment_link_reference;
   std::optional<std::string> wallet_transaction_id;
   std::optional<std::string> failure_reason;
+  // A cycle paid by a payment link: when the current attempt's link lapses unpaid (the
+  // subscription's clock).
+  std::optional<std::int64_t> link_deadline_at;
   std::int64_t created_at = 0;
   std::int64_t updated_at = 0;
+
+  // Whether this is a later cycle paid by a payment link (its operator needs a code), whose
+  // attempts each send a new link; the consent (cycle 0) is a link too but never dunned.
+  bool by_link() const { return cycle > 0 && payment_link_reference.has_value(); }
 };
 
 // A wallet mandate: the customer's approval that each cycle be debited from a Sika wallet,
 // up to `cap` per cycle, without a prompt. PENDING until approved with the code sent to the
-// wallet's phone, then ACTIVE; REVOKED is final.
+// wallet's phone, then ACTIVE; REVOKED is final. A subscription has at most one PENDING or
+// ACTIVE mandate; after a revocation the customer may approve a new one (the old stays REVOKED).
 inline constexpr std::string_view kMandatePending = "PENDING";
 inline constexpr std::string_view kMandateActive = "ACTIVE";
 inline constexpr std::string_view kMandateRevoked = "REVOKED";
@@ -146,6 +158,8 @@ boost::json::object detail_json(const Subscription& s, const std::vector<Payment
                                 const Mandate* mandate = nullptr);
 // The payload of a subscription event: the summary, and the payment it is about when there is one.
 boost::json::object event_payload(const Subscription& s, const Payment* payment);
+// The payload of a mandate event: the summary and the mandate.
+boost::json::object mandate_event_payload(const Subscription& s, const Mandate& m);
 
 // What a merchant sends to subscribe a customer.
 struct NewSubscription {

@@ -10,6 +10,7 @@
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
+#include "links/store.hpp"
 #include "merchant/merchant.hpp"
 #include "store/outbox.hpp"
 #include "web/envelope.hpp"
@@ -25,6 +26,9 @@ constexpr int kLatestPayments = 10;
 // The test clock bills at most this many cycles and retries per call (ten years of a daily plan
 // would otherwise hold the request for a long time); the rest follows through the jobs.
 constexpr int kMaxCatchUp = 400;
+// Runs of a link deadline's job while a payment of its link is still running (the runner's
+// backoff, capped at jobs.retry_max_ms, spreads them over more than a day).
+constexpr int kDeadlineAttempts = 40;
 
 Error subscription_not_found() { return not_found(bj::object{{"reference", "no such subscription"}}); }
 
@@ -203,9 +207,18 @@ Result<bool> Service::move(store::Conn& c, const Subscription& s, Move m, const 
   SIKA_ASSIGN_OR_RETURN(bool moved, tables::move_status(c, s.id, s.status, m, *to, reason, at));
   if (!moved) return false;
   if (*to == kCancelled || *to == kExpired) {
-    SIKA_TRY(tables::cancel_open_payments(c, s.id, at));
+    // The links still waiting for a payment can no longer be paid; one being paid right now
+    // keeps its link open and settles as it ends (the cycle stays PENDING for it).
+    SIKA_ASSIGN_OR_RETURN(auto linked, tables::open_link_payments(c, s.id));
+    std::vector<std::int64_t> paying;
+    for (const auto& p : linked) {
+      SIKA_ASSIGN_OR_RETURN(bool closed, links::tables::close_unpaid(c, *p.payment_link_reference, at));
+      if (!closed) paying.push_back(p.id);
+    }
+    SIKA_TRY(tables::cancel_open_payments(c, s.id, at, paying));
     // Nothing is debited from the wallet after the subscription ends.
-    SIKA_TRY(tables::revoke_mandate(c, s.id, "merchant", at));
+    SIKA_ASSIGN_OR_RETURN(bool revoked, tables::revoke_mandate(c, s.id, "merchant", at));
+    if (revoked) SIKA_TRY(append_mandate_event(c, s.id, kEventMandateRevoked, at));
   }
   SIKA_ASSIGN_OR_RETURN(auto after, tables::by_id(c, s.id));
   if (!after) return internal_error(bj::string("subscription vanished inside its unit"));
@@ -231,9 +244,10 @@ Result<Subscription> Service::apply(const web::Principal& merchant, std::string_
   if (request.uuid && *request.uuid != s.uuid)
     return empty_data(bj::object{{"uuid", "is not the uuid of this subscription"}});
   const std::int64_t at = now();
-  std::vector<Payment> overdue;
+  std::vector<Payment> overdue, relink;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     overdue.clear();
+    relink.clear();
     SIKA_ASSIGN_OR_RETURN(auto current, tables::by_id(c, s.id));
     if (!current) return subscription_not_found();
     if (m == Move::cancel && request.at_period_end) {
@@ -257,6 +271,10 @@ Result<Subscription> Service::apply(const web::Principal& merchant, std::string_
     // once, then billing resumes with the next cycle (due now when it fell due meanwhile).
     SIKA_ASSIGN_OR_RETURN(auto failed, tables::failed_payments(c, s.id));
     for (auto& p : failed) {
+      if (p.by_link()) {
+        relink.push_back(p);  // a new link for the cycle, sent once the move committed
+        continue;
+      }
       SIKA_ASSIGN_OR_RETURN(bool reopened, tables::reopen(c, p.id, p.attempts, at));
       if (reopened) {
         p.status = std::string(kPayPending);
@@ -269,6 +287,10 @@ Result<Subscription> Service::apply(const web::Principal& merchant, std::string_
   SIKA_ASSIGN_OR_RETURN(Subscription after, find(merchant, reference));
   for (const auto& p : overdue) {
     if (auto st = push(after, p); !st)
+      spdlog::warn("billing: overdue {} of {}: {}", p.reference, after.reference, st.error().code);
+  }
+  for (const auto& p : relink) {
+    if (auto st = send_new_link(after, p); !st)
       spdlog::warn("billing: overdue {} of {}: {}", p.reference, after.reference, st.error().code);
   }
   wake_jobs();
@@ -290,18 +312,24 @@ Result<Subscription> Service::advance(const web::Principal& merchant, std::strin
     SIKA_ASSIGN_OR_RETURN(s, find(merchant, reference));
     if (s.status != kActive) break;
     const std::int64_t clock = s.clock(now());
-    std::vector<Payment> retries;
+    std::vector<Payment> retries, lapsing;
     SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(lapsing, tables::link_deadlines_due(c, s.id, clock));
       SIKA_ASSIGN_OR_RETURN(retries, tables::retries_due(c, s.id, clock));
       return {};
     }));
+    bool lapsed = false;
+    for (const auto& p : lapsing) {
+      SIKA_ASSIGN_OR_RETURN(Lapse outcome, lapse_link(s.id, p.cycle, p.attempts));
+      lapsed = lapsed || outcome == Lapse::failed;
+    }
     for (const auto& p : retries) SIKA_TRY(retry(s.id, p.cycle, p.attempts));
     bool charged = false;
     if (s.payer_wallet && s.next_payment_at && *s.next_payment_at <= clock) {
       SIKA_TRY(charge(s.id, s.next_cycle, s.epoch));
       charged = true;
     }
-    if (retries.empty() && !charged) break;
+    if (retries.empty() && !charged && !lapsed) break;
   }
   wake_jobs();
   return find(merchant, reference);
@@ -322,6 +350,9 @@ void Service::register_jobs(store::JobRunner& runner) {
   });
   runner.handle(std::string(kRetryQueue), [this, field](const store::Job& job, store::JobScope&) -> Status {
     return retry(field(job, "subscription_id"), field(job, "cycle"), field(job, "attempts"));
+  });
+  runner.handle(std::string(kLinkDeadlineQueue), [this, field](const store::Job& job, store::JobScope&) -> Status {
+    return lapse(field(job, "subscription_id"), field(job, "cycle"), field(job, "attempts"));
   });
 }
 
@@ -548,19 +579,43 @@ bool Service::payer_needs_code(const Subscription& s) const {
   return service && service->needs_otp;
 }
 
-Status Service::send_cycle_link(const Subscription& s, Payment p, std::int64_t next_due) {
-  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(s));
+Result<links::Link> Service::cycle_link(const web::Principal& merchant, const Subscription& s, const Payment& p) {
   links::NewLink ln;
   ln.amount = p.amount;
   ln.currency = p.currency;
   ln.max_usage = 1;
   ln.title = "Subscription " + s.reference + ", cycle " + std::to_string(p.cycle);
   ln.description = label(s);
-  ln.metadata = bj::serialize(bj::object{{"subscription_reference", s.reference}, {"cycle", p.cycle}});
-  SIKA_ASSIGN_OR_RETURN(links::Link link, links_.create_link(merchant, ln));
-  p.payment_link_reference = link.reference;
+  // The link's expiry is on the wall clock; the deadline's job disables it on the subscription's.
+  if (p.link_deadline_at) ln.expires_at = *p.link_deadline_at - s.clock_offset_ms;
+  ln.metadata =
+      bj::serialize(bj::object{{"subscription_reference", s.reference}, {"cycle", p.cycle}, {"attempt", p.attempts}});
+  return links_.create_link(merchant, ln);
+}
+
+Status Service::enqueue_deadline(store::Conn& c, const Subscription& s, const Payment& p, std::int64_t at) {
+  store::NewJob job;
+  job.queue = std::string(kLinkDeadlineQueue);
+  job.key = s.reference + ":" + std::to_string(p.cycle) + ":d" + std::to_string(p.attempts);
+  job.payload = bj::serialize(bj::object{{"subscription_id", s.id}, {"cycle", p.cycle}, {"attempts", p.attempts}});
+  job.run_at = p.link_deadline_at.value_or(s.clock(at)) - s.clock_offset_ms;
+  job.max_attempts = kDeadlineAttempts;
+  SIKA_TRY(store::enqueue(c, job, at));
+  return {};
+}
+
+Status Service::send_cycle_link(const Subscription& s, Payment p, std::int64_t next_due) {
+  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(s));
   const std::int64_t at = now();
-  auto opened = db_.write([&](store::Conn& c) -> Status { return open_cycle(c, s, p, next_due, at); });
+  p.attempts = 1;  // the link is the cycle's first attempt
+  p.link_deadline_at = s.clock(at) + options_.link_deadline_ms;
+  SIKA_ASSIGN_OR_RETURN(links::Link link, cycle_link(merchant, s, p));
+  p.payment_link_reference = link.reference;
+  auto opened = db_.write([&](store::Conn& c) -> Status {
+    SIKA_TRY(open_cycle(c, s, p, next_due, at));
+    SIKA_TRY(tables::set_link_deadline(c, p.id, *p.link_deadline_at, at));
+    return enqueue_deadline(c, s, p, at);
+  });
   if (!opened) {
     (void)links_.set_status(merchant, link.reference, links::kDisabled);  // the link nobody will use
     if (opened.error().is(ErrorKind::conflict)) return {};                // another run opened the cycle
@@ -569,7 +624,37 @@ Status Service::send_cycle_link(const Subscription& s, Payment p, std::int64_t n
   wake_jobs();
   remind(s, p, "billing:link",
          "The payment of " + amount_text(s) + " for " + label(s) +
-             " is due. Your operator asks for a code: " + "please pay it at " + links_.payment_url(link));
+             " is due. Your operator asks for a code: please pay it at " + links_.payment_url(link) + " before " +
+             iso8601(*p.link_deadline_at).substr(0, 10) + ".");
+  return {};
+}
+
+Status Service::send_new_link(const Subscription& s, const Payment& failed) {
+  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(s));
+  const std::int64_t at = now();
+  Payment p = failed;
+  p.status = std::string(kPayPending);
+  p.attempts = failed.attempts + 1;
+  p.link_deadline_at = s.clock(at) + options_.link_deadline_ms;
+  SIKA_ASSIGN_OR_RETURN(links::Link link, cycle_link(merchant, s, p));
+  p.payment_link_reference = link.reference;
+  // The attempt is counted, its link recorded and its deadline's job enqueued in one unit,
+  // conditional on the attempt count: of two runs of this retry one sends a link, the other
+  // disables the one it made.
+  bool sent = false;
+  auto recorded = db_.write([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(sent, tables::relink(c, p.id, failed.attempts, link.reference, *p.link_deadline_at, at));
+    if (!sent) return {};
+    return enqueue_deadline(c, s, p, at);
+  });
+  if (!recorded || !sent) {
+    (void)links_.set_status(merchant, link.reference, links::kDisabled);
+    return recorded;
+  }
+  wake_jobs();
+  remind(s, p, "billing:retry",
+         "Reminder: the payment of " + amount_text(s) + " for " + label(s) + " is still due. Please pay it at " +
+             links_.payment_url(link) + " before " + iso8601(*p.link_deadline_at).substr(0, 10) + ".");
   return {};
 }
 
@@ -644,6 +729,10 @@ Status Service::retry(std::int64_t subscription_id, std::int64_t cycle, std::int
     if (!s || s->status != kActive) return {};
     SIKA_ASSIGN_OR_RETURN(auto found, tables::payment_of(c, s->id, cycle));
     if (!found || found->attempts != attempts) return {};
+    if (found->status == kPayFailed && found->by_link()) {
+      p = std::move(found);  // a new link, counted as the next attempt by its own unit
+      return {};
+    }
     if (found->status == kPayFailed) {
       SIKA_ASSIGN_OR_RETURN(bool reopened, tables::reopen(c, found->id, attempts, at));
       if (!reopened) return {};
@@ -653,6 +742,7 @@ Status Service::retry(std::int64_t subscription_id, std::int64_t cycle, std::int
     return {};
   }));
   if (!s || !p) return {};
+  if (p->status == kPayFailed) return send_new_link(*s, *p);
   remind(*s, *p, "billing:retry",
          "Reminder: the payment of " + amount_text(*s) + " for " + label(*s) +
              " did not go through. We are asking again now: please approve the request on your phone.");
@@ -712,50 +802,110 @@ Status Service::settle(const tables::Ended& e) {
       }
       return {};
     }
-    // Failed: dunning asks again after the next delay of the schedule, counted from the
-    // cycle's first failure on the subscription's clock, or suspends once the schedule is spent.
+    // Failed: dunning asks again after the next delay of the schedule, or suspends.
     if (e.from == kPayPending) {
       // Refused before a collection existed: it counts as an attempt, so the next one gets a
       // fresh collection key and the next delay of the schedule.
       SIKA_TRY(c.exec("UPDATE bil_payments SET attempts = attempts + 1 WHERE id = ? AND status = 'PENDING'", {p->id}));
       SIKA_ASSIGN_OR_RETURN(p, tables::payment_of(c, s->id, p->cycle));
     }
-    const std::string reason = e.failure_reason.value_or(e.transaction_status);
-    const std::int64_t clock = s->clock(at);
-    const std::int64_t first_failure = p->failed_at.value_or(clock);
-    const std::size_t retry_index = static_cast<std::size_t>(std::max<std::int64_t>(p->attempts, 1) - 1);
-    std::optional<std::int64_t> next_retry;
-    if (s->status == kActive && retry_index < options_.retries.days.size())
-      next_retry = first_failure + options_.retries.days[retry_index] * kDayMs;
-    SIKA_ASSIGN_OR_RETURN(bool marked, tables::mark_failed(c, p->id, e.from, reason, clock, next_retry, at));
-    if (!marked) return {};
-    SIKA_ASSIGN_OR_RETURN(p, tables::payment_of(c, s->id, p->cycle));
-    SIKA_TRY(store::append_event(c, s->merchant_id, kEventPaymentFailed, s->reference, event_payload(*s, &*p), at));
-    if (next_retry) {
-      store::NewJob job;
-      job.queue = std::string(kRetryQueue);
-      job.key = s->reference + ":" + std::to_string(p->cycle) + ":a" + std::to_string(p->attempts);
-      job.payload =
-          bj::serialize(bj::object{{"subscription_id", s->id}, {"cycle", p->cycle}, {"attempts", p->attempts}});
-      job.run_at = *next_retry - s->clock_offset_ms;
-      SIKA_TRY(store::enqueue(c, job, at));
-      reminder = p;
-      return {};
-    }
-    if (s->status == kActive) {
-      const std::string why = "cycle " + std::to_string(p->cycle) + " unpaid after " + std::to_string(p->attempts) +
-                              " attempt" + (p->attempts == 1 ? "" : "s") + ": " + reason;
-      SIKA_TRY(move(c, *s, Move::suspend, why, at));
-    }
+    SIKA_ASSIGN_OR_RETURN(reminder,
+                          fail_into_dunning(c, *s, *p, e.from, e.failure_reason.value_or(e.transaction_status), at));
     return {};
   }));
   if (resumed) wake_jobs();
-  if (s && reminder && reminder->next_retry_at)
-    remind(*s, *reminder, "billing:failed",
-           "The payment of " + amount_text(*s) + " for " + label(*s) + " failed (" +
-               reminder->failure_reason.value_or("FAILED") + "). We will ask again on " +
-               iso8601(*reminder->next_retry_at).substr(0, 10) + ".");
+  if (s && reminder) remind_failed(*s, *reminder);
   return {};
+}
+
+Result<std::optional<Payment>> Service::fail_into_dunning(store::Conn& c, const Subscription& s, const Payment& failing,
+                                                          std::string_view from, const std::string& reason,
+                                                          std::int64_t at) {
+  // The delays of the schedule count from the cycle's first failure on the subscription's clock.
+  const std::int64_t clock = s.clock(at);
+  const std::int64_t first_failure = failing.failed_at.value_or(clock);
+  const std::size_t retry_index = static_cast<std::size_t>(std::max<std::int64_t>(failing.attempts, 1) - 1);
+  std::optional<std::int64_t> next_retry;
+  if (s.status == kActive && retry_index < options_.retries.days.size())
+    next_retry = first_failure + options_.retries.days[retry_index] * kDayMs;
+  SIKA_ASSIGN_OR_RETURN(bool marked, tables::mark_failed(c, failing.id, from, reason, clock, next_retry, at));
+  if (!marked) return std::optional<Payment>{};
+  SIKA_ASSIGN_OR_RETURN(auto p, tables::payment_of(c, s.id, failing.cycle));
+  if (!p) return internal_error(bj::string("subscription payment vanished inside its unit"));
+  SIKA_TRY(store::append_event(c, s.merchant_id, kEventPaymentFailed, s.reference, event_payload(s, &*p), at));
+  if (next_retry) {
+    store::NewJob job;
+    job.queue = std::string(kRetryQueue);
+    job.key = s.reference + ":" + std::to_string(p->cycle) + ":a" + std::to_string(p->attempts);
+    job.payload = bj::serialize(bj::object{{"subscription_id", s.id}, {"cycle", p->cycle}, {"attempts", p->attempts}});
+    job.run_at = *next_retry - s.clock_offset_ms;
+    SIKA_TRY(store::enqueue(c, job, at));
+    return p;
+  }
+  if (s.status == kActive) {
+    const std::string why = "cycle " + std::to_string(p->cycle) + " unpaid after " + std::to_string(p->attempts) +
+                            " attempt" + (p->attempts == 1 ? "" : "s") + ": " + reason;
+    SIKA_TRY(move(c, s, Move::suspend, why, at));
+  }
+  return std::optional<Payment>{};
+}
+
+void Service::remind_failed(const Subscription& s, const Payment& p) {
+  if (!p.next_retry_at) return;
+  const std::string when = iso8601(*p.next_retry_at).substr(0, 10);
+  if (p.by_link())
+    remind(s, p, "billing:failed",
+           "The payment of " + amount_text(s) + " for " + label(s) +
+               " was not made: its link was not paid in time. We will send you a new link on " + when + ".");
+  else
+    remind(s, p, "billing:failed",
+           "The payment of " + amount_text(s) + " for " + label(s) + " failed (" + p.failure_reason.value_or("FAILED") +
+               "). We will ask again on " + when + ".");
+}
+
+Status Service::lapse(std::int64_t subscription_id, std::int64_t cycle, std::int64_t attempts) {
+  SIKA_ASSIGN_OR_RETURN(Lapse outcome, lapse_link(subscription_id, cycle, attempts));
+  if (outcome == Lapse::running)
+    return retryable(bj::object{{"payment_link_reference", "a payment of the cycle's link may still complete"}});
+  return {};
+}
+
+Result<Service::Lapse> Service::lapse_link(std::int64_t subscription_id, std::int64_t cycle, std::int64_t attempts) {
+  const std::int64_t at = now();
+  std::optional<Subscription> s;
+  std::optional<Payment> reminder;
+  Lapse outcome = Lapse::moot;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    outcome = Lapse::moot;
+    reminder.reset();
+    SIKA_ASSIGN_OR_RETURN(s, tables::by_id(c, subscription_id));
+    if (!s) return {};
+    SIKA_ASSIGN_OR_RETURN(auto p, tables::payment_of(c, s->id, cycle));
+    if (!p || p->status != kPayPending || p->attempts != attempts || !p->by_link() || !p->link_deadline_at) return {};
+    if (*p->link_deadline_at > s->clock(at))
+      return retryable(bj::object{{"cycle", "its link's deadline has not passed on the subscription's clock"}});
+    // The link is disabled in this unit unless a payment of it completed or is running: a payer
+    // who commits first wins (the cycle then settles PAID), else nobody can pay it any more.
+    SIKA_ASSIGN_OR_RETURN(bool closed, links::tables::close_unpaid(c, *p->payment_link_reference, at));
+    if (!closed) {
+      outcome = Lapse::running;
+      return {};
+    }
+    if (s->status == kCancelled || s->status == kExpired) {
+      // Kept open at the end for a payment that was running, which did not complete.
+      SIKA_TRY(tables::cancel_open_payments(c, s->id, at));
+      return {};
+    }
+    SIKA_ASSIGN_OR_RETURN(
+        reminder,
+        fail_into_dunning(c, *s, *p, kPayPending,
+                          "LINK_UNPAID: the payment link was not paid by " + iso8601(*p->link_deadline_at), at));
+    outcome = Lapse::failed;
+    return {};
+  }));
+  if (s && reminder) remind_failed(*s, *reminder);
+  if (outcome == Lapse::failed) wake_jobs();
+  return outcome;
 }
 
 void Service::remind(const Subscription& s, const Payment& p, std::string_view tag, const std::string& text) {

@@ -37,14 +37,19 @@
 namespace sika::billing {
 
 // The job queues of billing: one job per (subscription, cycle, epoch) that creates and asks
-// for the cycle's payment, and one per dunning retry of a failed cycle.
+// for the cycle's payment, one per dunning retry of a failed cycle, and one per link sent for a
+// cycle (each attempt of a cycle whose operator needs a code) that fails it at its deadline.
 inline constexpr std::string_view kChargeQueue = "billing.charge";
 inline constexpr std::string_view kRetryQueue = "billing.retry";
+inline constexpr std::string_view kLinkDeadlineQueue = "billing.link_deadline";
 
 struct Options {
   std::string default_time_zone = "Africa/Douala";  // when the subscribe request names none
   RetrySchedule retries{{1, 3, 5, 7}};              // dunning: days after a cycle's first failure
   std::int64_t settle_interval_ms = 1000;           // how often ended collections are looked for
+  // A cycle paid by a payment link fails into dunning when its link is still unpaid this long
+  // after it was sent (on the subscription's clock); the link expires then too.
+  std::int64_t link_deadline_ms = 24LL * 3'600'000;
   int settle_batch = 500;
   std::int64_t max_clock_advance_ms = 3660LL * 86'400'000;  // one call of the test clock
   std::function<std::int64_t()> clock;                      // epoch ms; now_ms() when empty
@@ -108,8 +113,9 @@ class Service {
   Result<Subscription> advance(const web::Principal& merchant, std::string_view reference, std::int64_t delta_ms,
                                const std::optional<std::string>& payer_wallet = std::nullopt);
 
-  // Asks the customer for a wallet mandate: a PENDING mandate (one per subscription; 409 naming
-  // mandate when it has one) and its page sent through the notifier to the wallet's phone.
+  // Asks the customer for a wallet mandate: a PENDING mandate (409 naming mandate while the
+  // subscription has a PENDING or ACTIVE one; after a revocation a new one may be asked for, the
+  // old one stays REVOKED) and its page sent through the notifier to the wallet's phone.
   // Returns the mandate and its page's URL (the URL carries the page's secret: it is the
   // customer's, shown to the merchant only in this answer for the sandbox).
   Result<std::pair<Mandate, std::string>> request_mandate(const web::Principal& merchant, std::string_view reference,
@@ -131,8 +137,14 @@ class Service {
   // Creates the payment of `cycle` and asks for it (the charge job's work); nothing when the
   // subscription has moved on, is not ACTIVE, or `epoch` is not its current one.
   Status charge(std::int64_t subscription_id, std::int64_t cycle, std::int64_t epoch);
-  // Asks again for a FAILED cycle whose attempts are `attempts`, after a reminder.
+  // Asks again for a FAILED cycle whose attempts are `attempts`, after a reminder (a cycle paid
+  // by a link: a new link for the same cycle, in the reminder).
   Status retry(std::int64_t subscription_id, std::int64_t cycle, std::int64_t attempts);
+  // The deadline of attempt `attempts` of a cycle paid by a link: unless the link was paid, the
+  // link is disabled and the cycle FAILED into dunning in one unit (its event, the next retry's
+  // job or the suspension). Nothing when the attempt is no longer PENDING; 503 retryable while a
+  // payment of the link may still complete (the job runs again later).
+  Status lapse(std::int64_t subscription_id, std::int64_t cycle, std::int64_t attempts);
   // Applies the outcome of ended collections to their payments (paid, failed + dunning);
   // returns how many payments this call changed.
   Result<int> settle_due();
@@ -162,6 +174,22 @@ class Service {
   bool payer_needs_code(const Subscription& s) const;
   // Opens cycle `p` as a single-use payment link sent to the customer (operators that need a code).
   Status send_cycle_link(const Subscription& s, Payment p, std::int64_t next_due);
+  // Sends a new link for the FAILED link-paid cycle `failed` (its next attempt), in a reminder.
+  Status send_new_link(const Subscription& s, const Payment& failed);
+  // The single-use link of attempt `p` of a cycle, expiring at the attempt's deadline.
+  Result<links::Link> cycle_link(const web::Principal& merchant, const Subscription& s, const Payment& p);
+  // Inside a unit: the job failing attempt `p` of a link-paid cycle at its deadline.
+  Status enqueue_deadline(store::Conn& c, const Subscription& s, const Payment& p, std::int64_t at);
+  enum class Lapse { failed, moot, running };
+  Result<Lapse> lapse_link(std::int64_t subscription_id, std::int64_t cycle, std::int64_t attempts);
+  // Inside a unit: fails payment `p` (status `from`) into dunning: FAILED with `reason`, its event,
+  // and the next retry's job, or the suspension once the schedule is spent. Returns the payment
+  // when a retry follows (the customer is told when), nullopt otherwise or when `p` had moved.
+  Result<std::optional<Payment>> fail_into_dunning(store::Conn& c, const Subscription& s, const Payment& p,
+                                                   std::string_view from, const std::string& reason, std::int64_t at);
+  void remind_failed(const Subscription& s, const Payment& p);
+  // Inside a unit: a mandate event (`type`) of the subscription with its newest mandate.
+  Status append_mandate_event(store::Conn& c, std::int64_t subscription_id, std::string_view type, std::int64_t at);
   // Inside a unit: the payment row of a new cycle, the advance to the next and that cycle's job;
   // 409 when another run opened it first.
   Status open_cycle(store::Conn& c, const Subscription& s, Payment& p, std::int64_t next_due, std::int64_t at);

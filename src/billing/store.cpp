@@ -60,7 +60,7 @@ Subscription subscription_from(const store::Row& r) {
 constexpr std::string_view kPayment =
     "SELECT id, reference, subscription_id, cycle, amount, currency, status, due_at, paid_at, attempts, failed_at, "
     "next_retry_at, payment_intent_reference, payment_link_reference, wallet_transaction_id, failure_reason, "
-    "created_at, updated_at FROM bil_payments ";
+    "created_at, updated_at, link_deadline_at FROM bil_payments ";
 
 Payment payment_from(const store::Row& r) {
   Payment p;
@@ -82,6 +82,7 @@ Payment payment_from(const store::Row& r) {
   p.failure_reason = r.opt_str(15);
   p.created_at = r.i64(16);
   p.updated_at = r.i64(17);
+  p.link_deadline_at = r.opt_i64(18);
   return p;
 }
 
@@ -333,11 +334,17 @@ Result<bool> reopen(store::Conn& c, std::int64_t payment_id, std::int64_t attemp
              {now, payment_id, attempts}));
 }
 
-Result<std::int64_t> cancel_open_payments(store::Conn& c, std::int64_t subscription_id, std::int64_t now) {
-  return c.exec(
+Result<std::int64_t> cancel_open_payments(store::Conn& c, std::int64_t subscription_id, std::int64_t now,
+                                          const std::vector<std::int64_t>& keep) {
+  std::string sql =
       "UPDATE bil_payments SET status = 'CANCELLED', next_retry_at = NULL, updated_at = ? "
-      "WHERE subscription_id = ? AND status IN ('PENDING', 'FAILED')",
-      {now, subscription_id});
+      "WHERE subscription_id = ? AND status IN ('PENDING', 'FAILED')";
+  store::Params params{now, subscription_id};
+  for (std::int64_t id : keep) {
+    sql += " AND id <> ?";
+    params.emplace_back(id);
+  }
+  return c.exec(sql, params);
 }
 
 Result<std::vector<Payment>> failed_payments(store::Conn& c, std::int64_t subscription_id) {
@@ -349,6 +356,32 @@ Result<std::vector<Payment>> retries_due(store::Conn& c, std::int64_t subscripti
                   "WHERE subscription_id = ? AND status = 'FAILED' AND next_retry_at IS NOT NULL "
                   "AND next_retry_at <= ? ORDER BY cycle",
                   {subscription_id, clock});
+}
+
+Status set_link_deadline(store::Conn& c, std::int64_t payment_id, std::int64_t deadline, std::int64_t now) {
+  SIKA_TRY(
+      c.exec("UPDATE bil_payments SET link_deadline_at = ?, updated_at = ? WHERE id = ?", {deadline, now, payment_id}));
+  return {};
+}
+
+Result<bool> relink(store::Conn& c, std::int64_t payment_id, std::int64_t attempts, std::string_view link_reference,
+                    std::int64_t deadline, std::int64_t now) {
+  return changed(
+      c.exec("UPDATE bil_payments SET status = 'PENDING', payment_link_reference = ?, link_deadline_at = ?, "
+             "attempts = ?, next_retry_at = NULL, updated_at = ? WHERE id = ? AND status = 'FAILED' AND attempts = ?",
+             {std::string(link_reference), deadline, attempts + 1, now, payment_id, attempts}));
+}
+
+Result<std::vector<Payment>> link_deadlines_due(store::Conn& c, std::int64_t subscription_id, std::int64_t clock) {
+  return payments(c,
+                  "WHERE subscription_id = ? AND status = 'PENDING' AND cycle > 0 AND link_deadline_at IS NOT NULL "
+                  "AND link_deadline_at <= ? ORDER BY cycle",
+                  {subscription_id, clock});
+}
+
+Result<std::vector<Payment>> open_link_payments(store::Conn& c, std::int64_t subscription_id) {
+  return payments(c, "WHERE subscription_id = ? AND status = 'PENDING' AND payment_link_reference IS NOT NULL",
+                  {subscription_id});
 }
 
 namespace {
@@ -394,7 +427,7 @@ Result<std::optional<std::int64_t>> insert_mandate(store::Conn& c, const Mandate
 }
 
 Result<std::optional<Mandate>> mandate_of(store::Conn& c, std::int64_t subscription_id) {
-  return mandate_where(c, "WHERE subscription_id = ?", {subscription_id});
+  return mandate_where(c, "WHERE subscription_id = ? ORDER BY id DESC LIMIT 1", {subscription_id});
 }
 
 Result<std::optional<Mandate>> mandate_by_token(store::Conn& c, std::string_view token_hash) {
@@ -413,6 +446,13 @@ Result<bool> revoke_mandate(store::Conn& c, std::int64_t subscription_id, std::s
                                        "updated_at = ? WHERE subscription_id = ? AND status IN ('PENDING', 'ACTIVE')",
                                        {now, std::string(by), now, subscription_id}));
   return n == 1;
+}
+
+Result<bool> revoke_mandate_id(store::Conn& c, std::int64_t id, std::string_view by, std::int64_t now) {
+  return changed(
+      c.exec("UPDATE bil_mandates SET status = 'REVOKED', revoked_at = ?, revoked_by = ?, updated_at = ? "
+             "WHERE id = ? AND status IN ('PENDING', 'ACTIVE')",
+             {now, std::string(by), now, id}));
 }
 
 Result<bool> take_mandate(store::Conn& c, std::int64_t id, std::int64_t amount, std::int64_t now) {

@@ -71,24 +71,41 @@ Result<bool> mark_failed(store::Conn& c, std::int64_t payment_id, std::string_vi
                          std::int64_t failed_at, std::optional<std::int64_t> next_retry_at, std::int64_t now);
 // FAILED (attempts = `attempts`) -> PENDING, to be asked again.
 Result<bool> reopen(store::Conn& c, std::int64_t payment_id, std::int64_t attempts, std::int64_t now);
-// Every PENDING or FAILED payment of the subscription -> CANCELLED (the subscription ended).
-Result<std::int64_t> cancel_open_payments(store::Conn& c, std::int64_t subscription_id, std::int64_t now);
+// Every PENDING or FAILED payment of the subscription but those in `keep` -> CANCELLED (the
+// subscription ended).
+Result<std::int64_t> cancel_open_payments(store::Conn& c, std::int64_t subscription_id, std::int64_t now,
+                                          const std::vector<std::int64_t>& keep = {});
 // FAILED payments of a subscription (what reactivation collects first).
 Result<std::vector<Payment>> failed_payments(store::Conn& c, std::int64_t subscription_id);
 // FAILED payments whose retry is due at `clock` on the subscription's clock.
 Result<std::vector<Payment>> retries_due(store::Conn& c, std::int64_t subscription_id, std::int64_t clock);
+// Sets when the link of a link-paid cycle lapses unpaid (the subscription's clock).
+Status set_link_deadline(store::Conn& c, std::int64_t payment_id, std::int64_t deadline, std::int64_t now);
+// FAILED (attempts = `attempts`) -> PENDING with a new link and its deadline, counting the
+// attempt; false when another run sent it first (or the payment moved on).
+Result<bool> relink(store::Conn& c, std::int64_t payment_id, std::int64_t attempts, std::string_view link_reference,
+                    std::int64_t deadline, std::int64_t now);
+// PENDING link-paid cycles whose link's deadline is at or before `clock`.
+Result<std::vector<Payment>> link_deadlines_due(store::Conn& c, std::int64_t subscription_id, std::int64_t clock);
+// PENDING payments waiting for their link (the consent, link-paid cycles).
+Result<std::vector<Payment>> open_link_payments(store::Conn& c, std::int64_t subscription_id);
 
-// --- wallet mandates (migration 21) ---
+// --- wallet mandates (migrations 21 and 24) ---
 
-// Inserts a PENDING mandate; nullopt when the subscription has one already.
+// Inserts a PENDING mandate; nullopt when the subscription has a PENDING or ACTIVE one already.
 Result<std::optional<std::int64_t>> insert_mandate(store::Conn& c, const Mandate& m, std::string_view token_hash);
+// The subscription's newest mandate (the live one when there is one: a new mandate can only be
+// asked for once the previous one is REVOKED).
 Result<std::optional<Mandate>> mandate_of(store::Conn& c, std::int64_t subscription_id);
 // The mandate whose page secret hashes to `token_hash`.
 Result<std::optional<Mandate>> mandate_by_token(store::Conn& c, std::string_view token_hash);
 // PENDING -> ACTIVE; false when it was not PENDING.
 Result<bool> approve_mandate(store::Conn& c, std::int64_t id, std::int64_t now);
-// PENDING or ACTIVE -> REVOKED by `by` (customer, merchant); false when already REVOKED or none.
+// The subscription's PENDING or ACTIVE mandate -> REVOKED by `by` (customer, merchant); false when
+// it has none.
 Result<bool> revoke_mandate(store::Conn& c, std::int64_t subscription_id, std::string_view by, std::int64_t now);
+// The mandate `id` -> REVOKED by `by` when PENDING or ACTIVE; false otherwise.
+Result<bool> revoke_mandate_id(store::Conn& c, std::int64_t id, std::string_view by, std::int64_t now);
 // Takes the ACTIVE mandate for one debit of `amount`: counts it, conditional on the status and
 // on the cap covering it; false (nothing changed) otherwise.
 Result<bool> take_mandate(store::Conn& c, std::int64_t id, std::int64_t amount, std::int64_t now);

@@ -169,6 +169,18 @@ Result<bool> set_status(store::Conn& c, std::int64_t link_id, std::string_view s
   return n == 1;
 }
 
+Result<bool> close_unpaid(store::Conn& c, std::string_view reference, std::int64_t now) {
+  SIKA_ASSIGN_OR_RETURN(
+      auto n,
+      c.exec("UPDATE lnk_links SET status = 'DISABLED', updated_at = ? WHERE reference = ? AND NOT EXISTS ("
+             "SELECT 1 FROM lnk_payments a LEFT JOIN pay_transactions t ON t.merchant_id = lnk_links.merchant_id "
+             "AND t.environment = lnk_links.environment AND t.transaction_uuid = a.transaction_uuid "
+             "WHERE a.link_id = lnk_links.id AND ((t.id IS NULL AND a.state = 'RESERVED') OR "
+             "t.status NOT IN ('FAILED', 'EXPIRED', 'CANCELLED')))",
+             {now, std::string(reference)}));
+  return n == 1;
+}
+
 Result<std::optional<std::int64_t>> insert_attempt(store::Conn& c, std::int64_t link_id, std::string_view payer_uuid,
                                                    std::string_view transaction_uuid, std::int64_t now) {
   SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("INSERT INTO lnk_payments (link_id, payer_uuid, transaction_uuid, state, "

@@ -36,6 +36,12 @@ Result<std::pair<std::vector<Link>, std::int64_t>> list(store::Conn& c, std::int
 // Applies an update; returns whether the link existed.
 Result<bool> update(store::Conn& c, std::int64_t link_id, const LinkUpdate& u, std::int64_t now);
 Result<bool> set_status(store::Conn& c, std::int64_t link_id, std::string_view status, std::int64_t now);
+// Disables the link `reference` inside the caller's unit unless one of its payments completed or
+// may still complete (a collection not FAILED, EXPIRED or CANCELLED, or a use reserved without
+// one); true iff it did. A payment takes its use by a conditional UPDATE of the same row
+// (take_use), so of this and a concurrent payment whichever commits first wins: after a true,
+// the link can no longer be paid.
+Result<bool> close_unpaid(store::Conn& c, std::string_view reference, std::int64_t now);
 
 // --- uses (docs/payment-links.md, "Single use under concurrency") ---
 
