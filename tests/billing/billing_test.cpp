@@ -552,7 +552,246 @@ TEST_P(BillingTest, ACycleOfAnOperatorThatNeedsACodeIsAPaymentLinkSentToTheCusto
   EXPECT_EQ(reload(s).payer_provider, "ORANGE_MONEY_CMR");
 }
 
+// Link cycles: the payer's operator needs a code (ORANGE_MONEY_CMR in the test catalog).
+class LinkDunningTest : public BillingTest {
+ protected:
+  // A subscription whose consent was paid, and whose later cycles are links.
+  Subscription linked_subscription() {
+    auto created = subscribe(5000);
+    consent(created);
+    const Subscription& s = created.subscription;
+    EXPECT_TRUE(
+        db_->write([&](store::Conn& c) -> Status {
+             SIKA_TRY(c.exec("UPDATE bil_subscriptions SET payer_provider = 'ORANGE_MONEY_CMR' WHERE id = ?", {s.id}));
+             return {};
+           })
+            .ok());
+    return reload(s);
+  }
+  std::string code_of(const std::string& link_reference) {
+    std::string code;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT short_code FROM lnk_links WHERE reference = ?",
+                                                                 {link_reference}));
+                     if (row) code = row->str(0);
+                     return {};
+                   })
+                    .ok());
+    return code;
+  }
+  Result<payments::Transaction> pay(const std::string& link_reference) {
+    links::PayRequest pay;
+    pay.customer_phone = "237690000000";
+    pay.transaction_uuid = uuid_v4();
+    pay.provider = "MTN_MOMO_CMR";
+    return links_->pay_link(code_of(link_reference), pay);
+  }
+  std::string link_status(const std::string& link_reference) {
+    std::string status;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(
+                         auto row, c.query_one("SELECT status FROM lnk_links WHERE reference = ?", {link_reference}));
+                     if (row) status = row->str(0);
+                     return {};
+                   })
+                    .ok());
+    return status;
+  }
+};
+
+TEST_P(LinkDunningTest, AnUnpaidLinkFailsAtItsDeadlineAndTheRetrySendsANewLinkForTheSameCycle) {
+  const Subscription s = linked_subscription();
+  move_clock(s, 32);
+  ASSERT_TRUE(billing_->charge(s.id, 1, 0).ok());
+  auto p1 = payment(s, 1);
+  ASSERT_TRUE(p1 && p1->payment_link_reference && p1->link_deadline_at);
+  EXPECT_EQ(p1->status, kPayPending);
+  EXPECT_EQ(p1->attempts, 1);
+  const std::string first_link = *p1->payment_link_reference;
+  EXPECT_TRUE(store::find_job(*db_, kLinkDeadlineQueue, s.reference + ":1:d1")->has_value());
+  // Before its deadline the job changes nothing and asks to run again later.
+  auto early = billing_->lapse(s.id, 1, 1);
+  ASSERT_FALSE(early.ok());
+  EXPECT_TRUE(early.error().is(ErrorKind::retryable));
+  EXPECT_EQ(payment(s, 1)->status, kPayPending);
+
+  // Past the deadline: FAILED into dunning, the link disabled in the same unit, the customer told.
+  move_clock(s, 2);
+  ASSERT_TRUE(billing_->lapse(s.id, 1, 1).ok());
+  p1 = payment(s, 1);
+  EXPECT_EQ(p1->status, kPayFailed);
+  ASSERT_TRUE(p1->failure_reason.has_value());
+  EXPECT_EQ(p1->failure_reason->rfind("LINK_UNPAID", 0), 0u) << *p1->failure_reason;
+  ASSERT_TRUE(p1->next_retry_at && p1->failed_at);
+  EXPECT_EQ(*p1->next_retry_at - *p1->failed_at, 1 * kDay);
+  EXPECT_EQ(link_status(first_link), "DISABLED");
+  EXPECT_EQ(events(s, kEventPaymentFailed), 1);
+  EXPECT_TRUE(store::find_job(*db_, kRetryQueue, s.reference + ":1:a1")->has_value());
+  EXPECT_NE(last_message("billing:failed").find("new link"), std::string::npos);
+  EXPECT_EQ(reload(s).status, kActive);
+  // A late payment of the failed cycle's link is refused before anything is asked of the phone.
+  const std::int64_t collections = count("SELECT COUNT(*) FROM pay_transactions WHERE merchant_id = ?", {m1_.id});
+  auto late = pay(first_link);
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.error().code, "link_disabled");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE merchant_id = ?", {m1_.id}), collections);
+  // The deadline again (another node, a restart) is a no-op.
+  ASSERT_TRUE(billing_->lapse(s.id, 1, 1).ok());
+  EXPECT_EQ(events(s, kEventPaymentFailed), 1);
+
+  // The retry, run by four workers at once: one new link for the same cycle row, one reminder.
+  std::vector<std::thread> runs;
+  for (int i = 0; i < 4; ++i)
+    runs.emplace_back([&] {
+      auto st = billing_->retry(s.id, 1, 1);
+      EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().code);
+    });
+  for (auto& t : runs) t.join();
+  auto p2 = payment(s, 1);
+  EXPECT_EQ(p2->id, p1->id);
+  EXPECT_EQ(p2->status, kPayPending);
+  EXPECT_EQ(p2->attempts, 2);
+  ASSERT_TRUE(p2->payment_link_reference.has_value());
+  EXPECT_NE(*p2->payment_link_reference, first_link);
+  EXPECT_FALSE(p2->next_retry_at.has_value());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM bil_payments WHERE subscription_id = ? AND cycle = 1", {s.id}), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM notify_outbox WHERE tag = 'billing:retry'"), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM lnk_links WHERE title = ? AND status = 'ACTIVE'",
+                  {"Subscription " + s.reference + ", cycle 1"}),
+            1);
+  EXPECT_NE(last_message("billing:retry").find(code_of(*p2->payment_link_reference)), std::string::npos);
+  EXPECT_TRUE(store::find_job(*db_, kLinkDeadlineQueue, s.reference + ":1:d2")->has_value());
+
+  // Paid through the new link: PAID, the subscription ACTIVE, and the old attempt's deadline moot.
+  auto tx = pay(*p2->payment_link_reference);
+  ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
+  ASSERT_EQ(settle_until(s, 1, kPayPending), kPayPaid);
+  EXPECT_EQ(payment(s, 1)->payment_intent_reference, tx->reference);
+  EXPECT_EQ(reload(s).status, kActive);
+  EXPECT_EQ(events(s, kEventPaymentSucceeded), 2);
+  move_clock(s, 2);
+  ASSERT_TRUE(billing_->lapse(s.id, 1, 2).ok());
+  EXPECT_EQ(payment(s, 1)->status, kPayPaid);
+  expect_ledger_clean();
+}
+
+TEST_P(LinkDunningTest, APaymentOfTheLinkThatCommitsBeforeTheDeadlineWins) {
+  const Subscription s = linked_subscription();
+  move_clock(s, 32);
+  ASSERT_TRUE(billing_->charge(s.id, 1, 0).ok());
+  auto p1 = payment(s, 1);
+  ASSERT_TRUE(p1 && p1->payment_link_reference);
+  move_clock(s, 2);  // the deadline passed on the subscription's clock; its job has not run yet
+  auto tx = pay(*p1->payment_link_reference);
+  ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
+  // The payment holds the link: the deadline neither fails the cycle nor disables the link.
+  auto st = billing_->lapse(s.id, 1, 1);
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(st.error().is(ErrorKind::retryable));
+  EXPECT_EQ(payment(s, 1)->status, kPayPending);
+  EXPECT_EQ(link_status(*p1->payment_link_reference), "ACTIVE");
+  ASSERT_EQ(settle_until(s, 1, kPayPending), kPayPaid);
+  ASSERT_TRUE(billing_->lapse(s.id, 1, 1).ok());  // run again, it finds the cycle paid
+  EXPECT_EQ(payment(s, 1)->status, kPayPaid);
+  EXPECT_EQ(events(s, kEventPaymentFailed), 0);
+}
+
+TEST_P(LinkDunningTest, TheTestClockDrivesALinkCycleThroughDunningToSuspensionAndReactivationSendsANewLink) {
+  const Subscription s = linked_subscription();
+  for (int day = 0; day < 45 && reload(s).status == kActive; ++day) {
+    auto advanced = billing_->advance(p1_, s.reference, kDay);
+    ASSERT_TRUE(advanced.ok()) << bj::serialize(advanced.error().details);
+  }
+  Subscription suspended = reload(s);
+  ASSERT_EQ(suspended.status, kSuspended);
+  ASSERT_TRUE(suspended.status_reason.has_value());
+  EXPECT_EQ(suspended.status_reason->rfind("cycle 1 unpaid after 5 attempts: LINK_UNPAID", 0), 0u)
+      << *suspended.status_reason;
+  auto p1 = payment(s, 1);
+  EXPECT_EQ(p1->status, kPayFailed);
+  EXPECT_EQ(p1->attempts, 5);
+  EXPECT_EQ(events(s, kEventPaymentFailed), 5);
+  EXPECT_EQ(events(s, "subscription.suspended"), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM notify_outbox WHERE tag = 'billing:retry'"), 4);
+  // Five links for the one cycle, none payable any more; no collection was asked of the phone.
+  const std::string title = "Subscription " + s.reference + ", cycle 1";
+  EXPECT_EQ(count("SELECT COUNT(*) FROM lnk_links WHERE title = ?", {title}), 5);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM lnk_links WHERE title = ? AND status = 'DISABLED'", {title}), 5);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE merchant_id = ?", {m1_.id}), 1);  // the consent's
+
+  // Reactivation collects the overdue cycle first: a sixth link for it, paid, and billing resumes.
+  auto re = billing_->apply(p1_, s.reference, Move::reactivate, MoveRequest{});
+  ASSERT_TRUE(re.ok()) << bj::serialize(re.error().details);
+  auto p6 = payment(s, 1);
+  EXPECT_EQ(p6->status, kPayPending);
+  EXPECT_EQ(p6->attempts, 6);
+  auto tx = pay(*p6->payment_link_reference);
+  ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
+  ASSERT_EQ(settle_until(s, 1, kPayPending), kPayPaid);
+  EXPECT_EQ(reload(s).status, kActive);
+}
+
+TEST_P(LinkDunningTest, EndingTheSubscriptionDisablesTheLinkOfItsOpenCycle) {
+  const Subscription s = linked_subscription();
+  move_clock(s, 32);
+  ASSERT_TRUE(billing_->charge(s.id, 1, 0).ok());
+  auto p1 = payment(s, 1);
+  ASSERT_TRUE(p1 && p1->payment_link_reference);
+  ASSERT_TRUE(billing_->apply(p1_, s.reference, Move::cancel, {}).ok());
+  EXPECT_EQ(payment(s, 1)->status, kPayCancelled);
+  EXPECT_EQ(link_status(*p1->payment_link_reference), "DISABLED");
+  EXPECT_FALSE(pay(*p1->payment_link_reference).ok());
+}
+
+TEST_P(BillingTest, ANewMandateAfterARevokedOneAndEveryMandateMoveIsAnEvent) {
+  auto created = subscribe(5000);
+  const Subscription& s = created.subscription;
+  consent(created);
+  const std::string first = approved_mandate(s, MandateRequest{"237690000042", std::nullopt});
+  EXPECT_EQ(events(s, kEventMandateApproved), 1);
+  // While it is ACTIVE a second one is refused, naming mandate.
+  auto refused = billing_->request_mandate(p1_, s.reference, {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.error().details.as_object().contains("mandate"));
+  ASSERT_TRUE(billing_->revoke_mandate(first).ok());
+  EXPECT_EQ(events(s, kEventMandateRevoked), 1);
+  // The event carries the mandate as the merchant reads it.
+  auto payload = count("SELECT COUNT(*) FROM events WHERE subject = ? AND event_type = ? AND payload LIKE ?",
+                       {s.reference, std::string(kEventMandateRevoked), std::string("%\"status\":\"REVOKED\"%")});
+  EXPECT_EQ(payload, 1);
+
+  // Revoked, it can be replaced through the same page flow; the old row stays for history.
+  const std::string second = approved_mandate(s, MandateRequest{"237690000043", std::nullopt});
+  ASSERT_FALSE(second.empty());
+  EXPECT_NE(second, first);
+  EXPECT_EQ(events(s, kEventMandateApproved), 2);
+  auto old_one = billing_->mandate_by_token(first);
+  auto new_one = billing_->mandate_by_token(second);
+  ASSERT_TRUE(old_one.ok() && new_one.ok());
+  EXPECT_EQ(old_one->status, kMandateRevoked);
+  EXPECT_EQ(new_one->status, kMandateActive);
+  EXPECT_NE(old_one->reference, new_one->reference);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM bil_mandates WHERE subscription_id = ?", {s.id}), 2);
+  auto current = billing_->mandate_of(s);
+  ASSERT_TRUE(current.ok() && current->has_value());
+  EXPECT_EQ((*current)->reference, new_one->reference);
+  // The old page's secret cannot revoke the new mandate.
+  EXPECT_TRUE(billing_->revoke_mandate(first).error().is(ErrorKind::conflict));
+  EXPECT_EQ(billing_->mandate_by_token(second)->status, kMandateActive);
+  // The new mandate debits the next cycle.
+  ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000043", "XAF", 5000, "top-up").ok());
+  move_clock(s, 32);
+  ASSERT_TRUE(billing_->charge(s.id, 1, 0).ok());
+  EXPECT_EQ(payment(s, 1)->status, kPayPaid);
+  EXPECT_EQ(billing_->mandate_by_token(second)->debits, 1);
+  // The merchant's cancel revokes it, with its event in the same unit.
+  ASSERT_TRUE(billing_->apply(p1_, s.reference, Move::cancel, {}).ok());
+  EXPECT_EQ(billing_->mandate_by_token(second)->revoked_by, "merchant");
+  EXPECT_EQ(events(s, kEventMandateRevoked), 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, BillingTest, ::testing::Values("sqlite", "postgres"));
+INSTANTIATE_TEST_SUITE_P(Backends, LinkDunningTest, ::testing::Values("sqlite", "postgres"));
 
 }  // namespace
 }  // namespace sika::billing
