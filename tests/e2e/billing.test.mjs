@@ -2,7 +2,9 @@
 // refusals, idempotent subscribe, the consent payment through the subscription's link, renewals
 // driven by the sandbox test clock with exactly one payment per cycle, dunning to SUSPENDED and
 // reactivation collecting the overdue cycle first, cancel / suspend / expiry, another merchant's
-// subscription 404, and the events the moves emit.
+// subscription 404, and the events the moves emit; link cycles (operators that need a code)
+// failing at their link's deadline into dunning, each retry a new link; mandates replaced after a
+// revocation, and their events.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -316,6 +318,27 @@ for (const backend of backends()) {
       assert.ok(cycle(d2, 2).payment_intent_reference);
       assert.equal(cycle(d2, 2).wallet_transaction_id, null);
       assert.equal((await detail(s.reference)).mandate.debits, 1);
+
+      // Revoked, it can be replaced: a new mandate through the same page flow, the old one kept.
+      const renewed = await ask({ wallet_phone_number: wallet, cap: 6000 });
+      assert.equal(renewed.status, 201, JSON.stringify(renewed.body));
+      const m2 = renewed.body.data;
+      assert.notEqual(m2.reference, m.reference);
+      assert.equal((await ask({})).status, 409);
+      assert.equal((await page(m2.mandate_url, { action: 'send' })).status, 200);
+      assert.equal((await page(m2.mandate_url, { action: 'approve', otp: codeFor(wallet, m2.reference) })).status, 200);
+      const d3 = await detail(s.reference);
+      assert.equal(d3.mandate.reference, m2.reference);
+      assert.equal(d3.mandate.status, 'ACTIVE');
+      assert.ok((await page(m.mandate_url)).html.includes('Revoked'));
+      // Each approval and revocation is an event of the subscription, with the mandate.
+      for (const [type, n] of [['subscription.mandate_approved', 2], ['subscription.mandate_revoked', 1]]) {
+        const listed = await call('GET', `/webhook/events?event_type=${type}&limit=100`);
+        assert.equal(listed.status, 200, JSON.stringify(listed.body));
+        const mine = listed.body.data.filter((e) => JSON.stringify(e).includes(s.reference));
+        assert.equal(mine.length, n, `${type}: ${JSON.stringify(listed.body.data)}`);
+        assert.ok(JSON.stringify(mine[0]).includes('MDT-'), JSON.stringify(mine[0]));
+      }
     });
 
     test('an operator that needs a code: later cycles are single-use payment links sent to the customer', async () => {
@@ -352,6 +375,71 @@ for (const backend of backends()) {
       const done = await wait((x) => cycle(x, 1).status === 'PAID', 'cycle 1 PAID through its link');
       assert.ok(cycle(done, 1).payment_intent_reference);
       assert.equal(cycle(done, 1).payment_link_reference, c1.payment_link_reference);
+    });
+
+    test('a link cycle left unpaid fails at its deadline into dunning: each retry a new link, then SUSPENDED (test clock)', async () => {
+      const created = await call('POST', `${BASE}/subscribe`, { customer_email: 'kofi@example.com', amount: 2500, currency: 'XOF',
+        frequency: 'MONTHLY', customer_phone_number: '2250700000001' }, otherToken);
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const s = created.body.data;
+      const payer = { customer_phone: '2250700000000', provider: 'ORANGE_MONEY_CIV', otp: Number(server.demo.sandbox.otp) };
+      const pay = (code) => call('POST', `/pay/${code}/pay`, { ...payer, transaction_uuid: randomUUID() }, null);
+      assert.equal((await pay(s.payment_url.split('/pay/')[1])).status, 200);
+      const other = async () => (await call('GET', `${BASE}/subscriptions/detail/${s.reference}`, undefined, otherToken)).body.data;
+      const wait = async (check, what) => {
+        let d;
+        for (let i = 0; i < 200; i++) { d = await other(); if (check(d)) return d; await sleep(50); }
+        assert.fail(`${what}: ${JSON.stringify(d)}`);
+      };
+      const tick = async (days) => {
+        const moved = await call('POST', `${BASE}/subscriptions/test-clock/${s.reference}`, { days }, otherToken);
+        assert.equal(moved.status, 200, JSON.stringify(moved.body));
+        return moved.body.data;
+      };
+      // The newest link sent to the customer for this subscription.
+      const linkSent = () => {
+        const all = (admin('outbox', 'list', '--to', '2250700000001').out || []).concat(admin('outbox', 'list', '--to', '+2250700000001').out || []);
+        const m = all.filter((x) => x.body.includes('/pay/')).sort((a, b) => b.id - a.id)[0];
+        return m && m.body.match(/\/pay\/([A-Za-z0-9]+)/)[1];
+      };
+      await wait((d) => d.latest_payments[0].status === 'PAID', 'consent PAID');
+
+      // Cycle 1: its link, unpaid a day later, fails it (LINK_UNPAID) and can no longer be paid.
+      const d1 = await tick(32);
+      const c1 = cycle(d1, 1);
+      assert.equal(c1.status, 'PENDING');
+      const firstCode = linkSent();
+      assert.ok(firstCode);
+      const failed = cycle(await tick(1), 1);
+      assert.equal(failed.status, 'FAILED', JSON.stringify(failed));
+      assert.match(failed.failure_reason, /^LINK_UNPAID/);
+      assert.equal(failed.payment_link_reference, c1.payment_link_reference);
+      const late = await pay(firstCode);
+      assert.equal(late.status, 400, JSON.stringify(late.body));
+      assert.equal(late.body.message, 'link_disabled');
+
+      // The retry a day after the failure: a new link for the same cycle, which the customer pays.
+      const retried = cycle(await tick(1), 1);
+      assert.equal(retried.status, 'PENDING', JSON.stringify(retried));
+      assert.equal(retried.reference, c1.reference);
+      assert.notEqual(retried.payment_link_reference, c1.payment_link_reference);
+      const secondCode = linkSent();
+      assert.notEqual(secondCode, firstCode);
+      assert.equal((await pay(secondCode)).status, 200);
+      const paid = await wait((x) => cycle(x, 1).status === 'PAID', 'cycle 1 PAID through its new link');
+      assert.equal(paid.status, 'ACTIVE');
+      assert.equal(cycle(paid, 1).payment_link_reference, retried.payment_link_reference);
+
+      // Cycle 2 is never paid: its links lapse one after another on the schedule, then SUSPENDED.
+      let d = paid;
+      for (let day = 0; day < 60 && d.status === 'ACTIVE'; day++) d = await tick(1);
+      assert.equal(d.status, 'SUSPENDED', JSON.stringify(d));
+      assert.match(d.status_reason, /^cycle 2 unpaid after 5 attempts: LINK_UNPAID/);
+      assert.equal(cycle(d, 2).status, 'FAILED');
+      const suspended = await call('GET', '/webhook/events?event_type=subscription.suspended&limit=100', undefined, otherToken);
+      assert.ok(suspended.body.data.some((e) => JSON.stringify(e).includes(s.reference)), JSON.stringify(suspended.body));
+      const failures = await call('GET', '/webhook/events?event_type=subscription.payment_failed&limit=100', undefined, otherToken);
+      assert.equal(failures.body.data.filter((e) => JSON.stringify(e).includes(s.reference)).length, 6);
     });
   });
 }
