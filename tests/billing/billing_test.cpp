@@ -696,6 +696,41 @@ TEST_P(LinkDunningTest, APaymentOfTheLinkThatCommitsBeforeTheDeadlineWins) {
   EXPECT_EQ(events(s, kEventPaymentFailed), 0);
 }
 
+TEST_P(LinkDunningTest, TheDeadlineAndALatePaymentRacingCommitOneOutcomeNeverAPaidFailedCycle) {
+  for (int round = 0; round < 6; ++round) {
+    const Subscription s = linked_subscription();
+    move_clock(s, 32);
+    ASSERT_TRUE(billing_->charge(s.id, 1, 0).ok());
+    const std::string link = *payment(s, 1)->payment_link_reference;
+    move_clock(s, 2);
+    std::optional<Result<payments::Transaction>> paid;
+    std::optional<Status> lapsed;
+    std::thread payer([&] { paid = pay(link); });
+    std::thread deadline([&] { lapsed = billing_->lapse(s.id, 1, 1); });
+    payer.join();
+    deadline.join();
+    const std::string like = "%\"payment_link_reference\":\"" + link + "\"%";
+    if (payment(s, 1)->status == kPayFailed) {
+      // The deadline won: the link is disabled and nothing was asked of the payer's phone.
+      EXPECT_TRUE(lapsed->ok());
+      EXPECT_FALSE(paid->ok());
+      EXPECT_EQ(link_status(link), "DISABLED");
+      EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE metadata LIKE ?", {like}), 0) << round;
+    } else {
+      // The payment won: the deadline waits for it and the cycle is paid once.
+      ASSERT_TRUE(paid->ok()) << bj::serialize(paid->error().details);
+      ASSERT_FALSE(lapsed->ok());
+      EXPECT_TRUE(lapsed->error().is(ErrorKind::retryable));
+      ASSERT_EQ(settle_until(s, 1, kPayPending), kPayPaid) << round;
+      ASSERT_TRUE(billing_->lapse(s.id, 1, 1).ok());
+      EXPECT_EQ(payment(s, 1)->status, kPayPaid);
+      EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE metadata LIKE ? AND status = 'COMPLETED'", {like}),
+                1);
+    }
+  }
+  expect_ledger_clean();
+}
+
 TEST_P(LinkDunningTest, TheTestClockDrivesALinkCycleThroughDunningToSuspensionAndReactivationSendsANewLink) {
   const Subscription s = linked_subscription();
   for (int day = 0; day < 45 && reload(s).status == kActive; ++day) {
