@@ -163,17 +163,21 @@ class BillingTest : public payments::testing::PaymentsTest {
     return count("SELECT COUNT(*) FROM events WHERE subject = ? AND event_type = ?", {s.reference, std::string(type)});
   }
 
-  // The newest message of `tag`, or "".
-  std::string last_message(const std::string& tag) {
-    std::string body;
+  // The text in the first column of the first row `sql` reads, or "".
+  std::string text(const std::string& sql, const store::Params& params) {
+    std::string out;
     EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
-                     SIKA_ASSIGN_OR_RETURN(
-                         auto row, c.query_one("SELECT body FROM notify_outbox WHERE tag = ? ORDER BY id DESC", {tag}));
-                     if (row) body = row->str(0);
+                     SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(sql, params));
+                     if (row) out = row->str(0);
                      return {};
                    })
                     .ok());
-    return body;
+    return out;
+  }
+
+  // The newest message of `tag`, or "".
+  std::string last_message(const std::string& tag) {
+    return text("SELECT body FROM notify_outbox WHERE tag = ? ORDER BY id DESC", {tag});
   }
 
   // Asks for a mandate on `s` and approves it with the code sent to the wallet; returns the page's token.
@@ -568,16 +572,16 @@ class LinkDunningTest : public BillingTest {
             .ok());
     return reload(s);
   }
+  // Opens cycle 1 of `s` (due within 32 days on its clock) as a link; returns its payment.
+  Payment open_link_cycle(const Subscription& s) {
+    move_clock(s, 32);
+    EXPECT_TRUE(billing_->charge(s.id, 1, 0).ok());
+    auto p = payment(s, 1);
+    EXPECT_TRUE(p && p->payment_link_reference);
+    return p && p->payment_link_reference ? *p : Payment{};
+  }
   std::string code_of(const std::string& link_reference) {
-    std::string code;
-    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
-                     SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT short_code FROM lnk_links WHERE reference = ?",
-                                                                 {link_reference}));
-                     if (row) code = row->str(0);
-                     return {};
-                   })
-                    .ok());
-    return code;
+    return text("SELECT short_code FROM lnk_links WHERE reference = ?", {link_reference});
   }
   Result<payments::Transaction> pay(const std::string& link_reference) {
     links::PayRequest pay;
@@ -587,24 +591,14 @@ class LinkDunningTest : public BillingTest {
     return links_->pay_link(code_of(link_reference), pay);
   }
   std::string link_status(const std::string& link_reference) {
-    std::string status;
-    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
-                     SIKA_ASSIGN_OR_RETURN(
-                         auto row, c.query_one("SELECT status FROM lnk_links WHERE reference = ?", {link_reference}));
-                     if (row) status = row->str(0);
-                     return {};
-                   })
-                    .ok());
-    return status;
+    return text("SELECT status FROM lnk_links WHERE reference = ?", {link_reference});
   }
 };
 
 TEST_P(LinkDunningTest, AnUnpaidLinkFailsAtItsDeadlineAndTheRetrySendsANewLinkForTheSameCycle) {
   const Subscription s = linked_subscription();
-  move_clock(s, 32);
-  ASSERT_TRUE(billing_->charge(s.id, 1, 0).ok());
-  auto p1 = payment(s, 1);
-  ASSERT_TRUE(p1 && p1->payment_link_reference && p1->link_deadline_at);
+  std::optional<Payment> p1 = open_link_cycle(s);
+  ASSERT_TRUE(p1->payment_link_reference && p1->link_deadline_at);
   EXPECT_EQ(p1->status, kPayPending);
   EXPECT_EQ(p1->attempts, 1);
   const std::string first_link = *p1->payment_link_reference;
@@ -677,10 +671,8 @@ TEST_P(LinkDunningTest, AnUnpaidLinkFailsAtItsDeadlineAndTheRetrySendsANewLinkFo
 
 TEST_P(LinkDunningTest, APaymentOfTheLinkThatCommitsBeforeTheDeadlineWins) {
   const Subscription s = linked_subscription();
-  move_clock(s, 32);
-  ASSERT_TRUE(billing_->charge(s.id, 1, 0).ok());
-  auto p1 = payment(s, 1);
-  ASSERT_TRUE(p1 && p1->payment_link_reference);
+  std::optional<Payment> p1 = open_link_cycle(s);
+  ASSERT_TRUE(p1->payment_link_reference);
   move_clock(s, 2);  // the deadline passed on the subscription's clock; its job has not run yet
   auto tx = pay(*p1->payment_link_reference);
   ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
@@ -699,9 +691,8 @@ TEST_P(LinkDunningTest, APaymentOfTheLinkThatCommitsBeforeTheDeadlineWins) {
 TEST_P(LinkDunningTest, TheDeadlineAndALatePaymentRacingCommitOneOutcomeNeverAPaidFailedCycle) {
   for (int round = 0; round < 6; ++round) {
     const Subscription s = linked_subscription();
-    move_clock(s, 32);
-    ASSERT_TRUE(billing_->charge(s.id, 1, 0).ok());
-    const std::string link = *payment(s, 1)->payment_link_reference;
+    const std::string link = open_link_cycle(s).payment_link_reference.value_or("");
+    ASSERT_FALSE(link.empty());
     move_clock(s, 2);
     std::optional<Result<payments::Transaction>> paid;
     std::optional<Status> lapsed;
@@ -768,10 +759,8 @@ TEST_P(LinkDunningTest, TheTestClockDrivesALinkCycleThroughDunningToSuspensionAn
 
 TEST_P(LinkDunningTest, EndingTheSubscriptionDisablesTheLinkOfItsOpenCycle) {
   const Subscription s = linked_subscription();
-  move_clock(s, 32);
-  ASSERT_TRUE(billing_->charge(s.id, 1, 0).ok());
-  auto p1 = payment(s, 1);
-  ASSERT_TRUE(p1 && p1->payment_link_reference);
+  std::optional<Payment> p1 = open_link_cycle(s);
+  ASSERT_TRUE(p1->payment_link_reference);
   ASSERT_TRUE(billing_->apply(p1_, s.reference, Move::cancel, {}).ok());
   EXPECT_EQ(payment(s, 1)->status, kPayCancelled);
   EXPECT_EQ(link_status(*p1->payment_link_reference), "DISABLED");
