@@ -742,7 +742,7 @@ Status Service::retry(std::int64_t subscription_id, std::int64_t cycle, std::int
     return {};
   }));
   if (!s || !p) return {};
-  if (p->status == kPayFailed) return send_new_link(*s, *p);
+  if (p->by_link() && p->status == kPayFailed) return send_new_link(*s, *p);
   remind(*s, *p, "billing:retry",
          "Reminder: the payment of " + amount_text(*s) + " for " + label(*s) +
              " did not go through. We are asking again now: please approve the request on your phone.");
