@@ -171,6 +171,8 @@ const std::vector<KeySpec> kKeys = {
     {"billing.link_deadline_hours", "24", K::integer,
      "a cycle paid by a payment link (its operator needs a code) fails into dunning when its link is unpaid this "
      "long after it was sent (hours, 1 to 720); the link expires then"},
+    {"billing.charge_page", "64", K::integer,
+     "due cycles one job worker decides in one read and creates in one write unit (1 to 512)"},
     {"checkout.session_ttl_seconds", "1800", K::integer,
      "a hosted checkout session accepts payments this long after it was opened (seconds)"},
     {"checkout.pay_per_address_per_minute", "30", K::integer,

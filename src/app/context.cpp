@@ -283,6 +283,11 @@ Status build_services(Context& ctx) {
       return make_error(ErrorKind::invalid, "bad_config",
                         boost::json::string("billing.link_deadline_hours: an integer from 1 to 720"));
     o.link_deadline_ms = deadline_hours * 3'600'000;
+    const std::int64_t charge_page = c.get_int("billing.charge_page");
+    if (charge_page < 1 || charge_page > 512)
+      return make_error(ErrorKind::invalid, "bad_config",
+                        boost::json::string("billing.charge_page: an integer from 1 to 512"));
+    o.charge_page = static_cast<int>(charge_page);
     o.otp = ctx.otp.get();
     o.checkout_url = c.surface_url(web::Surface::checkout);
     o.catalog = [context = &ctx]() -> std::shared_ptr<const catalog::Catalog> {

@@ -3,7 +3,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <map>
 
 #include "catalog/model.hpp"
 #include "core/crypto.hpp"
@@ -337,111 +339,137 @@ Result<Subscription> Service::advance(const web::Principal& merchant, std::strin
 
 // ---- the billing engine -----------------------------------------------------------------------
 
-void Service::register_jobs(store::JobRunner& runner) {
-  jobs_ = &runner;
-  auto field = [](const store::Job& job, std::string_view key) -> std::int64_t {
-    auto v = json::parse(job.payload);
+Service::ChargeJob Service::charge_job(const store::Job& job) {
+  auto v = json::parse(job.payload);
+  auto field = [&](std::string_view key) -> std::int64_t {
     if (!v || !v->is_object()) return -1;
     const bj::value* f = v->as_object().if_contains(key);
     return f && f->is_int64() ? f->as_int64() : -1;
   };
-  runner.handle(std::string(kChargeQueue), [this, field](const store::Job& job, store::JobScope&) -> Status {
-    return charge(field(job, "subscription_id"), field(job, "cycle"), field(job, "epoch"));
+  return {field("subscription_id"), field("cycle"), field("epoch"), field("attempts")};
+}
+
+void Service::register_jobs(store::JobRunner& runner) {
+  jobs_ = &runner;
+  runner.handle_pages(
+      std::string(kChargeQueue), [this](const std::vector<store::Job>& jobs) { return charge_page(jobs); },
+      options_.charge_page);
+  runner.handle(std::string(kRetryQueue), [this](const store::Job& job, store::JobScope&) -> Status {
+    const ChargeJob j = charge_job(job);
+    return retry(j.subscription_id, j.cycle, j.attempts);
   });
-  runner.handle(std::string(kRetryQueue), [this, field](const store::Job& job, store::JobScope&) -> Status {
-    return retry(field(job, "subscription_id"), field(job, "cycle"), field(job, "attempts"));
-  });
-  runner.handle(std::string(kLinkDeadlineQueue), [this, field](const store::Job& job, store::JobScope&) -> Status {
-    return lapse(field(job, "subscription_id"), field(job, "cycle"), field(job, "attempts"));
+  runner.handle(std::string(kLinkDeadlineQueue), [this](const store::Job& job, store::JobScope&) -> Status {
+    const ChargeJob j = charge_job(job);
+    return lapse(j.subscription_id, j.cycle, j.attempts);
   });
 }
 
+Status Service::plan_charge(store::Conn& c, std::int64_t subscription_id, std::int64_t cycle, std::int64_t epoch,
+                            std::int64_t at, ChargePlan& plan) {
+  plan = ChargePlan{};
+  plan.cycle = cycle;
+  plan.epoch = epoch;
+  plan.at = at;
+  SIKA_ASSIGN_OR_RETURN(plan.s, tables::by_id(c, subscription_id));
+  const std::optional<Subscription>& s = plan.s;
+  if (!s || s->epoch != epoch || s->status != kActive || !s->payer_wallet || s->next_cycle < cycle) {
+    plan.s.reset();
+    return {};
+  }
+  if (s->next_cycle > cycle) {
+    // Created by an earlier run (or another node): make sure it was asked for.
+    SIKA_ASSIGN_OR_RETURN(plan.billed, tables::payment_of(c, s->id, cycle));
+    return {};
+  }
+  SIKA_ASSIGN_OR_RETURN(std::int64_t due, due_at(s->anchor_at, s->time_zone, s->frequency, cycle));
+  if (due > s->clock(at)) return retryable(bj::object{{"cycle", "not due yet on the subscription's clock"}});
+  if (s->cancel_at_period_end) {
+    plan.ending = Move::cancel;
+    return {};
+  }
+  if (s->ends_before(cycle, due)) {
+    plan.ending = Move::expire;
+    return {};
+  }
+  SIKA_ASSIGN_OR_RETURN(plan.next_due, due_at(s->anchor_at, s->time_zone, s->frequency, cycle + 1));
+  Payment p;
+  p.reference = random_reference("SPY-", 16);
+  p.subscription_id = s->id;
+  p.cycle = cycle;
+  p.amount = s->amount;
+  p.currency = s->currency;
+  p.status = std::string(kPayPending);
+  p.due_at = due;
+  p.created_at = p.updated_at = at;
+  plan.fresh = std::move(p);
+  SIKA_ASSIGN_OR_RETURN(plan.mandate, tables::mandate_of(c, s->id));
+  return {};
+}
+
 Status Service::charge(std::int64_t subscription_id, std::int64_t cycle, std::int64_t epoch) {
-  const std::int64_t at = now();
-  std::optional<Subscription> s;
-  std::optional<Payment> billed;  // the cycle's payment when an earlier run created it
-  std::optional<Payment> fresh;   // the cycle's payment to create now
-  std::optional<Mandate> mandate;
-  std::optional<Move> ending;  // the period's end: cancel (at period end) or expire instead
-  std::int64_t next_due = 0;
+  ChargePlan plan;
   // A read unit decides: reads run beside the writers (SQLite WAL, PostgreSQL MVCC), and every
   // write that follows is conditional on what was read (the status, next_cycle, the cycle's
   // UNIQUE row), so a decision made on a stale read changes nothing.
-  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
-    billed.reset();
-    fresh.reset();
-    mandate.reset();
-    ending.reset();
-    SIKA_ASSIGN_OR_RETURN(s, tables::by_id(c, subscription_id));
-    if (!s || s->epoch != epoch || s->status != kActive || !s->payer_wallet || s->next_cycle < cycle) return {};
-    if (s->next_cycle > cycle) {
-      // Created by an earlier run (or another node): make sure it was asked for.
-      SIKA_ASSIGN_OR_RETURN(billed, tables::payment_of(c, s->id, cycle));
-      return {};
-    }
-    SIKA_ASSIGN_OR_RETURN(std::int64_t due, due_at(s->anchor_at, s->time_zone, s->frequency, cycle));
-    if (due > s->clock(at)) return retryable(bj::object{{"cycle", "not due yet on the subscription's clock"}});
-    if (s->cancel_at_period_end) {
-      ending = Move::cancel;
-      return {};
-    }
-    if (s->ends_before(cycle, due)) {
-      ending = Move::expire;
-      return {};
-    }
-    SIKA_ASSIGN_OR_RETURN(next_due, due_at(s->anchor_at, s->time_zone, s->frequency, cycle + 1));
-    Payment p;
-    p.reference = random_reference("SPY-", 16);
-    p.subscription_id = s->id;
-    p.cycle = cycle;
-    p.amount = s->amount;
-    p.currency = s->currency;
-    p.status = std::string(kPayPending);
-    p.due_at = due;
-    p.created_at = p.updated_at = at;
-    fresh = std::move(p);
-    SIKA_ASSIGN_OR_RETURN(mandate, tables::mandate_of(c, s->id));
-    return {};
-  }));
-  if (!s) return {};
-  if (ending) {
+  const std::int64_t at = now();
+  SIKA_TRY(db_.read([&](store::Conn& c) { return plan_charge(c, subscription_id, cycle, epoch, at, plan); }));
+  return carry_out(plan);
+}
+
+bool Service::pushes_plainly(const ChargePlan& plan) const {
+  return plan.s && !plan.ending && !plan.billed && plan.fresh &&
+         !(plan.mandate && plan.mandate->status == kMandateActive) && !payer_needs_code(*plan.s);
+}
+
+Status Service::carry_out(ChargePlan& plan) {
+  if (!plan.s) return {};
+  const Subscription& s = *plan.s;
+  if (plan.ending) {
     // Conditional on the status read: of two runs ending it, one moves it, the other nothing.
     return db_.write([&](store::Conn& c) -> Status {
-      SIKA_ASSIGN_OR_RETURN(auto current, tables::by_id(c, subscription_id));
-      if (!current || current->status != kActive || current->next_cycle != cycle || current->epoch != epoch) return {};
-      SIKA_TRY(move(c, *current, *ending,
-                    *ending == Move::cancel ? current->status_reason
-                                            : std::optional<std::string>("the subscription reached its end"),
-                    at));
+      SIKA_ASSIGN_OR_RETURN(auto current, tables::by_id(c, s.id));
+      if (!current || current->status != kActive || current->next_cycle != plan.cycle || current->epoch != plan.epoch)
+        return {};
+      SIKA_TRY(move(c, *current, *plan.ending,
+                    *plan.ending == Move::cancel ? current->status_reason
+                                                 : std::optional<std::string>("the subscription reached its end"),
+                    plan.at));
       return {};
     });
   }
-  if (billed) return billed->status == kPayPending || billed->status == kPayProcessing ? push(*s, *billed) : Status{};
-  if (!fresh) return {};
+  if (plan.billed)
+    return plan.billed->status == kPayPending || plan.billed->status == kPayProcessing ? push(s, *plan.billed)
+                                                                                       : Status{};
+  if (!plan.fresh) return {};
   // Under an active mandate the cycle is a debit of the customer's wallet; a mandate that cannot
   // be used (revoked meanwhile, cap below the debit) leaves the cycle to the phone.
-  if (mandate && mandate->status == kMandateActive) {
-    SIKA_ASSIGN_OR_RETURN(bool debited, debit(*s, *mandate, *fresh, true, next_due));
+  if (plan.mandate && plan.mandate->status == kMandateActive) {
+    SIKA_ASSIGN_OR_RETURN(bool debited, debit(s, *plan.mandate, *plan.fresh, true, plan.next_due));
     if (debited) return {};
   }
-  if (payer_needs_code(*s)) return send_cycle_link(*s, *fresh, next_due);
-  // The cycle's payment row (UNIQUE per cycle), the subscription's advance to the next cycle,
-  // that cycle's job and the collection with its record on the payment commit in one unit.
-  auto open = [&](store::Conn& c, const std::optional<std::string>& intent_reference) -> Status {
-    Payment p = *fresh;
-    if (intent_reference) {
-      p.status = std::string(kPayProcessing);
-      p.payment_intent_reference = intent_reference;
-      p.attempts = 1;
-    }
-    SIKA_TRY(open_cycle(c, *s, p, next_due, at));
-    fresh->id = p.id;
-    return {};
-  };
-  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(*s));
+  if (payer_needs_code(s)) return send_cycle_link(s, *plan.fresh, plan.next_due);
+  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(s));
   auto tx = payments_.collect_from_present_payer(
-      intent_for(*s, *fresh, 1), merchant, std::nullopt, "subscription",
-      [&](store::Conn& c, const payments::Transaction& created) { return open(c, created.reference); });
+      intent_for(s, *plan.fresh, 1), merchant, std::nullopt, "subscription",
+      [&](store::Conn& c, const payments::Transaction& created) { return open(c, plan, created.reference); });
+  return opened(plan, std::move(tx));
+}
+
+// The cycle's payment row (UNIQUE per cycle), the subscription's advance to the next cycle,
+// that cycle's job and the collection with its record on the payment commit in one unit.
+Status Service::open(store::Conn& c, ChargePlan& plan, const std::optional<std::string>& intent_reference) {
+  Payment p = *plan.fresh;
+  if (intent_reference) {
+    p.status = std::string(kPayProcessing);
+    p.payment_intent_reference = intent_reference;
+    p.attempts = 1;
+  }
+  SIKA_TRY(open_cycle(c, *plan.s, p, plan.next_due, plan.at));
+  plan.fresh->id = p.id;
+  return {};
+}
+
+Status Service::opened(ChargePlan& plan, Result<payments::Transaction> tx) {
   if (tx) {
     wake_jobs();  // the next cycle may be due already (catch-up after downtime)
     return {};
@@ -452,9 +480,55 @@ Status Service::charge(std::int64_t subscription_id, std::int64_t cycle, std::in
   // is opened without a collection, its attempt fails like a collection would, and dunning
   // takes over.
   const std::string reason = "COLLECTION_REFUSED: " + tx.error().code;
-  SIKA_TRY(db_.write([&](store::Conn& c) { return open(c, std::nullopt); }));
+  SIKA_TRY(db_.write([&](store::Conn& c) { return open(c, plan, std::nullopt); }));
   wake_jobs();
-  return refuse(*s, *fresh, reason);
+  return refuse(*plan.s, *plan.fresh, reason);
+}
+
+std::vector<Status> Service::charge_page(const std::vector<store::Job>& jobs) {
+  const std::int64_t at = now();
+  std::vector<ChargePlan> plans(jobs.size());
+  std::vector<Status> out(jobs.size());
+  // One read unit decides for the whole page (each job as charge() would).
+  Status read = db_.read([&](store::Conn& c) -> Status {
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      const ChargeJob job = charge_job(jobs[i]);
+      out[i] = plan_charge(c, job.subscription_id, job.cycle, job.epoch, at, plans[i]);
+    }
+    return {};
+  });
+  if (!read) return std::vector<Status>(jobs.size(), read);
+  // The common case, a cycle pushed to the payer's phone, goes in one write unit for the page;
+  // the others (ending, mandate debits, links, cycles created by an earlier run) one by one.
+  std::vector<payments::Service::PresentPayer> payers;
+  std::vector<std::size_t> paged;
+  std::map<std::int64_t, web::Principal> merchants;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!out[i]) continue;
+    ChargePlan& plan = plans[i];
+    if (!pushes_plainly(plan)) {
+      out[i] = carry_out(plan);
+      continue;
+    }
+    auto known = merchants.find(plan.s->merchant_id);
+    if (known == merchants.end()) {
+      auto merchant = merchant_of(*plan.s);
+      if (!merchant) {
+        out[i] = merchant.error();
+        continue;
+      }
+      known = merchants.emplace(plan.s->merchant_id, std::move(merchant).value()).first;
+    }
+    payers.push_back({intent_for(*plan.s, *plan.fresh, 1), known->second,
+                      [this, &plan](store::Conn& c, const payments::Transaction& created) {
+                        return open(c, plan, created.reference);
+                      }});
+    paged.push_back(i);
+  }
+  if (payers.empty()) return out;
+  auto created = payments_.collect_page(payers, "subscription");
+  for (std::size_t k = 0; k < paged.size(); ++k) out[paged[k]] = opened(plans[paged[k]], std::move(created[k]));
+  return out;
 }
 
 Status Service::open_cycle(store::Conn& c, const Subscription& s, Payment& p, std::int64_t next_due, std::int64_t at) {

@@ -51,6 +51,7 @@ struct Options {
   // after it was sent (on the subscription's clock); the link expires then too.
   std::int64_t link_deadline_ms = 24LL * 3'600'000;
   int settle_batch = 500;
+  int charge_page = 64;  // due cycles one job worker decides and creates together
   std::int64_t max_clock_advance_ms = 3660LL * 86'400'000;  // one call of the test clock
   std::function<std::int64_t()> clock;                      // epoch ms; now_ms() when empty
   // Wallet mandates: the codes the customer approves with, and the checkout surface's base URL
@@ -137,6 +138,11 @@ class Service {
   // Creates the payment of `cycle` and asks for it (the charge job's work); nothing when the
   // subscription has moved on, is not ACTIVE, or `epoch` is not its current one.
   Status charge(std::int64_t subscription_id, std::int64_t cycle, std::int64_t epoch);
+  // charge() for a page of charge jobs: one read unit decides for all, and the cycles pushed to
+  // the payer's phone (the common case) are created in one write unit
+  // (payments::Service::collect_page), each cycle all or nothing inside it; the others run as
+  // charge() does. One Status per job, in order.
+  std::vector<Status> charge_page(const std::vector<store::Job>& jobs);
   // Asks again for a FAILED cycle whose attempts are `attempts`, after a reminder (a cycle paid
   // by a link: a new link for the same cycle, in the reminder).
   Status retry(std::int64_t subscription_id, std::int64_t cycle, std::int64_t attempts);
@@ -155,6 +161,37 @@ class Service {
   std::int64_t now() const;
 
  private:
+  // What a charge job decided in its read unit.
+  struct ChargePlan {
+    std::optional<Subscription> s;  // unset: nothing to do
+    std::optional<Payment> billed;  // the cycle's payment when an earlier run created it
+    std::optional<Payment> fresh;   // the cycle's payment to create now
+    std::optional<Mandate> mandate;
+    std::optional<Move> ending;  // the period's end: cancel (at period end) or expire instead
+    std::int64_t cycle = 0;
+    std::int64_t epoch = 0;
+    std::int64_t at = 0;
+    std::int64_t next_due = 0;
+  };
+  // The fields of a billing job's payload (-1 when missing).
+  struct ChargeJob {
+    std::int64_t subscription_id;
+    std::int64_t cycle;
+    std::int64_t epoch;
+    std::int64_t attempts;
+  };
+  static ChargeJob charge_job(const store::Job& job);
+  Status plan_charge(store::Conn& c, std::int64_t subscription_id, std::int64_t cycle, std::int64_t epoch,
+                     std::int64_t at, ChargePlan& plan);
+  // True when the plan is a new cycle pushed to the payer's phone (no mandate, no code).
+  bool pushes_plainly(const ChargePlan& plan) const;
+  // Acts on a plan (ending, pushing a cycle created before, a mandate debit, a link, a push).
+  Status carry_out(ChargePlan& plan);
+  // Opens the planned cycle in the caller's unit, with its collection's reference when it has one.
+  Status open(store::Conn& c, ChargePlan& plan, const std::optional<std::string>& intent_reference);
+  // What the creation of the planned cycle's collection leaves: a refusal for good opens the
+  // cycle without one and fails its attempt into dunning; a transient error is returned.
+  Status opened(ChargePlan& plan, Result<payments::Transaction> tx);
   Result<web::Principal> merchant_of(const Subscription& s);
   // Creates and pushes the collection of a PENDING payment (or pushes one left INITIATED).
   Status push(const Subscription& s, const Payment& p);

@@ -432,6 +432,75 @@ Result<Transaction> Service::collect_from_present_payer(const IntentRequest& req
   return execute_collection(std::move(tx), std::move(otp), source);
 }
 
+std::vector<Result<Transaction>> Service::collect_page(const std::vector<PresentPayer>& payers,
+                                                      std::string_view source) {
+  struct Item {
+    std::size_t index;
+    Transaction prepared;
+    Creation creation;
+    Created out;
+    Status status;
+  };
+  std::vector<std::optional<Error>> refused(payers.size());
+  std::vector<Item> items;
+  items.reserve(payers.size());
+  for (std::size_t i = 0; i < payers.size(); ++i) {
+    const PresentPayer& payer = payers[i];
+    auto plan = plan_for(payer.request, payer.merchant, {});
+    if (!plan) {
+      refused[i] = plan.error();
+    } else if (payer.request.operation != kCollection || plan->channel != kChannelProvider || plan->needs_otp) {
+      refused[i] = internal_error(bj::string("collect_page takes PROVIDER collections without a code"));
+    } else {
+      Creation creation{&payer.step, source};
+      items.push_back(Item{i, draft(payer.request, *plan, payer.merchant), creation, {}, {}});
+    }
+  }
+  Status unit = items.empty() ? Status{} : db_.write([&](store::Conn& c) -> Status {
+    // Every decision of a creating unit is a UNIQUE constraint (transaction_uuid, the caller's
+    // rows) or a conditional UPDATE, so READ COMMITTED keeps it exact; under SERIALIZABLE a page
+    // of unrelated collections from several nodes aborts on shared index pages again and again.
+    SIKA_TRY(store::counter_isolation(c));
+    for (Item& item : items) {
+      item.status = c.nested([&] {
+        return create_unit(c, payers[item.index].request, item.prepared, &item.creation, true, item.out);
+      });
+      // The store's trouble is the unit's: the whole page is run again or fails, never half of it.
+      if (!item.status && (item.status.error().is(ErrorKind::retryable) ||
+                           item.status.error().is(ErrorKind::unavailable) || item.status.error().is(ErrorKind::internal)))
+        return item.status;
+    }
+    return {};
+  });
+  std::vector<Result<Transaction>> results;
+  results.reserve(payers.size());
+  for (std::size_t i = 0; i < payers.size(); ++i)
+    results.emplace_back(refused[i] ? *refused[i] : internal_error(bj::string("not created")));
+  for (Item& item : items) {
+    Result<Transaction>& result = results[item.index];
+    if (!unit) {
+      result = unit.error();
+      continue;
+    }
+    if (!item.status) {
+      result = item.status.error();
+      continue;
+    }
+    accounts_.remember(item.out.learned);
+    Transaction tx = std::move(item.out.tx);
+    if (!item.out.created) {
+      result = current(std::move(tx), source);
+      continue;
+    }
+    // The same request to the operator as collect_from_present_payer makes.
+    Connector* conn = connector_for(tx);
+    PaymentOrder order = order_for(tx, std::nullopt);
+    order.submitted_at = tx.created_at;
+    result = send_collection(std::move(tx), std::move(order), conn);
+  }
+  return results;
+}
+
 // The purpose of the WALLET channel's one-time codes (one challenge per transaction reference).
 constexpr std::string_view kWalletCodePurpose = "wallet_collection";
 

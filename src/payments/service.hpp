@@ -148,6 +148,20 @@ class Service {
   Result<Transaction> collect_from_present_payer(const IntentRequest& request, const web::Principal& merchant,
                                                  std::optional<std::string> otp, std::string_view source,
                                                  const CreationStep& step);
+  // collect_from_present_payer for a page of payers at once (a billing run): every collection
+  // is created already submitted (PENDING), with its step, in ONE write unit for the page, each
+  // item all or nothing inside it (a refused item leaves nothing and the others commit); then
+  // each new one is asked of its operator. Only PROVIDER collections whose service needs no code
+  // (others are refused, 500, before anything is written). One result per item, in order; a
+  // replay of an item's transaction_uuid returns that transaction as it is, its step not run.
+  // On PostgreSQL the unit runs at READ COMMITTED (store::counter_isolation): a step's decisions
+  // must be UNIQUE constraints or conditional writes, never a value it read.
+  struct PresentPayer {
+    IntentRequest request;
+    web::Principal merchant;
+    CreationStep step;
+  };
+  std::vector<Result<Transaction>> collect_page(const std::vector<PresentPayer>& payers, std::string_view source);
   // Executes an INITIATED `preauthorized` WALLET collection (no code). `authorize` runs inside
   // the debit's write unit once the balance is known to cover required_total, before anything
   // moves (e.g. taking a consent's budget); its error aborts the unit (nothing moves, the

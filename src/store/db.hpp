@@ -67,10 +67,21 @@ class Conn {
   virtual Result<std::int64_t> exec(std::string_view sql, const Params& params = {}) = 0;
   // Runs one statement and returns its first row, if any.
   Result<std::optional<Row>> query_one(std::string_view sql, const Params& params = {});
+  // Runs fn inside a savepoint of this write unit: when fn fails, what it wrote is undone (a
+  // failed statement included, which otherwise aborts the whole unit) and its error returned,
+  // and the unit goes on: several independent items in one unit, each all or nothing.
+  Status nested(const std::function<Status()>& fn);
+
+ protected:
+  // Called before a savepoint undoes fn's work: forgets a failed statement of fn and returns
+  // true when the unit may go on after the savepoint; false when the failure stays the unit's.
+  virtual bool failure_undone() { return true; }
 };
 
 // For a write unit built around one atomic single-row statement (a counter upsert, a conditional
-// UPDATE ... WHERE n < max): on PostgreSQL, switches the unit to READ COMMITTED, where a concurrent
+// UPDATE ... WHERE n < max), or one whose every decision is such a statement or a UNIQUE
+// constraint (INSERT ... ON CONFLICT DO NOTHING, UPDATE ... WHERE status = ?), never a value it
+// read earlier in the unit: on PostgreSQL, switches the unit to READ COMMITTED, where a concurrent
 // update of the same row waits for it and then applies to the newest version (re-checking the
 // WHERE clause) instead of failing with a serialization error, so a hot row does not exhaust the
 // retries. Must be the unit's first statement; later statements of the unit must not rely on a

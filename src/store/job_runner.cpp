@@ -49,7 +49,13 @@ std::int64_t JobRunner::now() const { return options_.clock(); }
 
 std::string JobRunner::next_owner() { return options_.node_id + "/" + std::to_string(++owner_seq_); }
 
-void JobRunner::handle(std::string queue, JobHandler handler) { handlers_[std::move(queue)] = std::move(handler); }
+void JobRunner::handle(std::string queue, JobHandler handler) {
+  handlers_[std::move(queue)] = Handler{std::move(handler), {}, options_.batch};
+}
+
+void JobRunner::handle_pages(std::string queue, PageHandler handler, int page_size) {
+  handlers_[std::move(queue)] = Handler{{}, std::move(handler), std::max(1, page_size)};
+}
 
 std::int64_t JobRunner::retry_delay_ms(int failed_attempt) const {
   std::int64_t delay = options_.retry_base_ms;
@@ -105,8 +111,8 @@ Result<Pace> JobRunner::work() {
   for (std::size_t i = 0; i < handlers_.size(); ++i, ++it) {
     if (it == handlers_.end()) it = handlers_.begin();
     if (stopping_) break;
-    SIKA_ASSIGN_OR_RETURN(int n, claim_and_run(it->first, options_.batch, [this] { return !stopping_.load(); }));
-    if (n >= options_.batch) busy = true;
+    SIKA_ASSIGN_OR_RETURN(int n, claim_and_run(it->first, it->second.claim, [this] { return !stopping_.load(); }));
+    if (n >= it->second.claim) busy = true;
   }
   return busy ? Pace::busy : Pace::idle;
 }
@@ -119,18 +125,26 @@ Result<int> JobRunner::claim_and_run(const std::string& queue, int n, const std:
     std::lock_guard lock(held_mu_);
     for (const auto& j : jobs) held_[j.id] = j.lease;
   }
-  const JobHandler& handler = handlers_.at(queue);
+  const Handler& handler = handlers_.at(queue);
+  auto forget = [this](const Job& job) {
+    std::lock_guard lock(held_mu_);
+    held_.erase(job.id);
+  };
+  if (handler.page && keep_going()) {
+    run_page(jobs, handler.page);
+    for (const auto& job : jobs) forget(job);
+    return static_cast<int>(jobs.size());
+  }
   for (const auto& job : jobs) {
     if (keep_going()) {
-      run(job, handler);
+      run(job, handler.one);
     } else if (auto st = release(db_, job.lease, now()); st) {
       ++released_;
     } else {
       spdlog::warn("jobs: could not give back job {} ({}); it runs again when its lease expires", job.id,
                    error_text(st.error()));
     }
-    std::lock_guard lock(held_mu_);
-    held_.erase(job.id);
+    forget(job);
   }
   return static_cast<int>(jobs.size());
 }
@@ -150,8 +164,49 @@ void JobRunner::run(const Job& job, const JobHandler& handler) {
     ++completed_;
     return;
   }
+  record_failure(job, st.error());
+}
+
+void JobRunner::run_page(const std::vector<Job>& jobs, const PageHandler& handler) {
+  std::vector<Status> outcomes;
+  try {
+    outcomes = handler(jobs);
+  } catch (const std::exception& e) {
+    outcomes.assign(jobs.size(), internal_error(std::string("handler threw: ") + e.what()));
+  } catch (...) {
+    outcomes.assign(jobs.size(), internal_error("handler threw"));
+  }
+  if (outcomes.size() != jobs.size()) outcomes.assign(jobs.size(), internal_error("page handler lost count"));
+  std::vector<const Job*> done;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (outcomes[i])
+      done.push_back(&jobs[i]);
+    else
+      record_failure(jobs[i], outcomes[i].error());
+  }
+  if (done.empty()) return;
+  // The page's completions in one unit; when one lease was lost meanwhile (the unit is then a
+  // 409 and nothing of it remains), each is completed on its own so the others still count.
+  const std::int64_t at = now();
+  Status together = db_.write([&](Conn& c) -> Status {
+    for (const Job* job : done) SIKA_TRY(complete(c, job->lease, at));
+    return {};
+  });
+  if (together) {
+    completed_ += static_cast<std::int64_t>(done.size());
+    return;
+  }
+  for (const Job* job : done) {
+    if (Status st = complete(db_, job->lease, at); st)
+      ++completed_;
+    else
+      record_failure(*job, st.error());
+  }
+}
+
+void JobRunner::record_failure(const Job& job, const Error& error) {
   ++failed_;
-  const std::string why = error_text(st.error());
+  const std::string why = error_text(error);
   const std::int64_t at = now();
   auto failed = fail(db_, job.lease, at + retry_delay_ms(job.attempt), why, at);
   if (!failed) {
@@ -199,9 +254,9 @@ Result<int> JobRunner::run_once() {
   int total = 0;
   for (const auto& [queue, handler] : handlers_) {
     for (;;) {
-      SIKA_ASSIGN_OR_RETURN(int n, claim_and_run(queue, options_.batch, [] { return true; }));
+      SIKA_ASSIGN_OR_RETURN(int n, claim_and_run(queue, handler.claim, [] { return true; }));
       total += n;
-      if (n < options_.batch) break;
+      if (n < handler.claim) break;
     }
   }
   return total;

@@ -68,6 +68,13 @@ class JobScope {
 // An error: the job runs again after a backoff, or is dead once it has used its attempts.
 using JobHandler = std::function<Status(const Job& job, JobScope& scope)>;
 
+// Runs a page of claimed jobs of one queue at once (one read and one write unit for the page
+// instead of one each per job). Returns one Status per job, in the order given: ok, the job is
+// done (the runner completes every ok job of the page in one write unit); an error, that job
+// runs again after a backoff like a JobHandler's. Effects are at least once, as for a
+// JobHandler that does not commit through its scope: make them idempotent.
+using PageHandler = std::function<std::vector<Status>(const std::vector<Job>& jobs)>;
+
 class JobRunner {
  public:
   JobRunner(Db& db, JobRunnerOptions options);
@@ -77,6 +84,9 @@ class JobRunner {
 
   // Registers the handler of a queue; call before start().
   void handle(std::string queue, JobHandler handler);
+  // Registers the page handler of a queue: a worker claims up to page_size of its due jobs at
+  // once and hands them over together.
+  void handle_pages(std::string queue, PageHandler handler, int page_size);
   bool has_handlers() const { return !handlers_.empty(); }
 
   // Starts the workers, the heartbeat and the reaper; no-op when running.
@@ -102,13 +112,21 @@ class JobRunner {
   Result<Pace> reap_dead();
   // Claims up to n jobs of `queue` and runs them; returns how many were claimed.
   Result<int> claim_and_run(const std::string& queue, int n, const std::function<bool()>& keep_going);
+  struct Handler {
+    JobHandler one;
+    PageHandler page;
+    int claim = 0;  // jobs claimed at once
+  };
   void run(const Job& job, const JobHandler& handler);
+  void run_page(const std::vector<Job>& jobs, const PageHandler& handler);
+  // Records a handler's error: the job runs again after a backoff, or is dead.
+  void record_failure(const Job& job, const Error& error);
   std::int64_t now() const;
   std::string next_owner();
 
   Db& db_;
   JobRunnerOptions options_;
-  std::map<std::string, JobHandler> handlers_;
+  std::map<std::string, Handler> handlers_;
   std::atomic<std::uint64_t> owner_seq_{0};
   std::atomic<std::uint64_t> next_queue_{0};
 

@@ -280,6 +280,15 @@ class PgConn final : public Conn {
   // The first failed statement of this transaction, if any.
   const std::optional<Failure>& failure() const { return failure_; }
 
+ protected:
+  // A savepoint may undo a statement's own failure (a constraint, a bad value); a serialization
+  // failure, a deadlock or a broken connection stays the unit's, which runs again or fails whole.
+  bool failure_undone() override {
+    if (failure_ && (failure_->retryable || failure_->broken)) return false;
+    failure_.reset();
+    return true;
+  }
+
  private:
   Status run(std::string_view sql, const Params& params, Rows* rows, std::int64_t& changes) {
     if (failure_) return aborted_error(sql);

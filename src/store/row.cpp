@@ -115,4 +115,19 @@ Result<std::optional<Row>> Conn::query_one(std::string_view sql, const Params& p
   return std::optional<Row>(std::move(rows->front()));
 }
 
+Status Conn::nested(const std::function<Status()>& fn) {
+  if (auto r = exec("SAVEPOINT item"); !r) return r.take_error();
+  Status st = fn();
+  // RELEASE keeps what fn wrote in the unit; ROLLBACK TO undoes it (and, on PostgreSQL, clears
+  // the failed state a statement error left), then RELEASE drops the savepoint itself.
+  if (st) {
+    if (auto r = exec("RELEASE SAVEPOINT item"); !r) return r.take_error();
+    return st;
+  }
+  if (!failure_undone()) return st;  // e.g. a serialization failure: the whole unit runs again
+  if (auto r = exec("ROLLBACK TO SAVEPOINT item"); !r) return r.take_error();
+  if (auto r = exec("RELEASE SAVEPOINT item"); !r) return r.take_error();
+  return st;
+}
+
 }  // namespace sika::store

@@ -199,6 +199,12 @@ class SqliteConn final : public Conn {
   const std::optional<Error>& failure() const { return failure_; }
   void reset() { failure_.reset(); }
 
+ protected:
+  bool failure_undone() override {
+    failure_.reset();
+    return true;
+  }
+
  private:
   Status run(std::string_view sql, const Params& params, Rows* rows, std::int64_t& changes) {
     if (failure_) return aborted_error(sql);

@@ -357,6 +357,64 @@ TEST_P(BillingTest, ACycleCountExpiresTheSubscriptionAtTheEndOfItsLastPeriod) {
   EXPECT_EQ(events(s, "subscription.expired"), 1);
 }
 
+// A page of due cycles is decided in one read and its plain cycles created in one unit; each
+// kind still goes its own way (a mandate debit, an end at the period's end), a job repeated in
+// the page or a page run again charges nothing twice, and the plain cycles settle as usual.
+TEST_P(BillingTest, APageOfDueCyclesChargesEachOnceWhateverItsKind) {
+  std::vector<Service::Created> subs;
+  for (int i = 0; i < 4; ++i) {
+    subs.push_back(subscribe(5000 + i));
+    consent(subs.back());
+  }
+  const Subscription& plain = subs[0].subscription;
+  const Subscription& mandated = subs[1].subscription;
+  const Subscription& ending = subs[2].subscription;
+  const Subscription& other = subs[3].subscription;
+  approved_mandate(mandated, MandateRequest{"237690000042", 6000});
+  ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000042", "XAF", 9000, "top-up").ok());
+  MoveRequest at_end;
+  at_end.at_period_end = true;
+  ASSERT_TRUE(billing_->apply(p1_, ending.reference, Move::cancel, at_end).ok());
+  for (const auto& c : subs) move_clock(c.subscription, 32);
+  std::vector<store::Job> page;
+  for (const Subscription* s : {&plain, &mandated, &ending, &other, &plain}) {
+    store::Job j;
+    j.queue = std::string(kChargeQueue);
+    j.payload = "{\"subscription_id\":" + std::to_string(s->id) + ",\"cycle\":1,\"epoch\":0}";
+    page.push_back(j);
+  }
+  for (int run = 0; run < 2; ++run) {
+    auto out = billing_->charge_page(page);
+    ASSERT_EQ(out.size(), page.size());
+    for (const auto& st : out) EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().code);
+  }
+  for (const Subscription* s : {&plain, &other}) {
+    auto p = payment(*s, 1);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->status, kPayProcessing);
+    ASSERT_TRUE(p->payment_intent_reference.has_value());
+    EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE reference = ? AND status = 'PENDING'",
+                    {*p->payment_intent_reference}),
+              1);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE metadata LIKE ?",
+                    {"%\"subscription_reference\":\"" + s->reference + "\"%"}),
+              1);
+    EXPECT_EQ(reload(*s).next_cycle, 2);
+    EXPECT_TRUE(store::find_job(*db_, kChargeQueue, s->reference + ":2:e0")->has_value());
+  }
+  auto debited = payment(mandated, 1);
+  ASSERT_TRUE(debited);
+  EXPECT_EQ(debited->status, kPayPaid);
+  EXPECT_TRUE(debited->wallet_transaction_id.has_value());
+  EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 9000 - 5001);
+  EXPECT_EQ(reload(ending).status, kCancelled);
+  EXPECT_FALSE(payment(ending, 1));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM bil_payments WHERE cycle = 1"), 3);
+  EXPECT_EQ(settle_until(plain, 1, kPayProcessing), kPayPaid);
+  EXPECT_EQ(settle_until(other, 1, kPayProcessing), kPayPaid);
+  expect_ledger_clean();
+}
+
 TEST_P(BillingTest, ListTotalsFollowEveryInsertAndMove) {
   std::vector<Subscription> subs;
   for (int i = 0; i < 5; ++i) subs.push_back(subscribe(100 + i).subscription);

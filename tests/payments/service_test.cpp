@@ -626,6 +626,62 @@ TEST_P(PaymentsTest, WalletCodesAreRandomExceptForTheSandboxMagicNumbers) {
   expect_ledger_clean();
 }
 
+// A page of present payers: one write unit creates them submitted (PENDING), each with its
+// step; an item whose step refuses leaves nothing of its own while the others commit; a
+// collection that needs a code is refused before anything is written; a replay returns the
+// existing transaction without running its step again.
+TEST_P(PaymentsTest, CollectPageCreatesEachItemAllOrNothingInOneUnit) {
+  auto p = principal(m1_);
+  auto request = [&](std::string provider, std::string uuid) {
+    IntentRequest r;
+    r.amount = 1000;
+    r.currency = "XAF";
+    r.transaction_uuid = std::move(uuid);
+    r.provider = std::move(provider);
+    r.channel = "PROVIDER";
+    r.customer_wallet = "237690000060";
+    return r;
+  };
+  int steps = 0;
+  auto step = [&](store::Conn&, const Transaction&) -> Status { return ++steps, Status{}; };
+  auto refusing = [&](store::Conn& c, const Transaction&) -> Status {
+    ++steps;
+    SIKA_TRY(c.exec("UPDATE merchants SET name = 'changed by a refused item' WHERE id = ?", {m1_.id}));
+    return conflict(bj::string("refused by the step"));
+  };
+  const std::string first = uuid_v4(), refused = uuid_v4(), third = uuid_v4();
+  std::vector<Service::PresentPayer> page{{request("MTN_MOMO_CMR", first), p, step},
+                                          {request("MTN_MOMO_CMR", refused), p, refusing},
+                                          {request("ORANGE_MONEY_CMR", uuid_v4()), p, step},
+                                          {request("MTN_MOMO_CMR", third), p, step}};
+  const std::int64_t commits = db_->stats().commits;
+  auto out = service_->collect_page(page, "test");
+  ASSERT_EQ(out.size(), 4u);
+  ASSERT_TRUE(out[0].ok());
+  EXPECT_EQ(out[0]->status, TxStatus::pending);
+  ASSERT_FALSE(out[1].ok());
+  EXPECT_TRUE(out[1].error().is(ErrorKind::conflict));
+  ASSERT_FALSE(out[2].ok());
+  ASSERT_TRUE(out[3].ok());
+  EXPECT_EQ(out[3]->status, TxStatus::pending);
+  EXPECT_EQ(steps, 3);
+  if (GetParam() == "postgres") EXPECT_EQ(db_->stats().commits, commits + 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE transaction_uuid = ?", {refused}), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM merchants WHERE name = 'changed by a refused item'"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE customer_wallet = '237690000060'"), 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM events WHERE subject = ?", {out[0]->reference}), 1);
+  // Again: the two created are replays (their steps not run), the refused one is created now.
+  page[1].step = step;
+  auto again = service_->collect_page(page, "test");
+  ASSERT_TRUE(again[0].ok());
+  EXPECT_EQ(again[0]->reference, out[0]->reference);
+  ASSERT_TRUE(again[1].ok());
+  EXPECT_EQ(again[3]->reference, out[3]->reference);
+  EXPECT_EQ(steps, 4);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE customer_wallet = '237690000060'"), 3);
+  expect_ledger_clean();
+}
+
 // A preauthorized WALLET collection (a wallet link's charge) needs no code; the caller's step runs
 // in the debit's unit only when the balance covers the payment, and its refusal moves nothing.
 TEST_P(PaymentsTest, PreauthorizedWalletCollectionsRunTheCallersStepInTheDebitUnit) {

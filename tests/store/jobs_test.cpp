@@ -462,6 +462,86 @@ TEST_P(JobsTest, RunnerRetriesAFailingHandlerWithBackoffThenMarksItDead) {
   EXPECT_EQ(runner.stats().failed, 3);
 }
 
+// A page handler gets several jobs at once; its ok jobs are completed together, its failed
+// ones retried alone, and with runners on several nodes every job is still run once.
+TEST_P(JobsTest, PageHandlerCompletesItsOkJobsAndRetriesTheOthers) {
+  constexpr int kJobs = 10;
+  for (int i = 0; i < kJobs; ++i) ASSERT_TRUE(enqueue(*db_, job("p" + std::to_string(i)), kT0).ok());
+  std::int64_t clock = kT0;
+  JobRunnerOptions o;
+  o.node_id = "n1";
+  o.retry_base_ms = 1000;
+  o.jitter_percent = 0;
+  o.clock = [&clock] { return clock; };
+  JobRunner runner(*db_, o);
+  std::vector<std::size_t> pages;
+  runner.handle_pages(
+      "test.queue",
+      [&](const std::vector<Job>& jobs) {
+        pages.push_back(jobs.size());
+        std::vector<Status> out;
+        for (const Job& j : jobs)
+          out.push_back(j.key == "p3" && j.attempt == 1 ? Status(unavailable("later")) : Status{});
+        return out;
+      },
+      4);
+  ASSERT_EQ(runner.run_once().value(), kJobs);
+  EXPECT_EQ(pages, (std::vector<std::size_t>{4, 4, 2}));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE state = 'done'"), kJobs - 1);
+  auto p3 = find_job(*db_, "test.queue", "p3");
+  ASSERT_TRUE(p3.ok() && *p3);
+  EXPECT_EQ((*p3)->state, "pending");
+  EXPECT_EQ((*p3)->run_at, kT0 + 1000);
+  clock = kT0 + 1000;
+  ASSERT_EQ(runner.run_once().value(), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE state = 'done'"), kJobs);
+  EXPECT_EQ(runner.stats().completed, kJobs);
+  EXPECT_EQ(runner.stats().failed, 1);
+}
+
+TEST_P(JobsTest, PageRunnersOnSeveralNodesRunEveryJobOnce) {
+  constexpr int kJobs = 150;
+  ASSERT_TRUE(db_->write([&](Conn& c) -> Status {
+                   for (int i = 0; i < kJobs; ++i) SIKA_TRY(enqueue(c, job("job-" + std::to_string(i)), now_ms()));
+                   return {};
+                 })
+                  .ok());
+  std::vector<std::unique_ptr<JobRunner>> runners;
+  std::atomic<int> handled{0};
+  for (int n = 0; n < 3; ++n) {
+    JobRunnerOptions o;
+    o.node_id = "node" + std::to_string(n);
+    o.workers = 2;
+    o.poll_interval_ms = 20;
+    auto runner = std::make_unique<JobRunner>(second_node(), o);
+    const std::string name = o.node_id;
+    runner->handle_pages(
+        "test.queue",
+        [this, &handled, name](const std::vector<Job>& jobs) {
+          std::vector<Status> out;
+          Status unit = second_node().write([&](Conn& c) -> Status {
+            for (const Job& j : jobs)
+              SIKA_TRY(c.exec("INSERT INTO effects (job_key, runner) VALUES (?, ?)", {j.key, name}));
+            return {};
+          });
+          handled += static_cast<int>(jobs.size());
+          out.assign(jobs.size(), unit);
+          return out;
+        },
+        7);
+    runners.push_back(std::move(runner));
+  }
+  for (auto& r : runners) r->start();
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (count("SELECT COUNT(*) FROM jobs WHERE state = 'done'") < kJobs && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  for (auto& r : runners) r->stop();
+  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE state = 'done'"), kJobs);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM effects"), kJobs);
+  EXPECT_EQ(count("SELECT COUNT(DISTINCT job_key) FROM effects"), kJobs);
+  EXPECT_EQ(handled.load(), kJobs);
+}
+
 // The per-group pick behind webhook claims: quotas per group in the given order, a total limit,
 // and on PostgreSQL rows held by a concurrent unit skipped rather than waited for.
 TEST_P(JobsTest, PickDuePerGroupHonoursQuotasAndSkipsLockedRows) {

@@ -284,6 +284,47 @@ TEST_P(StoreTest, FailingWriteUnitLeavesNothing) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), 1);
 }
 
+// Several items in one unit, each all or nothing: a failing item (here a constraint violation,
+// which on PostgreSQL would otherwise abort the whole transaction) leaves nothing of its own and
+// the unit goes on and commits the others.
+TEST_P(StoreTest, NestedItemFailsAloneInsideItsUnit) {
+  create_values_table();
+  write_sql("INSERT INTO vals (k, i) VALUES ('dup', 0)");
+  std::vector<Status> items;
+  ASSERT_TRUE(db_->write([&](Conn& c) -> Status {
+                   items.clear();
+                   items.push_back(c.nested([&]() -> Status {
+                     SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES ('a', 1)"));
+                     return {};
+                   }));
+                   items.push_back(c.nested([&]() -> Status {
+                     SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES ('b', 1)"));
+                     SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES ('dup', 1)"));  // fails: b goes too
+                     return {};
+                   }));
+                   items.push_back(c.nested([&]() -> Status {
+                     SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES ('c', 1)"));
+                     return conflict(boost::json::string("refused by the item"));  // c goes too
+                   }));
+                   items.push_back(c.nested([&]() -> Status {
+                     SIKA_TRY(c.exec("UPDATE vals SET i = 5 WHERE k = 'a'"));
+                     return {};
+                   }));
+                   return {};
+                 })
+                  .ok());
+  ASSERT_EQ(items.size(), 4u);
+  EXPECT_TRUE(items[0].ok());
+  ASSERT_FALSE(items[1].ok());
+  EXPECT_EQ(items[1].error().kind, sika::ErrorKind::conflict);
+  ASSERT_FALSE(items[2].ok());
+  EXPECT_EQ(items[2].error().details.as_string(), "refused by the item");
+  EXPECT_TRUE(items[3].ok());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), 2);
+  EXPECT_EQ(count("SELECT i FROM vals WHERE k = 'a'"), 5);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM vals WHERE k IN ('b', 'c')"), 0);
+}
+
 TEST_P(StoreTest, ExecReportsChangedRows) {
   create_values_table();
   std::int64_t inserted = 0, updated = 0, selected = -1, none = -1;
