@@ -44,13 +44,14 @@ web::Response Service::merchants(web::Request& req) {
   std::string body = "<div class=\"scroll\"><table id=\"merchants\"><thead><tr><th>" +
                      std::string(c->t("Matricule", "Matricule")) + "</th><th>" + std::string(c->t("Nom", "Name")) +
                      "</th><th>" + std::string(c->t("Pays", "Countries")) + "</th><th>" +
+                     std::string(c->t("Niveau", "Tier")) + "</th><th>" +
                      std::string(c->t("Environnement", "Environment")) + "</th><th>" +
                      std::string(c->t("Actif", "Active")) + "</th></tr></thead><tbody>";
   for (const auto& m : all)
     body += "<tr><td><a href=\"" + escape(path("/operator/merchants/" + web::percent_encode(m.matricule))) + "\">" +
             escape(m.matricule) + "</a></td><td>" + escape(m.name) + "</td><td>" +
-            escape(merchant::join_countries(m.countries)) + "</td><td>" + escape(m.environment) + "</td><td>" +
-            yes_no(*c, m.active) + "</td></tr>";
+            escape(merchant::join_countries(m.countries)) + "</td><td>" + std::to_string(m.tier) + "</td><td>" +
+            escape(m.environment) + "</td><td>" + yes_no(*c, m.active) + "</td></tr>";
   body += "</tbody></table></div>";
   body += "<form class=\"card\" method=\"post\" action=\"" + escape(path("/operator/merchants")) + "\"><h2>" +
           std::string(c->t("Nouveau marchand", "New merchant")) + "</h2>" + c->csrf_field() + "<label for=\"m-name\">" +

@@ -344,12 +344,18 @@ class DashboardPagesTest : public DashboardTest {
   void SetUp() override {
     DashboardTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
+    serve_with(Components{});
+  }
+
+  // (Re)builds the service on these components.
+  void serve_with(const Components& parts) {
     Options o;
     o.dashboard_url = "https://dash.example.test/dashboard";
-    o.pepper = std::string(64, 'p');
+    o.pepper = kPepper;
     o.clock = [this] { return clock_.load(); };
-    service_ = std::make_unique<Service>(*db_, Components{}, o);
+    service_ = std::make_unique<Service>(*db_, parts, o);
   }
+  static inline const std::string kPepper = std::string(64, 'p');
 
   std::string signed_in(std::int64_t user_id) {
     auto opened = service_->sessions().open(user_id);
@@ -669,11 +675,7 @@ TEST_P(DashboardPagesTest, OperatorsEditTheCatalogThroughItsServiceAndEachChange
   catalog::Service catalog(*db_, catalog::Options{});
   Components parts;
   parts.catalog = &catalog;
-  Options o;
-  o.dashboard_url = "https://dash.example.test/dashboard";
-  o.pepper = std::string(64, 'p');
-  o.clock = [this] { return clock_.load(); };
-  service_ = std::make_unique<Service>(*db_, parts, o);
+  serve_with(parts);
   const std::string op = signed_in(operator_);
   const std::string country =
       R"({"code":"CMR","alpha2":"CM","name_fr":"Cameroun","name_en":"Cameroon","dialling_code":"+237",)"
@@ -727,14 +729,10 @@ TEST_P(DashboardPagesTest, OperatorsChangeAMerchantsCountriesAndTierWithFieldErr
   ASSERT_TRUE(catalog.set_active(catalog::Kind::country, "SEN", false).ok());
   Components parts;
   parts.catalog = &catalog;
-  Options o;
-  o.dashboard_url = "https://dash.example.test/dashboard";
-  o.pepper = std::string(64, 'p');
-  o.clock = [this] { return clock_.load(); };
-  service_ = std::make_unique<Service>(*db_, parts, o);
+  serve_with(parts);
   identity::ClientSpec app{.name = "Shop A backend", .merchant_id = merchant_a_, .countries = {"CMR"}};
   ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-                   SIKA_ASSIGN_OR_RETURN(auto created, identity::create_client(c, o.pepper, app, now_ms()));
+                   SIKA_ASSIGN_OR_RETURN(auto created, identity::create_client(c, kPepper, app, now_ms()));
                    app.client_id = created.client.client_id;
                    return {};
                  })
