@@ -255,6 +255,7 @@ Result<merchant::Merchant> change_merchant_grants(store::Db& db, const catalog::
     if (!m) return not_found(bj::object{{"matricule", std::string(matricule)}});
     SIKA_ASSIGN_OR_RETURN(auto before, identity::set_merchant_grants(conn, m->id, countries, tier, now));
     SIKA_ASSIGN_OR_RETURN(after, merchant::find_by_id(conn, m->id));
+    if (after->grants_version == before.grants_version) return {};  // nothing changed: nothing to audit
     bj::object details{{"countries", merchant::join_countries(countries)},
                        {"tier", tier},
                        {"countries_before", merchant::join_countries(before.countries)},

@@ -60,9 +60,10 @@ namespace sika::dashboard {
 
 // Changes a merchant's countries and tier (identity::set_merchant_grants: its OAuth applications
 // and staff follow, tokens issued before are refused) and appends the audit entry
-// `merchant.grants` in the same write unit, after checking them against the catalog
-// (identity::check_merchant_grants): 400 empty_data naming countries or tier, 404 when no
-// merchant has this matricule. The operator's page and `sika admin set-merchant-grants` use it.
+// `merchant.grants` in the same write unit (none when they are as they were), after checking them
+// against the catalog (identity::check_merchant_grants): 400 empty_data naming countries or tier,
+// 404 when no merchant has this matricule. The operator's page and `sika admin
+// set-merchant-grants` use it.
 Result<merchant::Merchant> change_merchant_grants(store::Db& db, const catalog::Catalog& catalog,
                                                   std::string_view matricule, const std::vector<std::string>& countries,
                                                   std::int64_t tier, std::int64_t user_id, const std::string& actor,

@@ -423,6 +423,8 @@ Result<merchant::Merchant> set_merchant_grants(store::Conn& c, std::int64_t merc
                                                std::int64_t now_ms) {
   SIKA_ASSIGN_OR_RETURN(auto before, merchant::find_by_id(c, merchant_id));
   if (!before) return not_found(bj::object{{"merchant", "not found"}});
+  // Saving the same values again changes nothing, so its tokens keep working.
+  if (before->countries == countries && before->tier == tier) return *before;
   SIKA_TRY(merchant::set_grants(c, merchant_id, countries, tier));
   std::vector<std::string> removed, added;
   for (const auto& ct : before->countries)

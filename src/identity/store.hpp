@@ -136,8 +136,9 @@ Result<bool> access_token_revoked(store::Conn& c, std::string_view jti, std::int
 // countries and tier (merchant::set_grants, which moves its grants version), and for each of its
 // OAuth clients and staff users, the countries removed taken away, those added given, the tier
 // set. Tokens issued from then on carry the change; those issued before are refused by the
-// gateway (access_token_revoked). Returns the merchant as it was; 404 when no merchant has this
-// id. The values are checked by the caller (check_merchant_grants).
+// gateway (access_token_revoked). The same countries (in the same order) and tier change nothing.
+// Returns the merchant as it was; 404 when no merchant has this id. The values are checked by the
+// caller (check_merchant_grants).
 Result<merchant::Merchant> set_merchant_grants(store::Conn& c, std::int64_t merchant_id,
                                                const std::vector<std::string>& countries, std::int64_t tier,
                                                std::int64_t now_ms);

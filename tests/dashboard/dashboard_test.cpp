@@ -803,6 +803,13 @@ TEST_P(DashboardPagesTest, OperatorsChangeAMerchantsCountriesAndTierWithFieldErr
   EXPECT_EQ((*details)["countries_before"].as_string(), "CMR");
   EXPECT_EQ((*details)["tier"].as_int64(), 2);
   EXPECT_EQ((*details)["tier_before"].as_int64(), 1);
+  // Saving the same values again changes nothing: its tokens keep working, nothing is audited.
+  ASSERT_EQ(call(&Service::merchant_grants, op, "POST", "countries=CIV&tier=2", which).status, 303);
+  {
+    auto [same, same_client, same_entries] = state();
+    EXPECT_EQ(same.grants_version, 1);
+    EXPECT_EQ(same_entries.size(), 1u);
+  }
   // A new application takes the merchant's countries and tier.
   auto created = call(&Service::merchant_app_create, op, "POST", "name=Second", which);
   ASSERT_EQ(created.status, 200) << created.body;
