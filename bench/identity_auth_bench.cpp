@@ -20,6 +20,7 @@
 #include "identity/model.hpp"
 #include "identity/service.hpp"
 #include "identity/store.hpp"
+#include "merchant/merchant.hpp"
 #include "store/db.hpp"
 #include "web/envelope.hpp"
 #include "web/router.hpp"
@@ -57,9 +58,17 @@ int main(int argc, char** argv) {
     SIKA_TRY(
         c.exec("INSERT INTO bench_countries VALUES (1,'CMR','Cameroun',1),(2,'CIV','Côte d''Ivoire',1),"
                "(3,'SEN','Sénégal',1),(4,'GAB','Gabon',1),(5,'TCD','Tchad',0)"));
+    // A merchant's client, as the gateway's callers are: its tokens' check reads the merchant's
+    // grants version with the denylist (identity::access_token_revoked).
+    SIKA_ASSIGN_OR_RETURN(auto shop, merchant::find_by_matricule(c, "MCH-BENCH"));
+    if (!shop) {
+      SIKA_ASSIGN_OR_RETURN(auto created, merchant::create(c, {"MCH-BENCH", "Bench shop", "", {"CMR"}}, now_ms()));
+      shop = created;
+    }
     identity::ClientSpec spec;
     spec.client_id = "bench-client";
     spec.countries = {"CMR"};
+    spec.merchant_id = shop->id;
     SIKA_ASSIGN_OR_RETURN(auto created, identity::create_client(c, pepper, spec, now_ms()));
     secret = created.client_secret;
     return {};

@@ -2,8 +2,10 @@
 
 #include <iostream>
 
+#include "catalog/service.hpp"
 #include "core/json.hpp"
 #include "core/time.hpp"
+#include "dashboard/service.hpp"
 #include "merchant/merchant.hpp"
 
 namespace sika::app {
@@ -31,9 +33,9 @@ namespace {
 boost::json::object merchant_json(const merchant::Merchant& m) {
   boost::json::array countries;
   for (const auto& c : m.countries) countries.push_back(boost::json::string(c));
-  return {{"id", m.id},         {"matricule", m.matricule},  {"name", m.name},
-          {"email", m.email},   {"countries", countries},    {"environment", m.environment},
-          {"active", m.active}, {"created_at", m.created_at}};
+  return {{"id", m.id},         {"matricule", m.matricule},   {"name", m.name},
+          {"email", m.email},   {"countries", countries},     {"environment", m.environment},
+          {"active", m.active}, {"created_at", m.created_at}, {"tier", m.tier}};
 }
 }  // namespace
 
@@ -56,6 +58,26 @@ void add_merchant_admin(CLI::App& admin, AdminEnv& env) {
         return {};
       }));
       print_result(env, merchant_json(*created), "created merchant " + created->matricule);
+    });
+  }
+  {
+    auto* cmd = add_command(admin, env, "set-merchant-grants",
+                            "Set a merchant's countries and tier (its applications and staff follow; tokens issued "
+                            "before are refused; audited)");
+    auto matricule = std::make_shared<std::string>();
+    auto countries = std::make_shared<std::vector<std::string>>();
+    auto tier = std::make_shared<std::int64_t>(1);
+    cmd->add_option("--merchant", *matricule, "merchant matricule")->required();
+    cmd->add_option("--country", *countries, "ISO alpha-3 country of the catalog (repeatable: the whole new list)")
+        ->required();
+    cmd->add_option("--tier", *tier, "pricing tier (0 to 100)")->required();
+    cmd->callback([&env, matricule, countries, tier] {
+      Context& ctx = env.context();
+      auto changed = check(dashboard::change_merchant_grants(*ctx.db, *ctx.catalog->snapshot(), *matricule, *countries,
+                                                             *tier, 0, "sika admin", now_ms()));
+      print_result(env, merchant_json(changed),
+                   "merchant " + changed.matricule + ": countries " + merchant::join_countries(changed.countries) +
+                       ", tier " + std::to_string(changed.tier));
     });
   }
   {

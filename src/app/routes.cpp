@@ -461,6 +461,9 @@ void build_routes(web::Router& r, Context& ctx) {
              dsh(&Dsh::catalog_active), op, "Operators: turns a catalog entry on or off (audited)"});
     r.add({Surface::dashboard, "POST", "/transactions/{reference}/force", dsh(&Dsh::force_outcome), member,
            "Sandbox: forces the operator's answer to a PENDING collection"});
+    // Operators: a merchant's countries and tier (dashboard/operator_pages.cpp).
+    r.add({Surface::dashboard, "POST", "/operator/merchants/{matricule}/grants", dsh(&Dsh::merchant_grants), op,
+           "Operators: changes a merchant's countries and tier (audited; its tokens issued before are refused)"});
   }
 }
 

@@ -448,6 +448,7 @@ web::Response Service::create_app(web::Request& req, const Ctx& c, std::int64_t 
     if (!merchant) return not_found(bj::object{{"merchant", "not found"}});
     spec.environment = merchant->environment;
     spec.countries = merchant->countries;
+    spec.user_tier = merchant->tier;
     if (auto problems = identity::check_client_spec(spec); !problems.empty()) return problems.status();
     SIKA_ASSIGN_OR_RETURN(created, identity::create_client(conn, opts_.pepper, spec, now()));
     AuditEntry e{0,

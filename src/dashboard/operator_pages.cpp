@@ -1,6 +1,6 @@
-// Operators' pages: merchants (create, enable/disable, their OAuth applications and members), the
-// ledger check and the system's health (job queues, webhook failures). Operators see every
-// merchant; the router answers 404 to anyone else on these routes.
+// Operators' pages: merchants (create, enable/disable, countries and tier, their OAuth applications
+// and members), the ledger check and the system's health (job queues, webhook failures). Operators
+// see every merchant; the router answers 404 to anyone else on these routes.
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include "dashboard/internal.hpp"
 #include "dashboard/store.hpp"
 #include "identity/model.hpp"
+#include "identity/service.hpp"
 #include "identity/store.hpp"
 #include "merchant/merchant.hpp"
 #include "payments/ledger.hpp"
@@ -43,13 +44,14 @@ web::Response Service::merchants(web::Request& req) {
   std::string body = "<div class=\"scroll\"><table id=\"merchants\"><thead><tr><th>" +
                      std::string(c->t("Matricule", "Matricule")) + "</th><th>" + std::string(c->t("Nom", "Name")) +
                      "</th><th>" + std::string(c->t("Pays", "Countries")) + "</th><th>" +
+                     std::string(c->t("Niveau", "Tier")) + "</th><th>" +
                      std::string(c->t("Environnement", "Environment")) + "</th><th>" +
                      std::string(c->t("Actif", "Active")) + "</th></tr></thead><tbody>";
   for (const auto& m : all)
     body += "<tr><td><a href=\"" + escape(path("/operator/merchants/" + web::percent_encode(m.matricule))) + "\">" +
             escape(m.matricule) + "</a></td><td>" + escape(m.name) + "</td><td>" +
-            escape(merchant::join_countries(m.countries)) + "</td><td>" + escape(m.environment) + "</td><td>" +
-            yes_no(*c, m.active) + "</td></tr>";
+            escape(merchant::join_countries(m.countries)) + "</td><td>" + std::to_string(m.tier) + "</td><td>" +
+            escape(m.environment) + "</td><td>" + yes_no(*c, m.active) + "</td></tr>";
   body += "</tbody></table></div>";
   body += "<form class=\"card\" method=\"post\" action=\"" + escape(path("/operator/merchants")) + "\"><h2>" +
           std::string(c->t("Nouveau marchand", "New merchant")) + "</h2>" + c->csrf_field() + "<label for=\"m-name\">" +
@@ -104,7 +106,34 @@ web::Response Service::merchant_create(web::Request& req) {
 web::Response Service::merchant_page(web::Request& req) {
   auto c = context(req);
   if (!c) return error_page(req, c.error());
-  const std::string matricule = req.path_param("matricule");
+  return merchant_view(req, *c, req.path_param("matricule"), nullptr, nullptr);
+}
+
+namespace {
+// The problem the grants form's refusal names for `name`, or "".
+std::string problem_of(const Error* refused, std::string_view name) {
+  if (!refused || !refused->details.is_object()) return {};
+  const auto& d = refused->details.as_object();
+  auto it = d.find(name);
+  return it != d.end() && it->value().is_string() ? std::string(it->value().as_string()) : std::string();
+}
+
+// A labelled input of the grants form, its problem (if any) right below it and tied to it.
+std::string grants_input(std::string_view name, std::string_view label, std::string_view attributes,
+                         const std::string& value, const std::string& problem) {
+  const std::string id = "grants-" + std::string(name);
+  std::string h = "<label for=\"" + id + "\">" + std::string(label) + "</label><input id=\"" + id + "\" name=\"" +
+                  std::string(name) + "\" " + std::string(attributes) + " value=\"" + escape(value) + "\"";
+  if (!problem.empty()) h += " aria-invalid=\"true\" aria-describedby=\"" + id + "-error\"";
+  h += ">";
+  if (!problem.empty()) h += "<p class=\"error\" id=\"" + id + "-error\">" + escape(problem) + "</p>";
+  return h;
+}
+}  // namespace
+
+web::Response Service::merchant_view(web::Request& req, const Ctx& ctx, const std::string& matricule,
+                                     const Error* refused, const web::Fields* submitted) {
+  const Ctx* c = &ctx;
   std::optional<merchant::Merchant> m;
   std::vector<identity::Client> apps;
   std::vector<Member> members;
@@ -121,19 +150,42 @@ web::Response Service::merchant_page(web::Request& req) {
   if (!read) return error_page(req, read.error());
   if (!m) return error_page(req, not_found(bj::object{{"matricule", matricule}}));
   const std::string base = "/operator/merchants/" + web::percent_encode(m->matricule);
-  std::string body = "<section class=\"card\"><p>" + escape(m->matricule) + " · " + escape(m->environment) + " · " +
-                     escape(merchant::join_countries(m->countries)) + " · " + escape(m->email) + "</p><p>" +
-                     std::string(c->t("Actif : ", "Active: ")) + yes_no(*c, m->active) +
+  std::string body = "<section class=\"card\"><p id=\"merchant-summary\">" + escape(m->matricule) + " · " +
+                     escape(m->environment) + " · " + escape(merchant::join_countries(m->countries)) + " · " +
+                     std::string(c->t("niveau ", "tier ")) + std::to_string(m->tier) + " · " + escape(m->email) +
+                     "</p><p>" + std::string(c->t("Actif : ", "Active: ")) + yes_no(*c, m->active) +
                      "</p><form method=\"post\" action=\"" + escape(path(base + (m->active ? "/disable" : "/enable"))) +
                      "\">" + c->csrf_field() + "<button class=\"secondary\">" +
                      std::string(m->active ? c->t("Désactiver", "Disable") : c->t("Activer", "Enable")) +
                      "</button></form></section>";
+  // Countries and tier: what the merchant's credentials may do (docs/dashboard.md).
+  const std::string countries_value =
+      submitted ? field(*submitted, "countries") : merchant::join_countries(m->countries);
+  const std::string tier_value = submitted ? field(*submitted, "tier") : std::to_string(m->tier);
+  body += "<form class=\"card\" id=\"grants\" method=\"post\" action=\"" + escape(path(base + "/grants")) + "\"><h2>" +
+          std::string(c->t("Pays et niveau", "Countries and tier")) + "</h2>" + c->csrf_field();
+  if (refused)
+    body += "<p class=\"error\" role=\"alert\">" +
+            std::string(c->t("Corrigez les champs signalés.", "Correct the fields shown.")) + "</p>";
+  body += grants_input("countries",
+                       c->t("Pays (codes ISO alpha-3 du catalogue, séparés par des virgules)",
+                            "Countries (ISO alpha-3 codes of the catalog, comma-separated)"),
+                       "required autocomplete=\"off\"", countries_value, problem_of(refused, "countries"));
+  body +=
+      grants_input("tier", c->t("Niveau (0 à 100)", "Tier (0 to 100)"),
+                   "required inputmode=\"numeric\" pattern=\"[0-9]{1,3}\"", tier_value, problem_of(refused, "tier"));
+  body += "<p class=\"muted\">" +
+          std::string(c->t("Ses applications et son équipe suivent ; leurs jetons déjà émis sont refusés.",
+                           "Its applications and staff follow; their tokens already issued are refused.")) +
+          "</p><button id=\"grants-save\">" + std::string(c->t("Enregistrer", "Save")) + "</button></form>";
   body += "<section class=\"card\"><h2>" + std::string(c->t("Applications OAuth", "OAuth applications")) + "</h2>";
   body += "<div class=\"scroll\"><table id=\"apps\"><thead><tr><th>" + std::string(c->t("Nom", "Name")) +
-          "</th><th>client_id</th><th>Scopes</th></tr></thead><tbody>";
+          "</th><th>client_id</th><th>Scopes</th><th>" + std::string(c->t("Pays", "Countries")) + "</th><th>" +
+          std::string(c->t("Niveau", "Tier")) + "</th></tr></thead><tbody>";
   for (const auto& a : apps)
     body += "<tr><td>" + escape(a.name) + "</td><td><code>" + escape(a.client_id) + "</code></td><td>" +
-            escape(identity::join_list(a.scopes)) + "</td></tr>";
+            escape(identity::join_list(a.scopes)) + "</td><td>" + escape(merchant::join_countries(a.countries)) +
+            "</td><td>" + std::to_string(a.user_tier) + "</td></tr>";
   body += "</tbody></table></div></section>";
   body += "<form class=\"card\" method=\"post\" action=\"" + escape(path(base + "/apps")) + "\"><h2>" +
           std::string(c->t("Nouvelle application OAuth", "New OAuth application")) + "</h2>" + c->csrf_field() +
@@ -156,7 +208,7 @@ web::Response Service::merchant_page(web::Request& req) {
           "<option>viewer</option><option value=\"none\">" +
           std::string(c->t("retirer", "remove")) + "</option></select><button>" +
           std::string(c->t("Enregistrer", "Save")) + "</button></form></section>";
-  return page(req, *c, m->name, body);
+  return page(req, *c, m->name, body, refused ? web::http_status(refused->kind) : 200);
 }
 
 namespace {
@@ -186,6 +238,61 @@ web::Response Service::merchant_status(web::Request& req) {
   });
   if (!wrote) return error_page(req, wrote.error());
   return see_other("/operator/merchants/" + web::percent_encode(m->matricule));
+}
+
+Result<merchant::Merchant> change_merchant_grants(store::Db& db, const catalog::Catalog& catalog,
+                                                  std::string_view matricule, const std::vector<std::string>& countries,
+                                                  std::int64_t tier, std::int64_t user_id, const std::string& actor,
+                                                  std::int64_t now) {
+  auto problems = identity::check_merchant_grants(countries, tier, [&](std::string_view code) {
+    const catalog::Country* k = catalog.country(code);
+    return k && k->active;
+  });
+  SIKA_TRY(problems.status());
+  std::optional<merchant::Merchant> after;
+  SIKA_TRY(db.write([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto m, merchant::find_by_matricule(conn, matricule));
+    if (!m) return not_found(bj::object{{"matricule", std::string(matricule)}});
+    SIKA_ASSIGN_OR_RETURN(auto before, identity::set_merchant_grants(conn, m->id, countries, tier, now));
+    SIKA_ASSIGN_OR_RETURN(after, merchant::find_by_id(conn, m->id));
+    if (after->grants_version == before.grants_version) return {};  // nothing changed: nothing to audit
+    bj::object details{{"countries", merchant::join_countries(countries)},
+                       {"tier", tier},
+                       {"countries_before", merchant::join_countries(before.countries)},
+                       {"tier_before", before.tier}};
+    return append_audit(
+        conn, AuditEntry{0, now, user_id, actor, m->id, "merchant.grants", m->matricule, json::dump(details)});
+  }));
+  return *after;
+}
+
+web::Response Service::merchant_grants(web::Request& req) {
+  auto c = context(req);
+  if (!c) return error_page(req, c.error());
+  auto fields = form_of(req);
+  if (!fields) return error_page(req, fields.error());
+  if (!parts_.catalog) return error_page(req, unavailable(bj::string("catalog not configured")));
+  const std::string matricule = req.path_param("matricule");
+  std::vector<std::string> countries;
+  for (auto& code : merchant::split_countries(field(*fields, "countries"))) {
+    const auto first = code.find_first_not_of(' ');
+    if (first != std::string::npos) countries.push_back(code.substr(first, code.find_last_not_of(' ') - first + 1));
+  }
+  // Anything but a plain number is out of range, so the tier's problem is the range's.
+  const std::string tier_text = field(*fields, "tier");
+  std::int64_t tier = -1;
+  if (!tier_text.empty() && tier_text.size() <= 3 &&
+      std::all_of(tier_text.begin(), tier_text.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+    tier = std::stoll(tier_text);
+  auto changed = change_merchant_grants(db_, *parts_.catalog->snapshot(), matricule, countries, tier,
+                                        c->session.row.user_id, c->session.row.email, now());
+  if (!changed && changed.error().is(ErrorKind::invalid))
+    return merchant_view(req, *c, matricule, &changed.error(), &*fields);
+  if (!changed) return error_page(req, changed.error());
+  // This node's token endpoint issues from the new record at once; other nodes within
+  // identity.client_cache_seconds, and the gateway refuses what they issue before.
+  if (parts_.identity) parts_.identity->invalidate_client_cache();
+  return see_other("/operator/merchants/" + web::percent_encode(changed->matricule));
 }
 
 web::Response Service::merchant_app_create(web::Request& req) {

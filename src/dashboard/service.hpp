@@ -21,6 +21,7 @@
 
 #include "core/result.hpp"
 #include "dashboard/sessions.hpp"
+#include "merchant/merchant.hpp"
 #include "store/db.hpp"
 #include "web/html.hpp"
 #include "web/message.hpp"
@@ -40,7 +41,8 @@ class Limiter;
 }
 namespace sika::catalog {
 class Service;
-}
+class Catalog;
+}  // namespace sika::catalog
 namespace sika::billing {
 class Service;
 }
@@ -55,6 +57,17 @@ class Service;
 }
 
 namespace sika::dashboard {
+
+// Changes a merchant's countries and tier (identity::set_merchant_grants: its OAuth applications
+// and staff follow, tokens issued before are refused) and appends the audit entry
+// `merchant.grants` in the same write unit (none when they are as they were), after checking them
+// against the catalog (identity::check_merchant_grants): 400 empty_data naming countries or tier,
+// 404 when no merchant has this matricule. The operator's page and `sika admin
+// set-merchant-grants` use it.
+Result<merchant::Merchant> change_merchant_grants(store::Db& db, const catalog::Catalog& catalog,
+                                                  std::string_view matricule, const std::vector<std::string>& countries,
+                                                  std::int64_t tier, std::int64_t user_id, const std::string& actor,
+                                                  std::int64_t now);
 
 struct Options {
   std::string dashboard_url;              // public URL of the surface, no trailing slash
@@ -141,6 +154,7 @@ class Service {
   web::Response merchant_status(web::Request& req);      // POST /operator/merchants/{matricule}/enable|disable
   web::Response merchant_app_create(web::Request& req);  // POST /operator/merchants/{matricule}/apps
   web::Response merchant_member(web::Request& req);      // POST /operator/merchants/{matricule}/members
+  web::Response merchant_grants(web::Request& req);      // POST /operator/merchants/{matricule}/grants
   web::Response ledger(web::Request& req);               // GET /operator/ledger
   web::Response health(web::Request& req);               // GET /operator/health
   web::Response catalog_page(web::Request& req);         // GET /operator/catalog
@@ -170,6 +184,10 @@ class Service {
   web::Response see_other(std::string_view rel) const;
   Status record(const Ctx& c, std::optional<std::int64_t> merchant_id, std::string action, std::string object,
                 std::string details = "{}");
+  // The operator's page of a merchant; with the grants form's refusal (`refused`, 400) and what
+  // was `submitted` when given, shown next to its fields.
+  web::Response merchant_view(web::Request& req, const Ctx& c, const std::string& matricule, const Error* refused,
+                              const web::Fields* submitted);
   // Creates an OAuth application of a merchant and renders its secret once.
   web::Response create_app(web::Request& req, const Ctx& c, std::int64_t merchant_id, std::string_view back);
   // Queues a new delivery of the merchant's event (to one endpoint, or every subscribed one); audited.

@@ -107,6 +107,7 @@ std::string TokenIssuer::access_token(const Ticket& t, const Grant& g) const {
     if (!user->merchant.empty()) {
       w.str("merchant", user->merchant);
       w.num("merchant_id", user->merchant_id);
+      w.num("grants_version", user->merchant_grants_version);
     }
     w.num("tier", user->user_tier);
     w.str_array("countries", user->countries);
@@ -115,6 +116,7 @@ std::string TokenIssuer::access_token(const Ticket& t, const Grant& g) const {
     if (!client.merchant.empty()) {
       w.str("merchant", client.merchant);
       w.num("merchant_id", client.merchant_id);
+      w.num("grants_version", client.merchant_grants_version);
     }
     w.num("tier", client.user_tier);
     w.str_array("countries", client.countries);

@@ -153,6 +153,24 @@ bool Client::redirect_uri_registered(std::string_view uri) const {
   return false;
 }
 
+json::FieldErrors check_merchant_grants(const std::vector<std::string>& countries, std::int64_t tier,
+                                        const std::function<bool(std::string_view)>& enabled_country) {
+  json::FieldErrors errors;
+  if (countries.empty()) errors.add("countries", "at least one ISO alpha-3 code");
+  for (std::size_t i = 0; i < countries.size(); ++i) {
+    const std::string& ct = countries[i];
+    if (!valid_alpha3(ct))
+      errors.add("countries", "must be ISO alpha-3 codes in upper case, e.g. CMR,CIV");
+    else if (!enabled_country(ct))
+      errors.add("countries", ct + " is not an enabled country of the catalog");
+    else if (std::find(countries.begin(), countries.begin() + static_cast<std::ptrdiff_t>(i), ct) !=
+             countries.begin() + static_cast<std::ptrdiff_t>(i))
+      errors.add("countries", ct + " is given twice");
+  }
+  if (tier < 0 || tier > 100) errors.add("tier", "must be an integer between 0 and 100");
+  return errors;
+}
+
 Status validate_user(const UserSpec& spec) {
   json::FieldErrors errors;
   std::string email = normalize_email(spec.email);

@@ -2,6 +2,7 @@
 // OAuth clients and users: their types and the rules that need no database (scopes, lists,
 // client and user validation). Their SQL is in identity/store.hpp.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,9 +55,10 @@ struct Client {
   std::vector<std::string> redirect_uris;
   std::vector<std::string> grant_types;
   std::vector<std::string> scopes;
-  std::int64_t merchant_id = 0;  // 0 when none
-  std::string merchant;          // matricule of merchant_id ("" when none)
-  bool merchant_active = true;   // false when the owning merchant is deactivated
+  std::int64_t merchant_id = 0;              // 0 when none
+  std::string merchant;                      // matricule of merchant_id ("" when none)
+  bool merchant_active = true;               // false when the owning merchant is deactivated
+  std::int64_t merchant_grants_version = 0;  // the owning merchant's, when the record was read
   std::string environment;
   std::vector<std::string> countries;
   std::int64_t user_tier = 1;
@@ -102,6 +104,7 @@ struct User {
   bool admin = false;
   std::int64_t merchant_id = 0;
   std::string merchant;
+  std::int64_t merchant_grants_version = 0;  // the merchant's, when the record was read
   bool active = true;
   std::int64_t failed_logins = 0;
   std::int64_t locked_until = 0;  // epoch ms
@@ -112,5 +115,11 @@ struct User {
 // Checks a user spec (email shape, password length 10..256, tier, countries); per-field details.
 Status validate_user(const UserSpec& spec);
 std::string normalize_email(std::string_view email);
+
+// Checks a merchant's new countries and tier: at least one country, each an ISO alpha-3 code the
+// catalog has and enables (`enabled_country`), no repeats; the tier within the range of a user's
+// or a client's (0..100). Problems per field: countries, tier.
+json::FieldErrors check_merchant_grants(const std::vector<std::string>& countries, std::int64_t tier,
+                                        const std::function<bool(std::string_view)>& enabled_country);
 
 }  // namespace sika::identity

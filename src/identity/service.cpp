@@ -402,7 +402,7 @@ Result<std::shared_ptr<const web::Principal>> Service::verify_cached(std::string
     principal = std::make_shared<const web::Principal>(std::move(p));
   }
   if (need_check) {
-    SIKA_ASSIGN_OR_RETURN(bool revoked, is_revoked(principal->jti));
+    SIKA_ASSIGN_OR_RETURN(bool revoked, is_revoked(*principal));
     std::lock_guard lock(shard.mu);
     if (shard.map.size() >= static_cast<std::size_t>(std::max(16, opts_.token_cache_entries)) / kTokenShards) {
       for (auto it = shard.map.begin(); it != shard.map.end();)
@@ -431,10 +431,10 @@ bool Service::revoked_here(const std::string& jti) {
   return !local_revoked_.empty() && local_revoked_.count(jti) != 0;
 }
 
-Result<bool> Service::is_revoked(std::string_view jti) {
+Result<bool> Service::is_revoked(const web::Principal& p) {
   bool found = false;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(found, access_token_revoked(c, jti));
+    SIKA_ASSIGN_OR_RETURN(found, access_token_revoked(c, p.jti, p.merchant_id, p.grants_version));
     return {};
   }));
   return found;
@@ -517,6 +517,7 @@ Result<web::Principal> Service::verify_access_token(std::string_view token) {
   pr.scopes = split_list(claim_str(c, "scope"));
   pr.merchant = claim_str(c, "merchant");
   pr.merchant_id = claim_int(c, "merchant_id").value_or(0);
+  pr.grants_version = claim_int(c, "grants_version").value_or(0);
   pr.user_tier = claim_int(c, "tier").value_or(1);
   if (auto it = c.find("countries"); it != c.end() && it->value().is_array())
     for (const auto& v : it->value().get_array())

@@ -8,7 +8,10 @@
 //    rotated secret or a disabled client keeps working on another process/node).
 //  - A revoked access token is refused by `authenticate` on every node as soon as the
 //    revocation committed when token_cache_seconds == 0 (the default: one indexed lookup per
-//    request), or within token_cache_seconds otherwise.
+//    request), or within token_cache_seconds otherwise. So is a token of a merchant whose
+//    countries, tier or status changed after the token was issued (its grants version moved).
+//    A token issued within client_cache_seconds of such a change, from a cached client record,
+//    carries the old version and is refused too.
 //  - Refresh tokens rotate at every use; a reused (already rotated) token revokes its whole
 //    family, except within refresh_grace_seconds of its rotation where parallel refreshes
 //    each succeed. Authorization codes are single-use; a replayed code revokes what it issued.
@@ -133,7 +136,8 @@ class Service {
   web::Response token_issued(const web::Request& req, const Ticket& ticket, const Grant& grant);
   // Parses a JWS and checks its alg, its key (one we publish) and signature, and its issuer.
   Result<ParsedJwt> signed_by_us(std::string_view token);
-  Result<bool> is_revoked(std::string_view jti);
+  // True iff the token is denylisted or its merchant's grants moved since its claims were read.
+  Result<bool> is_revoked(const web::Principal& p);
   // Revocations made by this process, applied to its cache at once (token_cache_seconds > 0).
   void note_revoked(const std::vector<std::pair<std::string, std::int64_t>>& jtis);
   bool revoked_here(const std::string& jti);

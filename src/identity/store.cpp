@@ -15,8 +15,8 @@ namespace {
 constexpr std::string_view kClientColumns =
     "c.id, c.client_id, c.name, c.confidential, c.secret_hash, c.redirect_uris, c.grant_types, c.scopes, "
     "c.merchant_id, m.matricule, c.environment, c.countries, c.user_tier, c.admin, c.id_token_alg, c.active, "
-    "c.created_at, c.updated_at, COALESCE(m.active, 1), c.strict_client_credentials FROM oauth_clients c LEFT JOIN "
-    "merchants m ON m.id = c.merchant_id";
+    "c.created_at, c.updated_at, COALESCE(m.active, 1), c.strict_client_credentials, COALESCE(m.grants_version, 0) "
+    "FROM oauth_clients c LEFT JOIN merchants m ON m.id = c.merchant_id";
 
 Client client_from_row(const store::Row& r) {
   Client c;
@@ -40,13 +40,14 @@ Client client_from_row(const store::Row& r) {
   c.updated_at = r.i64(17);
   c.merchant_active = r.boolean(18);
   c.strict_client_credentials = r.boolean(19);
+  c.merchant_grants_version = r.i64(20);
   return c;
 }
 
 constexpr std::string_view kUserColumns =
     "u.id, u.subject, u.email, u.phone, u.name, u.password_hash, u.user_tier, u.countries, u.admin, u.merchant_id, "
-    "m.matricule, u.active, u.failed_logins, u.locked_until, u.created_at, u.updated_at "
-    "FROM identity_users u LEFT JOIN merchants m ON m.id = u.merchant_id";
+    "m.matricule, u.active, u.failed_logins, u.locked_until, u.created_at, u.updated_at, "
+    "COALESCE(m.grants_version, 0) FROM identity_users u LEFT JOIN merchants m ON m.id = u.merchant_id";
 
 User user_from_row(const store::Row& r) {
   User u;
@@ -66,6 +67,7 @@ User user_from_row(const store::Row& r) {
   u.locked_until = r.i64(13);
   u.created_at = r.i64(14);
   u.updated_at = r.i64(15);
+  u.merchant_grants_version = r.i64(16);
   return u;
 }
 
@@ -391,9 +393,55 @@ Status revoke_access_token(store::Conn& c, std::string_view jti, std::string_vie
   return {};
 }
 
-Result<bool> access_token_revoked(store::Conn& c, std::string_view jti) {
-  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT 1 FROM oauth_revoked_tokens WHERE jti = ?", {std::string(jti)}));
+Result<bool> access_token_revoked(store::Conn& c, std::string_view jti, std::int64_t merchant_id,
+                                  std::int64_t grants_version) {
+  if (merchant_id == 0) {
+    SIKA_ASSIGN_OR_RETURN(auto row,
+                          c.query_one("SELECT 1 FROM oauth_revoked_tokens WHERE jti = ?", {std::string(jti)}));
+    return row.has_value();
+  }
+  // One round trip for both: the denylist, and the merchant's grants having moved since.
+  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT 1 FROM oauth_revoked_tokens WHERE jti = ? UNION ALL "
+                                              "SELECT 1 FROM merchants WHERE id = ? AND grants_version <> ?",
+                                              {std::string(jti), merchant_id, grants_version}));
   return row.has_value();
+}
+
+namespace {
+// `held` without the countries of `removed`, then those of `added` it lacks.
+std::vector<std::string> regrant(std::vector<std::string> held, const std::vector<std::string>& removed,
+                                 const std::vector<std::string>& added) {
+  std::erase_if(held, [&](const std::string& ct) { return contains(removed, ct); });
+  for (const auto& ct : added)
+    if (!contains(held, ct)) held.push_back(ct);
+  return held;
+}
+}  // namespace
+
+Result<merchant::Merchant> set_merchant_grants(store::Conn& c, std::int64_t merchant_id,
+                                               const std::vector<std::string>& countries, std::int64_t tier,
+                                               std::int64_t now_ms) {
+  SIKA_ASSIGN_OR_RETURN(auto before, merchant::find_by_id(c, merchant_id));
+  if (!before) return not_found(bj::object{{"merchant", "not found"}});
+  // Saving the same values again changes nothing, so its tokens keep working.
+  if (before->countries == countries && before->tier == tier) return *before;
+  SIKA_TRY(merchant::set_grants(c, merchant_id, countries, tier));
+  std::vector<std::string> removed, added;
+  for (const auto& ct : before->countries)
+    if (!contains(countries, ct)) removed.push_back(ct);
+  for (const auto& ct : countries)
+    if (!contains(before->countries, ct)) added.push_back(ct);
+  SIKA_ASSIGN_OR_RETURN(auto clients,
+                        c.query("SELECT id, countries FROM oauth_clients WHERE merchant_id = ?", {merchant_id}));
+  for (const auto& r : clients)
+    SIKA_TRY(c.exec("UPDATE oauth_clients SET countries = ?, user_tier = ?, updated_at = ? WHERE id = ?",
+                    {join_list(regrant(split_list(r.str(1)), removed, added)), tier, now_ms, r.i64(0)}));
+  SIKA_ASSIGN_OR_RETURN(auto users,
+                        c.query("SELECT id, countries FROM identity_users WHERE merchant_id = ?", {merchant_id}));
+  for (const auto& r : users)
+    SIKA_TRY(c.exec("UPDATE identity_users SET countries = ?, user_tier = ?, updated_at = ? WHERE id = ?",
+                    {join_list(regrant(split_list(r.str(1)), removed, added)), tier, now_ms, r.i64(0)}));
+  return *before;
 }
 
 Status purge_expired_tokens(store::Conn& c, std::int64_t t) {

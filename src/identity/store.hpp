@@ -11,6 +11,7 @@
 
 #include "core/result.hpp"
 #include "identity/model.hpp"
+#include "merchant/merchant.hpp"
 #include "store/db.hpp"
 
 namespace sika::identity {
@@ -123,7 +124,24 @@ Status revoke_family(store::Conn& c, std::string_view family_id, std::int64_t no
 // Denylists one access token until it expires (expires_at in ms); idempotent.
 Status revoke_access_token(store::Conn& c, std::string_view jti, std::string_view client_id, std::int64_t expires_at,
                            std::int64_t now_ms);
-Result<bool> access_token_revoked(store::Conn& c, std::string_view jti);
+// True iff the access token `jti` is denylisted, or it acts for merchant `merchant_id` (0: none)
+// and carries a grants version that is no longer the merchant's (its countries, tier or status
+// changed after the token's claims were read).
+Result<bool> access_token_revoked(store::Conn& c, std::string_view jti, std::int64_t merchant_id,
+                                  std::int64_t grants_version);
+
+// --- a merchant's grants ---
+
+// Changes what a merchant's credentials may do, in the caller's write unit: the merchant's
+// countries and tier (merchant::set_grants, which moves its grants version), and for each of its
+// OAuth clients and staff users, the countries removed taken away, those added given, the tier
+// set. Tokens issued from then on carry the change; those issued before are refused by the
+// gateway (access_token_revoked). The same countries (in the same order) and tier change nothing.
+// Returns the merchant as it was; 404 when no merchant has this id. The values are checked by the
+// caller (check_merchant_grants).
+Result<merchant::Merchant> set_merchant_grants(store::Conn& c, std::int64_t merchant_id,
+                                               const std::vector<std::string>& countries, std::int64_t tier,
+                                               std::int64_t now_ms);
 
 // Deletes expired codes (a day after expiry, so that a late replay still revokes), refresh
 // tokens and denylist rows whose token has expired.

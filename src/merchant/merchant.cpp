@@ -8,13 +8,22 @@
 namespace sika::merchant {
 
 Result<bool> set_active(store::Conn& c, std::int64_t id, bool active) {
-  auto n = c.exec("UPDATE merchants SET active = ? WHERE id = ?", {std::int64_t{active ? 1 : 0}, id});
+  auto n = c.exec("UPDATE merchants SET active = ?, grants_version = grants_version + 1 WHERE id = ?",
+                  {std::int64_t{active ? 1 : 0}, id});
+  if (!n) return n.take_error();
+  return *n > 0;
+}
+
+Result<bool> set_grants(store::Conn& c, std::int64_t id, const std::vector<std::string>& countries, std::int64_t tier) {
+  auto n = c.exec("UPDATE merchants SET countries = ?, tier = ?, grants_version = grants_version + 1 WHERE id = ?",
+                  {join_countries(countries), tier, id});
   if (!n) return n.take_error();
   return *n > 0;
 }
 
 namespace {
-constexpr std::string_view kColumns = "id, matricule, name, email, countries, environment, active, created_at";
+constexpr std::string_view kColumns =
+    "id, matricule, name, email, countries, environment, active, created_at, tier, grants_version";
 
 Merchant from_row(const store::Row& r) {
   Merchant m;
@@ -26,6 +35,8 @@ Merchant from_row(const store::Row& r) {
   m.environment = r.str(5);
   m.active = r.boolean(6);
   m.created_at = r.i64(7);
+  m.tier = r.i64(8);
+  m.grants_version = r.i64(9);
   return m;
 }
 

@@ -20,6 +20,8 @@ struct Merchant {
   std::string environment;             // "sandbox" or "prod"
   bool active = true;
   std::int64_t created_at = 0;
+  std::int64_t tier = 1;            // pricing tier of its OAuth applications and staff
+  std::int64_t grants_version = 0;  // moves at every change of countries, tier or status
 };
 
 enum class KeyKind { merchant, link };  // merchant: checkout and plugins; link: wallet link API
@@ -42,9 +44,13 @@ Result<Merchant> create(store::Conn& c, const NewMerchant& m, std::int64_t now);
 Result<std::optional<Merchant>> find_by_matricule(store::Conn& c, std::string_view matricule);
 Result<std::optional<Merchant>> find_by_id(store::Conn& c, std::int64_t id);
 Result<std::vector<Merchant>> list(store::Conn& c);
-// Enables or disables a merchant (a disabled merchant's credentials stop working); returns false
-// when no merchant has this id.
+// Enables or disables a merchant (a disabled merchant's credentials stop working: the grants
+// version moves, so its access tokens are refused too); returns false when no merchant has this id.
 Result<bool> set_active(store::Conn& c, std::int64_t id, bool active);
+// Sets a merchant's countries and tier and moves its grants version; returns false when no
+// merchant has this id. Unchecked: identity::set_merchant_grants checks and carries the change
+// to the merchant's credentials.
+Result<bool> set_grants(store::Conn& c, std::int64_t id, const std::vector<std::string>& countries, std::int64_t tier);
 
 // Issues a key ("sk_sandbox_..." / "sk_prod_..." for merchant keys, "lk_..." for link keys).
 Result<IssuedKey> issue_key(store::Conn& c, std::string_view pepper, std::int64_t merchant_id, KeyKind kind,

@@ -28,6 +28,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0020WalletDistributions,
       migrations::k0021BillingMandates,
       migrations::k0022DashboardReads,
+      migrations::k0023MerchantGrants,
       migrations::k0024BillingDunning,
   };
   return kAll;

@@ -30,6 +30,7 @@ struct Principal {
   std::vector<std::string> scopes;
   std::string merchant;  // owning merchant's matricule ("" when none)
   std::int64_t merchant_id = 0;
+  std::int64_t grants_version = 0;  // the merchant's grants version the claims were read at
   std::int64_t user_tier = 1;
   std::vector<std::string> countries;  // ISO alpha-3 codes the credential may act in
   bool admin = false;

@@ -241,6 +241,8 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"dashboard POST /wallet-links/{reference}/unlink", "dashboard_session"},
       {"dashboard POST /operator/catalog/{kind}/{code}/enable", "operator_session"},
       {"dashboard POST /operator/catalog/{kind}/{code}/disable", "operator_session"},
+      // dashboard: a merchant's countries and tier.
+      {"dashboard POST /operator/merchants/{matricule}/grants", "operator_session"},
   };
   std::map<std::string, std::string> actual;
   for (const auto& route : router_.routes()) {

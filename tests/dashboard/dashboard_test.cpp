@@ -344,12 +344,18 @@ class DashboardPagesTest : public DashboardTest {
   void SetUp() override {
     DashboardTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
+    serve_with(Components{});
+  }
+
+  // (Re)builds the service on these components.
+  void serve_with(const Components& parts) {
     Options o;
     o.dashboard_url = "https://dash.example.test/dashboard";
-    o.pepper = std::string(64, 'p');
+    o.pepper = kPepper;
     o.clock = [this] { return clock_.load(); };
-    service_ = std::make_unique<Service>(*db_, Components{}, o);
+    service_ = std::make_unique<Service>(*db_, parts, o);
   }
+  static inline const std::string kPepper = std::string(64, 'p');
 
   std::string signed_in(std::int64_t user_id) {
     auto opened = service_->sessions().open(user_id);
@@ -669,11 +675,7 @@ TEST_P(DashboardPagesTest, OperatorsEditTheCatalogThroughItsServiceAndEachChange
   catalog::Service catalog(*db_, catalog::Options{});
   Components parts;
   parts.catalog = &catalog;
-  Options o;
-  o.dashboard_url = "https://dash.example.test/dashboard";
-  o.pepper = std::string(64, 'p');
-  o.clock = [this] { return clock_.load(); };
-  service_ = std::make_unique<Service>(*db_, parts, o);
+  serve_with(parts);
   const std::string op = signed_in(operator_);
   const std::string country =
       R"({"code":"CMR","alpha2":"CM","name_fr":"Cameroun","name_en":"Cameroon","dialling_code":"+237",)"
@@ -709,6 +711,127 @@ TEST_P(DashboardPagesTest, OperatorsEditTheCatalogThroughItsServiceAndEachChange
   auto page = call(&Service::catalog_page, op, "GET");
   ASSERT_EQ(page.status, 200);
   EXPECT_NE(page.body.find("/operator/catalog/country/CMR/enable"), std::string::npos);
+}
+
+TEST_P(DashboardPagesTest, OperatorsChangeAMerchantsCountriesAndTierWithFieldErrorsAndAnAuditEntry) {
+  catalog::Service catalog(*db_, catalog::Options{});
+  for (const char* record :
+       {R"({"code":"CMR","alpha2":"CM","name_fr":"Cameroun","name_en":"Cameroon","dialling_code":"+237",)"
+        R"("currency":"XAF","msisdn_length":9,"msisdn_pattern":"6\\d{8}"})",
+        R"({"code":"CIV","alpha2":"CI","name_fr":"Côte d'Ivoire","name_en":"Ivory Coast","dialling_code":"+225",)"
+        R"("currency":"XOF","msisdn_length":10,"msisdn_pattern":"0\\d{9}"})",
+        R"({"code":"SEN","alpha2":"SN","name_fr":"Sénégal","name_en":"Senegal","dialling_code":"+221",)"
+        R"("currency":"XOF","msisdn_length":9,"msisdn_pattern":"7\\d{8}"})"}) {
+    auto parsed = json::parse_object(record);
+    ASSERT_TRUE(parsed.ok());
+    ASSERT_TRUE(catalog.put(catalog::Kind::country, *parsed, catalog::Mode::create).ok()) << record;
+  }
+  ASSERT_TRUE(catalog.set_active(catalog::Kind::country, "SEN", false).ok());
+  Components parts;
+  parts.catalog = &catalog;
+  serve_with(parts);
+  identity::ClientSpec app{.name = "Shop A backend", .merchant_id = merchant_a_, .countries = {"CMR"}};
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(auto created, identity::create_client(c, kPepper, app, now_ms()));
+                   app.client_id = created.client.client_id;
+                   return {};
+                 })
+                  .ok());
+  const std::string op = signed_in(operator_);
+  const web::Fields which{{"matricule", "MCH-A"}};
+  auto state = [&] {
+    std::optional<merchant::Merchant> m;
+    std::optional<identity::Client> client;
+    std::vector<AuditEntry> entries;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_id(c, merchant_a_));
+                     SIKA_ASSIGN_OR_RETURN(client, identity::find_client(c, app.client_id));
+                     SIKA_ASSIGN_OR_RETURN(entries, list_audit(c, merchant_a_, std::nullopt, 10));
+                     return {};
+                   })
+                    .ok());
+    return std::tuple{*m, *client, entries};
+  };
+
+  // The page shows the form with the merchant's values.
+  auto page = call(&Service::merchant_page, op, "GET", "", which);
+  ASSERT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("action=\"/dashboard/operator/merchants/MCH-A/grants\""), std::string::npos);
+  EXPECT_NE(page.body.find("id=\"grants-countries\" name=\"countries\" required autocomplete=\"off\" value=\"CMR\""),
+            std::string::npos);
+  EXPECT_NE(page.body.find("id=\"grants-tier\""), std::string::npos);
+
+  // Refusals: 400, each problem next to its field, what was typed kept, nothing written.
+  auto bad = call(&Service::merchant_grants, op, "POST", "countries=CMR%2C+XYZ1&tier=101", which);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("aria-describedby=\"grants-countries-error\""), std::string::npos);
+  EXPECT_NE(bad.body.find("id=\"grants-countries-error\">must be ISO alpha-3 codes in upper case"), std::string::npos);
+  EXPECT_NE(bad.body.find("id=\"grants-tier-error\">must be an integer between 0 and 100"), std::string::npos);
+  EXPECT_NE(bad.body.find("value=\"CMR, XYZ1\""), std::string::npos);
+  auto disabled = call(&Service::merchant_grants, op, "POST", "countries=CMR%2CSEN&tier=1", which);
+  EXPECT_EQ(disabled.status, 400);
+  EXPECT_NE(disabled.body.find("SEN is not an enabled country of the catalog"), std::string::npos);
+  EXPECT_EQ(disabled.body.find("grants-tier-error"), std::string::npos);
+  EXPECT_EQ(call(&Service::merchant_grants, op, "POST", "countries=CIV&tier=two", which).status, 400);
+  EXPECT_EQ(call(&Service::merchant_grants, op, "POST", "countries=CIV&tier=1", {{"matricule", "MCH-NONE"}}).status,
+            404);
+  {
+    auto [m, client, entries] = state();
+    EXPECT_EQ(m.countries, std::vector<std::string>{"CMR"});
+    EXPECT_EQ(m.tier, 1);
+    EXPECT_EQ(m.grants_version, 0);
+    EXPECT_TRUE(entries.empty());
+  }
+
+  // CMR out, CIV in, tier 2: the merchant and its application follow, audited in the same unit.
+  auto done = call(&Service::merchant_grants, op, "POST", "countries=CIV&tier=2", which);
+  ASSERT_EQ(done.status, 303) << done.body;
+  auto [m, client, entries] = state();
+  EXPECT_EQ(m.countries, std::vector<std::string>{"CIV"});
+  EXPECT_EQ(m.tier, 2);
+  EXPECT_EQ(m.grants_version, 1);
+  EXPECT_EQ(client.countries, std::vector<std::string>{"CIV"});
+  EXPECT_EQ(client.user_tier, 2);
+  EXPECT_EQ(client.merchant_grants_version, 1);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].action, "merchant.grants");
+  EXPECT_EQ(entries[0].object, "MCH-A");
+  EXPECT_EQ(entries[0].actor, "op@x.test");
+  auto details = json::parse_object(entries[0].details);
+  ASSERT_TRUE(details.ok());
+  EXPECT_EQ((*details)["countries"].as_string(), "CIV");
+  EXPECT_EQ((*details)["countries_before"].as_string(), "CMR");
+  EXPECT_EQ((*details)["tier"].as_int64(), 2);
+  EXPECT_EQ((*details)["tier_before"].as_int64(), 1);
+  // Saving the same values again changes nothing: its tokens keep working, nothing is audited.
+  ASSERT_EQ(call(&Service::merchant_grants, op, "POST", "countries=CIV&tier=2", which).status, 303);
+  {
+    auto [same, same_client, same_entries] = state();
+    EXPECT_EQ(same.grants_version, 1);
+    EXPECT_EQ(same_entries.size(), 1u);
+  }
+  // A new application takes the merchant's countries and tier.
+  auto created = call(&Service::merchant_app_create, op, "POST", "name=Second", which);
+  ASSERT_EQ(created.status, 200) << created.body;
+  std::vector<identity::Client> clients;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(clients, identity::list_clients(c));
+                   return {};
+                 })
+                  .ok());
+  ASSERT_EQ(clients.size(), 2u);
+  EXPECT_EQ(clients[1].countries, std::vector<std::string>{"CIV"});
+  EXPECT_EQ(clients[1].user_tier, 2);
+  // Merchant B is untouched.
+  std::optional<merchant::Merchant> b;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(b, merchant::find_by_id(c, merchant_b_));
+                   return {};
+                 })
+                  .ok());
+  EXPECT_EQ(b->countries, std::vector<std::string>{"CIV"});
+  EXPECT_EQ(b->tier, 1);
+  EXPECT_EQ(b->grants_version, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DashboardTest, ::testing::Values("sqlite", "postgres"));

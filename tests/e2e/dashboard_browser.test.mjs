@@ -1,5 +1,7 @@
 // Headless Chromium through the dashboard, on each backend: the operator signs in with TOTP,
-// creates a merchant and its OAuth application and sees the secret once, edits the catalog; a merchant owner signs
+// creates a merchant and its OAuth application and sees the secret once, changes the merchant's
+// countries and tier (its old token refused, a new one no longer acting in the removed country),
+// edits the catalog; a merchant owner signs
 // in, sees a sandbox payment appear, opens its timeline, replays its webhook delivery, creates a
 // payment link and downloads its QR code, exports CSV; a viewer's change is refused; merchant A
 // cannot open B's objects; a change without the CSRF token is refused; payouts and subscriptions
@@ -104,6 +106,52 @@ for (const backend of backends()) {
       const again = await page.content();
       assert.ok(again.includes(clientId));
       assert.ok(!again.includes(clientSecret), 'the secret is shown once');
+      // Its countries and tier: a refusal names each field next to it (phone and desktop width)...
+      const issued = (await token.json()).access_token;
+      const apiToken = async () => (await (await fetch(`${server.authUrl}/oauth/v2/token`, {
+        method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
+      })).json()).access_token;
+      const collect = (bearer, provider, currency) => fetch(`${server.baseUrl}/collection/intent`, {
+        method: 'POST', headers: { 'content-type': 'application/json', 'x-sp-auth-token': `Bearer ${bearer}` },
+        body: JSON.stringify({ amount: 2500, currency, transaction_uuid: randomUUID(), provider, channel: 'PROVIDER',
+          customer_wallet: server.demo.sandbox.msisdn.success, description: 'Grants', settlement_mode: 'DIRECT' }),
+      });
+      assert.equal((await collect(issued, 'MTN_MOMO_CMR', 'XAF')).status, 200, 'CMR is the merchant\'s');
+      assert.equal(await page.inputValue('#grants-countries'), 'CMR');
+      await page.fill('#grants-countries', 'CMR, ZZZ');
+      await page.fill('#grants-tier', '101');
+      await page.click('#grants-save');
+      assert.match(await page.textContent('#grants-countries-error'), /ZZZ is not an enabled country of the catalog/);
+      assert.match(await page.textContent('#grants-tier-error'), /between 0 and 100/);
+      assert.equal(await page.inputValue('#grants-countries'), 'CMR, ZZZ', 'what was typed is kept');
+      assert.equal(await page.getAttribute('#grants-tier', 'aria-describedby'), 'grants-tier-error');
+      if (shots) {
+        await page.screenshot({ path: `${shots}/dashboard-grants-refused.png`, fullPage: true });
+        await page.setViewportSize({ width: 390, height: 844 });
+        await page.screenshot({ path: `${shots}/dashboard-grants-refused-phone.png`, fullPage: true });
+        await page.setViewportSize({ width: 1280, height: 720 });
+      }
+      // ...then CMR is replaced by CIV at tier 2: the application follows, its old token is refused,
+      // a new one acts in CIV and no longer in CMR.
+      await page.fill('#grants-countries', 'CIV');
+      await page.fill('#grants-tier', '2');
+      await Promise.all([page.waitForURL(merchantUrl), page.click('#grants-save')]);
+      assert.match(await page.textContent('#merchant-summary'), /CIV · tier 2/);
+      assert.match(await page.textContent('#apps'), /CIV\s*2/);
+      if (shots) await page.screenshot({ path: `${shots}/dashboard-grants.png`, fullPage: true });
+      const stale = await collect(issued, 'MTN_MOMO_CMR', 'XAF');
+      assert.equal(stale.status, 401, 'a token issued before the change is refused');
+      const fresh = await apiToken();
+      const removed = await collect(fresh, 'MTN_MOMO_CMR', 'XAF');
+      assert.equal(removed.status, 403);
+      const envelope = await removed.json();
+      assert.equal(envelope.success, false);
+      assert.equal(envelope.message, 'access_denied');
+      assert.match(JSON.stringify(envelope), /CMR/);
+      const claims = JSON.parse(Buffer.from(fresh.split('.')[1], 'base64url').toString());
+      assert.deepEqual(claims.countries, ['CIV']);
+      assert.equal(claims.tier, 2);
       // The catalog: a new country by its record, then turned off; both audited.
       await page.goto(dashboard() + '/operator/catalog');
       await page.selectOption('#kind', 'country');
@@ -146,6 +194,7 @@ for (const backend of backends()) {
       assert.match(audit, /catalog\.disable/);
       assert.match(audit, /fx\.set/);
       assert.match(audit, /merchant\.create/);
+      assert.match(audit, /merchant\.grants/);
       assert.match(audit, /oauth_client\.create/);
       assert.match(audit, /totp\.enrol/);
       await context.close();
@@ -251,6 +300,9 @@ for (const backend of backends()) {
       assert.equal(missing.status(), 404);
       // Operators' pages do not exist for members.
       assert.equal((await context.request.get(`${dashboard()}/operator/merchants`)).status(), 404);
+      const grants = await context.request.post(`${dashboard()}/operator/merchants/${link.merchant}/grants`, {
+        form: { csrf: await csrfOf(page), countries: 'CMR,CIV', tier: '9' }, maxRedirects: 0 });
+      assert.equal(grants.status(), 404, 'a member cannot change a merchant\'s countries and tier');
 
       // A change without the CSRF token is refused; with it, it goes through.
       const noCsrf = await context.request.post(`${dashboard()}/links/${created}/disable`, { form: {}, maxRedirects: 0 });
@@ -432,6 +484,9 @@ for (const backend of backends()) {
         form: { csrf, title: 'Nope', currency: 'XAF', amount: '100' }, maxRedirects: 0 });
       assert.equal(refused.status(), 403);
       assert.match(await refused.text(), /viewers change nothing/);
+      const grants = await context.request.post(`${dashboard()}/operator/merchants/MCH-CM-0001/grants`, {
+        form: { csrf, countries: 'CMR,CIV', tier: '9' }, maxRedirects: 0 });
+      assert.equal(grants.status(), 404, 'nor can a viewer');
       if (shots) {
         await page.setContent(await refused.text());
         await page.screenshot({ path: `${shots}/dashboard-viewer-refused.png`, fullPage: true });

@@ -25,6 +25,7 @@
 #include "identity/pages.hpp"
 #include "identity/service.hpp"
 #include "identity/store.hpp"
+#include "merchant/merchant.hpp"
 #include "store/db.hpp"
 #include "support/test_db.hpp"
 #include "web/router.hpp"
@@ -160,6 +161,24 @@ TEST(Model, ListsAndRedirectUriMatching) {
   EXPECT_TRUE(c.redirect_uri_registered("http://127.0.0.1:53123/callback"));
   EXPECT_FALSE(c.redirect_uri_registered("http://127.0.0.1:53123/other"));
   EXPECT_FALSE(c.redirect_uri_registered("http://127.0.0.1:53123/callback#frag"));
+}
+
+TEST(Model, MerchantGrantsNeedEnabledCountriesOfTheCatalogAndATierInRange) {
+  auto enabled = [](std::string_view code) { return code == "CMR" || code == "CIV"; };
+  EXPECT_TRUE(check_merchant_grants({"CMR", "CIV"}, 0, enabled).empty());
+  EXPECT_TRUE(check_merchant_grants({"CIV"}, 100, enabled).empty());
+  auto problem = [&](const std::vector<std::string>& countries, std::int64_t tier, std::string_view field) {
+    auto errors = check_merchant_grants(countries, tier, enabled);
+    auto it = errors.details().find(field);
+    return it == errors.details().end() ? std::string() : std::string(it->value().as_string());
+  };
+  EXPECT_EQ(problem({}, 1, "countries"), "at least one ISO alpha-3 code");
+  EXPECT_EQ(problem({"cmr"}, 1, "countries"), "must be ISO alpha-3 codes in upper case, e.g. CMR,CIV");
+  EXPECT_EQ(problem({"CMR", "SEN"}, 1, "countries"), "SEN is not an enabled country of the catalog");
+  EXPECT_EQ(problem({"CMR", "CMR"}, 1, "countries"), "CMR is given twice");
+  EXPECT_EQ(problem({"CMR"}, 101, "tier"), "must be an integer between 0 and 100");
+  EXPECT_EQ(problem({"CMR"}, -1, "tier"), "must be an integer between 0 and 100");
+  EXPECT_EQ(problem({"CMR"}, -1, "countries"), "");
 }
 
 TEST(Pages, EveryTextExistsInBothLanguagesAndIsEscaped) {
@@ -607,6 +626,96 @@ TEST_P(IdentityTest, RevokedAccessTokenIsRefusedAtOnceOnEveryNode) {
   EXPECT_EQ(revoke(token).status, 200);  // idempotent
   // Other tokens of the same client still work.
   EXPECT_TRUE(auth_with(*other_, client_token()).ok());
+}
+
+TEST_P(IdentityTest, AMerchantsNewGrantsReachNewTokensAndRefuseTheOldOnesOnEveryNode) {
+  other_ = make_service();  // a second node on the same database
+  auto staff = create_user(*db_,
+                           UserSpec{.email = "staff@shop.test",
+                                    .password = "correct horse battery",
+                                    .user_tier = 2,
+                                    .countries = {"CMR", "SEN"},
+                                    .merchant_id = merchant_id_},
+                           clock_.load());
+  ASSERT_TRUE(staff.ok());
+  const std::string before = client_token();
+  auto old_claims = auth_with(*service_, before);
+  ASSERT_TRUE(old_claims.ok());
+  EXPECT_TRUE(old_claims->grants_country("CMR"));
+  EXPECT_EQ(old_claims->grants_version, 0);
+  // The second node's token endpoint caches the client record as it is now.
+  auto other_token = [&] {
+    auto r = request("POST", bj::serialize(bj::object{{"grant_type", "client_credentials"},
+                                                      {"client_id", "merchant-app"},
+                                                      {"client_secret", secret_},
+                                                      {"scope", "payments"}}));
+    auto res = other_->token(r);
+    EXPECT_EQ(res.status, 200) << res.body;
+    return std::string(json_of(res)["access_token"].as_string());
+  };
+  ASSERT_TRUE(auth_with(*other_, other_token()).ok());
+
+  // CMR removed, CIV added, tier 3: the merchant, its client and its staff follow in one unit.
+  std::optional<merchant::Merchant> was;
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(was, set_merchant_grants(c, merchant_id_, {"CIV"}, 3, clock_.load()));
+                   return {};
+                 })
+                  .ok());
+  EXPECT_EQ(was->countries, std::vector<std::string>{"CMR"});
+  EXPECT_EQ(was->tier, 1);
+  std::optional<Client> client;
+  std::optional<User> user;
+  std::optional<merchant::Merchant> now;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(client, find_client(c, "merchant-app"));
+                   SIKA_ASSIGN_OR_RETURN(user, find_user_by_id(c, staff->id));
+                   SIKA_ASSIGN_OR_RETURN(now, merchant::find_by_id(c, merchant_id_));
+                   return {};
+                 })
+                  .ok());
+  EXPECT_EQ(now->countries, std::vector<std::string>{"CIV"});
+  EXPECT_EQ(now->tier, 3);
+  EXPECT_EQ(client->countries, std::vector<std::string>{"CIV"});
+  EXPECT_EQ(client->user_tier, 3);
+  EXPECT_EQ(user->countries, (std::vector<std::string>{"SEN", "CIV"}));  // SEN was its own: kept
+  EXPECT_EQ(user->user_tier, 3);
+  // An unknown merchant is 404 and changes nothing.
+  auto missing = db_->write([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto m, set_merchant_grants(c, merchant_id_ + 100, {"CIV"}, 1, clock_.load()));
+    (void)m;
+    return {};
+  });
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind, ErrorKind::not_found);
+
+  // The token issued before is refused on both nodes (its claims are stale), at once.
+  for (Service* s : {service_.get(), other_.get()}) {
+    auto p = auth_with(*s, before);
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.error().code, "invalid_token");
+  }
+  // So is one the second node issues from its cached, older record.
+  EXPECT_FALSE(auth_with(*service_, other_token()).ok());
+  // A token issued from the new record carries the change (the changing node drops its cache).
+  service_->invalidate_client_cache();
+  const std::string after = client_token();
+  auto p = auth_with(*other_, after);
+  ASSERT_TRUE(p.ok()) << bj::serialize(p.error().details);
+  EXPECT_EQ(p->countries, std::vector<std::string>{"CIV"});
+  EXPECT_EQ(p->user_tier, 3);
+  EXPECT_FALSE(p->grants_country("CMR"));
+  EXPECT_TRUE(p->grants_country("CIV"));
+  EXPECT_EQ(p->grants_version, now->grants_version);
+  // Disabling the merchant refuses its tokens too, not only new ones.
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(bool found, merchant::set_active(c, merchant_id_, false));
+                   EXPECT_TRUE(found);
+                   return {};
+                 })
+                  .ok());
+  EXPECT_FALSE(auth_with(*service_, after).ok());
+  EXPECT_FALSE(auth_with(*other_, after).ok());
 }
 
 TEST_P(IdentityTest, BoundedRevocationCacheIsImmediateLocallyAndBoundedElsewhere) {

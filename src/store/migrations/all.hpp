@@ -25,5 +25,6 @@ extern const Migration k0019FxCheckout;
 extern const Migration k0020WalletDistributions;
 extern const Migration k0021BillingMandates;
 extern const Migration k0022DashboardReads;
+extern const Migration k0023MerchantGrants;
 extern const Migration k0024BillingDunning;
 }  // namespace sika::store::migrations
