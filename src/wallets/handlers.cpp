@@ -1,6 +1,7 @@
 // The link API's handlers (link surface, /api/agent/...): each reads its fields, calls one
 // operation of the Service and answers with the envelope. GET takes the fields from the query
 // string, POST from a JSON (or form) body.
+#include <spdlog/spdlog.h>
 #include <boost/json.hpp>
 
 #include "merchant/merchant.hpp"
@@ -165,10 +166,26 @@ web::Response Service::link_unlink(web::Request& req) {
   return answer_link(req, unlink_by_partner(*req.principal, apikey), now());
 }
 
+// Answered from the write's completion: nothing holds a thread while the charge's unit commits.
 web::Response Service::link_charge(web::Request& req) {
   auto t = transfer_of(req);
   if (!t) return web::error(req, t.error());
-  return answer_tx(req, charge(*req.principal, t->first, t->second));
+  web::Reply reply = web::answer_later(req);
+  if (!reply) return answer_tx(req, charge(*req.principal, t->first, t->second));
+  charge_async(*req.principal, t->first, t->second,
+               [reply = std::move(reply), locale = req.locale](Result<payments::Transaction> tx) {
+                 web::Request as_asked;
+                 as_asked.locale = locale;
+                 web::Response res;
+                 try {
+                   res = answer_tx(as_asked, tx);
+                 } catch (const std::exception& e) {
+                   spdlog::error("link charge: answer failed: {}", e.what());
+                   res = web::error(locale, internal_error());
+                 }
+                 reply(std::move(res));
+               });
+  return web::Response::later();
 }
 
 web::Response Service::link_payout(web::Request& req) {
