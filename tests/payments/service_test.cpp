@@ -626,22 +626,25 @@ TEST_P(PaymentsTest, WalletCodesAreRandomExceptForTheSandboxMagicNumbers) {
   expect_ledger_clean();
 }
 
+// A preauthorized WALLET collection's request (a wallet link's charge) from `msisdn`'s wallet.
+IntentRequest preauthorized_request(std::string msisdn, std::int64_t amount) {
+  IntentRequest r;
+  r.amount = amount;
+  r.currency = "XAF";
+  r.transaction_uuid = uuid_v4();
+  r.provider = "SIKA_WALLET_CMR";
+  r.channel = "WALLET";
+  r.customer_wallet = std::move(msisdn);
+  r.preauthorized = true;
+  return r;
+}
+
 // A preauthorized WALLET collection (a wallet link's charge) needs no code; the caller's step runs
 // in the debit's unit only when the balance covers the payment, and its refusal moves nothing.
 TEST_P(PaymentsTest, PreauthorizedWalletCollectionsRunTheCallersStepInTheDebitUnit) {
   auto p = principal(m1_);
   ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000050", "XAF", 3000, "top-up").ok());
-  auto request = [&](std::int64_t amount) {
-    IntentRequest r;
-    r.amount = amount;
-    r.currency = "XAF";
-    r.transaction_uuid = uuid_v4();
-    r.provider = "SIKA_WALLET_CMR";
-    r.channel = "WALLET";
-    r.customer_wallet = "237690000050";
-    r.preauthorized = true;
-    return r;
-  };
+  auto request = [](std::int64_t amount) { return preauthorized_request("237690000050", amount); };
   auto tx = service_->create_collection(request(1000), p);
   ASSERT_TRUE(tx.ok());
   EXPECT_FALSE(tx->needs_otp);
@@ -683,17 +686,7 @@ TEST_P(PaymentsTest, PreauthorizedWalletCollectionsRunTheCallersStepInTheDebitUn
 TEST_P(PaymentsTest, PreauthorizedChargesAreCreatedAndDebitedInOneUnit) {
   auto p = principal(m1_);
   ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000051", "XAF", 3000, "top-up").ok());
-  auto request = [&](std::int64_t amount) {
-    IntentRequest r;
-    r.amount = amount;
-    r.currency = "XAF";
-    r.transaction_uuid = uuid_v4();
-    r.provider = "SIKA_WALLET_CMR";
-    r.channel = "WALLET";
-    r.customer_wallet = "237690000051";
-    r.preauthorized = true;
-    return r;
-  };
+  auto request = [](std::int64_t amount) { return preauthorized_request("237690000051", amount); };
   using Refusal = Service::Refusal;
   // The check writes, then fails: nothing of the unit remains, not even its own write.
   const IntentRequest failing = request(1000);
