@@ -224,6 +224,29 @@ TEST(Router, HeadRunsGetAndOptionsAnswersAllowAndCors) {
   EXPECT_TRUE(router.dispatch(other).get("Access-Control-Allow-Origin").empty());
 }
 
+// A handler that answers later (through its request's reply) gets the same CORS headers as one
+// answering now, whether or not its route is declared answers_later.
+TEST(Router, ALaterAnswerGetsTheCorsHeaders) {
+  web::Router r;
+  r.mount(web::Surface::gateway, "/api");
+  r.cors(web::Surface::gateway, {true, {"https://shop.example"}});
+  web::Reply kept;
+  r.add({web::Surface::gateway, "POST", "/later",
+         [&kept](web::Request& q) {
+           kept = web::answer_later(q);
+           return web::Response::later();
+         },
+         web::open_access(), ""});
+  auto req = make("POST", "/api/later");
+  req.headers = {{"origin", "https://shop.example"}};
+  web::Response sent;
+  req.reply_to = [&sent](web::Response res, int) { sent = std::move(res); };
+  EXPECT_TRUE(r.dispatch(req).deferred);
+  ASSERT_TRUE(kept);
+  kept(web::Response::json(200, "{}"));
+  EXPECT_EQ(sent.get("Access-Control-Allow-Origin"), "https://shop.example");
+}
+
 TEST(Router, OnlyDeclaredParameterlessGetRoutesAreNonBlocking) {
   web::Router r;
   r.mount(web::Surface::gateway, "/api");
