@@ -1,7 +1,6 @@
 // The link API's handlers (link surface, /api/agent/...): each reads its fields, calls one
 // operation of the Service and answers with the envelope. GET takes the fields from the query
 // string, POST from a JSON (or form) body.
-#include <spdlog/spdlog.h>
 #include <boost/json.hpp>
 
 #include "merchant/merchant.hpp"
@@ -174,16 +173,7 @@ web::Response Service::link_charge(web::Request& req) {
   if (!reply) return answer_tx(req, charge(*req.principal, t->first, t->second));
   charge_async(*req.principal, t->first, t->second,
                [reply = std::move(reply), locale = req.locale](Result<payments::Transaction> tx) {
-                 web::Request as_asked;
-                 as_asked.locale = locale;
-                 web::Response res;
-                 try {
-                   res = answer_tx(as_asked, tx);
-                 } catch (const std::exception& e) {
-                   spdlog::error("link charge: answer failed: {}", e.what());
-                   res = web::error(locale, internal_error());
-                 }
-                 reply(std::move(res));
+                 web::reply_with(reply, locale, "link charge", [&](const web::Request& r) { return answer_tx(r, tx); });
                });
   return web::Response::later();
 }

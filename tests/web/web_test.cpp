@@ -247,6 +247,23 @@ TEST(Router, ALaterAnswerGetsTheCorsHeaders) {
   EXPECT_EQ(sent.get("Access-Control-Allow-Origin"), "https://shop.example");
 }
 
+// A later answer is sent once whatever its maker does: what it writes, in the request's locale, or
+// a 500 envelope when it throws.
+TEST(Envelope, ReplyWithSendsTheAnswerOrA500) {
+  std::vector<web::Response> sent;
+  web::Reply reply = [&sent](web::Response res) { sent.push_back(std::move(res)); };
+  web::reply_with(reply, i18n::Locale::en, "test", [](const web::Request& r) {
+    return web::ok(r, bj::object{{"locale", r.locale == i18n::Locale::en ? "en" : "fr"}});
+  });
+  web::reply_with(reply, i18n::Locale::fr, "test",
+                  [](const web::Request&) -> web::Response { throw std::runtime_error("boom"); });
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].status, 200);
+  EXPECT_EQ(bj::parse(sent[0].body).at("data").at("locale"), "en");
+  EXPECT_EQ(sent[1].status, 500);
+  EXPECT_EQ(bj::parse(sent[1].body).at("locale"), "fr");
+}
+
 TEST(Router, OnlyDeclaredParameterlessGetRoutesAreNonBlocking) {
   web::Router r;
   r.mount(web::Surface::gateway, "/api");
