@@ -221,8 +221,15 @@ void build_routes(web::Router& r, Context& ctx) {
            "The user's consent: the code sent to the phone makes the link ACTIVE (apikey, otp)"});
     r.add({Surface::link, "POST", "/api/agent/link/unlink", wal(&Wal::link_unlink), web::link_api_key(),
            "The partner ends a wallet link (apikey)"});
-    r.add({Surface::link, "POST", "/api/agent/link/charge", wal(&Wal::link_charge), web::link_api_key(),
-           "Charge a linked wallet within the consent's limits (WALLET collection, no code)"});
+    web::Route charge{Surface::link,
+                      "POST",
+                      "/api/agent/link/charge",
+                      wal(&Wal::link_charge),
+                      web::link_api_key(),
+                      "Charge a linked wallet within the consent's limits (WALLET collection, no code)"};
+    // Answered from the write's completion; on an I/O thread only when authenticating writes nothing.
+    charge.answers_later = !wal_svc->authentication_writes();
+    r.add(std::move(charge));
     r.add({Surface::link, "POST", "/api/agent/link/payout", wal(&Wal::link_payout), web::link_api_key(),
            "Pay out from the partner's balance into a linked wallet"});
     r.add({Surface::link, "POST", "/api/agent/link/topup", wal(&Wal::link_topup), web::link_api_key(),

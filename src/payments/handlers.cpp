@@ -1,7 +1,6 @@
 // The gateway handlers of payments: each reads its body, calls one operation of the Service
 // and answers with the envelope. The operations are in service.cpp, the confirmation page in
 // page.cpp.
-#include <spdlog/spdlog.h>
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -48,16 +47,8 @@ web::Response Service::create_handler(web::Request& req, std::string_view operat
     });
   create_collection_async(std::move(request), **principal, std::move(errors),
                           [reply = std::move(reply), locale = req.locale](Result<Transaction> tx) {
-                            web::Request as_asked;
-                            as_asked.locale = locale;
-                            web::Response res;
-                            try {
-                              res = answer(as_asked, tx, "submitted");
-                            } catch (const std::exception& e) {
-                              spdlog::error("collection intent: answer failed: {}", e.what());
-                              res = web::error(locale, internal_error());
-                            }
-                            reply(std::move(res));
+                            web::reply_with(reply, locale, "collection intent",
+                                            [&](const web::Request& r) { return answer(r, tx, "submitted"); });
                           });
   return web::Response::later();
 }

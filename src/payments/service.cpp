@@ -658,27 +658,113 @@ Result<Transaction> Service::execute_preauthorized(Transaction tx, const WalletA
 Result<Transaction> Service::execute_wallet(const Transaction& original, std::string_view source,
                                             const WalletAuthorization& authorize) {
   const std::int64_t at = now();
+  // The authorization runs once the balance is known to cover the payment; it never refuses.
+  const ChargeCheck check = [&](store::Conn& c, const Transaction&, bool covered) -> Result<std::optional<Refusal>> {
+    if (covered && authorize) SIKA_TRY(authorize(c));
+    return std::optional<Refusal>{};
+  };
   Transaction tx;
   SIKA_TRY(write([&](store::Conn& c, ledger::Learned& learned) -> Status {
     tx = original;
-    SIKA_ASSIGN_OR_RETURN(std::int64_t available,
-                          ledger::balance(c, ledger::customer_wallet(tx.customer_wallet, tx.environment, tx.currency)));
-    if (available < tx.required_total) {
-      SIKA_ASSIGN_OR_RETURN(bool failed,
-                            apply(c, tx, move_to(TxStatus::failed, source, "INSUFFICIENT_FUNDS"), learned));
-      if (!failed) return reference_conflict("was executed concurrently");
-      return {};
-    }
-    if (authorize) SIKA_TRY(authorize(c));
-    Move submit = move_to(TxStatus::pending, source);
-    submit.submitted_at = at;
-    SIKA_ASSIGN_OR_RETURN(bool submitted, apply(c, tx, submit, learned));
-    if (!submitted) return reference_conflict("was executed concurrently");
-    SIKA_ASSIGN_OR_RETURN(bool paid, apply(c, tx, move_to(TxStatus::completed, "wallet"), learned));
-    if (!paid) return internal_error(bj::string("wallet payment could not complete"));
+    SIKA_TRY(debit_wallet(c, tx, check, source, at, learned));
     return {};
   }));
   return tx;
+}
+
+Result<std::optional<Service::Refusal>> Service::debit_wallet(store::Conn& c, Transaction& tx, const ChargeCheck& check,
+                                                              std::string_view source, std::int64_t at,
+                                                              ledger::Learned& learned) {
+  SIKA_ASSIGN_OR_RETURN(std::int64_t available,
+                        ledger::balance(c, ledger::customer_wallet(tx.customer_wallet, tx.environment, tx.currency)));
+  const bool covered = available >= tx.required_total;
+  std::optional<Refusal> refused;
+  if (check) {
+    SIKA_ASSIGN_OR_RETURN(refused, check(c, tx, covered));
+  }
+  if (refused || !covered) {
+    Move end = refused ? move_to(TxStatus::cancelled, source, refused->reason)
+                       : move_to(TxStatus::failed, source, "INSUFFICIENT_FUNDS");
+    SIKA_ASSIGN_OR_RETURN(bool ended, apply(c, tx, end, learned));
+    if (!ended) return reference_conflict("was executed concurrently");
+    return refused;
+  }
+  Move submit = move_to(TxStatus::pending, source);
+  submit.submitted_at = at;
+  SIKA_ASSIGN_OR_RETURN(bool submitted, apply(c, tx, submit, learned));
+  if (!submitted) return reference_conflict("was executed concurrently");
+  SIKA_ASSIGN_OR_RETURN(bool paid, apply(c, tx, move_to(TxStatus::completed, "wallet"), learned));
+  if (!paid) return internal_error(bj::string("wallet payment could not complete"));
+  return refused;
+}
+
+// ---- preauthorized charges: created and debited in one unit ------------------------------------
+
+Status Service::preauthorized_unit(store::Conn& c, const IntentRequest& request, const Transaction& prepared,
+                                   const ChargeCheck& check, std::string_view source, Created& out,
+                                   std::optional<Error>& refused) {
+  refused.reset();
+  SIKA_TRY(create_unit(c, request, prepared, nullptr, false, out));
+  Transaction& tx = out.tx;
+  // A replay of a payment already made (or refused) is that payment, as it is.
+  if (tx.status != TxStatus::initiated || tx.channel != kChannelWallet || tx.needs_otp) return {};
+  if (tx.expires_at <= prepared.created_at) {
+    SIKA_ASSIGN_OR_RETURN(bool expired, apply(c, tx, move_to(TxStatus::expired, source, "EXPIRED"), out.learned));
+    (void)expired;  // the unit holds the row: nobody moved it meanwhile
+    refused = reference_conflict("has expired");
+    return {};
+  }
+  SIKA_ASSIGN_OR_RETURN(auto refusal, debit_wallet(c, tx, check, source, prepared.created_at, out.learned));
+  if (refusal) refused = std::move(refusal->error);
+  return {};
+}
+
+Result<Transaction> Service::collect_preauthorized(const IntentRequest& request, const web::Principal& merchant,
+                                                   const ChargeCheck& check, std::string_view source) {
+  if (request.operation != kCollection || !request.preauthorized || request.channel != kChannelWallet)
+    return internal_error(bj::string("collect_preauthorized of another request than a preauthorized WALLET one"));
+  SIKA_ASSIGN_OR_RETURN(IntentPlan plan, plan_for(request, merchant, {}));
+  const Transaction prepared = draft(request, plan, merchant);
+  Created out;
+  std::optional<Error> refused;
+  SIKA_TRY(db_.write(
+      [&](store::Conn& c) -> Status { return preauthorized_unit(c, request, prepared, check, source, out, refused); }));
+  accounts_.remember(out.learned);
+  if (refused) return std::move(*refused);
+  return std::move(out.tx);
+}
+
+void Service::collect_preauthorized_async(IntentRequest request, const web::Principal& merchant, ChargeCheck check,
+                                          std::string source, std::function<void(Result<Transaction>)> done) {
+  if (request.operation != kCollection || !request.preauthorized || request.channel != kChannelWallet)
+    return done(internal_error(bj::string("collect_preauthorized of another request than a preauthorized WALLET one")));
+  auto plan = plan_for(request, merchant, {});
+  if (!plan) return done(plan.take_error());
+  // The unit may run more than once (a retried batch): it reads the state and rewrites its outputs.
+  struct State {
+    IntentRequest request;
+    Transaction prepared;
+    ChargeCheck check;
+    std::string source;
+    Created out;
+    std::optional<Error> refused;
+  };
+  auto state = std::make_shared<State>();
+  state->prepared = draft(request, *plan, merchant);
+  state->request = std::move(request);
+  state->check = std::move(check);
+  state->source = std::move(source);
+  db_.write_async(
+      [this, state](store::Conn& c) -> Status {
+        return preauthorized_unit(c, state->request, state->prepared, state->check, state->source, state->out,
+                                  state->refused);
+      },
+      [this, state, done = std::move(done)](Status st) {
+        if (!st) return done(st.error());
+        accounts_.remember(state->out.learned);
+        if (state->refused) return done(std::move(*state->refused));
+        done(std::move(state->out.tx));
+      });
 }
 
 // PROVIDER: claims the transaction (PENDING, committed) first, then submits it; a refusal

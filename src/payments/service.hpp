@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -170,6 +171,27 @@ class Service {
   using WalletAuthorization = std::function<Status(store::Conn&)>;
   Result<Transaction> execute_preauthorized(Transaction tx, const WalletAuthorization& authorize,
                                             std::string_view source);
+  // What a preauthorized charge's check decides inside the charge's unit: go on (nullopt), or
+  // refuse: the new collection is then CANCELLED with `reason` in that same unit and `error` is
+  // the answer. An error returned by the check aborts the unit instead: nothing of it remains.
+  struct Refusal {
+    std::string reason;
+    Error error;
+  };
+  // Runs once per run of the unit, after the collection's row is written and before anything
+  // moves; `covered` says whether the wallet's balance covers required_total. When it does not,
+  // the check must take nothing: the collection then FAILS (INSUFFICIENT_FUNDS) unless refused.
+  using ChargeCheck = std::function<Result<std::optional<Refusal>>(store::Conn&, const Transaction&, bool covered)>;
+  // Creates a `preauthorized` WALLET collection and executes it in ONE write unit: its row, the
+  // check (a consent's budget), the debit with both status moves, their journal and outbox
+  // events, all or nothing. Idempotent on transaction_uuid as create_collection is: a replay (a
+  // concurrent one too) is the transaction as it is, an INITIATED one executed in the unit.
+  Result<Transaction> collect_preauthorized(const IntentRequest& request, const web::Principal& merchant,
+                                            const ChargeCheck& check, std::string_view source);
+  // The same without blocking on the write: `done` gets the outcome as create_collection_async's
+  // does (on the completer thread when writes are asynchronous: it must not block).
+  void collect_preauthorized_async(IntentRequest request, const web::Principal& merchant, ChargeCheck check,
+                                   std::string source, std::function<void(Result<Transaction>)> done);
   // Moves an INITIATED collection to CANCELLED; 409 when it is in another status.
   Result<Transaction> cancel_collection(const Transaction& tx, std::string_view source, std::string_view reason);
   // The transaction as it is now: expired on the spot when overdue, and a PENDING PROVIDER
@@ -249,6 +271,15 @@ class Service {
                      const Creation* creation, bool submit, Created& out);
   Transaction draft(const IntentRequest& request, const IntentPlan& plan, const web::Principal& merchant) const;
   Result<Transaction> submit_payout(Transaction tx);
+  // The unit of collect_preauthorized: creates (or finds) the collection of `prepared` and
+  // debits it; a refusal or an expired replay is left in `refused`. Rewrites both on each run.
+  Status preauthorized_unit(store::Conn& c, const IntentRequest& request, const Transaction& prepared,
+                            const ChargeCheck& check, std::string_view source, Created& out,
+                            std::optional<Error>& refused);
+  // Inside a unit: debits the INITIATED WALLET collection `tx` (PENDING then COMPLETED, with the
+  // journal) after `check`, or FAILS it (INSUFFICIENT_FUNDS), or CANCELS it as `check` refuses.
+  Result<std::optional<Refusal>> debit_wallet(store::Conn& c, Transaction& tx, const ChargeCheck& check,
+                                              std::string_view source, std::int64_t at, ledger::Learned& learned);
   Result<Transaction> execute_wallet(const Transaction& tx, std::string_view source,
                                      const WalletAuthorization& authorize = {});
   Result<Transaction> execute_provider(const Transaction& tx, PaymentOrder order, Connector& conn,

@@ -165,10 +165,17 @@ web::Response Service::link_unlink(web::Request& req) {
   return answer_link(req, unlink_by_partner(*req.principal, apikey), now());
 }
 
+// Answered from the write's completion: nothing holds a thread while the charge's unit commits.
 web::Response Service::link_charge(web::Request& req) {
   auto t = transfer_of(req);
   if (!t) return web::error(req, t.error());
-  return answer_tx(req, charge(*req.principal, t->first, t->second));
+  web::Reply reply = web::answer_later(req);
+  if (!reply) return answer_tx(req, charge(*req.principal, t->first, t->second));
+  charge_async(*req.principal, t->first, t->second,
+               [reply = std::move(reply), locale = req.locale](Result<payments::Transaction> tx) {
+                 web::reply_with(reply, locale, "link charge", [&](const web::Request& r) { return answer_tx(r, tx); });
+               });
+  return web::Response::later();
 }
 
 web::Response Service::link_payout(web::Request& req) {

@@ -308,7 +308,8 @@ Result<Link> Service::unlink_by_user(const Wallet& wallet, std::string_view refe
   return unlink(l, "user");
 }
 
-Result<payments::IntentRequest> Service::transfer_intent(const Link& l, const Transfer& t, std::string_view operation) {
+Result<payments::IntentRequest> Service::transfer_intent(const KeyedLink& l, const Transfer& t,
+                                                         std::string_view operation) {
   json::FieldErrors errors;
   check_transfer(t, l.currency, "link's", errors);
   SIKA_TRY(errors.status());
@@ -319,55 +320,103 @@ Result<payments::IntentRequest> Service::transfer_intent(const Link& l, const Tr
   return r;
 }
 
-Result<payments::Transaction> Service::charge(const web::Principal& partner, std::string_view apikey,
-                                              const Transfer& t) {
-  SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
-  SIKA_ASSIGN_OR_RETURN(payments::IntentRequest request, transfer_intent(l, t, payments::kCollection));
-  SIKA_ASSIGN_OR_RETURN(payments::Transaction tx, payments_.create_collection(request, partner));
-  return charge_within(l, std::move(tx));
+std::shared_ptr<const Service::KeyedLink> Service::keyed(const Link& l) {
+  return std::make_shared<const KeyedLink>(KeyedLink{l.id, l.reference, l.partner_id, l.currency, l.limits, l.wallet});
 }
 
-Result<payments::Transaction> Service::charge_within(const Link& l, payments::Transaction tx) {
-  if (tx.status != payments::TxStatus::initiated) return tx;  // a replay of a charge already made
-  const std::int64_t at = now();
-  auto refuse = [&](Error why) -> Result<payments::Transaction> {
-    (void)payments_.cancel_collection(tx, "wallet-link", "LIMIT_EXCEEDED");
-    return why;
+Result<std::shared_ptr<const Service::KeyedLink>> Service::keyed_link(const web::Principal& partner,
+                                                                      std::string_view apikey,
+                                                                      const std::string& hash) {
+  std::shared_ptr<const KeyedLink> known;
+  {
+    std::lock_guard lock(keys_mutex_);
+    if (auto it = keyed_links_.find(hash); it != keyed_links_.end()) known = it->second;
+  }
+  if (!known) {
+    SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
+    known = keyed(l);
+    std::lock_guard lock(keys_mutex_);
+    if (keyed_links_.size() >= kKeyedLinks) keyed_links_.clear();  // bounded; the next charges read again
+    keyed_links_.emplace(hash, known);
+  }
+  // Another partner's link does not exist for this one (as find() answers).
+  if (known->partner_id != partner.merchant_id || known->wallet.environment != partner.environment)
+    return apikey_not_found();
+  return known;
+}
+
+void Service::forget_key(const std::string& hash) {
+  std::lock_guard lock(keys_mutex_);
+  keyed_links_.erase(hash);
+}
+
+payments::Service::ChargeCheck Service::consent_check(std::shared_ptr<const KeyedLink> l, std::string hash,
+                                                      std::int64_t at) {
+  using Refusal = payments::Service::Refusal;
+  return [this, l = std::move(l), hash = std::move(hash), at](store::Conn& c, const payments::Transaction& tx,
+                                                              bool covered) -> Result<std::optional<Refusal>> {
+    if (tx.required_total > l->limits.per_payment)
+      return std::optional<Refusal>(Refusal{
+          "LIMIT_EXCEEDED",
+          bad_request("limit_exceeded",
+                      bj::object{{"amount", "the payment (" + money::format(tx.required_total, tx.currency) +
+                                                ", fee included) exceeds the consent's " +
+                                                money::format(l->limits.per_payment, l->currency) + " per payment"}})});
+    if (!covered) return std::optional<Refusal>{};  // the payment FAILS: the budget stays whole
+    SIKA_ASSIGN_OR_RETURN(auto window, tables::take_budget(c, l->id, hash, tx.required_total, at));
+    if (window) return std::optional<Refusal>{};
+    // Refused: the row as this unit sees it says why. A key no longer ACTIVE aborts the unit, so
+    // the payment is not even recorded, as when the key is refused before it.
+    SIKA_ASSIGN_OR_RETURN(auto now_link, tables::link_by_key_hash(c, hash));
+    if (!now_link || now_link->id != l->id) {
+      forget_key(hash);
+      return apikey_not_found();
+    }
+    if (now_link->status != kActive) {
+      forget_key(hash);
+      return not_active(*now_link);
+    }
+    const std::int64_t left = std::max<std::int64_t>(0, now_link->limits.per_period - spent_at(*now_link, at));
+    return std::optional<Refusal>(
+        Refusal{"LIMIT_EXCEEDED",
+                bad_request("limit_exceeded",
+                            bj::object{{"amount", "the payment (" + money::format(tx.required_total, tx.currency) +
+                                                      ") exceeds what the consent leaves in this period: " +
+                                                      money::format(left, l->currency) + " of " +
+                                                      money::format(now_link->limits.per_period, l->currency) +
+                                                      " per " + period_text(now_link->limits.period_ms)}})});
   };
-  if (tx.required_total > l.limits.per_payment)
-    return refuse(
-        bad_request("limit_exceeded",
-                    bj::object{{"amount", "the payment (" + money::format(tx.required_total, tx.currency) +
-                                              ", fee included) exceeds the consent's " +
-                                              money::format(l.limits.per_payment, l.currency) + " per payment"}}));
-  // The consent's budget is taken in the debit's own unit: both commit, or neither.
-  bool over = false;
-  auto done = payments_.execute_preauthorized(
-      tx,
-      [&](store::Conn& c) -> Status {
-        over = false;
-        SIKA_ASSIGN_OR_RETURN(auto window, tables::take_budget(c, l.id, tx.required_total, at));
-        if (window) return {};
-        over = true;
-        return conflict(bj::object{{"apikey", "the consent's budget is spent"}});
-      },
-      "wallet-link");
-  if (done || !over) return done;
-  SIKA_ASSIGN_OR_RETURN(Link fresh, link_of_wallet(l.wallet, l.reference));
-  if (fresh.status != kActive) return refuse(not_active(fresh));
-  const std::int64_t left = std::max<std::int64_t>(0, fresh.limits.per_period - spent_at(fresh, at));
-  return refuse(bad_request(
-      "limit_exceeded",
-      bj::object{{"amount", "the payment (" + money::format(tx.required_total, tx.currency) +
-                                ") exceeds what the consent leaves in this period: " + money::format(left, l.currency) +
-                                " of " + money::format(l.limits.per_period, l.currency) + " per " +
-                                period_text(l.limits.period_ms)}}));
+}
+
+Result<Service::Charge> Service::charge_of(const web::Principal& partner, std::string_view apikey, const Transfer& t) {
+  if (apikey.empty()) return empty_data(bj::object{{"apikey", "is required"}});
+  if (apikey.size() > 128) return apikey_not_found();
+  std::string hash = key_hash(apikey);
+  SIKA_ASSIGN_OR_RETURN(std::shared_ptr<const KeyedLink> l, keyed_link(partner, apikey, hash));
+  Charge out;
+  SIKA_ASSIGN_OR_RETURN(out.request, transfer_intent(*l, t, payments::kCollection));
+  out.check = consent_check(std::move(l), std::move(hash), now());
+  return out;
+}
+
+Result<payments::Transaction> Service::charge(const web::Principal& partner, std::string_view apikey,
+                                              const Transfer& t) {
+  SIKA_ASSIGN_OR_RETURN(Charge c, charge_of(partner, apikey, t));
+  return payments_.collect_preauthorized(c.request, partner, c.check, "wallet-link");
+}
+
+void Service::charge_async(const web::Principal& partner, std::string_view apikey, const Transfer& t,
+                           std::function<void(Result<payments::Transaction>)> done) {
+  auto c = charge_of(partner, apikey, t);
+  if (!c) return done(c.take_error());
+  payments_.collect_preauthorized_async(std::move(c->request), partner, std::move(c->check), "wallet-link",
+                                        std::move(done));
 }
 
 Result<payments::Transaction> Service::payout(const web::Principal& partner, std::string_view apikey,
                                               const Transfer& t) {
   SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
-  SIKA_ASSIGN_OR_RETURN(payments::IntentRequest request, transfer_intent(l, t, payments::kDisbursement));
+  SIKA_ASSIGN_OR_RETURN(payments::IntentRequest request, transfer_intent(*keyed(l), t, payments::kDisbursement));
   return payments_.create_disbursement(request, partner);
 }
 
@@ -437,6 +486,7 @@ Result<payments::Transaction> Service::withdraw_by_partner(const web::Principal&
                                                            const Transfer& t) {
   SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
   const std::int64_t at = now();
+  const std::string hash = key_hash(apikey);
   // The consent bounds what the partner moves out of the wallet, as for a charge: the budget is
   // taken in the unit that reserves the money, so both commit or neither.
   return withdraw(partner, l.wallet, t, [&](store::Conn& c, const payments::Transaction& tx) -> Status {
@@ -445,7 +495,7 @@ Result<payments::Transaction> Service::withdraw_by_partner(const web::Principal&
                          bj::object{{"amount", "the withdrawal (" + money::format(tx.required_total, tx.currency) +
                                                    ", fee included) exceeds the consent's " +
                                                    money::format(l.limits.per_payment, l.currency) + " per payment"}});
-    SIKA_ASSIGN_OR_RETURN(auto window, tables::take_budget(c, l.id, tx.required_total, at));
+    SIKA_ASSIGN_OR_RETURN(auto window, tables::take_budget(c, l.id, hash, tx.required_total, at));
     if (!window)
       return bad_request("limit_exceeded",
                          bj::object{{"amount", "the withdrawal (" + money::format(tx.required_total, tx.currency) +
@@ -456,16 +506,19 @@ Result<payments::Transaction> Service::withdraw_by_partner(const web::Principal&
 
 Result<payments::Transaction> Service::init(const web::Principal& partner, std::string_view apikey, const Transfer& t) {
   SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
-  SIKA_ASSIGN_OR_RETURN(payments::IntentRequest request, transfer_intent(l, t, payments::kCollection));
-  // Within what the consent leaves now: charged at once; beyond: the user approves it by code.
-  // The fingerprint leaves the way out, so a replay finds the same payment whichever it was.
-  request.preauthorized = t.amount <= l.limits.per_payment && spent_at(l, now()) + t.amount <= l.limits.per_period;
+  std::shared_ptr<const KeyedLink> k = keyed(l);
+  SIKA_ASSIGN_OR_RETURN(payments::IntentRequest request, transfer_intent(*k, t, payments::kCollection));
+  // Within what the consent leaves now: charged at once (one unit, as a charge); beyond: the
+  // user approves it by code. The fingerprint leaves the way out, so a replay finds the same
+  // payment whichever it was.
+  const std::int64_t at = now();
+  request.preauthorized = t.amount <= l.limits.per_payment && spent_at(l, at) + t.amount <= l.limits.per_period;
   request.fingerprint =
       hex_encode(crypto::sha256("wallet-link-init\n" + l.reference + "\n" + std::to_string(t.amount) + "\n" +
                                 request.currency + "\n" + t.transaction_uuid + "\n" + t.description));
-  SIKA_ASSIGN_OR_RETURN(payments::Transaction tx, payments_.create_collection(request, partner));
-  if (tx.needs_otp) return tx;  // INITIATED: the code is on its way to the phone
-  return charge_within(l, std::move(tx));
+  if (!request.preauthorized) return payments_.create_collection(request, partner);  // the code is on its way
+  return payments_.collect_preauthorized(request, partner, consent_check(std::move(k), key_hash(apikey), at),
+                                         "wallet-link");
 }
 
 Result<payments::Transaction> Service::approve(const web::Principal& partner, std::string_view apikey,

@@ -8,19 +8,24 @@
 //  - the link's apikey is derived from the server secret and a per-link random nonce, stored
 //    only as its keyed hash, and works only for its partner, while the link is ACTIVE;
 //  - a charge never exceeds the consent: per payment (fee included) and per period, the period's
-//    budget taken by ONE conditional UPDATE of the link's row inside the write unit that debits
-//    the wallet (payments::Service::execute_preauthorized), so the budget and the debit commit
-//    together or not at all, and concurrent charges on any number of nodes never spend past
-//    the limit;
+//    budget taken by ONE conditional UPDATE of the link's row (on its status and its key) inside
+//    the one write unit that creates the collection and debits the wallet
+//    (payments::Service::collect_preauthorized), so the payment, the budget and the debit commit
+//    together or not at all, concurrent charges on any number of nodes never spend past the
+//    limit, and an unlinked (or relinked) key stops charging at once on every node, whatever
+//    this node remembers of the key;
 //  - charges and payouts are ordinary payments (create_collection / create_disbursement), so
 //    the ledger, the history, webhooks and the ledger check see them like any other;
 //  - another partner's link is 404; unlinking (by either side) emits `wallet_link.unlinked` to
 //    the partner's webhooks in the unit that unlinks, and the user is told by SMS.
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "core/result.hpp"
 #include "identity/service.hpp"
@@ -124,7 +129,16 @@ class Service {
   Result<Link> consent_by_user(const Wallet& wallet, std::string_view reference);
   // The user unlinks from the wallet page: `reference` must be a link of `wallet`.
   Result<Link> unlink_by_user(const Wallet& wallet, std::string_view reference);
+  // A charge: one write unit (collection, consent's budget, debit, journal, events); a refusal
+  // of the consent leaves the collection CANCELLED (LIMIT_EXCEEDED) and answers limit_exceeded.
   Result<payments::Transaction> charge(const web::Principal& partner, std::string_view apikey, const Transfer& t);
+  // The same without blocking on the write (payments' collect_preauthorized_async): `done` may
+  // run on the database's completer thread and must not block. Before the write it only reads.
+  void charge_async(const web::Principal& partner, std::string_view apikey, const Transfer& t,
+                    std::function<void(Result<payments::Transaction>)> done);
+  // True iff authenticating a partner writes (the shared limiter counts the address's hit): a
+  // route answering later then must not run on an I/O thread.
+  bool authentication_writes() const { return options_.limiter && options_.per_address.limit > 0; }
   Result<payments::Transaction> payout(const web::Principal& partner, std::string_view apikey, const Transfer& t);
   // Top-up: a PROVIDER collection from the wallet's own number at an operator (settlement_mode
   // WALLET: its COMPLETED journal credits customer:<msisdn> instead of the merchant), created and
@@ -172,13 +186,38 @@ class Service {
   Result<Link> unlink(const Link& link, std::string_view by);
   Result<Link> activate(const Link& link);
   Result<Link> link_of_wallet(const Wallet& wallet, std::string_view reference);
-  Result<payments::IntentRequest> transfer_intent(const Link& link, const Transfer& t, std::string_view operation);
   Result<payments::IntentRequest> mobile_money_intent(const Wallet& wallet, const Transfer& t,
                                                       std::string_view operation, std::string_view origin);
   Result<Link> active_link(const web::Principal& partner, std::string_view apikey);
-  // Debits a created preauthorized charge within the consent (the budget taken in the debit's
-  // unit); a refusal cancels it (LIMIT_EXCEEDED) and answers limit_exceeded.
-  Result<payments::Transaction> charge_within(const Link& link, payments::Transaction tx);
+  // What a link key stands for while it lives: the facts of its link that nothing changes without
+  // changing the key (a relink makes a new one). Neither status nor budget: the charge's unit
+  // reads those on the row.
+  struct KeyedLink {
+    std::int64_t id = 0;
+    std::string reference;
+    std::int64_t partner_id = 0;
+    std::string currency;
+    Limits limits;
+    Wallet wallet;
+  };
+  // The partner's ACTIVE link of the key whose hash is `hash`: remembered after the first read
+  // (at most kKeyedLinks keys), so a charge reads nothing before its unit. 404 and 409 as find()
+  // and active_link() answer.
+  Result<std::shared_ptr<const KeyedLink>> keyed_link(const web::Principal& partner, std::string_view apikey,
+                                                      const std::string& hash);
+  void forget_key(const std::string& hash);
+  static std::shared_ptr<const KeyedLink> keyed(const Link& link);
+  Result<payments::IntentRequest> transfer_intent(const KeyedLink& link, const Transfer& t, std::string_view operation);
+  // A charge's request and the consent's check in its unit (payments::Service::ChargeCheck):
+  // the per-payment limit, then (when the wallet covers it) the period's budget on the row of the
+  // link while it is ACTIVE under `hash`; a link no longer so aborts the unit (404 or 409).
+  struct Charge {
+    payments::IntentRequest request;
+    payments::Service::ChargeCheck check;
+  };
+  Result<Charge> charge_of(const web::Principal& partner, std::string_view apikey, const Transfer& t);
+  payments::Service::ChargeCheck consent_check(std::shared_ptr<const KeyedLink> link, std::string hash,
+                                               std::int64_t at);
   web::Principal as_merchant(const web::Principal& partner) const;
   Result<web::Principal> session_wallet(const web::Request& req, Wallet& wallet);
   // The principal of options_.page_merchant; nullopt when none is set (or it is not active).
@@ -194,6 +233,9 @@ class Service {
   otp::Service& otp_;
   notify::Notifier& notifier_;
   Options options_;
+  static constexpr std::size_t kKeyedLinks = 100'000;
+  std::mutex keys_mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const KeyedLink>> keyed_links_;  // by key hash
 };
 
 }  // namespace sika::wallets

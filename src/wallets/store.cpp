@@ -160,8 +160,8 @@ Result<bool> unlink(store::Conn& c, std::int64_t id, std::string_view by, std::i
   return n == 1;
 }
 
-Result<std::optional<std::int64_t>> take_budget(store::Conn& c, std::int64_t id, std::int64_t amount,
-                                                std::int64_t now) {
+Result<std::optional<std::int64_t>> take_budget(store::Conn& c, std::int64_t id, std::string_view key_hash,
+                                                std::int64_t amount, std::int64_t now) {
   // Every SET expression reads the row as it was before the update (both backends), so the
   // window test is the same in the three places.
   SIKA_ASSIGN_OR_RETURN(
@@ -170,10 +170,11 @@ Result<std::optional<std::int64_t>> take_budget(store::Conn& c, std::int64_t id,
                   "period_spent = CASE WHEN period_start + period_ms <= ? THEN ? ELSE period_spent + ? END, "
                   "period_start = CASE WHEN period_start + period_ms <= ? THEN ? ELSE period_start END, "
                   "updated_at = ? "
-                  "WHERE id = ? AND status = ? AND ? <= per_payment_limit AND "
+                  "WHERE id = ? AND key_hash = ? AND status = ? AND ? <= per_payment_limit AND "
                   "(CASE WHEN period_start + period_ms <= ? THEN ? ELSE period_spent + ? END) <= period_limit "
                   "RETURNING period_start",
-                  {now, amount, amount, now, now, now, id, std::string(kActive), amount, now, amount, amount}));
+                  {now, amount, amount, now, now, now, id, std::string(key_hash), std::string(kActive), amount, now,
+                   amount, amount}));
   if (!row) return std::optional<std::int64_t>{};
   return std::optional<std::int64_t>(row->i64(0));
 }

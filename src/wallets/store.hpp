@@ -44,10 +44,12 @@ Result<bool> activate(store::Conn& c, std::int64_t id, std::int64_t now);
 // PENDING|ACTIVE -> UNLINKED by `by`; false when it was already UNLINKED.
 Result<bool> unlink(store::Conn& c, std::int64_t id, std::string_view by, std::int64_t now);
 
-// Takes `amount` from the current window of an ACTIVE link, starting a new window at `now` when
-// the stored one has ended; ONE conditional UPDATE, so concurrent charges never spend past
-// period_limit. Returns the window's start, or nullopt when refused (not ACTIVE, or over).
-Result<std::optional<std::int64_t>> take_budget(store::Conn& c, std::int64_t id, std::int64_t amount, std::int64_t now);
+// Takes `amount` from the current window of a link ACTIVE under the key of `key_hash`, starting a
+// new window at `now` when the stored one has ended; ONE conditional UPDATE, so concurrent charges
+// never spend past period_limit and a key unlinked or replaced (relink) meanwhile takes nothing.
+// Returns the window's start, or nullopt when refused (not ACTIVE, another key, or over).
+Result<std::optional<std::int64_t>> take_budget(store::Conn& c, std::int64_t id, std::string_view key_hash,
+                                                std::int64_t amount, std::int64_t now);
 
 // Wallet page sessions (only the token's hash is stored).
 Status insert_session(store::Conn& c, std::string_view token_hash, std::int64_t wallet_id, std::int64_t expires_at,

@@ -11,6 +11,20 @@ namespace sika::web {
 
 namespace bj = boost::json;
 
+void reply_with(const Reply& reply, i18n::Locale locale, std::string_view what,
+                const std::function<Response(const Request&)>& make) {
+  Request as_asked;
+  as_asked.locale = locale;
+  Response res;
+  try {
+    res = make(as_asked);
+  } catch (const std::exception& e) {
+    spdlog::error("{}: answer failed: {}", what, e.what());
+    res = error(locale, internal_error());
+  }
+  reply(std::move(res));
+}
+
 Response ok(const Request& req, bj::value data, bj::object meta, std::string_view message, int status) {
   meta["text"] = i18n::text(message, req.locale);
   // Written straight out, in the envelope's key order: building the envelope as a JSON object

@@ -7,6 +7,8 @@
 #include <boost/json.hpp>
 
 #include <cstdint>
+#include <functional>
+#include <string_view>
 
 #include "core/result.hpp"
 #include "web/message.hpp"
@@ -26,6 +28,12 @@ inline Response reply(const Request& req, Result<boost::json::value> r, std::str
   if (!r) return error(req, r.error());
   return ok(req, std::move(r).value(), {}, message);
 }
+
+// Sends the answer `make` writes (for a request in `locale`) through `reply`, a request's later
+// answer (web::answer_later); an exception from `make` is logged naming `what` and answered as a
+// 500 envelope, so the request is answered whatever happens.
+void reply_with(const Reply& reply, i18n::Locale locale, std::string_view what,
+                const std::function<Response(const Request&)>& make);
 
 // Pagination parameters of list routes: page >= 1 (default 1), limit 1..100 (default given).
 struct Page {

@@ -175,8 +175,9 @@ Response Router::dispatch(Request& req) const {
         if (auto page = sign_in_pages_.find(r.surface); page != sign_in_pages_.end())
           return Response::redirect(page->second, 303);
       }
-      if (allowed && r.answers_later && req.reply_to && !req.header("origin").empty()) {
-        // A later answer gets the CORS headers this request would get now.
+      if (allowed && req.reply_to && !req.header("origin").empty()) {
+        // A later answer gets the CORS headers this request would get now: answers_later routes,
+        // and any handler that takes its reply (web::answer_later) on a handler thread.
         req.reply_to = [this, to = std::move(req.reply_to), surface = r.surface,
                         origin = std::string(req.header("origin"))](Response res, int route) {
           apply_cors(origin, surface, res);

@@ -682,22 +682,25 @@ TEST_P(PaymentsTest, CollectPageCreatesEachItemAllOrNothingInOneUnit) {
   expect_ledger_clean();
 }
 
+// A preauthorized WALLET collection's request (a wallet link's charge) from `msisdn`'s wallet.
+IntentRequest preauthorized_request(std::string msisdn, std::int64_t amount) {
+  IntentRequest r;
+  r.amount = amount;
+  r.currency = "XAF";
+  r.transaction_uuid = uuid_v4();
+  r.provider = "SIKA_WALLET_CMR";
+  r.channel = "WALLET";
+  r.customer_wallet = std::move(msisdn);
+  r.preauthorized = true;
+  return r;
+}
+
 // A preauthorized WALLET collection (a wallet link's charge) needs no code; the caller's step runs
 // in the debit's unit only when the balance covers the payment, and its refusal moves nothing.
 TEST_P(PaymentsTest, PreauthorizedWalletCollectionsRunTheCallersStepInTheDebitUnit) {
   auto p = principal(m1_);
   ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000050", "XAF", 3000, "top-up").ok());
-  auto request = [&](std::int64_t amount) {
-    IntentRequest r;
-    r.amount = amount;
-    r.currency = "XAF";
-    r.transaction_uuid = uuid_v4();
-    r.provider = "SIKA_WALLET_CMR";
-    r.channel = "WALLET";
-    r.customer_wallet = "237690000050";
-    r.preauthorized = true;
-    return r;
-  };
+  auto request = [](std::int64_t amount) { return preauthorized_request("237690000050", amount); };
   auto tx = service_->create_collection(request(1000), p);
   ASSERT_TRUE(tx.ok());
   EXPECT_FALSE(tx->needs_otp);
@@ -730,6 +733,106 @@ TEST_P(PaymentsTest, PreauthorizedWalletCollectionsRunTheCallersStepInTheDebitUn
   auto plain = service_->find(p, std::string(create_ok(p, body).at("transaction_reference").as_string()), kCollection);
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(service_->execute_preauthorized(*plain, {}, "test").error().kind, ErrorKind::conflict);
+  expect_ledger_clean();
+}
+
+// A preauthorized charge is ONE write unit: the collection's row, the caller's check, the debit
+// with both moves, the journal and the events. An error of the check aborts all of it (even what
+// the check itself wrote); a refusal leaves the collection CANCELLED; replays are the payment.
+TEST_P(PaymentsTest, PreauthorizedChargesAreCreatedAndDebitedInOneUnit) {
+  auto p = principal(m1_);
+  ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000051", "XAF", 3000, "top-up").ok());
+  auto request = [](std::int64_t amount) { return preauthorized_request("237690000051", amount); };
+  using Refusal = Service::Refusal;
+  // The check writes, then fails: nothing of the unit remains, not even its own write.
+  const IntentRequest failing = request(1000);
+  auto aborted = service_->collect_preauthorized(
+      failing, p,
+      [&](store::Conn& c, const Transaction&, bool) -> Result<std::optional<Refusal>> {
+        SIKA_TRY(c.exec("UPDATE merchants SET name = 'changed in the unit' WHERE id = ?", {m1_.id}));
+        return conflict(bj::object{{"apikey", "gone"}});
+      },
+      "test");
+  ASSERT_FALSE(aborted.ok());
+  EXPECT_EQ(aborted.error().kind, ErrorKind::conflict);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE transaction_uuid = ?", {failing.transaction_uuid}), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM merchants WHERE name = 'changed in the unit'"), 0);
+  EXPECT_EQ(balance(ledger::customer_wallet("237690000051", "sandbox", "XAF")), 3000);
+
+  // Paid: one unit, COMPLETED, the check called once with the balance covering it.
+  const std::uint64_t units = db_->stats().write_units;
+  const std::int64_t events = count("SELECT COUNT(*) FROM events WHERE merchant_id = ?", {m1_.id});
+  int calls = 0;
+  auto go = [&](store::Conn&, const Transaction& tx, bool covered) -> Result<std::optional<Refusal>> {
+    ++calls;
+    EXPECT_TRUE(covered);
+    EXPECT_EQ(tx.status, TxStatus::initiated);
+    return std::optional<Refusal>{};
+  };
+  const IntentRequest first = request(1000);
+  auto paid = service_->collect_preauthorized(first, p, go, "test");
+  ASSERT_TRUE(paid.ok()) << bj::serialize(paid.error().details);
+  EXPECT_EQ(paid->status, TxStatus::completed);
+  EXPECT_EQ(paid->confirmation_method, "CONSENT");
+  EXPECT_EQ(db_->stats().write_units - units, 1u);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM events WHERE merchant_id = ?", {m1_.id}) - events, 2);  // PENDING, COMPLETED
+  EXPECT_EQ(balance(ledger::customer_wallet("237690000051", "sandbox", "XAF")), 2000);
+  // A replay is the same payment, checked and debited once.
+  auto again = service_->collect_preauthorized(first, p, go, "test");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->reference, paid->reference);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(balance(ledger::customer_wallet("237690000051", "sandbox", "XAF")), 2000);
+  // The same transaction_uuid for another amount: 409.
+  IntentRequest other = first;
+  other.amount = 1500;
+  auto clash = service_->collect_preauthorized(other, p, go, "test");
+  ASSERT_FALSE(clash.ok());
+  EXPECT_EQ(clash.error().kind, ErrorKind::conflict);
+
+  // Refused by the check: CANCELLED with the reason in the unit, the refusal answered.
+  const IntentRequest refused_request = request(500);
+  auto refused = service_->collect_preauthorized(
+      refused_request, p,
+      [](store::Conn&, const Transaction&, bool) -> Result<std::optional<Refusal>> {
+        return std::optional<Refusal>(Refusal{"LIMIT_EXCEEDED", bad_request("limit_exceeded", bj::object{})});
+      },
+      "test");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, "limit_exceeded");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE transaction_uuid = ? AND status = 'CANCELLED' AND "
+                  "failure_reason = 'LIMIT_EXCEEDED'",
+                  {refused_request.transaction_uuid}),
+            1);
+
+  // Short: FAILED (INSUFFICIENT_FUNDS), the check told it is not covered.
+  bool told = true;
+  auto short_of = service_->collect_preauthorized(
+      request(5000), p,
+      [&](store::Conn&, const Transaction&, bool covered) -> Result<std::optional<Refusal>> {
+        told = covered;
+        return std::optional<Refusal>{};
+      },
+      "test");
+  ASSERT_TRUE(short_of.ok());
+  EXPECT_EQ(short_of->status, TxStatus::failed);
+  EXPECT_EQ(short_of->failure_reason.value_or(""), "INSUFFICIENT_FUNDS");
+  EXPECT_FALSE(told);
+
+  // Concurrent duplicates: one payment, debited once, the same answer for all.
+  const IntentRequest dup = request(100);
+  std::vector<std::thread> threads;
+  std::vector<std::string> references(8);
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      auto t = service_->collect_preauthorized(dup, p, go, "test");
+      references[i] = t.ok() ? t->reference : t.error().code;
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& r : references) EXPECT_EQ(r, references.front());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE transaction_uuid = ?", {dup.transaction_uuid}), 1);
+  EXPECT_EQ(balance(ledger::customer_wallet("237690000051", "sandbox", "XAF")), 1900);
   expect_ledger_clean();
 }
 

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include <atomic>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -35,7 +36,10 @@ class WalletsTest : public payments::testing::PaymentsTest {
     PaymentsTest::TearDown();
   }
 
-  void make_wallets(std::int64_t per_hour) {
+  void make_wallets(std::int64_t per_hour) { wallets_ = node(per_hour); }
+
+  // A wallets service on the same database: another node, with its own memory of link keys.
+  std::unique_ptr<Service> node(std::int64_t per_hour = 600) {
     Options o;
     o.secret = "wallets-test-secret";
     o.pepper = "test-pepper";
@@ -43,7 +47,7 @@ class WalletsTest : public payments::testing::PaymentsTest {
     o.limiter = limiter_.get();
     o.per_address = {.limit = per_hour, .window_ms = 3'600'000, .block_ms = 60'000, .block_after = 2};
     o.clock = [this] { return now_ms() + offset_.load(); };
-    wallets_ = std::make_unique<Service>(
+    return std::make_unique<Service>(
         *db_, *service_, [this] { return catalog_; }, *otp_, *notifier_, o);
   }
 
@@ -227,6 +231,135 @@ TEST_P(WalletsTest, ConcurrentChargesNeverSpendPastThePeriod) {
   EXPECT_EQ(refused.load(), 9);
   EXPECT_EQ(other.load(), 0);
   EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 1'000'000 - 7'000);
+  expect_ledger_clean();
+}
+
+// A charge is one write unit: the collection, the consent's budget, the debit with its moves,
+// the journal and the events; answered the same way through the asynchronous call.
+TEST_P(WalletsTest, AChargeIsOneWriteUnitAndTheAsynchronousCallAnswersTheSame) {
+  Linked l = active(10'000);
+  const std::uint64_t units = db_->stats().write_units;
+  const Transfer t = transfer(1000);
+  auto paid = wallets_->charge(p1_, l.apikey, t);
+  ASSERT_TRUE(paid.ok()) << bj::serialize(paid.error().details);
+  EXPECT_EQ(paid->status, payments::TxStatus::completed);
+  EXPECT_EQ(db_->stats().write_units - units, 1u);
+  EXPECT_EQ(spent_at(*wallets_->find(p1_, l.apikey), wallets_->now()), 1000);
+
+  auto async = [&](const Transfer& x) {
+    std::promise<Result<payments::Transaction>> promise;
+    auto future = promise.get_future();
+    wallets_->charge_async(p1_, l.apikey, x, [&](Result<payments::Transaction> r) { promise.set_value(std::move(r)); });
+    return future.get();
+  };
+  const std::uint64_t before_async = db_->stats().write_units;
+  auto second = async(transfer(2000));
+  ASSERT_TRUE(second.ok()) << bj::serialize(second.error().details);
+  EXPECT_EQ(second->status, payments::TxStatus::completed);
+  EXPECT_EQ(db_->stats().write_units - before_async, 1u);
+  // A replay through either call is the first payment.
+  auto replay = async(t);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_EQ(replay->reference, paid->reference);
+  // Refusals answer through it as through the blocking call: beyond the payment limit, and a
+  // field problem before anything is written.
+  auto big = async(transfer(6000));
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().code, "limit_exceeded");
+  Transfer bad = transfer(100);
+  bad.transaction_uuid = "nope";
+  auto invalid = async(bad);
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_TRUE(invalid.error().details.as_object().contains("transaction_uuid"));
+  EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 7'000);
+  expect_ledger_clean();
+}
+
+// The same charge sent many times at once: one payment, one debit, one budget taken.
+TEST_P(WalletsTest, ConcurrentDuplicatesOfAChargeAreOnePayment) {
+  Linked l = active(10'000);
+  const Transfer t = transfer(1000);
+  std::vector<std::thread> threads;
+  std::vector<std::string> references(8);
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      auto c = wallets_->charge(p1_, l.apikey, t);
+      references[i] = c.ok() ? c->reference : c.error().code;
+    });
+  for (auto& th : threads) th.join();
+  for (const auto& r : references) EXPECT_EQ(r, references.front());
+  EXPECT_TRUE(references.front().starts_with("TX-"));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE transaction_uuid = ?", {t.transaction_uuid}), 1);
+  EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 9'000);
+  EXPECT_EQ(spent_at(*wallets_->find(p1_, l.apikey), wallets_->now()), 1000);
+  expect_ledger_clean();
+}
+
+// Two charges racing for the last of the period's budget, on two nodes: exactly one is paid.
+TEST_P(WalletsTest, TwoChargesRacingTheLastOfTheBudgetOneWins) {
+  Linked l = active(100'000);
+  auto other = node();
+  for (int round = 0; round < 3; ++round) {
+    if (round > 0) offset_ += 3'600'001;  // a new window
+    // 6000 of the 7000 (5000 per payment) spent, then two charges for the last 1000.
+    ASSERT_TRUE(wallets_->charge(p1_, l.apikey, transfer(3000)).ok());
+    ASSERT_TRUE(wallets_->charge(p1_, l.apikey, transfer(3000)).ok());
+    Result<payments::Transaction> a = internal_error(), b = internal_error();
+    std::thread ta([&] { a = wallets_->charge(p1_, l.apikey, transfer(1000)); });
+    std::thread tb([&] { b = other->charge(p1_, l.apikey, transfer(1000)); });
+    ta.join();
+    tb.join();
+    const bool a_paid = a.ok() && a->status == payments::TxStatus::completed;
+    const bool b_paid = b.ok() && b->status == payments::TxStatus::completed;
+    EXPECT_NE(a_paid, b_paid) << "round " << round;
+    const auto& loser = a_paid ? b : a;
+    ASSERT_FALSE(loser.ok());
+    EXPECT_EQ(loser.error().code, "limit_exceeded");
+    EXPECT_EQ(spent_at(*wallets_->find(p1_, l.apikey), wallets_->now()), 7000);
+  }
+  EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 100'000 - 3 * 7000);
+  expect_ledger_clean();
+}
+
+// A node remembers a key's link after its first charge; unlinking (here on another node) still
+// stops the key at once, and the refused charge leaves nothing: its unit is aborted whole.
+TEST_P(WalletsTest, AnUnlinkedKeyStopsAtOnceOnEveryNodeAndItsChargeLeavesNothing) {
+  Linked l = active(10'000);
+  auto other = node();
+  ASSERT_TRUE(wallets_->charge(p1_, l.apikey, transfer(1000)).ok());  // remembered by this node
+  ASSERT_TRUE(other->unlink_by_partner(p1_, l.apikey).ok());
+  const std::int64_t events = count("SELECT COUNT(*) FROM events WHERE merchant_id = ?", {m1_.id});
+  const Transfer t = transfer(1000);
+  auto refused = wallets_->charge(p1_, l.apikey, t);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::conflict);
+  EXPECT_TRUE(refused.error().details.as_object().contains("apikey"));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE transaction_uuid = ?", {t.transaction_uuid}), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM events WHERE merchant_id = ?", {m1_.id}), events);
+  EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 9'000);
+
+  // Linked and consented again on the other node: a new key; the old one, which this node
+  // remembered, is unknown (404), the new one charges here.
+  ASSERT_TRUE(wallets_->charge(p1_, l.apikey, transfer(500)).error().is(ErrorKind::conflict));
+  auto again = other->link(p1_, request());
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(other->confirm(p1_, again->apikey, code_for("237690000042", again->link.reference)).ok());
+  ASSERT_TRUE(wallets_->charge(p1_, again->apikey, transfer(100)).ok());  // remembered too
+  auto old = wallets_->charge(p1_, l.apikey, transfer(100));
+  ASSERT_FALSE(old.ok());
+  EXPECT_EQ(old.error().kind, ErrorKind::not_found);
+  // A node that remembered the old key while the link was ACTIVE under the new one.
+  auto third = node();
+  ASSERT_TRUE(third->charge(p1_, again->apikey, transfer(100)).ok());
+  ASSERT_TRUE(other->unlink_by_partner(p1_, again->apikey).ok());
+  auto relinked = other->link(p1_, request());
+  ASSERT_TRUE(relinked.ok());
+  ASSERT_TRUE(other->confirm(p1_, relinked->apikey, code_for("237690000042", relinked->link.reference)).ok());
+  auto stale = third->charge(p1_, again->apikey, transfer(100));
+  ASSERT_FALSE(stale.ok());
+  EXPECT_EQ(stale.error().kind, ErrorKind::not_found);
+  EXPECT_TRUE(third->charge(p1_, relinked->apikey, transfer(100)).ok());
+  EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 10'000 - 1000 - 300);
   expect_ledger_clean();
 }
 

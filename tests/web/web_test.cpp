@@ -224,6 +224,46 @@ TEST(Router, HeadRunsGetAndOptionsAnswersAllowAndCors) {
   EXPECT_TRUE(router.dispatch(other).get("Access-Control-Allow-Origin").empty());
 }
 
+// A handler that answers later (through its request's reply) gets the same CORS headers as one
+// answering now, whether or not its route is declared answers_later.
+TEST(Router, ALaterAnswerGetsTheCorsHeaders) {
+  web::Router r;
+  r.mount(web::Surface::gateway, "/api");
+  r.cors(web::Surface::gateway, {true, {"https://shop.example"}});
+  web::Reply kept;
+  r.add({web::Surface::gateway, "POST", "/later",
+         [&kept](web::Request& q) {
+           kept = web::answer_later(q);
+           return web::Response::later();
+         },
+         web::open_access(), ""});
+  auto req = make("POST", "/api/later");
+  req.headers = {{"origin", "https://shop.example"}};
+  web::Response sent;
+  req.reply_to = [&sent](web::Response res, int) { sent = std::move(res); };
+  EXPECT_TRUE(r.dispatch(req).deferred);
+  ASSERT_TRUE(kept);
+  kept(web::Response::json(200, "{}"));
+  EXPECT_EQ(sent.get("Access-Control-Allow-Origin"), "https://shop.example");
+}
+
+// A later answer is sent once whatever its maker does: what it writes, in the request's locale, or
+// a 500 envelope when it throws.
+TEST(Envelope, ReplyWithSendsTheAnswerOrA500) {
+  std::vector<web::Response> sent;
+  web::Reply reply = [&sent](web::Response res) { sent.push_back(std::move(res)); };
+  web::reply_with(reply, i18n::Locale::en, "test", [](const web::Request& r) {
+    return web::ok(r, bj::object{{"locale", r.locale == i18n::Locale::en ? "en" : "fr"}});
+  });
+  web::reply_with(reply, i18n::Locale::fr, "test",
+                  [](const web::Request&) -> web::Response { throw std::runtime_error("boom"); });
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].status, 200);
+  EXPECT_EQ(bj::parse(sent[0].body).at("data").at("locale"), "en");
+  EXPECT_EQ(sent[1].status, 500);
+  EXPECT_EQ(bj::parse(sent[1].body).at("locale"), "fr");
+}
+
 TEST(Router, OnlyDeclaredParameterlessGetRoutesAreNonBlocking) {
   web::Router r;
   r.mount(web::Surface::gateway, "/api");
