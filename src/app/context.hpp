@@ -39,7 +39,8 @@ class Service;
 }
 namespace sika::limits {
 class Limiter;
-}
+class ReservedLimiter;
+}  // namespace sika::limits
 namespace sika::notify {
 class Notifier;
 }
@@ -57,8 +58,11 @@ struct Context {
   std::unique_ptr<store::Db> db;
   std::string pepper;  // derived from secret_key; keys the hashes of random secrets
   std::unique_ptr<web::HttpClient> http_client;
-  web::TrustedProxies trusted_proxies;         // from trusted_proxies and client_address_header
-  std::unique_ptr<limits::Limiter> limiter;    // shared rate limits; its sweep runs with the workers
+  web::TrustedProxies trusted_proxies;       // from trusted_proxies and client_address_header
+  std::unique_ptr<limits::Limiter> limiter;  // shared rate limits; its sweep runs with the workers
+  // The link API's per-address budget: blocks of the shared limiter's quota served from memory,
+  // given back when the workers stop.
+  std::unique_ptr<limits::ReservedLimiter> reserved_limiter;
   std::unique_ptr<notify::Notifier> notifier;  // SMS and e-mail (the sandbox outbox today)
   std::unique_ptr<otp::Service> otp;           // one-time codes, sent through notifier
   std::unique_ptr<identity::Service> identity;
