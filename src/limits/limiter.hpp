@@ -77,6 +77,11 @@ class Limiter {
   // up to more than policy.limit, whatever the number of nodes. Refusals are not counted in the
   // metric here: the caller decides which hits it refuses.
   Result<Grant> reserve(std::string_view bucket, const Policy& policy, std::int64_t want);
+  // As reserve(), for a node topping up its block ahead of need: a window with no room is left
+  // as it is (granted 0, nobody was refused). When the database writes asynchronously (SQLite)
+  // it returns at once and `done` gets the outcome after the commit, on the database's
+  // completer thread (it must not block); otherwise `done` is called before it returns.
+  void top_up(std::string bucket, const Policy& policy, std::int64_t want, std::function<void(Result<Grant>)> done);
   // Gives back `unused` hits of a grant made in the window that started at `window_start`; does
   // nothing once another window has replaced it. The count never drops below zero.
   Status give_back(std::string_view bucket, std::int64_t window_start, std::int64_t unused);

@@ -1,5 +1,8 @@
 #include "limits/reserved.hpp"
 
+#include <spdlog/spdlog.h>
+#include <boost/json.hpp>
+
 #include <algorithm>
 #include <functional>
 #include <tuple>
@@ -10,9 +13,16 @@ namespace sika::limits {
 ReservedLimiter::ReservedLimiter(Limiter& shared, ReservedOptions options)
     : shared_(shared), opts_(options), max_keys_per_shard_(std::max<std::size_t>(1, opts_.max_keys / kShards)) {}
 
+ReservedLimiter::~ReservedLimiter() { wait_for_top_ups(); }
+
 std::int64_t ReservedLimiter::block_size(const Policy& p) const {
   const std::int64_t share = p.limit / std::max<std::int64_t>(1, opts_.grant_divisor);
   return std::clamp<std::int64_t>(share, 1, std::max<std::int64_t>(1, opts_.max_grant));
+}
+
+void ReservedLimiter::wait_for_top_ups() {
+  std::unique_lock lock(flight_mu_);
+  flight_done_.wait(lock, [this] { return in_flight_ == 0; });
 }
 
 Result<Decision> ReservedLimiter::hit(std::string_view bucket, const Policy& p) {
@@ -41,10 +51,15 @@ Result<Decision> ReservedLimiter::hit(std::string_view bucket, const Policy& p) 
     }
     Entry& e = it->second;
     if (e.refuse_until > t) return refuse(e.count, e.refuse_until - t);
-    if (e.window_end <= t) e.remaining = 0;  // a block is worth nothing past its window
+    if (e.window_end <= t) {  // a block is worth nothing past its window
+      e.remaining = 0;
+      e.exhausted = false;
+    }
     if (e.remaining > 0) {
       --e.remaining;
-      return Decision{true, e.count - e.remaining, 0};
+      const Decision d{true, e.count - e.remaining, 0};
+      top_up_if_low(shard, lock, bucket, e, p);
+      return d;
     }
     if (e.reserving) {
       shard.reserved.wait(lock);
@@ -63,6 +78,7 @@ Result<Decision> ReservedLimiter::hit(std::string_view bucket, const Policy& p) 
     e.window_end = g->window_start + p.window_ms;
     e.count = g->count;
     e.remaining = 0;
+    e.exhausted = g->granted == 0;
     if (g->blocked_until > t) {
       e.refuse_until = g->blocked_until;
       return refuse(e.count, g->blocked_until - t);
@@ -79,7 +95,59 @@ Result<Decision> ReservedLimiter::hit(std::string_view bucket, const Policy& p) 
   }
 }
 
+void ReservedLimiter::top_up_if_low(Shard& shard, std::unique_lock<std::mutex>& lock, std::string_view bucket, Entry& e,
+                                    const Policy& p) {
+  const std::int64_t block = block_size(p);
+  if (block < 4 || e.reserving || e.exhausted || e.remaining > block / 2) {
+    lock.unlock();
+    return;
+  }
+  // Up to a full block, so that a node never holds more than one unused block.
+  const std::int64_t want = block - e.remaining;
+  e.reserving = true;
+  lock.unlock();
+  {
+    std::lock_guard flight(flight_mu_);
+    ++in_flight_;
+  }
+  std::string key(bucket);
+  shared_.top_up(key, p, want, [this, &shard, key, p](Result<Grant> g) {
+    topped_up(shard, key, p, g);
+    std::lock_guard flight(flight_mu_);
+    if (--in_flight_ == 0) flight_done_.notify_all();
+  });
+}
+
+void ReservedLimiter::topped_up(Shard& shard, const std::string& bucket, const Policy& p, const Result<Grant>& g) {
+  std::lock_guard lock(shard.mu);
+  auto it = shard.entries.find(bucket);
+  if (it == shard.entries.end()) return;  // cannot happen while `reserving` is set
+  Entry& e = it->second;
+  e.reserving = false;
+  shard.reserved.notify_all();
+  if (!g) {
+    // The next reservation, on a request's path, will tell; the block in hand is still good.
+    spdlog::warn("rate limit top-up: {}", boost::json::serialize(g.error().details));
+    return;
+  }
+  const std::int64_t t = shared_.now();
+  if (g->window_start != e.window_start) {  // the window rolled over meanwhile: the old block is void
+    e.window_start = g->window_start;
+    e.window_end = g->window_start + p.window_ms;
+    e.remaining = 0;
+  }
+  e.count = g->count;
+  if (g->blocked_until > t) {  // another node's refusals blocked the address: so does this node
+    e.remaining = 0;
+    e.refuse_until = g->blocked_until;
+    return;
+  }
+  e.remaining += g->granted;
+  e.exhausted = g->granted == 0;
+}
+
 Result<std::int64_t> ReservedLimiter::release() {
+  wait_for_top_ups();
   std::vector<std::tuple<std::string, std::int64_t, std::int64_t>> unused;  // bucket, window, hits
   const std::int64_t t = shared_.now();
   for (Shard& shard : shards_) {

@@ -8,18 +8,22 @@
 //    only hits of a block the database granted it, and the blocks of one window add up to at most
 //    the limit. A block is valid in its own window only (the database row's, started by the
 //    bucket's first hit on any node); what is left of it when the window ends is dropped.
-//  - One database write per block, at most block_size(policy) = clamp(limit / grant_divisor, 1,
-//    max_grant) hits (50 for 600 per hour); concurrent hits on one bucket wait for the one
-//    reservation under way instead of each writing their own.
-//  - An address may be refused early by at most the unused part of one block per other node:
-//    with N nodes, at least limit - (N - 1) × (block_size - 1) of its hits are allowed per window
-//    (600 - 49 on two nodes). release() gives the unused parts back (on shutdown).
+//  - A node holds at most block_size(policy) = clamp(limit / grant_divisor, 1, max_grant) unused
+//    hits of a bucket (50 for 600 per hour). When a block of 4 or more runs down to half, the
+//    hit that sees it asks for a top-up to a full block without waiting for it (Limiter::top_up:
+//    on SQLite the write is queued on the group-commit writer; on PostgreSQL that one hit pays
+//    it), so hits on a busy bucket wait for the database about once per block at most, and not
+//    at all while the top-ups keep up. Concurrent hits on a bucket whose block is empty wait for
+//    the one reservation under way instead of each writing their own.
+//  - An address may be refused early by at most the unused block of each other node: with N
+//    nodes, at least limit - (N - 1) × block_size of its hits are allowed per window when it asks
+//    for more (550 of 600 on two nodes). release() gives the unused parts back (on shutdown).
 //  - Past the limit, every refused hit is counted in the database (one write each) until the
 //    block of policy.block_ms starts, as with Limiter::hit, so repeated excess spread over the
 //    nodes blocks the address on all of them; a blocked node then refuses from memory until the
-//    block lifts. A node still holding a block of the quota serves it first (at most block_size
-//    - 1 hits). Without block_ms, a node that found the window used up refuses from memory until
-//    it ends.
+//    block lifts. A node still holding part of a block serves it first (at most block_size hits)
+//    unless its top-up learns of the block. Without block_ms, a node that found the window used
+//    up refuses from memory until it ends.
 //  - Memory is bounded by max_keys: past it only entries whose window has ended and which are not
 //    blocked are dropped, and a new bucket that finds every entry live is counted by
 //    Limiter::hit (one write per hit, exact), never let through uncounted.
@@ -46,14 +50,17 @@ struct ReservedOptions {
 class ReservedLimiter {
  public:
   explicit ReservedLimiter(Limiter& shared, ReservedOptions options = {});
+  // Waits for the top-ups under way.
+  ~ReservedLimiter();
   ReservedLimiter(const ReservedLimiter&) = delete;
   ReservedLimiter& operator=(const ReservedLimiter&) = delete;
 
   // Counts one hit on `bucket` and says whether it is allowed (count: the window's hits on every
   // node as last seen from here, this node's unused block excluded).
   Result<Decision> hit(std::string_view bucket, const Policy& policy);
-  // Gives the unused part of every live block back to the database and forgets it; the next
-  // hit on a bucket reserves again. Returns how many hits were given back.
+  // Gives the unused part of every live block back to the database and forgets it, once the
+  // top-ups under way have ended; the next hit on a bucket reserves again. For a node that
+  // stops taking requests. Returns how many hits were given back.
   Result<std::int64_t> release();
   // The hits one reservation asks for under `policy`.
   std::int64_t block_size(const Policy& policy) const;
@@ -65,7 +72,8 @@ class ReservedLimiter {
     std::int64_t remaining = 0;     // hits of the block not yet allowed
     std::int64_t count = 0;         // the window's count at the last reservation
     std::int64_t refuse_until = 0;  // refused from memory until then (blocked, or used up without block)
-    bool reserving = false;         // a reservation for this bucket is under way
+    bool reserving = false;         // a reservation or top-up of this bucket is under way
+    bool exhausted = false;         // a top-up found no room left in this window
   };
   struct Shard {
     std::mutex mu;
@@ -74,10 +82,20 @@ class ReservedLimiter {
   };
   static constexpr std::size_t kShards = 16;
 
+  // Asks for a top-up of `e` (shard locked by `lock`, released on return) when its block runs low.
+  void top_up_if_low(Shard& shard, std::unique_lock<std::mutex>& lock, std::string_view bucket, Entry& e,
+                     const Policy& p);
+  // Applies a top-up's outcome to the bucket's entry.
+  void topped_up(Shard& shard, const std::string& bucket, const Policy& p, const Result<Grant>& g);
+  void wait_for_top_ups();
+
   Limiter& shared_;
   ReservedOptions opts_;
   std::size_t max_keys_per_shard_;
   std::array<Shard, kShards> shards_;
+  std::mutex flight_mu_;
+  std::condition_variable flight_done_;
+  int in_flight_ = 0;  // top-ups whose outcome has not been applied yet
 };
 
 }  // namespace sika::limits

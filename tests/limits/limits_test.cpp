@@ -247,7 +247,7 @@ TEST_P(ReservedTest, NeverMoreThanTheLimitOnTwoNodesWhateverTheInterleaving) {
       EXPECT_EQ(allowed_hits + refused_hits, demand);
       EXPECT_LE(allowed_hits.load(), limit);
       // Refused early by at most one unused block of the other node.
-      EXPECT_GE(allowed_hits.load(), std::min(demand, limit - (block - 1)));
+      EXPECT_GE(allowed_hits.load(), std::min(demand, limit - block));
       if (block == 1) {
         EXPECT_EQ(allowed_hits.load(), std::min(demand, limit));
       }
