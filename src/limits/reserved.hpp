@@ -9,12 +9,12 @@
 //    the limit. A block is valid in its own window only (the database row's, started by the
 //    bucket's first hit on any node); what is left of it when the window ends is dropped.
 //  - A node holds at most block_size(policy) = clamp(limit / grant_divisor, 1, max_grant) unused
-//    hits of a bucket (50 for 600 per hour). When a block of 4 or more runs down to half, the
-//    hit that sees it asks for a top-up to a full block without waiting for it (Limiter::top_up:
-//    on SQLite the write is queued on the group-commit writer; on PostgreSQL that one hit pays
-//    it), so hits on a busy bucket wait for the database about once per block at most, and not
-//    at all while the top-ups keep up. Concurrent hits on a bucket whose block is empty wait for
-//    the one reservation under way instead of each writing their own.
+//    hits of a bucket (50 for 600 per hour: an early refusal costs an address at most a twelfth
+//    of its limit per other node; the cap only binds limits above 12,000). When a block of 4 or more runs down to half,
+//    the hit that sees it asks for a top-up to a full block without waiting for it (Limiter::top_up: on SQLite the
+//    write is queued on the group-commit writer; on PostgreSQL that one hit pays it), so hits on a busy bucket wait for
+//    the database about once per block at most, and not at all while the top-ups keep up. Concurrent hits on a bucket
+//    whose block is empty wait for the one reservation under way instead of each writing their own.
 //  - An address may be refused early by at most the unused block of each other node: with N
 //    nodes, at least limit - (N - 1) × block_size of its hits are allowed per window when it asks
 //    for more (550 of 600 on two nodes). release() gives the unused parts back (on shutdown).
@@ -42,7 +42,7 @@
 namespace sika::limits {
 
 struct ReservedOptions {
-  std::int64_t max_grant = 50;      // most hits one reservation takes
+  std::int64_t max_grant = 1000;    // most hits one reservation takes
   std::int64_t grant_divisor = 12;  // and at most limit / grant_divisor (at least 1): small limits stay exact
   std::size_t max_keys = 100'000;   // buckets remembered in memory
 };
