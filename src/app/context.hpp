@@ -58,11 +58,8 @@ struct Context {
   std::unique_ptr<store::Db> db;
   std::string pepper;  // derived from secret_key; keys the hashes of random secrets
   std::unique_ptr<web::HttpClient> http_client;
-  web::TrustedProxies trusted_proxies;       // from trusted_proxies and client_address_header
-  std::unique_ptr<limits::Limiter> limiter;  // shared rate limits; its sweep runs with the workers
-  // The link API's per-address budget: blocks of the shared limiter's quota served from memory,
-  // given back when the workers stop.
-  std::unique_ptr<limits::ReservedLimiter> reserved_limiter;
+  web::TrustedProxies trusted_proxies;         // from trusted_proxies and client_address_header
+  std::unique_ptr<limits::Limiter> limiter;    // shared rate limits; its sweep runs with the workers
   std::unique_ptr<notify::Notifier> notifier;  // SMS and e-mail (the sandbox outbox today)
   std::unique_ptr<otp::Service> otp;           // one-time codes, sent through notifier
   std::unique_ptr<identity::Service> identity;
@@ -76,6 +73,9 @@ struct Context {
   std::unique_ptr<dashboard::Service> dashboard;  // needs identity, links and webhooks
   // Runs the leased jobs of every queue a component registered (jobs->handle) before start_workers.
   std::unique_ptr<store::JobRunner> jobs;
+  // The link API's per-address budget: blocks of the shared limiter's quota served from memory,
+  // given back when the workers stop.
+  std::unique_ptr<limits::ReservedLimiter> reserved_limiter;
   // Verifies the gateway credential of a request (set by build_services from the identity service).
   std::function<Result<web::Principal>(const web::Request&)> authenticate;
   // True once `serve` has finished starting (demo world seeded, its file written, workers
