@@ -146,14 +146,15 @@ void Limiter::top_up(std::string bucket, const Policy& p, std::int64_t want, std
                   });
 }
 
-Status Limiter::give_back(std::string_view bucket, std::int64_t window_start, std::int64_t unused) {
-  if (unused <= 0) return {};
+Status Limiter::give_back(std::string_view bucket, const Policy& p, std::int64_t window_start, std::int64_t unused) {
+  if (unused <= 0 || p.limit <= 0) return {};
   return db_.write([&](store::Conn& c) -> Status {
     SIKA_TRY(store::counter_isolation(c));
-    SIKA_TRY(
-        c.exec("UPDATE rate_limits SET hits = CASE WHEN hits > ? THEN hits - ? ELSE 0 END "
-               "WHERE bucket = ? AND window_start = ?",
-               {unused, unused, std::string(bucket), window_start}));
+    // The hits granted are min(hits, limit): past the limit, the count holds refusals only.
+    SIKA_TRY(c.exec(
+        "UPDATE rate_limits SET hits = CASE WHEN hits > ? THEN ? WHEN hits > ? THEN hits - ? ELSE 0 END "
+        "WHERE bucket = ? AND window_start = ?",
+        {p.limit, std::max<std::int64_t>(0, p.limit - unused), unused, unused, std::string(bucket), window_start}));
     return {};
   });
 }

@@ -82,9 +82,11 @@ class Limiter {
   // it returns at once and `done` gets the outcome after the commit, on the database's
   // completer thread (it must not block); otherwise `done` is called before it returns.
   void top_up(std::string bucket, const Policy& policy, std::int64_t want, std::function<void(Result<Grant>)> done);
-  // Gives back `unused` hits of a grant made in the window that started at `window_start`; does
-  // nothing once another window has replaced it. The count never drops below zero.
-  Status give_back(std::string_view bucket, std::int64_t window_start, std::int64_t unused);
+  // Gives back `unused` hits of a grant made under `policy` in the window that started at
+  // `window_start`; does nothing once another window has replaced it. The hits refused past the
+  // limit are forgotten with it (they counted towards a block that has not started; a block that
+  // has stays), so the room given back can be granted again. The count never drops below zero.
+  Status give_back(std::string_view bucket, const Policy& policy, std::int64_t window_start, std::int64_t unused);
   // Forgets a bucket (e.g. after a success that should clear its failures).
   Status reset(std::string_view bucket);
   // Deletes expired windows, `batch` rows per write unit, until none is left; returns how many.

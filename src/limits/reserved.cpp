@@ -76,6 +76,7 @@ Result<Decision> ReservedLimiter::hit(std::string_view bucket, const Policy& p) 
     t = shared_.now();
     e.window_start = g->window_start;
     e.window_end = g->window_start + p.window_ms;
+    e.limit = p.limit;
     e.count = g->count;
     e.remaining = 0;
     e.exhausted = g->granted == 0;
@@ -134,6 +135,7 @@ void ReservedLimiter::topped_up(Shard& shard, const std::string& bucket, const P
   if (g->window_start != e.window_start) {  // the window rolled over meanwhile: the old block is void
     e.window_start = g->window_start;
     e.window_end = g->window_start + p.window_ms;
+    e.limit = p.limit;
     e.remaining = 0;
   }
   e.count = g->count;
@@ -148,18 +150,18 @@ void ReservedLimiter::topped_up(Shard& shard, const std::string& bucket, const P
 
 Result<std::int64_t> ReservedLimiter::release() {
   wait_for_top_ups();
-  std::vector<std::tuple<std::string, std::int64_t, std::int64_t>> unused;  // bucket, window, hits
+  std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>> unused;  // bucket, limit, window, hits
   const std::int64_t t = shared_.now();
   for (Shard& shard : shards_) {
     std::lock_guard lock(shard.mu);
     for (auto& [bucket, e] : shard.entries) {
-      if (e.remaining > 0 && e.window_end > t) unused.emplace_back(bucket, e.window_start, e.remaining);
+      if (e.remaining > 0 && e.window_end > t) unused.emplace_back(bucket, e.limit, e.window_start, e.remaining);
       e.remaining = 0;
     }
   }
   std::int64_t total = 0;
-  for (const auto& [bucket, window_start, hits] : unused) {
-    SIKA_TRY(shared_.give_back(bucket, window_start, hits));
+  for (const auto& [bucket, limit, window_start, hits] : unused) {
+    SIKA_TRY(shared_.give_back(bucket, Policy{.limit = limit}, window_start, hits));
     total += hits;
   }
   return total;

@@ -69,6 +69,7 @@ class ReservedLimiter {
   struct Entry {
     std::int64_t window_start = 0;
     std::int64_t window_end = 0;    // the block is valid before this only
+    std::int64_t limit = 0;         // the policy's, for giving the block back
     std::int64_t remaining = 0;     // hits of the block not yet allowed
     std::int64_t count = 0;         // the window's count at the last reservation
     std::int64_t refuse_until = 0;  // refused from memory until then (blocked, or used up without block)

@@ -3,7 +3,8 @@
 // `sika admin outbox list` shows it), charges pass within the consent's limits and are refused
 // beyond, each side unlinks (the partner through the API, the user on the wallet page), a wrong
 // key is 401 and another partner's link 404; then the per-address limit (429 + Retry-After) with
-// a small configured limit, on one node and across two nodes on one PostgreSQL.
+// a small configured limit, on one node and across two nodes on one PostgreSQL, and in reserved
+// blocks across two nodes (one node's unused block, given back when it stops).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -216,5 +217,44 @@ describe('link API rate limit across two nodes on one PostgreSQL', { skip: !back
       { headers: { 'x-api-key': first.demo.link_api_key } }).then((r) => r.status)));
     assert.equal(answers.filter((s) => s === 404).length, 10, answers.join(','));
     assert.equal(answers.filter((s) => s === 429).length, 4, answers.join(','));
+  });
+});
+
+// The same with a budget large enough for blocks (120 per hour: blocks of 10 reserved per node): an
+// address is refused early by at most the other node's unused block, and the node that stops gives
+// that block back, so the budget is served exactly.
+describe('link API rate limit in reserved blocks across two nodes on one PostgreSQL', { skip: !backends().includes('postgres') && 'no PostgreSQL' }, () => {
+  let first, second;
+  before(async () => {
+    const env = { SIKA_WALLETS_LINK_API_PER_HOUR: '120', SIKA_WALLETS_LINK_API_BLOCK_AFTER: '1000' };
+    first = await startServer({ backend: 'postgres', env });
+    second = await spawnServe({ port: await freePort(), dsn: first.dsn, publicUrl: first.publicUrl, env });
+  });
+  after(async () => {
+    if (second?.child.exitCode === null) second.child.kill('SIGTERM');
+    await second?.exited;
+    await first?.stop();
+  });
+
+  const hit = (port) => fetch(`http://127.0.0.1:${port}/link/api/agent/link/status?apikey=x`,
+    { headers: { 'x-api-key': first.demo.link_api_key } }).then((r) => r.status);
+
+  test('one node\'s unused block is all the other misses, until the first stops and gives it back', async () => {
+    const statuses = async (port, n) => {
+      const out = [];
+      for (let i = 0; i < n; i += 10) out.push(...await Promise.all(Array.from({ length: 10 }, () => hit(port))));
+      return out;
+    };
+    // The second node serves one request from its block of 10 and keeps the other 9.
+    assert.equal(await hit(second.port), 404);
+    // The first node serves the rest of the budget and no more, in blocks, under concurrency.
+    const burst = await statuses(first.port, 150);
+    assert.equal(burst.filter((s) => s === 404).length, 120 - 10, burst.join(','));
+    assert.equal(burst.filter((s) => s === 429).length, 150 - 110);
+    // The second node stops and gives its 9 back: the first serves exactly those.
+    second.child.kill('SIGTERM');
+    await second.exited;
+    const after = await statuses(first.port, 20);
+    assert.equal(after.filter((s) => s === 404).length, 9, after.join(','));
   });
 });

@@ -322,10 +322,25 @@ TEST_P(ReservedTest, ReleaseGivesUnusedBlocksBackToTheOtherNodes) {
   // Giving back to a window that has been replaced changes nothing.
   clock_ += 60'000;
   EXPECT_TRUE(allowed(b, "ip", p));
-  ASSERT_TRUE(limiter_->give_back("ip", clock_.load() - 60'000, 5).ok());
+  ASSERT_TRUE(limiter_->give_back("ip", p, clock_.load() - 60'000, 5).ok());
   auto peeked = limiter_->peek("ip", p);
   ASSERT_TRUE(peeked.ok());
   EXPECT_EQ(peeked->count, 4);  // b's new block
+}
+
+TEST_P(ReservedTest, WhatIsGivenBackAfterRefusalsCanBeGrantedAgain) {
+  const ReservedOptions ro{.max_grant = 2, .grant_divisor = 1};
+  ReservedLimiter a(*limiter_, ro), b(*second_, ro);
+  const Policy p{.limit = 10, .window_ms = 60'000, .block_ms = 600'000, .block_after = 100, .name = "test_reserved"};
+  EXPECT_TRUE(allowed(b, "ip", p));  // b keeps 1 of its block of 2
+  int served = 0;
+  for (int i = 0; i < 12; ++i) served += allowed(a, "ip", p) ? 1 : 0;
+  EXPECT_EQ(served, 8);  // then 4 refusals counted past the limit
+  auto given = b.release();
+  ASSERT_TRUE(given.ok());
+  EXPECT_EQ(*given, 1);
+  EXPECT_TRUE(allowed(a, "ip", p));  // the hit b gave back
+  EXPECT_FALSE(allowed(a, "ip", p));
 }
 
 TEST_P(ReservedTest, BucketsBeyondMemoryAreCountedOneByOne) {
