@@ -231,7 +231,8 @@ Status build_services(Context& ctx) {
     wo.per_address = {.limit = c.get_int("wallets.link_api_per_hour"),
                       .window_ms = 3'600'000,
                       .block_ms = c.get_int("wallets.link_api_block_seconds") * 1000,
-                      .block_after = std::max<std::int64_t>(1, c.get_int("wallets.link_api_block_after"))};
+                      .block_after = std::max<std::int64_t>(1, c.get_int("wallets.link_api_block_after")),
+                      .name = "link_api_per_address"};
     wo.page_environment = c.get_string("wallets.page_environment");
     wo.session_ttl_ms = c.get_int("wallets.page_session_seconds") * 1000;
     wo.page_merchant = c.get_string("wallets.page_merchant");
