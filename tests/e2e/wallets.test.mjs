@@ -197,24 +197,31 @@ for (const backend of backends()) {
 
 // Two serve nodes on one PostgreSQL share the per-address budget: 10 per hour for the address,
 // 14 requests spread over both nodes at once, exactly 10 answered (the others 429).
-describe('link API rate limit across two nodes on one PostgreSQL', { skip: !backends().includes('postgres') && 'no PostgreSQL' }, () => {
-  let first, second;
+// Two serve nodes on one PostgreSQL started with `env` before the suite's tests, stopped after;
+// `hit(port)` is one link API request (a 404 when counted, 429 when refused).
+function twoNodes(env) {
+  const nodes = {
+    hit: (port) => fetch(`http://127.0.0.1:${port}/link/api/agent/link/status?apikey=x`,
+      { headers: { 'x-api-key': nodes.first.demo.link_api_key } }).then((r) => r.status),
+  };
   before(async () => {
-    const env = { SIKA_WALLETS_LINK_API_PER_HOUR: '10' };
-    first = await startServer({ backend: 'postgres', env });
-    second = await spawnServe({ port: await freePort(), dsn: first.dsn, publicUrl: first.publicUrl, env });
+    nodes.first = await startServer({ backend: 'postgres', env });
+    nodes.second = await spawnServe({ port: await freePort(), dsn: nodes.first.dsn, publicUrl: nodes.first.publicUrl, env });
   });
   after(async () => {
-    if (second?.child.exitCode === null) second.child.kill('SIGTERM');
-    await second?.exited;
-    await first?.stop();
+    if (nodes.second?.child.exitCode === null) nodes.second.child.kill('SIGTERM');
+    await nodes.second?.exited;
+    await nodes.first?.stop();
   });
+  return nodes;
+}
+
+describe('link API rate limit across two nodes on one PostgreSQL', { skip: !backends().includes('postgres') && 'no PostgreSQL' }, () => {
+  const nodes = twoNodes({ SIKA_WALLETS_LINK_API_PER_HOUR: '10' });
 
   test('the budget is counted once across the nodes', async () => {
-    const ports = [first.port, second.port];
-    const answers = await Promise.all(Array.from({ length: 14 }, (_, i) => fetch(
-      `http://127.0.0.1:${ports[i % 2]}/link/api/agent/link/status?apikey=x`,
-      { headers: { 'x-api-key': first.demo.link_api_key } }).then((r) => r.status)));
+    const ports = [nodes.first.port, nodes.second.port];
+    const answers = await Promise.all(Array.from({ length: 14 }, (_, i) => nodes.hit(ports[i % 2])));
     assert.equal(answers.filter((s) => s === 404).length, 10, answers.join(','));
     assert.equal(answers.filter((s) => s === 429).length, 4, answers.join(','));
   });
@@ -224,22 +231,10 @@ describe('link API rate limit across two nodes on one PostgreSQL', { skip: !back
 // address is refused early by at most the other node's unused block, and the node that stops gives
 // that block back, so the budget is served exactly.
 describe('link API rate limit in reserved blocks across two nodes on one PostgreSQL', { skip: !backends().includes('postgres') && 'no PostgreSQL' }, () => {
-  let first, second;
-  before(async () => {
-    const env = { SIKA_WALLETS_LINK_API_PER_HOUR: '120', SIKA_WALLETS_LINK_API_BLOCK_AFTER: '1000' };
-    first = await startServer({ backend: 'postgres', env });
-    second = await spawnServe({ port: await freePort(), dsn: first.dsn, publicUrl: first.publicUrl, env });
-  });
-  after(async () => {
-    if (second?.child.exitCode === null) second.child.kill('SIGTERM');
-    await second?.exited;
-    await first?.stop();
-  });
-
-  const hit = (port) => fetch(`http://127.0.0.1:${port}/link/api/agent/link/status?apikey=x`,
-    { headers: { 'x-api-key': first.demo.link_api_key } }).then((r) => r.status);
+  const nodes = twoNodes({ SIKA_WALLETS_LINK_API_PER_HOUR: '120', SIKA_WALLETS_LINK_API_BLOCK_AFTER: '1000' });
 
   test('one node\'s unused block is all the other misses, until the first stops and gives it back', async () => {
+    const { first, second, hit } = nodes;
     const statuses = async (port, n) => {
       const out = [];
       for (let i = 0; i < n; i += 10) out.push(...await Promise.all(Array.from({ length: 10 }, () => hit(port))));
