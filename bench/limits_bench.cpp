@@ -1,6 +1,7 @@
 // Measures the shared limits on a real database: rate-limiter hits (one upsert each) spread over
-// many buckets and all on one hot bucket, and OTP verifications (one conditional UPDATE plus the
-// hash comparison). Prints operations/s and p50/p99 latency per operation. Usage:
+// many buckets and all on one hot bucket, the same through the reserved limiter (the link API's:
+// blocks of the quota reserved in the database, hits served in memory), and OTP verifications (one conditional UPDATE
+// plus the hash comparison). Prints operations/s and p50/p99 latency per operation. Usage:
 //   limits_bench [--dsn sqlite://DIR/x.db | postgres://...] [--threads 16] [--seconds 2]
 // Without --dsn, a fresh SQLite file in a temporary directory. A postgres:// DSN must name an
 // empty database (the benchmark migrates it).
@@ -17,6 +18,7 @@
 
 #include "core/random.hpp"
 #include "limits/limiter.hpp"
+#include "limits/reserved.hpp"
 #include "notify/notifier.hpp"
 #include "otp/service.hpp"
 #include "store/db.hpp"
@@ -105,6 +107,18 @@ int main(int argc, char** argv) {
         }));
   print("limiter hit, one key", threads,
         run(threads, seconds, [&](int, long) { return limiter.hit("bench:hot", policy).ok(); }));
+
+  // The link API's limiter: blocks of the quota reserved in the database, hits served in memory.
+  {
+    sika::limits::ReservedLimiter reserved(limiter);
+    const sika::limits::Policy per_hour{.limit = 600, .window_ms = 3'600'000, .name = "bench"};
+    print("reserved, 600/h spread", threads, run(threads, seconds, [&](int t, long i) {
+            // 80,000 addresses, each well within its 600 per hour during the run.
+            return reserved.hit("reserved:" + std::to_string(t) + ":" + std::to_string(i % 5000), per_hour).ok();
+          }));
+    print("reserved hit, one key", threads,
+          run(threads, seconds, [&](int, long) { return reserved.hit("reserved:hot", policy).ok(); }));
+  }
 
   sika::notify::SandboxNotifier notifier(**db);
   sika::otp::Options o;

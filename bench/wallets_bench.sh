@@ -73,8 +73,11 @@ cpu_per_charge() {
 echo "backend=sqlite connections=$CONNECTIONS wrk_threads=$THREADS duration=${DURATION}s load=$(cut -d' ' -f1-3 /proc/loadavg)"
 printf "%-6s %-36s %12s %10s  %s\n" round route "req/s" "p99" errors
 for r in $(seq 1 "$ROUNDS"); do
-  read -r n_rps n_p99 n_err <<<"$(BENCH_KEY=$BENCH_KEY_UNLIMITED BENCH_KIND=new drive "http://127.0.0.1:$without_port/link/api/agent/link/new")"
-  read -r l_rps l_p99 l_err <<<"$(BENCH_KIND=new drive "http://127.0.0.1:$with_port/link/api/agent/link/new")"
+  # The order alternates from round to round, so that a load that changes during the run
+  # (a shared machine) weighs on both sides alike.
+  without() { read -r n_rps n_p99 n_err <<<"$(BENCH_KEY=$BENCH_KEY_UNLIMITED BENCH_KIND=new drive "http://127.0.0.1:$without_port/link/api/agent/link/new")"; }
+  with() { read -r l_rps l_p99 l_err <<<"$(BENCH_KIND=new drive "http://127.0.0.1:$with_port/link/api/agent/link/new")"; }
+  if (( r % 2 )); then without; with; else with; without; fi
   printf "%-6s %-36s %12s %10s  %s\n" "$r" "GET link/new, no limiter" "$n_rps" "$n_p99" "$n_err"
   printf "%-6s %-36s %12s %10s  %s\n" "$r" "GET link/new, limiter" "$l_rps" "$l_p99" "$l_err"
   python3 -c 'import sys; n,l=map(float,sys.argv[1:]); print(f"       limiter cost per request: {(n/l-1)*100:+.1f} %")' "$n_rps" "$l_rps"

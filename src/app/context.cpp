@@ -16,6 +16,7 @@
 #include "http/client.hpp"
 #include "identity/service.hpp"
 #include "limits/limiter.hpp"
+#include "limits/reserved.hpp"
 #include "links/service.hpp"
 #include "notify/notifier.hpp"
 #include "otp/service.hpp"
@@ -95,6 +96,7 @@ Status build_services(Context& ctx) {
     limits::Options lo;
     lo.sweep_interval_ms = c.get_int("limits.sweep_interval_seconds") * 1000;
     ctx.limiter = std::make_unique<limits::Limiter>(*ctx.db, lo);
+    ctx.reserved_limiter = std::make_unique<limits::ReservedLimiter>(*ctx.limiter);
     ctx.notifier = std::make_unique<notify::SandboxNotifier>(*ctx.db);
     otp::Options oo;
     oo.pepper = ctx.pepper;
@@ -225,10 +227,12 @@ Status build_services(Context& ctx) {
     wo.default_limits = {c.get_int("wallets.link_per_payment"), c.get_int("wallets.link_per_period"),
                          c.get_int("wallets.link_period_seconds") * 1000};
     wo.limiter = ctx.limiter.get();
+    wo.api_limiter = ctx.reserved_limiter.get();
     wo.per_address = {.limit = c.get_int("wallets.link_api_per_hour"),
                       .window_ms = 3'600'000,
                       .block_ms = c.get_int("wallets.link_api_block_seconds") * 1000,
-                      .block_after = std::max<std::int64_t>(1, c.get_int("wallets.link_api_block_after"))};
+                      .block_after = std::max<std::int64_t>(1, c.get_int("wallets.link_api_block_after")),
+                      .name = "link_api_per_address"};
     wo.page_environment = c.get_string("wallets.page_environment");
     wo.session_ttl_ms = c.get_int("wallets.page_session_seconds") * 1000;
     wo.page_merchant = c.get_string("wallets.page_merchant");
@@ -320,6 +324,11 @@ void stop_workers(Context& ctx) {
   if (ctx.identity) ctx.identity->stop();
   if (ctx.catalog) ctx.catalog->stop();
   if (ctx.limiter) ctx.limiter->stop();
+  if (ctx.reserved_limiter) {
+    // Requests have stopped: the unused parts of this node's blocks go back to the other nodes.
+    auto given = ctx.reserved_limiter->release();
+    if (!given) spdlog::warn("rate limit blocks not given back: {}", boost::json::serialize(given.error().details));
+  }
 }
 
 }  // namespace sika::app

@@ -39,7 +39,8 @@ class Service;
 }
 namespace sika::limits {
 class Limiter;
-}
+class ReservedLimiter;
+}  // namespace sika::limits
 namespace sika::notify {
 class Notifier;
 }
@@ -72,6 +73,9 @@ struct Context {
   std::unique_ptr<dashboard::Service> dashboard;  // needs identity, links and webhooks
   // Runs the leased jobs of every queue a component registered (jobs->handle) before start_workers.
   std::unique_ptr<store::JobRunner> jobs;
+  // The link API's per-address budget: blocks of the shared limiter's quota served from memory,
+  // given back when the workers stop.
+  std::unique_ptr<limits::ReservedLimiter> reserved_limiter;
   // Verifies the gateway credential of a request (set by build_services from the identity service).
   std::function<Result<web::Principal>(const web::Request&)> authenticate;
   // True once `serve` has finished starting (demo world seeded, its file written, workers

@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <memory>
 
 #include "core/metrics.hpp"
 #include "core/time.hpp"
@@ -81,6 +82,81 @@ Result<Decision> Limiter::hit(std::string_view bucket, const Policy& p) {
   Decision d = decide(p, count, start, blocked, t, true);
   if (!d.allowed) count_refusal(p);
   return d;
+}
+
+namespace {
+// The write unit of Limiter::reserve (see there); `g` is set afresh, the unit may run again.
+Status reserve_in(store::Conn& c, const std::string& bucket, const Policy& p, std::int64_t want, bool counts_refusal,
+                  std::int64_t t, Grant& g) {
+  g = Grant{};
+  const std::int64_t stale = t - p.window_ms;
+  SIKA_TRY(store::counter_isolation(c));
+  // First the row as of now (a new window when the last one has ended), locked on PostgreSQL by
+  // the upsert until the unit commits, so the UPDATE below applies to exactly what was read.
+  SIKA_ASSIGN_OR_RETURN(
+      auto row,
+      c.query_one("INSERT INTO rate_limits (bucket, window_start, hits, blocked_until, expires_at) "
+                  "VALUES (?, ?, 0, 0, ?) ON CONFLICT (bucket) DO UPDATE SET "
+                  "hits = CASE WHEN rate_limits.window_start <= ? THEN 0 ELSE rate_limits.hits END, "
+                  "window_start = CASE WHEN rate_limits.window_start <= ? THEN ? ELSE rate_limits.window_start END, "
+                  "expires_at = CASE WHEN rate_limits.window_start <= ? THEN ? ELSE rate_limits.expires_at END "
+                  "RETURNING hits, window_start, blocked_until",
+                  {bucket, t, t + p.window_ms, stale, stale, t, stale, t + p.window_ms}));
+  if (!row) return internal_error(boost::json::string("rate limit reserve returned no row"));
+  g.count = row->i64(0);
+  g.window_start = row->i64(1);
+  g.blocked_until = row->i64(2);
+  if (g.blocked_until > t) return {};
+  if (g.count < p.limit) {
+    g.granted = std::min(want, p.limit - g.count);
+    g.count += g.granted;
+  } else {
+    if (!counts_refusal) return {};
+    g.count += 1;  // this call is a refused hit
+    if (g.count >= block_threshold(p)) g.blocked_until = t + p.block_ms;
+  }
+  SIKA_TRY(c.exec("UPDATE rate_limits SET hits = ?, blocked_until = ? WHERE bucket = ?",
+                  {g.count, g.blocked_until, bucket}));
+  return {};
+}
+}  // namespace
+
+Result<Grant> Limiter::reserve(std::string_view bucket, const Policy& p, std::int64_t want) {
+  if (p.limit <= 0) return internal_error(boost::json::string("rate limit reserve needs a limited policy"));
+  const std::string key(bucket);
+  const std::int64_t t = now();
+  Grant g;
+  SIKA_TRY(
+      db_.write([&](store::Conn& c) { return reserve_in(c, key, p, std::max<std::int64_t>(1, want), true, t, g); }));
+  return g;
+}
+
+void Limiter::top_up(std::string bucket, const Policy& p, std::int64_t want, std::function<void(Result<Grant>)> done) {
+  if (p.limit <= 0) {
+    done(internal_error(boost::json::string("rate limit reserve needs a limited policy")));
+    return;
+  }
+  auto g = std::make_shared<Grant>();
+  const std::int64_t t = now();
+  db_.write_async([g, bucket = std::move(bucket), p, want = std::max<std::int64_t>(1, want),
+                   t](store::Conn& c) { return reserve_in(c, bucket, p, want, false, t, *g); },
+                  [g, done = std::move(done)](Status st) {
+                    if (!st) return done(st.take_error());
+                    done(*g);
+                  });
+}
+
+Status Limiter::give_back(std::string_view bucket, const Policy& p, std::int64_t window_start, std::int64_t unused) {
+  if (unused <= 0 || p.limit <= 0) return {};
+  return db_.write([&](store::Conn& c) -> Status {
+    SIKA_TRY(store::counter_isolation(c));
+    // The hits granted are min(hits, limit): past the limit, the count holds refusals only.
+    SIKA_TRY(c.exec(
+        "UPDATE rate_limits SET hits = CASE WHEN hits > ? THEN ? WHEN hits > ? THEN hits - ? ELSE 0 END "
+        "WHERE bucket = ? AND window_start = ?",
+        {p.limit, std::max<std::int64_t>(0, p.limit - unused), unused, unused, std::string(bucket), window_start}));
+    return {};
+  });
 }
 
 Result<Decision> Limiter::peek(std::string_view bucket, const Policy& p) {

@@ -10,6 +10,9 @@
 //    limit + block_after blocks the bucket for block_ms: every hit is refused until then,
 //    even in later windows.
 //  - Refusals carry retry_after_ms: when the window ends or the block lifts, whichever is later.
+//  - reserve() hands one node a block of a window's quota (limits/reserved.hpp serves hits from
+//    it in memory): the blocks granted in one window never add up to more than `limit`, and
+//    once none is left each call counts one refused hit towards the block, like hit().
 //  - evict_expired() deletes only rows whose window has ended and whose block has lifted, in
 //    batches; a live window is never forgotten, whatever the number of buckets.
 #include <condition_variable>
@@ -41,6 +44,14 @@ struct Decision {
   std::int64_t retry_after_ms = 0;  // 0 when allowed
 };
 
+// A block of one bucket's quota reserved for one node (Limiter::reserve).
+struct Grant {
+  std::int64_t granted = 0;        // hits the node may allow in this window only; 0: none left, or blocked
+  std::int64_t window_start = 0;   // the window the block belongs to (the row's, set by its first hit)
+  std::int64_t count = 0;          // the window's count after this call, on every node (granted + refused)
+  std::int64_t blocked_until = 0;  // > now: the bucket is blocked until then
+};
+
 struct Options {
   std::int64_t sweep_interval_ms = 60000;  // how often the background sweep evicts expired windows
   int sweep_batch = 1000;                  // rows deleted per write unit
@@ -59,6 +70,23 @@ class Limiter {
   Result<Decision> hit(std::string_view bucket, const Policy& policy);
   // Says whether one more hit would be allowed, without counting it (one indexed read).
   Result<Decision> peek(std::string_view bucket, const Policy& policy);
+  // Reserves up to `want` hits of the bucket's current window in one write unit: while the window
+  // has room, granted = min(want, limit - count) and the count grows by that much; when it has
+  // none, granted = 0 and this call is counted as one refused hit (which may start the block, as
+  // in hit()). While the bucket is blocked nothing changes. The grants of one window never add
+  // up to more than policy.limit, whatever the number of nodes. Refusals are not counted in the
+  // metric here: the caller decides which hits it refuses.
+  Result<Grant> reserve(std::string_view bucket, const Policy& policy, std::int64_t want);
+  // As reserve(), for a node topping up its block ahead of need: a window with no room is left
+  // as it is (granted 0, nobody was refused). When the database writes asynchronously (SQLite)
+  // it returns at once and `done` gets the outcome after the commit, on the database's
+  // completer thread (it must not block); otherwise `done` is called before it returns.
+  void top_up(std::string bucket, const Policy& policy, std::int64_t want, std::function<void(Result<Grant>)> done);
+  // Gives back `unused` hits of a grant made under `policy` in the window that started at
+  // `window_start`; does nothing once another window has replaced it. The hits refused past the
+  // limit are forgotten with it (they counted towards a block that has not started; a block that
+  // has stays), so the room given back can be granted again. The count never drops below zero.
+  Status give_back(std::string_view bucket, const Policy& policy, std::int64_t window_start, std::int64_t unused);
   // Forgets a bucket (e.g. after a success that should clear its failures).
   Status reset(std::string_view bucket);
   // Deletes expired windows, `batch` rows per write unit, until none is left; returns how many.
@@ -68,9 +96,10 @@ class Limiter {
   void start();
   void stop();
 
- private:
+  // The limiter's clock (epoch ms): Options::clock, or now_ms().
   std::int64_t now() const;
 
+ private:
   store::Db& db_;
   Options opts_;
   std::mutex mu_;

@@ -89,9 +89,9 @@ Result<std::pair<std::string, Transfer>> transfer_of(const web::Request& req, bo
 Result<web::Principal> Service::authenticate_partner(web::Request& req) {
   // The address's budget first: a wrong key counts like any request, so keys cannot be guessed
   // faster than the limit; then the partner's key, before any field is read.
-  if (options_.limiter) {
+  if (options_.api_limiter) {
     SIKA_ASSIGN_OR_RETURN(limits::Decision d,
-                          options_.limiter->hit("link-api:ip:" + req.remote_ip, options_.per_address));
+                          options_.api_limiter->hit("link-api:ip:" + req.remote_ip, options_.per_address));
     if (!d.allowed) return limits::refusal(d, "requests per hour per address on /api/agent");
   }
   std::string_view key = req.header("x-api-key");

@@ -36,7 +36,9 @@ struct Texts {
   const char *title, *phone, *phone_hint, *send, *code, *code_sent, *verify, *balance, *history, *links, *no_links,
       *no_history, *per_payment, *per_period, *spent, *unlink, *signout, *wrong_code, *bad_phone, *status, *partner,
       *since, *unlinked_notice, *too_many, *approve, *approved_notice, *topup, *withdraw, *amount, *topup_notice,
-      *withdraw_notice, *withdraw_code_sent, *confirm_withdraw, *refused, *with_identity, *no_phone;
+      *withdraw_notice, *withdraw_code_sent, *confirm_withdraw, *refused, *with_identity, *no_phone, *pending,
+      *pending_hint, *fee, *pay_code, *approve_payment, *decline, *resend, *paid_notice, *declined_notice,
+      *pay_code_notice, *insufficient;
 };
 constexpr Texts kFr{"Mon portefeuille Sika",
                     "Numéro de téléphone",
@@ -73,7 +75,19 @@ constexpr Texts kFr{"Mon portefeuille Sika",
                     "Confirmer le retrait",
                     "Opération refusée",
                     "Se connecter avec un compte Sika",
-                    "Ce compte Sika n'a pas de numéro de téléphone servi par un portefeuille."};
+                    "Ce compte Sika n'a pas de numéro de téléphone servi par un portefeuille.",
+                    "Paiements à autoriser",
+                    "Ces paiements dépassent les limites que vous avez accordées : chacun attend votre accord, avec "
+                    "le code reçu par SMS pour lui.",
+                    "frais",
+                    "Code reçu par SMS pour ce paiement",
+                    "Autoriser le paiement",
+                    "Refuser",
+                    "Renvoyer le code",
+                    "Paiement autorisé : il a été réglé depuis votre portefeuille.",
+                    "Paiement refusé : rien n'a été débité ; le partenaire en est informé.",
+                    "Le code de ce paiement a été envoyé par SMS.",
+                    "Solde insuffisant : le paiement a échoué."};
 constexpr Texts kEn{"My Sika wallet",
                     "Phone number",
                     "with the country code, e.g. +237690000042",
@@ -109,7 +123,19 @@ constexpr Texts kEn{"My Sika wallet",
                     "Confirm the withdrawal",
                     "Refused",
                     "Sign in with a Sika account",
-                    "This Sika account has no phone number a wallet serves."};
+                    "This Sika account has no phone number a wallet serves.",
+                    "Payments awaiting your approval",
+                    "These payments go beyond the limits you gave: each waits for your approval, with the code "
+                    "sent to you by SMS for it.",
+                    "fees",
+                    "Code received by SMS for this payment",
+                    "Approve the payment",
+                    "Decline",
+                    "Send the code again",
+                    "Payment approved: it was paid from your wallet.",
+                    "Payment declined: nothing was taken; the partner is told.",
+                    "The code for this payment was sent by SMS.",
+                    "Insufficient balance: the payment failed."};
 const Texts& texts(i18n::Locale l) { return l == i18n::Locale::en ? kEn : kFr; }
 
 std::string digits_of(std::string_view s) {
@@ -147,6 +173,53 @@ std::string field(const web::Fields& form, std::string_view name) {
   for (const auto& [k, v] : form)
     if (k == name) return v;
   return {};
+}
+
+// A link/init payment waiting for the user's approval: a WALLET collection from the wallet's
+// number started through a wallet link (its metadata names the link, as link/approve checks),
+// INITIATED, waiting for its code and not yet expired.
+struct PendingPayment {
+  std::string reference;
+  std::string link;  // the wallet link's reference
+  std::string partner_name;
+  std::string currency;
+  std::string description;
+  std::int64_t amount = 0;
+  std::int64_t fee = 0;
+  std::int64_t expires_at = 0;
+};
+
+// The wallet's pending link payments, newest first (at most 20), or only the one of `reference`.
+Result<std::vector<PendingPayment>> pending_payments(store::Conn& c, const Wallet& w, std::int64_t at,
+                                                     std::string_view reference = {}) {
+  std::string sql =
+      "SELECT t.reference, t.metadata, m.name, t.currency, t.description, t.amount, t.fee, t.expires_at "
+      "FROM pay_transactions t JOIN merchants m ON m.id = t.merchant_id WHERE t.customer_wallet = ? AND "
+      "t.environment = ? AND t.operation = ? AND t.channel = ? AND t.status = ? AND t.needs_otp = 1 AND "
+      "t.expires_at > ? AND t.metadata LIKE ?";
+  store::Params params{w.msisdn,
+                       w.environment,
+                       std::string(payments::kCollection),
+                       std::string(payments::kChannelWallet),
+                       std::string(payments::to_string(payments::TxStatus::initiated)),
+                       at,
+                       std::string(R"({"wallet_link":%)")};
+  if (!reference.empty()) {
+    sql += " AND t.reference = ?";
+    params.emplace_back(std::string(reference));
+  }
+  sql += " ORDER BY t.id DESC LIMIT 20";
+  SIKA_ASSIGN_OR_RETURN(auto rows, c.query(sql, params));
+  std::vector<PendingPayment> out;
+  for (const auto& r : rows) {
+    boost::system::error_code ec;
+    bj::value meta = bj::parse(r.str(1), ec);
+    const bj::value* link = ec || !meta.is_object() ? nullptr : meta.as_object().if_contains("wallet_link");
+    if (!link || !link->is_string()) continue;
+    out.push_back(PendingPayment{r.str(0), std::string(link->as_string()), r.str(2), r.str(3), r.str(4), r.i64(5),
+                                 r.i64(6), r.i64(7)});
+  }
+  return out;
 }
 
 }  // namespace
@@ -189,6 +262,12 @@ web::Response Service::page(web::Request& req) {
     notice = t.topup_notice;
   else if (n == "withdrawn")
     notice = t.withdraw_notice;
+  else if (n == "paid")
+    notice = t.paid_notice;
+  else if (n == "declined")
+    notice = t.declined_notice;
+  else if (n == "paycode")
+    notice = t.pay_code_notice;
   Wallet wallet;
   if (!session_wallet(req, wallet)) {
     // Signed out: the phone step.
@@ -256,6 +335,42 @@ web::Response Service::page(web::Request& req) {
       h += "</li>";
     }
     h += "</ul>";
+  }
+  // Payments beyond the consent, waiting for the user: approved here with their code (the user
+  // never has to hand it to the partner), or declined.
+  std::vector<PendingPayment> pending;
+  (void)db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(pending, pending_payments(c, wallet, at));
+    return {};
+  });
+  if (!pending.empty()) {
+    h += "<h2>" + std::string(t.pending) + "</h2><p class=\"hint\">" + t.pending_hint + "</p><ul id=\"pending\">";
+    for (const auto& p : pending) {
+      const std::string ref = escape(p.reference);
+      auto form = [&](std::string_view action, const std::string& inside) {
+        return "<form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
+               "\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf +
+               "\"><input type=\"hidden\" name=\"action\" value=\"" + std::string(action) +
+               "\"><input type=\"hidden\" name=\"payment\" value=\"" + ref + "\">" + inside + "</form>";
+      };
+      h += "<li class=\"payment\" data-reference=\"" + ref + "\"><strong>" + escape(p.partner_name) +
+           "</strong> · <strong>" + money::format(p.amount + p.fee, p.currency, true) + "</strong> (" + t.fee + " " +
+           money::format(p.fee, p.currency, true) + ")";
+      if (!p.description.empty()) h += "<br>" + escape(p.description);
+      h += "<br>" + ref;
+      h += form("pay_approve", "<label for=\"otp-" + ref + "\">" + std::string(t.pay_code) +
+                                   "</label><input id=\"otp-" + ref +
+                                   "\" name=\"otp\" inputmode=\"numeric\" autocomplete=\"one-time-code\" "
+                                   "pattern=\"[0-9]{4,8}\" required><button class=\"go\" type=\"submit\">" +
+                                   t.approve_payment + "</button>");
+      h += form("pay_code", "<button class=\"secondary\" type=\"submit\">" + std::string(t.resend) + "</button>");
+      h +=
+          form("pay_decline", "<button class=\"secondary no\" type=\"submit\">" + std::string(t.decline) + "</button>");
+      h += "</li>";
+    }
+    h += "</ul>";
+    pg.extra_head_html =
+        "<style>li.payment{margin-bottom:1.25rem;padding-bottom:1rem;border-bottom:1px solid #ccc}</style>";
   }
   h += "<h2>" + std::string(t.history) + "</h2>";
   auto hist = history(wallet, std::nullopt, 20);
@@ -362,6 +477,60 @@ web::Response Service::page_submit(web::Request& req) {
     web::Response res = web::Response::redirect("wallet?lang=" + lang + "&notice=approved", 303);
     web::html::secure_headers(res);
     return res;
+  }
+  if (action == "pay_approve" || action == "pay_code" || action == "pay_decline") {
+    // A payment link/init left waiting: found as link/approve finds it (a payment of one of this
+    // wallet's links, on this wallet), then executed with its code (the code is what approves a
+    // payment beyond the consent: being signed in is not enough to move money out), or cancelled.
+    const std::string reference = field(form, "payment");
+    std::vector<PendingPayment> found;
+    if (Status st = db_.read([&](store::Conn& c) -> Status {
+          SIKA_ASSIGN_OR_RETURN(found, pending_payments(c, wallet, now(), reference));
+          return {};
+        });
+        !st)
+      return message_page(503, st.error().code);
+    if (reference.empty() || found.empty()) return message_page(404, std::string(t.refused) + " : payment");
+    auto l = link_of_wallet(wallet, found.front().link);
+    if (!l) return message_page(web::http_status(l.error().kind), std::string(t.refused) + " : " + l.error().code);
+    if (action != "pay_decline" && l->status != kActive)
+      return message_page(409, std::string(t.refused) + " : " + std::string(l->status));
+    auto partner = payments::acting_merchant(db_, l->partner_id, wallet.environment, 1, "wallet-page");
+    if (!partner) return message_page(503, partner.error().code);
+    if (!*partner) return message_page(404, std::string(t.refused) + " : payment");
+    auto tx = payments_.find(**partner, reference, payments::kCollection);
+    if (!tx || tx->metadata != json::dump(bj::object{{"wallet_link", l->reference}}) ||
+        tx->customer_wallet != wallet.msisdn)
+      return message_page(404, std::string(t.refused) + " : payment");
+    auto redirect = [&](std::string_view notice) {
+      web::Response res = web::Response::redirect("wallet?lang=" + lang + "&notice=" + std::string(notice), 303);
+      web::html::secure_headers(res);
+      return res;
+    };
+    if (action == "pay_decline") {
+      auto done = payments_.cancel_collection(*tx, "wallet-page", "DECLINED_BY_CUSTOMER");
+      if (!done)
+        return message_page(web::http_status(done.error().kind), std::string(t.refused) + " : " + done.error().code);
+      return redirect("declined");
+    }
+    std::optional<std::string> code;
+    if (action == "pay_approve") {
+      code = field(form, "otp");
+      if (code->empty()) return message_page(400, t.wrong_code);
+    }
+    // Without a code, the payment's code is sent again (within its resend limits).
+    auto done = payments_.execute_collection(std::move(*tx), std::move(code), "wallet-page");
+    if (action == "pay_code") {
+      if (!done && done.error().is(ErrorKind::invalid)) return redirect("paycode");
+      return message_page(done ? 409 : web::http_status(done.error().kind),
+                          std::string(t.refused) + " : " + (done ? "status" : done.error().code));
+    }
+    if (!done) {
+      if (done.error().is(ErrorKind::invalid)) return message_page(400, t.wrong_code);
+      return message_page(web::http_status(done.error().kind), std::string(t.refused) + " : " + done.error().code);
+    }
+    if (done->status != payments::TxStatus::completed) return message_page(402, t.insufficient);
+    return redirect("paid");
   }
   if (action == "topup" || action == "withdraw_code" || action == "withdraw") {
     auto merchant = page_merchant();

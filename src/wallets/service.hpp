@@ -30,6 +30,7 @@
 #include "core/result.hpp"
 #include "identity/service.hpp"
 #include "limits/limiter.hpp"
+#include "limits/reserved.hpp"
 #include "notify/notifier.hpp"
 #include "otp/service.hpp"
 #include "payments/service.hpp"
@@ -46,7 +47,10 @@ struct Options {
   std::string pepper;  // keys the hashes of link keys and page session tokens
   // The consent's limits when the partner asks for none, in the wallet's home currency.
   Limits default_limits{50'000, 200'000, 86'400'000};
-  // Requests per client address on /api/agent, shared by every node; no limiter: none.
+  // Requests per client address on /api/agent, shared by every node through blocks of the quota
+  // reserved in the database (limits/reserved.hpp); no api_limiter: none.
+  limits::ReservedLimiter* api_limiter = nullptr;
+  // The wallet page's sign-ins per address, counted hit by hit; no limiter: none.
   limits::Limiter* limiter = nullptr;
   limits::Policy per_address{
       .limit = 600, .window_ms = 3'600'000, .block_ms = 900'000, .block_after = 60, .name = "link_api_per_address"};

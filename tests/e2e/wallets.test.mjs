@@ -3,7 +3,8 @@
 // `sika admin outbox list` shows it), charges pass within the consent's limits and are refused
 // beyond, each side unlinks (the partner through the API, the user on the wallet page), a wrong
 // key is 401 and another partner's link 404; then the per-address limit (429 + Retry-After) with
-// a small configured limit, on one node and across two nodes on one PostgreSQL.
+// a small configured limit, on one node and across two nodes on one PostgreSQL, and in reserved
+// blocks across two nodes (one node's unused block, given back when it stops).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -196,25 +197,59 @@ for (const backend of backends()) {
 
 // Two serve nodes on one PostgreSQL share the per-address budget: 10 per hour for the address,
 // 14 requests spread over both nodes at once, exactly 10 answered (the others 429).
-describe('link API rate limit across two nodes on one PostgreSQL', { skip: !backends().includes('postgres') && 'no PostgreSQL' }, () => {
-  let first, second;
+// Two serve nodes on one PostgreSQL started with `env` before the suite's tests, stopped after;
+// `hit(port)` is one link API request (a 404 when counted, 429 when refused).
+function twoNodes(env) {
+  const nodes = {
+    hit: (port) => fetch(`http://127.0.0.1:${port}/link/api/agent/link/status?apikey=x`,
+      { headers: { 'x-api-key': nodes.first.demo.link_api_key } }).then((r) => r.status),
+  };
   before(async () => {
-    const env = { SIKA_WALLETS_LINK_API_PER_HOUR: '10' };
-    first = await startServer({ backend: 'postgres', env });
-    second = await spawnServe({ port: await freePort(), dsn: first.dsn, publicUrl: first.publicUrl, env });
+    nodes.first = await startServer({ backend: 'postgres', env });
+    nodes.second = await spawnServe({ port: await freePort(), dsn: nodes.first.dsn, publicUrl: nodes.first.publicUrl, env });
   });
   after(async () => {
-    if (second?.child.exitCode === null) second.child.kill('SIGTERM');
-    await second?.exited;
-    await first?.stop();
+    if (nodes.second?.child.exitCode === null) nodes.second.child.kill('SIGTERM');
+    await nodes.second?.exited;
+    await nodes.first?.stop();
   });
+  return nodes;
+}
+
+describe('link API rate limit across two nodes on one PostgreSQL', { skip: !backends().includes('postgres') && 'no PostgreSQL' }, () => {
+  const nodes = twoNodes({ SIKA_WALLETS_LINK_API_PER_HOUR: '10' });
 
   test('the budget is counted once across the nodes', async () => {
-    const ports = [first.port, second.port];
-    const answers = await Promise.all(Array.from({ length: 14 }, (_, i) => fetch(
-      `http://127.0.0.1:${ports[i % 2]}/link/api/agent/link/status?apikey=x`,
-      { headers: { 'x-api-key': first.demo.link_api_key } }).then((r) => r.status)));
+    const ports = [nodes.first.port, nodes.second.port];
+    const answers = await Promise.all(Array.from({ length: 14 }, (_, i) => nodes.hit(ports[i % 2])));
     assert.equal(answers.filter((s) => s === 404).length, 10, answers.join(','));
     assert.equal(answers.filter((s) => s === 429).length, 4, answers.join(','));
+  });
+});
+
+// The same with a budget large enough for blocks (120 per hour: blocks of 10 reserved per node): an
+// address is refused early by at most the other node's unused block, and the node that stops gives
+// that block back, so the budget is served exactly.
+describe('link API rate limit in reserved blocks across two nodes on one PostgreSQL', { skip: !backends().includes('postgres') && 'no PostgreSQL' }, () => {
+  const nodes = twoNodes({ SIKA_WALLETS_LINK_API_PER_HOUR: '120', SIKA_WALLETS_LINK_API_BLOCK_AFTER: '1000' });
+
+  test('one node\'s unused block is all the other misses, until the first stops and gives it back', async () => {
+    const { first, second, hit } = nodes;
+    const statuses = async (port, n) => {
+      const out = [];
+      for (let i = 0; i < n; i += 10) out.push(...await Promise.all(Array.from({ length: 10 }, () => hit(port))));
+      return out;
+    };
+    // The second node serves one request from its block of 10 and keeps the other 9.
+    assert.equal(await hit(second.port), 404);
+    // The first node serves the rest of the budget and no more, in blocks, under concurrency.
+    const burst = await statuses(first.port, 150);
+    assert.equal(burst.filter((s) => s === 404).length, 120 - 10, burst.join(','));
+    assert.equal(burst.filter((s) => s === 429).length, 150 - 110);
+    // The second node stops and gives its 9 back: the first serves exactly those.
+    second.child.kill('SIGTERM');
+    await second.exited;
+    const after = await statuses(first.port, 20);
+    assert.equal(after.filter((s) => s === 404).length, 9, after.join(','));
   });
 });

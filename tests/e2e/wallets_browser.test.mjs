@@ -1,7 +1,9 @@
 // Headless Chromium on a phone-sized viewport, JavaScript off: a partner links a user, the user
 // signs in to the wallet page with a code from the sandbox outbox, sees the pending link with the
 // limits it asks for, approves it, sees the balance and history after a charge, then unlinks; a
-// Sika user signs in through the identity service (OIDC) and sees the wallet of the account's phone.
+// Sika user signs in through the identity service (OIDC) and sees the wallet of the account's phone;
+// payments a partner starts beyond the consent (link/init) wait on the page, where the user approves
+// one with its code and declines another.
 // Screenshots go to $SIKA_SCREENSHOTS when set.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -31,10 +33,19 @@ describe('the wallet page on a phone', { skip: noBrowser }, () => {
     });
     return r.json();
   };
-  const lastCode = (phone) => {
+  const lastCode = (phone, subject = '') => {
     const messages = JSON.parse(execFileSync(sikaBinary, ['admin', 'outbox', 'list', '--to', phone, '--json', '--db', server.dsn],
       { env: { ...process.env, SIKA_SECRET_KEY: secret }, encoding: 'utf8' }));
-    return messages[0].body.match(/\d{6}/)[0];
+    return messages.find((m) => m.body.includes(subject)).body.match(/\d{6}/)[0];
+  };
+  const signIn = async (context, phone) => {
+    const page = await context.newPage();
+    await page.goto(`${server.checkoutUrl}/wallet`);
+    await page.fill('input[name=phone]', phone);
+    await Promise.all([page.waitForSelector('input[name=otp]'), page.click('#send')]);
+    await page.fill('input[name=otp]', lastCode(phone.replaceAll(' ', '')));
+    await Promise.all([page.waitForSelector('#links'), page.click('#verify')]);
+    return page;
   };
 
   test('sign in, approve a partner within its limits, see a charge, unlink', async () => {
@@ -109,6 +120,74 @@ describe('the wallet page on a phone', { skip: noBrowser }, () => {
     const forged = await context.newPage();
     const r = await forged.goto(`${server.checkoutUrl}/wallet/callback?code=x&state=y`);
     assert.equal(r.status(), 400);
+    await context.close();
+  });
+
+  test('payments beyond the consent wait on the page: one approved with its code, one declined', async () => {
+    const linked = await api('new', { email: 'esi@example.com', phone: '690000056', phoneCountry: '+237',
+      limits: { per_payment: 5000, per_period: 20000, period_seconds: 86400 } });
+    execFileSync(sikaBinary, ['admin', 'fund-wallet', '--msisdn', '237690000056', '--currency', 'XAF', '--amount', '30000',
+      '--db', server.dsn], { env: { ...process.env, SIKA_SECRET_KEY: secret } });
+    const context = await browser.newContext({
+      locale: 'fr-FR', viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true,
+      javaScriptEnabled: false,
+    });
+    const page = await signIn(context, '+237 690 00 00 56');
+    await Promise.all([page.waitForSelector('#notice'), page.click('text=Autoriser')]);
+    assert.equal(await page.$('#pending'), null);  // nothing waits yet
+
+    // Two payments beyond the 5,000 XAF per payment: both wait for the user.
+    const big = await api('init', { apikey: linked.data.apikey, amount: 12000, transaction_uuid: randomUUID(),
+      description: 'Commande 881' });
+    assert.equal(big.data.status, 'INITIATED', JSON.stringify(big));
+    const other = await api('init', { apikey: linked.data.apikey, amount: 9000, transaction_uuid: randomUUID(),
+      description: 'Commande 882' });
+    assert.equal(other.data.status, 'INITIATED');
+    await page.goto(`${server.checkoutUrl}/wallet`);
+    const pending = await page.textContent('#pending');
+    assert.match(pending, /Boutique Akwa Douala · 12.000 XAF/);
+    assert.match(pending, /Commande 881/);
+    assert.match(pending, /Commande 882/);
+    if (shots) await page.screenshot({ path: `${shots}/wallet-pending.png`, fullPage: true });
+
+    // A wrong code is refused and moves nothing; the right one pays.
+    const bigItem = `li.payment[data-reference="${big.data.transaction_reference}"]`;
+    await page.fill(`${bigItem} input[name=otp]`, '000000');
+    await Promise.all([page.waitForSelector('#error'), page.click(`${bigItem} button.go`)]);
+    assert.match(await page.textContent('#error'), /Code incorrect/);
+    await page.goto(`${server.checkoutUrl}/wallet`);
+    await page.fill(`${bigItem} input[name=otp]`, lastCode('+237690000056', big.data.transaction_reference));
+    await Promise.all([page.waitForSelector('#notice'), page.click(`${bigItem} button.go`)]);
+    assert.match(await page.textContent('#notice'), /Paiement autorisé/);
+    assert.match(await page.textContent('#balances'), /18.000 XAF/);
+    assert.match(await page.textContent('#history'), /Boutique Akwa Douala · -12.000 XAF/);
+
+    // The other one is declined: cancelled, and the partner's code can no longer approve it.
+    const otherItem = `li.payment[data-reference="${other.data.transaction_reference}"]`;
+    await Promise.all([page.waitForSelector('#notice'), page.click(`${otherItem} button.no`)]);
+    assert.match(await page.textContent('#notice'), /Paiement refusé/);
+    assert.equal(await page.$('#pending'), null);
+    if (shots) await page.screenshot({ path: `${shots}/wallet-pending-done.png`, fullPage: true });
+    const late = await api('approve', { apikey: linked.data.apikey, transaction_reference: other.data.transaction_reference,
+      otp: lastCode('+237690000056', other.data.transaction_reference) });
+    assert.equal(late.data.status, 'CANCELLED', JSON.stringify(late));
+    assert.match(await page.textContent('#balances'), /18.000 XAF/);
+
+    // Another wallet's session cannot act on this wallet's payments.
+    const third = await api('init', { apikey: linked.data.apikey, amount: 7000, transaction_uuid: randomUUID() });
+    const stranger = await browser.newContext({ locale: 'en-GB', javaScriptEnabled: false });
+    const strangerPage = await signIn(stranger, '+237 690 00 00 55');
+    await strangerPage.goto(`${server.checkoutUrl}/wallet?lang=en`);
+    assert.equal(await strangerPage.$(`li.payment[data-reference="${third.data.transaction_reference}"]`), null);
+    const csrf = await strangerPage.getAttribute('input[name=csrf]', 'value');
+    const cookie = (await stranger.cookies()).find((c) => c.name === 'sika_wallet');
+    const forged = await fetch(`${server.checkoutUrl}/wallet`, {
+      method: 'POST', redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `sika_wallet=${cookie.value}` },
+      body: new URLSearchParams({ csrf, action: 'pay_decline', payment: third.data.transaction_reference, lang: 'en' }),
+    });
+    assert.equal(forged.status, 404);
+    await stranger.close();
     await context.close();
   });
 });

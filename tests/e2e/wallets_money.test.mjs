@@ -4,7 +4,7 @@
 // failed withdrawal comes back to the wallet), starts a payment beyond the consent that the user
 // approves with a code (link/init + link/approve), and distributes its balance to several wallets
 // in one call (fiat-distribution); then the user tops up and withdraws on the wallet page (a fresh
-// code for the withdrawal). The ledger check is clean at the end.
+// code for the withdrawal), and approves and declines link/init payments there. The ledger check is clean at the end.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -205,6 +205,65 @@ for (const backend of backends()) {
       assert.ok(left < 3000 && left >= 2000, `balance ${left}`);
       // Without the CSRF token nothing moves.
       assert.equal((await form({ action: 'topup', uuid: randomUUID(), amount: '10', lang: 'en' }, cookie)).status, 403);
+    });
+
+    test('the wallet page: a link/init payment approved with its code, another declined, none of another wallet', async () => {
+      const apikey = await activeLink('690000076');
+      execFileSync(sikaBinary, ['admin', 'fund-wallet', '--msisdn', '237690000076', '--currency', 'XAF', '--amount', '20000',
+        '--db', server.dsn], { env: { ...process.env, SIKA_SECRET_KEY: secret } });
+      const page = `${server.checkoutUrl}/wallet`;
+      const form = (fields, cookie) => fetch(page, {
+        method: 'POST', redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) },
+        body: new URLSearchParams(fields).toString(),
+      });
+      const signIn = async (msisdn) => {
+        await form({ action: 'send', phone: msisdn, lang: 'en' });
+        const signin = await form({ action: 'verify', phone: msisdn, otp: codeFor(`+${msisdn}`, 'wallet'), lang: 'en' });
+        assert.equal(signin.status, 303);
+        const cookie = signin.headers.get('set-cookie').split(';')[0];
+        const html = await (await fetch(`${page}?lang=en`, { headers: { cookie } })).text();
+        return { cookie, html, csrf: html.match(/name="csrf" value="([^"]+)"/)[1] };
+      };
+      const big = await call('init', { apikey, amount: 9000, transaction_uuid: randomUUID(), description: 'sofa' });
+      assert.equal(big.body.data.status, 'INITIATED');
+      const small = await call('init', { apikey, amount: 6000, transaction_uuid: randomUUID() });
+      assert.equal(small.body.data.status, 'INITIATED');
+      const refBig = big.body.data.transaction_reference;
+      const refSmall = small.body.data.transaction_reference;
+
+      // Another wallet's session sees neither and can act on neither.
+      await activeLink('690000077');
+      const stranger = await signIn('237690000077');
+      assert.ok(!stranger.html.includes(refBig));
+      for (const action of ['pay_approve', 'pay_decline', 'pay_code'])
+        assert.equal((await form({ action, csrf: stranger.csrf, payment: refBig, otp: '123456', lang: 'en' }, stranger.cookie)).status, 404, action);
+
+      const { cookie, html, csrf } = await signIn('237690000076');
+      assert.match(html, new RegExp(`data-reference="${refBig}"`));
+      assert.match(html, /sofa/);
+      // Without the CSRF token, or with a wrong code, nothing moves.
+      assert.equal((await form({ action: 'pay_approve', payment: refBig, otp: '000000', lang: 'en' }, cookie)).status, 403);
+      assert.equal((await form({ action: 'pay_approve', csrf, payment: refBig, otp: '000000', lang: 'en' }, cookie)).status, 400);
+      assert.equal(available('237690000076'), 20000);
+      const resent = await form({ action: 'pay_code', csrf, payment: refBig, lang: 'en' }, cookie);
+      assert.equal(resent.status, 303);
+      assert.match(resent.headers.get('location'), /notice=paycode/);
+      const paid = await form({ action: 'pay_approve', csrf, payment: refBig, otp: codeFor('+237690000076', refBig), lang: 'en' }, cookie);
+      assert.equal(paid.status, 303);
+      assert.match(paid.headers.get('location'), /notice=paid/);
+      assert.equal(available('237690000076'), 20000 - 9000);
+      // Approved once: it no longer waits, and the partner's approve finds it COMPLETED.
+      assert.equal((await form({ action: 'pay_approve', csrf, payment: refBig, otp: '123456', lang: 'en' }, cookie)).status, 404);
+      assert.equal((await call('approve', { apikey, transaction_reference: refBig, otp: '123456' })).body.data.status, 'COMPLETED');
+
+      const declined = await form({ action: 'pay_decline', csrf, payment: refSmall, lang: 'en' }, cookie);
+      assert.equal(declined.status, 303);
+      assert.match(declined.headers.get('location'), /notice=declined/);
+      const after = await call('approve', { apikey, transaction_reference: refSmall, otp: codeFor('+237690000076', refSmall) });
+      assert.equal(after.body.data.status, 'CANCELLED');
+      assert.equal(available('237690000076'), 20000 - 9000);
+      assert.ok(!(await (await fetch(`${page}?lang=en`, { headers: { cookie } })).text()).includes('id="pending"'));
     });
   });
 }

@@ -1,14 +1,18 @@
 // The database-backed rate limiter on both backends: counting per window, refusal with
 // Retry-After, blocks after repeated excess, exact counts under concurrency from two nodes, and
-// eviction of expired windows only.
+// eviction of expired windows only; the limiter that serves reserved blocks of the quota from
+// memory: never more than the limit on two nodes (random interleavings), blocks valid in their
+// own window only, blocking across nodes, unused blocks given back.
 #include <boost/json.hpp>
 
 #include <atomic>
+#include <random>
 #include <thread>
 #include <vector>
 
 #include "limits/limiter.hpp"
 #include "limits/local.hpp"
+#include "limits/reserved.hpp"
 #include "support/test_db.hpp"
 
 namespace sika::limits {
@@ -184,6 +188,173 @@ TEST_P(LimitsTest, RefusalIsRateLimitedWithRetryAfterSeconds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, LimitsTest, ::testing::Values("sqlite", "postgres"));
+
+// Two nodes (two Db connections to one database) each serving blocks of the quota from memory.
+class ReservedTest : public LimitsTest {
+ protected:
+  void SetUp() override {
+    LimitsTest::SetUp();
+    if (IsSkipped()) return;
+    second_ = std::make_unique<Limiter>(second_node(), Options{.clock = [this] { return clock_.load(); }});
+  }
+  void TearDown() override {
+    second_.reset();
+    LimitsTest::TearDown();
+  }
+
+  static bool allowed(ReservedLimiter& node, const std::string& bucket, const Policy& p) {
+    auto d = node.hit(bucket, p);
+    EXPECT_TRUE(d.ok()) << (d.ok() ? "" : boost::json::serialize(d.error().details));
+    return d.ok() && d->allowed;
+  }
+
+  std::unique_ptr<Limiter> second_;
+};
+
+TEST_P(ReservedTest, NeverMoreThanTheLimitOnTwoNodesWhateverTheInterleaving) {
+  std::mt19937_64 rng(20261122);
+  constexpr std::int64_t kWindow = 60'000;
+  for (int round = 0; round < 12; ++round) {
+    const std::int64_t limit = std::uniform_int_distribution<std::int64_t>(1, 120)(rng);
+    const ReservedOptions ro{.max_grant = std::uniform_int_distribution<std::int64_t>(1, 20)(rng),
+                             .grant_divisor = std::uniform_int_distribution<std::int64_t>(1, 6)(rng)};
+    ReservedLimiter a(*limiter_, ro), b(*second_, ro);
+    const Policy p{.limit = limit, .window_ms = kWindow, .name = "test_reserved"};
+    const std::int64_t block = a.block_size(p);
+    const std::string bucket = "round-" + std::to_string(round);
+    for (int window = 0; window < 3; ++window) {
+      clock_ += 2 * kWindow;  // a new window for the bucket
+      const int threads = std::uniform_int_distribution<int>(1, 4)(rng);
+      const int each = std::uniform_int_distribution<int>(1, static_cast<int>(limit))(rng);
+      std::atomic<std::int64_t> allowed_hits{0}, refused_hits{0};
+      std::vector<std::thread> pool;
+      for (int i = 0; i < threads; ++i)
+        pool.emplace_back([&, seed = rng()] {
+          std::mt19937_64 local(seed);
+          for (int j = 0; j < each; ++j) {
+            ReservedLimiter& node = local() % 2 == 0 ? a : b;
+            if (local() % 8 == 0) clock_ += 10;  // time moves, within the window
+            if (allowed(node, bucket, p))
+              ++allowed_hits;
+            else
+              ++refused_hits;
+          }
+        });
+      for (auto& t : pool) t.join();
+      const std::int64_t demand = std::int64_t{threads} * each;
+      SCOPED_TRACE("round " + std::to_string(round) + " window " + std::to_string(window) + ": limit " +
+                   std::to_string(limit) + ", block " + std::to_string(block) + ", demand " + std::to_string(demand));
+      EXPECT_EQ(allowed_hits + refused_hits, demand);
+      EXPECT_LE(allowed_hits.load(), limit);
+      // Refused early by at most one unused block of the other node.
+      EXPECT_GE(allowed_hits.load(), std::min(demand, limit - block));
+      if (block == 1) {
+        EXPECT_EQ(allowed_hits.load(), std::min(demand, limit));
+      }
+    }
+  }
+}
+
+TEST_P(ReservedTest, ABlockIsValidInItsOwnWindowOnly) {
+  const ReservedOptions ro{.max_grant = 4, .grant_divisor = 1};
+  ReservedLimiter a(*limiter_, ro), b(*second_, ro);
+  const Policy p{.limit = 10, .window_ms = 1000, .name = "test_reserved"};
+  EXPECT_TRUE(allowed(a, "ip", p));  // a holds 3 more of its block of 4
+  clock_ += 1000;                    // the window rolls over
+  for (int i = 1; i <= 10; ++i) EXPECT_TRUE(allowed(b, "ip", p)) << i;
+  // a's block belonged to the last window: nothing is left for it in this one.
+  auto late = a.hit("ip", p);
+  ASSERT_TRUE(late.ok());
+  EXPECT_FALSE(late->allowed);
+  EXPECT_EQ(late->retry_after_ms, 1000);
+  EXPECT_FALSE(allowed(b, "ip", p));
+  clock_ += 1000;
+  EXPECT_TRUE(allowed(a, "ip", p));
+  EXPECT_EQ(a.hit("ip", p)->count, 4 - 2);  // from its new block: 2 of 4 used
+}
+
+TEST_P(ReservedTest, RepeatedExcessOnEitherNodeBlocksTheAddressOnBoth) {
+  const ReservedOptions ro{.max_grant = 2, .grant_divisor = 1};
+  ReservedLimiter a(*limiter_, ro), b(*second_, ro);
+  const Policy p{.limit = 4, .window_ms = 1000, .block_ms = 10'000, .block_after = 2, .name = "test_reserved"};
+  EXPECT_TRUE(allowed(a, "ip", p));
+  EXPECT_TRUE(allowed(a, "ip", p));
+  EXPECT_TRUE(allowed(b, "ip", p));
+  EXPECT_TRUE(allowed(b, "ip", p));
+  auto first_excess = b.hit("ip", p);
+  ASSERT_TRUE(first_excess.ok());
+  EXPECT_FALSE(first_excess->allowed);
+  EXPECT_EQ(first_excess->retry_after_ms, 1000);  // not blocked yet: the window's end
+  auto second_excess = a.hit("ip", p);            // counted with b's: the block starts
+  ASSERT_TRUE(second_excess.ok());
+  EXPECT_FALSE(second_excess->allowed);
+  EXPECT_EQ(second_excess->retry_after_ms, 10'000);
+  auto on_b = b.hit("ip", p);
+  ASSERT_TRUE(on_b.ok());
+  EXPECT_FALSE(on_b->allowed);
+  EXPECT_EQ(on_b->retry_after_ms, 10'000);
+  clock_ += 5000;  // later windows: still blocked on both, from memory
+  for (ReservedLimiter* node : {&a, &b}) {
+    auto d = node->hit("ip", p);
+    ASSERT_TRUE(d.ok());
+    EXPECT_FALSE(d->allowed);
+    EXPECT_EQ(d->retry_after_ms, 5000);
+  }
+  clock_ += 5000;  // the block lifts
+  EXPECT_TRUE(allowed(b, "ip", p));
+  EXPECT_TRUE(allowed(a, "ip", p));
+}
+
+TEST_P(ReservedTest, ReleaseGivesUnusedBlocksBackToTheOtherNodes) {
+  const ReservedOptions ro{.max_grant = 4, .grant_divisor = 1};
+  ReservedLimiter a(*limiter_, ro), b(*second_, ro);
+  const Policy p{.limit = 10, .window_ms = 60'000, .name = "test_reserved"};
+  EXPECT_TRUE(allowed(a, "ip", p));
+  EXPECT_TRUE(allowed(a, "other", p));
+  auto given = a.release();
+  ASSERT_TRUE(given.ok());
+  EXPECT_EQ(*given, 6);  // 3 unused of each block
+  int served = 0;
+  for (int i = 0; i < 12; ++i) served += allowed(b, "ip", p) ? 1 : 0;
+  EXPECT_EQ(served, 9);  // all but a's one hit
+  // a has no block left: its next hit reserves again and finds the window used up.
+  EXPECT_FALSE(allowed(a, "ip", p));
+  // Giving back to a window that has been replaced changes nothing.
+  clock_ += 60'000;
+  EXPECT_TRUE(allowed(b, "ip", p));
+  ASSERT_TRUE(limiter_->give_back("ip", p, clock_.load() - 60'000, 5).ok());
+  auto peeked = limiter_->peek("ip", p);
+  ASSERT_TRUE(peeked.ok());
+  EXPECT_EQ(peeked->count, 4);  // b's new block
+}
+
+TEST_P(ReservedTest, WhatIsGivenBackAfterRefusalsCanBeGrantedAgain) {
+  const ReservedOptions ro{.max_grant = 2, .grant_divisor = 1};
+  ReservedLimiter a(*limiter_, ro), b(*second_, ro);
+  const Policy p{.limit = 10, .window_ms = 60'000, .block_ms = 600'000, .block_after = 100, .name = "test_reserved"};
+  EXPECT_TRUE(allowed(b, "ip", p));  // b keeps 1 of its block of 2
+  int served = 0;
+  for (int i = 0; i < 12; ++i) served += allowed(a, "ip", p) ? 1 : 0;
+  EXPECT_EQ(served, 8);  // then 4 refusals counted past the limit
+  auto given = b.release();
+  ASSERT_TRUE(given.ok());
+  EXPECT_EQ(*given, 1);
+  EXPECT_TRUE(allowed(a, "ip", p));  // the hit b gave back
+  EXPECT_FALSE(allowed(a, "ip", p));
+}
+
+TEST_P(ReservedTest, BucketsBeyondMemoryAreCountedOneByOne) {
+  ReservedLimiter a(*limiter_, ReservedOptions{.max_grant = 50, .grant_divisor = 1, .max_keys = 16});
+  const Policy p{.limit = 100, .window_ms = 60'000, .name = "test_reserved"};
+  for (int i = 0; i < 200; ++i) EXPECT_TRUE(allowed(a, "rotating-" + std::to_string(i), p)) << i;
+  // Buckets that found no room were counted by single hits, never let through uncounted.
+  EXPECT_EQ(rows(), 200);
+  clock_ += 60'000;  // ended windows make room again
+  EXPECT_TRUE(allowed(a, "fresh", p));
+  EXPECT_EQ(a.hit("fresh", p)->count, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ReservedTest, ::testing::Values("sqlite", "postgres"));
 
 TEST(LocalLimiter, CountsFixedWindowsPerKey) {
   std::int64_t t = 1'000'000;

@@ -26,12 +26,14 @@ class WalletsTest : public payments::testing::PaymentsTest {
     PaymentsTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     limiter_ = std::make_unique<limits::Limiter>(*db_);
+    api_limiter_ = std::make_unique<limits::ReservedLimiter>(*limiter_);
     make_wallets(600);
     p1_ = principal(m1_);
     p3_ = principal(m3_);
   }
   void TearDown() override {
     wallets_.reset();
+    api_limiter_.reset();
     limiter_.reset();
     PaymentsTest::TearDown();
   }
@@ -45,6 +47,7 @@ class WalletsTest : public payments::testing::PaymentsTest {
     o.pepper = "test-pepper";
     o.default_limits = {5'000, 7'000, 3'600'000};
     o.limiter = limiter_.get();
+    o.api_limiter = api_limiter_.get();
     o.per_address = {.limit = per_hour, .window_ms = 3'600'000, .block_ms = 60'000, .block_after = 2};
     o.clock = [this] { return now_ms() + offset_.load(); };
     return std::make_unique<Service>(
@@ -84,6 +87,7 @@ class WalletsTest : public payments::testing::PaymentsTest {
   Transfer transfer(std::int64_t amount) { return Transfer{amount, "", uuid_v4(), "order"}; }
 
   std::unique_ptr<limits::Limiter> limiter_;
+  std::unique_ptr<limits::ReservedLimiter> api_limiter_;
   std::unique_ptr<Service> wallets_;
   web::Principal p1_, p3_;
 };
