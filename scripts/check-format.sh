@@ -10,7 +10,7 @@ if [[ "${1:-}" == "--fix" ]]; then
   exit 0
 fi
 if ! clang-format --dry-run --Werror "${files[@]}" 2>/tmp/sika-format.$$; then
-  grep -E '^[^ ].*warning' /tmp/sika-format.$$ | cut -d: -f1 | sort -u | sed 's/^/not formatted: /'
+  grep -E '^[^ ].*(warning|error):' /tmp/sika-format.$$ | cut -d: -f1 | sort -u | sed 's/^/not formatted: /'
   rm -f /tmp/sika-format.$$
   echo "run scripts/check-format.sh --fix" >&2
   exit 1

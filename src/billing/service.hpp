@@ -51,7 +51,7 @@ struct Options {
   // after it was sent (on the subscription's clock); the link expires then too.
   std::int64_t link_deadline_ms = 24LL * 3'600'000;
   int settle_batch = 500;
-  int charge_page = 64;  // due cycles one job worker decides and creates together
+  int charge_page = 64;                                     // due cycles one job worker decides and creates together
   std::int64_t max_clock_advance_ms = 3660LL * 86'400'000;  // one call of the test clock
   std::function<std::int64_t()> clock;                      // epoch ms; now_ms() when empty
   // Wallet mandates: the codes the customer approves with, and the checkout surface's base URL

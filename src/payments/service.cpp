@@ -433,7 +433,7 @@ Result<Transaction> Service::collect_from_present_payer(const IntentRequest& req
 }
 
 std::vector<Result<Transaction>> Service::collect_page(const std::vector<PresentPayer>& payers,
-                                                      std::string_view source) {
+                                                       std::string_view source) {
   struct Item {
     std::size_t index;
     Transaction prepared;
@@ -462,12 +462,12 @@ std::vector<Result<Transaction>> Service::collect_page(const std::vector<Present
     // of unrelated collections from several nodes aborts on shared index pages again and again.
     SIKA_TRY(store::counter_isolation(c));
     for (Item& item : items) {
-      item.status = c.nested([&] {
-        return create_unit(c, payers[item.index].request, item.prepared, &item.creation, true, item.out);
-      });
+      item.status = c.nested(
+          [&] { return create_unit(c, payers[item.index].request, item.prepared, &item.creation, true, item.out); });
       // The store's trouble is the unit's: the whole page is run again or fails, never half of it.
-      if (!item.status && (item.status.error().is(ErrorKind::retryable) ||
-                           item.status.error().is(ErrorKind::unavailable) || item.status.error().is(ErrorKind::internal)))
+      if (!item.status &&
+          (item.status.error().is(ErrorKind::retryable) || item.status.error().is(ErrorKind::unavailable) ||
+           item.status.error().is(ErrorKind::internal)))
         return item.status;
     }
     return {};

@@ -62,6 +62,39 @@ class JobsTest : public sika::testing::DbTest {
     EXPECT_TRUE(j.ok());
     return j.ok() && *j ? (*j)->state : "missing";
   }
+
+  // Enqueues `jobs` jobs, runs them with three runners (nodes) made ready by `attach` (which
+  // registers the handler writing one effect per job), and checks each ran once. Returns the
+  // runners' completed count.
+  std::int64_t run_on_three_nodes(int jobs, const std::function<void(JobRunner&, const std::string&)>& attach) {
+    EXPECT_TRUE(db_->write([&](Conn& c) -> Status {
+                     for (int i = 0; i < jobs; ++i) SIKA_TRY(enqueue(c, job("job-" + std::to_string(i)), now_ms()));
+                     return {};
+                   })
+                    .ok());
+    std::vector<std::unique_ptr<JobRunner>> runners;
+    for (int n = 0; n < 3; ++n) {
+      JobRunnerOptions o;
+      o.node_id = "node" + std::to_string(n);
+      o.workers = 2;
+      o.batch = 3;
+      o.poll_interval_ms = 20;
+      runners.push_back(std::make_unique<JobRunner>(second_node(), o));
+      attach(*runners.back(), o.node_id);
+    }
+    for (auto& r : runners) r->start();
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (count("SELECT COUNT(*) FROM jobs WHERE state = 'done'") < jobs &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(20ms);
+    for (auto& r : runners) r->stop();
+    EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE state = 'done'"), jobs);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM effects"), jobs);
+    EXPECT_EQ(count("SELECT COUNT(DISTINCT job_key) FROM effects"), jobs);
+    std::int64_t completed = 0;
+    for (auto& r : runners) completed += r->stats().completed;
+    return completed;
+  }
 };
 
 TEST_P(JobsTest, EnqueueIsIdempotentOnQueueAndKey) {
@@ -386,41 +419,17 @@ TEST_P(JobsTest, ScopeCommitsTheEffectOnceAcrossATakeover) {
 // Three runners (threads, heartbeat, reaper) on their own connections run every job once.
 TEST_P(JobsTest, RunnersOnSeveralNodesRunEveryJobOnce) {
   constexpr int kJobs = 120;
-  ASSERT_TRUE(db_->write([&](Conn& c) -> Status {
-                   for (int i = 0; i < kJobs; ++i) SIKA_TRY(enqueue(c, job("job-" + std::to_string(i)), now_ms()));
-                   return {};
-                 })
-                  .ok());
-  std::vector<std::unique_ptr<JobRunner>> runners;
   std::atomic<int> handler_runs{0};
-  for (int n = 0; n < 3; ++n) {
-    JobRunnerOptions o;
-    o.node_id = "node" + std::to_string(n);
-    o.workers = 2;
-    o.batch = 3;
-    o.poll_interval_ms = 20;
-    auto runner = std::make_unique<JobRunner>(second_node(), o);
-    const std::string name = o.node_id;
-    runner->handle("test.queue", [&handler_runs, name](const Job& job, JobScope& scope) -> Status {
+  const std::int64_t completed = run_on_three_nodes(kJobs, [&handler_runs](JobRunner& runner, const std::string& name) {
+    runner.handle("test.queue", [&handler_runs, name](const Job& job, JobScope& scope) -> Status {
       ++handler_runs;
       return scope.commit([&](Conn& c) -> Status {
         SIKA_TRY(c.exec("INSERT INTO effects (job_key, runner) VALUES (?, ?)", {job.key, name}));
         return {};
       });
     });
-    runners.push_back(std::move(runner));
-  }
-  for (auto& r : runners) r->start();
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (count("SELECT COUNT(*) FROM jobs WHERE state = 'done'") < kJobs && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(20ms);
-  for (auto& r : runners) r->stop();
-  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE state = 'done'"), kJobs);
-  EXPECT_EQ(count("SELECT COUNT(*) FROM effects"), kJobs);
-  EXPECT_EQ(count("SELECT COUNT(DISTINCT job_key) FROM effects"), kJobs);
+  });
   EXPECT_EQ(handler_runs.load(), kJobs);
-  std::int64_t completed = 0;
-  for (auto& r : runners) completed += r->stats().completed;
   EXPECT_EQ(completed, kJobs);
 }
 
@@ -501,45 +510,24 @@ TEST_P(JobsTest, PageHandlerCompletesItsOkJobsAndRetriesTheOthers) {
 
 TEST_P(JobsTest, PageRunnersOnSeveralNodesRunEveryJobOnce) {
   constexpr int kJobs = 150;
-  ASSERT_TRUE(db_->write([&](Conn& c) -> Status {
-                   for (int i = 0; i < kJobs; ++i) SIKA_TRY(enqueue(c, job("job-" + std::to_string(i)), now_ms()));
-                   return {};
-                 })
-                  .ok());
-  std::vector<std::unique_ptr<JobRunner>> runners;
   std::atomic<int> handled{0};
-  for (int n = 0; n < 3; ++n) {
-    JobRunnerOptions o;
-    o.node_id = "node" + std::to_string(n);
-    o.workers = 2;
-    o.poll_interval_ms = 20;
-    auto runner = std::make_unique<JobRunner>(second_node(), o);
-    const std::string name = o.node_id;
-    runner->handle_pages(
-        "test.queue",
-        [this, &handled, name](const std::vector<Job>& jobs) {
-          std::vector<Status> out;
-          Status unit = second_node().write([&](Conn& c) -> Status {
-            for (const Job& j : jobs)
-              SIKA_TRY(c.exec("INSERT INTO effects (job_key, runner) VALUES (?, ?)", {j.key, name}));
-            return {};
-          });
-          handled += static_cast<int>(jobs.size());
-          out.assign(jobs.size(), unit);
-          return out;
-        },
-        7);
-    runners.push_back(std::move(runner));
-  }
-  for (auto& r : runners) r->start();
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (count("SELECT COUNT(*) FROM jobs WHERE state = 'done'") < kJobs && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(20ms);
-  for (auto& r : runners) r->stop();
-  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE state = 'done'"), kJobs);
-  EXPECT_EQ(count("SELECT COUNT(*) FROM effects"), kJobs);
-  EXPECT_EQ(count("SELECT COUNT(DISTINCT job_key) FROM effects"), kJobs);
+  const std::int64_t completed =
+      run_on_three_nodes(kJobs, [this, &handled](JobRunner& runner, const std::string& name) {
+        runner.handle_pages(
+            "test.queue",
+            [this, &handled, name](const std::vector<Job>& jobs) {
+              Status unit = second_node().write([&](Conn& c) -> Status {
+                for (const Job& j : jobs)
+                  SIKA_TRY(c.exec("INSERT INTO effects (job_key, runner) VALUES (?, ?)", {j.key, name}));
+                return {};
+              });
+              handled += static_cast<int>(jobs.size());
+              return std::vector<Status>(jobs.size(), unit);
+            },
+            7);
+      });
   EXPECT_EQ(handled.load(), kJobs);
+  EXPECT_EQ(completed, kJobs);
 }
 
 // The per-group pick behind webhook claims: quotas per group in the given order, a total limit,
