@@ -421,13 +421,7 @@ Result<Transaction> Service::collect_from_present_payer(const IntentRequest& req
   if (request.operation != kCollection) return internal_error(bj::string("collect_from_present_payer of a payout"));
   Creation creation{&step, source};
   SIKA_ASSIGN_OR_RETURN(Transaction tx, create(request, merchant, {}, &creation));
-  if (creation.submitted) {
-    // The same request to the operator as execute_collection makes, now that PENDING is stored.
-    Connector* conn = connector_for(tx);
-    PaymentOrder order = order_for(tx, std::nullopt);
-    order.submitted_at = tx.created_at;
-    return send_collection(std::move(tx), std::move(order), conn);
-  }
+  if (creation.submitted) return ask_operator(std::move(tx));
   if (tx.status != TxStatus::initiated || (!creation.created && !otp)) return current(std::move(tx), source);
   return execute_collection(std::move(tx), std::move(otp), source);
 }
@@ -492,11 +486,7 @@ std::vector<Result<Transaction>> Service::collect_page(const std::vector<Present
       result = current(std::move(tx), source);
       continue;
     }
-    // The same request to the operator as collect_from_present_payer makes.
-    Connector* conn = connector_for(tx);
-    PaymentOrder order = order_for(tx, std::nullopt);
-    order.submitted_at = tx.created_at;
-    result = send_collection(std::move(tx), std::move(order), conn);
+    result = ask_operator(std::move(tx));
   }
   return results;
 }
@@ -779,6 +769,14 @@ Result<Transaction> Service::execute_provider(const Transaction& tx, PaymentOrde
   if (!claimed.moved) return reference_conflict("was executed concurrently");
   order.submitted_at = at;
   return send_collection(std::move(claimed.tx), std::move(order), &conn);
+}
+
+Result<Transaction> Service::ask_operator(Transaction tx) {
+  // The same request to the operator as execute_collection makes, now that PENDING is stored.
+  Connector* conn = connector_for(tx);
+  PaymentOrder order = order_for(tx, std::nullopt);
+  order.submitted_at = tx.created_at;
+  return send_collection(std::move(tx), std::move(order), conn);
 }
 
 Result<Transaction> Service::send_collection(Transaction tx, PaymentOrder order, Connector* conn) {

@@ -287,6 +287,8 @@ class Service {
   // Asks the operator to collect a PENDING transaction; a refusal (or no connector) FAILS it
   // with OPERATOR_REFUSED.
   Result<Transaction> send_collection(Transaction tx, PaymentOrder order, Connector* conn);
+  // Asks the operator for a collection created already submitted (PENDING) in its creating unit.
+  Result<Transaction> ask_operator(Transaction tx);
   Status executable(const Transaction& tx, std::string_view source);
   Status check_otp(const Transaction& tx, const PaymentOrder& order);
   Status send_wallet_code(const Transaction& tx);

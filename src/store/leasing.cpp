@@ -5,8 +5,8 @@
 namespace sika::store {
 
 Status queue_isolation(Conn& conn) {
-  if (conn.dialect() != Dialect::postgres) return {};
-  SIKA_TRY(conn.exec("SET TRANSACTION ISOLATION LEVEL READ COMMITTED"));
+  // The isolation of a unit whose decisions are row locks and conditional writes.
+  SIKA_TRY(counter_isolation(conn));
   return {};
 }
 

@@ -63,6 +63,16 @@ class JobsTest : public sika::testing::DbTest {
     return j.ok() && *j ? (*j)->state : "missing";
   }
 
+  // One node's runner on a test clock, retrying after exactly 1 s, then 2 s, 4 s...
+  static JobRunnerOptions on_clock(std::int64_t& clock) {
+    JobRunnerOptions o;
+    o.node_id = "n1";
+    o.retry_base_ms = 1000;
+    o.jitter_percent = 0;
+    o.clock = [&clock] { return clock; };
+    return o;
+  }
+
   // Enqueues `jobs` jobs, runs them with three runners (nodes) made ready by `attach` (which
   // registers the handler writing one effect per job), and checks each ran once. Returns the
   // runners' completed count.
@@ -438,12 +448,7 @@ TEST_P(JobsTest, RunnerRetriesAFailingHandlerWithBackoffThenMarksItDead) {
   j.max_attempts = 3;
   ASSERT_TRUE(enqueue(*db_, j, kT0).ok());
   std::int64_t clock = kT0;
-  JobRunnerOptions o;
-  o.node_id = "n1";
-  o.retry_base_ms = 1000;
-  o.jitter_percent = 0;
-  o.clock = [&clock] { return clock; };
-  JobRunner runner(*db_, o);
+  JobRunner runner(*db_, on_clock(clock));
   int runs = 0;
   runner.handle("test.queue", [&](const Job& job, JobScope&) -> Status {
     ++runs;
@@ -477,12 +482,7 @@ TEST_P(JobsTest, PageHandlerCompletesItsOkJobsAndRetriesTheOthers) {
   constexpr int kJobs = 10;
   for (int i = 0; i < kJobs; ++i) ASSERT_TRUE(enqueue(*db_, job("p" + std::to_string(i)), kT0).ok());
   std::int64_t clock = kT0;
-  JobRunnerOptions o;
-  o.node_id = "n1";
-  o.retry_base_ms = 1000;
-  o.jitter_percent = 0;
-  o.clock = [&clock] { return clock; };
-  JobRunner runner(*db_, o);
+  JobRunner runner(*db_, on_clock(clock));
   std::vector<std::size_t> pages;
   runner.handle_pages(
       "test.queue",
