@@ -1,8 +1,11 @@
 #include "core/random.hpp"
 
+#include "core/time.hpp"
+
 #include <pthread.h>
 #include <sodium.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -89,6 +92,13 @@ std::string uuid_text(std::string b, unsigned version) {
 
 std::string uuid_v4() { return uuid_text(random_bytes(16), 4); }
 
+std::string uuid_v7() {
+  std::string b = random_bytes(16);
+  auto ms = static_cast<std::uint64_t>(now_ms());
+  for (int i = 0; i < 6; ++i) b[i] = static_cast<char>((ms >> (8 * (5 - i))) & 0xFF);
+  return uuid_text(std::move(b), 7);
+}
+
 bool is_uuid(std::string_view s) {
   if (s.size() != 36) return false;
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -102,10 +112,29 @@ bool is_uuid(std::string_view s) {
   return true;
 }
 
+namespace {
+// Ascending in ASCII, so references sort as the numbers they encode.
+constexpr std::string_view kAlphabet = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ";
+static_assert(kAlphabet.size() == 32);  // 256 is a multiple of 32: byte % 32 is uniform
+}  // namespace
+
+std::string sortable_time_prefix(std::int64_t ms) {
+  auto t = static_cast<std::uint64_t>(ms);
+  std::string out(8, '2');
+  for (int i = 7; i >= 0; --i, t >>= 5) out[static_cast<std::size_t>(i)] = kAlphabet[t & 31];
+  return out;
+}
+
+std::string sortable_reference(std::string_view prefix, std::size_t n) {
+  n = std::max<std::size_t>(n, 12);
+  std::string out(prefix);
+  out += sortable_time_prefix(now_ms());
+  for (unsigned char b : random_bytes(n - 8)) out.push_back(kAlphabet[b % kAlphabet.size()]);
+  return out;
+}
+
 std::string random_reference(std::string_view prefix, std::size_t n) {
-  static constexpr std::string_view kAlphabet = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ";
-  static_assert(kAlphabet.size() == 32);  // 256 is a multiple of 32: byte % 32 is uniform
-  std::string bytes = random_bytes(n);    // one CSPRNG call for the whole reference
+  std::string bytes = random_bytes(n);  // one CSPRNG call for the whole reference
   std::string out(prefix);
   for (unsigned char b : bytes) out.push_back(kAlphabet[b % kAlphabet.size()]);
   return out;

@@ -12,7 +12,8 @@ Result<AppendedEvent> append_event(Conn& conn, std::optional<std::int64_t> merch
   // single writer; PostgreSQL's SERIALIZABLE unit, run again if two units raced).
   SIKA_ASSIGN_OR_RETURN(auto next, conn.query_one("SELECT COALESCE(MAX(sequence), 0) + 1 FROM events WHERE subject = ?",
                                                   {std::string(subject)}));
-  AppendedEvent event{"evt_" + random_token(18), next ? next->i64(0) : 1};
+  // Time first (as references are), so that the event_id index grows at its end.
+  AppendedEvent event{"evt_" + sortable_time_prefix(now_ms) + random_token(12), next ? next->i64(0) : 1};
   SIKA_TRY(
       conn.exec("INSERT INTO events (event_id, merchant_id, event_type, subject, sequence, payload, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -23,6 +23,16 @@ namespace {
 
 constexpr std::size_t kStatementCacheLimit = 512;
 constexpr auto kReaderWait = std::chrono::seconds(30);
+// Checkpoints: the checkpointer thread is asked to copy the WAL into the database once it holds
+// kCheckpointFrames pages (SQLite's own default). Under a steady load its copy never catches up
+// with the last frame, so the WAL file cannot start over; at kWriterCheckpointFrames the writer
+// checkpoints itself between two batches, which copies only what the checkpointer has not yet
+// and lets the next transaction restart the WAL from its beginning.
+constexpr int kCheckpointFrames = 1000;
+constexpr int kWriterCheckpointFrames = 16 * kCheckpointFrames;
+// The writer's page cache (negative: KiB). The default 2 MiB holds few of the index pages a
+// write dirties, so the writer would read them back through the kernel on every batch.
+constexpr const char* kWriterCacheSize = "PRAGMA cache_size=-65536";
 
 // Hashes std::string and std::string_view alike, so cache lookups do not allocate.
 struct StringHash {
@@ -68,6 +78,7 @@ class Handle {
       if (*mode != "wal")
         return unavailable(boost::json::string("cannot switch " + path + " to WAL (journal_mode is " + *mode + ")"));
       pragmas.emplace_back("PRAGMA synchronous=FULL");
+      pragmas.emplace_back(kWriterCacheSize);
       // After a burst, checkpoints shrink the WAL file back to 64 MiB instead of keeping its peak size.
       pragmas.emplace_back("PRAGMA journal_size_limit=67108864");
     } else {
@@ -281,8 +292,15 @@ thread_local const void* tl_writer_of = nullptr;
 
 class SqliteDb final : public Db {
  public:
-  SqliteDb(std::string path, const DbOptions& options, std::unique_ptr<Handle> writer)
-      : path_(std::move(path)), options_(options), writer_conn_(std::move(writer)) {
+  SqliteDb(std::string path, const DbOptions& options, std::unique_ptr<Handle> writer,
+           std::unique_ptr<Handle> checkpointer)
+      : path_(std::move(path)),
+        options_(options),
+        writer_conn_(std::move(writer)),
+        checkpointer_conn_(std::move(checkpointer)) {
+    // Replaces SQLite's automatic checkpoint, which would run on the writer after a commit.
+    sqlite3_wal_hook(writer_conn_->raw(), &SqliteDb::on_wal_commit, this);
+    checkpointer_ = std::thread([this] { checkpointer_loop(); });
     completer_ = std::thread([this] { completer_loop(); });
     writer_ = std::thread([this] { writer_loop(); });
   }
@@ -377,6 +395,13 @@ class SqliteDb final : public Db {
     }
     done_cv_.notify_one();
     if (completer_.joinable()) completer_.join();
+    {
+      std::lock_guard lk(checkpoint_mu_);
+      checkpointer_stopping_ = true;
+    }
+    checkpoint_cv_.notify_one();
+    if (checkpointer_.joinable()) checkpointer_.join();
+    checkpointer_conn_.reset();
     writer_conn_.reset();
     std::lock_guard lk(readers_mu_);
     closed_ = true;
@@ -504,6 +529,46 @@ class SqliteDb final : public Db {
     complete(finished);
   }
 
+  // Called on the writer thread after each commit, with the number of pages in the WAL.
+  static int on_wal_commit(void* self, sqlite3* db, const char* schema, int frames) {
+    auto* me = static_cast<SqliteDb*>(self);
+    if (frames >= kWriterCheckpointFrames) {
+      // A checkpoint the checkpointer holds makes this one return SQLITE_BUSY: the next commit
+      // tries again.
+      if (sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr) == SQLITE_OK)
+        me->writer_checkpoints_.inc();
+    } else if (frames >= kCheckpointFrames) {
+      bool wake = false;
+      {
+        std::lock_guard lk(me->checkpoint_mu_);
+        wake = !me->checkpoint_wanted_;
+        me->checkpoint_wanted_ = true;
+      }
+      if (wake) me->checkpoint_cv_.notify_one();
+    }
+    return SQLITE_OK;
+  }
+
+  // Copies the WAL into the database file and syncs it, on its own connection and thread, so
+  // that the writer's batches go on meanwhile (a PASSIVE checkpoint takes no lock a writer needs).
+  void checkpointer_loop() {
+    for (;;) {
+      {
+        std::unique_lock lk(checkpoint_mu_);
+        checkpoint_cv_.wait(lk, [&] { return checkpoint_wanted_ || checkpointer_stopping_; });
+        if (checkpointer_stopping_) return;
+        checkpoint_wanted_ = false;
+      }
+      int rc =
+          sqlite3_wal_checkpoint_v2(checkpointer_conn_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      if (rc == SQLITE_OK) {
+        checkpoints_.inc();
+      } else if (rc != SQLITE_BUSY) {
+        spdlog::warn("sqlite: checkpoint of {} failed: {}", path_, sqlite3_errmsg(checkpointer_conn_->raw()));
+      }
+    }
+  }
+
   void put_back(const std::vector<WriteUnit*>& units) {
     std::lock_guard lk(queue_mu_);
     queue_.insert(queue_.begin(), units.begin(), units.end());
@@ -596,8 +661,15 @@ class SqliteDb final : public Db {
 
   const std::string path_;
   const DbOptions options_;
-  std::unique_ptr<Handle> writer_conn_;  // used by the writer thread only
+  std::unique_ptr<Handle> writer_conn_;        // used by the writer thread only
+  std::unique_ptr<Handle> checkpointer_conn_;  // used by the checkpointer thread only
   std::thread writer_;
+
+  std::thread checkpointer_;
+  std::mutex checkpoint_mu_;
+  std::condition_variable checkpoint_cv_;
+  bool checkpoint_wanted_ = false;
+  bool checkpointer_stopping_ = false;
 
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;
@@ -628,6 +700,10 @@ class SqliteDb final : public Db {
   metrics::Histogram& batch_sizes_ = metrics::registry().histogram(
       "sika_db_commit_batch_units", "Write units committed together by one SQLite group commit",
       metrics::size_buckets());
+  metrics::Counter& checkpoints_ =
+      metrics::registry().counter("sika_db_checkpoints_total", "SQLite WAL checkpoints", {{"thread", "checkpointer"}});
+  metrics::Counter& writer_checkpoints_ =
+      metrics::registry().counter("sika_db_checkpoints_total", "SQLite WAL checkpoints", {{"thread", "writer"}});
 };
 
 }  // namespace
@@ -651,7 +727,9 @@ Result<std::unique_ptr<Db>> open_sqlite(const std::string& path, const DbOptions
   }
   auto writer = Handle::open(path, true, options);
   if (!writer) return writer.take_error();
-  return std::unique_ptr<Db>(new SqliteDb(path, options, std::move(writer).value()));
+  auto checkpointer = Handle::open(path, true, options);
+  if (!checkpointer) return checkpointer.take_error();
+  return std::unique_ptr<Db>(new SqliteDb(path, options, std::move(writer).value(), std::move(checkpointer).value()));
 }
 
 }  // namespace sika::store::detail

@@ -149,6 +149,42 @@ TEST(Random, UuidAndTokens) {
   EXPECT_EQ(ref.find_first_of("01IO", 2), std::string::npos);
 }
 
+// Time-ordered ids: the time part sorts as the time does, the rest is random, and the format
+// is prefix + 20 characters of the alphabet without 0/O/1/I.
+TEST(Random, SortableReferencesAndVersion7UuidsSortByTime) {
+  const std::vector<std::int64_t> times = {
+      0, 1, 31, 32, 1023, 1024, 1'700'000'000'000, 1'795'000'000'000, (std::int64_t{1} << 40) - 1};
+  for (std::size_t i = 1; i < times.size(); ++i)
+    EXPECT_LT(sortable_time_prefix(times[i - 1]), sortable_time_prefix(times[i])) << times[i];
+  EXPECT_EQ(sortable_time_prefix(0), "22222222");
+  EXPECT_EQ(sortable_time_prefix(std::int64_t{1} << 40), "22222222");  // wraps after 2^40 ms
+
+  std::set<std::string> seen;
+  std::string previous;
+  for (int i = 0; i < 200; ++i) {
+    const std::int64_t before = now_ms();
+    std::string ref = sortable_reference("TX-");
+    const std::int64_t after = now_ms();
+    ASSERT_EQ(ref.size(), 23u);
+    EXPECT_EQ(ref.substr(0, 3), "TX-");
+    EXPECT_EQ(ref.find_first_not_of("23456789ABCDEFGHJKLMNPQRSTUVWXYZ", 3), std::string::npos) << ref;
+    EXPECT_GE(ref.substr(3, 8), sortable_time_prefix(before));
+    EXPECT_LE(ref.substr(3, 8), sortable_time_prefix(after));
+    EXPECT_GE(ref.substr(3, 8), previous.empty() ? "" : previous.substr(3, 8));
+    EXPECT_TRUE(seen.insert(ref).second);
+    previous = ref;
+
+    std::string u = uuid_v7();
+    EXPECT_TRUE(is_uuid(u)) << u;
+    EXPECT_EQ(u[14], '7');
+    EXPECT_NE(std::string("89ab").find(u[19]), std::string::npos) << u;
+    const std::int64_t ms = std::stoll(u.substr(0, 8) + u.substr(9, 4), nullptr, 16);
+    EXPECT_GE(ms, before);
+    EXPECT_LE(ms, now_ms());
+    EXPECT_TRUE(seen.insert(u).second);
+  }
+}
+
 // Small requests come from per-thread blocks: threads, block boundaries and a forked child
 // never see the same bytes twice.
 TEST(Random, BlocksAreNeverSharedAcrossThreadsOrForks) {

@@ -51,10 +51,14 @@ TEST_P(PaymentsTest, IntentReturnsTheFullRecordWithFeeFromTheFeeEngine) {
   EXPECT_EQ(rec.at("customer_wallet"), "237690000010");
   std::string ref(rec.at("transaction_reference").as_string());
   EXPECT_TRUE(ref.starts_with("TX-"));
-  EXPECT_EQ(ref.size(), 19u);
+  EXPECT_EQ(ref.size(), 23u);
   EXPECT_EQ(ref.find_first_not_of("23456789ABCDEFGHJKLMNPQRSTUVWXYZ", 3), std::string::npos);
+  // Time first, so that the reference indexes grow at their end.
+  EXPECT_LE(ref.substr(3, 8), sortable_time_prefix(now_ms()));
+  EXPECT_GE(ref.substr(3, 8), sortable_time_prefix(now_ms() - 60'000));
   EXPECT_TRUE(std::string(rec.at("invoice_reference").as_string()).starts_with("INV-"));
   EXPECT_TRUE(is_uuid(rec.at("provider_reference").as_string()));
+  EXPECT_EQ(rec.at("provider_reference").as_string()[14], '7');
   EXPECT_NE(rec.at("provider_reference"), create_ok(p, intent_body()).at("provider_reference"));
   EXPECT_TRUE(std::string(rec.at("confirmation_url").as_string())
                   .starts_with("http://127.0.0.1:1/checkout/confirm/" + ref + "?sig="));

@@ -18,6 +18,7 @@
 #include <set>
 #include <thread>
 
+#include "core/metrics.hpp"
 #include "core/random.hpp"
 #include "store/backend.hpp"
 #include "store/db.hpp"
@@ -524,6 +525,30 @@ TEST_P(StoreTest, WriteAsyncCommitsDurablyBeforeItsCompletion) {
   db_->close();
   db_ = open_db();
   EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), kThreads * kWrites);
+}
+
+// SQLite: the WAL is copied into the database by the checkpointer thread, not by the writer after
+// its commits, and what the writer commits meanwhile is all there.
+TEST_P(StoreTest, TheWalIsCheckpointedOffTheWriterThread) {
+  if (pg()) GTEST_SKIP() << "SQLite only";
+  auto& by_checkpointer = metrics::registry().counter("sika_db_checkpoints_total", "", {{"thread", "checkpointer"}});
+  const std::uint64_t before = by_checkpointer.value();
+  write_sql("CREATE TABLE pages (id INTEGER PRIMARY KEY, b TEXT NOT NULL)");
+  // About 3,000 pages of 4 KiB: past the 1,000 that call the checkpointer, three times over.
+  const std::string blob(4000, 'x');
+  for (int unit = 0; unit < 120; ++unit) {
+    Status st = db_->write([&](Conn& c) -> Status {
+      for (int i = 0; i < 25; ++i) SIKA_TRY(c.exec("INSERT INTO pages (b) VALUES (?)", {blob}));
+      return {};
+    });
+    ASSERT_TRUE(st.ok()) << details_text(st.error());
+  }
+  for (int i = 0; i < 500 && by_checkpointer.value() == before; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_GT(by_checkpointer.value(), before);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pages"), 120 * 25);
+  db_->close();
+  db_ = open_db();
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pages WHERE length(b) = 4000"), 120 * 25);
 }
 
 TEST_P(StoreTest, WriteAsyncFailureLeavesNothingAndIsReported) {
