@@ -43,6 +43,13 @@ bool legal_move(TxStatus from, TxStatus to) {
   }
 }
 
+bool legal_move(const Transaction& tx, TxStatus to) {
+  if (tx.operation == kCollection && tx.channel == kChannelWallet && tx.status == TxStatus::initiated &&
+      to == TxStatus::completed)
+    return true;
+  return legal_move(tx.status, to);
+}
+
 const std::string_view kTransactionColumns =
     "id, reference, merchant_id, environment, operation, transaction_uuid, request_hash, invoice_reference, "
     "provider_reference, status, channel, service_code, country, connector, customer_wallet, amount, currency, "

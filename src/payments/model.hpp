@@ -3,7 +3,8 @@
 // webhook payload of a status change, and the split allocation rule.
 //
 // Lifecycle (docs/payments.md draws it):
-//   INITIATED -> PENDING | CANCELLED | EXPIRED | FAILED
+//   INITIATED -> PENDING | CANCELLED | EXPIRED | FAILED, and COMPLETED for a WALLET collection
+//                (the wallet's debit is the payment: no operator is waited for)
 //   PENDING   -> COMPLETED | FAILED | EXPIRED
 //   COMPLETED, FAILED, EXPIRED, CANCELLED are terminal: nothing leaves them.
 #include <boost/json/object.hpp>
@@ -26,7 +27,7 @@ std::string_view to_string(TxStatus s);
 std::optional<TxStatus> parse_status(std::string_view text);
 // Returns true iff nothing may follow `s`.
 bool is_terminal(TxStatus s);
-// Returns true iff `from -> to` is a move of the lifecycle above.
+// Returns true iff `from -> to` is a move of the lifecycle above for any transaction.
 bool legal_move(TxStatus from, TxStatus to);
 
 inline constexpr std::string_view kCollection = "COLLECTION";
@@ -111,6 +112,10 @@ struct Transaction {
   std::int64_t created_at = 0;
   std::int64_t updated_at = 0;
 };
+
+// Returns true iff tx may move to `to`: legal_move, and INITIATED -> COMPLETED for a WALLET
+// collection.
+bool legal_move(const Transaction& tx, TxStatus to);
 
 // The SELECT list matching transaction_from_row.
 extern const std::string_view kTransactionColumns;

@@ -668,12 +668,11 @@ Result<std::optional<Service::Refusal>> Service::debit_wallet(store::Conn& c, Tr
     if (!ended) return reference_conflict("was executed concurrently");
     return refused;
   }
-  Move submit = move_to(TxStatus::pending, source);
-  submit.submitted_at = at;
-  SIKA_ASSIGN_OR_RETURN(bool submitted, apply(c, tx, submit, learned));
-  if (!submitted) return reference_conflict("was executed concurrently");
-  SIKA_ASSIGN_OR_RETURN(bool paid, apply(c, tx, move_to(TxStatus::completed, "wallet"), learned));
-  if (!paid) return internal_error(bj::string("wallet payment could not complete"));
+  // The debit is the payment: nothing waits on an operator, so there is no PENDING in between.
+  Move paid = move_to(TxStatus::completed, source);
+  paid.submitted_at = at;
+  SIKA_ASSIGN_OR_RETURN(bool moved, apply(c, tx, paid, learned));
+  if (!moved) return reference_conflict("was executed concurrently");
   return refused;
 }
 

@@ -128,7 +128,7 @@ ledger::Posting journal_for(const Transaction& tx, TxStatus from, TxStatus to, c
 
 Result<bool> transition(store::Conn& conn, Transaction& tx, const Move& move, std::int64_t at,
                         const ledger::AccountCache* cache, ledger::Learned& learned) {
-  if (!legal_move(tx.status, move.to))
+  if (!legal_move(tx, move.to))
     return internal_error(
         bj::string("illegal move " + std::string(to_string(tx.status)) + " -> " + std::string(to_string(move.to))));
   const TxStatus from = tx.status;

@@ -33,6 +33,26 @@ TEST(Lifecycle, OnlyDocumentedMovesAreLegal) {
   EXPECT_FALSE(legal_move(S::pending, S::cancelled)) << "a request on the phone cannot be cancelled by us";
 }
 
+// A WALLET collection may complete straight from INITIATED (its debit is the payment); a PROVIDER
+// collection waits for the operator, and a payout always reserves first.
+TEST(Lifecycle, OnlyAWalletCollectionCompletesWithoutPending) {
+  using S = TxStatus;
+  const S all[] = {S::initiated, S::pending, S::completed, S::failed, S::expired, S::cancelled};
+  for (auto operation : {kCollection, kDisbursement})
+    for (auto channel : {kChannelProvider, kChannelWallet})
+      for (S from : all)
+        for (S to : all) {
+          Transaction tx;
+          tx.operation = operation;
+          tx.channel = channel;
+          tx.status = from;
+          const bool instant = operation == kCollection && channel == kChannelWallet && from == S::initiated &&
+                               to == S::completed;
+          EXPECT_EQ(legal_move(tx, to), legal_move(from, to) || instant)
+              << operation << " " << channel << " " << to_string(from) << " -> " << to_string(to);
+        }
+}
+
 TEST(Split, LargestRemainderGoesToLargestFractionThenEarlierLine) {
   // 1000 split 1/3 each: 333.33 each; one unit left, all fractions equal -> the first line.
   auto s = allocate_split(1000, {333'334, 333'333, 333'333});

@@ -780,7 +780,17 @@ TEST_P(PaymentsTest, PreauthorizedChargesAreCreatedAndDebitedInOneUnit) {
   EXPECT_EQ(paid->confirmation_method, "CONSENT");
   EXPECT_EQ(db_->stats().write_units - units, 1u);
   EXPECT_EQ(calls, 1);
-  EXPECT_EQ(count("SELECT COUNT(*) FROM events WHERE merchant_id = ?", {m1_.id}) - events, 2);  // PENDING, COMPLETED
+  // The debit is the payment: INITIATED -> COMPLETED, one transition and one event, no PENDING.
+  EXPECT_EQ(count("SELECT COUNT(*) FROM events WHERE merchant_id = ?", {m1_.id}) - events, 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions t JOIN pay_transactions x ON x.id = t.transaction_id "
+                  "WHERE x.reference = ? AND t.from_status = 'INITIATED' AND t.to_status = 'COMPLETED'",
+                  {paid->reference}),
+            1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions t JOIN pay_transactions x ON x.id = t.transaction_id "
+                  "WHERE x.reference = ?",
+                  {paid->reference}),
+            1);
+  EXPECT_TRUE(paid->submitted_at.has_value());
   EXPECT_EQ(balance(ledger::customer_wallet("237690000051", "sandbox", "XAF")), 2000);
   // A replay is the same payment, checked and debited once.
   auto again = service_->collect_preauthorized(first, p, go, "test");
