@@ -46,8 +46,8 @@ TEST(Lifecycle, OnlyAWalletCollectionCompletesWithoutPending) {
           tx.operation = operation;
           tx.channel = channel;
           tx.status = from;
-          const bool instant = operation == kCollection && channel == kChannelWallet && from == S::initiated &&
-                               to == S::completed;
+          const bool instant =
+              operation == kCollection && channel == kChannelWallet && from == S::initiated && to == S::completed;
           EXPECT_EQ(legal_move(tx, to), legal_move(from, to) || instant)
               << operation << " " << channel << " " << to_string(from) << " -> " << to_string(to);
         }
