@@ -38,22 +38,24 @@ LUA
 
 drive() { wrk_run "$1" "$TMP/agent.lua"; }
 
-# start NAME PER_HOUR: a server on its own database; prints its port.
+# start NAME PER_HOUR: a server on its own database; sets PORT. Not run in a command substitution:
+# the server must be started by this shell, so that its pid reaches PIDS and the exit trap stops it.
 start() {
-  local port demo=$TMP/$1/demo.json
-  port=$(free_port)
+  local demo=$TMP/$1/demo.json
+  PORT=$(free_port)
   mkdir -p "$TMP/$1"
-  "$SIKA" serve --listen "127.0.0.1:$port" --db "sqlite://$TMP/$1/sika.db" --public-url "http://127.0.0.1:$port" \
+  "$SIKA" serve --listen "127.0.0.1:$PORT" --db "sqlite://$TMP/$1/sika.db" --public-url "http://127.0.0.1:$PORT" \
     --demo "$demo" --set log.access=false --set log.level=warn --set webhooks.enabled=false \
     --set wallets.link_api_per_hour="$2" --set wallets.link_per_payment=1000000 \
     --set wallets.link_per_period=1000000000000 >"$TMP/$1/sika.log" 2>&1 &
   PIDS+=($!)
-  wait_ready "$port" "$demo"
-  echo "$port"
+  wait_ready "$PORT" "$demo"
 }
 
-with_port=$(start limited 1000000000000)
-without_port=$(start unlimited 0)
+start limited 1000000000000
+with_port=$PORT
+start unlimited 0
+without_port=$PORT
 demo="$TMP/limited/demo.json"
 export BENCH_KEY=$(demo_value "$demo" link_api_key)
 export BENCH_APIKEY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["wallet_link"]["apikey"])' "$demo")
