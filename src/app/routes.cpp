@@ -227,8 +227,9 @@ void build_routes(web::Router& r, Context& ctx) {
                       wal(&Wal::link_charge),
                       web::link_api_key(),
                       "Charge a linked wallet within the consent's limits (WALLET collection, no code)"};
-    // Answered from the write's completion; on an I/O thread only when authenticating writes nothing.
-    charge.answers_later = !wal_svc->authentication_writes();
+    // Answered from the write's completion. On an I/O thread, the limiter decides from this node's
+    // block; a hit that needs a reservation runs the request again on a handler thread.
+    charge.answers_later = true;
     r.add(std::move(charge));
     r.add({Surface::link, "POST", "/api/agent/link/payout", wal(&Wal::link_payout), web::link_api_key(),
            "Pay out from the partner's balance into a linked wallet"});

@@ -26,7 +26,17 @@ void ReservedLimiter::wait_for_top_ups() {
 }
 
 Result<Decision> ReservedLimiter::hit(std::string_view bucket, const Policy& p) {
-  if (p.limit <= 0) return Decision{};
+  SIKA_ASSIGN_OR_RETURN(auto d, decide(bucket, p, true));
+  return *d;  // a decision that may block always decides
+}
+
+Result<std::optional<Decision>> ReservedLimiter::try_hit(std::string_view bucket, const Policy& p) {
+  return decide(bucket, p, false);
+}
+
+Result<std::optional<Decision>> ReservedLimiter::decide(std::string_view bucket, const Policy& p, bool may_block) {
+  using Maybe = std::optional<Decision>;
+  if (p.limit <= 0) return Maybe{Decision{}};
   auto refuse = [&p](std::int64_t count, std::int64_t retry_after_ms) {
     count_refusal(p);
     return Decision{false, count, std::max<std::int64_t>(1, retry_after_ms)};
@@ -44,13 +54,15 @@ Result<Decision> ReservedLimiter::hit(std::string_view bucket, const Policy& p) 
           return !e.reserving && e.window_end <= t && e.refuse_until <= t;
         });
       if (shard.entries.size() >= max_keys_per_shard_) {
+        if (!may_block) return Maybe{std::nullopt};
         lock.unlock();
-        return shared_.hit(bucket, p);  // every remembered bucket is live: counted one by one
+        SIKA_ASSIGN_OR_RETURN(Decision d, shared_.hit(bucket, p));  // every remembered bucket is live
+        return Maybe{d};                                            // counted one by one
       }
       it = shard.entries.emplace(std::string(bucket), Entry{}).first;
     }
     Entry& e = it->second;
-    if (e.refuse_until > t) return refuse(e.count, e.refuse_until - t);
+    if (e.refuse_until > t) return Maybe{refuse(e.count, e.refuse_until - t)};
     if (e.window_end <= t) {  // a block is worth nothing past its window
       e.remaining = 0;
       e.exhausted = false;
@@ -59,8 +71,9 @@ Result<Decision> ReservedLimiter::hit(std::string_view bucket, const Policy& p) 
       --e.remaining;
       const Decision d{true, e.count - e.remaining, 0};
       top_up_if_low(shard, lock, bucket, e, p);
-      return d;
+      return Maybe{d};
     }
+    if (!may_block) return Maybe{std::nullopt};
     if (e.reserving) {
       shard.reserved.wait(lock);
       continue;
@@ -82,17 +95,17 @@ Result<Decision> ReservedLimiter::hit(std::string_view bucket, const Policy& p) 
     e.exhausted = g->granted == 0;
     if (g->blocked_until > t) {
       e.refuse_until = g->blocked_until;
-      return refuse(e.count, g->blocked_until - t);
+      return Maybe{refuse(e.count, g->blocked_until - t)};
     }
     if (g->granted > 0) {
       e.remaining = g->granted - 1;  // this hit takes the first
-      return Decision{true, e.count - e.remaining, 0};
+      return Maybe{Decision{true, e.count - e.remaining, 0}};
     }
     // The window is used up and this hit was counted as refused. With a block to come, the next
     // refusals are counted in the database too (they may start it); without, none can change
     // anything before the window ends.
     if (p.block_ms <= 0) e.refuse_until = e.window_end;
-    return refuse(e.count, e.window_end - t);
+    return Maybe{refuse(e.count, e.window_end - t)};
   }
 }
 

@@ -32,6 +32,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -58,6 +59,10 @@ class ReservedLimiter {
   // Counts one hit on `bucket` and says whether it is allowed (count: the window's hits on every
   // node as last seen from here, this node's unused block excluded).
   Result<Decision> hit(std::string_view bucket, const Policy& policy);
+  // The same as hit when the decision needs no wait (a block with hits left, a bucket refused
+  // from memory); nullopt, and nothing counted, when hit would reserve in the database or wait for
+  // another thread's reservation. For a thread that must not block (an I/O thread).
+  Result<std::optional<Decision>> try_hit(std::string_view bucket, const Policy& policy);
   // Gives the unused part of every live block back to the database and forgets it, once the
   // top-ups under way have ended; the next hit on a bucket reserves again. For a node that
   // stops taking requests. Returns how many hits were given back.
@@ -89,6 +94,8 @@ class ReservedLimiter {
   // Applies a top-up's outcome to the bucket's entry.
   void topped_up(Shard& shard, const std::string& bucket, const Policy& p, const Result<Grant>& g);
   void wait_for_top_ups();
+  // hit, or try_hit when !may_block.
+  Result<std::optional<Decision>> decide(std::string_view bucket, const Policy& p, bool may_block);
 
   Limiter& shared_;
   ReservedOptions opts_;

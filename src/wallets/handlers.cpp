@@ -90,9 +90,20 @@ Result<web::Principal> Service::authenticate_partner(web::Request& req) {
   // The address's budget first: a wrong key counts like any request, so keys cannot be guessed
   // faster than the limit; then the partner's key, before any field is read.
   if (options_.api_limiter) {
-    SIKA_ASSIGN_OR_RETURN(limits::Decision d,
-                          options_.api_limiter->hit("link-api:ip:" + req.remote_ip, options_.per_address));
-    if (!d.allowed) return limits::refusal(d, "requests per hour per address on /api/agent");
+    const std::string bucket = "link-api:ip:" + req.remote_ip;
+    std::optional<limits::Decision> d;
+    if (req.offload_to) {
+      // On an I/O thread: decided from this node's block, or again on a handler thread when the
+      // decision needs a reservation in the database.
+      SIKA_ASSIGN_OR_RETURN(d, options_.api_limiter->try_hit(bucket, options_.per_address));
+      if (!d) {
+        req.needs_handler_thread = true;
+        return unavailable(bj::string("the address's budget needs a reservation"));
+      }
+    } else {
+      SIKA_ASSIGN_OR_RETURN(d, options_.api_limiter->hit(bucket, options_.per_address));
+    }
+    if (!d->allowed) return limits::refusal(*d, "requests per hour per address on /api/agent");
   }
   std::string_view key = req.header("x-api-key");
   if (key.empty()) return unauthorized(bj::object{{"x-api-key", "is required (the partner's link API key)"}});

@@ -140,9 +140,6 @@ class Service {
   // run on the database's completer thread and must not block. Before the write it only reads.
   void charge_async(const web::Principal& partner, std::string_view apikey, const Transfer& t,
                     std::function<void(Result<payments::Transaction>)> done);
-  // True iff authenticating a partner writes (the shared limiter counts the address's hit): a
-  // route answering later then must not run on an I/O thread.
-  bool authentication_writes() const { return options_.limiter && options_.per_address.limit > 0; }
   Result<payments::Transaction> payout(const web::Principal& partner, std::string_view apikey, const Transfer& t);
   // Top-up: a PROVIDER collection from the wallet's own number at an operator (settlement_mode
   // WALLET: its COMPLETED journal credits customer:<msisdn> instead of the merchant), created and

@@ -64,6 +64,10 @@ struct Request {
   // value is the answer.
   std::function<void(struct Response, int route_id)> reply_to;
   std::function<bool(std::function<void()>)> offload_to;
+  // Set by an authenticator that cannot decide without blocking while the request runs on an I/O
+  // thread (offload_to set); it then refuses, and the router runs the whole request again on a
+  // handler thread, where it may block.
+  bool needs_handler_thread = false;
 
   // Returns the first header value with this (lower-case) name, or "".
   std::string_view header(std::string_view lower_name) const;

@@ -170,6 +170,10 @@ Response Router::dispatch(Request& req) const {
       req.path_params = std::move(params_of[i]);
       req.route_id = static_cast<int>(candidates[i]);
       Status allowed = authorize(req, r.access);
+      if (!allowed && req.needs_handler_thread && req.offload_to) {
+        req.needs_handler_thread = false;
+        return run_blocking(req, [this](Request& again) { return dispatch(again); });
+      }
       if (!allowed && allowed.error().is(ErrorKind::unauthenticated) && lookup == "GET" &&
           (r.access.auth == Auth::dashboard_session || r.access.auth == Auth::operator_session)) {
         if (auto page = sign_in_pages_.find(r.surface); page != sign_in_pages_.end())

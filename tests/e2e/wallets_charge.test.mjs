@@ -88,3 +88,41 @@ for (const backend of backends()) {
     });
   }
 }
+
+// The limiter on the route that runs on the I/O thread: hits come from this node's block there,
+// and a hit that needs a reservation runs the request again on a handler thread. On one node the
+// limit is exact: 24 charges answered, then 429 with Retry-After, the first request included.
+for (const backend of backends()) {
+  describe(`wallet link charges under a small hourly limit (${backend})`, () => {
+    let server;
+    before(async () => {
+      server = await startServer({ backend, env: {
+        SIKA_WALLETS_LINK_API_PER_HOUR: '24', SIKA_WALLETS_LINK_API_BLOCK_AFTER: '1000',
+        SIKA_WALLETS_LINK_PER_PAYMENT: '5000', SIKA_WALLETS_LINK_PER_PERIOD: '1000000' } });
+    });
+    after(async () => {
+      if (server) execFileSync(sikaBinary, ['admin', 'check-ledger', '--db', server.dsn], { env: { ...process.env, SIKA_SECRET_KEY: secret } });
+      await server?.stop();
+    });
+
+    test('exactly the limit is charged, in blocks, then 429', async () => {
+      const statuses = [];
+      for (let i = 0; i < 30; ++i) {
+        const r = await fetch(`${server.linkUrl}/api/agent/link/charge`, {
+          method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': server.demo.link_api_key },
+          body: JSON.stringify({ apikey: server.demo.wallet_link.apikey, amount: 1, transaction_uuid: randomUUID() }),
+        });
+        const body = await r.json();
+        statuses.push(r.status);
+        if (r.status === 429) {
+          assert.ok(Number(r.headers.get('retry-after')) >= 1);
+          assert.equal(body.code, 429);
+        } else {
+          assert.equal(r.status, 200, JSON.stringify(body));
+          assert.equal(body.data.status, 'COMPLETED');
+        }
+      }
+      assert.deepEqual(statuses, [...Array(24).fill(200), ...Array(6).fill(429)]);
+    });
+  });
+}

@@ -343,6 +343,38 @@ TEST_P(ReservedTest, WhatIsGivenBackAfterRefusalsCanBeGrantedAgain) {
   EXPECT_FALSE(allowed(a, "ip", p));
 }
 
+// try_hit decides only what memory can: a hit from the block, a refusal of a blocked address;
+// a hit that would reserve in the database is nullopt and counts nothing, and hit then reserves.
+TEST_P(ReservedTest, TryHitDecidesFromTheBlockAndNeverWrites) {
+  const ReservedOptions ro{.max_grant = 3, .grant_divisor = 1};
+  ReservedLimiter a(*limiter_, ro);
+  const Policy p{.limit = 4, .window_ms = 60'000, .block_ms = 600'000, .block_after = 1, .name = "test_reserved"};
+  auto none = a.try_hit("ip", p);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());   // no block yet
+  EXPECT_EQ(rows(), 0);              // nothing reserved, nothing counted
+  EXPECT_TRUE(allowed(a, "ip", p));  // reserves 3, takes 1
+  for (int i = 0; i < 2; ++i) {
+    auto from_block = a.try_hit("ip", p);
+    ASSERT_TRUE(from_block.ok());
+    ASSERT_TRUE(from_block->has_value()) << i;
+    EXPECT_TRUE((*from_block)->allowed);
+  }
+  auto peeked = limiter_->peek("ip", p);
+  ASSERT_TRUE(peeked.ok());
+  EXPECT_EQ(peeked->count, 3);  // the block, whatever was served from it
+  auto used_up = a.try_hit("ip", p);
+  ASSERT_TRUE(used_up.ok());
+  EXPECT_FALSE(used_up->has_value());  // the next hit needs the database
+  EXPECT_TRUE(allowed(a, "ip", p));    // the last of the limit
+  EXPECT_FALSE(allowed(a, "ip", p));   // past it: the address is blocked
+  auto blocked = a.try_hit("ip", p);   // refused from memory
+  ASSERT_TRUE(blocked.ok());
+  ASSERT_TRUE(blocked->has_value());
+  EXPECT_FALSE((*blocked)->allowed);
+  EXPECT_GT((*blocked)->retry_after_ms, 60'000);
+}
+
 TEST_P(ReservedTest, BucketsBeyondMemoryAreCountedOneByOne) {
   ReservedLimiter a(*limiter_, ReservedOptions{.max_grant = 50, .grant_divisor = 1, .max_keys = 16});
   const Policy p{.limit = 100, .window_ms = 60'000, .name = "test_reserved"};
