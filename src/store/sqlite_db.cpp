@@ -537,14 +537,23 @@ class SqliteDb final : public Db {
       // tries again.
       if (sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr) == SQLITE_OK)
         me->writer_checkpoints_.inc();
-    } else if (frames >= kCheckpointFrames) {
-      bool wake = false;
-      {
-        std::lock_guard lk(me->checkpoint_mu_);
-        wake = !me->checkpoint_wanted_;
-        me->checkpoint_wanted_ = true;
+    } else {
+      // Once per kCheckpointFrames new pages: a checkpoint after every commit would copy a few
+      // pages and sync the database file each time.
+      int done = me->checkpointed_frames_.load(std::memory_order_relaxed);
+      if (frames < done) {  // the WAL restarted from its beginning
+        done = 0;
+        me->checkpointed_frames_.store(0, std::memory_order_relaxed);
       }
-      if (wake) me->checkpoint_cv_.notify_one();
+      if (frames - done >= kCheckpointFrames) {
+        bool wake = false;
+        {
+          std::lock_guard lk(me->checkpoint_mu_);
+          wake = !me->checkpoint_wanted_;
+          me->checkpoint_wanted_ = true;
+        }
+        if (wake) me->checkpoint_cv_.notify_one();
+      }
     }
     return SQLITE_OK;
   }
@@ -559,10 +568,12 @@ class SqliteDb final : public Db {
         if (checkpointer_stopping_) return;
         checkpoint_wanted_ = false;
       }
-      int rc =
-          sqlite3_wal_checkpoint_v2(checkpointer_conn_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      int log = 0;
+      int copied = 0;
+      int rc = sqlite3_wal_checkpoint_v2(checkpointer_conn_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
       if (rc == SQLITE_OK) {
         checkpoints_.inc();
+        checkpointed_frames_.store(std::max(copied, 0), std::memory_order_relaxed);
       } else if (rc != SQLITE_BUSY) {
         spdlog::warn("sqlite: checkpoint of {} failed: {}", path_, sqlite3_errmsg(checkpointer_conn_->raw()));
       }
@@ -669,6 +680,7 @@ class SqliteDb final : public Db {
   std::mutex checkpoint_mu_;
   std::condition_variable checkpoint_cv_;
   bool checkpoint_wanted_ = false;
+  std::atomic<int> checkpointed_frames_{0};  // WAL frames the last checkpoint left copied
   bool checkpointer_stopping_ = false;
 
   std::mutex queue_mu_;
