@@ -23,8 +23,8 @@ namespace {
 
 constexpr std::size_t kStatementCacheLimit = 512;
 constexpr auto kReaderWait = std::chrono::seconds(30);
-// Checkpoints: the checkpointer thread is asked to copy the WAL into the database once it holds
-// kCheckpointFrames pages (SQLite's own default). Under a steady load its copy never catches up
+// Checkpoints: the checkpointer thread is asked to copy the WAL into the database once per
+// kCheckpointFrames new pages (SQLite's own default threshold). Under a steady load its copy never catches up
 // with the last frame, so the WAL file cannot start over; at kWriterCheckpointFrames the writer
 // checkpoints itself between two batches, which copies only what the checkpointer has not yet
 // and lets the next transaction restart the WAL from its beginning.
