@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <utility>
 
 #include "core/crypto.hpp"
 #include "core/money.hpp"
@@ -253,21 +254,16 @@ web::Response Service::page(web::Request& req) {
   pg.locale = locale;
   pg.title = t.title;
   pg.other_language_url = "?lang=" + other;
+  // What the action that redirected here did (`notice=` of its redirect), in the page's language.
+  static constexpr std::pair<std::string_view, const char * Texts::*> kNotices[] = {
+      {"unlinked", &Texts::unlinked_notice}, {"approved", &Texts::approved_notice},
+      {"topup", &Texts::topup_notice},       {"withdrawn", &Texts::withdraw_notice},
+      {"paid", &Texts::paid_notice},         {"declined", &Texts::declined_notice},
+      {"paycode", &Texts::pay_code_notice}};
   std::string notice;
-  if (auto n = req.query_param("notice"); n == "unlinked")
-    notice = t.unlinked_notice;
-  else if (n == "approved")
-    notice = t.approved_notice;
-  else if (n == "topup")
-    notice = t.topup_notice;
-  else if (n == "withdrawn")
-    notice = t.withdraw_notice;
-  else if (n == "paid")
-    notice = t.paid_notice;
-  else if (n == "declined")
-    notice = t.declined_notice;
-  else if (n == "paycode")
-    notice = t.pay_code_notice;
+  if (auto n = req.query_param("notice"))
+    for (const auto& [name, text] : kNotices)
+      if (*n == name) notice = t.*text;
   Wallet wallet;
   if (!session_wallet(req, wallet)) {
     // Signed out: the phone step.
@@ -464,19 +460,21 @@ web::Response Service::page_submit(web::Request& req) {
   const std::string csrf =
       base64url_encode(crypto::hmac_sha256(options_.secret, "wallet-page-csrf:" + token).substr(0, 16));
   if (!crypto::constant_time_equal(field(form, "csrf"), csrf)) return message_page(403, "CSRF");
+  // Back to the wallet page, which shows the notice (page_notice) of what was done.
+  auto redirect = [&lang](std::string_view notice) {
+    web::Response res = web::Response::redirect("wallet?lang=" + lang + "&notice=" + std::string(notice), 303);
+    web::html::secure_headers(res);
+    return res;
+  };
   if (action == "unlink") {
     auto done = unlink_by_user(wallet, field(form, "link"));
     if (!done) return message_page(web::http_status(done.error().kind), done.error().code);
-    web::Response res = web::Response::redirect("wallet?lang=" + lang + "&notice=unlinked", 303);
-    web::html::secure_headers(res);
-    return res;
+    return redirect("unlinked");
   }
   if (action == "approve") {
     auto done = consent_by_user(wallet, field(form, "link"));
     if (!done) return message_page(web::http_status(done.error().kind), done.error().code);
-    web::Response res = web::Response::redirect("wallet?lang=" + lang + "&notice=approved", 303);
-    web::html::secure_headers(res);
-    return res;
+    return redirect("approved");
   }
   if (action == "pay_approve" || action == "pay_code" || action == "pay_decline") {
     // A payment link/init left waiting: found as link/approve finds it (a payment of one of this
@@ -502,11 +500,6 @@ web::Response Service::page_submit(web::Request& req) {
     if (!tx || tx->metadata != json::dump(bj::object{{"wallet_link", l->reference}}) ||
         tx->customer_wallet != wallet.msisdn)
       return message_page(404, std::string(t.refused) + " : payment");
-    auto redirect = [&](std::string_view notice) {
-      web::Response res = web::Response::redirect("wallet?lang=" + lang + "&notice=" + std::string(notice), 303);
-      web::html::secure_headers(res);
-      return res;
-    };
     if (action == "pay_decline") {
       auto done = payments_.cancel_collection(*tx, "wallet-page", "DECLINED_BY_CUSTOMER");
       if (!done)
@@ -546,9 +539,7 @@ web::Response Service::page_submit(web::Request& req) {
       auto done = topup(**merchant, wallet, m, "wallet-page");
       if (!done)
         return message_page(web::http_status(done.error().kind), std::string(t.refused) + " : " + done.error().code);
-      web::Response res = web::Response::redirect("wallet?lang=" + lang + "&notice=topup", 303);
-      web::html::secure_headers(res);
-      return res;
+      return redirect("topup");
     }
     // A withdrawal needs a fresh code sent to the phone, bound to this withdrawal (its uuid and
     // amount): being signed in is not enough to move money out.
@@ -583,9 +574,7 @@ web::Response Service::page_submit(web::Request& req) {
     auto done = withdraw(**merchant, wallet, m);
     if (!done)
       return message_page(web::http_status(done.error().kind), std::string(t.refused) + " : " + done.error().code);
-    web::Response res = web::Response::redirect("wallet?lang=" + lang + "&notice=withdrawn", 303);
-    web::html::secure_headers(res);
-    return res;
+    return redirect("withdrawn");
   }
   if (action == "signout") {
     (void)db_.write([&](store::Conn& c) -> Status { return tables::delete_session(c, key_hash("session:" + token)); });
