@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Identity benchmarks, all driven by wrk with keep-alive on 127.0.0.1, stopping by themselves:
-#  1. POST {auth_url}/oauth/v2/token (client_credentials, form body) against `sika serve` on SQLite,
+#  1. POST {auth_url}/oauth/v2/token (client_credentials, form body) against `sika serve` on SQLite
+#     (the demo client: five fields; a strict client: the access token alone, as oidc-provider answers)
 #     and against npm oidc-provider (ES256 JWT access tokens through a resource indicator, one
 #     node:cluster worker per core) in the same run with the same wrk settings; rounds alternate.
 #  2. JWT verification overhead: identity_auth_bench serves the same cheap GET bare and behind
@@ -87,6 +88,16 @@ read -r AUTH_URL CLIENT_ID CLIENT_SECRET < <(python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); m=d["merchants"][0]
 print(d["auth_url"], m["client_id"], m["client_secret"])' "$TMP/demo.json")
 post_lua "$TMP/sika.lua" "grant_type=client_credentials&client_id=$CLIENT_ID&client_secret=$CLIENT_SECRET&scope=payments"
+# A client with the strict RFC 6749 4.4.3 answer: the access token alone, as oidc-provider answers.
+read -r STRICT_ID STRICT_SECRET < <(SIKA_SECRET_KEY=identity-bench-secret-key-0123456789abcdef \
+  "$SIKA" admin --db "sqlite://$TMP/sika/sika.db" create-client --name "Strict bench" --merchant MCH-CM-0001 \
+  --scopes payments --strict-client-credentials --json |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["client_id"], d["client_secret"])')
+post_lua "$TMP/strict.lua" "grant_type=client_credentials&client_id=$STRICT_ID&client_secret=$STRICT_SECRET&scope=payments"
+curl -fsS -X POST "$AUTH_URL/oauth/v2/token" -H 'content-type: application/x-www-form-urlencoded' \
+  --data "grant_type=client_credentials&client_id=$STRICT_ID&client_secret=$STRICT_SECRET&scope=payments" |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); assert "access_token" in d and "id_token" not in d and "refresh_token" not in d, d' ||
+  { echo "the strict client does not answer the access token alone"; exit 1; }
 curl -fsS -X POST "$AUTH_URL/oauth/v2/token" -H 'content-type: application/x-www-form-urlencoded' \
   --data "grant_type=client_credentials&client_id=$CLIENT_ID&client_secret=$CLIENT_SECRET&scope=payments" >/dev/null
 
@@ -106,6 +117,9 @@ for r in $(seq 1 "$ROUNDS"); do
   read -r rps p99 bad < <(drive sika "$AUTH_URL/oauth/v2/token" "$TMP/sika.lua")
   printf '%-16s %-6s %12s %10s %8s\n' sika "$r" "$rps" "$p99" "$bad"
   echo "sika $rps $p99" >> "$TMP/cc.txt"
+  read -r rps p99 bad < <(drive sika-strict "$AUTH_URL/oauth/v2/token" "$TMP/strict.lua")
+  printf '%-16s %-6s %12s %10s %8s\n' sika-strict "$r" "$rps" "$p99" "$bad"
+  echo "strict $rps $p99" >> "$TMP/cc.txt"
   read -r rps p99 bad < <(drive oidc-provider "http://127.0.0.1:$OP_PORT/token" "$TMP/op.lua")
   printf '%-16s %-6s %12s %10s %8s\n' oidc-provider "$r" "$rps" "$p99" "$bad"
   echo "op $rps $p99" >> "$TMP/cc.txt"
@@ -114,8 +128,10 @@ python3 - "$TMP/cc.txt" <<'EOF'
 import sys, statistics
 rows = [l.split() for l in open(sys.argv[1])]
 s = statistics.median(float(r[1]) for r in rows if r[0] == "sika")
+t = statistics.median(float(r[1]) for r in rows if r[0] == "strict")
 o = statistics.median(float(r[1]) for r in rows if r[0] == "op")
-print(f"median: sika {s:,.0f} tokens/s, oidc-provider {o:,.0f} tokens/s, ratio {s/o:.1f}x")
+print(f"median: sika {s:,.0f} tokens/s (five fields, two signatures), oidc-provider {o:,.0f} tokens/s, ratio {s/o:.1f}x")
+print(f"median: sika {t:,.0f} tokens/s (strict client: the access token alone, as oidc-provider), ratio {t/o:.1f}x")
 EOF
 kill "${PIDS[-1]}" 2>/dev/null || true   # oidc-provider: free the cores for the next parts
 

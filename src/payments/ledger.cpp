@@ -125,11 +125,11 @@ Status post(store::Conn& conn, const Posting& p, std::int64_t now, const Account
     }
   }
   SIKA_ASSIGN_OR_RETURN(
-      auto journal, conn.query_one("INSERT INTO ledger_journals (transaction_id, kind, environment, currency, memo, "
-                                   "created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+      auto journal, conn.insert_id("INSERT INTO ledger_journals (transaction_id, kind, environment, currency, memo, "
+                                   "created_at) VALUES (?, ?, ?, ?, ?, ?)",
                                    {store::opt(p.transaction_id), p.kind, p.environment, p.currency, p.memo, now}));
   if (!journal) return internal_error("ledger journal insert returned nothing");
-  std::int64_t journal_id = journal->i64(0);
+  std::int64_t journal_id = *journal;
   std::string sql = "INSERT INTO ledger_entries (journal_id, account_id, debit, credit, created_at) VALUES ";
   store::Params params;
   params.reserve(p.legs.size() * 5);

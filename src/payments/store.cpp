@@ -23,47 +23,44 @@ std::string status_text(TxStatus s) { return std::string(to_string(s)); }
 }  // namespace
 
 Result<std::optional<std::int64_t>> insert_transaction(store::Conn& conn, const Transaction& t) {
-  SIKA_ASSIGN_OR_RETURN(
-      auto inserted,
-      conn.query_one("INSERT INTO pay_transactions (reference, merchant_id, environment, operation, transaction_uuid, "
-                     "request_hash, invoice_reference, provider_reference, status, channel, service_code, country, "
-                     "connector, customer_wallet, amount, currency, fee, required_total, confirmation_method, "
-                     "confirmation_url, settlement_mode, split_reference, split_status, description, metadata, "
-                     "needs_otp, otp_failures, expires_at, created_at, updated_at) VALUES "
-                     "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                     "ON CONFLICT (merchant_id, environment, transaction_uuid) DO NOTHING RETURNING id",
-                     {t.reference,
-                      t.merchant_id,
-                      t.environment,
-                      t.operation,
-                      t.transaction_uuid,
-                      t.request_hash,
-                      t.invoice_reference,
-                      t.provider_reference,
-                      status_text(t.status),
-                      t.channel,
-                      t.service_code,
-                      t.country,
-                      t.connector,
-                      t.customer_wallet,
-                      t.amount,
-                      t.currency,
-                      t.fee,
-                      t.required_total,
-                      t.confirmation_method,
-                      t.confirmation_url,
-                      t.settlement_mode,
-                      t.split_reference,
-                      t.split_status,
-                      t.description,
-                      t.metadata,
-                      std::int64_t{t.needs_otp ? 1 : 0},
-                      t.otp_failures,
-                      t.expires_at,
-                      t.created_at,
-                      t.updated_at}));
-  if (!inserted) return std::optional<std::int64_t>();
-  return std::optional<std::int64_t>(inserted->i64(0));
+  return conn.insert_id(
+      "INSERT INTO pay_transactions (reference, merchant_id, environment, operation, transaction_uuid, "
+      "request_hash, invoice_reference, provider_reference, status, channel, service_code, country, "
+      "connector, customer_wallet, amount, currency, fee, required_total, confirmation_method, "
+      "confirmation_url, settlement_mode, split_reference, split_status, description, metadata, "
+      "needs_otp, otp_failures, expires_at, created_at, updated_at) VALUES "
+      "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+      "ON CONFLICT (merchant_id, environment, transaction_uuid) DO NOTHING",
+      {t.reference,
+       t.merchant_id,
+       t.environment,
+       t.operation,
+       t.transaction_uuid,
+       t.request_hash,
+       t.invoice_reference,
+       t.provider_reference,
+       status_text(t.status),
+       t.channel,
+       t.service_code,
+       t.country,
+       t.connector,
+       t.customer_wallet,
+       t.amount,
+       t.currency,
+       t.fee,
+       t.required_total,
+       t.confirmation_method,
+       t.confirmation_url,
+       t.settlement_mode,
+       t.split_reference,
+       t.split_status,
+       t.description,
+       t.metadata,
+       std::int64_t{t.needs_otp ? 1 : 0},
+       t.otp_failures,
+       t.expires_at,
+       t.created_at,
+       t.updated_at});
 }
 
 Result<Transaction> load(store::Conn& conn, std::string_view reference) {

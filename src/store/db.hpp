@@ -67,6 +67,12 @@ class Conn {
   virtual Result<std::int64_t> exec(std::string_view sql, const Params& params = {}) = 0;
   // Runs one statement and returns its first row, if any.
   Result<std::optional<Row>> query_one(std::string_view sql, const Params& params = {});
+  // Runs an INSERT of one row, written without a RETURNING clause, into a table keyed by an integer
+  // column `id` (on SQLite the rowid), and returns that id, or nullopt when no row was inserted
+  // (ON CONFLICT DO NOTHING). PostgreSQL adds RETURNING id; SQLite asks the connection for the last
+  // rowid instead, because it runs RETURNING through a temporary table of its own, which costs
+  // about as much as the insert of a narrow row.
+  virtual Result<std::optional<std::int64_t>> insert_id(std::string_view sql, const Params& params = {});
   // Runs fn inside a savepoint of this write unit: when fn fails, what it wrote is undone (a
   // failed statement included, which otherwise aborts the whole unit) and its error returned,
   // and the unit goes on: several independent items in one unit, each all or nothing.

@@ -115,6 +115,15 @@ Result<std::optional<Row>> Conn::query_one(std::string_view sql, const Params& p
   return std::optional<Row>(std::move(rows->front()));
 }
 
+Result<std::optional<std::int64_t>> Conn::insert_id(std::string_view sql, const Params& params) {
+  std::string returning;
+  returning.reserve(sql.size() + 13);
+  returning.append(sql).append(" RETURNING id");
+  SIKA_ASSIGN_OR_RETURN(auto row, query_one(returning, params));
+  if (!row) return std::optional<std::int64_t>();
+  return std::optional<std::int64_t>(row->i64(0));
+}
+
 Status Conn::nested(const std::function<Status()>& fn) {
   if (auto r = exec("SAVEPOINT item"); !r) return r.take_error();
   Status st = fn();

@@ -212,6 +212,13 @@ class SqliteConn final : public Conn {
     return changes;
   }
 
+  Result<std::optional<std::int64_t>> insert_id(std::string_view sql, const Params& params) override {
+    std::int64_t changes = 0;
+    SIKA_TRY(run(sql, params, nullptr, changes));
+    if (changes == 0) return std::optional<std::int64_t>();
+    return std::optional<std::int64_t>(sqlite3_last_insert_rowid(h_.raw()));
+  }
+
   // The first statement error of this unit, if any.
   const std::optional<Error>& failure() const { return failure_; }
   void reset() { failure_.reset(); }
