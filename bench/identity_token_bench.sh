@@ -10,6 +10,7 @@
 #
 #   bench/identity_token_bench.sh                      # uses build/sika, build/bench/identity_auth_bench
 #   BUILD=build-rel DURATION=10 CONNECTIONS=64 ROUNDS=3 bench/identity_token_bench.sh
+#   OP_WORKERS=1 bench/identity_token_bench.sh         # oidc-provider as one process (default: one per core)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -102,7 +103,7 @@ curl -fsS -X POST "$AUTH_URL/oauth/v2/token" -H 'content-type: application/x-www
   --data "grant_type=client_credentials&client_id=$CLIENT_ID&client_secret=$CLIENT_SECRET&scope=payments" >/dev/null
 
 OP_PORT=$(free_port)
-node bench/oidc-provider/server.mjs "$OP_PORT" > "$TMP/oidc-provider.log" 2>&1 &
+WORKERS=${OP_WORKERS:-$(nproc)} node bench/oidc-provider/server.mjs "$OP_PORT" > "$TMP/oidc-provider.log" 2>&1 &
 PIDS+=($!)
 wait_for "http://127.0.0.1:$OP_PORT/.well-known/openid-configuration"
 OP_BODY="grant_type=client_credentials&client_id=bench-client&client_secret=bench-secret-0123456789abcdef0123456789abcdef&scope=payments"

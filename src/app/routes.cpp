@@ -89,8 +89,14 @@ void build_routes(web::Router& r, Context& ctx) {
     auto id = [svc = ctx.identity.get()](web::Response (Id::*method)(web::Request&)) -> web::Handler {
       return [svc, method](web::Request& q) { return (svc->*method)(q); };
     };
-    r.add({Surface::identity, "POST", "/oauth/v2/token", id(&Id::token), web::client_auth(),
-           "Token endpoint: client_credentials, authorization_code (+PKCE), refresh_token"});
+    web::Route token{
+        Surface::identity,  "POST",
+        "/oauth/v2/token",  id(&Id::token),
+        web::client_auth(), "Token endpoint: client_credentials, authorization_code (+PKCE), refresh_token"};
+    // client_credentials for a cached client is answered on the I/O thread; the rest goes to a
+    // handler thread (web::run_blocking in Service::token).
+    token.answers_later = true;
+    r.add(std::move(token));
     r.add({Surface::identity, "POST", "/oauth/v2/revoke", id(&Id::revoke), web::client_auth(),
            "Token revocation (RFC 7009)"});
     r.add({Surface::identity, "POST", "/oauth/v2/introspect", id(&Id::introspect), web::client_auth(),

@@ -58,6 +58,8 @@ web::Response Service::token(web::Request& req) {
   if (grant.empty())
     return token_error(req, oauth_error(ErrorKind::invalid, "invalid_request", "grant_type is required"));
   if (grant == "client_credentials") return token_client_credentials(req, *body);
+  // On an I/O thread (the route answers later): every other grant reads and writes the database.
+  if (req.offload_to) return web::run_blocking(req, [this](web::Request& again) { return token(again); });
   if (grant == "authorization_code") return token_authorization_code(req, *body);
   if (grant == "refresh_token") return token_refresh(req, *body);
   return token_error(req, oauth_error(ErrorKind::invalid, "unsupported_grant_type",
@@ -72,8 +74,12 @@ web::Response Service::token_issued(const web::Request& req, const Ticket& ticke
   return res;
 }
 
-web::Response Service::token_client_credentials(const web::Request& req, const bj::object& body) {
-  auto auth = authenticate_client(req, body, false);
+web::Response Service::token_client_credentials(web::Request& req, const bj::object& body) {
+  // On an I/O thread, a cached client that authenticates gets its token there: signing is CPU
+  // work and nothing is written. A client to read, or a failure to count, goes to a handler thread.
+  bool would_block = false;
+  auto auth = authenticate_client(req, body, false, req.offload_to ? &would_block : nullptr);
+  if (would_block) return web::run_blocking(req, [this](web::Request& again) { return token(again); });
   if (!auth) return token_error(req, auth.error(), false);
   const Client& client = *auth->client;
   if (!client.allows_grant("client_credentials"))

@@ -295,7 +295,7 @@ Error Service::client_auth_failed(const std::string& address, const Client* clie
 // ---------------------------------------------------------------------------------------------
 // clients
 
-Result<std::shared_ptr<const Client>> Service::load_client(std::string_view client_id) {
+Result<std::shared_ptr<const Client>> Service::load_client(std::string_view client_id, bool* missed) {
   std::int64_t t = now();
   std::string key(client_id);
   {
@@ -303,6 +303,10 @@ Result<std::shared_ptr<const Client>> Service::load_client(std::string_view clie
     auto it = clients_.find(key);
     if (it != clients_.end() && t - it->second->fetched_at < opts_.client_cache_seconds * 1000LL)
       return it->second->client;
+  }
+  if (missed != nullptr) {
+    *missed = true;
+    return unavailable(bj::string("the client is not cached"));
   }
   std::optional<Client> found;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
@@ -322,7 +326,7 @@ Result<std::shared_ptr<const Client>> Service::load_client(std::string_view clie
 }
 
 Result<Service::ClientAuth> Service::authenticate_client(const web::Request& req, const bj::object& body,
-                                                         bool allow_public) {
+                                                         bool allow_public, bool* would_block) {
   ClientAuth out;
   std::string id = param(body, "client_id");
   std::string secret = param(body, "client_secret");
@@ -351,8 +355,12 @@ Result<Service::ClientAuth> Service::authenticate_client(const web::Request& req
     return oauth_error(ErrorKind::unauthenticated, "invalid_client", "client authentication is required (client_id)");
   // A right secret costs no database write; each failure is counted per address and per client.
   if (auto throttled = address_throttled(req.remote_ip)) return *throttled;
-  SIKA_ASSIGN_OR_RETURN(auto client, load_client(id));
-  auto fail = [&](std::string_view why) -> Error { return client_auth_failed(req.remote_ip, client.get(), why); };
+  SIKA_ASSIGN_OR_RETURN(auto client, load_client(id, would_block));
+  auto fail = [&](std::string_view why) -> Error {
+    if (would_block == nullptr) return client_auth_failed(req.remote_ip, client.get(), why);
+    *would_block = true;  // failures are counted in the shared limiter, which may write
+    return unauthorized(bj::string(why));
+  };
   if (!client || !client->active || !client->merchant_active) return fail("unknown or disabled client");
   if (client->confidential) {
     if (!has_secret || secret.empty()) return fail("client_secret is required");

@@ -126,9 +126,15 @@ class Service {
 
   std::int64_t now() const { return opts_.clock(); }
   std::shared_ptr<const KeyRing> keys() const;
-  Result<std::shared_ptr<const Client>> load_client(std::string_view client_id);
-  Result<ClientAuth> authenticate_client(const web::Request& req, const boost::json::object& body, bool allow_public);
-  web::Response token_client_credentials(const web::Request& req, const boost::json::object& body);
+  // cached_only: a client not in the cache is not read from the database; the answer is then
+  // an error and *missed is set.
+  Result<std::shared_ptr<const Client>> load_client(std::string_view client_id, bool* missed = nullptr);
+  // With would_block set (the request runs on an I/O thread): a step that would wait for the
+  // database (a client not in the cache, counting a failed authentication) is not taken; the
+  // answer is then an error to ignore and *would_block is true.
+  Result<ClientAuth> authenticate_client(const web::Request& req, const boost::json::object& body, bool allow_public,
+                                         bool* would_block = nullptr);
+  web::Response token_client_credentials(web::Request& req, const boost::json::object& body);
   web::Response token_authorization_code(const web::Request& req, const boost::json::object& body);
   web::Response token_refresh(const web::Request& req, const boost::json::object& body);
   web::Response token_error(const web::Request& req, const Error& e, bool basic = false);

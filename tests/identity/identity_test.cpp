@@ -1604,6 +1604,82 @@ TEST_P(IdentityTest, FailedClientAuthThrottlesTheAddressNotEveryClientBehindTheP
   EXPECT_EQ(via_proxy("203.0.113.9", "merchant-app", "wrong").status, 401);
 }
 
+// On an I/O thread (offload_to set, as the server does for this answers_later route), a cached
+// client's client_credentials token is answered at once; reading a client, counting a failed
+// authentication and every other grant go to a handler thread, with the same answers.
+TEST_P(IdentityTest, ClientCredentialsOfACachedClientAreAnsweredOnTheIoThread) {
+  std::vector<std::function<void()>> offloaded;
+  std::vector<web::Response> replies;
+  auto on_io_thread = [&](const std::string& secret, const std::string& grant = "client_credentials") {
+    web::Request r = request(
+        "POST",
+        bj::serialize(bj::object{{"grant_type", grant}, {"client_id", "merchant-app"}, {"client_secret", secret}}));
+    r.remote_ip = "198.51.100.7";
+    r.offload_to = [&](std::function<void()> job) {
+      offloaded.push_back(std::move(job));
+      return true;
+    };
+    r.reply_to = [&](web::Response res, int) { replies.push_back(std::move(res)); };
+    return service_->token(r);
+  };
+  auto run_offloaded = [&] {
+    ASSERT_EQ(offloaded.size(), 1u);
+    auto job = std::move(offloaded.front());
+    offloaded.clear();
+    job();
+  };
+
+  // Not cached yet: read on a handler thread, answered there.
+  web::Response first = on_io_thread(secret_);
+  EXPECT_TRUE(first.deferred);
+  run_offloaded();
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].status, 200);
+  EXPECT_TRUE(json_of(replies[0]).contains("access_token"));
+
+  // Cached now: answered on the I/O thread, nothing offloaded.
+  web::Response second = on_io_thread(secret_);
+  EXPECT_FALSE(second.deferred);
+  EXPECT_EQ(second.status, 200);
+  EXPECT_TRUE(offloaded.empty());
+  auto token = json_of(second);
+  EXPECT_TRUE(token.contains("access_token"));
+  EXPECT_TRUE(token.contains("refresh_token"));
+  EXPECT_TRUE(token.contains("id_token"));
+
+  // A wrong secret is counted on a handler thread: 401 there, and past the client's limit 429;
+  // its right secret still works, on the I/O thread.
+  replies.clear();
+  for (int i = 1; i <= 20; ++i) {
+    web::Response wrong = on_io_thread("wrong");
+    ASSERT_TRUE(wrong.deferred) << i;
+    run_offloaded();
+    ASSERT_EQ(replies.back().status, 401) << i;
+  }
+  web::Response wrong = on_io_thread("wrong");
+  ASSERT_TRUE(wrong.deferred);
+  run_offloaded();
+  EXPECT_EQ(replies.back().status, 429);
+  web::Response right = on_io_thread(secret_);
+  EXPECT_FALSE(right.deferred);
+  EXPECT_EQ(right.status, 200);
+
+  // Another grant always goes to a handler thread, and gets there the answer it gets directly.
+  replies.clear();
+  web::Response refresh = on_io_thread(secret_, "refresh_token");
+  EXPECT_TRUE(refresh.deferred);
+  run_offloaded();
+  ASSERT_EQ(replies.size(), 1u);
+  web::Request direct =
+      request("POST", bj::serialize(bj::object{
+                          {"grant_type", "refresh_token"}, {"client_id", "merchant-app"}, {"client_secret", secret_}}));
+  direct.remote_ip = "198.51.100.7";
+  web::Response expected = service_->token(direct);
+  EXPECT_EQ(replies[0].status, expected.status);
+  EXPECT_EQ(replies[0].body, expected.body);
+  EXPECT_EQ(replies[0].status, 400);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, IdentityTest, ::testing::Values("sqlite", "postgres"),
                          [](const auto& info) { return info.param; });
 

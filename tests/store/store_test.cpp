@@ -565,8 +565,8 @@ TEST_P(StoreTest, InsertIdReturnsTheNewRowsIdOrNothingWhenSkipped) {
     for (const char* k : {"a", "b", "a", "c"}) {
       // Another table's insert in between must not leak its id into the next answer.
       SIKA_TRY(c.exec("INSERT INTO other (v) VALUES ('x'), ('y'), ('z')"));
-      SIKA_ASSIGN_OR_RETURN(auto id,
-                            c.insert_id("INSERT INTO items (k) VALUES (?) ON CONFLICT (k) DO NOTHING", {std::string(k)}));
+      SIKA_ASSIGN_OR_RETURN(
+          auto id, c.insert_id("INSERT INTO items (k) VALUES (?) ON CONFLICT (k) DO NOTHING", {std::string(k)}));
       ids.push_back(id);
     }
     return {};
