@@ -126,10 +126,8 @@ std::string sortable_time_prefix(std::int64_t ms) {
 }
 
 std::string sortable_reference(std::string_view prefix, std::size_t n) {
-  n = std::max<std::size_t>(n, 12);
-  std::string out(prefix);
-  out += sortable_time_prefix(now_ms());
-  for (unsigned char b : random_bytes(n - 8)) out.push_back(kAlphabet[b % kAlphabet.size()]);
+  std::string out = random_reference(prefix, std::max<std::size_t>(n, 12) - 8);
+  out.insert(prefix.size(), sortable_time_prefix(now_ms()));
   return out;
 }
 

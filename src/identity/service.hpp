@@ -126,8 +126,8 @@ class Service {
 
   std::int64_t now() const { return opts_.clock(); }
   std::shared_ptr<const KeyRing> keys() const;
-  // cached_only: a client not in the cache is not read from the database; the answer is then
-  // an error and *missed is set.
+  // With missed set: a client not in the cache is not read from the database; the answer is then
+  // an error and *missed is true.
   Result<std::shared_ptr<const Client>> load_client(std::string_view client_id, bool* missed = nullptr);
   // With would_block set (the request runs on an I/O thread): a step that would wait for the
   // database (a client not in the cache, counting a failed authentication) is not taken; the
