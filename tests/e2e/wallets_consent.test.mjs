@@ -196,7 +196,7 @@ for (const backend of backends()) {
       const html = await (await fetch(`${server.checkoutUrl}/pay/${link.short_code}?lang=en`)).text();
       const row = html.match(/<table class="fees"[\s\S]*?<\/table>/);
       assert.ok(row, html);
-      const cells = [...row[0].matchAll(/<td>(?:<strong>)?([^<]+)/g)].map((m) => Number(m[1].replace(/\D/g, '')));
+      const cells = [...row[0].matchAll(/<td>(?:<strong>)?([^<]+)/g)].map((m) => Number(m[1].replace(/&#\d+;/g, '').replace(/\D/g, '')));
       const paid = await api('POST', `/pay/${link.short_code}/pay`,
         { customer_phone: server.demo.sandbox.msisdn.success, transaction_uuid: randomUUID() }, false);
       assert.equal(paid.status, 200, JSON.stringify(paid.body));
