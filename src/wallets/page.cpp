@@ -47,7 +47,7 @@ constexpr Texts kFr{"Mon portefeuille Sika",
                     "avec l'indicatif du pays, ex. +237690000042",
                     "Recevoir un code",
                     "Code reçu par SMS",
-                    "Si ce numéro a un portefeuille, un code vient de lui être envoyé.",
+                    "Si ce numéro a un portefeuille, un code lui a été envoyé par SMS (valable quelques minutes).",
                     "Se connecter",
                     "Solde",
                     "Historique",
@@ -95,7 +95,7 @@ constexpr Texts kEn{"My Sika wallet",
                     "with the country code, e.g. +237690000042",
                     "Get a code",
                     "Code received by SMS",
-                    "If this number has a wallet, a code was just sent to it.",
+                    "If this number has a wallet, a code was sent to it by SMS (valid for a few minutes).",
                     "Sign in",
                     "Balance",
                     "History",
@@ -439,13 +439,14 @@ web::Response Service::page_submit(web::Request& req) {
     const std::string msisdn = digits_of(field(form, "phone"));
     if (msisdn.size() < 8 || msisdn.size() > 15) return message_page(400, t.bad_phone);
     if (action == "send" && options_.limiter) {
-      // One send per number and resend cool-down, counted for every number alike (with a wallet
-      // or not), before anything depends on whether it has one.
-      auto d = options_.limiter->hit(
-          "wallet-page:send:" + msisdn,
-          limits::Policy{.limit = 1,
-                         .window_ms = std::max<std::int64_t>(1, otp_.options().resend_cooldown_ms),
-                         .name = "wallet_page_codes_per_number"});
+      // Codes asked per number, counted for every number alike (with a wallet or not) before
+      // anything depends on whether it has one: as many as one code's sends (otp.max_sends) per
+      // code lifetime (otp.ttl_seconds).
+      const auto& o = otp_.options();
+      auto d = options_.limiter->hit("wallet-page:send:" + msisdn,
+                                     limits::Policy{.limit = std::max(1, o.max_sends),
+                                                    .window_ms = std::max<std::int64_t>(60'000, o.ttl_ms),
+                                                    .name = "wallet_page_codes_per_number"});
       if (!d) return message_page(503, d.error().code);
       if (!d->allowed) return too_many(d->retry_after_ms);
     }
@@ -453,8 +454,9 @@ web::Response Service::page_submit(web::Request& req) {
     if (!wallet) return message_page(503, wallet.error().code);
     if (action == "send") {
       // The same answer whether or not the number has a wallet: the page tells nobody who has one.
-      // The OTP service's own refusals (sends per code, per destination and hour) are answered
-      // as a send, since a number without a wallet never meets them.
+      // The OTP service's own refusals (the resend cool-down, sends per destination and hour) are
+      // answered as a send (the code sent before stays good), since a number without a wallet
+      // never meets them.
       if (*wallet) {
         otp::IssueRequest r;
         r.purpose = std::string(kSigninPurpose);
