@@ -228,6 +228,10 @@ web::Response Service::render_form(const web::Request& req, i18n::Locale locale,
         typed.find_first_not_of("0123456789") == std::string::npos)
       amount = std::stoll(typed);
     if (auto cat = catalog_()) h += fee_table(*cat, *link, offered, amount, t);
+    page.extra_head_html +=
+        "<style>table.fees{width:100%;border-collapse:collapse;margin:.25rem 0 1rem}table.fees th,table.fees "
+        "td{text-align:left;padding:.4rem .3rem;border-bottom:1px solid #ccc}table.fees td{white-space:nowrap}"
+        "</style>";
   }
   h += "<label>" + escape(t.phone) + " <small>" + escape(t.phone_hint) +
        "</small><input name=\"customer_phone\" type=\"tel\" inputmode=\"tel\" autocomplete=\"tel\" required value=\"" +
