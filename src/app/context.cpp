@@ -210,6 +210,7 @@ Status build_services(Context& ctx) {
     lo.per_address.limit = c.get_int("links.pay_per_address_per_minute");
     lo.per_link.limit = c.get_int("links.pay_per_link_per_minute");
     lo.page_views_per_address.limit = c.get_int("links.page_views_per_address_per_minute");
+    lo.otp = ctx.otp.get();
     ctx.links = std::make_unique<links::Service>(*ctx.db, *ctx.payments, snapshot, std::move(lo));
     // Hosted checkout collects through payments; its pages live on the checkout surface.
     checkout::Options ko;

@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 
 #include "app/demo.hpp"
+#include "catalog/service.hpp"
 #include "payments/service.hpp"
 
 namespace sika::app {
@@ -20,6 +21,29 @@ constexpr DemoWallet kWallets[] = {
     {"237690000100", "XAF", 500'000},   // CMR
     {"237690000200", "XAF", 2'000},     // CMR, a small balance (AUTO falls back to the operator)
     {"2250700000100", "XOF", 500'000},  // CIV
+};
+// Each served country's sandbox numbers: a national number valid for its operators ending in
+// the four digits that pick the outcome (payments/sandbox.hpp).
+struct CountryNumbers {
+  const char* country;
+  const char* prefix;  // national number without its last four digits
+};
+constexpr CountryNumbers kCountryNumbers[] = {
+    {"CMR", "69000"},   // 6xxxxxxxx
+    {"CIV", "070000"},  // 0[157]xxxxxxxx
+    {"SEN", "77000"},   // 7[05-8]xxxxxxx
+    {"GAB", "6600"},    // [67]xxxxxxx
+};
+constexpr std::pair<const char*, const char*> kOutcomes[] = {
+    {"success", "0000"},
+    {"failure", "0001"},
+    {"insufficient_funds", "0001"},
+    {"rejected", "0002"},
+    {"timeout", "0003"},
+    {"invalid_account", "0004"},
+    {"pending", "0005"},
+    {"duplicate_callback", "0006"},
+    {"late_callback", "0007"},
 };
 }  // namespace
 
@@ -51,7 +75,31 @@ Status seed_payments_demo(Context& ctx, bj::object& demo) {
   bj::object sandbox;
   sandbox["otp"] = ctx.config.get_string("payments.sandbox_otp");
   sandbox["msisdn"] = std::move(msisdn);
+  // Every served country's numbers, and its funded wallet when it has one.
+  bj::array countries;
+  if (auto cat = ctx.catalog ? ctx.catalog->snapshot() : nullptr; cat && cat->loaded())
+    for (const auto& c : cat->countries()) {
+      // The countries demo.json's catalog lists: those with a usable service.
+      bool served = false;
+      for (const auto& s : cat->services()) served = served || (s.country_id == c.id && cat->usable(s));
+      if (!served) continue;
+      for (const auto& n : kCountryNumbers) {
+        if (c.code != n.country) continue;
+        bj::object numbers;
+        for (const auto& [outcome, tail] : kOutcomes)
+          numbers[outcome] = std::string(c.dialling_digits()) + n.prefix + tail;
+        bj::object entry{{"country", c.code},
+                         {"dialling_code", c.dialling_code},
+                         {"currency", c.currency},
+                         {"msisdn", std::move(numbers)}};
+        for (const auto& w : kWallets)
+          if (std::string_view(w.msisdn).starts_with(c.dialling_digits()) && w.currency == c.currency)
+            entry["wallet"] = w.msisdn;
+        countries.push_back(std::move(entry));
+      }
+    }
   sandbox["wallets"] = std::move(wallets);
+  sandbox["countries"] = std::move(countries);
   sandbox["provider"] = "MTN_MOMO_CMR";
   sandbox["wallet_provider"] = "SIKA_WALLET_CMR";
   sandbox["rule"] =

@@ -14,6 +14,13 @@ namespace bj = boost::json;
 
 Status seed_wallets_demo(Context& ctx, bj::object& demo) {
   if (!ctx.wallets) return {};
+  // Every funded sandbox wallet demo.json lists is a wallet the page signs in to.
+  if (const auto* sandbox = demo.if_contains("sandbox"); sandbox && sandbox->is_object())
+    if (const auto* list = sandbox->as_object().if_contains("wallets"); list && list->is_array())
+      for (const auto& w : list->as_array())
+        if (w.is_object() && w.as_object().contains("msisdn"))
+          SIKA_TRY(ctx.wallets->wallet_of_phone("+" + std::string(w.as_object().at("msisdn").as_string()),
+                                                "demo.wallet@example.com"));
   const auto* merchants = demo.if_contains("merchants");
   if (!merchants || !merchants->is_array() || merchants->as_array().empty()) return {};
   std::string matricule(merchants->as_array().front().at("matricule").as_string());

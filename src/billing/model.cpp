@@ -221,7 +221,10 @@ NewSubscription parse_subscribe(const bj::object& body, std::string_view header_
     else
       n.description = *d;
   }
-  if (const bj::object* m = json::get_object(body, "metadata", errors)) n.metadata = bj::serialize(*m);
+  if (const bj::object* m = json::get_object(body, "metadata", errors)) {
+    payments::refuse_reserved_metadata(*m, errors);
+    n.metadata = bj::serialize(*m);
+  }
   if (auto z = json::get_string(body, "time_zone", errors)) {
     if (known_time_zone(*z))
       n.time_zone = *z;

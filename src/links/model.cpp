@@ -58,6 +58,7 @@ std::optional<std::string> bounded_text(const bj::object& body, std::string_view
 
 std::string metadata_of(const bj::object& body, json::FieldErrors& errors) {
   const bj::object* m = json::get_object(body, "metadata", errors);
+  if (m) payments::refuse_reserved_metadata(*m, errors);
   return m ? bj::serialize(*m) : "{}";
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "catalog/fees.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
@@ -47,6 +48,7 @@ struct Texts {
   const char* status;
   const char* unavailable;
   const char* not_found;
+  const char* to_pay;
 };
 
 constexpr Texts kFr{"Payer",
@@ -69,7 +71,8 @@ constexpr Texts kFr{"Payer",
                     "Réessayer",
                     "Statut",
                     "Ce lien de paiement n'accepte plus de paiement.",
-                    "Ce lien de paiement n'existe pas."};
+                    "Ce lien de paiement n'existe pas.",
+                    "Total à payer"};
 constexpr Texts kEn{"Pay",
                     "Amount",
                     "Operator",
@@ -90,7 +93,8 @@ constexpr Texts kEn{"Pay",
                     "Try again",
                     "Status",
                     "This payment link no longer accepts payments.",
-                    "This payment link does not exist."};
+                    "This payment link does not exist.",
+                    "Total to pay"};
 
 const Texts& texts(i18n::Locale l) { return l == i18n::Locale::fr ? kFr : kEn; }
 
@@ -105,6 +109,42 @@ std::string notice_of(const Error& e, i18n::Locale l) {
     if (!out.empty()) return out;
   }
   return std::string(i18n::text(e.code, l));
+}
+
+// What the payer will pay with each operator, before paying: the fee of the payments fee engine
+// (catalog::quote_fee, which prices the collection) for `amount`, and the total; with the fee on
+// the merchant the total is the price. A WALLET link is priced with the country's Sika wallet
+// service, as its payment is.
+std::string fee_table(const catalog::Catalog& cat, const Link& link,
+                      const std::vector<std::pair<std::string, std::string>>& operators, std::int64_t amount,
+                      const Texts& t) {
+  if (amount <= 0 || !cat.loaded()) return {};
+  std::vector<std::pair<std::string, std::string>> priced;
+  for (const auto& op : operators) {
+    const catalog::PaymentService* s = cat.service(op.first);
+    if (s && link.channel == payments::kChannelWallet) {
+      for (const auto& w : cat.services())
+        if (w.kind == catalog::ServiceKind::wallet && w.country_id == s->country_id && cat.usable(w)) {
+          priced.emplace_back(w.code, w.name);
+          break;
+        }
+      break;
+    }
+    priced.push_back(op);
+  }
+  std::string rows;
+  for (const auto& [code, name] : priced) {
+    auto q = catalog::quote_fee(cat, catalog::Operation::collection, catalog::ServiceKey(code), std::nullopt, amount,
+                                link.user_tier);
+    if (!q) continue;
+    const std::int64_t fee = link.fee_bearer == payments::kMerchantBearsFee ? 0 : q->fee;
+    rows += "<tr><th scope=\"row\">" + escape(name) + "</th><td>" + money::format(fee, link.currency, true) +
+            "</td><td><strong>" + money::format(amount + fee, link.currency, true) + "</strong></td></tr>";
+  }
+  if (rows.empty()) return {};
+  return "<table class=\"fees\" id=\"fees\"><thead><tr><th scope=\"col\">" + escape(t.operator_) +
+         "</th><th scope=\"col\">" + escape(t.fee) + "</th><th scope=\"col\">" + escape(t.to_pay) +
+         "</th></tr></thead><tbody>" + rows + "</tbody></table>";
 }
 
 }  // namespace
@@ -175,10 +215,24 @@ web::Response Service::render_form(const web::Request& req, i18n::Locale locale,
   }
   h += "<label>" + escape(t.operator_) + "<select name=\"provider\" required>";
   const std::string chosen = field_value(form.values, "provider");
-  for (const auto& s : operators(*link, shop ? shop->countries : std::vector<std::string>{}))
+  const auto offered = operators(*link, shop ? shop->countries : std::vector<std::string>{});
+  for (const auto& s : offered)
     h += "<option value=\"" + escape(s.first) + "\"" + (s.first == chosen ? " selected" : "") + ">" + escape(s.second) +
          "</option>";
   h += "</select></label>";
+  {
+    // The fee and the total are shown before paying (for an open amount, once it is typed).
+    std::int64_t amount = link->amount.value_or(0);
+    const std::string typed = field_value(form.values, "amount");
+    if (!link->amount && !typed.empty() && typed.size() <= 12 &&
+        typed.find_first_not_of("0123456789") == std::string::npos)
+      amount = std::stoll(typed);
+    if (auto cat = catalog_()) h += fee_table(*cat, *link, offered, amount, t);
+    page.extra_head_html +=
+        "<style>table.fees{width:100%;border-collapse:collapse;margin:.25rem 0 1rem}table.fees th,table.fees "
+        "td{text-align:left;padding:.4rem .3rem;border-bottom:1px solid #ccc}table.fees td{white-space:nowrap}"
+        "</style>";
+  }
   h += "<label>" + escape(t.phone) + " <small>" + escape(t.phone_hint) +
        "</small><input name=\"customer_phone\" type=\"tel\" inputmode=\"tel\" autocomplete=\"tel\" required value=\"" +
        escape(field_value(form.values, "customer_phone")) + "\"></label>";

@@ -9,6 +9,7 @@
 #include "core/time.hpp"
 #include "links/qr.hpp"
 #include "merchant/merchant.hpp"
+#include "payments/sandbox.hpp"
 #include "payments/store.hpp"
 #include "web/envelope.hpp"
 
@@ -278,10 +279,6 @@ Result<payments::Transaction> Service::pay_link(std::string_view short_code, con
   }
   SIKA_TRY(errors.status());
 
-  // The OTP step comes before any use is taken: a payer without the code holds nothing.
-  if (auto helper = otp_step(link, provider, p.otp.has_value()))
-    return bad_request("otp_required", bj::object{{"otp", "is required by this operator"}, {"otp_helper", *helper}});
-
   SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(link));
   payments::IntentRequest intent;
   intent.amount = amount;
@@ -299,8 +296,96 @@ Result<payments::Transaction> Service::pay_link(std::string_view short_code, con
   if (!p.customer_email.empty()) meta["customer_email"] = p.customer_email;
   intent.metadata = bj::serialize(meta);
 
+  // The channel the payment takes (AUTO resolved as the collection would resolve it): a Sika
+  // wallet's code comes from the platform, an operator's from the payer's operator.
+  SIKA_ASSIGN_OR_RETURN(payments::IntentPlan plan, payments_.plan(intent, merchant));
+  if (plan.channel == payments::kChannelWallet) return pay_from_wallet(link, p, std::move(intent), merchant, plan);
+
+  // The OTP step comes before any use is taken: a payer without the code holds nothing.
+  if (auto helper = otp_step(link, provider, p.otp.has_value()))
+    return bad_request("otp_required", bj::object{{"otp", "is required by this operator"}, {"otp_helper", *helper}});
+
   // New or replayed (the same payer's transaction_uuid): the collection of (link, uuid) as it is now.
   return collect(link, p.transaction_uuid, intent, merchant, p.otp);
+}
+
+namespace {
+constexpr std::string_view kWalletPaymentPurpose = "payment_link_wallet";
+}  // namespace
+
+Result<payments::Transaction> Service::pay_from_wallet(const Link& link, const PayRequest& p,
+                                                       payments::IntentRequest intent, const web::Principal& merchant,
+                                                       const payments::IntentPlan& plan) {
+  // A replay of this payer's attempt: its collection as it is now, whatever the body brings.
+  std::optional<payments::Transaction> stored;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto attempt, tables::find_attempt(c, link.id, p.transaction_uuid));
+    if (!attempt) return {};
+    SIKA_ASSIGN_OR_RETURN(
+        stored, payments::tables::find_by_uuid(c, link.merchant_id, link.environment, attempt->transaction_uuid));
+    return {};
+  }));
+  if (stored) return payments_.current(std::move(*stored), "payment-link");
+  if (!options_.otp) return unavailable(bj::string("wallet one-time codes are not configured"));
+
+  // The code is good for this payment only: this link, this payer's attempt, this amount, this wallet.
+  const std::string subject =
+      link.reference + ":" + p.transaction_uuid + ":" + std::to_string(intent.amount) + ":" + plan.msisdn;
+  if (!p.otp || p.otp->empty()) {
+    otp::IssueRequest r;
+    r.purpose = std::string(kWalletPaymentPurpose);
+    r.subject = subject;
+    r.destination = "+" + plan.msisdn;
+    r.sandbox_code = link.environment == "sandbox" && payments::sandbox_fixed_code(plan.msisdn);
+    r.context = money::format(plan.required_total, plan.currency) + ", " + link.reference;
+    auto issued = options_.otp->issue(r);
+    if (!issued && !issued.error().is(ErrorKind::rate_limited)) return issued.take_error();
+    return bad_request("otp_required",
+                       bj::object{{"otp", issued ? "is required: a code was sent to the wallet's phone"
+                                                 : "is required: type the code already sent to the wallet's phone"},
+                                  {"otp_helper", options_.wallet_otp_helper}});
+  }
+  SIKA_ASSIGN_OR_RETURN(otp::Verification v, options_.otp->verify(kWalletPaymentPurpose, subject, *p.otp));
+  if (v.outcome == otp::Outcome::not_found)
+    return bad_request("invalid_otp",
+                       bj::object{{"otp", "no code was sent for this payment: send it without otp to get one"}});
+  if (!v.ok()) return otp::verification_error(v, "otp");
+
+  // The code is the payer's approval: the collection, its use and the debit in one unit.
+  intent.channel = std::string(payments::kChannelWallet);
+  intent.preauthorized = true;
+  for (int round = 0;; ++round) {
+    const std::int64_t at = now();
+    bool used_up = false;
+    const payments::Service::ChargeCheck take_use =
+        [&](store::Conn& c, const payments::Transaction&,
+            bool covered) -> Result<std::optional<payments::Service::Refusal>> {
+      used_up = false;
+      SIKA_ASSIGN_OR_RETURN(auto attempt_id,
+                            tables::insert_attempt(c, link.id, p.transaction_uuid, intent.transaction_uuid, at));
+      if (!attempt_id)
+        return conflict(
+            bj::object{{"transaction_uuid", "this attempt ended without a payment; use a new transaction_uuid"}});
+      SIKA_ASSIGN_OR_RETURN(bool taken, tables::take_use(c, link.id, at));
+      if (!taken) {
+        used_up = true;
+        return bad_request("link_used_up", bj::object{{"shortCode", "this payment link has no use left"}});
+      }
+      // A short balance FAILS the payment in this unit: its use goes back in the same unit.
+      if (!covered) SIKA_TRY(tables::release_attempt(c, link.id, *attempt_id));
+      return std::optional<payments::Service::Refusal>{};
+    };
+    auto tx = payments_.collect_preauthorized(intent, merchant, take_use, "payment-link");
+    if (!tx && used_up && round == 0) {
+      std::int64_t released = 0;
+      SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+        SIKA_ASSIGN_OR_RETURN(released, tables::release_ended(c, link, at - options_.stale_reservation_ms));
+        return {};
+      }));
+      if (released > 0) continue;
+    }
+    return tx;
+  }
 }
 
 // ---- handlers ---------------------------------------------------------------------------------

@@ -25,6 +25,7 @@
 #include "links/model.hpp"
 #include "links/store.hpp"
 #include "merchant/merchant.hpp"
+#include "otp/service.hpp"
 #include "payments/model.hpp"
 #include "payments/service.hpp"
 #include "store/db.hpp"
@@ -40,6 +41,10 @@ struct Options {
   // the two units) is given back after this long.
   std::int64_t stale_reservation_ms = 10 * 60 * 1000;
   std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
+  // The one-time codes of WALLET payments, sent to the wallet's phone before anything is
+  // created (docs/payment-links.md, "Paying from a Sika wallet"); none: WALLET payments are 503.
+  otp::Service* otp = nullptr;
+  std::string wallet_otp_helper = "A one-time code was sent by SMS to the wallet's phone: enter it to pay.";
   // Rate limits of paying (the API route and the page's form), shared by every node; no
   // limiter: none. Payments per client address, and per link, per minute.
   limits::Limiter* limiter = nullptr;
@@ -108,6 +113,12 @@ class Service {
                                         const payments::IntentRequest& intent, const web::Principal& merchant,
                                         std::optional<std::string> otp);
   Status release(const Link& link, std::int64_t attempt_id);
+  // A payment from the payer's Sika wallet: without `otp`, a code bound to this payment (link,
+  // payer uuid, amount, wallet) is sent and 400 otp_required answered, with nothing reserved or
+  // created; with it, the code is checked, then the collection, its use and the debit commit in
+  // one unit (payments::Service::collect_preauthorized).
+  Result<payments::Transaction> pay_from_wallet(const Link& link, const PayRequest& p, payments::IntentRequest intent,
+                                                const web::Principal& merchant, const payments::IntentPlan& plan);
   web::Response qr_image(web::Request& req, bool png);
   struct Form;
   // The 429 page when the client has viewed too many pages; nullopt when it may see one more.

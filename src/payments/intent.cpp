@@ -45,6 +45,13 @@ const std::set<std::string_view, std::less<>> kPlatformFields = {"fee",
 
 }  // namespace
 
+void refuse_reserved_metadata(const bj::object& metadata, json::FieldErrors& errors, std::string_view field) {
+  for (std::string_view key : kReservedMetadataKeys)
+    if (metadata.contains(key))
+      errors.add(std::string(field) + "." + std::string(key),
+                 "is reserved: the platform sets it and it cannot be sent");
+}
+
 void refuse_unknown_fields(const bj::object& body, std::initializer_list<std::string_view> allowed,
                            json::FieldErrors& errors, std::string_view prefix) {
   for (const auto& kv : body) {
@@ -241,6 +248,7 @@ IntentRequest parse_intent(const bj::object& body, std::string_view operation, j
   r.customer_wallet = json::get_string(body, "customer_wallet", errors, true).value_or("");
   r.description = json::get_string(body, "description", errors).value_or("");
   const bj::object* metadata = json::get_object(body, "metadata", errors);
+  if (metadata) refuse_reserved_metadata(*metadata, errors);
   r.metadata = metadata ? bj::serialize(*metadata) : "{}";
   if (collection) {
     r.settlement_mode = json::get_string(body, "settlement_mode", errors).value_or(std::string(kDirect));

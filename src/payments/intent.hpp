@@ -74,6 +74,14 @@ IntentRequest parse_intent(const boost::json::object& body, std::string_view ope
 void refuse_unknown_fields(const boost::json::object& body, std::initializer_list<std::string_view> allowed,
                            json::FieldErrors& errors, std::string_view prefix = "");
 
+// The metadata keys the platform writes into a transaction's metadata and reads back as facts
+// (which wallet link, payment link, checkout session or wallet a payment belongs to): a merchant
+// or a payer may never send them. Records "metadata.<key>: is reserved ..." for each one found.
+inline constexpr std::string_view kReservedMetadataKeys[] = {
+    "wallet_link", "wallet", "origin", "payment_link_reference", "checkout_reference", "order_id", "shop_name"};
+void refuse_reserved_metadata(const boost::json::object& metadata, json::FieldErrors& errors,
+                              std::string_view field = "metadata");
+
 // What a rate that is not one says (rates are percentages: 0 < rate <= 100, at most 4 decimals).
 inline constexpr std::string_view kRateProblem =
     "must be a number greater than 0 and at most 100, with at most 4 decimals";

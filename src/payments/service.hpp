@@ -192,6 +192,12 @@ class Service {
   // does (on the completer thread when writes are asynchronous: it must not block).
   void collect_preauthorized_async(IntentRequest request, const web::Principal& merchant, ChargeCheck check,
                                    std::string source, std::function<void(Result<Transaction>)> done);
+  // The plan create_collection would make of `request` for `merchant` now (channel, service,
+  // fee, required_total), writing nothing: what a page shows before the payer pays, and how a
+  // caller learns the channel AUTO resolves to.
+  Result<IntentPlan> plan(const IntentRequest& request, const web::Principal& merchant) {
+    return plan_for(request, merchant, {});
+  }
   // Moves an INITIATED collection to CANCELLED; 409 when it is in another status.
   Result<Transaction> cancel_collection(const Transaction& tx, std::string_view source, std::string_view reason);
   // The transaction as it is now: expired on the spot when overdue, and a PENDING PROVIDER

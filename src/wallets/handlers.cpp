@@ -210,7 +210,12 @@ web::Response Service::link_withdraw(web::Request& req) {
 web::Response Service::link_init(web::Request& req) {
   auto t = transfer_of(req);
   if (!t) return web::error(req, t.error());
-  return answer_tx(req, init(*req.principal, t->first, t->second));
+  auto tx = init(*req.principal, t->first, t->second);
+  if (!tx) return web::error(req, tx.error());
+  // The record, plus whether it waits for the user's code (link/approve).
+  bj::object record = payments::to_record(*tx);
+  record["needs_otp"] = tx->status == payments::TxStatus::initiated && tx->needs_otp;
+  return web::ok(req, std::move(record), {}, "submitted");
 }
 
 web::Response Service::link_approve(web::Request& req) {

@@ -4,6 +4,7 @@
 // session is a random token in an HttpOnly, SameSite=Strict cookie (only its hash is stored);
 // every change also carries a CSRF token derived from the session. Links are relative, so the
 // page works under any mount prefix.
+#include <spdlog/spdlog.h>
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -46,7 +47,7 @@ constexpr Texts kFr{"Mon portefeuille Sika",
                     "avec l'indicatif du pays, ex. +237690000042",
                     "Recevoir un code",
                     "Code reçu par SMS",
-                    "Si ce numéro a un portefeuille, un code vient de lui être envoyé.",
+                    "Si ce numéro a un portefeuille, un code lui a été envoyé par SMS (valable quelques minutes).",
                     "Se connecter",
                     "Solde",
                     "Historique",
@@ -64,7 +65,7 @@ constexpr Texts kFr{"Mon portefeuille Sika",
                     "Partenaire",
                     "depuis",
                     "Le lien a été supprimé ; le partenaire en est informé.",
-                    "Trop de demandes, réessayez plus tard.",
+                    "Trop de demandes.",
                     "Autoriser",
                     "Lien autorisé : le partenaire peut débiter votre portefeuille dans ces limites.",
                     "Recharger depuis mon mobile money",
@@ -94,7 +95,7 @@ constexpr Texts kEn{"My Sika wallet",
                     "with the country code, e.g. +237690000042",
                     "Get a code",
                     "Code received by SMS",
-                    "If this number has a wallet, a code was just sent to it.",
+                    "If this number has a wallet, a code was sent to it by SMS (valid for a few minutes).",
                     "Sign in",
                     "Balance",
                     "History",
@@ -112,7 +113,7 @@ constexpr Texts kEn{"My Sika wallet",
                     "Partner",
                     "since",
                     "The link was removed; the partner is told.",
-                    "Too many requests, try again later.",
+                    "Too many requests.",
                     "Approve",
                     "Link approved: the partner may charge your wallet within these limits.",
                     "Top up from my mobile money",
@@ -138,6 +139,14 @@ constexpr Texts kEn{"My Sika wallet",
                     "The code for this payment was sent by SMS.",
                     "Insufficient balance: the payment failed."};
 const Texts& texts(i18n::Locale l) { return l == i18n::Locale::en ? kEn : kFr; }
+
+// "try again in 25 s" / "réessayez dans 2 min": when a refused request may be made again.
+std::string retry_text(i18n::Locale l, std::int64_t seconds) {
+  const bool en = l == i18n::Locale::en;
+  const std::string when =
+      seconds < 120 ? std::to_string(seconds) + " s" : std::to_string((seconds + 59) / 60) + " min";
+  return (en ? "Try again in " : "Réessayez dans ") + when + ".";
+}
 
 std::string digits_of(std::string_view s) {
   std::string d;
@@ -193,18 +202,22 @@ struct PendingPayment {
 // The wallet's pending link payments, newest first (at most 20), or only the one of `reference`.
 Result<std::vector<PendingPayment>> pending_payments(store::Conn& c, const Wallet& w, std::int64_t at,
                                                      std::string_view reference = {}) {
+  // Only payments of this wallet's own links, by the link's partner: the metadata is exactly the
+  // one link/init writes (json::dump of {"wallet_link": reference}, as link/approve compares it),
+  // and no merchant or payer can send that key (payments::kReservedMetadataKeys).
   std::string sql =
-      "SELECT t.reference, t.metadata, m.name, t.currency, t.description, t.amount, t.fee, t.expires_at "
-      "FROM pay_transactions t JOIN merchants m ON m.id = t.merchant_id WHERE t.customer_wallet = ? AND "
-      "t.environment = ? AND t.operation = ? AND t.channel = ? AND t.status = ? AND t.needs_otp = 1 AND "
-      "t.expires_at > ? AND t.metadata LIKE ?";
-  store::Params params{w.msisdn,
+      "SELECT t.reference, l.reference, m.name, t.currency, t.description, t.amount, t.fee, t.expires_at "
+      "FROM pay_transactions t JOIN wlt_links l ON l.wallet_id = ? AND l.partner_id = t.merchant_id AND "
+      "t.metadata = '{\"wallet_link\":\"' || l.reference || '\"}' JOIN merchants m ON m.id = t.merchant_id "
+      "WHERE t.customer_wallet = ? AND t.environment = ? AND t.operation = ? AND t.channel = ? AND t.status = ? "
+      "AND t.needs_otp = 1 AND t.expires_at > ?";
+  store::Params params{w.id,
+                       w.msisdn,
                        w.environment,
                        std::string(payments::kCollection),
                        std::string(payments::kChannelWallet),
                        std::string(payments::to_string(payments::TxStatus::initiated)),
-                       at,
-                       std::string(R"({"wallet_link":%)")};
+                       at};
   if (!reference.empty()) {
     sql += " AND t.reference = ?";
     params.emplace_back(std::string(reference));
@@ -212,14 +225,8 @@ Result<std::vector<PendingPayment>> pending_payments(store::Conn& c, const Walle
   sql += " ORDER BY t.id DESC LIMIT 20";
   SIKA_ASSIGN_OR_RETURN(auto rows, c.query(sql, params));
   std::vector<PendingPayment> out;
-  for (const auto& r : rows) {
-    boost::system::error_code ec;
-    bj::value meta = bj::parse(r.str(1), ec);
-    const bj::value* link = ec || !meta.is_object() ? nullptr : meta.as_object().if_contains("wallet_link");
-    if (!link || !link->is_string()) continue;
-    out.push_back(PendingPayment{r.str(0), std::string(link->as_string()), r.str(2), r.str(3), r.str(4), r.i64(5),
-                                 r.i64(6), r.i64(7)});
-  }
+  for (const auto& r : rows)
+    out.push_back(PendingPayment{r.str(0), r.str(1), r.str(2), r.str(3), r.str(4), r.i64(5), r.i64(6), r.i64(7)});
   return out;
 }
 
@@ -321,7 +328,12 @@ web::Response Service::page(web::Request& req) {
              "\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf +
              "\"><input type=\"hidden\" name=\"action\" value=\"approve\"><input type=\"hidden\" name=\"link\" "
              "value=\"" +
-             escape(l.reference) + "\"><button class=\"go\" type=\"submit\">" + t.approve + "</button></form>";
+             escape(l.reference) +
+             // The limits shown above: approving activates these, and nothing if they changed since.
+             "\"><input type=\"hidden\" name=\"per_payment\" value=\"" + std::to_string(l.limits.per_payment) +
+             "\"><input type=\"hidden\" name=\"per_period\" value=\"" + std::to_string(l.limits.per_period) +
+             "\"><input type=\"hidden\" name=\"period_ms\" value=\"" + std::to_string(l.limits.period_ms) +
+             "\"><button class=\"go\" type=\"submit\">" + t.approve + "</button></form>";
       if (l.status != kUnlinked)
         h += "<form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
              "\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf +
@@ -402,26 +414,49 @@ web::Response Service::page_submit(web::Request& req) {
   web::html::Page pg;
   pg.locale = locale;
   pg.title = t.title;
+  pg.other_language_url = std::string("wallet?lang=") + (locale == i18n::Locale::en ? "fr" : "en");
   auto message_page = [&](int status, std::string text) {
     pg.body_html = "<p class=\"error\" id=\"error\">" + escape(text) + "</p><p><a href=\"wallet?lang=" + lang + "\">" +
                    t.title + "</a></p>";
     return web::html::page_response(status, pg);
+  };
+  // A refusal of the page's limits: 429 with Retry-After, and when to try again in words.
+  auto too_many = [&](std::int64_t retry_after_ms) {
+    const std::int64_t seconds = std::max<std::int64_t>(1, (retry_after_ms + 999) / 1000);
+    web::Response res = message_page(429, std::string(t.too_many) + " " + retry_text(locale, seconds));
+    res.set("Retry-After", std::to_string(seconds));
+    return res;
   };
   // Sign-in and its codes are counted per address across nodes.
   if (options_.limiter) {
     auto d = options_.limiter->hit(
         "wallet-page:ip:" + req.remote_ip,
         limits::Policy{.limit = 30, .window_ms = 60'000, .name = "wallet_page_sign_ins_per_address"});
-    if (d && !d->allowed) return message_page(429, t.too_many);
+    if (d && !d->allowed) return too_many(d->retry_after_ms);
   }
   const std::string environment = options_.page_environment;
   if (action == "send" || action == "verify") {
     const std::string msisdn = digits_of(field(form, "phone"));
     if (msisdn.size() < 8 || msisdn.size() > 15) return message_page(400, t.bad_phone);
+    if (action == "send" && options_.limiter) {
+      // Codes asked per number, counted for every number alike (with a wallet or not) before
+      // anything depends on whether it has one: as many as one code's sends (otp.max_sends) per
+      // code lifetime (otp.ttl_seconds).
+      const auto& o = otp_.options();
+      auto d = options_.limiter->hit("wallet-page:send:" + msisdn,
+                                     limits::Policy{.limit = std::max(1, o.max_sends),
+                                                    .window_ms = std::max<std::int64_t>(60'000, o.ttl_ms),
+                                                    .name = "wallet_page_codes_per_number"});
+      if (!d) return message_page(503, d.error().code);
+      if (!d->allowed) return too_many(d->retry_after_ms);
+    }
     auto wallet = wallet_of(environment, msisdn);
     if (!wallet) return message_page(503, wallet.error().code);
     if (action == "send") {
       // The same answer whether or not the number has a wallet: the page tells nobody who has one.
+      // The OTP service's own refusals (the resend cool-down, sends per destination and hour) are
+      // answered as a send (the code sent before stays good), since a number without a wallet
+      // never meets them.
       if (*wallet) {
         otp::IssueRequest r;
         r.purpose = std::string(kSigninPurpose);
@@ -431,7 +466,8 @@ web::Response Service::page_submit(web::Request& req) {
         r.sandbox_code = environment == "sandbox" && payments::sandbox_fixed_code(msisdn);
         r.context = std::string(t.title);
         auto issued = otp_.issue(r);
-        if (!issued && issued.error().is(ErrorKind::rate_limited)) return message_page(429, t.too_many);
+        if (!issued && !issued.error().is(ErrorKind::rate_limited) && !issued.error().is(ErrorKind::conflict))
+          spdlog::warn("wallet page sign-in code not sent: {}", issued.error().code);
       }
       pg.body_html = "<p id=\"sent\">" + std::string(t.code_sent) +
                      "</p><form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" +
@@ -472,7 +508,16 @@ web::Response Service::page_submit(web::Request& req) {
     return redirect("unlinked");
   }
   if (action == "approve") {
-    auto done = consent_by_user(wallet, field(form, "link"));
+    // The limits the page showed with the button; a form without them approves nothing.
+    Limits shown;
+    for (auto [name, into] : {std::pair{"per_payment", &shown.per_payment}, std::pair{"per_period", &shown.per_period},
+                              std::pair{"period_ms", &shown.period_ms}}) {
+      const std::string v = field(form, name);
+      if (v.empty() || v.size() > 15 || digits_of(v) != v)
+        return message_page(400, std::string(t.refused) + " : " + name);
+      *into = std::stoll(v);
+    }
+    auto done = consent_by_user(wallet, field(form, "link"), shown);
     if (!done) return message_page(web::http_status(done.error().kind), done.error().code);
     return redirect("approved");
   }
@@ -554,6 +599,11 @@ web::Response Service::page_submit(web::Request& req) {
       r.sandbox_code = environment == "sandbox" && payments::sandbox_fixed_code(wallet.msisdn);
       r.context = std::string(t.withdraw) + " : " + money::format(m.amount, wallet.currency);
       auto issued = otp_.issue(r);
+      if (!issued && issued.error().is(ErrorKind::rate_limited)) {
+        const bj::value& d = issued.error().details;
+        const bj::value* after = d.is_object() ? d.as_object().if_contains("retry_after") : nullptr;
+        return too_many(after && after->is_int64() ? after->as_int64() * 1000 : 60'000);
+      }
       if (!issued) return message_page(web::http_status(issued.error().kind), issued.error().code);
       pg.body_html = "<p id=\"sent\">" + std::string(t.withdraw_code_sent) + "</p><p>" +
                      escape(money::format(m.amount, wallet.currency, true)) +

@@ -25,6 +25,19 @@ namespace bj = boost::json;
 namespace {
 constexpr std::string_view kConsentPurpose = "wallet_link";
 
+bool same_limits(const Limits& a, const Limits& b) {
+  return a.per_payment == b.per_payment && a.per_period == b.per_period && a.period_ms == b.period_ms;
+}
+
+// The consent challenge's subject: the link and the limits its message states, so that a code
+// sent with some limits never verifies for others.
+std::string consent_subject(std::string_view reference, const Limits& l) {
+  return std::string(reference) + ":" +
+         hex_encode(crypto::sha256("wallet-link-limits:" + std::to_string(l.per_payment) + ":" +
+                                   std::to_string(l.per_period) + ":" + std::to_string(l.period_ms)))
+             .substr(0, 16);
+}
+
 Error apikey_not_found() { return not_found(bj::object{{"apikey", "no such link for this partner"}}); }
 
 Error not_active(const Link& l) {
@@ -113,15 +126,20 @@ Result<Linked> Service::link(const web::Principal& partner, const LinkRequest& r
     msisdn = cat->normalize_msisdn(*service, "+" + r.phone, "phone");
   if (!msisdn) return msisdn.take_error();
 
-  Limits limits = options_.default_limits;
-  if (r.per_payment) limits.per_payment = *r.per_payment;
-  if (r.per_period)
-    limits.per_period = *r.per_period;
-  else
-    limits.per_period = std::max(limits.per_period, limits.per_payment);
-  if (r.period_seconds) limits.period_ms = *r.period_seconds * 1000;
-  if (limits.per_payment > limits.per_period)
-    return empty_data(bj::object{{"limits.per_payment", "must not exceed per_period"}});
+  // The limits asked for, over `base`: the defaults for a new (or relinked) link, the stored ones
+  // for a PENDING link, so a link/new that names none (or some) keeps what the partner asked before.
+  auto limits_over = [&r](Limits limits) -> Result<Limits> {
+    if (r.per_payment) limits.per_payment = *r.per_payment;
+    if (r.per_period)
+      limits.per_period = *r.per_period;
+    else
+      limits.per_period = std::max(limits.per_period, limits.per_payment);
+    if (r.period_seconds) limits.period_ms = *r.period_seconds * 1000;
+    if (limits.per_payment > limits.per_period)
+      return empty_data(bj::object{{"limits.per_payment", "must not exceed per_period"}});
+    return limits;
+  };
+  SIKA_TRY(limits_over(options_.default_limits));
 
   const std::int64_t at = now();
   Wallet fresh{0, random_reference("WAL-", 12), partner.environment, *msisdn, country->code, country->currency, r.email,
@@ -133,6 +151,8 @@ Result<Linked> Service::link(const web::Principal& partner, const LinkRequest& r
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(Wallet wallet, tables::find_or_create_wallet(c, fresh));
     SIKA_ASSIGN_OR_RETURN(auto existing, tables::link_of(c, partner.merchant_id, wallet.id));
+    const bool pending = existing && existing->status == kPending;
+    SIKA_ASSIGN_OR_RETURN(Limits limits, limits_over(pending ? existing->limits : options_.default_limits));
     if (!existing) {
       Link l;
       l.reference = reference;
@@ -145,7 +165,9 @@ Result<Linked> Service::link(const web::Principal& partner, const LinkRequest& r
     } else if (existing->status == kUnlinked) {
       // Linking again after an unlink: a new key and a new consent.
       SIKA_TRY(tables::relink(c, existing->id, limits, key_hash(link_key(existing->reference, nonce)), nonce, at));
-    } else if (existing->status == kPending) {
+    } else if (pending && !same_limits(existing->limits, limits)) {
+      // Other limits: the code already sent (bound to the old ones) can no longer activate the
+      // link, and a code stating the new ones is sent below.
       SIKA_TRY(tables::set_pending_limits(c, existing->id, limits, at));
     }
     SIKA_ASSIGN_OR_RETURN(auto now_link, tables::link_of(c, partner.merchant_id, wallet.id));
@@ -173,7 +195,7 @@ Result<Linked> Service::link(const web::Principal& partner, const LinkRequest& r
 Result<std::string> Service::send_consent_code(const Link& l, std::int64_t& retry_after) {
   otp::IssueRequest r;
   r.purpose = std::string(kConsentPurpose);
-  r.subject = l.reference;
+  r.subject = consent_subject(l.reference, l.limits);
   r.destination = "+" + l.wallet.msisdn;
   r.sandbox_code = l.wallet.environment == "sandbox" && payments::sandbox_fixed_code(l.wallet.msisdn);
   r.context = l.partner_name.substr(0, 80) + " : max " + money::format(l.limits.per_payment, l.currency) + " / " +
@@ -209,17 +231,27 @@ Result<Link> Service::confirm(const web::Principal& partner, std::string_view ap
   if (l.status == kActive) return l;  // confirming twice changes nothing
   if (l.status != kPending) return not_active(l);
   if (code.empty()) return empty_data(bj::object{{"otp", "is required"}});
-  SIKA_ASSIGN_OR_RETURN(otp::Verification v, otp_.verify(kConsentPurpose, l.reference, code));
+  // The code of these limits only: a code sent with other limits is another challenge.
+  SIKA_ASSIGN_OR_RETURN(otp::Verification v,
+                        otp_.verify(kConsentPurpose, consent_subject(l.reference, l.limits), code));
   if (!v.ok()) return otp::verification_error(v, "otp");
-  return activate(l);
+  return activate(l, l.limits, "otp");
 }
 
-// PENDING -> ACTIVE with its event, in one unit; the link as it now is.
-Result<Link> Service::activate(const Link& l) {
+// PENDING -> ACTIVE with its event, in one unit, only while the link's limits are still
+// `consented` (what the code's message or the page stated); the link as it now is.
+Result<Link> Service::activate(const Link& l, const Limits& consented, std::string_view field) {
   const std::int64_t at = now();
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(bool activated, tables::activate(c, l.id, at));
-    if (!activated) return conflict(bj::object{{"apikey", "the link changed meanwhile"}});
+    SIKA_ASSIGN_OR_RETURN(bool activated, tables::activate(c, l.id, consented, at));
+    if (!activated) {
+      SIKA_ASSIGN_OR_RETURN(auto now_link, tables::link_by_reference(c, l.reference));
+      if (now_link && now_link->status == kPending)
+        return conflict(bj::object{{std::string(field),
+                                    "the link's limits changed since this consent was asked; a new code states "
+                                    "the new ones"}});
+      return conflict(bj::object{{std::string(field), "the link changed meanwhile"}});
+    }
     Link now_link = l;
     now_link.status = std::string(kActive);
     SIKA_TRY(
@@ -240,11 +272,11 @@ Result<Link> Service::link_of_wallet(const Wallet& wallet, std::string_view refe
   return std::move(*l);
 }
 
-Result<Link> Service::consent_by_user(const Wallet& wallet, std::string_view reference) {
+Result<Link> Service::consent_by_user(const Wallet& wallet, std::string_view reference, const Limits& shown) {
   SIKA_ASSIGN_OR_RETURN(Link l, link_of_wallet(wallet, reference));
   if (l.status == kActive) return l;
   if (l.status != kPending) return not_active(l);
-  return activate(l);
+  return activate(l, shown, "link");
 }
 
 Result<Link> Service::unlink(const Link& l, std::string_view by) {

@@ -129,8 +129,9 @@ class Service {
   // partner's link, or another environment's, is 404 naming reference.
   Result<Link> unlink_by_reference(const web::Principal& partner, std::string_view reference);
   // The user consents on the wallet page, signed in with a code sent to the phone (the same
-  // proof as the consent code): a PENDING link of `wallet` becomes ACTIVE.
-  Result<Link> consent_by_user(const Wallet& wallet, std::string_view reference);
+  // proof as the consent code): a PENDING link of `wallet` becomes ACTIVE with the limits the
+  // page showed (`shown`), and only while they are still its limits (409 otherwise).
+  Result<Link> consent_by_user(const Wallet& wallet, std::string_view reference, const Limits& shown);
   // The user unlinks from the wallet page: `reference` must be a link of `wallet`.
   Result<Link> unlink_by_user(const Wallet& wallet, std::string_view reference);
   // A charge: one write unit (collection, consent's budget, debit, journal, events); a refusal
@@ -175,6 +176,9 @@ class Service {
   Result<std::vector<queries::Balance>> balances(const Wallet& wallet);
   Result<std::vector<Link>> links(const Wallet& wallet);
   Result<std::optional<Wallet>> wallet_of(std::string_view environment, std::string_view msisdn);
+  // The wallet of a phone number (+ and digits) in the page's environment, created when the
+  // number has none (an identity user's number at sign-in; the demo's funded wallets).
+  Result<Wallet> wallet_of_phone(std::string_view phone, std::string_view email);
 
   std::int64_t now() const;
 
@@ -185,7 +189,7 @@ class Service {
   Result<const catalog::PaymentService*> wallet_service(std::string_view country, std::string_view field) const;
   Result<std::string> send_consent_code(const Link& link, std::int64_t& retry_after);
   Result<Link> unlink(const Link& link, std::string_view by);
-  Result<Link> activate(const Link& link);
+  Result<Link> activate(const Link& link, const Limits& consented, std::string_view field);
   Result<Link> link_of_wallet(const Wallet& wallet, std::string_view reference);
   Result<payments::IntentRequest> mobile_money_intent(const Wallet& wallet, const Transfer& t,
                                                       std::string_view operation, std::string_view origin);
@@ -223,8 +227,6 @@ class Service {
   Result<web::Principal> session_wallet(const web::Request& req, Wallet& wallet);
   // The principal of options_.page_merchant; nullopt when none is set (or it is not active).
   Result<std::optional<web::Principal>> page_merchant();
-  // The wallet of an identity user's phone (+ and digits), created when the number has none.
-  Result<Wallet> wallet_of_phone(std::string_view phone, std::string_view email);
   // Opens a page session for `wallet_id` on `res` (the cookie's Path is `cookie_path`).
   Status open_session(web::Response& res, std::int64_t wallet_id, std::string_view cookie_path);
 

@@ -145,10 +145,12 @@ Result<std::string> key_nonce(store::Conn& c, std::int64_t id) {
   return row->str(0);
 }
 
-Result<bool> activate(store::Conn& c, std::int64_t id, std::int64_t now) {
+Result<bool> activate(store::Conn& c, std::int64_t id, const Limits& limits, std::int64_t now) {
   SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE wlt_links SET status = ?, confirmed_at = ?, updated_at = ? "
-                                       "WHERE id = ? AND status = ?",
-                                       {std::string(kActive), now, now, id, std::string(kPending)}));
+                                       "WHERE id = ? AND status = ? AND per_payment_limit = ? AND period_limit = ? "
+                                       "AND period_ms = ?",
+                                       {std::string(kActive), now, now, id, std::string(kPending), limits.per_payment,
+                                        limits.per_period, limits.period_ms}));
   return n == 1;
 }
 

@@ -39,8 +39,10 @@ Result<bool> relink(store::Conn& c, std::int64_t id, const Limits& limits, std::
 Result<bool> set_pending_limits(store::Conn& c, std::int64_t id, const Limits& limits, std::int64_t now);
 // The key nonce of a link (the key is derived from it and the server secret).
 Result<std::string> key_nonce(store::Conn& c, std::int64_t id);
-// PENDING -> ACTIVE; false when the link was not PENDING.
-Result<bool> activate(store::Conn& c, std::int64_t id, std::int64_t now);
+// PENDING -> ACTIVE, on the condition that the stored limits are still `limits` (those the code's
+// message or the page stated): ONE conditional UPDATE, so limits changed by a concurrent link/new
+// make it change nothing. False when the link was not PENDING with exactly these limits.
+Result<bool> activate(store::Conn& c, std::int64_t id, const Limits& limits, std::int64_t now);
 // PENDING|ACTIVE -> UNLINKED by `by`; false when it was already UNLINKED.
 Result<bool> unlink(store::Conn& c, std::int64_t id, std::string_view by, std::int64_t now);
 

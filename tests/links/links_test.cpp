@@ -25,6 +25,7 @@ class LinksTest : public payments::testing::PaymentsTest {
     Options o;
     o.page_base_url = "https://pay.example.test/checkout";
     o.clock = [this] { return now_ms() + offset_.load(); };
+    o.otp = otp_.get();
     links_ = std::make_unique<Service>(
         *db_, *service_, [this] { return catalog_; }, o);
     p1_ = principal(m1_);
@@ -298,6 +299,106 @@ TEST_P(LinksTest, AFailedPaymentReleasesItsUse) {
   ASSERT_TRUE(shown.ok());
   EXPECT_EQ(shown->payments_completed, 1);
   EXPECT_EQ(shown->total_collected, 3000);
+}
+
+// Paying a WALLET link without a code sends one and answers otp_required with nothing reserved
+// or created: the link's single use stays free for whoever brings a code.
+TEST_P(LinksTest, AWalletLinkPaidWithoutACodeReservesAndCreatesNothing) {
+  ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000042", "XAF", 100'000, "top-up").ok());
+  ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000043", "XAF", 100'000, "top-up").ok());
+  auto link = create_link(bj::object{{"currency", "XAF"}, {"amount", 1000}, {"max_usage", 1}, {"channel", "WALLET"}});
+  const std::string reference(link.at("reference").as_string());
+  bj::object first = payer("237690000042");
+  auto [s1, e1] = pay(code_of(link), first);
+  EXPECT_EQ(s1, 400) << bj::serialize(e1);
+  EXPECT_EQ(e1.at("message").as_string(), "otp_required");
+  EXPECT_TRUE(e1.at("error").at("details").as_object().contains("otp_helper"));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), 0);
+  EXPECT_EQ(count("SELECT held FROM lnk_links WHERE reference = ?", {reference}), 0);
+  // Another payer is not told the link is used up: it gets its own code.
+  bj::object second = payer("237690000043");
+  auto [s2, e2] = pay(code_of(link), second);
+  EXPECT_EQ(s2, 400);
+  EXPECT_EQ(e2.at("message").as_string(), "otp_required");
+  // A wrong code creates nothing either.
+  bj::object wrong = first;
+  wrong["otp"] = "000001";
+  auto [sw, ew] = pay(code_of(link), wrong);
+  EXPECT_EQ(sw, 400);
+  EXPECT_EQ(ew.at("message").as_string(), "invalid_otp");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), 0);
+  // The second payer's code pays; the first one's then finds the link used up.
+  second["otp"] = wallet_code("237690000043", reference);
+  auto [s3, e3] = pay(code_of(link), second);
+  ASSERT_EQ(s3, 200) << bj::serialize(e3);
+  EXPECT_EQ(e3.at("data").at("status").as_string(), "COMPLETED");
+  EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000043", "sandbox", "XAF")),
+            100'000 - e3.at("data").at("required_total").as_int64());
+  // A replay is the same payment.
+  auto [s4, e4] = pay(code_of(link), second);
+  EXPECT_EQ(s4, 200);
+  EXPECT_EQ(e4.at("data").at("transaction_reference"), e3.at("data").at("transaction_reference"));
+  first["otp"] = wallet_code("237690000042", reference);
+  auto [s5, e5] = pay(code_of(link), first);
+  EXPECT_EQ(s5, 400);
+  EXPECT_EQ(e5.at("message").as_string(), "link_used_up");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), 1);
+  expect_ledger_clean();
+}
+
+// Payers racing for a single-use WALLET link, each with its code: one payment, the others
+// link_used_up with nothing created or debited.
+TEST_P(LinksTest, PayersWithCodesRacingForASingleUseWalletLinkMakeOnePayment) {
+  auto link = create_link(bj::object{{"currency", "XAF"}, {"amount", 1500}, {"max_usage", 1}, {"channel", "WALLET"}});
+  const std::string reference(link.at("reference").as_string());
+  constexpr int kPayers = 8;
+  std::vector<bj::object> payers;
+  for (int i = 0; i < kPayers; ++i) {
+    const std::string phone = "2376910000" + std::to_string(10 + i);
+    ASSERT_TRUE(service_->fund_wallet("sandbox", phone, "XAF", 10'000, "top-up").ok());
+    bj::object b = payer(phone);
+    auto [s, e] = pay(code_of(link), b);
+    ASSERT_EQ(s, 400) << bj::serialize(e);
+    b["otp"] = wallet_code(phone, reference);
+    payers.push_back(std::move(b));
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0}, used_up{0};
+  for (int i = 0; i < kPayers; ++i)
+    threads.emplace_back([&, i] {
+      auto [s, e] = pay(code_of(link), payers[i]);
+      if (s == 200)
+        ++ok;
+      else if (e.at("message").as_string() == "link_used_up")
+        ++used_up;
+      else
+        ADD_FAILURE() << s << " " << bj::serialize(e);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 1);
+  EXPECT_EQ(used_up.load(), kPayers - 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), 1);
+  EXPECT_EQ(count("SELECT held FROM lnk_links WHERE reference = ?", {reference}), 1);
+  expect_ledger_clean();
+}
+
+// The keys the platform writes into a payment's metadata are refused from merchants and payers.
+TEST_P(LinksTest, ReservedMetadataKeysAreRefusedByName) {
+  auto [sc, ec] = link_call(&Service::create, p1_,
+                            bj::object{{"currency", "XAF"}, {"metadata", bj::object{{"payment_link_reference", "x"}}}});
+  EXPECT_EQ(sc, 400);
+  EXPECT_TRUE(ec.at("error").at("details").as_object().contains("metadata.payment_link_reference"))
+      << bj::serialize(ec);
+  auto link = create_link(bj::object{{"currency", "XAF"}});
+  bj::object spoof = payer("237690000042");
+  spoof["amount"] = 1000;
+  spoof["channel"] = "WALLET";
+  spoof["metadata"] = bj::object{{"wallet_link", "WLK-ANYTHING"}};
+  auto [s, e] = pay(code_of(link), spoof);
+  EXPECT_EQ(s, 400);
+  EXPECT_EQ(e.at("message").as_string(), "empty_data");
+  EXPECT_TRUE(e.at("error").at("details").as_object().contains("metadata.wallet_link")) << bj::serialize(e);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), 0);
 }
 
 // Paying is limited per client address and per link, on the shared limiter.

@@ -33,6 +33,7 @@ class WalletsTest : public payments::testing::PaymentsTest {
   }
   void TearDown() override {
     wallets_.reset();
+    cooled_otp_.reset();
     api_limiter_.reset();
     limiter_.reset();
     PaymentsTest::TearDown();
@@ -41,7 +42,7 @@ class WalletsTest : public payments::testing::PaymentsTest {
   void make_wallets(std::int64_t per_hour) { wallets_ = node(per_hour); }
 
   // A wallets service on the same database: another node, with its own memory of link keys.
-  std::unique_ptr<Service> node(std::int64_t per_hour = 600) {
+  std::unique_ptr<Service> node(std::int64_t per_hour = 600, otp::Service* codes = nullptr) {
     Options o;
     o.secret = "wallets-test-secret";
     o.pepper = "test-pepper";
@@ -51,7 +52,21 @@ class WalletsTest : public payments::testing::PaymentsTest {
     o.per_address = {.limit = per_hour, .window_ms = 3'600'000, .block_ms = 60'000, .block_after = 2};
     o.clock = [this] { return now_ms() + offset_.load(); };
     return std::make_unique<Service>(
-        *db_, *service_, [this] { return catalog_; }, *otp_, *notifier_, o);
+        *db_, *service_, [this] { return catalog_; }, codes ? *codes : *otp_, *notifier_, o);
+  }
+
+  // Codes with the production resend cool-down (the fixture's has none): a second send of the
+  // same challenge within 30 s is refused.
+  otp::Service& cooled_otp() {
+    if (!cooled_otp_) {
+      otp::Options oo;
+      oo.pepper = "test-pepper";
+      oo.sandbox_code = "123456";
+      oo.resend_cooldown_ms = 30'000;
+      oo.sends_per_destination_per_hour = 0;
+      cooled_otp_ = std::make_unique<otp::Service>(*db_, *notifier_, oo);
+    }
+    return *cooled_otp_;
   }
 
   LinkRequest request(std::string phone = "690000042") {
@@ -86,9 +101,37 @@ class WalletsTest : public payments::testing::PaymentsTest {
 
   Transfer transfer(std::int64_t amount) { return Transfer{amount, "", uuid_v4(), "order"}; }
 
+  // The codes sent to a number in messages naming `subject`, oldest first.
+  std::vector<std::string> codes_for(std::string_view msisdn, std::string_view subject) {
+    std::vector<std::string> out;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT body FROM notify_outbox WHERE recipient = ? "
+                                                              "ORDER BY id",
+                                                              {"+" + std::string(msisdn)}));
+                     for (const auto& r : rows) {
+                       const std::string body = r.str(0);
+                       if (body.find(subject) == std::string::npos) continue;
+                       auto at = body.find_first_of("0123456789");
+                       out.push_back(body.substr(at, body.find_first_not_of("0123456789", at) - at));
+                     }
+                     return {};
+                   })
+                    .ok());
+    return out;
+  }
+
+  Result<Linked> link_with(std::string phone, std::optional<std::int64_t> per_payment,
+                           std::optional<std::int64_t> per_period) {
+    LinkRequest r = request(std::move(phone));
+    r.per_payment = per_payment;
+    r.per_period = per_period;
+    return wallets_->link(p1_, r);
+  }
+
   std::unique_ptr<limits::Limiter> limiter_;
   std::unique_ptr<limits::ReservedLimiter> api_limiter_;
   std::unique_ptr<Service> wallets_;
+  std::unique_ptr<otp::Service> cooled_otp_;
   web::Principal p1_, p3_;
 };
 
@@ -627,6 +670,134 @@ TEST_P(WalletsTest, InitChargesWithinTheConsentAndWaitsForTheUsersCodeBeyondIt) 
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(spent_at(*status, now_ms() + offset_.load()), 3'000);
   expect_ledger_clean();
+}
+
+// A consent code activates exactly the limits its message stated: other limits asked while it
+// is live get their own code, and the old one activates nothing.
+TEST_P(WalletsTest, AConsentCodeActivatesOnlyTheLimitsItsMessageStated) {
+  wallets_ = node(600, &cooled_otp());
+  auto first = link_with("690000042", 1'000, 2'000);
+  ASSERT_TRUE(first.ok()) << bj::serialize(first.error().details);
+  ASSERT_TRUE(first->consent_sent);
+  const std::string reference = first->link.reference;
+  std::vector<std::string> codes = codes_for("237690000042", reference);
+  ASSERT_EQ(codes.size(), 1u);
+  const std::string old_code = codes[0];
+  // Within the resend cool-down, larger limits: a new code states them.
+  auto swapped = link_with("690000042", 4'000, 6'000);
+  ASSERT_TRUE(swapped.ok()) << bj::serialize(swapped.error().details);
+  EXPECT_EQ(swapped->link.limits.per_payment, 4'000);
+  EXPECT_TRUE(swapped->consent_sent);
+  codes = codes_for("237690000042", reference);
+  ASSERT_EQ(codes.size(), 2u);
+  // The first code no longer activates anything.
+  if (old_code != codes[1]) {
+    auto old = wallets_->confirm(p1_, first->apikey, old_code);
+    ASSERT_FALSE(old.ok());
+    EXPECT_EQ(old.error().code, "invalid_otp");
+    auto still = wallets_->find(p1_, first->apikey);
+    ASSERT_TRUE(still.ok());
+    EXPECT_EQ(still->status, kPending);
+  }
+  // The new code activates the new limits, which its message stated.
+  EXPECT_EQ(count("SELECT COUNT(*) FROM notify_outbox WHERE body LIKE ? AND body LIKE ?",
+                  {"%" + codes[1] + "%", std::string("%4%000 XAF%6%000 XAF%")}),
+            1);
+  auto ok = wallets_->confirm(p1_, first->apikey, codes[1]);
+  ASSERT_TRUE(ok.ok()) << bj::serialize(ok.error().details);
+  EXPECT_EQ(ok->status, kActive);
+  EXPECT_EQ(ok->limits.per_payment, 4'000);
+  EXPECT_EQ(ok->limits.per_period, 6'000);
+}
+
+// A link/new retried without limits keeps those of the PENDING link (and its live code).
+TEST_P(WalletsTest, LinkNewWithoutLimitsKeepsThePendingLinksLimits) {
+  wallets_ = node(600, &cooled_otp());
+  auto first = link_with("690000042", 1'000, 2'000);
+  ASSERT_TRUE(first.ok());
+  auto again = link_with("690000042", std::nullopt, std::nullopt);
+  ASSERT_TRUE(again.ok()) << bj::serialize(again.error().details);
+  EXPECT_EQ(again->link.limits.per_payment, 1'000);
+  EXPECT_EQ(again->link.limits.per_period, 2'000);
+  EXPECT_FALSE(again->consent_sent);  // the cool-down: the code already sent still holds
+  const auto codes = codes_for("237690000042", first->link.reference);
+  ASSERT_EQ(codes.size(), 1u);
+  auto ok = wallets_->confirm(p1_, first->apikey, codes[0]);
+  ASSERT_TRUE(ok.ok()) << bj::serialize(ok.error().details);
+  EXPECT_EQ(ok->limits.per_payment, 1'000);
+  EXPECT_EQ(ok->limits.per_period, 2'000);
+  // Only per_payment named: per_period stays the stored one (when it still covers it).
+  auto second = link_with("690000043", 1'000, 2'000);
+  ASSERT_TRUE(second.ok());
+  auto partial = link_with("690000043", 1'500, std::nullopt);
+  ASSERT_TRUE(partial.ok());
+  EXPECT_EQ(partial->link.limits.per_payment, 1'500);
+  EXPECT_EQ(partial->link.limits.per_period, 2'000);
+}
+
+// The wallet page's approval activates the limits the page showed, and nothing once they changed.
+TEST_P(WalletsTest, ThePagesApprovalActivatesOnlyTheLimitsItShowed) {
+  wallets_ = node(600, &cooled_otp());
+  auto first = link_with("690000042", 1'000, 2'000);
+  ASSERT_TRUE(first.ok());
+  const Limits shown = first->link.limits;
+  ASSERT_TRUE(link_with("690000042", 4'000, 6'000).ok());
+  auto stale = wallets_->consent_by_user(first->link.wallet, first->link.reference, shown);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_EQ(stale.error().kind, ErrorKind::conflict);
+  auto still = wallets_->find(p1_, first->apikey);
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ(still->status, kPending);
+  auto ok = wallets_->consent_by_user(first->link.wallet, first->link.reference, Limits{4'000, 6'000, 3'600'000});
+  ASSERT_TRUE(ok.ok()) << bj::serialize(ok.error().details);
+  EXPECT_EQ(ok->status, kActive);
+  EXPECT_EQ(ok->limits.per_payment, 4'000);
+}
+
+// A confirmation racing a change of limits, on two nodes: the link ends ACTIVE with the limits the
+// code stated, or PENDING with the new ones; never ACTIVE with limits no code stated.
+TEST_P(WalletsTest, AConfirmationRacingALimitsChangeNeverActivatesUnstatedLimits) {
+  wallets_ = node(600, &cooled_otp());
+  auto other = node(600, &cooled_otp());
+  int activated = 0;
+  for (int round = 0; round < 8; ++round) {
+    const std::string phone = "69100" + std::to_string(1000 + round);
+    auto first = link_with(phone, 1'000, 2'000);
+    ASSERT_TRUE(first.ok()) << bj::serialize(first.error().details);
+    const auto codes = codes_for("237" + phone, first->link.reference);
+    ASSERT_EQ(codes.size(), 1u);
+    std::promise<void> go;
+    std::shared_future<void> start = go.get_future().share();
+    auto confirm = std::async(std::launch::async, [&] {
+      start.wait();
+      return wallets_->confirm(p1_, first->apikey, codes[0]);
+    });
+    auto change = std::async(std::launch::async, [&] {
+      start.wait();
+      LinkRequest r = request(phone);
+      r.per_payment = 4'000;
+      r.per_period = 6'000;
+      return other->link(p1_, r);
+    });
+    go.set_value();
+    auto confirmed = confirm.get();
+    auto changed = change.get();
+    ASSERT_TRUE(changed.ok()) << bj::serialize(changed.error().details);
+    auto now_link = wallets_->find(p1_, first->apikey);
+    ASSERT_TRUE(now_link.ok());
+    if (now_link->status == kActive) {
+      ++activated;
+      EXPECT_TRUE(confirmed.ok());
+      EXPECT_EQ(now_link->limits.per_payment, 1'000) << "round " << round;
+      EXPECT_EQ(now_link->limits.per_period, 2'000) << "round " << round;
+    } else {
+      EXPECT_EQ(now_link->status, kPending);
+      EXPECT_FALSE(confirmed.ok());
+      EXPECT_EQ(now_link->limits.per_payment, 4'000);
+    }
+  }
+  expect_ledger_clean();
+  (void)activated;
 }
 
 // fiat-distribution moves the partner's money to several linked wallets in one unit.
