@@ -43,7 +43,6 @@ struct Texts {
   const char* waiting;
   const char* completed;
   const char* back;
-  const char* failed;
   const char* expired;
   const char* cancelled;
   const char* not_found;
@@ -72,7 +71,6 @@ constexpr Texts kFr{
     "met à jour toute seule.",
     "Paiement réussi. Merci ! Retour à la boutique…",
     "Retourner à la boutique",
-    "Le paiement n'a pas abouti. Vous pouvez réessayer ou choisir un autre moyen de paiement.",
     "Cette session de paiement a expiré.",
     "Ce paiement a été annulé.",
     "Cette session de paiement n'existe pas.",
@@ -99,7 +97,6 @@ constexpr Texts kEn{
     "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by itself.",
     "Payment completed. Thank you! Returning to the shop…",
     "Return to the shop",
-    "The payment did not go through. You may try again or choose another payment method.",
     "This checkout session has expired.",
     "This payment was cancelled.",
     "This checkout session does not exist.",
@@ -332,7 +329,9 @@ web::Response Service::render(const web::Request& req, i18n::Locale locale, cons
   if (!notice.empty())
     h += "<div class=\"card\" role=\"alert\"><p class=\"error\">" + std::string(notice) + "</p></div>";
   else if (tx && payments::is_terminal(tx->status))
-    h += "<div class=\"card\" role=\"alert\"><p class=\"error\">" + escape(t.failed) + "</p></div>";
+    h += "<div class=\"card\" role=\"alert\"><p class=\"error\">" +
+         escape(i18n::text(failure_message_code(failure_reason(*tx)), locale)) + "</p><p>" +
+         escape(i18n::text("checkout_try_again", locale)) + "</p></div>";
   const std::vector<Method> offered = methods(s, m->countries);
   if (offered.empty()) {
     h += "<div class=\"card\"><p role=\"alert\">" + escape(t.no_method) + "</p>" + cancel_form + "</div>";
