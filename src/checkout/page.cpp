@@ -160,6 +160,13 @@ constexpr std::pair<std::string_view, std::string_view> kFrench[] = {
     {"must not contain control characters", "ne doit pas contenir de caractères de contrôle"},
     {"must be on one of this merchant's registered domains", "doit être sur un des domaines déclarés du marchand"},
     {"appears more than once", "apparaît plusieurs fois"},
+    {"may be set only in a request signed with the merchant's checkout secret",
+     "ne peut être fixé que dans une requête signée avec le secret de paiement du marchand"},
+    {"does not match orderId, amount, currency, settlement_mode, distribution and feeBearer under the merchant's "
+     "checkout secret",
+     "ne correspond pas à orderId, amount, currency, settlement_mode, distribution et feeBearer sous le secret de "
+     "paiement du marchand"},
+    {"must be 64 hexadecimal characters (HMAC-SHA256)", "doit faire 64 caractères hexadécimaux (HMAC-SHA256)"},
     {"rates must not sum beyond 100", "la somme des taux ne doit pas dépasser 100"},
     {"must be a whole number", "doit être un nombre entier"},
     {"an open checkout session of this order has other fields; use a new orderId",

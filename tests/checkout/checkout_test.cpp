@@ -786,6 +786,16 @@ TEST_P(CheckoutTest, AnUnsignedRequestMayNotDecideWhereTheMoneyGoes) {
     EXPECT_NE(refused.body.find("feeBearer"), std::string::npos) << refused.body;
   }
   EXPECT_EQ(count("SELECT COUNT(*) FROM chk_sessions WHERE merchant_id = ?", {m1_.id}), 0);
+  // The customer's page says it in French too.
+  bj::object hijack = order("ORD-HIJACK-FR");
+  hijack["feeBearer"] = "MERCHANT";
+  hijack["apiKey"] = key1_.key;
+  web::Request fr = post(hijack, /*form=*/true);
+  fr.locale = i18n::Locale::fr;
+  fr.principal = *checkout_->authenticate(fr);
+  auto fr_page = checkout_->create(fr);
+  EXPECT_EQ(fr_page.status, 400);
+  EXPECT_NE(fr_page.body.find("ne peut être fixé que dans une requête signée"), std::string::npos) << fr_page.body;
   // The defaults change nothing and need no signature.
   bj::object plain = order("ORD-DEFAULTS");
   plain["settlement_mode"] = "DIRECT";
