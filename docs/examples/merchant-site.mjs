@@ -5,10 +5,14 @@
 //   node docs/examples/merchant-site.mjs   (reads SIKA_CHECKOUT_URL, SIKA_API_KEY,
 //                                           SIKA_CHECKOUT_SECRET, PORT)
 //
+// The form is signed (signCheckoutRequest): the customer can read it and change it, but a changed
+// amount, orderId, currency or anything that decides where the money goes is refused.
+//
 // The three rules of a trustworthy return:
 //  1. verify the signature of service_data with your checkout secret (constant time);
-//  2. check that it is about YOUR order: reference = your orderId, amount and currency = yours
-//     (the form is in the customer's browser: a customer can change the amount it posts);
+//  2. check that it is about YOUR order and YOUR money: reference = your orderId, amount and
+//     currency = yours, settlement_mode, distribution and fee_bearer = what you asked for, and
+//     once COMPLETED, credited_amount = what you expect to be credited;
 //  3. before delivering anything valuable, confirm with POST {base_url}/collection/status
 //     (and handle the webhook), as the return can be replayed by whoever saw the URL.
 import http from 'node:http';
@@ -27,6 +31,17 @@ export function verifyServiceData(secret, serviceData, signature) {
   } catch {
     return null;
   }
+}
+
+// The signature of a checkout request (docs/checkout.md, "Signed requests"): hex HMAC-SHA256,
+// under your checkout secret, of the canonical text of the fields that decide the money.
+// `amountMinor` is the amount in minor units (5000 XAF, 1050 for 10.50 USD).
+export function signCheckoutRequest(secret, { orderId, amountMinor, currency, settlementMode = 'DIRECT',
+  distribution = [], feeBearer = 'CUSTOMER' }) {
+  const lines = distribution.map((l) => `${l.matricule}:${Math.round(Number(l.rate) * 10000)}`).join(',');
+  const canonical = ['sika-checkout-v1', `orderId=${orderId}`, `amount=${amountMinor}`, `currency=${currency}`,
+    `settlement_mode=${settlementMode}`, `distribution=${lines}`, `feeBearer=${feeBearer}`].join('\n');
+  return createHmac('sha256', secret).update(canonical, 'utf8').digest('hex');
 }
 
 const escapeHtml = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -53,6 +68,7 @@ export async function startMerchantSite({ checkoutUrl, apiKey, checkoutSecret, p
       const phone = url.searchParams.get('phone') || '';
       orders.set(orderId, { amount, currency, status: 'NEW' });
       const label = `${amountText} ${currency}`;
+      const signature = signCheckoutRequest(checkoutSecret, { orderId, amountMinor: amount, currency });
       page(200, `<h1>${escapeHtml(shopName)}</h1><p>2 T-shirts: ${escapeHtml(label)}</p>
 <form method="post" action="${escapeHtml(checkoutUrl)}" data-sika-checkout data-label="Pay ${escapeHtml(label)}">
   <input type="hidden" name="apiKey" value="${escapeHtml(apiKey)}">
@@ -65,6 +81,7 @@ export async function startMerchantSite({ checkoutUrl, apiKey, checkoutSecret, p
   <input type="hidden" name="successUrl" value="${self}/success">
   <input type="hidden" name="failureUrl" value="${self}/failure">
   <input type="hidden" name="customer[phone]" value="${escapeHtml(phone)}">
+  <input type="hidden" name="signature" value="${signature}">
   <button type="submit">Pay ${escapeHtml(label)}</button>
 </form>
 <script src="${escapeHtml(checkoutUrl)}/button.js" async></script>`);
@@ -77,6 +94,11 @@ export async function startMerchantSite({ checkoutUrl, apiKey, checkoutSecret, p
       if (!order) return page(400, '<h1 id="result">Rejected: unknown order</h1>');
       if (data.amount !== order.amount || data.currency !== order.currency)
         return page(400, '<h1 id="result">Rejected: the amount paid is not the order\'s</h1>');
+      // Where the money went: this shop asks for DIRECT settlement, the fee on the customer, and
+      // the whole order's amount credited to itself.
+      if (data.settlement_mode !== 'DIRECT' || !Array.isArray(data.distribution) || data.distribution.length !== 0
+        || data.fee_bearer !== 'CUSTOMER' || (data.status === 'COMPLETED' && data.credited_amount !== order.amount))
+        return page(400, '<h1 id="result">Rejected: the money was not settled as this order asked</h1>');
       // Record the outcome; deliver only after POST /collection/status confirms COMPLETED.
       order.status = data.status;
       order.transaction_reference = data.transaction_reference;

@@ -151,6 +151,32 @@ const Quote* Session::quote_for(std::string_view c) const {
   return nullptr;
 }
 
+FailureReason failure_reason(const payments::Transaction& tx) {
+  const std::string_view code = tx.failure_reason ? std::string_view(*tx.failure_reason) : std::string_view();
+  if (code == "INSUFFICIENT_FUNDS") return FailureReason::insufficient_funds;
+  if (code == "REJECTED_BY_CUSTOMER" || code == "DECLINED_BY_CUSTOMER") return FailureReason::declined;
+  if (code == "TIMEOUT" || code == "EXPIRED" || tx.status == payments::TxStatus::expired) return FailureReason::timeout;
+  if (code == "INVALID_ACCOUNT") return FailureReason::invalid_account;
+  if (code == "INVALID_OTP") return FailureReason::invalid_otp;
+  if (code == "OPERATOR_REFUSED") return FailureReason::refused;
+  if (tx.status == payments::TxStatus::cancelled) return FailureReason::cancelled;
+  return FailureReason::other;
+}
+
+std::string_view failure_message_code(FailureReason reason) {
+  switch (reason) {
+    case FailureReason::insufficient_funds: return "checkout_failed_insufficient_funds";
+    case FailureReason::declined: return "checkout_failed_declined";
+    case FailureReason::timeout: return "checkout_failed_timeout";
+    case FailureReason::invalid_account: return "checkout_failed_invalid_account";
+    case FailureReason::invalid_otp: return "checkout_failed_invalid_otp";
+    case FailureReason::refused: return "checkout_failed_refused";
+    case FailureReason::cancelled: return "checkout_failed_cancelled";
+    case FailureReason::other: break;
+  }
+  return "checkout_failed";
+}
+
 std::string quotes_text(const std::vector<Quote>& quotes) {
   bj::array a;
   for (const auto& q : quotes)
@@ -244,8 +270,8 @@ bj::object form_to_object(const bj::object& form, json::FieldErrors& errors) {
 
 NewSession parse_new_session(const bj::object& body, json::FieldErrors& errors) {
   static constexpr std::string_view kKnown[] = {
-      "apiKey",     "amount",   "currency", "orderId", "description",     "shopName",     "successUrl",
-      "failureUrl", "customer", "line",     "area",    "settlement_mode", "distribution", "feeBearer"};
+      "apiKey",   "amount", "currency", "orderId",         "description",  "shopName",  "successUrl", "failureUrl",
+      "customer", "line",   "area",     "settlement_mode", "distribution", "feeBearer", "signature"};
   for (const auto& [k, v] : body)
     if (std::find(std::begin(kKnown), std::end(kKnown), std::string_view(k)) == std::end(kKnown))
       errors.add(k, "is not a known field");
@@ -303,6 +329,12 @@ NewSession parse_new_session(const bj::object& body, json::FieldErrors& errors) 
     errors.add("distribution", "must have at most " + std::to_string(kMaxDistribution) + " items");
   else if (split)
     n.distribution = parse_distribution(*distribution, errors);
+  n.signature = json::get_string(body, "signature", errors).value_or("");
+  std::transform(n.signature.begin(), n.signature.end(), n.signature.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  if (!n.signature.empty() &&
+      (n.signature.size() != 64 || n.signature.find_first_not_of("0123456789abcdef") != std::string::npos))
+    errors.add("signature", "must be 64 hexadecimal characters (HMAC-SHA256)");
   return n;
 }
 
@@ -352,6 +384,21 @@ std::string fingerprint(const NewSession& n) {
   return hex_encode(crypto::sha256(payments::canonical_json(o)));
 }
 
+bool sets_money_fields(const NewSession& n) {
+  return n.settlement_mode != payments::kDirect || !n.distribution.empty() || n.fee_bearer != "CUSTOMER";
+}
+
+std::string request_canonical(const NewSession& n) {
+  std::string lines;
+  for (const auto& l : n.distribution) {
+    if (!lines.empty()) lines += ',';
+    lines += l.matricule + ":" + std::to_string(l.rate_ppm);
+  }
+  return "sika-checkout-v1\norderId=" + n.order_id + "\namount=" + std::to_string(n.amount) +
+         "\ncurrency=" + n.currency + "\nsettlement_mode=" + n.settlement_mode + "\ndistribution=" + lines +
+         "\nfeeBearer=" + n.fee_bearer;
+}
+
 std::vector<payments::SplitLine> settlement_lines(const std::vector<payments::SplitLine>& lines,
                                                   std::string_view merchant_matricule) {
   std::vector<payments::SplitLine> out = lines;
@@ -387,6 +434,14 @@ std::string service_data(const ReturnData& d) {
                {"checkout_reference", d.checkout_reference},
                {"issued_at", d.issued_at},
                {"kid", d.kid}};
+  bj::array lines;
+  for (const auto& l : d.distribution)
+    lines.push_back(bj::object{{"matricule", l.matricule}, {"rate", static_cast<double>(l.rate_ppm) / 10'000.0}});
+  o["settlement_mode"] = d.settlement_mode;
+  o["distribution"] = std::move(lines);
+  o["fee_bearer"] = d.fee_bearer;
+  o["fee"] = d.fee;
+  o["credited_amount"] = d.credited_amount;
   if (!d.charged_currency.empty()) {
     o["charged_amount"] = d.charged_amount;
     o["charged_currency"] = d.charged_currency;

@@ -68,6 +68,23 @@ struct Session {
   const Quote* quote_for(std::string_view currency) const;
 };
 
+// Why a collection of a session ended without completing, from its status and its typed failure
+// reason code (payments' failure_reason: INSUFFICIENT_FUNDS, REJECTED_BY_CUSTOMER, TIMEOUT, ...),
+// never from a message text.
+enum class FailureReason {
+  insufficient_funds,
+  declined,
+  timeout,
+  invalid_account,
+  invalid_otp,
+  refused,
+  cancelled,
+  other
+};
+FailureReason failure_reason(const payments::Transaction& tx);
+// The i18n message code (fr/en texts in core/i18n.cpp) the page shows for a reason.
+std::string_view failure_message_code(FailureReason reason);
+
 // The quotes as stored (JSON text of an array) and back.
 std::string quotes_text(const std::vector<Quote>& quotes);
 std::vector<Quote> quotes_of(std::string_view text);
@@ -98,7 +115,25 @@ struct NewSession {
   std::string fee_bearer = "CUSTOMER";
   std::string settlement_mode = std::string(payments::kDirect);
   std::vector<payments::SplitLine> distribution;  // as sent: rates sum to at most 100 %
+  std::string signature;  // hex HMAC-SHA256 of request_canonical() under the merchant's checkout secret, or ""
 };
+
+// Returns true iff the request sets anything that decides where the money goes away from its
+// default: settlement_mode SPLIT, a distribution, feeBearer MERCHANT. Such a request must be
+// signed by the merchant (an unsigned form is in the customer's hands).
+bool sets_money_fields(const NewSession& n);
+// The text a merchant signs (docs/checkout.md, "Signed requests"): one `name=value` line per
+// field, in this order, joined by "\n", no trailing newline:
+//   sika-checkout-v1
+//   orderId=<orderId>
+//   amount=<the amount in minor units>
+//   currency=<currency>
+//   settlement_mode=<DIRECT|SPLIT>
+//   distribution=<matricule:rate×10000, comma-separated, in the request's order; empty for DIRECT>
+//   feeBearer=<CUSTOMER|MERCHANT>
+// Defaults are written out (DIRECT, empty, CUSTOMER). No value may hold a newline (text fields
+// refuse control characters).
+std::string request_canonical(const NewSession& n);
 
 // Turns a form post's fields into the JSON shape of the same request: `customer[name]` style
 // fields become the `customer` object, and `distribution` (JSON text in a form) its array.
@@ -142,6 +177,15 @@ struct ReturnData {
   std::string charged_currency;
   std::string rate;
   std::int64_t kid = 1;  // the version of the merchant's checkout secret that signed it
+  // What decides the merchant's money: the session's settlement mode and the lines it settles
+  // to (the merchant's own remainder line included), who bears the fee, and, once COMPLETED,
+  // the fee (minor units of the charged currency) and what the merchant(s) are credited (minor
+  // units of `currency`); both 0 otherwise.
+  std::string settlement_mode = std::string(payments::kDirect);
+  std::vector<payments::SplitLine> distribution;
+  std::string fee_bearer = "CUSTOMER";
+  std::int64_t fee = 0;
+  std::int64_t credited_amount = 0;
 };
 // The JSON text of service_data (the exact text that is signed).
 std::string service_data(const ReturnData& data);

@@ -43,7 +43,6 @@ struct Texts {
   const char* waiting;
   const char* completed;
   const char* back;
-  const char* failed;
   const char* expired;
   const char* cancelled;
   const char* not_found;
@@ -72,7 +71,6 @@ constexpr Texts kFr{
     "met à jour toute seule.",
     "Paiement réussi. Merci ! Retour à la boutique…",
     "Retourner à la boutique",
-    "Le paiement n'a pas abouti. Vous pouvez réessayer ou choisir un autre moyen de paiement.",
     "Cette session de paiement a expiré.",
     "Ce paiement a été annulé.",
     "Cette session de paiement n'existe pas.",
@@ -99,7 +97,6 @@ constexpr Texts kEn{
     "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by itself.",
     "Payment completed. Thank you! Returning to the shop…",
     "Return to the shop",
-    "The payment did not go through. You may try again or choose another payment method.",
     "This checkout session has expired.",
     "This payment was cancelled.",
     "This checkout session does not exist.",
@@ -163,6 +160,13 @@ constexpr std::pair<std::string_view, std::string_view> kFrench[] = {
     {"must not contain control characters", "ne doit pas contenir de caractères de contrôle"},
     {"must be on one of this merchant's registered domains", "doit être sur un des domaines déclarés du marchand"},
     {"appears more than once", "apparaît plusieurs fois"},
+    {"may be set only in a request signed with the merchant's checkout secret",
+     "ne peut être fixé que dans une requête signée avec le secret de paiement du marchand"},
+    {"does not match orderId, amount, currency, settlement_mode, distribution and feeBearer under the merchant's "
+     "checkout secret",
+     "ne correspond pas à orderId, amount, currency, settlement_mode, distribution et feeBearer sous le secret de "
+     "paiement du marchand"},
+    {"must be 64 hexadecimal characters (HMAC-SHA256)", "doit faire 64 caractères hexadécimaux (HMAC-SHA256)"},
     {"rates must not sum beyond 100", "la somme des taux ne doit pas dépasser 100"},
     {"must be a whole number", "doit être un nombre entier"},
     {"an open checkout session of this order has other fields; use a new orderId",
@@ -332,7 +336,9 @@ web::Response Service::render(const web::Request& req, i18n::Locale locale, cons
   if (!notice.empty())
     h += "<div class=\"card\" role=\"alert\"><p class=\"error\">" + std::string(notice) + "</p></div>";
   else if (tx && payments::is_terminal(tx->status))
-    h += "<div class=\"card\" role=\"alert\"><p class=\"error\">" + escape(t.failed) + "</p></div>";
+    h += "<div class=\"card\" role=\"alert\"><p class=\"error\">" +
+         escape(i18n::text(failure_message_code(failure_reason(*tx)), locale)) + "</p><p>" +
+         escape(i18n::text("checkout_try_again", locale)) + "</p></div>";
   const std::vector<Method> offered = methods(s, m->countries);
   if (offered.empty()) {
     h += "<div class=\"card\"><p role=\"alert\">" + escape(t.no_method) + "</p>" + cancel_form + "</div>";

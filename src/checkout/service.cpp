@@ -19,6 +19,11 @@ namespace bj = boost::json;
 
 namespace {
 
+// The fields a request signature covers.
+constexpr std::string_view kSignedFields[] = {"orderId",         "amount",       "currency",
+                                              "settlement_mode", "distribution", "feeBearer"};
+constexpr std::string_view kMerchantOnly = "may be set only in a request signed with the merchant's checkout secret";
+
 Error session_not_found() { return not_found(bj::object{{"reference", "no such checkout session"}}); }
 
 // The country of an area code (alpha-2 or alpha-3), or nullptr.
@@ -159,6 +164,26 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
       errors.add("area", area->code + " collects in " + area->currency + ", not " + n.currency +
                              " (send line=up to allow currency conversion)");
   }
+  // What decides where the money goes comes from the merchant only: a request that sets it must
+  // be signed with the merchant's checkout secret (the form is in the customer's browser, and its
+  // apiKey is public). A signature, when sent, must match whatever the request sets.
+  if (!n.signature.empty()) {
+    const bool readable = std::none_of(std::begin(kSignedFields), std::end(kSignedFields),
+                                       [&](std::string_view f) { return errors.details().contains(f); });
+    if (readable) {
+      SIKA_ASSIGN_OR_RETURN(SecretVersion key, signing_secret(m.id, m.matricule));
+      if (!verify(key.secret, request_canonical(n), n.signature))
+        errors.add("signature",
+                   "does not match orderId, amount, currency, settlement_mode, distribution and feeBearer under "
+                   "the merchant's checkout secret");
+    }
+  } else {
+    if (n.settlement_mode != payments::kDirect && !errors.details().contains("settlement_mode"))
+      errors.add("settlement_mode", kMerchantOnly);
+    if (!n.distribution.empty() && !errors.details().contains("distribution"))
+      errors.add("distribution", kMerchantOnly);
+    if (n.fee_bearer != "CUSTOMER" && !errors.details().contains("feeBearer")) errors.add("feeBearer", kMerchantOnly);
+  }
   // Return URLs: on one of the merchant's registered domains, when it registered any; the
   // split beneficiaries: active merchants.
   std::vector<std::string> domains;
@@ -246,8 +271,20 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
     if (tx && !payments::is_terminal(tx->status))
       return conflict(bj::object{{"orderId", "a payment of this order is in progress"}});
     // Expired or cancelled without a payment: the order gets a new session on the same row.
+    // The row is reopened only while the collection of its attempt is absent or ended without
+    // completing, checked in the reopening unit: the check and the move commit together.
     bool reopened = false;
     SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+      reopened = false;
+      if (existing->attempt > 0) {
+        SIKA_ASSIGN_OR_RETURN(auto last,
+                              payments::tables::find_by_uuid(c, existing->merchant_id, existing->environment,
+                                                             collection_uuid(existing->reference, existing->attempt)));
+        if (last && last->status == payments::TxStatus::completed)
+          return make_error(ErrorKind::conflict, "order_paid", bj::object{{"orderId", "this order is already paid"}});
+        if (last && !payments::is_terminal(last->status))
+          return conflict(bj::object{{"orderId", "a payment of this order is in progress"}});
+      }
       SIKA_ASSIGN_OR_RETURN(reopened, tables::reopen(c, existing->id, existing->attempt, s));
       return {};
     }));
@@ -361,14 +398,30 @@ Result<payments::Transaction> Service::pay(std::string_view reference, const Pay
     return bad_request("otp_required",
                        bj::object{{"otp", "is required by this operator"}, {"otp_helper", method->otp_helper}});
 
-  const std::int64_t at = now();
-  bool taken = false;
-  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(taken, tables::take_attempt(c, s.id, form.seen_attempt, at));
-    return {};
-  }));
-  if (!taken) return conflict(bj::object{{"reference", "this page is out of date: the session moved on"}});
+  // The attempt is taken in the unit that creates its collection (payments' creation step): the
+  // conditional UPDATE on the attempt the page showed, the check that this attempt's collection
+  // ended without completing (or never existed), and the new collection's row commit together or
+  // not at all. A submission that loses sees the attempt moved on, or the winner's collection in
+  // flight, and nothing of it remains.
   const std::int64_t attempt = form.seen_attempt + 1;
+  const std::int64_t at = now();
+  std::string created;  // the reference of the collection this submission created
+  const payments::Service::CreationStep take = [&](store::Conn& c, const payments::Transaction& tx) -> Status {
+    created.clear();
+    SIKA_ASSIGN_OR_RETURN(bool taken, tables::take_attempt(c, s.id, form.seen_attempt, at));
+    if (!taken) return conflict(bj::object{{"reference", "this page is out of date: the session moved on"}});
+    if (form.seen_attempt > 0) {
+      SIKA_ASSIGN_OR_RETURN(auto previous,
+                            payments::tables::find_by_uuid(c, s.merchant_id, s.environment,
+                                                           collection_uuid(s.reference, form.seen_attempt)));
+      if (previous && previous->status == payments::TxStatus::completed)
+        return make_error(ErrorKind::conflict, "order_paid", bj::object{{"reference", "this order is already paid"}});
+      if (previous && !payments::is_terminal(previous->status))
+        return conflict(bj::object{{"reference", "a payment of this session is in progress"}});
+    }
+    created = tx.reference;
+    return {};
+  };
 
   payments::IntentRequest intent;
   intent.amount = method->price;
@@ -387,9 +440,12 @@ Result<payments::Transaction> Service::pay(std::string_view reference, const Pay
   intent.settlement_mode = s.settlement_mode;
   intent.fee_bearer = s.fee_bearer;
   if (s.settlement_mode == payments::kSplit) intent.distribution = settlement_lines(s.distribution, m.matricule);
-  SIKA_ASSIGN_OR_RETURN(payments::Transaction created, payments_.create_collection(intent, principal_of(m)));
-  if (created.status != payments::TxStatus::initiated) return payments_.current(std::move(created), "checkout");
-  return payments_.execute_collection(std::move(created), form.otp, "checkout");
+  SIKA_ASSIGN_OR_RETURN(payments::Transaction tx_now,
+                        payments_.collect_from_present_payer(intent, principal_of(m), form.otp, "checkout", take));
+  // Another submission of the same page created this attempt's collection: this one made nothing.
+  if (tx_now.reference != created)
+    return conflict(bj::object{{"reference", "this page is out of date: the session moved on"}});
+  return tx_now;
 }
 
 // ---- the return -----------------------------------------------------------------------------
@@ -418,6 +474,23 @@ Result<std::optional<std::string>> Service::signed_return(const Session& s, cons
       d.charged_amount = tx->required_total;
       d.charged_currency = tx->currency;
       d.rate = catalog::fx::ratio_text({q->numerator, q->denominator});
+    }
+  }
+  d.settlement_mode = s.settlement_mode;
+  if (s.settlement_mode == payments::kSplit) d.distribution = settlement_lines(s.distribution, m.matricule);
+  d.fee_bearer = s.fee_bearer;
+  if (tx && tx->status == payments::TxStatus::completed) {
+    d.fee = tx->fee;
+    d.credited_amount = tx->amount;
+    if (tx->currency != s.currency) {
+      // Converted: what the collection's amount was worth in the order's currency, as settled.
+      std::optional<payments::Conversion> conversion;
+      SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+        SIKA_ASSIGN_OR_RETURN(conversion, payments::tables::find_conversion(c, tx->id));
+        return {};
+      }));
+      if (!conversion) return internal_error(bj::string("a converted collection without its conversion"));
+      d.credited_amount = conversion->amount;
     }
   }
   SIKA_ASSIGN_OR_RETURN(SecretVersion key, signing_secret(m.id, m.matricule));

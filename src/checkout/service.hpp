@@ -9,9 +9,14 @@
 //    payments::Service::create_collection and pushed with execute_collection, so status,
 //    ledger, webhooks and split settlement are those of any collection;
 //  - a session has at most one collection in flight, and none once one completed: a new one is
-//    taken by a conditional UPDATE on the attempt the customer's page showed, only when the
-//    previous one ended without completing;
-//  - the return data is signed with the merchant's checkout secret (HMAC-SHA256), derived from
+//    taken by a conditional UPDATE on the attempt the customer's page showed, checked against
+//    that attempt's collection (absent, or ended without completing) and written, all in the
+//    one write unit that creates the collection (payments' creation step);
+//  - what decides where the money goes (settlement_mode SPLIT, a distribution, feeBearer
+//    MERCHANT) is accepted only in a request signed with the merchant's checkout secret
+//    (request_canonical); the signature, when sent, also binds orderId, amount and currency;
+//  - the return data names everything that decided the merchant's money (settlement mode, lines,
+//    fee bearer, fee, credited amount) and is signed with the merchant's checkout secret (HMAC-SHA256), derived from
 //    the server secret and the merchant (and, once rotated, a stored salt), so the merchant can
 //    reject forged or altered returns; `kid` names the version that signed;
 //  - line=up: a method in another currency charges the order's amount converted at the quote

@@ -28,7 +28,8 @@ Result<std::vector<Session>> list(store::Conn& c, std::int64_t merchant_id, std:
 Result<std::optional<Session>> by_order(store::Conn& c, std::int64_t merchant_id, std::string_view environment,
                                         std::string_view order_id);
 // Takes attempt `seen + 1`: true iff the session is OPEN, unexpired at `now`, and its attempt
-// is still `seen` (so two submissions of the same page make one collection).
+// is still `seen` (so two submissions of the same page make one collection). Runs in the unit
+// that creates the attempt's collection (Service::pay), with the check of attempt `seen`'s.
 Result<bool> take_attempt(store::Conn& c, std::int64_t id, std::int64_t seen, std::int64_t now);
 // OPEN -> PAID / CANCELLED; CANCELLED only while the attempt is still `seen`. True iff it moved.
 Result<bool> mark_paid(store::Conn& c, std::int64_t id, std::int64_t now);

@@ -4,13 +4,19 @@
 #include <boost/json.hpp>
 
 #include <atomic>
+#include <cmath>
+#include <functional>
 #include <limits>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
 #include "catalog/fx.hpp"
 #include "checkout/service.hpp"
 #include "checkout/store.hpp"
+#include "core/crypto.hpp"
+#include "core/random.hpp"
 #include "payments/fixture.hpp"
 
 namespace sika::checkout {
@@ -322,6 +328,23 @@ class CheckoutTest : public payments::testing::PaymentsTest {
     return tx;
   }
 
+  // Waits until no session of `sessions` has a collection in flight (the status poll asks the
+  // sandbox operator, as the page does).
+  void settle(const std::vector<Session>& sessions) {
+    for (int i = 0; i < 500; ++i) {
+      bool busy = false;
+      for (const Session& s : sessions) {
+        auto fresh = checkout_->session(s.reference);
+        if (!fresh) continue;
+        auto cur = checkout_->current(*fresh);
+        if (cur && *cur && !payments::is_terminal((*cur)->status)) busy = true;
+      }
+      if (!busy) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "collections still in flight";
+  }
+
   web::Response page_call(web::Response (Service::*fn)(web::Request&), const Session& s, std::string body = "",
                           std::string suffix_lang = "en") {
     web::Request req;
@@ -332,6 +355,29 @@ class CheckoutTest : public payments::testing::PaymentsTest {
     req.remote_ip = "10.0.0.1";
     req.path_params = {{"reference", s.reference}};
     return ((*checkout_).*fn)(req);
+  }
+
+  // Signs a request as docs/checkout.md ("Signed requests") tells merchants to: the canonical
+  // text is written out here from the documented rule, not taken from the code under test.
+  // `minor` is the amount in minor units.
+  static bj::object signed_request(bj::object o, std::int64_t minor, std::string_view secret) {
+    auto text = [&](std::string_view k, std::string def) {
+      const bj::value* v = o.if_contains(k);
+      return v ? std::string(v->as_string()) : def;
+    };
+    std::string lines;
+    if (const bj::value* d = o.if_contains("distribution"))
+      for (const auto& l : d->as_array()) {
+        if (!lines.empty()) lines += ",";
+        lines += std::string(l.at("matricule").as_string()) + ":" +
+                 std::to_string(std::llround(l.at("rate").to_number<double>() * 10000));
+      }
+    const std::string canonical = "sika-checkout-v1\norderId=" + text("orderId", "") +
+                                  "\namount=" + std::to_string(minor) + "\ncurrency=" + text("currency", "") +
+                                  "\nsettlement_mode=" + text("settlement_mode", "DIRECT") + "\ndistribution=" + lines +
+                                  "\nfeeBearer=" + text("feeBearer", "CUSTOMER");
+    o["signature"] = hex_encode(crypto::hmac_sha256(secret, canonical));
+    return o;
   }
 
   std::unique_ptr<Service> checkout_;
@@ -473,6 +519,140 @@ TEST_P(CheckoutTest, ConcurrentSubmissionsOfOnePageMakeOneCollection) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE merchant_id = ?", {m1_.id}), 1);
 }
 
+// Two tabs, a retrying client: submissions of one session at the same moment with consecutive
+// `attempt` values. The session must never have more than one collection in flight, nor a second
+// one once one completed; every order is paid once and the ledger balances.
+TEST_P(CheckoutTest, ConcurrentSubmissionsWithConsecutiveAttemptsPayAnOrderOnce) {
+  constexpr int kSessions = 10, kSubmits = 4;
+  std::vector<Session> sessions;
+  for (int i = 0; i < kSessions; ++i) sessions.push_back(open_ok(order("ORD-TABS-" + std::to_string(i))));
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (const Session& s : sessions)
+    for (int a = 0; a < kSubmits; ++a)
+      threads.emplace_back([&, ref = s.reference, a] {
+        while (!go.load()) std::this_thread::yield();
+        (void)checkout_->pay(ref, PayForm{"MTN_MOMO_CMR", "237690000000", std::nullopt, a});
+      });
+  go = true;
+  for (auto& t : threads) t.join();
+  settle(sessions);
+  for (const Session& s : sessions) {
+    const std::string like = "%" + s.reference + "%";
+    EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE metadata LIKE ?", {like}), 1) << s.order_id;
+    EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE metadata LIKE ? AND status = 'COMPLETED'", {like}), 1)
+        << s.order_id;
+  }
+  expect_ledger_clean();
+}
+
+// Cancelling and paying one session at the same moment: a cancelled session never gets a
+// collection, and a session that got one is not cancelled under it.
+TEST_P(CheckoutTest, CancelAndPayAtOnceNeverLeaveACancelledSessionWithAPayment) {
+  constexpr int kSessions = 8;
+  std::vector<Session> sessions;
+  for (int i = 0; i < kSessions; ++i) sessions.push_back(open_ok(order("ORD-CXL-" + std::to_string(i))));
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (const Session& s : sessions) {
+    threads.emplace_back([&, s] {
+      while (!go.load()) std::this_thread::yield();
+      (void)checkout_->pay(s.reference, PayForm{"MTN_MOMO_CMR", "237690000000", std::nullopt, 0});
+    });
+    threads.emplace_back([&, s] {
+      while (!go.load()) std::this_thread::yield();
+      (void)checkout_->return_to(s.reference, /*give_up=*/true);
+    });
+  }
+  go = true;
+  for (auto& t : threads) t.join();
+  settle(sessions);
+  for (const Session& s : sessions) {
+    const std::string like = "%" + s.reference + "%";
+    const auto fresh = checkout_->session(s.reference);
+    ASSERT_TRUE(fresh.ok());
+    const std::int64_t paid =
+        count("SELECT COUNT(*) FROM pay_transactions WHERE metadata LIKE ? AND status = 'COMPLETED'", {like});
+    EXPECT_LE(paid, 1);
+    if (fresh->status == kCancelled)
+      EXPECT_EQ(paid, 0) << s.order_id;
+    else
+      EXPECT_EQ(paid, 1) << s.order_id;
+  }
+  expect_ledger_clean();
+}
+
+// Posts of an order whose session was cancelled, at the same moment: one new life, the same for all.
+TEST_P(CheckoutTest, ConcurrentPostsOfACancelledOrderReopenItOnce) {
+  Session first = open_ok(order("ORD-REOPEN"));
+  ASSERT_TRUE(checkout_->return_to(first.reference, true).ok());
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::set<std::string> references;
+  std::atomic<int> created{0};
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&] {
+      auto res = create(order("ORD-REOPEN"));
+      if (res.status == 201) ++created;
+      if (res.status != 200 && res.status != 201) return;
+      std::lock_guard lock(mu);
+      references.insert(std::string(bj::parse(res.body).at("data").at("reference").as_string()));
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(created.load(), 1);
+  ASSERT_EQ(references.size(), 1u);
+  EXPECT_NE(*references.begin(), first.reference);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM chk_sessions WHERE order_id = 'ORD-REOPEN'"), 1);
+}
+
+// Codes for the collection that waits for one, submitted at once: one execution.
+TEST_P(CheckoutTest, ConcurrentCodesForOneCollectionExecuteItOnce) {
+  Session s = open_ok(order("ORD-OTP-RACE"));
+  auto first = checkout_->pay(s.reference, PayForm{"ORANGE_MONEY_CMR", "237690000000", "000000", 0});
+  ASSERT_FALSE(first.ok());  // created, a wrong code: it waits for the right one
+  // Two tabs send the right code at once (payments takes a code attempt per submission: two
+  // stay within its three attempts).
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i)
+    threads.emplace_back([&] {
+      while (!go.load()) std::this_thread::yield();
+      (void)checkout_->pay(s.reference, PayForm{"ORANGE_MONEY_CMR", "237690000000", "123456", 1});
+    });
+  go = true;
+  for (auto& t : threads) t.join();
+  auto done = wait(s, payments::TxStatus::pending);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->status, payments::TxStatus::completed) << done->failure_reason.value_or("");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE merchant_id = ?", {m1_.id}), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions t JOIN pay_transactions x ON x.id = t.transaction_id "
+                  "WHERE x.merchant_id = ? AND t.to_status = 'COMPLETED'",
+                  {m1_.id}),
+            1);
+  expect_ledger_clean();
+}
+
+// Rotations of one merchant's secret at once: each made version is distinct and stored once.
+TEST_P(CheckoutTest, ConcurrentRotationsMakeDistinctVersions) {
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::set<std::int64_t> kids;
+  std::atomic<int> made{0};
+  for (int i = 0; i < 6; ++i)
+    threads.emplace_back([&] {
+      auto v = checkout_->rotate_secret(m1_.id, "MCH-CM-0001");
+      if (!v) return;
+      ++made;
+      std::lock_guard lock(mu);
+      kids.insert(v->kid);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_GE(made.load(), 1);
+  EXPECT_EQ(static_cast<int>(kids.size()), made.load());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM chk_secrets WHERE merchant_id = ?", {m1_.id}), made.load());
+  EXPECT_EQ(checkout_->signing_secret(m1_.id, "MCH-CM-0001")->kid, *kids.rbegin());
+}
+
 TEST_P(CheckoutTest, AnOperatorWithACodeAsksForItBeforeAnythingIsCreated) {
   Session s = open_ok(order("ORD-OTP"));
   auto asked = checkout_->pay(s.reference, PayForm{"ORANGE_MONEY_CMR", "237690000000", std::nullopt, 0});
@@ -556,7 +736,7 @@ TEST_P(CheckoutTest, SplitSettlementGivesTheMerchantWhatTheLinesLeave) {
   bj::object o = order("ORD-SPLIT-OK");
   o["settlement_mode"] = "SPLIT";
   o["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 30}}};
-  Session s = open_ok(o);
+  Session s = open_ok(signed_request(o, 5000, checkout_->merchant_secret("MCH-CM-0001")));
   ASSERT_TRUE(checkout_->pay(s.reference, PayForm{"MTN_MOMO_CMR", "237690000000", std::nullopt, 0}).ok());
   auto done = wait(s, payments::TxStatus::pending);
   ASSERT_TRUE(done);
@@ -569,7 +749,7 @@ TEST_P(CheckoutTest, SplitSettlementGivesTheMerchantWhatTheLinesLeave) {
 TEST_P(CheckoutTest, AFeeOnTheMerchantLeavesTheCustomerTheOrderAmountToPay) {
   bj::object o = order("ORD-MERCHANT-FEE");
   o["feeBearer"] = "MERCHANT";
-  Session s = open_ok(o);
+  Session s = open_ok(signed_request(o, 5000, checkout_->merchant_secret("MCH-CM-0001")));
   auto tx = checkout_->pay(s.reference, PayForm{"MTN_MOMO_CMR", "237690000000", std::nullopt, 0});
   ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
   EXPECT_EQ(tx->required_total, 5000);  // the customer pays the order's amount
@@ -579,6 +759,182 @@ TEST_P(CheckoutTest, AFeeOnTheMerchantLeavesTheCustomerTheOrderAmountToPay) {
   ASSERT_TRUE(done);
   EXPECT_EQ(done->status, payments::TxStatus::completed);
   expect_ledger_clean();
+}
+
+// The copy-paste form is in the customer's browser: a customer who adds settlement_mode,
+// distribution or feeBearer to it must not decide who is paid, nor how much the merchant gets.
+TEST_P(CheckoutTest, AnUnsignedRequestMayNotDecideWhereTheMoneyGoes) {
+  for (bool form : {true, false}) {
+    bj::object split = order(form ? "ORD-HIJACK-FORM" : "ORD-HIJACK-JSON");
+    split["settlement_mode"] = "SPLIT";
+    split["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 100}}};
+    auto res = create(split, form);
+    EXPECT_EQ(res.status, 400) << res.body;
+    if (form) {
+      EXPECT_NE(res.body.find("settlement_mode"), std::string::npos) << res.body;
+      EXPECT_NE(res.body.find("distribution"), std::string::npos) << res.body;
+    } else {
+      auto d = bj::parse(res.body).at("error").at("details").as_object();
+      EXPECT_TRUE(d.contains("settlement_mode")) << res.body;
+      EXPECT_TRUE(d.contains("distribution")) << res.body;
+      EXPECT_NE(std::string(d.at("distribution").as_string()).find("signed"), std::string::npos);
+    }
+    bj::object fee = order(form ? "ORD-FEE-FORM" : "ORD-FEE-JSON");
+    fee["feeBearer"] = "MERCHANT";
+    auto refused = create(fee, form);
+    EXPECT_EQ(refused.status, 400) << refused.body;
+    EXPECT_NE(refused.body.find("feeBearer"), std::string::npos) << refused.body;
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM chk_sessions WHERE merchant_id = ?", {m1_.id}), 0);
+  // The customer's page says it in French too.
+  bj::object hijack = order("ORD-HIJACK-FR");
+  hijack["feeBearer"] = "MERCHANT";
+  hijack["apiKey"] = key1_.key;
+  web::Request fr = post(hijack, /*form=*/true);
+  fr.locale = i18n::Locale::fr;
+  fr.principal = *checkout_->authenticate(fr);
+  auto fr_page = checkout_->create(fr);
+  EXPECT_EQ(fr_page.status, 400);
+  EXPECT_NE(fr_page.body.find("ne peut être fixé que dans une requête signée"), std::string::npos) << fr_page.body;
+  // The defaults change nothing and need no signature.
+  bj::object plain = order("ORD-DEFAULTS");
+  plain["settlement_mode"] = "DIRECT";
+  plain["feeBearer"] = "CUSTOMER";
+  EXPECT_EQ(create(plain, true).status, 303);
+}
+
+TEST_P(CheckoutTest, ASignedRequestSetsTheMoneyFieldsAndATamperedOneIsRefused) {
+  bj::object o = order("ORD-SIGNED");
+  o["settlement_mode"] = "SPLIT";
+  o["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 30}}};
+  o["feeBearer"] = "MERCHANT";
+  const std::string secret = checkout_->merchant_secret("MCH-CM-0001");
+  const bj::object good = signed_request(o, 5000, secret);
+  // The customer changes a signed field: the rate, the beneficiary, the amount, the fee bearer.
+  for (auto tamper : std::vector<std::function<void(bj::object&)>>{
+           [](bj::object& t) { t["distribution"].as_array()[0].as_object()["rate"] = 100; },
+           [](bj::object& t) { t["distribution"].as_array()[0].as_object()["matricule"] = "MCH-CI-0001"; },
+           [](bj::object& t) { t["amount"] = 50; }, [](bj::object& t) { t["feeBearer"] = "CUSTOMER"; },
+           [](bj::object& t) { t["orderId"] = "ORD-OTHER"; }}) {
+    for (bool form : {true, false}) {
+      bj::object t = good;
+      tamper(t);
+      auto res = create(t, form);
+      EXPECT_EQ(res.status, 400) << res.body;
+      EXPECT_NE(res.body.find("signature"), std::string::npos) << res.body;
+    }
+  }
+  // Another merchant's secret, or a malformed signature.
+  auto other = create(signed_request(o, 5000, checkout_->merchant_secret("MCH-CM-0002")));
+  EXPECT_EQ(other.status, 400);
+  EXPECT_TRUE(bj::parse(other.body).at("error").at("details").as_object().contains("signature"));
+  bj::object short_sig = good;
+  short_sig["signature"] = "abc";
+  EXPECT_TRUE(bj::parse(create(short_sig).body).at("error").at("details").as_object().contains("signature"));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM chk_sessions WHERE merchant_id = ?", {m1_.id}), 0);
+
+  // The signed form opens the session with its split and fee bearer.
+  auto res = create(good, /*form=*/true);
+  ASSERT_EQ(res.status, 303) << res.body;
+  Session s = *checkout_->session(std::string(res.get("Location")).substr(res.get("Location").rfind('/') + 1));
+  EXPECT_EQ(s.settlement_mode, "SPLIT");
+  EXPECT_EQ(s.fee_bearer, "MERCHANT");
+  // Paid: service_data carries everything that decided the merchant's money.
+  ASSERT_TRUE(checkout_->pay(s.reference, PayForm{"MTN_MOMO_CMR", "237690000000", std::nullopt, 0}).ok());
+  ASSERT_TRUE(wait(s, payments::TxStatus::pending));
+  auto back = page_call(&Service::finish, s);
+  ASSERT_EQ(back.status, 303);
+  const std::string location(back.get("Location"));
+  const std::size_t a = location.find("service_data=") + 13, b = location.find("&signature=");
+  const std::string data = *web::percent_decode(location.substr(a, b - a), false);
+  ASSERT_TRUE(verify(secret, data, location.substr(b + 11)));
+  auto d = bj::parse(data).as_object();
+  EXPECT_EQ(d.at("status").as_string(), "COMPLETED");
+  EXPECT_EQ(d.at("amount").as_int64(), 5000);
+  EXPECT_EQ(d.at("settlement_mode").as_string(), "SPLIT");
+  EXPECT_EQ(d.at("fee_bearer").as_string(), "MERCHANT");
+  EXPECT_EQ(d.at("fee").as_int64(), 100);
+  EXPECT_EQ(d.at("credited_amount").as_int64(), 4900);
+  const auto& lines = d.at("distribution").as_array();
+  ASSERT_EQ(lines.size(), 2u) << data;
+  EXPECT_EQ(lines[0].at("matricule").as_string(), "MCH-CM-0002");
+  EXPECT_EQ(lines[0].at("rate").to_number<double>(), 30);
+  EXPECT_EQ(lines[1].at("matricule").as_string(), "MCH-CM-0001");
+  EXPECT_EQ(lines[1].at("rate").to_number<double>(), 70);
+  expect_ledger_clean();
+}
+
+TEST_P(CheckoutTest, ServiceDataOfAPlainOrderNamesDirectSettlementAndTheCreditedAmount) {
+  Session s = open_ok(order("ORD-PLAIN-DATA"));
+  ASSERT_TRUE(checkout_->pay(s.reference, PayForm{"MTN_MOMO_CMR", "237690000000", std::nullopt, 0}).ok());
+  ASSERT_TRUE(wait(s, payments::TxStatus::pending));
+  const std::string location(page_call(&Service::finish, s).get("Location"));
+  const std::size_t a = location.find("service_data=") + 13, b = location.find("&signature=");
+  auto d = bj::parse(*web::percent_decode(location.substr(a, b - a), false)).as_object();
+  EXPECT_EQ(d.at("settlement_mode").as_string(), "DIRECT");
+  EXPECT_TRUE(d.at("distribution").as_array().empty());
+  EXPECT_EQ(d.at("fee_bearer").as_string(), "CUSTOMER");
+  EXPECT_EQ(d.at("fee").as_int64(), 100);
+  EXPECT_EQ(d.at("credited_amount").as_int64(), 5000);
+}
+
+// The failure page names why the payment failed, from the collection's typed reason, in the
+// customer's language.
+TEST_P(CheckoutTest, TheFailurePageNamesTheReasonInTheCustomersLanguage) {
+  struct Case {
+    const char* phone;
+    const char* en;
+    const char* fr;
+  };
+  const Case cases[] = {
+      {"237690000001", "balance is insufficient", "solde du compte mobile money est insuffisant"},
+      {"237690000002", "declined on the phone", "refusée sur le téléphone"},
+      {"237690000003", "not approved in time", "validée à temps"},
+      {"237690000004", "no account with this operator", "pas de compte chez cet opérateur"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    Session s = open_ok(order("ORD-WHY-" + std::to_string(n++)));
+    ASSERT_TRUE(checkout_->pay(s.reference, PayForm{"MTN_MOMO_CMR", c.phone, std::nullopt, 0}).ok());
+    auto failed = wait(s, payments::TxStatus::pending);
+    ASSERT_TRUE(failed);
+    ASSERT_EQ(failed->status, payments::TxStatus::failed);
+    const std::string en = page_call(&Service::page, s).body;
+    EXPECT_NE(en.find(c.en), std::string::npos) << c.phone << en;
+    EXPECT_NE(en.find("You may try again"), std::string::npos);
+    const std::string fr = page_call(&Service::page, s, "", "fr").body;
+    EXPECT_NE(fr.find(c.fr), std::string::npos) << c.phone;
+    EXPECT_NE(fr.find("Vous pouvez réessayer"), std::string::npos);
+  }
+}
+
+TEST(CheckoutModel, AFailureReasonIsReadFromTheTypedCodeNotFromText) {
+  payments::Transaction tx;
+  tx.status = payments::TxStatus::failed;
+  auto reason = [&](std::optional<std::string> code) {
+    tx.failure_reason = std::move(code);
+    return failure_reason(tx);
+  };
+  EXPECT_EQ(reason("INSUFFICIENT_FUNDS"), FailureReason::insufficient_funds);
+  EXPECT_EQ(reason("REJECTED_BY_CUSTOMER"), FailureReason::declined);
+  EXPECT_EQ(reason("TIMEOUT"), FailureReason::timeout);
+  EXPECT_EQ(reason("INVALID_ACCOUNT"), FailureReason::invalid_account);
+  EXPECT_EQ(reason("INVALID_OTP"), FailureReason::invalid_otp);
+  EXPECT_EQ(reason("OPERATOR_REFUSED"), FailureReason::refused);
+  EXPECT_EQ(reason("insufficient funds on the account"), FailureReason::other);  // a text, not a code
+  EXPECT_EQ(reason(std::nullopt), FailureReason::other);
+  tx.status = payments::TxStatus::expired;
+  EXPECT_EQ(reason("EXPIRED"), FailureReason::timeout);
+  tx.status = payments::TxStatus::cancelled;
+  EXPECT_EQ(reason("DECLINED_BY_CUSTOMER"), FailureReason::declined);
+  EXPECT_EQ(reason("cancelled by the customer"), FailureReason::cancelled);
+  for (auto r : {FailureReason::insufficient_funds, FailureReason::declined, FailureReason::timeout,
+                 FailureReason::invalid_account, FailureReason::invalid_otp, FailureReason::refused,
+                 FailureReason::cancelled, FailureReason::other}) {
+    const std::string_view code = failure_message_code(r);
+    EXPECT_TRUE(i18n::known(code)) << code;
+    EXPECT_NE(i18n::text(code, i18n::Locale::fr), i18n::text(code, i18n::Locale::en)) << code;
+  }
 }
 
 TEST_P(CheckoutTest, ThePageShowsTheShopTheAmountTheMethodsWithFeesAndThePrefill) {
@@ -717,7 +1073,7 @@ TEST_P(CheckoutTest, AConvertedSplitDividesWhatTheMerchantsAreCreditedInTheOrder
   o["feeBearer"] = "MERCHANT";
   o["settlement_mode"] = "SPLIT";
   o["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 30}}};
-  auto res = create(o, false, fx.key.key);
+  auto res = create(signed_request(o, 1000, checkout_->merchant_secret("MCH-FX-0003")), false, fx.key.key);
   ASSERT_EQ(res.status, 201) << res.body;
   Session s = *checkout_->session(bj::parse(res.body).at("data").at("reference").as_string());
   auto tx = checkout_->pay(s.reference, PayForm{"MTN_MOMO_CIV", "2250500000000", std::nullopt, 0});

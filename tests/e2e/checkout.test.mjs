@@ -7,7 +7,9 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startServer, backends, merchantToken } from './lib/server.mjs';
-import { verifyServiceData } from '../../docs/examples/merchant-site.mjs';
+import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { verifyServiceData, signCheckoutRequest } from '../../docs/examples/merchant-site.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -205,6 +207,54 @@ for (const backend of backends()) {
       assert.equal(data.success, false);
       assert.match(data.transaction_reference, /^TX-/);
       assert.equal((await fetch(s.page_url)).status, 200);
+    });
+
+    test('only the merchant decides where the money goes: a signed form sets a split, an unsigned or tampered one is refused', async () => {
+      const other = server.demo.merchants[1];
+      const hijack = order({ settlement_mode: 'SPLIT', distribution: JSON.stringify([{ matricule: other.matricule, rate: 100 }]) });
+      const unsigned = await open(hijack, { form: true });
+      assert.equal(unsigned.status, 400, unsigned.body);
+      assert.match(unsigned.body, /settlement_mode/);
+      assert.match(unsigned.body, /distribution/);
+      const fee = await open(order({ feeBearer: 'MERCHANT' }));
+      assert.equal(fee.status, 400);
+      assert.ok(fee.body.error.details.feeBearer, JSON.stringify(fee.body));
+
+      // Signed exactly as the documented Node snippet does (the same function, checked below).
+      const o = order({ settlement_mode: 'SPLIT', feeBearer: 'MERCHANT' });
+      const distribution = [{ matricule: other.matricule, rate: 30 }];
+      const signature = signCheckoutRequest(merchant.checkout_secret, { orderId: o.orderId, amountMinor: 5000,
+        currency: 'XAF', settlementMode: 'SPLIT', distribution, feeBearer: 'MERCHANT' });
+      const tampered = await open({ ...o, distribution: JSON.stringify([{ matricule: other.matricule, rate: 100 }]), signature }, { form: true });
+      assert.equal(tampered.status, 400, tampered.body);
+      assert.match(tampered.body, /signature/);
+      const cheaper = await open({ ...o, amount: 50, distribution: JSON.stringify(distribution), signature }, { form: true });
+      assert.equal(cheaper.status, 400);
+      const r = await open({ ...o, distribution: JSON.stringify(distribution), signature }, { form: true });
+      assert.equal(r.status, 303, r.body);
+      const pageUrl = r.location;
+      const sent = await submit(pageUrl, { attempt: '0', provider: 'MTN_MOMO_CMR', customer_phone: '237690000000' });
+      assert.equal(sent.status, 303, sent.text);
+      const back = await returnOf(pageUrl);
+      const data = verifyServiceData(merchant.checkout_secret, back.searchParams.get('service_data'), back.searchParams.get('signature'));
+      assert.ok(data);
+      assert.equal(data.status, 'COMPLETED');
+      assert.equal(data.settlement_mode, 'SPLIT');
+      assert.equal(data.fee_bearer, 'MERCHANT');
+      assert.equal(data.fee, 100);
+      assert.equal(data.credited_amount, 4900);
+      assert.deepEqual(data.distribution, [{ matricule: other.matricule, rate: 30 }, { matricule: merchant.matricule, rate: 70 }]);
+
+      // The documented snippets are the code that signs here: Node's is this very function, and
+      // Python's gives the same signature.
+      const doc = readFileSync(new URL('../../docs/checkout.md', import.meta.url), 'utf8');
+      assert.ok(doc.includes(`export ${signCheckoutRequest.toString()}`), 'docs/checkout.md shows signCheckoutRequest as it is');
+      const python = doc.match(/```python\n(import hashlib, hmac\n\ndef checkout_signature[\s\S]*?)```/);
+      assert.ok(python, 'the Python snippet');
+      const py = spawnSync('python3', ['-c', `${python[1]}\nimport sys, json\nprint(checkout_signature(sys.argv[1], sys.argv[2], 5000, "XAF", "SPLIT", json.loads(sys.argv[3]), "MERCHANT"))`,
+        merchant.checkout_secret, o.orderId, JSON.stringify(distribution)], { encoding: 'utf8' });
+      assert.equal(py.status, 0, py.stderr);
+      assert.equal(py.stdout.trim(), signature);
     });
 
     test('an unknown session is a 404 page', async () => {

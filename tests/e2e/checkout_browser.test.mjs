@@ -101,6 +101,33 @@ for (const backend of backends()) {
       await context.close();
     });
 
+    test('a failed payment: the page says why, in French and in English, phone and desktop', async () => {
+      for (const [locale, lang, why] of [['fr-FR', 'fr', /le solde du compte mobile money est insuffisant/],
+        ['en-GB', 'en', /the mobile-money balance is insufficient/]]) {
+        for (const viewport of ['phone', 'desktop']) {
+          const context = viewport === 'phone' ? await phone(locale, false)
+            : await browser.newContext({ locale, viewport: { width: 1280, height: 900 }, javaScriptEnabled: false });
+          const page = await context.newPage();
+          await page.goto(`${cmrSite.url}/?phone=237690000001`);  // the sandbox's short balance
+          await Promise.all([page.waitForURL(/\/checkout\/session\/chk_/), page.click('button[type=submit]')]);
+          await page.check('input[value=MTN_MOMO_CMR]');
+          await page.click('form[method=post] button[type=submit] >> nth=0');
+          let text = '';
+          for (let i = 0; i < 100 && !why.test(text); i++) {
+            await page.waitForTimeout(200);
+            await page.goto(page.url());
+            text = await page.textContent('body');
+          }
+          assert.equal(await page.getAttribute('html', 'lang'), lang);
+          assert.match(text, why);
+          assert.match(await page.textContent('[role=alert]'), why);
+          assert.ok(await page.$('input[name=customer_phone]'), 'the form again, to try another method or number');
+          if (shots) await page.screenshot({ path: `${shots}/checkout-failed-${lang}-${viewport}.png`, fullPage: true });
+          await context.close();
+        }
+      }
+    });
+
     test('a tampered return is rejected by the merchant site', async () => {
       const context = await phone('en-GB', false);
       const page = await context.newPage();
