@@ -549,8 +549,26 @@ Result<payments::Transaction> Service::init(const web::Principal& partner, std::
       hex_encode(crypto::sha256("wallet-link-init\n" + l.reference + "\n" + std::to_string(t.amount) + "\n" +
                                 request.currency + "\n" + t.transaction_uuid + "\n" + t.description));
   if (!request.preauthorized) return payments_.create_collection(request, partner);  // the code is on its way
-  return payments_.collect_preauthorized(request, partner, consent_check(std::move(k), key_hash(apikey), at),
-                                         "wallet-link");
+  // The read only chooses; the budget, taken in the charge's unit, decides. When the consent
+  // refuses there (another payment, on any node, took the budget since the read; or the fee
+  // puts it over the per-payment limit) the unit is aborted, so nothing of the charge remains,
+  // and the payment waits for the user's code as one beyond the consent does: never debited past
+  // the consent, never refused while the user can still approve it. A key no longer ACTIVE still
+  // aborts with its 404 or 409.
+  bool beyond = false;
+  payments::Service::ChargeCheck within = [&beyond, check = consent_check(std::move(k), key_hash(apikey), at)](
+                                              store::Conn& c, const payments::Transaction& tx,
+                                              bool covered) -> Result<std::optional<payments::Service::Refusal>> {
+    beyond = false;  // the unit may run more than once
+    SIKA_ASSIGN_OR_RETURN(auto refusal, check(c, tx, covered));
+    if (!refusal) return refusal;
+    beyond = true;
+    return std::move(refusal->error);
+  };
+  auto charged = payments_.collect_preauthorized(request, partner, within, "wallet-link");
+  if (charged || !beyond || charged.error().code != "limit_exceeded") return charged;
+  request.preauthorized = false;
+  return payments_.create_collection(request, partner);
 }
 
 Result<payments::Transaction> Service::approve(const web::Principal& partner, std::string_view apikey,

@@ -163,8 +163,9 @@ class Service {
   // link/init: a payment the partner starts on a linked wallet. Within what the consent leaves
   // (per payment and in the period, as read now) it is a charge, completed at once; beyond it, a
   // WALLET collection that waits (INITIATED) for the user's approval: a one-time code sent to the
-  // phone, which the user gives to the partner (approve). The transaction_uuid is the
-  // idempotency key whichever way it went.
+  // phone, which the user gives to the partner (approve). The read only chooses: a charge whose
+  // unit finds the budget gone (taken meanwhile on any node) leaves nothing and waits for the
+  // code instead. The transaction_uuid is the idempotency key whichever way it went.
   Result<payments::Transaction> init(const web::Principal& partner, std::string_view apikey, const Transfer& t);
   // Executes a link/init payment waiting for approval with the user's code; another link's or
   // another partner's transaction is 404 naming transaction_reference.

@@ -672,6 +672,56 @@ TEST_P(WalletsTest, InitChargesWithinTheConsentAndWaitsForTheUsersCodeBeyondIt) 
   expect_ledger_clean();
 }
 
+// link/init chooses its way on a read; the budget is taken in the charge's unit. Inits racing on
+// two nodes for the period's budget: as many complete as the budget holds, every other one waits
+// for the user's code (never refused while the user can still approve it, never debited past
+// the consent), and an approved one then completes without touching the budget.
+TEST_P(WalletsTest, InitsRacingForTheBudgetOnTwoNodesChargeWithinItAndWaitForTheCodeBeyondIt) {
+  Linked l = active(1'000'000);
+  const auto wallet = payments::ledger::customer_wallet("237690000042", "sandbox", "XAF");
+  auto other = node();
+  std::vector<std::string> waiting;
+  for (int round = 0; round < 3; ++round) {
+    if (round > 0) offset_ += 3'600'001;  // a new window
+    std::promise<void> go;
+    std::shared_future<void> start = go.get_future().share();
+    std::vector<std::future<Result<payments::Transaction>>> inits;
+    for (int i = 0; i < 16; ++i)
+      inits.push_back(std::async(std::launch::async, [&, i] {
+        start.wait();
+        return (i % 2 ? *other : *wallets_).init(p1_, l.apikey, transfer(1000));
+      }));
+    go.set_value();
+    int completed = 0, initiated = 0;
+    for (auto& f : inits) {
+      auto t = f.get();
+      ASSERT_TRUE(t.ok()) << "round " << round << ": " << t.error().code << " " << bj::serialize(t.error().details);
+      if (t->status == payments::TxStatus::completed) {
+        ++completed;
+        EXPECT_EQ(t->confirmation_method, "CONSENT");
+      } else {
+        EXPECT_EQ(t->status, payments::TxStatus::initiated);
+        EXPECT_TRUE(t->needs_otp);
+        ++initiated;
+        waiting.push_back(t->reference);
+      }
+    }
+    EXPECT_EQ(completed, 7) << "round " << round;
+    EXPECT_EQ(initiated, 9) << "round " << round;
+    EXPECT_EQ(spent_at(*wallets_->find(p1_, l.apikey), wallets_->now()), 7000);
+    EXPECT_EQ(balance(wallet), 1'000'000 - (round + 1) * 7000);
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE status = 'CANCELLED'", {}), 0);
+  // The user approves one of them: it completes, and the consent's budget stays as it was.
+  ASSERT_FALSE(waiting.empty());
+  auto approved = other->approve(p1_, l.apikey, waiting.back(), wallet_code("237690000042", waiting.back()));
+  ASSERT_TRUE(approved.ok()) << bj::serialize(approved.error().details);
+  EXPECT_EQ(approved->status, payments::TxStatus::completed);
+  EXPECT_EQ(spent_at(*wallets_->find(p1_, l.apikey), wallets_->now()), 7000);
+  EXPECT_EQ(balance(wallet), 1'000'000 - 3 * 7000 - 1000);
+  expect_ledger_clean();
+}
+
 // A consent code activates exactly the limits its message stated: other limits asked while it
 // is live get their own code, and the old one activates nothing.
 TEST_P(WalletsTest, AConsentCodeActivatesOnlyTheLimitsItsMessageStated) {
