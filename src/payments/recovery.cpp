@@ -61,8 +61,9 @@ Result<int> Service::recover_due() {
   std::vector<tables::ClaimedCheck> claimed;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     SIKA_TRY(store::queue_isolation(c));
-    SIKA_ASSIGN_OR_RETURN(claimed, tables::claim_checks(c, at, at + std::max<std::int64_t>(1, options_.recovery_lease_ms),
-                                                        owner, options_.recovery_batch));
+    SIKA_ASSIGN_OR_RETURN(claimed,
+                          tables::claim_checks(c, at, at + std::max<std::int64_t>(1, options_.recovery_lease_ms), owner,
+                                               options_.recovery_batch));
     return {};
   }));
   int asked = 0;
