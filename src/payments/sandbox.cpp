@@ -46,13 +46,49 @@ SandboxOperator::~SandboxOperator() { stop(); }
 std::int64_t SandboxOperator::now() const { return options_.clock ? options_.clock() : now_ms(); }
 
 void SandboxOperator::start() {
-  std::lock_guard lock(mu_);
-  if (!threads_.empty()) return;
-  stopping_ = false;
-  for (int i = 0; i < std::max(1, options_.delivery_threads); ++i) threads_.emplace_back([this] { run(); });
+  {
+    std::lock_guard lock(mu_);
+    if (!threads_.empty()) return;
+    stopping_ = false;
+    for (int i = 0; i < std::max(1, options_.delivery_threads); ++i) threads_.emplace_back([this] { run(); });
+  }
+  if (options_.db) {
+    if (!recorder_)
+      recorder_ = std::make_unique<Periodic>(
+          "sandbox operator: records",
+          std::chrono::milliseconds(std::max<std::int64_t>(10, options_.record_interval_ms)), [this]() -> Result<Pace> {
+            SIKA_TRY(record());
+            return Pace::idle;
+          });
+    recorder_->start();
+  }
+}
+
+Status SandboxOperator::record() {
+  std::vector<std::pair<std::string, std::int64_t>> batch;
+  {
+    std::lock_guard lock(mu_);
+    batch.swap(unrecorded_);
+  }
+  if (batch.empty() || !options_.db) return {};
+  Status st = options_.db->write([&](store::Conn& c) -> Status {
+    for (const auto& [ref, at] : batch)
+      SIKA_TRY(
+          c.exec("INSERT INTO sandbox_operator_requests (provider_reference, submitted_at) VALUES (?, ?) "
+                 "ON CONFLICT (provider_reference) DO NOTHING",
+                 {ref, at}));
+    return {};
+  });
+  if (!st) {
+    std::lock_guard lock(mu_);
+    unrecorded_.insert(unrecorded_.end(), batch.begin(), batch.end());
+  }
+  return st;
 }
 
 void SandboxOperator::stop() {
+  if (recorder_) recorder_->stop();
+  (void)record();  // what it accepted is remembered beyond a stop
   std::vector<std::thread> threads;
   {
     std::lock_guard lock(mu_);
@@ -140,19 +176,8 @@ Status SandboxOperator::submit(const PaymentOrder& order) {
     submitted_[order.provider_reference] = base;
   }
   if (options_.db) {
-    // Accepted means recorded, as at an operator: a request it could not record is refused.
-    Status recorded = options_.db->write([&](store::Conn& c) -> Status {
-      SIKA_TRY(
-          c.exec("INSERT INTO sandbox_operator_requests (provider_reference, submitted_at) VALUES (?, ?) "
-                 "ON CONFLICT (provider_reference) DO NOTHING",
-                 {order.provider_reference, base}));
-      return {};
-    });
-    if (!recorded) {
-      std::lock_guard lock(mu_);
-      submitted_.erase(order.provider_reference);
-      return unavailable(bj::string("the sandbox operator could not record the request"));
-    }
+    std::lock_guard lock(mu_);
+    unrecorded_.emplace_back(order.provider_reference, base);
   }
   if (scenario == SandboxScenario::stuck) return {};
   std::string body = callback_body(order, st);

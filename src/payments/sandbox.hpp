@@ -6,10 +6,10 @@
 // the same moment. Outcomes depend only on the number and the submission time. Like a real
 // operator, it only knows what was submitted to it: a query about anything else is 404. Like an
 // operator outside the platform, it remembers what it was asked beyond a restart of the platform and
-// answers every node alike: with a database it writes each submission to sandbox_operator_requests
-// before it accepts it (accepted means recorded) and answers a query it has no memory of from
-// there. A submission made just before a crash that it never recorded stays unknown to it, as at a
-// real operator: that transaction waits for its expiry.
+// answers every node alike: with a database it records its submissions in
+// sandbox_operator_requests (a batch every record_interval_ms while started, the rest at stop) and
+// answers a query it has no memory of from there. A submission made just before a crash that it
+// never recorded stays unknown to it: that transaction waits for its expiry.
 //
 // Magic numbers (the last four digits of the number):
 //   ...0001  FAILED  INSUFFICIENT_FUNDS
@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <queue>
 #include <string>
@@ -30,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/periodic.hpp"
 #include "payments/connector.hpp"
 #include "store/db.hpp"
 #include "web/client.hpp"
@@ -69,6 +71,7 @@ struct SandboxOptions {
   std::function<std::int64_t()> clock;            // epoch ms; now_ms() when empty
   std::int64_t query_delay_ms = 0;                // how long a status query takes to answer
   store::Db* db = nullptr;                        // where submissions are remembered; memory only when null
+  std::int64_t record_interval_ms = 50;           // how often accepted submissions are written to `db`
 };
 
 class SandboxOperator final : public Connector {
@@ -119,6 +122,8 @@ class SandboxOperator final : public Connector {
   void schedule(Job job);
   void run();
   OperatorStatus outcome(const PaymentOrder& order) const;
+  // Writes the submissions not yet recorded in one unit.
+  Status record();
   // When the request of `provider_reference` was submitted, from memory or the database.
   std::optional<std::int64_t> submitted_at(const std::string& provider_reference);
 
@@ -130,8 +135,10 @@ class SandboxOperator final : public Connector {
   std::vector<std::thread> threads_;
   bool stopping_ = false;
   int in_flight_ = 0;
-  std::unordered_map<std::string, std::int64_t> submitted_;  // provider_reference -> submitted_at
-  std::unordered_map<std::string, OperatorStatus> forced_;   // provider_reference -> forced outcome
+  std::unordered_map<std::string, std::int64_t> submitted_;       // provider_reference -> submitted_at
+  std::unordered_map<std::string, OperatorStatus> forced_;        // provider_reference -> forced outcome
+  std::vector<std::pair<std::string, std::int64_t>> unrecorded_;  // accepted, not yet in the database
+  std::unique_ptr<Periodic> recorder_;
 };
 
 }  // namespace sika::payments
