@@ -25,7 +25,9 @@ const RECOVERY_WAIT_MS = 30000;  // after the restart, every submitted transacti
 // between its PENDING commit and the operator's record) ends within the wait too.
 const SERVE_ARGS = ['--set', 'log.access=false', '--set', 'payments.pending_ttl_ms=20000',
   '--set', 'payments.disbursement_ttl_ms=20000', '--set', 'payments.recovery_delays_ms=300,500,1000',
-  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.expiry_interval_ms=200'];
+  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.expiry_interval_ms=200',
+  // The killed node's claims lapse after this: then the restarted node asks those transactions too.
+  '--set', 'payments.recovery_lease_ms=2000'];
 
 // Runs `sika admin ... --json` on the database.
 function admin(dsn, ...args) {
