@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -195,6 +196,35 @@ Status build_services(Context& ctx) {
     o.sandbox_delay_ms = c.get_int("payments.sandbox_delay_ms");
     o.sandbox_duplicate_delay_ms = c.get_int("payments.sandbox_duplicate_delay_ms");
     o.sandbox_late_ms = c.get_int("payments.sandbox_late_ms");
+    o.sandbox_query_delay_ms = std::max<std::int64_t>(0, c.get_int("payments.sandbox_query_delay_ms"));
+    {
+      // Each delay 1 ms to 1 day; a schedule may repeat a delay.
+      std::vector<std::int64_t> delays;
+      std::string text = c.get_string("payments.recovery_delays_ms");
+      bool ok = !text.empty();
+      for (std::size_t start = 0; ok && start <= text.size();) {
+        std::size_t comma = text.find(',', start);
+        std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        std::int64_t v = 0;
+        auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+        ok = !part.empty() && ec == std::errc() && p == part.data() + part.size() && v >= 1 && v <= 86'400'000;
+        if (ok) delays.push_back(v);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      if (!ok || delays.size() > 32)
+        return make_error(ErrorKind::invalid, "bad_config",
+                          boost::json::string("payments.recovery_delays_ms: 1 to 32 delays in ms (1 to 86400000), "
+                                              "e.g. 5000,15000,60000,300000,900000"));
+      o.recovery_delays_ms = std::move(delays);
+    }
+    o.recovery_interval_ms = std::max<std::int64_t>(10, c.get_int("payments.recovery_interval_ms"));
+    o.recovery_lease_ms = std::max<std::int64_t>(1000, c.get_int("payments.recovery_lease_ms"));
+    const std::int64_t recovery_batch = c.get_int("payments.recovery_batch");
+    if (recovery_batch < 1 || recovery_batch > 1000)
+      return make_error(ErrorKind::invalid, "bad_config",
+                        boost::json::string("payments.recovery_batch: an integer from 1 to 1000"));
+    o.recovery_batch = static_cast<int>(recovery_batch);
     o.otp = ctx.otp.get();
     Context* context = &ctx;
     payments::CatalogSnapshot snapshot = [context]() -> std::shared_ptr<const catalog::Catalog> {

@@ -8,6 +8,7 @@
 #include "app/context.hpp"
 #include "core/crypto.hpp"
 #include "core/time.hpp"
+#include "payments/service.hpp"
 #include "store/jobs.hpp"
 #include "web/envelope.hpp"
 #include "webhooks/service.hpp"
@@ -154,6 +155,33 @@ void register_collectors(metrics::Registry& registry, Context& ctx, const http::
       if (!read) return;  // the database is down: keep the last values (/readyz says why)
       pending.set(static_cast<double>(count));
       lag.set(count > 0 ? static_cast<double>(std::max<std::int64_t>(0, now_ms() - oldest)) / 1000.0 : 0.0);
+    });
+  }
+
+  if (ctx.payments) {
+    // Recovery of pending payments (docs/payments.md): every series exists from the start, at 0.
+    auto& waiting = registry.gauge("sika_payments_recovery_waiting",
+                                   "PENDING operator payments past their expected answer, waiting for recovery "
+                                   "(every node)");
+    auto& oldest = registry.gauge("sika_payments_recovery_oldest_seconds",
+                                  "Age of the oldest PENDING operator payment waiting for recovery (0 when none)");
+    constexpr std::string_view kChecksHelp = "Status queries made to operators by recovery on this node, by outcome";
+    auto& ok = registry.counter("sika_payments_recovery_checks_total", kChecksHelp, {{"outcome", "succeeded"}});
+    auto& failed = registry.counter("sika_payments_recovery_checks_total", kChecksHelp, {{"outcome", "failed"}});
+    auto& pending = registry.counter("sika_payments_recovery_checks_total", kChecksHelp, {{"outcome", "pending"}});
+    auto& unknown = registry.counter("sika_payments_recovery_checks_total", kChecksHelp, {{"outcome", "unknown"}});
+    registry.on_scrape([&ctx, &waiting, &oldest, &ok, &failed, &pending, &unknown] {
+      auto st = ctx.payments->recovery_stats();
+      ok.set(st.succeeded);
+      failed.set(st.failed);
+      pending.set(st.pending);
+      unknown.set(st.unknown);
+      auto backlog = ctx.payments->recovery_backlog();
+      if (!backlog) return;  // the database is down: keep the last values (/readyz says why)
+      waiting.set(static_cast<double>(backlog->waiting));
+      oldest.set(backlog->waiting > 0 && backlog->oldest_since
+                     ? static_cast<double>(std::max<std::int64_t>(0, now_ms() - *backlog->oldest_since)) / 1000.0
+                     : 0.0);
     });
   }
 }

@@ -70,6 +70,7 @@ constexpr Entry kMessages[] = {
     {"service_unavailable", "Service momentanément indisponible.", "Service temporarily unavailable."},
     {"session_expired", "Cette session de paiement a expiré.", "This checkout session has expired."},
     {"submitted", "Demande soumise avec succès.", "Request submitted successfully."},
+    {"transaction_status", "Statut actuel de la transaction.", "Current status of the transaction."},
     {"unauthorized", "Authentification requise.", "Authentication required."},
     {"unauthorized_client", "Client non autorisé pour cette opération.", "Client not authorized for this operation."},
     {"unsupported_grant_type", "Type d'autorisation non pris en charge.", "Unsupported grant type."},

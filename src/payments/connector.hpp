@@ -52,7 +52,11 @@ class Connector {
   // refused with kind not_found names a payee account that does not exist (INVALID_ACCOUNT).
   virtual Status request_collection(const PaymentOrder& order) = 0;
   virtual Status request_payout(const PaymentOrder& order) = 0;
-  // The operator's current view of a submitted order.
+  // The operator's current view of a submitted order. Recovery asks it of every PENDING order
+  // whose answer is late (docs/payments.md, "Recovery of pending payments"), with back-off, from
+  // one node at a time. Only a definite answer of the operator is succeeded or failed: a state the
+  // operator does not report as final, a reference it does not know, a timeout or an unreachable
+  // operator is pending or an error (recovery treats both as "ask again later"), never failed.
   virtual Result<OperatorStatus> query_status(const PaymentOrder& order) = 0;
   // Authenticates (401 unauthorized) and parses (400 empty_data) a callback request.
   virtual Result<CallbackReport> parse_callback(const web::Request& req) = 0;

@@ -1,6 +1,8 @@
 // The expiry worker: a Periodic loop (core/periodic.hpp) that calls Service::expire_due every
-// expiry_interval_ms, and the start/stop of the service's background work (it and the sandbox
-// operator's deliveries).
+// expiry_interval_ms; the recovery loop, one that calls Service::recover_due every
+// recovery_interval_ms (its first pass at start: what was PENDING before a restart is asked at
+// once); and the start/stop of the service's background work (both and the sandbox operator's
+// deliveries).
 #include <algorithm>
 #include <chrono>
 
@@ -19,9 +21,18 @@ void Service::start() {
           return expired >= options_.expiry_batch ? Pace::busy : Pace::idle;
         });
   expiry_->start();
+  if (!recovery_)
+    recovery_ = std::make_unique<Periodic>(
+        "payments: recovery", std::chrono::milliseconds(std::max<std::int64_t>(10, options_.recovery_interval_ms)),
+        [this]() -> Result<Pace> {
+          SIKA_ASSIGN_OR_RETURN(int asked, recover_due());
+          return asked >= options_.recovery_batch ? Pace::busy : Pace::idle;
+        });
+  recovery_->start();
 }
 
 void Service::stop() {
+  if (recovery_) recovery_->stop();
   if (expiry_) expiry_->stop();
   if (sandbox_) sandbox_->stop();
 }

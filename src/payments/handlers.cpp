@@ -105,7 +105,7 @@ web::Response Service::disbursement_status(web::Request& req) { return show_hand
 web::Response Service::show_handler(web::Request& req, std::string_view operation) {
   auto tx = referenced(req, operation);
   if (!tx) return web::error(req, tx.error());
-  return answer(req, current(std::move(tx).value(), "poll"));
+  return answer(req, current(std::move(tx).value(), "poll"), "transaction_status");
 }
 
 // ---- callbacks --------------------------------------------------------------------------------

@@ -4,6 +4,8 @@
 #include <boost/json.hpp>
 
 #include <charconv>
+#include <chrono>
+#include <thread>
 
 #include "core/crypto.hpp"
 #include "core/json.hpp"
@@ -44,13 +46,49 @@ SandboxOperator::~SandboxOperator() { stop(); }
 std::int64_t SandboxOperator::now() const { return options_.clock ? options_.clock() : now_ms(); }
 
 void SandboxOperator::start() {
-  std::lock_guard lock(mu_);
-  if (!threads_.empty()) return;
-  stopping_ = false;
-  for (int i = 0; i < std::max(1, options_.delivery_threads); ++i) threads_.emplace_back([this] { run(); });
+  {
+    std::lock_guard lock(mu_);
+    if (!threads_.empty()) return;
+    stopping_ = false;
+    for (int i = 0; i < std::max(1, options_.delivery_threads); ++i) threads_.emplace_back([this] { run(); });
+  }
+  if (options_.db) {
+    if (!recorder_)
+      recorder_ = std::make_unique<Periodic>(
+          "sandbox operator: records",
+          std::chrono::milliseconds(std::max<std::int64_t>(10, options_.record_interval_ms)), [this]() -> Result<Pace> {
+            SIKA_TRY(record());
+            return Pace::idle;
+          });
+    recorder_->start();
+  }
+}
+
+Status SandboxOperator::record() {
+  std::vector<std::pair<std::string, std::int64_t>> batch;
+  {
+    std::lock_guard lock(mu_);
+    batch.swap(unrecorded_);
+  }
+  if (batch.empty() || !options_.db) return {};
+  Status st = options_.db->write([&](store::Conn& c) -> Status {
+    for (const auto& [ref, at] : batch)
+      SIKA_TRY(
+          c.exec("INSERT INTO sandbox_operator_requests (provider_reference, submitted_at) VALUES (?, ?) "
+                 "ON CONFLICT (provider_reference) DO NOTHING",
+                 {ref, at}));
+    return {};
+  });
+  if (!st) {
+    std::lock_guard lock(mu_);
+    unrecorded_.insert(unrecorded_.end(), batch.begin(), batch.end());
+  }
+  return st;
 }
 
 void SandboxOperator::stop() {
+  if (recorder_) recorder_->stop();
+  (void)record();  // what it accepted is remembered beyond a stop
   std::vector<std::thread> threads;
   {
     std::lock_guard lock(mu_);
@@ -137,6 +175,10 @@ Status SandboxOperator::submit(const PaymentOrder& order) {
     }
     submitted_[order.provider_reference] = base;
   }
+  if (options_.db) {
+    std::lock_guard lock(mu_);
+    unrecorded_.emplace_back(order.provider_reference, base);
+  }
   if (scenario == SandboxScenario::stuck) return {};
   std::string body = callback_body(order, st);
   const std::string& ref = order.provider_reference;
@@ -168,13 +210,35 @@ Status SandboxOperator::force(const PaymentOrder& order, OperatorStatus status) 
 Status SandboxOperator::request_collection(const PaymentOrder& order) { return submit(order); }
 Status SandboxOperator::request_payout(const PaymentOrder& order) { return submit(order); }
 
-Result<OperatorStatus> SandboxOperator::query_status(const PaymentOrder& order) {
-  std::int64_t submitted_at = 0;
+std::optional<std::int64_t> SandboxOperator::submitted_at(const std::string& provider_reference) {
   {
     std::lock_guard lock(mu_);
-    auto it = submitted_.find(order.provider_reference);
-    if (it == submitted_.end()) return not_found(bj::string("the sandbox operator has no such request"));
-    submitted_at = it->second;
+    if (auto it = submitted_.find(provider_reference); it != submitted_.end()) return it->second;
+  }
+  if (!options_.db) return std::nullopt;
+  std::optional<std::int64_t> at;
+  Status st = options_.db->read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT submitted_at FROM sandbox_operator_requests "
+                                                "WHERE provider_reference = ?",
+                                                {provider_reference}));
+    if (row) at = row->i64(0);
+    return {};
+  });
+  if (!st) return std::nullopt;
+  if (at) {
+    std::lock_guard lock(mu_);
+    submitted_.emplace(provider_reference, *at);
+  }
+  return at;
+}
+
+Result<OperatorStatus> SandboxOperator::query_status(const PaymentOrder& order) {
+  if (options_.query_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.query_delay_ms));
+  auto known = submitted_at(order.provider_reference);
+  if (!known) return not_found(bj::string("the sandbox operator has no such request"));
+  const std::int64_t submitted_at = *known;
+  {
+    std::lock_guard lock(mu_);
     if (auto f = forced_.find(order.provider_reference); f != forced_.end()) return f->second;
   }
   OperatorStatus st = outcome(order);

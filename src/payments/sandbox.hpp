@@ -4,8 +4,12 @@
 // MSISDNs, below), and reports it later by calling the platform's callback route over real
 // HTTP, signed with the platform's callback secret; status queries give the same answer from
 // the same moment. Outcomes depend only on the number and the submission time. Like a real
-// operator, it only knows what was submitted to it: a query about anything else is 404 (it keeps
-// its submissions in memory, so after a restart the platform expires what was in flight).
+// operator, it only knows what was submitted to it: a query about anything else is 404. Like an
+// operator outside the platform, it remembers what it was asked beyond a restart of the platform and
+// answers every node alike: with a database it records its submissions in
+// sandbox_operator_requests (a batch every record_interval_ms while started, the rest at stop) and
+// answers a query it has no memory of from there. A submission made just before a crash that it
+// never recorded stays unknown to it: that transaction waits for its expiry.
 //
 // Magic numbers (the last four digits of the number):
 //   ...0001  FAILED  INSUFFICIENT_FUNDS
@@ -19,6 +23,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <queue>
 #include <string>
@@ -26,7 +31,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/periodic.hpp"
 #include "payments/connector.hpp"
+#include "store/db.hpp"
 #include "web/client.hpp"
 
 namespace sika::payments {
@@ -62,6 +69,9 @@ struct SandboxOptions {
   std::int64_t retry_base_ms = 500;               // backoff: base, 2x, 4x, ...
   std::int64_t signature_tolerance_ms = 300'000;  // callbacks older or newer than this are refused
   std::function<std::int64_t()> clock;            // epoch ms; now_ms() when empty
+  std::int64_t query_delay_ms = 0;                // how long a status query takes to answer
+  store::Db* db = nullptr;                        // where submissions are remembered; memory only when null
+  std::int64_t record_interval_ms = 50;           // how often accepted submissions are written to `db`
 };
 
 class SandboxOperator final : public Connector {
@@ -112,6 +122,10 @@ class SandboxOperator final : public Connector {
   void schedule(Job job);
   void run();
   OperatorStatus outcome(const PaymentOrder& order) const;
+  // Writes the submissions not yet recorded in one unit.
+  Status record();
+  // When the request of `provider_reference` was submitted, from memory or the database.
+  std::optional<std::int64_t> submitted_at(const std::string& provider_reference);
 
   web::HttpClient& http_;
   SandboxOptions options_;
@@ -121,8 +135,10 @@ class SandboxOperator final : public Connector {
   std::vector<std::thread> threads_;
   bool stopping_ = false;
   int in_flight_ = 0;
-  std::unordered_map<std::string, std::int64_t> submitted_;  // provider_reference -> submitted_at
-  std::unordered_map<std::string, OperatorStatus> forced_;   // provider_reference -> forced outcome
+  std::unordered_map<std::string, std::int64_t> submitted_;       // provider_reference -> submitted_at
+  std::unordered_map<std::string, OperatorStatus> forced_;        // provider_reference -> forced outcome
+  std::vector<std::pair<std::string, std::int64_t>> unrecorded_;  // accepted, not yet in the database
+  std::unique_ptr<Periodic> recorder_;
 };
 
 }  // namespace sika::payments

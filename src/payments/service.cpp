@@ -16,6 +16,7 @@
 #include "merchant/merchant.hpp"
 #include "otp/service.hpp"
 #include "payments/store.hpp"
+#include "store/jobs.hpp"
 
 namespace sika::payments {
 
@@ -38,15 +39,6 @@ References new_references() {
 
 Error reference_conflict(std::string problem) { return conflict(bj::object{{"transaction_reference", problem}}); }
 
-// The move an operator's final answer asks for.
-Move move_for(const OperatorStatus& st, std::string_view source) {
-  const bool succeeded = st.state == OperatorStatus::State::succeeded;
-  Move m = move_to(succeeded ? TxStatus::completed : TxStatus::failed, source);
-  if (!succeeded) m.reason = st.reason.empty() ? "OPERATOR_FAILURE" : st.reason;
-  m.operator_reference = st.operator_reference;
-  return m;
-}
-
 }  // namespace
 
 Service::Service(store::Db& db, CatalogSnapshot catalog, web::HttpClient& http, Options options)
@@ -63,6 +55,9 @@ Service::Service(store::Db& db, CatalogSnapshot catalog, web::HttpClient& http, 
   so.delivery_threads = options_.sandbox_threads;
   so.retry_base_ms = options_.sandbox_retry_ms;
   so.clock = options_.clock;
+  so.query_delay_ms = options_.sandbox_query_delay_ms;
+  so.db = &db_;
+  if (options_.node_id.empty()) options_.node_id = store::make_node_id();
   sandbox_ = std::make_unique<SandboxOperator>(http_, std::move(so));
   connectors_.emplace("sandbox", sandbox_.get());
 }
@@ -125,7 +120,14 @@ Status Service::write(const std::function<Status(store::Conn&, ledger::Learned&)
 }
 
 Result<bool> Service::apply(store::Conn& conn, Transaction& tx, const Move& move, ledger::Learned& learned) {
-  return transition(conn, tx, move, now(), &accounts_, learned);
+  const std::int64_t at = now();
+  if (move.to == TxStatus::pending && tx.channel == kChannelProvider && !move.check_at) {
+    // Submitted to an operator: recovery asks it if no answer has come by then.
+    Move submitted = move;
+    submitted.check_at = at + recovery_delay_ms(0);
+    return transition(conn, tx, submitted, at, &accounts_, learned);
+  }
+  return transition(conn, tx, move, at, &accounts_, learned);
 }
 
 Result<Service::Moved> Service::move(const Transaction& tx, const Move& m) {

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "catalog/model.hpp"
 #include "core/json.hpp"
@@ -69,8 +70,18 @@ struct Options {
   std::int64_t sandbox_duplicate_delay_ms = 3000;
   std::int64_t sandbox_late_ms = 0;  // 0: pending_ttl_ms + 2 s (after expiry)
   int sandbox_threads = 2;
-  std::int64_t sandbox_retry_ms = 500;  // callback redelivery backoff base
-  std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
+  std::int64_t sandbox_retry_ms = 500;      // callback redelivery backoff base
+  std::int64_t sandbox_query_delay_ms = 0;  // how long the sandbox operator takes to answer a status query
+  // Recovery of pending payments (recovery.cpp; docs/payments.md, "Recovery of pending payments"):
+  // a PENDING transaction at an operator is first asked about recovery_delays_ms[0] after it was
+  // submitted, then after each answer that is not final the next delay (the last one repeating),
+  // until its operator gives a final answer or its expiry applies.
+  std::vector<std::int64_t> recovery_delays_ms = {5'000, 15'000, 60'000, 300'000, 900'000};
+  std::int64_t recovery_interval_ms = 1000;  // how often each node looks for due questions
+  std::int64_t recovery_lease_ms = 60'000;   // a claimed question is this node's alone for this long
+  int recovery_batch = 50;                   // questions claimed at once
+  std::string node_id;                       // claim owner prefix; store::make_node_id() when empty
+  std::function<std::int64_t()> clock;       // epoch ms; now_ms() when empty
 };
 
 class Service {
@@ -226,6 +237,30 @@ class Service {
   // Expires every open transaction whose time is up; returns how many this call expired.
   Result<int> expire_due();
 
+  // Recovery of pending payments (recovery.cpp): claims the PENDING transactions whose next
+  // question is due (each held by one claim at a time, whatever the number of nodes), asks each
+  // its connector's query_status, and applies a final answer through transition() (ledger and
+  // outbox in the same unit); any other answer (pending, an error, no connector) schedules the
+  // next question by the back-off of recovery_delays_ms. Returns how many questions it asked.
+  Result<int> recover_due();
+  // Questions asked by this process, by outcome.
+  struct RecoveryStats {
+    std::uint64_t succeeded = 0, failed = 0, pending = 0, unknown = 0;
+  };
+  RecoveryStats recovery_stats() const;
+  // Transactions waiting for recovery (every node: PENDING at an operator and asked at least once
+  // or due to be) and the submission time of the oldest of them.
+  struct RecoveryBacklog {
+    std::int64_t waiting = 0;
+    std::optional<std::int64_t> oldest_since;
+  };
+  Result<RecoveryBacklog> recovery_backlog();
+  // The delay before the question that follows the `checks`-th one (0: the first question).
+  std::int64_t recovery_delay_ms(std::int64_t checks) const;
+  // Registers a connector under its name (before start()); its transactions are submitted,
+  // queried and recovered through it.
+  void register_connector(Connector& connector);
+
   // Credits a customer's platform wallet from outside (operator top-up, demo funding).
   Status fund_wallet(std::string_view environment, std::string_view msisdn, std::string_view currency,
                      std::int64_t amount, std::string_view memo);
@@ -325,6 +360,9 @@ class Service {
   std::map<std::string, Connector*, std::less<>> connectors_;
 
   std::unique_ptr<Periodic> expiry_;
+  std::unique_ptr<Periodic> recovery_;
+  std::atomic<std::uint64_t> recovery_seq_{0};
+  std::atomic<std::uint64_t> checks_succeeded_{0}, checks_failed_{0}, checks_pending_{0}, checks_unknown_{0};
 };
 
 // The principal a component's own flow (a payment link's payer, a subscription's cycle) collects

@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "store/leasing.hpp"
+
 namespace sika::payments::tables {
 
 namespace bj = boost::json;
@@ -79,14 +81,16 @@ Result<std::optional<Transaction>> find_by_uuid(store::Conn& conn, std::int64_t 
                   {merchant_id, std::string(environment), std::string(transaction_uuid)});
 }
 
-Result<bool> update_status(store::Conn& conn, const Transaction& n, TxStatus from) {
+Result<bool> update_status(store::Conn& conn, const Transaction& n, TxStatus from,
+                           std::optional<std::int64_t> next_check_at) {
   SIKA_ASSIGN_OR_RETURN(
       std::int64_t changed,
       conn.exec("UPDATE pay_transactions SET status = ?, split_status = ?, failure_reason = ?, "
-                "operator_reference = ?, submitted_at = ?, expires_at = ?, updated_at = ? "
-                "WHERE id = ? AND status = ?",
+                "operator_reference = ?, submitted_at = ?, expires_at = ?, updated_at = ?, next_check_at = ?, "
+                "check_owner = NULL WHERE id = ? AND status = ?",
                 {status_text(n.status), n.split_status, store::opt(n.failure_reason), store::opt(n.operator_reference),
-                 store::opt(n.submitted_at), n.expires_at, n.updated_at, n.id, status_text(from)}));
+                 store::opt(n.submitted_at), n.expires_at, n.updated_at, store::opt(next_check_at), n.id,
+                 status_text(from)}));
   return changed != 0;
 }
 
@@ -193,6 +197,61 @@ Result<std::vector<std::string>> due_for_expiry(store::Conn& conn, std::int64_t 
   out.reserve(rows.size());
   for (const auto& r : rows) out.push_back(r.str(0));
   return out;
+}
+
+Result<std::vector<ClaimedCheck>> claim_checks(store::Conn& conn, std::int64_t at, std::int64_t lease_until,
+                                               std::string_view owner, int limit) {
+  std::vector<ClaimedCheck> out;
+  if (limit <= 0) return out;
+  SIKA_ASSIGN_OR_RETURN(auto picked,
+                        conn.query("SELECT id FROM pay_transactions WHERE next_check_at <= ? AND status = 'PENDING' "
+                                   "ORDER BY next_check_at LIMIT ?" +
+                                       std::string(store::skip_locked(conn)),
+                                   {at, std::int64_t{limit}}));
+  const std::string claim =
+      "UPDATE pay_transactions SET next_check_at = ?, check_owner = ?, checks = checks + 1 "
+      "WHERE id = ? AND status = 'PENDING' AND next_check_at <= ? RETURNING " +
+      std::string(kTransactionColumns) + ", checks";
+  for (const auto& p : picked) {
+    SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one(claim, {lease_until, std::string(owner), p.i64(0), at}));
+    if (!row) continue;  // moved or claimed since the pick
+    ClaimedCheck c;
+    c.tx = transaction_from_row(*row);
+    c.checks = row->i64(row->size() - 1);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+Result<bool> reschedule_check(store::Conn& conn, std::int64_t transaction_id, std::string_view owner,
+                              std::int64_t next_at) {
+  SIKA_ASSIGN_OR_RETURN(std::int64_t changed,
+                        conn.exec("UPDATE pay_transactions SET next_check_at = ?, check_owner = NULL "
+                                  "WHERE id = ? AND status = 'PENDING' AND check_owner = ?",
+                                  {next_at, transaction_id, std::string(owner)}));
+  return changed != 0;
+}
+
+Status insert_status_check(store::Conn& conn, const StatusCheckRow& r) {
+  SIKA_TRY(
+      conn.exec("INSERT INTO pay_status_checks (transaction_id, node, asked_at, answered_at, outcome, reason) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                {r.transaction_id, r.node, r.asked_at, r.answered_at, r.outcome, store::opt(r.reason)}));
+  return {};
+}
+
+Result<RecoveryBacklog> recovery_backlog(store::Conn& conn, std::int64_t at) {
+  // Only the rows of the partial index pay_transactions_recovery (PENDING at an operator) are read.
+  SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one("SELECT COUNT(*), MIN(COALESCE(submitted_at, created_at)) "
+                                                 "FROM pay_transactions WHERE next_check_at IS NOT NULL "
+                                                 "AND (checks > 0 OR next_check_at <= ?)",
+                                                 {at}));
+  RecoveryBacklog b;
+  if (row) {
+    b.waiting = row->i64(0);
+    b.oldest_since = row->opt_i64(1);
+  }
+  return b;
 }
 
 }  // namespace sika::payments::tables

@@ -29,8 +29,10 @@ Result<std::optional<Transaction>> find_by_uuid(store::Conn& conn, std::int64_t 
                                                 std::string_view environment, std::string_view transaction_uuid);
 
 // Writes `next`'s status, split_status, failure_reason, operator_reference, submitted_at,
-// expires_at and updated_at iff the row is still in `from`. Returns true iff it was.
-Result<bool> update_status(store::Conn& conn, const Transaction& next, TxStatus from);
+// expires_at and updated_at, and next_check_at (recovery's next question; NULL when unset, with
+// its claim released), iff the row is still in `from`. Returns true iff it was.
+Result<bool> update_status(store::Conn& conn, const Transaction& next, TxStatus from,
+                           std::optional<std::int64_t> next_check_at = std::nullopt);
 // Appends a status history row.
 Status insert_transition(store::Conn& conn, std::int64_t transaction_id, TxStatus from, TxStatus to,
                          std::string_view source, const std::optional<std::string>& reason, std::int64_t at);
@@ -85,5 +87,44 @@ Status insert_callback(store::Conn& conn, const CallbackRow& row);
 
 // References of open (INITIATED or PENDING) transactions whose expires_at <= at, oldest first.
 Result<std::vector<std::string>> due_for_expiry(store::Conn& conn, std::int64_t at, int limit);
+
+// ---- recovery of pending payments (recovery.cpp) ----
+
+// A PENDING transaction claimed for one question to its operator.
+struct ClaimedCheck {
+  Transaction tx;
+  std::int64_t checks = 0;  // questions asked, this one included
+};
+// Claims up to `limit` PENDING transactions whose next_check_at <= at, oldest first, for `owner`
+// until `lease_until`: one conditional UPDATE per row (still PENDING, still due) sets
+// next_check_at = lease_until, check_owner = owner and counts the question. A claimed row is not
+// due again before lease_until, so however many nodes claim, each row is held by one claim at a
+// time. Run in a queue unit (store::queue_isolation): on PostgreSQL the pick skips rows another
+// claim holds (FOR UPDATE SKIP LOCKED).
+Result<std::vector<ClaimedCheck>> claim_checks(store::Conn& conn, std::int64_t at, std::int64_t lease_until,
+                                               std::string_view owner, int limit);
+// Schedules the next question of a transaction `owner` still holds (still PENDING, claim not
+// taken over) at `next_at` and releases the claim. Returns false, writing nothing, otherwise.
+Result<bool> reschedule_check(store::Conn& conn, std::int64_t transaction_id, std::string_view owner,
+                              std::int64_t next_at);
+
+// One question to an operator and its answer (pay_status_checks).
+struct StatusCheckRow {
+  std::int64_t transaction_id = 0;
+  std::string node;  // the claim's owner
+  std::int64_t asked_at = 0;
+  std::int64_t answered_at = 0;
+  std::string outcome;  // succeeded | failed | pending | unknown
+  std::optional<std::string> reason;
+};
+Status insert_status_check(store::Conn& conn, const StatusCheckRow& row);
+
+// PENDING transactions waiting for recovery at `at` (asked at least once, or due), and the
+// submission time of the oldest of them.
+struct RecoveryBacklog {
+  std::int64_t waiting = 0;
+  std::optional<std::int64_t> oldest_since;
+};
+Result<RecoveryBacklog> recovery_backlog(store::Conn& conn, std::int64_t at);
 
 }  // namespace sika::payments::tables

@@ -19,6 +19,14 @@ Move move_to(TxStatus to, std::string_view source, std::optional<std::string> re
   return m;
 }
 
+Move move_for(const OperatorStatus& st, std::string_view source) {
+  const bool succeeded = st.state == OperatorStatus::State::succeeded;
+  Move m = move_to(succeeded ? TxStatus::completed : TxStatus::failed, source);
+  if (!succeeded) m.reason = st.reason.empty() ? "OPERATOR_FAILURE" : st.reason;
+  m.operator_reference = st.operator_reference;
+  return m;
+}
+
 Transaction after_move(const Transaction& tx, const Move& move, std::int64_t at) {
   Transaction next = tx;
   next.status = move.to;
@@ -133,7 +141,8 @@ Result<bool> transition(store::Conn& conn, Transaction& tx, const Move& move, st
         bj::string("illegal move " + std::string(to_string(tx.status)) + " -> " + std::string(to_string(move.to))));
   const TxStatus from = tx.status;
   Transaction next = after_move(tx, move, at);
-  SIKA_ASSIGN_OR_RETURN(bool changed, tables::update_status(conn, next, from));
+  const std::optional<std::int64_t> check_at = move.to == TxStatus::pending ? move.check_at : std::nullopt;
+  SIKA_ASSIGN_OR_RETURN(bool changed, tables::update_status(conn, next, from, check_at));
   if (!changed) return false;  // another actor moved it first; nothing written
   SIKA_TRY(tables::insert_transition(conn, tx.id, from, move.to, move.source, move.reason, next.updated_at));
 

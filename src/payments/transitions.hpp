@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "payments/connector.hpp"
 #include "payments/ledger.hpp"
 #include "payments/model.hpp"
 #include "store/db.hpp"
@@ -21,14 +22,22 @@ inline constexpr std::string_view kStatusChangedEvent = "transaction.status_chan
 struct Move {
   TxStatus to = TxStatus::pending;
   std::string_view source;  // intent | execute | checkout | merchant | callback | poll | expiry | wallet | connector
+                            // | recovery
   std::optional<std::string> reason;
   std::optional<std::string> operator_reference;
   std::optional<std::int64_t> submitted_at;
   std::optional<std::int64_t> expires_at;
+  // A move to PENDING at an operator: when recovery first asks the operator if no answer came
+  // (pay_transactions.next_check_at). Every other move clears it.
+  std::optional<std::int64_t> check_at;
 };
 
 // A move to `to` by `source`, with an optional reason.
 Move move_to(TxStatus to, std::string_view source, std::optional<std::string> reason = std::nullopt);
+
+// The move an operator's final answer (succeeded or failed) asks for: COMPLETED, or FAILED with
+// its reason (OPERATOR_FAILURE when it gave none), with the operator's reference.
+Move move_for(const OperatorStatus& st, std::string_view source);
 
 // The transaction as `move` leaves it at time `at`: status, reason, operator reference,
 // submission and expiry times, split_status (SETTLED at COMPLETED, CANCELLED at another end),
@@ -61,7 +70,8 @@ ledger::Posting fx_settlement_for(const Transaction& tx, const Conversion& conve
                                   const std::vector<SplitShare>& shares);
 
 // Moves `tx` by `move` inside the caller's write unit: one conditional UPDATE on the status
-// `tx` was read in, its pay_transitions row, the journal of journal_for (SPLIT shares by the
+// `tx` was read in (which also sets next_check_at to move.check_at, or clears it, and releases a
+// recovery claim), its pay_transitions row, the journal of journal_for (SPLIT shares by the
 // largest-remainder rule, stored on the split lines) and the outbox event, all or nothing.
 // Returns true and sets `tx` to the moved transaction; returns false and writes nothing when
 // the row had already left tx.status (another actor moved it first). An illegal move is a 500

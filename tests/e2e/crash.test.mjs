@@ -3,6 +3,10 @@
 // database. Every write the server acknowledged must be there exactly once (an intent answered 200
 // exists once, with the reference it was given; an execute answered COMPLETED is COMPLETED), no
 // transaction appears that no client asked for, and `sika admin check-ledger` finds no violation.
+// Other clients submit PROVIDER collections and payouts to the sandbox operator at the same time:
+// the kill leaves some PENDING with their callbacks lost. After the restart, recovery asks the
+// operator, and within a bounded wait every one of them is final: those the operator had recorded
+// by its answer (COMPLETED or FAILED, never EXPIRED), the others by their own (short, here) expiry.
 // Runs on SQLite, and on PostgreSQL when SIKA_TEST_PG_DSN is set (or required).
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,6 +19,15 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const ENV = { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef' };
 const CLIENTS = 24;       // concurrent clients
 const LOAD_MS = [2500, 3500];  // load before each kill (varied, so the kill lands at different points)
+const OPERATOR_CLIENTS = 6;  // clients submitting PROVIDER collections and payouts to the sandbox operator
+const RECOVERY_WAIT_MS = 30000;  // after the restart, every submitted transaction is final within this
+// Short expiries of PENDING transactions, so that one the operator never recorded (the kill landed
+// between its PENDING commit and the operator's record) ends within the wait too.
+const SERVE_ARGS = ['--set', 'log.access=false', '--set', 'payments.pending_ttl_ms=20000',
+  '--set', 'payments.disbursement_ttl_ms=20000', '--set', 'payments.recovery_delays_ms=300,500,1000',
+  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.expiry_interval_ms=200',
+  // The killed node's claims lapse after this: then the restarted node asks those transactions too.
+  '--set', 'payments.recovery_lease_ms=2000'];
 
 // Runs `sika admin ... --json` on the database.
 function admin(dsn, ...args) {
@@ -25,16 +38,70 @@ function admin(dsn, ...args) {
 // Every transaction the clients may have created as {uuid, reference, status}, read straight from the
 // database (the server is not trusted to report its own losses).
 function storedTransactions(server) {
-  const sql = "SELECT transaction_uuid, reference, status FROM pay_transactions WHERE description = 'crash test'";
+  return query(server, "SELECT transaction_uuid, reference, status FROM pay_transactions WHERE description = 'crash test'")
+    .map(([uuid, reference, status]) => ({ uuid, reference, status }));
+}
+
+// The rows of a query, read straight from the database, as arrays of text cells.
+function query(server, sql) {
   const r = server.backend === 'postgres'
     ? spawnSync('psql', [server.dsn, '-qAtX', '-F', '|', '-c', sql], { encoding: 'utf8', maxBuffer: 1 << 28 })
     : spawnSync('sqlite3', ['-separator', '|', path.join(server.dir, 'sika.db'), sql],
       { encoding: 'utf8', maxBuffer: 1 << 28 });
   assert.equal(r.status, 0, r.stderr);
-  return r.stdout.split('\n').filter(Boolean).map((line) => {
-    const [uuid, reference, status] = line.split('|');
-    return { uuid, reference, status };
-  });
+  return r.stdout.split('\n').filter(Boolean).map((line) => line.split('|'));
+}
+
+// The operator's transactions (PROVIDER collections and payouts of the operator clients), with
+// whether the sandbox operator recorded the request and how each one ended.
+function operatorTransactions(server) {
+  return query(server, "SELECT t.reference, t.operation, t.status, CASE WHEN s.provider_reference IS NULL THEN 0 " +
+    "ELSE 1 END, COALESCE((SELECT MAX(source) FROM pay_transitions x WHERE x.transaction_id = t.id AND " +
+    "x.from_status = 'PENDING'), '') FROM pay_transactions t LEFT JOIN sandbox_operator_requests s ON " +
+    "s.provider_reference = t.provider_reference WHERE t.description = 'crash operator' AND t.status <> 'INITIATED'")
+    .map(([reference, operation, status, recorded, source]) => ({ reference, operation, status,
+      recorded: recorded === '1', source }));
+}
+
+// Clients submitting PROVIDER collections (intent, then execute) and payouts to the sandbox
+// operator until `stop` is set. A payout refused for insufficient funds is not an error (the
+// merchant earns as the WALLET clients pay).
+async function operatorLoad(server, token, msisdn, acked, stop) {
+  const post = async (p, body) => {
+    const r = await fetch(`${server.baseUrl}${p}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-sp-auth-token': `Bearer ${token}` },
+      body: JSON.stringify(body),
+    });
+    return { status: r.status, body: await r.json() };
+  };
+  const client = async (i) => {
+    while (!stop.now) {
+      try {
+        if (i % 2 === 0) {
+          const created = await post('/collection/intent', {
+            amount: 500, currency: 'XAF', transaction_uuid: randomUUID(), provider: 'MTN_MOMO_CMR', channel: 'PROVIDER',
+            customer_wallet: msisdn, description: 'crash operator',
+          });
+          if (created.status !== 200) { acked.errors.push(`provider intent ${created.status} ${created.body.message}`); continue; }
+          const done = await post('/collection/execute', { transaction_reference: created.body.data.transaction_reference });
+          if (done.status !== 200) acked.errors.push(`provider execute ${done.status} ${done.body.message}`);
+          else acked.submitted++;
+        } else {
+          const paid = await post('/disbursement/intent', {
+            amount: 100, currency: 'XAF', transaction_uuid: randomUUID(), provider: 'MTN_MOMO_CMR',
+            customer_wallet: msisdn, description: 'crash operator',
+          });
+          if (paid.status === 200) acked.submitted++;
+          else if (paid.body.message === 'insufficient_funds') await sleep(50);
+          else acked.errors.push(`payout ${paid.status} ${paid.body.message}`);
+        }
+      } catch {
+        // The server died under this request: nothing was acknowledged.
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: OPERATOR_CLIENTS }, (_, i) => client(i)));
 }
 
 // Clients creating and completing WALLET intents until `stop` is set; records what was acknowledged.
@@ -72,29 +139,53 @@ async function load(server, token, wallet, otp, acked, stop) {
 
 for (const backend of backends()) {
   describe(`crash on ${backend}`, () => {
-    test('kill -9 during intents and completions loses and doubles nothing', { timeout: 60000 }, async (t) => {
-      let server = await startServer({ backend, args: ['--set', 'log.access=false'] });
+    test('kill -9 during intents and completions loses and doubles nothing', { timeout: 120000 }, async (t) => {
+      let server = await startServer({ backend, args: SERVE_ARGS });
       try {
         const wallet = server.demo.sandbox.wallets[0];
         // Enough money for every payment the clients can make, so each execute completes.
         const funded = admin(server.dsn, 'fund-wallet', '--msisdn', wallet.msisdn, '--currency', 'XAF',
           '--amount', '1000000000', '--memo', 'crash test funding');
         assert.equal(funded.code, 0, funded.stderr);
-        const acked = { sent: new Set(), intents: new Map(), completed: new Set(), errors: [] };
+        const acked = { sent: new Set(), intents: new Map(), completed: new Set(), errors: [], submitted: 0 };
+        let pendingAtRestart = 0;
         for (const ms of LOAD_MS) {
           const token = await merchantToken(server, 0, 'payments');
           const stop = { now: false };
-          const running = load(server, token, wallet.msisdn, server.demo.sandbox.otp, acked, stop);
+          const running = Promise.all([load(server, token, wallet.msisdn, server.demo.sandbox.otp, acked, stop),
+            operatorLoad(server, token, server.demo.sandbox.msisdn.success, acked, stop)]);
           await sleep(ms);
           await server.crash();
           stop.now = true;
           await running;
-          server = await startServer({ reuse: server, args: ['--set', 'log.access=false'] });
+          pendingAtRestart += operatorTransactions(server).filter((x) => x.status === 'PENDING').length;
+          server = await startServer({ reuse: server, args: SERVE_ARGS });
         }
+        t.diagnostic(`operator transactions submitted: ${acked.submitted}, PENDING at the restarts: ${pendingAtRestart}`);
+        assert.ok(acked.submitted > 20, `too little operator load to mean anything: ${acked.submitted}`);
+
+        // Recovery: within a bounded wait every submitted collection and payout is final; what the
+        // operator had recorded ends by its answer, never by expiry.
+        const deadline = Date.now() + RECOVERY_WAIT_MS;
+        let open = operatorTransactions(server).filter((x) => x.status === 'PENDING');
+        while (open.length > 0 && Date.now() < deadline) {
+          await sleep(250);
+          open = operatorTransactions(server).filter((x) => x.status === 'PENDING');
+        }
+        assert.deepEqual(open, [], `still PENDING ${RECOVERY_WAIT_MS} ms after the restart`);
+        const operatorTxs = operatorTransactions(server);
+        const expiredButKnown = operatorTxs.filter((x) => x.recorded && x.status === 'EXPIRED');
+        assert.deepEqual(expiredButKnown, [], 'the operator knew these: recovery should have asked it');
+        const recovered = operatorTxs.filter((x) => x.source === 'recovery');
+        t.diagnostic(`settled by recovery after the restarts: ${recovered.length}`);
+        if (pendingAtRestart > 0) assert.ok(recovered.length > 0, 'recovery settled nothing');
         assert.deepEqual(acked.errors, [], 'every request the server answered succeeded');
         assert.ok(acked.completed.size > 100, `too little load to mean anything: ${acked.completed.size} completions`);
 
         const stored = storedTransactions(server);
+        const finalized = query(server, "SELECT COUNT(*) FROM pay_transitions x JOIN pay_transactions t ON " +
+          "t.id = x.transaction_id WHERE t.description = 'crash operator' AND x.from_status = 'PENDING'")[0][0];
+        assert.equal(Number(finalized), operatorTxs.length, 'each operator transaction left PENDING exactly once');
         const byUuid = new Map();
         for (const t of stored) byUuid.set(t.uuid, [...(byUuid.get(t.uuid) || []), t]);
         let lost = 0, doubled = 0, wrongRef = 0, notCompleted = 0, unasked = 0;

@@ -69,6 +69,38 @@ TEST_P(PaymentsTest, IntentReturnsTheFullRecordWithFeeFromTheFeeEngine) {
   EXPECT_EQ(shown.at("status"), "INITIATED");
 }
 
+// The status routes answer with a message code like every other route, with its fr and en texts.
+TEST_P(PaymentsTest, StatusRoutesAnswerTheTransactionStatusMessage) {
+  service_->start();
+  auto p = principal(m1_);
+  auto rec = create_ok(p, intent_body("237690000050", 20'000));
+  std::string ref(rec.at("transaction_reference").as_string());
+  ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref}}).first, 200);
+  ASSERT_EQ(wait_status(p, ref, "PENDING"), "COMPLETED");
+  auto [sp, ep] = call(&Service::disbursement_intent, p,
+                       bj::object{{"amount", 1'000},
+                                  {"currency", "XAF"},
+                                  {"transaction_uuid", uuid_v4()},
+                                  {"provider", "MTN_MOMO_CMR"},
+                                  {"channel", "PROVIDER"},
+                                  {"customer_wallet", "237690000060"}});
+  ASSERT_EQ(sp, 200) << bj::serialize(ep);
+  std::string payout(ep.at("data").at("transaction_reference").as_string());
+  for (auto [fn, reference] : {std::pair{&Service::status, ref}, std::pair{&Service::disbursement_status, payout}}) {
+    for (auto locale : {i18n::Locale::en, i18n::Locale::fr}) {
+      auto req = request(p, bj::object{{"transaction_reference", reference}});
+      req.locale = locale;
+      auto res = ((*service_).*fn)(req);
+      ASSERT_EQ(res.status, 200) << res.body;
+      auto env = parse(res);
+      EXPECT_EQ(env.at("message"), "transaction_status") << res.body;
+      EXPECT_EQ(env.at("meta").at("text"),
+                locale == i18n::Locale::en ? "Current status of the transaction." : "Statut actuel de la transaction.")
+          << res.body;
+    }
+  }
+}
+
 TEST_P(PaymentsTest, SameUuidSameBodyGivesTheSameRecordDifferentBodyIs409) {
   auto p = principal(m1_);
   auto body = intent_body();
