@@ -125,6 +125,7 @@ Status build_services(Context& ctx) {
     o.signup_enabled = c.get_bool("identity.signup_enabled");
     o.max_failed_logins = static_cast<int>(c.get_int("identity.max_failed_logins"));
     o.lockout_seconds = static_cast<int>(c.get_int("identity.lockout_seconds"));
+    o.login_failures_per_account = static_cast<int>(c.get_int("identity.login_failures_per_account"));
     o.default_alg = c.get_string("identity.access_token_alg");
     o.token_cache_seconds = static_cast<int>(c.get_int("identity.token_cache_seconds"));
     o.token_cache_entries = static_cast<int>(c.get_int("identity.token_cache_entries"));

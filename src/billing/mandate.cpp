@@ -11,6 +11,7 @@
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
+#include "otp/code.hpp"
 #include "payments/intent.hpp"
 #include "payments/sandbox.hpp"
 #include "store/outbox.hpp"
@@ -141,7 +142,9 @@ Status Service::send_mandate_code(std::string_view token, i18n::Locale locale) {
 Result<Mandate> Service::approve_mandate(std::string_view token, std::string_view code) {
   SIKA_ASSIGN_OR_RETURN(Mandate m, mandate_by_token(token));
   if (m.status != kMandatePending) return conflict(bj::object{{"status", "the mandate is " + m.status}});
-  if (code.empty() || code.size() > 12) return empty_data(bj::object{{"otp", "is required"}});
+  if (code.empty()) return empty_data(bj::object{{"otp", "is required"}});
+  std::string problem;
+  if (!otp::code_from_text(code, &problem)) return empty_data(bj::object{{"otp", problem}});
   SIKA_ASSIGN_OR_RETURN(otp::Verification v, options_.otp->verify(kMandatePurpose, m.reference, code));
   if (!v.ok()) return otp::verification_error(v, "otp");
   const std::int64_t at = now();

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
 
+#include <algorithm>
 #include <charconv>
 
 #include "core/crypto.hpp"
@@ -39,12 +40,6 @@ bool valid_b64url(std::string_view s) {
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; });
 }
 
-// The dummy hash makes a login with an unknown e-mail cost as much as a wrong password.
-const std::string& dummy_password_hash() {
-  static const std::string h = crypto::password_hash(random_token(16));
-  return h;
-}
-
 }  // namespace
 
 struct Service::AuthzRequest {
@@ -77,6 +72,17 @@ struct Service::AuthzRequest {
       f.emplace_back("code_challenge_method", code_challenge_method);
     }
     if (!ui_locales.empty()) f.emplace_back("ui_locales", ui_locales);
+    return f;
+  }
+
+  // The request's parameters other than ui_locales, to ask for the same page in another language.
+  web::Fields request_params() const {
+    web::Fields f;
+    for (auto& [k, v] : hidden())
+      if (k != "ui_locales") f.emplace_back(k, v);
+    if (!prompt.empty()) f.emplace_back("prompt", prompt);
+    if (max_age) f.emplace_back("max_age", std::to_string(*max_age));
+    if (!login_hint.empty()) f.emplace_back("login_hint", login_hint);
     return f;
   }
 };
@@ -239,7 +245,8 @@ web::Response Service::authz_redirect_error(const AuthzRequest& a, std::string_v
   return res;
 }
 
-web::Response Service::authz_issue_code(const AuthzRequest& a, std::int64_t user_id, std::int64_t auth_time) {
+web::Response Service::authz_issue_code(const AuthzRequest& a, std::int64_t user_id, std::int64_t auth_time,
+                                        bool* not_consented, std::string_view session_hash) {
   const std::int64_t t = now();
   std::string code = random_token(32);
   std::string hash = crypto::secret_hash(opts_.pepper, code);
@@ -254,8 +261,34 @@ web::Response Service::authz_issue_code(const AuthzRequest& a, std::int64_t user
                         .auth_time = auth_time,
                         .expires_at = t + opts_.code_ttl * 1000LL,
                         .created_at = t};
-  Status st = db_.write([&](store::Conn& c) { return insert_code(c, row); });
+  // Without the form, the code is issued only if the consent stored covers the scopes when the
+  // code is: the check and the insert are one write unit.
+  bool consented = true;
+  Status st = db_.write([&](store::Conn& c) -> Status {
+    if (not_consented) {
+      // The session the request came with must still be there (not signed out meanwhile).
+      if (!session_hash.empty()) {
+        SIKA_ASSIGN_OR_RETURN(auto live, c.query_one("SELECT 1 FROM identity_sessions WHERE session_hash = ? AND "
+                                                     "expires_at > ?",
+                                                     {std::string(session_hash), t}));
+        consented = live.has_value();
+        if (!consented) return {};
+      }
+      SIKA_ASSIGN_OR_RETURN(auto granted,
+                            c.query_one("SELECT scope FROM oauth_consents WHERE user_id = ? AND client_id = ?",
+                                        {user_id, a.client->client_id}));
+      auto have = split_list(granted ? granted->str(0) : std::string());
+      consented =
+          std::all_of(a.scopes.begin(), a.scopes.end(), [&](const std::string& s) { return contains(have, s); });
+      if (!consented) return {};
+    }
+    return insert_code(c, row);
+  });
   if (!st) return authz_redirect_error(a, "server_error", "could not store the authorization code");
+  if (!consented) {
+    *not_consented = true;
+    return {};
+  }
   web::Fields p;
   p.emplace_back("code", code);
   if (!a.state.empty()) p.emplace_back("state", a.state);
@@ -286,7 +319,7 @@ Result<std::optional<std::pair<User, std::int64_t>>> Service::current_session(co
 }
 
 web::Response Service::render_login(const web::Request& req, const AuthzRequest& a, const User* user,
-                                    std::string_view error, int status) {
+                                    std::string_view error, int status, std::string_view typed_email) {
   pages::LoginView v;
   v.locale = page_locale(req, a.ui_locales);
   v.action = cookie_path() + (cookie_path().ends_with('/') ? "" : "/") + "oauth/v2/authorize";
@@ -294,10 +327,16 @@ web::Response Service::render_login(const web::Request& req, const AuthzRequest&
   v.scopes = a.scopes;
   v.signed_in = user != nullptr;
   if (user) v.user_email = user->email;
-  v.login_hint = a.login_hint;
+  v.email = typed_email.empty() ? a.login_hint : std::string(typed_email);
   v.error = std::string(error);
   v.hidden = a.hidden();
   std::string base = cookie_path() + (cookie_path().ends_with('/') ? "" : "/");
+  // The language switch: the same authorization request (every parameter) in the other locale.
+  for (i18n::Locale l : {i18n::Locale::fr, i18n::Locale::en}) {
+    web::Fields p = a.request_params();
+    p.emplace_back("ui_locales", std::string(i18n::name(l)));
+    v.languages.push_back({l, append_query(base + "oauth/v2/authorize", p)});
+  }
   v.logout_url =
       base + "logout?return_to=" + web::percent_encode(append_query(base + "oauth/v2/authorize", a.hidden()));
   if (opts_.signup_enabled)
@@ -327,22 +366,12 @@ web::Response Service::authorize(web::Request& req) {
       !*session || contains(prompts, "login") || (a.max_age && t - (*session)->second > *a.max_age * 1000);
   if (!need_login) {
     const User& user = (*session)->first;
-    bool consented = false;
     if (!contains(prompts, "consent")) {
-      std::string granted;
-      Status st = db_.read([&](store::Conn& c) -> Status {
-        SIKA_ASSIGN_OR_RETURN(auto row,
-                              c.query_one("SELECT scope FROM oauth_consents WHERE user_id = ? AND client_id = ?",
-                                          {user.id, a.client->client_id}));
-        granted = row ? row->str(0) : std::string();
-        return {};
-      });
-      if (!st) return authz_redirect_error(a, "temporarily_unavailable", "please retry");
-      auto have = split_list(granted);
-      consented =
-          std::all_of(a.scopes.begin(), a.scopes.end(), [&](const std::string& s) { return contains(have, s); });
+      bool not_consented = false;
+      web::Response issued = authz_issue_code(a, user.id, (*session)->second, &not_consented,
+                                              crypto::secret_hash(opts_.pepper, cookie(req, kSessionCookie)));
+      if (!not_consented) return issued;
     }
-    if (consented) return authz_issue_code(a, user.id, (*session)->second);
     if (contains(prompts, "none")) return authz_redirect_error(a, "consent_required", "the user has not consented yet");
     return render_login(req, a, &user, "");
   }
@@ -376,55 +405,37 @@ web::Response Service::authorize_submit(web::Request& req) {
   const std::int64_t t = now();
   std::optional<User> user;
   std::int64_t auth_time = 0;
-  std::string set_session;
+  std::string set_session, set_device;
   std::string email = field(*form, "email");
   std::string password = field(*form, "password");
   if (!email.empty() || !password.empty()) {
     if (email.empty() || password.empty())
-      return render_login(req, a, nullptr, pages::text(loc, "missing_credentials"), 400);
-    auto allowed =
-        shared_rate_hit("login-ip:" + req.remote_ip, opts_.login_attempts_per_ip, 60000, "logins_per_address");
-    if (!allowed) return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
-    if (!*allowed) return render_login(req, a, nullptr, pages::text(loc, "rate_limited"), 429);
-    std::optional<User> found;
-    Status st = db_.read([&](store::Conn& c) -> Status {
-      SIKA_ASSIGN_OR_RETURN(found, find_user_by_email(c, email));
-      return {};
-    });
-    if (!st) return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
-    if (!found || !found->active) {
-      (void)crypto::password_verify(password, dummy_password_hash());
-      return render_login(req, a, nullptr, pages::text(loc, "bad_credentials"), 401);
+      return render_login(req, a, nullptr, pages::text(loc, "missing_credentials"), 400, email);
+    if (email.size() > 254) return render_login(req, a, nullptr, pages::text(loc, "bad_credentials"), 401);
+    auto outcome = attempt_login(req, email, password);
+    using Kind = LoginOutcome::Kind;
+    if (outcome.kind == Kind::unavailable)
+      return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
+    if (outcome.kind == Kind::throttled) {
+      web::Response res = render_login(req, a, nullptr, pages::text(loc, "throttled"), 429, email);
+      res.set("Retry-After", std::to_string(outcome.retry_after_s));
+      return res;
     }
-    if (found->locked_until > t) return render_login(req, a, nullptr, pages::text(loc, "locked"), 423);
-    if (!crypto::password_verify(password, found->password_hash)) {
-      bool locked = false;
-      (void)db_.write([&](store::Conn& c) -> Status {
-        SIKA_ASSIGN_OR_RETURN(
-            auto row,
-            c.query_one("UPDATE identity_users SET failed_logins = failed_logins + 1, "
-                        "locked_until = CASE WHEN failed_logins + 1 >= ? THEN ? ELSE locked_until END, "
-                        "updated_at = updated_at WHERE id = ? RETURNING failed_logins, locked_until",
-                        {std::int64_t{opts_.max_failed_logins}, t + opts_.lockout_seconds * 1000LL, found->id}));
-        locked = row && row->i64(1) > t;
-        return {};
-      });
-      return render_login(req, a, nullptr, pages::text(loc, locked ? "locked" : "bad_credentials"), 401);
-    }
+    if (outcome.kind == Kind::refused)
+      return render_login(req, a, nullptr, pages::text(loc, "bad_credentials"), 401, email);
     std::string sid = random_token(32);
     std::string sid_hash = crypto::secret_hash(opts_.pepper, sid);
-    st = db_.write([&](store::Conn& c) -> Status {
-      // The counter restarts after a success; the lock cannot be lifted by guessing right,
-      // since locked accounts were refused above.
-      SIKA_TRY(c.exec("UPDATE identity_users SET failed_logins = 0 WHERE id = ? AND failed_logins <> 0", {found->id}));
+    Status st = db_.write([&](store::Conn& c) -> Status {
       SIKA_TRY(
           c.exec("INSERT INTO identity_sessions (session_hash, user_id, auth_time, expires_at, created_at) "
                  "VALUES (?, ?, ?, ?, ?)",
-                 {sid_hash, found->id, t, t + opts_.session_ttl * 1000LL, t}));
+                 {sid_hash, outcome.user->id, t, t + opts_.session_ttl * 1000LL, t}));
       return {};
     });
     if (!st) return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
-    user = std::move(found);
+    set_device = make_cookie("sika_device", device_cookie_for(email), cookie_path(), opts_.device_cookie_seconds,
+                             secure_cookies());
+    user = std::move(outcome.user);
     auth_time = t;
     set_session = make_cookie(kSessionCookie, sid, cookie_path(), opts_.session_ttl, secure_cookies());
   } else {
@@ -436,7 +447,12 @@ web::Response Service::authorize_submit(web::Request& req) {
     user = std::move((*session)->first);
     auth_time = (*session)->second;
   }
-  if (field(*form, "action") != "approve") return render_login(req, a, &*user, "");
+  if (field(*form, "action") != "approve") {
+    web::Response res = render_login(req, a, &*user, "");
+    for (const std::string* c : {&set_session, &set_device})
+      if (!c->empty()) res.headers.emplace_back("Set-Cookie", *c);
+    return res;
+  }
   std::string scope = join_list(a.scopes);
   Status st = db_.write([&](store::Conn& c) -> Status {
     SIKA_TRY(c.exec(
@@ -447,7 +463,8 @@ web::Response Service::authorize_submit(web::Request& req) {
   });
   if (!st) return authz_redirect_error(a, "temporarily_unavailable", "please retry");
   web::Response res = authz_issue_code(a, user->id, auth_time);
-  if (!set_session.empty()) res.headers.emplace_back("Set-Cookie", set_session);
+  for (const std::string* c : {&set_session, &set_device})
+    if (!c->empty()) res.headers.emplace_back("Set-Cookie", *c);
   return res;
 }
 

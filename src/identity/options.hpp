@@ -17,9 +17,13 @@ struct Options {
   int code_ttl = 60;
   int session_ttl = 8 * 3600;  // login session cookie
   bool signup_enabled = false;
-  int max_failed_logins = 5;
-  int lockout_seconds = 900;
-  std::string default_alg = "ES256";  // access tokens
+  // Sign-in throttling (docs/identity.md, "Throttling and lockout"), counted in the database on
+  // all nodes, keyed by the e-mail typed whether or not an account has it.
+  int max_failed_logins = 5;                // attempts per (e-mail, address) and per device cookie per window
+  int lockout_seconds = 900;                // that window, and how long the pair is then throttled
+  int login_failures_per_account = 100;     // attempts per e-mail per hour from all addresses (no device cookie)
+  int device_cookie_seconds = 180 * 86400;  // lifetime of the device cookie set at a successful sign-in
+  std::string default_alg = "ES256";        // access tokens
   // Revocation propagation bound for cached verified tokens. 0: the denylist is checked on
   // every authenticate (a revoked token is refused at once on every node). N > 0: the check
   // runs at most every N seconds per token and process; revocations made by this process

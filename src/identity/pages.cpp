@@ -34,6 +34,7 @@ constexpr Text kTexts[] = {
     {"err_retry", "Service momentanément indisponible, réessayez.", "Service temporarily unavailable, please retry."},
     {"error_title", "Erreur d'autorisation", "Authorization error"},
     {"invalid_form", "Vérifiez les champs du formulaire.", "Check the form fields."},
+    {"language", "Langue", "Language"},
     {"locked", "Trop d'échecs de connexion : compte verrouillé temporairement. Réessayez plus tard.",
      "Too many failed sign-in attempts: the account is temporarily locked. Try again later."},
     {"missing_credentials", "Saisissez votre adresse e-mail et votre mot de passe.",
@@ -60,6 +61,8 @@ constexpr Text kTexts[] = {
     {"signed_out", "Vous êtes déconnecté.", "You are signed out."},
     {"signup_disabled", "L'inscription n'est pas ouverte.", "Sign-up is not open."},
     {"signup_title", "Créer un compte Sika", "Create a Sika account"},
+    {"throttled", "Trop de tentatives de connexion. Réessayez dans quelques minutes.",
+     "Too many sign-in attempts. Try again in a few minutes."},
     {"title", "Connexion à Sika", "Sign in to Sika"},
 };
 
@@ -71,6 +74,8 @@ constexpr std::string_view kStyle =
     "margin:12px 0 4px;font-weight:600;font-size:.92rem}input[type=email],input[type=password],input[type=text],"
     "input[type=tel]{width:100%;padding:10px 12px;border:1px solid #c5ccd4;border-radius:8px;font-size:1rem}"
     "input:focus{outline:2px solid #0a7d5a;border-color:#0a7d5a}ul{padding-left:20px}"
+    ".lang{display:flex;justify-content:flex-end;gap:12px;margin:-34px 0 8px;font-size:.9rem}"
+    ".lang a{padding:4px 2px}.lang [aria-current]{font-weight:700;color:#1b2430;text-decoration:none}"
     ".error{background:#fdecea;color:#8a1c12;border-radius:8px;padding:10px 12px;margin-bottom:12px}"
     ".row{display:flex;gap:12px;margin-top:20px}button{flex:1;padding:11px;border-radius:8px;border:0;"
     "font-size:1rem;cursor:pointer}button.primary{background:#0a7d5a;color:#fff}button.secondary{background:#e6e9ed;"
@@ -103,8 +108,9 @@ void hidden_inputs(std::string& out, const web::Fields& hidden) {
 
 // Opens a form page: head, heading, optional error alert, form tag and hidden inputs.
 std::string form_page_start(i18n::Locale l, std::string_view title, std::string_view error, std::string_view action,
-                            const web::Fields& hidden) {
+                            const web::Fields& hidden, std::string_view before_title = {}) {
   std::string out = head(l, title);
+  out += before_title;
   out += "<h1>";
   out += escape(title);
   out += "</h1>";
@@ -139,7 +145,26 @@ std::string escape(std::string_view in) { return web::html::escape(in); }
 
 std::string login(const LoginView& v) {
   auto t = [&](std::string_view k) { return text(v.locale, k); };
-  std::string out = form_page_start(v.locale, t("title"), v.error, v.action, v.hidden);
+  // The language switch: links to the same request in each language (no script needed).
+  std::string nav;
+  if (!v.languages.empty()) {
+    nav += "<nav class=\"lang\" aria-label=\"";
+    nav += escape(t("language"));
+    nav += "\">";
+    for (const auto& l : v.languages) {
+      nav += "<a href=\"";
+      nav += escape(l.url);
+      nav += "\" lang=\"";
+      nav += i18n::name(l.locale);
+      nav += "\" hreflang=\"";
+      nav += i18n::name(l.locale);
+      nav += l.locale == v.locale ? "\" aria-current=\"true\">" : "\">";
+      nav += l.locale == i18n::Locale::fr ? "Français" : "English";
+      nav += "</a>";
+    }
+    nav += "</nav>";
+  }
+  std::string out = form_page_start(v.locale, t("title"), v.error, v.action, v.hidden, nav);
   if (v.signed_in) {
     out += "<p class=\"muted\">";
     out += escape(t("signed_in_as"));
@@ -154,7 +179,7 @@ std::string login(const LoginView& v) {
     out += "<label for=\"email\">";
     out += escape(t("email"));
     out += "</label><input id=\"email\" type=\"email\" name=\"email\" autocomplete=\"username\" required value=\"";
-    out += escape(v.login_hint);
+    out += escape(v.email);
     out += "\"><label for=\"password\">";
     out += escape(t("password"));
     out +=

@@ -20,10 +20,15 @@ struct LoginView {
   std::vector<std::string> scopes;
   bool signed_in = false;  // true: only the consent part is shown
   std::string user_email;
-  std::string login_hint;  // prefills the e-mail field
-  std::string error;       // message shown above the form ("" for none)
-  web::Fields hidden;      // hidden inputs (authorization parameters, csrf)
-  std::string signup_url;  // "" when sign-up is disabled
+  std::string email;  // prefills the e-mail field (login_hint, or what a refused attempt typed)
+  struct Language {
+    i18n::Locale locale;
+    std::string url;  // this page's request in that language
+  };
+  std::vector<Language> languages;  // the language switch (none: not shown)
+  std::string error;                // message shown above the form ("" for none)
+  web::Fields hidden;               // hidden inputs (authorization parameters, csrf)
+  std::string signup_url;           // "" when sign-up is disabled
   std::string logout_url;
 };
 std::string login(const LoginView& v);

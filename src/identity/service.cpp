@@ -134,6 +134,7 @@ Service::Service(store::Db& db, Options options)
   while (!opts_.issuer.empty() && opts_.issuer.back() == '/') opts_.issuer.pop_back();
   if (opts_.pepper.empty()) throw std::runtime_error("identity: the server secret key is empty");
   csrf_key_ = crypto::hmac_sha256(opts_.pepper, "sika.identity.csrf.v1");
+  login_key_ = crypto::hmac_sha256(opts_.pepper, "sika.identity.login.v1");
   token_shards_ = std::make_unique<TokenShard[]>(kTokenShards);
   auto ring = load_keys(db_, opts_.pepper, now(), true);
   if (!ring) throw std::runtime_error("identity: cannot load signing keys: " + bj::serialize(ring.error().details));

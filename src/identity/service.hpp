@@ -162,10 +162,30 @@ class Service {
   // authorize helpers (authorize.cpp)
   Result<AuthzRequest> parse_authz(const web::Fields& params, web::Response& page_error, const web::Request& req);
   web::Response authz_redirect_error(const AuthzRequest& a, std::string_view error, std::string_view description);
-  web::Response authz_issue_code(const AuthzRequest& a, std::int64_t user_id, std::int64_t auth_time);
+  // With not_consented set, the code is issued only if the user's stored consent covers the scopes
+  // (checked in the unit that stores the code); otherwise *not_consented becomes true and the
+  // answer is to be ignored.
+  // session_hash: with not_consented, the login session that must still exist in that unit.
+  web::Response authz_issue_code(const AuthzRequest& a, std::int64_t user_id, std::int64_t auth_time,
+                                 bool* not_consented = nullptr, std::string_view session_hash = {});
+  // typed_email: the e-mail the form was submitted with, shown again ("" for login_hint).
   web::Response render_login(const web::Request& req, const AuthzRequest& a, const User* user, std::string_view error,
-                             int status = 200);
+                             int status = 200, std::string_view typed_email = {});
   Result<std::optional<std::pair<User, std::int64_t>>> current_session(const web::Request& req);
+  // The sign-in attempt of `email` from the request's address, throttled and counted before the
+  // password is compared (login.cpp).
+  struct LoginOutcome {
+    enum class Kind { signed_in, refused, throttled, unavailable } kind = Kind::refused;
+    std::optional<User> user;        // signed_in only
+    std::int64_t retry_after_s = 0;  // throttled only
+  };
+  LoginOutcome attempt_login(const web::Request& req, std::string_view email, std::string_view password);
+  // The name of an e-mail in rate-limit buckets and device cookies: a keyed hash, never the e-mail.
+  std::string account_key(std::string_view email) const;
+  // A device cookie for `email` (set after a successful sign-in), and the nonce of the request's
+  // device cookie when it is one of ours for that e-mail ("" otherwise).
+  std::string device_cookie_for(std::string_view email) const;
+  std::string trusted_device(const web::Request& req, std::string_view email) const;
   std::string csrf_for(std::string_view cookie_value) const;
   std::string cookie_path() const;
   bool secure_cookies() const;
@@ -176,6 +196,7 @@ class Service {
   TokenIssuer issuer_;
   std::string discovery_json_;
   std::string csrf_key_;
+  std::string login_key_;  // keys account_key() and device cookies
 
   mutable std::shared_mutex keys_mu_;
   std::shared_ptr<const KeyRing> keys_;

@@ -4,6 +4,7 @@
 
 #include "core/random.hpp"
 #include "core/time.hpp"
+#include "otp/code.hpp"
 #include "payments/intent.hpp"
 
 namespace sika::links {
@@ -163,7 +164,7 @@ LinkUpdate parse_update(const bj::object& body, std::int64_t now, json::FieldErr
   return u;
 }
 
-PayRequest parse_pay(const bj::object& body, json::FieldErrors& errors) {
+PayRequest parse_pay(const bj::object& body, json::FieldErrors& errors, int otp_length) {
   payments::refuse_unknown_fields(body,
                                   {"customer_phone", "transaction_uuid", "customer_name", "customer_email", "amount",
                                    "provider", "channel", "otp", "metadata"},
@@ -194,15 +195,8 @@ PayRequest parse_pay(const bj::object& body, json::FieldErrors& errors) {
   p.channel = json::get_string(body, "channel", errors);
   if (p.channel && *p.channel != "PROVIDER" && *p.channel != "WALLET" && *p.channel != "AUTO")
     errors.add("channel", "must be PROVIDER, WALLET or AUTO");
-  if (auto it = body.find("otp"); it != body.end() && !it->value().is_null()) {
-    // The spec types otp as an integer; a string of digits is accepted too.
-    if (it->value().is_string() && !it->value().as_string().empty())
-      p.otp = std::string(it->value().as_string());
-    else if (it->value().is_int64() && it->value().as_int64() >= 0)
-      p.otp = std::to_string(it->value().as_int64());
-    else
-      errors.add("otp", "must be the one-time code's digits");
-  }
+  // The spec types otp as an integer; a string of digits is accepted too.
+  p.otp = otp::read_code(body, "otp", otp_length, errors);
   p.metadata = metadata_of(body, errors);
   return p;
 }

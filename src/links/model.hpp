@@ -88,6 +88,7 @@ struct PayRequest {
   std::optional<std::string> otp;
   std::string metadata = "{}";
 };
-PayRequest parse_pay(const boost::json::object& body, json::FieldErrors& errors);
+// `otp_length`: the digits of one-time codes, to which an integer `otp` is left-padded.
+PayRequest parse_pay(const boost::json::object& body, json::FieldErrors& errors, int otp_length);
 
 }  // namespace sika::links

@@ -268,7 +268,7 @@ web::Response Service::page_submit(web::Request& req) {
     body["amount"] = std::stoll(amount);
   }
   json::FieldErrors errors;
-  PayRequest p = parse_pay(body, errors);
+  PayRequest p = parse_pay(body, errors, payments_.otp_code_length());
   if (!errors.empty()) {
     form.notice = notice_of(errors.status().error(), locale);
     return render_form(req, locale, form, 400);

@@ -474,7 +474,7 @@ web::Response Service::pay(web::Request& req) {
   auto body = web::body_object(req);
   if (!body) return web::error(req, body.error());
   json::FieldErrors errors;
-  PayRequest p = parse_pay(*body, errors);
+  PayRequest p = parse_pay(*body, errors, payments_.otp_code_length());
   if (!errors.empty()) return web::error(req, errors.status().error());
   if (auto st = throttle(req, req.path_param("shortCode")); !st) return web::error(req, st.error());
   auto tx = pay_link(req.path_param("shortCode"), p);

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "otp/code.hpp"
+#include "otp/service.hpp"
 #include "payments/queries.hpp"
 #include "payments/service.hpp"
 #include "payments/store.hpp"
@@ -55,6 +57,8 @@ web::Response Service::create_handler(web::Request& req, std::string_view operat
 
 // ---- execution, cancel, status ----------------------------------------------------------------
 
+int Service::otp_code_length() const { return options_.otp ? options_.otp->options().code_length : 6; }
+
 web::Response Service::execute(web::Request& req) {
   auto principal = web::merchant_caller(req);
   if (!principal) return web::error(req, principal.error());
@@ -64,16 +68,7 @@ web::Response Service::execute(web::Request& req) {
   refuse_unknown_fields(*body, {"transaction_reference", "invoice_reference", "otp"}, errors);
   auto reference = json::get_string(*body, "transaction_reference", errors, true);
   auto invoice = json::get_string(*body, "invoice_reference", errors);
-  std::optional<std::string> otp;
-  if (auto it = body->find("otp"); it != body->end() && !it->value().is_null()) {
-    // The spec types a pay-link otp as an integer; accept both forms here.
-    if (it->value().is_string())
-      otp = std::string(it->value().as_string());
-    else if (it->value().is_int64() && it->value().as_int64() >= 0)
-      otp = std::to_string(it->value().as_int64());
-    else
-      errors.add("otp", "must be a string of digits");
-  }
+  std::optional<std::string> otp = otp::read_code(*body, "otp", otp_code_length(), errors);
   if (!errors.empty()) return web::error(req, errors.status().error());
   auto tx = find(**principal, *reference, kCollection);
   if (!tx) return web::error(req, tx.error());

@@ -14,6 +14,7 @@
 #include "core/random.hpp"
 #include "core/time.hpp"
 #include "merchant/merchant.hpp"
+#include "otp/code.hpp"
 #include "otp/service.hpp"
 #include "payments/store.hpp"
 #include "store/jobs.hpp"
@@ -546,9 +547,8 @@ Result<Transaction> Service::execute_collection(Transaction tx, std::optional<st
                                                 : "is required: type the code already sent to the customer's phone"}});
     }
     if (!otp || otp->empty()) return empty_data(bj::object{{"otp", "is required by this service"}});
-    bool digits = otp->size() >= 4 && otp->size() <= 8 &&
-                  std::all_of(otp->begin(), otp->end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!digits) return empty_data(bj::object{{"otp", "must be 4 to 8 digits"}});
+    std::string problem;
+    if (!otp::code_from_text(*otp, &problem)) return empty_data(bj::object{{"otp", problem}});
   }
   PaymentOrder order = order_for(tx, tx.needs_otp ? otp : std::nullopt);
   if (tx.needs_otp) {

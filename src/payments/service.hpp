@@ -118,6 +118,10 @@ class Service {
   // POST /confirm/{reference} (form: sig, otp?, lang?)
   web::Response confirm_submit(web::Request& req);
 
+  // Digits of the platform's one-time codes (otp.code_length): an `otp` sent as a JSON integer is
+  // left-padded with zeros to it (otp/code.hpp).
+  int otp_code_length() const;
+
   // --- operations, for the handlers and for other components' flows (payment links,
   // hosted checkout, subscriptions) that create and drive collections themselves ---
 

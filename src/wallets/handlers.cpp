@@ -4,6 +4,8 @@
 #include <boost/json.hpp>
 
 #include "merchant/merchant.hpp"
+#include "otp/code.hpp"
+#include "otp/service.hpp"
 #include "payments/model.hpp"
 #include "wallets/service.hpp"
 #include "web/envelope.hpp"
@@ -60,8 +62,9 @@ web::Response answer_tx(const web::Request& req, const Result<payments::Transact
 
 // A charge's or payout's fields; a top-up's or withdrawal's (`mobile_money`) also take
 // `provider`, and a top-up `otp`.
+// `otp_length`: the digits of one-time codes (an integer otp is left-padded to it).
 Result<std::pair<std::string, Transfer>> transfer_of(const web::Request& req, bool mobile_money = false,
-                                                     bool with_otp = false) {
+                                                     bool with_otp = false, int otp_length = 6) {
   json::FieldErrors errors;
   SIKA_ASSIGN_OR_RETURN(
       bj::object o,
@@ -79,7 +82,7 @@ Result<std::pair<std::string, Transfer>> transfer_of(const web::Request& req, bo
   if (auto d = json::get_string(o, "description", errors)) t.description = *d;
   if (mobile_money)
     if (auto p = json::get_string(o, "provider", errors)) t.provider = *p;
-  if (with_otp) t.otp = text_of(o, "otp", errors);
+  if (with_otp) t.otp = otp::read_code(o, "otp", otp_length, errors).value_or("");
   SIKA_TRY(errors.status());
   return std::pair{std::move(apikey), std::move(t)};
 }
@@ -161,7 +164,7 @@ web::Response Service::link_confirm(web::Request& req) {
   auto o = link_fields(req, {"otp"}, errors);
   if (!o) return web::error(req, o.error());
   std::string apikey = text_of(*o, "apikey", errors);
-  std::string code = text_of(*o, "otp", errors);
+  std::string code = otp::read_code(*o, "otp", otp_.options().code_length, errors).value_or("");
   if (code.empty() && !errors.details().contains("otp")) errors.add("otp", "is required (the code sent to the user)");
   if (!errors.empty()) return web::error(req, errors.status().error());
   return answer_link(req, confirm(*req.principal, apikey, code), now());
@@ -196,7 +199,7 @@ web::Response Service::link_payout(web::Request& req) {
 }
 
 web::Response Service::link_topup(web::Request& req) {
-  auto t = transfer_of(req, /*mobile_money=*/true, /*with_otp=*/true);
+  auto t = transfer_of(req, /*mobile_money=*/true, /*with_otp=*/true, otp_.options().code_length);
   if (!t) return web::error(req, t.error());
   return answer_tx(req, topup_by_partner(*req.principal, t->first, t->second));
 }
@@ -224,7 +227,7 @@ web::Response Service::link_approve(web::Request& req) {
   if (!o) return web::error(req, o.error());
   std::string apikey = text_of(*o, "apikey", errors);
   std::string reference = text_of(*o, "transaction_reference", errors);
-  std::string code = text_of(*o, "otp", errors);
+  std::string code = otp::read_code(*o, "otp", otp_.options().code_length, errors).value_or("");
   if (reference.empty() && !errors.details().contains("transaction_reference"))
     errors.add("transaction_reference", "is required (the payment link/init answered)");
   if (code.empty() && !errors.details().contains("otp")) errors.add("otp", "is required (the code sent to the user)");

@@ -16,6 +16,7 @@
 #include "core/time.hpp"
 #include "identity/relying_party.hpp"
 #include "identity/store.hpp"
+#include "otp/code.hpp"
 #include "payments/sandbox.hpp"
 #include "wallets/service.hpp"
 #include "wallets/store.hpp"
@@ -481,7 +482,10 @@ web::Response Service::page_submit(web::Request& req) {
       return web::html::page_response(200, pg);
     }
     if (!*wallet) return message_page(400, t.wrong_code);
-    auto v = otp_.verify(kSigninPurpose, (*wallet)->matricule, field(form, "otp"));
+    // A malformed code is refused before an attempt is taken.
+    auto code = otp::code_from_text(field(form, "otp"));
+    if (!code) return message_page(400, t.wrong_code);
+    auto v = otp_.verify(kSigninPurpose, (*wallet)->matricule, *code);
     if (!v) return message_page(503, v.error().code);
     if (!v->ok()) return message_page(400, t.wrong_code);
     web::Response res = web::Response::redirect("wallet?lang=" + lang, 303);
@@ -618,7 +622,9 @@ web::Response Service::page_submit(web::Request& req) {
                      t.confirm_withdraw + "</button></form>";
       return web::html::page_response(200, pg);
     }
-    auto v = otp_.verify(kWithdrawPurpose, subject, field(form, "otp"));
+    auto code = otp::code_from_text(field(form, "otp"));
+    if (!code) return message_page(400, t.wrong_code);
+    auto v = otp_.verify(kWithdrawPurpose, subject, *code);
     if (!v) return message_page(503, v.error().code);
     if (!v->ok()) return message_page(400, t.wrong_code);
     auto done = withdraw(**merchant, wallet, m);

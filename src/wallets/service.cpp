@@ -13,6 +13,7 @@
 #include "core/random.hpp"
 #include "core/time.hpp"
 #include "merchant/merchant.hpp"
+#include "otp/code.hpp"
 #include "payments/ledger.hpp"
 #include "payments/sandbox.hpp"
 #include "store/outbox.hpp"
@@ -231,6 +232,8 @@ Result<Link> Service::confirm(const web::Principal& partner, std::string_view ap
   if (l.status == kActive) return l;  // confirming twice changes nothing
   if (l.status != kPending) return not_active(l);
   if (code.empty()) return empty_data(bj::object{{"otp", "is required"}});
+  std::string problem;
+  if (!otp::code_from_text(code, &problem)) return empty_data(bj::object{{"otp", problem}});
   // The code of these limits only: a code sent with other limits is another challenge.
   SIKA_ASSIGN_OR_RETURN(otp::Verification v,
                         otp_.verify(kConsentPurpose, consent_subject(l.reference, l.limits), code));

@@ -7,7 +7,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Issuer, generators } from 'openid-client';
 import { createRemoteJWKSet, jwtVerify, decodeProtectedHeader } from 'jose';
-import { startServer, backends } from './lib/server.mjs';
+import { startServer, backends, spawnServe, freePort } from './lib/server.mjs';
 
 // A tiny browser: keeps cookies per origin-less jar, follows nothing by itself.
 class Browser {
@@ -301,6 +301,94 @@ for (const backend of backends()) {
       const ts = await pub.callback(redirect_uri, pub.callbackParams(res.headers.get('location')), { code_verifier: verifier, state: 's1' });
       await pub.revoke(ts.refresh_token, 'refresh_token');
       await assert.rejects(pub.refresh(ts.refresh_token), (e) => e.response?.statusCode === 400);
+    });
+  });
+}
+
+// Sign-in throttling behind a trusted proxy (X-Forwarded-For names the client): an attacker's
+// failures answer alike for a real and an unknown e-mail, throttle the attacker (429 +
+// Retry-After, alike too), and the owner with a device cookie still signs in. On PostgreSQL the
+// attempts run concurrently through two nodes sharing the database.
+for (const backend of backends()) {
+  describe(`sign-in throttling (${backend})`, () => {
+    let server, second;
+    const env = { SIKA_TRUSTED_PROXIES: '127.0.0.1, ::1', SIKA_IDENTITY_MAX_FAILED_LOGINS: '3',
+      SIKA_IDENTITY_LOGIN_FAILURES_PER_ACCOUNT: '12' };
+    before(async () => {
+      server = await startServer({ backend, env });
+      if (backend === 'postgres') {
+        // A second node on the same database and public URL; it answers on its own port.
+        const port = await freePort();
+        second = await spawnServe({ port, dsn: server.dsn, publicUrl: server.publicUrl,
+          env });
+        second.base = `http://127.0.0.1:${port}`;
+      }
+    });
+    after(async () => {
+      if (second?.child.exitCode === null) second.child.kill('SIGTERM');
+      await server?.stop();
+    });
+
+    // One attempt through the form from `address` on node `node` (0 or 1), with extra cookies.
+    const attempt = async (email, password, address, { node = 0, cookies = {} } = {}) => {
+      const browser = new Browser();
+      for (const [k, v] of Object.entries(cookies)) browser.jar.set(k, v);
+      const url = new URL(`${server.authUrl}/oauth/v2/authorize`);
+      const origin = node === 1 && second ? second.base : server.publicUrl;
+      for (const [k, v] of Object.entries({
+        response_type: 'code', client_id: server.demo.public_client.client_id, redirect_uri: 'http://127.0.0.1:8765/callback',
+        scope: 'openid email', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256',
+        ui_locales: 'en',
+      })) url.searchParams.set(k, v);
+      const page = await browser.get(new URL(url.pathname + url.search, origin));
+      assert.equal(page.status, 200);
+      const { action, fields } = parseForm(await page.text());
+      const res = await fetch(new URL(action, origin), {
+        method: 'POST', redirect: 'manual',
+        headers: { cookie: browser.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': address },
+        body: new URLSearchParams({ ...fields, email, password, action: 'approve' }).toString(),
+      });
+      browser.keep(res);
+      const html = await res.text();
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), html, jar: browser.jar };
+    };
+    const comparable = (html, email) => html.replaceAll(email, 'EMAIL').replace(/name="csrf" value="[^"]*"/, 'name="csrf"');
+
+    test('known and unknown e-mails answer alike; the attacker is throttled; the owner with a device cookie signs in', async () => {
+      const user = server.demo.user;
+      // The owner signs in once from home: a device cookie is set.
+      const home = await attempt(user.email, user.password, '198.51.100.20');
+      assert.equal(home.status, 303, home.html);
+      const device = home.jar.get('sika_device');
+      assert.ok(device, 'a device cookie');
+
+      // The attacker, from one address: the real e-mail and an unknown one, attempt by attempt.
+      const unknown = 'nobody-here@example.com';
+      for (let i = 0; i < 5; i++) {
+        const k = await attempt(user.email, `guess ${i}`, '203.0.113.9');
+        const u = await attempt(unknown, `guess ${i}`, '203.0.113.9');
+        assert.equal(k.status, i < 3 ? 401 : 429, `attempt ${i}`);
+        assert.equal(u.status, k.status, `attempt ${i}`);
+        assert.equal(u.retryAfter === null, k.retryAfter === null);
+        if (k.status === 429) assert.ok(Number(k.retryAfter) >= 1);
+        assert.equal(comparable(k.html, user.email), comparable(u.html, unknown), `attempt ${i}`);
+        assert.ok(k.html.includes(`value="${user.email}"`), 'the e-mail typed stays in the form');
+      }
+
+      // Distributed guessing, concurrently (through both nodes on PostgreSQL), reaches the
+      // account's ceiling: 12 attempts per hour for that e-mail, from all addresses.
+      const results = await Promise.all(Array.from({ length: 16 }, (_, i) =>
+        attempt(user.email, `spray ${i}`, `203.0.114.${i}`, { node: i % 2 })));
+      const statuses = results.map((r) => r.status);
+      assert.ok(statuses.every((st) => st === 401 || st === 429), statuses.join());
+      // 1 (the owner's sign-in) + 3 (the first address's compared guesses) + 8 = 12 compared.
+      assert.equal(statuses.filter((st) => st === 401).length, 8, statuses.join());
+
+      // Without the device cookie the owner waits, like anyone typing that e-mail...
+      assert.equal((await attempt(user.email, user.password, '198.51.100.30')).status, 429);
+      // ...with it, the owner signs in, on either node.
+      const owner = await attempt(user.email, user.password, '198.51.100.30', { node: 1, cookies: { sika_device: device } });
+      assert.equal(owner.status, 303, owner.html);
     });
   });
 }

@@ -10,11 +10,43 @@
 
 #include "core/crypto.hpp"
 #include "notify/notifier.hpp"
+#include "otp/code.hpp"
 #include "otp/service.hpp"
 #include "support/test_db.hpp"
 
 namespace sika::otp {
 namespace {
+
+// The one reader of a request's `otp`: digits as a string, or an integer padded to the length.
+TEST(OtpCode, ReadsStringsAsTheyAreAndPadsIntegers) {
+  auto read = [](const char* json, int length, std::string* problem = nullptr) {
+    json::FieldErrors errors;
+    auto body = boost::json::parse(json).as_object();
+    auto code = read_code(body, "otp", length, errors);
+    if (problem && errors.details().contains("otp")) *problem = errors.details().at("otp").as_string();
+    if (!errors.empty()) EXPECT_FALSE(code.has_value()) << json;
+    return code;
+  };
+  EXPECT_EQ(read(R"({"otp":"076300"})", 6), "076300");
+  EXPECT_EQ(read(R"({"otp":76300})", 6), "076300");  // the zero a JSON integer lost
+  EXPECT_EQ(read(R"({"otp":0})", 6), "000000");
+  EXPECT_EQ(read(R"({"otp":123})", 4), "0123");
+  EXPECT_EQ(read(R"({"otp":12345678})", 6), "12345678");  // a longer operator code stays whole
+  EXPECT_EQ(read(R"({"otp":"1234"})", 6), "1234");        // strings are never padded
+  EXPECT_FALSE(read(R"({})", 6).has_value());
+  EXPECT_FALSE(read(R"({"otp":null})", 6).has_value());
+  for (const char* bad :
+       {R"({"otp":""})", R"({"otp":"07a300"})", R"({"otp":"123"})", R"({"otp":"123456789"})", R"({"otp":" 076300"})",
+        R"({"otp":-1})", R"({"otp":1.5})", R"({"otp":76300.0})", R"({"otp":true})", R"({"otp":[1]})",
+        R"({"otp":{"a":1}})", R"({"otp":123456789})", R"({"otp":18446744073709551615})"}) {
+    std::string problem;
+    EXPECT_FALSE(read(bad, 6, &problem).has_value()) << bad;
+    EXPECT_FALSE(problem.empty()) << bad;
+  }
+  EXPECT_EQ(code_from_text("0763"), "0763");
+  EXPECT_FALSE(code_from_text("76 300").has_value());
+  EXPECT_FALSE(code_from_text("").has_value());
+}
 
 constexpr std::string_view kPepper = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -230,6 +262,37 @@ TEST_P(OtpTest, ResendsHonourCooldownMaxSendsAndKeepAttempts) {
   auto moved = service_->issue(collection("TX-DEST", "+237690000099"));
   ASSERT_FALSE(moved.ok());
   EXPECT_EQ(moved.error().kind, ErrorKind::conflict);
+}
+
+TEST_P(OtpTest, ConcurrentResendsSendOnce) {
+  // Eight resends of one live challenge at once, on two nodes, once the cool-down is over: the
+  // resend is conditional on the send count it read, so exactly one sends a new code; the others
+  // are refused (cool-down, or the concurrent-send conflict) and the count moves by one.
+  auto issued = service_->issue(collection("TX-RESEND"));
+  ASSERT_TRUE(issued.ok());
+  clock_ += 30000;
+  store::Db& other = second_node();
+  notify::SandboxNotifier other_notifier(other);
+  Service second(other, other_notifier, options());
+  constexpr int kThreads = 8;
+  std::atomic<int> sent{0}, refused{0}, unexpected{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&, i] {
+      auto r = (i % 2 == 0 ? *service_ : second).issue(collection("TX-RESEND"));
+      if (r.ok())
+        ++sent;
+      else if (r.error().kind == ErrorKind::rate_limited || r.error().kind == ErrorKind::conflict)
+        ++refused;
+      else
+        ++unexpected;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(sent.load(), 1);
+  EXPECT_EQ(refused.load(), kThreads - 1);
+  EXPECT_EQ(unexpected.load(), 0);
+  EXPECT_EQ(outbox().size(), 2u);
+  EXPECT_EQ(verify(issued->challenge_id, last_code()).outcome, Outcome::verified);
 }
 
 TEST_P(OtpTest, SendsPerDestinationAreLimitedAcrossChallenges) {
