@@ -104,11 +104,29 @@ void register_collectors(metrics::Registry& registry, Context& ctx, const http::
     connections.set(static_cast<double>(st.connections_open));
     busy.set(st.rejected_busy);
   });
-  if (access_log) {
-    auto& dropped = registry.counter("sika_access_log_dropped_total",
-                                     "Access-log lines dropped because the writer's queue was full");
-    registry.on_scrape([access_log, &dropped] { dropped.set(access_log->dropped()); });
-  }
+  // Registered whether or not the access log is on (0 when it is off).
+  auto& dropped =
+      registry.counter("sika_access_log_dropped_total", "Access-log lines dropped because the writer's queue was full");
+  if (access_log) registry.on_scrape([access_log, &dropped] { dropped.set(access_log->dropped()); });
+
+  // Families that are otherwise registered at their first event (a refusal, a checkpoint, a
+  // SQLite WAL write) exist from the start with zero values, on either backend: the same names
+  // and help as where they are counted (limits/limiter.cpp, store/sqlite_db.cpp, sqlite_wal_vfs.cpp).
+  for (std::string_view limit :
+       {"links_pay_per_address", "links_pay_per_link", "otp_sends_per_destination", "logins_per_address",
+        "signups_per_address", "client_auth_failures_per_address", "client_auth_failures_per_client",
+        "link_api_per_address", "wallet_page_sign_ins_per_address", "dashboard_totp_attempts_per_user",
+        "checkout_pay_per_address", "merchant_api_per_address", "links_page_views_per_address",
+        "token_requests_per_client"})
+    registry.counter("sika_rate_limit_refusals_total", "Hits refused by a rate limiter",
+                     {{"limit", std::string(limit)}});
+  registry.histogram("sika_db_commit_batch_units", "Write units committed together by one SQLite group commit",
+                     metrics::size_buckets());
+  for (std::string_view thread : {"checkpointer", "writer"})
+    registry.counter("sika_db_checkpoints_total", "SQLite WAL checkpoints", {{"thread", std::string(thread)}});
+  for (std::string_view kind : {"asked", "made"})
+    registry.counter("sika_db_wal_writes_total", "Writes to the SQLite WAL: asked by SQLite, and made to the kernel",
+                     {{"kind", std::string(kind)}});
 
   auto& units = registry.counter("sika_db_write_units_total", "Write units completed (committed or failed)");
   auto& commits = registry.counter("sika_db_commits_total", "Transactions committed (SQLite: group-commit batches)");
