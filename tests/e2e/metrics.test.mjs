@@ -24,7 +24,7 @@ function documented() {
     const first = names[0];
     for (const n of names) {
       if (n.startsWith('sika_')) families.add(n);
-      else if (n.startsWith('_')) families.add(first.replace(/_[a-z]+_total$|_total$/, '') + n);
+      else if (n.startsWith('_')) families.add(first.replace(/_total$/, '') + n);
     }
     if (first === 'sika_rate_limit_refusals_total')
       limits = [...line.split('|')[4].matchAll(/`([a-z_]+)`/g)].map((m) => m[1]);
