@@ -58,6 +58,9 @@ namespace {
 // sika_jobs{queue,state} (pending, running, dead) and sika_jobs_oldest_due_seconds{queue}, read
 // from the database at scrape time (every node sees the same queue). Series seen once are set to
 // 0 when their rows are gone, so a drained queue reads 0 instead of keeping its last value.
+constexpr std::string_view kJobsHelp = "Jobs per queue and state (pending, running, dead; every node)";
+constexpr std::string_view kOldestDueHelp = "How long the oldest due pending job of the queue has waited (0 when none)";
+
 void register_job_collector(metrics::Registry& registry, Context& ctx) {
   struct Seen {
     std::mutex mu;
@@ -65,6 +68,14 @@ void register_job_collector(metrics::Registry& registry, Context& ctx) {
     std::map<std::string, metrics::Gauge*> oldest;
   };
   auto seen = std::make_shared<Seen>();
+  // The queues this process works exist from the first scrape, at zero, before any job.
+  if (ctx.jobs)
+    for (const std::string& queue : ctx.jobs->queues()) {
+      for (std::string_view state : {store::kJobPending, store::kJobRunning, store::kJobDead})
+        seen->jobs[{queue, std::string(state)}] =
+            &registry.gauge("sika_jobs", kJobsHelp, {{"queue", queue}, {"state", std::string(state)}});
+      seen->oldest[queue] = &registry.gauge("sika_jobs_oldest_due_seconds", kOldestDueHelp, {{"queue", queue}});
+    }
   registry.on_scrape([&registry, &ctx, seen] {
     const std::int64_t t = now_ms();
     auto stats = store::queue_stats(*ctx.db, t);
@@ -74,9 +85,7 @@ void register_job_collector(metrics::Registry& registry, Context& ctx) {
     for (auto& [queue, gauge] : seen->oldest) gauge->set(0);
     auto set = [&](const std::string& queue, std::string_view state, std::int64_t n) {
       auto& g = seen->jobs[{queue, std::string(state)}];
-      if (!g)
-        g = &registry.gauge("sika_jobs", "Jobs per queue and state (pending, running, dead; every node)",
-                            {{"queue", queue}, {"state", std::string(state)}});
+      if (!g) g = &registry.gauge("sika_jobs", kJobsHelp, {{"queue", queue}, {"state", std::string(state)}});
       g->set(static_cast<double>(n));
     };
     for (const auto& q : *stats) {
@@ -84,10 +93,7 @@ void register_job_collector(metrics::Registry& registry, Context& ctx) {
       set(q.queue, store::kJobRunning, q.running);
       set(q.queue, store::kJobDead, q.dead);
       auto& g = seen->oldest[q.queue];
-      if (!g)
-        g = &registry.gauge("sika_jobs_oldest_due_seconds",
-                            "How long the oldest due pending job of the queue has waited (0 when none)",
-                            {{"queue", q.queue}});
+      if (!g) g = &registry.gauge("sika_jobs_oldest_due_seconds", kOldestDueHelp, {{"queue", q.queue}});
       g->set(q.oldest_due ? static_cast<double>(std::max<std::int64_t>(0, t - *q.oldest_due)) / 1000.0 : 0.0);
     }
   });

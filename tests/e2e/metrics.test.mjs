@@ -48,6 +48,11 @@ for (const backend of backends()) {
       for (const limit of limits)
         assert.match(text, new RegExp(`^sika_rate_limit_refusals_total\\{limit="${limit}"\\} 0$`, 'm'),
           `sika_rate_limit_refusals_total{limit="${limit}"} 0`);
+      for (const queue of ['billing.charge', 'billing.retry', 'billing.link_deadline']) {
+        for (const state of ['pending', 'running', 'dead'])
+          assert.match(text, new RegExp(`^sika_jobs\\{queue="${queue}",state="${state}"\\} 0$`, 'm'), `sika_jobs ${queue} ${state}`);
+        assert.match(text, new RegExp(`^sika_jobs_oldest_due_seconds\\{queue="${queue}"\\} 0$`, 'm'), `oldest due ${queue}`);
+      }
       for (const f of ['sika_http_rejected_busy_total', 'sika_access_log_dropped_total', 'sika_webhook_attempts_failed_total'])
         assert.match(text, new RegExp(`^${f} 0$`, 'm'), f);
     });
