@@ -206,6 +206,21 @@ web::Response Service::fee_quote(web::Request& req) {
     return web::error(
         req, forbidden(bj::object{
                  {"provider", "the country " + country->code + " of this service is not granted to this credential"}}));
+  // What the collection itself would refuse for this credential's environment, refused alike.
+  if (service->kind == catalog::ServiceKind::wallet) {
+    if (principal.environment != "sandbox")
+      return web::error(
+          req, empty_data(bj::object{
+                   {"provider", service->code + " is a platform wallet service: its collections need the customer's "
+                                                "one-time code, which only the sandbox delivers"}}));
+  } else {
+    const catalog::Provider* prov = cat->provider_by_id(service->provider_id);
+    if (!prov) return web::error(req, empty_data(bj::object{{"provider", "is not configured"}}));
+    const std::string connector_name = principal.environment == "sandbox" ? std::string("sandbox") : prov->connector;
+    if (!connector(connector_name))
+      return web::error(req,
+                        provider_unavailable(bj::object{{"provider", "no connector is available for " + prov->code}}));
+  }
   auto price = price_operation(*cat, *service, /*collection=*/true, *amount, fee_bearer, principal.user_tier);
   if (!price) return web::error(req, price.error());
   bj::object data;

@@ -7,7 +7,8 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startServer, backends, merchantToken } from './lib/server.mjs';
+import { execFileSync } from 'node:child_process';
+import { startServer, backends, merchantToken, sikaBinary } from './lib/server.mjs';
 import { DocValidator } from './lib/openapi.mjs';
 
 const DOCS = { gateway: 'baseUrl', link: 'linkUrl', identity: 'authUrl', checkout: 'checkoutUrl' };
@@ -99,6 +100,12 @@ class Recorder {
 
 const otpOf = (body) => body.match(/\b(\d{6})\b/)?.[1];
 
+// `sika admin <args> --json` against the server's database.
+function admin(server, ...args) {
+  return JSON.parse(execFileSync(sikaBinary, ['admin', ...args, '--json', '--db', server.dsn],
+    { env: { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef' }, encoding: 'utf8' }));
+}
+
 for (const backend of backends()) {
   describe(`OpenAPI documents against real responses on ${backend}`, () => {
     let server, api, token, m;
@@ -123,13 +130,14 @@ for (const backend of backends()) {
       await api.call('gateway', 'GET', '/service/list', {});
       await api.call('gateway', 'GET', '/provider/list', { headers: a });
       await api.call('gateway', 'GET', '/provider/list', {});
-      const fees = await api.call('gateway', 'GET', '/pricing-rule/fees', { headers: a });
-      assert.equal(fees.status, 200);
+      const fees = await api.call('gateway', 'GET', '/pricing-rule/fees', { headers: a, query: { country: m.countries[0] } });
+      assert.equal(fees.status, 200, fees.text);
+      assert.equal((await api.call('gateway', 'GET', '/pricing-rule/fees', { headers: a })).status, 400, 'country is required');
       await api.call('gateway', 'GET', '/pricing-rule/fees', {});
       await api.call('gateway', 'GET', '/openapi.json', {});
 
       const provider = server.demo.sandbox.provider;
-      const msisdn = server.demo.sandbox.msisdn;
+      const msisdn = server.demo.sandbox.msisdn.success;
       const currency = services.body.data.find((s) => s.code === provider).currency;
       // Quote, then pay: the collection's fee, total and credited amount are the quote's.
       const quote = await api.call('gateway', 'POST', '/transactions/fees/quote', {
@@ -141,7 +149,8 @@ for (const backend of backends()) {
       const tx = intent.body.data;
       assert.equal(tx.fee, quote.body.data.feeAmount);
       assert.equal(tx.required_total, quote.body.data.payableAmount);
-      assert.equal(tx.amount, quote.body.data.merchantNetAmount);
+      assert.equal(tx.amount, quote.body.data.baseAmount);
+      assert.equal(tx.required_total - tx.fee, quote.body.data.merchantNetAmount);
       // The same with the merchant API key of a shop plugin.
       const viaKey = await api.call('gateway', 'POST', '/transactions/fees/quote', {
         headers: { 'x-api-key': m.api_key }, json: { provider, amount: 5000, currency } });
@@ -179,28 +188,28 @@ for (const backend of backends()) {
 
     test('sandbox messages: an OTP read through the API pays a WALLET collection', async () => {
       const a = auth();
-      const services = (await api.call('gateway', 'GET', '/service/list', { headers: a })).body.data;
-      const wallet = services.find((s) => s.kind === 'wallet');
-      assert.ok(wallet, 'a platform wallet service in the demo catalog');
-      // A demo wallet that is not a magic number gets a random code, sent to its phone.
-      const funded = server.demo.wallets.find((w) => w.currency === wallet.currency && w.balance >= 1000);
-      assert.ok(funded, 'a funded demo wallet');
+      // A number of the demo's sandbox (CMR, 6xxxxxxxx) that is neither a magic nor a demo number
+      // (src/payments/sandbox.cpp): its WALLET code is a random one, sent to its phone.
+      const number = '237690000321';
+      admin(server, 'fund-wallet', '--msisdn', number, '--currency', 'XAF', '--amount', '20000');
       const intent = await api.call('gateway', 'POST', '/collection/intent', { headers: a, json: {
-        amount: 300, currency: wallet.currency, provider: wallet.code, channel: 'WALLET',
-        customer_wallet: funded.msisdn, transaction_uuid: randomUUID() } });
+        amount: 300, currency: 'XAF', provider: server.demo.sandbox.wallet_provider, channel: 'WALLET',
+        customer_wallet: number, transaction_uuid: randomUUID() } });
       assert.equal(intent.status, 200, intent.text);
       const tx = intent.body.data;
-      const list = await api.call('gateway', 'GET', '/sandbox/messages', { headers: a, query: { phone: `+${funded.msisdn}`, limit: 5 } });
+      assert.equal(tx.confirmation_method, 'OTP');
+      const list = await api.call('gateway', 'GET', '/sandbox/messages', { headers: a, query: { phone: `+${number}`, limit: 5 } });
       assert.equal(list.status, 200, list.text);
       const message = list.body.data.find((x) => x.body.includes(tx.transaction_reference));
       assert.ok(message, `the code's message is listed: ${list.text}`);
       const code = otpOf(message.body);
+      assert.ok(code, message.body);
       const paid = await api.call('gateway', 'POST', '/collection/execute', { headers: a, json: {
         transaction_reference: tx.transaction_reference, otp: code } });
       assert.equal(paid.status, 200, paid.text);
       assert.equal(paid.body.data.status, 'COMPLETED');
       assert.equal((await api.call('gateway', 'GET', '/sandbox/messages', { headers: a, query: { phone: 'abc' } })).status, 400);
-      assert.equal((await api.call('gateway', 'GET', '/sandbox/messages', { query: { phone: funded.msisdn } })).status, 401);
+      assert.equal((await api.call('gateway', 'GET', '/sandbox/messages', { query: { phone: number } })).status, 401);
     });
 
     test('payment links, subscriptions and webhooks', async () => {
@@ -223,7 +232,7 @@ for (const backend of backends()) {
       await api.call('gateway', 'PATCH', '/payment-links/{reference}', { headers: a, path: { reference: 'PL-none' }, json: {} });
       if (link?.short_code ?? link?.shortCode) {
         const sc = link.short_code ?? link.shortCode;
-        await api.call('gateway', 'POST', '/pay/{shortCode}/pay', { path: { shortCode: sc }, json: { provider, phone: server.demo.sandbox.msisdn } });
+        await api.call('gateway', 'POST', '/pay/{shortCode}/pay', { path: { shortCode: sc }, json: { provider, phone: server.demo.sandbox.msisdn.success } });
         await api.call('checkout', 'GET', '/pay/{shortCode}', { path: { shortCode: sc } });
         await api.call('checkout', 'POST', '/pay/{shortCode}', { path: { shortCode: sc }, form: { provider, phone: 'x' } });
       }
@@ -262,7 +271,7 @@ for (const backend of backends()) {
 
       const base = '/merchand/billing';
       const sub = await api.call('gateway', 'POST', `${base}/subscribe`, { headers: { ...a, 'x-idempotency-key': randomUUID() }, json: {
-        customer_email: 'docs@example.com', customer_phone: `+${server.demo.sandbox.msisdn}`, amount: 1000, currency, frequency: 'MONTHLY', provider } });
+        customer_email: 'docs@example.com', customer_phone: `+${server.demo.sandbox.msisdn.success}`, amount: 1000, currency, frequency: 'MONTHLY', provider } });
       await api.call('gateway', 'POST', `${base}/subscribe`, { headers: { ...a, 'x-idempotency-key': randomUUID() }, json: {} });
       const sref = sub.body?.data?.reference ?? sub.body?.data?.subscription?.reference ?? server.demo.subscriptions?.[0]?.reference ?? 'none';
       await api.call('gateway', 'GET', `${base}/subscriptions`, { headers: a });
@@ -273,7 +282,7 @@ for (const backend of backends()) {
       }
       for (const t of ['/subscriptions/mandate/{reference}', '/subscriptions/test-clock/{reference}', '/subscriptions/suspend/{reference}',
         '/subscriptions/reactivate/{reference}', '/subscriptions/cancel/{reference}']) {
-        const body = t.includes('test-clock') ? { advance: 'P1D' } : t.includes('mandate') ? { wallet: `+${server.demo.sandbox.msisdn}` } : {};
+        const body = t.includes('test-clock') ? { advance: 'P1D' } : t.includes('mandate') ? { wallet: `+${server.demo.sandbox.msisdn.success}` } : {};
         await api.call('gateway', 'POST', base + t, { headers: a, path: { reference: sref }, json: body });
         await api.call('gateway', 'POST', base + t, { headers: a, path: { reference: 'SUB-none' }, json: {} });
       }
