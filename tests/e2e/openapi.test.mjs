@@ -149,8 +149,7 @@ for (const backend of backends()) {
       const tx = intent.body.data;
       assert.equal(tx.fee, quote.body.data.feeAmount);
       assert.equal(tx.required_total, quote.body.data.payableAmount);
-      assert.equal(tx.amount, quote.body.data.baseAmount);
-      assert.equal(tx.required_total - tx.fee, quote.body.data.merchantNetAmount);
+      assert.equal(tx.amount, quote.body.data.merchantNetAmount);
       // The same with the merchant API key of a shop plugin.
       const viaKey = await api.call('gateway', 'POST', '/transactions/fees/quote', {
         headers: { 'x-api-key': m.api_key }, json: { provider, amount: 5000, currency } });
@@ -299,9 +298,9 @@ for (const backend of backends()) {
         await api.call('link', method, '/api/agent/link/new', { headers: key, ...(method === 'GET' ? { query: { email: 'x' } } : { json: { email: 'x' } }) });
       }
       const fresh = await api.call('link', 'POST', '/api/agent/link/new', { headers: key, json: {
-        email: 'docs@example.com', phone: '690000077', phoneCountry: 'CMR' } });
+        email: 'docs@example.com', phone: '690000077', phoneCountry: '+237' } });
       await api.call('link', 'GET', '/api/agent/link/new', { headers: key, query: {
-        email: 'docs2@example.com', phone: '690000078', phoneCountry: 'CMR' } });
+        email: 'docs2@example.com', phone: '690000078', phoneCountry: '+237' } });
       const freshKey = fresh.body?.data?.apikey;
       if (freshKey) {
         const msgs = await api.call('gateway', 'GET', '/sandbox/messages', { headers: auth(), query: { phone: '+237690000077' } });
