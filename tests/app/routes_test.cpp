@@ -343,8 +343,15 @@ TEST_F(RouteTable, EveryDocumentedOperationHasADescriptionAndSecurity) {
                                                                                   const std::string& at) {
       if (v.is_object()) {
         const auto& o = v.as_object();
-        if (auto n = o.find("nullable"); n != o.end() && n->value() == true)
+        if (auto n = o.find("nullable"); n != o.end() && n->value() == true) {
           EXPECT_TRUE(o.contains("type")) << file << " " << at << ": nullable without type";
+          // OpenAPI 3.0.3: an enum restricts null too, so a nullable enum lists null.
+          if (auto e = o.find("enum"); e != o.end() && e->value().is_array()) {
+            const auto& values = e->value().as_array();
+            EXPECT_TRUE(std::find(values.begin(), values.end(), boost::json::value(nullptr)) != values.end())
+                << file << " " << at << ": nullable enum without null";
+          }
+        }
         for (const auto& [k, child] : o) walk(child, at + "/" + std::string(k));
       } else if (v.is_array()) {
         for (std::size_t i = 0; i < v.as_array().size(); ++i) walk(v.as_array()[i], at + "/" + std::to_string(i));
