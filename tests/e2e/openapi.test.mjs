@@ -68,6 +68,20 @@ class Recorder {
     const content = documented.content || {};
     if (res.status >= 300 && res.status < 400 && !res.headers.get('location'))
       this.problems.push(`${where}: a redirect without Location`);
+    // The hosted checkout's return carries its signed ServiceData in the Location's query.
+    if (doc === 'checkout' && template === '/session/{reference}/return' && res.status === 303) {
+      const location = new URL(res.headers.get('location'), url);
+      const data = location.searchParams.get('service_data');
+      if (location.origin === new URL(url).origin) {
+        // back to the session's own page: nothing is returned to the shop yet
+      } else if (!data || !/^[0-9a-f]{64}$/.test(location.searchParams.get('signature') || ''))
+        this.problems.push(`${where}: no service_data and signature in ${location}`);
+      else {
+        const validate = v.compile({ $ref: '#/components/schemas/ServiceData' });
+        if (!validate(JSON.parse(data)))
+          this.problems.push(`${where}: service_data ${JSON.stringify(validate.errors.slice(0, 5))} in ${data.slice(0, 300)}`);
+      }
+    }
     if (Object.keys(content).length && text.length) {
       const media = content[type];
       if (!media) this.problems.push(`${where}: content type ${type} not documented (${Object.keys(content)})`);
