@@ -187,6 +187,9 @@ const std::vector<KeySpec> kKeys = {
      "a hosted checkout session accepts payments this long after it was opened (seconds)"},
     {"checkout.pay_per_address_per_minute", "30", K::integer,
      "checkout payments one client address may submit per minute (all nodes; 0: unlimited)"},
+    {"checkout.merchant_api_per_hour", "600", K::integer,
+     "requests one client address may send per hour with a merchant API key in x-api-key (the fee quote), counted "
+     "before the key is checked (all nodes; 0: unlimited)"},
     {"catalog.refresh_ms", "2000", K::integer,
      "how often a node polls catalog_version; another node's catalog change is visible within this (ms)"},
     // dashboard

@@ -251,6 +251,7 @@ Status build_services(Context& ctx) {
     ko.session_ttl_ms = c.get_int("checkout.session_ttl_seconds") * 1000;
     ko.limiter = ctx.limiter.get();
     ko.per_address.limit = c.get_int("checkout.pay_per_address_per_minute");
+    ko.api_per_address.limit = c.get_int("checkout.merchant_api_per_hour");
     ctx.checkout = std::make_unique<checkout::Service>(*ctx.db, *ctx.payments, snapshot, std::move(ko));
     // Wallets and the wallet link API (docs/wallet-link.md).
     wallets::Options wo;

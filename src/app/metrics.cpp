@@ -59,6 +59,9 @@ namespace {
 // sika_jobs{queue,state} (pending, running, dead) and sika_jobs_oldest_due_seconds{queue}, read
 // from the database at scrape time (every node sees the same queue). Series seen once are set to
 // 0 when their rows are gone, so a drained queue reads 0 instead of keeping its last value.
+constexpr std::string_view kJobsHelp = "Jobs per queue and state (pending, running, dead; every node)";
+constexpr std::string_view kOldestDueHelp = "How long the oldest due pending job of the queue has waited (0 when none)";
+
 void register_job_collector(metrics::Registry& registry, Context& ctx) {
   struct Seen {
     std::mutex mu;
@@ -66,6 +69,14 @@ void register_job_collector(metrics::Registry& registry, Context& ctx) {
     std::map<std::string, metrics::Gauge*> oldest;
   };
   auto seen = std::make_shared<Seen>();
+  // The queues this process works exist from the first scrape, at zero, before any job.
+  if (ctx.jobs)
+    for (const std::string& queue : ctx.jobs->queues()) {
+      for (std::string_view state : {store::kJobPending, store::kJobRunning, store::kJobDead})
+        seen->jobs[{queue, std::string(state)}] =
+            &registry.gauge("sika_jobs", kJobsHelp, {{"queue", queue}, {"state", std::string(state)}});
+      seen->oldest[queue] = &registry.gauge("sika_jobs_oldest_due_seconds", kOldestDueHelp, {{"queue", queue}});
+    }
   registry.on_scrape([&registry, &ctx, seen] {
     const std::int64_t t = now_ms();
     auto stats = store::queue_stats(*ctx.db, t);
@@ -75,9 +86,7 @@ void register_job_collector(metrics::Registry& registry, Context& ctx) {
     for (auto& [queue, gauge] : seen->oldest) gauge->set(0);
     auto set = [&](const std::string& queue, std::string_view state, std::int64_t n) {
       auto& g = seen->jobs[{queue, std::string(state)}];
-      if (!g)
-        g = &registry.gauge("sika_jobs", "Jobs per queue and state (pending, running, dead; every node)",
-                            {{"queue", queue}, {"state", std::string(state)}});
+      if (!g) g = &registry.gauge("sika_jobs", kJobsHelp, {{"queue", queue}, {"state", std::string(state)}});
       g->set(static_cast<double>(n));
     };
     for (const auto& q : *stats) {
@@ -85,10 +94,7 @@ void register_job_collector(metrics::Registry& registry, Context& ctx) {
       set(q.queue, store::kJobRunning, q.running);
       set(q.queue, store::kJobDead, q.dead);
       auto& g = seen->oldest[q.queue];
-      if (!g)
-        g = &registry.gauge("sika_jobs_oldest_due_seconds",
-                            "How long the oldest due pending job of the queue has waited (0 when none)",
-                            {{"queue", q.queue}});
+      if (!g) g = &registry.gauge("sika_jobs_oldest_due_seconds", kOldestDueHelp, {{"queue", q.queue}});
       g->set(q.oldest_due ? static_cast<double>(std::max<std::int64_t>(0, t - *q.oldest_due)) / 1000.0 : 0.0);
     }
   });
@@ -105,11 +111,29 @@ void register_collectors(metrics::Registry& registry, Context& ctx, const http::
     connections.set(static_cast<double>(st.connections_open));
     busy.set(st.rejected_busy);
   });
-  if (access_log) {
-    auto& dropped = registry.counter("sika_access_log_dropped_total",
-                                     "Access-log lines dropped because the writer's queue was full");
-    registry.on_scrape([access_log, &dropped] { dropped.set(access_log->dropped()); });
-  }
+  // Registered whether or not the access log is on (0 when it is off).
+  auto& dropped =
+      registry.counter("sika_access_log_dropped_total", "Access-log lines dropped because the writer's queue was full");
+  if (access_log) registry.on_scrape([access_log, &dropped] { dropped.set(access_log->dropped()); });
+
+  // Families that are otherwise registered at their first event (a refusal, a checkpoint, a
+  // SQLite WAL write) exist from the start with zero values, on either backend: the same names
+  // and help as where they are counted (limits/limiter.cpp, store/sqlite_db.cpp, sqlite_wal_vfs.cpp).
+  for (std::string_view limit :
+       {"links_pay_per_address", "links_pay_per_link", "otp_sends_per_destination", "logins_per_address",
+        "signups_per_address", "client_auth_failures_per_address", "client_auth_failures_per_client",
+        "link_api_per_address", "wallet_page_sign_ins_per_address", "dashboard_totp_attempts_per_user",
+        "checkout_pay_per_address", "merchant_api_per_address", "links_page_views_per_address",
+        "token_requests_per_client"})
+    registry.counter("sika_rate_limit_refusals_total", "Hits refused by a rate limiter",
+                     {{"limit", std::string(limit)}});
+  registry.histogram("sika_db_commit_batch_units", "Write units committed together by one SQLite group commit",
+                     metrics::size_buckets());
+  for (std::string_view thread : {"checkpointer", "writer"})
+    registry.counter("sika_db_checkpoints_total", "SQLite WAL checkpoints", {{"thread", std::string(thread)}});
+  for (std::string_view kind : {"asked", "made"})
+    registry.counter("sika_db_wal_writes_total", "Writes to the SQLite WAL: asked by SQLite, and made to the kernel",
+                     {{"kind", std::string(kind)}});
 
   auto& units = registry.counter("sika_db_write_units_total", "Write units completed (committed or failed)");
   auto& commits = registry.counter("sika_db_commits_total", "Transactions committed (SQLite: group-commit batches)");

@@ -36,6 +36,21 @@ web::CorsPolicy cors_from(const std::string& origins) {
   return p;
 }
 
+// Serves an embedded OpenAPI document with the surface's public URL as its one server.
+web::Route openapi_route(Context& ctx, web::Surface surface, std::string_view (*document)(), std::string summary) {
+  return {
+      surface,
+      "GET",
+      "/openapi.json",
+      [&ctx, surface, document](web::Request&) {
+        boost::json::value doc = boost::json::parse(document());
+        doc.as_object()["servers"] = boost::json::array{boost::json::object{{"url", ctx.config.surface_url(surface)}}};
+        return web::Response::json(200, json::dump(doc));
+      },
+      web::open_access(),
+      std::move(summary)};
+}
+
 }  // namespace
 
 void build_routes(web::Router& r, Context& ctx) {
@@ -122,6 +137,8 @@ void build_routes(web::Router& r, Context& ctx) {
     r.add(
         {Surface::identity, "POST", "/signup", id(&Id::signup_submit), web::open_access(), "Sign-up form submission"});
     r.add({Surface::identity, "GET", "/logout", id(&Id::logout), web::open_access(), "Ends the login session"});
+    r.add(
+        openapi_route(ctx, Surface::identity, &openapi_identity_document, "The identity service's OpenAPI 3 document"));
   }
 
   // ---- catalog -----------------------------------------------------------------------------
@@ -166,6 +183,11 @@ void build_routes(web::Router& r, Context& ctx) {
            "Look up the account holder's name of a wallet"});
     r.add({Surface::gateway, "GET", "/balance", pay(&Pay::balances), web::bearer("payments"),
            "The merchant's available and pending balances per currency"});
+    r.add({Surface::gateway, "POST", "/transactions/fees/quote", pay(&Pay::fee_quote),
+           web::merchant_key_or_bearer("payments"),
+           "Quote a collection's fee (shop plugins: merchant API key in x-api-key, or a token); moves nothing"});
+    r.add({Surface::gateway, "GET", "/sandbox/messages", pay(&Pay::sandbox_messages), web::bearer("payments"),
+           "Sandbox: the messages (codes) sent to a number, newest first; prod merchants get 404"});
     r.add({Surface::gateway, "POST", "/operator/callback/{connector}", pay(&Pay::operator_callback),
            web::signed_request(), "Operator callbacks (signature-verified by the connector, no token)"});
     r.add({Surface::checkout, "GET", "/confirm/{reference}", pay(&Pay::confirm_page), web::signed_request(),
@@ -314,6 +336,14 @@ void build_routes(web::Router& r, Context& ctx) {
     checkout::Service* svc = ctx.checkout.get();
     r.authenticate_with(web::Auth::merchant_api_key,
                         [svc](web::Request& req, const web::Access&) { return svc->authenticate(req); });
+    // Shop plugins: the merchant API key in x-api-key (the address's budget first), else a token.
+    r.authenticate_with(web::Auth::merchant_key_or_bearer,
+                        [svc, &ctx](web::Request& req, const web::Access&) -> Result<web::Principal> {
+                          if (!req.header("x-api-key").empty()) return svc->authenticate_header(req);
+                          if (!ctx.authenticate)
+                            return unavailable(std::string_view("identity service not configured"));
+                          return ctx.authenticate(req);
+                        });
     web::Route post{Surface::checkout,
                     "POST",
                     "/",
@@ -334,6 +364,8 @@ void build_routes(web::Router& r, Context& ctx) {
            "The checkout page's countdown script"});
     r.add({Surface::checkout, "GET", "/button.js", chk(&Chk::button_script), web::open_access(),
            "Pay-button script for merchants' sites"});
+    r.add(
+        openapi_route(ctx, Surface::checkout, &openapi_checkout_document, "The hosted checkout's OpenAPI 3 document"));
   }
 
   // ---- webhooks ----------------------------------------------------------------------------

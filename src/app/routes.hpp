@@ -11,5 +11,9 @@ void build_routes(web::Router& router, Context& ctx);
 std::string_view openapi_document();
 // docs/openapi-link.json, the link API's own document (served at {link_url}/openapi.json).
 std::string_view openapi_link_document();
+// docs/openapi-identity.json: the identity service's document (served at {auth_url}/openapi.json).
+std::string_view openapi_identity_document();
+// docs/openapi-checkout.json: the hosted checkout's document (served at {checkout_url}/openapi.json).
+std::string_view openapi_checkout_document();
 
 }  // namespace sika::app

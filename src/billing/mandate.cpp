@@ -129,6 +129,7 @@ Status Service::send_mandate_code(std::string_view token, i18n::Locale locale) {
   otp::IssueRequest r;
   // The sandbox's magic and demo numbers get the fixed code, as for every other code.
   r.sandbox_code = s->environment == "sandbox" && payments::sandbox_fixed_code(m.wallet);
+  r.environment = s->environment;
   r.purpose = std::string(kMandatePurpose);
   r.subject = m.reference;
   r.destination = m.wallet;

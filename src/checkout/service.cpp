@@ -93,6 +93,7 @@ web::Principal Service::principal_of(const merchant::Merchant& m) const {
   p.merchant_id = m.id;
   p.countries = m.countries;
   p.environment = m.environment;
+  p.user_tier = m.tier;  // priced at the merchant's tier, as its tokens are
   p.scopes = {"payments"};
   p.role = web::Role::owner;
   return p;
@@ -557,6 +558,24 @@ Result<web::Principal> Service::authenticate(web::Request& req) {
     return {};
   }));
   if (!m) return unauthorized(bj::object{{"apiKey", "is not an active merchant API key"}});
+  return principal_of(*m);
+}
+
+Result<web::Principal> Service::authenticate_header(web::Request& req) {
+  // The address's budget first: a wrong key counts like any request, so keys cannot be guessed
+  // faster than the limit.
+  if (options_.limiter) {
+    SIKA_ASSIGN_OR_RETURN(auto d, options_.limiter->hit("merchant-api:ip:" + req.remote_ip, options_.api_per_address));
+    if (!d.allowed) return limits::refusal(d, "requests per hour per address with a merchant API key");
+  }
+  std::string_view key = req.header("x-api-key");
+  if (key.empty()) return unauthorized(bj::object{{"x-api-key", "is required: the merchant API key"}});
+  std::optional<merchant::Merchant> m;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(m, merchant::authenticate_key(c, options_.pepper, key, merchant::KeyKind::merchant));
+    return {};
+  }));
+  if (!m) return unauthorized(bj::object{{"x-api-key", "is not an active merchant API key"}});
   return principal_of(*m);
 }
 

@@ -54,6 +54,10 @@ struct Options {
   // Payment submissions per client address per minute, shared by every node; no limiter: none.
   limits::Limiter* limiter = nullptr;
   limits::Policy per_address{.limit = 30, .window_ms = 60'000, .name = "checkout_pay_per_address"};
+  // Requests per client address per hour authenticated by a merchant API key in x-api-key (shop
+  // plugins: the fee quote), counted before the key is checked.
+  limits::Policy api_per_address{
+      .limit = 600, .window_ms = 3'600'000, .block_ms = 900'000, .block_after = 60, .name = "merchant_api_per_address"};
 };
 
 // A session as the POST answers it: whether this call opened it.
@@ -98,6 +102,9 @@ class Service {
   web::Response create(web::Request& req);
   // The merchant_api_key policy's authenticator: the `apiKey` of a form or JSON payload.
   Result<web::Principal> authenticate(web::Request& req);
+  // The merchant_key_or_bearer policy's key half: the client address's hourly budget
+  // (Options::api_per_address), then the merchant API key in x-api-key.
+  Result<web::Principal> authenticate_header(web::Request& req);
   // The policy's refusal: an fr/en page for a browser's form post, the envelope otherwise.
   web::Response refusal(const web::Request& req, const Error& err);
   // GET /session/{reference}: the page (methods, or the payment's status, or the outcome).

@@ -202,7 +202,7 @@ web::Response Service::sandbox(web::Request& req) {
   if (!to.empty()) {
     if (to.size() > 254) return error_page(req, empty_data(bj::object{{"to", "at most 254 characters"}}));
     auto read = db_.read([&](store::Conn& conn) -> Status {
-      SIKA_ASSIGN_OR_RETURN(messages, notify::list_outbox(conn, notify::OutboxFilter{to, 50}));
+      SIKA_ASSIGN_OR_RETURN(messages, notify::list_outbox(conn, notify::OutboxFilter{to, std::nullopt, 50}));
       return {};
     });
     if (!read) return error_page(req, read.error());

@@ -32,19 +32,26 @@ Status SandboxNotifier::send(const Message& m) {
   const std::int64_t t = clock_ ? clock_() : now_ms();
   return db_.write([&](store::Conn& c) -> Status {
     SIKA_TRY(
-        c.exec("INSERT INTO notify_outbox (message_id, channel, recipient, subject, body, tag, created_at) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?)",
-               {message_id, std::string(to_string(m.channel)), m.to, m.subject, m.body, m.tag, t}));
+        c.exec("INSERT INTO notify_outbox (message_id, channel, recipient, subject, body, tag, environment, "
+               "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+               {message_id, std::string(to_string(m.channel)), m.to, m.subject, m.body, m.tag, m.environment, t}));
     return {};
   });
 }
 
 Result<std::vector<OutboxMessage>> list_outbox(store::Conn& c, const OutboxFilter& f) {
-  std::string sql = "SELECT id, message_id, channel, recipient, subject, body, tag, created_at FROM notify_outbox";
+  std::string sql =
+      "SELECT id, message_id, channel, recipient, subject, body, tag, created_at, environment FROM notify_outbox";
   store::Params params;
+  const char* glue = " WHERE ";
   if (f.to) {
-    sql += " WHERE recipient = ?";
+    sql += std::string(glue) + "recipient = ?";
     params.emplace_back(*f.to);
+    glue = " AND ";
+  }
+  if (f.environment) {
+    sql += std::string(glue) + "environment = ?";
+    params.emplace_back(*f.environment);
   }
   sql += " ORDER BY id DESC LIMIT ?";
   params.emplace_back(std::clamp<std::int64_t>(f.limit, 1, 1000));
@@ -61,6 +68,7 @@ Result<std::vector<OutboxMessage>> list_outbox(store::Conn& c, const OutboxFilte
     m.body = r.str(5);
     m.tag = r.str(6);
     m.created_at = r.i64(7);
+    m.environment = r.str(8);
     out.push_back(std::move(m));
   }
   return out;

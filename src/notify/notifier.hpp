@@ -26,6 +26,9 @@ struct Message {
   std::string subject;  // e-mail only
   std::string body;
   std::string tag;  // what sent it, e.g. "otp:collection" (never the code itself)
+  // The environment (sandbox, prod) of the merchant or partner the message is about; "" when
+  // none. GET /sandbox/messages shows sandbox merchants only the messages of "sandbox".
+  std::string environment;
 };
 
 class Notifier {
@@ -48,6 +51,7 @@ struct OutboxMessage {
   std::string subject;
   std::string body;
   std::string tag;
+  std::string environment;
   std::int64_t created_at = 0;
 };
 
@@ -63,8 +67,9 @@ class SandboxNotifier final : public Notifier {
 };
 
 struct OutboxFilter {
-  std::optional<std::string> to;  // exact recipient
-  std::int64_t limit = 50;        // newest first
+  std::optional<std::string> to;           // exact recipient
+  std::optional<std::string> environment;  // exact environment
+  std::int64_t limit = 50;                 // newest first
 };
 
 // Lists outbox messages, newest first.

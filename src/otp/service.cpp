@@ -159,6 +159,7 @@ Result<Issued> Service::issue(const IssueRequest& r) {
   m.body = message_text(r.locale, code, r.context, opts_.ttl_ms);
   if (r.channel == notify::Channel::email) m.subject = std::string(email_subject(r.locale));
   m.tag = "otp:" + r.purpose;
+  m.environment = r.environment;
   Status sent = notifier_.send(m);
   if (!sent) {
     // Not delivered: lift the cool-down so that the caller may ask for a resend at once.

@@ -51,6 +51,9 @@ struct IssueRequest {
   // What the code authorises, said in the message after the code so that the person sees what
   // they approve (e.g. "5 000 XAF, Boutique Akwa, TX-..."); empty: nothing is added.
   std::string context;
+  // The environment (sandbox, prod) of the merchant or partner the code is for, kept with the
+  // message in the outbox; "" when none.
+  std::string environment;
 };
 
 struct Issued {

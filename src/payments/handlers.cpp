@@ -5,8 +5,12 @@
 
 #include <algorithm>
 
+#include "core/money.hpp"
+#include "core/time.hpp"
+#include "notify/notifier.hpp"
 #include "otp/code.hpp"
 #include "otp/service.hpp"
+#include "payments/intent.hpp"
 #include "payments/queries.hpp"
 #include "payments/service.hpp"
 #include "payments/store.hpp"
@@ -154,6 +158,129 @@ web::Response Service::balances(web::Request& req) {
   bj::array data;
   for (const auto& b : rows)
     data.push_back(bj::object{{"currency", b.currency}, {"available", b.available}, {"pending", b.pending}});
+  return web::ok(req, std::move(data));
+}
+
+// ---- fee quote (shop plugins, hosted checkout) -------------------------------------------------
+
+web::Response Service::fee_quote(web::Request& req) {
+  auto principal_r = web::merchant_caller(req);
+  if (!principal_r) return web::error(req, principal_r.error());
+  const web::Principal& principal = **principal_r;
+  auto body = web::body_object(req);
+  if (!body) return web::error(req, body.error());
+  json::FieldErrors errors;
+  refuse_unknown_fields(*body, {"provider", "amount", "currency", "feeBearer"}, errors);
+  auto provider = json::get_string(*body, "provider", errors, true);
+  auto amount = json::get_int(*body, "amount", errors, true);
+  auto currency = json::get_string(*body, "currency", errors, true);
+  auto bearer = json::get_string(*body, "feeBearer", errors);
+  const std::string fee_bearer = bearer.value_or(std::string(kCustomerBearsFee));
+  if (amount && *amount <= 0) errors.add("amount", "must be a positive integer (minor units)");
+  if (amount && *amount > options_.max_amount)
+    errors.add("amount", "must be at most " + std::to_string(options_.max_amount));
+  if (currency && !money::is_currency_code(*currency)) errors.add("currency", "must be a 3-letter ISO 4217 code");
+  if (fee_bearer != kCustomerBearsFee && fee_bearer != kMerchantBearsFee)
+    errors.add("feeBearer", "must be CUSTOMER or MERCHANT");
+  if (provider && provider->empty()) errors.add("provider", "is required");
+  auto cat = catalog();
+  const catalog::PaymentService* service = nullptr;
+  if (provider && !provider->empty()) service = usable_service(*cat, *provider, "provider", errors);
+  if (service && currency && money::is_currency_code(*currency) && *currency != service->currency)
+    errors.add("currency", "must be " + service->currency + ", the currency of " + service->code);
+  if (service && amount && *amount > 0) {
+    if (service->min_amount && *amount < *service->min_amount)
+      errors.add("amount", "must be at least " + std::to_string(*service->min_amount) + " for " + service->code);
+    if (service->max_amount && *amount > *service->max_amount)
+      errors.add("amount", "must be at most " + std::to_string(*service->max_amount) + " for " + service->code);
+  }
+  if (!errors.empty()) return web::error(req, errors.status().error());
+  const catalog::Country* country = cat->country_by_id(service->country_id);
+  if (!country) return web::error(req, empty_data(bj::object{{"provider", "is not configured"}}));
+  if (!principal.admin && !principal.grants_country(country->code))
+    return web::error(
+        req, forbidden(bj::object{
+                 {"provider", "the country " + country->code + " of this service is not granted to this credential"}}));
+  // What the collection itself would refuse for this credential's environment, refused alike.
+  if (service->kind == catalog::ServiceKind::wallet) {
+    if (principal.environment != "sandbox")
+      return web::error(
+          req, empty_data(bj::object{
+                   {"provider", service->code + " is a platform wallet service: its collections need the customer's "
+                                                "one-time code, which only the sandbox delivers"}}));
+  } else {
+    const catalog::Provider* prov = cat->provider_by_id(service->provider_id);
+    if (!prov) return web::error(req, empty_data(bj::object{{"provider", "is not configured"}}));
+    const std::string connector_name = principal.environment == "sandbox" ? std::string("sandbox") : prov->connector;
+    if (!connector(connector_name))
+      return web::error(req,
+                        provider_unavailable(bj::object{{"provider", "no connector is available for " + prov->code}}));
+  }
+  auto price = price_operation(*cat, *service, /*collection=*/true, *amount, fee_bearer, principal.user_tier);
+  if (!price) return web::error(req, price.error());
+  bj::object data;
+  data["provider"] = service->code;
+  data["baseAmount"] = *amount;
+  data["feeAmount"] = price->fee;
+  data["payableAmount"] = price->required_total;
+  data["merchantNetAmount"] = price->credited;
+  data["currency"] = service->currency;
+  data["feeBearer"] = fee_bearer;
+  return web::ok(req, std::move(data));
+}
+
+// ---- sandbox tools -----------------------------------------------------------------------------
+
+web::Response Service::sandbox_messages(web::Request& req) {
+  auto principal_r = web::merchant_caller(req);
+  if (!principal_r) return web::error(req, principal_r.error());
+  // Prod merchants are told nothing: for them the route does not exist.
+  if ((*principal_r)->environment != "sandbox")
+    return web::error(req, not_found(bj::string("no route for " + req.path)));
+  json::FieldErrors errors;
+  std::string digits;
+  auto phone = req.query_param("phone");
+  if (!phone || phone->empty()) {
+    errors.add("phone", "is required: the number in international form (+237690000042)");
+  } else {
+    std::string_view p = *phone;
+    if (!p.empty() && p.front() == '+') p.remove_prefix(1);
+    bool ok = p.size() >= 6 && p.size() <= 15;
+    for (char ch : p) ok = ok && ch >= '0' && ch <= '9';
+    if (ok)
+      digits = std::string(p);
+    else
+      errors.add("phone", "must be 6 to 15 digits, optionally after +");
+  }
+  std::int64_t limit = 20;
+  if (auto l = req.query_param("limit")) {
+    std::int64_t v = 0;
+    bool ok = !l->empty() && l->size() <= 3;
+    for (char ch : *l) {
+      ok = ok && ch >= '0' && ch <= '9';
+      if (ok) v = v * 10 + (ch - '0');
+    }
+    if (ok && v >= 1 && v <= 50)
+      limit = v;
+    else
+      errors.add("limit", "must be an integer from 1 to 50");
+  }
+  if (!errors.empty()) return web::error(req, errors.status().error());
+  std::vector<notify::OutboxMessage> messages;
+  auto st = db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(messages,
+                          notify::list_outbox(c, notify::OutboxFilter{"+" + digits, std::string("sandbox"), limit}));
+    return {};
+  });
+  if (!st) return web::error(req, st.error());
+  bj::array data;
+  for (const auto& m : messages)
+    data.push_back(bj::object{{"message_id", m.message_id},
+                              {"channel", notify::to_string(m.channel)},
+                              {"to", m.to},
+                              {"body", m.body},
+                              {"tag", m.tag},
+                              {"created_at", iso8601(m.created_at)}});
   return web::ok(req, std::move(data));
 }
 

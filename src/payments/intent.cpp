@@ -293,6 +293,28 @@ std::string request_fingerprint(const IntentRequest& r) {
   return hex_encode(crypto::sha256(r.operation + "\n" + canonical_json(o)));
 }
 
+Result<Price> price_operation(const catalog::Catalog& cat, const catalog::PaymentService& service, bool collection,
+                              std::int64_t amount, std::string_view fee_bearer, std::int64_t user_tier) {
+  SIKA_ASSIGN_OR_RETURN(
+      auto quote, catalog::quote_fee(
+                      cat, collection ? catalog::Operation::collection : catalog::Operation::disbursement,
+                      collection ? std::optional<catalog::ServiceKey>(service.code) : std::nullopt,
+                      collection ? std::nullopt : std::optional<catalog::ServiceKey>(service.code), amount, user_tier));
+  Price price;
+  if (quote.fee < 0 || __builtin_add_overflow(amount, quote.fee, &price.required_total))
+    return field_error("amount", "is too large");
+  price.fee = quote.fee;
+  if (collection && fee_bearer == kMerchantBearsFee) {
+    // The fee comes out of the price: what is left for the merchant must be positive.
+    if (quote.fee >= amount)
+      return field_error("amount", "must be more than the fee the merchant bears (" +
+                                       money::format(quote.fee, service.currency) + ")");
+    price.required_total = amount;
+  }
+  price.credited = price.required_total - price.fee;
+  return price;
+}
+
 Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, json::FieldErrors errors) {
   if (!in.catalog || !in.merchant) return internal_error(bj::string("plan_intent without catalog or merchant"));
   const catalog::Catalog& cat = *in.catalog;
@@ -400,17 +422,10 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
   }
 
   // Fee from the fee engine (incoming service for a collection, outgoing for a payout).
-  SIKA_ASSIGN_OR_RETURN(auto quote, quote_for(*effective));
-  if (quote.fee < 0 || __builtin_add_overflow(r.amount, quote.fee, &plan.required_total))
-    return field_error("amount", "is too large");
-  plan.fee = quote.fee;
-  if (collection && r.fee_bearer == kMerchantBearsFee) {
-    // The fee comes out of the price: what is left for the merchant must be positive.
-    if (quote.fee >= r.amount)
-      return field_error("amount", "must be more than the fee the merchant bears (" +
-                                       money::format(quote.fee, service->currency) + ")");
-    plan.required_total = r.amount;
-  }
+  SIKA_ASSIGN_OR_RETURN(auto price,
+                        price_operation(cat, *effective, collection, r.amount, r.fee_bearer, merchant.user_tier));
+  plan.fee = price.fee;
+  plan.required_total = price.required_total;
   plan.service_code = effective->code;
   plan.country = country->code;
   plan.currency = service->currency;

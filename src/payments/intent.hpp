@@ -121,6 +121,21 @@ struct IntentPlan {
   bool needs_otp = false;
 };
 
+// What an operation of `amount` through `service` costs, from the fee engine: the one price used
+// by plan_intent and by the fee quote (POST /transactions/fees/quote), so that a quote and the
+// payment that follows never differ.
+struct Price {
+  std::int64_t fee = 0;
+  std::int64_t required_total = 0;  // what the customer pays (collection) or the merchant's balance gives (payout)
+  std::int64_t credited = 0;        // required_total - fee: what the merchant is credited (collection)
+};
+// The fee of the service's operation (incoming service for a collection, outgoing for a payout)
+// for the merchant's tier, borne as `fee_bearer` says (collections; payouts: the merchant, on
+// top). Errors: 400 no_pricing_rule; 400 empty_data naming amount when the merchant would bear a
+// fee that is not less than the price, or the total overflows.
+Result<Price> price_operation(const catalog::Catalog& catalog, const catalog::PaymentService& service, bool collection,
+                              std::int64_t amount, std::string_view fee_bearer, std::int64_t user_tier);
+
 // Checks `request` (every field rule, then against the catalog) and prices it. Problems of
 // fields are 400 empty_data naming each field, reported at once together with the problems
 // already in `errors` (a field keeps its first problem); a country the credential does not

@@ -502,6 +502,7 @@ Status Service::send_wallet_code(const Transaction& tx) {
   r.subject = tx.reference;
   r.destination = "+" + tx.customer_wallet;
   r.context = money::format(tx.required_total, tx.currency) + ", " + tx.merchant + ", " + tx.reference;
+  r.environment = tx.environment;
   auto issued = options_.otp->issue(r);
   if (!issued) return issued.take_error();
   return {};

@@ -109,6 +109,12 @@ class Service {
   web::Response verify_account(web::Request& req);
   // GET /balance?currency=XAF: the merchant's available and pending balances
   web::Response balances(web::Request& req);
+  // POST /transactions/fees/quote {provider, amount, currency, feeBearer?}: what a collection
+  // would cost, from the same price as the payment (price_operation); moves nothing.
+  web::Response fee_quote(web::Request& req);
+  // GET /sandbox/messages?phone=&limit=: the outbox messages of the sandbox sent to a number,
+  // newest first; sandbox merchants only (others: 404).
+  web::Response sandbox_messages(web::Request& req);
   // Operator callbacks (gateway, not JWT: the connector authenticates the request).
   // POST /operator/callback/{connector}
   web::Response operator_callback(web::Request& req);

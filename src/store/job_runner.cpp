@@ -57,6 +57,12 @@ void JobRunner::handle_pages(std::string queue, PageHandler handler, int page_si
   handlers_[std::move(queue)] = Handler{{}, std::move(handler), std::max(1, page_size)};
 }
 
+std::vector<std::string> JobRunner::queues() const {
+  std::vector<std::string> out;
+  for (const auto& [queue, handler] : handlers_) out.push_back(queue);
+  return out;
+}
+
 std::int64_t JobRunner::retry_delay_ms(int failed_attempt) const {
   std::int64_t delay = options_.retry_base_ms;
   for (int i = 1; i < failed_attempt && delay < options_.retry_max_ms; ++i) delay *= 2;

@@ -88,6 +88,8 @@ class JobRunner {
   // once and hands them over together.
   void handle_pages(std::string queue, PageHandler handler, int page_size);
   bool has_handlers() const { return !handlers_.empty(); }
+  // The queues a handler was registered for, in name order.
+  std::vector<std::string> queues() const;
 
   // Starts the workers, the heartbeat and the reaper; no-op when running.
   void start();

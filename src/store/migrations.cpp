@@ -31,6 +31,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0023MerchantGrants,
       migrations::k0024BillingDunning,
       migrations::k0025PaymentsRecovery,
+      migrations::k0026NotifyEnvironment,
   };
   return kAll;
 }

@@ -199,6 +199,7 @@ Result<std::string> Service::send_consent_code(const Link& l, std::int64_t& retr
   r.subject = consent_subject(l.reference, l.limits);
   r.destination = "+" + l.wallet.msisdn;
   r.sandbox_code = l.wallet.environment == "sandbox" && payments::sandbox_fixed_code(l.wallet.msisdn);
+  r.environment = l.wallet.environment;
   r.context = l.partner_name.substr(0, 80) + " : max " + money::format(l.limits.per_payment, l.currency) + " / " +
               "paiement, " + money::format(l.limits.per_period, l.currency) + " / " + period_text(l.limits.period_ms) +
               ", " + l.reference;

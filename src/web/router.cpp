@@ -59,6 +59,7 @@ std::string_view auth_name(Auth auth) {
     case Auth::bearer: return "bearer";
     case Auth::merchant_api_key: return "merchant_api_key";
     case Auth::link_api_key: return "link_api_key";
+    case Auth::merchant_key_or_bearer: return "merchant_key_or_bearer";
     case Auth::dashboard_session: return "dashboard_session";
     case Auth::operator_session: return "operator_session";
   }
@@ -83,7 +84,8 @@ Status Router::authorize(Request& req, const Access& access) const {
   if (it == authenticators_.end() || !it->second)
     return unavailable(boost::json::string(std::string(auth_name(access.auth)) + " authentication is not configured"));
   SIKA_ASSIGN_OR_RETURN(Principal principal, it->second(req, access));
-  if (access.auth == Auth::bearer && !access.scope.empty() && !principal.has_scope(access.scope)) {
+  if ((access.auth == Auth::bearer || access.auth == Auth::merchant_key_or_bearer) && !access.scope.empty() &&
+      !principal.has_scope(access.scope)) {
     boost::json::object details;
     details["error"] = "insufficient_scope";
     details["required_scope"] = access.scope;

@@ -22,17 +22,19 @@ using Handler = std::function<Response(Request&)>;
 
 // Who may call a route. Every route states one; the router applies it before the handler runs.
 enum class Auth {
-  unset,              // refused by Router::add
-  open,               // anyone: public pages, discovery, health (rate limits still apply)
-  client,             // an OAuth client authenticates in the request itself (token, revoke, introspect)
-  user_token,         // the handler verifies a user's access token and answers RFC 6750 errors (userinfo)
-  signed_request,     // the request carries a signature the handler verifies (operator callbacks,
-                      // signed page links)
-  bearer,             // an access token (x-sp-auth-token or Authorization: Bearer) carrying `scope`
-  merchant_api_key,   // a merchant API key in the payload (hosted checkout)
-  link_api_key,       // a partner's link API key in x-api-key (wallet link API)
-  dashboard_session,  // a dashboard session cookie, with the CSRF token on every change
-  operator_session,   // a dashboard session of an operator
+  unset,                   // refused by Router::add
+  open,                    // anyone: public pages, discovery, health (rate limits still apply)
+  client,                  // an OAuth client authenticates in the request itself (token, revoke, introspect)
+  user_token,              // the handler verifies a user's access token and answers RFC 6750 errors (userinfo)
+  signed_request,          // the request carries a signature the handler verifies (operator callbacks,
+                           // signed page links)
+  bearer,                  // an access token (x-sp-auth-token or Authorization: Bearer) carrying `scope`
+  merchant_api_key,        // a merchant API key in the payload (hosted checkout)
+  link_api_key,            // a partner's link API key in x-api-key (wallet link API)
+  merchant_key_or_bearer,  // a merchant API key in x-api-key (shop plugins), or an access token
+                           // carrying `scope` (as bearer)
+  dashboard_session,       // a dashboard session cookie, with the CSRF token on every change
+  operator_session,        // a dashboard session of an operator
 };
 std::string_view auth_name(Auth auth);
 
@@ -47,6 +49,7 @@ inline Access signed_request() { return {Auth::signed_request, {}}; }
 inline Access bearer(std::string scope) { return {Auth::bearer, std::move(scope)}; }
 inline Access merchant_api_key() { return {Auth::merchant_api_key, {}}; }
 inline Access link_api_key() { return {Auth::link_api_key, {}}; }
+inline Access merchant_key_or_bearer(std::string scope) { return {Auth::merchant_key_or_bearer, std::move(scope)}; }
 inline Access dashboard_session() { return {Auth::dashboard_session, {}}; }
 inline Access operator_session() { return {Auth::operator_session, {}}; }
 

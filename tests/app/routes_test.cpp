@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -118,6 +119,11 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"gateway POST /disbursement/status", "bearer:payments"},
       {"gateway POST /verification/account-holder", "bearer:payments"},
       {"gateway GET /balance", "bearer:payments"},
+      // shop plugins quote with the merchant API key in x-api-key, API clients with a token
+      {"gateway POST /transactions/fees/quote", "merchant_key_or_bearer:payments"},
+      {"gateway GET /sandbox/messages", "bearer:payments"},
+      {"identity GET /openapi.json", "open"},
+      {"checkout GET /openapi.json", "open"},
       // hosted checkout: the API key in the payload; the session pages are open (the session
       // reference, 128 random bits, is the secret) and pay through ordinary collections
       {"checkout POST /", "merchant_api_key"},
@@ -248,7 +254,8 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
   for (const auto& route : router_.routes()) {
     std::string key = std::string(web::surface_name(route.surface)) + " " + route.method + " " + route.pattern;
     std::string policy(web::auth_name(route.access.auth));
-    if (route.access.auth == Auth::bearer) policy += ":" + route.access.scope;
+    if (route.access.auth == Auth::bearer || route.access.auth == Auth::merchant_key_or_bearer)
+      policy += ":" + route.access.scope;
     EXPECT_NE(route.access.auth, Auth::unset) << key;
     EXPECT_TRUE(actual.emplace(key, policy).second) << key << " is registered twice";
   }
@@ -281,6 +288,77 @@ TEST_F(RouteTable, EveryLinkApiRouteIsInTheLinkOpenApiDocumentAndBack) {
     for (const auto& [method, op] : item.as_object())
       EXPECT_TRUE(served.count({std::string(path), std::string(method)}))
           << method << " " << path << " is documented but not served";
+}
+
+// Every route of the identity service and of the hosted checkout is in its own OpenAPI document
+// (docs/openapi-identity.json, docs/openapi-checkout.json), and every documented operation is
+// served; each operation has a description and states its security ([] when public).
+TEST_F(RouteTable, EveryIdentityAndCheckoutRouteIsInItsOpenApiDocumentAndBack) {
+  const std::pair<web::Surface, std::string_view> surfaces[] = {
+      {web::Surface::identity, app::openapi_identity_document()},
+      {web::Surface::checkout, app::openapi_checkout_document()},
+  };
+  for (const auto& [surface, text] : surfaces) {
+    const std::string name(web::surface_name(surface));
+    auto doc = boost::json::parse(text).as_object();
+    const auto& paths = doc.at("paths").as_object();
+    std::set<std::pair<std::string, std::string>> served;
+    for (const auto& route : router_.routes()) {
+      if (route.surface != surface) continue;
+      served.insert({route.pattern, lower(route.method)});
+      auto it = paths.find(route.pattern);
+      ASSERT_NE(it, paths.end()) << name << " " << route.method << " " << route.pattern << " is not documented";
+      EXPECT_TRUE(it->value().as_object().contains(lower(route.method)))
+          << name << " " << route.method << " " << route.pattern << " is not documented";
+    }
+    EXPECT_FALSE(served.empty()) << name;
+    for (const auto& [path, item] : paths)
+      for (const auto& [method, op] : item.as_object())
+        EXPECT_TRUE(served.count({std::string(path), std::string(method)}))
+            << name << " " << method << " " << path << " is documented but not served";
+  }
+}
+
+// Every operation of the four documents has a description and states its security; strict
+// validators need a type beside every nullable.
+TEST_F(RouteTable, EveryDocumentedOperationHasADescriptionAndSecurity) {
+  const std::pair<std::string_view, std::string_view> docs[] = {
+      {"docs/openapi.json", app::openapi_document()},
+      {"docs/openapi-link.json", app::openapi_link_document()},
+      {"docs/openapi-identity.json", app::openapi_identity_document()},
+      {"docs/openapi-checkout.json", app::openapi_checkout_document()},
+  };
+  for (const auto& [file, text] : docs) {
+    auto doc = boost::json::parse(text).as_object();
+    for (const auto& [path, item] : doc.at("paths").as_object())
+      for (const auto& [method, op] : item.as_object()) {
+        if (method == "parameters" || method == "summary" || method == "description") continue;
+        const auto& o = op.as_object();
+        auto d = o.find("description");
+        EXPECT_TRUE(d != o.end() && d->value().is_string() && !d->value().as_string().empty())
+            << file << " " << method << " " << path << " has no description";
+        EXPECT_TRUE(o.contains("security")) << file << " " << method << " " << path << " states no security";
+      }
+    std::function<void(const boost::json::value&, const std::string&)> walk = [&](const boost::json::value& v,
+                                                                                  const std::string& at) {
+      if (v.is_object()) {
+        const auto& o = v.as_object();
+        if (auto n = o.find("nullable"); n != o.end() && n->value() == true) {
+          EXPECT_TRUE(o.contains("type")) << file << " " << at << ": nullable without type";
+          // OpenAPI 3.0.3: an enum restricts null too, so a nullable enum lists null.
+          if (auto e = o.find("enum"); e != o.end() && e->value().is_array()) {
+            const auto& values = e->value().as_array();
+            EXPECT_TRUE(std::find(values.begin(), values.end(), boost::json::value(nullptr)) != values.end())
+                << file << " " << at << ": nullable enum without null";
+          }
+        }
+        for (const auto& [k, child] : o) walk(child, at + "/" + std::string(k));
+      } else if (v.is_array()) {
+        for (std::size_t i = 0; i < v.as_array().size(); ++i) walk(v.as_array()[i], at + "/" + std::to_string(i));
+      }
+    };
+    walk(doc, "");
+  }
 }
 
 TEST(Router, RefusesARouteWithoutAnAuthPolicy) {

@@ -146,6 +146,38 @@ TEST_P(OtpTest, IssueSendsARandomCodeThroughTheOutboxAndStoresOnlyItsHash) {
   EXPECT_EQ(verification_error(verify("otp_nothing", code)).kind, ErrorKind::not_found);
 }
 
+// Each outbox row keeps the environment of the code's merchant or partner; the outbox lists one
+// environment's rows for a number (GET /sandbox/messages: the sandbox's only).
+TEST_P(OtpTest, OutboxRowsKeepTheirEnvironmentAndListByIt) {
+  IssueRequest sandbox = collection("TX-S", "+237690000431");
+  sandbox.environment = "sandbox";
+  sandbox.context = "TX-S";
+  IssueRequest prod = collection("TX-P", "+237690000431");
+  prod.environment = "prod";
+  prod.purpose = "other";
+  prod.context = "TX-P";
+  ASSERT_TRUE(service_->issue(sandbox).ok());
+  ASSERT_TRUE(service_->issue(prod).ok());
+  auto list = [&](std::optional<std::string> to, std::optional<std::string> environment) {
+    std::vector<notify::OutboxMessage> out;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(out, notify::list_outbox(c, notify::OutboxFilter{to, environment, 50}));
+                     return {};
+                   })
+                    .ok());
+    return out;
+  };
+  auto only_sandbox = list("+237690000431", "sandbox");
+  ASSERT_EQ(only_sandbox.size(), 1u);
+  EXPECT_EQ(only_sandbox[0].environment, "sandbox");
+  EXPECT_NE(only_sandbox[0].body.find("TX-S"), std::string::npos);
+  auto only_prod = list("+237690000431", "prod");
+  ASSERT_EQ(only_prod.size(), 1u);
+  EXPECT_NE(only_prod[0].body.find("TX-P"), std::string::npos);
+  EXPECT_TRUE(list("+237690000432", "sandbox").empty());
+  EXPECT_EQ(list("+237690000431", std::nullopt).size(), 2u);
+}
+
 TEST_P(OtpTest, ThirtyConcurrentWrongCodesGetExactlyMaxAttemptsAnswers) {
   auto issued = service_->issue(collection("TX-RACE"));
   ASSERT_TRUE(issued.ok());

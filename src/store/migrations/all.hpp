@@ -28,4 +28,5 @@ extern const Migration k0022DashboardReads;
 extern const Migration k0023MerchantGrants;
 extern const Migration k0024BillingDunning;
 extern const Migration k0025PaymentsRecovery;
+extern const Migration k0026NotifyEnvironment;
 }  // namespace sika::store::migrations

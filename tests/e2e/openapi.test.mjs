@@ -1,0 +1,406 @@
+// Every documented operation of the four OpenAPI documents (gateway, link API, identity, hosted
+// checkout), driven for real against `sika serve` on each backend: each response's status must be
+// documented for its operation and its body must validate, with a strict validator (Ajv strict
+// mode, OpenAPI 3.0 formats only), against the documented schema of its content type. The test
+// fails when a documented operation was not exercised, with a success and, where the operation
+// documents one, an error response.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { startServer, backends, merchantToken, sikaBinary } from './lib/server.mjs';
+import { DocValidator } from './lib/openapi.mjs';
+
+const DOCS = { gateway: 'baseUrl', link: 'linkUrl', identity: 'authUrl', checkout: 'checkoutUrl' };
+
+class Recorder {
+  constructor(server) {
+    this.server = server;
+    this.validators = {};
+    this.seen = new Map(); // "doc METHOD template" -> Set of statuses
+    this.problems = [];
+  }
+
+  async load() {
+    for (const [name, key] of Object.entries(DOCS)) {
+      const r = await fetch(`${this.server[key]}/openapi.json`);
+      assert.equal(r.status, 200, `${name} /openapi.json`);
+      const doc = await r.json();
+      assert.equal(doc.servers[0].url, this.server[key]);
+      this.validators[name] = new DocValidator(name, doc);
+      this.validators[name].compileAll();
+    }
+  }
+
+  // Calls a documented operation and checks the answer against the document. `path` fills the
+  // template's {params}; `query` is appended; `json` or `form` is the body.
+  async call(doc, method, template, { path = {}, query, headers = {}, json, form, raw } = {}) {
+    const v = this.validators[doc];
+    const op = v.operation(method, template);
+    const key = `${doc} ${method} ${template}`;
+    if (!op) throw new Error(`${key} is not documented`);
+    let url = this.server[DOCS[doc]] + template.replace(/\{(\w+)\}/g, (_, k) => encodeURIComponent(path[k] ?? 'x'));
+    if (query) url += `?${new URLSearchParams(query)}`;
+    const h = { 'accept-language': 'en', ...headers };
+    let body;
+    if (json !== undefined) {
+      h['content-type'] = 'application/json';
+      body = JSON.stringify(json);
+    } else if (form !== undefined) {
+      h['content-type'] = 'application/x-www-form-urlencoded';
+      body = new URLSearchParams(form).toString();
+    } else if (raw !== undefined) {
+      body = raw;
+    }
+    const res = await fetch(url, { method, headers: h, body, redirect: 'manual' });
+    const text = await res.text();
+    if (!this.seen.has(key)) this.seen.set(key, new Set());
+    this.seen.get(key).add(res.status);
+    const documented = v.response(op, res.status);
+    const where = `${key} -> ${res.status}`;
+    let parsed;
+    try { parsed = JSON.parse(text); } catch {}
+    if (!documented) {
+      this.problems.push(`${where}: status not documented (${text.slice(0, 200)})`);
+      return { status: res.status, body: parsed, text, headers: res.headers };
+    }
+    const type = (res.headers.get('content-type') || '').split(';')[0].trim();
+    const content = documented.content || {};
+    if (res.status >= 300 && res.status < 400 && !res.headers.get('location'))
+      this.problems.push(`${where}: a redirect without Location`);
+    // The hosted checkout's return carries its signed ServiceData in the Location's query.
+    if (doc === 'checkout' && template === '/session/{reference}/return' && res.status === 303) {
+      const location = new URL(res.headers.get('location'), url);
+      const data = location.searchParams.get('service_data');
+      if (location.origin === new URL(url).origin) {
+        // back to the session's own page: nothing is returned to the shop yet
+      } else if (!data || !/^[0-9a-f]{64}$/.test(location.searchParams.get('signature') || ''))
+        this.problems.push(`${where}: no service_data and signature in ${location}`);
+      else {
+        const validate = v.compile({ $ref: '#/components/schemas/ServiceData' });
+        if (!validate(JSON.parse(data)))
+          this.problems.push(`${where}: service_data ${JSON.stringify(validate.errors.slice(0, 5))} in ${data.slice(0, 300)}`);
+      }
+    }
+    if (Object.keys(content).length && text.length) {
+      const media = content[type];
+      if (!media) this.problems.push(`${where}: content type ${type} not documented (${Object.keys(content)})`);
+      else if (media.schema && type === 'application/json') {
+        const validate = v.compile(media.schema);
+        if (!validate(parsed)) {
+          this.problems.push(`${where}: ${JSON.stringify(validate.errors.slice(0, 5))} in ${text.slice(0, 300)}`);
+        }
+      }
+    }
+    return { status: res.status, body: parsed, text, headers: res.headers };
+  }
+
+  // Documented operations without a success (2xx/3xx) or, when one is documented, an error.
+  unexercised() {
+    const out = [];
+    for (const [name, v] of Object.entries(this.validators))
+      for (const [path, item] of Object.entries(v.doc.paths))
+        for (const [method, op] of Object.entries(item)) {
+          if (!op?.responses) continue;
+          const key = `${name} ${method.toUpperCase()} ${path}`;
+          const got = [...(this.seen.get(key) || [])];
+          const codes = Object.keys(op.responses).map(Number);
+          if (codes.some((c) => c < 400) && !got.some((s) => s < 400)) out.push(`${key}: no success`);
+          if (codes.some((c) => c >= 400) && !got.some((s) => s >= 400)) out.push(`${key}: no error`);
+        }
+    return out;
+  }
+}
+
+const otpOf = (body) => body.match(/\b(\d{6})\b/)?.[1];
+
+// `sika admin <args> --json` against the server's database.
+function admin(server, ...args) {
+  return JSON.parse(execFileSync(sikaBinary, ['admin', ...args, '--json', '--db', server.dsn],
+    { env: { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef' }, encoding: 'utf8' }));
+}
+
+for (const backend of backends()) {
+  describe(`OpenAPI documents against real responses on ${backend}`, () => {
+    let server, api, token, m;
+    before(async () => {
+      server = await startServer({ backend });
+      api = new Recorder(server);
+      await api.load();
+      token = await merchantToken(server, 0);
+      m = server.demo.merchants[0];
+    });
+    after(async () => { if (server) await server.stop(); });
+    const auth = () => ({ 'x-sp-auth-token': `Bearer ${token}` });
+
+    test('the gateway: catalog, collections, payouts, balance, quote, sandbox messages', async () => {
+      const a = auth();
+      const countries = await api.call('gateway', 'GET', '/country/list', { headers: a });
+      assert.equal(countries.status, 200);
+      await api.call('gateway', 'GET', '/country/list', { headers: a, query: { page: 'zero' } });
+      await api.call('gateway', 'GET', '/country/list');
+      const services = await api.call('gateway', 'GET', '/service/list', { headers: a });
+      assert.equal(services.status, 200);
+      await api.call('gateway', 'GET', '/service/list', {});
+      await api.call('gateway', 'GET', '/provider/list', { headers: a });
+      await api.call('gateway', 'GET', '/provider/list', {});
+      const fees = await api.call('gateway', 'GET', '/pricing-rule/fees', { headers: a, query: { country: m.countries[0] } });
+      assert.equal(fees.status, 200, fees.text);
+      assert.equal((await api.call('gateway', 'GET', '/pricing-rule/fees', { headers: a })).status, 400, 'country is required');
+      await api.call('gateway', 'GET', '/pricing-rule/fees', {});
+      await api.call('gateway', 'GET', '/openapi.json', {});
+
+      const provider = server.demo.sandbox.provider;
+      const msisdn = server.demo.sandbox.msisdn.success;
+      const currency = services.body.data.find((s) => s.code === provider).currency;
+      // Quote, then pay: the collection's fee, total and credited amount are the quote's.
+      const quote = await api.call('gateway', 'POST', '/transactions/fees/quote', {
+        headers: a, json: { provider, amount: 5000, currency, feeBearer: 'CUSTOMER' } });
+      assert.equal(quote.status, 200, quote.text);
+      const intent = await api.call('gateway', 'POST', '/collection/intent', { headers: a, json: {
+        amount: 5000, currency, provider, customer_wallet: msisdn, transaction_uuid: randomUUID() } });
+      assert.equal(intent.status, 200, intent.text);
+      const tx = intent.body.data;
+      assert.equal(tx.fee, quote.body.data.feeAmount);
+      assert.equal(tx.required_total, quote.body.data.payableAmount);
+      assert.equal(tx.amount, quote.body.data.merchantNetAmount);
+      // The same with the merchant API key of a shop plugin.
+      const viaKey = await api.call('gateway', 'POST', '/transactions/fees/quote', {
+        headers: { 'x-api-key': m.api_key }, json: { provider, amount: 5000, currency } });
+      assert.equal(viaKey.status, 200, viaKey.text);
+      assert.deepEqual(viaKey.body.data, quote.body.data);
+      const bad = await api.call('gateway', 'POST', '/transactions/fees/quote', {
+        headers: a, json: { provider: 'NOPE', amount: -1, currency: 'xx', feeBearer: 'BOTH', extra: 1 } });
+      assert.equal(bad.status, 400);
+      for (const f of ['provider', 'amount', 'currency', 'feeBearer', 'extra']) assert.ok(bad.body.error.details[f], f);
+      assert.equal((await api.call('gateway', 'POST', '/transactions/fees/quote', {
+        headers: { 'x-api-key': 'mk_test_wrong' }, json: { provider, amount: 5000, currency } })).status, 401);
+
+      await api.call('gateway', 'POST', '/collection/intent', { headers: a, json: { amount: 'x' } });
+      await api.call('gateway', 'POST', '/collection/status', { headers: a, json: { transaction_reference: tx.transaction_reference } });
+      await api.call('gateway', 'POST', '/collection/status', { headers: a, json: { transaction_reference: 'TX-none' } });
+      await api.call('gateway', 'POST', '/collection/execute', { headers: a, json: { transaction_reference: tx.transaction_reference } });
+      await api.call('gateway', 'POST', '/collection/execute', { headers: a, json: { transaction_reference: 'TX-none' } });
+      const second = await api.call('gateway', 'POST', '/collection/intent', { headers: a, json: {
+        amount: 700, currency, provider, customer_wallet: msisdn, transaction_uuid: randomUUID() } });
+      await api.call('gateway', 'POST', '/collection/cancel', { headers: a, json: { transaction_reference: second.body.data.transaction_reference } });
+      await api.call('gateway', 'POST', '/collection/cancel', { headers: a, json: {} });
+      await api.call('gateway', 'GET', '/balance', { headers: a });
+      await api.call('gateway', 'GET', '/balance', {});
+      await api.call('gateway', 'POST', '/verification/account-holder', { headers: a, json: { provider, wallet: msisdn } });
+      await api.call('gateway', 'POST', '/verification/account-holder', { headers: a, json: {} });
+      const payout = await api.call('gateway', 'POST', '/disbursement/intent', { headers: a, json: {
+        amount: 100, currency, provider, customer_wallet: msisdn, transaction_uuid: randomUUID() } });
+      await api.call('gateway', 'POST', '/disbursement/intent', { headers: a, json: {} });
+      if (payout.body?.data)
+        await api.call('gateway', 'POST', '/disbursement/status', { headers: a, json: { transaction_reference: payout.body.data.transaction_reference } });
+      await api.call('gateway', 'POST', '/disbursement/status', { headers: a, json: { transaction_reference: 'TX-none' } });
+      await api.call('gateway', 'POST', '/operator/callback/{connector}', { path: { connector: 'sandbox' }, json: {} });
+      await api.call('gateway', 'POST', '/operator/callback/{connector}', { path: { connector: 'nope' }, json: {} });
+    });
+
+    test('sandbox messages: an OTP read through the API pays a WALLET collection', async () => {
+      const a = auth();
+      // A number of the demo's sandbox (CMR, 6xxxxxxxx) that is neither a magic nor a demo number
+      // (src/payments/sandbox.cpp): its WALLET code is a random one, sent to its phone.
+      const number = '237690000321';
+      admin(server, 'fund-wallet', '--msisdn', number, '--currency', 'XAF', '--amount', '20000');
+      const intent = await api.call('gateway', 'POST', '/collection/intent', { headers: a, json: {
+        amount: 300, currency: 'XAF', provider: server.demo.sandbox.wallet_provider, channel: 'WALLET',
+        customer_wallet: number, transaction_uuid: randomUUID() } });
+      assert.equal(intent.status, 200, intent.text);
+      const tx = intent.body.data;
+      assert.equal(tx.confirmation_method, 'OTP');
+      const list = await api.call('gateway', 'GET', '/sandbox/messages', { headers: a, query: { phone: `+${number}`, limit: 5 } });
+      assert.equal(list.status, 200, list.text);
+      const message = list.body.data.find((x) => x.body.includes(tx.transaction_reference));
+      assert.ok(message, `the code's message is listed: ${list.text}`);
+      const code = otpOf(message.body);
+      assert.ok(code, message.body);
+      const paid = await api.call('gateway', 'POST', '/collection/execute', { headers: a, json: {
+        transaction_reference: tx.transaction_reference, otp: code } });
+      assert.equal(paid.status, 200, paid.text);
+      assert.equal(paid.body.data.status, 'COMPLETED');
+      assert.equal((await api.call('gateway', 'GET', '/sandbox/messages', { headers: a, query: { phone: 'abc' } })).status, 400);
+      assert.equal((await api.call('gateway', 'GET', '/sandbox/messages', { query: { phone: number } })).status, 401);
+    });
+
+    test('payment links, subscriptions and webhooks', async () => {
+      const a = auth();
+      const provider = server.demo.sandbox.provider;
+      const services = (await api.call('gateway', 'GET', '/service/list', { headers: a })).body.data;
+      const currency = services.find((s) => s.code === provider).currency;
+      const created = await api.call('gateway', 'POST', '/payment-links', { headers: a, json: {
+        title: 'Docs', amount: 1500, currency, provider } });
+      await api.call('gateway', 'POST', '/payment-links', { headers: a, json: { amount: -1 } });
+      const link = created.body?.data;
+      const ref = link?.reference ?? 'none';
+      await api.call('gateway', 'GET', '/payment-links', { headers: a });
+      await api.call('gateway', 'GET', '/payment-links', { headers: a, query: { status: 'NOPE' } });
+      for (const t of ['/payment-links/{reference}', '/payment-links/{reference}/qr.svg', '/payment-links/{reference}/qr.png']) {
+        await api.call('gateway', 'GET', t, { headers: a, path: { reference: ref } });
+        await api.call('gateway', 'GET', t, { headers: a, path: { reference: 'PL-none' } });
+      }
+      await api.call('gateway', 'PATCH', '/payment-links/{reference}', { headers: a, path: { reference: ref }, json: { title: 'Docs 2' } });
+      await api.call('gateway', 'PATCH', '/payment-links/{reference}', { headers: a, path: { reference: 'PL-none' }, json: {} });
+      if (link?.short_code ?? link?.shortCode) {
+        const sc = link.short_code ?? link.shortCode;
+        await api.call('gateway', 'POST', '/pay/{shortCode}/pay', { path: { shortCode: sc }, json: { provider, phone: server.demo.sandbox.msisdn.success } });
+        await api.call('checkout', 'GET', '/pay/{shortCode}', { path: { shortCode: sc } });
+        await api.call('checkout', 'POST', '/pay/{shortCode}', { path: { shortCode: sc }, form: { provider, phone: 'x' } });
+      }
+      await api.call('gateway', 'POST', '/pay/{shortCode}/pay', { path: { shortCode: 'nope' }, json: {} });
+      await api.call('checkout', 'GET', '/pay/{shortCode}', { path: { shortCode: 'nope' } });
+      await api.call('checkout', 'POST', '/pay/{shortCode}', { path: { shortCode: 'nope' }, form: {} });
+      await api.call('checkout', 'GET', '/pay/{shortCode}/status', { path: { shortCode: 'nope' }, query: { tx: 'x' } });
+      await api.call('gateway', 'POST', '/payment-links/{reference}/disable', { headers: a, path: { reference: ref } });
+      await api.call('gateway', 'POST', '/payment-links/{reference}/enable', { headers: a, path: { reference: ref } });
+      await api.call('gateway', 'POST', '/payment-links/{reference}/disable', { headers: a, path: { reference: 'PL-none' } });
+      await api.call('gateway', 'POST', '/payment-links/{reference}/enable', { headers: a, path: { reference: 'PL-none' } });
+
+      const ep = await api.call('gateway', 'POST', '/webhook/endpoints', { headers: a, json: { url: 'https://hooks.example/sika', event_types: ['transaction.status_changed'] } });
+      await api.call('gateway', 'POST', '/webhook/endpoints', { headers: a, json: { url: 'nope' } });
+      const id = ep.body?.data?.id ?? ep.body?.data?.endpoint_id ?? 'none';
+      await api.call('gateway', 'GET', '/webhook/endpoints', { headers: a });
+      await api.call('gateway', 'GET', '/webhook/endpoints', {});
+      await api.call('gateway', 'GET', '/webhook/endpoints/{endpoint_id}', { headers: a, path: { endpoint_id: id } });
+      await api.call('gateway', 'GET', '/webhook/endpoints/{endpoint_id}', { headers: a, path: { endpoint_id: 'we_none' } });
+      await api.call('gateway', 'PATCH', '/webhook/endpoints/{endpoint_id}', { headers: a, path: { endpoint_id: id }, json: { description: 'docs' } });
+      await api.call('gateway', 'PATCH', '/webhook/endpoints/{endpoint_id}', { headers: a, path: { endpoint_id: 'we_none' }, json: {} });
+      await api.call('gateway', 'POST', '/webhook/endpoints/{endpoint_id}/rotate-secret', { headers: a, path: { endpoint_id: id }, json: {} });
+      await api.call('gateway', 'POST', '/webhook/endpoints/{endpoint_id}/rotate-secret', { headers: a, path: { endpoint_id: 'we_none' }, json: {} });
+      const events = await api.call('gateway', 'GET', '/webhook/events', { headers: a });
+      await api.call('gateway', 'GET', '/webhook/events', {});
+      const deliveries = await api.call('gateway', 'GET', '/webhook/deliveries', { headers: a });
+      await api.call('gateway', 'GET', '/webhook/deliveries', {});
+      const did = deliveries.body?.data?.[0]?.id ?? deliveries.body?.data?.[0]?.delivery_id ?? 'none';
+      await api.call('gateway', 'GET', '/webhook/deliveries/{delivery_id}', { headers: a, path: { delivery_id: did } });
+      await api.call('gateway', 'GET', '/webhook/deliveries/{delivery_id}', { headers: a, path: { delivery_id: 'wd_none' } });
+      const eid = events.body?.data?.[0]?.id ?? events.body?.data?.[0]?.event_id ?? 'none';
+      await api.call('gateway', 'POST', '/webhook/events/{event_id}/redeliver', { headers: a, path: { event_id: eid }, json: {} });
+      await api.call('gateway', 'POST', '/webhook/events/{event_id}/redeliver', { headers: a, path: { event_id: 'evt_none' }, json: {} });
+      await api.call('gateway', 'DELETE', '/webhook/endpoints/{endpoint_id}', { headers: a, path: { endpoint_id: id } });
+      await api.call('gateway', 'DELETE', '/webhook/endpoints/{endpoint_id}', { headers: a, path: { endpoint_id: 'we_none' } });
+
+      const base = '/merchand/billing';
+      const sub = await api.call('gateway', 'POST', `${base}/subscribe`, { headers: { ...a, 'x-idempotency-key': randomUUID() }, json: {
+        customer_email: 'docs@example.com', customer_phone: `+${server.demo.sandbox.msisdn.success}`, amount: 1000, currency, frequency: 'MONTHLY', provider } });
+      await api.call('gateway', 'POST', `${base}/subscribe`, { headers: { ...a, 'x-idempotency-key': randomUUID() }, json: {} });
+      const sref = sub.body?.data?.reference ?? sub.body?.data?.subscription?.reference ?? server.demo.subscriptions?.[0]?.reference ?? 'none';
+      await api.call('gateway', 'GET', `${base}/subscriptions`, { headers: a });
+      await api.call('gateway', 'GET', `${base}/subscriptions`, { headers: a, query: { status: 'NOPE' } });
+      for (const t of ['/subscriptions/detail/{reference}', '/subscriptions/payments/{reference}']) {
+        await api.call('gateway', 'GET', base + t, { headers: a, path: { reference: sref } });
+        await api.call('gateway', 'GET', base + t, { headers: a, path: { reference: 'SUB-none' } });
+      }
+      for (const t of ['/subscriptions/mandate/{reference}', '/subscriptions/test-clock/{reference}', '/subscriptions/suspend/{reference}',
+        '/subscriptions/reactivate/{reference}', '/subscriptions/cancel/{reference}']) {
+        const body = t.includes('test-clock') ? { advance: 'P1D' } : t.includes('mandate') ? { wallet: `+${server.demo.sandbox.msisdn.success}` } : {};
+        await api.call('gateway', 'POST', base + t, { headers: a, path: { reference: sref }, json: body });
+        await api.call('gateway', 'POST', base + t, { headers: a, path: { reference: 'SUB-none' }, json: {} });
+      }
+      await api.call('checkout', 'GET', '/mandate/{token}', { path: { token: 'none' } });
+      await api.call('checkout', 'POST', '/mandate/{token}', { path: { token: 'none' }, form: {} });
+    });
+
+    test('the link API', async () => {
+      const key = { 'x-api-key': server.demo.link_api_key };
+      const wl = server.demo.wallet_link;
+      for (const method of ['GET', 'POST']) {
+        await api.call('link', method, '/api/agent/link/status', { headers: key, ...(method === 'GET' ? { query: { apikey: wl.apikey } } : { json: { apikey: wl.apikey } }) });
+        await api.call('link', method, '/api/agent/link/status', { headers: key, ...(method === 'GET' ? { query: { apikey: 'none' } } : { json: { apikey: 'none' } }) });
+        await api.call('link', method, '/api/agent/link/new', { headers: key, ...(method === 'GET' ? { query: { email: 'x' } } : { json: { email: 'x' } }) });
+      }
+      const fresh = await api.call('link', 'POST', '/api/agent/link/new', { headers: key, json: {
+        email: 'docs@example.com', phone: '690000077', phoneCountry: '+237' } });
+      await api.call('link', 'GET', '/api/agent/link/new', { headers: key, query: {
+        email: 'docs2@example.com', phone: '690000078', phoneCountry: '+237' } });
+      const freshKey = fresh.body?.data?.apikey;
+      if (freshKey) {
+        const msgs = await api.call('gateway', 'GET', '/sandbox/messages', { headers: auth(), query: { phone: '+237690000077' } });
+        const code = msgs.body?.data?.[0] && otpOf(msgs.body.data[0].body);
+        await api.call('link', 'POST', '/api/agent/link/confirm', { headers: key, json: { apikey: freshKey, otp: code } });
+        await api.call('link', 'POST', '/api/agent/link/unlink', { headers: key, json: { apikey: freshKey } });
+      }
+      await api.call('link', 'POST', '/api/agent/link/confirm', { headers: key, json: { apikey: 'none', otp: '000000' } });
+      await api.call('link', 'POST', '/api/agent/link/unlink', { headers: key, json: { apikey: 'none' } });
+      const ops = {
+        charge: { amount: 100, transaction_uuid: randomUUID() },
+        payout: { amount: 100, transaction_uuid: randomUUID() },
+        topup: { amount: 100, transaction_uuid: randomUUID(), provider: server.demo.sandbox.provider },
+        withdraw: { amount: 100, transaction_uuid: randomUUID(), provider: server.demo.sandbox.provider },
+        init: { amount: 100, transaction_uuid: randomUUID() },
+      };
+      for (const [name, body] of Object.entries(ops)) {
+        await api.call('link', 'POST', `/api/agent/link/${name}`, { headers: key, json: { apikey: wl.apikey, ...body } });
+        await api.call('link', 'POST', `/api/agent/link/${name}`, { headers: key, json: { apikey: 'none' } });
+      }
+      // Beyond the consent: the payment waits for the user's code (needs_otp), read and approved.
+      const big = await api.call('link', 'POST', '/api/agent/link/init', { headers: key, json: { apikey: wl.apikey, amount: 10_000_000, transaction_uuid: randomUUID() } });
+      await api.call('link', 'POST', '/api/agent/link/approve', { headers: key, json: { apikey: wl.apikey, transaction_reference: big.body?.data?.transaction_reference ?? 'x', otp: '123456' } });
+      await api.call('link', 'POST', '/api/agent/link/approve', { headers: key, json: { apikey: 'none' } });
+      await api.call('link', 'POST', '/api/agent/link/fiat-distribution', { headers: key, json: { transaction_uuid: randomUUID(), currency: 'XAF', distribution: [{ apikey: wl.apikey, amount: 100 }] } });
+      await api.call('link', 'POST', '/api/agent/link/fiat-distribution', { headers: key, json: {} });
+    });
+
+    test('identity: token, revoke, introspect, pages, keys and discovery', async () => {
+      const client = { client_id: m.client_id, client_secret: m.client_secret };
+      const t = await api.call('identity', 'POST', '/oauth/v2/token', { json: { grant_type: 'client_credentials', ...client, scope: 'payments' } });
+      assert.equal(t.status, 200, t.text);
+      await api.call('identity', 'POST', '/oauth/v2/token', { form: { grant_type: 'client_credentials', client_id: m.client_id, client_secret: 'wrong' } });
+      await api.call('identity', 'POST', '/oauth/v2/token', { json: { grant_type: 'password' } });
+      await api.call('identity', 'POST', '/oauth/v2/introspect', { json: { token: t.body.access_token, ...client } });
+      await api.call('identity', 'POST', '/oauth/v2/introspect', { json: { ...client } });
+      await api.call('identity', 'POST', '/oauth/v2/revoke', { json: { token: t.body.refresh_token ?? t.body.access_token, ...client } });
+      await api.call('identity', 'POST', '/oauth/v2/revoke', { json: { token: 'x', client_id: m.client_id, client_secret: 'wrong' } });
+      await api.call('identity', 'GET', '/oauth/v2/userinfo', {});
+      await api.call('identity', 'POST', '/oauth/v2/userinfo', {});
+      for (const p of ['/oauth/v2/jwks', '/.well-known/jwks.json', '/.well-known/openid-configuration', '/.well-known/oauth-authorization-server', '/openapi.json'])
+        await api.call('identity', 'GET', p, {});
+      await api.call('identity', 'GET', '/oauth/v2/authorize', { query: { client_id: 'nope', response_type: 'code' } });
+      const pc = server.demo.public_client;
+      if (pc) await api.call('identity', 'GET', '/oauth/v2/authorize', { query: { client_id: pc.client_id, response_type: 'code', redirect_uri: pc.redirect_uri ?? pc.redirect_uris?.[0], scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256', state: 's' } });
+      await api.call('identity', 'POST', '/oauth/v2/authorize', { form: {} });
+      await api.call('identity', 'GET', '/signup', {});
+      await api.call('identity', 'POST', '/signup', { form: {} });
+      await api.call('identity', 'GET', '/logout', {});
+    });
+
+    test('hosted checkout: open, pages, return', async () => {
+      const services = (await api.call('gateway', 'GET', '/service/list', { headers: auth() })).body.data;
+      const currency = services.find((s) => s.code === server.demo.sandbox.provider).currency;
+      const order = { orderId: `docs-${randomUUID()}`, amount: 2500, currency, description: 'Docs order', shopName: 'Docs shop', successUrl: 'https://shop.example/ok', failureUrl: 'https://shop.example/ko' };
+      const opened = await api.call('checkout', 'POST', '/', { json: { apiKey: m.api_key, ...order } });
+      assert.equal(opened.status, 201, opened.text);
+      await api.call('checkout', 'POST', '/', { json: { apiKey: m.api_key, ...order } });
+      await api.call('checkout', 'POST', '/', { form: { apiKey: m.api_key, ...order, orderId: `docs-${randomUUID()}`, amount: '2500' } });
+      await api.call('checkout', 'POST', '/', { json: { apiKey: 'wrong', ...order } });
+      await api.call('checkout', 'POST', '/', { json: { apiKey: m.api_key, amount: 'x' } });
+      const ref = opened.body.data.reference;
+      await api.call('checkout', 'GET', '/session/{reference}', { path: { reference: ref } });
+      await api.call('checkout', 'GET', '/session/{reference}', { path: { reference: 'chk_none' } });
+      await api.call('checkout', 'POST', '/session/{reference}', { path: { reference: ref }, form: { provider: server.demo.sandbox.provider, phone: 'x' } });
+      await api.call('checkout', 'POST', '/session/{reference}', { path: { reference: 'chk_none' }, form: {} });
+      await api.call('checkout', 'GET', '/session/{reference}/return', { path: { reference: ref } });
+      await api.call('checkout', 'POST', '/session/{reference}/cancel', { path: { reference: ref }, form: {} });
+      await api.call('checkout', 'GET', '/session/{reference}/return', { path: { reference: ref } });
+      await api.call('checkout', 'POST', '/session/{reference}/cancel', { path: { reference: 'chk_none' }, form: {} });
+      await api.call('checkout', 'GET', '/session/{reference}/return', { path: { reference: 'chk_none' } });
+      await api.call('checkout', 'GET', '/page.js', {});
+      await api.call('checkout', 'GET', '/button.js', {});
+      await api.call('checkout', 'GET', '/openapi.json', {});
+      await api.call('checkout', 'GET', '/wallet', {});
+      await api.call('checkout', 'POST', '/wallet', { form: { action: 'nope' } });
+      await api.call('checkout', 'GET', '/wallet/login', {});
+      await api.call('checkout', 'GET', '/wallet/callback', {});
+      await api.call('checkout', 'GET', '/confirm/{reference}', { path: { reference: 'TX-none' } });
+      await api.call('checkout', 'POST', '/confirm/{reference}', { path: { reference: 'TX-none' }, form: {} });
+    });
+
+    test('every response matched its document, and every documented operation was exercised', () => {
+      assert.deepEqual(api.problems, [], api.problems.join('\n'));
+      const missing = api.unexercised();
+      assert.deepEqual(missing, [], missing.join('\n'));
+    });
+  });
+}
