@@ -59,8 +59,11 @@ constexpr std::string_view kStyle =
     ".cards thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}"
     ".cards,.cards tbody,.cards tr,.cards td{display:block}.cards tr{border-bottom:2px solid #bbb;"
     "padding:.3rem 0}.cards td{border:0;display:flex;justify-content:space-between;gap:1rem;text-align:right;"
-    "padding:.2rem .5rem}.cards td::before{content:attr(data-label);font-weight:600;text-align:left;color:#333}"
+    "padding:.2rem .5rem}.cards "
+    "td::before{content:attr(data-label);font-weight:600;text-align:left;color:#333;flex:none;"
+    "white-space:nowrap}.cards caption{display:block;text-align:left}"
     "@media(min-width:48rem){details.menu-phone{display:none}.menu-wide{display:flex}"
+    ".cards caption{display:table-caption}"
     ".cards thead{position:static;width:auto;height:auto;overflow:visible;clip-path:none}"
     ".cards{display:table}.cards thead{display:table-header-group}.cards tbody{display:table-row-group}"
     ".cards tr{display:table-row;border:0}.cards td{display:table-cell;border-bottom:1px solid #ddd;"
@@ -70,7 +73,8 @@ constexpr std::string_view kStyle =
     ".filters{display:grid;grid-template-columns:repeat(auto-fill,minmax(10rem,1fr));gap:0 .75rem}"
     ".secret{font-family:monospace;word-break:break-all;background:#fff7d6;padding:.5rem}"
     "form.inline{display:inline}form.inline button{width:auto;margin:0;padding:.3rem .7rem}"
-    "summary{cursor:pointer;font-weight:600;margin-top:.75rem}</style>";
+    "summary{cursor:pointer;font-weight:600;margin-top:.75rem}.vh{position:absolute;width:1px;height:1px;"
+    "overflow:hidden;clip-path:inset(50%);white-space:nowrap}</style>";
 
 // The text of an HTML fragment without its tags.
 std::string text_of(std::string_view html) {
@@ -90,8 +94,8 @@ std::string text_of(std::string_view html) {
 // Gives every body cell of every table the text of its column's header (data-label, shown
 // before the value when rows are cards), and makes each scrolling table region reachable from
 // the keyboard with a name (tabindex=0, role=region, aria-label: the page's title, numbered
-// from the second).
-std::string label_cells(std::string_view html, std::string_view title) {
+// from the second). A header cell left empty (a column of buttons) is named `actions`.
+std::string label_cells(std::string_view html, std::string_view title, std::string_view actions) {
   std::string out;
   out.reserve(html.size() + html.size() / 8);
   int regions = 0;
@@ -121,13 +125,17 @@ std::string label_cells(std::string_view html, std::string_view title) {
         const std::size_t close = t.find("</th>", open_end);
         if (open_end == std::string_view::npos || close == std::string_view::npos) break;
         if (t.substr(th, 6) == "<thead") continue;
-        labels.push_back(text_of(t.substr(open_end + 1, close - open_end - 1)));
+        std::string label = text_of(t.substr(open_end + 1, close - open_end - 1));
+        labels.push_back(label.empty() ? std::string(actions) : label);
       }
     std::size_t column = 0;
     std::size_t at = 0;
     const std::size_t body_start = head_end == std::string_view::npos ? 0 : head_end;
     std::string head(t.substr(0, body_start));
     if (!labels.empty()) head.insert(std::string_view("<table").size(), " class=\"cards\"");
+    // A column of buttons has a header too (hidden), for screen readers and the cards.
+    for (std::size_t at_th = head.find("<th></th>"); at_th != std::string::npos; at_th = head.find("<th></th>", at_th))
+      head.replace(at_th, 9, "<th><span class=\"vh\">" + escape(actions) + "</span></th>");
     out += head;
     at = body_start;
     while (at < t.size()) {
@@ -314,7 +322,7 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
   std::string nav = "<nav class=\"dsh\" aria-label=\"" + std::string(c.t("Menu principal", "Main menu")) + "\">";
   nav += "<div class=\"menu menu-wide\">" + menu + "</div><details class=\"menu-phone\"><summary>" +
          std::string(c.t("Menu", "Menu")) + "</summary><div class=\"menu\">" + menu + "</div></details></nav>";
-  std::string labelled = label_cells(body, title);
+  std::string labelled = label_cells(body, title, c.t("Actions", "Actions"));
   return bare_page(req, std::move(title), nav + labelled, status);
 }
 

@@ -9,12 +9,25 @@ const require = createRequire(import.meta.url);
 const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 // The axe-core violations of the page as "rule: selectors" lines (WCAG 2 A/AA and best practices).
+// axe needs JavaScript: a page opened without it is checked as a twin, the same URL opened with
+// the same cookies and viewport in a context with JavaScript (the server renders the same HTML).
 export async function axeViolations(page) {
-  if (!(await page.evaluate(() => typeof window.axe === 'object'))) await page.evaluate(axeSource);
-  return page.evaluate(async () => {
-    const result = await window.axe.run(document, { resultTypes: ['violations'] });
-    return result.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-  });
+  let target = page, twin = null;
+  if (page.context()._options?.javaScriptEnabled === false) {
+    twin = await page.context().browser().newContext({ viewport: page.viewportSize(),
+      storageState: await page.context().storageState() });
+    target = await twin.newPage();
+    await target.goto(page.url());
+  }
+  try {
+    if (!(await target.evaluate(() => typeof window.axe === 'object'))) await target.evaluate(axeSource);
+    return await target.evaluate(async () => {
+      const result = await window.axe.run(document, { resultTypes: ['violations'] });
+      return result.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+    });
+  } finally {
+    if (twin) await twin.close();
+  }
 }
 
 // Asserts the page standards on the page as it is now; `what` names it in messages.
