@@ -50,10 +50,12 @@ std::string path_of(std::string_view url) {
 // 48rem the menu is a line of links and tables are tables (scrolling inside their own region
 // when wider than the screen). Status badges; contrast stays at WCAG AA.
 constexpr std::string_view kStyle =
-    "<style>main{max-width:72rem;overflow-wrap:anywhere}nav.dsh{padding:.5rem 1rem;background:#fff;"
+    "<style>main{max-width:72rem;overflow-wrap:anywhere}nav.dsh{display:flex;align-items:flex-start;"
+    "gap:.5rem 1rem;padding:.5rem 1rem;background:#fff;"
     "border-bottom:1px solid #ccc}nav.dsh a{color:#0b3d2e;font-weight:600}nav.dsh form{margin:0}"
     "nav.dsh button{width:auto;margin:0;padding:.2rem .6rem}.menu{display:flex;flex-wrap:wrap;gap:.4rem .9rem;"
-    "align-items:center}details.menu-phone .menu{padding:.5rem 0}details.menu-phone summary{margin:0}"
+    "align-items:center;flex:1}details.menu-phone{flex:1}details.menu-phone .menu{padding:.5rem 0}"
+    "details.menu-phone summary{margin:0;padding:.2rem 0}"
     ".menu-wide{display:none}.scroll{overflow-x:auto}table{border-collapse:collapse;width:100%;background:#fff}"
     "th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid #ddd}td.num,th.num{text-align:right}"
     ".cards thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}"
@@ -317,11 +319,12 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
   menu += " · " + escape(web::role_name(c.principal.role)) + " · " + escape(c.t("heures en ", "times in ")) +
           escape(c.zone) + " (" + escape(tz::offset_label(tz::find(c.zone) ? tz::find(c.zone)->offset_minutes : 0)) +
           ")</span>";
-  menu += "<form method=\"post\" action=\"" + escape(path("/logout")) + "\">" + c.csrf_field() +
-          "<button class=\"secondary\">" + escape(c.t("Se déconnecter", "Sign out")) + "</button></form>";
   std::string nav = "<nav class=\"dsh\" aria-label=\"" + std::string(c.t("Menu principal", "Main menu")) + "\">";
   nav += "<div class=\"menu menu-wide\">" + menu + "</div><details class=\"menu-phone\"><summary>" +
-         std::string(c.t("Menu", "Menu")) + "</summary><div class=\"menu\">" + menu + "</div></details></nav>";
+         std::string(c.t("Menu", "Menu")) + "</summary><div class=\"menu\">" + menu + "</div></details>";
+  // Signing out stays in view (once) beside the folded menu.
+  nav += "<form method=\"post\" action=\"" + escape(path("/logout")) + "\">" + c.csrf_field() +
+         "<button class=\"secondary\">" + escape(c.t("Se déconnecter", "Sign out")) + "</button></form></nav>";
   std::string labelled = label_cells(body, title, c.t("Actions", "Actions"));
   return bare_page(req, std::move(title), nav + labelled, status);
 }
