@@ -10,15 +10,42 @@
 #include "core/json.hpp"
 #include "dashboard/service.hpp"
 #include "identity/service.hpp"
+#include "limits/local.hpp"
 #include "links/service.hpp"
 #include "payments/service.hpp"
 #include "wallets/service.hpp"
 #include "web/envelope.hpp"
+#include "web/html.hpp"
 #include "webhooks/service.hpp"
 
 namespace sika::app {
 
 namespace {
+
+// GET /robots.txt: every mounted surface is disallowed; 60 answers per address per minute on
+// each node (a local limiter: the route is read-only and cheap).
+web::Handler robots_handler(const Config& config) {
+  std::string body = "User-agent: *\n";
+  for (web::Surface s : {web::Surface::checkout, web::Surface::gateway, web::Surface::identity, web::Surface::link,
+                         web::Surface::dashboard}) {
+    std::string m = config.mount(s);
+    while (!m.empty() && m.back() == '/') m.pop_back();
+    body += "Disallow: " + m + "/\n";
+  }
+  auto limiter = std::make_shared<limits::LocalLimiter>(100'000);
+  return [body = std::move(body), limiter](web::Request& req) {
+    static const limits::Policy kPolicy{.limit = 60, .window_ms = 60'000, .name = "robots_per_address"};
+    const limits::Decision d = limiter->hit(req.remote_ip, kPolicy);
+    if (!d.allowed) {
+      web::Response res = web::Response::text(429, "Too many requests\n");
+      res.set("Retry-After", std::to_string((d.retry_after_ms + 999) / 1000));
+      return res;
+    }
+    web::Response res = web::Response::text(200, body);
+    res.set("Cache-Control", "public, max-age=3600");
+    return res;
+  };
+}
 
 web::CorsPolicy cors_from(const std::string& origins) {
   web::CorsPolicy p;
@@ -80,6 +107,10 @@ void build_routes(web::Router& r, Context& ctx) {
                      : web::Response::json(503, R"({"status":"not_ready","database":"unreachable"})");
          },
          web::open_access(), "Readiness: 200 only once started and while the database answers"});
+
+  // Search engines: no customer page, API or dashboard is for them (docs/http.md).
+  r.add({Surface::system, "GET", "/robots.txt", robots_handler(ctx.config), web::open_access(),
+         "Tells crawlers to stay out of every surface (rate-limited per address)"});
 
   if (ctx.config.get_bool("metrics.enabled"))
     // Open at the router: the handler itself admits metrics.token or loopback peers (docs/metrics.md).
@@ -367,6 +398,9 @@ void build_routes(web::Router& r, Context& ctx) {
     r.add(
         openapi_route(ctx, Surface::checkout, &openapi_checkout_document, "The hosted checkout's OpenAPI 3 document"));
   }
+  // The script of the pages that wait for a payment (checkout, confirmation, payment link).
+  r.add({Surface::checkout, "GET", "/live.js", [](web::Request&) { return web::html::live_script(); },
+         web::open_access(), "Status polling of the customer pages (web::html::live_html)", /*non_blocking=*/true});
 
   // ---- webhooks ----------------------------------------------------------------------------
   if (ctx.webhooks) {
@@ -427,6 +461,9 @@ void build_routes(web::Router& r, Context& ctx) {
     r.add({Surface::dashboard, "GET", "/audit", dsh(&Dsh::audit), member, "Audit log (owners and operators)"});
     r.add({Surface::dashboard, "GET", "/security", dsh(&Dsh::security), member, "Two-factor authentication status"});
     r.add({Surface::dashboard, "POST", "/security/totp", dsh(&Dsh::security_enrol), member, "Turns on TOTP"});
+    r.add({Surface::dashboard, "GET", "/settings", dsh(&Dsh::settings), member, "The merchant's time zone"});
+    r.add({Surface::dashboard, "POST", "/settings", dsh(&Dsh::settings_submit), member,
+           "Sets the merchant's time zone (owners)"});
     r.add({Surface::dashboard, "GET", "/transactions", dsh(&Dsh::transactions), member,
            "Transactions: filters, search, keyset pages"});
     r.add({Surface::dashboard, "GET", "/transactions.csv", dsh(&Dsh::transactions_csv), member,

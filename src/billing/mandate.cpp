@@ -284,7 +284,8 @@ web::Response render_mandate(const web::Request& req, const Result<Mandate>& fou
   if (!notice.empty()) b += "<p role=\"status\"><strong>" + escape(notice) + "</strong></p>";
   b += "<p>" + escape(t.intro) + "</p><dl>";
   b += "<dt>" + escape(t.cap) + "</dt><dd>" + escape(money::format(m.cap, m.currency)) + "</dd>";
-  b += "<dt>" + escape(t.frequency) + "</dt><dd>" + escape(std::string(to_string(m.frequency))) + "</dd>";
+  b += "<dt>" + escape(t.frequency) + "</dt><dd>" + escape(web::html::state_words(to_string(m.frequency), locale)) +
+       "</dd>";
   b += "<dt>" + escape(t.wallet) + "</dt><dd>" + escape(masked(m.wallet)) + "</dd>";
   b += "<dt>" + escape(t.status) + "</dt><dd>" +
        escape(m.status == kMandatePending  ? t.is_pending

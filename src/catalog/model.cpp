@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace sika::catalog {
 
@@ -34,6 +35,61 @@ std::string_view Country::dialling_digits() const {
   std::string_view d = dialling_code;
   if (!d.empty() && d.front() == '+') d.remove_prefix(1);
   return d;
+}
+
+std::string Country::example_msisdn() const {
+  std::string national;
+  char next = '1';
+  auto digit = [&] {
+    national.push_back(next);
+    next = next == '9' ? '0' : static_cast<char>(next + 1);
+  };
+  const std::string_view p = msisdn_pattern;
+  for (std::size_t i = 0; i < p.size();) {
+    std::string one;  // what one step of the pattern writes
+    bool any_digit = false;
+    if (p[i] >= '0' && p[i] <= '9') {
+      one = p.substr(i, 1);
+      ++i;
+    } else if (p[i] == '[') {
+      const std::size_t end = p.find(']', i);
+      if (end == std::string_view::npos || end == i + 1) break;
+      one = p.substr(i + 1, 1);
+      i = end + 1;
+    } else if (p.substr(i, 2) == "\\d") {
+      any_digit = true;
+      i += 2;
+    } else {
+      break;  // an alternation or a group: the rest is filled with digits
+    }
+    std::size_t times = 1;
+    if (i < p.size() && p[i] == '{') {
+      const std::size_t end = p.find_first_of(",}", i);
+      if (end == std::string_view::npos) break;
+      times = static_cast<std::size_t>(std::atoi(std::string(p.substr(i + 1, end - i - 1)).c_str()));
+      i = p.find('}', i) + 1;
+      if (i == 0) break;
+    }
+    for (std::size_t k = 0; k < times; ++k)
+      if (any_digit)
+        digit();
+      else
+        national.append(one);
+  }
+  const auto length = static_cast<std::size_t>(msisdn_length > 0 ? msisdn_length : 9);
+  while (national.size() < length) digit();
+  national.resize(length);
+  return dialling_code + " " + national;
+}
+
+const Country* Catalog::country_for(std::string_view currency, const std::vector<std::string>& countries) const {
+  const Country* first = nullptr;
+  for (const auto& code : countries)
+    if (const Country* c = country(code)) {
+      if (c->currency == currency) return c;
+      if (!first) first = c;
+    }
+  return first;
 }
 
 double PricingRule::fee_value() const {

@@ -47,6 +47,10 @@ struct Country {
   const std::string& name(i18n::Locale locale) const { return locale == i18n::Locale::fr ? name_fr : name_en; }
   // Returns the dialling code without its '+', e.g. "237".
   std::string_view dialling_digits() const;
+  // An example mobile number for forms, "+237 612345678": the dialling code and a national
+  // number of msisdn_length digits that follows msisdn_pattern (its first choice at each
+  // class, 1 2 3 … for each \d).
+  std::string example_msisdn() const;
   bool operator==(const Country&) const = default;
 };
 
@@ -134,6 +138,10 @@ class Catalog {
   const PricingRule* rule_by_id(std::int64_t id) const;
   // Pricing rules of a country, by id.
   const std::vector<const PricingRule*>& rules_of(std::int64_t country_id) const;
+
+  // The first of `countries` (alpha-3) whose currency is `currency`, else the first of
+  // `countries` the catalog knows, else nullptr: the country a page in `currency` speaks to.
+  const Country* country_for(std::string_view currency, const std::vector<std::string>& countries) const;
 
   // Returns true iff the service, its provider and its country are all active.
   bool usable(const PaymentService& s) const;

@@ -3,8 +3,8 @@
 // their fee and total, the phone number (prefilled from `customer`), the OTP step when the
 // method needs a code, the payment's status refreshing itself until it ends, another method
 // after a failure, and cancel (back to failureUrl). Plain forms: usable without JavaScript;
-// /page.js only counts the expiry down. Links are relative, so the page works under any mount
-// prefix of the checkout surface.
+// /page.js counts the expiry down, /live.js follows a payment on its way (web::html::live_html). Links are relative, so
+// the page works under any mount prefix of the checkout surface.
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
 
@@ -14,6 +14,7 @@
 #include "checkout/service.hpp"
 #include "core/money.hpp"
 #include "core/time.hpp"
+#include "core/time_zone.hpp"
 #include "web/envelope.hpp"
 #include "web/html.hpp"
 
@@ -60,7 +61,7 @@ constexpr Texts kFr{
     "Total à payer",
     "Moyen de paiement",
     "Numéro de téléphone",
-    "avec l'indicatif du pays, ex. 237690000000",
+    "avec l'indicatif du pays, ex.",
     "Code à usage unique (OTP)",
     "pour l'obtenir :",
     "Payer",
@@ -87,7 +88,7 @@ constexpr Texts kEn{
     "Total to pay",
     "Payment method",
     "Phone number",
-    "with the country code, e.g. 237690000000",
+    "with the country code, e.g.",
     "One-time code (OTP)",
     "to get it:",
     "Pay",
@@ -235,6 +236,20 @@ std::string origin_of(std::string_view url) {
   return o;
 }
 
+// "à 14:35 UTC+1": the expiry in the merchant's time zone.
+std::string expiry_at(const Session& s, const merchant::Merchant& m, i18n::Locale l) {
+  return std::string(l == i18n::Locale::fr ? "à " : "at ") + tz::time_of_day(s.expires_at, merchant::time_zone_of(m));
+}
+
+// An example phone number of the country the session collects in (its area, else the
+// merchant's country of its currency).
+std::string example_phone(const std::shared_ptr<const catalog::Catalog>& cat, const Session& s,
+                          const std::vector<std::string>& countries) {
+  if (!cat) return "";
+  const catalog::Country* c = s.area.empty() ? cat->country_for(s.currency, countries) : cat->country(s.area);
+  return c ? c->example_msisdn() : "";
+}
+
 web::html::PagePolicy page_policy(const Session* s) {
   web::html::PagePolicy p;
   p.self_scripts = true;
@@ -304,7 +319,7 @@ web::Response Service::render(const web::Request& req, i18n::Locale locale, cons
   if (live)
     h += "<p class=\"muted\">" + escape(t.expires_in) + " <span id=\"countdown\" data-expires-at=\"" +
          std::to_string(s.expires_at) + "\">" + std::to_string((left_ms + 59'999) / 60'000) + " " + t.minutes +
-         "</span> (" + escape(iso8601(s.expires_at)) + ")</p>";
+         "</span> (" + escape(expiry_at(s, *m, locale)) + ")</p>";
   h += "</div>";
   page.extra_head_html =
       "<style>fieldset{border:0;padding:0;margin:0}.method{display:flex;gap:.6rem;align-items:flex-start;"
@@ -314,16 +329,25 @@ web::Response Service::render(const web::Request& req, i18n::Locale locale, cons
   const std::string cancel_form = "<form method=\"post\" action=\"" + ref + "/cancel" + lang +
                                   "\"><button type=\"submit\" class=\"secondary\">" + escape(t.cancel) +
                                   "</button></form>";
+  // A payment on its way: live.js follows it (web::html::live_html), no meta refresh.
+  page.live_state = tx ? std::string(payments::to_string(tx->status)) : std::string(s.status_at(now()));
   if (tx && tx->status == payments::TxStatus::completed) {
-    page.extra_head_html += "<meta http-equiv=\"refresh\" content=\"1;url=" + ref + "/return\">";
-    h += "<div class=\"card\"><p role=\"status\" class=\"ok\"><strong>" + escape(t.completed) + "</strong></p><p>" +
-         escape(tx->reference) + "</p><p><a href=\"" + ref + "/return\">" + escape(t.back) + "</a></p></div>";
-    return web::html::page_response(200, page, page_policy(&s));
+    h += web::html::live_html({.page_url = s.reference + lang,
+                               .script_src = "../live.js",
+                               .message_html = "<p class=\"ok\"><strong>" + escape(t.completed) + "</strong></p><p>" +
+                                               escape(tx->reference) + "</p>",
+                               .next_url = s.reference + "/return",
+                               .next_label = t.back},
+                              locale);
+    return web::html::page_response(200, page, web::html::live_policy(page_policy(&s)));
   }
   if (tx && tx->status == payments::TxStatus::pending) {
-    page.extra_head_html += "<meta http-equiv=\"refresh\" content=\"2\">";
-    h += "<div class=\"card\"><p role=\"status\">" + escape(t.waiting) + "</p></div>";
-    return web::html::page_response(200, page, page_policy(&s));
+    h += web::html::live_html({.state = page.live_state,
+                               .page_url = s.reference + lang,
+                               .script_src = "../live.js",
+                               .message_html = "<p>" + escape(t.waiting) + "</p>"},
+                              locale);
+    return web::html::page_response(200, page, web::html::live_policy(page_policy(&s)));
   }
   if (s.status == kCancelled || !live) {
     h += "<div class=\"card\"><p role=\"alert\">" + escape(s.status == kCancelled ? t.cancelled : t.expired) +
@@ -366,10 +390,12 @@ web::Response Service::render(const web::Request& req, i18n::Locale locale, cons
          escape(t.total) + " " + money::format(mt.total, mt.currency, true) + "</span></span></label>";
   }
   h += "</fieldset>";
-  h += "<label for=\"phone\">" + escape(t.phone) + " <small class=\"muted\">" + escape(t.phone_hint) +
+  const std::string example = example_phone(catalog_(), s, m->countries);
+  h += "<label for=\"phone\">" + escape(t.phone) + " <small class=\"muted\">" + escape(t.phone_hint) + " " +
+       escape(example) +
        "</small></label><input id=\"phone\" name=\"customer_phone\" type=\"tel\" inputmode=\"tel\" "
-       "autocomplete=\"tel\" required value=\"" +
-       escape(phone) + "\">";
+       "autocomplete=\"tel\" required placeholder=\"" +
+       escape(example) + "\" value=\"" + escape(phone) + "\">";
   auto picked = std::find_if(offered.begin(), offered.end(), [&](const Method& x) { return x.code == chosen; });
   if (otp_step || waiting_for_code) {
     const std::string& helper = picked != offered.end() ? picked->otp_helper : options_.otp_helper;

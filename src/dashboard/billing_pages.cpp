@@ -57,7 +57,7 @@ web::Response Service::payouts(web::Request& req) {
             "</th><th>" + std::string(c->t("Bénéficiaire", "Recipient")) + "</th><th>" +
             std::string(c->t("Service", "Service")) + "</th></tr></thead><tbody>";
     for (const auto& tx : result.items)
-      body += "<tr><td>" + when(tx.created_at) + "</td><td><a href=\"" +
+      body += "<tr><td>" + when(tx.created_at, c->zone) + "</td><td><a href=\"" +
               escape(path("/transactions/" + web::percent_encode(tx.reference))) + "\">" + escape(tx.reference) +
               "</a></td><td>" + badge(payments::to_string(tx.status)) + "</td><td class=\"num\">" +
               escape(money::format(tx.amount, tx.currency)) + "</td><td>" + escape(tx.customer_wallet) + "</td><td>" +
@@ -75,7 +75,9 @@ namespace {
 constexpr std::int64_t kPageSize = 50;
 constexpr std::int64_t kDayMs = 86'400'000;
 
-std::string optional_when(const std::optional<std::int64_t>& at) { return at ? when(*at) : "—"; }
+std::string optional_when(const std::optional<std::int64_t>& at, std::string_view zone) {
+  return at ? when(*at, zone) : "—";
+}
 
 }  // namespace
 
@@ -116,7 +118,7 @@ web::Response Service::subscriptions(web::Request& req) {
       body += "<tr><td><a href=\"" + escape(path("/subscriptions/" + web::percent_encode(s.reference))) + "\">" +
               escape(s.reference) + "</a></td><td>" + escape(s.customer_email) + "</td><td class=\"num\">" +
               escape(money::format(s.amount, s.currency)) + "</td><td>" + escape(billing::to_string(s.frequency)) +
-              "</td><td>" + badge(s.status) + "</td><td>" + optional_when(s.next_payment_at) + "</td></tr>";
+              "</td><td>" + badge(s.status) + "</td><td>" + optional_when(s.next_payment_at, c->zone) + "</td></tr>";
     body += "</tbody></table></div>";
   }
   if (f.offset + kPageSize < total)
@@ -145,8 +147,8 @@ web::Response Service::subscription(web::Request& req) {
       "</p><p class=\"amount\">" + escape(money::format(s->amount, s->currency)) + " · " +
       escape(billing::to_string(s->frequency)) + "</p><p>" + escape(s->customer_email) +
       (s->customer_phone ? " · " + escape(*s->customer_phone) : "") + "</p><p>" +
-      std::string(c->t("Prochain paiement", "Next payment")) + " " + optional_when(s->next_payment_at) + " · " +
-      std::string(c->t("cycle", "cycle")) + " " + std::to_string(s->next_cycle) + "</p>";
+      std::string(c->t("Prochain paiement", "Next payment")) + " " + optional_when(s->next_payment_at, c->zone) +
+      " · " + std::string(c->t("cycle", "cycle")) + " " + std::to_string(s->next_cycle) + "</p>";
   if (!s->description.empty()) body += "<p>" + escape(s->description) + "</p>";
   body += "</section>";
   if (c->principal.can_change()) {
@@ -183,8 +185,8 @@ web::Response Service::subscription(web::Request& req) {
           "</th><th>" + std::string(c->t("Essais", "Attempts")) + "</th><th>" +
           std::string(c->t("Transaction", "Transaction")) + "</th></tr></thead><tbody>";
   for (const auto& p : paid->first) {
-    body += "<tr><td>" + std::to_string(p.cycle) + "</td><td>" + when(p.due_at) + "</td><td>" + badge(p.status) +
-            "</td><td class=\"num\">" + escape(money::format(p.amount, p.currency)) + "</td><td>" +
+    body += "<tr><td>" + std::to_string(p.cycle) + "</td><td>" + when(p.due_at, c->zone) + "</td><td>" +
+            badge(p.status) + "</td><td class=\"num\">" + escape(money::format(p.amount, p.currency)) + "</td><td>" +
             std::to_string(p.attempts) + "</td><td>";
     if (p.payment_intent_reference)
       body += "<a href=\"" + escape(path("/transactions/" + web::percent_encode(*p.payment_intent_reference))) + "\">" +

@@ -49,7 +49,7 @@ web::Response Service::checkout_sessions(web::Request& req) {
             "</th><th>" + std::string(c->t("Essais", "Attempts")) + "</th></tr></thead><tbody>";
     const std::int64_t at = now();
     for (const auto& s : *sessions)
-      body += "<tr><td>" + when(s.created_at) + "</td><td><a href=\"" +
+      body += "<tr><td>" + when(s.created_at, c->zone) + "</td><td><a href=\"" +
               escape(path("/checkout/" + web::percent_encode(s.reference))) + "\">" + escape(s.order_id) +
               "</a></td><td>" + badge(s.status_at(at)) + "</td><td class=\"num\">" +
               escape(money::format(s.amount, s.currency)) + "</td><td>" + std::to_string(s.attempt) + "</td></tr>";
@@ -81,7 +81,8 @@ web::Response Service::checkout_session(web::Request& req) {
       row(c->t("Frais à la charge de", "Fee borne by"), s->fee_bearer) +
       row(c->t("Règlement", "Settlement"), s->settlement_mode) +
       row(c->t("Essais de paiement", "Payment attempts"), std::to_string(s->attempt)) +
-      row(c->t("Créée", "Created"), when(s->created_at)) + row(c->t("Expire", "Expires"), when(s->expires_at)) +
+      row(c->t("Créée", "Created"), when(s->created_at, c->zone)) +
+      row(c->t("Expire", "Expires"), when(s->expires_at, c->zone)) +
       row(c->t("Retour (succès)", "Return (success)"), s->success_url) +
       row(c->t("Retour (échec)", "Return (failure)"), s->failure_url) + "</tbody></table>";
   body += "</section>";

@@ -15,6 +15,7 @@ struct Service::Ctx {
   Session session;
   web::Principal principal;
   i18n::Locale locale = i18n::Locale::fr;
+  std::string zone = "UTC";  // the time zone of the pages' times: the merchant's (operators: UTC)
 
   bool fr() const { return locale == i18n::Locale::fr; }
   // The text in the caller's language.
@@ -47,7 +48,7 @@ Result<std::optional<std::int64_t>> before_cursor(const web::Request& req);
 std::string next_page_link(const Service::Ctx& c, const std::string& query);
 // A status as a badge ("COMPLETED", "ACTIVE"): escaped, with the status as its class.
 std::string badge(std::string_view status);
-// "2026-11-22 18:20" (UTC).
-std::string when(std::int64_t epoch_ms);
+// "2026-11-22 18:20" in `zone` (core/time_zone.hpp; the page names the zone in its menu).
+std::string when(std::int64_t epoch_ms, std::string_view zone = "UTC");
 
 }  // namespace sika::dashboard

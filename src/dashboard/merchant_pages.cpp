@@ -11,6 +11,7 @@
 #include "core/json.hpp"
 #include "core/money.hpp"
 #include "core/time.hpp"
+#include "core/time_zone.hpp"
 #include "dashboard/internal.hpp"
 #include "identity/model.hpp"
 #include "identity/service.hpp"
@@ -91,17 +92,58 @@ std::string option(std::string_view value, std::string_view label, std::string_v
          "</option>";
 }
 
-// A CSV cell: quoted when needed; a leading = + - @ is neutralised so spreadsheets do not run it.
-std::string csv_cell(std::string_view v) {
+// A CSV cell: quoted when it holds the separator, a quote or a line break; a leading = + - @ is
+// neutralised so spreadsheets do not run it.
+std::string csv_cell(std::string_view v, char separator) {
   std::string s(v);
   if (!s.empty() && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@')) s.insert(0, "'");
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  if (s.find_first_of("\"\n\r") == std::string::npos && s.find(separator) == std::string::npos) return s;
   std::string out = "\"";
   for (char ch : s) {
     if (ch == '"') out += '"';
     out += ch;
   }
   return out + "\"";
+}
+
+// The order id a transaction carries in its metadata (hosted checkout: "order_id"), or "".
+std::string order_id_of(const payments::Transaction& tx) {
+  if (tx.metadata.empty()) return "";
+  boost::system::error_code ec;
+  bj::value v = bj::parse(tx.metadata, ec);
+  if (ec || !v.is_object()) return "";
+  const bj::value* id = v.as_object().if_contains("order_id");
+  return id && id->is_string() ? std::string(id->as_string()) : "";
+}
+
+// How the CSV is written: `separator=comma|semicolon` (semicolon: what Excel opens in a French
+// locale) and `bom=1` (a UTF-8 byte order mark, so Excel reads the accents). Without them: comma,
+// no BOM (RFC 4180, what scripts expect); the page offers both links, Excel's first in French.
+struct CsvFormat {
+  char separator = ',';
+  bool bom = false;
+};
+Result<CsvFormat> csv_format(const web::Request& req) {
+  CsvFormat f;
+  json::FieldErrors errors;
+  if (auto sep = req.query_param("separator"); sep && !sep->empty()) {
+    if (*sep == "comma")
+      f.separator = ',';
+    else if (*sep == "semicolon")
+      f.separator = ';';
+    else
+      errors.add("separator", "must be comma or semicolon");
+  }
+  if (auto bom = req.query_param("bom"); bom && !bom->empty()) {
+    if (*bom == "1" || *bom == "true")
+      f.bom = true;
+    else if (*bom == "0" || *bom == "false")
+      f.bom = false;
+    else
+      errors.add("bom", "must be 1 or 0");
+  }
+  SIKA_TRY(errors.status());
+  return f;
 }
 
 }  // namespace
@@ -165,8 +207,12 @@ web::Response Service::transactions(web::Request& req) {
           "</label><input id=\"to\" name=\"to\" type=\"date\" value=\"" + escape(q("to")) + "\"></div>";
   body += "</div></details><button>" + std::string(c->t("Filtrer", "Filter")) + "</button></form>";
   const std::string fq = filter_query(req);
-  body += "<p><a id=\"csv\" href=\"" + escape(path("/transactions.csv") + (fq.empty() ? "" : "?" + fq)) + "\">" +
-          std::string(c->t("Exporter en CSV", "Export as CSV")) + "</a></p>";
+  const std::string csv_url = path("/transactions.csv") + "?" + fq + (fq.empty() ? "" : "&");
+  const std::string excel = "<a id=\"csv-excel\" href=\"" + escape(csv_url + "separator=semicolon&bom=1") + "\">" +
+                            std::string(c->t("Exporter pour Excel (CSV ;)", "Export for Excel (CSV ;)")) + "</a>";
+  const std::string plain = "<a id=\"csv\" href=\"" + escape(path("/transactions.csv") + (fq.empty() ? "" : "?" + fq)) +
+                            "\">" + std::string(c->t("Exporter en CSV (,)", "Export as CSV (,)")) + "</a>";
+  body += "<p>" + (c->fr() ? excel + " · " + plain : plain + " · " + excel) + "</p>";
   if (result.items.empty()) {
     body += "<p class=\"muted\">" + std::string(c->t("Aucune transaction.", "No transaction.")) + "</p>";
   } else {
@@ -176,7 +222,7 @@ web::Response Service::transactions(web::Request& req) {
             std::string(c->t("Montant", "Amount")) + "</th><th>" + std::string(c->t("Téléphone", "Phone")) +
             "</th><th>" + std::string(c->t("Service", "Service")) + "</th></tr></thead><tbody>";
     for (const auto& tx : result.items) {
-      body += "<tr><td>" + when(tx.created_at) + "</td><td><a href=\"" +
+      body += "<tr><td>" + when(tx.created_at, c->zone) + "</td><td><a href=\"" +
               escape(path("/transactions/" + web::percent_encode(tx.reference))) + "\">" + escape(tx.reference) +
               "</a></td><td>" + escape(tx.operation) + "</td><td>" + badge(payments::to_string(tx.status)) +
               "</td><td class=\"num\">" + escape(money::format(tx.amount, tx.currency)) + "</td><td>" +
@@ -197,12 +243,19 @@ web::Response Service::transactions_csv(web::Request& req) {
   // once the previous piece is written, so an export of any size holds one page in memory and
   // never one long transaction open. Rows created during the export are not in it (the first page
   // fixes the newest id); none is listed twice.
+  auto format = csv_format(req);
+  if (!format) return error_page(req, format.error());
   filter->limit = 500;
-  auto producer = [this, filter = std::move(*filter), header = true](std::string& out) mutable -> Result<bool> {
+  auto producer = [this, filter = std::move(*filter), header = true,
+                   f = *format](std::string& out) mutable -> Result<bool> {
+    const std::string sep(1, f.separator);
     if (header) {
-      out +=
-          "transaction_reference,created_at,operation,status,channel,service,amount_minor,currency,fee_minor,"
-          "customer_wallet,invoice_reference,provider_reference\r\n";
+      if (f.bom) out += "\xEF\xBB\xBF";
+      for (std::string_view name : {"transaction_reference", "created_at", "operation", "status", "channel", "service",
+                                    "amount_minor", "currency", "fee_minor", "customer_wallet", "invoice_reference",
+                                    "provider_reference", "order_id", "description"})
+        out += (name == "transaction_reference" ? "" : sep) + std::string(name);
+      out += "\r\n";
       header = false;
     }
     payments::queries::TransactionPage pg;
@@ -211,11 +264,13 @@ web::Response Service::transactions_csv(web::Request& req) {
       return {};
     }));
     for (const auto& tx : pg.items)
-      out += csv_cell(tx.reference) + "," + iso8601(tx.created_at) + "," + csv_cell(tx.operation) + "," +
-             std::string(payments::to_string(tx.status)) + "," + csv_cell(tx.channel) + "," +
-             csv_cell(tx.service_code) + "," + std::to_string(tx.amount) + "," + csv_cell(tx.currency) + "," +
-             std::to_string(tx.fee) + "," + csv_cell(tx.customer_wallet) + "," + csv_cell(tx.invoice_reference) + "," +
-             csv_cell(tx.provider_reference) + "\r\n";
+      out += csv_cell(tx.reference, f.separator) + sep + iso8601(tx.created_at) + sep +
+             csv_cell(tx.operation, f.separator) + sep + std::string(payments::to_string(tx.status)) + sep +
+             csv_cell(tx.channel, f.separator) + sep + csv_cell(tx.service_code, f.separator) + sep +
+             std::to_string(tx.amount) + sep + csv_cell(tx.currency, f.separator) + sep + std::to_string(tx.fee) + sep +
+             csv_cell(tx.customer_wallet, f.separator) + sep + csv_cell(tx.invoice_reference, f.separator) + sep +
+             csv_cell(tx.provider_reference, f.separator) + sep + csv_cell(order_id_of(tx), f.separator) + sep +
+             csv_cell(tx.description, f.separator) + "\r\n";
     filter.before = pg.next;
     return pg.next.has_value();
   };
@@ -255,14 +310,15 @@ web::Response Service::transaction(web::Request& req) {
       tx.operation == payments::kCollection && tx.connector == "sandbox")
     body += force_form(*c, path("/transactions/" + web::percent_encode(reference) + "/force"));
   body += "</section><section class=\"card\" aria-labelledby=\"tl\"><h2 id=\"tl\">" +
-          std::string(c->t("Chronologie", "Timeline")) + "</h2><ol id=\"timeline\"><li>" + when(tx.created_at) + " — " +
-          std::string(c->t("créée", "created")) + "</li>";
+          std::string(c->t("Chronologie", "Timeline")) + "</h2><ol id=\"timeline\"><li>" +
+          when(tx.created_at, c->zone) + " — " + std::string(c->t("créée", "created")) + "</li>";
   for (const auto& s : t.steps)
-    body += "<li>" + when(s.at) + " — " + escape(s.from) + " → " + badge(s.to) + " <span class=\"muted\">(" +
+    body += "<li>" + when(s.at, c->zone) + " — " + escape(s.from) + " → " + badge(s.to) + " <span class=\"muted\">(" +
             escape(s.source) + (s.reason ? ": " + escape(*s.reason) : "") + ")</span></li>";
   for (const auto& cb : t.callbacks)
-    body += "<li>" + when(cb.received_at) + " — " + std::string(c->t("rappel opérateur", "operator callback")) + " " +
-            escape(cb.connector) + ": " + escape(cb.reported_status) + " (" + escape(cb.outcome) + ")</li>";
+    body += "<li>" + when(cb.received_at, c->zone) + " — " +
+            std::string(c->t("rappel opérateur", "operator callback")) + " " + escape(cb.connector) + ": " +
+            escape(cb.reported_status) + " (" + escape(cb.outcome) + ")</li>";
   body += "</ol></section><section class=\"card\" aria-labelledby=\"le\"><h2 id=\"le\">" +
           std::string(c->t("Écritures comptables", "Ledger entries")) +
           "</h2><div class=\"scroll\"><table><thead><tr><th>" + std::string(c->t("Journal", "Journal")) + "</th><th>" +
@@ -281,7 +337,7 @@ web::Response Service::transaction(web::Request& req) {
             "</th><th>URL</th><th>" + std::string(c->t("Statut", "Status")) + "</th><th>" +
             std::string(c->t("Essais", "Attempts")) + "</th><th></th></tr></thead><tbody>";
     for (const auto& d : deliveries) {
-      body += "<tr><td>" + when(d.created_at) + "</td><td>" + escape(d.url) + "</td><td>" + escape(d.status) +
+      body += "<tr><td>" + when(d.created_at, c->zone) + "</td><td>" + escape(d.url) + "</td><td>" + escape(d.status) +
               (d.last_status_code ? " (" + std::to_string(*d.last_status_code) + ")" : "") + "</td><td>" +
               std::to_string(d.attempts) + "</td><td>";
       if (c->principal.can_change())
@@ -532,8 +588,9 @@ web::Response Service::developers(web::Request& req) {
           "</th><th>" + std::string(c->t("Révoquée", "Revoked")) + "</th><th></th></tr></thead><tbody>";
   for (const auto& k : keys) {
     body += "<tr><td><code>" + escape(k.display_prefix) + "…</code></td><td>" +
-            std::string(k.kind == merchant::KeyKind::link ? "link" : "merchant") + "</td><td>" + when(k.created_at) +
-            "</td><td>" + (k.revoked_at ? when(*k.revoked_at) : std::string()) + "</td><td>";
+            std::string(k.kind == merchant::KeyKind::link ? "link" : "merchant") + "</td><td>" +
+            when(k.created_at, c->zone) + "</td><td>" + (k.revoked_at ? when(*k.revoked_at, c->zone) : std::string()) +
+            "</td><td>";
     if (c->principal.can_change() && !k.revoked_at)
       body += "<form class=\"inline\" method=\"post\" action=\"" +
               escape(path("/developers/keys/" + std::to_string(k.id) + "/revoke")) + "\">" + c->csrf_field() +
@@ -715,6 +772,63 @@ Status Service::put_membership(const Ctx& c, std::int64_t merchant_id, std::stri
                  json::dump(bj::object{{"role", std::string(role_text)}})};
     return append_audit(conn, e);
   });
+}
+
+// ---- settings -----------------------------------------------------------------------------------
+
+web::Response Service::settings(web::Request& req) {
+  auto c = member_context(req, /*changes=*/false);
+  if (!c) return error_page(req, c.error());
+  const bool owner = c->principal.role == web::Role::owner;
+  const std::string current = c->session.merchant ? c->session.merchant->time_zone : "";
+  const std::string shown = c->zone;
+  std::string body = "<div class=\"card\"><h2>" + std::string(c->t("Fuseau horaire", "Time zone")) + "</h2><p>" +
+                     std::string(c->t("Les dates du tableau de bord et des pages de paiement de vos clients sont "
+                                      "données dans ce fuseau.",
+                                      "The dashboard's and your customers' payment pages' times are given in this "
+                                      "zone.")) +
+                     "</p><p id=\"time-zone\"><strong>" + escape(shown) + "</strong> (" +
+                     escape(tz::offset_label(tz::find(shown) ? tz::find(shown)->offset_minutes : 0)) + ")" +
+                     (current.empty() ? std::string(c->t(" — celui de votre premier pays", " — your first country's"))
+                                      : std::string()) +
+                     "</p>";
+  if (owner) {
+    body += "<form method=\"post\" action=\"" + escape(path("/settings")) + "\">" + c->csrf_field() +
+            "<label for=\"zone\">" + std::string(c->t("Changer de fuseau", "Change the zone")) +
+            "</label><select id=\"zone\" name=\"time_zone\">" +
+            option("", c->t("Celui de mon premier pays", "My first country's"), current);
+    for (const tz::Zone& z : tz::all())
+      body += option(z.name, std::string(z.name) + " (" + tz::offset_label(z.offset_minutes) + ")", current);
+    body += "</select><button>" + std::string(c->t("Enregistrer", "Save")) + "</button></form>";
+  }
+  body += "</div>";
+  return page(req, *c, std::string(c->t("Réglages", "Settings")), body);
+}
+
+web::Response Service::settings_submit(web::Request& req) {
+  auto c = member_context(req, /*changes=*/true);
+  if (!c) return error_page(req, c.error());
+  if (c->principal.role != web::Role::owner) return error_page(req, not_allowed("only owners change the settings"));
+  auto fields = form_of(req);
+  if (!fields) return error_page(req, fields.error());
+  const std::string zone = field(*fields, "time_zone");
+  if (!zone.empty() && !tz::find(zone))
+    return error_page(req, empty_data(bj::object{{"time_zone", "must be a zone of the list (docs/dashboard.md)"}}));
+  auto st = db_.write([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(bool set, merchant::set_time_zone(conn, c->principal.merchant_id, zone));
+    if (!set) return not_found(bj::string("no such merchant"));
+    AuditEntry e{0,
+                 now(),
+                 c->session.row.user_id,
+                 c->session.row.email,
+                 c->principal.merchant_id,
+                 "merchant.time_zone",
+                 zone.empty() ? std::string("default") : zone,
+                 "{}"};
+    return append_audit(conn, e);
+  });
+  if (!st) return error_page(req, st.error());
+  return see_other("/settings");
 }
 
 }  // namespace sika::dashboard

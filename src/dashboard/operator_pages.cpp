@@ -379,7 +379,8 @@ web::Response Service::health(web::Request& req) {
     body += "<p id=\"webhook-failures\">" + std::to_string(failed->total) + " " +
             std::string(c->t("livraisons en échec", "failed deliveries")) + "</p><ul>";
     for (const auto& d : failed->items)
-      body += "<li>" + when(d.created_at) + " " + escape(d.url) + " — " + escape(d.last_error.value_or("")) + "</li>";
+      body += "<li>" + when(d.created_at, c->zone) + " " + escape(d.url) + " — " + escape(d.last_error.value_or("")) +
+              "</li>";
     body += "</ul>";
   }
   body += "</section>";

@@ -11,6 +11,7 @@
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
+#include "core/time_zone.hpp"
 #include "dashboard/internal.hpp"
 #include "dashboard/totp.hpp"
 #include "identity/relying_party.hpp"
@@ -42,19 +43,126 @@ std::string path_of(std::string_view url) {
   return p;
 }
 
-// Styles beyond the shared layout: a wider main column, navigation, tables that scroll sideways
-// on phones, status badges. Contrast stays at WCAG AA.
+// Styles beyond the shared layout, mobile first: on a phone the menu folds into a <details>
+// (no JavaScript) and each table row becomes a card whose cells carry their column's name
+// (label_cells: every table with a header gets class "cards"), so amount and status are always in
+// view and nothing scrolls sideways; from
+// 48rem the menu is a line of links and tables are tables (scrolling inside their own region
+// when wider than the screen). Status badges; contrast stays at WCAG AA.
 constexpr std::string_view kStyle =
-    "<style>main{max-width:72rem}nav.dsh{display:flex;flex-wrap:wrap;gap:.25rem .9rem;padding:.5rem 1rem;"
-    "background:#fff;border-bottom:1px solid #ccc}nav.dsh a{color:#0b3d2e;font-weight:600}nav.dsh form{margin:0}"
-    "nav.dsh button{width:auto;margin:0;padding:.2rem .6rem}.scroll{overflow-x:auto}table{border-collapse:collapse;"
-    "width:100%;background:#fff}th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid #ddd;"
-    "white-space:nowrap}td.num,th.num{text-align:right}.badge{padding:.1rem .4rem;border-radius:.3rem;"
+    "<style>main{max-width:72rem;overflow-wrap:anywhere}nav.dsh{display:flex;align-items:flex-start;"
+    "gap:.5rem 1rem;padding:.5rem 1rem;background:#fff;"
+    "border-bottom:1px solid #ccc}nav.dsh a{color:#0b3d2e;font-weight:600}nav.dsh form{margin:0}"
+    "nav.dsh button{width:auto;margin:0;padding:.2rem .6rem}.menu{display:flex;flex-wrap:wrap;gap:.4rem .9rem;"
+    "align-items:center;flex:1}details.menu-phone{flex:1}details.menu-phone .menu{padding:.5rem 0}"
+    "details.menu-phone summary{margin:0;padding:.2rem 0}"
+    ".menu-wide{display:none}.scroll{overflow-x:auto}table{border-collapse:collapse;width:100%;background:#fff}"
+    "th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid #ddd}td.num,th.num{text-align:right}"
+    ".cards thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}"
+    ".cards,.cards tbody,.cards tr,.cards td{display:block}.cards tr{border-bottom:2px solid #bbb;"
+    "padding:.3rem 0}.cards td{border:0;display:flex;justify-content:space-between;gap:1rem;text-align:right;"
+    "padding:.2rem .5rem}.cards "
+    "td::before{content:attr(data-label);font-weight:600;text-align:left;color:#333;flex:none;"
+    "white-space:nowrap}.cards caption{display:block;text-align:left}"
+    "@media(min-width:48rem){details.menu-phone{display:none}.menu-wide{display:flex}"
+    ".cards caption{display:table-caption}"
+    ".cards thead{position:static;width:auto;height:auto;overflow:visible;clip-path:none}"
+    ".cards{display:table}.cards thead{display:table-header-group}.cards tbody{display:table-row-group}"
+    ".cards tr{display:table-row;border:0}.cards td{display:table-cell;border-bottom:1px solid #ddd;"
+    "text-align:left;padding:.4rem .5rem}.cards td.num{text-align:right}.cards td::before{content:none}"
+    "th,td{white-space:nowrap}}.badge{padding:.1rem .4rem;border-radius:.3rem;"
     "background:#e8e8e8}.COMPLETED,.ACTIVE{background:#d8f0df}.FAILED,.DISABLED,.EXPIRED{background:#f7d9d9}"
     ".filters{display:grid;grid-template-columns:repeat(auto-fill,minmax(10rem,1fr));gap:0 .75rem}"
     ".secret{font-family:monospace;word-break:break-all;background:#fff7d6;padding:.5rem}"
     "form.inline{display:inline}form.inline button{width:auto;margin:0;padding:.3rem .7rem}"
-    "summary{cursor:pointer;font-weight:600;margin-top:.75rem}</style>";
+    "summary{cursor:pointer;font-weight:600;margin-top:.75rem}.vh{position:absolute;width:1px;height:1px;"
+    "overflow:hidden;clip-path:inset(50%);white-space:nowrap}</style>";
+
+// The text of an HTML fragment without its tags.
+std::string text_of(std::string_view html) {
+  std::string out;
+  bool in_tag = false;
+  for (char ch : html) {
+    if (ch == '<')
+      in_tag = true;
+    else if (ch == '>')
+      in_tag = false;
+    else if (!in_tag)
+      out.push_back(ch);
+  }
+  return out;
+}
+
+// Gives every body cell of every table the text of its column's header (data-label, shown
+// before the value when rows are cards), and makes each scrolling table region reachable from
+// the keyboard with a name (tabindex=0, role=region, aria-label: the page's title, numbered
+// from the second). A header cell left empty (a column of buttons) is named `actions`.
+std::string label_cells(std::string_view html, std::string_view title, std::string_view actions) {
+  std::string out;
+  out.reserve(html.size() + html.size() / 8);
+  int regions = 0;
+  std::size_t pos = 0;
+  while (pos < html.size()) {
+    const std::size_t scroll = html.find("<div class=\"scroll\">", pos);
+    const std::size_t table = html.find("<table", pos);
+    const std::size_t next = std::min(scroll, table);
+    if (next == std::string_view::npos) break;
+    out.append(html.substr(pos, next - pos));
+    if (next == scroll) {
+      ++regions;
+      std::string label(title);
+      if (regions > 1) label += " (" + std::to_string(regions) + ")";
+      out += "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"" + escape(label) + "\">";
+      pos = scroll + std::string_view("<div class=\"scroll\">").size();
+      continue;
+    }
+    const std::size_t end = html.find("</table>", table);
+    if (end == std::string_view::npos) break;
+    std::string_view t = html.substr(table, end - table);
+    std::vector<std::string> labels;
+    const std::size_t head_end = t.find("</thead>");
+    if (head_end != std::string_view::npos)
+      for (std::size_t th = t.find("<th"); th < head_end; th = t.find("<th", th + 3)) {
+        const std::size_t open_end = t.find('>', th);
+        const std::size_t close = t.find("</th>", open_end);
+        if (open_end == std::string_view::npos || close == std::string_view::npos) break;
+        if (t.substr(th, 6) == "<thead") continue;
+        std::string label = text_of(t.substr(open_end + 1, close - open_end - 1));
+        labels.push_back(label.empty() ? std::string(actions) : label);
+      }
+    std::size_t column = 0;
+    std::size_t at = 0;
+    const std::size_t body_start = head_end == std::string_view::npos ? 0 : head_end;
+    std::string head(t.substr(0, body_start));
+    if (!labels.empty()) head.insert(std::string_view("<table").size(), " class=\"cards\"");
+    // A column of buttons has a header too (hidden), for screen readers and the cards.
+    for (std::size_t at_th = head.find("<th></th>"); at_th != std::string::npos; at_th = head.find("<th></th>", at_th))
+      head.replace(at_th, 9, "<th><span class=\"vh\">" + escape(actions) + "</span></th>");
+    out += head;
+    at = body_start;
+    while (at < t.size()) {
+      const std::size_t tr = t.find("<tr", at);
+      const std::size_t td = t.find("<td", at);
+      const std::size_t step = std::min(tr, td);
+      if (step == std::string_view::npos) break;
+      out.append(t.substr(at, step - at));
+      if (step == tr) {
+        column = 0;
+        out += "<tr";
+        at = tr + 3;
+        continue;
+      }
+      out += "<td";
+      if (column < labels.size() && !labels[column].empty()) out += " data-label=\"" + escape(labels[column]) + "\"";
+      ++column;
+      at = td + 3;
+    }
+    out.append(t.substr(at));
+    pos = end;
+  }
+  out.append(html.substr(pos));
+  return out;
+}
 
 }  // namespace
 
@@ -75,10 +183,8 @@ std::string field(const web::Fields& fields, std::string_view name) {
   return {};
 }
 
-std::string when(std::int64_t epoch_ms) {
-  std::string iso = iso8601(epoch_ms);  // 2026-11-22T18:20:00.000Z
-  if (iso.size() >= 16) return iso.substr(0, 10) + " " + iso.substr(11, 5);
-  return iso;
+std::string when(std::int64_t epoch_ms, std::string_view zone) {
+  return tz::short_date_time(epoch_ms, i18n::Locale::en, zone);
 }
 
 struct Service::Sealer {
@@ -129,6 +235,7 @@ Result<Service::Ctx> Service::context(web::Request& req) {
   c.principal = Sessions::principal(s);
   c.session = std::move(s);
   c.locale = locale_of(req);
+  if (c.session.merchant) c.zone = merchant::time_zone_of(*c.session.merchant);
   return c;
 }
 
@@ -190,6 +297,7 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
       {"/developers", "Développeurs", "Developers", false, false},
       {"/sandbox", "Bac à sable", "Sandbox", false, false},
       {"/team", "Équipe", "Team", false, false},
+      {"/settings", "Réglages", "Settings", false, false},
       {"/audit", "Journal d'audit", "Audit log", false, true},
       {"/security", "Sécurité", "Security", false, false},
       {"/operator/merchants", "Marchands", "Merchants", true, false},
@@ -198,18 +306,27 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
       {"/operator/health", "État du système", "Health", true, false},
       {"/audit", "Journal d'audit", "Audit log", true, false},
   };
-  std::string nav = "<nav class=\"dsh\" aria-label=\"" + std::string(c.t("Menu principal", "Main menu")) + "\">";
+  // The menu once, shown folded in a <details> on a phone and as a line of links from 48rem
+  // (the hidden copy is display:none, so neither readers nor the keyboard meet it twice).
+  std::string menu;
   for (const auto& item : kNav) {
     if (item.operators != c.is_operator()) continue;
     if (item.owners_only && c.principal.role != web::Role::owner) continue;
-    nav += "<a href=\"" + escape(path(item.rel)) + "\">" + escape(c.t(item.fr, item.en)) + "</a>";
+    menu += "<a href=\"" + escape(path(item.rel)) + "\">" + escape(c.t(item.fr, item.en)) + "</a>";
   }
-  nav += "<span class=\"muted\">" + escape(c.session.row.email);
-  if (c.session.merchant) nav += " · " + escape(c.session.merchant->name);
-  nav += " · " + escape(web::role_name(c.principal.role)) + "</span>";
+  menu += "<span class=\"muted\">" + escape(c.session.row.email);
+  if (c.session.merchant) menu += " · " + escape(c.session.merchant->name);
+  menu += " · " + escape(web::role_name(c.principal.role)) + " · " + escape(c.t("heures en ", "times in ")) +
+          escape(c.zone) + " (" + escape(tz::offset_label(tz::find(c.zone) ? tz::find(c.zone)->offset_minutes : 0)) +
+          ")</span>";
+  std::string nav = "<nav class=\"dsh\" aria-label=\"" + std::string(c.t("Menu principal", "Main menu")) + "\">";
+  nav += "<div class=\"menu menu-wide\">" + menu + "</div><details class=\"menu-phone\"><summary>" +
+         std::string(c.t("Menu", "Menu")) + "</summary><div class=\"menu\">" + menu + "</div></details>";
+  // Signing out stays in view (once) beside the folded menu.
   nav += "<form method=\"post\" action=\"" + escape(path("/logout")) + "\">" + c.csrf_field() +
          "<button class=\"secondary\">" + escape(c.t("Se déconnecter", "Sign out")) + "</button></form></nav>";
-  return bare_page(req, std::move(title), nav + body, status);
+  std::string labelled = label_cells(body, title, c.t("Actions", "Actions"));
+  return bare_page(req, std::move(title), nav + labelled, status);
 }
 
 web::Response Service::error_page(const web::Request& req, const Error& e) {
@@ -574,8 +691,8 @@ web::Response Service::audit(web::Request& req) {
                      "</th><th>" + std::string(c->t("Objet", "Object")) + "</th><th>" +
                      std::string(c->t("Détails", "Details")) + "</th></tr></thead><tbody>";
   for (const auto& e : entries)
-    body += "<tr><td>" + when(e.at) + "</td><td>" + escape(e.actor) + "</td><td>" + escape(e.action) + "</td><td>" +
-            escape(e.object) + "</td><td><code>" + escape(e.details) + "</code></td></tr>";
+    body += "<tr><td>" + when(e.at, c->zone) + "</td><td>" + escape(e.actor) + "</td><td>" + escape(e.action) +
+            "</td><td>" + escape(e.object) + "</td><td><code>" + escape(e.details) + "</code></td></tr>";
   body += "</tbody></table></div>";
   if (static_cast<int>(entries.size()) == kPage)
     body += "<p><a href=\"?before=" + std::to_string(entries.back().id) + "\">" +

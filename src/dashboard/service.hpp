@@ -118,6 +118,8 @@ class Service {
   web::Response security(web::Request& req);        // GET /security: TOTP for members
   web::Response security_enrol(web::Request& req);  // POST /security/totp
   // --- merchant pages (dashboard_session) ---
+  web::Response settings(web::Request& req);           // GET /settings: the merchant's time zone
+  web::Response settings_submit(web::Request& req);    // POST /settings (owners)
   web::Response transactions(web::Request& req);       // GET /transactions
   web::Response transactions_csv(web::Request& req);   // GET /transactions.csv
   web::Response transaction(web::Request& req);        // GET /transactions/{reference}

@@ -115,7 +115,7 @@ web::Response Service::webhooks_page(web::Request& req) {
     body += "<tr><td>" + escape(e.url) + "</td><td>" + escape(types) + "</td><td>" +
             std::string(e.enabled ? c->t("oui", "yes") : c->t("non", "no")) +
             (e.disabled_reason ? " (" + escape(*e.disabled_reason) + ")" : "") + "</td><td>" +
-            when(e.secret_created_at) + "</td><td>";
+            when(e.secret_created_at, c->zone) + "</td><td>";
     if (can)
       body += "<form class=\"inline\" method=\"post\" action=\"" +
               escape(path("/webhooks/" + web::percent_encode(e.id) + "/rotate")) + "\">" + c->csrf_field() +
@@ -140,8 +140,8 @@ web::Response Service::webhooks_page(web::Request& req) {
           std::string(c->t("Événement", "Event")) + "</th><th>URL</th><th>" + std::string(c->t("Statut", "Status")) +
           "</th><th>" + std::string(c->t("Essais", "Attempts")) + "</th><th></th></tr></thead><tbody>";
   for (const auto& d : deliveries->items) {
-    body += "<tr><td>" + when(d.created_at) + "</td><td>" + escape(d.event_type) + "</td><td>" + escape(d.url) +
-            "</td><td>" + escape(d.status) +
+    body += "<tr><td>" + when(d.created_at, c->zone) + "</td><td>" + escape(d.event_type) + "</td><td>" +
+            escape(d.url) + "</td><td>" + escape(d.status) +
             (d.last_status_code ? " (" + std::to_string(*d.last_status_code) + ")" : "") + "</td><td>" +
             std::to_string(d.attempts) + "</td><td>";
     if (can) body += replay_form(*c, path("/webhooks/redeliver"), d.event_id, d.endpoint_id);
@@ -219,8 +219,8 @@ web::Response Service::sandbox(web::Request& req) {
             std::string(c->t("Canal", "Channel")) + "</th><th>" + std::string(c->t("Message", "Message")) +
             "</th></tr></thead><tbody>";
     for (const auto& m : messages)
-      body += "<tr><td>" + when(m.created_at) + "</td><td>" + escape(notify::to_string(m.channel)) + "</td><td>" +
-              escape(m.subject.empty() ? m.body : m.subject + ": " + m.body) + "</td></tr>";
+      body += "<tr><td>" + when(m.created_at, c->zone) + "</td><td>" + escape(notify::to_string(m.channel)) +
+              "</td><td>" + escape(m.subject.empty() ? m.body : m.subject + ": " + m.body) + "</td></tr>";
     body += "</tbody></table></div>";
     if (messages.empty()) body += "<p class=\"muted\">" + std::string(c->t("Aucun message.", "No message.")) + "</p>";
   }

@@ -49,7 +49,7 @@ web::Response Service::wallet_links(web::Request& req) {
               escape(wallets::masked_phone(l.wallet.msisdn)) + "</td><td>" + badge(l.status) +
               "</td><td class=\"num\">" + escape(money::format(l.limits.per_payment, l.currency)) +
               "</td><td class=\"num\">" + escape(money::format(left, l.currency)) + "</td><td>" +
-              escape(when(l.created_at)) + "</td><td>";
+              escape(when(l.created_at, c->zone)) + "</td><td>";
       if (l.status != "UNLINKED" && c->principal.can_change())
         body += "<form method=\"post\" action=\"" +
                 escape(path("/wallet-links/" + web::percent_encode(l.reference) + "/unlink")) + "\">" +

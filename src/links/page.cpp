@@ -1,7 +1,8 @@
 // The public page of a payment link (checkout surface, no account): the shop's display name,
 // the title, the amount or an amount field, the operators of the link's country, the phone
-// number, the OTP step when the operator needs a code, then a status page that refreshes itself
-// until the payment ends and shows the receipt. Plain forms, no JavaScript; nothing about the
+// number, the OTP step when the operator needs a code, then a status page that follows the
+// payment until it ends (live.js, or its Refresh link without JavaScript) and shows the receipt.
+// Plain forms, usable without JavaScript; nothing about the
 // merchant beyond its display name. Links are relative, so the pages work under any mount
 // prefix of the checkout surface.
 #include <boost/json.hpp>
@@ -12,6 +13,7 @@
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
+#include "core/time_zone.hpp"
 #include "links/service.hpp"
 #include "merchant/merchant.hpp"
 #include "payments/store.hpp"
@@ -55,7 +57,7 @@ constexpr Texts kFr{"Payer",
                     "Montant",
                     "Opérateur",
                     "Numéro de téléphone",
-                    "avec l'indicatif du pays, ex. 237690000000",
+                    "avec l'indicatif du pays, ex.",
                     "Code à usage unique (OTP)",
                     "pour l'obtenir :",
                     "Payer maintenant",
@@ -77,7 +79,7 @@ constexpr Texts kEn{"Pay",
                     "Amount",
                     "Operator",
                     "Phone number",
-                    "with the country code, e.g. 237690000000",
+                    "with the country code, e.g.",
                     "One-time code (OTP)",
                     "to get it:",
                     "Pay now",
@@ -233,9 +235,15 @@ web::Response Service::render_form(const web::Request& req, i18n::Locale locale,
         "td{text-align:left;padding:.4rem .3rem;border-bottom:1px solid #ccc}table.fees td{white-space:nowrap}"
         "</style>";
   }
-  h += "<label>" + escape(t.phone) + " <small>" + escape(t.phone_hint) +
-       "</small><input name=\"customer_phone\" type=\"tel\" inputmode=\"tel\" autocomplete=\"tel\" required value=\"" +
-       escape(field_value(form.values, "customer_phone")) + "\"></label>";
+  std::string example;  // a number of the link's country
+  if (auto cat = catalog_())
+    if (const catalog::Country* c =
+            cat->country_for(link->currency, shop ? shop->countries : std::vector<std::string>{}))
+      example = c->example_msisdn();
+  h += "<label>" + escape(t.phone) + " <small>" + escape(t.phone_hint) + " " + escape(example) +
+       "</small><input name=\"customer_phone\" type=\"tel\" inputmode=\"tel\" autocomplete=\"tel\" required "
+       "placeholder=\"" +
+       escape(example) + "\" value=\"" + escape(field_value(form.values, "customer_phone")) + "\"></label>";
   if (!form.otp_helper.empty()) {
     h += "<label>" + escape(t.otp) + " <small>" + escape(t.otp_how) + " " + escape(form.otp_helper) +
          "</small><input name=\"otp\" inputmode=\"numeric\" autocomplete=\"one-time-code\" required></label>";
@@ -325,9 +333,16 @@ web::Response Service::status_page(web::Request& req) {
   std::string& h = page.body_html;
   auto shop = shop_of(*link);
   if (shop) h += "<p>" + escape(shop->name) + "</p>";
+  page.live_state = std::string(payments::to_string(tx->status));
+  if (tx->status != payments::TxStatus::completed) page.title = t.pay_title;  // a receipt once paid only
   if (!payments::is_terminal(tx->status)) {
-    page.extra_head_html = "<meta http-equiv=\"refresh\" content=\"2\">";
-    h += "<p role=\"status\">" + escape(t.waiting) + "</p>";
+    // A payment on its way: live.js follows it (web::html::live_html), no meta refresh.
+    h += web::html::live_html(
+        {.state = page.live_state,
+         .page_url = "status?t=" + web::percent_encode(payer_uuid) + "&lang=" + std::string(i18n::name(locale)),
+         .script_src = "../../live.js",
+         .message_html = "<p>" + escape(t.waiting) + "</p>"},
+        locale);
   } else if (tx->status == payments::TxStatus::completed) {
     h += "<p role=\"status\" class=\"ok\"><strong>" + escape(t.completed) + "</strong></p>";
   } else {
@@ -338,9 +353,10 @@ web::Response Service::status_page(web::Request& req) {
        "</dt><dd>" + money::format(tx->amount, tx->currency, true) + "</dd><dt>" + escape(t.fee) + "</dt><dd>" +
        money::format(tx->fee, tx->currency, true) + "</dd><dt>" + escape(t.total) + "</dt><dd>" +
        money::format(tx->required_total, tx->currency, true) + "</dd><dt>" + escape(t.date) + "</dt><dd>" +
-       escape(iso8601(tx->updated_at)) + "</dd><dt>" + escape(t.status) + "</dt><dd>" +
-       escape(payments::to_string(tx->status)) + "</dd></dl>";
-  return web::html::page_response(200, page);
+       escape(tz::date_time(tx->updated_at, locale, shop ? merchant::time_zone_of(*shop) : "UTC")) + "</dd><dt>" +
+       escape(t.status) + "</dt><dd>" + escape(web::html::state_words(payments::to_string(tx->status), locale)) +
+       "</dd></dl>";
+  return web::html::page_response(200, page, web::html::live_policy({}));
 }
 
 Result<merchant::Merchant> Service::shop_of(const Link& link) {

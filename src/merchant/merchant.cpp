@@ -2,6 +2,7 @@
 
 #include "core/crypto.hpp"
 #include "core/random.hpp"
+#include "core/time_zone.hpp"
 
 #include <algorithm>
 
@@ -21,9 +22,20 @@ Result<bool> set_grants(store::Conn& c, std::int64_t id, const std::vector<std::
   return *n > 0;
 }
 
+std::string time_zone_of(const Merchant& m) {
+  if (!m.time_zone.empty() && tz::find(m.time_zone)) return m.time_zone;
+  return std::string(m.countries.empty() ? std::string_view("UTC") : tz::of_country(m.countries.front()));
+}
+
+Result<bool> set_time_zone(store::Conn& c, std::int64_t id, std::string_view zone) {
+  auto n = c.exec("UPDATE merchants SET time_zone = ? WHERE id = ?", {std::string(zone), id});
+  if (!n) return n.take_error();
+  return *n > 0;
+}
+
 namespace {
 constexpr std::string_view kColumns =
-    "id, matricule, name, email, countries, environment, active, created_at, tier, grants_version";
+    "id, matricule, name, email, countries, environment, active, created_at, tier, grants_version, time_zone";
 
 Merchant from_row(const store::Row& r) {
   Merchant m;
@@ -37,6 +49,7 @@ Merchant from_row(const store::Row& r) {
   m.created_at = r.i64(7);
   m.tier = r.i64(8);
   m.grants_version = r.i64(9);
+  m.time_zone = r.str(10);
   return m;
 }
 

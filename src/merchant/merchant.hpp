@@ -22,7 +22,15 @@ struct Merchant {
   std::int64_t created_at = 0;
   std::int64_t tier = 1;            // pricing tier of its OAuth applications and staff
   std::int64_t grants_version = 0;  // moves at every change of countries, tier or status
+  std::string time_zone;            // a zone of core/time_zone ("Africa/Douala"); "" = its first country's
 };
+
+// The zone a merchant's times are shown in: its setting, else the zone of its first country,
+// else UTC.
+std::string time_zone_of(const Merchant& m);
+// Sets a merchant's time zone ("" goes back to the default); false when no merchant has this
+// id. The caller checks the name against tz::find.
+Result<bool> set_time_zone(store::Conn& c, std::int64_t id, std::string_view zone);
 
 enum class KeyKind { merchant, link };  // merchant: checkout and plugins; link: wallet link API
 

@@ -154,7 +154,7 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
   h.reserve(4096);
   h += "<!doctype html><html lang=\"" + lang + "\"><head><meta charset=\"utf-8\">";
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
-  if (tx.status == TxStatus::pending) h += "<meta http-equiv=\"refresh\" content=\"4\">";
+  h += web::html::kNoIndexMeta;
   h += "<title>" + std::string(t.title) +
        " - Sika</title><style>"
        "body{font-family:system-ui,sans-serif;background:#f4f5f7;margin:0;padding:24px;color:#1d2433}"
@@ -194,6 +194,13 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
     case TxStatus::cancelled: h += " ko\">" + std::string(t.cancelled); break;
   }
   h += "</p>";
+  // A payment on its way: live.js follows it (web::html::live_html), no meta refresh.
+  if (tx.status == TxStatus::pending)
+    h += web::html::live_html({.state = std::string(to_string(tx.status)),
+                               .page_url = self + "&lang=" + lang,
+                               .script_src = "../live.js",
+                               .message_html = ""},
+                              locale);
   if (tx.status == TxStatus::initiated) {
     h += "<form method=\"post\" action=\"" + escape(self) + "\"><input type=\"hidden\" name=\"sig\" value=\"" +
          escape(sig) + "\"><input type=\"hidden\" name=\"lang\" value=\"" + lang + "\">";
@@ -207,7 +214,10 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
          std::string(t.decline) + "</button></form>";
   }
   h += "</main></body></html>";
-  return with_headers(web::Response::html(status, std::move(h)));
+  web::Response res = web::Response::html(status, std::move(h));
+  web::html::secure_headers(res, web::html::live_policy({}));
+  web::html::set_live_state(res, to_string(tx.status));
+  return res;
 }
 
 // The collection behind a signed page link, or nullopt (the page then does not exist).

@@ -32,6 +32,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0024BillingDunning,
       migrations::k0025PaymentsRecovery,
       migrations::k0026NotifyEnvironment,
+      migrations::k0027MerchantTimeZone,
   };
   return kAll;
 }

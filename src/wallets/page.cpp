@@ -14,6 +14,7 @@
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
+#include "core/time_zone.hpp"
 #include "identity/relying_party.hpp"
 #include "identity/store.hpp"
 #include "otp/code.hpp"
@@ -320,8 +321,9 @@ web::Response Service::page(web::Request& req) {
     h += "<ul id=\"links\">";
     for (const auto& l : *ls) {
       h += "<li class=\"link\" data-reference=\"" + escape(l.reference) + "\"><strong>" + escape(l.partner_name) +
-           "</strong> (" + escape(l.status) + ")<br>" + money::format(l.limits.per_payment, l.currency, true) + " " +
-           t.per_payment + ", " + money::format(l.limits.per_period, l.currency, true) + " " + t.per_period + " " +
+           "</strong> (" + escape(web::html::state_words(l.status, locale)) + ")<br>" +
+           money::format(l.limits.per_payment, l.currency, true) + " " + t.per_payment + ", " +
+           money::format(l.limits.per_period, l.currency, true) + " " + t.per_period + " " +
            period_text(l.limits.period_ms) + "<br>" + t.spent + " : " +
            money::format(spent_at(l, at), l.currency, true);
       if (l.status == kPending)
@@ -390,9 +392,8 @@ web::Response Service::page(web::Request& req) {
     for (const auto& m : hist->items) {
       // A top-up or withdrawal says what it is (its memo) rather than whose account carried it.
       std::string who = m.merchant_name && !m.memo.starts_with("wallet ") ? *m.merchant_name : m.memo;
-      std::string when = iso8601(m.at).substr(0, 16);
-      when[10] = ' ';
-      h += "<li>" + escape(when) + " UTC · " + escape(who) + " · <strong>" + (m.amount > 0 ? "+" : "") +
+      const std::string when = tz::date_time(m.at, locale, tz::of_country(wallet.country));
+      h += "<li>" + escape(when) + " · " + escape(who) + " · <strong>" + (m.amount > 0 ? "+" : "") +
            money::format(m.amount, m.currency, true) + "</strong></li>";
     }
     h += "</ul>";

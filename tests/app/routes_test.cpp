@@ -91,7 +91,8 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
   const std::map<std::string, std::string> expected = {
       {"system GET /healthz", "open"},
       {"system GET /readyz", "open"},
-      {"system GET /metrics", "open"},  // the handler admits metrics.token or loopback peers
+      {"system GET /robots.txt", "open"},  // rate-limited per address in its handler
+      {"system GET /metrics", "open"},     // the handler admits metrics.token or loopback peers
       {"gateway GET /openapi.json", "open"},
       {"identity POST /oauth/v2/token", "client"},
       {"identity POST /oauth/v2/revoke", "client"},
@@ -133,6 +134,7 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"checkout GET /session/{reference}/return", "open"},
       {"checkout GET /page.js", "open"},
       {"checkout GET /button.js", "open"},
+      {"checkout GET /live.js", "open"},
       {"gateway POST /operator/callback/{connector}", "signed_request"},
       {"checkout GET /confirm/{reference}", "signed_request"},
       {"checkout POST /confirm/{reference}", "signed_request"},
@@ -218,6 +220,8 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"dashboard POST /developers/keys", "dashboard_session"},
       {"dashboard POST /developers/keys/{key_id}/revoke", "dashboard_session"},
       {"dashboard GET /team", "dashboard_session"},
+      {"dashboard GET /settings", "dashboard_session"},
+      {"dashboard POST /settings", "dashboard_session"},  // owners only, checked by the handler
       {"dashboard POST /team", "dashboard_session"},
       {"dashboard GET /operator/merchants", "operator_session"},
       {"dashboard POST /operator/merchants", "operator_session"},

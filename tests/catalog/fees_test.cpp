@@ -3,6 +3,8 @@
 // properties every percentage fee must have.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -520,6 +522,31 @@ TEST(Catalog, FeeValueIsDerivedFromTheExactUnits) {
   EXPECT_EQ(parse_fee_type("PERCENTAGE"), FeeType::percentage);
   EXPECT_EQ(parse_service_kind("wallet"), ServiceKind::wallet);
   EXPECT_EQ(parse_service_kind("bank"), std::nullopt);
+}
+
+// Example numbers follow each country's pattern and length, so a page shows a number of its own
+// country that the country's rules accept.
+TEST(ExampleMsisdn, EachCountryGetsANumberOfItsOwnThatItsPatternAccepts) {
+  const std::vector<Country> countries = {
+      country(1, "CMR", "+237", "XAF", 9, "6\\d{8}"), country(2, "CIV", "+225", "XOF", 10, "0[157]\\d{8}"),
+      country(3, "SEN", "+221", "XOF", 9, "7[05-8]\\d{7}"), country(4, "GAB", "+241", "XAF", 8, "[67]\\d{7}"),
+      country(5, "XXX", "+999", "XAF", 6, "")};
+  EXPECT_EQ(countries[0].example_msisdn(), "+237 612345678");
+  EXPECT_EQ(countries[1].example_msisdn(), "+225 0112345678");
+  EXPECT_EQ(countries[2].example_msisdn(), "+221 701234567");
+  EXPECT_EQ(countries[3].example_msisdn(), "+241 61234567");
+  EXPECT_EQ(countries[4].example_msisdn(), "+999 123456");
+  for (const Country& c : countries) {
+    if (c.msisdn_pattern.empty()) continue;
+    const std::string example = c.example_msisdn();
+    const std::string national = example.substr(example.find(' ') + 1);
+    EXPECT_TRUE(std::regex_match(national, std::regex(c.msisdn_pattern))) << c.code << ": " << example;
+    EXPECT_EQ(national.size(), static_cast<std::size_t>(c.msisdn_length)) << c.code;
+  }
+  const Catalog cat(1, countries, {}, {}, {});
+  EXPECT_EQ(cat.country_for("XOF", {"CMR", "SEN"})->code, "SEN");
+  EXPECT_EQ(cat.country_for("EUR", {"GAB", "CMR"})->code, "GAB") << "else the first known country";
+  EXPECT_EQ(cat.country_for("XAF", {}), nullptr);
 }
 
 }  // namespace

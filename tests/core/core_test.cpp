@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "core/time_zone.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -358,4 +360,21 @@ TEST(Metrics, ConcurrentUpdatesAreNotLost) {
   std::uint64_t total = 0;
   for (auto n : h.counts()) total += n;
   EXPECT_EQ(total, 40000u);
+}
+
+// Times as people read them, in a zone of the list (fixed offsets, no daylight saving time).
+TEST(TimeZone, DatesAndTimesInTheZoneAndTheLanguage) {
+  const std::int64_t at = *sika::parse_iso8601("2026-11-30T23:35:10Z");
+  EXPECT_EQ(sika::tz::date_time(at, sika::i18n::Locale::fr, "Africa/Douala"), "1er décembre 2026 à 00:35 (UTC+1)");
+  EXPECT_EQ(sika::tz::date_time(at, sika::i18n::Locale::en, "Africa/Abidjan"), "30 November 2026, 23:35 (UTC)");
+  EXPECT_EQ(sika::tz::time_of_day(at, "Africa/Nairobi"), "02:35 UTC+3");
+  EXPECT_EQ(sika::tz::short_date_time(at, sika::i18n::Locale::en, "Africa/Douala"), "2026-12-01 00:35");
+  EXPECT_EQ(sika::tz::short_date_time(at, sika::i18n::Locale::fr, "Africa/Douala"), "01/12/2026 00:35");
+  EXPECT_EQ(sika::tz::date_time(at, sika::i18n::Locale::en, "Mars/Olympus"), "30 November 2026, 23:35 (UTC)")
+      << "an unknown zone formats in UTC";
+  EXPECT_EQ(sika::tz::of_country("CMR"), "Africa/Douala");
+  EXPECT_EQ(sika::tz::of_country("CIV"), "Africa/Abidjan");
+  EXPECT_EQ(sika::tz::of_country("ZZZ"), "UTC");
+  for (const auto& z : sika::tz::all()) EXPECT_TRUE(sika::tz::find(z.name)) << z.name;
+  EXPECT_EQ(sika::tz::offset_label(-210), "UTC-3:30");
 }

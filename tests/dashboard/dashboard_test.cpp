@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <set>
+#include <tuple>
 
 #include "catalog/service.hpp"
 #include "core/crypto.hpp"
@@ -622,6 +623,102 @@ TEST_P(DashboardPagesTest, TheCsvExportIsStreamedPageByPageWithEveryRowOnce) {
   ASSERT_TRUE(web::collect_stream(again).ok());
   EXPECT_FALSE(again.stream);
   EXPECT_EQ(again.body, csv);
+}
+
+// RFC 4180 as spreadsheets read it: `sep` between fields, "" inside quotes, line breaks inside
+// quoted fields, rows ended by CRLF.
+std::vector<std::vector<std::string>> parse_csv(std::string_view text, char sep) {
+  std::vector<std::vector<std::string>> rows(1);
+  std::string cell;
+  bool quoted = false, row_has_content = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        cell += '"';
+        ++i;
+      } else if (ch == '"') {
+        quoted = false;
+      } else {
+        cell += ch;
+      }
+    } else if (ch == '"') {
+      quoted = true;
+      row_has_content = true;
+    } else if (ch == sep) {
+      rows.back().push_back(std::move(cell));
+      cell.clear();
+      row_has_content = true;
+    } else if (ch == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
+      rows.back().push_back(std::move(cell));
+      cell.clear();
+      rows.emplace_back();
+      row_has_content = false;
+      ++i;
+    } else {
+      cell += ch;
+      row_has_content = true;
+    }
+  }
+  if (row_has_content) rows.back().push_back(std::move(cell));
+  if (rows.back().empty()) rows.pop_back();
+  return rows;
+}
+
+TEST_P(DashboardPagesTest, TheCsvExportOpensInFrenchExcelWithTheOrderAndItsDescription) {
+  const std::int64_t at = clock_.load() - 3'600'000;
+  const std::string description = "Panier; 2 × \"thé\", menthe\nligne 2";
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_TRY(insert_transaction(c, merchant_a_, "TX-CSV", "COLLECTION", "COMPLETED", 1500, at));
+                   SIKA_TRY(c.exec("UPDATE pay_transactions SET description = ?, metadata = ? WHERE reference = ?",
+                                   {description, std::string(R"({"order_id":"ORD-7;8"})"), std::string("TX-CSV")}));
+                   return {};
+                 })
+                  .ok());
+  auto export_with = [&](const std::string& query) {
+    web::Request req = request("GET", signed_in(owner_a_));
+    for (std::size_t pos = 0; pos < query.size();) {
+      std::size_t amp = query.find('&', pos);
+      if (amp == std::string::npos) amp = query.size();
+      const std::string pair = query.substr(pos, amp - pos);
+      const std::size_t eq = pair.find('=');
+      req.query.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
+      pos = amp + 1;
+    }
+    auto p = service_->authenticate(req);
+    EXPECT_TRUE(p.ok());
+    if (p) req.principal = *p;
+    web::Response res = service_->transactions_csv(req);
+    if (res.stream) EXPECT_TRUE(web::collect_stream(res).ok());
+    return res;
+  };
+  for (const auto& [query, sep, bom] : {std::tuple<std::string, char, bool>{"separator=semicolon&bom=1", ';', true},
+                                        {"separator=comma", ',', false},
+                                        {"", ',', false}}) {
+    SCOPED_TRACE(query);
+    auto res = export_with(query);
+    ASSERT_EQ(res.status, 200) << res.body;
+    std::string_view body = res.body;
+    EXPECT_EQ(body.starts_with("\xEF\xBB\xBF"), bom);
+    if (bom) body.remove_prefix(3);
+    auto rows = parse_csv(body, sep);
+    ASSERT_EQ(rows.size(), 2u) << res.body;
+    const auto& header = rows[0];
+    ASSERT_GE(header.size(), 14u);
+    auto column = [&](std::string_view name) {
+      auto it = std::find(header.begin(), header.end(), name);
+      EXPECT_NE(it, header.end()) << name;
+      return static_cast<std::size_t>(it - header.begin());
+    };
+    ASSERT_EQ(rows[1].size(), header.size()) << "every row has the header's columns";
+    EXPECT_EQ(rows[1][column("transaction_reference")], "TX-CSV");
+    EXPECT_EQ(rows[1][column("description")], description);
+    EXPECT_EQ(rows[1][column("order_id")], "ORD-7;8");
+    EXPECT_EQ(rows[1][column("amount_minor")], "1500");
+  }
+  auto refused = export_with("separator=tab");
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.body.find("separator"), std::string::npos);
 }
 
 TEST_P(DashboardPagesTest, PayoutsListTheMerchantsDisbursementsOnly) {

@@ -289,6 +289,9 @@ for (const backend of backends()) {
       const shown = await page(m.mandate_url);
       assert.equal(shown.status, 200);
       assert.ok(shown.html.includes('Automatic payment') && shown.html.includes('0042'), shown.html);
+      // The terms in words (no raw frequency code), and no search engine indexes the page.
+      assert.doesNotMatch(shown.html.replace(/<[^>]*>/g, ' '), /\b(DAILY|WEEKLY|MONTHLY|QUARTERLY|YEARLY)\b/);
+      assert.match(shown.html, /<meta name="robots" content="noindex/);
       assert.equal((await page(m.mandate_url.replace(/\/mandate\/.*/, '/mandate/' + 'x'.repeat(43)))).status, 404);
       assert.equal((await page(m.mandate_url, { action: 'send' })).status, 200);
       const wrong = await page(m.mandate_url, { action: 'approve', otp: '000000' });

@@ -22,6 +22,15 @@ describe('payment link pages on a phone', { skip: noBrowser }, () => {
   const phone = async (locale) => browser.newContext({
     locale, viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, javaScriptEnabled: false,
   });
+  // Without JavaScript the payer presses the Refresh link until the receipt shows (no meta refresh).
+  const refreshUntilReceipt = async (page) => {
+    for (let i = 0; i < 40 && !(await page.locator('.ok').count()); i++) {
+      await page.waitForTimeout(300);
+      if (await page.locator('#sika-refresh').count())
+        await Promise.all([page.waitForLoadState('load'), page.click('#sika-refresh')]);
+    }
+    await page.waitForSelector('.ok');
+  };
   const demoLink = (index, kind) => server.demo.payment_links.filter((l) => l.kind === kind)[index];
 
   test('a fixed link paid with MTN (no code) ends on the receipt', async () => {
@@ -37,7 +46,7 @@ describe('payment link pages on a phone', { skip: noBrowser }, () => {
     await page.selectOption('select[name=provider]', 'MTN_MOMO_CMR');
     await page.fill('input[name=customer_phone]', '237690000000');
     await Promise.all([page.waitForURL(/\/status\?t=/), page.click('button[type=submit]')]);
-    await page.waitForSelector('.ok', { timeout: 20000 });
+    await refreshUntilReceipt(page);
     assert.match(await page.textContent('body'), /Paiement réussi/);
     if (shots) await page.screenshot({ path: `${shots}/link-receipt.png`, fullPage: true });
     await context.close();
@@ -56,7 +65,7 @@ describe('payment link pages on a phone', { skip: noBrowser }, () => {
     if (shots) await page.screenshot({ path: `${shots}/link-otp.png`, fullPage: true });
     await page.fill('input[name=otp]', server.demo.sandbox.otp);
     await Promise.all([page.waitForURL(/\/status\?t=/), page.click('button[type=submit]')]);
-    await page.waitForSelector('.ok', { timeout: 20000 });
+    await refreshUntilReceipt(page);
     assert.match(await page.textContent('body'), /Payment completed/);
     await context.close();
   });

@@ -9,6 +9,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { assertNoRawValues } from './lib/pagecheck.mjs';
 import { launchBrowser, noBrowser } from './lib/browser.mjs';
 import { startServer, sikaBinary } from './lib/server.mjs';
 
@@ -73,13 +74,13 @@ describe('the wallet page on a phone', { skip: noBrowser }, () => {
 
     // The pending link states its partner and limits; the user approves it.
     let body = await page.textContent('body');
-    assert.match(body, /Boutique Akwa Douala \(PENDING\)/);
+    assert.match(body, /Boutique Akwa Douala \(en attente de validation\)/);
     assert.match(body, /10.000 XAF par paiement/);
     assert.match(body, /25.000 XAF par période de 7 d/);
     assert.match(body, /30.000 XAF/);
     if (shots) await page.screenshot({ path: `${shots}/wallet-consent.png`, fullPage: true });
     await Promise.all([page.waitForSelector('#notice'), page.click('text=Autoriser')]);
-    assert.match(await page.textContent('#links'), /\(ACTIVE\)/);
+    assert.match(await page.textContent('#links'), /\(actif\)/, 'the status in words of the page');
 
     // The partner charges; the page shows the new balance and the movement.
     const charged = await api('charge', { apikey: linked.data.apikey, amount: 7500, transaction_uuid: randomUUID() });
@@ -88,12 +89,15 @@ describe('the wallet page on a phone', { skip: noBrowser }, () => {
     body = await page.textContent('body');
     assert.match(body, /22.500 XAF/);
     assert.match(await page.textContent('#history'), /Boutique Akwa Douala · -7.500 XAF/);
+    // Dates in words, in the wallet's country's time (Douala, UTC+1): no ISO timestamp, no raw status.
+    assert.match(await page.textContent('#history'), /\d{1,2} \p{L}+ \d{4}, \d\d:\d\d \(UTC\+1\)/u);
+    await assertNoRawValues(page, 'wallet page');
     assert.match(body, /spent this period : 7.500 XAF/);
     if (shots) await page.screenshot({ path: `${shots}/wallet-home.png`, fullPage: true });
 
     // The user unlinks; the partner's key stops working.
     await Promise.all([page.waitForSelector('#notice'), page.click('text=Unlink')]);
-    assert.match(await page.textContent('#links'), /\(UNLINKED\)/);
+    assert.match(await page.textContent('#links'), /\(unlinked\)/, 'the status in words of the page');
     if (shots) await page.screenshot({ path: `${shots}/wallet-unlinked.png`, fullPage: true });
     const refused = await api('charge', { apikey: linked.data.apikey, amount: 100, transaction_uuid: randomUUID() });
     assert.equal(refused.code, 409);

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "web/envelope.hpp"
+#include "web/html.hpp"
 #include "web/router.hpp"
 
 using namespace sika;
@@ -277,4 +278,36 @@ TEST(Router, OnlyDeclaredParameterlessGetRoutesAreNonBlocking) {
   EXPECT_FALSE(r.is_non_blocking(make("POST", "/healthz")));
   EXPECT_FALSE(r.is_non_blocking(make("GET", "/api/x/1")));
   EXPECT_FALSE(r.is_non_blocking(make("GET", "/api/slow")));
+}
+
+// The pages that wait for a payment: no meta refresh, a Refresh link, the live region and the
+// state header; every page says noindex.
+TEST(HtmlPages, LivePagesPollInsteadOfAMetaRefreshAndEveryPageSaysNoindex) {
+  web::html::Page page;
+  page.locale = i18n::Locale::fr;
+  page.title = "Payer";
+  page.live_state = "PENDING";
+  page.body_html = web::html::live_html({.state = "PENDING",
+                                         .page_url = "chk_1?lang=fr",
+                                         .script_src = "../live.js",
+                                         .message_html = "<p>En attente</p>"},
+                                        page.locale);
+  web::Response res = web::html::page_response(200, page, web::html::live_policy({}));
+  EXPECT_EQ(res.body.find("http-equiv"), std::string::npos);
+  EXPECT_NE(res.body.find("<meta name=\"robots\" content=\"noindex, nofollow\">"), std::string::npos);
+  EXPECT_NE(res.body.find("id=\"sika-refresh\" href=\"chk_1?lang=fr\">Actualiser la page</a>"), std::string::npos);
+  EXPECT_NE(res.body.find("aria-live=\"polite\""), std::string::npos);
+  EXPECT_NE(res.body.find("<script src=\"../live.js\" defer></script>"), std::string::npos);
+  EXPECT_EQ(res.get("x-sika-state"), "PENDING");
+  EXPECT_EQ(res.get("x-robots-tag"), "noindex, nofollow");
+  const std::string csp(res.get("content-security-policy"));
+  EXPECT_NE(csp.find("script-src 'self'"), std::string::npos);
+  EXPECT_NE(csp.find("connect-src 'self'"), std::string::npos);
+  EXPECT_EQ(csp.find("unsafe-eval"), std::string::npos);
+  web::Response script = web::html::live_script();
+  EXPECT_EQ(script.get("content-type"), "text/javascript; charset=utf-8");
+  EXPECT_NE(script.body.find("X-Sika-State"), std::string::npos);
+  EXPECT_EQ(web::html::state_words("PENDING", i18n::Locale::fr), "en attente de validation");
+  EXPECT_EQ(web::html::state_words("COMPLETED", i18n::Locale::en), "completed");
+  EXPECT_EQ(web::html::state_words("SOME_THING", i18n::Locale::en), "some thing");
 }

@@ -29,4 +29,5 @@ extern const Migration k0023MerchantGrants;
 extern const Migration k0024BillingDunning;
 extern const Migration k0025PaymentsRecovery;
 extern const Migration k0026NotifyEnvironment;
+extern const Migration k0027MerchantTimeZone;
 }  // namespace sika::store::migrations
