@@ -206,7 +206,8 @@ Result<bool> Service::move(store::Conn& c, const Subscription& s, Move m, const 
                            std::int64_t at) {
   auto to = next_status(s.status, m);
   if (!to) return false;
-  SIKA_ASSIGN_OR_RETURN(bool moved, tables::move_status(c, s.id, s.status, m, *to, reason, at));
+  // The move's timestamp is on the subscription's clock (the sandbox test clock), like its payments.
+  SIKA_ASSIGN_OR_RETURN(bool moved, tables::move_status(c, s.id, s.status, m, *to, reason, s.clock(at), at));
   if (!moved) return false;
   if (*to == kCancelled || *to == kExpired) {
     // The links still waiting for a payment can no longer be paid; one being paid right now
@@ -253,7 +254,7 @@ Result<Subscription> Service::apply(const web::Principal& merchant, std::string_
     SIKA_ASSIGN_OR_RETURN(auto current, tables::by_id(c, s.id));
     if (!current) return subscription_not_found();
     if (m == Move::cancel && request.at_period_end) {
-      SIKA_ASSIGN_OR_RETURN(bool marked, tables::cancel_at_period_end(c, s.id, request.reason, at));
+      SIKA_ASSIGN_OR_RETURN(bool marked, tables::cancel_at_period_end(c, s.id, request.reason, current->clock(at), at));
       if (!marked)
         return conflict(
             bj::object{{"status", current->cancel_at_period_end
@@ -271,8 +272,12 @@ Result<Subscription> Service::apply(const web::Principal& merchant, std::string_
     if (m != Move::reactivate) return {};
     // Reactivation collects what is overdue first: its failed cycles are asked for again at
     // once, then billing resumes with the next cycle (due now when it fell due meanwhile).
-    SIKA_ASSIGN_OR_RETURN(auto failed, tables::failed_payments(c, s.id));
+    SIKA_ASSIGN_OR_RETURN(auto failed, tables::overdue_payments(c, s.id));
     for (auto& p : failed) {
+      if (p.status == kPayPending) {
+        overdue.push_back(p);  // a retry a suspension stopped before it asked
+        continue;
+      }
       if (p.by_link()) {
         relink.push_back(p);  // a new link for the cycle, sent once the move committed
         continue;
@@ -533,7 +538,9 @@ std::vector<Status> Service::charge_page(const std::vector<store::Job>& jobs) {
 
 Status Service::open_cycle(store::Conn& c, const Subscription& s, Payment& p, std::int64_t next_due, std::int64_t at) {
   SIKA_ASSIGN_OR_RETURN(auto id, tables::insert_payment(c, p));
-  SIKA_ASSIGN_OR_RETURN(bool advanced, tables::advance_cycle(c, s.id, p.cycle, next_due, at));
+  // Conditional on the subscription as the run planned it (ACTIVE, its epoch, not ending at the
+  // period's end): a move that committed since makes this unit a 409.
+  SIKA_ASSIGN_OR_RETURN(bool advanced, tables::advance_cycle(c, s.id, p.cycle, s.epoch, next_due, at));
   if (!id || !advanced) return conflict(bj::object{{"cycle", "billed by another run"}});
   p.id = *id;
   return enqueue_charge(c, s, p.cycle + 1, s.epoch, at);
@@ -545,6 +552,7 @@ Result<bool> Service::debit(const Subscription& s, const Mandate& m, Payment p, 
   // Idempotent on the attempt's transaction_uuid: a second run gets the same collection.
   SIKA_ASSIGN_OR_RETURN(payments::Transaction tx, payments_.create_collection(intent, merchant));
   const std::int64_t at = now();
+  const std::int64_t paid_at = s.clock(at);  // on the subscription's clock
   if (tx.status == payments::TxStatus::initiated) {
     bool refused = false;
     auto done = payments_.execute_preauthorized(
@@ -559,16 +567,19 @@ Result<bool> Service::debit(const Subscription& s, const Mandate& m, Payment p, 
           Payment paid = p;
           if (opening) {
             paid.status = std::string(kPayPaid);
-            paid.paid_at = at;
+            paid.paid_at = paid_at;
             paid.attempts = 1;
             paid.wallet_transaction_id = tx.reference;
             SIKA_TRY(open_cycle(c, s, paid, next_due, at));
           } else {
+            // A retry: only while the subscription is ACTIVE (a suspension since stops it).
+            SIKA_ASSIGN_OR_RETURN(bool active, tables::hold_active(c, s.id));
+            if (!active) return conflict(bj::object{{"status", "the subscription is no longer ACTIVE"}});
             SIKA_ASSIGN_OR_RETURN(bool marked,
-                                  tables::mark_paid_from_wallet(c, p.id, p.attempts, tx.reference, at, at));
+                                  tables::mark_paid_from_wallet(c, p.id, p.attempts, tx.reference, paid_at, at));
             if (!marked) return conflict(bj::object{{"payment", "paid by another run"}});
           }
-          SIKA_TRY(tables::set_paid(c, s.id, at, std::nullopt, std::nullopt));
+          SIKA_TRY(tables::set_paid(c, s.id, paid_at, std::nullopt, std::nullopt, at));
           SIKA_ASSIGN_OR_RETURN(auto after, tables::by_id(c, s.id));
           SIKA_ASSIGN_OR_RETURN(auto row, tables::payment_of(c, s.id, p.cycle));
           if (!after || !row) return internal_error(bj::string("subscription payment vanished inside its unit"));
@@ -717,6 +728,8 @@ Status Service::send_new_link(const Subscription& s, const Payment& failed) {
   // disables the one it made.
   bool sent = false;
   auto recorded = db_.write([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(bool active, tables::hold_active(c, s.id));
+    if (!active) return {};  // suspended or ended since the retry read it
     SIKA_ASSIGN_OR_RETURN(sent, tables::relink(c, p.id, failed.attempts, link.reference, *p.link_deadline_at, at));
     if (!sent) return {};
     return enqueue_deadline(c, s, p, at);
@@ -784,6 +797,9 @@ Status Service::push(const Subscription& s, const Payment& p) {
   auto tx = payments_.collect_from_present_payer(
       intent_for(s, p, p.attempts + 1), merchant, std::nullopt, "subscription",
       [&](store::Conn& c, const payments::Transaction& created) -> Status {
+        // Only while the subscription is ACTIVE: a suspension since the retry's read stops it.
+        SIKA_ASSIGN_OR_RETURN(bool active, tables::hold_active(c, s.id));
+        if (!active) return conflict(bj::object{{"status", "the subscription is no longer ACTIVE"}});
         SIKA_ASSIGN_OR_RETURN(bool recorded, tables::mark_processing(c, p.id, p.attempts, created.reference, at));
         if (!recorded) return conflict(bj::object{{"payment", "asked for by another run"}});
         return {};
@@ -857,15 +873,16 @@ Status Service::settle(const tables::Ended& e) {
     const bool linked = p->payment_link_reference.has_value();
     const bool consent = linked && p->cycle == 0;
     if (paid) {
+      // Paid when the collection ended, on the subscription's clock.
+      const std::int64_t paid_at = s->clock(e.ended_at);
       SIKA_ASSIGN_OR_RETURN(
-          bool marked, tables::mark_paid(c, p->id, e.from,
-                                         linked ? std::optional<std::string>(e.transaction_reference) : std::nullopt,
-                                         e.ended_at, at));
+          bool marked,
+          tables::mark_paid(c, p->id, e.from,
+                            linked ? std::optional<std::string>(e.transaction_reference) : std::nullopt, paid_at, at));
       if (!marked) return {};
       // The consent payment teaches the phone and operator the later cycles are asked from.
-      SIKA_TRY(tables::set_paid(c, s->id, e.ended_at,
-                                consent ? std::optional<std::string>(e.service_code) : std::nullopt,
-                                consent ? std::optional<std::string>(e.customer_wallet) : std::nullopt));
+      SIKA_TRY(tables::set_paid(c, s->id, paid_at, consent ? std::optional<std::string>(e.service_code) : std::nullopt,
+                                consent ? std::optional<std::string>(e.customer_wallet) : std::nullopt, at));
       SIKA_ASSIGN_OR_RETURN(s, tables::by_id(c, e.subscription_id));
       SIKA_ASSIGN_OR_RETURN(p, tables::payment_of(c, s->id, p->cycle));
       SIKA_TRY(

@@ -211,21 +211,22 @@ Result<std::pair<std::vector<Subscription>, std::int64_t>> list(store::Conn& c, 
 }
 
 Result<bool> move_status(store::Conn& c, std::int64_t id, std::string_view from, Move move, std::string_view to,
-                         const std::optional<std::string>& reason, std::int64_t now) {
-  std::string stamp;
+                         const std::optional<std::string>& reason, std::int64_t stamp, std::int64_t now) {
+  std::string column;
   switch (move) {
-    case Move::suspend: stamp = "suspended_at = ?"; break;
-    case Move::reactivate: stamp = "reactivated_at = ?, epoch = epoch + 1"; break;
-    case Move::cancel: stamp = "cancelled_at = ?"; break;
-    case Move::expire: stamp = "expired_at = ?"; break;
+    case Move::suspend: column = "suspended_at = ?"; break;
+    case Move::reactivate: column = "reactivated_at = ?, epoch = epoch + 1"; break;
+    case Move::cancel: column = "cancelled_at = ?"; break;
+    case Move::expire: column = "expired_at = ?"; break;
   }
   // A final status has no next payment.
   const bool final_status = to == kCancelled || to == kExpired;
-  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("UPDATE bil_subscriptions SET status = ?, status_reason = ?, " + stamp +
-                                                  (final_status ? ", next_payment_at = NULL" : "") +
-                                                  ", updated_at = ? WHERE id = ? AND status = ? "
-                                                  "RETURNING merchant_id, environment",
-                                              {std::string(to), store::opt(reason), now, now, id, std::string(from)}));
+  SIKA_ASSIGN_OR_RETURN(auto row,
+                        c.query_one("UPDATE bil_subscriptions SET status = ?, status_reason = ?, " + column +
+                                        (final_status ? ", next_payment_at = NULL" : "") +
+                                        ", updated_at = ? WHERE id = ? AND status = ? "
+                                        "RETURNING merchant_id, environment",
+                                    {std::string(to), store::opt(reason), stamp, now, id, std::string(from)}));
   if (!row) return false;
   SIKA_TRY(count(c, row->i64(0), row->str(1), from, -1));
   SIKA_TRY(count(c, row->i64(0), row->str(1), to, 1));
@@ -233,19 +234,23 @@ Result<bool> move_status(store::Conn& c, std::int64_t id, std::string_view from,
 }
 
 Result<bool> cancel_at_period_end(store::Conn& c, std::int64_t id, const std::optional<std::string>& reason,
-                                  std::int64_t now) {
+                                  std::int64_t stamp, std::int64_t now) {
   return changed(
       c.exec("UPDATE bil_subscriptions SET cancel_at_period_end = 1, status_reason = ?, cancelled_at = ?, "
              "updated_at = ? WHERE id = ? AND status = 'ACTIVE' AND cancel_at_period_end = 0",
-             {store::opt(reason), now, now, id}));
+             {store::opt(reason), stamp, now, id}));
 }
 
-Result<bool> advance_cycle(store::Conn& c, std::int64_t id, std::int64_t cycle, std::int64_t next_due,
-                           std::int64_t now) {
+Result<bool> advance_cycle(store::Conn& c, std::int64_t id, std::int64_t cycle, std::int64_t epoch,
+                           std::int64_t next_due, std::int64_t now) {
   return changed(
       c.exec("UPDATE bil_subscriptions SET next_cycle = ?, next_payment_at = ?, updated_at = ? "
-             "WHERE id = ? AND next_cycle = ?",
-             {cycle + 1, next_due, now, id, cycle}));
+             "WHERE id = ? AND next_cycle = ? AND status = 'ACTIVE' AND epoch = ? AND cancel_at_period_end = 0",
+             {cycle + 1, next_due, now, id, cycle, epoch}));
+}
+
+Result<bool> hold_active(store::Conn& c, std::int64_t id) {
+  return changed(c.exec("UPDATE bil_subscriptions SET epoch = epoch WHERE id = ? AND status = 'ACTIVE'", {id}));
 }
 
 Status set_epoch(store::Conn& c, std::int64_t id, std::int64_t epoch, std::int64_t now) {
@@ -254,11 +259,11 @@ Status set_epoch(store::Conn& c, std::int64_t id, std::int64_t epoch, std::int64
 }
 
 Status set_paid(store::Conn& c, std::int64_t id, std::int64_t paid_at, const std::optional<std::string>& provider,
-                const std::optional<std::string>& wallet) {
+                const std::optional<std::string>& wallet, std::int64_t now) {
   SIKA_TRY(
       c.exec("UPDATE bil_subscriptions SET last_payment_at = ?, payer_provider = COALESCE(?, payer_provider), "
              "payer_wallet = COALESCE(?, payer_wallet), updated_at = ? WHERE id = ?",
-             {paid_at, store::opt(provider), store::opt(wallet), paid_at, id}));
+             {paid_at, store::opt(provider), store::opt(wallet), now, id}));
   return {};
 }
 
@@ -347,8 +352,11 @@ Result<std::int64_t> cancel_open_payments(store::Conn& c, std::int64_t subscript
   return c.exec(sql, params);
 }
 
-Result<std::vector<Payment>> failed_payments(store::Conn& c, std::int64_t subscription_id) {
-  return payments(c, "WHERE subscription_id = ? AND status = 'FAILED' ORDER BY cycle", {subscription_id});
+Result<std::vector<Payment>> overdue_payments(store::Conn& c, std::int64_t subscription_id) {
+  return payments(c,
+                  "WHERE subscription_id = ? AND (status = 'FAILED' OR (status = 'PENDING' AND "
+                  "payment_link_reference IS NULL)) ORDER BY cycle",
+                  {subscription_id});
 }
 
 Result<std::vector<Payment>> retries_due(store::Conn& c, std::int64_t subscription_id, std::int64_t clock) {

@@ -34,19 +34,27 @@ struct ListFilter {
 Result<std::pair<std::vector<Subscription>, std::int64_t>> list(store::Conn& c, std::int64_t merchant_id,
                                                                 std::string_view environment, const ListFilter& f);
 
-// Moves the status from `from` to `to`, stamping the move's timestamp column and the reason;
-// false when the status was no longer `from` (another actor moved it first).
+// Moves the status from `from` to `to`, stamping the move's timestamp column with `stamp` (the
+// subscription's clock) and the reason; false when the status was no longer `from` (another
+// actor moved it first).
 Result<bool> move_status(store::Conn& c, std::int64_t id, std::string_view from, Move move, std::string_view to,
-                         const std::optional<std::string>& reason, std::int64_t now);
-// Marks an ACTIVE subscription to end at its period's end (cancelled_at records the request).
+                         const std::optional<std::string>& reason, std::int64_t stamp, std::int64_t now);
+// Marks an ACTIVE subscription to end at its period's end (cancelled_at = `stamp`, the request's
+// time on the subscription's clock).
 Result<bool> cancel_at_period_end(store::Conn& c, std::int64_t id, const std::optional<std::string>& reason,
-                                  std::int64_t now);
-// Moves next_cycle from `cycle` to cycle + 1 with its due time; false when it was not `cycle`.
-Result<bool> advance_cycle(store::Conn& c, std::int64_t id, std::int64_t cycle, std::int64_t next_due,
-                           std::int64_t now);
+                                  std::int64_t stamp, std::int64_t now);
+// Moves next_cycle from `cycle` to cycle + 1 with its due time; false unless the subscription is
+// still ACTIVE, of `epoch`, not set to end at its period's end and at `cycle` (a cancel, a
+// suspension, a reactivation or another run that committed after the caller's read wins).
+Result<bool> advance_cycle(store::Conn& c, std::int64_t id, std::int64_t cycle, std::int64_t epoch,
+                           std::int64_t next_due, std::int64_t now);
+// Holds the subscription ACTIVE for the rest of the caller's unit (a conditional UPDATE of its
+// row: a concurrent move waits for the unit, or the unit sees the move); false when it is not.
+Result<bool> hold_active(store::Conn& c, std::int64_t id);
 Status set_epoch(store::Conn& c, std::int64_t id, std::int64_t epoch, std::int64_t now);
+// last_payment_at = `paid_at` (the subscription's clock); the payer when given.
 Status set_paid(store::Conn& c, std::int64_t id, std::int64_t paid_at, const std::optional<std::string>& provider,
-                const std::optional<std::string>& wallet);
+                const std::optional<std::string>& wallet, std::int64_t now);
 // Adds `delta_ms` to the test clock; a payer wallet, when given, replaces the learnt one.
 Status advance_clock(store::Conn& c, std::int64_t id, std::int64_t delta_ms,
                      const std::optional<std::string>& payer_wallet, std::int64_t now);
@@ -75,8 +83,9 @@ Result<bool> reopen(store::Conn& c, std::int64_t payment_id, std::int64_t attemp
 // subscription ended).
 Result<std::int64_t> cancel_open_payments(store::Conn& c, std::int64_t subscription_id, std::int64_t now,
                                           const std::vector<std::int64_t>& keep = {});
-// FAILED payments of a subscription (what reactivation collects first).
-Result<std::vector<Payment>> failed_payments(store::Conn& c, std::int64_t subscription_id);
+// FAILED payments of a subscription, and PENDING ones asked by phone or wallet whose attempt was
+// never made (a suspension that came first): what reactivation collects first.
+Result<std::vector<Payment>> overdue_payments(store::Conn& c, std::int64_t subscription_id);
 // FAILED payments whose retry is due at `clock` on the subscription's clock.
 Result<std::vector<Payment>> retries_due(store::Conn& c, std::int64_t subscription_id, std::int64_t clock);
 // Sets when the link of a link-paid cycle lapses unpaid (the subscription's clock).

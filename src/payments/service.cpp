@@ -40,6 +40,47 @@ References new_references() {
 
 Error reference_conflict(std::string problem) { return conflict(bj::object{{"transaction_reference", problem}}); }
 
+// What an error of Connector::request_collection / request_payout says about the order, by its
+// kind only, never its text (docs/payments.md, "A submission whose outcome is unknown"). Refused:
+// the operator answered and refused it (a connector maps an operator's 4xx with a known refusal
+// code to invalid, not_found, forbidden, unauthenticated or rate_limited), or it was refused before
+// leaving (web::HttpClient's blocked_address, kind forbidden). Anything else may have reached the
+// operator: upstream_timeout (connect or exchange), upstream_failed (the client's upstream_error
+// covers a refused connection and one reset after the request was written alike), an operator's
+// 5xx (unavailable, upstream_failed), conflict (the operator already holds the reference),
+// internal, retryable.
+bool is_refusal(const Error& e) {
+  switch (e.kind) {
+    case ErrorKind::invalid:
+    case ErrorKind::unauthenticated:
+    case ErrorKind::forbidden:
+    case ErrorKind::not_found:
+    case ErrorKind::method_not_allowed:
+    case ErrorKind::payload_too_large:
+    case ErrorKind::headers_too_large:
+    case ErrorKind::unsupported_media_type:
+    case ErrorKind::rate_limited: return true;
+    case ErrorKind::conflict:
+    case ErrorKind::retryable:
+    case ErrorKind::unavailable:
+    case ErrorKind::upstream_failed:
+    case ErrorKind::upstream_timeout:
+    case ErrorKind::internal: return false;
+  }
+  return false;
+}
+
+// True when a submission was refused (the order fails); false when it was accepted or its outcome
+// is unknown: the order then stays PENDING, its provider_reference and next_check_at as stored,
+// and recovery's query settles it.
+bool refused_at_submission(const Transaction& tx, const Status& sent) {
+  if (sent) return false;
+  if (is_refusal(sent.error())) return true;
+  spdlog::warn("payments: submission of {} to {} has no known outcome ({}); PENDING until the operator answers",
+               tx.reference, tx.connector, sent.error().code);
+  return false;
+}
+
 }  // namespace
 
 Service::Service(store::Db& db, CatalogSnapshot catalog, web::HttpClient& http, Options options)
@@ -508,11 +549,12 @@ Status Service::send_wallet_code(const Transaction& tx) {
   return {};
 }
 
-// Submits a payout whose funds are reserved (committed); a refusal fails it and releases them.
+// Submits a payout whose funds are reserved (committed); a refusal fails it and releases them, an
+// unknown outcome leaves it PENDING with its funds reserved until the operator answers.
 Result<Transaction> Service::submit_payout(Transaction tx) {
   Connector* conn = connector_for(tx);
   Status sent = conn ? conn->request_payout(order_for(tx)) : Status(provider_unavailable(nullptr));
-  if (sent) return tx;
+  if (conn && !refused_at_submission(tx, sent)) return tx;  // accepted, or unknown: the funds stay reserved
   OperatorStatus refused;
   refused.state = OperatorStatus::State::failed;
   refused.reason = sent.error().is(ErrorKind::not_found) ? "INVALID_ACCOUNT" : "OPERATOR_REFUSED";
@@ -771,7 +813,7 @@ Result<Transaction> Service::ask_operator(Transaction tx) {
 }
 
 Result<Transaction> Service::send_collection(Transaction tx, PaymentOrder order, Connector* conn) {
-  if (conn && conn->request_collection(order)) return tx;
+  if (conn && !refused_at_submission(tx, conn->request_collection(order))) return tx;
   OperatorStatus refused;
   refused.state = OperatorStatus::State::failed;
   refused.reason = "OPERATOR_REFUSED";

@@ -73,6 +73,22 @@ TEST(BillingModel, SubscribeBodiesAreCheckedFieldByField) {
   EXPECT_TRUE(e3.details().contains("amount"));
 }
 
+// The sandbox notifier, with a hook run once before the next message of a tag is sent (a move
+// that commits between a billing run's read and its write).
+class HookedNotifier final : public notify::Notifier {
+ public:
+  explicit HookedNotifier(store::Db& db) : inner_(db) {}
+  Status send(const notify::Message& message) override {
+    if (hook && message.tag == hook_tag) std::exchange(hook, nullptr)();
+    return inner_.send(message);
+  }
+  std::string hook_tag;
+  std::function<void()> hook;
+
+ private:
+  notify::SandboxNotifier inner_;
+};
+
 class BillingTest : public payments::testing::PaymentsTest {
  protected:
   void SetUp() override {
@@ -83,12 +99,16 @@ class BillingTest : public payments::testing::PaymentsTest {
     lo.clock = [this] { return now_ms() + offset_.load(); };
     links_ = std::make_unique<links::Service>(
         *db_, *service_, [this] { return catalog_; }, lo);
-    notifier_ = std::make_unique<notify::SandboxNotifier>(*db_);
+    notifier_ = std::make_unique<HookedNotifier>(*db_);
     Options o;
     o.clock = [this] { return now_ms() + offset_.load(); };
     o.otp = otp_.get();
     o.checkout_url = "https://pay.example.test/checkout";
-    o.catalog = [this] { return catalog_; };
+    // A run reads the catalog after it decided and before it writes: `between_` runs there once.
+    o.catalog = [this] {
+      if (between_) std::exchange(between_, nullptr)();
+      return catalog_;
+    };
     billing_ = std::make_unique<Service>(*db_, *service_, *links_, notifier_.get(), o);
     p1_ = principal(m1_);
     p2_ = principal(m2_);
@@ -196,8 +216,9 @@ class BillingTest : public payments::testing::PaymentsTest {
   }
 
   std::unique_ptr<links::Service> links_;
-  std::unique_ptr<notify::SandboxNotifier> notifier_;
+  std::unique_ptr<HookedNotifier> notifier_;
   std::unique_ptr<Service> billing_;
+  std::function<void()> between_;
   web::Principal p1_, p2_;
 };
 
@@ -870,6 +891,150 @@ TEST_P(BillingTest, ANewMandateAfterARevokedOneAndEveryMandateMoveIsAnEvent) {
   ASSERT_TRUE(billing_->apply(p1_, s.reference, Move::cancel, {}).ok());
   EXPECT_EQ(billing_->mandate_by_token(second)->revoked_by, "merchant");
   EXPECT_EQ(events(s, kEventMandateRevoked), 2);
+}
+
+// The times of a sandbox subscription's payments and moves are on its own clock: a cycle paid
+// after the test clock moved a month is paid a month later, not on the wall clock's day.
+TEST_P(BillingTest, PaymentsAndCancellationsAreStampedOnTheSubscriptionsClock) {
+  // Whether `t` is the subscription's clock between `before` and now (wall times).
+  auto on_clock = [&](const Subscription& s, std::int64_t before, std::optional<std::int64_t> t) {
+    const Subscription now_s = reload(s);
+    const std::int64_t wall = now_ms() + offset_.load();
+    return t && *t >= now_s.clock(before) && *t <= now_s.clock(wall);
+  };
+  auto created = subscribe(5000);
+  const Subscription& s = created.subscription;
+  consent(created);
+  move_clock(s, 32);
+  std::int64_t before = now_ms() + offset_.load();
+  ASSERT_TRUE(billing_->charge(s.id, 1, 0).ok());
+  ASSERT_EQ(settle_until(s, 1, kPayProcessing), kPayPaid);
+  auto p1 = payment(s, 1);
+  ASSERT_TRUE(p1);
+  EXPECT_TRUE(on_clock(s, before, p1->paid_at)) << *p1->paid_at - now_ms();
+  EXPECT_EQ(reload(s).last_payment_at, p1->paid_at);
+  EXPECT_GE(*p1->paid_at, p1->due_at);  // never paid before it was due
+
+  // A mandate debit is stamped on the same clock.
+  approved_mandate(s, MandateRequest{"237690000042", std::nullopt});
+  ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000042", "XAF", 50'000, "top-up").ok());
+  move_clock(s, 31);
+  before = now_ms() + offset_.load();
+  ASSERT_TRUE(billing_->charge(s.id, 2, 0).ok());
+  auto p2 = payment(s, 2);
+  ASSERT_TRUE(p2);
+  ASSERT_EQ(p2->status, kPayPaid);
+  EXPECT_TRUE(on_clock(s, before, p2->paid_at));
+  EXPECT_EQ(reload(s).last_payment_at, p2->paid_at);
+  EXPECT_GE(*p2->paid_at, p2->due_at);
+
+  // Cancel at period end: cancelled_at records the request on the subscription's clock; the
+  // move at the period's end stamps the end, on that clock too.
+  before = now_ms() + offset_.load();
+  auto marked = billing_->apply(p1_, s.reference, Move::cancel, MoveRequest{std::nullopt, "moving", true});
+  ASSERT_TRUE(marked.ok());
+  EXPECT_EQ(marked->status, kActive);
+  EXPECT_TRUE(marked->cancel_at_period_end);
+  EXPECT_TRUE(on_clock(s, before, marked->cancelled_at));
+  move_clock(s, 31);
+  before = now_ms() + offset_.load();
+  ASSERT_TRUE(billing_->charge(s.id, 3, 0).ok());
+  Subscription ended = reload(s);
+  EXPECT_EQ(ended.status, kCancelled);
+  EXPECT_TRUE(on_clock(s, before, ended.cancelled_at));
+  EXPECT_FALSE(payment(s, 3));
+
+  // Cancel now, after the clock moved.
+  auto other = subscribe(5000);
+  consent(other);
+  move_clock(other.subscription, 40);
+  before = now_ms() + offset_.load();
+  auto cancelled = billing_->apply(p1_, other.subscription.reference, Move::cancel, {});
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_TRUE(on_clock(other.subscription, before, cancelled->cancelled_at));
+  expect_ledger_clean();
+}
+
+// A move that commits after a charge run read the subscription ACTIVE and before it opened the
+// cycle stops that cycle: no payment row, no collection, no next payment.
+TEST_P(BillingTest, AMoveCommittedBetweenTheChargesReadAndItsWriteStopsTheCycle) {
+  struct Case {
+    Move move;
+    bool at_period_end;
+    std::string_view status;
+  };
+  for (const Case& k : {Case{Move::cancel, false, kCancelled}, Case{Move::suspend, false, kSuspended},
+                        Case{Move::cancel, true, kActive}}) {
+    auto created = subscribe(5000);
+    const Subscription& s = created.subscription;
+    consent(created);
+    move_clock(s, 32);
+    between_ = [&] {
+      auto moved = billing_->apply(p1_, s.reference, k.move, MoveRequest{std::nullopt, "race", k.at_period_end});
+      EXPECT_TRUE(moved.ok());
+    };
+    (void)billing_->charge(s.id, 1, 0);
+    EXPECT_FALSE(between_) << "the run did not reach its write";
+    Subscription after = reload(s);
+    EXPECT_EQ(after.status, k.status);
+    EXPECT_FALSE(payment(s, 1)) << after.status;
+    EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE metadata LIKE ?",
+                    {"%\"subscription_reference\":\"" + s.reference + "\"%"}),
+              0)
+        << after.status;  // no cycle collection (the consent's is the link's)
+    if (k.status == kCancelled) {
+      EXPECT_FALSE(after.next_payment_at);
+    }
+    if (k.at_period_end) {
+      // The next run ends it at its period's end instead of charging.
+      ASSERT_TRUE(billing_->charge(s.id, 1, 0).ok());
+      EXPECT_EQ(reload(s).status, kCancelled);
+      EXPECT_FALSE(payment(s, 1));
+    }
+  }
+  // A page of jobs decides the same way.
+  auto created = subscribe(5000);
+  const Subscription& s = created.subscription;
+  consent(created);
+  move_clock(s, 32);
+  between_ = [&] { EXPECT_TRUE(billing_->apply(p1_, s.reference, Move::cancel, {}).ok()); };
+  store::Job job;
+  job.payload = bj::serialize(bj::object{{"subscription_id", s.id}, {"cycle", 1}, {"epoch", 0}});
+  (void)billing_->charge_page({job});
+  EXPECT_FALSE(payment(s, 1));
+  EXPECT_EQ(reload(s).status, kCancelled);
+  expect_ledger_clean();
+}
+
+// A suspension that commits after a retry reopened a failed cycle and before it asked the
+// customer again stops that retry; reactivation asks for the cycle.
+TEST_P(BillingTest, ASuspendCommittedBetweenARetrysReadAndItsPushStopsTheRetry) {
+  auto created = subscribe(5000);
+  const Subscription& s = created.subscription;
+  consent(created);
+  move_clock(s, 32, "237690000001");  // INSUFFICIENT_FUNDS
+  ASSERT_TRUE(billing_->charge(s.id, 1, 0).ok());
+  ASSERT_EQ(settle_until(s, 1, kPayProcessing), kPayFailed);
+  const std::string tag = "billing:retry";
+  notifier_->hook_tag = tag;
+  notifier_->hook = [&] { EXPECT_TRUE(billing_->apply(p1_, s.reference, Move::suspend, {}).ok()); };
+  ASSERT_TRUE(billing_->retry(s.id, 1, 1).ok());
+  EXPECT_FALSE(notifier_->hook) << "the retry did not remind";
+  EXPECT_EQ(reload(s).status, kSuspended);
+  auto p = payment(s, 1);
+  ASSERT_TRUE(p);
+  EXPECT_NE(p->status, kPayProcessing);
+  EXPECT_EQ(p->attempts, 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE metadata LIKE ?",
+                  {"%\"subscription_reference\":\"" + s.reference + "\"%"}),
+            1);  // the first attempt's only
+  // Reactivated (from a payer who pays), the cycle is asked for again at once.
+  move_clock(s, 0, "237690000000");
+  auto re = billing_->apply(p1_, s.reference, Move::reactivate, {});
+  ASSERT_TRUE(re.ok());
+  EXPECT_EQ(settle_until(s, 1, kPayProcessing), kPayPaid);
+  EXPECT_EQ(payment(s, 1)->attempts, 2);
+  expect_ledger_clean();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BillingTest, ::testing::Values("sqlite", "postgres"));

@@ -9,11 +9,16 @@
 //     keeps pending stay PENDING and are asked again and again, and the waiting gauge counts them;
 //   - `sika admin check-ledger` is clean.
 // Needs SIKA_TEST_PG_DSN (skipped without it): scripts/with-postgres.sh node --test tests/e2e/recovery_multinode.test.mjs
+//
+// And, on SQLite (one node) and on two nodes sharing one PostgreSQL: a collection and a payout to
+// the sandbox's `...0008`, whose submission times out after the operator took it, stay PENDING
+// (the payout's funds reserved), then recovery's question completes them; the ledger check is clean.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { startServer, merchantToken, spawnServe, freePort, sikaBinary } from './lib/server.mjs';
+import path from 'node:path';
+import { startServer, merchantToken, spawnServe, freePort, sikaBinary, backends } from './lib/server.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const SETTLED = 16;  // the operator answers SUCCESSFUL (after sandbox_delay_ms)
@@ -142,3 +147,89 @@ describe('recovery on two nodes sharing one PostgreSQL', { skip }, () => {
     assert.equal(JSON.parse(check.stdout).ok, true);
   });
 });
+
+// Reads the database of `server` (either backend).
+function query(server, q) {
+  const r = server.backend === 'postgres'
+    ? spawnSync('psql', [server.dsn, '-qAtX', '-F', '|', '-c', q], { encoding: 'utf8' })
+    : spawnSync('sqlite3', ['-separator', '|', '-cmd', '.timeout 5000', path.join(server.dir, 'sika.db'), q], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout.split('\n').filter(Boolean).map((l) => l.split('|'));
+}
+
+for (const backend of backends()) {
+  describe(`a submission that times out after the operator took it, on ${backend}${backend === 'postgres' ? ' (two nodes)' : ''}`, () => {
+    const args = ['--set', 'payments.sandbox_delay_ms=300', '--set', 'payments.recovery_delays_ms=500,200',
+      '--set', 'payments.recovery_interval_ms=50', '--set', 'payments.recovery_lease_ms=10000'];
+    let first, second;
+    before(async () => {
+      first = await startServer({ backend, args });
+      if (backend === 'postgres')
+        second = await spawnServe({ port: await freePort(), dsn: first.dsn, publicUrl: first.publicUrl, args });
+    });
+    after(async () => {
+      if (second && second.child.exitCode === null && second.child.signalCode === null) second.child.kill('SIGTERM');
+      if (second) await second.exited;
+      if (first) await first.stop();
+    });
+
+    test('the collection and the payout stay PENDING, then recovery completes them', { timeout: 60000 }, async () => {
+      const token = await merchantToken(first, 0);
+      const ports = second ? [first.port, second.port] : [first.port];
+      const call = async (port, method, p, body) => {
+        const r = await fetch(`http://127.0.0.1:${port}/api${p}`, {
+          method, headers: { 'content-type': 'application/json', 'x-sp-auth-token': `Bearer ${token}` },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        return { status: r.status, body: await r.json() };
+      };
+      const lostAnswer = '237690000008';
+      const statusOf = (ref) => query(first, `SELECT status FROM pay_transactions WHERE reference = '${ref}'`)[0][0];
+      const leftPending = (ref) => query(first, 'SELECT x.source FROM pay_transitions x JOIN pay_transactions t ON ' +
+        `t.id = x.transaction_id WHERE t.reference = '${ref}' AND x.from_status = 'PENDING'`);
+
+      // A collection whose submission timed out: PENDING, not FAILED.
+      const created = await call(ports[0], 'POST', '/collection/intent', {
+        amount: 20000, currency: 'XAF', transaction_uuid: randomUUID(), provider: 'MTN_MOMO_CMR', channel: 'PROVIDER',
+        customer_wallet: lostAnswer, description: 'lost answer' });
+      assert.equal(created.status, 200, JSON.stringify(created.body));
+      const collection = created.body.data.transaction_reference;
+      const executed = await call(ports[0], 'POST', '/collection/execute', { transaction_reference: collection });
+      assert.equal(executed.status, 200, JSON.stringify(executed.body));
+      assert.equal(executed.body.data.status, 'PENDING', JSON.stringify(executed.body));
+      assert.equal(executed.body.data.failure_reason, null);
+      assert.ok(executed.body.data.provider_reference);
+      assert.equal(statusOf(collection), 'PENDING');
+      // No callback comes: recovery's question completes it.
+      for (let i = 0; i < 200 && statusOf(collection) === 'PENDING'; i++) await sleep(50);
+      assert.equal(statusOf(collection), 'COMPLETED');
+      assert.deepEqual(leftPending(collection), [['recovery']]);
+
+      // A payout whose submission timed out: PENDING with its funds reserved, then paid by recovery.
+      const before = (await call(ports.at(-1), 'GET', '/balance')).body.data.find((b) => b.currency === 'XAF');
+      const payout = await call(ports.at(-1), 'POST', '/disbursement/intent', {
+        amount: 5000, currency: 'XAF', transaction_uuid: randomUUID(), provider: 'MTN_MOMO_CMR', channel: 'PROVIDER',
+        customer_wallet: lostAnswer, description: 'lost answer payout' });
+      assert.equal(payout.status, 200, JSON.stringify(payout.body));
+      assert.equal(payout.body.data.status, 'PENDING', JSON.stringify(payout.body));
+      const ref = payout.body.data.transaction_reference;
+      const reserved = payout.body.data.required_total;
+      const during = (await call(ports.at(-1), 'GET', '/balance')).body.data.find((b) => b.currency === 'XAF');
+      if (statusOf(ref) === 'PENDING') {
+        assert.equal(during.pending - before.pending, reserved, JSON.stringify({ before, during }));
+        assert.equal(before.available - during.available, reserved);
+      }
+      for (let i = 0; i < 200 && statusOf(ref) === 'PENDING'; i++) await sleep(50);
+      assert.equal(statusOf(ref), 'COMPLETED');
+      assert.deepEqual(leftPending(ref), [['recovery']]);
+      const after = (await call(ports.at(-1), 'GET', '/balance')).body.data.find((b) => b.currency === 'XAF');
+      assert.equal(after.pending, before.pending);
+      assert.equal(before.available - after.available, reserved);
+
+      const check = spawnSync(sikaBinary, ['admin', '--db', first.dsn, 'check-ledger', '--json'],
+        { env: { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef' }, encoding: 'utf8' });
+      assert.equal(check.status, 0, check.stderr + check.stdout);
+      assert.equal(JSON.parse(check.stdout).ok, true);
+    });
+  });
+}

@@ -21,8 +21,8 @@ class ScriptedOperator final : public Connector {
  public:
   std::string_view name() const override { return "sandbox"; }
   Status check_otp(const PaymentOrder&) override { return {}; }
-  Status request_collection(const PaymentOrder&) override { return {}; }
-  Status request_payout(const PaymentOrder&) override { return {}; }
+  Status request_collection(const PaymentOrder& order) override { return submit ? submit(order) : Status{}; }
+  Status request_payout(const PaymentOrder& order) override { return submit ? submit(order) : Status{}; }
   Result<OperatorStatus> query_status(const PaymentOrder& order) override {
     int answer_no = 0;
     {
@@ -47,6 +47,7 @@ class ScriptedOperator final : public Connector {
   }
 
   std::function<Result<OperatorStatus>(const PaymentOrder&, int)> answer;
+  std::function<Status(const PaymentOrder&)> submit;  // how a submission is answered (ok when empty)
   int query_ms = 0;
   std::mutex mu;
   std::map<std::string, int> in_flight, queries;
@@ -83,6 +84,17 @@ class RecoveryTest : public PaymentsTest {
     auto [st, env] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}});
     EXPECT_EQ(st, 200) << bj::serialize(env);
     EXPECT_EQ(load(ref).status, TxStatus::pending);  // read as stored: the status route would ask the operator
+    return ref;
+  }
+
+  // A PROVIDER collection whose submission the operator refused (FAILED); its reference.
+  std::string submitted_collection_failing(std::string wallet = "237690000000") {
+    auto p = principal(m1_);
+    auto rec = create_ok(p, intent_body(wallet, 10'000));
+    std::string ref(rec.at("transaction_reference").as_string());
+    auto [st, env] = call(&Service::execute, p, bj::object{{"transaction_reference", ref}});
+    EXPECT_EQ(st, 200) << bj::serialize(env);
+    EXPECT_EQ(load(ref).status, TxStatus::failed);
     return ref;
   }
 
@@ -368,6 +380,82 @@ TEST_P(RecoveryTest, TwoNodesAskEachItemOneAtATimeAndSettleItOnce) {
     EXPECT_EQ(spans.size(), 3u) << ref;
     for (std::size_t i = 1; i < spans.size(); ++i) EXPECT_GE(spans[i].first, spans[i - 1].second) << ref;
   }
+  expect_ledger_clean();
+}
+
+}  // namespace
+}  // namespace sika::payments::testing
+
+namespace sika::payments::testing {
+namespace {
+
+// A submission whose outcome is unknown (the operator may have received it: a timeout, a
+// connection lost after sending, an operator's 5xx) is not a refusal: the collection or payout
+// stays PENDING (the payout's funds reserved) with its reference at the operator, and recovery's
+// question settles it. Only an explicit refusal fails it.
+TEST_P(RecoveryTest, ASubmissionWhoseOutcomeIsUnknownStaysPendingAndRecoverySettlesIt) {
+  auto p = principal(m1_);
+  operator_.answer = [](const PaymentOrder&, int) -> Result<OperatorStatus> {
+    return answer_of(OperatorStatus::State::succeeded);
+  };
+  const std::vector<Error> unknown = {
+      make_error(ErrorKind::upstream_timeout, "upstream_timeout", "request timed out"),
+      make_error(ErrorKind::upstream_failed, "upstream_error", "reading the response failed: connection reset"),
+      make_error(ErrorKind::unavailable, "provider_unavailable", "the operator answered 503"),
+      make_error(ErrorKind::internal, "internal_error", "the operator answered 500"),
+  };
+  std::vector<std::string> collections;
+  for (const Error& e : unknown) {
+    operator_.submit = [&](const PaymentOrder&) -> Status { return e; };
+    const std::string ref = submitted_collection();
+    const Transaction tx = load(ref);
+    EXPECT_EQ(tx.status, TxStatus::pending) << e.code;
+    EXPECT_FALSE(tx.provider_reference.empty());
+    EXPECT_TRUE(next_check_at(ref).has_value()) << e.code;
+    collections.push_back(ref);
+  }
+  clock_ += 10'000;
+  EXPECT_EQ(recover(), static_cast<int>(unknown.size()));
+  for (const auto& ref : collections) EXPECT_EQ(load(ref).status, TxStatus::completed) << ref;
+  const std::int64_t earned = balance(ledger::merchant_available(m1_.id, "sandbox", "XAF"));
+  EXPECT_EQ(earned, 4 * 10'000);
+
+  // A payout whose submission timed out keeps its funds reserved while PENDING.
+  operator_.submit = [&](const PaymentOrder&) -> Status { return unknown[0]; };
+  auto payout = [&](std::string wallet) {
+    auto [s, e] = call(&Service::disbursement_intent, p,
+                       bj::object{{"amount", 5'000},
+                                  {"currency", "XAF"},
+                                  {"transaction_uuid", uuid_v4()},
+                                  {"provider", "MTN_MOMO_CMR"},
+                                  {"channel", "PROVIDER"},
+                                  {"customer_wallet", wallet}});
+    EXPECT_EQ(s, 200) << bj::serialize(e);
+    return s == 200 ? std::string(e.at("data").at("transaction_reference").as_string()) : std::string();
+  };
+  const std::string timed_out = payout("237690000061");
+  const std::int64_t reserved = 5'000 + 150;
+  EXPECT_EQ(load(timed_out).status, TxStatus::pending);
+  EXPECT_EQ(balance(ledger::merchant_pending(m1_.id, "sandbox", "XAF")), reserved);
+  EXPECT_EQ(balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")), earned - reserved);
+  clock_ += 10'000;
+  EXPECT_EQ(recover(), 1);
+  EXPECT_EQ(load(timed_out).status, TxStatus::completed);
+  EXPECT_EQ(balance(ledger::merchant_pending(m1_.id, "sandbox", "XAF")), 0);
+  EXPECT_EQ(balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")), earned - reserved);
+
+  // An explicit refusal fails at once: the collection FAILED, the payout's reserve released.
+  operator_.submit = [](const PaymentOrder&) -> Status {
+    return bad_request("operator_refused", bj::string("the operator refused the request"));
+  };
+  const std::string refused = submitted_collection_failing();
+  EXPECT_EQ(load(refused).failure_reason, "OPERATOR_REFUSED");
+  operator_.submit = [](const PaymentOrder&) -> Status { return not_found(bj::string("no such account")); };
+  const std::string no_account = payout("237690000062");
+  EXPECT_EQ(load(no_account).status, TxStatus::failed);
+  EXPECT_EQ(load(no_account).failure_reason, "INVALID_ACCOUNT");
+  EXPECT_EQ(balance(ledger::merchant_pending(m1_.id, "sandbox", "XAF")), 0);
+  EXPECT_EQ(balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")), earned - reserved);
   expect_ledger_clean();
 }
 
