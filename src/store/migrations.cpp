@@ -30,6 +30,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0022DashboardReads,
       migrations::k0023MerchantGrants,
       migrations::k0024BillingDunning,
+      migrations::k0026CheckoutSignedOnly,
   };
   return kAll;
 }

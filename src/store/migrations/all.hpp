@@ -27,4 +27,5 @@ extern const Migration k0021BillingMandates;
 extern const Migration k0022DashboardReads;
 extern const Migration k0023MerchantGrants;
 extern const Migration k0024BillingDunning;
+extern const Migration k0026CheckoutSignedOnly;
 }  // namespace sika::store::migrations
