@@ -59,7 +59,8 @@ web::Response Service::checkout_sessions(web::Request& req) {
                            "the amount or the order. Off: a plain form without a signature is still accepted, and "
                            "your site checks the amount on return.")) +
           "</p><p id=\"signed-only\"><strong>" +
-          std::string(*signed_only ? c->t("Activé", "On") : c->t("Désactivé", "Off")) + "</strong></p>";
+          std::string(*signed_only ? c->t("État : activé", "Status: on") : c->t("État : désactivé", "Status: off")) +
+          "</strong></p>";
   if (c->principal.role == web::Role::owner)
     body += "<form method=\"post\" action=\"" + escape(path("/checkout/signed-only")) + "\">" + c->csrf_field() +
             "<input type=\"hidden\" name=\"signed_only\" value=\"" + (*signed_only ? "off" : "on") +
