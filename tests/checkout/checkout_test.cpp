@@ -632,6 +632,38 @@ TEST_P(CheckoutTest, ConcurrentCodesForOneCollectionExecuteItOnce) {
   expect_ledger_clean();
 }
 
+// The right code from eight tabs at once, more than the collection's three code attempts: the
+// submissions that find no attempt left never fail the collection, which completes once.
+TEST_P(CheckoutTest, EightTabsWithTheRightCodePayTheOrderOnce) {
+  Session s = open_ok(order("ORD-OTP-EIGHT"));
+  auto first = checkout_->pay(s.reference, PayForm{"ORANGE_MONEY_CMR", "237690000000", "000000", 0});
+  ASSERT_FALSE(first.ok());  // created, a wrong code: it waits for the right one (two attempts left)
+  std::atomic<int> ready{0};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&] {
+      ++ready;
+      while (ready.load() < 8) std::this_thread::yield();
+      auto r = checkout_->pay(s.reference, PayForm{"ORANGE_MONEY_CMR", "237690000000", "123456", 1});
+      if (!r && r.error().code == "invalid_otp") ++wrong;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  auto done = wait(s, payments::TxStatus::pending);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->status, payments::TxStatus::completed) << done->failure_reason.value_or("");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions t JOIN pay_transactions x ON x.id = t.transaction_id "
+                  "WHERE x.merchant_id = ? AND t.to_status = 'COMPLETED'",
+                  {m1_.id}),
+            1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions t JOIN pay_transactions x ON x.id = t.transaction_id "
+                  "WHERE x.merchant_id = ? AND t.to_status = 'FAILED'",
+                  {m1_.id}),
+            0);
+  expect_ledger_clean();
+}
+
 // Rotations of one merchant's secret at once: each made version is distinct and stored once.
 TEST_P(CheckoutTest, ConcurrentRotationsMakeDistinctVersions) {
   std::vector<std::thread> threads;
