@@ -40,10 +40,10 @@ Error reference_conflict(std::string problem) { return conflict(bj::object{{"tra
 
 // The answer to a code submission that compared nothing because concurrent submissions of this
 // collection hold (or used) its code attempts: they decide it, and this one changes nothing. `now`
-// is the collection as it is: FAILED by their wrong codes, or still being decided (409), or moved on
-// by a right code (409 naming its status).
+// is the collection as it is: FAILED by their wrong codes (invalid_otp), still being decided
+// (409), or moved on otherwise (409 naming its status).
 Error code_decided_concurrently(const Transaction& now) {
-  if (now.status == TxStatus::failed) {
+  if (now.status == TxStatus::failed && now.failure_reason == "INVALID_OTP") {
     bj::object d;
     d["otp"] = "too many attempts, the transaction has FAILED";
     d["attempts_left"] = 0;
