@@ -1,5 +1,5 @@
 // `sika admin checkout ...`: a merchant's checkout secret (to verify service_data) and its
-// rotation, and the domains its return URLs must belong to.
+// rotation, the domains its return URLs must belong to, and "signed checkout requests only".
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include "checkout/service.hpp"
 #include "checkout/store.hpp"
 #include "core/time.hpp"
+#include "dashboard/service.hpp"
 #include "merchant/merchant.hpp"
 
 namespace sika::app {
@@ -69,6 +70,31 @@ void add_checkout_admin(CLI::App& admin, AdminEnv& env) {
       checkout::SecretVersion made = check(ctx.checkout->rotate_secret(m.id, m.matricule));
       print_result(env, bj::object{{"merchant", m.matricule}, {"kid", made.kid}, {"checkout_secret", made.secret}},
                    "kid " + std::to_string(made.kid) + ": " + made.secret);
+    });
+  }
+  {
+    auto* cmd = add_command(*group, env, "signed-only",
+                            "Show, or turn on (--on) or off (--off), a merchant's signed checkout requests only: "
+                            "every checkout request must carry a valid signature (audited)");
+    struct Args {
+      std::string merchant;
+      bool on = false, off = false;
+    };
+    auto a = std::make_shared<Args>();
+    cmd->add_option("--merchant", a->merchant, "the merchant's matricule")->required();
+    auto* on = cmd->add_flag("--on", a->on, "refuse every checkout request without a valid signature");
+    auto* off = cmd->add_flag("--off", a->off, "accept unsigned plain orders again (DIRECT, fee on the customer)");
+    on->excludes(off);
+    cmd->callback([&env, a] {
+      Context& ctx = env.context();
+      merchant::Merchant m = find_merchant(ctx, a->merchant);
+      bool changed = false;
+      if (a->on || a->off)
+        changed = check(dashboard::set_checkout_signed_only(*ctx.db, m.matricule, a->on, 0, "sika admin", now_ms()));
+      const bool now_on = check(ctx.checkout->signed_only(m.id));
+      print_result(env, bj::object{{"merchant", m.matricule}, {"signed_only", now_on}, {"changed", changed}},
+                   m.matricule + ": signed checkout requests only " + (now_on ? "on" : "off") +
+                       (a->on || a->off ? (changed ? " (changed)" : " (unchanged)") : ""));
     });
   }
   {

@@ -524,6 +524,8 @@ void build_routes(web::Router& r, Context& ctx) {
            "A hosted checkout session and its payments"});
     r.add({Surface::dashboard, "POST", "/checkout/secret", dsh(&Dsh::checkout_secret), member,
            "Shows the merchant's checkout secret (audited)"});
+    r.add({Surface::dashboard, "POST", "/checkout/signed-only", dsh(&Dsh::checkout_signed_only), member,
+           "Turns the merchant's signed checkout requests only on or off (owners; audited)"});
     r.add({Surface::dashboard, "GET", "/payouts", dsh(&Dsh::payouts), member, "Payouts and balances"});
     r.add({Surface::dashboard, "GET", "/subscriptions", dsh(&Dsh::subscriptions), member, "Subscriptions"});
     r.add({Surface::dashboard, "GET", "/subscriptions/{reference}", dsh(&Dsh::subscription), member,

@@ -168,6 +168,8 @@ constexpr std::pair<std::string_view, std::string_view> kFrench[] = {
      "ne correspond pas à orderId, amount, currency, settlement_mode, distribution et feeBearer sous le secret de "
      "paiement du marchand"},
     {"must be 64 hexadecimal characters (HMAC-SHA256)", "doit faire 64 caractères hexadécimaux (HMAC-SHA256)"},
+    {"is required: this merchant accepts only requests signed with its checkout secret",
+     "est requise : ce marchand n'accepte que les requêtes signées avec son secret de paiement"},
     {"rates must not sum beyond 100", "la somme des taux ne doit pas dépasser 100"},
     {"must be a whole number", "doit être un nombre entier"},
     {"an open checkout session of this order has other fields; use a new orderId",

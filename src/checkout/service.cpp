@@ -23,6 +23,8 @@ namespace {
 constexpr std::string_view kSignedFields[] = {"orderId",         "amount",       "currency",
                                               "settlement_mode", "distribution", "feeBearer"};
 constexpr std::string_view kMerchantOnly = "may be set only in a request signed with the merchant's checkout secret";
+constexpr std::string_view kSignatureRequired =
+    "is required: this merchant accepts only requests signed with its checkout secret";
 
 Error session_not_found() { return not_found(bj::object{{"reference", "no such checkout session"}}); }
 
@@ -70,6 +72,15 @@ Result<SecretVersion> Service::signing_secret(std::int64_t merchant_id, std::str
   if (!latest) return SecretVersion{1, merchant_secret(matricule)};
   return SecretVersion{latest->first,
                        checkout::merchant_secret(options_.server_key, matricule, latest->first, latest->second)};
+}
+
+Result<bool> Service::signed_only(std::int64_t merchant_id) {
+  bool on = false;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(on, tables::signed_only(c, merchant_id));
+    return {};
+  }));
+  return on;
 }
 
 Result<SecretVersion> Service::rotate_secret(std::int64_t merchant_id, std::string_view matricule) {
@@ -189,7 +200,9 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
   // split beneficiaries: active merchants.
   std::vector<std::string> domains;
   std::vector<std::string> inactive;
+  bool signed_only = false;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(signed_only, tables::signed_only(c, m.id));
     SIKA_ASSIGN_OR_RETURN(domains, tables::domains(c, m.id));
     inactive.clear();
     for (const auto& line : n.distribution) {
@@ -205,6 +218,10 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
       if (std::none_of(domains.begin(), domains.end(), [&](const std::string& d) { return host_in_domain(host, d); }))
         errors.add(key, "must be on one of this merchant's registered domains");
     }
+  // A merchant that signs every request may refuse unsigned ones: then nobody can post its form
+  // again with another amount or order.
+  if (signed_only && n.signature.empty() && !errors.details().contains("signature"))
+    errors.add("signature", std::string(kSignatureRequired));
   for (const auto& line : n.distribution)
     if (std::find(inactive.begin(), inactive.end(), line.matricule) != inactive.end())
       errors.add("distribution[" + std::to_string(line.position) + "].matricule", "is not an active merchant");

@@ -15,6 +15,8 @@
 //  - what decides where the money goes (settlement_mode SPLIT, a distribution, feeBearer
 //    MERCHANT) is accepted only in a request signed with the merchant's checkout secret
 //    (request_canonical); the signature, when sent, also binds orderId, amount and currency;
+//    a merchant with "signed checkout requests only" on has every request without a signature
+//    refused (400 naming signature), so nobody can post its form again with another amount;
 //  - the return data names everything that decided the merchant's money (settlement mode, lines,
 //    fee bearer, fee, credited amount) and is signed with the merchant's checkout secret (HMAC-SHA256), derived from
 //    the server secret and the merchant (and, once rotated, a stored salt), so the merchant can
@@ -148,6 +150,9 @@ class Service {
   // Makes version N+1 the merchant's checkout secret (a new random salt is stored, the secret is
   // derived from it and the server key and returned once). Returns made version and secret.
   Result<SecretVersion> rotate_secret(std::int64_t merchant_id, std::string_view matricule);
+  // Whether the merchant accepts only signed requests ("signed checkout requests only"; off
+  // unless the merchant or an operator turned it on: dashboard::set_checkout_signed_only).
+  Result<bool> signed_only(std::int64_t merchant_id);
   std::string page_url(const Session& s) const;
   std::int64_t now() const;
 

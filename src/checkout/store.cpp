@@ -227,4 +227,23 @@ Result<bool> remove_domain(store::Conn& c, std::int64_t merchant_id, std::string
   return n == 1;
 }
 
+Result<bool> signed_only(store::Conn& c, std::int64_t merchant_id) {
+  SIKA_ASSIGN_OR_RETURN(auto row,
+                        c.query_one("SELECT signed_only FROM chk_settings WHERE merchant_id = ?", {merchant_id}));
+  return row && row->boolean(0);
+}
+
+Result<bool> set_signed_only(store::Conn& c, std::int64_t merchant_id, bool on, std::string_view by, std::int64_t now) {
+  const std::int64_t value = on ? 1 : 0;
+  SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE chk_settings SET signed_only = ?, updated_at = ?, updated_by = ? "
+                                       "WHERE merchant_id = ? AND signed_only <> ?",
+                                       {value, now, std::string(by), merchant_id, value}));
+  if (n == 1) return true;
+  // No row yet (off): a row that turns it on is a change, one that keeps it off is not.
+  SIKA_ASSIGN_OR_RETURN(auto made, c.exec("INSERT INTO chk_settings (merchant_id, signed_only, updated_at, updated_by) "
+                                          "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                                          {merchant_id, value, now, std::string(by)}));
+  return made == 1 && on;
+}
+
 }  // namespace sika::checkout::tables

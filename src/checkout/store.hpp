@@ -1,6 +1,7 @@
 #pragma once
-// All SQL of hosted checkout (tables chk_sessions and chk_domains, migration 13). Every function
-// runs inside the caller's read or write unit.
+// All SQL of hosted checkout (tables chk_sessions and chk_domains, migration 13; chk_secrets,
+// migration 19; chk_settings, migration 26). Every function runs inside the caller's read or
+// write unit.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -41,6 +42,13 @@ Result<std::optional<std::pair<std::int64_t, std::string>>> latest_secret(store:
 // Records version `version` with its salt; false when that version exists (a concurrent rotation).
 Result<bool> insert_secret(store::Conn& c, std::int64_t merchant_id, std::int64_t version, std::string_view salt,
                            std::int64_t now);
+
+// "Signed checkout requests only" (chk_settings, migration 26): true when every POST
+// {checkout_url} of the merchant must carry a valid signature. No row: off.
+Result<bool> signed_only(store::Conn& c, std::int64_t merchant_id);
+// Turns it on or off (`by`: who, for the row); true iff it changed (conditional statements, so two
+// concurrent identical changes report one change).
+Result<bool> set_signed_only(store::Conn& c, std::int64_t merchant_id, bool on, std::string_view by, std::int64_t now);
 
 // The domains a merchant's return URLs must belong to (empty: any host).
 Result<std::vector<std::string>> domains(store::Conn& c, std::int64_t merchant_id);

@@ -1,12 +1,18 @@
-// A merchant's hosted checkout: its sessions (list, keyset pages; a session's page) and its
-// checkout secret, the key its site verifies signed return data with (docs/checkout.md). Read
-// through checkout::Service; a session of another merchant is a 404. The secret is derived, not
-// stored: it is shown on request to members who may change things, and each showing is audited.
+// A merchant's hosted checkout: its sessions (list, keyset pages; a session's page), its
+// checkout secret, the key its site verifies signed return data with and signs requests with, and
+// its "signed checkout requests only" setting (docs/checkout.md). Read through checkout::Service;
+// a session of another merchant is a 404. The secret is derived, not stored: it is shown on
+// request to members who may change things, and each showing is audited. The setting is changed
+// by owners only, audited in the unit of the change.
 #include <boost/json.hpp>
 
 #include "checkout/service.hpp"
+#include "checkout/store.hpp"
+#include "core/json.hpp"
 #include "core/money.hpp"
 #include "dashboard/internal.hpp"
+#include "dashboard/store.hpp"
+#include "merchant/merchant.hpp"
 #include "payments/store.hpp"
 
 namespace sika::dashboard {
@@ -39,6 +45,33 @@ web::Response Service::checkout_sessions(web::Request& req) {
     body += "<form method=\"post\" action=\"" + escape(path("/checkout/secret")) + "\">" + c->csrf_field() +
             "<button id=\"show-secret\">" + std::string(c->t("Afficher le secret", "Show the secret")) +
             "</button></form>";
+  body += "</section>";
+  auto signed_only = parts_.checkout->signed_only(c->principal.merchant_id);
+  if (!signed_only) return error_page(req, signed_only.error());
+  body += "<section class=\"card\" aria-labelledby=\"cko\"><h2 id=\"cko\">" +
+          std::string(c->t("Requêtes signées uniquement", "Signed requests only")) + "</h2><p>" +
+          std::string(c->t("Activé, tout formulaire ou appel vers la page de paiement doit porter une signature "
+                           "(signature) calculée par votre serveur avec le secret de checkout : un client ne peut "
+                           "plus changer le montant ni la commande. Désactivé, un formulaire simple sans signature "
+                           "reste accepté et votre site vérifie le montant au retour.",
+                           "On: every form or call that opens the payment page must carry a signature (signature) "
+                           "computed by your server with the checkout secret, so a customer can no longer change "
+                           "the amount or the order. Off: a plain form without a signature is still accepted, and "
+                           "your site checks the amount on return.")) +
+          "</p><p id=\"signed-only\"><strong>" +
+          std::string(*signed_only ? c->t("État : activé", "Status: on") : c->t("État : désactivé", "Status: off")) +
+          "</strong></p>";
+  if (c->principal.role == web::Role::owner)
+    body += "<form method=\"post\" action=\"" + escape(path("/checkout/signed-only")) + "\">" + c->csrf_field() +
+            "<input type=\"hidden\" name=\"signed_only\" value=\"" + (*signed_only ? "off" : "on") +
+            "\"><button id=\"toggle-signed-only\"" + (*signed_only ? " class=\"secondary\"" : "") + ">" +
+            std::string(*signed_only ? c->t("Accepter aussi les requêtes non signées", "Accept unsigned requests too")
+                                     : c->t("N'accepter que les requêtes signées", "Accept only signed requests")) +
+            "</button></form>";
+  else
+    body += "<p class=\"muted\">" +
+            std::string(c->t("Seuls les propriétaires changent ce réglage.", "Only owners change this setting.")) +
+            "</p>";
   body += "</section>";
   if (sessions->empty()) {
     body += "<p class=\"muted\">" + std::string(c->t("Aucune session.", "No session.")) + "</p>";
@@ -123,6 +156,36 @@ web::Response Service::checkout_secret(web::Request& req) {
   web::Response res = page(req, *c, std::string(c->t("Checkout hébergé", "Hosted checkout")), body);
   res.set("Cache-Control", "no-store");
   return res;
+}
+
+Result<bool> set_checkout_signed_only(store::Db& db, std::string_view matricule, bool on, std::int64_t user_id,
+                                      const std::string& actor, std::int64_t now) {
+  bool changed = false;
+  SIKA_TRY(db.write([&](store::Conn& conn) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto m, merchant::find_by_matricule(conn, matricule));
+    if (!m) return not_found(bj::object{{"merchant", "no such merchant"}});
+    SIKA_ASSIGN_OR_RETURN(changed, checkout::tables::set_signed_only(conn, m->id, on, actor, now));
+    if (!changed) return {};  // already so: nothing to audit
+    return append_audit(conn, AuditEntry{0, now, user_id, actor, m->id, "checkout.signed_only", m->matricule,
+                                         json::dump(bj::object{{"signed_only", on}})});
+  }));
+  return changed;
+}
+
+web::Response Service::checkout_signed_only(web::Request& req) {
+  auto c = member_context(req, /*changes=*/true);
+  if (!c) return error_page(req, c.error());
+  if (c->principal.role != web::Role::owner)
+    return error_page(req, not_allowed("only owners change the checkout settings"));
+  auto fields = form_of(req);
+  if (!fields) return error_page(req, fields.error());
+  const std::string value = field(*fields, "signed_only");
+  if (value != "on" && value != "off")
+    return error_page(req, empty_data(bj::object{{"signed_only", "must be on or off"}}));
+  auto changed = set_checkout_signed_only(db_, c->principal.merchant, value == "on", c->session.row.user_id,
+                                          c->session.row.email, now());
+  if (!changed) return error_page(req, changed.error());
+  return see_other("/checkout");
 }
 
 }  // namespace sika::dashboard

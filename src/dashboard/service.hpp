@@ -69,6 +69,13 @@ Result<merchant::Merchant> change_merchant_grants(store::Db& db, const catalog::
                                                   std::int64_t tier, std::int64_t user_id, const std::string& actor,
                                                   std::int64_t now);
 
+// Turns a merchant's "signed checkout requests only" on or off (docs/checkout.md) and appends
+// the audit entry `checkout.signed_only` in the same write unit (none when it was already so).
+// 404 naming merchant when no merchant has this matricule. The merchant's checkout page (owners)
+// and `sika admin checkout signed-only` use it. Returns whether it changed.
+Result<bool> set_checkout_signed_only(store::Db& db, std::string_view matricule, bool on, std::int64_t user_id,
+                                      const std::string& actor, std::int64_t now);
+
 struct Options {
   std::string dashboard_url;              // public URL of the surface, no trailing slash
   std::string client_id = "demo-public";  // our OAuth client at the identity service (public, PKCE)
@@ -149,6 +156,8 @@ class Service {
   web::Response subscription(web::Request& req);       // GET /subscriptions/{reference}
   web::Response subscription_change(
       web::Request& req);  // POST /subscriptions/{reference}/suspend|reactivate|cancel|test-clock
+  // POST /checkout/signed-only: the merchant's signed checkout requests only (owners; audited)
+  web::Response checkout_signed_only(web::Request& req);
   // --- operator pages (operator_session) ---
   web::Response merchants(web::Request& req);            // GET /operator/merchants
   web::Response merchant_create(web::Request& req);      // POST /operator/merchants

@@ -81,6 +81,23 @@ bool refused_at_submission(const Transaction& tx, const Status& sent) {
   return false;
 }
 
+// The answer to a code submission that compared nothing because concurrent submissions of this
+// collection hold (or used) its code attempts: they decide it, and this one changes nothing. `now`
+// is the collection as it is: FAILED by their wrong codes (invalid_otp), still being decided
+// (409), or moved on otherwise (409 naming its status).
+Error code_decided_concurrently(const Transaction& now) {
+  if (now.status == TxStatus::failed && now.failure_reason == "INVALID_OTP") {
+    bj::object d;
+    d["otp"] = "too many attempts, the transaction has FAILED";
+    d["attempts_left"] = 0;
+    return bad_request("invalid_otp", std::move(d));
+  }
+  if (now.status == TxStatus::initiated)
+    return reference_conflict("has a code being checked by a concurrent request; ask its status");
+  return reference_conflict("is " + std::string(to_string(now.status)) +
+                            ": only an INITIATED collection can be executed");
+}
+
 }  // namespace
 
 Service::Service(store::Db& db, CatalogSnapshot catalog, web::HttpClient& http, Options options)
@@ -598,7 +615,14 @@ Result<Transaction> Service::execute_collection(Transaction tx, std::optional<st
     // The attempt is taken before the code is compared, so concurrent guesses cannot compare
     // more than max_otp_attempts codes.
     SIKA_ASSIGN_OR_RETURN(std::int64_t attempt, take_otp_attempt(tx, source));
-    if (!check_otp(tx, order)) return wrong_otp(tx, attempt, source);
+    Status checked = check_otp(tx, order);
+    // The code was verified by a concurrent submission (the same right code twice): that one
+    // executes the collection; this one must not count as a wrong code.
+    if (!checked && checked.error().is(ErrorKind::conflict)) {
+      SIKA_ASSIGN_OR_RETURN(Transaction now_tx, refresh(tx));
+      return code_decided_concurrently(now_tx);
+    }
+    if (!checked) return wrong_otp(tx, attempt, source);
   }
   if (tx.channel == kChannelWallet) return execute_wallet(tx, source);
   Connector* conn = connector_for(tx);
@@ -616,6 +640,8 @@ Status Service::check_otp(const Transaction& tx, const PaymentOrder& order) {
     SIKA_ASSIGN_OR_RETURN(otp::Verification v,
                           options_.otp->verify(kWalletCodePurpose, tx.reference, order.otp.value_or("")));
     if (v.ok()) return {};
+    if (v.outcome == otp::Outcome::already_used)
+      return conflict(bj::object{{"otp", "was verified by a concurrent request"}});
     return bad_request("invalid_otp", bj::object{{"otp", "is incorrect"}});
   }
   Connector* conn = connector_for(tx);
@@ -624,30 +650,22 @@ Status Service::check_otp(const Transaction& tx, const PaymentOrder& order) {
 }
 
 // Takes one code attempt of `tx` (its own write unit, committed before the code is compared).
-// When none is left the collection FAILS (INVALID_OTP) if it has not already, and the answer is
-// the invalid_otp error; a collection that left INITIATED meanwhile answers a conflict.
-Result<std::int64_t> Service::take_otp_attempt(Transaction& tx, std::string_view source) {
-  const Transaction original = tx;
+// When none is left, every attempt is held by a submission that compared (or is comparing) a code,
+// and those decide: a right code executes the collection, a wrong one on the last attempt FAILS it
+// (wrong_otp). So this submission changes nothing, whatever it brings: it is answered from the
+// collection's state read in the same unit (code_decided_concurrently). It never FAILS a
+// collection another submission is completing with the right code.
+Result<std::int64_t> Service::take_otp_attempt(Transaction& tx, std::string_view) {
   std::optional<std::int64_t> taken;
-  Status st = write([&](store::Conn& c, ledger::Learned& learned) -> Status {
-    tx = original;
+  Transaction now_tx;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(taken, tables::take_otp_attempt(c, tx.id, options_.max_otp_attempts));
     if (taken) return {};
-    // No attempt left (or no longer INITIATED): fail it if it still is INITIATED.
-    SIKA_ASSIGN_OR_RETURN(bool failed, apply(c, tx, move_to(TxStatus::failed, source, "INVALID_OTP"), learned));
-    (void)failed;  // a lost race means another request already moved it
+    SIKA_ASSIGN_OR_RETURN(now_tx, tables::load(c, tx.reference));
     return {};
-  });
-  if (!st) return st.take_error();
+  }));
   if (taken) return *taken;
-  SIKA_ASSIGN_OR_RETURN(Transaction now_tx, refresh(tx));
-  if (now_tx.status != TxStatus::initiated && now_tx.status != TxStatus::failed)
-    return reference_conflict("is " + std::string(to_string(now_tx.status)) +
-                              ": only an INITIATED collection can be executed");
-  bj::object d;
-  d["otp"] = "too many attempts, the transaction has FAILED";
-  d["attempts_left"] = 0;
-  return bad_request("invalid_otp", std::move(d));
+  return code_decided_concurrently(now_tx);
 }
 
 // Answers a wrong code whose attempt was `attempt`; the last allowed one FAILS the collection

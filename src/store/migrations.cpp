@@ -33,6 +33,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0025PaymentsRecovery,
       migrations::k0026NotifyEnvironment,
       migrations::k0027MerchantTimeZone,
+      migrations::k0028CheckoutSignedOnly,
   };
   return kAll;
 }

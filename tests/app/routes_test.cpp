@@ -237,6 +237,7 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"dashboard GET /checkout", "dashboard_session"},
       {"dashboard GET /checkout/{reference}", "dashboard_session"},
       {"dashboard POST /checkout/secret", "dashboard_session"},
+      {"dashboard POST /checkout/signed-only", "dashboard_session"},
       {"dashboard GET /payouts", "dashboard_session"},
       {"dashboard GET /subscriptions", "dashboard_session"},
       {"dashboard GET /subscriptions/{reference}", "dashboard_session"},

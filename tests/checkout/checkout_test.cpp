@@ -632,6 +632,38 @@ TEST_P(CheckoutTest, ConcurrentCodesForOneCollectionExecuteItOnce) {
   expect_ledger_clean();
 }
 
+// The right code from eight tabs at once, more than the collection's three code attempts: the
+// submissions that find no attempt left never fail the collection, which completes once.
+TEST_P(CheckoutTest, EightTabsWithTheRightCodePayTheOrderOnce) {
+  Session s = open_ok(order("ORD-OTP-EIGHT"));
+  auto first = checkout_->pay(s.reference, PayForm{"ORANGE_MONEY_CMR", "237690000000", "000000", 0});
+  ASSERT_FALSE(first.ok());  // created, a wrong code: it waits for the right one (two attempts left)
+  std::atomic<int> ready{0};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&] {
+      ++ready;
+      while (ready.load() < 8) std::this_thread::yield();
+      auto r = checkout_->pay(s.reference, PayForm{"ORANGE_MONEY_CMR", "237690000000", "123456", 1});
+      if (!r && r.error().code == "invalid_otp") ++wrong;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  auto done = wait(s, payments::TxStatus::pending);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->status, payments::TxStatus::completed) << done->failure_reason.value_or("");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions t JOIN pay_transactions x ON x.id = t.transaction_id "
+                  "WHERE x.merchant_id = ? AND t.to_status = 'COMPLETED'",
+                  {m1_.id}),
+            1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions t JOIN pay_transactions x ON x.id = t.transaction_id "
+                  "WHERE x.merchant_id = ? AND t.to_status = 'FAILED'",
+                  {m1_.id}),
+            0);
+  expect_ledger_clean();
+}
+
 // Rotations of one merchant's secret at once: each made version is distinct and stored once.
 TEST_P(CheckoutTest, ConcurrentRotationsMakeDistinctVersions) {
   std::vector<std::thread> threads;
@@ -862,6 +894,88 @@ TEST_P(CheckoutTest, ASignedRequestSetsTheMoneyFieldsAndATamperedOneIsRefused) {
   EXPECT_EQ(lines[1].at("matricule").as_string(), "MCH-CM-0001");
   EXPECT_EQ(lines[1].at("rate").to_number<double>(), 70);
   expect_ledger_clean();
+}
+
+// "Signed checkout requests only": off, a plain unsigned form opens a session as before; on,
+// every request (form or JSON) must carry a valid signature, so an unsigned one and one whose
+// amount or order was changed are refused naming signature, and a signed one opens the session.
+TEST_P(CheckoutTest, WithSignedRequestsOnlyEveryRequestMustCarryAValidSignature) {
+  const std::string secret = checkout_->merchant_secret("MCH-CM-0001");
+  auto set = [&](bool on) {
+    bool changed = false;
+    EXPECT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(changed, tables::set_signed_only(c, m1_.id, on, "test", now_ms()));
+                     return {};
+                   })
+                    .ok());
+    return changed;
+  };
+  // Off by default: the plain copy-paste form works unsigned.
+  EXPECT_FALSE(*checkout_->signed_only(m1_.id));
+  EXPECT_EQ(create(order("ORD-OFF-PLAIN"), /*form=*/true).status, 303);
+  EXPECT_FALSE(set(false));  // off again: no change
+  EXPECT_TRUE(set(true));
+  EXPECT_FALSE(set(true));  // already on
+  EXPECT_TRUE(*checkout_->signed_only(m1_.id));
+  EXPECT_FALSE(*checkout_->signed_only(m3_.id));  // another merchant's setting is its own
+
+  for (bool form : {true, false}) {
+    const std::int64_t before = count("SELECT COUNT(*) FROM chk_sessions WHERE merchant_id = ?", {m1_.id});
+    const std::string id = form ? "ORD-ON-FORM" : "ORD-ON-JSON";
+    // Unsigned: refused naming signature, and only signature.
+    auto unsigned_res = create(order(id), form);
+    EXPECT_EQ(unsigned_res.status, 400) << unsigned_res.body;
+    if (form) {
+      EXPECT_NE(unsigned_res.body.find("signature"), std::string::npos) << unsigned_res.body;
+      EXPECT_NE(unsigned_res.body.find("accepts only requests signed"), std::string::npos) << unsigned_res.body;
+    } else {
+      auto env = bj::parse(unsigned_res.body).as_object();
+      EXPECT_EQ(env.at("message").as_string(), "empty_data");
+      auto d = env.at("error").at("details").as_object();
+      ASSERT_TRUE(d.contains("signature")) << unsigned_res.body;
+      EXPECT_EQ(d.size(), 1u) << unsigned_res.body;
+      EXPECT_EQ(d.at("signature").as_string(),
+                "is required: this merchant accepts only requests signed with its checkout secret");
+    }
+    // Signed for 5 000 XAF, then the customer changes the amount or the order: refused.
+    const bj::object good = signed_request(order(id), 5000, secret);
+    for (auto tamper : std::vector<std::function<void(bj::object&)>>{
+             [](bj::object& t) { t["amount"] = 50; }, [](bj::object& t) { t["amount"] = 4999; },
+             [](bj::object& t) { t["orderId"] = "ORD-X"; }, [](bj::object& t) { t.erase("signature"); }}) {
+      bj::object t = good;
+      tamper(t);
+      auto res = create(t, form);
+      EXPECT_EQ(res.status, 400) << res.body;
+      if (!form)
+        EXPECT_TRUE(bj::parse(res.body).at("error").at("details").as_object().contains("signature")) << res.body;
+      else
+        EXPECT_NE(res.body.find("signature"), std::string::npos) << res.body;
+    }
+    // Signed with another merchant's secret: refused.
+    auto other = create(signed_request(order(id), 5000, checkout_->merchant_secret("MCH-CM-0002")), form);
+    EXPECT_EQ(other.status, 400) << other.body;
+    EXPECT_EQ(count("SELECT COUNT(*) FROM chk_sessions WHERE merchant_id = ?", {m1_.id}), before);
+    // Signed: the session opens with the signed amount.
+    auto ok = create(good, form);
+    EXPECT_EQ(ok.status, form ? 303 : 201) << ok.body;
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM chk_sessions WHERE merchant_id = ? AND amount = 5000 AND order_id LIKE "
+                  "'ORD-ON-%'",
+                  {m1_.id}),
+            2);
+  // The customer's page says it in French too.
+  bj::object fr_body = order("ORD-ON-FR");
+  fr_body["apiKey"] = key1_.key;
+  web::Request fr = post(fr_body, /*form=*/true);
+  fr.locale = i18n::Locale::fr;
+  fr.principal = *checkout_->authenticate(fr);
+  auto fr_page = checkout_->create(fr);
+  EXPECT_EQ(fr_page.status, 400);
+  EXPECT_NE(fr_page.body.find("que les requêtes signées avec son secret de paiement"), std::string::npos)
+      << fr_page.body;
+  // Off again: the plain form works again.
+  EXPECT_TRUE(set(false));
+  EXPECT_EQ(create(order("ORD-OFF-AGAIN"), /*form=*/true).status, 303);
 }
 
 TEST_P(CheckoutTest, ServiceDataOfAPlainOrderNamesDirectSettlementAndTheCreditedAmount) {

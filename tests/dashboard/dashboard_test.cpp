@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "catalog/service.hpp"
+#include "checkout/store.hpp"
 #include "core/crypto.hpp"
 #include "core/time.hpp"
 #include "dashboard/service.hpp"
@@ -471,6 +472,76 @@ TEST_P(DashboardPagesTest, OwnersManageTheirTeamOnly) {
   // operators get 404 on members' pages.
   const std::string op = signed_in(operator_);
   EXPECT_EQ(call(&Service::team, op, "GET").status, 404);
+}
+
+// "Signed checkout requests only" is the owners' to change: a developer or a viewer gets 403, a
+// request without the session's CSRF token is refused, a change is audited in its own unit (none
+// when nothing changed), and the other merchant keeps its own setting.
+TEST_P(DashboardPagesTest, OwnersTurnSignedCheckoutRequestsOnlyOnAndEachChangeIsAudited) {
+  const std::int64_t developer = user("dev-a@x.test");
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   return put_member(c, developer, merchant_a_, web::Role::developer, now_ms());
+                 })
+                  .ok());
+  auto setting = [&](std::int64_t merchant) {
+    bool on = false;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(on, checkout::tables::signed_only(c, merchant));
+                     return {};
+                   })
+                    .ok());
+    return on;
+  };
+  auto audit_of = [&](std::int64_t merchant) {
+    std::vector<AuditEntry> entries;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(entries, list_audit(c, merchant, std::nullopt, 20));
+                     return {};
+                   })
+                    .ok());
+    return entries;
+  };
+  EXPECT_FALSE(setting(merchant_a_));  // off for a merchant that never chose
+  EXPECT_EQ(call(&Service::checkout_signed_only, signed_in(viewer_a_), "POST", "signed_only=on").status, 403);
+  EXPECT_EQ(call(&Service::checkout_signed_only, signed_in(developer), "POST", "signed_only=on").status, 403);
+  // Without the CSRF token the session is refused before the handler.
+  const std::string owner = signed_in(owner_a_);
+  web::Request forged = request("POST", owner);
+  forged.headers.emplace_back("content-type", "application/x-www-form-urlencoded");
+  forged.body = "signed_only=on";
+  EXPECT_FALSE(service_->authenticate(forged).ok());
+  EXPECT_FALSE(setting(merchant_a_));
+  EXPECT_TRUE(audit_of(merchant_a_).empty());
+  auto bad = call(&Service::checkout_signed_only, owner, "POST", "signed_only=yes");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("signed_only"), std::string::npos);
+
+  auto on = call(&Service::checkout_signed_only, owner, "POST", "signed_only=on");
+  EXPECT_EQ(on.status, 303) << on.body;
+  EXPECT_TRUE(setting(merchant_a_));
+  EXPECT_FALSE(setting(merchant_b_));
+  EXPECT_EQ(call(&Service::checkout_signed_only, owner, "POST", "signed_only=on").status, 303);  // already on
+  auto entries = audit_of(merchant_a_);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].action, "checkout.signed_only");
+  EXPECT_EQ(entries[0].object, "MCH-A");
+  EXPECT_EQ(entries[0].actor, "owner-a@x.test");
+  EXPECT_EQ(bj::parse(entries[0].details).at("signed_only").as_bool(), true);
+  EXPECT_EQ(call(&Service::checkout_signed_only, owner, "POST", "signed_only=off").status, 303);
+  EXPECT_FALSE(setting(merchant_a_));
+  entries = audit_of(merchant_a_);
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(bj::parse(entries[0].details).at("signed_only").as_bool(), false);
+  EXPECT_TRUE(audit_of(merchant_b_).empty());
+  // The operators' command goes through the same function: audited as "sika admin".
+  auto changed = set_checkout_signed_only(*db_, "MCH-B", true, 0, "sika admin", now_ms());
+  ASSERT_TRUE(changed.ok());
+  EXPECT_TRUE(*changed);
+  EXPECT_TRUE(setting(merchant_b_));
+  EXPECT_EQ(audit_of(merchant_b_).at(0).actor, "sika admin");
+  auto missing = set_checkout_signed_only(*db_, "MCH-NONE", true, 0, "sika admin", now_ms());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(missing.error().is(ErrorKind::not_found));
 }
 
 TEST_P(DashboardPagesTest, ApiKeysAreShownOnceAndRevokedByTheirMerchantOnly) {

@@ -6,7 +6,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startServer, backends, merchantToken } from './lib/server.mjs';
+import { startServer, backends, merchantToken, sikaBinary } from './lib/server.mjs';
 import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { verifyServiceData, signCheckoutRequest } from '../../docs/examples/merchant-site.mjs';
@@ -255,6 +255,43 @@ for (const backend of backends()) {
         merchant.checkout_secret, o.orderId, JSON.stringify(distribution)], { encoding: 'utf8' });
       assert.equal(py.status, 0, py.stderr);
       assert.equal(py.stdout.trim(), signature);
+    });
+
+    test('signed checkout requests only: off, a plain form works; on, an unsigned or altered one is refused naming signature', async () => {
+      const admin = (...args) => {
+        const r = spawnSync(sikaBinary, ['admin', '--db', server.dsn, 'checkout', 'signed-only', '--merchant', merchant.matricule,
+          ...args, '--json'], { encoding: 'utf8', env: { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef' } });
+        assert.equal(r.status, 0, r.stdout + r.stderr);
+        return JSON.parse(r.stdout);
+      };
+      assert.deepEqual(admin(), { merchant: merchant.matricule, signed_only: false, changed: false });
+      const plain = await open(order(), { form: true });
+      assert.equal(plain.status, 303, plain.body);
+      assert.equal(admin('--on').changed, true);
+      try {
+        for (const form of [true, false]) {
+          const o = order();
+          const unsigned = await open(o, { form });
+          assert.equal(unsigned.status, 400, JSON.stringify(unsigned.body));
+          if (form) assert.match(unsigned.body, /signature/);
+          else {
+            assert.equal(unsigned.body.message, 'empty_data');
+            assert.deepEqual(Object.keys(unsigned.body.error.details), ['signature']);
+          }
+          const signature = signCheckoutRequest(merchant.checkout_secret, { orderId: o.orderId, amountMinor: 5000, currency: 'XAF' });
+          const altered = await open({ ...o, amount: 50, signature }, { form });
+          assert.equal(altered.status, 400, JSON.stringify(altered.body));
+          if (!form) assert.ok(altered.body.error.details.signature, JSON.stringify(altered.body));
+          else assert.match(altered.body, /signature/);
+          const signed = await open({ ...o, signature }, { form });
+          assert.equal(signed.status, form ? 303 : 201, JSON.stringify(signed.body));
+        }
+        assert.equal(admin('--on').changed, false);  // already on
+      } finally {
+        assert.equal(admin('--off').signed_only, false);
+      }
+      const again = await open(order(), { form: true });
+      assert.equal(again.status, 303, again.body);
     });
 
     test('an unknown session is a 404 page', async () => {

@@ -405,10 +405,34 @@ for (const backend of backends()) {
       await Promise.all([page.waitForURL(/\/checkout\/secret$/), page.click('#show-secret')]);
       assert.equal((await page.textContent('#checkout-secret')).trim(), demoMerchant.checkout_secret);
       if (shots) await page.screenshot({ path: `${shots}/dashboard-checkout-secret.png`, fullPage: true });
+      // Signed requests only: the owner turns it on (an unsigned order is then refused naming
+      // signature), then off again; both changes are audited.
+      const unsignedOrder = () => fetch(server.checkoutUrl, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ apiKey: demoMerchant.api_key, amount: 5000, currency: 'XAF', orderId: `ORDER-${randomUUID()}`,
+          description: 'Unsigned', shopName: 'Épicerie', successUrl: 'https://shop.example/ok', failureUrl: 'https://shop.example/ko' }),
+      });
+      await page.goto(dashboard() + '/checkout');
+      assert.match(await page.textContent('#signed-only'), /Status: off/);
+      await Promise.all([page.waitForURL(/\/checkout$/), page.click('#toggle-signed-only')]);
+      assert.match(await page.textContent('#signed-only'), /Status: on/);
+      if (shots) {
+        await page.screenshot({ path: `${shots}/dashboard-checkout-signed-only.png`, fullPage: true });
+        await page.setViewportSize({ width: 390, height: 844 });
+        await page.screenshot({ path: `${shots}/dashboard-checkout-signed-only-phone.png`, fullPage: true });
+        await page.setViewportSize({ width: 1280, height: 720 });
+      }
+      const refused = await unsignedOrder();
+      assert.equal(refused.status, 400);
+      assert.ok((await refused.json()).error.details.signature);
+      await Promise.all([page.waitForURL(/\/checkout$/), page.click('#toggle-signed-only')]);
+      assert.match(await page.textContent('#signed-only'), /Status: off/);
+      assert.equal((await unsignedOrder()).status, 201);
 
       await page.goto(dashboard() + '/audit');
       const audit = await page.textContent('table');
       assert.match(audit, /checkout\.secret_show/);
+      assert.match(audit, /checkout\.signed_only/);
       assert.match(audit, /transaction\.force_outcome/);
       assert.match(audit, /subscription\.suspend/);
       assert.match(audit, /subscription\.reactivate/);
@@ -436,6 +460,11 @@ for (const backend of backends()) {
       const vSecret = await viewer.request.post(`${dashboard()}/checkout/secret`, {
         form: { csrf: await csrfOf(vPage) }, maxRedirects: 0 });
       assert.equal(vSecret.status(), 403);
+      await vPage.goto(`${dashboard()}/checkout`);
+      assert.equal(await vPage.$('#toggle-signed-only'), null, 'no setting form for a viewer');
+      const vSigned = await viewer.request.post(`${dashboard()}/checkout/signed-only`, {
+        form: { csrf: await csrfOf(vPage), signed_only: 'on' }, maxRedirects: 0 });
+      assert.equal(vSigned.status(), 403);
       await viewer.close();
     });
 

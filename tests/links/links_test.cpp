@@ -218,6 +218,36 @@ TEST_P(LinksTest, OtpServicesAskForTheCodeFirst) {
   EXPECT_EQ(wait_status(p1_, ok.at("data").at("transaction_reference").as_string(), "PENDING"), "COMPLETED");
 }
 
+// One payer's attempt (one transaction_uuid) posted eight times at once with the right code (a
+// double click, a retrying client): the link's collection is made once and completes once; no
+// post is refused as a wrong code, and none fails it.
+TEST_P(LinksTest, TheRightCodePostedEightTimesAtOncePaysOnce) {
+  auto link = create_link(bj::object{{"currency", "XAF"}, {"amount", 2000}, {"provider", "ORANGE_MONEY_CMR"}});
+  bj::object body = payer();
+  body.erase("provider");
+  ASSERT_EQ(pay(code_of(link), body).first, 400);  // otp_required: nothing created
+  body["otp"] = 123456;
+  std::atomic<int> ready{0}, wrong{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&] {
+      ++ready;
+      while (ready.load() < 8) std::this_thread::yield();
+      auto [st, env] = pay(code_of(link), body);
+      if (st == 400 && env.at("message").as_string() == "invalid_otp") ++wrong;
+      if (st != 200 && st != 409) ADD_FAILURE() << st << " " << bj::serialize(env);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), 1);
+  auto [st, env] = pay(code_of(link), body);  // the same attempt again: its collection
+  ASSERT_EQ(st, 200) << bj::serialize(env);
+  EXPECT_EQ(wait_status(p1_, env.at("data").at("transaction_reference").as_string(), "PENDING"), "COMPLETED");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions WHERE to_status = 'FAILED'"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions WHERE to_status = 'COMPLETED'"), 1);
+  expect_ledger_clean();
+}
+
 TEST_P(LinksTest, OpenAmountsBoundsAndRefusals) {
   auto link = create_link(bj::object{{"currency", "XAF"}, {"min_amount", 500}, {"max_amount", 10'000}});
   auto [s1, e1] = pay(code_of(link), payer());

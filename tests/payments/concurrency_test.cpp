@@ -75,6 +75,78 @@ TEST_P(ConcurrencyTest, ConcurrentWrongCodesCompareAtMostTheAllowedAttempts) {
   EXPECT_EQ(*balance, 100'000);
 }
 
+// The right code sent eight times at once (a double click, a retrying client, two tabs) to
+// collections of every kind of code: an operator's code (ORANGE_MONEY_CMR), a WALLET code from the
+// OTP service, and the sandbox's fixed WALLET code. Only three submissions may compare a code,
+// the others find no attempt left; none of them may fail a collection whose right code another
+// submission verified: each completes exactly once, each loser is answered 409 (or the
+// collection), never invalid_otp, and the ledger is exact.
+class CodeRaceTest : public PaymentsTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, CodeRaceTest, ::testing::Values("sqlite", "postgres"));
+
+TEST_P(CodeRaceTest, ConcurrentRightCodesCompleteTheCollectionOnce) {
+  auto p = principal(m1_);
+  constexpr int kSubmissions = 8;
+  struct Case {
+    std::string reference, code, wallet;
+    bool wallet_channel = false;
+  };
+  std::vector<Case> cases;
+  for (int round = 0; round < 3; ++round) {
+    // An operator's code: PENDING at the operator, then COMPLETED by its callback.
+    auto orange = create_ok(p, intent_body("237690000000", 5'000, "ORANGE_MONEY_CMR"));
+    cases.push_back({std::string(orange.at("transaction_reference").as_string()), "123456", "", false});
+    // A WALLET code sent by the OTP service to a number that is not a sandbox one.
+    const std::string wallet = "23769010" + std::to_string(1000 + round);
+    ASSERT_TRUE(service_->fund_wallet("sandbox", wallet, "XAF", 50'000, "seed").ok());
+    auto body = intent_body(wallet, 5'000, "SIKA_WALLET_CMR");
+    body["channel"] = "WALLET";
+    auto sent = create_ok(p, body);
+    const std::string reference(sent.at("transaction_reference").as_string());
+    const std::string code = wallet_code(wallet, reference);
+    ASSERT_EQ(code.size(), 6u);
+    cases.push_back({reference, code, wallet, true});
+    // The sandbox's fixed WALLET code (a demo wallet).
+    ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000100", "XAF", 50'000, "seed").ok());
+    auto demo = intent_body("237690000100", 5'000, "SIKA_WALLET_CMR");
+    demo["channel"] = "WALLET";
+    auto fixed = create_ok(p, demo);
+    cases.push_back({std::string(fixed.at("transaction_reference").as_string()), "123456", "237690000100", true});
+  }
+  std::atomic<int> refused{0};
+  std::vector<std::thread> threads;
+  std::atomic<int> ready{0};
+  for (const Case& k : cases)
+    for (int i = 0; i < kSubmissions; ++i)
+      threads.emplace_back([&, k] {
+        ++ready;
+        while (ready.load() < static_cast<int>(cases.size()) * kSubmissions) std::this_thread::yield();
+        auto [st, env] =
+            call(&Service::execute, p, bj::object{{"transaction_reference", k.reference}, {"otp", k.code}});
+        if (st != 200 && st != 409) ++refused, ADD_FAILURE() << k.reference << " " << st << " " << bj::serialize(env);
+      });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(refused.load(), 0);
+  for (const Case& k : cases) {
+    EXPECT_EQ(wait_status(p, k.reference, "PENDING"), "COMPLETED") << k.reference;
+    EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions t JOIN pay_transactions x ON x.id = t.transaction_id "
+                    "WHERE x.reference = ? AND t.to_status = 'COMPLETED'",
+                    {k.reference}),
+              1)
+        << k.reference;
+    EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transitions t JOIN pay_transactions x ON x.id = t.transaction_id "
+                    "WHERE x.reference = ? AND t.to_status = 'FAILED'",
+                    {k.reference}),
+              0)
+        << k.reference;
+  }
+  // Each wallet was debited once: 5 000 and no fee (wallet collections are free here).
+  for (int round = 0; round < 3; ++round)
+    EXPECT_EQ(balance(ledger::customer_wallet("23769010" + std::to_string(1000 + round), "sandbox", "XAF")), 45'000);
+  EXPECT_EQ(balance(ledger::customer_wallet("237690000100", "sandbox", "XAF")), 150'000 - 15'000);
+  expect_ledger_clean();
+}
+
 TEST_P(ConcurrencyTest, ThousandsOfMixedOperationsLeaveTheLedgerExact) {
   const bool pg = GetParam() == "postgres";
   const int kThreads = 8;

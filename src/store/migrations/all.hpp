@@ -30,4 +30,5 @@ extern const Migration k0024BillingDunning;
 extern const Migration k0025PaymentsRecovery;
 extern const Migration k0026NotifyEnvironment;
 extern const Migration k0027MerchantTimeZone;
+extern const Migration k0028CheckoutSignedOnly;
 }  // namespace sika::store::migrations
