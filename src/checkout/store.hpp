@@ -1,6 +1,6 @@
 #pragma once
 // All SQL of hosted checkout (tables chk_sessions and chk_domains, migration 13; chk_secrets,
-// migration 19; chk_settings, migration 26). Every function runs inside the caller's read or
+// migration 19; chk_settings, migration 28). Every function runs inside the caller's read or
 // write unit.
 #include <cstdint>
 #include <optional>
@@ -43,7 +43,7 @@ Result<std::optional<std::pair<std::int64_t, std::string>>> latest_secret(store:
 Result<bool> insert_secret(store::Conn& c, std::int64_t merchant_id, std::int64_t version, std::string_view salt,
                            std::int64_t now);
 
-// "Signed checkout requests only" (chk_settings, migration 26): true when every POST
+// "Signed checkout requests only" (chk_settings, migration 28): true when every POST
 // {checkout_url} of the merchant must carry a valid signature. No row: off.
 Result<bool> signed_only(store::Conn& c, std::int64_t merchant_id);
 // Turns it on or off (`by`: who, for the row); true iff it changed (conditional statements, so two
