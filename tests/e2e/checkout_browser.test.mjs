@@ -6,7 +6,7 @@
 // Screenshots go to $SIKA_SCREENSHOTS when set.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser, noBrowser } from './lib/browser.mjs';
+import { followWithoutScript, launchBrowser, noBrowser } from './lib/browser.mjs';
 import { startServer, backends } from './lib/server.mjs';
 import { startMerchantSite, verifyServiceData } from '../../docs/examples/merchant-site.mjs';
 
@@ -30,18 +30,6 @@ for (const backend of backends()) {
       if (server) await server.stop();
     });
 
-    // Without JavaScript the customer follows the payment with the Refresh link, then the
-    // "Return to the shop" link (no meta refresh): until the shop's page `url` is reached.
-    const followWithoutScript = async (page, url) => {
-      for (let i = 0; i < 40 && !url.test(page.url()); i++) {
-        await page.waitForTimeout(300);
-        if (await page.locator('#sika-live[data-next] a.button').count())
-          await Promise.all([page.waitForURL(url), page.click('#sika-live a.button')]);
-        else if (await page.locator('#sika-refresh').count())
-          await Promise.all([page.waitForLoadState('load'), page.click('#sika-refresh')]);
-      }
-      assert.match(page.url(), url);
-    };
     const phone = (locale, javaScriptEnabled) => browser.newContext({
       locale, viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, javaScriptEnabled,
     });

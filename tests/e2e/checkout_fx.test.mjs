@@ -7,7 +7,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { launchBrowser, noBrowser } from './lib/browser.mjs';
+import { followWithoutScript, launchBrowser, noBrowser } from './lib/browser.mjs';
 import { startServer, backends, merchantToken, sikaBinary } from './lib/server.mjs';
 import { startMerchantSite, verifyServiceData } from '../../docs/examples/merchant-site.mjs';
 
@@ -65,7 +65,7 @@ for (const backend of backends()) {
       if (shots) await page.screenshot({ path: `${shots}/checkout-fx.png`, fullPage: true });
       await page.check('input[value=MTN_MOMO_CIV]');
       await page.click('form[method=post] button[type=submit] >> nth=0');
-      await page.waitForURL(/\/success\?service_data=/, { timeout: 20000 });
+      await followWithoutScript(page, /\/success\?service_data=/);
       assert.match(await page.textContent('#result'), /payment received/);
       const u = new URL(page.url());
       const data = verifyServiceData(civ.checkout_secret, u.searchParams.get('service_data'), u.searchParams.get('signature'));

@@ -387,6 +387,7 @@ for (const backend of backends()) {
       await api.call('checkout', 'POST', '/session/{reference}/cancel', { path: { reference: 'chk_none' }, form: {} });
       await api.call('checkout', 'GET', '/session/{reference}/return', { path: { reference: 'chk_none' } });
       await api.call('checkout', 'GET', '/page.js', {});
+      await api.call('checkout', 'GET', '/live.js', {});
       await api.call('checkout', 'GET', '/button.js', {});
       await api.call('checkout', 'GET', '/openapi.json', {});
       await api.call('checkout', 'GET', '/wallet', {});

@@ -13,3 +13,17 @@ export function launchBrowser() {
       '--disable-component-update', '--disable-sync'],
   });
 }
+
+// Without JavaScript a customer follows a payment by pressing the page's Refresh link (there is no
+// meta refresh), and once it is paid the "Return to the shop" link: until the page's address
+// matches `url`. Fails if it is not reached after 40 refreshes.
+export async function followWithoutScript(page, url) {
+  for (let i = 0; i < 40 && !url.test(page.url()); i++) {
+    await page.waitForTimeout(300);
+    if (await page.locator('#sika-live[data-next] a.button').count())
+      await Promise.all([page.waitForURL(url), page.click('#sika-live a.button')]);
+    else if (await page.locator('#sika-refresh').count())
+      await Promise.all([page.waitForLoadState('load'), page.click('#sika-refresh')]);
+  }
+  if (!url.test(page.url())) throw new Error(`${page.url()} is not ${url}`);
+}
