@@ -68,23 +68,6 @@ struct Session {
   const Quote* quote_for(std::string_view currency) const;
 };
 
-// Why a collection of a session ended without completing, from its status and its typed failure
-// reason code (payments' failure_reason: INSUFFICIENT_FUNDS, REJECTED_BY_CUSTOMER, TIMEOUT, ...),
-// never from a message text.
-enum class FailureReason {
-  insufficient_funds,
-  declined,
-  timeout,
-  invalid_account,
-  invalid_otp,
-  refused,
-  cancelled,
-  other
-};
-FailureReason failure_reason(const payments::Transaction& tx);
-// The i18n message code (fr/en texts in core/i18n.cpp) the page shows for a reason.
-std::string_view failure_message_code(FailureReason reason);
-
 // The quotes as stored (JSON text of an array) and back.
 std::string quotes_text(const std::vector<Quote>& quotes);
 std::vector<Quote> quotes_of(std::string_view text);

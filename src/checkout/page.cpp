@@ -15,6 +15,7 @@
 #include "core/money.hpp"
 #include "core/time.hpp"
 #include "core/time_zone.hpp"
+#include "payments/failure.hpp"
 #include "web/envelope.hpp"
 #include "web/html.hpp"
 
@@ -363,7 +364,7 @@ web::Response Service::render(const web::Request& req, i18n::Locale locale, cons
     h += "<div class=\"card\" role=\"alert\"><p class=\"error\">" + std::string(notice) + "</p></div>";
   else if (tx && payments::is_terminal(tx->status))
     h += "<div class=\"card\" role=\"alert\"><p class=\"error\">" +
-         escape(i18n::text(failure_message_code(failure_reason(*tx)), locale)) + "</p><p>" +
+         escape(i18n::text(payments::failure_message_code(payments::failure_reason(*tx)), locale)) + "</p><p>" +
          escape(i18n::text("checkout_try_again", locale)) + "</p></div>";
   const std::vector<Method> offered = methods(s, m->countries);
   if (offered.empty()) {

@@ -183,6 +183,15 @@ Status Service::release(const Link& link, std::int64_t attempt_id) {
   });
 }
 
+Result<bool> Service::release_ended_uses(const Link& link, std::int64_t at) {
+  std::int64_t released = 0;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(released, tables::release_ended(c, link, at - options_.stale_reservation_ms));
+    return {};
+  }));
+  return released > 0;
+}
+
 Result<payments::Transaction> Service::collect(const Link& link, std::string_view payer_uuid,
                                                const payments::IntentRequest& intent, const web::Principal& merchant,
                                                std::optional<std::string> otp) {
@@ -215,12 +224,8 @@ Result<payments::Transaction> Service::collect(const Link& link, std::string_vie
     };
     auto tx = payments_.collect_from_present_payer(intent, merchant, otp, "payment-link", take_use);
     if (!tx && used_up && round == 0) {
-      std::int64_t released = 0;
-      SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-        SIKA_ASSIGN_OR_RETURN(released, tables::release_ended(c, link, at - options_.stale_reservation_ms));
-        return {};
-      }));
-      if (released > 0) continue;
+      SIKA_ASSIGN_OR_RETURN(bool released, release_ended_uses(link, at));
+      if (released) continue;
     }
     if (tx) {
       // A collection that ended at once without completing (the operator refused it) gives
@@ -377,12 +382,8 @@ Result<payments::Transaction> Service::pay_from_wallet(const Link& link, const P
     };
     auto tx = payments_.collect_preauthorized(intent, merchant, take_use, "payment-link");
     if (!tx && used_up && round == 0) {
-      std::int64_t released = 0;
-      SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-        SIKA_ASSIGN_OR_RETURN(released, tables::release_ended(c, link, at - options_.stale_reservation_ms));
-        return {};
-      }));
-      if (released > 0) continue;
+      SIKA_ASSIGN_OR_RETURN(bool released, release_ended_uses(link, at));
+      if (released) continue;
     }
     return tx;
   }

@@ -113,6 +113,10 @@ class Service {
                                         const payments::IntentRequest& intent, const web::Principal& merchant,
                                         std::optional<std::string> otp);
   Status release(const Link& link, std::int64_t attempt_id);
+  // Gives back, in their own unit, the uses held by attempts that ended without completing (or
+  // stale past stale_reservation_ms at `at`); true when any was given back, so that a payer
+  // refused link_used_up may ask for a use once more.
+  Result<bool> release_ended_uses(const Link& link, std::int64_t at);
   // A payment from the payer's Sika wallet: without `otp`, a code bound to this payment (link,
   // payer uuid, amount, wallet) is sent and 400 otp_required answered, with nothing reserved or
   // created; with it, the code is checked, then the collection, its use and the debit commit in

@@ -8,6 +8,7 @@
 #include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "merchant/merchant.hpp"
+#include "payments/failure.hpp"
 #include "payments/service.hpp"
 #include "payments/store.hpp"
 #include "web/envelope.hpp"
@@ -41,7 +42,6 @@ struct Texts {
   const char* initiated;
   const char* pending;
   const char* completed;
-  const char* failed;
   const char* expired;
   const char* cancelled;
   const char* other_language;
@@ -67,7 +67,6 @@ constexpr Texts kFr{
     "Une demande de paiement a été envoyée sur votre téléphone. Validez-la avec votre code secret. Cette page se met "
     "à jour toute seule.",
     "Paiement réussi. Merci !",
-    "Le paiement a échoué.",
     "Cette demande de paiement a expiré.",
     "Paiement annulé.",
     "English",
@@ -91,7 +90,6 @@ constexpr Texts kEn{
     "Check the amount, then send the request: you will approve it on your phone with your PIN.",
     "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by itself.",
     "Payment completed. Thank you!",
-    "The payment failed.",
     "This payment request has expired.",
     "Payment cancelled.",
     "Français",
@@ -188,7 +186,8 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
     case TxStatus::pending: h += "\">" + std::string(t.pending); break;
     case TxStatus::completed: h += " ok\">" + std::string(t.completed); break;
     case TxStatus::failed:
-      h += " ko\">" + std::string(t.failed) + (tx.failure_reason ? " (" + escape(*tx.failure_reason) + ")" : "");
+      // Why, in the page's language, from the typed reason (never the raw code).
+      h += " ko\">" + escape(i18n::text(failure_message_code(failure_reason(tx)), locale));
       break;
     case TxStatus::expired: h += " ko\">" + std::string(t.expired); break;
     case TxStatus::cancelled: h += " ko\">" + std::string(t.cancelled); break;

@@ -17,6 +17,7 @@
 #include "checkout/store.hpp"
 #include "core/crypto.hpp"
 #include "core/random.hpp"
+#include "payments/failure.hpp"
 #include "payments/fixture.hpp"
 
 namespace sika::checkout {
@@ -1023,6 +1024,9 @@ TEST_P(CheckoutTest, TheFailurePageNamesTheReasonInTheCustomersLanguage) {
 }
 
 TEST(CheckoutModel, AFailureReasonIsReadFromTheTypedCodeNotFromText) {
+  using payments::failure_message_code;
+  using payments::failure_reason;
+  using payments::FailureReason;
   payments::Transaction tx;
   tx.status = payments::TxStatus::failed;
   auto reason = [&](std::optional<std::string> code) {

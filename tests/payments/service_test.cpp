@@ -7,6 +7,7 @@
 
 #include "fixture.hpp"
 #include "store/outbox.hpp"
+#include "web/html.hpp"
 
 namespace sika::payments::testing {
 namespace {
@@ -1074,6 +1075,39 @@ TEST_P(PaymentsTest, RacingCallbackPollAndExpiryApplyExactlyOneTransition) {
     offset_ = before;
   }
   expect_ledger_clean();
+}
+
+// The confirmation page of a failed collection says why, in the page's language, from the typed
+// reason code; the raw code never shows.
+TEST_P(PaymentsTest, ConfirmationPageOfAFailedCollectionSaysWhyInWords) {
+  service_->start();
+  auto p = principal(m1_);
+  auto rec = create_ok(p, intent_body("237690000005"));
+  std::string ref(rec.at("transaction_reference").as_string());
+  std::string url(rec.at("confirmation_url").as_string());
+  std::string sig = url.substr(url.find("sig=") + 4);
+  ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref}}).first, 200);
+  auto tx = service_->find(p, ref, kCollection);
+  ASSERT_TRUE(tx.ok());
+  OperatorStatus no;
+  no.state = OperatorStatus::State::failed;
+  no.reason = "INSUFFICIENT_FUNDS";
+  ASSERT_TRUE(service_->force_sandbox_outcome(*tx, no).ok());
+  ASSERT_EQ(wait_status(p, ref, "PENDING"), "FAILED");
+  web::Request get;
+  get.method = "GET";
+  get.path_params = {{"reference", ref}};
+  get.query = {{"sig", sig}, {"lang", "fr"}};
+  auto fr = service_->confirm_page(get).body;
+  EXPECT_NE(fr.find(web::html::escape(i18n::text("checkout_failed_insufficient_funds", i18n::Locale::fr))),
+            std::string::npos)
+      << fr;
+  EXPECT_EQ(fr.find("(INSUFFICIENT_FUNDS)"), std::string::npos) << "no raw reason code in the page's text";
+  get.query = {{"sig", sig}, {"lang", "en"}};
+  auto en = service_->confirm_page(get).body;
+  EXPECT_NE(en.find(web::html::escape(i18n::text("checkout_failed_insufficient_funds", i18n::Locale::en))),
+            std::string::npos)
+      << en;
 }
 
 TEST_P(PaymentsTest, ConfirmationPageShowsThePaymentAndPushesTheRequest) {
