@@ -449,6 +449,8 @@ for (const backend of backends()) {
       await api.call('checkout', 'GET', '/session/{reference}', { path: { reference: ref } });
       await api.call('checkout', 'GET', '/session/{reference}', { path: { reference: 'chk_none' } });
       await api.call('checkout', 'POST', '/session/{reference}', { path: { reference: ref }, form: { provider: server.demo.sandbox.provider, phone: 'x' } });
+      const chosen = await api.call('checkout', 'POST', '/session/{reference}', { path: { reference: ref }, form: { attempt: '0', provider: server.demo.sandbox.provider, customer_phone: server.demo.sandbox.msisdn.success } });
+      assert.ok(chosen.status < 400, chosen.text.replace(/<style>.*<\/style>/s, '').slice(0, 1500));
       await api.call('checkout', 'POST', '/session/{reference}', { path: { reference: 'chk_none' }, form: {} });
       await api.call('checkout', 'GET', '/session/{reference}/return', { path: { reference: ref } });
       await api.call('checkout', 'POST', '/session/{reference}/cancel', { path: { reference: ref }, form: {} });
@@ -461,8 +463,17 @@ for (const backend of backends()) {
       await api.call('checkout', 'GET', '/openapi.json', {});
       await api.call('checkout', 'GET', '/wallet', {});
       await api.call('checkout', 'POST', '/wallet', { form: { action: 'nope' } });
+      assert.equal((await api.call('checkout', 'POST', '/wallet', { form: { action: 'send', phone: server.demo.wallet_link.msisdn } })).status, 200);
       await api.call('checkout', 'GET', '/wallet/login', {});
       await api.call('checkout', 'GET', '/wallet/callback', {});
+      // The confirmation link sent with a collection: shown, then the request is pushed.
+      const intent = await api.call('gateway', 'POST', '/collection/intent', { headers: auth(), json: {
+        amount: 2500, currency, provider: server.demo.sandbox.provider, customer_wallet: server.demo.sandbox.msisdn.success, transaction_uuid: randomUUID() } });
+      const confirmUrl = new URL(intent.body.data.confirmation_url);
+      const sig = confirmUrl.searchParams.get('sig');
+      const tref = intent.body.data.transaction_reference;
+      assert.equal((await api.call('checkout', 'GET', '/confirm/{reference}', { path: { reference: tref }, query: { sig } })).status, 200);
+      assert.equal((await api.call('checkout', 'POST', '/confirm/{reference}', { path: { reference: tref }, form: { sig, action: 'pay', lang: 'en' } })).status, 200);
       await api.call('checkout', 'GET', '/confirm/{reference}', { path: { reference: 'TX-none' } });
       await api.call('checkout', 'POST', '/confirm/{reference}', { path: { reference: 'TX-none' }, form: {} });
     });
