@@ -7,8 +7,10 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import { execFileSync } from 'node:child_process';
-import { startServer, backends, merchantToken, sikaBinary } from './lib/server.mjs';
+import { startServer, backends, merchantToken, sikaBinary, secretKey, sandboxCallbackSignature } from './lib/server.mjs';
+import { CookieJar, parseForm } from './lib/forms.mjs';
 import { DocValidator } from './lib/openapi.mjs';
 
 const DOCS = { gateway: 'baseUrl', link: 'linkUrl', identity: 'authUrl', checkout: 'checkoutUrl' };
@@ -113,24 +115,46 @@ class Recorder {
 }
 
 const otpOf = (body) => body.match(/\b(\d{6})\b/)?.[1];
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Asks `probe` until it returns something (at most ~10 s).
+async function until(probe) {
+  for (let i = 0; i < 100; i++) {
+    const v = await probe();
+    if (v) return v;
+    await sleep(100);
+  }
+  return null;
+}
+
+// The RFC 7636 example pair: a PKCE verifier and its S256 challenge.
+const PKCE = { verifier: 'dBjftJeZ4CVP-mJ92IGAoWfLwe4CGUGcA0_F9BDvpDk', challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM' };
 
 // `sika admin <args> --json` against the server's database.
 function admin(server, ...args) {
   return JSON.parse(execFileSync(sikaBinary, ['admin', ...args, '--json', '--db', server.dsn],
-    { env: { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef' }, encoding: 'utf8' }));
+    { env: { ...process.env, SIKA_SECRET_KEY: secretKey }, encoding: 'utf8' }));
 }
 
 for (const backend of backends()) {
   describe(`OpenAPI documents against real responses on ${backend}`, () => {
-    let server, api, token, m;
+    let server, api, token, m, receiver, hookUrl;
     before(async () => {
-      server = await startServer({ backend });
+      // A local receiver for the webhook deliveries (loopback targets allowed for the test).
+      receiver = http.createServer((req, res) => { req.resume(); req.on('end', () => res.end('ok')); });
+      await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
+      hookUrl = `http://127.0.0.1:${receiver.address().port}/hook`;
+      server = await startServer({ backend, args: ['--set', 'webhooks.allow_private_targets=true',
+        '--set', 'webhooks.poll_interval_ms=50', '--set', 'identity.signup_enabled=true'] });
       api = new Recorder(server);
       await api.load();
       token = await merchantToken(server, 0);
       m = server.demo.merchants[0];
     });
-    after(async () => { if (server) await server.stop(); });
+    after(async () => {
+      if (server) await server.stop();
+      if (receiver) await new Promise((r) => receiver.close(r));
+    });
     const auth = () => ({ 'x-sp-auth-token': `Bearer ${token}` });
 
     test('the gateway: catalog, collections, payouts, balance, quote, sandbox messages', async () => {
@@ -181,6 +205,12 @@ for (const backend of backends()) {
       await api.call('gateway', 'POST', '/collection/status', { headers: a, json: { transaction_reference: 'TX-none' } });
       await api.call('gateway', 'POST', '/collection/execute', { headers: a, json: { transaction_reference: tx.transaction_reference } });
       await api.call('gateway', 'POST', '/collection/execute', { headers: a, json: { transaction_reference: 'TX-none' } });
+      // The sandbox completes the collection: its net amount is then available for a payout.
+      const completed = await until(async () => {
+        const s = await api.call('gateway', 'POST', '/collection/status', { headers: a, json: { transaction_reference: tx.transaction_reference } });
+        return s.body?.data?.status === 'COMPLETED' ? s.body.data : null;
+      });
+      assert.ok(completed, 'the collection completed');
       const second = await api.call('gateway', 'POST', '/collection/intent', { headers: a, json: {
         amount: 700, currency, provider, customer_wallet: msisdn, transaction_uuid: randomUUID() } });
       await api.call('gateway', 'POST', '/collection/cancel', { headers: a, json: { transaction_reference: second.body.data.transaction_reference } });
@@ -192,10 +222,16 @@ for (const backend of backends()) {
       const payout = await api.call('gateway', 'POST', '/disbursement/intent', { headers: a, json: {
         amount: 100, currency, provider, customer_wallet: msisdn, transaction_uuid: randomUUID() } });
       await api.call('gateway', 'POST', '/disbursement/intent', { headers: a, json: {} });
-      if (payout.body?.data)
-        await api.call('gateway', 'POST', '/disbursement/status', { headers: a, json: { transaction_reference: payout.body.data.transaction_reference } });
+      assert.equal(payout.status, 200, payout.text);
+      const paid = await api.call('gateway', 'POST', '/disbursement/status', { headers: a, json: { transaction_reference: payout.body.data.transaction_reference } });
+      assert.equal(paid.status, 200, paid.text);
       await api.call('gateway', 'POST', '/disbursement/status', { headers: a, json: { transaction_reference: 'TX-none' } });
       await api.call('gateway', 'POST', '/operator/callback/{connector}', { path: { connector: 'sandbox' }, json: {} });
+      // The operator's signed callback for the completed collection (told again: applied once).
+      const report = { provider_reference: completed.provider_reference, status: 'SUCCESSFUL' };
+      const callback = await api.call('gateway', 'POST', '/operator/callback/{connector}', { path: { connector: 'sandbox' },
+        headers: { 'x-sandbox-signature': sandboxCallbackSignature(JSON.stringify(report)) }, json: report });
+      assert.equal(callback.status, 200, callback.text);
       await api.call('gateway', 'POST', '/operator/callback/{connector}', { path: { connector: 'nope' }, json: {} });
     });
 
@@ -246,19 +282,29 @@ for (const backend of backends()) {
       if (link?.short_code ?? link?.shortCode) {
         const sc = link.short_code ?? link.shortCode;
         await api.call('gateway', 'POST', '/pay/{shortCode}/pay', { path: { shortCode: sc }, json: { provider, phone: server.demo.sandbox.msisdn.success } });
+        const payed = await api.call('gateway', 'POST', '/pay/{shortCode}/pay', { path: { shortCode: sc }, json: {
+          provider, customer_phone: server.demo.sandbox.msisdn.success, transaction_uuid: randomUUID() } });
+        assert.equal(payed.status, 200, payed.text);
         await api.call('checkout', 'GET', '/pay/{shortCode}', { path: { shortCode: sc } });
         await api.call('checkout', 'POST', '/pay/{shortCode}', { path: { shortCode: sc }, form: { provider, phone: 'x' } });
+        const payer = randomUUID();
+        const page = await api.call('checkout', 'POST', '/pay/{shortCode}', { path: { shortCode: sc }, form: { provider, customer_phone: server.demo.sandbox.msisdn.success, transaction_uuid: payer } });
+        assert.equal(page.status, 303, page.text.replace(/<style>.*<\/style>/s, '').slice(0, 2000));
+        assert.equal(new URL(page.headers.get('location'), server.checkoutUrl + '/pay/').searchParams.get('t'), payer);
+        const st = await api.call('checkout', 'GET', '/pay/{shortCode}/status', { path: { shortCode: sc }, query: { t: payer } });
+        assert.equal(st.status, 200, st.text.slice(0, 300));
       }
       await api.call('gateway', 'POST', '/pay/{shortCode}/pay', { path: { shortCode: 'nope' }, json: {} });
       await api.call('checkout', 'GET', '/pay/{shortCode}', { path: { shortCode: 'nope' } });
       await api.call('checkout', 'POST', '/pay/{shortCode}', { path: { shortCode: 'nope' }, form: {} });
-      await api.call('checkout', 'GET', '/pay/{shortCode}/status', { path: { shortCode: 'nope' }, query: { tx: 'x' } });
+      await api.call('checkout', 'GET', '/pay/{shortCode}/status', { path: { shortCode: 'nope' }, query: { t: randomUUID() } });
       await api.call('gateway', 'POST', '/payment-links/{reference}/disable', { headers: a, path: { reference: ref } });
       await api.call('gateway', 'POST', '/payment-links/{reference}/enable', { headers: a, path: { reference: ref } });
       await api.call('gateway', 'POST', '/payment-links/{reference}/disable', { headers: a, path: { reference: 'PL-none' } });
       await api.call('gateway', 'POST', '/payment-links/{reference}/enable', { headers: a, path: { reference: 'PL-none' } });
 
-      const ep = await api.call('gateway', 'POST', '/webhook/endpoints', { headers: a, json: { url: 'https://hooks.example/sika', event_types: ['transaction.status_changed'] } });
+      const ep = await api.call('gateway', 'POST', '/webhook/endpoints', { headers: a, json: { url: hookUrl, event_types: ['transaction.*'] } });
+      assert.equal(ep.status, 201, ep.text);
       await api.call('gateway', 'POST', '/webhook/endpoints', { headers: a, json: { url: 'nope' } });
       const id = ep.body?.data?.id ?? ep.body?.data?.endpoint_id ?? 'none';
       await api.call('gateway', 'GET', '/webhook/endpoints', { headers: a });
@@ -269,6 +315,11 @@ for (const backend of backends()) {
       await api.call('gateway', 'PATCH', '/webhook/endpoints/{endpoint_id}', { headers: a, path: { endpoint_id: 'we_none' }, json: {} });
       await api.call('gateway', 'POST', '/webhook/endpoints/{endpoint_id}/rotate-secret', { headers: a, path: { endpoint_id: id }, json: {} });
       await api.call('gateway', 'POST', '/webhook/endpoints/{endpoint_id}/rotate-secret', { headers: a, path: { endpoint_id: 'we_none' }, json: {} });
+      // A collection's events are delivered to the endpoint.
+      const hooked = await api.call('gateway', 'POST', '/collection/intent', { headers: a, json: {
+        amount: 800, currency, provider, customer_wallet: server.demo.sandbox.msisdn.success, transaction_uuid: randomUUID() } });
+      await api.call('gateway', 'POST', '/collection/execute', { headers: a, json: { transaction_reference: hooked.body.data.transaction_reference } });
+      assert.ok(await until(async () => (await api.call('gateway', 'GET', '/webhook/deliveries', { headers: a })).body?.data?.length), 'a delivery');
       const events = await api.call('gateway', 'GET', '/webhook/events', { headers: a });
       await api.call('gateway', 'GET', '/webhook/events', {});
       const deliveries = await api.call('gateway', 'GET', '/webhook/deliveries', { headers: a });
@@ -276,7 +327,7 @@ for (const backend of backends()) {
       const did = deliveries.body?.data?.[0]?.id ?? deliveries.body?.data?.[0]?.delivery_id ?? 'none';
       await api.call('gateway', 'GET', '/webhook/deliveries/{delivery_id}', { headers: a, path: { delivery_id: did } });
       await api.call('gateway', 'GET', '/webhook/deliveries/{delivery_id}', { headers: a, path: { delivery_id: 'wd_none' } });
-      const eid = events.body?.data?.[0]?.id ?? events.body?.data?.[0]?.event_id ?? 'none';
+      const eid = deliveries.body?.data?.[0]?.event_id ?? events.body?.data?.[0]?.id ?? 'none';
       await api.call('gateway', 'POST', '/webhook/events/{event_id}/redeliver', { headers: a, path: { event_id: eid }, json: {} });
       await api.call('gateway', 'POST', '/webhook/events/{event_id}/redeliver', { headers: a, path: { event_id: 'evt_none' }, json: {} });
       await api.call('gateway', 'DELETE', '/webhook/endpoints/{endpoint_id}', { headers: a, path: { endpoint_id: id } });
@@ -285,8 +336,13 @@ for (const backend of backends()) {
       const base = '/merchand/billing';
       const sub = await api.call('gateway', 'POST', `${base}/subscribe`, { headers: { ...a, 'x-idempotency-key': randomUUID() }, json: {
         customer_email: 'docs@example.com', customer_phone: `+${server.demo.sandbox.msisdn.success}`, amount: 1000, currency, frequency: 'MONTHLY', provider } });
+      assert.equal(sub.status, 400, 'customer_phone and provider are not fields of a subscription');
+      const made = await api.call('gateway', 'POST', `${base}/subscribe`, { headers: { ...a, 'x-idempotency-key': randomUUID() }, json: {
+        customer_email: 'docs@example.com', customer_phone_number: server.demo.sandbox.msisdn.success, amount: 1000, currency, frequency: 'MONTHLY' } });
+      assert.ok(made.status === 201 || made.status === 200, made.text);
       await api.call('gateway', 'POST', `${base}/subscribe`, { headers: { ...a, 'x-idempotency-key': randomUUID() }, json: {} });
-      const sref = sub.body?.data?.reference ?? sub.body?.data?.subscription?.reference ?? server.demo.subscriptions?.[0]?.reference ?? 'none';
+      const sref = made.body.data.reference ?? made.body.data.subscription.reference;
+      let mandateUrl;
       await api.call('gateway', 'GET', `${base}/subscriptions`, { headers: a });
       await api.call('gateway', 'GET', `${base}/subscriptions`, { headers: a, query: { status: 'NOPE' } });
       for (const t of ['/subscriptions/detail/{reference}', '/subscriptions/payments/{reference}']) {
@@ -297,6 +353,19 @@ for (const backend of backends()) {
         '/subscriptions/reactivate/{reference}', '/subscriptions/cancel/{reference}']) {
         const body = t.includes('test-clock') ? { advance: 'P1D' } : t.includes('mandate') ? { wallet: `+${server.demo.sandbox.msisdn.success}` } : {};
         await api.call('gateway', 'POST', base + t, { headers: a, path: { reference: sref }, json: body });
+        if (t.includes('mandate') || t.includes('test-clock')) {
+          const good = t.includes('mandate') ? { wallet_phone_number: server.demo.wallet_link.msisdn } : { days: 1 };
+          const r = await api.call('gateway', 'POST', base + t, { headers: a, path: { reference: sref }, json: good });
+          assert.ok(r.status < 400, r.text);
+          if (t.includes('mandate')) mandateUrl = r.body.data.mandate_url;
+        }
+        if (t.includes('mandate')) {
+          // The mandate's page (while the subscription is active): its terms, then a code sent to the wallet's phone.
+          const token = new URL(mandateUrl).pathname.split('/').pop();
+          assert.equal((await api.call('checkout', 'GET', '/mandate/{token}', { path: { token } })).status, 200);
+          const sent = await api.call('checkout', 'POST', '/mandate/{token}', { path: { token }, form: { action: 'send', lang: 'en' } });
+          assert.ok(sent.status < 400, sent.text.slice(0, 300));
+        }
         await api.call('gateway', 'POST', base + t, { headers: a, path: { reference: 'SUB-none' }, json: {} });
       }
       await api.call('checkout', 'GET', '/mandate/{token}', { path: { token: 'none' } });
@@ -380,6 +449,8 @@ for (const backend of backends()) {
       await api.call('checkout', 'GET', '/session/{reference}', { path: { reference: ref } });
       await api.call('checkout', 'GET', '/session/{reference}', { path: { reference: 'chk_none' } });
       await api.call('checkout', 'POST', '/session/{reference}', { path: { reference: ref }, form: { provider: server.demo.sandbox.provider, phone: 'x' } });
+      const chosen = await api.call('checkout', 'POST', '/session/{reference}', { path: { reference: ref }, form: { attempt: '0', provider: server.demo.sandbox.provider, customer_phone: server.demo.sandbox.msisdn.success } });
+      assert.ok(chosen.status < 400, chosen.text.replace(/<style>.*<\/style>/s, '').slice(0, 1500));
       await api.call('checkout', 'POST', '/session/{reference}', { path: { reference: 'chk_none' }, form: {} });
       await api.call('checkout', 'GET', '/session/{reference}/return', { path: { reference: ref } });
       await api.call('checkout', 'POST', '/session/{reference}/cancel', { path: { reference: ref }, form: {} });
@@ -392,8 +463,17 @@ for (const backend of backends()) {
       await api.call('checkout', 'GET', '/openapi.json', {});
       await api.call('checkout', 'GET', '/wallet', {});
       await api.call('checkout', 'POST', '/wallet', { form: { action: 'nope' } });
+      assert.equal((await api.call('checkout', 'POST', '/wallet', { form: { action: 'send', phone: server.demo.wallet_link.msisdn } })).status, 200);
       await api.call('checkout', 'GET', '/wallet/login', {});
       await api.call('checkout', 'GET', '/wallet/callback', {});
+      // The confirmation link sent with a collection: shown, then the request is pushed.
+      const intent = await api.call('gateway', 'POST', '/collection/intent', { headers: auth(), json: {
+        amount: 2500, currency, provider: server.demo.sandbox.provider, customer_wallet: server.demo.sandbox.msisdn.success, transaction_uuid: randomUUID() } });
+      const confirmUrl = new URL(intent.body.data.confirmation_url);
+      const sig = confirmUrl.searchParams.get('sig');
+      const tref = intent.body.data.transaction_reference;
+      assert.equal((await api.call('checkout', 'GET', '/confirm/{reference}', { path: { reference: tref }, query: { sig } })).status, 200);
+      assert.equal((await api.call('checkout', 'POST', '/confirm/{reference}', { path: { reference: tref }, form: { sig, action: 'pay', lang: 'en' } })).status, 200);
       await api.call('checkout', 'GET', '/confirm/{reference}', { path: { reference: 'TX-none' } });
       await api.call('checkout', 'POST', '/confirm/{reference}', { path: { reference: 'TX-none' }, form: {} });
     });

@@ -2,11 +2,15 @@
 // database (SQLite file in a temp dir, or a new PostgreSQL database in SIKA_TEST_PG_DSN when
 // backend === 'postgres'), seeded with the demo world.
 import { spawn, execFileSync } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+// The secret key every test server runs with.
+export const secretKey = 'e2e-test-secret-key-0123456789abcdef';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const sikaBinary = process.env.SIKA_BIN || path.join(root, 'build', 'sika');
@@ -102,7 +106,7 @@ export async function startServer(options = {}) {
 export async function spawnServe({ port, dsn, publicUrl, args = [], env = {}, ready = () => true }) {
   const child = spawn(sikaBinary, ['serve', '--listen', `127.0.0.1:${port}`, '--db', dsn, '--public-url', publicUrl,
     ...args], {
-    env: { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef', ...env },
+    env: { ...process.env, SIKA_SECRET_KEY: secretKey, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -132,4 +136,15 @@ export async function merchantToken(server, index = 0, scope = 'payments service
   const body = await r.json();
   if (r.status !== 200) throw new Error(`token: ${r.status} ${JSON.stringify(body)}`);
   return body.access_token;
+}
+
+// The x-sandbox-signature of a sandbox operator callback body, as the sandbox operator of a server
+// started here signs it: t=<ms>,v1=hex(HMAC-SHA256(key, "<ms>.<body>")), its key derived from the
+// secret key (src/app/context.cpp, src/payments/service.cpp).
+export function sandboxCallbackSignature(body, ms = Date.now()) {
+  const hex = (key, text) => createHmac('sha256', key).update(text).digest('hex');
+  const pepper = hex(secretKey, 'sika:secret-hash-pepper:v1');
+  const payments = hex(pepper, 'sika:payments:v1');
+  const key = hex(payments, 'payments:operator-callback:sandbox');
+  return `t=${ms},v1=${hex(key, `${ms}.${body}`)}`;
 }
