@@ -9,7 +9,16 @@
 
 namespace sika::payments {
 
-enum class FailureReason { insufficient_funds, declined, timeout, invalid_account, invalid_otp, refused, cancelled, other };
+enum class FailureReason {
+  insufficient_funds,
+  declined,
+  timeout,
+  invalid_account,
+  invalid_otp,
+  refused,
+  cancelled,
+  other
+};
 
 FailureReason failure_reason(const Transaction& tx);
 // The i18n message code (fr/en texts in core/i18n.cpp) of a reason: a whole sentence
