@@ -6,7 +6,7 @@
 // documents one, an error response.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { execFileSync } from 'node:child_process';
 import { startServer, backends, merchantToken, sikaBinary, secretKey, sandboxCallbackSignature } from './lib/server.mjs';
@@ -36,12 +36,13 @@ class Recorder {
 
   // Calls a documented operation and checks the answer against the document. `path` fills the
   // template's {params}; `query` is appended; `json` or `form` is the body.
-  async call(doc, method, template, { path = {}, query, headers = {}, json, form, raw } = {}) {
+  // `on` is another server to call (its answers are recorded and checked the same way).
+  async call(doc, method, template, { path = {}, query, headers = {}, json, form, raw, on = this.server } = {}) {
     const v = this.validators[doc];
     const op = v.operation(method, template);
     const key = `${doc} ${method} ${template}`;
     if (!op) throw new Error(`${key} is not documented`);
-    let url = this.server[DOCS[doc]] + template.replace(/\{(\w+)\}/g, (_, k) => encodeURIComponent(path[k] ?? 'x'));
+    let url = on[DOCS[doc]] + template.replace(/\{(\w+)\}/g, (_, k) => encodeURIComponent(path[k] ?? 'x'));
     if (query) url += `?${new URLSearchParams(query)}`;
     const h = { 'accept-language': 'en', ...headers };
     let body;
@@ -127,8 +128,27 @@ async function until(probe) {
   return null;
 }
 
-// The RFC 7636 example pair: a PKCE verifier and its S256 challenge.
-const PKCE = { verifier: 'dBjftJeZ4CVP-mJ92IGAoWfLwe4CGUGcA0_F9BDvpDk', challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM' };
+// A PKCE verifier and its S256 challenge.
+const PKCE_VERIFIER = 'dBjftJeZ4CVP-mJ92IGAoWfLwe4CGUGcA0_F9BDvpDk';
+const PKCE = { verifier: PKCE_VERIFIER, challenge: createHash('sha256').update(PKCE_VERIFIER).digest('base64url') };
+
+// A recorded call that sends a page's cookies and keeps those it sets.
+async function browse(api, jar, doc, method, template, opts = {}) {
+  const headers = { ...(opts.headers || {}), ...(jar.header() ? { cookie: jar.header() } : {}) };
+  return jar.keep(await api.call(doc, method, template, { ...opts, headers }));
+}
+
+// Signs in on the authorization page the query describes and approves: the 303 to the client.
+async function approveAuthorization(api, jar, query, user) {
+  const page = await browse(api, jar, 'identity', 'GET', '/oauth/v2/authorize', { query });
+  assert.equal(page.status, 200, page.text.slice(0, 300));
+  const form = parseForm(page.text);
+  assert.ok(form, 'the authorization page has a form');
+  const done = await browse(api, jar, 'identity', 'POST', '/oauth/v2/authorize', { form: {
+    ...form.fields, email: user.email, password: user.password, action: 'approve' } });
+  assert.equal(done.status, 303, done.text.slice(0, 300));
+  return new URL(done.headers.get('location'));
+}
 
 // `sika admin <args> --json` against the server's database.
 function admin(server, ...args) {
@@ -405,8 +425,14 @@ for (const backend of backends()) {
         await api.call('link', 'POST', `/api/agent/link/${name}`, { headers: key, json: { apikey: 'none' } });
       }
       // Beyond the consent: the payment waits for the user's code (needs_otp), read and approved.
-      const big = await api.call('link', 'POST', '/api/agent/link/init', { headers: key, json: { apikey: wl.apikey, amount: 10_000_000, transaction_uuid: randomUUID() } });
-      await api.call('link', 'POST', '/api/agent/link/approve', { headers: key, json: { apikey: wl.apikey, transaction_reference: big.body?.data?.transaction_reference ?? 'x', otp: '123456' } });
+      const perPayment = wl.limits.per_payment;
+      const big = await api.call('link', 'POST', '/api/agent/link/init', { headers: key, json: { apikey: wl.apikey, amount: perPayment + 1, transaction_uuid: randomUUID() } });
+      assert.equal(big.status, 200, big.text);
+      assert.equal(big.body.data.needs_otp, true, big.text);
+      const bigRef = big.body.data.transaction_reference;
+      // The demo wallet's number is a demo number of the sandbox: its code is the sandbox code.
+      const approved = await api.call('link', 'POST', '/api/agent/link/approve', { headers: key, json: { apikey: wl.apikey, transaction_reference: bigRef, otp: server.demo.sandbox.otp } });
+      assert.equal(approved.status, 200, approved.text);
       await api.call('link', 'POST', '/api/agent/link/approve', { headers: key, json: { apikey: 'none' } });
       await api.call('link', 'POST', '/api/agent/link/fiat-distribution', { headers: key, json: { transaction_uuid: randomUUID(), currency: 'XAF', distribution: [{ apikey: wl.apikey, amount: 100 }] } });
       await api.call('link', 'POST', '/api/agent/link/fiat-distribution', { headers: key, json: {} });
@@ -424,14 +450,45 @@ for (const backend of backends()) {
       await api.call('identity', 'POST', '/oauth/v2/revoke', { json: { token: 'x', client_id: m.client_id, client_secret: 'wrong' } });
       await api.call('identity', 'GET', '/oauth/v2/userinfo', {});
       await api.call('identity', 'POST', '/oauth/v2/userinfo', {});
+      // The public client's code flow with PKCE: the demo user signs in and approves, the code is
+      // exchanged, and the access token reads the user's claims.
+      const pc = server.demo.public_client;
+      const back = await approveAuthorization(api, new CookieJar(), { client_id: pc.client_id, response_type: 'code',
+        redirect_uri: pc.redirect_uri, scope: 'openid profile email', code_challenge: PKCE.challenge,
+        code_challenge_method: 'S256', state: 'docs-state' }, server.demo.user);
+      assert.equal(`${back.origin}${back.pathname}`, pc.redirect_uri);
+      assert.equal(back.searchParams.get('state'), 'docs-state');
+      const exchanged = await api.call('identity', 'POST', '/oauth/v2/token', { form: { grant_type: 'authorization_code',
+        code: back.searchParams.get('code'), redirect_uri: pc.redirect_uri, client_id: pc.client_id, code_verifier: PKCE.verifier } });
+      assert.equal(exchanged.status, 200, exchanged.text);
+      const bearer = { authorization: `Bearer ${exchanged.body.access_token}` };
+      for (const method of ['GET', 'POST']) {
+        const info = await api.call('identity', method, '/oauth/v2/userinfo', { headers: bearer });
+        assert.equal(info.status, 200, info.text);
+        assert.equal(info.body.email, server.demo.user.email);
+      }
       for (const p of ['/oauth/v2/jwks', '/.well-known/jwks.json', '/.well-known/openid-configuration', '/.well-known/oauth-authorization-server', '/openapi.json'])
         await api.call('identity', 'GET', p, {});
       await api.call('identity', 'GET', '/oauth/v2/authorize', { query: { client_id: 'nope', response_type: 'code' } });
-      const pc = server.demo.public_client;
       if (pc) await api.call('identity', 'GET', '/oauth/v2/authorize', { query: { client_id: pc.client_id, response_type: 'code', redirect_uri: pc.redirect_uri ?? pc.redirect_uris?.[0], scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256', state: 's' } });
       await api.call('identity', 'POST', '/oauth/v2/authorize', { form: {} });
-      await api.call('identity', 'GET', '/signup', {});
+      // Sign-up (enabled on this server): the page's form with its CSRF cookie and field.
+      const jar = new CookieJar();
+      const signup = await browse(api, jar, 'identity', 'GET', '/signup', {});
+      assert.equal(signup.status, 200);
+      const form = parseForm(signup.text);
+      assert.ok(form && jar.has('sika_csrf'), 'the sign-up page sets its CSRF cookie and field');
+      const joined = await browse(api, jar, 'identity', 'POST', '/signup', { form: { ...form.fields,
+        email: `docs-${randomUUID()}@example.com`, name: 'Docs Signup', password: 'docs-password-123' } });
+      assert.equal(joined.status, 201, joined.text.slice(0, 300));
       await api.call('identity', 'POST', '/signup', { form: {} });
+      // A server with the default configuration: sign-up is disabled there.
+      const plain = await startServer({ backend });
+      try {
+        assert.equal((await api.call('identity', 'GET', '/signup', { on: plain })).status, 404);
+      } finally {
+        await plain.stop();
+      }
       await api.call('identity', 'GET', '/logout', {});
     });
 
@@ -464,7 +521,16 @@ for (const backend of backends()) {
       await api.call('checkout', 'GET', '/wallet', {});
       await api.call('checkout', 'POST', '/wallet', { form: { action: 'nope' } });
       assert.equal((await api.call('checkout', 'POST', '/wallet', { form: { action: 'send', phone: server.demo.wallet_link.msisdn } })).status, 200);
-      await api.call('checkout', 'GET', '/wallet/login', {});
+      // The wallet page's sign-in: the login sends to the authorization page (its state in a cookie),
+      // the demo user (who has a phone) approves, and the callback opens the wallet page.
+      const jar = new CookieJar();
+      const login = await browse(api, jar, 'checkout', 'GET', '/wallet/login', {});
+      assert.ok(login.status === 302 || login.status === 303, login.text.slice(0, 300));
+      assert.ok(jar.has('sika_wallet_login'));
+      const authorize = new URL(login.headers.get('location'));
+      const back = await approveAuthorization(api, jar, Object.fromEntries(authorize.searchParams), server.demo.user);
+      const signedIn = await browse(api, jar, 'checkout', 'GET', '/wallet/callback', { query: Object.fromEntries(back.searchParams) });
+      assert.equal(signedIn.status, 303, signedIn.text.slice(0, 300));
       await api.call('checkout', 'GET', '/wallet/callback', {});
       // The confirmation link sent with a collection: shown, then the request is pushed.
       const intent = await api.call('gateway', 'POST', '/collection/intent', { headers: auth(), json: {
