@@ -34,13 +34,16 @@ web::Response Service::checkout_sessions(web::Request& req) {
   if (!sessions) return error_page(req, sessions.error());
   const bool more = static_cast<int>(sessions->size()) > kSessionsPerPage;
   if (more) sessions->pop_back();
-  std::string body = "<section class=\"card\" aria-labelledby=\"cks\"><h2 id=\"cks\">" +
-                     std::string(c->t("Secret de checkout", "Checkout secret")) + "</h2><p>" +
-                     std::string(c->t("Votre site vérifie avec ce secret la signature des données de retour "
-                                      "(service_data). Il est dérivé par la plateforme et ne change pas.",
-                                      "Your site verifies the signature of the return data (service_data) with this "
-                                      "secret. The platform derives it; it does not change.")) +
-                     "</p>";
+  std::string body =
+      "<section class=\"card\" aria-labelledby=\"cks\"><h2 id=\"cks\">" +
+      std::string(c->t("Secret de checkout", "Checkout secret")) + "</h2><p>" +
+      std::string(c->t("Votre site vérifie avec ce secret la signature des données de retour "
+                       "(service_data) et signe vos formulaires. Il ne change que si un opérateur le "
+                       "renouvelle (sur votre demande) : l'ancien cesse alors de valoir.",
+                       "Your site verifies the signature of the return data (service_data) with this "
+                       "secret, and signs your forms. It changes only when an operator rotates it (at your "
+                       "request): the old one then stops working.")) +
+      "</p>";
   if (c->principal.can_change())
     body += "<form method=\"post\" action=\"" + escape(path("/checkout/secret")) + "\">" + c->csrf_field() +
             "<button id=\"show-secret\">" + std::string(c->t("Afficher le secret", "Show the secret")) +
