@@ -12,12 +12,9 @@
 // PostgreSQL part: scripts/with-postgres.sh node --test billing_crash.test.mjs
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
-import { startServer, backends, merchantToken, spawnServe, freePort } from './lib/server.mjs';
+import { startServer, backends, merchantToken, spawnServe, freePort, sqlRows, until } from './lib/server.mjs';
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const SUBSCRIPTIONS = 40;
 const CYCLES = 5;  // due after the jump, on top of the consent (cycle 0)
 const DAY = 86400000;
@@ -29,24 +26,8 @@ const ARGS = ['--set', 'log.access=false', '--set', 'payments.sandbox_delay_ms=1
   '--set', 'jobs.poll_interval_ms=20', '--set', 'jobs.lease_ms=2000', '--set', 'jobs.retry_base_ms=100',
   '--set', 'links.pay_per_address_per_minute=0', '--set', 'links.pay_per_link_per_minute=0'];
 
-function sql(server, query) {
-  const r = server.backend === 'postgres'
-    ? spawnSync('psql', [server.dsn, '-qAtX', '-F', '|', '-c', query], { encoding: 'utf8', maxBuffer: 1 << 28 })
-    : spawnSync('sqlite3', ['-separator', '|', '-cmd', '.timeout 5000', path.join(server.dir, 'sika.db'), query],
-      { encoding: 'utf8', maxBuffer: 1 << 28 });
-  assert.equal(r.status, 0, r.stderr);
-  return r.stdout.split('\n').filter(Boolean).map((l) => l.split('|'));
-}
+const sql = sqlRows;
 
-async function until(fn, what, ms = 40000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) assert.fail(typeof what === 'function' ? what() : what);
-    await sleep(100);
-  }
-}
 
 async function consentedSubscriptions(server, token) {
   const call = async (p, body, tok = token) => {

@@ -13,34 +13,16 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
-import { startServer, backends, merchantToken, spawnServe, freePort, sikaBinary } from './lib/server.mjs';
+import { startServer, backends, merchantToken, spawnServe, freePort, sikaBinary, sqlRows, until } from './lib/server.mjs';
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const DAY = 86400000;
 const SUBSCRIPTIONS = 16;
 
 const ARGS = ['--set', 'log.access=false', '--set', 'payments.sandbox_delay_ms=100', '--set', 'billing.settle_interval_ms=50',
   '--set', 'jobs.poll_interval_ms=20', '--set', 'links.pay_per_address_per_minute=0', '--set', 'links.pay_per_link_per_minute=0'];
 
-function sql(server, query) {
-  const r = server.backend === 'postgres'
-    ? spawnSync('psql', [server.dsn, '-qAtX', '-F', '|', '-c', query], { encoding: 'utf8', maxBuffer: 1 << 28 })
-    : spawnSync('sqlite3', ['-separator', '|', '-cmd', '.timeout 5000', path.join(server.dir, 'sika.db'), query],
-      { encoding: 'utf8', maxBuffer: 1 << 28 });
-  assert.equal(r.status, 0, r.stderr);
-  return r.stdout.split('\n').filter(Boolean).map((l) => l.split('|'));
-}
+const sql = sqlRows;
 
-async function until(fn, what, ms = 40000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) assert.fail(typeof what === 'function' ? what() : what);
-    await sleep(100);
-  }
-}
 
 function checkLedger(server) {
   const r = spawnSync(sikaBinary, ['admin', '--db', server.dsn, 'check-ledger', '--json'],

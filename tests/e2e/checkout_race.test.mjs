@@ -6,24 +6,17 @@
 // scripts/with-postgres.sh node --test tests/e2e/checkout_race.test.mjs (SQLite only without a DSN)
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { startServer, spawnServe, freePort, backends, sikaBinary } from './lib/server.mjs';
+import { startServer, spawnServe, freePort, backends, sikaBinary, sqlRows } from './lib/server.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const SESSIONS = 12;
 const SUBMITS = 4; // attempts 0, 1, 2, 3 of each session, all at once
 const ARGS = ['--set', 'payments.sandbox_delay_ms=150', '--set', 'checkout.pay_per_address_per_minute=0'];
 
-function sql(server, query) {
-  const r = server.backend === 'postgres'
-    ? spawnSync('psql', [server.dsn, '-At', '-F', '|', '-c', query], { encoding: 'utf8' })
-    : spawnSync('sqlite3', ['-separator', '|', '-cmd', '.timeout 5000', path.join(server.dir, 'sika.db'), query],
-      { encoding: 'utf8' });
-  assert.equal(r.status, 0, r.stderr);
-  return r.stdout.trim().split('\n').filter(Boolean);
-}
+// Rows as `a|b|c` lines.
+const sql = (server, query) => sqlRows(server, query).map((r) => r.join('|'));
 
 const orderBody = (merchant) => ({ apiKey: merchant.api_key, amount: 5000, currency: 'XAF', orderId: `RACE-${randomUUID()}`,
   description: 'race', shopName: 'Boutique Akwa', successUrl: 'https://shop.example/ok',

@@ -7,24 +7,17 @@
 // scripts/with-postgres.sh node --test tests/e2e/otp_race.test.mjs (SQLite only without a DSN)
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { startServer, spawnServe, freePort, backends, sikaBinary, merchantToken } from './lib/server.mjs';
+import { startServer, spawnServe, freePort, backends, sikaBinary, merchantToken, sqlRows } from './lib/server.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const COLLECTIONS = 16;
 const SUBMITS = 8;
 const ARGS = ['--set', 'payments.sandbox_delay_ms=150'];
 
-function sql(server, query) {
-  const r = server.backend === 'postgres'
-    ? spawnSync('psql', [server.dsn, '-At', '-F', '|', '-c', query], { encoding: 'utf8' })
-    : spawnSync('sqlite3', ['-separator', '|', '-cmd', '.timeout 5000', path.join(server.dir, 'sika.db'), query],
-      { encoding: 'utf8' });
-  assert.equal(r.status, 0, r.stderr);
-  return r.stdout.trim().split('\n').filter(Boolean);
-}
+// Rows as `a|b|c` lines.
+const sql = (server, query) => sqlRows(server, query).map((r) => r.join('|'));
 
 for (const backend of backends()) {
   describe(`the right code submitted at once on ${backend}`, () => {

@@ -1,7 +1,7 @@
 // Starts a real `build/sika serve` for black-box tests, on a free port, with a fresh
 // database (SQLite file in a temp dir, or a new PostgreSQL database in SIKA_TEST_PG_DSN when
 // backend === 'postgres'), seeded with the demo world.
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, execFileSync, spawnSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -147,4 +147,27 @@ export function sandboxCallbackSignature(body, ms = Date.now()) {
   const payments = hex(pepper, 'sika:payments:v1');
   const key = hex(payments, 'payments:operator-callback:sandbox');
   return `t=${ms},v1=${hex(key, `${ms}.${body}`)}`;
+}
+
+// Rows of a read on the server's database (psql on PostgreSQL, sqlite3 on the SQLite file), each
+// an array of its fields as text. Fails the test if the query fails.
+export function sqlRows(server, query) {
+  const r = server.backend === 'postgres'
+    ? spawnSync('psql', [server.dsn, '-qAtX', '-F', '|', '-c', query], { encoding: 'utf8', maxBuffer: 1 << 28 })
+    : spawnSync('sqlite3', ['-separator', '|', '-cmd', '.timeout 5000', path.join(server.dir, 'sika.db'), query],
+      { encoding: 'utf8', maxBuffer: 1 << 28 });
+  if (r.status !== 0) throw new Error(`${query}: ${r.stderr}`);
+  return r.stdout.split('\n').filter(Boolean).map((l) => l.split('|'));
+}
+
+// Polls `fn` every 100 ms until it returns something truthy (returned), or fails with `what`
+// (a text or a function making one) after `ms`.
+export async function until(fn, what, ms = 40000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(typeof what === 'function' ? what() : what);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
