@@ -8,7 +8,8 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { followWithoutScript, launchBrowser, noBrowser } from './lib/browser.mjs';
 import { startServer, backends } from './lib/server.mjs';
-import { startMerchantSite, verifyServiceData } from '../../docs/examples/merchant-site.mjs';
+import { verifyServiceData } from '../../docs/examples/merchant-site.mjs';
+import { startDemoShops } from './lib/shops.mjs';
 
 const shots = process.env.SIKA_SCREENSHOTS;
 
@@ -18,10 +19,7 @@ for (const backend of backends()) {
     before(async () => {
       server = await startServer({ backend, args: ['--set', 'payments.sandbox_delay_ms=300'] });
       browser = await launchBrowser();
-      const [cmr, civ] = server.demo.merchants;
-      cmrSite = await startMerchantSite({ checkoutUrl: server.checkoutUrl, apiKey: cmr.api_key, checkoutSecret: cmr.checkout_secret });
-      civSite = await startMerchantSite({ checkoutUrl: server.checkoutUrl, apiKey: civ.api_key, checkoutSecret: civ.checkout_secret,
-        shopName: 'Marché du Plateau', currency: 'XOF' });
+      ({ cmrSite, civSite } = await startDemoShops(server));
     });
     after(async () => {
       if (browser) await browser.close();

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { launchBrowser, noBrowser } from './lib/browser.mjs';
 import { startServer, backends, merchantToken } from './lib/server.mjs';
 import { assertPageStandards, assertNoRawValues, phoneViewport, desktopViewport } from './lib/pagecheck.mjs';
-import { startMerchantSite } from '../../docs/examples/merchant-site.mjs';
+import { startDemoShops } from './lib/shops.mjs';
 
 const shots = process.env.SIKA_SCREENSHOTS;
 
@@ -21,10 +21,7 @@ for (const backend of backends()) {
       // A sandbox payment stays PENDING for 4 s: long enough to see the waiting page.
       server = await startServer({ backend, args: ['--set', 'payments.sandbox_delay_ms=4000'] });
       browser = await launchBrowser();
-      const [cmr, civ] = server.demo.merchants;
-      cmrSite = await startMerchantSite({ checkoutUrl: server.checkoutUrl, apiKey: cmr.api_key, checkoutSecret: cmr.checkout_secret });
-      civSite = await startMerchantSite({ checkoutUrl: server.checkoutUrl, apiKey: civ.api_key, checkoutSecret: civ.checkout_secret,
-        shopName: 'Marché du Plateau', currency: 'XOF' });
+      ({ cmrSite, civSite } = await startDemoShops(server));
     });
     after(async () => {
       if (browser) await browser.close();
