@@ -8,7 +8,8 @@ import pathlib
 import re
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+# The tree in the current folder when it has a src/ (a worktree), else the one holding this script.
+ROOT = pathlib.Path.cwd() if (pathlib.Path.cwd() / "src").is_dir() else pathlib.Path(__file__).resolve().parent.parent
 
 
 def strip(text):
