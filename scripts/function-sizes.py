@@ -30,6 +30,8 @@ def strip(text):
             end = text.find(")" + m.group(1) + '"', i) if m else -1
             j = n if end < 0 else end + len(m.group(1)) + 2
             out.append(re.sub(r"[^\n]", " ", text[i:j])); i = j
+        elif c == "'" and i > 0 and text[i - 1].isalnum() and i + 1 < n and text[i + 1].isalnum():
+            out.append(c); i += 1  # a digit separator (60'000), not a character literal
         elif c in "\"'":
             j = i + 1
             while j < n and text[j] != c:
