@@ -97,6 +97,18 @@ constexpr Texts kEn{
     "Incorrect code.",
     "Request sent."};
 
+// The confirmation page's stylesheet (in the shared layout, web::html::begin).
+constexpr std::string_view kPageStyle =
+    "body{font-family:system-ui,sans-serif;background:#f4f5f7;margin:0;padding:24px;color:#1d2433}"
+    "main{max-width:440px;margin:auto;background:#fff;border-radius:12px;padding:24px;"
+    "box-shadow:0 2px 8px rgba(0,0,0,.08)}h1{font-size:1.3em;margin-top:0}"
+    "dl{display:grid;grid-template-columns:auto 1fr;gap:6px 16px}dt{color:#5b6473}dd{margin:0;text-align:right}"
+    ".total{font-weight:700;font-size:1.1em}button{width:100%;padding:12px;border:0;border-radius:8px;"
+    "font-size:1em;cursor:pointer;margin-top:8px}.go{background:#0b6bcb;color:#fff}.no{background:#e9ecf1}"
+    "input{width:100%;padding:10px;font-size:1em;box-sizing:border-box;margin:4px 0 8px}"
+    ".notice{padding:10px;border-radius:8px;background:#fff4d6}.ok{background:#dff6e5}.ko{background:#fde2e1}"
+    "nav{text-align:right;font-size:.9em}";
+
 const Texts& texts(i18n::Locale l) { return l == i18n::Locale::fr ? kFr : kEn; }
 
 i18n::Locale page_locale(const web::Request& req, const std::optional<std::string>& lang) {
@@ -105,17 +117,15 @@ i18n::Locale page_locale(const web::Request& req, const std::optional<std::strin
   return req.locale;
 }
 
-web::Response with_headers(web::Response r) {
-  web::html::secure_headers(r);
-  return r;
-}
-
 web::Response not_found_page(i18n::Locale l) {
   const Texts& t = texts(l);
-  std::string html = std::string("<!doctype html><html lang=\"") + std::string(i18n::name(l)) +
-                     "\"><head><meta charset=\"utf-8\"><title>Sika</title></head><body><p>" + t.not_found +
-                     "</p></body></html>";
-  return with_headers(web::Response::html(404, std::move(html)));
+  web::html::Page page;
+  page.locale = l;
+  page.title = "Sika";
+  page.style = "";
+  page.header = false;
+  page.body_html = std::string("<p>") + t.not_found + "</p>";
+  return web::html::page_response(404, page);
 }
 
 // What the page says about a failed action.
@@ -150,20 +160,12 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
   std::string self = "?sig=" + sig;
   std::string h;
   h.reserve(4096);
-  h += "<!doctype html><html lang=\"" + lang + "\"><head><meta charset=\"utf-8\">";
-  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
-  h += web::html::kNoIndexMeta;
-  h += "<title>" + std::string(t.title) +
-       " - Sika</title><style>"
-       "body{font-family:system-ui,sans-serif;background:#f4f5f7;margin:0;padding:24px;color:#1d2433}"
-       "main{max-width:440px;margin:auto;background:#fff;border-radius:12px;padding:24px;"
-       "box-shadow:0 2px 8px rgba(0,0,0,.08)}h1{font-size:1.3em;margin-top:0}"
-       "dl{display:grid;grid-template-columns:auto 1fr;gap:6px 16px}dt{color:#5b6473}dd{margin:0;text-align:right}"
-       ".total{font-weight:700;font-size:1.1em}button{width:100%;padding:12px;border:0;border-radius:8px;"
-       "font-size:1em;cursor:pointer;margin-top:8px}.go{background:#0b6bcb;color:#fff}.no{background:#e9ecf1}"
-       "input{width:100%;padding:10px;font-size:1em;box-sizing:border-box;margin:4px 0 8px}"
-       ".notice{padding:10px;border-radius:8px;background:#fff4d6}.ok{background:#dff6e5}.ko{background:#fde2e1}"
-       "nav{text-align:right;font-size:.9em}</style></head><body><main>";
+  web::html::Page page;
+  page.locale = locale;
+  page.title = std::string(t.title) + " - Sika";
+  page.style = std::string(kPageStyle);
+  page.header = false;
+  h += web::html::begin(page);
   h += "<nav><a href=\"" + escape(self + "&lang=" + other) + "\">" + t.other_language + "</a></nav>";
   h += "<h1>" + std::string(t.title) + "</h1><dl>";
   h += "<dt>" + std::string(t.merchant) + "</dt><dd>" + escape(merchant_name) + "</dd>";
@@ -212,7 +214,7 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
     h += "<button class=\"no\" type=\"submit\" name=\"action\" value=\"decline\" formnovalidate id=\"decline\">" +
          std::string(t.decline) + "</button></form>";
   }
-  h += "</main></body></html>";
+  h += web::html::kEnd;
   web::Response res = web::Response::html(status, std::move(h));
   web::html::secure_headers(res, web::html::live_policy({}));
   web::html::set_live_state(res, to_string(tx.status));

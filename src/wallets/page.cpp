@@ -21,6 +21,8 @@
 #include "payments/sandbox.hpp"
 #include "wallets/service.hpp"
 #include "wallets/store.hpp"
+#include "web/cookie.hpp"
+#include "web/csrf.hpp"
 #include "web/envelope.hpp"
 #include "web/html.hpp"
 
@@ -157,19 +159,8 @@ std::string digits_of(std::string_view s) {
   return d;
 }
 
-std::string cookie_value(const web::Request& req, std::string_view name) {
-  std::string_view h = req.header("cookie");
-  while (!h.empty()) {
-    auto end = h.find(';');
-    std::string_view part = h.substr(0, end);
-    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
-    if (part.starts_with(name) && part.size() > name.size() && part[name.size()] == '=')
-      return std::string(part.substr(name.size() + 1));
-    if (end == std::string_view::npos) break;
-    h.remove_prefix(end + 1);
-  }
-  return {};
-}
+// The page's CSRF tokens: web::Csrf bound to the session cookie's token.
+web::Csrf page_csrf(const Options& options) { return web::Csrf(options.secret, "sika:wallets:page:csrf:v1"); }
 
 i18n::Locale locale_of(const web::Request& req, const web::Fields* form) {
   std::optional<std::string> lang = req.query_param("lang");
@@ -179,12 +170,6 @@ i18n::Locale locale_of(const web::Request& req, const web::Fields* form) {
   if (lang == "en") return i18n::Locale::en;
   if (lang == "fr") return i18n::Locale::fr;
   return req.locale;
-}
-
-std::string field(const web::Fields& form, std::string_view name) {
-  for (const auto& [k, v] : form)
-    if (k == name) return v;
-  return {};
 }
 
 // A link/init payment waiting for the user's approval: a WALLET collection from the wallet's
@@ -236,7 +221,7 @@ Result<std::vector<PendingPayment>> pending_payments(store::Conn& c, const Walle
 
 // The signed-in wallet of the request's session cookie; 401 when there is none.
 Result<web::Principal> Service::session_wallet(const web::Request& req, Wallet& wallet) {
-  std::string token = cookie_value(req, kCookie);
+  std::string token = web::cookie(req, kCookie);
   if (token.empty() || token.size() > 128) return unauthorized();
   std::optional<std::int64_t> id;
   std::optional<Wallet> w;
@@ -286,8 +271,7 @@ web::Response Service::page(web::Request& req) {
                       t.with_identity + "</a></p>";
     return web::html::page_response(200, pg);
   }
-  const std::string csrf = base64url_encode(
-      crypto::hmac_sha256(options_.secret, "wallet-page-csrf:" + cookie_value(req, kCookie)).substr(0, 16));
+  const std::string csrf = page_csrf(options_).issue(web::cookie(req, kCookie));
   std::string h;
   if (!notice.empty()) h += "<p class=\"notice\" id=\"notice\">" + escape(notice) + "</p>";
   h += "<p id=\"wallet\">" + escape(wallet.matricule) + " · " + escape(masked_phone(wallet.msisdn)) + "</p>";
@@ -301,9 +285,8 @@ web::Response Service::page(web::Request& req) {
   if (!options_.page_merchant.empty()) {
     auto money_form = [&](std::string_view action, std::string_view id, const char* label) {
       return "<form method=\"post\" action=\"wallet\" id=\"" + std::string(id) +
-             "\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
-             "\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf +
-             "\"><input type=\"hidden\" name=\"action\" value=\"" + std::string(action) +
+             "\"><input type=\"hidden\" name=\"lang\" value=\"" + lang + "\">" + web::Csrf::field_html(csrf) +
+             "<input type=\"hidden\" name=\"action\" value=\"" + std::string(action) +
              "\"><input type=\"hidden\" name=\"uuid\" value=\"" + uuid_v4() + "\"><label for=\"" + std::string(id) +
              "-amount\">" + t.amount + " (" + escape(wallet.currency) + ")</label><input id=\"" + std::string(id) +
              "-amount\" name=\"amount\" inputmode=\"numeric\" pattern=\"[0-9]{1,12}\" required><button "
@@ -327,9 +310,9 @@ web::Response Service::page(web::Request& req) {
            period_text(l.limits.period_ms) + "<br>" + t.spent + " : " +
            money::format(spent_at(l, at), l.currency, true);
       if (l.status == kPending)
-        h += "<form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
-             "\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf +
-             "\"><input type=\"hidden\" name=\"action\" value=\"approve\"><input type=\"hidden\" name=\"link\" "
+        h += "<form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" + lang + "\">" +
+             web::Csrf::field_html(csrf) +
+             "<input type=\"hidden\" name=\"action\" value=\"approve\"><input type=\"hidden\" name=\"link\" "
              "value=\"" +
              escape(l.reference) +
              // The limits shown above: approving activates these, and nothing if they changed since.
@@ -338,9 +321,9 @@ web::Response Service::page(web::Request& req) {
              "\"><input type=\"hidden\" name=\"period_ms\" value=\"" + std::to_string(l.limits.period_ms) +
              "\"><button class=\"go\" type=\"submit\">" + t.approve + "</button></form>";
       if (l.status != kUnlinked)
-        h += "<form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
-             "\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf +
-             "\"><input type=\"hidden\" name=\"action\" value=\"unlink\"><input type=\"hidden\" name=\"link\" "
+        h += "<form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" + lang + "\">" +
+             web::Csrf::field_html(csrf) +
+             "<input type=\"hidden\" name=\"action\" value=\"unlink\"><input type=\"hidden\" name=\"link\" "
              "value=\"" +
              escape(l.reference) + "\"><button class=\"no\" type=\"submit\">" + t.unlink + "</button></form>";
       h += "</li>";
@@ -359,9 +342,8 @@ web::Response Service::page(web::Request& req) {
     for (const auto& p : pending) {
       const std::string ref = escape(p.reference);
       auto form = [&](std::string_view action, const std::string& inside) {
-        return "<form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
-               "\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf +
-               "\"><input type=\"hidden\" name=\"action\" value=\"" + std::string(action) +
+        return "<form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" + lang + "\">" +
+               web::Csrf::field_html(csrf) + "<input type=\"hidden\" name=\"action\" value=\"" + std::string(action) +
                "\"><input type=\"hidden\" name=\"payment\" value=\"" + ref + "\">" + inside + "</form>";
       };
       h += "<li class=\"payment\" data-reference=\"" + ref + "\"><strong>" + escape(p.partner_name) +
@@ -398,9 +380,9 @@ web::Response Service::page(web::Request& req) {
     }
     h += "</ul>";
   }
-  h += "<form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
-       "\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf +
-       "\"><input type=\"hidden\" name=\"action\" value=\"signout\"><button type=\"submit\">" + t.signout +
+  h += "<form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" + lang + "\">" +
+       web::Csrf::field_html(csrf) +
+       "<input type=\"hidden\" name=\"action\" value=\"signout\"><button type=\"submit\">" + t.signout +
        "</button></form>";
   pg.body_html = std::move(h);
   return web::html::page_response(200, pg);
@@ -412,7 +394,7 @@ web::Response Service::page_submit(web::Request& req) {
   const i18n::Locale locale = locale_of(req, &form);
   const Texts& t = texts(locale);
   const std::string lang(i18n::name(locale));
-  const std::string action = field(form, "action");
+  const std::string action = web::field_value(form, "action");
   web::html::Page pg;
   pg.locale = locale;
   pg.title = t.title;
@@ -438,7 +420,7 @@ web::Response Service::page_submit(web::Request& req) {
   }
   const std::string environment = options_.page_environment;
   if (action == "send" || action == "verify") {
-    const std::string msisdn = digits_of(field(form, "phone"));
+    const std::string msisdn = digits_of(web::field_value(form, "phone"));
     if (msisdn.size() < 8 || msisdn.size() > 15) return message_page(400, t.bad_phone);
     if (action == "send" && options_.limiter) {
       // Codes asked per number, counted for every number alike (with a wallet or not) before
@@ -484,7 +466,7 @@ web::Response Service::page_submit(web::Request& req) {
     }
     if (!*wallet) return message_page(400, t.wrong_code);
     // A malformed code is refused before an attempt is taken.
-    auto code = otp::code_from_text(field(form, "otp"));
+    auto code = otp::code_from_text(web::field_value(form, "otp"));
     if (!code) return message_page(400, t.wrong_code);
     auto v = otp_.verify(kSigninPurpose, (*wallet)->matricule, *code);
     if (!v) return message_page(503, v.error().code);
@@ -497,10 +479,9 @@ web::Response Service::page_submit(web::Request& req) {
   // Changes need the session and its CSRF token.
   Wallet wallet;
   if (!session_wallet(req, wallet)) return message_page(401, t.wrong_code);
-  const std::string token = cookie_value(req, kCookie);
-  const std::string csrf =
-      base64url_encode(crypto::hmac_sha256(options_.secret, "wallet-page-csrf:" + token).substr(0, 16));
-  if (!crypto::constant_time_equal(field(form, "csrf"), csrf)) return message_page(403, "CSRF");
+  const std::string token = web::cookie(req, kCookie);
+  const std::string csrf = page_csrf(options_).issue(token);
+  if (!page_csrf(options_).check(token, web::field_value(form, "csrf"))) return message_page(403, "CSRF");
   // Back to the wallet page, which shows the notice (page_notice) of what was done.
   auto redirect = [&lang](std::string_view notice) {
     web::Response res = web::Response::redirect("wallet?lang=" + lang + "&notice=" + std::string(notice), 303);
@@ -508,7 +489,7 @@ web::Response Service::page_submit(web::Request& req) {
     return res;
   };
   if (action == "unlink") {
-    auto done = unlink_by_user(wallet, field(form, "link"));
+    auto done = unlink_by_user(wallet, web::field_value(form, "link"));
     if (!done) return message_page(web::http_status(done.error().kind), done.error().code);
     return redirect("unlinked");
   }
@@ -517,12 +498,12 @@ web::Response Service::page_submit(web::Request& req) {
     Limits shown;
     for (auto [name, into] : {std::pair{"per_payment", &shown.per_payment}, std::pair{"per_period", &shown.per_period},
                               std::pair{"period_ms", &shown.period_ms}}) {
-      const std::string v = field(form, name);
+      const std::string v = web::field_value(form, name);
       if (v.empty() || v.size() > 15 || digits_of(v) != v)
         return message_page(400, std::string(t.refused) + " : " + name);
       *into = std::stoll(v);
     }
-    auto done = consent_by_user(wallet, field(form, "link"), shown);
+    auto done = consent_by_user(wallet, web::field_value(form, "link"), shown);
     if (!done) return message_page(web::http_status(done.error().kind), done.error().code);
     return redirect("approved");
   }
@@ -530,7 +511,7 @@ web::Response Service::page_submit(web::Request& req) {
     // A payment link/init left waiting: found as link/approve finds it (a payment of one of this
     // wallet's links, on this wallet), then executed with its code (the code is what approves a
     // payment beyond the consent: being signed in is not enough to move money out), or cancelled.
-    const std::string reference = field(form, "payment");
+    const std::string reference = web::field_value(form, "payment");
     std::vector<PendingPayment> found;
     if (Status st = db_.read([&](store::Conn& c) -> Status {
           SIKA_ASSIGN_OR_RETURN(found, pending_payments(c, wallet, now(), reference));
@@ -558,7 +539,7 @@ web::Response Service::page_submit(web::Request& req) {
     }
     std::optional<std::string> code;
     if (action == "pay_approve") {
-      code = field(form, "otp");
+      code = web::field_value(form, "otp");
       if (code->empty()) return message_page(400, t.wrong_code);
     }
     // Without a code, the payment's code is sent again (within its resend limits).
@@ -580,9 +561,9 @@ web::Response Service::page_submit(web::Request& req) {
     if (!merchant) return message_page(503, merchant.error().code);
     if (!*merchant) return message_page(404, "action");
     Transfer m;
-    m.transaction_uuid = field(form, "uuid");
-    const std::string amount = digits_of(field(form, "amount"));
-    if (amount.empty() || amount.size() > 12 || amount != field(form, "amount"))
+    m.transaction_uuid = web::field_value(form, "uuid");
+    const std::string amount = digits_of(web::field_value(form, "amount"));
+    if (amount.empty() || amount.size() > 12 || amount != web::field_value(form, "amount"))
       return message_page(400, std::string(t.amount) + " ?");
     m.amount = std::stoll(amount);
     if (action == "topup") {
@@ -613,8 +594,8 @@ web::Response Service::page_submit(web::Request& req) {
       pg.body_html = "<p id=\"sent\">" + std::string(t.withdraw_code_sent) + "</p><p>" +
                      escape(money::format(m.amount, wallet.currency, true)) +
                      "</p><form method=\"post\" action=\"wallet\"><input type=\"hidden\" name=\"lang\" value=\"" +
-                     lang + "\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf +
-                     "\"><input type=\"hidden\" name=\"action\" value=\"withdraw\"><input type=\"hidden\" "
+                     lang + "\">" + web::Csrf::field_html(csrf) +
+                     "<input type=\"hidden\" name=\"action\" value=\"withdraw\"><input type=\"hidden\" "
                      "name=\"uuid\" value=\"" +
                      escape(m.transaction_uuid) + "\"><input type=\"hidden\" name=\"amount\" value=\"" + amount +
                      "\"><label for=\"otp\">" + t.code +
@@ -623,7 +604,7 @@ web::Response Service::page_submit(web::Request& req) {
                      t.confirm_withdraw + "</button></form>";
       return web::html::page_response(200, pg);
     }
-    auto code = otp::code_from_text(field(form, "otp"));
+    auto code = otp::code_from_text(web::field_value(form, "otp"));
     if (!code) return message_page(400, t.wrong_code);
     auto v = otp_.verify(kWithdrawPurpose, subject, *code);
     if (!v) return message_page(503, v.error().code);
@@ -636,8 +617,12 @@ web::Response Service::page_submit(web::Request& req) {
   if (action == "signout") {
     (void)db_.write([&](store::Conn& c) -> Status { return tables::delete_session(c, key_hash("session:" + token)); });
     web::Response res = web::Response::redirect("wallet?lang=" + lang, 303);
-    res.set("Set-Cookie", std::string(kCookie) + "=; Path=" + req.path + "; Max-Age=0; HttpOnly; SameSite=Strict" +
-                              (options_.secure_cookies ? "; Secure" : ""));
+    res.set("Set-Cookie", web::set_cookie_value({.name = kCookie,
+                                                 .value = "",
+                                                 .path = req.path,
+                                                 .max_age = 0,
+                                                 .same_site = web::SameSite::strict,
+                                                 .secure = options_.secure_cookies}));
     web::html::secure_headers(res);
     return res;
   }
@@ -650,9 +635,12 @@ Status Service::open_session(web::Response& res, std::int64_t wallet_id, std::st
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     return tables::insert_session(c, key_hash("session:" + token), wallet_id, at + options_.session_ttl_ms, at);
   }));
-  res.set("Set-Cookie", std::string(kCookie) + "=" + token + "; Path=" + std::string(cookie_path) +
-                            "; Max-Age=" + std::to_string(options_.session_ttl_ms / 1000) +
-                            "; HttpOnly; SameSite=Strict" + (options_.secure_cookies ? "; Secure" : ""));
+  res.set("Set-Cookie", web::set_cookie_value({.name = kCookie,
+                                               .value = token,
+                                               .path = cookie_path,
+                                               .max_age = options_.session_ttl_ms / 1000,
+                                               .same_site = web::SameSite::strict,
+                                               .secure = options_.secure_cookies}));
   return {};
 }
 
@@ -678,8 +666,12 @@ web::Response Service::page_login(web::Request& req) {
   const auto start = rp.begin(locale, "openid profile email phone");
   web::Response res = web::Response::redirect(start.url, 303);
   // Lax: the identity service sends the browser back with a top-level GET from its own site.
-  res.set("Set-Cookie", std::string(kLoginCookie) + "=" + start.state + "; Path=" + page_path(req.path) +
-                            "; Max-Age=600; HttpOnly; SameSite=Lax" + (options_.secure_cookies ? "; Secure" : ""));
+  const std::string path = page_path(req.path);
+  res.set("Set-Cookie", web::set_cookie_value({.name = kLoginCookie,
+                                               .value = start.state,
+                                               .path = path,
+                                               .max_age = 600,
+                                               .secure = options_.secure_cookies}));
   web::html::secure_headers(res);
   return res;
 }
@@ -699,7 +691,7 @@ web::Response Service::page_callback(web::Request& req) {
   if (!options_.identity) return message_page(404, "OIDC");
   identity::RelyingParty rp(*options_.identity, options_.client_id, options_.page_url + "/callback",
                             crypto::hmac_sha256(options_.secret, "wallet-page-oidc"));
-  auto claims = rp.finish(req, cookie_value(req, kLoginCookie));
+  auto claims = rp.finish(req, web::cookie(req, kLoginCookie));
   if (!claims) return message_page(web::http_status(claims.error().kind), claims.error().code);
   // The wallet is the one of the account's phone number, as the identity service holds it.
   std::optional<identity::User> user;
@@ -715,9 +707,8 @@ web::Response Service::page_callback(web::Request& req) {
   web::Response res = web::Response::redirect("../wallet?lang=" + lang, 303);
   const std::string path = page_path(req.path);
   if (Status st = open_session(res, wallet->id, path); !st) return message_page(503, st.error().code);
-  res.headers.emplace_back("Set-Cookie", std::string(kLoginCookie) + "=; Path=" + path +
-                                             "; Max-Age=0; HttpOnly; SameSite=Lax" +
-                                             (options_.secure_cookies ? "; Secure" : ""));
+  web::set_cookie(res,
+                  {.name = kLoginCookie, .value = "", .path = path, .max_age = 0, .secure = options_.secure_cookies});
   web::html::secure_headers(res);
   return res;
 }

@@ -32,6 +32,8 @@ std::string set_cookie_value(const CookieSpec& spec) {
   return c;
 }
 
-void set_cookie(Response& res, const CookieSpec& spec) { res.headers.emplace_back("Set-Cookie", set_cookie_value(spec)); }
+void set_cookie(Response& res, const CookieSpec& spec) {
+  res.headers.emplace_back("Set-Cookie", set_cookie_value(spec));
+}
 
 }  // namespace sika::web

@@ -33,9 +33,10 @@ TEST(Cookie, ReadsEveryCookieHeaderAndTrimsSpaces) {
 TEST(Cookie, WritesEveryAttributeInOnePlace) {
   EXPECT_EQ(web::set_cookie_value({.name = "s", .value = "v", .path = "/w", .max_age = 60}),
             "s=v; Path=/w; Max-Age=60; HttpOnly; SameSite=Lax");
-  EXPECT_EQ(web::set_cookie_value(
-                {.name = "s", .value = "", .path = "/", .max_age = 0, .same_site = web::SameSite::strict, .secure = true}),
-            "s=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict; Secure");
+  EXPECT_EQ(
+      web::set_cookie_value(
+          {.name = "s", .value = "", .path = "/", .max_age = 0, .same_site = web::SameSite::strict, .secure = true}),
+      "s=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict; Secure");
   EXPECT_EQ(web::set_cookie_value({.name = "s", .value = "v"}), "s=v; Path=/; HttpOnly; SameSite=Lax");
   web::Response res;
   web::set_cookie(res, {.name = "a", .value = "1"});
