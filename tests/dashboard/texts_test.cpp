@@ -21,8 +21,7 @@ TEST(PageTexts, EveryTableOfThePagesHasEveryEntryInBothLanguages) {
       EXPECT_FALSE(e.en.empty()) << table.name << " " << e.key;
     }
   }
-  for (const char* expected :
-       {"dashboard/billing_pages", "dashboard/checkout_pages", "dashboard/merchant_pages", "dashboard/operator_pages",
-        "dashboard/tools_pages", "dashboard/service"})
+  for (const char* expected : {"dashboard/billing_pages", "dashboard/checkout_pages", "dashboard/merchant_pages",
+                               "dashboard/operator_pages", "dashboard/tools_pages", "dashboard/service"})
     EXPECT_TRUE(names.contains(expected)) << expected << " is not registered";
 }
