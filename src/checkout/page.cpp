@@ -247,6 +247,96 @@ web::Response Service::refusal(const web::Request& req, const Error& err) {
   return web::html::page_response(web::http_status(err.kind), page, page_policy(nullptr));
 }
 
+namespace {
+
+// The order: what it is for, its amount, and while the session is open, when it expires.
+std::string summary_html(const Words& t, const Session& s, const merchant::Merchant& m, i18n::Locale locale,
+                         std::int64_t left_ms, bool live) {
+  std::string h = "<div class=\"card\"><p>" + escape(s.description) + "</p><p class=\"muted\">" + escape(t("order")) +
+                  " " + escape(s.order_id) + "</p><p class=\"amount\">" + money::format(s.amount, s.currency, true) +
+                  "</p>";
+  if (live)
+    h += "<p class=\"muted\">" + escape(t("expires_in")) + " <span id=\"countdown\" data-expires-at=\"" +
+         std::to_string(s.expires_at) + "\">" + std::to_string((left_ms + 59'999) / 60'000) + " " + t("minutes") +
+         "</span> (" + escape(expiry_at(s, m, locale)) + ")</p>";
+  return h + "</div>";
+}
+
+// Why the form is shown again: the notice of the last submission, else the failure of the last
+// attempt; nothing on a first visit.
+std::string failure_html(std::string_view notice, const std::optional<payments::Transaction>& tx, i18n::Locale locale) {
+  if (!notice.empty())
+    return "<div class=\"card\" role=\"alert\"><p class=\"error\">" + std::string(notice) + "</p></div>";
+  if (tx && payments::is_terminal(tx->status))
+    return "<div class=\"card\" role=\"alert\"><p class=\"error\">" +
+           escape(i18n::text(payments::failure_message_code(payments::failure_reason(*tx)), locale)) + "</p><p>" +
+           escape(i18n::text("checkout_try_again", locale)) + "</p></div>";
+  return {};
+}
+
+// The methods offered, one radio button each with its fee and total (and its conversion).
+std::string methods_html(const Words& t, const Session& s, const std::vector<Method>& offered,
+                         const std::string& chosen) {
+  std::string h = "<fieldset><legend>" + escape(t("method")) + "</legend>";
+  for (const auto& mt : offered) {
+    const std::string id = "m-" + escape(mt.code);
+    h += "<label class=\"method\" for=\"" + id + "\"><input type=\"radio\" name=\"provider\" id=\"" + id +
+         "\" value=\"" + escape(mt.code) + "\"" + (mt.code == chosen ? " checked" : "") + " required><span><strong>" +
+         escape(mt.name) + "</strong><br>";
+    if (mt.quote)
+      h += "<span class=\"muted fx\">" + money::format(s.amount, s.currency, true) + " = " +
+           money::format(mt.price, mt.currency, true) + " (" + escape(t("rate")) + " 1 " + escape(s.currency) + " = " +
+           escape(catalog::fx::ratio_text({mt.quote->numerator, mt.quote->denominator})) + " " + escape(mt.currency) +
+           ")</span><br>";
+    h += "<span class=\"muted\">" + escape(t("fee")) + " " + money::format(mt.fee, mt.currency, true) + " · " +
+         escape(t("total")) + " " + money::format(mt.total, mt.currency, true) + "</span></span></label>";
+  }
+  return h + "</fieldset>";
+}
+
+// The payer's number, with an example of the session's country.
+std::string phone_html(const Words& t, const std::string& example, const std::string& phone) {
+  return "<label for=\"phone\">" + escape(t("phone")) + " <small class=\"muted\">" + escape(t("phone_hint")) + " " +
+         escape(example) +
+         "</small></label><input id=\"phone\" name=\"customer_phone\" type=\"tel\" inputmode=\"tel\" "
+         "autocomplete=\"tel\" required placeholder=\"" +
+         escape(example) + "\" value=\"" + escape(phone) + "\">";
+}
+
+// The page of a session that takes no new attempt: paid, paying (followed live), cancelled or
+// expired; nullopt while it takes one.
+std::optional<web::Response> settled_page(const Words& t, web::html::Page& page, const Session& s,
+                                          const std::optional<payments::Transaction>& tx, const std::string& ref,
+                                          const std::string& lang, bool live, i18n::Locale locale) {
+  if (tx && tx->status == payments::TxStatus::completed) {
+    page.body_html += web::html::live_html({.page_url = s.reference + lang,
+                                            .script_src = "../live.js",
+                                            .message_html = "<p class=\"ok\"><strong>" + escape(t("completed")) +
+                                                            "</strong></p><p>" + escape(tx->reference) + "</p>",
+                                            .next_url = s.reference + "/return",
+                                            .next_label = t("back")},
+                                           locale);
+    return web::html::page_response(200, page, web::html::live_policy(page_policy(&s)));
+  }
+  if (tx && tx->status == payments::TxStatus::pending) {
+    page.body_html += web::html::live_html({.state = page.live_state,
+                                            .page_url = s.reference + lang,
+                                            .script_src = "../live.js",
+                                            .message_html = "<p>" + escape(t("waiting")) + "</p>"},
+                                           locale);
+    return web::html::page_response(200, page, web::html::live_policy(page_policy(&s)));
+  }
+  if (s.status == kCancelled || !live) {
+    page.body_html += "<div class=\"card\"><p role=\"alert\">" +
+                      escape(s.status == kCancelled ? t("cancelled") : t("expired")) + "</p><p><a href=\"" + ref +
+                      "/return\">" + escape(t("back")) + "</a></p></div>";
+    return web::html::page_response(s.status == kCancelled ? 200 : 410, page, page_policy(&s));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 web::Response Service::page(web::Request& req) {
   return render(req, page_locale(req), Session{}, "", false, PayForm{}, 200);
 }
@@ -274,15 +364,9 @@ web::Response Service::render(const web::Request& req, i18n::Locale locale, cons
   page.title = std::string(t("pay")) + " " + s.shop_name;
   page.other_language_url = s.reference + "?lang=" + std::string(web::html::other_language(locale));
   std::string& h = page.body_html;
-  h += "<div class=\"card\"><p>" + escape(s.description) + "</p><p class=\"muted\">" + escape(t("order")) + " " +
-       escape(s.order_id) + "</p><p class=\"amount\">" + money::format(s.amount, s.currency, true) + "</p>";
   const std::int64_t left_ms = s.expires_at - now();
   const bool live = s.status_at(now()) == kOpen;
-  if (live)
-    h += "<p class=\"muted\">" + escape(t("expires_in")) + " <span id=\"countdown\" data-expires-at=\"" +
-         std::to_string(s.expires_at) + "\">" + std::to_string((left_ms + 59'999) / 60'000) + " " + t("minutes") +
-         "</span> (" + escape(expiry_at(s, *m, locale)) + ")</p>";
-  h += "</div>";
+  h += summary_html(t, s, *m, locale, left_ms, live);
   page.extra_head_html =
       "<style>fieldset{border:0;padding:0;margin:0}.method{display:flex;gap:.6rem;align-items:flex-start;"
       "font-weight:400;padding:.6rem;border:1px solid #c8c8c8;border-radius:.35rem}.method input{width:auto;"
@@ -293,38 +377,11 @@ web::Response Service::render(const web::Request& req, i18n::Locale locale, cons
                                   "</button></form>";
   // A payment on its way: live.js follows it (web::html::live_html), no meta refresh.
   page.live_state = tx ? std::string(payments::to_string(tx->status)) : std::string(s.status_at(now()));
-  if (tx && tx->status == payments::TxStatus::completed) {
-    h += web::html::live_html({.page_url = s.reference + lang,
-                               .script_src = "../live.js",
-                               .message_html = "<p class=\"ok\"><strong>" + escape(t("completed")) +
-                                               "</strong></p><p>" + escape(tx->reference) + "</p>",
-                               .next_url = s.reference + "/return",
-                               .next_label = t("back")},
-                              locale);
-    return web::html::page_response(200, page, web::html::live_policy(page_policy(&s)));
-  }
-  if (tx && tx->status == payments::TxStatus::pending) {
-    h += web::html::live_html({.state = page.live_state,
-                               .page_url = s.reference + lang,
-                               .script_src = "../live.js",
-                               .message_html = "<p>" + escape(t("waiting")) + "</p>"},
-                              locale);
-    return web::html::page_response(200, page, web::html::live_policy(page_policy(&s)));
-  }
-  if (s.status == kCancelled || !live) {
-    h += "<div class=\"card\"><p role=\"alert\">" + escape(s.status == kCancelled ? t("cancelled") : t("expired")) +
-         "</p><p><a href=\"" + ref + "/return\">" + escape(t("back")) + "</a></p></div>";
-    return web::html::page_response(s.status == kCancelled ? 200 : 410, page, page_policy(&s));
-  }
+  if (auto settled = settled_page(t, page, s, tx, ref, lang, live, locale)) return std::move(*settled);
 
   // The form: a new attempt, or the code of the current one that waits for it.
   const bool waiting_for_code = tx && tx->status == payments::TxStatus::initiated;
-  if (!notice.empty())
-    h += "<div class=\"card\" role=\"alert\"><p class=\"error\">" + std::string(notice) + "</p></div>";
-  else if (tx && payments::is_terminal(tx->status))
-    h += "<div class=\"card\" role=\"alert\"><p class=\"error\">" +
-         escape(i18n::text(payments::failure_message_code(payments::failure_reason(*tx)), locale)) + "</p><p>" +
-         escape(i18n::text("checkout_try_again", locale)) + "</p></div>";
+  h += failure_html(notice, tx, locale);
   const std::vector<Method> offered = methods(s, m->countries);
   if (offered.empty()) {
     h += "<div class=\"card\"><p role=\"alert\">" + escape(t("no_method")) + "</p>" + cancel_form + "</div>";
@@ -337,27 +394,9 @@ web::Response Service::render(const web::Request& req, i18n::Locale locale, cons
   if (phone.empty() && tx) phone = tx->customer_wallet;
   h += "<form method=\"post\" action=\"" + ref + lang + "\" class=\"card\">";
   h += "<input type=\"hidden\" name=\"attempt\" value=\"" + std::to_string(s.attempt) + "\">";
-  h += "<fieldset><legend>" + escape(t("method")) + "</legend>";
-  for (const auto& mt : offered) {
-    const std::string id = "m-" + escape(mt.code);
-    h += "<label class=\"method\" for=\"" + id + "\"><input type=\"radio\" name=\"provider\" id=\"" + id +
-         "\" value=\"" + escape(mt.code) + "\"" + (mt.code == chosen ? " checked" : "") + " required><span><strong>" +
-         escape(mt.name) + "</strong><br>";
-    if (mt.quote)
-      h += "<span class=\"muted fx\">" + money::format(s.amount, s.currency, true) + " = " +
-           money::format(mt.price, mt.currency, true) + " (" + escape(t("rate")) + " 1 " + escape(s.currency) + " = " +
-           escape(catalog::fx::ratio_text({mt.quote->numerator, mt.quote->denominator})) + " " + escape(mt.currency) +
-           ")</span><br>";
-    h += "<span class=\"muted\">" + escape(t("fee")) + " " + money::format(mt.fee, mt.currency, true) + " · " +
-         escape(t("total")) + " " + money::format(mt.total, mt.currency, true) + "</span></span></label>";
-  }
-  h += "</fieldset>";
+  h += methods_html(t, s, offered, chosen);
   const std::string example = example_phone(catalog_(), s, m->countries);
-  h += "<label for=\"phone\">" + escape(t("phone")) + " <small class=\"muted\">" + escape(t("phone_hint")) + " " +
-       escape(example) +
-       "</small></label><input id=\"phone\" name=\"customer_phone\" type=\"tel\" inputmode=\"tel\" "
-       "autocomplete=\"tel\" required placeholder=\"" +
-       escape(example) + "\" value=\"" + escape(phone) + "\">";
+  h += phone_html(t, example, phone);
   auto picked = std::find_if(offered.begin(), offered.end(), [&](const Method& x) { return x.code == chosen; });
   if (otp_step || waiting_for_code) {
     const std::string& helper = picked != offered.end() ? picked->otp_helper : options_.otp_helper;

@@ -513,17 +513,67 @@ web::Response Service::health(web::Request& req) {
   return page(req, *c, std::string(say(c->locale, "system_health")), body);
 }
 
+namespace {
+
+// A pricing rule's fee: an amount, or parts per million of the amount shown as a percentage
+// without floating point.
+std::string fee_text(const catalog::PricingRule& r, const std::string& currency) {
+  if (r.fee_type == catalog::FeeType::fixed) return money::format(r.fee_units, currency);
+  std::string frac = std::to_string(r.fee_units % 10000);
+  frac = std::string(4 - frac.size(), '0') + frac;
+  while (!frac.empty() && frac.back() == '0') frac.pop_back();
+  return std::to_string(r.fee_units / 10000) + (frac.empty() ? "" : "." + frac) + " %";
+}
+
+// The country of a catalog id; nullptr when none.
+const catalog::Country* country_by_id(const catalog::Catalog& cat, std::int64_t id) {
+  for (const auto& k : cat.countries())
+    if (k.id == id) return &k;
+  return nullptr;
+}
+
+// The catalog page's forms: a new FX rate (posted to `fx_action`), and any entry by its record
+// (posted to `put_action`).
+std::string catalog_forms_html(const Service::Ctx& c, const std::string& fx_action, const std::string& put_action) {
+  std::string body =
+      "<form method=\"post\" action=\"" + escape(fx_action) + "\">" + c.csrf_field() + "<label for=\"fx-base\">" +
+      std::string(say(c.locale, "order_currency")) +
+      "</label><input id=\"fx-base\" name=\"base\" required maxlength=\"3\" autocomplete=\"off\">" +
+      "<label for=\"fx-quote\">" + std::string(say(c.locale, "paid_currency")) +
+      "</label><input id=\"fx-quote\" name=\"quote\" required maxlength=\"3\" autocomplete=\"off\">" +
+      "<label for=\"fx-rate\">" + std::string(say(c.locale, "rate_e_g_655_957")) +
+      "</label><input id=\"fx-rate\" name=\"rate\" required autocomplete=\"off\"><button id=\"fx-put\">" +
+      std::string(say(c.locale, "save_the_rate")) + "</button></form></section>";
+  // Any entry by its record (the admin CLI's and the import's format, docs/catalog.md): the
+  // catalog service validates it and names the field it refuses.
+  body += "<section class=\"card\" aria-labelledby=\"put\"><h2 id=\"put\">" +
+          std::string(say(c.locale, "create_or_change_an_entry")) +
+          "</h2><form method=\"post\" "
+          "action=\"" +
+          escape(put_action) + "\">" + c.csrf_field() + "<label for=\"kind\">" + std::string(say(c.locale, "kind")) +
+          "</label><select id=\"kind\" name=\"kind\">";
+  for (auto k : {"country", "provider", "service", "pricing_rule"}) body += std::string("<option>") + k + "</option>";
+  body += "</select><label for=\"mode\">" + std::string(say(c.locale, "mode")) +
+          "</label><select id=\"mode\" name=\"mode\"><option value=\"update\">" +
+          std::string(say(c.locale, "update_the_given_fields")) + "</option><option value=\"create\">" +
+          std::string(say(c.locale, "create_2")) + "</option><option value=\"upsert\">" +
+          std::string(say(c.locale, "replace")) + "</option></select><label for=\"record\">" +
+          std::string(say(c.locale, "record_json")) +
+          "</label><textarea id=\"record\" name=\"record\" rows=\"6\" required "
+          "placeholder='{\"code\": \"CMR_MTN_COLLECTION_T1\", \"fee_value\": 1.75}'></textarea><button "
+          "id=\"catalog-put\">" +
+          std::string(say(c.locale, "save")) + "</button></form></section>";
+  return body;
+}
+
+}  // namespace
+
 web::Response Service::catalog_page(web::Request& req) {
   auto c = context(req);
   if (!c) return error_page(req, c.error());
   if (!parts_.catalog) return error_page(req, unavailable(bj::string("catalog not configured")));
   // The snapshot every payment is priced from (at most catalog.refresh_ms old).
   auto cat = parts_.catalog->snapshot();
-  auto country_of = [&](std::int64_t id) -> const catalog::Country* {
-    for (const auto& k : cat->countries())
-      if (k.id == id) return &k;
-    return nullptr;
-  };
   const auto yes = [&](bool v) { return yes_no(*c, v); };
   // The button that turns an entry on or off.
   const auto toggle = [&](std::string_view kind, const std::string& code, bool active) {
@@ -549,7 +599,7 @@ web::Response Service::catalog_page(web::Request& req) {
           std::string(say(c->locale, "kind")) + "</th><th>OTP</th><th>" + std::string(say(c->locale, "active")) +
           "</th></tr></thead><tbody>";
   for (const auto& sv : cat->services()) {
-    const auto* k = country_of(sv.country_id);
+    const auto* k = country_by_id(*cat, sv.country_id);
     body += "<tr><td>" + escape(sv.code) + "</td><td>" + escape(sv.name) + "</td><td>" + (k ? escape(k->code) : "") +
             "</td><td>" + escape(catalog::to_string(sv.kind)) + "</td><td>" + yes(sv.needs_otp) + "</td><td>" +
             yes(sv.active) + toggle("service", sv.code, sv.active) + "</td></tr>";
@@ -569,17 +619,9 @@ web::Response Service::catalog_page(web::Request& req) {
           "</th><th class=\"num\">" + std::string(say(c->locale, "fee")) + "</th><th>" +
           std::string(say(c->locale, "active")) + "</th></tr></thead><tbody>";
   for (const auto& r : cat->rules()) {
-    const auto* k = country_of(r.country_id);
+    const auto* k = country_by_id(*cat, r.country_id);
     const std::string currency = k ? k->currency : "";
-    std::string fee;
-    if (r.fee_type == catalog::FeeType::fixed) {
-      fee = money::format(r.fee_units, currency);
-    } else {  // parts per million of the amount, shown as a percentage without floating point
-      std::string frac = std::to_string(r.fee_units % 10000);
-      frac = std::string(4 - frac.size(), '0') + frac;
-      while (!frac.empty() && frac.back() == '0') frac.pop_back();
-      fee = std::to_string(r.fee_units / 10000) + (frac.empty() ? "" : "." + frac) + " %";
-    }
+    const std::string fee = fee_text(r, currency);
     const std::string bounds = (r.min_amount ? money::format(*r.min_amount, currency) : std::string("0")) + " – " +
                                (r.max_amount ? money::format(*r.max_amount, currency) : std::string("∞"));
     body += "<tr><td>" + escape(r.code) + "</td><td>" + (k ? escape(k->code) : "") + "</td><td>" +
@@ -601,33 +643,7 @@ web::Response Service::catalog_page(web::Request& req) {
     body += "<tr><td>" + escape(r.base) + "</td><td>" + escape(r.quote) + "</td><td>" +
             escape(catalog::fx::ratio_text(r.rate)) + "</td><td>" + escape(iso8601(r.valid_from)) + "</td><td>" +
             escape(r.set_by) + "</td></tr>";
-  body += "</tbody></table><form method=\"post\" action=\"" + escape(path("/operator/catalog/fx")) + "\">" +
-          c->csrf_field() + "<label for=\"fx-base\">" + std::string(say(c->locale, "order_currency")) +
-          "</label><input id=\"fx-base\" name=\"base\" required maxlength=\"3\" autocomplete=\"off\">" +
-          "<label for=\"fx-quote\">" + std::string(say(c->locale, "paid_currency")) +
-          "</label><input id=\"fx-quote\" name=\"quote\" required maxlength=\"3\" autocomplete=\"off\">" +
-          "<label for=\"fx-rate\">" + std::string(say(c->locale, "rate_e_g_655_957")) +
-          "</label><input id=\"fx-rate\" name=\"rate\" required autocomplete=\"off\"><button id=\"fx-put\">" +
-          std::string(say(c->locale, "save_the_rate")) + "</button></form></section>";
-  // Any entry by its record (the admin CLI's and the import's format, docs/catalog.md): the
-  // catalog service validates it and names the field it refuses.
-  body += "<section class=\"card\" aria-labelledby=\"put\"><h2 id=\"put\">" +
-          std::string(say(c->locale, "create_or_change_an_entry")) +
-          "</h2><form method=\"post\" "
-          "action=\"" +
-          escape(path("/operator/catalog")) + "\">" + c->csrf_field() + "<label for=\"kind\">" +
-          std::string(say(c->locale, "kind")) + "</label><select id=\"kind\" name=\"kind\">";
-  for (auto k : {"country", "provider", "service", "pricing_rule"}) body += std::string("<option>") + k + "</option>";
-  body += "</select><label for=\"mode\">" + std::string(say(c->locale, "mode")) +
-          "</label><select id=\"mode\" name=\"mode\"><option value=\"update\">" +
-          std::string(say(c->locale, "update_the_given_fields")) + "</option><option value=\"create\">" +
-          std::string(say(c->locale, "create_2")) + "</option><option value=\"upsert\">" +
-          std::string(say(c->locale, "replace")) + "</option></select><label for=\"record\">" +
-          std::string(say(c->locale, "record_json")) +
-          "</label><textarea id=\"record\" name=\"record\" rows=\"6\" required "
-          "placeholder='{\"code\": \"CMR_MTN_COLLECTION_T1\", \"fee_value\": 1.75}'></textarea><button "
-          "id=\"catalog-put\">" +
-          std::string(say(c->locale, "save")) + "</button></form></section>";
+  body += "</tbody></table>" + catalog_forms_html(*c, path("/operator/catalog/fx"), path("/operator/catalog"));
   return page(req, *c, std::string(say(c->locale, "catalog")), body);
 }
 

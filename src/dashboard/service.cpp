@@ -77,12 +77,33 @@ constexpr web::texts::Entry kTextsData[] = {
     {"details", "Détails", "Details"},
     {"older", "Plus anciens →", "Older →"},
     {"audit_log", "Journal d'audit", "Audit log"},
+    {"back_home", "Retour à l'accueil", "Back to the home page"},
+    {"error", "Erreur", "Error"},
+    {"totp_title", "Double authentification", "Two-factor authentication"},
+    {"totp_set_up", "Activer la double authentification", "Set up two-factor authentication"},
+    {"totp_scan",
+     "Scannez ce code avec une application d'authentification (TOTP), puis saisissez le code à six chiffres qu'elle "
+     "affiche.",
+     "Scan this code with an authenticator app (TOTP), then enter the six-digit code it shows."},
+    {"totp_qr", "Code QR de la clé TOTP", "QR code of the TOTP key"},
+    {"totp_type_key", "Ou saisissez la clé : ", "Or type the key: "},
+    {"totp_verification_code", "Code de vérification", "Verification code"},
+    {"totp_enter", "Saisissez le code à six chiffres de votre application d'authentification.",
+     "Enter the six-digit code of your authenticator app."},
+    {"totp_too_many", "Trop d'essais, réessayez dans quelques minutes.",
+     "Too many attempts, try again in a few minutes."},
+    {"totp_incorrect", "Code incorrect.", "Incorrect code."},
+    {"totp_code", "Code", "Code"},
+    {"totp_verify", "Vérifier", "Verify"},
+    {"chart_title", "Volume encaissé par jour et taux de réussite, ", "Daily collected volume and success rate, "},
+    {"chart_rate", "— taux de réussite", "— success rate"},
 };
 constexpr auto kTexts = web::texts::table(kTextsData);
 const web::texts::Enrolled kEnrolled{"dashboard/service", kTexts};
 
 // The text of `key` in `locale`.
-std::string_view say(i18n::Locale locale, web::texts::Key<kTexts> key) { return key.in(locale); }
+using Key = web::texts::Key<kTexts>;
+std::string_view say(i18n::Locale locale, Key key) { return key.in(locale); }
 
 }  // namespace
 
@@ -385,15 +406,13 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
 
 web::Response Service::error_page(const web::Request& req, const Error& e) {
   const i18n::Locale l = locale_of(req);
-  const bool fr = l == i18n::Locale::fr;
   std::string body = "<div class=\"card\" role=\"alert\"><p class=\"error\">" + escape(i18n::text(e.code, l)) + "</p>";
   const bool server_side = e.is(ErrorKind::internal) || e.is(ErrorKind::unavailable) || e.is(ErrorKind::retryable);
   if (!server_side && e.details.is_object())
     for (const auto& [k, v] : e.details.as_object())
       if (v.is_string()) body += "<p><strong>" + escape(k) + "</strong>: " + escape(v.as_string()) + "</p>";
-  body += "<p><a href=\"" + escape(path("/")) + "\">" + (fr ? "Retour à l'accueil" : "Back to the home page") +
-          "</a></p></div>";
-  return bare_page(req, fr ? "Erreur" : "Error", body, web::http_status(e.kind));
+  body += "<p><a href=\"" + escape(path("/")) + "\">" + std::string(say(l, "back_home")) + "</a></p></div>";
+  return bare_page(req, std::string(say(l, "error")), body, web::http_status(e.kind));
 }
 
 // ---- sign-in -----------------------------------------------------------------------------
@@ -457,7 +476,6 @@ web::Response Service::totp_page(web::Request& req) {
   Session& s = *found;
   if (s.row.second_factor == SecondFactor::done) return see_other("/");
   const i18n::Locale l = locale_of(req);
-  const bool fr = l == i18n::Locale::fr;
   std::string body = "<div class=\"card\">";
   if (s.row.second_factor == SecondFactor::enrol) {
     std::string sealed;
@@ -481,34 +499,24 @@ web::Response Service::totp_page(web::Request& req) {
     auto svg = links::qr_svg(uri, 5);
     std::string qr = svg ? *svg : std::string();
     if (auto at = qr.find("<svg"); at != std::string::npos) qr.erase(0, at);
-    body += "<h2>" + std::string(fr ? "Activer la double authentification" : "Set up two-factor authentication") +
-            "</h2><p>" +
-            (fr ? "Scannez ce code avec une application d'authentification (TOTP), puis saisissez le code à six "
-                  "chiffres qu'elle affiche."
-                : "Scan this code with an authenticator app (TOTP), then enter the six-digit code it shows.") +
-            "</p><figure role=\"img\" aria-label=\"" + (fr ? "Code QR de la clé TOTP" : "QR code of the TOTP key") +
-            "\" style=\"max-width:14rem\">" + qr + "</figure><p>" +
-            (fr ? "Ou saisissez la clé : " : "Or type the key: ") + "<code class=\"secret\" id=\"totp-secret\">" +
-            escape(b32) + "</code></p><p class=\"muted\">" + "<a id=\"otpauth\" href=\"" + escape(uri) +
-            "\">otpauth://</a></p>";
+    body += "<h2>" + std::string(say(l, "totp_set_up")) + "</h2><p>" + std::string(say(l, "totp_scan")) +
+            "</p><figure role=\"img\" aria-label=\"" + std::string(say(l, "totp_qr")) +
+            "\" style=\"max-width:14rem\">" + qr + "</figure><p>" + std::string(say(l, "totp_type_key")) +
+            "<code class=\"secret\" id=\"totp-secret\">" + escape(b32) + "</code></p><p class=\"muted\">" +
+            "<a id=\"otpauth\" href=\"" + escape(uri) + "\">otpauth://</a></p>";
   } else {
-    body += "<h2>" + std::string(fr ? "Code de vérification" : "Verification code") + "</h2><p>" +
-            (fr ? "Saisissez le code à six chiffres de votre application d'authentification."
-                : "Enter the six-digit code of your authenticator app.") +
+    body += "<h2>" + std::string(say(l, "totp_verification_code")) + "</h2><p>" + std::string(say(l, "totp_enter")) +
             "</p>";
   }
   if (auto e = req.query_param("error"); e)
     body += "<p class=\"error\" role=\"alert\">" +
-            std::string(*e == "rate" ? (fr ? "Trop d'essais, réessayez dans quelques minutes."
-                                           : "Too many attempts, try again in a few minutes.")
-                                     : (fr ? "Code incorrect." : "Incorrect code.")) +
-            "</p>";
+            std::string(say(l, *e == "rate" ? Key("totp_too_many") : Key("totp_incorrect"))) + "</p>";
   body += "<form method=\"post\" action=\"" + escape(path("/totp")) + "\">" + web::Csrf::field_html(s.csrf) +
-          "<label for=\"code\">" + (fr ? "Code" : "Code") +
+          "<label for=\"code\">" + std::string(say(l, "totp_code")) +
           "</label><input id=\"code\" name=\"code\" inputmode=\"numeric\" autocomplete=\"one-time-code\" "
           "pattern=\"[0-9]{6}\" maxlength=\"6\" required><button>" +
-          (fr ? "Vérifier" : "Verify") + "</button></form></div>";
-  return bare_page(req, fr ? "Double authentification" : "Two-factor authentication", body);
+          std::string(say(l, "totp_verify")) + "</button></form></div>";
+  return bare_page(req, std::string(say(l, "totp_title")), body);
 }
 
 web::Response Service::totp_submit(web::Request& req) {
@@ -600,6 +608,7 @@ namespace {
 // are also in the table that follows it.
 std::string volume_chart(const std::vector<payments::queries::DailyVolume>& days, std::string_view currency,
                          std::int64_t first_day, int n_days, bool fr) {
+  const i18n::Locale l = fr ? i18n::Locale::fr : i18n::Locale::en;
   constexpr int W = 640, H = 200, pad = 24;
   std::vector<std::int64_t> volume(static_cast<std::size_t>(n_days), 0);
   std::vector<double> rate(static_cast<std::size_t>(n_days), -1);
@@ -614,12 +623,10 @@ std::string volume_chart(const std::vector<payments::queries::DailyVolume>& days
     max_volume = std::max(max_volume, d.completed_amount);
   }
   const double slot = static_cast<double>(W - 2 * pad) / n_days;
-  std::string svg =
-      "<svg viewBox=\"0 0 " + std::to_string(W) + " " + std::to_string(H) +
-      "\" role=\"img\" aria-labelledby=\"chart-title\" style=\"width:100%;height:auto;background:#fff\">"
-      "<title id=\"chart-title\">" +
-      std::string(fr ? "Volume encaissé par jour et taux de réussite, " : "Daily collected volume and success rate, ") +
-      escape(currency) + "</title>";
+  std::string svg = "<svg viewBox=\"0 0 " + std::to_string(W) + " " + std::to_string(H) +
+                    "\" role=\"img\" aria-labelledby=\"chart-title\" style=\"width:100%;height:auto;background:#fff\">"
+                    "<title id=\"chart-title\">" +
+                    std::string(say(l, "chart_title")) + escape(currency) + "</title>";
   svg += "<line x1=\"" + std::to_string(pad) + "\" y1=\"" + std::to_string(H - pad) + "\" x2=\"" +
          std::to_string(W - pad) + "\" y2=\"" + std::to_string(H - pad) + "\" stroke=\"#555\"/>";
   std::string line;
@@ -640,7 +647,7 @@ std::string volume_chart(const std::vector<payments::queries::DailyVolume>& days
   if (!line.empty()) svg += "<polyline points=\"" + line + "\" fill=\"none\" stroke=\"#f2a900\" stroke-width=\"3\"/>";
   svg += "<text x=\"" + std::to_string(pad) + "\" y=\"14\" font-size=\"12\">" +
          escape(money::format(max_volume, currency)) + "</text><text x=\"" + std::to_string(W - pad - 120) +
-         "\" y=\"14\" font-size=\"12\" fill=\"#8a5a00\">" + (fr ? "— taux de réussite" : "— success rate") + "</text>";
+         "\" y=\"14\" font-size=\"12\" fill=\"#8a5a00\">" + std::string(say(l, "chart_rate")) + "</text>";
   svg += "</svg>";
   return svg;
 }

@@ -42,7 +42,8 @@ Result<payments::Transaction> Service::approve_link_payment(payments::Transactio
 }
 
 Status Service::close_session(std::string_view token) {
-  return db_.write([&](store::Conn& c) -> Status { return tables::delete_session(c, key_hash("session:" + std::string(token))); });
+  return db_.write(
+      [&](store::Conn& c) -> Status { return tables::delete_session(c, key_hash("session:" + std::string(token))); });
 }
 
 }  // namespace sika::wallets
