@@ -18,6 +18,7 @@
 #include "payments/failure.hpp"
 #include "web/envelope.hpp"
 #include "web/html.hpp"
+#include "web/texts.hpp"
 
 namespace sika::checkout {
 
@@ -28,88 +29,46 @@ using web::html::page_locale;
 
 namespace {
 
-struct Texts {
-  const char* pay;
-  const char* amount;
-  const char* fee;
-  const char* total;
-  const char* method;
-  const char* phone;
-  const char* phone_hint;
-  const char* otp;
-  const char* otp_how;
-  const char* submit;
-  const char* cancel;
-  const char* expires_in;
-  const char* minutes;
-  const char* waiting;
-  const char* completed;
-  const char* back;
-  const char* expired;
-  const char* cancelled;
-  const char* not_found;
-  const char* no_method;
-  const char* refused;
-  const char* fix_fields;
-  const char* order;
-  const char* rate;
+// The page's texts (web/texts.hpp).
+constexpr web::texts::Entry kTextsData[] = {
+    {"pay", "Payer", "Pay"},
+    {"amount", "Montant", "Amount"},
+    {"fee", "Frais", "Fee"},
+    {"total", "Total à payer", "Total to pay"},
+    {"method", "Moyen de paiement", "Payment method"},
+    {"phone", "Numéro de téléphone", "Phone number"},
+    {"phone_hint", "avec l'indicatif du pays, ex.", "with the country code, e.g."},
+    {"otp", "Code à usage unique (OTP)", "One-time code (OTP)"},
+    {"otp_how", "pour l'obtenir :", "to get it:"},
+    {"submit", "Payer", "Pay"},
+    {"cancel", "Annuler et retourner à la boutique", "Cancel and return to the shop"},
+    {"expires_in", "Expire dans", "Expires in"},
+    {"minutes", "min", "min"},
+    {"waiting",
+     "Une demande de paiement a été envoyée sur votre téléphone. Validez-la avec votre code secret. Cette page se "
+     "met à jour toute seule.",
+     "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by itself."},
+    {"completed", "Paiement réussi. Merci ! Retour à la boutique…",
+     "Payment completed. Thank you! Returning to the shop…"},
+    {"back", "Retourner à la boutique", "Return to the shop"},
+    {"expired", "Cette session de paiement a expiré.", "This checkout session has expired."},
+    {"cancelled", "Ce paiement a été annulé.", "This payment was cancelled."},
+    {"not_found", "Cette session de paiement n'existe pas.", "This checkout session does not exist."},
+    {"no_method", "Aucun moyen de paiement n'est disponible pour cette commande.",
+     "No payment method is available for this order."},
+    {"refused", "Le paiement n'a pas pu être créé", "The payment could not be created"},
+    {"fix_fields", "Corrigez ces champs", "Please correct these fields"},
+    {"order", "Commande", "Order"},
+    {"rate", "taux garanti jusqu'à l'expiration :", "rate locked until expiry:"},
 };
-
-constexpr Texts kFr{
-    "Payer",
-    "Montant",
-    "Frais",
-    "Total à payer",
-    "Moyen de paiement",
-    "Numéro de téléphone",
-    "avec l'indicatif du pays, ex.",
-    "Code à usage unique (OTP)",
-    "pour l'obtenir :",
-    "Payer",
-    "Annuler et retourner à la boutique",
-    "Expire dans",
-    "min",
-    "Une demande de paiement a été envoyée sur votre téléphone. Validez-la avec votre code secret. Cette page se "
-    "met à jour toute seule.",
-    "Paiement réussi. Merci ! Retour à la boutique…",
-    "Retourner à la boutique",
-    "Cette session de paiement a expiré.",
-    "Ce paiement a été annulé.",
-    "Cette session de paiement n'existe pas.",
-    "Aucun moyen de paiement n'est disponible pour cette commande.",
-    "Le paiement n'a pas pu être créé",
-    "Corrigez ces champs",
-    "Commande",
-    "taux garanti jusqu'à l'expiration :",
+constexpr auto kTexts = web::texts::table(kTextsData);
+const web::texts::Enrolled kEnrolled{"checkout/page", kTexts};
+using Key = web::texts::Key<kTexts>;
+// A text of the table as a C string (every entry is a string literal).
+struct Words {
+  i18n::Locale locale;
+  const char* operator()(Key key) const { return key.in(locale).data(); }
 };
-constexpr Texts kEn{
-    "Pay",
-    "Amount",
-    "Fee",
-    "Total to pay",
-    "Payment method",
-    "Phone number",
-    "with the country code, e.g.",
-    "One-time code (OTP)",
-    "to get it:",
-    "Pay",
-    "Cancel and return to the shop",
-    "Expires in",
-    "min",
-    "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by itself.",
-    "Payment completed. Thank you! Returning to the shop…",
-    "Return to the shop",
-    "This checkout session has expired.",
-    "This payment was cancelled.",
-    "This checkout session does not exist.",
-    "No payment method is available for this order.",
-    "The payment could not be created",
-    "Please correct these fields",
-    "Order",
-    "rate locked until expiry:",
-};
-
-const Texts& texts(i18n::Locale l) { return l == i18n::Locale::fr ? kFr : kEn; }
 
 std::string lang_of(i18n::Locale l) { return std::string(i18n::name(l)); }
 
@@ -279,14 +238,104 @@ web::Response Service::message_page(i18n::Locale locale, std::string_view title,
 web::Response Service::refusal(const web::Request& req, const Error& err) {
   if (req.content_type() != "application/x-www-form-urlencoded") return web::error(req, err);
   const i18n::Locale locale = page_locale(req);
-  const Texts& t = texts(locale);
+  const Words t{locale};
   web::html::Page page;
   page.locale = locale;
-  page.title = t.refused;
-  page.body_html = "<div class=\"card\" role=\"alert\"><p class=\"error\">" + escape(t.fix_fields) + "</p>" +
+  page.title = t("refused");
+  page.body_html = "<div class=\"card\" role=\"alert\"><p class=\"error\">" + escape(t("fix_fields")) + "</p>" +
                    problems_html(err, locale) + "</div>";
   return web::html::page_response(web::http_status(err.kind), page, page_policy(nullptr));
 }
+
+namespace {
+
+// The order: what it is for, its amount, and while the session is open, when it expires.
+std::string summary_html(const Words& t, const Session& s, const merchant::Merchant& m, i18n::Locale locale,
+                         std::int64_t left_ms, bool live) {
+  std::string h = "<div class=\"card\"><p>" + escape(s.description) + "</p><p class=\"muted\">" + escape(t("order")) +
+                  " " + escape(s.order_id) + "</p><p class=\"amount\">" + money::format(s.amount, s.currency, true) +
+                  "</p>";
+  if (live)
+    h += "<p class=\"muted\">" + escape(t("expires_in")) + " <span id=\"countdown\" data-expires-at=\"" +
+         std::to_string(s.expires_at) + "\">" + std::to_string((left_ms + 59'999) / 60'000) + " " + t("minutes") +
+         "</span> (" + escape(expiry_at(s, m, locale)) + ")</p>";
+  return h + "</div>";
+}
+
+// Why the form is shown again: the notice of the last submission, else the failure of the last
+// attempt; nothing on a first visit.
+std::string failure_html(std::string_view notice, const std::optional<payments::Transaction>& tx, i18n::Locale locale) {
+  if (!notice.empty())
+    return "<div class=\"card\" role=\"alert\"><p class=\"error\">" + std::string(notice) + "</p></div>";
+  if (tx && payments::is_terminal(tx->status))
+    return "<div class=\"card\" role=\"alert\"><p class=\"error\">" +
+           escape(i18n::text(payments::failure_message_code(payments::failure_reason(*tx)), locale)) + "</p><p>" +
+           escape(i18n::text("checkout_try_again", locale)) + "</p></div>";
+  return {};
+}
+
+// The methods offered, one radio button each with its fee and total (and its conversion).
+std::string methods_html(const Words& t, const Session& s, const std::vector<Method>& offered,
+                         const std::string& chosen) {
+  std::string h = "<fieldset><legend>" + escape(t("method")) + "</legend>";
+  for (const auto& mt : offered) {
+    const std::string id = "m-" + escape(mt.code);
+    h += "<label class=\"method\" for=\"" + id + "\"><input type=\"radio\" name=\"provider\" id=\"" + id +
+         "\" value=\"" + escape(mt.code) + "\"" + (mt.code == chosen ? " checked" : "") + " required><span><strong>" +
+         escape(mt.name) + "</strong><br>";
+    if (mt.quote)
+      h += "<span class=\"muted fx\">" + money::format(s.amount, s.currency, true) + " = " +
+           money::format(mt.price, mt.currency, true) + " (" + escape(t("rate")) + " 1 " + escape(s.currency) + " = " +
+           escape(catalog::fx::ratio_text({mt.quote->numerator, mt.quote->denominator})) + " " + escape(mt.currency) +
+           ")</span><br>";
+    h += "<span class=\"muted\">" + escape(t("fee")) + " " + money::format(mt.fee, mt.currency, true) + " · " +
+         escape(t("total")) + " " + money::format(mt.total, mt.currency, true) + "</span></span></label>";
+  }
+  return h + "</fieldset>";
+}
+
+// The payer's number, with an example of the session's country.
+std::string phone_html(const Words& t, const std::string& example, const std::string& phone) {
+  return "<label for=\"phone\">" + escape(t("phone")) + " <small class=\"muted\">" + escape(t("phone_hint")) + " " +
+         escape(example) +
+         "</small></label><input id=\"phone\" name=\"customer_phone\" type=\"tel\" inputmode=\"tel\" "
+         "autocomplete=\"tel\" required placeholder=\"" +
+         escape(example) + "\" value=\"" + escape(phone) + "\">";
+}
+
+// The page of a session that takes no new attempt: paid, paying (followed live), cancelled or
+// expired; nullopt while it takes one.
+std::optional<web::Response> settled_page(const Words& t, web::html::Page& page, const Session& s,
+                                          const std::optional<payments::Transaction>& tx, const std::string& ref,
+                                          const std::string& lang, bool live, i18n::Locale locale) {
+  if (tx && tx->status == payments::TxStatus::completed) {
+    page.body_html += web::html::live_html({.page_url = s.reference + lang,
+                                            .script_src = "../live.js",
+                                            .message_html = "<p class=\"ok\"><strong>" + escape(t("completed")) +
+                                                            "</strong></p><p>" + escape(tx->reference) + "</p>",
+                                            .next_url = s.reference + "/return",
+                                            .next_label = t("back")},
+                                           locale);
+    return web::html::page_response(200, page, web::html::live_policy(page_policy(&s)));
+  }
+  if (tx && tx->status == payments::TxStatus::pending) {
+    page.body_html += web::html::live_html({.state = page.live_state,
+                                            .page_url = s.reference + lang,
+                                            .script_src = "../live.js",
+                                            .message_html = "<p>" + escape(t("waiting")) + "</p>"},
+                                           locale);
+    return web::html::page_response(200, page, web::html::live_policy(page_policy(&s)));
+  }
+  if (s.status == kCancelled || !live) {
+    page.body_html += "<div class=\"card\"><p role=\"alert\">" +
+                      escape(s.status == kCancelled ? t("cancelled") : t("expired")) + "</p><p><a href=\"" + ref +
+                      "/return\">" + escape(t("back")) + "</a></p></div>";
+    return web::html::page_response(s.status == kCancelled ? 200 : 410, page, page_policy(&s));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 web::Response Service::page(web::Request& req) {
   return render(req, page_locale(req), Session{}, "", false, PayForm{}, 200);
@@ -294,81 +343,48 @@ web::Response Service::page(web::Request& req) {
 
 web::Response Service::render(const web::Request& req, i18n::Locale locale, const Session& given,
                               std::string_view notice, bool otp_step, const PayForm& values, int status) {
-  const Texts& t = texts(locale);
+  const Words t{locale};
   const std::string reference = req.path_param("reference");
   Session s = given;
   if (s.id == 0) {
     auto found = session(reference);
-    if (!found) return message_page(locale, t.pay, t.not_found, web::http_status(found.error().kind));
+    if (!found) return message_page(locale, t("pay"), t("not_found"), web::http_status(found.error().kind));
     s = std::move(found).value();
   }
   auto m = merchant_of(s.merchant_id);
-  if (!m) return message_page(locale, t.pay, t.not_found, 404);
+  if (!m) return message_page(locale, t("pay"), t("not_found"), 404);
   auto tx_now = current(s);
-  if (!tx_now) return message_page(locale, t.pay, i18n::text(tx_now.error().code, locale), 503);
+  if (!tx_now) return message_page(locale, t("pay"), i18n::text(tx_now.error().code, locale), 503);
   const std::optional<payments::Transaction>& tx = *tx_now;
   const std::string ref = escape(s.reference);
   const std::string lang = "?lang=" + lang_of(locale);
 
   web::html::Page page;
   page.locale = locale;
-  page.title = std::string(t.pay) + " " + s.shop_name;
+  page.title = std::string(t("pay")) + " " + s.shop_name;
   page.other_language_url = s.reference + "?lang=" + std::string(web::html::other_language(locale));
   std::string& h = page.body_html;
-  h += "<div class=\"card\"><p>" + escape(s.description) + "</p><p class=\"muted\">" + escape(t.order) + " " +
-       escape(s.order_id) + "</p><p class=\"amount\">" + money::format(s.amount, s.currency, true) + "</p>";
   const std::int64_t left_ms = s.expires_at - now();
   const bool live = s.status_at(now()) == kOpen;
-  if (live)
-    h += "<p class=\"muted\">" + escape(t.expires_in) + " <span id=\"countdown\" data-expires-at=\"" +
-         std::to_string(s.expires_at) + "\">" + std::to_string((left_ms + 59'999) / 60'000) + " " + t.minutes +
-         "</span> (" + escape(expiry_at(s, *m, locale)) + ")</p>";
-  h += "</div>";
+  h += summary_html(t, s, *m, locale, left_ms, live);
   page.extra_head_html =
       "<style>fieldset{border:0;padding:0;margin:0}.method{display:flex;gap:.6rem;align-items:flex-start;"
       "font-weight:400;padding:.6rem;border:1px solid #c8c8c8;border-radius:.35rem}.method input{width:auto;"
       "margin:.3rem 0 0}</style><script src=\"../page.js\" defer></script>";
 
   const std::string cancel_form = "<form method=\"post\" action=\"" + ref + "/cancel" + lang +
-                                  "\"><button type=\"submit\" class=\"secondary\">" + escape(t.cancel) +
+                                  "\"><button type=\"submit\" class=\"secondary\">" + escape(t("cancel")) +
                                   "</button></form>";
   // A payment on its way: live.js follows it (web::html::live_html), no meta refresh.
   page.live_state = tx ? std::string(payments::to_string(tx->status)) : std::string(s.status_at(now()));
-  if (tx && tx->status == payments::TxStatus::completed) {
-    h += web::html::live_html({.page_url = s.reference + lang,
-                               .script_src = "../live.js",
-                               .message_html = "<p class=\"ok\"><strong>" + escape(t.completed) + "</strong></p><p>" +
-                                               escape(tx->reference) + "</p>",
-                               .next_url = s.reference + "/return",
-                               .next_label = t.back},
-                              locale);
-    return web::html::page_response(200, page, web::html::live_policy(page_policy(&s)));
-  }
-  if (tx && tx->status == payments::TxStatus::pending) {
-    h += web::html::live_html({.state = page.live_state,
-                               .page_url = s.reference + lang,
-                               .script_src = "../live.js",
-                               .message_html = "<p>" + escape(t.waiting) + "</p>"},
-                              locale);
-    return web::html::page_response(200, page, web::html::live_policy(page_policy(&s)));
-  }
-  if (s.status == kCancelled || !live) {
-    h += "<div class=\"card\"><p role=\"alert\">" + escape(s.status == kCancelled ? t.cancelled : t.expired) +
-         "</p><p><a href=\"" + ref + "/return\">" + escape(t.back) + "</a></p></div>";
-    return web::html::page_response(s.status == kCancelled ? 200 : 410, page, page_policy(&s));
-  }
+  if (auto settled = settled_page(t, page, s, tx, ref, lang, live, locale)) return std::move(*settled);
 
   // The form: a new attempt, or the code of the current one that waits for it.
   const bool waiting_for_code = tx && tx->status == payments::TxStatus::initiated;
-  if (!notice.empty())
-    h += "<div class=\"card\" role=\"alert\"><p class=\"error\">" + std::string(notice) + "</p></div>";
-  else if (tx && payments::is_terminal(tx->status))
-    h += "<div class=\"card\" role=\"alert\"><p class=\"error\">" +
-         escape(i18n::text(payments::failure_message_code(payments::failure_reason(*tx)), locale)) + "</p><p>" +
-         escape(i18n::text("checkout_try_again", locale)) + "</p></div>";
+  h += failure_html(notice, tx, locale);
   const std::vector<Method> offered = methods(s, m->countries);
   if (offered.empty()) {
-    h += "<div class=\"card\"><p role=\"alert\">" + escape(t.no_method) + "</p>" + cancel_form + "</div>";
+    h += "<div class=\"card\"><p role=\"alert\">" + escape(t("no_method")) + "</p>" + cancel_form + "</div>";
     return web::html::page_response(200, page, page_policy(&s));
   }
   std::string chosen = values.provider;
@@ -378,35 +394,18 @@ web::Response Service::render(const web::Request& req, i18n::Locale locale, cons
   if (phone.empty() && tx) phone = tx->customer_wallet;
   h += "<form method=\"post\" action=\"" + ref + lang + "\" class=\"card\">";
   h += "<input type=\"hidden\" name=\"attempt\" value=\"" + std::to_string(s.attempt) + "\">";
-  h += "<fieldset><legend>" + escape(t.method) + "</legend>";
-  for (const auto& mt : offered) {
-    const std::string id = "m-" + escape(mt.code);
-    h += "<label class=\"method\" for=\"" + id + "\"><input type=\"radio\" name=\"provider\" id=\"" + id +
-         "\" value=\"" + escape(mt.code) + "\"" + (mt.code == chosen ? " checked" : "") + " required><span><strong>" +
-         escape(mt.name) + "</strong><br>";
-    if (mt.quote)
-      h += "<span class=\"muted fx\">" + money::format(s.amount, s.currency, true) + " = " +
-           money::format(mt.price, mt.currency, true) + " (" + escape(t.rate) + " 1 " + escape(s.currency) + " = " +
-           escape(catalog::fx::ratio_text({mt.quote->numerator, mt.quote->denominator})) + " " + escape(mt.currency) +
-           ")</span><br>";
-    h += "<span class=\"muted\">" + escape(t.fee) + " " + money::format(mt.fee, mt.currency, true) + " · " +
-         escape(t.total) + " " + money::format(mt.total, mt.currency, true) + "</span></span></label>";
-  }
-  h += "</fieldset>";
+  h += methods_html(t, s, offered, chosen);
   const std::string example = example_phone(catalog_(), s, m->countries);
-  h += "<label for=\"phone\">" + escape(t.phone) + " <small class=\"muted\">" + escape(t.phone_hint) + " " +
-       escape(example) +
-       "</small></label><input id=\"phone\" name=\"customer_phone\" type=\"tel\" inputmode=\"tel\" "
-       "autocomplete=\"tel\" required placeholder=\"" +
-       escape(example) + "\" value=\"" + escape(phone) + "\">";
+  h += phone_html(t, example, phone);
   auto picked = std::find_if(offered.begin(), offered.end(), [&](const Method& x) { return x.code == chosen; });
   if (otp_step || waiting_for_code) {
     const std::string& helper = picked != offered.end() ? picked->otp_helper : options_.otp_helper;
-    h += "<label for=\"otp\">" + escape(t.otp) + " <small class=\"muted\">" + escape(t.otp_how) + " " + escape(helper) +
+    h += "<label for=\"otp\">" + escape(t("otp")) + " <small class=\"muted\">" + escape(t("otp_how")) + " " +
+         escape(helper) +
          "</small></label><input id=\"otp\" name=\"otp\" inputmode=\"numeric\" autocomplete=\"one-time-code\" "
          "required autofocus>";
   }
-  h += "<button type=\"submit\">" + escape(t.submit) + "</button></form>";
+  h += "<button type=\"submit\">" + escape(t("submit")) + "</button></form>";
   h += "<div class=\"card\">" + cancel_form + "</div>";
   return web::html::page_response(status, page, page_policy(&s));
 }
@@ -449,7 +448,7 @@ web::Response Service::cancel(web::Request& req) {
   const std::string reference = req.path_param("reference");
   auto url = return_to(reference, /*give_up=*/true);
   if (!url && url.error().is(ErrorKind::not_found))
-    return message_page(locale, texts(locale).pay, texts(locale).not_found, 404);
+    return message_page(locale, Words{locale}("pay"), Words{locale}("not_found"), 404);
   if (url && *url) return web::Response::redirect(**url, 303);
   return web::Response::redirect("../" + web::percent_encode(reference) + "?lang=" + lang_of(locale), 303);
 }
@@ -459,7 +458,7 @@ web::Response Service::finish(web::Request& req) {
   const std::string reference = req.path_param("reference");
   auto url = return_to(reference, /*give_up=*/false);
   if (!url && url.error().is(ErrorKind::not_found))
-    return message_page(locale, texts(locale).pay, texts(locale).not_found, 404);
+    return message_page(locale, Words{locale}("pay"), Words{locale}("not_found"), 404);
   if (url && *url) return web::Response::redirect(**url, 303);
   return web::Response::redirect("../" + web::percent_encode(reference) + "?lang=" + lang_of(locale), 303);
 }

@@ -11,8 +11,59 @@
 #include "core/money.hpp"
 #include "dashboard/internal.hpp"
 #include "payments/queries.hpp"
+#include "web/texts.hpp"
 
 namespace sika::dashboard {
+
+namespace {
+
+// The texts of these pages (web/texts.hpp).
+constexpr web::texts::Entry kTextsData[] = {
+    {"balances", "Soldes", "Balances"},
+    {"currency", "Devise", "Currency"},
+    {"available", "Disponible", "Available"},
+    {"payouts_in_flight", "Versements en cours", "Payouts in flight"},
+    {"no_payout", "Aucun versement.", "No payout."},
+    {"date", "Date", "Date"},
+    {"reference", "Référence", "Reference"},
+    {"status", "Statut", "Status"},
+    {"amount", "Montant", "Amount"},
+    {"recipient", "Bénéficiaire", "Recipient"},
+    {"service", "Service", "Service"},
+    {"payouts", "Versements", "Payouts"},
+    {"all", "Tous", "All"},
+    {"filter", "Filtrer", "Filter"},
+    {"subscription_s", "abonnement(s)", "subscription(s)"},
+    {"customer", "Client", "Customer"},
+    {"frequency", "Fréquence", "Frequency"},
+    {"next_payment", "Prochain paiement", "Next payment"},
+    {"subscriptions", "Abonnements", "Subscriptions"},
+    {"cancelled_at_the_period_s", "annulé à la fin de la période", "cancelled at the period's end"},
+    {"cycle", "cycle", "cycle"},
+    {"actions", "Actions", "Actions"},
+    {"suspend", "Suspendre", "Suspend"},
+    {"reactivate", "Réactiver", "Reactivate"},
+    {"cancel", "Annuler", "Cancel"},
+    {"at_the_period_s_end", "à la fin de la période", "at the period's end"},
+    {"test_clock", "Horloge de test", "Test clock"},
+    {"moves_this_subscription_s_clock",
+     "Avance l'horloge de cet abonnement et facture ce qui tombe à échéance (bac à sable).",
+     "Moves this subscription's clock forward and bills what falls due (sandbox)."},
+    {"days", "Jours", "Days"},
+    {"advance", "Avancer", "Advance"},
+    {"payments", "Paiements", "Payments"},
+    {"cycle_2", "Cycle", "Cycle"},
+    {"due", "Échéance", "Due"},
+    {"attempts", "Essais", "Attempts"},
+    {"transaction", "Transaction", "Transaction"},
+};
+constexpr auto kTexts = web::texts::table(kTextsData);
+const web::texts::Enrolled kEnrolled{"dashboard/billing_pages", kTexts};
+
+// The text of `key` in `locale`.
+std::string_view say(i18n::Locale locale, web::texts::Key<kTexts> key) { return key.in(locale); }
+
+}  // namespace
 
 namespace bj = boost::json;
 using web::html::escape;
@@ -38,24 +89,23 @@ web::Response Service::payouts(web::Request& req) {
     return {};
   });
   if (!read) return error_page(req, read.error());
-  std::string body = "<section class=\"card\"><h2>" + std::string(c->t("Soldes", "Balances")) +
-                     "</h2><table><thead><tr><th>" + std::string(c->t("Devise", "Currency")) +
-                     "</th><th class=\"num\">" + std::string(c->t("Disponible", "Available")) +
-                     "</th><th class=\"num\">" + std::string(c->t("Versements en cours", "Payouts in flight")) +
-                     "</th></tr></thead><tbody>";
+  std::string body = "<section class=\"card\"><h2>" + std::string(say(c->locale, "balances")) +
+                     "</h2><table><thead><tr><th>" + std::string(say(c->locale, "currency")) +
+                     "</th><th class=\"num\">" + std::string(say(c->locale, "available")) + "</th><th class=\"num\">" +
+                     std::string(say(c->locale, "payouts_in_flight")) + "</th></tr></thead><tbody>";
   for (const auto& b : balances)
     body += "<tr><td>" + escape(b.currency) + "</td><td class=\"num\">" +
             escape(money::format(b.available, b.currency)) + "</td><td class=\"num\">" +
             escape(money::format(b.pending, b.currency)) + "</td></tr>";
   body += "</tbody></table></section>";
   if (result.items.empty()) {
-    body += "<p class=\"muted\">" + std::string(c->t("Aucun versement.", "No payout.")) + "</p>";
+    body += "<p class=\"muted\">" + std::string(say(c->locale, "no_payout")) + "</p>";
   } else {
-    body += "<div class=\"scroll\"><table id=\"payouts\"><thead><tr><th>" + std::string(c->t("Date", "Date")) +
-            "</th><th>" + std::string(c->t("Référence", "Reference")) + "</th><th>" +
-            std::string(c->t("Statut", "Status")) + "</th><th class=\"num\">" + std::string(c->t("Montant", "Amount")) +
-            "</th><th>" + std::string(c->t("Bénéficiaire", "Recipient")) + "</th><th>" +
-            std::string(c->t("Service", "Service")) + "</th></tr></thead><tbody>";
+    body += "<div class=\"scroll\"><table id=\"payouts\"><thead><tr><th>" + std::string(say(c->locale, "date")) +
+            "</th><th>" + std::string(say(c->locale, "reference")) + "</th><th>" +
+            std::string(say(c->locale, "status")) + "</th><th class=\"num\">" + std::string(say(c->locale, "amount")) +
+            "</th><th>" + std::string(say(c->locale, "recipient")) + "</th><th>" +
+            std::string(say(c->locale, "service")) + "</th></tr></thead><tbody>";
     for (const auto& tx : result.items)
       body += "<tr><td>" + when(tx.created_at, c->zone) + "</td><td><a href=\"" +
               escape(path("/transactions/" + web::percent_encode(tx.reference))) + "\">" + escape(tx.reference) +
@@ -65,7 +115,7 @@ web::Response Service::payouts(web::Request& req) {
     body += "</tbody></table></div>";
   }
   if (result.next) body += next_page_link(*c, "before=" + std::to_string(*result.next));
-  return page(req, *c, std::string(c->t("Versements", "Payouts")), body);
+  return page(req, *c, std::string(say(c->locale, "payouts")), body);
 }
 
 // ---- subscriptions -----------------------------------------------------------------------------
@@ -100,20 +150,19 @@ web::Response Service::subscriptions(web::Request& req) {
   if (!listed) return error_page(req, listed.error());
   const auto& [items, total] = *listed;
   std::string body = "<form class=\"card\" method=\"get\" action=\"" + escape(path("/subscriptions")) +
-                     "\"><div class=\"filters\"><div><label for=\"status\">" + std::string(c->t("Statut", "Status")) +
+                     "\"><div class=\"filters\"><div><label for=\"status\">" + std::string(say(c->locale, "status")) +
                      "</label><select id=\"status\" name=\"status\"><option value=\"\">" +
-                     std::string(c->t("Tous", "All")) + "</option>";
+                     std::string(say(c->locale, "all")) + "</option>";
   for (auto s : {"PENDING", "ACTIVE", "PAST_DUE", "SUSPENDED", "CANCELLED", "EXPIRED"})
     body += std::string("<option value=\"") + s + "\"" + (status == s ? " selected" : "") + ">" + s + "</option>";
-  body += "</select></div></div><button>" + std::string(c->t("Filtrer", "Filter")) + "</button></form>";
-  body += "<p class=\"muted\">" + std::to_string(total) + " " + std::string(c->t("abonnement(s)", "subscription(s)")) +
-          "</p>";
+  body += "</select></div></div><button>" + std::string(say(c->locale, "filter")) + "</button></form>";
+  body += "<p class=\"muted\">" + std::to_string(total) + " " + std::string(say(c->locale, "subscription_s")) + "</p>";
   if (!items.empty()) {
     body += "<div class=\"scroll\"><table id=\"subscriptions\"><thead><tr><th>" +
-            std::string(c->t("Référence", "Reference")) + "</th><th>" + std::string(c->t("Client", "Customer")) +
-            "</th><th class=\"num\">" + std::string(c->t("Montant", "Amount")) + "</th><th>" +
-            std::string(c->t("Fréquence", "Frequency")) + "</th><th>" + std::string(c->t("Statut", "Status")) +
-            "</th><th>" + std::string(c->t("Prochain paiement", "Next payment")) + "</th></tr></thead><tbody>";
+            std::string(say(c->locale, "reference")) + "</th><th>" + std::string(say(c->locale, "customer")) +
+            "</th><th class=\"num\">" + std::string(say(c->locale, "amount")) + "</th><th>" +
+            std::string(say(c->locale, "frequency")) + "</th><th>" + std::string(say(c->locale, "status")) +
+            "</th><th>" + std::string(say(c->locale, "next_payment")) + "</th></tr></thead><tbody>";
     for (const auto& s : items)
       body += "<tr><td><a href=\"" + escape(path("/subscriptions/" + web::percent_encode(s.reference))) + "\">" +
               escape(s.reference) + "</a></td><td>" + escape(s.customer_email) + "</td><td class=\"num\">" +
@@ -124,7 +173,7 @@ web::Response Service::subscriptions(web::Request& req) {
   if (f.offset + kPageSize < total)
     body += next_page_link(*c, (status.empty() ? "" : "status=" + web::percent_encode(status) + "&") +
                                    "page=" + std::to_string(f.offset / kPageSize + 2));
-  return page(req, *c, std::string(c->t("Abonnements", "Subscriptions")), body);
+  return page(req, *c, std::string(say(c->locale, "subscriptions")), body);
 }
 
 web::Response Service::subscription(web::Request& req) {
@@ -137,18 +186,16 @@ web::Response Service::subscription(web::Request& req) {
   auto paid = parts_.billing->list_payments(*s, kPageSize, 0);
   if (!paid) return error_page(req, paid.error());
   const std::string base = "/subscriptions/" + web::percent_encode(reference);
-  std::string body =
-      "<section class=\"card\"><p>" + badge(s->status) +
-      (s->status_reason ? " <span class=\"muted\">" + escape(*s->status_reason) + "</span>" : "") +
-      (s->cancel_at_period_end
-           ? " <span class=\"muted\">" +
-                 std::string(c->t("annulé à la fin de la période", "cancelled at the period's end")) + "</span>"
-           : "") +
-      "</p><p class=\"amount\">" + escape(money::format(s->amount, s->currency)) + " · " +
-      escape(billing::to_string(s->frequency)) + "</p><p>" + escape(s->customer_email) +
-      (s->customer_phone ? " · " + escape(*s->customer_phone) : "") + "</p><p>" +
-      std::string(c->t("Prochain paiement", "Next payment")) + " " + optional_when(s->next_payment_at, c->zone) +
-      " · " + std::string(c->t("cycle", "cycle")) + " " + std::to_string(s->next_cycle) + "</p>";
+  std::string body = "<section class=\"card\"><p>" + badge(s->status) +
+                     (s->status_reason ? " <span class=\"muted\">" + escape(*s->status_reason) + "</span>" : "") +
+                     (s->cancel_at_period_end ? " <span class=\"muted\">" +
+                                                    std::string(say(c->locale, "cancelled_at_the_period_s")) + "</span>"
+                                              : "") +
+                     "</p><p class=\"amount\">" + escape(money::format(s->amount, s->currency)) + " · " +
+                     escape(billing::to_string(s->frequency)) + "</p><p>" + escape(s->customer_email) +
+                     (s->customer_phone ? " · " + escape(*s->customer_phone) : "") + "</p><p>" +
+                     std::string(say(c->locale, "next_payment")) + " " + optional_when(s->next_payment_at, c->zone) +
+                     " · " + std::string(say(c->locale, "cycle")) + " " + std::to_string(s->next_cycle) + "</p>";
   if (!s->description.empty()) body += "<p>" + escape(s->description) + "</p>";
   body += "</section>";
   if (c->principal.can_change()) {
@@ -157,33 +204,31 @@ web::Response Service::subscription(web::Request& req) {
              c->csrf_field() + extra + "<button id=\"" + std::string(action) + "\">" + std::string(label) +
              "</button></form>";
     };
-    body += "<section class=\"card\" aria-labelledby=\"act\"><h2 id=\"act\">" +
-            std::string(c->t("Actions", "Actions")) + "</h2>";
-    if (s->status == "ACTIVE" || s->status == "PAST_DUE") body += button("suspend", c->t("Suspendre", "Suspend"));
-    if (s->status == "SUSPENDED") body += button("reactivate", c->t("Réactiver", "Reactivate"));
+    body += "<section class=\"card\" aria-labelledby=\"act\"><h2 id=\"act\">" + std::string(say(c->locale, "actions")) +
+            "</h2>";
+    if (s->status == "ACTIVE" || s->status == "PAST_DUE") body += button("suspend", say(c->locale, "suspend"));
+    if (s->status == "SUSPENDED") body += button("reactivate", say(c->locale, "reactivate"));
     if (s->status != "CANCELLED" && s->status != "EXPIRED")
-      body += button("cancel", c->t("Annuler", "Cancel"),
+      body += button("cancel", say(c->locale, "cancel"),
                      "<label><input type=\"checkbox\" name=\"at_period_end\" value=\"true\"> " +
-                         std::string(c->t("à la fin de la période", "at the period's end")) + "</label>");
+                         std::string(say(c->locale, "at_the_period_s_end")) + "</label>");
     body += "</section>";
     if (s->environment == "sandbox")
       body += "<section class=\"card\" aria-labelledby=\"clock\"><h2 id=\"clock\">" +
-              std::string(c->t("Horloge de test", "Test clock")) + "</h2><p class=\"muted\">" +
-              std::string(c->t("Avance l'horloge de cet abonnement et facture ce qui tombe à échéance (bac à sable).",
-                               "Moves this subscription's clock forward and bills what falls due (sandbox).")) +
-              "</p><form method=\"post\" action=\"" + escape(path(base + "/test-clock")) + "\">" + c->csrf_field() +
-              "<label for=\"days\">" + std::string(c->t("Jours", "Days")) +
+              std::string(say(c->locale, "test_clock")) + "</h2><p class=\"muted\">" +
+              std::string(say(c->locale, "moves_this_subscription_s_clock")) + "</p><form method=\"post\" action=\"" +
+              escape(path(base + "/test-clock")) + "\">" + c->csrf_field() + "<label for=\"days\">" +
+              std::string(say(c->locale, "days")) +
               "</label><input id=\"days\" name=\"days\" type=\"number\" min=\"1\" max=\"366\" required><button "
               "id=\"advance\">" +
-              std::string(c->t("Avancer", "Advance")) + "</button></form></section>";
+              std::string(say(c->locale, "advance")) + "</button></form></section>";
   }
-  body += "<section class=\"card\" aria-labelledby=\"pay\"><h2 id=\"pay\">" +
-          std::string(c->t("Paiements", "Payments")) +
+  body += "<section class=\"card\" aria-labelledby=\"pay\"><h2 id=\"pay\">" + std::string(say(c->locale, "payments")) +
           "</h2><div class=\"scroll\"><table id=\"subscription-payments\"><thead><tr><th>" +
-          std::string(c->t("Cycle", "Cycle")) + "</th><th>" + std::string(c->t("Échéance", "Due")) + "</th><th>" +
-          std::string(c->t("Statut", "Status")) + "</th><th class=\"num\">" + std::string(c->t("Montant", "Amount")) +
-          "</th><th>" + std::string(c->t("Essais", "Attempts")) + "</th><th>" +
-          std::string(c->t("Transaction", "Transaction")) + "</th></tr></thead><tbody>";
+          std::string(say(c->locale, "cycle_2")) + "</th><th>" + std::string(say(c->locale, "due")) + "</th><th>" +
+          std::string(say(c->locale, "status")) + "</th><th class=\"num\">" + std::string(say(c->locale, "amount")) +
+          "</th><th>" + std::string(say(c->locale, "attempts")) + "</th><th>" +
+          std::string(say(c->locale, "transaction")) + "</th></tr></thead><tbody>";
   for (const auto& p : paid->first) {
     body += "<tr><td>" + std::to_string(p.cycle) + "</td><td>" + when(p.due_at, c->zone) + "</td><td>" +
             badge(p.status) + "</td><td class=\"num\">" + escape(money::format(p.amount, p.currency)) + "</td><td>" +
@@ -208,7 +253,7 @@ web::Response Service::subscription_change(web::Request& req) {
   Result<billing::Subscription> changed = not_found(bj::object{{"action", "no such change"}});
   bj::object details;
   if (action == "test-clock") {
-    const std::string days_text = field(*fields, "days");
+    const std::string days_text = web::field_value(*fields, "days");
     std::int64_t days = 0;
     auto [end, ec] = std::from_chars(days_text.data(), days_text.data() + days_text.size(), days);
     if (days_text.empty() || ec != std::errc() || end != days_text.data() + days_text.size() || days < 1 || days > 366)
@@ -221,12 +266,12 @@ web::Response Service::subscription_change(web::Request& req) {
                                : action == "reactivate" ? billing::Move::reactivate
                                                         : billing::Move::cancel;
     billing::MoveRequest request;
-    if (std::string reason = field(*fields, "reason"); !reason.empty()) {
+    if (std::string reason = web::field_value(*fields, "reason"); !reason.empty()) {
       if (reason.size() > 255)
         return error_page(req, bad_request("invalid_request", bj::object{{"reason", "at most 255 characters"}}));
       request.reason = reason;
     }
-    request.at_period_end = move == billing::Move::cancel && field(*fields, "at_period_end") == "true";
+    request.at_period_end = move == billing::Move::cancel && web::field_value(*fields, "at_period_end") == "true";
     changed = parts_.billing->apply(c->principal, reference, move, request);
     details["at_period_end"] = request.at_period_end;
   }

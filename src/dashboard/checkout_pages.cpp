@@ -14,8 +14,68 @@
 #include "dashboard/store.hpp"
 #include "merchant/merchant.hpp"
 #include "payments/store.hpp"
+#include "web/texts.hpp"
 
 namespace sika::dashboard {
+
+namespace {
+
+// The texts of these pages (web/texts.hpp).
+constexpr web::texts::Entry kTextsData[] = {
+    {"checkout_secret", "Secret de checkout", "Checkout secret"},
+    {"your_site_verifies_the_signature",
+     "Votre site vérifie avec ce secret la signature des données de retour "
+     "(service_data) et signe vos formulaires. Il ne change que si un opérateur le "
+     "renouvelle (sur votre demande) : l'ancien cesse alors de valoir.",
+     "Your site verifies the signature of the return data (service_data) with this "
+     "secret, and signs your forms. It changes only when an operator rotates it (at your "
+     "request): the old one then stops working."},
+    {"show_the_secret", "Afficher le secret", "Show the secret"},
+    {"signed_requests_only", "Requêtes signées uniquement", "Signed requests only"},
+    {"on_every_form_or_call",
+     "Activé, tout formulaire ou appel vers la page de paiement doit porter une signature "
+     "(signature) calculée par votre serveur avec le secret de checkout : un client ne peut "
+     "plus changer le montant ni la commande. Désactivé, un formulaire simple sans signature "
+     "reste accepté et votre site vérifie le montant au retour.",
+     "On: every form or call that opens the payment page must carry a signature (signature) "
+     "computed by your server with the checkout secret, so a customer can no longer change "
+     "the amount or the order. Off: a plain form without a signature is still accepted, and "
+     "your site checks the amount on return."},
+    {"status_on", "État : activé", "Status: on"},
+    {"status_off", "État : désactivé", "Status: off"},
+    {"accept_unsigned_requests_too", "Accepter aussi les requêtes non signées", "Accept unsigned requests too"},
+    {"accept_only_signed_requests", "N'accepter que les requêtes signées", "Accept only signed requests"},
+    {"only_owners_change_this_setting", "Seuls les propriétaires changent ce réglage.",
+     "Only owners change this setting."},
+    {"no_session", "Aucune session.", "No session."},
+    {"date", "Date", "Date"},
+    {"order", "Commande", "Order"},
+    {"status", "Statut", "Status"},
+    {"amount", "Montant", "Amount"},
+    {"attempts", "Essais", "Attempts"},
+    {"hosted_checkout", "Checkout hébergé", "Hosted checkout"},
+    {"shop", "Boutique", "Shop"},
+    {"description", "Description", "Description"},
+    {"customer", "Client", "Customer"},
+    {"fee_borne_by", "Frais à la charge de", "Fee borne by"},
+    {"settlement", "Règlement", "Settlement"},
+    {"payment_attempts", "Essais de paiement", "Payment attempts"},
+    {"created", "Créée", "Created"},
+    {"expires", "Expire", "Expires"},
+    {"return_success", "Retour (succès)", "Return (success)"},
+    {"return_failure", "Retour (échec)", "Return (failure)"},
+    {"payments", "Paiements", "Payments"},
+    {"no_payment", "Aucun paiement.", "No payment."},
+    {"checkout_secret_of", "Secret de checkout de", "Checkout secret of"},
+    {"continue", "Continuer", "Continue"},
+};
+constexpr auto kTexts = web::texts::table(kTextsData);
+const web::texts::Enrolled kEnrolled{"dashboard/checkout_pages", kTexts};
+
+// The text of `key` in `locale`.
+std::string_view say(i18n::Locale locale, web::texts::Key<kTexts> key) { return key.in(locale); }
+
+}  // namespace
 
 namespace bj = boost::json;
 using web::html::escape;
@@ -34,55 +94,36 @@ web::Response Service::checkout_sessions(web::Request& req) {
   if (!sessions) return error_page(req, sessions.error());
   const bool more = static_cast<int>(sessions->size()) > kSessionsPerPage;
   if (more) sessions->pop_back();
-  std::string body =
-      "<section class=\"card\" aria-labelledby=\"cks\"><h2 id=\"cks\">" +
-      std::string(c->t("Secret de checkout", "Checkout secret")) + "</h2><p>" +
-      std::string(c->t("Votre site vérifie avec ce secret la signature des données de retour "
-                       "(service_data) et signe vos formulaires. Il ne change que si un opérateur le "
-                       "renouvelle (sur votre demande) : l'ancien cesse alors de valoir.",
-                       "Your site verifies the signature of the return data (service_data) with this "
-                       "secret, and signs your forms. It changes only when an operator rotates it (at your "
-                       "request): the old one then stops working.")) +
-      "</p>";
+  std::string body = "<section class=\"card\" aria-labelledby=\"cks\"><h2 id=\"cks\">" +
+                     std::string(say(c->locale, "checkout_secret")) + "</h2><p>" +
+                     std::string(say(c->locale, "your_site_verifies_the_signature")) + "</p>";
   if (c->principal.can_change())
     body += "<form method=\"post\" action=\"" + escape(path("/checkout/secret")) + "\">" + c->csrf_field() +
-            "<button id=\"show-secret\">" + std::string(c->t("Afficher le secret", "Show the secret")) +
-            "</button></form>";
+            "<button id=\"show-secret\">" + std::string(say(c->locale, "show_the_secret")) + "</button></form>";
   body += "</section>";
   auto signed_only = parts_.checkout->signed_only(c->principal.merchant_id);
   if (!signed_only) return error_page(req, signed_only.error());
   body += "<section class=\"card\" aria-labelledby=\"cko\"><h2 id=\"cko\">" +
-          std::string(c->t("Requêtes signées uniquement", "Signed requests only")) + "</h2><p>" +
-          std::string(c->t("Activé, tout formulaire ou appel vers la page de paiement doit porter une signature "
-                           "(signature) calculée par votre serveur avec le secret de checkout : un client ne peut "
-                           "plus changer le montant ni la commande. Désactivé, un formulaire simple sans signature "
-                           "reste accepté et votre site vérifie le montant au retour.",
-                           "On: every form or call that opens the payment page must carry a signature (signature) "
-                           "computed by your server with the checkout secret, so a customer can no longer change "
-                           "the amount or the order. Off: a plain form without a signature is still accepted, and "
-                           "your site checks the amount on return.")) +
-          "</p><p id=\"signed-only\"><strong>" +
-          std::string(*signed_only ? c->t("État : activé", "Status: on") : c->t("État : désactivé", "Status: off")) +
-          "</strong></p>";
+          std::string(say(c->locale, "signed_requests_only")) + "</h2><p>" +
+          std::string(say(c->locale, "on_every_form_or_call")) + "</p><p id=\"signed-only\"><strong>" +
+          std::string(*signed_only ? say(c->locale, "status_on") : say(c->locale, "status_off")) + "</strong></p>";
   if (c->principal.role == web::Role::owner)
     body += "<form method=\"post\" action=\"" + escape(path("/checkout/signed-only")) + "\">" + c->csrf_field() +
             "<input type=\"hidden\" name=\"signed_only\" value=\"" + (*signed_only ? "off" : "on") +
             "\"><button id=\"toggle-signed-only\"" + (*signed_only ? " class=\"secondary\"" : "") + ">" +
-            std::string(*signed_only ? c->t("Accepter aussi les requêtes non signées", "Accept unsigned requests too")
-                                     : c->t("N'accepter que les requêtes signées", "Accept only signed requests")) +
+            std::string(*signed_only ? say(c->locale, "accept_unsigned_requests_too")
+                                     : say(c->locale, "accept_only_signed_requests")) +
             "</button></form>";
   else
-    body += "<p class=\"muted\">" +
-            std::string(c->t("Seuls les propriétaires changent ce réglage.", "Only owners change this setting.")) +
-            "</p>";
+    body += "<p class=\"muted\">" + std::string(say(c->locale, "only_owners_change_this_setting")) + "</p>";
   body += "</section>";
   if (sessions->empty()) {
-    body += "<p class=\"muted\">" + std::string(c->t("Aucune session.", "No session.")) + "</p>";
+    body += "<p class=\"muted\">" + std::string(say(c->locale, "no_session")) + "</p>";
   } else {
     body += "<div class=\"scroll\"><table id=\"checkout-sessions\"><thead><tr><th>" +
-            std::string(c->t("Date", "Date")) + "</th><th>" + std::string(c->t("Commande", "Order")) + "</th><th>" +
-            std::string(c->t("Statut", "Status")) + "</th><th class=\"num\">" + std::string(c->t("Montant", "Amount")) +
-            "</th><th>" + std::string(c->t("Essais", "Attempts")) + "</th></tr></thead><tbody>";
+            std::string(say(c->locale, "date")) + "</th><th>" + std::string(say(c->locale, "order")) + "</th><th>" +
+            std::string(say(c->locale, "status")) + "</th><th class=\"num\">" + std::string(say(c->locale, "amount")) +
+            "</th><th>" + std::string(say(c->locale, "attempts")) + "</th></tr></thead><tbody>";
     const std::int64_t at = now();
     for (const auto& s : *sessions)
       body += "<tr><td>" + when(s.created_at, c->zone) + "</td><td><a href=\"" +
@@ -92,7 +133,7 @@ web::Response Service::checkout_sessions(web::Request& req) {
     body += "</tbody></table></div>";
   }
   if (more) body += next_page_link(*c, "before=" + std::to_string(sessions->back().id));
-  return page(req, *c, std::string(c->t("Checkout hébergé", "Hosted checkout")), body);
+  return page(req, *c, std::string(say(c->locale, "hosted_checkout")), body);
 }
 
 web::Response Service::checkout_session(web::Request& req) {
@@ -110,17 +151,16 @@ web::Response Service::checkout_session(web::Request& req) {
   std::string body =
       "<section class=\"card\"><p>" + badge(s->status_at(now())) + "</p><p class=\"amount\">" +
       escape(money::format(s->amount, s->currency)) + "</p><table id=\"checkout-session\"><tbody>" +
-      row(c->t("Commande", "Order"), s->order_id) + row(c->t("Boutique", "Shop"), s->shop_name) +
-      row(c->t("Description", "Description"), s->description) +
-      row(c->t("Client", "Customer"), s->customer.name + (s->customer.email.empty() ? "" : " · " + s->customer.email) +
+      row(say(c->locale, "order"), s->order_id) + row(say(c->locale, "shop"), s->shop_name) +
+      row(say(c->locale, "description"), s->description) +
+      row(say(c->locale, "customer"), s->customer.name + (s->customer.email.empty() ? "" : " · " + s->customer.email) +
                                           (s->customer.phone.empty() ? "" : " · " + s->customer.phone)) +
-      row(c->t("Frais à la charge de", "Fee borne by"), s->fee_bearer) +
-      row(c->t("Règlement", "Settlement"), s->settlement_mode) +
-      row(c->t("Essais de paiement", "Payment attempts"), std::to_string(s->attempt)) +
-      row(c->t("Créée", "Created"), when(s->created_at, c->zone)) +
-      row(c->t("Expire", "Expires"), when(s->expires_at, c->zone)) +
-      row(c->t("Retour (succès)", "Return (success)"), s->success_url) +
-      row(c->t("Retour (échec)", "Return (failure)"), s->failure_url) + "</tbody></table>";
+      row(say(c->locale, "fee_borne_by"), s->fee_bearer) + row(say(c->locale, "settlement"), s->settlement_mode) +
+      row(say(c->locale, "payment_attempts"), std::to_string(s->attempt)) +
+      row(say(c->locale, "created"), when(s->created_at, c->zone)) +
+      row(say(c->locale, "expires"), when(s->expires_at, c->zone)) +
+      row(say(c->locale, "return_success"), s->success_url) + row(say(c->locale, "return_failure"), s->failure_url) +
+      "</tbody></table>";
   body += "</section>";
   // Each attempt is a collection whose idempotency key derives from the session (collection_uuid).
   std::vector<payments::Transaction> attempts;
@@ -133,9 +173,9 @@ web::Response Service::checkout_session(web::Request& req) {
     return {};
   });
   if (!read) return error_page(req, read.error());
-  body += "<section class=\"card\" aria-labelledby=\"att\"><h2 id=\"att\">" +
-          std::string(c->t("Paiements", "Payments")) + "</h2>";
-  if (attempts.empty()) body += "<p class=\"muted\">" + std::string(c->t("Aucun paiement.", "No payment.")) + "</p>";
+  body += "<section class=\"card\" aria-labelledby=\"att\"><h2 id=\"att\">" + std::string(say(c->locale, "payments")) +
+          "</h2>";
+  if (attempts.empty()) body += "<p class=\"muted\">" + std::string(say(c->locale, "no_payment")) + "</p>";
   for (const auto& tx : attempts)
     body += "<p><a href=\"" + escape(path("/transactions/" + web::percent_encode(tx.reference))) + "\">" +
             escape(tx.reference) + "</a> " + badge(payments::to_string(tx.status)) + " " + escape(tx.service_code) +
@@ -151,12 +191,11 @@ web::Response Service::checkout_secret(web::Request& req) {
   if (auto fields = form_of(req); !fields) return error_page(req, fields.error());
   if (auto st = record(*c, c->principal.merchant_id, "checkout.secret_show", c->principal.merchant); !st)
     return error_page(req, st.error());
-  std::string body =
-      "<section class=\"card\" role=\"status\"><p>" + std::string(c->t("Secret de checkout de", "Checkout secret of")) +
-      " " + escape(c->principal.merchant) + "</p><p class=\"secret\" id=\"checkout-secret\">" +
-      escape(parts_.checkout->merchant_secret(c->principal.merchant)) + "</p><p><a href=\"" +
-      escape(path("/checkout")) + "\">" + std::string(c->t("Continuer", "Continue")) + "</a></p></section>";
-  web::Response res = page(req, *c, std::string(c->t("Checkout hébergé", "Hosted checkout")), body);
+  std::string body = "<section class=\"card\" role=\"status\"><p>" + std::string(say(c->locale, "checkout_secret_of")) +
+                     " " + escape(c->principal.merchant) + "</p><p class=\"secret\" id=\"checkout-secret\">" +
+                     escape(parts_.checkout->merchant_secret(c->principal.merchant)) + "</p><p><a href=\"" +
+                     escape(path("/checkout")) + "\">" + std::string(say(c->locale, "continue")) + "</a></p></section>";
+  web::Response res = page(req, *c, std::string(say(c->locale, "hosted_checkout")), body);
   res.set("Cache-Control", "no-store");
   return res;
 }
@@ -182,7 +221,7 @@ web::Response Service::checkout_signed_only(web::Request& req) {
     return error_page(req, not_allowed("only owners change the checkout settings"));
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
-  const std::string value = field(*fields, "signed_only");
+  const std::string value = web::field_value(*fields, "signed_only");
   if (value != "on" && value != "off")
     return error_page(req, empty_data(bj::object{{"signed_only", "must be on or off"}}));
   auto changed = set_checkout_signed_only(db_, c->principal.merchant, value == "on", c->session.row.user_id,

@@ -7,6 +7,8 @@
 
 #include "core/i18n.hpp"
 #include "dashboard/service.hpp"
+#include "web/cookie.hpp"
+#include "web/csrf.hpp"
 #include "web/html.hpp"
 
 namespace sika::dashboard {
@@ -18,23 +20,18 @@ struct Service::Ctx {
   std::string zone = "UTC";  // the time zone of the pages' times: the merchant's (operators: UTC)
 
   bool fr() const { return locale == i18n::Locale::fr; }
-  // The text in the caller's language.
-  std::string_view t(std::string_view fr_text, std::string_view en_text) const { return fr() ? fr_text : en_text; }
   bool is_operator() const { return principal.role == web::Role::operator_; }
   std::optional<std::int64_t> merchant_id() const {
     return is_operator() ? std::nullopt : std::optional<std::int64_t>(principal.merchant_id);
   }
   // A hidden field carrying the session's CSRF token, for every form.
-  std::string csrf_field() const {
-    return "<input type=\"hidden\" name=\"csrf\" value=\"" + web::html::escape(session.csrf) + "\">";
-  }
+  std::string csrf_field() const { return web::Csrf::field_html(session.csrf); }
 };
 
 // A 403 error for a viewer (or anyone) trying a change their role does not allow.
 Error not_allowed(std::string_view what);
 // The form fields of a request body (application/x-www-form-urlencoded), or the 400/415 error.
 Result<web::Fields> form_of(const web::Request& req);
-std::string field(const web::Fields& fields, std::string_view name);
 // The Replay button of a webhook delivery: a form posting its event and endpoint to `action`.
 std::string replay_form(const Service::Ctx& c, const std::string& action, std::string_view event_id,
                         std::string_view endpoint_id);

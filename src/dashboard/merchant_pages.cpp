@@ -21,10 +21,120 @@
 #include "links/store.hpp"
 #include "payments/queries.hpp"
 #include "web/envelope.hpp"
+#include "web/texts.hpp"
 #include "webhooks/registry.hpp"
 #include "webhooks/service.hpp"
 
 namespace sika::dashboard {
+
+namespace {
+
+// The texts of these pages (web/texts.hpp).
+constexpr web::texts::Entry kTextsData[] = {
+    {"new_merchant_key", "Nouvelle clé marchand", "New merchant key"},
+    {"new_link_key", "Nouvelle clé de liaison", "New link key"},
+    {"next_page", "Page suivante →", "Next page →"},
+    {"reference_or_phone", "Référence ou téléphone", "Reference or phone"},
+    {"more_filters", "Plus de filtres", "More filters"},
+    {"status", "Statut", "Status"},
+    {"all", "Tous", "All"},
+    {"operation", "Opération", "Operation"},
+    {"all_2", "Toutes", "All"},
+    {"channel", "Canal", "Channel"},
+    {"service", "Service", "Service"},
+    {"from", "Du", "From"},
+    {"to", "Au", "To"},
+    {"filter", "Filtrer", "Filter"},
+    {"export_for_excel_csv", "Exporter pour Excel (CSV ;)", "Export for Excel (CSV ;)"},
+    {"export_as_csv", "Exporter en CSV (,)", "Export as CSV (,)"},
+    {"no_transaction", "Aucune transaction.", "No transaction."},
+    {"date", "Date", "Date"},
+    {"reference", "Référence", "Reference"},
+    {"amount", "Montant", "Amount"},
+    {"phone", "Téléphone", "Phone"},
+    {"fee", "Frais", "Fee"},
+    {"timeline", "Chronologie", "Timeline"},
+    {"created", "créée", "created"},
+    {"operator_callback", "rappel opérateur", "operator callback"},
+    {"ledger_entries", "Écritures comptables", "Ledger entries"},
+    {"journal", "Journal", "Journal"},
+    {"account", "Compte", "Account"},
+    {"debit", "Débit", "Debit"},
+    {"credit", "Crédit", "Credit"},
+    {"webhook_deliveries", "Livraisons webhook", "Webhook deliveries"},
+    {"no_delivery", "Aucune livraison.", "No delivery."},
+    {"attempts", "Essais", "Attempts"},
+    {"link_created", "Lien créé : ", "Link created: "},
+    {"new_link", "Nouveau lien", "New link"},
+    {"title", "Titre", "Title"},
+    {"amount_empty_the_payer_chooses", "Montant (vide : au choix du payeur)", "Amount (empty: the payer chooses)"},
+    {"currency", "Devise", "Currency"},
+    {"payments_allowed_empty_unlimited", "Paiements permis (vide : illimité)", "Payments allowed (empty: unlimited)"},
+    {"description", "Description", "Description"},
+    {"create_the_link", "Créer le lien", "Create the link"},
+    {"link", "Lien", "Link"},
+    {"collected", "Encaissé", "Collected"},
+    {"open", "libre", "open"},
+    {"disable", "Désactiver", "Disable"},
+    {"payment_links", "Liens de paiement", "Payment links"},
+    {"application_created", "Application créée", "Application created"},
+    {"secret_shown_once_copy_it",
+     "Secret (affiché une seule fois, copiez-le maintenant) :", "Secret (shown once: copy it now):"},
+    {"continue", "Continuer", "Continue"},
+    {"new_application", "Nouvelle application", "New application"},
+    {"new_oauth_application", "Nouvelle application OAuth", "New OAuth application"},
+    {"name", "Nom", "Name"},
+    {"redirect_uris_space_separated_optional", "URI de redirection (séparées par des espaces, facultatif)",
+     "Redirect URIs (space-separated, optional)"},
+    {"create", "Créer", "Create"},
+    {"redirect_uris", "URI de redirection", "Redirect URIs"},
+    {"rotate_secret", "Nouveau secret", "Rotate secret"},
+    {"oauth_applications", "Applications OAuth", "OAuth applications"},
+    {"api_keys", "Clés d'API", "API keys"},
+    {"merchant_keys_hosted_checkout_plugins",
+     "Clés marchand (paiement hébergé, extensions) et clés de l'API de liaison de portefeuille.",
+     "Merchant keys (hosted checkout, plugins) and wallet link API keys."},
+    {"key", "Clé", "Key"},
+    {"kind", "Type", "Kind"},
+    {"created_2", "Créée", "Created"},
+    {"revoked", "Révoquée", "Revoked"},
+    {"revoke", "Révoquer", "Revoke"},
+    {"developers", "Développeurs", "Developers"},
+    {"new_secret_shown_once", "Nouveau secret (affiché une seule fois) :", "New secret (shown once):"},
+    {"new_secret", "Nouveau secret", "New secret"},
+    {"key_shown_once_copy_it",
+     "Clé (affichée une seule fois, copiez-la maintenant) :", "Key (shown once: copy it now):"},
+    {"new_key", "Nouvelle clé", "New key"},
+    {"role", "Rôle", "Role"},
+    {"add_or_change_a_member", "Ajouter ou changer un membre", "Add or change a member"},
+    {"remove", "retirer", "remove"},
+    {"save", "Enregistrer", "Save"},
+    {"team", "Équipe", "Team"},
+    {"time_zone", "Fuseau horaire", "Time zone"},
+    {"the_dashboard_s_and_your",
+     "Les dates du tableau de bord et des pages de paiement de vos clients sont "
+     "données dans ce fuseau.",
+     "The dashboard's and your customers' payment pages' times are given in this "
+     "zone."},
+    {"your_first_country_s", " — celui de votre premier pays", " — your first country's"},
+    {"change_the_zone", "Changer de fuseau", "Change the zone"},
+    {"my_first_country_s", "Celui de mon premier pays", "My first country's"},
+    {"settings", "Réglages", "Settings"},
+};
+constexpr auto kTexts = web::texts::table(kTextsData);
+const web::texts::Enrolled kEnrolled{"dashboard/merchant_pages", kTexts};
+
+// The text of `key` in `locale`.
+std::string_view say(i18n::Locale locale, web::texts::Key<kTexts> key) { return key.in(locale); }
+
+// The buttons making a new API key, by kind.
+struct NewKey {
+  const char* kind;
+  web::texts::Key<kTexts> label;
+};
+constexpr NewKey kNewKeys[] = {{"merchant", "new_merchant_key"}, {"link", "new_link_key"}};
+
+}  // namespace
 
 namespace bj = boost::json;
 using web::html::escape;
@@ -159,8 +269,7 @@ Result<std::optional<std::int64_t>> before_cursor(const web::Request& req) {
 }
 
 std::string next_page_link(const Service::Ctx& c, const std::string& query) {
-  return "<p><a rel=\"next\" href=\"?" + escape(query) + "\">" + std::string(c.t("Page suivante →", "Next page →")) +
-         "</a></p>";
+  return "<p><a rel=\"next\" href=\"?" + escape(query) + "\">" + std::string(say(c.locale, "next_page")) + "</a></p>";
 }
 
 std::string badge(std::string_view status) {
@@ -183,44 +292,44 @@ web::Response Service::transactions(web::Request& req) {
   auto q = [&](std::string_view name) { return req.query_param(name).value_or(""); };
   std::string body = "<form class=\"card\" method=\"get\" action=\"" + escape(path("/transactions")) +
                      "\" role=\"search\"><div class=\"filters\">";
-  body += "<div><label for=\"q\">" + std::string(c->t("Référence ou téléphone", "Reference or phone")) +
+  body += "<div><label for=\"q\">" + std::string(say(c->locale, "reference_or_phone")) +
           "</label><input id=\"q\" name=\"q\" value=\"" + escape(q("q")) + "\"></div></div>";
   // The other filters fold away on a phone; open when one is set.
   const bool filtered = !(q("status") + q("operation") + q("channel") + q("provider") + q("from") + q("to")).empty();
   body += std::string("<details") + (filtered ? " open" : "") + "><summary>" +
-          std::string(c->t("Plus de filtres", "More filters")) + "</summary><div class=\"filters\">";
-  body += "<div><label for=\"status\">" + std::string(c->t("Statut", "Status")) +
-          "</label><select id=\"status\" name=\"status\">" + option("", c->t("Tous", "All"), q("status"));
+          std::string(say(c->locale, "more_filters")) + "</summary><div class=\"filters\">";
+  body += "<div><label for=\"status\">" + std::string(say(c->locale, "status")) +
+          "</label><select id=\"status\" name=\"status\">" + option("", say(c->locale, "all"), q("status"));
   for (auto s : {"INITIATED", "PENDING", "COMPLETED", "FAILED", "EXPIRED", "CANCELLED"})
     body += option(s, s, q("status"));
-  body += "</select></div><div><label for=\"operation\">" + std::string(c->t("Opération", "Operation")) +
-          "</label><select id=\"operation\" name=\"operation\">" + option("", c->t("Toutes", "All"), q("operation")) +
+  body += "</select></div><div><label for=\"operation\">" + std::string(say(c->locale, "operation")) +
+          "</label><select id=\"operation\" name=\"operation\">" + option("", say(c->locale, "all_2"), q("operation")) +
           option("COLLECTION", "COLLECTION", q("operation")) + option("DISBURSEMENT", "DISBURSEMENT", q("operation")) +
-          "</select></div><div><label for=\"channel\">" + std::string(c->t("Canal", "Channel")) +
-          "</label><select id=\"channel\" name=\"channel\">" + option("", c->t("Tous", "All"), q("channel")) +
+          "</select></div><div><label for=\"channel\">" + std::string(say(c->locale, "channel")) +
+          "</label><select id=\"channel\" name=\"channel\">" + option("", say(c->locale, "all"), q("channel")) +
           option("PROVIDER", "PROVIDER", q("channel")) + option("WALLET", "WALLET", q("channel")) + "</select></div>";
-  body += "<div><label for=\"provider\">" + std::string(c->t("Service", "Service")) +
+  body += "<div><label for=\"provider\">" + std::string(say(c->locale, "service")) +
           "</label><input id=\"provider\" name=\"provider\" value=\"" + escape(q("provider")) + "\"></div>";
-  body += "<div><label for=\"from\">" + std::string(c->t("Du", "From")) +
+  body += "<div><label for=\"from\">" + std::string(say(c->locale, "from")) +
           "</label><input id=\"from\" name=\"from\" type=\"date\" value=\"" + escape(q("from")) + "\"></div>";
-  body += "<div><label for=\"to\">" + std::string(c->t("Au", "To")) +
+  body += "<div><label for=\"to\">" + std::string(say(c->locale, "to")) +
           "</label><input id=\"to\" name=\"to\" type=\"date\" value=\"" + escape(q("to")) + "\"></div>";
-  body += "</div></details><button>" + std::string(c->t("Filtrer", "Filter")) + "</button></form>";
+  body += "</div></details><button>" + std::string(say(c->locale, "filter")) + "</button></form>";
   const std::string fq = filter_query(req);
   const std::string csv_url = path("/transactions.csv") + "?" + fq + (fq.empty() ? "" : "&");
   const std::string excel = "<a id=\"csv-excel\" href=\"" + escape(csv_url + "separator=semicolon&bom=1") + "\">" +
-                            std::string(c->t("Exporter pour Excel (CSV ;)", "Export for Excel (CSV ;)")) + "</a>";
+                            std::string(say(c->locale, "export_for_excel_csv")) + "</a>";
   const std::string plain = "<a id=\"csv\" href=\"" + escape(path("/transactions.csv") + (fq.empty() ? "" : "?" + fq)) +
-                            "\">" + std::string(c->t("Exporter en CSV (,)", "Export as CSV (,)")) + "</a>";
+                            "\">" + std::string(say(c->locale, "export_as_csv")) + "</a>";
   body += "<p>" + (c->fr() ? excel + " · " + plain : plain + " · " + excel) + "</p>";
   if (result.items.empty()) {
-    body += "<p class=\"muted\">" + std::string(c->t("Aucune transaction.", "No transaction.")) + "</p>";
+    body += "<p class=\"muted\">" + std::string(say(c->locale, "no_transaction")) + "</p>";
   } else {
-    body += "<div class=\"scroll\"><table><thead><tr><th>" + std::string(c->t("Date", "Date")) + "</th><th>" +
-            std::string(c->t("Référence", "Reference")) + "</th><th>" + std::string(c->t("Opération", "Operation")) +
-            "</th><th>" + std::string(c->t("Statut", "Status")) + "</th><th class=\"num\">" +
-            std::string(c->t("Montant", "Amount")) + "</th><th>" + std::string(c->t("Téléphone", "Phone")) +
-            "</th><th>" + std::string(c->t("Service", "Service")) + "</th></tr></thead><tbody>";
+    body += "<div class=\"scroll\"><table><thead><tr><th>" + std::string(say(c->locale, "date")) + "</th><th>" +
+            std::string(say(c->locale, "reference")) + "</th><th>" + std::string(say(c->locale, "operation")) +
+            "</th><th>" + std::string(say(c->locale, "status")) + "</th><th class=\"num\">" +
+            std::string(say(c->locale, "amount")) + "</th><th>" + std::string(say(c->locale, "phone")) + "</th><th>" +
+            std::string(say(c->locale, "service")) + "</th></tr></thead><tbody>";
     for (const auto& tx : result.items) {
       body += "<tr><td>" + when(tx.created_at, c->zone) + "</td><td><a href=\"" +
               escape(path("/transactions/" + web::percent_encode(tx.reference))) + "\">" + escape(tx.reference) +
@@ -303,39 +412,38 @@ web::Response Service::transaction(web::Request& req) {
   const auto& tx = t.tx;
   std::string body = "<section class=\"card\"><p>" + badge(payments::to_string(tx.status)) + " " +
                      escape(tx.operation) + "</p><p class=\"amount\">" + escape(money::format(tx.amount, tx.currency)) +
-                     "</p><p>" + std::string(c->t("Frais", "Fee")) + " " + escape(money::format(tx.fee, tx.currency)) +
+                     "</p><p>" + std::string(say(c->locale, "fee")) + " " + escape(money::format(tx.fee, tx.currency)) +
                      " · " + escape(tx.service_code) + " · " + escape(tx.customer_wallet) + "</p>";
   if (tx.failure_reason) body += "<p class=\"error\">" + escape(*tx.failure_reason) + "</p>";
   if (c->principal.can_change() && tx.environment == "sandbox" && tx.status == payments::TxStatus::pending &&
       tx.operation == payments::kCollection && tx.connector == "sandbox")
     body += force_form(*c, path("/transactions/" + web::percent_encode(reference) + "/force"));
   body += "</section><section class=\"card\" aria-labelledby=\"tl\"><h2 id=\"tl\">" +
-          std::string(c->t("Chronologie", "Timeline")) + "</h2><ol id=\"timeline\"><li>" +
-          when(tx.created_at, c->zone) + " — " + std::string(c->t("créée", "created")) + "</li>";
+          std::string(say(c->locale, "timeline")) + "</h2><ol id=\"timeline\"><li>" + when(tx.created_at, c->zone) +
+          " — " + std::string(say(c->locale, "created")) + "</li>";
   for (const auto& s : t.steps)
     body += "<li>" + when(s.at, c->zone) + " — " + escape(s.from) + " → " + badge(s.to) + " <span class=\"muted\">(" +
             escape(s.source) + (s.reason ? ": " + escape(*s.reason) : "") + ")</span></li>";
   for (const auto& cb : t.callbacks)
-    body += "<li>" + when(cb.received_at, c->zone) + " — " +
-            std::string(c->t("rappel opérateur", "operator callback")) + " " + escape(cb.connector) + ": " +
-            escape(cb.reported_status) + " (" + escape(cb.outcome) + ")</li>";
+    body += "<li>" + when(cb.received_at, c->zone) + " — " + std::string(say(c->locale, "operator_callback")) + " " +
+            escape(cb.connector) + ": " + escape(cb.reported_status) + " (" + escape(cb.outcome) + ")</li>";
   body += "</ol></section><section class=\"card\" aria-labelledby=\"le\"><h2 id=\"le\">" +
-          std::string(c->t("Écritures comptables", "Ledger entries")) +
-          "</h2><div class=\"scroll\"><table><thead><tr><th>" + std::string(c->t("Journal", "Journal")) + "</th><th>" +
-          std::string(c->t("Compte", "Account")) + "</th><th class=\"num\">" + std::string(c->t("Débit", "Debit")) +
-          "</th><th class=\"num\">" + std::string(c->t("Crédit", "Credit")) + "</th></tr></thead><tbody>";
+          std::string(say(c->locale, "ledger_entries")) + "</h2><div class=\"scroll\"><table><thead><tr><th>" +
+          std::string(say(c->locale, "journal")) + "</th><th>" + std::string(say(c->locale, "account")) +
+          "</th><th class=\"num\">" + std::string(say(c->locale, "debit")) + "</th><th class=\"num\">" +
+          std::string(say(c->locale, "credit")) + "</th></tr></thead><tbody>";
   for (const auto& e : t.entries)
     body += "<tr><td>" + escape(e.journal_kind) + "</td><td>" + escape(e.owner + " " + e.kind) +
             "</td><td class=\"num\">" + (e.debit ? escape(money::format(e.debit, e.currency)) : "") +
             "</td><td class=\"num\">" + (e.credit ? escape(money::format(e.credit, e.currency)) : "") + "</td></tr>";
   body += "</tbody></table></div></section><section class=\"card\" aria-labelledby=\"wh\"><h2 id=\"wh\">" +
-          std::string(c->t("Livraisons webhook", "Webhook deliveries")) + "</h2>";
+          std::string(say(c->locale, "webhook_deliveries")) + "</h2>";
   if (deliveries.empty())
-    body += "<p class=\"muted\">" + std::string(c->t("Aucune livraison.", "No delivery.")) + "</p>";
+    body += "<p class=\"muted\">" + std::string(say(c->locale, "no_delivery")) + "</p>";
   else {
-    body += "<div class=\"scroll\"><table id=\"deliveries\"><thead><tr><th>" + std::string(c->t("Date", "Date")) +
-            "</th><th>URL</th><th>" + std::string(c->t("Statut", "Status")) + "</th><th>" +
-            std::string(c->t("Essais", "Attempts")) + "</th><th></th></tr></thead><tbody>";
+    body += "<div class=\"scroll\"><table id=\"deliveries\"><thead><tr><th>" + std::string(say(c->locale, "date")) +
+            "</th><th>URL</th><th>" + std::string(say(c->locale, "status")) + "</th><th>" +
+            std::string(say(c->locale, "attempts")) + "</th><th></th></tr></thead><tbody>";
     for (const auto& d : deliveries) {
       body += "<tr><td>" + when(d.created_at, c->zone) + "</td><td>" + escape(d.url) + "</td><td>" + escape(d.status) +
               (d.last_status_code ? " (" + std::to_string(*d.last_status_code) + ")" : "") + "</td><td>" +
@@ -357,7 +465,7 @@ web::Response Service::redeliver(web::Request& req) {
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   const std::string reference = req.path_param("reference");
-  if (auto st = replay(*c, field(*fields, "event_id"), field(*fields, "endpoint_id")); !st)
+  if (auto st = replay(*c, web::field_value(*fields, "event_id"), web::field_value(*fields, "endpoint_id")); !st)
     return error_page(req, st.error());
   return see_other("/transactions/" + web::percent_encode(reference));
 }
@@ -374,48 +482,47 @@ web::Response Service::links_page(web::Request& req) {
   if (!listed) return error_page(req, listed.error());
   std::string body;
   if (auto e = req.query_param("created"); e)
-    body += "<p class=\"card\" role=\"status\">" + std::string(c->t("Lien créé : ", "Link created: ")) + escape(*e) +
-            "</p>";
+    body += "<p class=\"card\" role=\"status\">" + std::string(say(c->locale, "link_created")) + escape(*e) + "</p>";
   if (c->principal.can_change()) {
     body += "<form class=\"card\" method=\"post\" action=\"" + escape(path("/links")) + "\"><h2>" +
-            std::string(c->t("Nouveau lien", "New link")) + "</h2>" + c->csrf_field() +
-            "<div class=\"filters\"><div><label for=\"title\">" + std::string(c->t("Titre", "Title")) +
+            std::string(say(c->locale, "new_link")) + "</h2>" + c->csrf_field() +
+            "<div class=\"filters\"><div><label for=\"title\">" + std::string(say(c->locale, "title")) +
             "</label><input id=\"title\" name=\"title\" required maxlength=\"120\"></div><div><label for=\"amount\">" +
-            std::string(c->t("Montant (vide : au choix du payeur)", "Amount (empty: the payer chooses)")) +
+            std::string(say(c->locale, "amount_empty_the_payer_chooses")) +
             "</label><input id=\"amount\" name=\"amount\" inputmode=\"decimal\"></div><div><label for=\"currency\">" +
-            std::string(c->t("Devise", "Currency")) +
+            std::string(say(c->locale, "currency")) +
             "</label><input id=\"currency\" name=\"currency\" required maxlength=\"3\" value=\"XAF\"></div>"
             "<div><label for=\"max_usage\">" +
-            std::string(c->t("Paiements permis (vide : illimité)", "Payments allowed (empty: unlimited)")) +
+            std::string(say(c->locale, "payments_allowed_empty_unlimited")) +
             "</label><input id=\"max_usage\" name=\"max_usage\" inputmode=\"numeric\"></div></div><label "
             "for=\"description\">" +
-            std::string(c->t("Description", "Description")) +
+            std::string(say(c->locale, "description")) +
             "</label><input id=\"description\" name=\"description\" maxlength=\"500\"><button>" +
-            std::string(c->t("Créer le lien", "Create the link")) + "</button></form>";
+            std::string(say(c->locale, "create_the_link")) + "</button></form>";
   }
   const std::int64_t t = now();
-  body += "<div class=\"scroll\"><table id=\"links\"><thead><tr><th>" + std::string(c->t("Titre", "Title")) +
-          "</th><th>" + std::string(c->t("Lien", "Link")) + "</th><th class=\"num\">" +
-          std::string(c->t("Montant", "Amount")) + "</th><th>" + std::string(c->t("Statut", "Status")) +
-          "</th><th class=\"num\">" + std::string(c->t("Encaissé", "Collected")) +
+  body += "<div class=\"scroll\"><table id=\"links\"><thead><tr><th>" + std::string(say(c->locale, "title")) +
+          "</th><th>" + std::string(say(c->locale, "link")) + "</th><th class=\"num\">" +
+          std::string(say(c->locale, "amount")) + "</th><th>" + std::string(say(c->locale, "status")) +
+          "</th><th class=\"num\">" + std::string(say(c->locale, "collected")) +
           "</th><th>QR</th><th></th></tr></thead><tbody>";
   for (const auto& link : listed->first) {
     const std::string url = parts_.links->payment_url(link);
     const std::string status(link.status_at(t));
     body += "<tr><td>" + escape(link.title) + "</td><td><a href=\"" + escape(url) + "\">" + escape(link.short_code) +
             "</a></td><td class=\"num\">" +
-            (link.amount ? escape(money::format(*link.amount, link.currency)) : std::string(c->t("libre", "open"))) +
+            (link.amount ? escape(money::format(*link.amount, link.currency)) : std::string(say(c->locale, "open"))) +
             "</td><td>" + badge(status) + "</td><td class=\"num\">" +
             escape(money::format(link.total_collected, link.currency)) + "</td><td><a download href=\"" +
             escape(path("/links/" + web::percent_encode(link.reference) + "/qr.png")) + "\">PNG</a></td><td>";
     if (c->principal.can_change() && status == "ACTIVE")
       body += "<form class=\"inline\" method=\"post\" action=\"" +
               escape(path("/links/" + web::percent_encode(link.reference) + "/disable")) + "\">" + c->csrf_field() +
-              "<button class=\"secondary\">" + std::string(c->t("Désactiver", "Disable")) + "</button></form>";
+              "<button class=\"secondary\">" + std::string(say(c->locale, "disable")) + "</button></form>";
     body += "</td></tr>";
   }
   body += "</tbody></table></div>";
-  return page(req, *c, std::string(c->t("Liens de paiement", "Payment links")), body);
+  return page(req, *c, std::string(say(c->locale, "payment_links")), body);
 }
 
 web::Response Service::link_create(web::Request& req) {
@@ -427,19 +534,19 @@ web::Response Service::link_create(web::Request& req) {
   // The form's fields become the API's body: the same rules apply (links::parse_new_link).
   bj::object body;
   json::FieldErrors errors;
-  std::string currency = field(*fields, "currency");
+  std::string currency = web::field_value(*fields, "currency");
   for (char& ch : currency) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   body["currency"] = currency;
-  body["title"] = field(*fields, "title");
-  if (auto d = field(*fields, "description"); !d.empty()) body["description"] = d;
-  if (auto a = field(*fields, "amount"); !a.empty()) {
+  body["title"] = web::field_value(*fields, "title");
+  if (auto d = web::field_value(*fields, "description"); !d.empty()) body["description"] = d;
+  if (auto a = web::field_value(*fields, "amount"); !a.empty()) {
     auto minor = money::parse_decimal(a, currency);
     if (!minor)
       errors.add("amount", "must be a positive amount in " + currency);
     else
       body["amount"] = *minor;
   }
-  if (auto m = field(*fields, "max_usage"); !m.empty()) {
+  if (auto m = web::field_value(*fields, "max_usage"); !m.empty()) {
     try {
       std::size_t used = 0;
       body["max_usage"] = std::stoll(m, &used);
@@ -487,9 +594,9 @@ web::Response Service::create_app(web::Request& req, const Ctx& c, std::int64_t 
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   identity::ClientSpec spec;
-  spec.name = field(*fields, "name");
+  spec.name = web::field_value(*fields, "name");
   spec.confidential = true;
-  spec.redirect_uris = identity::split_list(field(*fields, "redirect_uris"));
+  spec.redirect_uris = identity::split_list(web::field_value(*fields, "redirect_uris"));
   spec.grant_types = {"client_credentials"};
   if (!spec.redirect_uris.empty()) spec.grant_types = {"client_credentials", "authorization_code", "refresh_token"};
   std::vector<std::string> scopes;
@@ -519,36 +626,35 @@ web::Response Service::create_app(web::Request& req, const Ctx& c, std::int64_t 
   });
   if (!wrote) return error_page(req, wrote.error());
   std::string body =
-      "<section class=\"card\" role=\"status\"><h2>" + std::string(c.t("Application créée", "Application created")) +
+      "<section class=\"card\" role=\"status\"><h2>" + std::string(say(c.locale, "application_created")) +
       "</h2><p>client_id: <code id=\"client-id\">" + escape(created.client.client_id) + "</code></p><p>" +
-      std::string(c.t("Secret (affiché une seule fois, copiez-le maintenant) :", "Secret (shown once: copy it now):")) +
-      "</p><p class=\"secret\" id=\"client-secret\">" + escape(created.client_secret) + "</p><p><a href=\"" +
-      escape(path(back)) + "\">" + std::string(c.t("Continuer", "Continue")) + "</a></p></section>";
-  return page(req, c, std::string(c.t("Nouvelle application", "New application")), body);
+      std::string(say(c.locale, "secret_shown_once_copy_it")) + "</p><p class=\"secret\" id=\"client-secret\">" +
+      escape(created.client_secret) + "</p><p><a href=\"" + escape(path(back)) + "\">" +
+      std::string(say(c.locale, "continue")) + "</a></p></section>";
+  return page(req, c, std::string(say(c.locale, "new_application")), body);
 }
 
 namespace {
 std::string app_form(const Service::Ctx& c, const std::string& action) {
   std::string f =
       "<form class=\"card\" method=\"post\" action=\"" + escape(action) + "\"><h2>" +
-      std::string(c.t("Nouvelle application OAuth", "New OAuth application")) + "</h2>" + c.csrf_field() +
-      "<label for=\"app-name\">" + std::string(c.t("Nom", "Name")) +
+      std::string(say(c.locale, "new_oauth_application")) + "</h2>" + c.csrf_field() + "<label for=\"app-name\">" +
+      std::string(say(c.locale, "name")) +
       "</label><input id=\"app-name\" name=\"name\" required maxlength=\"100\"><label for=\"redirect_uris\">" +
-      std::string(c.t("URI de redirection (séparées par des espaces, facultatif)",
-                      "Redirect URIs (space-separated, optional)")) +
+      std::string(say(c.locale, "redirect_uris_space_separated_optional")) +
       "</label><input id=\"redirect_uris\" name=\"redirect_uris\"><fieldset><legend>Scopes</legend>";
   for (auto s : identity::kApiScopes)
     f += "<label><input type=\"checkbox\" name=\"scope\" value=\"" + std::string(s) +
          "\" checked style=\"width:auto\"> " + std::string(s) + "</label>";
-  f += "</fieldset><button>" + std::string(c.t("Créer", "Create")) + "</button></form>";
+  f += "</fieldset><button>" + std::string(say(c.locale, "create")) + "</button></form>";
   return f;
 }
 
 std::string apps_table(const Service::Ctx& c, const std::vector<identity::Client>& apps, const std::string& rotate_base,
                        bool can_change) {
-  std::string body = "<div class=\"scroll\"><table id=\"apps\"><thead><tr><th>" + std::string(c.t("Nom", "Name")) +
-                     "</th><th>client_id</th><th>Scopes</th><th>" +
-                     std::string(c.t("URI de redirection", "Redirect URIs")) + "</th><th></th></tr></thead><tbody>";
+  std::string body = "<div class=\"scroll\"><table id=\"apps\"><thead><tr><th>" + std::string(say(c.locale, "name")) +
+                     "</th><th>client_id</th><th>Scopes</th><th>" + std::string(say(c.locale, "redirect_uris")) +
+                     "</th><th></th></tr></thead><tbody>";
   for (const auto& a : apps) {
     body += "<tr><td>" + escape(a.name) + "</td><td><code>" + escape(a.client_id) + "</code></td><td>" +
             escape(identity::join_list(a.scopes)) + "</td><td>" + escape(identity::join_list(a.redirect_uris)) +
@@ -556,7 +662,7 @@ std::string apps_table(const Service::Ctx& c, const std::vector<identity::Client
     if (can_change && a.confidential)
       body += "<form class=\"inline\" method=\"post\" action=\"" +
               escape(rotate_base + "/" + web::percent_encode(a.client_id) + "/rotate") + "\">" + c.csrf_field() +
-              "<button class=\"secondary\">" + std::string(c.t("Nouveau secret", "Rotate secret")) + "</button></form>";
+              "<button class=\"secondary\">" + std::string(say(c.locale, "rotate_secret")) + "</button></form>";
     body += "</td></tr>";
   }
   return body + "</tbody></table></div>";
@@ -577,15 +683,14 @@ web::Response Service::developers(web::Request& req) {
     return {};
   });
   if (!read) return error_page(req, read.error());
-  std::string body = "<section class=\"card\"><h2>" + std::string(c->t("Applications OAuth", "OAuth applications")) +
-                     "</h2>" + apps_table(*c, apps, path("/developers/apps"), c->principal.can_change()) + "</section>";
+  std::string body = "<section class=\"card\"><h2>" + std::string(say(c->locale, "oauth_applications")) + "</h2>" +
+                     apps_table(*c, apps, path("/developers/apps"), c->principal.can_change()) + "</section>";
   if (c->principal.can_change()) body += app_form(*c, path("/developers/apps"));
-  body += "<section class=\"card\"><h2>" + std::string(c->t("Clés d'API", "API keys")) + "</h2><p class=\"muted\">" +
-          std::string(c->t("Clés marchand (paiement hébergé, extensions) et clés de l'API de liaison de portefeuille.",
-                           "Merchant keys (hosted checkout, plugins) and wallet link API keys.")) +
-          "</p><div class=\"scroll\"><table id=\"keys\"><thead><tr><th>" + std::string(c->t("Clé", "Key")) +
-          "</th><th>" + std::string(c->t("Type", "Kind")) + "</th><th>" + std::string(c->t("Créée", "Created")) +
-          "</th><th>" + std::string(c->t("Révoquée", "Revoked")) + "</th><th></th></tr></thead><tbody>";
+  body += "<section class=\"card\"><h2>" + std::string(say(c->locale, "api_keys")) + "</h2><p class=\"muted\">" +
+          std::string(say(c->locale, "merchant_keys_hosted_checkout_plugins")) +
+          "</p><div class=\"scroll\"><table id=\"keys\"><thead><tr><th>" + std::string(say(c->locale, "key")) +
+          "</th><th>" + std::string(say(c->locale, "kind")) + "</th><th>" + std::string(say(c->locale, "created_2")) +
+          "</th><th>" + std::string(say(c->locale, "revoked")) + "</th><th></th></tr></thead><tbody>";
   for (const auto& k : keys) {
     body += "<tr><td><code>" + escape(k.display_prefix) + "…</code></td><td>" +
             std::string(k.kind == merchant::KeyKind::link ? "link" : "merchant") + "</td><td>" +
@@ -594,18 +699,17 @@ web::Response Service::developers(web::Request& req) {
     if (c->principal.can_change() && !k.revoked_at)
       body += "<form class=\"inline\" method=\"post\" action=\"" +
               escape(path("/developers/keys/" + std::to_string(k.id) + "/revoke")) + "\">" + c->csrf_field() +
-              "<button class=\"secondary\">" + std::string(c->t("Révoquer", "Revoke")) + "</button></form>";
+              "<button class=\"secondary\">" + std::string(say(c->locale, "revoke")) + "</button></form>";
     body += "</td></tr>";
   }
   body += "</tbody></table></div>";
   if (c->principal.can_change())
-    for (const auto& [kind, fr, en] : {std::tuple{"merchant", "Nouvelle clé marchand", "New merchant key"},
-                                       std::tuple{"link", "Nouvelle clé de liaison", "New link key"}})
+    for (const auto& [kind, label] : kNewKeys)
       body += "<form class=\"inline\" method=\"post\" action=\"" + escape(path("/developers/keys")) + "\">" +
               c->csrf_field() + "<input type=\"hidden\" name=\"kind\" value=\"" + kind + "\"><button>" +
-              std::string(c->t(fr, en)) + "</button></form> ";
+              std::string(label.in(c->locale)) + "</button></form> ";
   body += "</section>";
-  return page(req, *c, std::string(c->t("Développeurs", "Developers")), body);
+  return page(req, *c, std::string(say(c->locale, "developers")), body);
 }
 
 web::Response Service::app_create(web::Request& req) {
@@ -635,12 +739,12 @@ web::Response Service::app_rotate(web::Request& req) {
     return append_audit(conn, e);
   });
   if (!wrote) return error_page(req, wrote.error());
-  std::string body =
-      "<section class=\"card\" role=\"status\"><p>client_id: <code>" + escape(client_id) + "</code></p><p>" +
-      std::string(c->t("Nouveau secret (affiché une seule fois) :", "New secret (shown once):")) +
-      "</p><p class=\"secret\" id=\"client-secret\">" + escape(secret) + "</p><p><a href=\"" +
-      escape(path("/developers")) + "\">" + std::string(c->t("Continuer", "Continue")) + "</a></p></section>";
-  return page(req, *c, std::string(c->t("Nouveau secret", "New secret")), body);
+  std::string body = "<section class=\"card\" role=\"status\"><p>client_id: <code>" + escape(client_id) +
+                     "</code></p><p>" + std::string(say(c->locale, "new_secret_shown_once")) +
+                     "</p><p class=\"secret\" id=\"client-secret\">" + escape(secret) + "</p><p><a href=\"" +
+                     escape(path("/developers")) + "\">" + std::string(say(c->locale, "continue")) +
+                     "</a></p></section>";
+  return page(req, *c, std::string(say(c->locale, "new_secret")), body);
 }
 
 web::Response Service::key_issue(web::Request& req) {
@@ -648,7 +752,7 @@ web::Response Service::key_issue(web::Request& req) {
   if (!c) return error_page(req, c.error());
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
-  const std::string kind_text = field(*fields, "kind");
+  const std::string kind_text = web::field_value(*fields, "kind");
   if (kind_text != "merchant" && kind_text != "link")
     return error_page(req, empty_data(bj::object{{"kind", "must be merchant or link"}}));
   const auto kind = kind_text == "link" ? merchant::KeyKind::link : merchant::KeyKind::merchant;
@@ -667,12 +771,11 @@ web::Response Service::key_issue(web::Request& req) {
     return append_audit(conn, e);
   });
   if (!wrote) return error_page(req, wrote.error());
-  std::string body =
-      "<section class=\"card\" role=\"status\"><p>" +
-      std::string(c->t("Clé (affichée une seule fois, copiez-la maintenant) :", "Key (shown once: copy it now):")) +
-      "</p><p class=\"secret\" id=\"api-key\">" + escape(issued.key) + "</p><p><a href=\"" +
-      escape(path("/developers")) + "\">" + std::string(c->t("Continuer", "Continue")) + "</a></p></section>";
-  return page(req, *c, std::string(c->t("Nouvelle clé", "New key")), body);
+  std::string body = "<section class=\"card\" role=\"status\"><p>" +
+                     std::string(say(c->locale, "key_shown_once_copy_it")) + "</p><p class=\"secret\" id=\"api-key\">" +
+                     escape(issued.key) + "</p><p><a href=\"" + escape(path("/developers")) + "\">" +
+                     std::string(say(c->locale, "continue")) + "</a></p></section>";
+  return page(req, *c, std::string(say(c->locale, "new_key")), body);
 }
 
 web::Response Service::key_revoke(web::Request& req) {
@@ -715,7 +818,7 @@ web::Response Service::team(web::Request& req) {
   if (!read) return error_page(req, read.error());
   const bool owner = c->principal.role == web::Role::owner;
   std::string body = "<div class=\"scroll\"><table id=\"members\"><thead><tr><th>E-mail</th><th>" +
-                     std::string(c->t("Nom", "Name")) + "</th><th>" + std::string(c->t("Rôle", "Role")) +
+                     std::string(say(c->locale, "name")) + "</th><th>" + std::string(say(c->locale, "role")) +
                      "</th></tr></thead><tbody>";
   for (const auto& m : members)
     body += "<tr><td>" + escape(m.email) + "</td><td>" + escape(m.name) + "</td><td>" + escape(web::role_name(m.role)) +
@@ -723,15 +826,15 @@ web::Response Service::team(web::Request& req) {
   body += "</tbody></table></div>";
   if (owner) {
     body += "<form class=\"card\" method=\"post\" action=\"" + escape(path("/team")) + "\"><h2>" +
-            std::string(c->t("Ajouter ou changer un membre", "Add or change a member")) + "</h2>" + c->csrf_field() +
+            std::string(say(c->locale, "add_or_change_a_member")) + "</h2>" + c->csrf_field() +
             "<label for=\"email\">E-mail</label><input id=\"email\" name=\"email\" type=\"email\" required>"
             "<label for=\"role\">" +
-            std::string(c->t("Rôle", "Role")) + "</label><select id=\"role\" name=\"role\">" +
+            std::string(say(c->locale, "role")) + "</label><select id=\"role\" name=\"role\">" +
             option("viewer", "viewer", "") + option("developer", "developer", "") + option("owner", "owner", "") +
-            option("none", c->t("retirer", "remove"), "") + "</select><button>" +
-            std::string(c->t("Enregistrer", "Save")) + "</button></form>";
+            option("none", say(c->locale, "remove"), "") + "</select><button>" + std::string(say(c->locale, "save")) +
+            "</button></form>";
   }
-  return page(req, *c, std::string(c->t("Équipe", "Team")), body);
+  return page(req, *c, std::string(say(c->locale, "team")), body);
 }
 
 web::Response Service::team_put(web::Request& req) {
@@ -740,7 +843,8 @@ web::Response Service::team_put(web::Request& req) {
   if (c->principal.role != web::Role::owner) return error_page(req, not_allowed("only owners change the team"));
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
-  auto st = put_membership(*c, c->principal.merchant_id, field(*fields, "email"), field(*fields, "role"));
+  auto st = put_membership(*c, c->principal.merchant_id, web::field_value(*fields, "email"),
+                           web::field_value(*fields, "role"));
   if (!st) return error_page(req, st.error());
   return see_other("/team");
 }
@@ -782,27 +886,22 @@ web::Response Service::settings(web::Request& req) {
   const bool owner = c->principal.role == web::Role::owner;
   const std::string current = c->session.merchant ? c->session.merchant->time_zone : "";
   const std::string shown = c->zone;
-  std::string body = "<div class=\"card\"><h2>" + std::string(c->t("Fuseau horaire", "Time zone")) + "</h2><p>" +
-                     std::string(c->t("Les dates du tableau de bord et des pages de paiement de vos clients sont "
-                                      "données dans ce fuseau.",
-                                      "The dashboard's and your customers' payment pages' times are given in this "
-                                      "zone.")) +
-                     "</p><p id=\"time-zone\"><strong>" + escape(shown) + "</strong> (" +
+  std::string body = "<div class=\"card\"><h2>" + std::string(say(c->locale, "time_zone")) + "</h2><p>" +
+                     std::string(say(c->locale, "the_dashboard_s_and_your")) + "</p><p id=\"time-zone\"><strong>" +
+                     escape(shown) + "</strong> (" +
                      escape(tz::offset_label(tz::find(shown) ? tz::find(shown)->offset_minutes : 0)) + ")" +
-                     (current.empty() ? std::string(c->t(" — celui de votre premier pays", " — your first country's"))
-                                      : std::string()) +
-                     "</p>";
+                     (current.empty() ? std::string(say(c->locale, "your_first_country_s")) : std::string()) + "</p>";
   if (owner) {
     body += "<form method=\"post\" action=\"" + escape(path("/settings")) + "\">" + c->csrf_field() +
-            "<label for=\"zone\">" + std::string(c->t("Changer de fuseau", "Change the zone")) +
+            "<label for=\"zone\">" + std::string(say(c->locale, "change_the_zone")) +
             "</label><select id=\"zone\" name=\"time_zone\">" +
-            option("", c->t("Celui de mon premier pays", "My first country's"), current);
+            option("", say(c->locale, "my_first_country_s"), current);
     for (const tz::Zone& z : tz::all())
       body += option(z.name, std::string(z.name) + " (" + tz::offset_label(z.offset_minutes) + ")", current);
-    body += "</select><button>" + std::string(c->t("Enregistrer", "Save")) + "</button></form>";
+    body += "</select><button>" + std::string(say(c->locale, "save")) + "</button></form>";
   }
   body += "</div>";
-  return page(req, *c, std::string(c->t("Réglages", "Settings")), body);
+  return page(req, *c, std::string(say(c->locale, "settings")), body);
 }
 
 web::Response Service::settings_submit(web::Request& req) {
@@ -811,7 +910,7 @@ web::Response Service::settings_submit(web::Request& req) {
   if (c->principal.role != web::Role::owner) return error_page(req, not_allowed("only owners change the settings"));
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
-  const std::string zone = field(*fields, "time_zone");
+  const std::string zone = web::field_value(*fields, "time_zone");
   if (!zone.empty() && !tz::find(zone))
     return error_page(req, empty_data(bj::object{{"time_zone", "must be a zone of the list (docs/dashboard.md)"}}));
   auto st = db_.write([&](store::Conn& conn) -> Status {

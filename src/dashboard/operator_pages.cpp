@@ -20,16 +20,115 @@
 #include "payments/ledger.hpp"
 #include "store/jobs.hpp"
 #include "web/envelope.hpp"
+#include "web/texts.hpp"
 #include "webhooks/registry.hpp"
 #include "webhooks/service.hpp"
 
 namespace sika::dashboard {
 
+namespace {
+
+// The texts of these pages (web/texts.hpp).
+constexpr web::texts::Entry kTextsData[] = {
+    {"yes", "oui", "yes"},
+    {"no", "non", "no"},
+    {"matricule", "Matricule", "Matricule"},
+    {"name", "Nom", "Name"},
+    {"countries", "Pays", "Countries"},
+    {"tier", "Niveau", "Tier"},
+    {"environment", "Environnement", "Environment"},
+    {"active", "Actif", "Active"},
+    {"new_merchant", "Nouveau marchand", "New merchant"},
+    {"countries_iso_alpha_3_codes", "Pays (codes ISO alpha-3, séparés par des virgules)",
+     "Countries (ISO alpha-3 codes, comma-separated)"},
+    {"create", "Créer", "Create"},
+    {"merchants", "Marchands", "Merchants"},
+    {"tier_2", "niveau ", "tier "},
+    {"active_2", "Actif : ", "Active: "},
+    {"disable", "Désactiver", "Disable"},
+    {"enable", "Activer", "Enable"},
+    {"countries_and_tier", "Pays et niveau", "Countries and tier"},
+    {"correct_the_fields_shown", "Corrigez les champs signalés.", "Correct the fields shown."},
+    {"countries_iso_alpha_3_codes_2", "Pays (codes ISO alpha-3 du catalogue, séparés par des virgules)",
+     "Countries (ISO alpha-3 codes of the catalog, comma-separated)"},
+    {"tier_0_to_100", "Niveau (0 à 100)", "Tier (0 to 100)"},
+    {"its_applications_and_staff_follow",
+     "Ses applications et son équipe suivent ; leurs jetons déjà émis sont refusés.",
+     "Its applications and staff follow; their tokens already issued are refused."},
+    {"save", "Enregistrer", "Save"},
+    {"oauth_applications", "Applications OAuth", "OAuth applications"},
+    {"new_oauth_application", "Nouvelle application OAuth", "New OAuth application"},
+    {"redirect_uris_optional", "URI de redirection (facultatif)", "Redirect URIs (optional)"},
+    {"members", "Membres", "Members"},
+    {"role", "Rôle", "Role"},
+    {"remove", "retirer", "remove"},
+    {"ledger_ok_no_violation", "Grand livre cohérent : aucune anomalie.", "Ledger OK: no violation."},
+    {"violations_found", "Anomalies trouvées.", "Violations found."},
+    {"accounts", "comptes", "accounts"},
+    {"journals", "journaux", "journals"},
+    {"entries", "écritures", "entries"},
+    {"currency", "Devise", "Currency"},
+    {"debits", "Débits", "Debits"},
+    {"credits", "Crédits", "Credits"},
+    {"ledger_check", "Contrôle du grand livre", "Ledger check"},
+    {"job_queues", "Files de travaux", "Job queues"},
+    {"no_job", "Aucun travail.", "No job."},
+    {"queue", "File", "Queue"},
+    {"failed_webhooks", "Webhooks en échec", "Failed webhooks"},
+    {"failed_deliveries", "livraisons en échec", "failed deliveries"},
+    {"outbox_lag", "Retard de l'outbox", "Outbox lag"},
+    {"event_s_waiting", "événement(s) en attente", "event(s) waiting"},
+    {"the_oldest_for", "le plus ancien depuis", "the oldest for"},
+    {"webhook_failure_rate", "Taux d'échec des webhooks", "Webhook failure rate"},
+    {"no_delivery_attempt", "Aucun essai de livraison.", "No delivery attempt."},
+    {"text", ",", "."},
+    {"of_the", "des", "of the"},
+    {"last_attempts", "derniers essais", "last attempts"},
+    {"outcome", "Résultat", "Outcome"},
+    {"attempts", "Essais", "Attempts"},
+    {"system_health", "État du système", "System health"},
+    {"dialling_code", "Indicatif", "Dialling code"},
+    {"services", "Services", "Services"},
+    {"country", "Pays", "Country"},
+    {"kind", "Type", "Kind"},
+    {"providers", "Opérateurs", "Providers"},
+    {"pricing_rules", "Règles de tarification", "Pricing rules"},
+    {"operation", "Opération", "Operation"},
+    {"amounts", "Montants", "Amounts"},
+    {"fee", "Frais", "Fee"},
+    {"exchange_rates", "Taux de change", "Exchange rates"},
+    {"from", "De", "From"},
+    {"to", "Vers", "To"},
+    {"rate", "Taux", "Rate"},
+    {"since", "Depuis", "Since"},
+    {"by", "Par", "By"},
+    {"order_currency", "Devise de la commande", "Order currency"},
+    {"paid_currency", "Devise payée", "Paid currency"},
+    {"rate_e_g_655_957", "Taux (ex. 655.957 ou 1/600)", "Rate (e.g. 655.957 or 1/600)"},
+    {"save_the_rate", "Enregistrer le taux", "Save the rate"},
+    {"create_or_change_an_entry", "Créer ou modifier une entrée", "Create or change an entry"},
+    {"mode", "Mode", "Mode"},
+    {"update_the_given_fields", "modifier (champs donnés)", "update (the given fields)"},
+    {"create_2", "créer", "create"},
+    {"replace", "remplacer", "replace"},
+    {"record_json", "Enregistrement (JSON)", "Record (JSON)"},
+    {"catalog", "Catalogue", "Catalog"},
+};
+constexpr auto kTexts = web::texts::table(kTextsData);
+const web::texts::Enrolled kEnrolled{"dashboard/operator_pages", kTexts};
+
+// The text of `key` in `locale`.
+std::string_view say(i18n::Locale locale, web::texts::Key<kTexts> key) { return key.in(locale); }
+
+}  // namespace
+
 namespace bj = boost::json;
 using web::html::escape;
 
 namespace {
-std::string yes_no(const Service::Ctx& c, bool v) { return std::string(v ? c.t("oui", "yes") : c.t("non", "no")); }
+std::string yes_no(const Service::Ctx& c, bool v) {
+  return std::string(v ? say(c.locale, "yes") : say(c.locale, "no"));
+}
 }  // namespace
 
 web::Response Service::merchants(web::Request& req) {
@@ -42,11 +141,10 @@ web::Response Service::merchants(web::Request& req) {
   });
   if (!read) return error_page(req, read.error());
   std::string body = "<div class=\"scroll\"><table id=\"merchants\"><thead><tr><th>" +
-                     std::string(c->t("Matricule", "Matricule")) + "</th><th>" + std::string(c->t("Nom", "Name")) +
-                     "</th><th>" + std::string(c->t("Pays", "Countries")) + "</th><th>" +
-                     std::string(c->t("Niveau", "Tier")) + "</th><th>" +
-                     std::string(c->t("Environnement", "Environment")) + "</th><th>" +
-                     std::string(c->t("Actif", "Active")) + "</th></tr></thead><tbody>";
+                     std::string(say(c->locale, "matricule")) + "</th><th>" + std::string(say(c->locale, "name")) +
+                     "</th><th>" + std::string(say(c->locale, "countries")) + "</th><th>" +
+                     std::string(say(c->locale, "tier")) + "</th><th>" + std::string(say(c->locale, "environment")) +
+                     "</th><th>" + std::string(say(c->locale, "active")) + "</th></tr></thead><tbody>";
   for (const auto& m : all)
     body += "<tr><td><a href=\"" + escape(path("/operator/merchants/" + web::percent_encode(m.matricule))) + "\">" +
             escape(m.matricule) + "</a></td><td>" + escape(m.name) + "</td><td>" +
@@ -54,18 +152,17 @@ web::Response Service::merchants(web::Request& req) {
             escape(m.environment) + "</td><td>" + yes_no(*c, m.active) + "</td></tr>";
   body += "</tbody></table></div>";
   body += "<form class=\"card\" method=\"post\" action=\"" + escape(path("/operator/merchants")) + "\"><h2>" +
-          std::string(c->t("Nouveau marchand", "New merchant")) + "</h2>" + c->csrf_field() + "<label for=\"m-name\">" +
-          std::string(c->t("Nom", "Name")) +
+          std::string(say(c->locale, "new_merchant")) + "</h2>" + c->csrf_field() + "<label for=\"m-name\">" +
+          std::string(say(c->locale, "name")) +
           "</label><input id=\"m-name\" name=\"name\" required maxlength=\"120\"><label for=\"m-email\">E-mail</label>"
           "<input id=\"m-email\" name=\"email\" type=\"email\"><label for=\"m-countries\">" +
-          std::string(c->t("Pays (codes ISO alpha-3, séparés par des virgules)",
-                           "Countries (ISO alpha-3 codes, comma-separated)")) +
+          std::string(say(c->locale, "countries_iso_alpha_3_codes")) +
           "</label><input id=\"m-countries\" name=\"countries\" required value=\"CMR\"><label for=\"m-env\">" +
-          std::string(c->t("Environnement", "Environment")) +
+          std::string(say(c->locale, "environment")) +
           "</label><select id=\"m-env\" name=\"environment\"><option>sandbox</option><option>prod</option></select>"
           "<button>" +
-          std::string(c->t("Créer", "Create")) + "</button></form>";
-  return page(req, *c, std::string(c->t("Marchands", "Merchants")), body);
+          std::string(say(c->locale, "create")) + "</button></form>";
+  return page(req, *c, std::string(say(c->locale, "merchants")), body);
 }
 
 web::Response Service::merchant_create(web::Request& req) {
@@ -74,10 +171,10 @@ web::Response Service::merchant_create(web::Request& req) {
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   merchant::NewMerchant m;
-  m.name = field(*fields, "name");
-  m.email = field(*fields, "email");
-  m.countries = merchant::split_countries(field(*fields, "countries"));
-  m.environment = field(*fields, "environment");
+  m.name = web::field_value(*fields, "name");
+  m.email = web::field_value(*fields, "email");
+  m.countries = merchant::split_countries(web::field_value(*fields, "countries"));
+  m.environment = web::field_value(*fields, "environment");
   json::FieldErrors errors;
   if (m.name.empty() || m.name.size() > 120) errors.add("name", "required, at most 120 characters");
   if (m.countries.empty()) errors.add("countries", "at least one ISO alpha-3 code");
@@ -152,62 +249,56 @@ web::Response Service::merchant_view(web::Request& req, const Ctx& ctx, const st
   const std::string base = "/operator/merchants/" + web::percent_encode(m->matricule);
   std::string body = "<section class=\"card\"><p id=\"merchant-summary\">" + escape(m->matricule) + " · " +
                      escape(m->environment) + " · " + escape(merchant::join_countries(m->countries)) + " · " +
-                     std::string(c->t("niveau ", "tier ")) + std::to_string(m->tier) + " · " + escape(m->email) +
-                     "</p><p>" + std::string(c->t("Actif : ", "Active: ")) + yes_no(*c, m->active) +
+                     std::string(say(c->locale, "tier_2")) + std::to_string(m->tier) + " · " + escape(m->email) +
+                     "</p><p>" + std::string(say(c->locale, "active_2")) + yes_no(*c, m->active) +
                      "</p><form method=\"post\" action=\"" + escape(path(base + (m->active ? "/disable" : "/enable"))) +
                      "\">" + c->csrf_field() + "<button class=\"secondary\">" +
-                     std::string(m->active ? c->t("Désactiver", "Disable") : c->t("Activer", "Enable")) +
+                     std::string(m->active ? say(c->locale, "disable") : say(c->locale, "enable")) +
                      "</button></form></section>";
   // Countries and tier: what the merchant's credentials may do (docs/dashboard.md).
   const std::string countries_value =
-      submitted ? field(*submitted, "countries") : merchant::join_countries(m->countries);
-  const std::string tier_value = submitted ? field(*submitted, "tier") : std::to_string(m->tier);
+      submitted ? web::field_value(*submitted, "countries") : merchant::join_countries(m->countries);
+  const std::string tier_value = submitted ? web::field_value(*submitted, "tier") : std::to_string(m->tier);
   body += "<form class=\"card\" id=\"grants\" method=\"post\" action=\"" + escape(path(base + "/grants")) + "\"><h2>" +
-          std::string(c->t("Pays et niveau", "Countries and tier")) + "</h2>" + c->csrf_field();
+          std::string(say(c->locale, "countries_and_tier")) + "</h2>" + c->csrf_field();
   if (refused)
-    body += "<p class=\"error\" role=\"alert\">" +
-            std::string(c->t("Corrigez les champs signalés.", "Correct the fields shown.")) + "</p>";
-  body += grants_input("countries",
-                       c->t("Pays (codes ISO alpha-3 du catalogue, séparés par des virgules)",
-                            "Countries (ISO alpha-3 codes of the catalog, comma-separated)"),
-                       "required autocomplete=\"off\"", countries_value, problem_of(refused, "countries"));
-  body +=
-      grants_input("tier", c->t("Niveau (0 à 100)", "Tier (0 to 100)"),
-                   "required inputmode=\"numeric\" pattern=\"[0-9]{1,3}\"", tier_value, problem_of(refused, "tier"));
-  body += "<p class=\"muted\">" +
-          std::string(c->t("Ses applications et son équipe suivent ; leurs jetons déjà émis sont refusés.",
-                           "Its applications and staff follow; their tokens already issued are refused.")) +
-          "</p><button id=\"grants-save\">" + std::string(c->t("Enregistrer", "Save")) + "</button></form>";
-  body += "<section class=\"card\"><h2>" + std::string(c->t("Applications OAuth", "OAuth applications")) + "</h2>";
-  body += "<div class=\"scroll\"><table id=\"apps\"><thead><tr><th>" + std::string(c->t("Nom", "Name")) +
-          "</th><th>client_id</th><th>Scopes</th><th>" + std::string(c->t("Pays", "Countries")) + "</th><th>" +
-          std::string(c->t("Niveau", "Tier")) + "</th></tr></thead><tbody>";
+    body += "<p class=\"error\" role=\"alert\">" + std::string(say(c->locale, "correct_the_fields_shown")) + "</p>";
+  body += grants_input("countries", say(c->locale, "countries_iso_alpha_3_codes_2"), "required autocomplete=\"off\"",
+                       countries_value, problem_of(refused, "countries"));
+  body += grants_input("tier", say(c->locale, "tier_0_to_100"), "required inputmode=\"numeric\" pattern=\"[0-9]{1,3}\"",
+                       tier_value, problem_of(refused, "tier"));
+  body += "<p class=\"muted\">" + std::string(say(c->locale, "its_applications_and_staff_follow")) +
+          "</p><button id=\"grants-save\">" + std::string(say(c->locale, "save")) + "</button></form>";
+  body += "<section class=\"card\"><h2>" + std::string(say(c->locale, "oauth_applications")) + "</h2>";
+  body += "<div class=\"scroll\"><table id=\"apps\"><thead><tr><th>" + std::string(say(c->locale, "name")) +
+          "</th><th>client_id</th><th>Scopes</th><th>" + std::string(say(c->locale, "countries")) + "</th><th>" +
+          std::string(say(c->locale, "tier")) + "</th></tr></thead><tbody>";
   for (const auto& a : apps)
     body += "<tr><td>" + escape(a.name) + "</td><td><code>" + escape(a.client_id) + "</code></td><td>" +
             escape(identity::join_list(a.scopes)) + "</td><td>" + escape(merchant::join_countries(a.countries)) +
             "</td><td>" + std::to_string(a.user_tier) + "</td></tr>";
   body += "</tbody></table></div></section>";
   body += "<form class=\"card\" method=\"post\" action=\"" + escape(path(base + "/apps")) + "\"><h2>" +
-          std::string(c->t("Nouvelle application OAuth", "New OAuth application")) + "</h2>" + c->csrf_field() +
-          "<label for=\"app-name\">" + std::string(c->t("Nom", "Name")) +
+          std::string(say(c->locale, "new_oauth_application")) + "</h2>" + c->csrf_field() +
+          "<label for=\"app-name\">" + std::string(say(c->locale, "name")) +
           "</label><input id=\"app-name\" name=\"name\" required maxlength=\"100\"><label for=\"redirect_uris\">" +
-          std::string(c->t("URI de redirection (facultatif)", "Redirect URIs (optional)")) +
-          "</label><input id=\"redirect_uris\" name=\"redirect_uris\"><button>" + std::string(c->t("Créer", "Create")) +
-          "</button></form>";
-  body += "<section class=\"card\"><h2>" + std::string(c->t("Membres", "Members")) +
+          std::string(say(c->locale, "redirect_uris_optional")) +
+          "</label><input id=\"redirect_uris\" name=\"redirect_uris\"><button>" +
+          std::string(say(c->locale, "create")) + "</button></form>";
+  body += "<section class=\"card\"><h2>" + std::string(say(c->locale, "members")) +
           "</h2><div class=\"scroll\"><table id=\"members\"><thead><tr><th>E-mail</th><th>" +
-          std::string(c->t("Rôle", "Role")) + "</th></tr></thead><tbody>";
+          std::string(say(c->locale, "role")) + "</th></tr></thead><tbody>";
   for (const auto& mb : members)
     body += "<tr><td>" + escape(mb.email) + "</td><td>" + escape(web::role_name(mb.role)) + "</td></tr>";
   body += "</tbody></table></div><form method=\"post\" action=\"" + escape(path(base + "/members")) + "\">" +
           c->csrf_field() +
           "<label for=\"email\">E-mail</label><input id=\"email\" name=\"email\" type=\"email\" required>"
           "<label for=\"role\">" +
-          std::string(c->t("Rôle", "Role")) +
+          std::string(say(c->locale, "role")) +
           "</label><select id=\"role\" name=\"role\"><option>owner</option><option>developer</option>"
           "<option>viewer</option><option value=\"none\">" +
-          std::string(c->t("retirer", "remove")) + "</option></select><button>" +
-          std::string(c->t("Enregistrer", "Save")) + "</button></form></section>";
+          std::string(say(c->locale, "remove")) + "</option></select><button>" + std::string(say(c->locale, "save")) +
+          "</button></form></section>";
   return page(req, *c, m->name, body, refused ? web::http_status(refused->kind) : 200);
 }
 
@@ -274,12 +365,12 @@ web::Response Service::merchant_grants(web::Request& req) {
   if (!parts_.catalog) return error_page(req, unavailable(bj::string("catalog not configured")));
   const std::string matricule = req.path_param("matricule");
   std::vector<std::string> countries;
-  for (auto& code : merchant::split_countries(field(*fields, "countries"))) {
+  for (auto& code : merchant::split_countries(web::field_value(*fields, "countries"))) {
     const auto first = code.find_first_not_of(' ');
     if (first != std::string::npos) countries.push_back(code.substr(first, code.find_last_not_of(' ') - first + 1));
   }
   // Anything but a plain number is out of range, so the tier's problem is the range's.
-  const std::string tier_text = field(*fields, "tier");
+  const std::string tier_text = web::field_value(*fields, "tier");
   std::int64_t tier = -1;
   if (!tier_text.empty() && tier_text.size() <= 3 &&
       std::all_of(tier_text.begin(), tier_text.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
@@ -310,7 +401,7 @@ web::Response Service::merchant_member(web::Request& req) {
   if (!m) return error_page(req, m.error());
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
-  auto st = put_membership(*c, m->id, field(*fields, "email"), field(*fields, "role"));
+  auto st = put_membership(*c, m->id, web::field_value(*fields, "email"), web::field_value(*fields, "role"));
   if (!st) return error_page(req, st.error());
   return see_other("/operator/merchants/" + web::percent_encode(m->matricule));
 }
@@ -322,14 +413,13 @@ web::Response Service::ledger(web::Request& req) {
   if (!report) return error_page(req, report.error());
   std::string body =
       "<section class=\"card\"><p id=\"ledger-status\" class=\"" + std::string(report->ok() ? "" : "error") + "\">" +
-      std::string(report->ok() ? c->t("Grand livre cohérent : aucune anomalie.", "Ledger OK: no violation.")
-                               : c->t("Anomalies trouvées.", "Violations found.")) +
-      "</p><p>" + std::to_string(report->accounts) + " " + std::string(c->t("comptes", "accounts")) + ", " +
-      std::to_string(report->journals) + " " + std::string(c->t("journaux", "journals")) + ", " +
-      std::to_string(report->entries) + " " + std::string(c->t("écritures", "entries")) + "</p></section>";
-  body += "<div class=\"scroll\"><table><thead><tr><th>Env.</th><th>" + std::string(c->t("Devise", "Currency")) +
-          "</th><th class=\"num\">" + std::string(c->t("Débits", "Debits")) + "</th><th class=\"num\">" +
-          std::string(c->t("Crédits", "Credits")) + "</th></tr></thead><tbody>";
+      std::string(report->ok() ? say(c->locale, "ledger_ok_no_violation") : say(c->locale, "violations_found")) +
+      "</p><p>" + std::to_string(report->accounts) + " " + std::string(say(c->locale, "accounts")) + ", " +
+      std::to_string(report->journals) + " " + std::string(say(c->locale, "journals")) + ", " +
+      std::to_string(report->entries) + " " + std::string(say(c->locale, "entries")) + "</p></section>";
+  body += "<div class=\"scroll\"><table><thead><tr><th>Env.</th><th>" + std::string(say(c->locale, "currency")) +
+          "</th><th class=\"num\">" + std::string(say(c->locale, "debits")) + "</th><th class=\"num\">" +
+          std::string(say(c->locale, "credits")) + "</th></tr></thead><tbody>";
   for (const auto& t : report->totals)
     body += "<tr><td>" + escape(t.environment) + "</td><td>" + escape(t.currency) + "</td><td class=\"num\">" +
             escape(money::format(t.debits, t.currency)) + "</td><td class=\"num\">" +
@@ -341,13 +431,13 @@ web::Response Service::ledger(web::Request& req) {
       body += "<li><strong>" + escape(v.rule) + "</strong> " + escape(v.subject) + ": " + escape(v.detail) + "</li>";
     body += "</ul>";
   }
-  return page(req, *c, std::string(c->t("Contrôle du grand livre", "Ledger check")), body);
+  return page(req, *c, std::string(say(c->locale, "ledger_check")), body);
 }
 
 web::Response Service::health(web::Request& req) {
   auto c = context(req);
   if (!c) return error_page(req, c.error());
-  std::string body = "<section class=\"card\"><h2>" + std::string(c->t("Files de travaux", "Job queues")) + "</h2>";
+  std::string body = "<section class=\"card\"><h2>" + std::string(say(c->locale, "job_queues")) + "</h2>";
   std::map<std::string, std::map<std::string, int>> per_queue;
   for (std::string state : {"pending", "running", "dead"}) {
     store::JobFilter f;
@@ -358,9 +448,9 @@ web::Response Service::health(web::Request& req) {
     for (const auto& j : *jobs) ++per_queue[j.queue][state];
   }
   if (per_queue.empty())
-    body += "<p class=\"muted\">" + std::string(c->t("Aucun travail.", "No job.")) + "</p>";
+    body += "<p class=\"muted\">" + std::string(say(c->locale, "no_job")) + "</p>";
   else {
-    body += "<div class=\"scroll\"><table><thead><tr><th>" + std::string(c->t("File", "Queue")) +
+    body += "<div class=\"scroll\"><table><thead><tr><th>" + std::string(say(c->locale, "queue")) +
             "</th><th class=\"num\">pending</th><th class=\"num\">running</th><th class=\"num\">dead</th></tr></thead>"
             "<tbody>";
     for (auto& [q, states] : per_queue)
@@ -369,15 +459,14 @@ web::Response Service::health(web::Request& req) {
               std::to_string(states["dead"]) + "</td></tr>";
     body += "</tbody></table></div>";
   }
-  body +=
-      "</section><section class=\"card\"><h2>" + std::string(c->t("Webhooks en échec", "Failed webhooks")) + "</h2>";
+  body += "</section><section class=\"card\"><h2>" + std::string(say(c->locale, "failed_webhooks")) + "</h2>";
   if (parts_.webhooks) {
     webhooks::DeliveryFilter df;
     df.status = "failed";
     auto failed = parts_.webhooks->registry().list_deliveries(std::nullopt, df, 20, 0);
     if (!failed) return error_page(req, failed.error());
     body += "<p id=\"webhook-failures\">" + std::to_string(failed->total) + " " +
-            std::string(c->t("livraisons en échec", "failed deliveries")) + "</p><ul>";
+            std::string(say(c->locale, "failed_deliveries")) + "</p><ul>";
     for (const auto& d : failed->items)
       body += "<li>" + when(d.created_at, c->zone) + " " + escape(d.url) + " — " + escape(d.last_error.value_or("")) +
               "</li>";
@@ -395,36 +484,89 @@ web::Response Service::health(web::Request& req) {
   });
   if (!read) return error_page(req, read.error());
   const std::int64_t lag_s = lag.oldest_at ? std::max<std::int64_t>(0, now() - *lag.oldest_at) / 1000 : 0;
-  body += "<section class=\"card\"><h2>" + std::string(c->t("Retard de l'outbox", "Outbox lag")) +
-          "</h2><p id=\"outbox-lag\">" + std::to_string(lag.waiting) + " " +
-          std::string(c->t("événement(s) en attente", "event(s) waiting")) +
-          (lag.oldest_at ? ", " + std::string(c->t("le plus ancien depuis", "the oldest for")) + " " +
-                               std::to_string(lag_s) + " s"
-                         : "") +
-          "</p></section>";
+  body +=
+      "<section class=\"card\"><h2>" + std::string(say(c->locale, "outbox_lag")) + "</h2><p id=\"outbox-lag\">" +
+      std::to_string(lag.waiting) + " " + std::string(say(c->locale, "event_s_waiting")) +
+      (lag.oldest_at ? ", " + std::string(say(c->locale, "the_oldest_for")) + " " + std::to_string(lag_s) + " s" : "") +
+      "</p></section>";
   std::int64_t attempts = 0, succeeded = 0;
   for (const auto& [outcome, n] : outcomes) {
     attempts += n;
     if (outcome == "succeeded") succeeded += n;
   }
-  body += "<section class=\"card\"><h2>" + std::string(c->t("Taux d'échec des webhooks", "Webhook failure rate")) +
+  body += "<section class=\"card\"><h2>" + std::string(say(c->locale, "webhook_failure_rate")) +
           "</h2><p id=\"webhook-failure-rate\">";
   if (attempts == 0) {
-    body += std::string(c->t("Aucun essai de livraison.", "No delivery attempt.")) + "</p>";
+    body += std::string(say(c->locale, "no_delivery_attempt")) + "</p>";
   } else {
     const std::int64_t permille = (attempts - succeeded) * 1000 / attempts;
-    body += std::to_string(permille / 10) + std::string(c->t(",", ".")) + std::to_string(permille % 10) + " % " +
-            std::string(c->t("des", "of the")) + " " + std::to_string(attempts) + " " +
-            std::string(c->t("derniers essais", "last attempts")) + "</p><table><thead><tr><th>" +
-            std::string(c->t("Résultat", "Outcome")) + "</th><th class=\"num\">" +
-            std::string(c->t("Essais", "Attempts")) + "</th></tr></thead><tbody>";
+    body += std::to_string(permille / 10) + std::string(say(c->locale, "text")) + std::to_string(permille % 10) +
+            " % " + std::string(say(c->locale, "of_the")) + " " + std::to_string(attempts) + " " +
+            std::string(say(c->locale, "last_attempts")) + "</p><table><thead><tr><th>" +
+            std::string(say(c->locale, "outcome")) + "</th><th class=\"num\">" +
+            std::string(say(c->locale, "attempts")) + "</th></tr></thead><tbody>";
     for (const auto& [outcome, n] : outcomes)
       body += "<tr><td>" + escape(outcome) + "</td><td class=\"num\">" + std::to_string(n) + "</td></tr>";
     body += "</tbody></table>";
   }
   body += "</section>";
-  return page(req, *c, std::string(c->t("État du système", "System health")), body);
+  return page(req, *c, std::string(say(c->locale, "system_health")), body);
 }
+
+namespace {
+
+// A pricing rule's fee: an amount, or parts per million of the amount shown as a percentage
+// without floating point.
+std::string fee_text(const catalog::PricingRule& r, const std::string& currency) {
+  if (r.fee_type == catalog::FeeType::fixed) return money::format(r.fee_units, currency);
+  std::string frac = std::to_string(r.fee_units % 10000);
+  frac = std::string(4 - frac.size(), '0') + frac;
+  while (!frac.empty() && frac.back() == '0') frac.pop_back();
+  return std::to_string(r.fee_units / 10000) + (frac.empty() ? "" : "." + frac) + " %";
+}
+
+// The country of a catalog id; nullptr when none.
+const catalog::Country* country_by_id(const catalog::Catalog& cat, std::int64_t id) {
+  for (const auto& k : cat.countries())
+    if (k.id == id) return &k;
+  return nullptr;
+}
+
+// The catalog page's forms: a new FX rate (posted to `fx_action`), and any entry by its record
+// (posted to `put_action`).
+std::string catalog_forms_html(const Service::Ctx& c, const std::string& fx_action, const std::string& put_action) {
+  std::string body =
+      "<form method=\"post\" action=\"" + escape(fx_action) + "\">" + c.csrf_field() + "<label for=\"fx-base\">" +
+      std::string(say(c.locale, "order_currency")) +
+      "</label><input id=\"fx-base\" name=\"base\" required maxlength=\"3\" autocomplete=\"off\">" +
+      "<label for=\"fx-quote\">" + std::string(say(c.locale, "paid_currency")) +
+      "</label><input id=\"fx-quote\" name=\"quote\" required maxlength=\"3\" autocomplete=\"off\">" +
+      "<label for=\"fx-rate\">" + std::string(say(c.locale, "rate_e_g_655_957")) +
+      "</label><input id=\"fx-rate\" name=\"rate\" required autocomplete=\"off\"><button id=\"fx-put\">" +
+      std::string(say(c.locale, "save_the_rate")) + "</button></form></section>";
+  // Any entry by its record (the admin CLI's and the import's format, docs/catalog.md): the
+  // catalog service validates it and names the field it refuses.
+  body += "<section class=\"card\" aria-labelledby=\"put\"><h2 id=\"put\">" +
+          std::string(say(c.locale, "create_or_change_an_entry")) +
+          "</h2><form method=\"post\" "
+          "action=\"" +
+          escape(put_action) + "\">" + c.csrf_field() + "<label for=\"kind\">" + std::string(say(c.locale, "kind")) +
+          "</label><select id=\"kind\" name=\"kind\">";
+  for (auto k : {"country", "provider", "service", "pricing_rule"}) body += std::string("<option>") + k + "</option>";
+  body += "</select><label for=\"mode\">" + std::string(say(c.locale, "mode")) +
+          "</label><select id=\"mode\" name=\"mode\"><option value=\"update\">" +
+          std::string(say(c.locale, "update_the_given_fields")) + "</option><option value=\"create\">" +
+          std::string(say(c.locale, "create_2")) + "</option><option value=\"upsert\">" +
+          std::string(say(c.locale, "replace")) + "</option></select><label for=\"record\">" +
+          std::string(say(c.locale, "record_json")) +
+          "</label><textarea id=\"record\" name=\"record\" rows=\"6\" required "
+          "placeholder='{\"code\": \"CMR_MTN_COLLECTION_T1\", \"fee_value\": 1.75}'></textarea><button "
+          "id=\"catalog-put\">" +
+          std::string(say(c.locale, "save")) + "</button></form></section>";
+  return body;
+}
+
+}  // namespace
 
 web::Response Service::catalog_page(web::Request& req) {
   auto c = context(req);
@@ -432,11 +574,6 @@ web::Response Service::catalog_page(web::Request& req) {
   if (!parts_.catalog) return error_page(req, unavailable(bj::string("catalog not configured")));
   // The snapshot every payment is priced from (at most catalog.refresh_ms old).
   auto cat = parts_.catalog->snapshot();
-  auto country_of = [&](std::int64_t id) -> const catalog::Country* {
-    for (const auto& k : cat->countries())
-      if (k.id == id) return &k;
-    return nullptr;
-  };
   const auto yes = [&](bool v) { return yes_no(*c, v); };
   // The button that turns an entry on or off.
   const auto toggle = [&](std::string_view kind, const std::string& code, bool active) {
@@ -444,56 +581,47 @@ web::Response Service::catalog_page(web::Request& req) {
            escape(path("/operator/catalog/" + std::string(kind) + "/" + web::percent_encode(code) +
                        (active ? "/disable" : "/enable"))) +
            "\">" + c->csrf_field() + "<button class=\"secondary\" aria-label=\"" +
-           escape(std::string(active ? c->t("Désactiver", "Disable") : c->t("Activer", "Enable")) + " " + code) +
-           "\">" + std::string(active ? c->t("Désactiver", "Disable") : c->t("Activer", "Enable")) + "</button></form>";
+           escape(std::string(active ? say(c->locale, "disable") : say(c->locale, "enable")) + " " + code) + "\">" +
+           std::string(active ? say(c->locale, "disable") : say(c->locale, "enable")) + "</button></form>";
   };
-  std::string body = "<section class=\"card\"><h2>" + std::string(c->t("Pays", "Countries")) +
+  std::string body = "<section class=\"card\"><h2>" + std::string(say(c->locale, "countries")) +
                      "</h2><div class=\"scroll\"><table id=\"countries\"><thead><tr><th>Code</th><th>" +
-                     std::string(c->t("Nom", "Name")) + "</th><th>" + std::string(c->t("Indicatif", "Dialling code")) +
-                     "</th><th>" + std::string(c->t("Devise", "Currency")) + "</th><th>" +
-                     std::string(c->t("Actif", "Active")) + "</th></tr></thead><tbody>";
+                     std::string(say(c->locale, "name")) + "</th><th>" + std::string(say(c->locale, "dialling_code")) +
+                     "</th><th>" + std::string(say(c->locale, "currency")) + "</th><th>" +
+                     std::string(say(c->locale, "active")) + "</th></tr></thead><tbody>";
   for (const auto& k : cat->countries())
     body += "<tr><td>" + escape(k.code) + "</td><td>" + escape(c->fr() ? k.name_fr : k.name_en) + "</td><td>" +
             escape(k.dialling_code) + "</td><td>" + escape(k.currency) + "</td><td>" + yes(k.active) +
             toggle("country", k.code, k.active) + "</td></tr>";
-  body += "</tbody></table></div></section><section class=\"card\"><h2>" + std::string(c->t("Services", "Services")) +
+  body += "</tbody></table></div></section><section class=\"card\"><h2>" + std::string(say(c->locale, "services")) +
           "</h2><div class=\"scroll\"><table id=\"services\"><thead><tr><th>Code</th><th>" +
-          std::string(c->t("Nom", "Name")) + "</th><th>" + std::string(c->t("Pays", "Country")) + "</th><th>" +
-          std::string(c->t("Type", "Kind")) + "</th><th>OTP</th><th>" + std::string(c->t("Actif", "Active")) +
+          std::string(say(c->locale, "name")) + "</th><th>" + std::string(say(c->locale, "country")) + "</th><th>" +
+          std::string(say(c->locale, "kind")) + "</th><th>OTP</th><th>" + std::string(say(c->locale, "active")) +
           "</th></tr></thead><tbody>";
   for (const auto& sv : cat->services()) {
-    const auto* k = country_of(sv.country_id);
+    const auto* k = country_by_id(*cat, sv.country_id);
     body += "<tr><td>" + escape(sv.code) + "</td><td>" + escape(sv.name) + "</td><td>" + (k ? escape(k->code) : "") +
             "</td><td>" + escape(catalog::to_string(sv.kind)) + "</td><td>" + yes(sv.needs_otp) + "</td><td>" +
             yes(sv.active) + toggle("service", sv.code, sv.active) + "</td></tr>";
   }
-  body += "</tbody></table></div></section><section class=\"card\"><h2>" +
-          std::string(c->t("Opérateurs", "Providers")) +
+  body += "</tbody></table></div></section><section class=\"card\"><h2>" + std::string(say(c->locale, "providers")) +
           "</h2><div class=\"scroll\"><table id=\"providers\"><thead><tr><th>Code</th><th>" +
-          std::string(c->t("Nom", "Name")) + "</th><th>Connector</th><th>" + std::string(c->t("Actif", "Active")) +
+          std::string(say(c->locale, "name")) + "</th><th>Connector</th><th>" + std::string(say(c->locale, "active")) +
           "</th></tr></thead><tbody>";
   for (const auto& p : cat->providers())
     body += "<tr><td>" + escape(p.code) + "</td><td>" + escape(p.name) + "</td><td>" + escape(p.connector) +
             "</td><td>" + yes(p.active) + toggle("provider", p.code, p.active) + "</td></tr>";
   body += "</tbody></table></div></section><section class=\"card\"><h2>" +
-          std::string(c->t("Règles de tarification", "Pricing rules")) +
+          std::string(say(c->locale, "pricing_rules")) +
           "</h2><div class=\"scroll\"><table id=\"rules\"><thead><tr><th>Code</th><th>" +
-          std::string(c->t("Pays", "Country")) + "</th><th>" + std::string(c->t("Opération", "Operation")) +
-          "</th><th>" + std::string(c->t("Niveau", "Tier")) + "</th><th>" + std::string(c->t("Montants", "Amounts")) +
-          "</th><th class=\"num\">" + std::string(c->t("Frais", "Fee")) + "</th><th>" +
-          std::string(c->t("Actif", "Active")) + "</th></tr></thead><tbody>";
+          std::string(say(c->locale, "country")) + "</th><th>" + std::string(say(c->locale, "operation")) +
+          "</th><th>" + std::string(say(c->locale, "tier")) + "</th><th>" + std::string(say(c->locale, "amounts")) +
+          "</th><th class=\"num\">" + std::string(say(c->locale, "fee")) + "</th><th>" +
+          std::string(say(c->locale, "active")) + "</th></tr></thead><tbody>";
   for (const auto& r : cat->rules()) {
-    const auto* k = country_of(r.country_id);
+    const auto* k = country_by_id(*cat, r.country_id);
     const std::string currency = k ? k->currency : "";
-    std::string fee;
-    if (r.fee_type == catalog::FeeType::fixed) {
-      fee = money::format(r.fee_units, currency);
-    } else {  // parts per million of the amount, shown as a percentage without floating point
-      std::string frac = std::to_string(r.fee_units % 10000);
-      frac = std::string(4 - frac.size(), '0') + frac;
-      while (!frac.empty() && frac.back() == '0') frac.pop_back();
-      fee = std::to_string(r.fee_units / 10000) + (frac.empty() ? "" : "." + frac) + " %";
-    }
+    const std::string fee = fee_text(r, currency);
     const std::string bounds = (r.min_amount ? money::format(*r.min_amount, currency) : std::string("0")) + " – " +
                                (r.max_amount ? money::format(*r.max_amount, currency) : std::string("∞"));
     body += "<tr><td>" + escape(r.code) + "</td><td>" + (k ? escape(k->code) : "") + "</td><td>" +
@@ -507,42 +635,16 @@ web::Response Service::catalog_page(web::Request& req) {
   auto rates = catalog::fx::list_rates(db_, now());
   if (!rates) return error_page(req, rates.error());
   body += "<section class=\"card\" aria-labelledby=\"fx\"><h2 id=\"fx\">" +
-          std::string(c->t("Taux de change", "Exchange rates")) + "</h2><table id=\"fx-rates\"><thead><tr><th>" +
-          std::string(c->t("De", "From")) + "</th><th>" + std::string(c->t("Vers", "To")) + "</th><th>" +
-          std::string(c->t("Taux", "Rate")) + "</th><th>" + std::string(c->t("Depuis", "Since")) + "</th><th>" +
-          std::string(c->t("Par", "By")) + "</th></tr></thead><tbody>";
+          std::string(say(c->locale, "exchange_rates")) + "</h2><table id=\"fx-rates\"><thead><tr><th>" +
+          std::string(say(c->locale, "from")) + "</th><th>" + std::string(say(c->locale, "to")) + "</th><th>" +
+          std::string(say(c->locale, "rate")) + "</th><th>" + std::string(say(c->locale, "since")) + "</th><th>" +
+          std::string(say(c->locale, "by")) + "</th></tr></thead><tbody>";
   for (const auto& r : *rates)
     body += "<tr><td>" + escape(r.base) + "</td><td>" + escape(r.quote) + "</td><td>" +
             escape(catalog::fx::ratio_text(r.rate)) + "</td><td>" + escape(iso8601(r.valid_from)) + "</td><td>" +
             escape(r.set_by) + "</td></tr>";
-  body += "</tbody></table><form method=\"post\" action=\"" + escape(path("/operator/catalog/fx")) + "\">" +
-          c->csrf_field() + "<label for=\"fx-base\">" + std::string(c->t("Devise de la commande", "Order currency")) +
-          "</label><input id=\"fx-base\" name=\"base\" required maxlength=\"3\" autocomplete=\"off\">" +
-          "<label for=\"fx-quote\">" + std::string(c->t("Devise payée", "Paid currency")) +
-          "</label><input id=\"fx-quote\" name=\"quote\" required maxlength=\"3\" autocomplete=\"off\">" +
-          "<label for=\"fx-rate\">" + std::string(c->t("Taux (ex. 655.957 ou 1/600)", "Rate (e.g. 655.957 or 1/600)")) +
-          "</label><input id=\"fx-rate\" name=\"rate\" required autocomplete=\"off\"><button id=\"fx-put\">" +
-          std::string(c->t("Enregistrer le taux", "Save the rate")) + "</button></form></section>";
-  // Any entry by its record (the admin CLI's and the import's format, docs/catalog.md): the
-  // catalog service validates it and names the field it refuses.
-  body += "<section class=\"card\" aria-labelledby=\"put\"><h2 id=\"put\">" +
-          std::string(c->t("Créer ou modifier une entrée", "Create or change an entry")) +
-          "</h2><form method=\"post\" "
-          "action=\"" +
-          escape(path("/operator/catalog")) + "\">" + c->csrf_field() + "<label for=\"kind\">" +
-          std::string(c->t("Type", "Kind")) + "</label><select id=\"kind\" name=\"kind\">";
-  for (auto k : {"country", "provider", "service", "pricing_rule"}) body += std::string("<option>") + k + "</option>";
-  body += "</select><label for=\"mode\">" + std::string(c->t("Mode", "Mode")) +
-          "</label><select id=\"mode\" name=\"mode\"><option value=\"update\">" +
-          std::string(c->t("modifier (champs donnés)", "update (the given fields)")) +
-          "</option><option value=\"create\">" + std::string(c->t("créer", "create")) +
-          "</option><option value=\"upsert\">" + std::string(c->t("remplacer", "replace")) +
-          "</option></select><label for=\"record\">" + std::string(c->t("Enregistrement (JSON)", "Record (JSON)")) +
-          "</label><textarea id=\"record\" name=\"record\" rows=\"6\" required "
-          "placeholder='{\"code\": \"CMR_MTN_COLLECTION_T1\", \"fee_value\": 1.75}'></textarea><button "
-          "id=\"catalog-put\">" +
-          std::string(c->t("Enregistrer", "Save")) + "</button></form></section>";
-  return page(req, *c, std::string(c->t("Catalogue", "Catalog")), body);
+  body += "</tbody></table>" + catalog_forms_html(*c, path("/operator/catalog/fx"), path("/operator/catalog"));
+  return page(req, *c, std::string(say(c->locale, "catalog")), body);
 }
 
 namespace {
@@ -575,12 +677,12 @@ web::Response Service::catalog_put(web::Request& req) {
   if (!parts_.catalog) return error_page(req, unavailable(bj::string("catalog not configured")));
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
-  const std::string kind_name = field(*fields, "kind");
+  const std::string kind_name = web::field_value(*fields, "kind");
   auto kind = catalog_kind(kind_name);
   if (!kind)
     return error_page(
         req, bad_request("invalid_request", bj::object{{"kind", "country, provider, service or pricing_rule"}}));
-  const std::string mode_name = field(*fields, "mode");
+  const std::string mode_name = web::field_value(*fields, "mode");
   catalog::Mode mode;
   if (mode_name == "create")
     mode = catalog::Mode::create;
@@ -590,7 +692,7 @@ web::Response Service::catalog_put(web::Request& req) {
     mode = catalog::Mode::upsert;
   else
     return error_page(req, bad_request("invalid_request", bj::object{{"mode", "create, update or upsert"}}));
-  auto parsed = json::parse_object(field(*fields, "record"));
+  auto parsed = json::parse_object(web::field_value(*fields, "record"));
   if (!parsed)
     return error_page(req, bad_request("invalid_request", bj::object{{"record", "a JSON object (a catalog record)"}}));
   auto put = parts_.catalog->put(*kind, *parsed, mode);
@@ -605,9 +707,9 @@ web::Response Service::fx_put(web::Request& req) {
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   catalog::fx::NewRate rate;
-  rate.base = field(*fields, "base");
-  rate.quote = field(*fields, "quote");
-  rate.rate = field(*fields, "rate");
+  rate.base = web::field_value(*fields, "base");
+  rate.quote = web::field_value(*fields, "quote");
+  rate.rate = web::field_value(*fields, "rate");
   rate.set_by = c->session.row.email;
   // set_rate refuses a bad field by name (400 empty_data), shown on the error page.
   auto set = catalog::fx::set_rate(db_, rate, now());

@@ -21,9 +21,91 @@
 #include "links/qr.hpp"
 #include "payments/queries.hpp"
 #include "web/envelope.hpp"
+#include "web/texts.hpp"
 #include "webhooks/secret_box.hpp"
 
 namespace sika::dashboard {
+
+namespace {
+
+// The texts of these pages (web/texts.hpp).
+constexpr web::texts::Entry kTextsData[] = {
+    {"nav_home", "Accueil", "Home"},
+    {"nav_transactions", "Transactions", "Transactions"},
+    {"nav_payment_links", "Liens de paiement", "Payment links"},
+    {"nav_payouts", "Versements", "Payouts"},
+    {"nav_subscriptions", "Abonnements", "Subscriptions"},
+    {"nav_checkout", "Checkout", "Checkout"},
+    {"nav_linked_wallets", "Portefeuilles liés", "Linked wallets"},
+    {"nav_webhooks", "Webhooks", "Webhooks"},
+    {"nav_developers", "Développeurs", "Developers"},
+    {"nav_sandbox", "Bac à sable", "Sandbox"},
+    {"nav_team", "Équipe", "Team"},
+    {"nav_settings", "Réglages", "Settings"},
+    {"nav_audit_log", "Journal d'audit", "Audit log"},
+    {"nav_security", "Sécurité", "Security"},
+    {"nav_merchants", "Marchands", "Merchants"},
+    {"nav_catalog", "Catalogue", "Catalog"},
+    {"nav_ledger", "Grand livre", "Ledger"},
+    {"nav_health", "État du système", "Health"},
+    {"times_in", "heures en ", "times in "},
+    {"main_menu", "Menu principal", "Main menu"},
+    {"menu", "Menu", "Menu"},
+    {"sign_out", "Se déconnecter", "Sign out"},
+    {"actions", "Actions", "Actions"},
+    {"two_factor_authentication", "Double authentification", "Two-factor authentication"},
+    {"on_a_totp_code_is", "Activée : un code TOTP est demandé à chaque connexion.",
+     "On: a TOTP code is asked at every sign-in."},
+    {"off", "Désactivée.", "Off."},
+    {"turn_on", "Activer", "Turn on"},
+    {"security", "Sécurité", "Security"},
+    {"balances", "Soldes", "Balances"},
+    {"no_balance_yet", "Aucun solde.", "No balance yet."},
+    {"currency", "Devise", "Currency"},
+    {"available", "Disponible", "Available"},
+    {"pending", "En attente", "Pending"},
+    {"volume_of_the_last_14", "Volume des 14 derniers jours", "Volume of the last 14 days"},
+    {"no_transaction_in_the_period", "Aucune transaction sur la période.", "No transaction in the period."},
+    {"day", "Jour", "Day"},
+    {"collected", "Encaissé", "Collected"},
+    {"transactions", "Transactions", "Transactions"},
+    {"success", "Réussite", "Success"},
+    {"date", "Date", "Date"},
+    {"actor", "Auteur", "Actor"},
+    {"action", "Action", "Action"},
+    {"object", "Objet", "Object"},
+    {"details", "Détails", "Details"},
+    {"older", "Plus anciens →", "Older →"},
+    {"audit_log", "Journal d'audit", "Audit log"},
+    {"back_home", "Retour à l'accueil", "Back to the home page"},
+    {"error", "Erreur", "Error"},
+    {"totp_title", "Double authentification", "Two-factor authentication"},
+    {"totp_set_up", "Activer la double authentification", "Set up two-factor authentication"},
+    {"totp_scan",
+     "Scannez ce code avec une application d'authentification (TOTP), puis saisissez le code à six chiffres qu'elle "
+     "affiche.",
+     "Scan this code with an authenticator app (TOTP), then enter the six-digit code it shows."},
+    {"totp_qr", "Code QR de la clé TOTP", "QR code of the TOTP key"},
+    {"totp_type_key", "Ou saisissez la clé : ", "Or type the key: "},
+    {"totp_verification_code", "Code de vérification", "Verification code"},
+    {"totp_enter", "Saisissez le code à six chiffres de votre application d'authentification.",
+     "Enter the six-digit code of your authenticator app."},
+    {"totp_too_many", "Trop d'essais, réessayez dans quelques minutes.",
+     "Too many attempts, try again in a few minutes."},
+    {"totp_incorrect", "Code incorrect.", "Incorrect code."},
+    {"totp_code", "Code", "Code"},
+    {"totp_verify", "Vérifier", "Verify"},
+    {"chart_title", "Volume encaissé par jour et taux de réussite, ", "Daily collected volume and success rate, "},
+    {"chart_rate", "— taux de réussite", "— success rate"},
+};
+constexpr auto kTexts = web::texts::table(kTextsData);
+const web::texts::Enrolled kEnrolled{"dashboard/service", kTexts};
+
+// The text of `key` in `locale`.
+using Key = web::texts::Key<kTexts>;
+std::string_view say(i18n::Locale locale, Key key) { return key.in(locale); }
+
+}  // namespace
 
 namespace bj = boost::json;
 using web::html::escape;
@@ -177,12 +259,6 @@ Result<web::Fields> form_of(const web::Request& req) {
   return web::parse_form(req.body);
 }
 
-std::string field(const web::Fields& fields, std::string_view name) {
-  for (const auto& [k, v] : fields)
-    if (k == name) return v;
-  return {};
-}
-
 std::string when(std::int64_t epoch_ms, std::string_view zone) {
   return tz::short_date_time(epoch_ms, i18n::Locale::en, zone);
 }
@@ -211,19 +287,20 @@ std::string Service::path(std::string_view rel) const { return base_path_ + std:
 web::Response Service::see_other(std::string_view rel) const { return web::Response::redirect(path(rel), 303); }
 
 i18n::Locale Service::locale_of(const web::Request& req) const {
-  std::string lang = req.query_param("lang").value_or(Sessions::cookie(req, kLangCookie));
+  std::string lang = req.query_param("lang").value_or(web::cookie(req, kLangCookie));
   if (lang == "fr") return i18n::Locale::fr;
   if (lang == "en") return i18n::Locale::en;
   return req.locale;
 }
 
-std::string Service::cookie_attributes(const web::Request& req, std::int64_t max_age_s) const {
-  std::string a = "Path=" + (base_path_.empty() ? std::string("/") : base_path_) + "; HttpOnly; SameSite=Lax";
-  if (max_age_s >= 0) a += "; Max-Age=" + std::to_string(max_age_s);
-  if (opts_.dashboard_url.starts_with("https://") || req.header("x-forwarded-proto") == "https") a += "; Secure";
-  return a;
+web::CookieSpec Service::cookie_spec(const web::Request& req, std::string_view name, std::string_view value,
+                                     std::int64_t max_age_s) const {
+  return {.name = name,
+          .value = value,
+          .path = base_path_.empty() ? std::string_view("/") : std::string_view(base_path_),
+          .max_age = max_age_s,
+          .secure = opts_.dashboard_url.starts_with("https://") || req.header("x-forwarded-proto") == "https"};
 }
-
 Result<web::Principal> Service::authenticate(web::Request& req) {
   SIKA_ASSIGN_OR_RETURN(Session s, sessions_.authenticate(req));
   return Sessions::principal(s);
@@ -271,8 +348,7 @@ web::Response Service::bare_page(const web::Request& req, std::string title, std
   p.extra_head_html = std::string(kStyle);
   web::Response res = web::html::page_response(status, p);
   if (auto lang = req.query_param("lang"); lang && (*lang == "fr" || *lang == "en"))
-    res.headers.emplace_back("Set-Cookie",
-                             std::string(kLangCookie) + "=" + *lang + "; " + cookie_attributes(req, 365LL * 86400));
+    web::set_cookie(res, cookie_spec(req, kLangCookie, *lang, 365LL * 86400));
   return res;
 }
 
@@ -280,31 +356,30 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
   // The navigation: one line per page.
   struct Item {
     const char* rel;
-    const char* fr;
-    const char* en;
+    web::texts::Key<kTexts> label;
     bool operators;  // shown to operators (else to members)
     bool owners_only;
   };
   static constexpr Item kNav[] = {
-      {"/", "Accueil", "Home", false, false},
-      {"/transactions", "Transactions", "Transactions", false, false},
-      {"/links", "Liens de paiement", "Payment links", false, false},
-      {"/payouts", "Versements", "Payouts", false, false},
-      {"/subscriptions", "Abonnements", "Subscriptions", false, false},
-      {"/checkout", "Checkout", "Checkout", false, false},
-      {"/wallet-links", "Portefeuilles liés", "Linked wallets", false, false},
-      {"/webhooks", "Webhooks", "Webhooks", false, false},
-      {"/developers", "Développeurs", "Developers", false, false},
-      {"/sandbox", "Bac à sable", "Sandbox", false, false},
-      {"/team", "Équipe", "Team", false, false},
-      {"/settings", "Réglages", "Settings", false, false},
-      {"/audit", "Journal d'audit", "Audit log", false, true},
-      {"/security", "Sécurité", "Security", false, false},
-      {"/operator/merchants", "Marchands", "Merchants", true, false},
-      {"/operator/catalog", "Catalogue", "Catalog", true, false},
-      {"/operator/ledger", "Grand livre", "Ledger", true, false},
-      {"/operator/health", "État du système", "Health", true, false},
-      {"/audit", "Journal d'audit", "Audit log", true, false},
+      {"/", "nav_home", false, false},
+      {"/transactions", "nav_transactions", false, false},
+      {"/links", "nav_payment_links", false, false},
+      {"/payouts", "nav_payouts", false, false},
+      {"/subscriptions", "nav_subscriptions", false, false},
+      {"/checkout", "nav_checkout", false, false},
+      {"/wallet-links", "nav_linked_wallets", false, false},
+      {"/webhooks", "nav_webhooks", false, false},
+      {"/developers", "nav_developers", false, false},
+      {"/sandbox", "nav_sandbox", false, false},
+      {"/team", "nav_team", false, false},
+      {"/settings", "nav_settings", false, false},
+      {"/audit", "nav_audit_log", false, true},
+      {"/security", "nav_security", false, false},
+      {"/operator/merchants", "nav_merchants", true, false},
+      {"/operator/catalog", "nav_catalog", true, false},
+      {"/operator/ledger", "nav_ledger", true, false},
+      {"/operator/health", "nav_health", true, false},
+      {"/audit", "nav_audit_log", true, false},
   };
   // The menu once, shown folded in a <details> on a phone and as a line of links from 48rem
   // (the hidden copy is display:none, so neither readers nor the keyboard meet it twice).
@@ -312,47 +387,44 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
   for (const auto& item : kNav) {
     if (item.operators != c.is_operator()) continue;
     if (item.owners_only && c.principal.role != web::Role::owner) continue;
-    menu += "<a href=\"" + escape(path(item.rel)) + "\">" + escape(c.t(item.fr, item.en)) + "</a>";
+    menu += "<a href=\"" + escape(path(item.rel)) + "\">" + escape(item.label.in(c.locale)) + "</a>";
   }
   menu += "<span class=\"muted\">" + escape(c.session.row.email);
   if (c.session.merchant) menu += " · " + escape(c.session.merchant->name);
-  menu += " · " + escape(web::role_name(c.principal.role)) + " · " + escape(c.t("heures en ", "times in ")) +
+  menu += " · " + escape(web::role_name(c.principal.role)) + " · " + escape(say(c.locale, "times_in")) +
           escape(c.zone) + " (" + escape(tz::offset_label(tz::find(c.zone) ? tz::find(c.zone)->offset_minutes : 0)) +
           ")</span>";
-  std::string nav = "<nav class=\"dsh\" aria-label=\"" + std::string(c.t("Menu principal", "Main menu")) + "\">";
+  std::string nav = "<nav class=\"dsh\" aria-label=\"" + std::string(say(c.locale, "main_menu")) + "\">";
   nav += "<div class=\"menu menu-wide\">" + menu + "</div><details class=\"menu-phone\"><summary>" +
-         std::string(c.t("Menu", "Menu")) + "</summary><div class=\"menu\">" + menu + "</div></details>";
+         std::string(say(c.locale, "menu")) + "</summary><div class=\"menu\">" + menu + "</div></details>";
   // Signing out stays in view (once) beside the folded menu.
   nav += "<form method=\"post\" action=\"" + escape(path("/logout")) + "\">" + c.csrf_field() +
-         "<button class=\"secondary\">" + escape(c.t("Se déconnecter", "Sign out")) + "</button></form></nav>";
-  std::string labelled = label_cells(body, title, c.t("Actions", "Actions"));
+         "<button class=\"secondary\">" + escape(say(c.locale, "sign_out")) + "</button></form></nav>";
+  std::string labelled = label_cells(body, title, say(c.locale, "actions"));
   return bare_page(req, std::move(title), nav + labelled, status);
 }
 
 web::Response Service::error_page(const web::Request& req, const Error& e) {
   const i18n::Locale l = locale_of(req);
-  const bool fr = l == i18n::Locale::fr;
   std::string body = "<div class=\"card\" role=\"alert\"><p class=\"error\">" + escape(i18n::text(e.code, l)) + "</p>";
   const bool server_side = e.is(ErrorKind::internal) || e.is(ErrorKind::unavailable) || e.is(ErrorKind::retryable);
   if (!server_side && e.details.is_object())
     for (const auto& [k, v] : e.details.as_object())
       if (v.is_string()) body += "<p><strong>" + escape(k) + "</strong>: " + escape(v.as_string()) + "</p>";
-  body += "<p><a href=\"" + escape(path("/")) + "\">" + (fr ? "Retour à l'accueil" : "Back to the home page") +
-          "</a></p></div>";
-  return bare_page(req, fr ? "Erreur" : "Error", body, web::http_status(e.kind));
+  body += "<p><a href=\"" + escape(path("/")) + "\">" + std::string(say(l, "back_home")) + "</a></p></div>";
+  return bare_page(req, std::string(say(l, "error")), body, web::http_status(e.kind));
 }
 
 // ---- sign-in -----------------------------------------------------------------------------
 
 web::Response Service::login(web::Request& req) {
-  if (auto s = sessions_.find(Sessions::cookie(req, kSessionCookie)); s)
+  if (auto s = sessions_.find(web::cookie(req, kSessionCookie)); s)
     return see_other(s->row.second_factor == SecondFactor::done ? "/" : "/totp");
   if (!parts_.identity) return error_page(req, unavailable(bj::string("identity service not configured")));
   const auto start = relying_party().begin(locale_of(req));
   web::Response res = web::Response::redirect(start.url, 303);
   web::html::secure_headers(res);
-  res.headers.emplace_back("Set-Cookie",
-                           std::string(kLoginCookie) + "=" + start.state + "; " + cookie_attributes(req, 600));
+  web::set_cookie(res, cookie_spec(req, kLoginCookie, start.state, 600));
   return res;
 }
 
@@ -362,7 +434,7 @@ identity::RelyingParty Service::relying_party() const {
 
 web::Response Service::callback(web::Request& req) {
   if (!parts_.identity) return error_page(req, unavailable(bj::string("identity service not configured")));
-  auto claims = relying_party().finish(req, Sessions::cookie(req, kLoginCookie));
+  auto claims = relying_party().finish(req, web::cookie(req, kLoginCookie));
   if (!claims) return error_page(req, claims.error());
 
   std::int64_t user_id = 0;
@@ -378,14 +450,13 @@ web::Response Service::callback(web::Request& req) {
 
   web::Response res = see_other(opened->second_factor == SecondFactor::done ? "/" : "/totp");
   web::html::secure_headers(res);
-  res.headers.emplace_back("Set-Cookie", std::string(kSessionCookie) + "=" + opened->token + "; " +
-                                             cookie_attributes(req, opts_.absolute_ms / 1000));
-  res.headers.emplace_back("Set-Cookie", std::string(kLoginCookie) + "=; " + cookie_attributes(req, 0));
+  web::set_cookie(res, cookie_spec(req, kSessionCookie, opened->token, opts_.absolute_ms / 1000));
+  web::set_cookie(res, cookie_spec(req, kLoginCookie, "", 0));
   return res;
 }
 
 web::Response Service::logout(web::Request& req) {
-  const std::string token = Sessions::cookie(req, kSessionCookie);
+  const std::string token = web::cookie(req, kSessionCookie);
   if (auto c = context(req); c) (void)record(*c, c->merchant_id(), "session.logout", c->session.row.email);
   if (auto ended = sessions_.end(token); !ended) return error_page(req, ended.error());
   // The identity service's sign-in session ends too, or the next visit would sign in again
@@ -393,19 +464,18 @@ web::Response Service::logout(web::Request& req) {
   web::Response res = parts_.identity ? web::Response::redirect(parts_.identity->options().issuer + "/logout", 303)
                                       : see_other("/login");
   web::html::secure_headers(res);
-  res.headers.emplace_back("Set-Cookie", std::string(kSessionCookie) + "=; " + cookie_attributes(req, 0));
+  web::set_cookie(res, cookie_spec(req, kSessionCookie, "", 0));
   return res;
 }
 
 // ---- TOTP ---------------------------------------------------------------------------------
 
 web::Response Service::totp_page(web::Request& req) {
-  auto found = sessions_.find(Sessions::cookie(req, kSessionCookie));
+  auto found = sessions_.find(web::cookie(req, kSessionCookie));
   if (!found) return see_other("/login");
   Session& s = *found;
   if (s.row.second_factor == SecondFactor::done) return see_other("/");
   const i18n::Locale l = locale_of(req);
-  const bool fr = l == i18n::Locale::fr;
   std::string body = "<div class=\"card\">";
   if (s.row.second_factor == SecondFactor::enrol) {
     std::string sealed;
@@ -429,43 +499,32 @@ web::Response Service::totp_page(web::Request& req) {
     auto svg = links::qr_svg(uri, 5);
     std::string qr = svg ? *svg : std::string();
     if (auto at = qr.find("<svg"); at != std::string::npos) qr.erase(0, at);
-    body += "<h2>" + std::string(fr ? "Activer la double authentification" : "Set up two-factor authentication") +
-            "</h2><p>" +
-            (fr ? "Scannez ce code avec une application d'authentification (TOTP), puis saisissez le code à six "
-                  "chiffres qu'elle affiche."
-                : "Scan this code with an authenticator app (TOTP), then enter the six-digit code it shows.") +
-            "</p><figure role=\"img\" aria-label=\"" + (fr ? "Code QR de la clé TOTP" : "QR code of the TOTP key") +
-            "\" style=\"max-width:14rem\">" + qr + "</figure><p>" +
-            (fr ? "Ou saisissez la clé : " : "Or type the key: ") + "<code class=\"secret\" id=\"totp-secret\">" +
-            escape(b32) + "</code></p><p class=\"muted\">" + "<a id=\"otpauth\" href=\"" + escape(uri) +
-            "\">otpauth://</a></p>";
+    body += "<h2>" + std::string(say(l, "totp_set_up")) + "</h2><p>" + std::string(say(l, "totp_scan")) +
+            "</p><figure role=\"img\" aria-label=\"" + std::string(say(l, "totp_qr")) +
+            "\" style=\"max-width:14rem\">" + qr + "</figure><p>" + std::string(say(l, "totp_type_key")) +
+            "<code class=\"secret\" id=\"totp-secret\">" + escape(b32) + "</code></p><p class=\"muted\">" +
+            "<a id=\"otpauth\" href=\"" + escape(uri) + "\">otpauth://</a></p>";
   } else {
-    body += "<h2>" + std::string(fr ? "Code de vérification" : "Verification code") + "</h2><p>" +
-            (fr ? "Saisissez le code à six chiffres de votre application d'authentification."
-                : "Enter the six-digit code of your authenticator app.") +
+    body += "<h2>" + std::string(say(l, "totp_verification_code")) + "</h2><p>" + std::string(say(l, "totp_enter")) +
             "</p>";
   }
   if (auto e = req.query_param("error"); e)
     body += "<p class=\"error\" role=\"alert\">" +
-            std::string(*e == "rate" ? (fr ? "Trop d'essais, réessayez dans quelques minutes."
-                                           : "Too many attempts, try again in a few minutes.")
-                                     : (fr ? "Code incorrect." : "Incorrect code.")) +
-            "</p>";
-  body += "<form method=\"post\" action=\"" + escape(path("/totp")) +
-          "\"><input type=\"hidden\" name=\"csrf\" value=\"" + escape(s.csrf) + "\"><label for=\"code\">" +
-          (fr ? "Code" : "Code") +
+            std::string(say(l, *e == "rate" ? Key("totp_too_many") : Key("totp_incorrect"))) + "</p>";
+  body += "<form method=\"post\" action=\"" + escape(path("/totp")) + "\">" + web::Csrf::field_html(s.csrf) +
+          "<label for=\"code\">" + std::string(say(l, "totp_code")) +
           "</label><input id=\"code\" name=\"code\" inputmode=\"numeric\" autocomplete=\"one-time-code\" "
           "pattern=\"[0-9]{6}\" maxlength=\"6\" required><button>" +
-          (fr ? "Vérifier" : "Verify") + "</button></form></div>";
-  return bare_page(req, fr ? "Double authentification" : "Two-factor authentication", body);
+          std::string(say(l, "totp_verify")) + "</button></form></div>";
+  return bare_page(req, std::string(say(l, "totp_title")), body);
 }
 
 web::Response Service::totp_submit(web::Request& req) {
-  const std::string token = Sessions::cookie(req, kSessionCookie);
+  const std::string token = web::cookie(req, kSessionCookie);
   auto found = sessions_.find(token);
   if (!found) return see_other("/login");
   Session& s = *found;
-  if (!sessions_.csrf_ok(token, Sessions::presented_csrf(req)))
+  if (!sessions_.csrf_ok(token, web::Csrf::presented(req)))
     return error_page(req, forbidden(bj::object{{"csrf", "missing or wrong token"}, {"error", "csrf_failed"}}));
   if (s.row.second_factor == SecondFactor::done) return see_other("/");
   if (parts_.limiter) {
@@ -479,7 +538,7 @@ web::Response Service::totp_submit(web::Request& req) {
   }
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
-  const std::string code = field(*fields, "code");
+  const std::string code = web::field_value(*fields, "code");
   const bool enrolling = s.row.second_factor == SecondFactor::enrol;
   bool accepted = false;
   auto checked = db_.write([&](store::Conn& c) -> Status {
@@ -515,20 +574,16 @@ web::Response Service::security(web::Request& req) {
     return {};
   });
   if (!read) return error_page(req, read.error());
-  std::string body =
-      "<div class=\"card\"><h2>" + std::string(c->t("Double authentification", "Two-factor authentication")) + "</h2>";
+  std::string body = "<div class=\"card\"><h2>" + std::string(say(c->locale, "two_factor_authentication")) + "</h2>";
   if (enrolled) {
-    body += "<p>" +
-            std::string(c->t("Activée : un code TOTP est demandé à chaque connexion.",
-                             "On: a TOTP code is asked at every sign-in.")) +
-            "</p>";
+    body += "<p>" + std::string(say(c->locale, "on_a_totp_code_is")) + "</p>";
   } else {
-    body += "<p>" + std::string(c->t("Désactivée.", "Off.")) + "</p><form method=\"post\" action=\"" +
+    body += "<p>" + std::string(say(c->locale, "off")) + "</p><form method=\"post\" action=\"" +
             escape(path("/security/totp")) + "\">" + c->csrf_field() + "<button>" +
-            std::string(c->t("Activer", "Turn on")) + "</button></form>";
+            std::string(say(c->locale, "turn_on")) + "</button></form>";
   }
   body += "</div>";
-  return page(req, *c, std::string(c->t("Sécurité", "Security")), body);
+  return page(req, *c, std::string(say(c->locale, "security")), body);
 }
 
 web::Response Service::security_enrol(web::Request& req) {
@@ -553,6 +608,7 @@ namespace {
 // are also in the table that follows it.
 std::string volume_chart(const std::vector<payments::queries::DailyVolume>& days, std::string_view currency,
                          std::int64_t first_day, int n_days, bool fr) {
+  const i18n::Locale l = fr ? i18n::Locale::fr : i18n::Locale::en;
   constexpr int W = 640, H = 200, pad = 24;
   std::vector<std::int64_t> volume(static_cast<std::size_t>(n_days), 0);
   std::vector<double> rate(static_cast<std::size_t>(n_days), -1);
@@ -567,12 +623,10 @@ std::string volume_chart(const std::vector<payments::queries::DailyVolume>& days
     max_volume = std::max(max_volume, d.completed_amount);
   }
   const double slot = static_cast<double>(W - 2 * pad) / n_days;
-  std::string svg =
-      "<svg viewBox=\"0 0 " + std::to_string(W) + " " + std::to_string(H) +
-      "\" role=\"img\" aria-labelledby=\"chart-title\" style=\"width:100%;height:auto;background:#fff\">"
-      "<title id=\"chart-title\">" +
-      std::string(fr ? "Volume encaissé par jour et taux de réussite, " : "Daily collected volume and success rate, ") +
-      escape(currency) + "</title>";
+  std::string svg = "<svg viewBox=\"0 0 " + std::to_string(W) + " " + std::to_string(H) +
+                    "\" role=\"img\" aria-labelledby=\"chart-title\" style=\"width:100%;height:auto;background:#fff\">"
+                    "<title id=\"chart-title\">" +
+                    std::string(say(l, "chart_title")) + escape(currency) + "</title>";
   svg += "<line x1=\"" + std::to_string(pad) + "\" y1=\"" + std::to_string(H - pad) + "\" x2=\"" +
          std::to_string(W - pad) + "\" y2=\"" + std::to_string(H - pad) + "\" stroke=\"#555\"/>";
   std::string line;
@@ -593,7 +647,7 @@ std::string volume_chart(const std::vector<payments::queries::DailyVolume>& days
   if (!line.empty()) svg += "<polyline points=\"" + line + "\" fill=\"none\" stroke=\"#f2a900\" stroke-width=\"3\"/>";
   svg += "<text x=\"" + std::to_string(pad) + "\" y=\"14\" font-size=\"12\">" +
          escape(money::format(max_volume, currency)) + "</text><text x=\"" + std::to_string(W - pad - 120) +
-         "\" y=\"14\" font-size=\"12\" fill=\"#8a5a00\">" + (fr ? "— taux de réussite" : "— success rate") + "</text>";
+         "\" y=\"14\" font-size=\"12\" fill=\"#8a5a00\">" + std::string(say(l, "chart_rate")) + "</text>";
   svg += "</svg>";
   return svg;
 }
@@ -618,14 +672,14 @@ web::Response Service::home(web::Request& req) {
   });
   if (!read) return error_page(req, read.error());
   std::string body = "<section class=\"card\" aria-labelledby=\"bal\"><h2 id=\"bal\">" +
-                     std::string(c->t("Soldes", "Balances")) + " <span class=\"badge\">" +
+                     std::string(say(c->locale, "balances")) + " <span class=\"badge\">" +
                      escape(c->principal.environment) + "</span></h2>";
   if (balances.empty())
-    body += "<p class=\"muted\">" + std::string(c->t("Aucun solde.", "No balance yet.")) + "</p>";
+    body += "<p class=\"muted\">" + std::string(say(c->locale, "no_balance_yet")) + "</p>";
   else {
-    body += "<div class=\"scroll\"><table><thead><tr><th>" + std::string(c->t("Devise", "Currency")) +
-            "</th><th class=\"num\">" + std::string(c->t("Disponible", "Available")) + "</th><th class=\"num\">" +
-            std::string(c->t("En attente", "Pending")) + "</th></tr></thead><tbody>";
+    body += "<div class=\"scroll\"><table><thead><tr><th>" + std::string(say(c->locale, "currency")) +
+            "</th><th class=\"num\">" + std::string(say(c->locale, "available")) + "</th><th class=\"num\">" +
+            std::string(say(c->locale, "pending")) + "</th></tr></thead><tbody>";
     for (const auto& b : balances)
       body += "<tr><td>" + escape(b.currency) + "</td><td class=\"num\">" +
               escape(money::format(b.available, b.currency)) + "</td><td class=\"num\">" +
@@ -641,16 +695,15 @@ web::Response Service::home(web::Request& req) {
   for (const auto& [cur, n] : per_currency)
     if (n > best) best = n, currency = cur;
   body += "<section class=\"card\" aria-labelledby=\"vol\"><h2 id=\"vol\">" +
-          std::string(c->t("Volume des 14 derniers jours", "Volume of the last 14 days")) + "</h2>";
+          std::string(say(c->locale, "volume_of_the_last_14")) + "</h2>";
   if (currency.empty()) {
-    body += "<p class=\"muted\">" +
-            std::string(c->t("Aucune transaction sur la période.", "No transaction in the period.")) + "</p>";
+    body += "<p class=\"muted\">" + std::string(say(c->locale, "no_transaction_in_the_period")) + "</p>";
   } else {
     body += volume_chart(days, currency, first_day, kDays, c->fr());
     body += "<div class=\"scroll\"><table><caption class=\"muted\">" + escape(currency) + "</caption><thead><tr><th>" +
-            std::string(c->t("Jour", "Day")) + "</th><th class=\"num\">" + std::string(c->t("Encaissé", "Collected")) +
-            "</th><th class=\"num\">" + std::string(c->t("Transactions", "Transactions")) + "</th><th class=\"num\">" +
-            std::string(c->t("Réussite", "Success")) + "</th></tr></thead><tbody>";
+            std::string(say(c->locale, "day")) + "</th><th class=\"num\">" + std::string(say(c->locale, "collected")) +
+            "</th><th class=\"num\">" + std::string(say(c->locale, "transactions")) + "</th><th class=\"num\">" +
+            std::string(say(c->locale, "success")) + "</th></tr></thead><tbody>";
     for (const auto& d : days) {
       if (d.currency != currency) continue;
       std::string rate = d.ended > 0 ? std::to_string(d.completed * 100 / d.ended) + " %" : "–";
@@ -686,18 +739,18 @@ web::Response Service::audit(web::Request& req) {
     return {};
   });
   if (!read) return error_page(req, read.error());
-  std::string body = "<div class=\"scroll\"><table><thead><tr><th>" + std::string(c->t("Date", "Date")) + "</th><th>" +
-                     std::string(c->t("Auteur", "Actor")) + "</th><th>" + std::string(c->t("Action", "Action")) +
-                     "</th><th>" + std::string(c->t("Objet", "Object")) + "</th><th>" +
-                     std::string(c->t("Détails", "Details")) + "</th></tr></thead><tbody>";
+  std::string body = "<div class=\"scroll\"><table><thead><tr><th>" + std::string(say(c->locale, "date")) +
+                     "</th><th>" + std::string(say(c->locale, "actor")) + "</th><th>" +
+                     std::string(say(c->locale, "action")) + "</th><th>" + std::string(say(c->locale, "object")) +
+                     "</th><th>" + std::string(say(c->locale, "details")) + "</th></tr></thead><tbody>";
   for (const auto& e : entries)
     body += "<tr><td>" + when(e.at, c->zone) + "</td><td>" + escape(e.actor) + "</td><td>" + escape(e.action) +
             "</td><td>" + escape(e.object) + "</td><td><code>" + escape(e.details) + "</code></td></tr>";
   body += "</tbody></table></div>";
   if (static_cast<int>(entries.size()) == kPage)
-    body += "<p><a href=\"?before=" + std::to_string(entries.back().id) + "\">" +
-            std::string(c->t("Plus anciens →", "Older →")) + "</a></p>";
-  return page(req, *c, std::string(c->t("Journal d'audit", "Audit log")), body);
+    body += "<p><a href=\"?before=" + std::to_string(entries.back().id) + "\">" + std::string(say(c->locale, "older")) +
+            "</a></p>";
+  return page(req, *c, std::string(say(c->locale, "audit_log")), body);
 }
 
 }  // namespace sika::dashboard

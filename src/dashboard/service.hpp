@@ -23,6 +23,7 @@
 #include "dashboard/sessions.hpp"
 #include "merchant/merchant.hpp"
 #include "store/db.hpp"
+#include "web/cookie.hpp"
 #include "web/html.hpp"
 #include "web/message.hpp"
 
@@ -186,7 +187,9 @@ class Service {
   // The caller of a merchant page: 404 for operators, and 403 for viewers when the page `changes`.
   Result<Ctx> member_context(web::Request& req, bool changes);
   std::string path(std::string_view rel) const;  // the public path of a page
-  std::string cookie_attributes(const web::Request& req, std::int64_t max_age_s) const;
+  // A cookie of the dashboard: its path, Lax, Secure behind https.
+  web::CookieSpec cookie_spec(const web::Request& req, std::string_view name, std::string_view value,
+                              std::int64_t max_age_s) const;
   // The dashboard's sign-in with the identity service (parts_.identity must be set).
   identity::RelyingParty relying_party() const;
   web::Response page(const web::Request& req, const Ctx& c, std::string title, std::string body, int status = 200);

@@ -3,6 +3,7 @@
 #include "core/crypto.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
+#include "web/cookie.hpp"
 
 namespace sika::dashboard {
 
@@ -11,45 +12,16 @@ Error signed_out(std::string_view why) { return unauthorized(boost::json::object
 }  // namespace
 
 Sessions::Sessions(store::Db& db, SessionOptions options)
-    : db_(db), opts_(std::move(options)), csrf_key_(crypto::hmac_sha256(opts_.pepper, "sika:dashboard:csrf:v1")) {}
+    : db_(db), opts_(std::move(options)), csrf_(opts_.pepper, "sika:dashboard:csrf:v1") {}
 
 std::int64_t Sessions::now() const { return opts_.clock ? opts_.clock() : now_ms(); }
 
 std::string Sessions::hash(std::string_view token) const { return crypto::secret_hash(opts_.pepper, token); }
 
-std::string Sessions::csrf_for(std::string_view token) const {
-  return base64url_encode(crypto::hmac_sha256(csrf_key_, token));
-}
+std::string Sessions::csrf_for(std::string_view token) const { return csrf_.issue(token); }
 
 bool Sessions::csrf_ok(std::string_view token, std::string_view presented) const {
-  return !presented.empty() && crypto::constant_time_equal(csrf_for(token), presented);
-}
-
-std::string Sessions::cookie(const web::Request& req, std::string_view name) {
-  for (const auto& [k, v] : req.headers) {
-    if (k != "cookie") continue;
-    std::string_view rest = v;
-    while (!rest.empty()) {
-      std::size_t semi = rest.find(';');
-      std::string_view part = rest.substr(0, semi);
-      while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
-      std::size_t eq = part.find('=');
-      if (eq != std::string_view::npos && part.substr(0, eq) == name) return std::string(part.substr(eq + 1));
-      if (semi == std::string_view::npos) break;
-      rest.remove_prefix(semi + 1);
-    }
-  }
-  return {};
-}
-
-std::string Sessions::presented_csrf(const web::Request& req) {
-  if (auto h = req.header("x-csrf-token"); !h.empty()) return std::string(h);
-  if (req.content_type() != "application/x-www-form-urlencoded") return {};
-  auto fields = web::parse_form(req.body);
-  if (!fields) return {};
-  for (const auto& [k, v] : *fields)
-    if (k == "csrf") return v;
-  return {};
+  return csrf_.check(token, presented);
 }
 
 Result<Sessions::Opened> Sessions::open(std::int64_t user_id) {
@@ -111,10 +83,10 @@ Result<Session> Sessions::find(std::string_view token) {
 }
 
 Result<Session> Sessions::authenticate(const web::Request& req) {
-  std::string token = cookie(req, kSessionCookie);
+  std::string token = web::cookie(req, kSessionCookie);
   SIKA_ASSIGN_OR_RETURN(Session s, find(token));
   if (s.row.second_factor != SecondFactor::done) return signed_out("second factor pending");
-  if (req.method != "GET" && req.method != "HEAD" && !csrf_ok(token, presented_csrf(req)))
+  if (req.method != "GET" && req.method != "HEAD" && !csrf_ok(token, web::Csrf::presented(req)))
     return forbidden(boost::json::object{{"csrf", "missing or wrong token"}, {"error", "csrf_failed"}});
   return s;
 }

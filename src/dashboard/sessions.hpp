@@ -19,6 +19,7 @@
 #include "dashboard/store.hpp"
 #include "merchant/merchant.hpp"
 #include "store/db.hpp"
+#include "web/csrf.hpp"
 #include "web/message.hpp"
 
 namespace sika::dashboard {
@@ -75,10 +76,6 @@ class Sessions {
   std::string csrf_for(std::string_view token) const;
   // True iff `presented` is the CSRF token of `token` (constant time).
   bool csrf_ok(std::string_view token, std::string_view presented) const;
-  // The CSRF token a request presents: header x-csrf-token, else the form field `csrf`.
-  static std::string presented_csrf(const web::Request& req);
-  // The value of a cookie of the request, or "".
-  static std::string cookie(const web::Request& req, std::string_view name);
 
   std::int64_t now() const;
   const SessionOptions& options() const { return opts_; }
@@ -88,7 +85,7 @@ class Sessions {
 
   store::Db& db_;
   SessionOptions opts_;
-  std::string csrf_key_;
+  web::Csrf csrf_;  // tokens: web/csrf.hpp
 };
 
 }  // namespace sika::dashboard

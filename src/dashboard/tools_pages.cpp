@@ -10,10 +10,54 @@
 #include "dashboard/internal.hpp"
 #include "notify/notifier.hpp"
 #include "payments/service.hpp"
+#include "web/texts.hpp"
 #include "webhooks/registry.hpp"
 #include "webhooks/service.hpp"
 
 namespace sika::dashboard {
+
+namespace {
+
+// The texts of these pages (web/texts.hpp).
+constexpr web::texts::Entry kTextsData[] = {
+    {"signing_secret_shown_once_copy", "Secret de signature (affiché une seule fois, copiez-le maintenant) :",
+     "Signing secret (shown once: copy it now):"},
+    {"continue", "Continuer", "Continue"},
+    {"operator_s_answer_sandbox", "Réponse de l'opérateur (bac à sable)", "Operator's answer (sandbox)"},
+    {"force", "Forcer", "Force"},
+    {"replay", "Rejouer", "Replay"},
+    {"endpoints", "Points de terminaison", "Endpoints"},
+    {"events", "Événements", "Events"},
+    {"enabled", "Actif", "Enabled"},
+    {"secret_since", "Secret depuis", "Secret since"},
+    {"yes", "oui", "yes"},
+    {"no", "non", "no"},
+    {"rotate_secret", "Nouveau secret", "Rotate secret"},
+    {"new_endpoint", "Nouveau point de terminaison", "New endpoint"},
+    {"description", "Description", "Description"},
+    {"create", "Créer", "Create"},
+    {"delivery_log", "Journal des livraisons", "Delivery log"},
+    {"failures_only", "Échecs seulement", "Failures only"},
+    {"all", "Toutes", "All"},
+    {"event", "Événement", "Event"},
+    {"status", "Statut", "Status"},
+    {"attempts", "Essais", "Attempts"},
+    {"outbox_sandbox_sms_and_e", "Boîte d'envoi (SMS et e-mails du bac à sable)", "Outbox (sandbox SMS and e-mail)"},
+    {"recipient_test_number_or_address", "Destinataire (numéro ou adresse de test)",
+     "Recipient (test number or address)"},
+    {"show", "Afficher", "Show"},
+    {"channel", "Canal", "Channel"},
+    {"message", "Message", "Message"},
+    {"no_message", "Aucun message.", "No message."},
+    {"sandbox_tools", "Outils du bac à sable", "Sandbox tools"},
+};
+constexpr auto kTexts = web::texts::table(kTextsData);
+const web::texts::Enrolled kEnrolled{"dashboard/tools_pages", kTexts};
+
+// The text of `key` in `locale`.
+std::string_view say(i18n::Locale locale, web::texts::Key<kTexts> key) { return key.in(locale); }
+
+}  // namespace
 
 namespace bj = boost::json;
 using web::html::escape;
@@ -23,10 +67,9 @@ namespace {
 std::string secret_shown_once(const Service::Ctx& c, const std::string& endpoint_id, const std::string& secret,
                               const std::string& back) {
   return "<section class=\"card\" role=\"status\"><p>" + escape(endpoint_id) + "</p><p>" +
-         std::string(c.t("Secret de signature (affiché une seule fois, copiez-le maintenant) :",
-                         "Signing secret (shown once: copy it now):")) +
+         std::string(say(c.locale, "signing_secret_shown_once_copy")) +
          "</p><p class=\"secret\" id=\"endpoint-secret\">" + escape(secret) + "</p><p><a href=\"" + escape(back) +
-         "\">" + std::string(c.t("Continuer", "Continue")) + "</a></p></section>";
+         "\">" + std::string(say(c.locale, "continue")) + "</a></p></section>";
 }
 
 }  // namespace
@@ -36,11 +79,10 @@ constexpr std::string_view kForcedOutcomes[] = {"SUCCESSFUL", "INSUFFICIENT_FUND
 
 std::string force_form(const Service::Ctx& c, const std::string& action) {
   std::string out = "<form method=\"post\" action=\"" + escape(action) + "\">" + c.csrf_field() +
-                    "<label for=\"outcome\">" +
-                    std::string(c.t("Réponse de l'opérateur (bac à sable)", "Operator's answer (sandbox)")) +
+                    "<label for=\"outcome\">" + std::string(say(c.locale, "operator_s_answer_sandbox")) +
                     "</label><select id=\"outcome\" name=\"outcome\">";
   for (auto o : kForcedOutcomes) out += "<option>" + std::string(o) + "</option>";
-  return out + "</select><button id=\"force\">" + std::string(c.t("Forcer", "Force")) + "</button></form>";
+  return out + "</select><button id=\"force\">" + std::string(say(c.locale, "force")) + "</button></form>";
 }
 
 web::Response Service::force_outcome(web::Request& req) {
@@ -50,7 +92,7 @@ web::Response Service::force_outcome(web::Request& req) {
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   const std::string reference = req.path_param("reference");
-  const std::string outcome = field(*fields, "outcome");
+  const std::string outcome = web::field_value(*fields, "outcome");
   payments::OperatorStatus status;
   if (outcome == "SUCCESSFUL") {
     status.state = payments::OperatorStatus::State::succeeded;
@@ -78,7 +120,7 @@ std::string replay_form(const Service::Ctx& c, const std::string& action, std::s
   return "<form class=\"inline\" method=\"post\" action=\"" + escape(action) + "\">" + c.csrf_field() +
          "<input type=\"hidden\" name=\"event_id\" value=\"" + escape(event_id) +
          "\"><input type=\"hidden\" name=\"endpoint_id\" value=\"" + escape(endpoint_id) + "\"><button>" +
-         std::string(c.t("Rejouer", "Replay")) + "</button></form>";
+         std::string(say(c.locale, "replay")) + "</button></form>";
 }
 
 Status Service::replay(const Ctx& c, std::string_view event_id, std::string_view endpoint_id) {
@@ -104,41 +146,39 @@ web::Response Service::webhooks_page(web::Request& req) {
   auto deliveries = registry.list_deliveries(c->principal.merchant_id, df, 50, 0);
   if (!deliveries) return error_page(req, deliveries.error());
   const bool can = c->principal.can_change();
-  std::string body = "<section class=\"card\"><h2>" + std::string(c->t("Points de terminaison", "Endpoints")) +
+  std::string body = "<section class=\"card\"><h2>" + std::string(say(c->locale, "endpoints")) +
                      "</h2><div class=\"scroll\"><table id=\"endpoints\"><thead><tr><th>URL</th><th>" +
-                     std::string(c->t("Événements", "Events")) + "</th><th>" + std::string(c->t("Actif", "Enabled")) +
-                     "</th><th>" + std::string(c->t("Secret depuis", "Secret since")) +
-                     "</th><th></th></tr></thead><tbody>";
+                     std::string(say(c->locale, "events")) + "</th><th>" + std::string(say(c->locale, "enabled")) +
+                     "</th><th>" + std::string(say(c->locale, "secret_since")) + "</th><th></th></tr></thead><tbody>";
   for (const auto& e : endpoints->items) {
     std::string types;
     for (const auto& t : e.event_types) types += (types.empty() ? "" : " ") + t;
     body += "<tr><td>" + escape(e.url) + "</td><td>" + escape(types) + "</td><td>" +
-            std::string(e.enabled ? c->t("oui", "yes") : c->t("non", "no")) +
+            std::string(e.enabled ? say(c->locale, "yes") : say(c->locale, "no")) +
             (e.disabled_reason ? " (" + escape(*e.disabled_reason) + ")" : "") + "</td><td>" +
             when(e.secret_created_at, c->zone) + "</td><td>";
     if (can)
       body += "<form class=\"inline\" method=\"post\" action=\"" +
               escape(path("/webhooks/" + web::percent_encode(e.id) + "/rotate")) + "\">" + c->csrf_field() +
-              "<button class=\"secondary\">" + std::string(c->t("Nouveau secret", "Rotate secret")) +
-              "</button></form>";
+              "<button class=\"secondary\">" + std::string(say(c->locale, "rotate_secret")) + "</button></form>";
     body += "</td></tr>";
   }
   body += "</tbody></table></div></section>";
   if (can)
     body += "<form class=\"card\" method=\"post\" action=\"" + escape(path("/webhooks")) + "\"><h2>" +
-            std::string(c->t("Nouveau point de terminaison", "New endpoint")) + "</h2>" + c->csrf_field() +
+            std::string(say(c->locale, "new_endpoint")) + "</h2>" + c->csrf_field() +
             "<label for=\"url\">URL (https)</label><input id=\"url\" name=\"url\" type=\"url\" required>"
             "<label for=\"wh-description\">" +
-            std::string(c->t("Description", "Description")) +
+            std::string(say(c->locale, "description")) +
             "</label><input id=\"wh-description\" name=\"description\" maxlength=\"200\"><button>" +
-            std::string(c->t("Créer", "Create")) + "</button></form>";
-  body += "<section class=\"card\"><h2>" + std::string(c->t("Journal des livraisons", "Delivery log")) +
-          "</h2><p><a href=\"?status=failed\">" + std::string(c->t("Échecs seulement", "Failures only")) +
-          "</a> · <a href=\"?\">" + std::string(c->t("Toutes", "All")) +
+            std::string(say(c->locale, "create")) + "</button></form>";
+  body += "<section class=\"card\"><h2>" + std::string(say(c->locale, "delivery_log")) +
+          "</h2><p><a href=\"?status=failed\">" + std::string(say(c->locale, "failures_only")) +
+          "</a> · <a href=\"?\">" + std::string(say(c->locale, "all")) +
           "</a></p><div class=\"scroll\"><table "
           "id=\"delivery-log\"><thead><tr><th>Date</th><th>" +
-          std::string(c->t("Événement", "Event")) + "</th><th>URL</th><th>" + std::string(c->t("Statut", "Status")) +
-          "</th><th>" + std::string(c->t("Essais", "Attempts")) + "</th><th></th></tr></thead><tbody>";
+          std::string(say(c->locale, "event")) + "</th><th>URL</th><th>" + std::string(say(c->locale, "status")) +
+          "</th><th>" + std::string(say(c->locale, "attempts")) + "</th><th></th></tr></thead><tbody>";
   for (const auto& d : deliveries->items) {
     body += "<tr><td>" + when(d.created_at, c->zone) + "</td><td>" + escape(d.event_type) + "</td><td>" +
             escape(d.url) + "</td><td>" + escape(d.status) +
@@ -158,8 +198,8 @@ web::Response Service::webhook_create(web::Request& req) {
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   // The form's fields become the API's body: the same rules (URL guard included) apply.
-  bj::object body{{"url", field(*fields, "url")}};
-  if (auto d = field(*fields, "description"); !d.empty()) body["description"] = d;
+  bj::object body{{"url", web::field_value(*fields, "url")}};
+  if (auto d = web::field_value(*fields, "description"); !d.empty()) body["description"] = d;
   auto change = webhooks::parse_endpoint_change(body, true);
   if (!change) return error_page(req, change.error());
   auto created = parts_.webhooks->registry().create(c->principal.merchant_id, *change, now());
@@ -185,7 +225,7 @@ web::Response Service::webhook_redeliver(web::Request& req) {
   if (!c) return error_page(req, c.error());
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
-  if (auto st = replay(*c, field(*fields, "event_id"), field(*fields, "endpoint_id")); !st)
+  if (auto st = replay(*c, web::field_value(*fields, "event_id"), web::field_value(*fields, "endpoint_id")); !st)
     return error_page(req, st.error());
   return see_other("/webhooks");
 }
@@ -207,25 +247,23 @@ web::Response Service::sandbox(web::Request& req) {
     });
     if (!read) return error_page(req, read.error());
   }
-  std::string body =
-      "<form class=\"card\" method=\"get\" action=\"" + escape(path("/sandbox")) + "\"><h2>" +
-      std::string(c->t("Boîte d'envoi (SMS et e-mails du bac à sable)", "Outbox (sandbox SMS and e-mail)")) +
-      "</h2><label for=\"to\">" +
-      std::string(c->t("Destinataire (numéro ou adresse de test)", "Recipient (test number or address)")) +
-      "</label><input id=\"to\" name=\"to\" value=\"" + escape(to) + "\"><button>" +
-      std::string(c->t("Afficher", "Show")) + "</button></form>";
+  std::string body = "<form class=\"card\" method=\"get\" action=\"" + escape(path("/sandbox")) + "\"><h2>" +
+                     std::string(say(c->locale, "outbox_sandbox_sms_and_e")) + "</h2><label for=\"to\">" +
+                     std::string(say(c->locale, "recipient_test_number_or_address")) +
+                     "</label><input id=\"to\" name=\"to\" value=\"" + escape(to) + "\"><button>" +
+                     std::string(say(c->locale, "show")) + "</button></form>";
   if (!to.empty()) {
     body += "<div class=\"scroll\"><table id=\"outbox\"><thead><tr><th>Date</th><th>" +
-            std::string(c->t("Canal", "Channel")) + "</th><th>" + std::string(c->t("Message", "Message")) +
+            std::string(say(c->locale, "channel")) + "</th><th>" + std::string(say(c->locale, "message")) +
             "</th></tr></thead><tbody>";
     for (const auto& m : messages)
       body += "<tr><td>" + when(m.created_at, c->zone) + "</td><td>" + escape(notify::to_string(m.channel)) +
               "</td><td>" + escape(m.subject.empty() ? m.body : m.subject + ": " + m.body) + "</td></tr>";
     body += "</tbody></table></div>";
-    if (messages.empty()) body += "<p class=\"muted\">" + std::string(c->t("Aucun message.", "No message.")) + "</p>";
+    if (messages.empty()) body += "<p class=\"muted\">" + std::string(say(c->locale, "no_message")) + "</p>";
   }
   // Room for the test clock and forced operator outcomes when they exist.
-  return page(req, *c, std::string(c->t("Outils du bac à sable", "Sandbox tools")), body);
+  return page(req, *c, std::string(say(c->locale, "sandbox_tools")), body);
 }
 
 }  // namespace sika::dashboard

@@ -7,8 +7,35 @@
 #include "core/money.hpp"
 #include "dashboard/internal.hpp"
 #include "wallets/service.hpp"
+#include "web/texts.hpp"
 
 namespace sika::dashboard {
+
+namespace {
+
+// The texts of these pages (web/texts.hpp).
+constexpr web::texts::Entry kTextsData[] = {
+    {"your_users_wallets_linked_through",
+     "Les portefeuilles de vos utilisateurs liés par l'API de liaison (x-api-key).",
+     "Your users' wallets linked through the link API (x-api-key)."},
+    {"no_linked_wallet", "Aucun portefeuille lié.", "No linked wallet."},
+    {"reference", "Référence", "Reference"},
+    {"wallet", "Portefeuille", "Wallet"},
+    {"phone", "Téléphone", "Phone"},
+    {"status", "Statut", "Status"},
+    {"per_payment", "Par paiement", "Per payment"},
+    {"left_this_period", "Reste sur la période", "Left this period"},
+    {"created", "Créé", "Created"},
+    {"unlink", "Délier", "Unlink"},
+    {"linked_wallets", "Portefeuilles liés", "Linked wallets"},
+};
+constexpr auto kTexts = web::texts::table(kTextsData);
+const web::texts::Enrolled kEnrolled{"dashboard/wallet_pages", kTexts};
+
+// The text of `key` in `locale`.
+std::string_view say(i18n::Locale locale, web::texts::Key<kTexts> key) { return key.in(locale); }
+
+}  // namespace
 
 namespace bj = boost::json;
 using web::html::escape;
@@ -29,20 +56,16 @@ web::Response Service::wallet_links(web::Request& req) {
   const bool more = links->size() > static_cast<std::size_t>(kLinksPerPage);
   if (more) links->pop_back();
   const std::int64_t at = now();
-  std::string body = "<p class=\"muted\">" +
-                     std::string(c->t("Les portefeuilles de vos utilisateurs liés par l'API de liaison (x-api-key).",
-                                      "Your users' wallets linked through the link API (x-api-key).")) +
-                     "</p>";
+  std::string body = "<p class=\"muted\">" + std::string(say(c->locale, "your_users_wallets_linked_through")) + "</p>";
   if (links->empty()) {
-    body += "<p class=\"muted\">" + std::string(c->t("Aucun portefeuille lié.", "No linked wallet.")) + "</p>";
+    body += "<p class=\"muted\">" + std::string(say(c->locale, "no_linked_wallet")) + "</p>";
   } else {
     body += "<div class=\"scroll\"><table id=\"wallet-links\"><thead><tr><th>" +
-            std::string(c->t("Référence", "Reference")) + "</th><th>" + std::string(c->t("Portefeuille", "Wallet")) +
-            "</th><th>" + std::string(c->t("Téléphone", "Phone")) + "</th><th>" +
-            std::string(c->t("Statut", "Status")) + "</th><th class=\"num\">" +
-            std::string(c->t("Par paiement", "Per payment")) + "</th><th class=\"num\">" +
-            std::string(c->t("Reste sur la période", "Left this period")) + "</th><th>" +
-            std::string(c->t("Créé", "Created")) + "</th><th></th></tr></thead><tbody>";
+            std::string(say(c->locale, "reference")) + "</th><th>" + std::string(say(c->locale, "wallet")) +
+            "</th><th>" + std::string(say(c->locale, "phone")) + "</th><th>" + std::string(say(c->locale, "status")) +
+            "</th><th class=\"num\">" + std::string(say(c->locale, "per_payment")) + "</th><th class=\"num\">" +
+            std::string(say(c->locale, "left_this_period")) + "</th><th>" + std::string(say(c->locale, "created")) +
+            "</th><th></th></tr></thead><tbody>";
     for (const auto& l : *links) {
       const std::int64_t left = std::max<std::int64_t>(0, l.limits.per_period - wallets::spent_at(l, at));
       body += "<tr><td>" + escape(l.reference) + "</td><td>" + escape(l.wallet.matricule) + "</td><td>" +
@@ -53,14 +76,14 @@ web::Response Service::wallet_links(web::Request& req) {
       if (l.status != "UNLINKED" && c->principal.can_change())
         body += "<form method=\"post\" action=\"" +
                 escape(path("/wallet-links/" + web::percent_encode(l.reference) + "/unlink")) + "\">" +
-                c->csrf_field() + "<button class=\"secondary\">" + std::string(c->t("Délier", "Unlink")) +
+                c->csrf_field() + "<button class=\"secondary\">" + std::string(say(c->locale, "unlink")) +
                 "</button></form>";
       body += "</td></tr>";
     }
     body += "</tbody></table></div>";
     if (more) body += next_page_link(*c, "before=" + std::to_string(links->back().id));
   }
-  return page(req, *c, std::string(c->t("Portefeuilles liés", "Linked wallets")), body);
+  return page(req, *c, std::string(say(c->locale, "linked_wallets")), body);
 }
 
 web::Response Service::wallet_unlink(web::Request& req) {

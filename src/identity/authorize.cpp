@@ -12,6 +12,7 @@
 #include "identity/pages.hpp"
 #include "identity/service.hpp"
 #include "identity/store.hpp"
+#include "web/cookie.hpp"
 #include "web/envelope.hpp"
 
 namespace sika::identity {
@@ -22,12 +23,6 @@ namespace {
 
 constexpr std::string_view kSessionCookie = "sika_session";
 constexpr std::string_view kCsrfCookie = "sika_csrf";
-
-std::string field(const web::Fields& f, std::string_view k) {
-  for (const auto& [name, value] : f)
-    if (name == k) return value;
-  return {};
-}
 
 bool has_field(const web::Fields& f, std::string_view k) {
   for (const auto& [name, value] : f)
@@ -95,8 +90,25 @@ std::string Service::cookie_path() const {
 
 bool Service::secure_cookies() const { return opts_.issuer.starts_with("https://"); }
 
-std::string Service::csrf_for(std::string_view cookie_value) const {
-  return base64url_encode(crypto::hmac_sha256(csrf_key_, cookie_value));
+std::string Service::cookie_header(std::string_view name, std::string_view value, std::int64_t max_age) const {
+  const std::string path = cookie_path();
+  return web::set_cookie_value(
+      {.name = name, .value = value, .path = path, .max_age = max_age, .secure = secure_cookies()});
+}
+
+Service::FormCsrf Service::form_csrf(const web::Request& req) const {
+  std::string bound = web::cookie(req, kCsrfCookie);
+  FormCsrf out;
+  if (bound.size() < 20 || bound.size() > 100) {
+    bound = random_token(24);
+    out.set_cookie = cookie_header(kCsrfCookie, bound, 3600);
+  }
+  out.token = csrf_.issue(bound);
+  return out;
+}
+
+bool Service::csrf_ok(const web::Request& req, const web::Fields& form) const {
+  return csrf_.check(web::cookie(req, kCsrfCookie), web::field_value(form, "csrf"));
 }
 
 i18n::Locale Service::page_locale(const web::Request& req, std::string_view ui_locales) const {
@@ -108,20 +120,6 @@ i18n::Locale Service::page_locale(const web::Request& req, std::string_view ui_l
 }
 
 namespace {
-
-std::string make_cookie(std::string_view name, std::string_view value, std::string_view path, std::int64_t max_age,
-                        bool secure) {
-  std::string c(name);
-  c += "=";
-  c += value;
-  c += "; Path=";
-  c += path;
-  c += "; Max-Age=";
-  c += std::to_string(max_age);
-  c += "; HttpOnly; SameSite=Lax";
-  if (secure) c += "; Secure";
-  return c;
-}
 
 web::Response html_page(int status, std::string body) {
   web::Response res = web::Response::html(status, std::move(body));
@@ -146,13 +144,13 @@ std::string append_query(std::string uri, const web::Fields& params) {
 Result<Service::AuthzRequest> Service::parse_authz(const web::Fields& params, web::Response& page_error,
                                                    const web::Request& req) {
   AuthzRequest a;
-  a.ui_locales = field(params, "ui_locales");
+  a.ui_locales = web::field_value(params, "ui_locales");
   i18n::Locale loc = page_locale(req, a.ui_locales);
   auto fail_page = [&](std::string_view code, std::string_view description) -> Error {
     page_error = html_page(400, pages::error(loc, code, description));
     return bad_request(std::string(code), bj::string(description));
   };
-  std::string client_id = field(params, "client_id");
+  std::string client_id = web::field_value(params, "client_id");
   if (client_id.empty()) return fail_page("invalid_request", pages::text(loc, "err_client_id"));
   auto client = load_client(client_id);
   if (!client) {
@@ -162,7 +160,7 @@ Result<Service::AuthzRequest> Service::parse_authz(const web::Fields& params, we
   if (!*client || !(*client)->active || !(*client)->merchant_active)
     return fail_page("invalid_client", pages::text(loc, "err_client"));
   a.client = *client;
-  a.redirect_uri = field(params, "redirect_uri");
+  a.redirect_uri = web::field_value(params, "redirect_uri");
   a.redirect_uri_given = !a.redirect_uri.empty();
   if (a.redirect_uri_given) {
     if (!a.client->redirect_uri_registered(a.redirect_uri))
@@ -173,7 +171,7 @@ Result<Service::AuthzRequest> Service::parse_authz(const web::Fields& params, we
     return fail_page("invalid_request", pages::text(loc, "err_redirect_required"));
   }
   // From here on, errors go back to the client's redirect URI (RFC 6749 §4.1.2.1).
-  a.state = field(params, "state");
+  a.state = web::field_value(params, "state");
   auto reject = [&](std::string_view code, std::string_view description) -> Result<AuthzRequest> {
     a.error = code;
     a.error_description = description;
@@ -185,22 +183,22 @@ Result<Service::AuthzRequest> Service::parse_authz(const web::Fields& params, we
   }
   if (!a.client->allows_grant("authorization_code"))
     return reject("unauthorized_client", "this client may not use the authorization code flow");
-  std::string response_type = field(params, "response_type");
+  std::string response_type = web::field_value(params, "response_type");
   if (response_type.empty()) return reject("invalid_request", "response_type is required");
   if (response_type != "code") return reject("unsupported_response_type", "only response_type=code is supported");
-  std::string mode = field(params, "response_mode");
+  std::string mode = web::field_value(params, "response_mode");
   if (!mode.empty() && mode != "query") return reject("invalid_request", "only response_mode=query is supported");
   if (has_field(params, "request")) return reject("request_not_supported", "request objects are not supported");
   if (has_field(params, "request_uri")) return reject("request_uri_not_supported", "request_uri is not supported");
-  a.scopes = split_list(field(params, "scope"));
+  a.scopes = split_list(web::field_value(params, "scope"));
   if (a.scopes.empty()) return reject("invalid_scope", "scope is required");
   for (const auto& s : a.scopes) {
     if (!is_known_scope(s)) return reject("invalid_scope", "unknown scope " + s);
     if (!contains(a.client->scopes, s))
       return reject("invalid_scope", "scope " + s + " is not allowed for this client");
   }
-  a.code_challenge = field(params, "code_challenge");
-  a.code_challenge_method = field(params, "code_challenge_method");
+  a.code_challenge = web::field_value(params, "code_challenge");
+  a.code_challenge_method = web::field_value(params, "code_challenge_method");
   if (!a.code_challenge.empty()) {
     if (a.code_challenge_method.empty() || a.code_challenge_method == "plain")
       return reject("invalid_request", "code_challenge_method must be S256 (plain is not supported)");
@@ -212,23 +210,23 @@ Result<Service::AuthzRequest> Service::parse_authz(const web::Fields& params, we
   } else if (!a.client->confidential) {
     return reject("invalid_request", "PKCE with code_challenge_method=S256 is required for public clients");
   }
-  a.nonce = field(params, "nonce");
+  a.nonce = web::field_value(params, "nonce");
   if (a.nonce.size() > 512) return reject("invalid_request", "nonce is too long");
-  a.prompt = field(params, "prompt");
+  a.prompt = web::field_value(params, "prompt");
   auto prompts = split_list(a.prompt);
   for (const auto& p : prompts)
     if (p != "none" && p != "login" && p != "consent" && p != "select_account")
       return reject("invalid_request", "unknown prompt value " + p);
   if (contains(prompts, "none") && prompts.size() > 1)
     return reject("invalid_request", "prompt=none cannot be combined with other values");
-  if (std::string ma = field(params, "max_age"); !ma.empty()) {
+  if (std::string ma = web::field_value(params, "max_age"); !ma.empty()) {
     std::int64_t v = 0;
     auto [ptr, ec] = std::from_chars(ma.data(), ma.data() + ma.size(), v);
     if (ec != std::errc() || ptr != ma.data() + ma.size() || v < 0)
       return reject("invalid_request", "max_age must be a non-negative integer");
     a.max_age = v;
   }
-  a.login_hint = field(params, "login_hint");
+  a.login_hint = web::field_value(params, "login_hint");
   if (a.login_hint.size() > 254) a.login_hint.clear();
   return a;
 }
@@ -299,7 +297,7 @@ web::Response Service::authz_issue_code(const AuthzRequest& a, std::int64_t user
 }
 
 Result<std::optional<std::pair<User, std::int64_t>>> Service::current_session(const web::Request& req) {
-  std::string sid = cookie(req, kSessionCookie);
+  std::string sid = web::cookie(req, kSessionCookie);
   using Out = std::optional<std::pair<User, std::int64_t>>;
   if (sid.empty() || sid.size() > 100) return Out{};
   std::string hash = crypto::secret_hash(opts_.pepper, sid);
@@ -342,13 +340,10 @@ web::Response Service::render_login(const web::Request& req, const AuthzRequest&
   if (opts_.signup_enabled)
     v.signup_url =
         base + "signup?return_to=" + web::percent_encode(append_query(base + "oauth/v2/authorize", a.hidden()));
-  std::string csrf = cookie(req, kCsrfCookie);
-  bool new_csrf = csrf.size() < 20 || csrf.size() > 100;
-  if (new_csrf) csrf = random_token(24);
-  v.hidden.emplace_back("csrf", csrf_for(csrf));
+  FormCsrf csrf = form_csrf(req);
+  v.hidden.emplace_back("csrf", csrf.token);
   web::Response res = html_page(status, pages::login(v));
-  if (new_csrf)
-    res.headers.emplace_back("Set-Cookie", make_cookie(kCsrfCookie, csrf, cookie_path(), 3600, secure_cookies()));
+  if (!csrf.set_cookie.empty()) res.headers.emplace_back("Set-Cookie", csrf.set_cookie);
   return res;
 }
 
@@ -369,7 +364,7 @@ web::Response Service::authorize(web::Request& req) {
     if (!contains(prompts, "consent")) {
       bool not_consented = false;
       web::Response issued = authz_issue_code(a, user.id, (*session)->second, &not_consented,
-                                              crypto::secret_hash(opts_.pepper, cookie(req, kSessionCookie)));
+                                              crypto::secret_hash(opts_.pepper, web::cookie(req, kSessionCookie)));
       if (!not_consented) return issued;
     }
     if (contains(prompts, "none")) return authz_redirect_error(a, "consent_required", "the user has not consented yet");
@@ -396,18 +391,17 @@ web::Response Service::authorize_submit(web::Request& req) {
   if (!parsed) return page_error;
   const AuthzRequest& a = *parsed;
   i18n::Locale loc = page_locale(req, a.ui_locales);
-  std::string csrf_cookie = cookie(req, kCsrfCookie);
-  if (csrf_cookie.empty() || !crypto::constant_time_equal(csrf_for(csrf_cookie), field(*form, "csrf")))
-    return html_page(400, pages::error(loc, "invalid_request", pages::text(loc, "csrf")));
+  if (!csrf_ok(req, *form)) return html_page(400, pages::error(loc, "invalid_request", pages::text(loc, "csrf")));
   if (!a.error.empty()) return authz_redirect_error(a, a.error, a.error_description);
-  if (field(*form, "action") == "deny") return authz_redirect_error(a, "access_denied", "the user denied the request");
+  if (web::field_value(*form, "action") == "deny")
+    return authz_redirect_error(a, "access_denied", "the user denied the request");
 
   const std::int64_t t = now();
   std::optional<User> user;
   std::int64_t auth_time = 0;
   std::string set_session, set_device;
-  std::string email = field(*form, "email");
-  std::string password = field(*form, "password");
+  std::string email = web::field_value(*form, "email");
+  std::string password = web::field_value(*form, "password");
   if (!email.empty() || !password.empty()) {
     if (email.empty() || password.empty())
       return render_login(req, a, nullptr, pages::text(loc, "missing_credentials"), 400, email);
@@ -433,11 +427,10 @@ web::Response Service::authorize_submit(web::Request& req) {
       return {};
     });
     if (!st) return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
-    set_device = make_cookie("sika_device", device_cookie_for(email), cookie_path(), opts_.device_cookie_seconds,
-                             secure_cookies());
+    set_device = cookie_header("sika_device", device_cookie_for(email), opts_.device_cookie_seconds);
     user = std::move(outcome.user);
     auth_time = t;
-    set_session = make_cookie(kSessionCookie, sid, cookie_path(), opts_.session_ttl, secure_cookies());
+    set_session = cookie_header(kSessionCookie, sid, opts_.session_ttl);
   } else {
     auto session = current_session(req);
     if (!session) return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
@@ -447,7 +440,7 @@ web::Response Service::authorize_submit(web::Request& req) {
     user = std::move((*session)->first);
     auth_time = (*session)->second;
   }
-  if (field(*form, "action") != "approve") {
+  if (web::field_value(*form, "action") != "approve") {
     web::Response res = render_login(req, a, &*user, "");
     for (const std::string* c : {&set_session, &set_device})
       if (!c->empty()) res.headers.emplace_back("Set-Cookie", *c);
@@ -507,14 +500,11 @@ web::Response Service::signup_page(web::Request& req) {
   pages::SignupView v;
   v.locale = loc;
   v.action = base + "signup";
-  std::string csrf = cookie(req, kCsrfCookie);
-  bool new_csrf = csrf.size() < 20 || csrf.size() > 100;
-  if (new_csrf) csrf = random_token(24);
-  v.hidden.emplace_back("csrf", csrf_for(csrf));
+  FormCsrf csrf = form_csrf(req);
+  v.hidden.emplace_back("csrf", csrf.token);
   if (auto r = req.query_param("return_to")) v.hidden.emplace_back("return_to", safe_return(*r, base));
   web::Response res = html_page(200, pages::signup(v));
-  if (new_csrf)
-    res.headers.emplace_back("Set-Cookie", make_cookie(kCsrfCookie, csrf, cookie_path(), 3600, secure_cookies()));
+  if (!csrf.set_cookie.empty()) res.headers.emplace_back("Set-Cookie", csrf.set_cookie);
   return res;
 }
 
@@ -524,23 +514,21 @@ web::Response Service::signup_submit(web::Request& req) {
   auto form = web::parse_form(req.body);
   if (!form || req.content_type() != "application/x-www-form-urlencoded")
     return html_page(400, pages::error(loc, "invalid_request", "malformed form"));
-  std::string csrf_cookie = cookie(req, kCsrfCookie);
-  if (csrf_cookie.empty() || !crypto::constant_time_equal(csrf_for(csrf_cookie), field(*form, "csrf")))
-    return html_page(400, pages::error(loc, "invalid_request", pages::text(loc, "csrf")));
+  if (!csrf_ok(req, *form)) return html_page(400, pages::error(loc, "invalid_request", pages::text(loc, "csrf")));
   std::string base = cookie_path() + (cookie_path().ends_with('/') ? "" : "/");
   UserSpec spec;
-  spec.email = field(*form, "email");
-  spec.password = field(*form, "password");
-  spec.name = field(*form, "name");
-  spec.phone = field(*form, "phone");
+  spec.email = web::field_value(*form, "email");
+  spec.password = web::field_value(*form, "password");
+  spec.name = web::field_value(*form, "name");
+  spec.phone = web::field_value(*form, "phone");
   pages::SignupView v;
   v.locale = loc;
   v.action = base + "signup";
   v.email = spec.email;
   v.name = spec.name;
   v.phone = spec.phone;
-  v.hidden.emplace_back("csrf", field(*form, "csrf"));
-  std::string return_to = safe_return(field(*form, "return_to"), base);
+  v.hidden.emplace_back("csrf", web::field_value(*form, "csrf"));
+  std::string return_to = safe_return(web::field_value(*form, "return_to"), base);
   v.hidden.emplace_back("return_to", return_to);
   auto allowed =
       shared_rate_hit("signup-ip:" + req.remote_ip, opts_.login_attempts_per_ip, 60000, "signups_per_address");
@@ -573,15 +561,13 @@ web::Response Service::signup_submit(web::Request& req) {
   web::Response res = return_to.empty() ? html_page(201, pages::message(loc, "signup_title", "account_created"))
                                         : web::Response::redirect(return_to, 303);
   pages::secure_headers(res);
-  if (st)
-    res.headers.emplace_back("Set-Cookie",
-                             make_cookie(kSessionCookie, sid, cookie_path(), opts_.session_ttl, secure_cookies()));
+  if (st) res.headers.emplace_back("Set-Cookie", cookie_header(kSessionCookie, sid, opts_.session_ttl));
   return res;
 }
 
 web::Response Service::logout(web::Request& req) {
   i18n::Locale loc = page_locale(req, "");
-  std::string sid = cookie(req, kSessionCookie);
+  std::string sid = web::cookie(req, kSessionCookie);
   if (!sid.empty() && sid.size() <= 100) {
     std::string hash = crypto::secret_hash(opts_.pepper, sid);
     (void)db_.write([&](store::Conn& c) -> Status {
@@ -594,7 +580,7 @@ web::Response Service::logout(web::Request& req) {
   web::Response res =
       back.empty() ? html_page(200, pages::message(loc, "sign_out", "signed_out")) : web::Response::redirect(back, 303);
   pages::secure_headers(res);
-  res.headers.emplace_back("Set-Cookie", make_cookie(kSessionCookie, "", cookie_path(), 0, secure_cookies()));
+  res.headers.emplace_back("Set-Cookie", cookie_header(kSessionCookie, "", 0));
   return res;
 }
 

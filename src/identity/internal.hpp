@@ -19,8 +19,6 @@ Error oauth_error(ErrorKind kind, std::string_view code, std::string_view descri
 Error invalid_token(std::string_view description);
 // The string value of a body field ("" when absent or not a string).
 std::string param(const boost::json::object& o, std::string_view key);
-// The value of a request cookie ("" when absent).
-std::string cookie(const web::Request& req, std::string_view name);
 // base64url(SHA-256(verifier)) (RFC 7636 S256).
 std::string pkce_s256(std::string_view verifier);
 // True iff v is 43..128 characters of [A-Za-z0-9-._~] (RFC 7636 §4.1).

@@ -13,6 +13,7 @@
 #include "identity/internal.hpp"
 #include "identity/service.hpp"
 #include "identity/store.hpp"
+#include "web/cookie.hpp"
 
 namespace sika::identity {
 
@@ -41,7 +42,7 @@ std::string Service::device_cookie_for(std::string_view email) const {
 }
 
 std::string Service::trusted_device(const web::Request& req, std::string_view email) const {
-  std::string value = cookie(req, kDeviceCookie);
+  std::string value = web::cookie(req, kDeviceCookie);
   if (value.size() > 120 || !value.starts_with("d1.")) return {};
   std::size_t dot = value.find('.', 3);
   if (dot == std::string::npos) return {};

@@ -1,6 +1,7 @@
 #include "identity/pages.hpp"
 
 #include "web/html.hpp"
+#include "web/texts.hpp"
 
 #include <algorithm>
 
@@ -8,12 +9,8 @@ namespace sika::identity::pages {
 
 namespace {
 
-struct Text {
-  std::string_view key, fr, en;
-};
-
-// Sorted by key (binary search).
-constexpr Text kTexts[] = {
+// The texts of the sign-in, consent and sign-up pages (web/texts.hpp).
+constexpr web::texts::Entry kTextsData[] = {
     {"account_created", "Votre compte a été créé.", "Your account has been created."},
     {"allow", "Autoriser", "Allow"},
     {"app_requests", "L'application « {client} » demande l'accès à votre compte Sika :",
@@ -65,6 +62,8 @@ constexpr Text kTexts[] = {
      "Too many sign-in attempts. Try again in a few minutes."},
     {"title", "Connexion à Sika", "Sign in to Sika"},
 };
+constexpr auto kTexts = web::texts::table(kTextsData);
+const web::texts::Enrolled kEnrolled{"identity/pages", kTexts};
 
 constexpr std::string_view kStyle =
     "*{box-sizing:border-box}body{margin:0;font:16px/1.5 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;"
@@ -81,20 +80,19 @@ constexpr std::string_view kStyle =
     "font-size:1rem;cursor:pointer}button.primary{background:#0a7d5a;color:#fff}button.secondary{background:#e6e9ed;"
     "color:#1b2430}.muted{color:#5b6672;font-size:.9rem}a{color:#0a7d5a}";
 
+// The shared layout (web::html) with this service's stylesheet; the brand and the title are in
+// the body.
 std::string head(i18n::Locale l, std::string_view title) {
-  std::string out = "<!doctype html><html lang=\"";
-  out += i18n::name(l);
-  out +=
-      "\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-      "<meta name=\"referrer\" content=\"no-referrer\"><title>";
-  out += escape(title);
-  out += "</title><style>";
-  out += kStyle;
-  out += "</style></head><body><main><div class=\"brand\">Sika</div>";
-  return out;
+  web::html::Page page;
+  page.locale = l;
+  page.title = std::string(title);
+  page.style = std::string(kStyle);
+  page.header = false;
+  page.extra_head_html = "<meta name=\"referrer\" content=\"no-referrer\">";
+  return web::html::begin(page) + "<div class=\"brand\">Sika</div>";
 }
 
-constexpr std::string_view kFoot = "</main></body></html>";
+constexpr std::string_view kFoot = web::html::kEnd;
 
 void hidden_inputs(std::string& out, const web::Fields& hidden) {
   for (const auto& [k, v] : hidden) {
@@ -134,12 +132,7 @@ std::string replace_all(std::string s, std::string_view from, std::string_view t
 
 }  // namespace
 
-std::string_view text(i18n::Locale l, std::string_view key) {
-  auto it = std::lower_bound(std::begin(kTexts), std::end(kTexts), key,
-                             [](const Text& t, std::string_view k) { return t.key < k; });
-  if (it == std::end(kTexts) || it->key != key) return key;
-  return l == i18n::Locale::fr ? it->fr : it->en;
-}
+std::string_view text(i18n::Locale l, std::string_view key) { return kTexts.lookup(key, l); }
 
 std::string escape(std::string_view in) { return web::html::escape(in); }
 

@@ -78,20 +78,6 @@ std::string param(const bj::object& o, std::string_view key) {
   return std::string(it->value().get_string());
 }
 
-std::string cookie(const web::Request& req, std::string_view name) {
-  std::string_view h = req.header("cookie");
-  std::size_t pos = 0;
-  while (pos < h.size()) {
-    std::size_t end = h.find(';', pos);
-    if (end == std::string_view::npos) end = h.size();
-    std::string_view item = trim(h.substr(pos, end - pos));
-    pos = end + 1;
-    std::size_t eq = item.find('=');
-    if (eq != std::string_view::npos && item.substr(0, eq) == name) return std::string(item.substr(eq + 1));
-  }
-  return {};
-}
-
 std::string pkce_s256(std::string_view verifier) { return base64url_encode(crypto::sha256(verifier)); }
 
 bool valid_pkce_verifier(std::string_view v) {
@@ -133,7 +119,7 @@ Service::Service(store::Db& db, Options options)
   if (!opts_.clock) opts_.clock = [] { return now_ms(); };
   while (!opts_.issuer.empty() && opts_.issuer.back() == '/') opts_.issuer.pop_back();
   if (opts_.pepper.empty()) throw std::runtime_error("identity: the server secret key is empty");
-  csrf_key_ = crypto::hmac_sha256(opts_.pepper, "sika.identity.csrf.v1");
+  csrf_ = web::Csrf(opts_.pepper, "sika.identity.csrf.v1");
   login_key_ = crypto::hmac_sha256(opts_.pepper, "sika.identity.login.v1");
   token_shards_ = std::make_unique<TokenShard[]>(kTokenShards);
   auto ring = load_keys(db_, opts_.pepper, now(), true);

@@ -38,6 +38,7 @@
 #include "limits/limiter.hpp"
 #include "limits/local.hpp"
 #include "store/db.hpp"
+#include "web/csrf.hpp"
 #include "web/message.hpp"
 
 namespace sika::identity {
@@ -186,7 +187,18 @@ class Service {
   // device cookie when it is one of ours for that e-mail ("" otherwise).
   std::string device_cookie_for(std::string_view email) const;
   std::string trusted_device(const web::Request& req, std::string_view email) const;
-  std::string csrf_for(std::string_view cookie_value) const;
+  // The CSRF token of a sign-in or sign-up form (double submit: web::Csrf of the sika_csrf
+  // cookie's random value) and the Set-Cookie value minting that cookie ("" when the request has
+  // a usable one).
+  struct FormCsrf {
+    std::string token;
+    std::string set_cookie;
+  };
+  FormCsrf form_csrf(const web::Request& req) const;
+  // True iff the form's `csrf` field is the token of the request's sika_csrf cookie.
+  bool csrf_ok(const web::Request& req, const web::Fields& form) const;
+  // A Set-Cookie value of the identity service (its path, Lax, Secure behind https).
+  std::string cookie_header(std::string_view name, std::string_view value, std::int64_t max_age) const;
   std::string cookie_path() const;
   bool secure_cookies() const;
   i18n::Locale page_locale(const web::Request& req, std::string_view ui_locales) const;
@@ -195,8 +207,8 @@ class Service {
   Options opts_;
   TokenIssuer issuer_;
   std::string discovery_json_;
-  std::string csrf_key_;
-  std::string login_key_;  // keys account_key() and device cookies
+  web::Csrf csrf_{"", ""};  // set from the pepper by the constructor
+  std::string login_key_;   // keys account_key() and device cookies
 
   mutable std::shared_mutex keys_mu_;
   std::shared_ptr<const KeyRing> keys_;

@@ -19,6 +19,7 @@
 #include "payments/store.hpp"
 #include "web/envelope.hpp"
 #include "web/html.hpp"
+#include "web/texts.hpp"
 
 namespace sika::links {
 
@@ -29,76 +30,42 @@ using web::html::page_locale;
 
 namespace {
 
-struct Texts {
-  const char* pay_title;
-  const char* amount;
-  const char* operator_;
-  const char* phone;
-  const char* phone_hint;
-  const char* otp;
-  const char* otp_how;
-  const char* submit;
-  const char* waiting;
-  const char* completed;
-  const char* failed;
-  const char* receipt;
-  const char* reference;
-  const char* fee;
-  const char* total;
-  const char* date;
-  const char* again;
-  const char* status;
-  const char* unavailable;
-  const char* not_found;
-  const char* to_pay;
+// The page's texts (web/texts.hpp).
+constexpr web::texts::Entry kTextsData[] = {
+    {"pay_title", "Payer", "Pay"},
+    {"amount", "Montant", "Amount"},
+    {"operator", "Opérateur", "Operator"},
+    {"phone", "Numéro de téléphone", "Phone number"},
+    {"phone_hint", "avec l'indicatif du pays, ex.", "with the country code, e.g."},
+    {"otp", "Code à usage unique (OTP)", "One-time code (OTP)"},
+    {"otp_how", "pour l'obtenir :", "to get it:"},
+    {"submit", "Payer maintenant", "Pay now"},
+    {"waiting",
+     "Une demande de paiement a été envoyée sur votre téléphone. Validez-la avec votre code secret. "
+     "Cette page se met à jour toute seule.",
+     "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by "
+     "itself."},
+    {"completed", "Paiement réussi. Merci !", "Payment completed. Thank you!"},
+    {"failed", "Le paiement n'a pas abouti.", "The payment did not go through."},
+    {"receipt", "Reçu", "Receipt"},
+    {"reference", "Référence", "Reference"},
+    {"fee", "Frais", "Fee"},
+    {"total", "Total payé", "Total paid"},
+    {"date", "Date", "Date"},
+    {"again", "Réessayer", "Try again"},
+    {"status", "Statut", "Status"},
+    {"unavailable", "Ce lien de paiement n'accepte plus de paiement.", "This payment link no longer accepts payments."},
+    {"not_found", "Ce lien de paiement n'existe pas.", "This payment link does not exist."},
+    {"to_pay", "Total à payer", "Total to pay"},
 };
-
-constexpr Texts kFr{"Payer",
-                    "Montant",
-                    "Opérateur",
-                    "Numéro de téléphone",
-                    "avec l'indicatif du pays, ex.",
-                    "Code à usage unique (OTP)",
-                    "pour l'obtenir :",
-                    "Payer maintenant",
-                    "Une demande de paiement a été envoyée sur votre téléphone. Validez-la avec votre code secret. "
-                    "Cette page se met à jour toute seule.",
-                    "Paiement réussi. Merci !",
-                    "Le paiement n'a pas abouti.",
-                    "Reçu",
-                    "Référence",
-                    "Frais",
-                    "Total payé",
-                    "Date",
-                    "Réessayer",
-                    "Statut",
-                    "Ce lien de paiement n'accepte plus de paiement.",
-                    "Ce lien de paiement n'existe pas.",
-                    "Total à payer"};
-constexpr Texts kEn{"Pay",
-                    "Amount",
-                    "Operator",
-                    "Phone number",
-                    "with the country code, e.g.",
-                    "One-time code (OTP)",
-                    "to get it:",
-                    "Pay now",
-                    "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by "
-                    "itself.",
-                    "Payment completed. Thank you!",
-                    "The payment did not go through.",
-                    "Receipt",
-                    "Reference",
-                    "Fee",
-                    "Total paid",
-                    "Date",
-                    "Try again",
-                    "Status",
-                    "This payment link no longer accepts payments.",
-                    "This payment link does not exist.",
-                    "Total to pay"};
-
-const Texts& texts(i18n::Locale l) { return l == i18n::Locale::fr ? kFr : kEn; }
+constexpr auto kTexts = web::texts::table(kTextsData);
+const web::texts::Enrolled kEnrolled{"links/page", kTexts};
+using Key = web::texts::Key<kTexts>;
+// A text of the table as a C string (every entry is a string literal).
+struct Words {
+  i18n::Locale locale;
+  const char* operator()(Key key) const { return key.in(locale).data(); }
+};
 
 // The message a payer reads for a refusal: the field problems, or the error's text.
 std::string notice_of(const Error& e, i18n::Locale l) {
@@ -119,7 +86,7 @@ std::string notice_of(const Error& e, i18n::Locale l) {
 // service, as its payment is.
 std::string fee_table(const catalog::Catalog& cat, const Link& link,
                       const std::vector<std::pair<std::string, std::string>>& operators, std::int64_t amount,
-                      const Texts& t) {
+                      const Words& t) {
   if (amount <= 0 || !cat.loaded()) return {};
   std::vector<std::pair<std::string, std::string>> priced;
   for (const auto& op : operators) {
@@ -144,8 +111,8 @@ std::string fee_table(const catalog::Catalog& cat, const Link& link,
             "</td><td><strong>" + money::format(amount + fee, link.currency, true) + "</strong></td></tr>";
   }
   if (rows.empty()) return {};
-  return "<table class=\"fees\" id=\"fees\"><thead><tr><th scope=\"col\">" + escape(t.operator_) +
-         "</th><th scope=\"col\">" + escape(t.fee) + "</th><th scope=\"col\">" + escape(t.to_pay) +
+  return "<table class=\"fees\" id=\"fees\"><thead><tr><th scope=\"col\">" + escape(t("operator")) +
+         "</th><th scope=\"col\">" + escape(t("fee")) + "</th><th scope=\"col\">" + escape(t("to_pay")) +
          "</th></tr></thead><tbody>" + rows + "</tbody></table>";
 }
 
@@ -164,7 +131,7 @@ std::optional<web::Response> Service::page_throttled(const web::Request& req, i1
   const Error refused = limits::refusal(d, "page views per address per minute");
   web::html::Page page;
   page.locale = locale;
-  page.title = texts(locale).pay_title;
+  page.title = Words{locale}("pay_title");
   page.body_html = "<p role=\"alert\">" + escape(i18n::text(refused.code, locale)) + "</p>";
   web::Response r = web::html::page_response(429, page);
   r.set("Retry-After", std::to_string(refused.details.at("retry_after").as_int64()));
@@ -179,24 +146,24 @@ web::Response Service::page(web::Request& req) {
 }
 
 web::Response Service::render_form(const web::Request& req, i18n::Locale locale, const Form& form, int status) {
-  const Texts& t = texts(locale);
+  const Words t{locale};
   const std::string code = req.path_param("shortCode");
   auto link = by_code(code);
   web::html::Page page;
   page.locale = locale;
   page.other_language_url = web::percent_encode(code) + "?lang=" + std::string(web::html::other_language(locale));
   if (!link) {
-    page.title = t.pay_title;
-    page.body_html = "<p role=\"alert\">" + escape(t.not_found) + "</p>";
+    page.title = t("pay_title");
+    page.body_html = "<p role=\"alert\">" + escape(t("not_found")) + "</p>";
     return web::html::page_response(link.error().is(ErrorKind::not_found) ? 404 : 400, page);
   }
   auto shop = shop_of(*link);
-  page.title = std::string(t.pay_title) + " " + (shop ? shop->name : std::string());
+  page.title = std::string(t("pay_title")) + " " + (shop ? shop->name : std::string());
   std::string& h = page.body_html;
   h += "<h2>" + escape(link->title.empty() ? link->reference : link->title) + "</h2>";
   if (!link->description.empty()) h += "<p>" + escape(link->description) + "</p>";
   if (link->status_at(now()) != kActive) {
-    h += "<p role=\"alert\">" + escape(t.unavailable) + "</p>";
+    h += "<p role=\"alert\">" + escape(t("unavailable")) + "</p>";
     return web::html::page_response(410, page);
   }
   if (!form.notice.empty()) h += "<p role=\"alert\" class=\"error\">" + escape(form.notice) + "</p>";
@@ -205,17 +172,17 @@ web::Response Service::render_form(const web::Request& req, i18n::Locale locale,
       "<form method=\"post\" action=\"" + escape(link->short_code) + "?lang=" + std::string(i18n::name(locale)) + "\">";
   h += "<input type=\"hidden\" name=\"transaction_uuid\" value=\"" + escape(uuid) + "\">";
   if (link->amount) {
-    h += "<p class=\"amount\">" + escape(t.amount) + " : <strong>" +
+    h += "<p class=\"amount\">" + escape(t("amount")) + " : <strong>" +
          money::format(*link->amount, link->currency, true) + "</strong></p>";
   } else {
-    h += "<label>" + escape(t.amount) + " (" + escape(link->currency) +
+    h += "<label>" + escape(t("amount")) + " (" + escape(link->currency) +
          ")<input name=\"amount\" inputmode=\"numeric\" pattern=\"[0-9]+\" required value=\"" +
          escape(field_value(form.values, "amount")) + "\"";
     if (link->min_amount) h += " min=\"" + std::to_string(*link->min_amount) + "\"";
     if (link->max_amount) h += " max=\"" + std::to_string(*link->max_amount) + "\"";
     h += "></label>";
   }
-  h += "<label>" + escape(t.operator_) + "<select name=\"provider\" required>";
+  h += "<label>" + escape(t("operator")) + "<select name=\"provider\" required>";
   const std::string chosen = field_value(form.values, "provider");
   const auto offered = operators(*link, shop ? shop->countries : std::vector<std::string>{});
   for (const auto& s : offered)
@@ -240,15 +207,15 @@ web::Response Service::render_form(const web::Request& req, i18n::Locale locale,
     if (const catalog::Country* c =
             cat->country_for(link->currency, shop ? shop->countries : std::vector<std::string>{}))
       example = c->example_msisdn();
-  h += "<label>" + escape(t.phone) + " <small>" + escape(t.phone_hint) + " " + escape(example) +
+  h += "<label>" + escape(t("phone")) + " <small>" + escape(t("phone_hint")) + " " + escape(example) +
        "</small><input name=\"customer_phone\" type=\"tel\" inputmode=\"tel\" autocomplete=\"tel\" required "
        "placeholder=\"" +
        escape(example) + "\" value=\"" + escape(field_value(form.values, "customer_phone")) + "\"></label>";
   if (!form.otp_helper.empty()) {
-    h += "<label>" + escape(t.otp) + " <small>" + escape(t.otp_how) + " " + escape(form.otp_helper) +
+    h += "<label>" + escape(t("otp")) + " <small>" + escape(t("otp_how")) + " " + escape(form.otp_helper) +
          "</small><input name=\"otp\" inputmode=\"numeric\" autocomplete=\"one-time-code\" required></label>";
   }
-  h += "<button type=\"submit\">" + escape(t.submit) + "</button></form>";
+  h += "<button type=\"submit\">" + escape(t("submit")) + "</button></form>";
   return web::html::page_response(status, page);
 }
 
@@ -306,12 +273,12 @@ web::Response Service::page_submit(web::Request& req) {
 web::Response Service::status_page(web::Request& req) {
   const i18n::Locale locale = page_locale(req);
   if (auto refused = page_throttled(req, locale)) return std::move(*refused);
-  const Texts& t = texts(locale);
+  const Words t{locale};
   const std::string code = req.path_param("shortCode");
   const std::string payer_uuid = req.query_param("t").value_or("");
   web::html::Page page;
   page.locale = locale;
-  page.title = t.receipt;
+  page.title = t("receipt");
   page.other_language_url =
       "status?t=" + web::percent_encode(payer_uuid) + "&lang=" + std::string(web::html::other_language(locale));
   auto link = by_code(code);
@@ -325,7 +292,7 @@ web::Response Service::status_page(web::Request& req) {
     if (!st) tx.reset();
   }
   if (!tx) {
-    page.body_html = "<p role=\"alert\">" + escape(t.not_found) + "</p>";
+    page.body_html = "<p role=\"alert\">" + escape(t("not_found")) + "</p>";
     return web::html::page_response(404, page);
   }
   auto now_tx = payments_.current(*tx, "payment-link-page");
@@ -334,27 +301,27 @@ web::Response Service::status_page(web::Request& req) {
   auto shop = shop_of(*link);
   if (shop) h += "<p>" + escape(shop->name) + "</p>";
   page.live_state = std::string(payments::to_string(tx->status));
-  if (tx->status != payments::TxStatus::completed) page.title = t.pay_title;  // a receipt once paid only
+  if (tx->status != payments::TxStatus::completed) page.title = t("pay_title");  // a receipt once paid only
   if (!payments::is_terminal(tx->status)) {
     // A payment on its way: live.js follows it (web::html::live_html), no meta refresh.
     h += web::html::live_html(
         {.state = page.live_state,
          .page_url = "status?t=" + web::percent_encode(payer_uuid) + "&lang=" + std::string(i18n::name(locale)),
          .script_src = "../../live.js",
-         .message_html = "<p>" + escape(t.waiting) + "</p>"},
+         .message_html = "<p>" + escape(t("waiting")) + "</p>"},
         locale);
   } else if (tx->status == payments::TxStatus::completed) {
-    h += "<p role=\"status\" class=\"ok\"><strong>" + escape(t.completed) + "</strong></p>";
+    h += "<p role=\"status\" class=\"ok\"><strong>" + escape(t("completed")) + "</strong></p>";
   } else {
-    h += "<p role=\"alert\">" + escape(t.failed) + "</p><p><a href=\"../" + escape(code) +
-         "?lang=" + std::string(i18n::name(locale)) + "\">" + escape(t.again) + "</a></p>";
+    h += "<p role=\"alert\">" + escape(t("failed")) + "</p><p><a href=\"../" + escape(code) +
+         "?lang=" + std::string(i18n::name(locale)) + "\">" + escape(t("again")) + "</a></p>";
   }
-  h += "<dl><dt>" + escape(t.reference) + "</dt><dd>" + escape(tx->reference) + "</dd><dt>" + escape(t.amount) +
-       "</dt><dd>" + money::format(tx->amount, tx->currency, true) + "</dd><dt>" + escape(t.fee) + "</dt><dd>" +
-       money::format(tx->fee, tx->currency, true) + "</dd><dt>" + escape(t.total) + "</dt><dd>" +
-       money::format(tx->required_total, tx->currency, true) + "</dd><dt>" + escape(t.date) + "</dt><dd>" +
+  h += "<dl><dt>" + escape(t("reference")) + "</dt><dd>" + escape(tx->reference) + "</dd><dt>" + escape(t("amount")) +
+       "</dt><dd>" + money::format(tx->amount, tx->currency, true) + "</dd><dt>" + escape(t("fee")) + "</dt><dd>" +
+       money::format(tx->fee, tx->currency, true) + "</dd><dt>" + escape(t("total")) + "</dt><dd>" +
+       money::format(tx->required_total, tx->currency, true) + "</dd><dt>" + escape(t("date")) + "</dt><dd>" +
        escape(tz::date_time(tx->updated_at, locale, shop ? merchant::time_zone_of(*shop) : "UTC")) + "</dd><dt>" +
-       escape(t.status) + "</dt><dd>" + escape(web::html::state_words(payments::to_string(tx->status), locale)) +
+       escape(t("status")) + "</dt><dd>" + escape(web::html::state_words(payments::to_string(tx->status), locale)) +
        "</dd></dl>";
   return web::html::page_response(200, page, web::html::live_policy({}));
 }

@@ -13,6 +13,7 @@
 #include "payments/store.hpp"
 #include "web/envelope.hpp"
 #include "web/html.hpp"
+#include "web/texts.hpp"
 
 namespace sika::payments {
 
@@ -26,78 +27,55 @@ std::string masked(std::string_view msisdn) {
          std::string(msisdn.substr(msisdn.size() - 2));
 }
 
-struct Texts {
-  const char* title;
-  const char* merchant;
-  const char* description;
-  const char* amount;
-  const char* fee;
-  const char* total;
-  const char* wallet;
-  const char* reference;
-  const char* push;
-  const char* pay_wallet;
-  const char* otp;
-  const char* decline;
-  const char* initiated;
-  const char* pending;
-  const char* completed;
-  const char* expired;
-  const char* cancelled;
-  const char* other_language;
-  const char* not_found;
-  const char* bad_otp;
-  const char* sent;
+// The page's texts (web/texts.hpp).
+constexpr web::texts::Entry kTextsData[] = {
+    {"title", "Confirmer le paiement", "Confirm the payment"},
+    {"merchant", "Marchand", "Merchant"},
+    {"description", "Objet", "For"},
+    {"amount", "Montant", "Amount"},
+    {"fee", "Frais", "Fee"},
+    {"total", "Total à payer", "Total to pay"},
+    {"wallet", "Numéro", "Number"},
+    {"reference", "Référence", "Reference"},
+    {"push", "Envoyer la demande sur mon téléphone", "Send the request to my phone"},
+    {"pay_wallet", "Payer depuis mon portefeuille Sika", "Pay from my Sika wallet"},
+    {"otp", "Code à usage unique (OTP)", "One-time code (OTP)"},
+    {"decline", "Refuser le paiement", "Decline the payment"},
+    {"initiated",
+     "Vérifiez le montant puis envoyez la demande : vous la validerez sur votre téléphone avec votre code secret.",
+     "Check the amount, then send the request: you will approve it on your phone with your PIN."},
+    {"pending",
+     "Une demande de paiement a été envoyée sur votre téléphone. Validez-la avec votre code secret. Cette page se met "
+     "à jour toute seule.",
+     "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by itself."},
+    {"completed", "Paiement réussi. Merci !", "Payment completed. Thank you!"},
+    {"expired", "Cette demande de paiement a expiré.", "This payment request has expired."},
+    {"cancelled", "Paiement annulé.", "Payment cancelled."},
+    {"other_language", "English", "Français"},
+    {"not_found", "Cette page de paiement n'existe pas.", "This payment page does not exist."},
+    {"bad_otp", "Code incorrect.", "Incorrect code."},
+    {"sent", "Demande envoyée.", "Request sent."},
+};
+constexpr auto kTexts = web::texts::table(kTextsData);
+const web::texts::Enrolled kEnrolled{"payments/page", kTexts};
+using Key = web::texts::Key<kTexts>;
+// A text of the table as a C string (every entry is a string literal).
+struct Words {
+  i18n::Locale locale;
+  const char* operator()(Key key) const { return key.in(locale).data(); }
 };
 
-constexpr Texts kFr{
-    "Confirmer le paiement",
-    "Marchand",
-    "Objet",
-    "Montant",
-    "Frais",
-    "Total à payer",
-    "Numéro",
-    "Référence",
-    "Envoyer la demande sur mon téléphone",
-    "Payer depuis mon portefeuille Sika",
-    "Code à usage unique (OTP)",
-    "Refuser le paiement",
-    "Vérifiez le montant puis envoyez la demande : vous la validerez sur votre téléphone avec votre code secret.",
-    "Une demande de paiement a été envoyée sur votre téléphone. Validez-la avec votre code secret. Cette page se met "
-    "à jour toute seule.",
-    "Paiement réussi. Merci !",
-    "Cette demande de paiement a expiré.",
-    "Paiement annulé.",
-    "English",
-    "Cette page de paiement n'existe pas.",
-    "Code incorrect.",
-    "Demande envoyée."};
-
-constexpr Texts kEn{
-    "Confirm the payment",
-    "Merchant",
-    "For",
-    "Amount",
-    "Fee",
-    "Total to pay",
-    "Number",
-    "Reference",
-    "Send the request to my phone",
-    "Pay from my Sika wallet",
-    "One-time code (OTP)",
-    "Decline the payment",
-    "Check the amount, then send the request: you will approve it on your phone with your PIN.",
-    "A payment request was sent to your phone. Approve it with your PIN. This page refreshes by itself.",
-    "Payment completed. Thank you!",
-    "This payment request has expired.",
-    "Payment cancelled.",
-    "Français",
-    "This payment page does not exist.",
-    "Incorrect code.",
-    "Request sent."};
-
-const Texts& texts(i18n::Locale l) { return l == i18n::Locale::fr ? kFr : kEn; }
+// The confirmation page's stylesheet (in the shared layout, web::html::begin).
+constexpr std::string_view kPageStyle =
+    "body{font-family:system-ui,sans-serif;background:#f4f5f7;margin:0;padding:24px;color:#1d2433}"
+    "main{max-width:440px;margin:auto;background:#fff;border-radius:12px;padding:24px;"
+    "box-shadow:0 2px 8px rgba(0,0,0,.08)}h1{font-size:1.3em;margin-top:0}"
+    "dl{display:grid;grid-template-columns:auto 1fr;gap:6px 16px}dt{color:#5b6473}dd{margin:0;text-align:right}"
+    ".total{font-weight:700;font-size:1.1em}button{width:100%;padding:12px;border:0;border-radius:8px;"
+    "font-size:1em;cursor:pointer;margin-top:8px}.go{background:#0b6bcb;color:#fff}.no{background:#e9ecf1}"
+    "input{width:100%;padding:10px;font-size:1em;box-sizing:border-box;margin:4px 0 8px}"
+    ".notice{padding:10px;border-radius:8px;background:#fff4d6}.ok{background:#dff6e5}.ko{background:#fde2e1}"
+    "nav{text-align:right;font-size:.9em}";
 
 i18n::Locale page_locale(const web::Request& req, const std::optional<std::string>& lang) {
   if (lang == "fr") return i18n::Locale::fr;
@@ -105,26 +83,24 @@ i18n::Locale page_locale(const web::Request& req, const std::optional<std::strin
   return req.locale;
 }
 
-web::Response with_headers(web::Response r) {
-  web::html::secure_headers(r);
-  return r;
-}
-
 web::Response not_found_page(i18n::Locale l) {
-  const Texts& t = texts(l);
-  std::string html = std::string("<!doctype html><html lang=\"") + std::string(i18n::name(l)) +
-                     "\"><head><meta charset=\"utf-8\"><title>Sika</title></head><body><p>" + t.not_found +
-                     "</p></body></html>";
-  return with_headers(web::Response::html(404, std::move(html)));
+  const Words t{l};
+  web::html::Page page;
+  page.locale = l;
+  page.title = "Sika";
+  page.style = "";
+  page.header = false;
+  page.body_html = std::string("<p>") + t("not_found") + "</p>";
+  return web::html::page_response(404, page);
 }
 
 // What the page says about a failed action.
 std::string error_notice(const Error& e, i18n::Locale locale) {
-  const Texts& t = texts(locale);
-  if (e.code == "invalid_otp") return t.bad_otp;
+  const Words t{locale};
+  if (e.code == "invalid_otp") return t("bad_otp");
   if (e.code == "empty_data" && e.details.is_object() && e.details.as_object().contains("otp") &&
       e.details.as_object().at("otp").is_string())
-    return std::string(t.otp) + ": " + std::string(e.details.as_object().at("otp").as_string());
+    return std::string(t("otp")) + ": " + std::string(e.details.as_object().at("otp").as_string());
   return std::string(i18n::text(e.code, locale));
 }
 
@@ -135,7 +111,7 @@ int page_status(const Error& e) { return e.server_side() ? web::http_status(e.ki
 }  // namespace
 
 web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, std::string_view notice, int status) {
-  const Texts& t = texts(locale);
+  const Words t{locale};
   // The merchant's name is decoration: a page without it still lets the customer pay.
   std::string merchant_name;
   Status named = db_.read([&](store::Conn& c) -> Status {
@@ -150,47 +126,39 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
   std::string self = "?sig=" + sig;
   std::string h;
   h.reserve(4096);
-  h += "<!doctype html><html lang=\"" + lang + "\"><head><meta charset=\"utf-8\">";
-  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
-  h += web::html::kNoIndexMeta;
-  h += "<title>" + std::string(t.title) +
-       " - Sika</title><style>"
-       "body{font-family:system-ui,sans-serif;background:#f4f5f7;margin:0;padding:24px;color:#1d2433}"
-       "main{max-width:440px;margin:auto;background:#fff;border-radius:12px;padding:24px;"
-       "box-shadow:0 2px 8px rgba(0,0,0,.08)}h1{font-size:1.3em;margin-top:0}"
-       "dl{display:grid;grid-template-columns:auto 1fr;gap:6px 16px}dt{color:#5b6473}dd{margin:0;text-align:right}"
-       ".total{font-weight:700;font-size:1.1em}button{width:100%;padding:12px;border:0;border-radius:8px;"
-       "font-size:1em;cursor:pointer;margin-top:8px}.go{background:#0b6bcb;color:#fff}.no{background:#e9ecf1}"
-       "input{width:100%;padding:10px;font-size:1em;box-sizing:border-box;margin:4px 0 8px}"
-       ".notice{padding:10px;border-radius:8px;background:#fff4d6}.ok{background:#dff6e5}.ko{background:#fde2e1}"
-       "nav{text-align:right;font-size:.9em}</style></head><body><main>";
-  h += "<nav><a href=\"" + escape(self + "&lang=" + other) + "\">" + t.other_language + "</a></nav>";
-  h += "<h1>" + std::string(t.title) + "</h1><dl>";
-  h += "<dt>" + std::string(t.merchant) + "</dt><dd>" + escape(merchant_name) + "</dd>";
+  web::html::Page page;
+  page.locale = locale;
+  page.title = std::string(t("title")) + " - Sika";
+  page.style = std::string(kPageStyle);
+  page.header = false;
+  h += web::html::begin(page);
+  h += "<nav><a href=\"" + escape(self + "&lang=" + other) + "\">" + t("other_language") + "</a></nav>";
+  h += "<h1>" + std::string(t("title")) + "</h1><dl>";
+  h += "<dt>" + std::string(t("merchant")) + "</dt><dd>" + escape(merchant_name) + "</dd>";
   if (!tx.description.empty())
-    h += "<dt>" + std::string(t.description) + "</dt><dd>" + escape(tx.description) + "</dd>";
-  h += "<dt>" + std::string(t.amount) + "</dt><dd>" + money::format(tx.amount, tx.currency, /*html=*/true) + "</dd>";
-  h += "<dt>" + std::string(t.fee) + "</dt><dd>" + money::format(tx.fee, tx.currency, /*html=*/true) + "</dd>";
-  h += "<dt class=\"total\">" + std::string(t.total) + "</dt><dd class=\"total\" id=\"total\">" +
+    h += "<dt>" + std::string(t("description")) + "</dt><dd>" + escape(tx.description) + "</dd>";
+  h += "<dt>" + std::string(t("amount")) + "</dt><dd>" + money::format(tx.amount, tx.currency, /*html=*/true) + "</dd>";
+  h += "<dt>" + std::string(t("fee")) + "</dt><dd>" + money::format(tx.fee, tx.currency, /*html=*/true) + "</dd>";
+  h += "<dt class=\"total\">" + std::string(t("total")) + "</dt><dd class=\"total\" id=\"total\">" +
        money::format(tx.required_total, tx.currency, /*html=*/true) + "</dd>";
-  h += "<dt>" + std::string(t.wallet) + "</dt><dd>" + escape(masked(tx.customer_wallet)) + " (" +
+  h += "<dt>" + std::string(t("wallet")) + "</dt><dd>" + escape(masked(tx.customer_wallet)) + " (" +
        escape(tx.service_code) + ")</dd>";
-  h += "<dt>" + std::string(t.reference) + "</dt><dd>" + escape(tx.reference) + "</dd></dl>";
+  h += "<dt>" + std::string(t("reference")) + "</dt><dd>" + escape(tx.reference) + "</dd></dl>";
   if (!notice.empty()) {
     std::string cls = status >= 400 ? "notice ko" : "notice";
     h += "<p class=\"" + cls + "\" id=\"notice\">" + escape(notice) + "</p>";
   }
   h += "<p id=\"status\" data-status=\"" + std::string(to_string(tx.status)) + "\" class=\"notice";
   switch (tx.status) {
-    case TxStatus::initiated: h += "\">" + std::string(t.initiated); break;
-    case TxStatus::pending: h += "\">" + std::string(t.pending); break;
-    case TxStatus::completed: h += " ok\">" + std::string(t.completed); break;
+    case TxStatus::initiated: h += "\">" + std::string(t("initiated")); break;
+    case TxStatus::pending: h += "\">" + std::string(t("pending")); break;
+    case TxStatus::completed: h += " ok\">" + std::string(t("completed")); break;
     case TxStatus::failed:
       // Why, in the page's language, from the typed reason (never the raw code).
       h += " ko\">" + escape(i18n::text(failure_message_code(failure_reason(tx)), locale));
       break;
-    case TxStatus::expired: h += " ko\">" + std::string(t.expired); break;
-    case TxStatus::cancelled: h += " ko\">" + std::string(t.cancelled); break;
+    case TxStatus::expired: h += " ko\">" + std::string(t("expired")); break;
+    case TxStatus::cancelled: h += " ko\">" + std::string(t("cancelled")); break;
   }
   h += "</p>";
   // A payment on its way: live.js follows it (web::html::live_html), no meta refresh.
@@ -204,15 +172,15 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
     h += "<form method=\"post\" action=\"" + escape(self) + "\"><input type=\"hidden\" name=\"sig\" value=\"" +
          escape(sig) + "\"><input type=\"hidden\" name=\"lang\" value=\"" + lang + "\">";
     if (tx.needs_otp)
-      h += "<label for=\"otp\">" + std::string(t.otp) +
+      h += "<label for=\"otp\">" + std::string(t("otp")) +
            "</label><input id=\"otp\" name=\"otp\" inputmode=\"numeric\" autocomplete=\"one-time-code\" "
            "pattern=\"[0-9]{4,8}\" required>";
     h += "<button class=\"go\" type=\"submit\" name=\"action\" value=\"pay\" id=\"pay\">" +
-         std::string(tx.channel == kChannelWallet ? t.pay_wallet : t.push) + "</button>";
+         std::string(tx.channel == kChannelWallet ? t("pay_wallet") : t("push")) + "</button>";
     h += "<button class=\"no\" type=\"submit\" name=\"action\" value=\"decline\" formnovalidate id=\"decline\">" +
-         std::string(t.decline) + "</button></form>";
+         std::string(t("decline")) + "</button></form>";
   }
-  h += "</main></body></html>";
+  h += web::html::kEnd;
   web::Response res = web::Response::html(status, std::move(h));
   web::html::secure_headers(res, web::html::live_policy({}));
   web::html::set_live_state(res, to_string(tx.status));
@@ -254,7 +222,7 @@ web::Response Service::confirm_submit(web::Request& req) {
   if (!sig) sig = req.query_param("sig");
   auto tx = form ? page_transaction(req.path_param("reference"), sig) : std::nullopt;
   if (!tx) return not_found_page(locale);
-  const Texts& t = texts(locale);
+  const Words t{locale};
   if (field("action") == "decline") {
     if (tx->status != TxStatus::initiated) return render_page(*tx, locale, "", 200);
     // Declined, or (lost race) paid or expired meanwhile: the page shows where it now stands.
@@ -270,7 +238,7 @@ web::Response Service::confirm_submit(web::Request& req) {
     auto fresh = refresh(*tx);
     return render_page(fresh ? *fresh : *tx, locale, error_notice(done.error(), locale), page_status(done.error()));
   }
-  return render_page(*done, locale, done->status == TxStatus::pending ? t.sent : "", 200);
+  return render_page(*done, locale, done->status == TxStatus::pending ? t("sent") : "", 200);
 }
 
 CatalogSnapshot catalog_snapshot(catalog::Service& catalog) {

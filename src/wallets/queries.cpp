@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/time.hpp"
+#include "payments/model.hpp"
 
 namespace sika::wallets::queries {
 
@@ -67,6 +68,36 @@ bj::object to_json(const Movement& m) {
                     {"merchant_name", opt(m.merchant_name)},
                     {"description", opt(m.description)},
                     {"at", iso8601(m.at)}};
+}
+
+Result<std::vector<PendingPayment>> pending_payments(store::Conn& c, const Wallet& w, std::int64_t at,
+                                                     std::string_view reference) {
+  // Only payments of this wallet's own links, by the link's partner: the metadata is exactly the
+  // one link/init writes (json::dump of {"wallet_link": reference}, as link/approve compares it),
+  // and no merchant or payer can send that key (payments::kReservedMetadataKeys).
+  std::string sql =
+      "SELECT t.reference, l.reference, m.name, t.currency, t.description, t.amount, t.fee, t.expires_at "
+      "FROM pay_transactions t JOIN wlt_links l ON l.wallet_id = ? AND l.partner_id = t.merchant_id AND "
+      "t.metadata = '{\"wallet_link\":\"' || l.reference || '\"}' JOIN merchants m ON m.id = t.merchant_id "
+      "WHERE t.customer_wallet = ? AND t.environment = ? AND t.operation = ? AND t.channel = ? AND t.status = ? "
+      "AND t.needs_otp = 1 AND t.expires_at > ?";
+  store::Params params{w.id,
+                       w.msisdn,
+                       w.environment,
+                       std::string(payments::kCollection),
+                       std::string(payments::kChannelWallet),
+                       std::string(payments::to_string(payments::TxStatus::initiated)),
+                       at};
+  if (!reference.empty()) {
+    sql += " AND t.reference = ?";
+    params.emplace_back(std::string(reference));
+  }
+  sql += " ORDER BY t.id DESC LIMIT 20";
+  SIKA_ASSIGN_OR_RETURN(auto rows, c.query(sql, params));
+  std::vector<PendingPayment> out;
+  for (const auto& r : rows)
+    out.push_back(PendingPayment{r.str(0), r.str(1), r.str(2), r.str(3), r.str(4), r.i64(5), r.i64(6), r.i64(7)});
+  return out;
 }
 
 }  // namespace sika::wallets::queries

@@ -42,4 +42,22 @@ Result<History> history(store::Conn& c, const Wallet& wallet, std::optional<std:
 
 boost::json::object to_json(const Movement& m);
 
+// A link/init payment waiting for the user's approval: a WALLET collection from the wallet's
+// number started through a wallet link (its metadata names the link, as link/approve checks),
+// INITIATED, waiting for its code and not yet expired.
+struct PendingPayment {
+  std::string reference;
+  std::string link;  // the wallet link's reference
+  std::string partner_name;
+  std::string currency;
+  std::string description;
+  std::int64_t amount = 0;
+  std::int64_t fee = 0;
+  std::int64_t expires_at = 0;
+};
+// The wallet's pending link payments at `at`, newest first (at most 20), or only the one of
+// `reference`.
+Result<std::vector<PendingPayment>> pending_payments(store::Conn& c, const Wallet& wallet, std::int64_t at,
+                                                     std::string_view reference = {});
+
 }  // namespace sika::wallets::queries

@@ -90,6 +90,8 @@ struct Transfer {
   std::string otp;  // top-up through a service whose operator asks the payer for a code
 };
 
+struct PageCall;  // one request of the wallet page (page.cpp)
+
 class Service {
  public:
   Service(store::Db& db, payments::Service& payments, payments::CatalogSnapshot catalog, otp::Service& otp,
@@ -230,6 +232,25 @@ class Service {
   Result<std::optional<web::Principal>> page_merchant();
   // Opens a page session for `wallet_id` on `res` (the cookie's Path is `cookie_path`).
   Status open_session(web::Response& res, std::int64_t wallet_id, std::string_view cookie_path);
+  // The wallet page's steps (page.cpp), one per kind of form it posts.
+  web::Response page_sign_in(PageCall& call, std::string_view action);
+  web::Response page_link_change(PageCall& call, const Wallet& wallet, std::string_view action);
+  web::Response page_payment(PageCall& call, const Wallet& wallet, std::string_view action);
+  web::Response page_money(PageCall& call, const Wallet& wallet, std::string_view action, const std::string& csrf);
+  // What the page does to the data and the money (page_actions.cpp).
+  // The wallet's link payments waiting for its approval (queries::pending_payments) now.
+  Result<std::vector<queries::PendingPayment>> pending_payments(const Wallet& wallet, std::string_view reference = {});
+  // The transaction of the pending payment `reference` of `link`, as link/approve finds it (the
+  // link partner's collection carrying the link's metadata, from this wallet); nullopt when it is
+  // none of these or the partner is not active.
+  Result<std::optional<payments::Transaction>> link_payment(const Wallet& wallet, const Link& link,
+                                                            std::string_view reference);
+  // The user declines it (CANCELLED, DECLINED_BY_CUSTOMER), or approves it with its code (no
+  // code: the code is sent again).
+  Result<payments::Transaction> decline_link_payment(const payments::Transaction& tx);
+  Result<payments::Transaction> approve_link_payment(payments::Transaction tx, std::optional<std::string> code);
+  // Signs out: the page session of `token` ends.
+  Status close_session(std::string_view token);
 
   store::Db& db_;
   payments::Service& payments_;

@@ -64,31 +64,45 @@ constexpr std::string_view kStyle =
     ".amount{font-size:1.75rem;font-weight:700}@media(min-width:48rem){main{max-width:40rem}}";
 }  // namespace
 
-std::string render(const Page& page) {
+std::string begin(const Page& page) {
   const bool fr = page.locale == i18n::Locale::fr;
   std::string out;
-  out.reserve(2048 + page.body_html.size());
+  out.reserve(2048);
   out += "<!doctype html><html lang=\"";
   out += fr ? "fr" : "en";
   out +=
       "\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
       "<title>";
   out += escape(page.title);
-  out += "</title><style>";
-  out += kStyle;
-  out += "</style>";
+  out += "</title>";
+  const std::string_view style = page.style ? std::string_view(*page.style) : kStyle;
+  if (!style.empty()) {
+    out += "<style>";
+    out += style;
+    out += "</style>";
+  }
   out += kNoIndexMeta;
   out += page.extra_head_html;
-  out += "</head><body><header><h1>";
-  out += escape(page.title);
-  out += "</h1>";
-  if (!page.other_language_url.empty()) {
-    out += "<a href=\"" + escape(page.other_language_url) + "\" hreflang=\"" + (fr ? "en" : "fr") + "\" lang=\"" +
-           (fr ? "en" : "fr") + "\">" + (fr ? "English" : "Français") + "</a>";
+  out += "</head><body>";
+  if (page.header) {
+    out += "<header><h1>";
+    out += escape(page.title);
+    out += "</h1>";
+    if (!page.other_language_url.empty()) {
+      out += "<a href=\"" + escape(page.other_language_url) + "\" hreflang=\"" + (fr ? "en" : "fr") + "\" lang=\"" +
+             (fr ? "en" : "fr") + "\">" + (fr ? "English" : "Français") + "</a>";
+    }
+    out += "</header>";
   }
-  out += "</header><main>";
+  out += "<main>";
+  return out;
+}
+
+std::string render(const Page& page) {
+  std::string out = begin(page);
+  out.reserve(out.size() + page.body_html.size() + kEnd.size());
   out += page.body_html;
-  out += "</main></body></html>";
+  out += kEnd;
   return out;
 }
 

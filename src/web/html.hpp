@@ -1,6 +1,7 @@
 #pragma once
 // What every server-rendered page shares: escaping, security headers, and one page layout
 // (mobile-first, fr/en with a language switch, no third-party assets, usable without JavaScript).
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -42,6 +43,11 @@ struct Page {
   std::string body_html;
   std::string other_language_url;
   std::string extra_head_html;  // e.g. a <script src> of our own
+  // The page's own stylesheet instead of the shared one ("" for none); the shared one when unset.
+  std::optional<std::string> style;
+  // The shared header (the title and the language switch) above <main>; pages that place their
+  // title and switch inside their body leave it out.
+  bool header = true;
   // The state the page shows ("PENDING", "COMPLETED"…), sent as the X-Sika-State header so that
   // the live script (live_html) sees a change without reading the page; "" for none.
   std::string live_state;
@@ -83,9 +89,13 @@ Response live_script();
 // returned lower-cased with '_' as spaces.
 std::string state_words(std::string_view code, i18n::Locale locale);
 
-// Renders `page` in the shared layout: <html lang>, viewport, inline stylesheet, a header with
-// the title, a language switch link, and a <main> landmark holding the body.
+// Renders `page` in the shared layout: <html lang>, viewport, inline stylesheet, noindex, a header
+// with the title, a language switch link, and a <main> landmark holding the body.
 std::string render(const Page& page);
+// The layout in two halves, for pages written piece by piece: everything up to and including
+// <main> (page.body_html is not used), and what closes it. render(p) == begin(p) + body + kEnd.
+std::string begin(const Page& page);
+constexpr std::string_view kEnd = "</main></body></html>";
 
 // Renders `page` into a response with `status` and the headers of `policy`.
 Response page_response(int status, const Page& page, const PagePolicy& policy = {});
