@@ -14,8 +14,8 @@ Result<std::int64_t> update_status(Conn& c, std::string_view table, std::span<co
   sql += table;
   sql += " SET status = ?";
   if (!change.set.empty()) sql += ", " + change.set;
-  sql += " WHERE " + change.where;
-  sql += from.size() == 1 ? " AND status = ?" : " AND status IN (";
+  sql += change.where.empty() ? " WHERE" : " WHERE " + change.where + " AND";
+  sql += from.size() == 1 ? " status = ?" : " status IN (";
   Params params;
   params.reserve(1 + change.set_params.size() + change.where_params.size() + from.size());
   params.emplace_back(std::string(to));
@@ -36,16 +36,16 @@ Status follow(Conn& c, std::string_view table, std::string_view event, const Eff
     return {};
   }
   if (!effects.event)
-    return internal_error(bj::string("a move of " + std::string(table) + " to emit " + std::string(event) +
-                                     " got no event"));
+    return internal_error(
+        bj::string("a move of " + std::string(table) + " to emit " + std::string(event) + " got no event"));
   SIKA_ASSIGN_OR_RETURN(Event e, effects.event(c));
   SIKA_TRY(append_event(c, e.merchant_id, event, e.subject, e.payload, e.at));
   return {};
 }
 
 Error illegal(std::string_view table, std::string_view from, std::string_view to) {
-  return internal_error(bj::string("illegal move of " + std::string(table) + ": " + std::string(from) + " -> " +
-                                   std::string(to)));
+  return internal_error(
+      bj::string("illegal move of " + std::string(table) + ": " + std::string(from) + " -> " + std::string(to)));
 }
 
 Error mixed_events(std::string_view table, std::string_view to) {

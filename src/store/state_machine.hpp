@@ -56,7 +56,7 @@ struct StateMachine {
 struct Change {
   std::string set;  // other assignments, "paid_at = ?, updated_at = ?"; "" for none
   Params set_params;
-  std::string where = "id = ?";  // the row(s); the status condition is added to it
+  std::string where = "id = ?";  // the row(s); the status condition is added to it ("": every row)
   Params where_params;
 };
 
