@@ -15,8 +15,9 @@ namespace sika::testing {
 
 inline void create_walk_table(store::Db& db) {
   auto st = db.write([](store::Conn& c) -> Status {
-    SIKA_TRY(c.exec("CREATE TABLE IF NOT EXISTS sm_walk (id BIGINT PRIMARY KEY, status TEXT NOT NULL, "
-                    "updated_at BIGINT NOT NULL)"));
+    SIKA_TRY(
+        c.exec("CREATE TABLE IF NOT EXISTS sm_walk (id BIGINT PRIMARY KEY, status TEXT NOT NULL, "
+               "updated_at BIGINT NOT NULL)"));
     return {};
   });
   ASSERT_TRUE(st.ok()) << st.error().code;
@@ -27,8 +28,8 @@ inline std::pair<std::string, std::int64_t> walk_row(store::Db& db, std::int64_t
   std::pair<std::string, std::int64_t> out;
   auto st = db.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT status FROM sm_walk WHERE id = ?", {id}));
-    SIKA_ASSIGN_OR_RETURN(auto n, c.query_one("SELECT COUNT(*) FROM events WHERE subject = ?",
-                                              {"walk-" + std::to_string(id)}));
+    SIKA_ASSIGN_OR_RETURN(auto n,
+                          c.query_one("SELECT COUNT(*) FROM events WHERE subject = ?", {"walk-" + std::to_string(id)}));
     out = {row ? row->str(0) : "", n ? n->i64(0) : 0};
     return {};
   });
@@ -46,8 +47,8 @@ void walk_every_move(store::Db& db, store::StateMachine<S, K, N> machine) {
     for (std::size_t t = 0; t < K; ++t) {
       const S from = static_cast<S>(f), to = static_cast<S>(t);
       const std::int64_t id = static_cast<std::int64_t>(f * K + t + 1);
-      const std::string what = std::string(table) + " " + std::string(machine.text(from)) + " -> " +
-                               std::string(machine.text(to));
+      const std::string what =
+          std::string(table) + " " + std::string(machine.text(from)) + " -> " + std::string(machine.text(to));
       const auto* edge = machine.edge(from, to);
       ASSERT_TRUE(db.write([&](store::Conn& c) -> Status {
                       SIKA_TRY(c.exec("INSERT INTO sm_walk (id, status, updated_at) VALUES (?, ?, 0)",
@@ -62,7 +63,8 @@ void walk_every_move(store::Db& db, store::StateMachine<S, K, N> machine) {
       auto move = [&]() {
         bool moved = false;
         auto st = db.write([&](store::Conn& c) -> Status {
-          SIKA_ASSIGN_OR_RETURN(moved, store::transition(c, machine, from, to, {"updated_at = ?", {id}, "id = ?", {id}}, effects));
+          SIKA_ASSIGN_OR_RETURN(
+              moved, store::transition(c, machine, from, to, {"updated_at = ?", {id}, "id = ?", {id}}, effects));
           return {};
         });
         return st.ok() ? Result<bool>(moved) : Result<bool>(st.take_error());
