@@ -48,13 +48,15 @@ Result<std::optional<Mandate>> Service::mandate_of(const Subscription& s) {
   return m;
 }
 
-Status Service::append_mandate_event(store::Conn& c, std::int64_t subscription_id, std::string_view type,
-                                     std::int64_t at) {
-  SIKA_ASSIGN_OR_RETURN(auto s, tables::by_id(c, subscription_id));
-  SIKA_ASSIGN_OR_RETURN(auto m, tables::mandate_of(c, subscription_id));
-  if (!s || !m) return internal_error(bj::string("mandate vanished inside its unit"));
-  SIKA_TRY(store::append_event(c, s->merchant_id, type, s->reference, mandate_event_payload(*s, *m), at));
-  return {};
+store::Effects Service::mandate_effects(std::int64_t subscription_id, std::int64_t at) {
+  store::Effects effects;
+  effects.event = [subscription_id, at](store::Conn& c) -> Result<store::Event> {
+    SIKA_ASSIGN_OR_RETURN(auto s, tables::by_id(c, subscription_id));
+    SIKA_ASSIGN_OR_RETURN(auto m, tables::mandate_of(c, subscription_id));
+    if (!s || !m) return internal_error(bj::string("mandate vanished inside its unit"));
+    return store::Event{s->merchant_id, s->reference, mandate_event_payload(*s, *m), at};
+  };
+  return effects;
 }
 
 Result<std::pair<Mandate, std::string>> Service::request_mandate(const web::Principal& merchant,
@@ -150,9 +152,9 @@ Result<Mandate> Service::approve_mandate(std::string_view token, std::string_vie
   if (!v.ok()) return otp::verification_error(v, "otp");
   const std::int64_t at = now();
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(bool approved, tables::approve_mandate(c, m.id, at));
+    SIKA_ASSIGN_OR_RETURN(bool approved, tables::approve_mandate(c, m.id, at, mandate_effects(m.subscription_id, at)));
     if (!approved) return conflict(bj::object{{"status", "the mandate changed meanwhile"}});
-    return append_mandate_event(c, m.subscription_id, kEventMandateApproved, at);
+    return {};
   }));
   return mandate_by_token(token);
 }
@@ -162,9 +164,10 @@ Result<Mandate> Service::revoke_mandate(std::string_view token) {
   // This page's mandate only: an older page's secret never reaches a newer mandate.
   const std::int64_t at = now();
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(bool revoked, tables::revoke_mandate_id(c, m.id, "customer", at));
+    SIKA_ASSIGN_OR_RETURN(bool revoked,
+                          tables::revoke_mandate_id(c, m.id, "customer", at, mandate_effects(m.subscription_id, at)));
     if (!revoked) return conflict(bj::object{{"mandate", "there is no mandate to revoke"}});
-    return append_mandate_event(c, m.subscription_id, kEventMandateRevoked, at);
+    return {};
   }));
   return mandate_by_token(token);
 }
@@ -173,10 +176,11 @@ Result<Mandate> Service::revoke_mandate_of(std::int64_t subscription_id, std::st
   std::optional<Mandate> after;
   const std::int64_t at = now();
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(bool revoked, tables::revoke_mandate(c, subscription_id, by, at));
+    SIKA_ASSIGN_OR_RETURN(bool revoked,
+                          tables::revoke_mandate(c, subscription_id, by, at, mandate_effects(subscription_id, at)));
     if (!revoked) return conflict(bj::object{{"mandate", "there is no mandate to revoke"}});
     SIKA_ASSIGN_OR_RETURN(after, tables::mandate_of(c, subscription_id));
-    return append_mandate_event(c, subscription_id, kEventMandateRevoked, at);
+    return {};
   }));
   if (!after) return internal_error(bj::string("mandate vanished inside its unit"));
   return std::move(*after);

@@ -53,32 +53,30 @@ std::string_view to_string(Move m) {
   return "suspend";
 }
 
-std::optional<std::string_view> next_status(std::string_view from, Move move) {
-  const bool live = from == kActive || from == kSuspended;
+namespace {
+
+constexpr SubStatus target(Move move) {
   switch (move) {
-    case Move::suspend:
-      if (from == kActive) return kSuspended;
-      break;
-    case Move::reactivate:
-      if (from == kSuspended) return kActive;
-      break;
-    case Move::cancel:
-      if (live) return kCancelled;
-      break;
-    case Move::expire:
-      if (live) return kExpired;
-      break;
+    case Move::suspend: return SubStatus::suspended;
+    case Move::reactivate: return SubStatus::active;
+    case Move::cancel: return SubStatus::cancelled;
+    case Move::expire: return SubStatus::expired;
   }
-  return std::nullopt;
+  return SubStatus::suspended;
+}
+
+}  // namespace
+
+std::optional<std::string_view> next_status(std::string_view from, Move move) {
+  auto f = kSubscriptionStatus.parse(from);
+  if (!f || !kSubscriptionStatus.legal(*f, target(move))) return std::nullopt;
+  return kSubscriptionStatus.text(target(move));
 }
 
 std::string_view event_type(Move move) {
-  switch (move) {
-    case Move::suspend: return "subscription.suspended";
-    case Move::reactivate: return "subscription.reactivated";
-    case Move::cancel: return "subscription.cancelled";
-    case Move::expire: return "subscription.expired";
-  }
+  // Every move to a status emits the same event, whatever the status it leaves.
+  for (const auto& e : kSubscriptionStatus.edges)
+    if (e.to == target(move)) return e.event;
   return "subscription.suspended";
 }
 

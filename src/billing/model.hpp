@@ -21,6 +21,7 @@
 
 #include "billing/calendar.hpp"
 #include "core/json.hpp"
+#include "store/state_machine.hpp"
 
 namespace sika::billing {
 
@@ -34,6 +35,18 @@ inline constexpr std::string_view kPayProcessing = "PROCESSING";
 inline constexpr std::string_view kPayPaid = "PAID";
 inline constexpr std::string_view kPayFailed = "FAILED";
 inline constexpr std::string_view kPayCancelled = "CANCELLED";
+
+// The statuses of a subscription and its legal moves, each with its event (store/state_machine.hpp).
+enum class SubStatus { active, suspended, cancelled, expired };
+inline constexpr store::StateMachine<SubStatus, 4, 6> kSubscriptionStatus{
+    "bil_subscriptions",
+    {kActive, kSuspended, kCancelled, kExpired},
+    {{{SubStatus::active, SubStatus::suspended, "subscription.suspended"},
+      {SubStatus::suspended, SubStatus::active, "subscription.reactivated"},
+      {SubStatus::active, SubStatus::cancelled, "subscription.cancelled"},
+      {SubStatus::suspended, SubStatus::cancelled, "subscription.cancelled"},
+      {SubStatus::active, SubStatus::expired, "subscription.expired"},
+      {SubStatus::suspended, SubStatus::expired, "subscription.expired"}}}};
 
 // The moves of a subscription.
 enum class Move { suspend, reactivate, cancel, expire };
@@ -51,6 +64,21 @@ inline constexpr std::string_view kEventPaymentFailed = "subscription.payment_fa
 // of the subscription, or an operator); the payload carries the mandate.
 inline constexpr std::string_view kEventMandateApproved = "subscription.mandate_approved";
 inline constexpr std::string_view kEventMandateRevoked = "subscription.mandate_revoked";
+
+// The statuses of a subscription payment and its legal moves: asked (PROCESSING), paid, failed
+// into dunning, asked again (FAILED -> PENDING), cancelled with its subscription (a bulk move).
+enum class PayStatus { pending, processing, paid, failed, cancelled };
+inline constexpr store::StateMachine<PayStatus, 5, 8> kPaymentStatus{
+    "bil_payments",
+    {kPayPending, kPayProcessing, kPayPaid, kPayFailed, kPayCancelled},
+    {{{PayStatus::pending, PayStatus::processing, ""},
+      {PayStatus::pending, PayStatus::paid, kEventPaymentSucceeded},
+      {PayStatus::processing, PayStatus::paid, kEventPaymentSucceeded},
+      {PayStatus::pending, PayStatus::failed, kEventPaymentFailed},
+      {PayStatus::processing, PayStatus::failed, kEventPaymentFailed},
+      {PayStatus::failed, PayStatus::pending, ""},
+      {PayStatus::pending, PayStatus::cancelled, ""},
+      {PayStatus::failed, PayStatus::cancelled, ""}}}};
 
 struct Subscription {
   std::int64_t id = 0;
@@ -129,6 +157,13 @@ struct Payment {
 inline constexpr std::string_view kMandatePending = "PENDING";
 inline constexpr std::string_view kMandateActive = "ACTIVE";
 inline constexpr std::string_view kMandateRevoked = "REVOKED";
+enum class MandateStatus { pending, active, revoked };
+inline constexpr store::StateMachine<MandateStatus, 3, 3> kMandateStatus{
+    "bil_mandates",
+    {kMandatePending, kMandateActive, kMandateRevoked},
+    {{{MandateStatus::pending, MandateStatus::active, kEventMandateApproved},
+      {MandateStatus::pending, MandateStatus::revoked, kEventMandateRevoked},
+      {MandateStatus::active, MandateStatus::revoked, kEventMandateRevoked}}}};
 
 struct Mandate {
   std::int64_t id = 0;

@@ -204,29 +204,43 @@ Result<std::pair<std::vector<Payment>, std::int64_t>> Service::list_payments(con
 
 Result<bool> Service::move(store::Conn& c, const Subscription& s, Move m, const std::optional<std::string>& reason,
                            std::int64_t at) {
-  auto to = next_status(s.status, m);
-  if (!to) return false;
+  auto text = next_status(s.status, m);
+  if (!text) return false;
+  const SubStatus to = *kSubscriptionStatus.parse(*text);
+  store::Effects effects;
+  if (to == SubStatus::cancelled || to == SubStatus::expired)
+    effects.then = [&](store::Conn& conn) { return end_payments(conn, s, at); };
+  effects.event = [&](store::Conn& conn) -> Result<store::Event> {
+    SIKA_ASSIGN_OR_RETURN(auto after, tables::by_id(conn, s.id));
+    if (!after) return internal_error(bj::string("subscription vanished inside its unit"));
+    return store::Event{s.merchant_id, s.reference, event_payload(*after, nullptr), at};
+  };
   // The move's timestamp is on the subscription's clock (the sandbox test clock), like its payments.
-  SIKA_ASSIGN_OR_RETURN(bool moved, tables::move_status(c, s.id, s.status, m, *to, reason, s.clock(at), at));
-  if (!moved) return false;
-  if (*to == kCancelled || *to == kExpired) {
-    // The links still waiting for a payment can no longer be paid; one being paid right now
-    // keeps its link open and settles as it ends (the cycle stays PENDING for it).
-    SIKA_ASSIGN_OR_RETURN(auto linked, tables::open_link_payments(c, s.id));
-    std::vector<std::int64_t> paying;
-    for (const auto& p : linked) {
-      SIKA_ASSIGN_OR_RETURN(bool closed, links::tables::close_unpaid(c, *p.payment_link_reference, at));
-      if (!closed) paying.push_back(p.id);
-    }
-    SIKA_TRY(tables::cancel_open_payments(c, s.id, at, paying));
-    // Nothing is debited from the wallet after the subscription ends.
-    SIKA_ASSIGN_OR_RETURN(bool revoked, tables::revoke_mandate(c, s.id, "merchant", at));
-    if (revoked) SIKA_TRY(append_mandate_event(c, s.id, kEventMandateRevoked, at));
+  return tables::move_status(c, s, m, to, reason, s.clock(at), at, effects);
+}
+
+Result<store::Event> Service::payment_event(store::Conn& c, std::int64_t subscription_id, std::int64_t cycle,
+                                            std::int64_t at) {
+  SIKA_ASSIGN_OR_RETURN(auto s, tables::by_id(c, subscription_id));
+  if (!s) return internal_error(bj::string("subscription payment vanished inside its unit"));
+  SIKA_ASSIGN_OR_RETURN(auto p, tables::payment_of(c, subscription_id, cycle));
+  if (!p) return internal_error(bj::string("subscription payment vanished inside its unit"));
+  return store::Event{s->merchant_id, s->reference, event_payload(*s, &*p), at};
+}
+
+Status Service::end_payments(store::Conn& c, const Subscription& s, std::int64_t at) {
+  // The links still waiting for a payment can no longer be paid; one being paid right now
+  // keeps its link open and settles as it ends (the cycle stays PENDING for it).
+  SIKA_ASSIGN_OR_RETURN(auto linked, tables::open_link_payments(c, s.id));
+  std::vector<std::int64_t> paying;
+  for (const auto& p : linked) {
+    SIKA_ASSIGN_OR_RETURN(bool closed, links::tables::close_unpaid(c, *p.payment_link_reference, at));
+    if (!closed) paying.push_back(p.id);
   }
-  SIKA_ASSIGN_OR_RETURN(auto after, tables::by_id(c, s.id));
-  if (!after) return internal_error(bj::string("subscription vanished inside its unit"));
-  SIKA_TRY(store::append_event(c, s.merchant_id, event_type(m), s.reference, event_payload(*after, nullptr), at));
-  return true;
+  SIKA_TRY(tables::cancel_open_payments(c, s.id, at, paying));
+  // Nothing is debited from the wallet after the subscription ends.
+  SIKA_TRY(tables::revoke_mandate(c, s.id, "merchant", at, mandate_effects(s.id, at)));
+  return {};
 }
 
 Status Service::enqueue_charge(store::Conn& c, const Subscription& s, std::int64_t cycle, std::int64_t epoch,
@@ -564,6 +578,10 @@ Result<bool> Service::debit(const Subscription& s, const Mandate& m, Payment p, 
             refused = true;
             return conflict(bj::object{{"mandate", "is revoked, or its cap is below the debit"}});
           }
+          auto set_paid = [&](store::Conn& conn) {
+            return tables::set_paid(conn, s.id, paid_at, std::nullopt, std::nullopt, at);
+          };
+          auto event = [&](store::Conn& conn) { return payment_event(conn, s.id, p.cycle, at); };
           Payment paid = p;
           if (opening) {
             paid.status = std::string(kPayPaid);
@@ -571,21 +589,19 @@ Result<bool> Service::debit(const Subscription& s, const Mandate& m, Payment p, 
             paid.attempts = 1;
             paid.wallet_transaction_id = tx.reference;
             SIKA_TRY(open_cycle(c, s, paid, next_due, at));
+            SIKA_TRY(set_paid(c));
+            SIKA_ASSIGN_OR_RETURN(store::Event e, event(c));
+            SIKA_TRY(store::append_event(c, e.merchant_id, kEventPaymentSucceeded, e.subject, e.payload, e.at));
+            return {};
           } else {
             // A retry: only while the subscription is ACTIVE (a suspension since stops it).
             SIKA_ASSIGN_OR_RETURN(bool active, tables::hold_active(c, s.id));
             if (!active) return conflict(bj::object{{"status", "the subscription is no longer ACTIVE"}});
-            SIKA_ASSIGN_OR_RETURN(bool marked,
-                                  tables::mark_paid_from_wallet(c, p.id, p.attempts, tx.reference, paid_at, at));
+            SIKA_ASSIGN_OR_RETURN(bool marked, tables::mark_paid_from_wallet(c, p.id, p.attempts, tx.reference, paid_at,
+                                                                             at, {set_paid, event}));
             if (!marked) return conflict(bj::object{{"payment", "paid by another run"}});
+            return {};
           }
-          SIKA_TRY(tables::set_paid(c, s.id, paid_at, std::nullopt, std::nullopt, at));
-          SIKA_ASSIGN_OR_RETURN(auto after, tables::by_id(c, s.id));
-          SIKA_ASSIGN_OR_RETURN(auto row, tables::payment_of(c, s.id, p.cycle));
-          if (!after || !row) return internal_error(bj::string("subscription payment vanished inside its unit"));
-          SIKA_TRY(store::append_event(c, s.merchant_id, kEventPaymentSucceeded, s.reference,
-                                       event_payload(*after, &*row), at));
-          return {};
         },
         "subscription");
     if (!done) {
@@ -875,18 +891,22 @@ Status Service::settle(const tables::Ended& e) {
     if (paid) {
       // Paid when the collection ended, on the subscription's clock.
       const std::int64_t paid_at = s->clock(e.ended_at);
-      SIKA_ASSIGN_OR_RETURN(
-          bool marked,
-          tables::mark_paid(c, p->id, e.from,
-                            linked ? std::optional<std::string>(e.transaction_reference) : std::nullopt, paid_at, at));
-      if (!marked) return {};
+      store::Effects effects;
       // The consent payment teaches the phone and operator the later cycles are asked from.
-      SIKA_TRY(tables::set_paid(c, s->id, paid_at, consent ? std::optional<std::string>(e.service_code) : std::nullopt,
-                                consent ? std::optional<std::string>(e.customer_wallet) : std::nullopt, at));
-      SIKA_ASSIGN_OR_RETURN(s, tables::by_id(c, e.subscription_id));
-      SIKA_ASSIGN_OR_RETURN(p, tables::payment_of(c, s->id, p->cycle));
-      SIKA_TRY(
-          store::append_event(c, s->merchant_id, kEventPaymentSucceeded, s->reference, event_payload(*s, &*p), at));
+      effects.then = [&](store::Conn& conn) {
+        return tables::set_paid(conn, s->id, paid_at,
+                                consent ? std::optional<std::string>(e.service_code) : std::nullopt,
+                                consent ? std::optional<std::string>(e.customer_wallet) : std::nullopt, at);
+      };
+      effects.event = [&](store::Conn& conn) -> Result<store::Event> {
+        SIKA_ASSIGN_OR_RETURN(s, tables::by_id(conn, e.subscription_id));
+        return payment_event(conn, e.subscription_id, p->cycle, at);
+      };
+      SIKA_ASSIGN_OR_RETURN(
+          bool marked, tables::mark_paid(c, p->id, *kPaymentStatus.parse(e.from),
+                                         linked ? std::optional<std::string>(e.transaction_reference) : std::nullopt,
+                                         paid_at, at, effects));
+      if (!marked) return {};
       if (consent && s->status == kActive) {
         SIKA_TRY(enqueue_charge(c, *s, s->next_cycle, s->epoch, at));
         resumed = true;
@@ -919,11 +939,16 @@ Result<std::optional<Payment>> Service::fail_into_dunning(store::Conn& c, const 
   std::optional<std::int64_t> next_retry;
   if (s.status == kActive && retry_index < options_.retries.days.size())
     next_retry = first_failure + options_.retries.days[retry_index] * kDayMs;
-  SIKA_ASSIGN_OR_RETURN(bool marked, tables::mark_failed(c, failing.id, from, reason, clock, next_retry, at));
+  std::optional<Payment> p;
+  store::Effects effects;
+  effects.event = [&](store::Conn& conn) -> Result<store::Event> {
+    SIKA_ASSIGN_OR_RETURN(p, tables::payment_of(conn, s.id, failing.cycle));
+    if (!p) return internal_error(bj::string("subscription payment vanished inside its unit"));
+    return store::Event{s.merchant_id, s.reference, event_payload(s, &*p), at};
+  };
+  SIKA_ASSIGN_OR_RETURN(bool marked, tables::mark_failed(c, failing.id, *kPaymentStatus.parse(from), reason, clock,
+                                                         next_retry, at, effects));
   if (!marked) return std::optional<Payment>{};
-  SIKA_ASSIGN_OR_RETURN(auto p, tables::payment_of(c, s.id, failing.cycle));
-  if (!p) return internal_error(bj::string("subscription payment vanished inside its unit"));
-  SIKA_TRY(store::append_event(c, s.merchant_id, kEventPaymentFailed, s.reference, event_payload(s, &*p), at));
   if (next_retry) {
     store::NewJob job;
     job.queue = std::string(kRetryQueue);

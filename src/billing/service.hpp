@@ -226,7 +226,14 @@ class Service {
                                                    std::string_view from, const std::string& reason, std::int64_t at);
   void remind_failed(const Subscription& s, const Payment& p);
   // Inside a unit: a mandate event (`type`) of the subscription with its newest mandate.
-  Status append_mandate_event(store::Conn& c, std::int64_t subscription_id, std::string_view type, std::int64_t at);
+  // The event of a mandate's move: the subscription's summary and its mandate, read after the move.
+  static store::Effects mandate_effects(std::int64_t subscription_id, std::int64_t at);
+  // The event of a cycle's payment: the subscription's summary and the payment, read after the move.
+  static Result<store::Event> payment_event(store::Conn& c, std::int64_t subscription_id, std::int64_t cycle,
+                                            std::int64_t at);
+  // What a subscription's end does to its payments in the move's unit: open links closed (but one
+  // being paid), PENDING and FAILED cycles CANCELLED, the mandate REVOKED.
+  static Status end_payments(store::Conn& c, const Subscription& s, std::int64_t at);
   // Inside a unit: the payment row of a new cycle, the advance to the next and that cycle's job;
   // 409 when another run opened it first.
   Status open_cycle(store::Conn& c, const Subscription& s, Payment& p, std::int64_t next_due, std::int64_t at);

@@ -210,27 +210,29 @@ Result<std::pair<std::vector<Subscription>, std::int64_t>> list(store::Conn& c, 
   return std::pair{std::move(out), total ? total->i64(0) : 0};
 }
 
-Result<bool> move_status(store::Conn& c, std::int64_t id, std::string_view from, Move move, std::string_view to,
-                         const std::optional<std::string>& reason, std::int64_t stamp, std::int64_t now) {
-  std::string column;
+Result<bool> move_status(store::Conn& c, const Subscription& s, Move move, SubStatus to,
+                         const std::optional<std::string>& reason, std::int64_t stamp, std::int64_t now,
+                         const store::Effects& effects) {
+  std::string set = "status_reason = ?, ";
   switch (move) {
-    case Move::suspend: column = "suspended_at = ?"; break;
-    case Move::reactivate: column = "reactivated_at = ?, epoch = epoch + 1"; break;
-    case Move::cancel: column = "cancelled_at = ?"; break;
-    case Move::expire: column = "expired_at = ?"; break;
+    case Move::suspend: set += "suspended_at = ?"; break;
+    case Move::reactivate: set += "reactivated_at = ?, epoch = epoch + 1"; break;
+    case Move::cancel: set += "cancelled_at = ?"; break;
+    case Move::expire: set += "expired_at = ?"; break;
   }
   // A final status has no next payment.
-  const bool final_status = to == kCancelled || to == kExpired;
-  SIKA_ASSIGN_OR_RETURN(auto row,
-                        c.query_one("UPDATE bil_subscriptions SET status = ?, status_reason = ?, " + column +
-                                        (final_status ? ", next_payment_at = NULL" : "") +
-                                        ", updated_at = ? WHERE id = ? AND status = ? "
-                                        "RETURNING merchant_id, environment",
-                                    {std::string(to), store::opt(reason), stamp, now, id, std::string(from)}));
-  if (!row) return false;
-  SIKA_TRY(count(c, row->i64(0), row->str(1), from, -1));
-  SIKA_TRY(count(c, row->i64(0), row->str(1), to, 1));
-  return true;
+  if (to == SubStatus::cancelled || to == SubStatus::expired) set += ", next_payment_at = NULL";
+  set += ", updated_at = ?";
+  auto from = kSubscriptionStatus.parse(s.status);
+  if (!from) return internal_error(boost::json::string("subscription status " + s.status));
+  store::Effects counted = effects;
+  counted.then = [&](store::Conn& conn) -> Status {
+    SIKA_TRY(count(conn, s.merchant_id, s.environment, s.status, -1));
+    SIKA_TRY(count(conn, s.merchant_id, s.environment, kSubscriptionStatus.text(to), 1));
+    return effects.then ? effects.then(conn) : Status{};
+  };
+  return store::transition(c, kSubscriptionStatus, *from, to,
+                           {std::move(set), {store::opt(reason), stamp, now}, "id = ?", {s.id}}, counted);
 }
 
 Result<bool> cancel_at_period_end(store::Conn& c, std::int64_t id, const std::optional<std::string>& reason,
@@ -308,48 +310,51 @@ Result<std::pair<std::vector<Payment>, std::int64_t>> payments_of(store::Conn& c
 
 Result<bool> mark_processing(store::Conn& c, std::int64_t payment_id, std::int64_t attempts,
                              std::string_view intent_reference, std::int64_t now) {
-  return changed(
-      c.exec("UPDATE bil_payments SET status = 'PROCESSING', payment_intent_reference = ?, attempts = ?, "
-             "next_retry_at = NULL, updated_at = ? WHERE id = ? AND status = 'PENDING' AND attempts = ?",
-             {std::string(intent_reference), attempts + 1, now, payment_id, attempts}));
+  return store::transition(c, kPaymentStatus, PayStatus::pending, PayStatus::processing,
+                           {"payment_intent_reference = ?, attempts = ?, next_retry_at = NULL, updated_at = ?",
+                            {std::string(intent_reference), attempts + 1, now},
+                            "id = ? AND attempts = ?",
+                            {payment_id, attempts}});
 }
 
-Result<bool> mark_paid(store::Conn& c, std::int64_t payment_id, std::string_view from,
-                       const std::optional<std::string>& intent_reference, std::int64_t paid_at, std::int64_t now) {
-  return changed(
-      c.exec("UPDATE bil_payments SET status = 'PAID', paid_at = ?, failure_reason = NULL, "
-             "next_retry_at = NULL, payment_intent_reference = COALESCE(?, payment_intent_reference), "
-             "updated_at = ? WHERE id = ? AND status = ?",
-             {paid_at, store::opt(intent_reference), now, payment_id, std::string(from)}));
+Result<bool> mark_paid(store::Conn& c, std::int64_t payment_id, PayStatus from,
+                       const std::optional<std::string>& intent_reference, std::int64_t paid_at, std::int64_t now,
+                       const store::Effects& effects) {
+  return store::transition(c, kPaymentStatus, from, PayStatus::paid,
+                           {"paid_at = ?, failure_reason = NULL, next_retry_at = NULL, "
+                            "payment_intent_reference = COALESCE(?, payment_intent_reference), updated_at = ?",
+                            {paid_at, store::opt(intent_reference), now},
+                            "id = ?",
+                            {payment_id}},
+                           effects);
 }
 
-Result<bool> mark_failed(store::Conn& c, std::int64_t payment_id, std::string_view from, std::string_view reason,
-                         std::int64_t failed_at, std::optional<std::int64_t> next_retry_at, std::int64_t now) {
-  return changed(
-      c.exec("UPDATE bil_payments SET status = 'FAILED', failure_reason = ?, "
-             "failed_at = COALESCE(failed_at, ?), next_retry_at = ?, updated_at = ? "
-             "WHERE id = ? AND status = ?",
-             {std::string(reason), failed_at, store::opt(next_retry_at), now, payment_id, std::string(from)}));
+Result<bool> mark_failed(store::Conn& c, std::int64_t payment_id, PayStatus from, std::string_view reason,
+                         std::int64_t failed_at, std::optional<std::int64_t> next_retry_at, std::int64_t now,
+                         const store::Effects& effects) {
+  return store::transition(c, kPaymentStatus, from, PayStatus::failed,
+                           {"failure_reason = ?, failed_at = COALESCE(failed_at, ?), next_retry_at = ?, updated_at = ?",
+                            {std::string(reason), failed_at, store::opt(next_retry_at), now},
+                            "id = ?",
+                            {payment_id}},
+                           effects);
 }
 
 Result<bool> reopen(store::Conn& c, std::int64_t payment_id, std::int64_t attempts, std::int64_t now) {
-  return changed(
-      c.exec("UPDATE bil_payments SET status = 'PENDING', next_retry_at = NULL, updated_at = ? "
-             "WHERE id = ? AND status = 'FAILED' AND attempts = ?",
-             {now, payment_id, attempts}));
+  return store::transition(
+      c, kPaymentStatus, PayStatus::failed, PayStatus::pending,
+      {"next_retry_at = NULL, updated_at = ?", {now}, "id = ? AND attempts = ?", {payment_id, attempts}});
 }
 
 Result<std::int64_t> cancel_open_payments(store::Conn& c, std::int64_t subscription_id, std::int64_t now,
                                           const std::vector<std::int64_t>& keep) {
-  std::string sql =
-      "UPDATE bil_payments SET status = 'CANCELLED', next_retry_at = NULL, updated_at = ? "
-      "WHERE subscription_id = ? AND status IN ('PENDING', 'FAILED')";
-  store::Params params{now, subscription_id};
+  store::Change change{"next_retry_at = NULL, updated_at = ?", {now}, "subscription_id = ?", {subscription_id}};
   for (std::int64_t id : keep) {
-    sql += " AND id <> ?";
-    params.emplace_back(id);
+    change.where += " AND id <> ?";
+    change.where_params.emplace_back(id);
   }
-  return c.exec(sql, params);
+  return store::transition_all(c, kPaymentStatus, {PayStatus::pending, PayStatus::failed}, PayStatus::cancelled,
+                               change);
 }
 
 Result<std::vector<Payment>> overdue_payments(store::Conn& c, std::int64_t subscription_id) {
@@ -374,10 +379,12 @@ Status set_link_deadline(store::Conn& c, std::int64_t payment_id, std::int64_t d
 
 Result<bool> relink(store::Conn& c, std::int64_t payment_id, std::int64_t attempts, std::string_view link_reference,
                     std::int64_t deadline, std::int64_t now) {
-  return changed(
-      c.exec("UPDATE bil_payments SET status = 'PENDING', payment_link_reference = ?, link_deadline_at = ?, "
-             "attempts = ?, next_retry_at = NULL, updated_at = ? WHERE id = ? AND status = 'FAILED' AND attempts = ?",
-             {std::string(link_reference), deadline, attempts + 1, now, payment_id, attempts}));
+  return store::transition(c, kPaymentStatus, PayStatus::failed, PayStatus::pending,
+                           {"payment_link_reference = ?, link_deadline_at = ?, attempts = ?, next_retry_at = NULL, "
+                            "updated_at = ?",
+                            {std::string(link_reference), deadline, attempts + 1, now},
+                            "id = ? AND attempts = ?",
+                            {payment_id, attempts}});
 }
 
 Result<std::vector<Payment>> link_deadlines_due(store::Conn& c, std::int64_t subscription_id, std::int64_t clock) {
@@ -442,25 +449,27 @@ Result<std::optional<Mandate>> mandate_by_token(store::Conn& c, std::string_view
   return mandate_where(c, "WHERE token_hash = ?", {std::string(token_hash)});
 }
 
-Result<bool> approve_mandate(store::Conn& c, std::int64_t id, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE bil_mandates SET status = 'ACTIVE', approved_at = ?, updated_at = ? "
-                                       "WHERE id = ? AND status = 'PENDING'",
-                                       {now, now, id}));
-  return n == 1;
+Result<bool> approve_mandate(store::Conn& c, std::int64_t id, std::int64_t now, const store::Effects& effects) {
+  return store::transition(c, kMandateStatus, MandateStatus::pending, MandateStatus::active,
+                           {"approved_at = ?, updated_at = ?", {now, now}, "id = ?", {id}}, effects);
 }
 
-Result<bool> revoke_mandate(store::Conn& c, std::int64_t subscription_id, std::string_view by, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE bil_mandates SET status = 'REVOKED', revoked_at = ?, revoked_by = ?, "
-                                       "updated_at = ? WHERE subscription_id = ? AND status IN ('PENDING', 'ACTIVE')",
-                                       {now, std::string(by), now, subscription_id}));
-  return n == 1;
+Result<bool> revoke_mandate(store::Conn& c, std::int64_t subscription_id, std::string_view by, std::int64_t now,
+                            const store::Effects& effects) {
+  // At most one mandate of a subscription is PENDING or ACTIVE (a unique index).
+  return store::transition(c, kMandateStatus, {MandateStatus::pending, MandateStatus::active}, MandateStatus::revoked,
+                           {"revoked_at = ?, revoked_by = ?, updated_at = ?",
+                            {now, std::string(by), now},
+                            "subscription_id = ?",
+                            {subscription_id}},
+                           effects);
 }
 
-Result<bool> revoke_mandate_id(store::Conn& c, std::int64_t id, std::string_view by, std::int64_t now) {
-  return changed(
-      c.exec("UPDATE bil_mandates SET status = 'REVOKED', revoked_at = ?, revoked_by = ?, updated_at = ? "
-             "WHERE id = ? AND status IN ('PENDING', 'ACTIVE')",
-             {now, std::string(by), now, id}));
+Result<bool> revoke_mandate_id(store::Conn& c, std::int64_t id, std::string_view by, std::int64_t now,
+                               const store::Effects& effects) {
+  return store::transition(
+      c, kMandateStatus, {MandateStatus::pending, MandateStatus::active}, MandateStatus::revoked,
+      {"revoked_at = ?, revoked_by = ?, updated_at = ?", {now, std::string(by), now}, "id = ?", {id}}, effects);
 }
 
 Result<bool> take_mandate(store::Conn& c, std::int64_t id, std::int64_t amount, std::int64_t now) {
@@ -471,13 +480,15 @@ Result<bool> take_mandate(store::Conn& c, std::int64_t id, std::int64_t amount, 
 }
 
 Result<bool> mark_paid_from_wallet(store::Conn& c, std::int64_t payment_id, std::int64_t attempts,
-                                   std::string_view wallet_tx, std::int64_t paid_at, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE bil_payments SET status = 'PAID', paid_at = ?, attempts = attempts + 1, "
-                                       "wallet_transaction_id = ?, failure_reason = NULL, next_retry_at = NULL, "
-                                       "updated_at = ? "
-                                       "WHERE id = ? AND status = 'PENDING' AND attempts = ?",
-                                       {paid_at, std::string(wallet_tx), now, payment_id, attempts}));
-  return n == 1;
+                                   std::string_view wallet_tx, std::int64_t paid_at, std::int64_t now,
+                                   const store::Effects& effects) {
+  return store::transition(c, kPaymentStatus, PayStatus::pending, PayStatus::paid,
+                           {"paid_at = ?, attempts = attempts + 1, wallet_transaction_id = ?, failure_reason = NULL, "
+                            "next_retry_at = NULL, updated_at = ?",
+                            {paid_at, std::string(wallet_tx), now},
+                            "id = ? AND attempts = ?",
+                            {payment_id, attempts}},
+                           effects);
 }
 
 Status set_wallet_transaction(store::Conn& c, std::int64_t payment_id, std::string_view wallet_tx, std::int64_t now) {

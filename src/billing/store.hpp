@@ -37,8 +37,11 @@ Result<std::pair<std::vector<Subscription>, std::int64_t>> list(store::Conn& c, 
 // Moves the status from `from` to `to`, stamping the move's timestamp column with `stamp` (the
 // subscription's clock) and the reason; false when the status was no longer `from` (another
 // actor moved it first).
-Result<bool> move_status(store::Conn& c, std::int64_t id, std::string_view from, Move move, std::string_view to,
-                         const std::optional<std::string>& reason, std::int64_t stamp, std::int64_t now);
+// `s` is the subscription as read in the unit (its status is the move's `from`); `effects` run
+// after the per-status counts, and give the move's event (kSubscriptionStatus).
+Result<bool> move_status(store::Conn& c, const Subscription& s, Move move, SubStatus to,
+                         const std::optional<std::string>& reason, std::int64_t stamp, std::int64_t now,
+                         const store::Effects& effects);
 // Marks an ACTIVE subscription to end at its period's end (cancelled_at = `stamp`, the request's
 // time on the subscription's clock).
 Result<bool> cancel_at_period_end(store::Conn& c, std::int64_t id, const std::optional<std::string>& reason,
@@ -72,11 +75,15 @@ Result<std::pair<std::vector<Payment>, std::int64_t>> payments_of(store::Conn& c
 Result<bool> mark_processing(store::Conn& c, std::int64_t payment_id, std::int64_t attempts,
                              std::string_view intent_reference, std::int64_t now);
 // PENDING or PROCESSING -> PAID; the collection's reference is recorded when given.
-Result<bool> mark_paid(store::Conn& c, std::int64_t payment_id, std::string_view from,
-                       const std::optional<std::string>& intent_reference, std::int64_t paid_at, std::int64_t now);
+// `effects` give its kEventPaymentSucceeded.
+Result<bool> mark_paid(store::Conn& c, std::int64_t payment_id, PayStatus from,
+                       const std::optional<std::string>& intent_reference, std::int64_t paid_at, std::int64_t now,
+                       const store::Effects& effects);
 // `from` -> FAILED with the reason; failed_at keeps the first failure; next_retry_at as given.
-Result<bool> mark_failed(store::Conn& c, std::int64_t payment_id, std::string_view from, std::string_view reason,
-                         std::int64_t failed_at, std::optional<std::int64_t> next_retry_at, std::int64_t now);
+// `effects` give its kEventPaymentFailed.
+Result<bool> mark_failed(store::Conn& c, std::int64_t payment_id, PayStatus from, std::string_view reason,
+                         std::int64_t failed_at, std::optional<std::int64_t> next_retry_at, std::int64_t now,
+                         const store::Effects& effects);
 // FAILED (attempts = `attempts`) -> PENDING, to be asked again.
 Result<bool> reopen(store::Conn& c, std::int64_t payment_id, std::int64_t attempts, std::int64_t now);
 // Every PENDING or FAILED payment of the subscription but those in `keep` -> CANCELLED (the
@@ -109,18 +116,23 @@ Result<std::optional<Mandate>> mandate_of(store::Conn& c, std::int64_t subscript
 // The mandate whose page secret hashes to `token_hash`.
 Result<std::optional<Mandate>> mandate_by_token(store::Conn& c, std::string_view token_hash);
 // PENDING -> ACTIVE; false when it was not PENDING.
-Result<bool> approve_mandate(store::Conn& c, std::int64_t id, std::int64_t now);
+// `effects` give its kEventMandateApproved.
+Result<bool> approve_mandate(store::Conn& c, std::int64_t id, std::int64_t now, const store::Effects& effects);
 // The subscription's PENDING or ACTIVE mandate -> REVOKED by `by` (customer, merchant); false when
 // it has none.
-Result<bool> revoke_mandate(store::Conn& c, std::int64_t subscription_id, std::string_view by, std::int64_t now);
+// `effects` give its kEventMandateRevoked.
+Result<bool> revoke_mandate(store::Conn& c, std::int64_t subscription_id, std::string_view by, std::int64_t now,
+                            const store::Effects& effects);
 // The mandate `id` -> REVOKED by `by` when PENDING or ACTIVE; false otherwise.
-Result<bool> revoke_mandate_id(store::Conn& c, std::int64_t id, std::string_view by, std::int64_t now);
+Result<bool> revoke_mandate_id(store::Conn& c, std::int64_t id, std::string_view by, std::int64_t now,
+                               const store::Effects& effects);
 // Takes the ACTIVE mandate for one debit of `amount`: counts it, conditional on the status and
 // on the cap covering it; false (nothing changed) otherwise.
 Result<bool> take_mandate(store::Conn& c, std::int64_t id, std::int64_t amount, std::int64_t now);
 // PENDING (attempts = `attempts`) -> PAID by the wallet transaction `wallet_tx`, counting the attempt.
 Result<bool> mark_paid_from_wallet(store::Conn& c, std::int64_t payment_id, std::int64_t attempts,
-                                   std::string_view wallet_tx, std::int64_t paid_at, std::int64_t now);
+                                   std::string_view wallet_tx, std::int64_t paid_at, std::int64_t now,
+                                   const store::Effects& effects);
 // Records the wallet transaction of a PENDING payment's attempt (a debit that failed).
 Status set_wallet_transaction(store::Conn& c, std::int64_t payment_id, std::string_view wallet_tx, std::int64_t now);
 

@@ -12,6 +12,7 @@
 
 #include "core/json.hpp"
 #include "payments/model.hpp"
+#include "store/state_machine.hpp"
 
 namespace sika::checkout {
 
@@ -19,6 +20,14 @@ inline constexpr std::string_view kOpen = "OPEN";
 inline constexpr std::string_view kPaid = "PAID";
 inline constexpr std::string_view kCancelled = "CANCELLED";
 inline constexpr std::string_view kExpired = "EXPIRED";  // shown, never stored: expires_at has passed
+
+// The stored statuses of a session: OPEN until its collection completes (PAID) or the customer
+// gives up (CANCELLED); both final. No event (the collection's own events tell the merchant).
+enum class SessionStatus { open, paid, cancelled };
+inline constexpr store::StateMachine<SessionStatus, 3, 2> kSessionStatus{
+    "chk_sessions",
+    {kOpen, kPaid, kCancelled},
+    {{{SessionStatus::open, SessionStatus::paid, ""}, {SessionStatus::open, SessionStatus::cancelled, ""}}}};
 
 // The customer's prefill data (the spec leaves its fields open; these are the ones we use).
 struct Customer {

@@ -178,17 +178,13 @@ Result<bool> take_attempt(store::Conn& c, std::int64_t id, std::int64_t seen, st
 }
 
 Result<bool> mark_paid(store::Conn& c, std::int64_t id, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(
-      auto n,
-      c.exec("UPDATE chk_sessions SET status = 'PAID', updated_at = ? WHERE id = ? AND status = 'OPEN'", {now, id}));
-  return n == 1;
+  return store::transition(c, kSessionStatus, SessionStatus::open, SessionStatus::paid,
+                           {"updated_at = ?", {now}, "id = ?", {id}});
 }
 
 Result<bool> cancel(store::Conn& c, std::int64_t id, std::int64_t seen, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE chk_sessions SET status = 'CANCELLED', updated_at = ? WHERE id = ? "
-                                       "AND status = 'OPEN' AND attempt = ?",
-                                       {now, id, seen}));
-  return n == 1;
+  return store::transition(c, kSessionStatus, SessionStatus::open, SessionStatus::cancelled,
+                           {"updated_at = ?", {now}, "id = ? AND attempt = ?", {id, seen}});
 }
 
 Result<std::optional<std::pair<std::int64_t, std::string>>> latest_secret(store::Conn& c, std::int64_t merchant_id) {

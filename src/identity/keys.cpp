@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include "core/random.hpp"
+#include "identity/model.hpp"
 
 namespace sika::identity {
 
@@ -130,10 +131,9 @@ Result<std::vector<KeyInfo>> rotate_keys(store::Db& db, std::string_view pepper,
   SIKA_ASSIGN_OR_RETURN(auto rs, Jwk::generate(Alg::RS256, new_kid(Alg::RS256)));
   std::vector<KeyInfo> out;
   SIKA_TRY(db.write([&](store::Conn& c) -> Status {
-    SIKA_TRY(
-        c.exec("UPDATE identity_keys SET status = 'retired', retired_at = ?, publish_until = ? "
-               "WHERE status = 'active'",
-               {now_ms, now_ms + publish_seconds * 1000}));
+    SIKA_TRY(store::transition_all(
+        c, kKeyStatus, {KeyStatus::active}, KeyStatus::retired,
+        {"retired_at = ?, publish_until = ?", {now_ms, now_ms + publish_seconds * 1000}, "", {}}));
     SIKA_TRY(insert_key(c, pepper, *es, now_ms));
     SIKA_TRY(insert_key(c, pepper, *rs, now_ms));
     SIKA_ASSIGN_OR_RETURN(out, list_keys(c));

@@ -10,8 +10,25 @@
 
 #include "core/json.hpp"
 #include "core/result.hpp"
+#include "store/state_machine.hpp"
 
 namespace sika::identity {
+
+// A refresh token is active until it is used (rotated: a reuse within the grace period rotates it
+// again, harmlessly) or its family is revoked. No event.
+enum class RefreshStatus { active, rotated, revoked };
+inline constexpr store::StateMachine<RefreshStatus, 3, 4> kRefreshStatus{
+    "oauth_refresh_tokens",
+    {"active", "rotated", "revoked"},
+    {{{RefreshStatus::active, RefreshStatus::rotated, ""},
+      {RefreshStatus::rotated, RefreshStatus::rotated, ""},
+      {RefreshStatus::active, RefreshStatus::revoked, ""},
+      {RefreshStatus::rotated, RefreshStatus::revoked, ""}}}};
+
+// A signing key is active until a rotation retires it (still published until publish_until). No event.
+enum class KeyStatus { active, retired };
+inline constexpr store::StateMachine<KeyStatus, 2, 1> kKeyStatus{
+    "identity_keys", {"active", "retired"}, {{{KeyStatus::active, KeyStatus::retired, ""}}}};
 
 // Scopes a client or user may be granted.
 inline constexpr std::string_view kApiScopes[] = {"payments", "services", "countries", "providers"};

@@ -353,11 +353,14 @@ Result<std::optional<RefreshToken>> find_refresh_token(store::Conn& c, std::stri
 }
 
 Result<bool> rotate_refresh_token(store::Conn& c, std::int64_t id, std::int64_t now_ms, std::int64_t grace_ms) {
-  SIKA_ASSIGN_OR_RETURN(
-      auto changed, c.exec("UPDATE oauth_refresh_tokens SET status = 'rotated', rotated_at = COALESCE(rotated_at, ?) "
-                           "WHERE id = ? AND (status = 'active' OR (status = 'rotated' AND rotated_at >= ?))",
-                           {now_ms, id, now_ms - grace_ms}));
-  return changed == 1;
+  // An active token rotates; a rotated one is used again only within the grace period.
+  SIKA_ASSIGN_OR_RETURN(bool rotated,
+                        store::transition(c, kRefreshStatus, RefreshStatus::active, RefreshStatus::rotated,
+                                          {"rotated_at = COALESCE(rotated_at, ?)", {now_ms}, "id = ?", {id}}));
+  if (rotated) return true;
+  return store::transition(
+      c, kRefreshStatus, RefreshStatus::rotated, RefreshStatus::rotated,
+      {"rotated_at = COALESCE(rotated_at, ?)", {now_ms}, "id = ? AND rotated_at >= ?", {id, now_ms - grace_ms}});
 }
 
 Status revoke_family(store::Conn& c, std::string_view family_id, std::int64_t t,
@@ -374,10 +377,9 @@ Status revoke_family(store::Conn& c, std::string_view family_id, std::int64_t t,
              "WHERE family_id = ? AND access_jti IS NOT NULL AND access_expires_at > ? "
              "ON CONFLICT (jti) DO NOTHING",
              {t, std::string(family_id), t}));
-  SIKA_TRY(
-      c.exec("UPDATE oauth_refresh_tokens SET status = 'revoked', revoked_at = ? "
-             "WHERE family_id = ? AND status <> 'revoked'",
-             {t, std::string(family_id)}));
+  SIKA_TRY(store::transition_all(c, kRefreshStatus, {RefreshStatus::active, RefreshStatus::rotated},
+                                 RefreshStatus::revoked,
+                                 {"revoked_at = ?", {t}, "family_id = ?", {std::string(family_id)}}));
   return {};
 }
 

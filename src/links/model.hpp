@@ -10,12 +10,24 @@
 
 #include "core/json.hpp"
 #include "store/db.hpp"
+#include "store/state_machine.hpp"
 
 namespace sika::links {
 
 inline constexpr std::string_view kActive = "ACTIVE";
 inline constexpr std::string_view kDisabled = "DISABLED";
 inline constexpr std::string_view kExpired = "EXPIRED";  // shown, never stored: expires_at has passed
+
+// The stored statuses of a link: the merchant (or an operator) sets either at any time, setting
+// the one it has included (it stamps updated_at); a subscription's end disables its links. No event.
+enum class LinkStatus { active, disabled };
+inline constexpr store::StateMachine<LinkStatus, 2, 4> kLinkStatus{
+    "lnk_links",
+    {kActive, kDisabled},
+    {{{LinkStatus::active, LinkStatus::disabled, ""},
+      {LinkStatus::disabled, LinkStatus::active, ""},
+      {LinkStatus::active, LinkStatus::active, ""},
+      {LinkStatus::disabled, LinkStatus::disabled, ""}}}};
 
 struct Link {
   std::int64_t id = 0;

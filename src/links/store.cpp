@@ -164,21 +164,23 @@ Result<bool> update(store::Conn& c, std::int64_t link_id, const LinkUpdate& u, s
 }
 
 Result<bool> set_status(store::Conn& c, std::int64_t link_id, std::string_view status, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE lnk_links SET status = ?, updated_at = ? WHERE id = ?",
-                                       {std::string(status), now, link_id}));
-  return n == 1;
+  auto to = kLinkStatus.parse(status);
+  if (!to) return internal_error(boost::json::string("no link status " + std::string(status)));
+  return store::transition(c, kLinkStatus, {LinkStatus::active, LinkStatus::disabled}, *to,
+                           {"updated_at = ?", {now}, "id = ?", {link_id}});
 }
 
 Result<bool> close_unpaid(store::Conn& c, std::string_view reference, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(
-      auto n,
-      c.exec("UPDATE lnk_links SET status = 'DISABLED', updated_at = ? WHERE reference = ? AND NOT EXISTS ("
-             "SELECT 1 FROM lnk_payments a LEFT JOIN pay_transactions t ON t.merchant_id = lnk_links.merchant_id "
-             "AND t.environment = lnk_links.environment AND t.transaction_uuid = a.transaction_uuid "
-             "WHERE a.link_id = lnk_links.id AND ((t.id IS NULL AND a.state = 'RESERVED') OR "
-             "t.status NOT IN ('FAILED', 'EXPIRED', 'CANCELLED')))",
-             {now, std::string(reference)}));
-  return n == 1;
+  return store::transition(
+      c, kLinkStatus, {LinkStatus::active, LinkStatus::disabled}, LinkStatus::disabled,
+      {"updated_at = ?",
+       {now},
+       "reference = ? AND NOT EXISTS ("
+       "SELECT 1 FROM lnk_payments a LEFT JOIN pay_transactions t ON t.merchant_id = lnk_links.merchant_id "
+       "AND t.environment = lnk_links.environment AND t.transaction_uuid = a.transaction_uuid "
+       "WHERE a.link_id = lnk_links.id AND ((t.id IS NULL AND a.state = 'RESERVED') OR "
+       "t.status NOT IN ('FAILED', 'EXPIRED', 'CANCELLED')))",
+       {std::string(reference)}});
 }
 
 Result<std::optional<std::int64_t>> insert_attempt(store::Conn& c, std::int64_t link_id, std::string_view payer_uuid,

@@ -17,12 +17,25 @@
 
 #include "core/i18n.hpp"
 #include "core/json.hpp"
+#include "store/state_machine.hpp"
 
 namespace sika::wallets {
 
 inline constexpr std::string_view kPending = "PENDING";
 inline constexpr std::string_view kActive = "ACTIVE";
 inline constexpr std::string_view kUnlinked = "UNLINKED";
+
+// The statuses of a wallet link: PENDING until the customer consents (ACTIVE), UNLINKED by either
+// side; a new link/new on an UNLINKED pair makes it PENDING again. The partner hears of each
+// consent and each unlink.
+enum class LinkStatus { pending, active, unlinked };
+inline constexpr store::StateMachine<LinkStatus, 3, 4> kLinkStatus{
+    "wlt_links",
+    {kPending, kActive, kUnlinked},
+    {{{LinkStatus::pending, LinkStatus::active, "wallet_link.activated"},
+      {LinkStatus::pending, LinkStatus::unlinked, "wallet_link.unlinked"},
+      {LinkStatus::active, LinkStatus::unlinked, "wallet_link.unlinked"},
+      {LinkStatus::unlinked, LinkStatus::pending, ""}}}};
 
 struct Wallet {
   std::int64_t id = 0;

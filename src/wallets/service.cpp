@@ -247,7 +247,13 @@ Result<Link> Service::confirm(const web::Principal& partner, std::string_view ap
 Result<Link> Service::activate(const Link& l, const Limits& consented, std::string_view field) {
   const std::int64_t at = now();
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(bool activated, tables::activate(c, l.id, consented, at));
+    Link active = l;
+    active.status = std::string(kActive);
+    store::Effects effects;
+    effects.event = [&](store::Conn&) -> Result<store::Event> {
+      return store::Event{l.partner_id, l.reference, event_payload(active, at), at};
+    };
+    SIKA_ASSIGN_OR_RETURN(bool activated, tables::activate(c, l.id, consented, at, effects));
     if (!activated) {
       SIKA_ASSIGN_OR_RETURN(auto now_link, tables::link_by_reference(c, l.reference));
       if (now_link && now_link->status == kPending)
@@ -256,10 +262,6 @@ Result<Link> Service::activate(const Link& l, const Limits& consented, std::stri
                                     "the new ones"}});
       return conflict(bj::object{{std::string(field), "the link changed meanwhile"}});
     }
-    Link now_link = l;
-    now_link.status = std::string(kActive);
-    SIKA_TRY(
-        store::append_event(c, l.partner_id, "wallet_link.activated", l.reference, event_payload(now_link, at), at));
     return {};
   }));
   return link_of_wallet(l.wallet, l.reference);
@@ -287,14 +289,15 @@ Result<Link> Service::unlink(const Link& l, std::string_view by) {
   const std::int64_t at = now();
   bool changed = false;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(changed, tables::unlink(c, l.id, by, at));
-    if (!changed) return {};
     Link now_link = l;
     now_link.status = std::string(kUnlinked);
     now_link.unlinked_by = std::string(by);
     // The partner hears of it through its webhooks, in the unit that unlinks.
-    SIKA_TRY(
-        store::append_event(c, l.partner_id, "wallet_link.unlinked", l.reference, event_payload(now_link, at), at));
+    store::Effects effects;
+    effects.event = [&](store::Conn&) -> Result<store::Event> {
+      return store::Event{l.partner_id, l.reference, event_payload(now_link, at), at};
+    };
+    SIKA_ASSIGN_OR_RETURN(changed, tables::unlink(c, l.id, by, at, effects));
     return {};
   }));
   std::optional<Link> fresh;

@@ -122,13 +122,14 @@ Result<std::optional<std::int64_t>> insert_link(store::Conn& c, const Link& l, s
 
 Result<bool> relink(store::Conn& c, std::int64_t id, const Limits& limits, std::string_view key_hash,
                     std::string_view nonce, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(
-      auto n, c.exec("UPDATE wlt_links SET status = ?, key_hash = ?, key_nonce = ?, per_payment_limit = ?, "
-                     "period_limit = ?, period_ms = ?, period_start = 0, period_spent = 0, confirmed_at = NULL, "
-                     "unlinked_at = NULL, unlinked_by = NULL, updated_at = ? WHERE id = ? AND status = ?",
-                     {std::string(kPending), std::string(key_hash), std::string(nonce), limits.per_payment,
-                      limits.per_period, limits.period_ms, now, id, std::string(kUnlinked)}));
-  return n == 1;
+  return store::transition(
+      c, kLinkStatus, LinkStatus::unlinked, LinkStatus::pending,
+      {"key_hash = ?, key_nonce = ?, per_payment_limit = ?, period_limit = ?, period_ms = ?, "
+       "period_start = 0, period_spent = 0, confirmed_at = NULL, unlinked_at = NULL, "
+       "unlinked_by = NULL, updated_at = ?",
+       {std::string(key_hash), std::string(nonce), limits.per_payment, limits.per_period, limits.period_ms, now},
+       "id = ?",
+       {id}});
 }
 
 Result<bool> set_pending_limits(store::Conn& c, std::int64_t id, const Limits& limits, std::int64_t now) {
@@ -145,21 +146,21 @@ Result<std::string> key_nonce(store::Conn& c, std::int64_t id) {
   return row->str(0);
 }
 
-Result<bool> activate(store::Conn& c, std::int64_t id, const Limits& limits, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE wlt_links SET status = ?, confirmed_at = ?, updated_at = ? "
-                                       "WHERE id = ? AND status = ? AND per_payment_limit = ? AND period_limit = ? "
-                                       "AND period_ms = ?",
-                                       {std::string(kActive), now, now, id, std::string(kPending), limits.per_payment,
-                                        limits.per_period, limits.period_ms}));
-  return n == 1;
+Result<bool> activate(store::Conn& c, std::int64_t id, const Limits& limits, std::int64_t now,
+                      const store::Effects& effects) {
+  return store::transition(c, kLinkStatus, LinkStatus::pending, LinkStatus::active,
+                           {"confirmed_at = ?, updated_at = ?",
+                            {now, now},
+                            "id = ? AND per_payment_limit = ? AND period_limit = ? AND period_ms = ?",
+                            {id, limits.per_payment, limits.per_period, limits.period_ms}},
+                           effects);
 }
 
-Result<bool> unlink(store::Conn& c, std::int64_t id, std::string_view by, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(auto n,
-                        c.exec("UPDATE wlt_links SET status = ?, unlinked_at = ?, unlinked_by = ?, "
-                               "updated_at = ? WHERE id = ? AND status <> ?",
-                               {std::string(kUnlinked), now, std::string(by), now, id, std::string(kUnlinked)}));
-  return n == 1;
+Result<bool> unlink(store::Conn& c, std::int64_t id, std::string_view by, std::int64_t now,
+                    const store::Effects& effects) {
+  return store::transition(
+      c, kLinkStatus, {LinkStatus::pending, LinkStatus::active}, LinkStatus::unlinked,
+      {"unlinked_at = ?, unlinked_by = ?, updated_at = ?", {now, std::string(by), now}, "id = ?", {id}}, effects);
 }
 
 Result<std::optional<std::int64_t>> take_budget(store::Conn& c, std::int64_t id, std::string_view key_hash,

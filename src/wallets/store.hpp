@@ -42,9 +42,13 @@ Result<std::string> key_nonce(store::Conn& c, std::int64_t id);
 // PENDING -> ACTIVE, on the condition that the stored limits are still `limits` (those the code's
 // message or the page stated): ONE conditional UPDATE, so limits changed by a concurrent link/new
 // make it change nothing. False when the link was not PENDING with exactly these limits.
-Result<bool> activate(store::Conn& c, std::int64_t id, const Limits& limits, std::int64_t now);
+// `effects` give its wallet_link.activated event.
+Result<bool> activate(store::Conn& c, std::int64_t id, const Limits& limits, std::int64_t now,
+                      const store::Effects& effects);
 // PENDING|ACTIVE -> UNLINKED by `by`; false when it was already UNLINKED.
-Result<bool> unlink(store::Conn& c, std::int64_t id, std::string_view by, std::int64_t now);
+// `effects` give its wallet_link.unlinked event.
+Result<bool> unlink(store::Conn& c, std::int64_t id, std::string_view by, std::int64_t now,
+                    const store::Effects& effects);
 
 // Takes `amount` from the current window of a link ACTIVE under the key of `key_hash`, starting a
 // new window at `now` when the stored one has ended; ONE conditional UPDATE, so concurrent charges

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "store/state_machine.hpp"
+
 namespace sika::webhooks {
 
 // A merchant's notification endpoint. Its signing secret is never part of this view.
@@ -42,6 +44,16 @@ inline constexpr std::string_view kPending = "pending";
 inline constexpr std::string_view kSucceeded = "succeeded";
 inline constexpr std::string_view kFailed = "failed";
 inline constexpr std::string_view kCancelled = "cancelled";
+// A recorded attempt keeps a delivery pending (a retry is due later) or ends it; disabling or
+// deleting its endpoint cancels it. No event (deliveries carry events; they emit none).
+enum class DeliveryStatus { pending, succeeded, failed, cancelled };
+inline constexpr store::StateMachine<DeliveryStatus, 4, 4> kDeliveryStatus{
+    "webhook_deliveries",
+    {kPending, kSucceeded, kFailed, kCancelled},
+    {{{DeliveryStatus::pending, DeliveryStatus::pending, ""},
+      {DeliveryStatus::pending, DeliveryStatus::succeeded, ""},
+      {DeliveryStatus::pending, DeliveryStatus::failed, ""},
+      {DeliveryStatus::pending, DeliveryStatus::cancelled, ""}}}};
 
 // One event sent to one endpoint (a redelivery is a new delivery of the same event).
 struct Delivery {

@@ -334,16 +334,21 @@ Result<RecordResult> record(store::Db& db, const std::vector<AttemptResult>& res
       if (!last_error && r.status_code && r.outcome != "succeeded")
         last_error = "HTTP " + std::to_string(*r.status_code);
       if (r.outcome == "gone") last_error = "410 Gone: the endpoint asked to stop";
+      const auto to = kDeliveryStatus.parse(status);
+      if (!to) return internal_error(boost::json::string("no delivery status " + std::string(status)));
       SIKA_ASSIGN_OR_RETURN(
-          auto changed,
-          c.exec("UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ?, lease_owner = NULL, "
-                 "lease_until = NULL, last_attempt_at = ?, last_status_code = ?, last_error = ?, updated_at = ?, "
-                 "completed_at = ? WHERE id = ? AND lease_owner = ? AND status = 'pending'",
-                 {status, std::int64_t{r.attempt}, next.value_or(r.finished_at), r.started_at,
-                  r.status_code ? store::Value(std::int64_t{*r.status_code}) : store::Value(nullptr),
-                  done && r.outcome == "succeeded" ? store::Value(nullptr) : store::opt(last_error), now,
-                  done ? store::Value(now) : store::Value(nullptr), r.delivery_row, r.lease_owner}));
-      if (changed == 0) ++out.stale;
+          bool changed,
+          store::transition(
+              c, kDeliveryStatus, DeliveryStatus::pending, *to,
+              {"attempts = ?, next_attempt_at = ?, lease_owner = NULL, lease_until = NULL, "
+               "last_attempt_at = ?, last_status_code = ?, last_error = ?, updated_at = ?, completed_at = ?",
+               {std::int64_t{r.attempt}, next.value_or(r.finished_at), r.started_at,
+                r.status_code ? store::Value(std::int64_t{*r.status_code}) : store::Value(nullptr),
+                done && r.outcome == "succeeded" ? store::Value(nullptr) : store::opt(last_error), now,
+                done ? store::Value(now) : store::Value(nullptr)},
+               "id = ? AND lease_owner = ?",
+               {r.delivery_row, r.lease_owner}}));
+      if (!changed) ++out.stale;
       ++out.recorded;
     }
     for (const auto& [row, h] : health) {

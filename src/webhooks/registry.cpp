@@ -76,10 +76,12 @@ Error endpoint_not_found(std::string_view id) {
 }
 
 Status cancel_pending(store::Conn& c, std::int64_t endpoint_row, std::string_view why, std::int64_t now) {
-  auto r = c.exec(
-      "UPDATE webhook_deliveries SET status = 'cancelled', last_error = ?, completed_at = ?, updated_at = ?, "
-      "lease_owner = NULL, lease_until = NULL WHERE endpoint_row = ? AND status = 'pending'",
-      {std::string(why), now, now, endpoint_row});
+  auto r =
+      store::transition_all(c, kDeliveryStatus, {DeliveryStatus::pending}, DeliveryStatus::cancelled,
+                            {"last_error = ?, completed_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL",
+                             {std::string(why), now, now},
+                             "endpoint_row = ?",
+                             {endpoint_row}});
   if (!r) return r.take_error();
   return {};
 }
