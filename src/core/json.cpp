@@ -26,7 +26,7 @@ class StrictHandler {
 
   bj::value_stack stack;
   std::optional<Reason> problem;  // set when the handler refused the document
-  std::string field;    // where
+  std::string field;              // where
 
   bool on_document_begin(boost::system::error_code&) {
     stack.reset();
@@ -262,7 +262,9 @@ void FieldErrors::add(std::string_view field, Problem problem) {
   problems_.push_back(FieldProblem{std::string(field), std::move(problem)});
 }
 
-void FieldErrors::add(std::string_view field, std::string_view problem) { add(field, reason::untyped(std::string(problem))); }
+void FieldErrors::add(std::string_view field, std::string_view problem) {
+  add(field, reason::untyped(std::string(problem)));
+}
 
 void FieldErrors::add_all(std::string_view prefix, const FieldErrors& other) {
   for (const auto& p : other.problems_) add(std::string(prefix) + p.field, p.problem);
@@ -275,6 +277,8 @@ void FieldErrors::add_error(const Error& e, std::string_view field) {
     for (const auto& kv : e.details.as_object())
       add(kv.key(), kv.value().is_string() ? Problem(reason::untyped(std::string(kv.value().as_string())))
                                            : Problem(Reason::invalid));
+  } else if (e.details.is_string()) {
+    add(field, reason::untyped(std::string(e.details.as_string())));
   } else {
     add(field, Reason::invalid);
   }

@@ -43,8 +43,8 @@ class FieldErrors {
   void add(std::string_view field, std::string_view problem);  // an untyped text (reason::untyped)
   // Adds each problem of `other` as prefix + its field.
   void add_all(std::string_view prefix, const FieldErrors& other);
-  // Adds the problems of `e` (its typed problems, else the texts of its details object); `field`
-  // names a problem of the whole request, or a details that names none.
+  // Adds the problems of `e` (its typed problems, else the texts of its details); `field` names a
+  // problem of the whole request, or a details that names no field ("is invalid" when not a text).
   void add_error(const Error& e, std::string_view field);
   bool empty() const { return problems_.empty(); }
   bool has(std::string_view field) const { return details_.contains(field); }

@@ -14,10 +14,9 @@ constexpr Reason kAll[] = {
     SIKA_REASONS(SIKA_REASON_VALUE)
 #undef SIKA_REASON_VALUE
 };
-constexpr std::string_view kNames[] = {
-    "text",
+constexpr std::string_view kNames[] = {"text",
 #define SIKA_REASON_NAME(name) #name,
-    SIKA_REASONS(SIKA_REASON_NAME)
+                                       SIKA_REASONS(SIKA_REASON_NAME)
 #undef SIKA_REASON_NAME
 };
 }  // namespace

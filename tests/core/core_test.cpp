@@ -66,8 +66,9 @@ TEST(Reasons, FieldErrorsKeepTheFirstProblemOfAFieldAndRenderDetailsInEnglish) {
   const Error& e = st.error();
   EXPECT_TRUE(e.is(ErrorKind::invalid));
   EXPECT_EQ(e.code, "empty_data");
-  EXPECT_EQ(json::dump(e.details),
-            R"({"amount":"is too large","name":"must be at most 200 characters","distribution[0].rate":"is required"})");
+  EXPECT_EQ(
+      json::dump(e.details),
+      R"({"amount":"is too large","name":"must be at most 200 characters","distribution[0].rate":"is required"})");
   ASSERT_EQ(e.problems.size(), 3u);
   ASSERT_NE(e.problem("amount"), nullptr);
   EXPECT_EQ(e.problem("amount")->reason, Reason::too_large);
