@@ -11,6 +11,7 @@
 #include "app/demo.hpp"
 #include "app/metrics.hpp"
 #include "app/routes.hpp"
+#include "core/codes.hpp"
 #include "http/access_log.hpp"
 #include "http/server.hpp"
 
@@ -19,7 +20,7 @@ namespace sika::app {
 namespace {
 void report(const Error& e) {
   std::string d = e.details.is_string() ? std::string(e.details.as_string()) : boost::json::serialize(e.details);
-  std::cerr << "sika: " << (e.code == "bad_config" ? "configuration error: " : e.code + ": ") << d << std::endl;
+  std::cerr << "sika: " << (e.is(codes::bad_config) ? "configuration error: " : e.code + ": ") << d << std::endl;
 }
 
 // Blocks SIGINT/SIGTERM in every thread created from now on; the main thread waits for them.

@@ -10,6 +10,7 @@
 #include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "otp/code.hpp"
 #include "payments/intent.hpp"
@@ -146,8 +147,8 @@ Result<Mandate> Service::approve_mandate(std::string_view token, std::string_vie
   SIKA_ASSIGN_OR_RETURN(Mandate m, mandate_by_token(token));
   if (m.status != kMandatePending) return conflict(bj::object{{"status", "the mandate is " + m.status}});
   if (code.empty()) return empty_data(bj::object{{"otp", "is required"}});
-  std::string problem;
-  if (!otp::code_from_text(code, &problem)) return empty_data(bj::object{{"otp", problem}});
+  std::optional<Reason> problem;
+  if (!otp::code_from_text(code, &problem)) return field_error("otp", *problem);
   SIKA_ASSIGN_OR_RETURN(otp::Verification v, options_.otp->verify(kMandatePurpose, m.reference, code));
   if (!v.ok()) return otp::verification_error(v, "otp");
   const std::int64_t at = now();

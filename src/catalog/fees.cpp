@@ -5,12 +5,14 @@
 #include <charconv>
 #include <limits>
 
+#include "core/reason.hpp"
+
 namespace sika::catalog {
 
 namespace bj = boost::json;
 
 namespace {
-Error decimal_error(std::string text) { return empty_data(bj::string(std::move(text))); }
+Error decimal_error(Problem problem) { return field_error("", std::move(problem)); }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -36,7 +38,7 @@ std::string shortest(double v) {
 Result<std::int64_t> decimal_to_scaled(std::string_view text, int scale, bool round, std::int64_t max_scaled) {
   std::size_t i = 0;
   if (i < text.size() && text[i] == '+') ++i;
-  if (i < text.size() && text[i] == '-') return decimal_error("must not be negative");
+  if (i < text.size() && text[i] == '-') return decimal_error(Reason::not_negative);
   std::string mantissa;
   int fraction_digits = 0;
   bool any_digit = false;
@@ -52,7 +54,7 @@ Result<std::int64_t> decimal_to_scaled(std::string_view text, int scale, bool ro
       any_digit = true;
     }
   }
-  if (!any_digit) return decimal_error("must be a decimal number");
+  if (!any_digit) return decimal_error(Reason::decimal_number);
   long exponent = 0;
   if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
     ++i;
@@ -60,14 +62,14 @@ Result<std::int64_t> decimal_to_scaled(std::string_view text, int scale, bool ro
     if (i < text.size() && (text[i] == '+' || text[i] == '-')) negative = text[i++] == '-';
     std::size_t start = i;
     while (i < text.size() && is_digit(text[i])) {
-      if (i - start >= 4) return decimal_error("exponent out of range");
+      if (i - start >= 4) return decimal_error(Reason::exponent_range);
       exponent = exponent * 10 + (text[i++] - '0');
     }
-    if (i == start) return decimal_error("must be a decimal number");
+    if (i == start) return decimal_error(Reason::decimal_number);
     if (negative) exponent = -exponent;
   }
-  if (i != text.size()) return decimal_error("must be a decimal number");
-  if (fraction_digits > 1000) return decimal_error("has too many digits");
+  if (i != text.size()) return decimal_error(Reason::decimal_number);
+  if (fraction_digits > 1000) return decimal_error(Reason::too_many_digits);
 
   // value = mantissa * 10^shift after scaling.
   std::size_t first = mantissa.find_first_not_of('0');
@@ -76,49 +78,47 @@ Result<std::int64_t> decimal_to_scaled(std::string_view text, int scale, bool ro
   std::int64_t result = 0;
   if (mantissa.empty()) return std::int64_t{0};
   if (shift >= 0) {
-    if (static_cast<long>(mantissa.size()) + shift > 19) return decimal_error("is too large");
+    if (static_cast<long>(mantissa.size()) + shift > 19) return decimal_error(Reason::too_large);
     mantissa.append(static_cast<std::size_t>(shift), '0');
-    if (!digits_to_int(mantissa, result)) return decimal_error("is too large");
+    if (!digits_to_int(mantissa, result)) return decimal_error(Reason::too_large);
   } else {
     auto dropped = static_cast<std::size_t>(-shift);
     std::string kept = mantissa.size() > dropped ? mantissa.substr(0, mantissa.size() - dropped) : std::string();
     std::string_view tail = std::string_view(mantissa).substr(kept.size());  // the dropped digits (no padding)
     bool exact = tail.find_first_not_of('0') == std::string_view::npos;
-    if (!exact && !round) return decimal_error("has more decimals than allowed (" + std::to_string(scale) + ")");
-    if (!digits_to_int(kept, result)) return decimal_error("is too large");
+    if (!exact && !round) return decimal_error(reason::with(Reason::more_decimals, "max", std::to_string(scale)));
+    if (!digits_to_int(kept, result)) return decimal_error(Reason::too_large);
     // The first dropped digit is tail[0] only when no zero padding sits in front of it.
     bool half_up = mantissa.size() >= dropped && !tail.empty() && tail.front() >= '5';
     if (round && half_up) {
-      if (result == std::numeric_limits<std::int64_t>::max()) return decimal_error("is too large");
+      if (result == std::numeric_limits<std::int64_t>::max()) return decimal_error(Reason::too_large);
       ++result;
     }
   }
-  if (result > max_scaled) return decimal_error("is too large");
+  if (result > max_scaled) return decimal_error(Reason::too_large);
   return result;
 }
 
 Result<std::int64_t> percent_to_ppm(std::string_view text) {
   auto r = decimal_to_scaled(text, 4, true, kMaxPpm);
-  if (!r && r.error().details.is_string() && r.error().details.as_string() == "is too large")
-    return decimal_error("must be a percentage between 0 and 100");
+  if (!r && r.error().has(Reason::too_large)) return decimal_error(Reason::percentage);
   return r;
 }
 
 Result<std::int64_t> percent_to_ppm(double percent) {
-  if (!(percent >= 0) || percent > 100) return decimal_error("must be a percentage between 0 and 100");
+  if (!(percent >= 0) || percent > 100) return decimal_error(Reason::percentage);
   return percent_to_ppm(shortest(percent));
 }
 
 Result<std::int64_t> fixed_to_units(std::string_view text) {
   auto r = decimal_to_scaled(text, 0, false, kMaxFixedFee);
-  if (!r && r.error().details.is_string() && r.error().details.as_string().starts_with("has more decimals"))
-    return decimal_error("must be a whole number of minor units");
+  if (!r && r.error().has(Reason::more_decimals)) return decimal_error(Reason::whole_minor_units);
   return r;
 }
 
 Result<std::int64_t> fixed_to_units(double units) {
-  if (!(units >= 0)) return decimal_error("must not be negative");
-  if (units > static_cast<double>(kMaxFixedFee)) return decimal_error("is too large");
+  if (!(units >= 0)) return decimal_error(Reason::not_negative);
+  if (units > static_cast<double>(kMaxFixedFee)) return decimal_error(Reason::too_large);
   return fixed_to_units(shortest(units));
 }
 
@@ -162,28 +162,20 @@ Result<const PaymentService*> resolve(const Catalog& catalog, const std::optiona
   const PaymentService* s = std::holds_alternative<std::int64_t>(*key)
                                 ? catalog.service_by_id(std::get<std::int64_t>(*key))
                                 : catalog.service(std::get<std::string>(*key));
-  bj::object d;
-  if (!s) {
-    d[field] = "unknown service";
-    return empty_data(std::move(d));
-  }
-  if (!catalog.usable(*s)) {
-    d[field] = "service is not active";
-    return empty_data(std::move(d));
-  }
+  if (!s) return field_error(std::string(field), Reason::unknown_service_key);
+  if (!catalog.usable(*s)) return field_error(std::string(field), Reason::service_inactive);
   return s;
 }
 }  // namespace
 
 Result<FeeQuote> quote_fee(const Catalog& catalog, Operation operation, const std::optional<ServiceKey>& incoming,
                            const std::optional<ServiceKey>& outgoing, std::int64_t amount, std::int64_t user_tier) {
-  if (amount < 1) return empty_data(bj::object{{"amount", "must be a positive integer (minor units)"}});
-  if (!incoming && !outgoing)
-    return empty_data(bj::object{{"incoming_service", "an incoming or an outgoing service is required"}});
+  if (amount < 1) return field_error("amount", Reason::positive_minor_units);
+  if (!incoming && !outgoing) return field_error("incoming_service", Reason::service_needed);
   SIKA_ASSIGN_OR_RETURN(const PaymentService* in, resolve(catalog, incoming, "incoming_service"));
   SIKA_ASSIGN_OR_RETURN(const PaymentService* out, resolve(catalog, outgoing, "outgoing_service"));
   if (in && out && (in->country_id != out->country_id || in->currency != out->currency))
-    return empty_data(bj::object{{"outgoing_service", "must be in the country and currency of the incoming service"}});
+    return field_error("outgoing_service", Reason::same_country_currency);
   const PaymentService* any = in ? in : out;
   const Country* country = catalog.country_by_id(any->country_id);
 
@@ -207,8 +199,7 @@ Result<FeeQuote> quote_fee(const Catalog& catalog, Operation operation, const st
   q.user_tier = user_tier;
   q.amount = amount;
   q.fee = rule_fee(*rule, amount);
-  if (q.fee > std::numeric_limits<std::int64_t>::max() - amount)
-    return empty_data(bj::object{{"amount", "is too large"}});
+  if (q.fee > std::numeric_limits<std::int64_t>::max() - amount) return field_error("amount", Reason::too_large);
   q.total = amount + q.fee;
   q.currency = any->currency;
   q.country = country ? country->code : std::string();

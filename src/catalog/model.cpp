@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/reason.hpp"
+
 namespace sika::catalog {
 
 std::string_view to_string(Operation op) { return op == Operation::collection ? "COLLECTION" : "DISBURSEMENT"; }
@@ -180,13 +182,9 @@ bool Catalog::usable(const PaymentService& s) const {
 
 Result<std::string> Catalog::normalize_msisdn(const PaymentService& service, std::string_view input,
                                               std::string_view field) const {
-  auto problem = [&](std::string_view text) {
-    boost::json::object d;
-    d[field] = text;
-    return empty_data(std::move(d));
-  };
+  auto problem = [&](Problem p) { return field_error(std::string(field), std::move(p)); };
   const Country* country = country_by_id(service.country_id);
-  if (!country) return problem("the service has no country");
+  if (!country) return problem(Reason::service_no_country);
   std::string digits;
   bool plus = false;
   for (std::size_t i = 0; i < input.size(); ++i) {
@@ -198,11 +196,11 @@ Result<std::string> Catalog::normalize_msisdn(const PaymentService& service, std
     } else if (c == ' ' || c == '-' || c == '.' || c == '(' || c == ')') {
       continue;
     } else {
-      return problem("must contain only digits, spaces and a leading '+'");
+      return problem(Reason::phone_characters);
     }
-    if (digits.size() > 20) return problem("is too long");
+    if (digits.size() > 20) return problem(Reason::too_long);
   }
-  if (digits.empty()) return problem("must not be empty");
+  if (digits.empty()) return problem(Reason::not_empty);
   std::string_view cc = country->dialling_digits();
   const auto national_length = static_cast<std::size_t>(country->msisdn_length);
   std::string national;
@@ -217,9 +215,11 @@ Result<std::string> Catalog::normalize_msisdn(const PaymentService& service, std
   } else if (!plus && digits.size() == national_length + 1 && digits.front() == '0') {
     national = digits.substr(1);  // written with the national trunk prefix, e.g. Gabon's "077 28 01 50"
   } else if (plus && !digits.starts_with(cc)) {
-    return problem("must be a number of " + country->code + " (" + country->dialling_code + ")");
+    return problem(
+        Problem(Reason::number_of_country, {{"country", country->code}, {"dialling_code", country->dialling_code}}));
   } else {
-    return problem("must have " + std::to_string(national_length) + " digits after " + country->dialling_code);
+    return problem(Problem(Reason::digits_after,
+                           {{"digits", std::to_string(national_length)}, {"dialling_code", country->dialling_code}}));
   }
   auto sit = service_by_id_.find(service.id);
   std::shared_ptr<const std::regex> pattern;
@@ -229,7 +229,8 @@ Result<std::string> Catalog::normalize_msisdn(const PaymentService& service, std
     auto cit = country_by_id_.find(country->id);
     pattern = country_patterns_[cit->second];
   }
-  if (pattern && !std::regex_match(national, *pattern)) return problem("is not a valid " + service.name + " number");
+  if (pattern && !std::regex_match(national, *pattern))
+    return problem(reason::with(Reason::not_a_number_of, "service", service.name));
   return std::string(cc) + national;
 }
 

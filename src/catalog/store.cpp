@@ -576,8 +576,7 @@ Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::i
     if (units)
       p.fee_units = *units;
     else
-      errors.add("fee_value", units.error().details.is_string() ? std::string(units.error().details.as_string())
-                                                                : std::string("is invalid"));
+      errors.add_error(units.error(), "fee_value");
   } else if (fee_type_changed && mode == Mode::update) {
     errors.add("fee_value", "is required when fee_type changes");
   }
@@ -727,6 +726,7 @@ Error at_position(Error e, const std::string& where) {
     keyed[where] = e.details;
   }
   e.details = std::move(keyed);
+  for (auto& p : e.problems) p.field = p.field.empty() ? where : where + "." + p.field;
   return e;
 }
 }  // namespace

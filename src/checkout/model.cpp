@@ -10,6 +10,7 @@
 #include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "web/message.hpp"
 
@@ -43,11 +44,11 @@ std::string text_field(const bj::object& body, std::string_view key, std::size_t
   if (!v) return "";
   std::string s = *v;
   if (required && s.find_first_not_of(" \t") == std::string::npos)
-    errors.add(key, "is required");
+    errors.add(key, Reason::required);
   else if (s.size() > max)
-    errors.add(key, "must be at most " + std::to_string(max) + " characters");
+    errors.add(key, reason::at_most_chars(static_cast<std::int64_t>(max)));
   else if (!printable(s))
-    errors.add(key, "must not contain control characters");
+    errors.add(key, Reason::control_characters);
   return s;
 }
 
@@ -58,24 +59,24 @@ Customer parse_customer(const bj::object& body, json::FieldErrors& errors) {
   for (const auto& [k, v] : *o) {
     const std::string field = "customer." + std::string(k);
     if (k != "name" && k != "email" && k != "phone") {
-      errors.add(field, "is not a known field (name, email, phone)");
+      errors.add(field, Reason::unknown_customer_field);
       continue;
     }
     if (!v.is_string() && !v.is_null()) {
-      errors.add(field, "must be a string");
+      errors.add(field, Reason::not_string);
       continue;
     }
     std::string s = v.is_string() ? std::string(v.get_string()) : "";
     if (s.size() > kMaxCustomerField || !printable(s)) {
-      errors.add(field, "must be at most 200 printable characters");
+      errors.add(field, reason::with(Reason::at_most_printable, "max", std::to_string(kMaxCustomerField)));
       continue;
     }
     if (k == "email" && !s.empty() && (s.find('@') == std::string::npos || s.find(' ') != std::string::npos)) {
-      errors.add(field, "must be an e-mail address");
+      errors.add(field, Reason::email);
       continue;
     }
     if (k == "phone" && s.find_first_not_of("+0123456789 ") != std::string::npos) {
-      errors.add(field, "must be digits, with an optional leading +");
+      errors.add(field, Reason::phone_digits);
       continue;
     }
     (k == "name" ? c.name : k == "email" ? c.email : c.phone) = s;
@@ -90,7 +91,7 @@ std::vector<payments::SplitLine> parse_distribution(const bj::array& items, json
   for (std::size_t i = 0; i < items.size(); ++i) {
     const std::string prefix = "distribution[" + std::to_string(i) + "]";
     if (!items[i].is_object()) {
-      errors.add(prefix, "must be an object");
+      errors.add(prefix, Reason::not_object);
       rates_ok = false;
       continue;
     }
@@ -99,23 +100,23 @@ std::vector<payments::SplitLine> parse_distribution(const bj::array& items, json
     line.position = static_cast<int>(i);
     for (const auto& [k, v] : o)
       if (k != "matricule" && k != "rate" && k != "description")
-        errors.add(prefix + "." + std::string(k), "is not a known field (matricule, rate, description)");
+        errors.add(prefix + "." + std::string(k), Reason::unknown_line_field);
     json::FieldErrors item;
     line.matricule = json::get_string(o, "matricule", item, true).value_or("");
     line.description = json::get_string(o, "description", item).value_or("");
-    for (const auto& kv : item.details()) errors.add(prefix + "." + std::string(kv.key()), kv.value().as_string());
-    if (!item.details().contains("matricule") && (line.matricule.empty() || line.matricule.size() > 64))
-      errors.add(prefix + ".matricule", "must be a merchant matricule");
+    errors.add_all(prefix + ".", item);
+    if (!item.has("matricule") && (line.matricule.empty() || line.matricule.size() > 64))
+      errors.add(prefix + ".matricule", Reason::matricule);
     for (const auto& earlier : lines)
       if (!line.matricule.empty() && earlier.matricule == line.matricule)
-        errors.add(prefix + ".matricule", "appears more than once");
+        errors.add(prefix + ".matricule", Reason::repeated);
     line.metadata = "{}";
     const bj::value* rate = o.if_contains("rate");
     auto text = rate ? number_text(*rate) : std::nullopt;
     auto ppm = text ? catalog::decimal_to_scaled(*text, 4, false, payments::kRateWhole)
-                    : Result<std::int64_t>(empty_data(bj::string("missing")));
+                    : Result<std::int64_t>(field_error("", Reason::required));
     if (!ppm || *ppm <= 0) {
-      errors.add(prefix + ".rate", "must be a number greater than 0 and at most 100, with at most 4 decimals");
+      errors.add(prefix + ".rate", Reason::split_rate);
       rates_ok = false;
     } else {
       line.rate_ppm = *ppm;
@@ -123,7 +124,7 @@ std::vector<payments::SplitLine> parse_distribution(const bj::array& items, json
     }
     lines.push_back(std::move(line));
   }
-  if (rates_ok && total > payments::kRateWhole) errors.add("distribution", "rates must not sum beyond 100");
+  if (rates_ok && total > payments::kRateWhole) errors.add("distribution", Reason::rates_beyond_100);
   return lines;
 }
 
@@ -231,7 +232,7 @@ bj::object form_to_object(const bj::object& form, json::FieldErrors& errors) {
       if (v.get_string().empty()) continue;
       auto parsed = json::parse(v.get_string());
       if (!parsed)
-        errors.add(key, "must be JSON text in a form post");
+        errors.add(key, Reason::json_in_form);
       else
         out[key] = std::move(parsed).value();
     } else {
@@ -248,26 +249,25 @@ NewSession parse_new_session(const bj::object& body, json::FieldErrors& errors) 
       "customer", "line",   "area",     "settlement_mode", "distribution", "feeBearer", "signature"};
   for (const auto& [k, v] : body)
     if (std::find(std::begin(kKnown), std::end(kKnown), std::string_view(k)) == std::end(kKnown))
-      errors.add(k, "is not a known field");
+      errors.add(k, Reason::unknown_field);
   NewSession n;
   n.api_key = json::get_string(body, "apiKey", errors, true).value_or("");
   n.currency = json::get_string(body, "currency", errors, true).value_or("");
-  if (!errors.details().contains("currency") && !money::is_currency_code(n.currency))
-    errors.add("currency", "must be a 3-letter ISO 4217 code in upper case (XAF, XOF, USD)");
+  if (!errors.has("currency") && !money::is_currency_code(n.currency)) errors.add("currency", Reason::currency_upper);
   const bj::value* amount = body.if_contains("amount");
   if (!amount || amount->is_null() || (amount->is_string() && amount->get_string().empty())) {
-    errors.add("amount", "is required");
+    errors.add("amount", Reason::required);
   } else if (auto text = number_text(*amount); !text) {
-    errors.add("amount", "must be a number");
+    errors.add("amount", Reason::not_number);
   } else if (money::is_currency_code(n.currency)) {
     auto minor = money::parse_decimal(*text, n.currency);
     const int exp = money::exponent(n.currency);
     if (!minor)
-      errors.add("amount", exp == 0 ? "must be a whole number of " + n.currency + " (it has no minor unit)"
-                                    : "must be a positive amount with at most " + std::to_string(exp) +
-                                          " decimals in " + n.currency);
+      errors.add("amount",
+                 exp == 0 ? reason::with(Reason::whole_number_of, "currency", n.currency)
+                          : Problem(Reason::decimals_in, {{"max", std::to_string(exp)}, {"currency", n.currency}}));
     else if (*minor <= 0)
-      errors.add("amount", "must be greater than 0");
+      errors.add("amount", Reason::greater_than_zero);
     else
       n.amount = *minor;
   }
@@ -276,31 +276,31 @@ NewSession parse_new_session(const bj::object& body, json::FieldErrors& errors) 
   n.shop_name = text_field(body, "shopName", kMaxShopName, errors);
   for (auto [key, target] : {std::pair{"successUrl", &n.success_url}, std::pair{"failureUrl", &n.failure_url}}) {
     *target = text_field(body, key, kMaxUrl, errors);
-    if (!target->empty() && !errors.details().contains(key))
-      if (std::string problem = check_return_url(*target); !problem.empty()) errors.add(key, problem);
+    if (!target->empty() && !errors.has(key))
+      if (auto problem = return_url_problem(*target)) errors.add(key, *problem);
   }
   n.customer = parse_customer(body, errors);
   n.line = json::get_string(body, "line", errors).value_or("");
-  if (!n.line.empty() && n.line != "up") errors.add("line", "must be \"up\" (currency conversion allowed) or absent");
+  if (!n.line.empty() && n.line != "up") errors.add("line", Reason::line_up);
   n.area = json::get_string(body, "area", errors).value_or("");
   std::transform(n.area.begin(), n.area.end(), n.area.begin(), [](unsigned char c) { return std::toupper(c); });
   if (!n.area.empty() && (n.area.size() < 2 || n.area.size() > 3 ||
                           !std::all_of(n.area.begin(), n.area.end(), [](char c) { return c >= 'A' && c <= 'Z'; })))
-    errors.add("area", "must be a country code (ISO 3166 alpha-2 or alpha-3, e.g. CM or CMR)");
+    errors.add("area", Reason::area_code);
   n.fee_bearer = json::get_string(body, "feeBearer", errors).value_or("CUSTOMER");
-  if (n.fee_bearer != "CUSTOMER" && n.fee_bearer != "MERCHANT") errors.add("feeBearer", "must be CUSTOMER or MERCHANT");
+  if (n.fee_bearer != "CUSTOMER" && n.fee_bearer != "MERCHANT") errors.add("feeBearer", Reason::fee_bearer);
   n.settlement_mode = json::get_string(body, "settlement_mode", errors).value_or(std::string(payments::kDirect));
   if (n.settlement_mode.empty()) n.settlement_mode = std::string(payments::kDirect);
   if (n.settlement_mode != payments::kDirect && n.settlement_mode != payments::kSplit)
-    errors.add("settlement_mode", "must be DIRECT or SPLIT");
+    errors.add("settlement_mode", Reason::settlement_mode);
   const bj::array* distribution = json::get_array(body, "distribution", errors);
   const bool split = n.settlement_mode == payments::kSplit;
   if (split && (!distribution || distribution->empty()))
-    errors.add("distribution", "is required with settlement_mode SPLIT (a non-empty array)");
+    errors.add("distribution", Reason::split_needs_distribution);
   else if (!split && distribution && !distribution->empty())
-    errors.add("distribution", "is only accepted with settlement_mode SPLIT");
+    errors.add("distribution", Reason::split_only);
   else if (distribution && distribution->size() > kMaxDistribution)
-    errors.add("distribution", "must have at most " + std::to_string(kMaxDistribution) + " items");
+    errors.add("distribution", reason::at_most_items(kMaxDistribution));
   else if (split)
     n.distribution = parse_distribution(*distribution, errors);
   n.signature = json::get_string(body, "signature", errors).value_or("");
@@ -308,21 +308,26 @@ NewSession parse_new_session(const bj::object& body, json::FieldErrors& errors) 
                  [](unsigned char c) { return std::tolower(c); });
   if (!n.signature.empty() &&
       (n.signature.size() != 64 || n.signature.find_first_not_of("0123456789abcdef") != std::string::npos))
-    errors.add("signature", "must be 64 hexadecimal characters (HMAC-SHA256)");
+    errors.add("signature", Reason::hmac_hex);
   return n;
 }
 
-std::string check_return_url(std::string_view url) {
+std::optional<Reason> return_url_problem(std::string_view url) {
   auto u = boost::urls::parse_absolute_uri(url);
-  if (!u) return "must be an absolute http or https URL";
+  if (!u) return Reason::absolute_http_url;
   std::string scheme(u->scheme());
   std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (scheme != "https" && scheme != "http") return "must use http or https";
-  if (!u->has_authority() || u->encoded_host().empty()) return "must have a host";
-  if (u->has_userinfo()) return "must not contain credentials";
-  if (u->has_fragment()) return "must not contain a fragment";
-  if (u->has_port() && !web::valid_port(u->port())) return "has an invalid port";
-  return "";
+  if (scheme != "https" && scheme != "http") return Reason::http_or_https;
+  if (!u->has_authority() || u->encoded_host().empty()) return Reason::has_host;
+  if (u->has_userinfo()) return Reason::no_credentials;
+  if (u->has_fragment()) return Reason::no_fragment;
+  if (u->has_port() && !web::valid_port(u->port())) return Reason::invalid_port;
+  return std::nullopt;
+}
+
+std::string check_return_url(std::string_view url) {
+  auto problem = return_url_problem(url);
+  return problem ? reason::text(*problem, i18n::Locale::en) : std::string();
 }
 
 std::string url_host(std::string_view url) {

@@ -137,8 +137,10 @@ boost::json::object form_to_object(const boost::json::object& form, json::FieldE
 // major units ("5000" XAF, "10.50" USD) and must be whole in the currency's minor unit.
 NewSession parse_new_session(const boost::json::object& body, json::FieldErrors& errors);
 
-// Returns "" when `url` may be a return URL (absolute http or https with a host, no fragment,
+// nullopt when `url` may be a return URL (absolute http or https with a host, no fragment,
 // no credentials), else the problem.
+std::optional<Reason> return_url_problem(std::string_view url);
+// The English text of return_url_problem ("" when there is none).
 std::string check_return_url(std::string_view url);
 // The host of an absolute URL, lower-cased ("" when it has none).
 std::string url_host(std::string_view url);

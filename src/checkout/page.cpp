@@ -12,7 +12,9 @@
 
 #include "catalog/fx.hpp"
 #include "checkout/service.hpp"
+#include "core/codes.hpp"
 #include "core/money.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "core/time_zone.hpp"
 #include "payments/failure.hpp"
@@ -72,118 +74,17 @@ struct Words {
 
 std::string lang_of(i18n::Locale l) { return std::string(i18n::name(l)); }
 
-// The French of the field problems checkout names (model.cpp, service.cpp, core/json.cpp):
-// whole texts first, then texts that start with a fixed part and end with a value.
-constexpr std::pair<std::string_view, std::string_view> kFrench[] = {
-    {"is required", "est obligatoire"},
-    {"is required: choose a payment method", "est obligatoire : choisissez un moyen de paiement"},
-    {"is required: the merchant API key", "est obligatoire : la clé d'API du marchand"},
-    {"is required by this operator", "est exigé par cet opérateur"},
-    {"is required with settlement_mode SPLIT (a non-empty array)",
-     "est obligatoire avec settlement_mode SPLIT (un tableau non vide)"},
-    {"is not a known field", "n'est pas un champ connu"},
-    {"is not a known field (name, email, phone)", "n'est pas un champ connu (name, email, phone)"},
-    {"is not a known field (matricule, rate, description)", "n'est pas un champ connu (matricule, rate, description)"},
-    {"is not an active merchant API key", "n'est pas une clé d'API de marchand active"},
-    {"is not an active merchant", "n'est pas un marchand actif"},
-    {"is not a country of the catalog", "n'est pas un pays du catalogue"},
-    {"is not a country this merchant collects in", "n'est pas un pays où ce marchand encaisse"},
-    {"is not the currency of a country this merchant collects in",
-     "n'est pas la devise d'un pays où ce marchand encaisse"},
-    {"is not a payment method of this checkout", "n'est pas un moyen de paiement de ce paiement"},
-    {"is only accepted with settlement_mode SPLIT", "n'est accepté qu'avec settlement_mode SPLIT"},
-    {"must be a string", "doit être un texte"},
-    {"must be a number", "doit être un nombre"},
-    {"must be an object", "doit être un objet"},
-    {"must be an array", "doit être un tableau"},
-    {"must be greater than 0", "doit être supérieur à 0"},
-    {"must be CUSTOMER or MERCHANT", "doit valoir CUSTOMER ou MERCHANT"},
-    {"must be DIRECT or SPLIT", "doit valoir DIRECT ou SPLIT"},
-    {"must be JSON text in a form post", "doit être un texte JSON dans un formulaire"},
-    {"must be \"up\" (currency conversion allowed) or absent",
-     "doit valoir « up » (conversion de devise permise) ou être absent"},
-    {"must be a 3-letter ISO 4217 code in upper case (XAF, XOF, USD)",
-     "doit être un code ISO 4217 de 3 lettres majuscules (XAF, XOF, USD)"},
-    {"must be a country code (ISO 3166 alpha-2 or alpha-3, e.g. CM or CMR)",
-     "doit être un code de pays (ISO 3166 alpha-2 ou alpha-3, ex. CM ou CMR)"},
-    {"must be a merchant matricule", "doit être un matricule de marchand"},
-    {"must be a number greater than 0 and at most 100, with at most 4 decimals",
-     "doit être un nombre supérieur à 0 et d'au plus 100, avec au plus 4 décimales"},
-    {"must be an absolute http or https URL", "doit être une URL http ou https absolue"},
-    {"must use http or https", "doit utiliser http ou https"},
-    {"must have a host", "doit avoir un hôte"},
-    {"must not contain credentials", "ne doit pas contenir d'identifiants"},
-    {"must not contain a fragment", "ne doit pas contenir de fragment (#)"},
-    {"has an invalid port", "a un port invalide"},
-    {"must be an e-mail address", "doit être une adresse e-mail"},
-    {"must be at most 200 printable characters", "doit faire au plus 200 caractères imprimables"},
-    {"must be digits, with an optional leading +", "doit être composé de chiffres, avec un + initial facultatif"},
-    {"must not contain control characters", "ne doit pas contenir de caractères de contrôle"},
-    {"must be on one of this merchant's registered domains", "doit être sur un des domaines déclarés du marchand"},
-    {"appears more than once", "apparaît plusieurs fois"},
-    {"may be set only in a request signed with the merchant's checkout secret",
-     "ne peut être fixé que dans une requête signée avec le secret de paiement du marchand"},
-    {"does not match orderId, amount, currency, settlement_mode, distribution and feeBearer under the merchant's "
-     "checkout secret",
-     "ne correspond pas à orderId, amount, currency, settlement_mode, distribution et feeBearer sous le secret de "
-     "paiement du marchand"},
-    {"must be 64 hexadecimal characters (HMAC-SHA256)", "doit faire 64 caractères hexadécimaux (HMAC-SHA256)"},
-    {"is required: this merchant accepts only requests signed with its checkout secret",
-     "est requise : ce marchand n'accepte que les requêtes signées avec son secret de paiement"},
-    {"rates must not sum beyond 100", "la somme des taux ne doit pas dépasser 100"},
-    {"must be a whole number", "doit être un nombre entier"},
-    {"an open checkout session of this order has other fields; use a new orderId",
-     "une session ouverte de cette commande a d'autres champs ; utilisez un nouvel orderId"},
-    {"this order is already paid", "cette commande est déjà payée"},
-    {"a payment of this order is in progress", "un paiement de cette commande est en cours"},
-    {"a payment of this session is in progress", "un paiement de cette session est en cours"},
-    {"this checkout session has expired", "cette session de paiement a expiré"},
-    {"this checkout session was cancelled", "cette session de paiement a été annulée"},
-    {"no such checkout session", "cette session de paiement n'existe pas"},
-};
-constexpr std::pair<std::string_view, std::string_view> kFrenchPrefixes[] = {
-    {"must be at most ", "doit faire au plus "},
-    {"must have at most ", "doit avoir au plus "},
-    {"must be a whole number of ", "doit être un nombre entier de "},
-    {"must be a positive amount with at most ", "doit être un montant positif avec au plus "},
-    {"no payment method collects this amount in ", "aucun moyen de paiement n'encaisse ce montant en "},
-};
-
-// A field problem in the page's language (English when no French text is known for it).
-std::string problem_text(std::string_view problem, i18n::Locale l) {
-  if (l != i18n::Locale::fr) return std::string(problem);
-  for (const auto& [en, fr] : kFrench)
-    if (problem == en) return std::string(fr);
-  // "CMR collects in XAF, not EUR (send line=up to allow currency conversion)"
-  if (const std::size_t in = problem.find(" collects in "), n = problem.find(", not "), tail = problem.find(" (send");
-      in != std::string_view::npos && n != std::string_view::npos && tail != std::string_view::npos && in < n &&
-      n < tail)
-    return std::string(problem.substr(0, in)) + " encaisse en " + std::string(problem.substr(in + 13, n - in - 13)) +
-           ", pas en " + std::string(problem.substr(n + 6, tail - n - 6)) +
-           " (envoyez line=up pour permettre la conversion de devise)";
-  for (const auto& [en, fr] : kFrenchPrefixes)
-    if (problem.starts_with(en)) {
-      std::string rest(problem.substr(en.size()));
-      for (auto [from, to] :
-           {std::pair<std::string_view, std::string_view>{" characters", " caractères"},
-            {" items", " éléments"},
-            {" decimals in ", " décimales en "},
-            {" (it has no minor unit)", " (cette devise n'a pas de subdivision)"},
-            {" or in a currency an FX rate converts it to", " ni dans une devise où un taux le convertit"},
-            {" in ", " en "}})
-        if (std::size_t at = rest.find(from); at != std::string::npos) rest.replace(at, from.size(), to);
-      return std::string(fr) + rest;
-    }
-  return std::string(problem);
-}
-
-// The problems of an error as a list a customer (or the merchant's developer) reads.
+// The problems of an error as a list a customer (or the merchant's developer) reads, in the
+// page's language: each typed problem from its reason's text; an untyped details object as sent.
 std::string problems_html(const Error& e, i18n::Locale l) {
   std::string out;
-  if (e.details.is_object())
+  for (const auto& p : e.problems)
+    if (!p.field.empty())
+      out += "<li><strong>" + escape(p.field) + "</strong> : " + escape(reason::text(p.problem, l)) + "</li>";
+  if (e.problems.empty() && e.details.is_object())
     for (const auto& [k, v] : e.details.as_object()) {
       if (k == "otp_helper" || !v.is_string()) continue;
-      out += "<li><strong>" + escape(k) + "</strong> : " + escape(problem_text(v.as_string(), l)) + "</li>";
+      out += "<li><strong>" + escape(k) + "</strong> : " + escape(v.as_string()) + "</li>";
     }
   if (!out.empty()) return "<ul>" + out + "</ul>";
   return "<p>" + escape(i18n::text(e.code, l)) + "</p>";
@@ -421,9 +322,8 @@ web::Response Service::submit(web::Request& req) {
   if (std::string otp = field_value(*fields, "otp"); !otp.empty()) form.otp = otp;
   const std::string attempt = field_value(*fields, "attempt");
   if (attempt.empty() || attempt.size() > 9 || attempt.find_first_not_of("0123456789") != std::string::npos)
-    return render(req, locale, Session{},
-                  problems_html(empty_data(bj::object{{"attempt", "must be a whole number"}}), locale), false, form,
-                  400);
+    return render(req, locale, Session{}, problems_html(field_error("attempt", Reason::whole_number), locale), false,
+                  form, 400);
   form.seen_attempt = std::stoll(attempt);
   if (options_.limiter) {
     auto hit = options_.limiter->hit("checkout:pay:ip:" + req.remote_ip, options_.per_address);
@@ -435,9 +335,9 @@ web::Response Service::submit(web::Request& req) {
   auto tx = pay(reference, form);
   if (tx) return web::Response::redirect(web::percent_encode(reference) + "?lang=" + lang_of(locale), 303);
   const Error& e = tx.error();
-  if (e.code == "otp_required") return render(req, locale, Session{}, "", true, form, 200);
+  if (e.is(codes::otp_required)) return render(req, locale, Session{}, "", true, form, 200);
   if (e.is(ErrorKind::invalid) || e.is(ErrorKind::unavailable))
-    return render(req, locale, Session{}, problems_html(e, locale), e.code == "invalid_otp", form,
+    return render(req, locale, Session{}, problems_html(e, locale), e.is(codes::invalid_otp), form,
                   web::http_status(e.kind));
   // The session moved on (paid, in progress, expired, another tab): the page shows where it is.
   return web::Response::redirect(web::percent_encode(reference) + "?lang=" + lang_of(locale), 303);

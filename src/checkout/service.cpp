@@ -9,6 +9,7 @@
 #include "catalog/fx.hpp"
 #include "checkout/store.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "payments/store.hpp"
 #include "web/envelope.hpp"
@@ -22,11 +23,7 @@ namespace {
 // The fields a request signature covers.
 constexpr std::string_view kSignedFields[] = {"orderId",         "amount",       "currency",
                                               "settlement_mode", "distribution", "feeBearer"};
-constexpr std::string_view kMerchantOnly = "may be set only in a request signed with the merchant's checkout secret";
-constexpr std::string_view kSignatureRequired =
-    "is required: this merchant accepts only requests signed with its checkout secret";
-
-Error session_not_found() { return not_found(bj::object{{"reference", "no such checkout session"}}); }
+Error session_not_found() { return with_problem(not_found(), "reference", Reason::no_session); }
 
 // The country of an area code (alpha-2 or alpha-3), or nullptr.
 const catalog::Country* area_country(const catalog::Catalog& cat, std::string_view area) {
@@ -93,7 +90,7 @@ Result<SecretVersion> Service::rotate_secret(std::int64_t merchant_id, std::stri
     SIKA_ASSIGN_OR_RETURN(made, tables::insert_secret(c, merchant_id, version, salt, now()));
     return {};
   }));
-  if (!made) return conflict(bj::object{{"merchant", "another rotation of this merchant's secret won; retry"}});
+  if (!made) return with_problem(conflict(), "merchant", Reason::rotation_lost);
   return SecretVersion{version, checkout::merchant_secret(options_.server_key, matricule, version, salt)};
 }
 
@@ -158,43 +155,39 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
   auto cat = catalog_();
   if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
   // line=up: the order's currency may be one no method charges in, when a rate converts it.
-  if (!errors.details().contains("currency") && !n.currency.empty() && n.line != "up") {
+  if (!errors.has("currency") && !n.currency.empty() && n.line != "up") {
     bool granted = false;
     for (const auto& c : cat->countries())
       if (c.active && c.currency == n.currency &&
           std::find(m.countries.begin(), m.countries.end(), c.code) != m.countries.end())
         granted = true;
-    if (!granted) errors.add("currency", "is not the currency of a country this merchant collects in");
+    if (!granted) errors.add("currency", Reason::currency_not_collected);
   }
-  if (!n.area.empty() && !errors.details().contains("area")) {
+  if (!n.area.empty() && !errors.has("area")) {
     const catalog::Country* area = area_country(*cat, n.area);
     if (!area || !area->active)
-      errors.add("area", "is not a country of the catalog");
+      errors.add("area", Reason::area_unknown);
     else if (std::find(m.countries.begin(), m.countries.end(), area->code) == m.countries.end())
-      errors.add("area", "is not a country this merchant collects in");
-    else if (area->currency != n.currency && n.line != "up" && !errors.details().contains("currency"))
-      errors.add("area", area->code + " collects in " + area->currency + ", not " + n.currency +
-                             " (send line=up to allow currency conversion)");
+      errors.add("area", Reason::area_not_collected);
+    else if (area->currency != n.currency && n.line != "up" && !errors.has("currency"))
+      errors.add("area", Problem(Reason::area_currency,
+                                 {{"area", area->code}, {"currency", area->currency}, {"asked", n.currency}}));
   }
   // What decides where the money goes comes from the merchant only: a request that sets it must
   // be signed with the merchant's checkout secret (the form is in the customer's browser, and its
   // apiKey is public). A signature, when sent, must match whatever the request sets.
   if (!n.signature.empty()) {
     const bool readable = std::none_of(std::begin(kSignedFields), std::end(kSignedFields),
-                                       [&](std::string_view f) { return errors.details().contains(f); });
+                                       [&](std::string_view f) { return errors.has(f); });
     if (readable) {
       SIKA_ASSIGN_OR_RETURN(SecretVersion key, signing_secret(m.id, m.matricule));
-      if (!verify(key.secret, request_canonical(n), n.signature))
-        errors.add("signature",
-                   "does not match orderId, amount, currency, settlement_mode, distribution and feeBearer under "
-                   "the merchant's checkout secret");
+      if (!verify(key.secret, request_canonical(n), n.signature)) errors.add("signature", Reason::signature_mismatch);
     }
   } else {
-    if (n.settlement_mode != payments::kDirect && !errors.details().contains("settlement_mode"))
-      errors.add("settlement_mode", kMerchantOnly);
-    if (!n.distribution.empty() && !errors.details().contains("distribution"))
-      errors.add("distribution", kMerchantOnly);
-    if (n.fee_bearer != "CUSTOMER" && !errors.details().contains("feeBearer")) errors.add("feeBearer", kMerchantOnly);
+    if (n.settlement_mode != payments::kDirect && !errors.has("settlement_mode"))
+      errors.add("settlement_mode", Reason::merchant_only);
+    if (!n.distribution.empty() && !errors.has("distribution")) errors.add("distribution", Reason::merchant_only);
+    if (n.fee_bearer != "CUSTOMER" && !errors.has("feeBearer")) errors.add("feeBearer", Reason::merchant_only);
   }
   // Return URLs: on one of the merchant's registered domains, when it registered any; the
   // split beneficiaries: active merchants.
@@ -213,18 +206,18 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
   }));
   if (!domains.empty())
     for (auto [key, url] : {std::pair{"successUrl", &n.success_url}, std::pair{"failureUrl", &n.failure_url}}) {
-      if (url->empty() || errors.details().contains(key)) continue;
+      if (url->empty() || errors.has(key)) continue;
       const std::string host = url_host(*url);
       if (std::none_of(domains.begin(), domains.end(), [&](const std::string& d) { return host_in_domain(host, d); }))
-        errors.add(key, "must be on one of this merchant's registered domains");
+        errors.add(key, Reason::foreign_domain);
     }
   // A merchant that signs every request may refuse unsigned ones: then nobody can post its form
   // again with another amount or order.
-  if (signed_only && n.signature.empty() && !errors.details().contains("signature"))
-    errors.add("signature", std::string(kSignatureRequired));
+  if (signed_only && n.signature.empty() && !errors.has("signature"))
+    errors.add("signature", Reason::signature_required);
   for (const auto& line : n.distribution)
     if (std::find(inactive.begin(), inactive.end(), line.matricule) != inactive.end())
-      errors.add("distribution[" + std::to_string(line.position) + "].matricule", "is not an active merchant");
+      errors.add("distribution[" + std::to_string(line.position) + "].matricule", Reason::inactive_merchant);
   SIKA_TRY(errors.status());
 
   Session s;
@@ -253,11 +246,12 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
   }
   if (methods(s, m.countries).empty()) {
     if (n.line == "up")
-      return empty_data(bj::object{{"currency", "no payment method collects this amount in " + n.currency +
-                                                    " or in a currency an FX rate converts it to" +
-                                                    (n.area.empty() ? std::string() : " in " + n.area)}});
-    return empty_data(bj::object{{"amount", "no payment method collects this amount in " + n.currency +
-                                                (n.area.empty() ? std::string() : " in " + n.area)}});
+      return field_error(
+          "currency", n.area.empty() ? reason::with(Reason::no_method_fx, "currency", n.currency)
+                                     : Problem(Reason::no_method_fx_in, {{"currency", n.currency}, {"area", n.area}}));
+    return field_error("amount", n.area.empty()
+                                     ? reason::with(Reason::no_method, "currency", n.currency)
+                                     : Problem(Reason::no_method_in, {{"currency", n.currency}, {"area", n.area}}));
   }
 
   // Two rounds: an insert that loses a race for the order finds the winner's session.
@@ -279,15 +273,13 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
     // The same order again: its open session (with the same fields), unless it was paid.
     SIKA_ASSIGN_OR_RETURN(auto tx, current(*existing));
     if (tx && tx->status == payments::TxStatus::completed)
-      return make_error(ErrorKind::conflict, "order_paid", bj::object{{"orderId", "this order is already paid"}});
+      return with_problem(make_error(ErrorKind::conflict, "order_paid"), "orderId", Reason::order_paid);
     if (existing->status_at(now()) == kOpen) {
       if (existing->fingerprint != s.fingerprint)
-        return conflict(
-            bj::object{{"orderId", "an open checkout session of this order has other fields; use a new orderId"}});
+        return with_problem(conflict(), "orderId", Reason::order_other_fields);
       return Opened{std::move(*existing), false};
     }
-    if (tx && !payments::is_terminal(tx->status))
-      return conflict(bj::object{{"orderId", "a payment of this order is in progress"}});
+    if (tx && !payments::is_terminal(tx->status)) return with_problem(conflict(), "orderId", Reason::order_in_progress);
     // Expired or cancelled without a payment: the order gets a new session on the same row.
     // The row is reopened only while the collection of its attempt is absent or ended without
     // completing, checked in the reopening unit: the check and the move commit together.
@@ -299,9 +291,9 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
                               payments::tables::find_by_uuid(c, existing->merchant_id, existing->environment,
                                                              collection_uuid(existing->reference, existing->attempt)));
         if (last && last->status == payments::TxStatus::completed)
-          return make_error(ErrorKind::conflict, "order_paid", bj::object{{"orderId", "this order is already paid"}});
+          return with_problem(make_error(ErrorKind::conflict, "order_paid"), "orderId", Reason::order_paid);
         if (last && !payments::is_terminal(last->status))
-          return conflict(bj::object{{"orderId", "a payment of this order is in progress"}});
+          return with_problem(conflict(), "orderId", Reason::order_in_progress);
       }
       SIKA_ASSIGN_OR_RETURN(reopened, tables::reopen(c, existing->id, existing->attempt, s));
       return {};
@@ -312,7 +304,7 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
       return Opened{s, true};
     }
   }
-  return retryable(bj::object{{"orderId", "this order is being changed by another request; retry"}});
+  return with_problem(retryable(), "orderId", Reason::order_busy);
 }
 
 Result<std::vector<Quote>> Service::lock_quotes(const NewSession& n, const std::vector<std::string>& countries) {
@@ -393,28 +385,30 @@ Result<payments::Transaction> Service::pay(std::string_view reference, const Pay
   SIKA_ASSIGN_OR_RETURN(merchant::Merchant m, merchant_of(s.merchant_id));
   SIKA_ASSIGN_OR_RETURN(auto tx, current(s));
   if (tx && tx->status == payments::TxStatus::completed)
-    return make_error(ErrorKind::conflict, "order_paid", bj::object{{"reference", "this order is already paid"}});
+    return with_problem(make_error(ErrorKind::conflict, "order_paid"), "reference", Reason::order_paid);
   // The current collection waits for a code: this submission brings it.
   if (tx && tx->status == payments::TxStatus::initiated && form.otp && form.seen_attempt == s.attempt)
     return payments_.execute_collection(*tx, form.otp, "checkout");
   if (tx && !payments::is_terminal(tx->status))
-    return conflict(bj::object{{"reference", "a payment of this session is in progress"}});
+    return with_problem(conflict(), "reference", Reason::session_in_progress);
   if (s.status_at(now()) == kExpired)
-    return bad_request("session_expired", bj::object{{"reference", "this checkout session has expired"}});
-  if (s.status == kCancelled) return conflict(bj::object{{"reference", "this checkout session was cancelled"}});
+    return with_problem(bad_request("session_expired"), "reference", Reason::session_expired);
+  if (s.status == kCancelled) return with_problem(conflict(), "reference", Reason::session_cancelled);
 
   json::FieldErrors errors;
   const std::vector<Method> offered = methods(s, m.countries);
   auto method = std::find_if(offered.begin(), offered.end(), [&](const Method& x) { return x.code == form.provider; });
   if (form.provider.empty())
-    errors.add("provider", "is required: choose a payment method");
+    errors.add("provider", Reason::choose_method);
   else if (method == offered.end())
-    errors.add("provider", "is not a payment method of this checkout");
-  if (form.phone.empty()) errors.add("customer_phone", "is required");
+    errors.add("provider", Reason::not_a_method);
+  if (form.phone.empty()) errors.add("customer_phone", Reason::required);
   SIKA_TRY(errors.status());
-  if (method->needs_otp && !form.otp)
-    return bad_request("otp_required",
-                       bj::object{{"otp", "is required by this operator"}, {"otp_helper", method->otp_helper}});
+  if (method->needs_otp && !form.otp) {
+    Error e = with_problem(bad_request("otp_required"), "otp", Reason::otp_by_operator);
+    e.details.as_object()["otp_helper"] = method->otp_helper;  // not a problem: the operator's hint
+    return e;
+  }
 
   // The attempt is taken in the unit that creates its collection (payments' creation step): the
   // conditional UPDATE on the attempt the page showed, the check that this attempt's collection
@@ -427,15 +421,15 @@ Result<payments::Transaction> Service::pay(std::string_view reference, const Pay
   const payments::Service::CreationStep take = [&](store::Conn& c, const payments::Transaction& tx) -> Status {
     created.clear();
     SIKA_ASSIGN_OR_RETURN(bool taken, tables::take_attempt(c, s.id, form.seen_attempt, at));
-    if (!taken) return conflict(bj::object{{"reference", "this page is out of date: the session moved on"}});
+    if (!taken) return with_problem(conflict(), "reference", Reason::page_out_of_date);
     if (form.seen_attempt > 0) {
       SIKA_ASSIGN_OR_RETURN(auto previous,
                             payments::tables::find_by_uuid(c, s.merchant_id, s.environment,
                                                            collection_uuid(s.reference, form.seen_attempt)));
       if (previous && previous->status == payments::TxStatus::completed)
-        return make_error(ErrorKind::conflict, "order_paid", bj::object{{"reference", "this order is already paid"}});
+        return with_problem(make_error(ErrorKind::conflict, "order_paid"), "reference", Reason::order_paid);
       if (previous && !payments::is_terminal(previous->status))
-        return conflict(bj::object{{"reference", "a payment of this session is in progress"}});
+        return with_problem(conflict(), "reference", Reason::session_in_progress);
     }
     created = tx.reference;
     return {};
@@ -461,8 +455,7 @@ Result<payments::Transaction> Service::pay(std::string_view reference, const Pay
   SIKA_ASSIGN_OR_RETURN(payments::Transaction tx_now,
                         payments_.collect_from_present_payer(intent, principal_of(m), form.otp, "checkout", take));
   // Another submission of the same page created this attempt's collection: this one made nothing.
-  if (tx_now.reference != created)
-    return conflict(bj::object{{"reference", "this page is out of date: the session moved on"}});
+  if (tx_now.reference != created) return with_problem(conflict(), "reference", Reason::page_out_of_date);
   return tx_now;
 }
 
@@ -542,7 +535,7 @@ Result<std::optional<std::string>> Service::return_to(std::string_view reference
     SIKA_ASSIGN_OR_RETURN(cancelled, tables::cancel(c, s.id, s.attempt, at));
     return {};
   }));
-  if (!cancelled) return conflict(bj::object{{"reference", "the session moved on; reload the page"}});
+  if (!cancelled) return with_problem(conflict(), "reference", Reason::session_moved_on);
   return signed_return(s, m, tx, "CANCELLED");
 }
 
@@ -567,14 +560,14 @@ Result<web::Principal> Service::authenticate(web::Request& req) {
   if (!body) return body.take_error();
   const bj::value* key = body->if_contains("apiKey");
   if (!key || !key->is_string() || key->get_string().empty())
-    return unauthorized(bj::object{{"apiKey", "is required: the merchant API key"}});
+    return with_problem(unauthorized(), "apiKey", Reason::api_key_required);
   std::optional<merchant::Merchant> m;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(
         m, merchant::authenticate_key(c, options_.pepper, key->get_string(), merchant::KeyKind::merchant));
     return {};
   }));
-  if (!m) return unauthorized(bj::object{{"apiKey", "is not an active merchant API key"}});
+  if (!m) return with_problem(unauthorized(), "apiKey", Reason::api_key_inactive);
   return principal_of(*m);
 }
 
@@ -586,13 +579,13 @@ Result<web::Principal> Service::authenticate_header(web::Request& req) {
     if (!d.allowed) return limits::refusal(d, "requests per hour per address with a merchant API key");
   }
   std::string_view key = req.header("x-api-key");
-  if (key.empty()) return unauthorized(bj::object{{"x-api-key", "is required: the merchant API key"}});
+  if (key.empty()) return with_problem(unauthorized(), "x-api-key", Reason::api_key_required);
   std::optional<merchant::Merchant> m;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(m, merchant::authenticate_key(c, options_.pepper, key, merchant::KeyKind::merchant));
     return {};
   }));
-  if (!m) return unauthorized(bj::object{{"x-api-key", "is not an active merchant API key"}});
+  if (!m) return with_problem(unauthorized(), "x-api-key", Reason::api_key_inactive);
   return principal_of(*m);
 }
 

@@ -1,5 +1,7 @@
 #include "core/json.hpp"
 
+#include "core/reason.hpp"
+
 #include <boost/json/basic_parser_impl.hpp>
 
 #include <charconv>
@@ -23,8 +25,8 @@ class StrictHandler {
   static constexpr std::size_t max_string_size = std::size_t(-1);
 
   bj::value_stack stack;
-  std::string problem;  // set when the handler refused the document
-  std::string field;    // where
+  std::optional<Reason> problem;  // set when the handler refused the document
+  std::string field;              // where
 
   bool on_document_begin(boost::system::error_code&) {
     stack.reset();
@@ -50,12 +52,12 @@ class StrictHandler {
     return value_done();
   }
   bool on_string_part(bj::string_view s, std::size_t, boost::system::error_code& ec) {
-    if (has_nul(s)) return refuse(ec, "must not contain NUL characters");
+    if (has_nul(s)) return refuse(ec, Reason::nul_character);
     stack.push_chars(s);
     return true;
   }
   bool on_string(bj::string_view s, std::size_t, boost::system::error_code& ec) {
-    if (has_nul(s)) return refuse(ec, "must not contain NUL characters");
+    if (has_nul(s)) return refuse(ec, Reason::nul_character);
     stack.push_string(s);
     return value_done();
   }
@@ -69,11 +71,11 @@ class StrictHandler {
     Frame& f = frames_.back();
     if (has_nul(key_)) {
       key_.clear();
-      return refuse(ec, "keys must not contain NUL characters");
+      return refuse(ec, Reason::key_nul_character);
     }
     f.key = std::move(key_);
     key_.clear();
-    if (!f.keys.insert(f.key).second) return refuse(ec, "is repeated (duplicate key)");
+    if (!f.keys.insert(f.key).second) return refuse(ec, Reason::duplicate_key);
     stack.push_key(s);
     return true;
   }
@@ -130,8 +132,8 @@ class StrictHandler {
     return out;
   }
 
-  bool refuse(boost::system::error_code& ec, std::string what) {
-    problem = std::move(what);
+  bool refuse(boost::system::error_code& ec, Reason what) {
+    problem = what;
     field = path();
     ec = bj::error::syntax;
     return false;
@@ -152,19 +154,17 @@ Result<bj::value> parse(std::string_view text) {
   if (!ec && n < text.size()) ec = bj::error::extra_data;
   if (ec) {
     const StrictHandler& h = p.handler();
-    if (h.problem.empty()) return empty_data(bj::string("malformed JSON: " + ec.message()));
-    bj::object details;
-    details[h.field.empty() ? std::string_view("body") : std::string_view(h.field)] = h.problem;
-    return empty_data(std::move(details));
+    if (!h.problem) return field_error("", reason::with(Reason::malformed_json, "cause", ec.message()));
+    return field_error(h.field.empty() ? std::string("body") : h.field, *h.problem);
   }
   return p.handler().stack.release();
 }
 
 Result<bj::object> parse_object(std::string_view text) {
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return empty_data("request body is empty");
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return field_error("", Reason::body_empty);
   auto v = parse(text);
   if (!v) return v.take_error();
-  if (!v->is_object()) return empty_data("request body must be a JSON object");
+  if (!v->is_object()) return field_error("", Reason::body_not_object);
   return std::move(v->as_object());
 }
 
@@ -256,20 +256,46 @@ std::string dump(const bj::value& v) {
   return out;
 }
 
+void FieldErrors::add(std::string_view field, Problem problem) {
+  if (details_.contains(field)) return;
+  details_[field] = reason::text(problem, i18n::Locale::en);
+  problems_.push_back(FieldProblem{std::string(field), std::move(problem)});
+}
+
 void FieldErrors::add(std::string_view field, std::string_view problem) {
-  if (!errors_.contains(field)) errors_[field] = problem;
+  add(field, reason::untyped(std::string(problem)));
+}
+
+void FieldErrors::add_all(std::string_view prefix, const FieldErrors& other) {
+  for (const auto& p : other.problems_) add(std::string(prefix) + p.field, p.problem);
+}
+
+void FieldErrors::add_error(const Error& e, std::string_view field) {
+  if (!e.problems.empty()) {
+    for (const auto& p : e.problems) add(p.field.empty() ? std::string(field) : p.field, p.problem);
+  } else if (e.details.is_object()) {
+    for (const auto& kv : e.details.as_object())
+      add(kv.key(), kv.value().is_string() ? Problem(reason::untyped(std::string(kv.value().as_string())))
+                                           : Problem(Reason::invalid));
+  } else if (e.details.is_string()) {
+    add(field, reason::untyped(std::string(e.details.as_string())));
+  } else {
+    add(field, Reason::invalid);
+  }
 }
 
 Status FieldErrors::status() const {
-  if (errors_.empty()) return {};
-  return empty_data(errors_);
+  if (problems_.empty()) return {};
+  Error e = empty_data(details_);
+  e.problems = problems_;
+  return e;
 }
 
 namespace {
 const bj::value* present(const bj::object& o, std::string_view key, FieldErrors& errors, bool required) {
   auto it = o.find(key);
   if (it == o.end() || it->value().is_null()) {
-    if (required) errors.add(key, "is required");
+    if (required) errors.add(key, Reason::required);
     return nullptr;
   }
   return &it->value();
@@ -280,7 +306,7 @@ std::optional<std::string> get_string(const bj::object& o, std::string_view key,
   const bj::value* v = present(o, key, errors, required);
   if (!v) return std::nullopt;
   if (!v->is_string()) {
-    errors.add(key, "must be a string");
+    errors.add(key, Reason::not_string);
     return std::nullopt;
   }
   return std::string(v->get_string());
@@ -292,12 +318,12 @@ std::optional<std::int64_t> get_int(const bj::object& o, std::string_view key, F
   if (v->is_int64()) return v->get_int64();
   if (v->is_uint64()) {
     if (v->get_uint64() > static_cast<std::uint64_t>(INT64_MAX)) {
-      errors.add(key, "is too large");
+      errors.add(key, Reason::too_large);
       return std::nullopt;
     }
     return static_cast<std::int64_t>(v->get_uint64());
   }
-  errors.add(key, "must be an integer");
+  errors.add(key, Reason::not_integer);
   return std::nullopt;
 }
 
@@ -307,7 +333,7 @@ std::optional<double> get_number(const bj::object& o, std::string_view key, Fiel
   if (v->is_int64()) return static_cast<double>(v->get_int64());
   if (v->is_uint64()) return static_cast<double>(v->get_uint64());
   if (v->is_double() && std::isfinite(v->get_double())) return v->get_double();
-  errors.add(key, "must be a number");
+  errors.add(key, Reason::not_number);
   return std::nullopt;
 }
 
@@ -315,7 +341,7 @@ std::optional<bool> get_bool(const bj::object& o, std::string_view key, FieldErr
   const bj::value* v = present(o, key, errors, required);
   if (!v) return std::nullopt;
   if (!v->is_bool()) {
-    errors.add(key, "must be a boolean");
+    errors.add(key, Reason::not_boolean);
     return std::nullopt;
   }
   return v->get_bool();
@@ -325,7 +351,7 @@ const bj::object* get_object(const bj::object& o, std::string_view key, FieldErr
   const bj::value* v = present(o, key, errors, required);
   if (!v) return nullptr;
   if (!v->is_object()) {
-    errors.add(key, "must be an object");
+    errors.add(key, Reason::not_object);
     return nullptr;
   }
   return &v->get_object();
@@ -335,7 +361,7 @@ const bj::array* get_array(const bj::object& o, std::string_view key, FieldError
   const bj::value* v = present(o, key, errors, required);
   if (!v) return nullptr;
   if (!v->is_array()) {
-    errors.add(key, "must be an array");
+    errors.add(key, Reason::not_array);
     return nullptr;
   }
   return &v->get_array();

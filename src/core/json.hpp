@@ -35,17 +35,28 @@ void dump_string_to(std::string_view s, std::string& out);
 // shortest round-trip form ("10.5"); nullopt for any other type.
 std::optional<std::string> number_text(const bj::value& v);
 
-// Collects per-field validation problems; becomes error.details {field: problem}.
+// Collects per-field validation problems (the first of each field counts); becomes an empty_data
+// error carrying them, with error.details {field: English text} in the order they were added.
 class FieldErrors {
  public:
-  void add(std::string_view field, std::string_view problem);
-  bool empty() const { return errors_.empty(); }
-  const bj::object& details() const { return errors_; }
-  // Returns empty_data(details) if any problem was recorded.
+  void add(std::string_view field, Problem problem);
+  void add(std::string_view field, std::string_view problem);  // an untyped text (reason::untyped)
+  // Adds each problem of `other` as prefix + its field.
+  void add_all(std::string_view prefix, const FieldErrors& other);
+  // Adds the problems of `e` (its typed problems, else the texts of its details); `field` names a
+  // problem of the whole request, or a details that names no field ("is invalid" when not a text).
+  void add_error(const Error& e, std::string_view field);
+  bool empty() const { return problems_.empty(); }
+  bool has(std::string_view field) const { return details_.contains(field); }
+  const std::vector<FieldProblem>& problems() const { return problems_; }
+  // The English details: {field: text}.
+  const bj::object& details() const { return details_; }
+  // Returns the empty_data error of the problems if any was recorded.
   Status status() const;
 
  private:
-  bj::object errors_;
+  std::vector<FieldProblem> problems_;
+  bj::object details_;
 };
 
 // Typed readers. A missing or null field gives nullopt; a field of the wrong type records

@@ -1,15 +1,19 @@
 #pragma once
 // Errors are values: a Result<T> holds either a T or an Error: what kind of failure it is, its
-// message code and the details shown in the error envelope. Code decides on the kind, never on
-// the message code or the text; the HTTP status of each kind is chosen in one place
-// (web::http_status in web/envelope.cpp), the exit status of a command in app/cli.cpp.
+// message code, the typed problems of the request's fields and the details shown in the error
+// envelope (rendered in English from the problems when there are some). Code decides on the kind,
+// the problems' reasons (core/reason.hpp) or a named code (core/codes.hpp), never on a text; the
+// HTTP status of each kind is chosen in one place (web::http_status in web/envelope.cpp), the exit
+// status of a command in app/cli.cpp.
 #include <boost/json/value.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace sika {
 
@@ -35,12 +39,59 @@ enum class ErrorKind {
 // Returns the kind's name, for logs ("conflict").
 std::string_view kind_name(ErrorKind kind);
 
+// Why a field (or a whole request) is refused; its values and texts: core/reason.hpp, core/i18n.cpp.
+enum class Reason : std::uint16_t;
+
+// A reason and the values its text names ({max}, {allowed}...), e.g. {at_most_chars, max=200}.
+struct Problem {
+  struct Param {
+    std::string_view name;  // a placeholder of the reason's texts, without braces
+    std::string value;
+  };
+  Reason reason;
+  std::vector<Param> params;
+
+  Problem(Reason r) : reason(r) {}  // NOLINT(google-explicit-constructor)
+  Problem(Reason r, std::vector<Param> p) : reason(r), params(std::move(p)) {}
+  // The value of a parameter ("" when absent).
+  std::string_view param(std::string_view name) const {
+    for (const auto& p : params)
+      if (p.name == name) return p.value;
+    return {};
+  }
+};
+
+// A problem of one field ("amount", "lines[1].reference"); an empty field is the whole request.
+struct FieldProblem {
+  std::string field;
+  Problem problem;
+};
+
+// A message code as a named constant (core/codes.hpp): compared with Error::is, never spelled twice.
+struct Code {
+  std::string_view name;
+};
+
 struct Error {
   ErrorKind kind = ErrorKind::invalid;
-  std::string code;            // message code, e.g. "empty_data"
-  boost::json::value details;  // error.details (object, array, string or null)
+  std::string code;                    // message code, e.g. "empty_data"
+  boost::json::value details;          // error.details (object, array, string or null)
+  std::vector<FieldProblem> problems;  // what details was rendered from, when it names problems
 
   bool is(ErrorKind k) const { return kind == k; }
+  bool is(Code c) const { return code == c.name; }
+  // The problem of `field` ("" for the whole request), nullptr when it has none.
+  const Problem* problem(std::string_view field) const {
+    for (const auto& p : problems)
+      if (p.field == field) return &p.problem;
+    return nullptr;
+  }
+  // True when some problem of the error has reason `r`.
+  bool has(Reason r) const {
+    for (const auto& p : problems)
+      if (p.problem.reason == r) return true;
+    return false;
+  }
   // True for failures of the server or its dependencies (details are logged, not sent).
   bool server_side() const;
 };

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "otp/code.hpp"
 #include "payments/intent.hpp"
@@ -24,7 +25,7 @@ bj::value opt_json(const std::optional<std::int64_t>& v) { return v ? bj::value(
 std::optional<std::int64_t> positive(const bj::object& body, std::string_view key, json::FieldErrors& errors) {
   auto v = json::get_int(body, key, errors);
   if (v && *v <= 0) {
-    errors.add(key, "must be a positive integer (minor units)");
+    errors.add(key, Reason::positive_minor_units);
     return std::nullopt;
   }
   return v;
@@ -37,11 +38,11 @@ std::optional<std::int64_t> future_instant(const bj::object& body, std::string_v
   if (!text) return std::nullopt;
   auto at = parse_iso8601(*text);
   if (!at) {
-    errors.add(key, "must be an ISO 8601 date-time, e.g. 2026-12-31T23:59:59Z");
+    errors.add(key, Reason::date_time);
     return std::nullopt;
   }
   if (*at <= now) {
-    errors.add(key, "must be in the future");
+    errors.add(key, Reason::in_future);
     return std::nullopt;
   }
   return at;
@@ -51,7 +52,7 @@ std::optional<std::string> bounded_text(const bj::object& body, std::string_view
                                         json::FieldErrors& errors) {
   auto v = json::get_string(body, key, errors);
   if (v && v->size() > max) {
-    errors.add(key, "must be at most " + std::to_string(max) + " characters");
+    errors.add(key, reason::at_most_chars(static_cast<std::int64_t>(max)));
     return std::nullopt;
   }
   return v;
@@ -125,26 +126,24 @@ NewLink parse_new_link(const bj::object& body, std::int64_t now, json::FieldErro
   n.amount = positive(body, "amount", errors);
   n.min_amount = positive(body, "min_amount", errors);
   n.max_amount = positive(body, "max_amount", errors);
-  if (n.amount && n.min_amount) errors.add("min_amount", "applies only to open amounts (no amount)");
-  if (n.amount && n.max_amount) errors.add("max_amount", "applies only to open amounts (no amount)");
-  if (n.min_amount && n.max_amount && *n.min_amount > *n.max_amount)
-    errors.add("max_amount", "must not be below min_amount");
+  if (n.amount && n.min_amount) errors.add("min_amount", Reason::open_amount_only);
+  if (n.amount && n.max_amount) errors.add("max_amount", Reason::open_amount_only);
+  if (n.min_amount && n.max_amount && *n.min_amount > *n.max_amount) errors.add("max_amount", Reason::not_below_min);
   n.currency = json::get_string(body, "currency", errors, true).value_or("");
-  if (body.contains("currency") && n.currency.size() != 3) errors.add("currency", "must be a 3-letter currency code");
+  if (body.contains("currency") && n.currency.size() != 3) errors.add("currency", Reason::currency_letters);
   for (char& c : n.currency) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   n.provider = json::get_string(body, "provider", errors);
   if (n.provider && n.provider->empty()) n.provider.reset();
   n.channel = json::get_string(body, "channel", errors).value_or("PROVIDER");
-  if (n.channel != "PROVIDER" && n.channel != "WALLET" && n.channel != "AUTO")
-    errors.add("channel", "must be PROVIDER, WALLET or AUTO");
+  if (n.channel != "PROVIDER" && n.channel != "WALLET" && n.channel != "AUTO") errors.add("channel", Reason::channel);
   n.fee_bearer = json::get_string(body, "feeBearer", errors).value_or("CUSTOMER");
-  if (n.fee_bearer != "CUSTOMER" && n.fee_bearer != "MERCHANT") errors.add("feeBearer", "must be CUSTOMER or MERCHANT");
+  if (n.fee_bearer != "CUSTOMER" && n.fee_bearer != "MERCHANT") errors.add("feeBearer", Reason::fee_bearer);
   n.title = bounded_text(body, "title", kMaxTitle, errors).value_or("");
   n.description = bounded_text(body, "description", kMaxDescription, errors).value_or("");
   n.expires_at = future_instant(body, "expires_at", now, errors);
   n.max_usage = json::get_int(body, "max_usage", errors);
   if (n.max_usage && *n.max_usage < 1) {
-    errors.add("max_usage", "must be at least 1 (1 = single use)");
+    errors.add("max_usage", Reason::single_use_min);
     n.max_usage.reset();
   }
   n.metadata = metadata_of(body, errors);
@@ -160,7 +159,7 @@ LinkUpdate parse_update(const bj::object& body, std::int64_t now, json::FieldErr
     u.set_expiry = true;
     if (!it->value().is_null()) u.expires_at = future_instant(body, "expires_at", now, errors);
   }
-  if (body.empty()) errors.add("body", "names none of title, description, expires_at");
+  if (body.empty()) errors.add("body", Reason::link_update_empty);
   return u;
 }
 
@@ -177,24 +176,22 @@ PayRequest parse_pay(const bj::object& body, json::FieldErrors& errors, int otp_
       if (c != ' ' && c != '+') digits.push_back(c);
     bool ok = digits.size() >= 8 && digits.size() <= 15;
     for (char c : digits) ok = ok && std::isdigit(static_cast<unsigned char>(c));
-    if (!ok && errors.details().find("customer_phone") == errors.details().end())
-      errors.add("customer_phone", "must be digits with the country prefix, e.g. 237670000000");
+    if (!ok && !errors.has("customer_phone")) errors.add("customer_phone", Reason::phone_country_prefix);
     p.customer_phone = digits;
   }
   p.transaction_uuid = json::get_string(body, "transaction_uuid", errors, true).value_or("");
-  if (body.contains("transaction_uuid") && !is_uuid(p.transaction_uuid) &&
-      errors.details().find("transaction_uuid") == errors.details().end())
-    errors.add("transaction_uuid", "must be a UUID (8-4-4-4-12 hex digits)");
+  if (body.contains("transaction_uuid") && !is_uuid(p.transaction_uuid) && !errors.has("transaction_uuid"))
+    errors.add("transaction_uuid", Reason::uuid);
   p.customer_name = bounded_text(body, "customer_name", 120, errors).value_or("");
   p.customer_email = bounded_text(body, "customer_email", 254, errors).value_or("");
   if (!p.customer_email.empty() && p.customer_email.find('@') == std::string::npos)
-    errors.add("customer_email", "must be an e-mail address");
+    errors.add("customer_email", Reason::email);
   p.amount = positive(body, "amount", errors);
   p.provider = json::get_string(body, "provider", errors);
   if (p.provider && p.provider->empty()) p.provider.reset();
   p.channel = json::get_string(body, "channel", errors);
   if (p.channel && *p.channel != "PROVIDER" && *p.channel != "WALLET" && *p.channel != "AUTO")
-    errors.add("channel", "must be PROVIDER, WALLET or AUTO");
+    errors.add("channel", Reason::channel);
   // The spec types otp as an integer; a string of digits is accepted too.
   p.otp = otp::read_code(body, "otp", otp_length, errors);
   p.metadata = metadata_of(body, errors);

@@ -6,6 +6,7 @@
 #include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "links/qr.hpp"
 #include "merchant/merchant.hpp"
@@ -54,14 +55,14 @@ Result<Link> Service::create_link(const web::Principal& merchant, const NewLink&
     bool granted = false;
     for (const auto& c : cat->countries())
       if (c.currency == n.currency && c.active && merchant.grants_country(c.code)) granted = true;
-    if (!granted) errors.add("currency", "is not the currency of a country this merchant may collect in");
+    if (!granted) errors.add("currency", Reason::currency_not_allowed);
   }
   if (n.provider) {
     const catalog::PaymentService* s = cat->service(*n.provider);
     if (!s || !cat->usable(*s))
-      errors.add("provider", "is not an active payment service");
+      errors.add("provider", Reason::inactive_service);
     else if (s->currency != n.currency)
-      errors.add("provider", "does not collect in " + n.currency);
+      errors.add("provider", reason::with(Reason::not_collecting_in, "currency", n.currency));
   }
   SIKA_TRY(errors.status());
   Link l;
@@ -141,7 +142,7 @@ Result<Link> Service::set_status(const web::Principal& merchant, std::string_vie
 // ---- paying -----------------------------------------------------------------------------------
 
 Result<Link> Service::by_code(std::string_view short_code) {
-  if (!valid_short_code(short_code)) return empty_data(bj::object{{"shortCode", "must be 8 to 12 letters and digits"}});
+  if (!valid_short_code(short_code)) return field_error("shortCode", Reason::short_code);
   std::optional<Link> found;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(found, tables::by_short_code(c, short_code));
@@ -263,22 +264,24 @@ Result<payments::Transaction> Service::pay_link(std::string_view short_code, con
   if (link.amount) {
     amount = *link.amount;
     if (p.amount && *p.amount != *link.amount)
-      errors.add("amount", "must be " + money::format(*link.amount, link.currency) + ", the link's fixed amount");
+      errors.add("amount", reason::with(Reason::fixed_amount, "amount", money::format(*link.amount, link.currency)));
   } else if (!p.amount) {
-    errors.add("amount", "is required: this link lets the payer choose the amount");
+    errors.add("amount", Reason::payer_amount);
   } else {
     amount = *p.amount;
     if (link.min_amount && amount < *link.min_amount)
-      errors.add("amount", "must be at least " + money::format(*link.min_amount, link.currency));
+      errors.add("amount",
+                 reason::with(Reason::at_least_amount, "min", money::format(*link.min_amount, link.currency)));
     if (link.max_amount && amount > *link.max_amount)
-      errors.add("amount", "must be at most " + money::format(*link.max_amount, link.currency));
+      errors.add("amount", reason::with(Reason::at_most, "max", money::format(*link.max_amount, link.currency)));
   }
   std::string provider;
   if (link.provider) {
     provider = *link.provider;
-    if (p.provider && *p.provider != *link.provider) errors.add("provider", "this link is paid with " + *link.provider);
+    if (p.provider && *p.provider != *link.provider)
+      errors.add("provider", reason::with(Reason::paid_with, "service", *link.provider));
   } else if (!p.provider) {
-    errors.add("provider", "is required: choose the payment service (e.g. MTN_MOMO_CMR)");
+    errors.add("provider", Reason::choose_service);
   } else {
     provider = *p.provider;
   }
@@ -307,8 +310,11 @@ Result<payments::Transaction> Service::pay_link(std::string_view short_code, con
   if (plan.channel == payments::kChannelWallet) return pay_from_wallet(link, p, std::move(intent), merchant, plan);
 
   // The OTP step comes before any use is taken: a payer without the code holds nothing.
-  if (auto helper = otp_step(link, provider, p.otp.has_value()))
-    return bad_request("otp_required", bj::object{{"otp", "is required by this operator"}, {"otp_helper", *helper}});
+  if (auto helper = otp_step(link, provider, p.otp.has_value())) {
+    Error e = with_problem(bad_request("otp_required"), "otp", Reason::otp_by_operator);
+    e.details.as_object()["otp_helper"] = *helper;  // not a problem: the operator's hint
+    return e;
+  }
 
   // New or replayed (the same payer's transaction_uuid): the collection of (link, uuid) as it is now.
   return collect(link, p.transaction_uuid, intent, merchant, p.otp);
@@ -345,15 +351,14 @@ Result<payments::Transaction> Service::pay_from_wallet(const Link& link, const P
     r.context = money::format(plan.required_total, plan.currency) + ", " + link.reference;
     auto issued = options_.otp->issue(r);
     if (!issued && !issued.error().is(ErrorKind::rate_limited)) return issued.take_error();
-    return bad_request("otp_required",
-                       bj::object{{"otp", issued ? "is required: a code was sent to the wallet's phone"
-                                                 : "is required: type the code already sent to the wallet's phone"},
-                                  {"otp_helper", options_.wallet_otp_helper}});
+    Error e = with_problem(bad_request("otp_required"), "otp",
+                           issued ? Reason::otp_sent_wallet : Reason::otp_already_sent_wallet);
+    e.details.as_object()["otp_helper"] = options_.wallet_otp_helper;  // not a problem: the wallet's hint
+    return e;
   }
   SIKA_ASSIGN_OR_RETURN(otp::Verification v, options_.otp->verify(kWalletPaymentPurpose, subject, *p.otp));
   if (v.outcome == otp::Outcome::not_found)
-    return bad_request("invalid_otp",
-                       bj::object{{"otp", "no code was sent for this payment: send it without otp to get one"}});
+    return with_problem(bad_request("invalid_otp"), "otp", Reason::otp_not_sent);
   if (!v.ok()) return otp::verification_error(v, "otp");
 
   // The code is the payer's approval: the collection, its use and the debit in one unit.

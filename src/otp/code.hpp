@@ -22,7 +22,7 @@ inline constexpr std::size_t kMaxCodeDigits = 8;
 
 // The code in a form field or query value (text): nullopt and `problem` set when it is not 4 to 8
 // digits. Form values are text, so no padding applies.
-std::optional<std::string> code_from_text(std::string_view text, std::string* problem = nullptr);
+std::optional<std::string> code_from_text(std::string_view text, std::optional<Reason>* problem = nullptr);
 
 // The code of JSON field `field` of `body`, for codes of `code_length` digits: nullopt when the
 // field is absent or null; a string of 4 to 8 digits as it is; an integer from 0 to 99999999

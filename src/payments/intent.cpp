@@ -1,4 +1,5 @@
 #include "payments/intent.hpp"
+#include "core/reason.hpp"
 
 #include <boost/json.hpp>
 
@@ -47,9 +48,7 @@ const std::set<std::string_view, std::less<>> kPlatformFields = {"fee",
 
 void refuse_reserved_metadata(const bj::object& metadata, json::FieldErrors& errors, std::string_view field) {
   for (std::string_view key : kReservedMetadataKeys)
-    if (metadata.contains(key))
-      errors.add(std::string(field) + "." + std::string(key),
-                 "is reserved: the platform sets it and it cannot be sent");
+    if (metadata.contains(key)) errors.add(std::string(field) + "." + std::string(key), Reason::reserved_metadata);
 }
 
 void refuse_unknown_fields(const bj::object& body, std::initializer_list<std::string_view> allowed,
@@ -59,21 +58,21 @@ void refuse_unknown_fields(const bj::object& body, std::initializer_list<std::st
     if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
     std::string field = std::string(prefix) + std::string(k);
     if (prefix.empty() && kPlatformFields.contains(k))
-      errors.add(field, "is set by the platform and cannot be sent");
+      errors.add(field, Reason::set_by_platform);
     else
-      errors.add(field, "is not a known field");
+      errors.add(field, Reason::unknown_field);
   }
 }
 
-std::optional<std::int64_t> rate_to_ppm(const bj::value& v, std::string& problem) {
+std::optional<std::int64_t> rate_to_ppm(const bj::value& v, std::optional<Reason>& problem) {
   auto text = json::number_text(v);
   if (!text) {
-    problem = "must be a number";
+    problem = Reason::not_number;
     return std::nullopt;
   }
   auto ppm = catalog::decimal_to_scaled(*text, 4, false, kRateWhole);
   if (!ppm || *ppm <= 0) {
-    problem = std::string(kRateProblem);
+    problem = Reason::split_rate;
     return std::nullopt;
   }
   return *ppm;
@@ -91,7 +90,7 @@ std::string percent_text(std::int64_t ppm) {
 
 namespace {
 
-bool has_error(const json::FieldErrors& errors, std::string_view field) { return errors.details().contains(field); }
+bool has_error(const json::FieldErrors& errors, std::string_view field) { return errors.has(field); }
 
 std::string line_prefix(std::size_t i) { return "distribution[" + std::to_string(i) + "]"; }
 
@@ -104,7 +103,7 @@ std::vector<SplitLine> parse_distribution(const bj::array& items, json::FieldErr
     SplitLine line;
     line.position = static_cast<int>(i);
     if (!items[i].is_object()) {
-      errors.add(item, "must be an object");
+      errors.add(item, Reason::not_object);
       lines.push_back(std::move(line));
       continue;
     }
@@ -114,19 +113,19 @@ std::vector<SplitLine> parse_distribution(const bj::array& items, json::FieldErr
     auto matricule = json::get_string(o, "matricule", item_errors, true);
     auto description = json::get_string(o, "description", item_errors);
     const bj::object* metadata = json::get_object(o, "metadata", item_errors);
-    for (const auto& kv : item_errors.details()) errors.add(prefix + std::string(kv.key()), kv.value().as_string());
+    errors.add_all(prefix, item_errors);
     line.matricule = matricule.value_or("");
     line.description = description.value_or("");
     line.metadata = metadata ? bj::serialize(*metadata) : "{}";
     auto rate = o.find("rate");
     if (rate == o.end() || rate->value().is_null()) {
-      errors.add(prefix + "rate", "is required");
+      errors.add(prefix + "rate", Reason::required);
     } else {
-      std::string problem;
+      std::optional<Reason> problem;
       if (auto ppm = rate_to_ppm(rate->value(), problem))
         line.rate_ppm = *ppm;
       else
-        errors.add(prefix + "rate", problem);
+        errors.add(prefix + "rate", *problem);
     }
     lines.push_back(std::move(line));
   }
@@ -137,32 +136,28 @@ std::vector<SplitLine> parse_distribution(const bj::array& items, json::FieldErr
 // problem in `errors` keeps it.
 void check_fields(const IntentRequest& r, std::int64_t max_amount, json::FieldErrors& errors) {
   const bool collection = r.operation == kCollection;
-  if (r.amount <= 0) errors.add("amount", "must be a positive integer (minor units)");
-  if (r.amount > max_amount) errors.add("amount", "must be at most " + std::to_string(max_amount));
-  if (!money::is_currency_code(r.currency)) errors.add("currency", "must be a 3-letter ISO 4217 code");
+  if (r.amount <= 0) errors.add("amount", Reason::positive_minor_units);
+  if (r.amount > max_amount) errors.add("amount", reason::at_most(max_amount));
+  if (!money::is_currency_code(r.currency)) errors.add("currency", Reason::currency_code);
   if (r.fee_bearer != kCustomerBearsFee && r.fee_bearer != kMerchantBearsFee)
-    errors.add("feeBearer", "must be CUSTOMER or MERCHANT");
-  if (!is_uuid(r.transaction_uuid)) errors.add("transaction_uuid", "must be a UUID (8-4-4-4-12 hex digits)");
-  if (r.provider.empty()) errors.add("provider", "is required");
+    errors.add("feeBearer", Reason::fee_bearer);
+  if (!is_uuid(r.transaction_uuid)) errors.add("transaction_uuid", Reason::uuid);
+  if (r.provider.empty()) errors.add("provider", Reason::required);
   if (r.channel != kChannelProvider && r.channel != kChannelWallet && r.channel != kChannelAuto)
-    errors.add("channel", "must be PROVIDER, WALLET or AUTO");
-  if (r.customer_wallet.empty()) errors.add("customer_wallet", "is required");
-  if (r.description.size() > kMaxDescription)
-    errors.add("description", "must be at most " + std::to_string(kMaxDescription) + " characters");
+    errors.add("channel", Reason::channel);
+  if (r.customer_wallet.empty()) errors.add("customer_wallet", Reason::required);
+  if (r.description.size() > kMaxDescription) errors.add("description", reason::at_most_chars(kMaxDescription));
   if (r.metadata.size() > kMaxMetadataBytes)
-    errors.add("metadata", "must be at most " + std::to_string(kMaxMetadataBytes) + " bytes of JSON");
+    errors.add("metadata", reason::with(Reason::at_most_json_bytes, "max", std::to_string(kMaxMetadataBytes)));
   if (r.settlement_mode != kDirect && r.settlement_mode != kSplit)
-    errors.add("settlement_mode", "must be DIRECT or SPLIT");
-  if (!collection && r.settlement_mode == kSplit) errors.add("settlement_mode", "payouts are DIRECT");
-  if (r.own_wallet && r.channel != kChannelProvider)
-    errors.add("channel", "must be PROVIDER for a wallet top-up or withdrawal");
-  if (r.own_wallet && r.settlement_mode != kDirect) errors.add("settlement_mode", "must be DIRECT");
+    errors.add("settlement_mode", Reason::settlement_mode);
+  if (!collection && r.settlement_mode == kSplit) errors.add("settlement_mode", Reason::payouts_direct);
+  if (r.own_wallet && r.channel != kChannelProvider) errors.add("channel", Reason::channel_own_wallet);
+  if (r.own_wallet && r.settlement_mode != kDirect) errors.add("settlement_mode", Reason::must_be_direct);
   const bool split = r.settlement_mode == kSplit;
-  if (split && r.distribution.empty())
-    errors.add("distribution", "is required with settlement_mode SPLIT (a non-empty array)");
-  if (!split && !r.distribution.empty()) errors.add("distribution", "is only accepted with settlement_mode SPLIT");
-  if (r.distribution.size() > kMaxDistribution)
-    errors.add("distribution", "must have at most " + std::to_string(kMaxDistribution) + " items");
+  if (split && r.distribution.empty()) errors.add("distribution", Reason::split_needs_distribution);
+  if (!split && !r.distribution.empty()) errors.add("distribution", Reason::split_only);
+  if (r.distribution.size() > kMaxDistribution) errors.add("distribution", reason::at_most_items(kMaxDistribution));
   if (!split || r.distribution.empty() || r.distribution.size() > kMaxDistribution) return;
 
   std::int64_t total = 0;
@@ -177,24 +172,22 @@ void check_fields(const IntentRequest& r, std::int64_t max_amount, json::FieldEr
     }
     const std::string prefix = item + ".";
     if (line.matricule.empty() || line.matricule.size() > kMaxMatricule)
-      errors.add(prefix + "matricule", "must be a merchant matricule");
+      errors.add(prefix + "matricule", Reason::matricule);
     else if (!seen.insert(line.matricule).second)
-      errors.add(prefix + "matricule", "appears more than once");
+      errors.add(prefix + "matricule", Reason::repeated);
     if (line.rate_ppm <= 0 || line.rate_ppm > kRateWhole || has_error(errors, prefix + "rate")) {
-      errors.add(prefix + "rate", kRateProblem);
+      errors.add(prefix + "rate", Reason::split_rate);
       rates_ok = false;
     } else {
       total += line.rate_ppm;
     }
     if (line.description.size() > kMaxDescription)
-      errors.add(prefix + "description", "must be at most " + std::to_string(kMaxDescription) + " characters");
-    if (line.metadata.size() > kMaxMetadataBytes) errors.add(prefix + "metadata", "is too large");
+      errors.add(prefix + "description", reason::at_most_chars(kMaxDescription));
+    if (line.metadata.size() > kMaxMetadataBytes) errors.add(prefix + "metadata", Reason::too_large);
   }
   if (rates_ok && total != kRateWhole)
-    errors.add("distribution", "rates must sum to 100 (they sum to " + percent_text(total) + ")");
+    errors.add("distribution", reason::with(Reason::rates_sum, "total", percent_text(total)));
 }
-
-Error field_error(std::string_view field, std::string_view problem) { return empty_data(bj::object{{field, problem}}); }
 
 }  // namespace
 
@@ -202,9 +195,9 @@ const catalog::PaymentService* usable_service(const catalog::Catalog& cat, std::
                                               std::string_view field, json::FieldErrors& errors) {
   const catalog::PaymentService* service = cat.service(code);
   if (!service)
-    errors.add(field, "is not a known service code");
+    errors.add(field, Reason::unknown_service);
   else if (!cat.usable(*service))
-    errors.add(field, "is not active");
+    errors.add(field, Reason::not_active);
   else
     return service;
   return nullptr;
@@ -214,13 +207,19 @@ std::string normalize_wallet(const catalog::Catalog& cat, const catalog::Payment
                              std::string_view input, std::string_view field, json::FieldErrors& errors) {
   auto normalized = cat.normalize_msisdn(service, input, field);
   if (normalized) return std::move(normalized).value();
-  if (normalized.error().details.is_object())
-    for (const auto& kv : normalized.error().details.as_object())
-      errors.add(kv.key(), kv.value().is_string() ? std::string_view(kv.value().as_string()) : "is invalid");
-  else
-    errors.add(field, "is invalid");
+  errors.add_error(normalized.error(), field);
   return "";
 }
+
+namespace {
+// An amount outside a service's bounds (which it has).
+Problem below_minimum(const catalog::PaymentService& s) {
+  return Problem(Reason::at_least_for_service, {{"min", std::to_string(*s.min_amount)}, {"service", s.code}});
+}
+Problem above_maximum(const catalog::PaymentService& s) {
+  return Problem(Reason::at_most_for_service, {{"max", std::to_string(*s.max_amount)}, {"service", s.code}});
+}
+}  // namespace
 
 Error provider_unavailable(Details details) {
   return make_error(ErrorKind::unavailable, "provider_unavailable", std::move(details));
@@ -302,13 +301,13 @@ Result<Price> price_operation(const catalog::Catalog& cat, const catalog::Paymen
                       collection ? std::nullopt : std::optional<catalog::ServiceKey>(service.code), amount, user_tier));
   Price price;
   if (quote.fee < 0 || __builtin_add_overflow(amount, quote.fee, &price.required_total))
-    return field_error("amount", "is too large");
+    return field_error("amount", Reason::too_large);
   price.fee = quote.fee;
   if (collection && fee_bearer == kMerchantBearsFee) {
     // The fee comes out of the price: what is left for the merchant must be positive.
     if (quote.fee >= amount)
-      return field_error("amount", "must be more than the fee the merchant bears (" +
-                                       money::format(quote.fee, service.currency) + ")");
+      return field_error("amount",
+                         reason::with(Reason::fee_exceeds_amount, "fee", money::format(quote.fee, service.currency)));
     price.required_total = amount;
   }
   price.credited = price.required_total - price.fee;
@@ -334,7 +333,7 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
       prov = cat.provider_by_id(service->provider_id);
       country = cat.country_by_id(service->country_id);
       if (!prov || !country) {
-        errors.add("provider", "is not configured");
+        errors.add("provider", Reason::not_configured);
         service = nullptr;
       }
     }
@@ -342,12 +341,11 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
   IntentPlan plan;
   if (service) {
     if (!has_error(errors, "currency") && r.currency != service->currency)
-      errors.add("currency", "must be " + service->currency + ", the currency of " + service->code);
+      errors.add("currency",
+                 Problem(Reason::service_currency, {{"currency", service->currency}, {"service", service->code}}));
     if (!has_error(errors, "amount")) {
-      if (service->min_amount && r.amount < *service->min_amount)
-        errors.add("amount", "must be at least " + std::to_string(*service->min_amount) + " for " + service->code);
-      if (service->max_amount && r.amount > *service->max_amount)
-        errors.add("amount", "must be at most " + std::to_string(*service->max_amount) + " for " + service->code);
+      if (service->min_amount && r.amount < *service->min_amount) errors.add("amount", below_minimum(*service));
+      if (service->max_amount && r.amount > *service->max_amount) errors.add("amount", above_maximum(*service));
     }
     if (!has_error(errors, "customer_wallet"))
       plan.msisdn = normalize_wallet(cat, *service, r.customer_wallet, "customer_wallet", errors);
@@ -356,8 +354,7 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
   if (!service) return internal_error(bj::string("plan_intent: no service and no field error"));
 
   if (!merchant.admin && !merchant.grants_country(country->code))
-    return forbidden(bj::object{
-        {"provider", "the country " + country->code + " of this service is not granted to this credential"}});
+    return with_problem(forbidden(), "provider", reason::with(Reason::country_not_granted, "country", country->code));
 
   // Channel and the service that carries the money (docs/payments.md, "Channels").
   const bool wallet_service = service->kind == catalog::ServiceKind::wallet;
@@ -377,10 +374,11 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
   const catalog::PaymentService* effective = service;
   if (r.channel == kChannelProvider) {
     if (wallet_service)
-      return field_error("channel", service->code + " is a platform wallet service: use WALLET or AUTO");
+      return field_error("channel", reason::with(Reason::platform_wallet_service, "service", service->code));
     plan.channel = kChannelProvider;
   } else if (r.channel == kChannelWallet) {
-    if (!platform_wallet) return field_error("channel", "there is no platform wallet in " + country->code);
+    if (!platform_wallet)
+      return field_error("channel", reason::with(Reason::no_platform_wallet, "country", country->code));
     plan.channel = kChannelWallet;
     effective = platform_wallet;
   } else if (wallet_service) {  // AUTO
@@ -402,23 +400,20 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
     }
   }
   if (plan.channel == kChannelWallet && merchant.environment != "sandbox")
-    return field_error("channel",
-                       "the WALLET channel needs the customer's one-time code, which only the sandbox outbox "
-                       "delivers until an SMS transport exists");
+    return field_error("channel", Reason::wallet_channel_sandbox);
   if (effective != service) {
     if (effective->min_amount && r.amount < *effective->min_amount)
-      return field_error("amount",
-                         "must be at least " + std::to_string(*effective->min_amount) + " for " + effective->code);
+      return field_error("amount", below_minimum(*effective));
     if (effective->max_amount && r.amount > *effective->max_amount)
-      return field_error("amount",
-                         "must be at most " + std::to_string(*effective->max_amount) + " for " + effective->code);
+      return field_error("amount", above_maximum(*effective));
   }
   if (plan.channel == kChannelWallet) {
     plan.connector = "wallet";
   } else {
     plan.connector = merchant.environment == "sandbox" ? std::string("sandbox") : prov->connector;
     if (!in.has_connector || !in.has_connector(plan.connector))
-      return provider_unavailable(bj::object{{"provider", "no connector is available for " + prov->code}});
+      return with_problem(provider_unavailable(nullptr), "provider",
+                          reason::with(Reason::no_connector, "service", prov->code));
   }
 
   // Fee from the fee engine (incoming service for a collection, outgoing for a payout).

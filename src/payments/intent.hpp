@@ -82,11 +82,9 @@ inline constexpr std::string_view kReservedMetadataKeys[] = {
 void refuse_reserved_metadata(const boost::json::object& metadata, json::FieldErrors& errors,
                               std::string_view field = "metadata");
 
-// What a rate that is not one says (rates are percentages: 0 < rate <= 100, at most 4 decimals).
-inline constexpr std::string_view kRateProblem =
-    "must be a number greater than 0 and at most 100, with at most 4 decimals";
-// A rate as sent (integer or number) -> parts per million; nullopt with `problem` set otherwise.
-std::optional<std::int64_t> rate_to_ppm(const boost::json::value& v, std::string& problem);
+// A rate as sent (integer or number) -> parts per million; nullopt with `problem` set otherwise
+// (Reason::split_rate for a number that is not a rate: 0 < rate <= 100, at most 4 decimals).
+std::optional<std::int64_t> rate_to_ppm(const boost::json::value& v, std::optional<Reason>& problem);
 // "33.3333" for 333'333 ppm.
 std::string percent_text(std::int64_t ppm);
 

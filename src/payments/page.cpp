@@ -5,8 +5,10 @@
 #include <boost/json.hpp>
 
 #include "catalog/service.hpp"
+#include "core/codes.hpp"
 #include "core/crypto.hpp"
 #include "core/money.hpp"
+#include "core/reason.hpp"
 #include "merchant/merchant.hpp"
 #include "payments/failure.hpp"
 #include "payments/service.hpp"
@@ -97,10 +99,9 @@ web::Response not_found_page(i18n::Locale l) {
 // What the page says about a failed action.
 std::string error_notice(const Error& e, i18n::Locale locale) {
   const Words t{locale};
-  if (e.code == "invalid_otp") return t("bad_otp");
-  if (e.code == "empty_data" && e.details.is_object() && e.details.as_object().contains("otp") &&
-      e.details.as_object().at("otp").is_string())
-    return std::string(t("otp")) + ": " + std::string(e.details.as_object().at("otp").as_string());
+  if (e.is(codes::invalid_otp)) return t("bad_otp");
+  if (e.is(codes::empty_data))
+    if (const Problem* otp = e.problem("otp")) return std::string(t("otp")) + ": " + reason::text(*otp, locale);
   return std::string(i18n::text(e.code, locale));
 }
 

@@ -12,6 +12,7 @@
 #include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "merchant/merchant.hpp"
 #include "otp/code.hpp"
@@ -603,12 +604,11 @@ Result<Transaction> Service::execute_collection(Transaction tx, std::optional<st
       // code sent moments ago (the intent's own) is the one to type.
       Status sent = send_wallet_code(tx);
       if (!sent && !sent.error().is(ErrorKind::rate_limited)) return sent.take_error();
-      return empty_data(bj::object{{"otp", sent ? "is required: a code was sent to the customer's phone"
-                                                : "is required: type the code already sent to the customer's phone"}});
+      return field_error("otp", sent ? Reason::otp_sent_customer : Reason::otp_already_sent_customer);
     }
-    if (!otp || otp->empty()) return empty_data(bj::object{{"otp", "is required by this service"}});
-    std::string problem;
-    if (!otp::code_from_text(*otp, &problem)) return empty_data(bj::object{{"otp", problem}});
+    if (!otp || otp->empty()) return field_error("otp", Reason::otp_by_service);
+    std::optional<Reason> problem;
+    if (!otp::code_from_text(*otp, &problem)) return field_error("otp", *problem);
   }
   PaymentOrder order = order_for(tx, tx.needs_otp ? otp : std::nullopt);
   if (tx.needs_otp) {
@@ -641,8 +641,8 @@ Status Service::check_otp(const Transaction& tx, const PaymentOrder& order) {
                           options_.otp->verify(kWalletCodePurpose, tx.reference, order.otp.value_or("")));
     if (v.ok()) return {};
     if (v.outcome == otp::Outcome::already_used)
-      return conflict(bj::object{{"otp", "was verified by a concurrent request"}});
-    return bad_request("invalid_otp", bj::object{{"otp", "is incorrect"}});
+      return with_problem(conflict(), "otp", Reason::otp_verified_concurrently);
+    return with_problem(bad_request("invalid_otp"), "otp", Reason::incorrect);
   }
   Connector* conn = connector_for(tx);
   if (!conn) return provider_unavailable(bj::object{{"provider", "no connector for " + tx.service_code}});
@@ -970,10 +970,9 @@ Result<Service::AccountHolder> Service::account_holder(const web::Principal& mer
   auto cat = catalog();
   const catalog::PaymentService* service = nullptr;
   if (!cat) return unavailable(bj::string("the catalog is not loaded"));
-  if (!errors.details().contains("provider")) service = usable_service(*cat, provider, "provider", errors);
+  if (!errors.has("provider")) service = usable_service(*cat, provider, "provider", errors);
   AccountHolder out;
-  if (service && !errors.details().contains("wallet"))
-    out.msisdn = normalize_wallet(*cat, *service, wallet, "wallet", errors);
+  if (service && !errors.has("wallet")) out.msisdn = normalize_wallet(*cat, *service, wallet, "wallet", errors);
   SIKA_TRY(errors.status());
   const catalog::Country* country = cat->country_by_id(service->country_id);
   if (country && !merchant.admin && !merchant.grants_country(country->code))

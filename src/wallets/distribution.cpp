@@ -9,6 +9,7 @@
 
 #include "core/crypto.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "payments/intent.hpp"
 #include "payments/model.hpp"
@@ -27,19 +28,18 @@ DistributionRequest parse_distribution_request(const bj::object& body, json::Fie
                                   errors);
   if (auto u = json::get_string(body, "transaction_uuid", errors, true)) {
     r.transaction_uuid = *u;
-    if (!is_uuid(r.transaction_uuid)) errors.add("transaction_uuid", "must be a UUID");
+    if (!is_uuid(r.transaction_uuid)) errors.add("transaction_uuid", Reason::uuid_plain);
   }
   if (auto c = json::get_string(body, "currency", errors)) r.currency = *c;
   if (auto d = json::get_string(body, "description", errors)) {
     r.description = *d;
-    if (r.description.size() > 255) errors.add("description", "must be at most 255 characters");
+    if (r.description.size() > 255) errors.add("description", reason::at_most_chars(255));
   }
   r.amount = json::get_int(body, "amount", errors);
-  if (r.amount && (*r.amount <= 0 || *r.amount > kMaxLineAmount))
-    errors.add("amount", "must be a positive integer (minor units)");
+  if (r.amount && (*r.amount <= 0 || *r.amount > kMaxLineAmount)) errors.add("amount", Reason::positive_minor_units);
   const bj::array* items = json::get_array(body, "distribution", errors, true);
   if (items && (items->empty() || items->size() > kMaxDistributionLines))
-    errors.add("distribution", "must have 1 to " + std::to_string(kMaxDistributionLines) + " items");
+    errors.add("distribution", reason::with(Reason::items_between, "max", std::to_string(kMaxDistributionLines)));
   if (!items || items->empty() || items->size() > kMaxDistributionLines) {
     r.fingerprint = hex_encode(crypto::sha256(payments::canonical_json(body)));
     return r;
@@ -51,7 +51,7 @@ DistributionRequest parse_distribution_request(const bj::object& body, json::Fie
     const std::string item = "distribution[" + std::to_string(i) + "]";
     DistributionRequest::Line line;
     if (!(*items)[i].is_object()) {
-      errors.add(item, "must be an object");
+      errors.add(item, Reason::not_object);
       r.lines.push_back(std::move(line));
       continue;
     }
@@ -60,40 +60,35 @@ DistributionRequest parse_distribution_request(const bj::object& body, json::Fie
     json::FieldErrors line_errors;
     if (auto k = json::get_string(o, "apikey", line_errors, true)) line.apikey = *k;
     line.amount = json::get_int(o, "amount", line_errors);
-    for (const auto& kv : line_errors.details()) errors.add(item + "." + std::string(kv.key()), kv.value().as_string());
-    if (!line.apikey.empty() && !keys.insert(line.apikey).second)
-      errors.add(item + ".apikey", "appears more than once");
+    errors.add_all(item + ".", line_errors);
+    if (!line.apikey.empty() && !keys.insert(line.apikey).second) errors.add(item + ".apikey", Reason::repeated);
     if (const bj::value* rate = o.if_contains("rate"); rate && !rate->is_null()) {
-      std::string problem;
+      std::optional<Reason> problem;
       if (auto ppm = payments::rate_to_ppm(*rate, problem); ppm && *ppm <= payments::kRateWhole) {
         line.rate_ppm = *ppm;
         rates += *ppm;
       } else {
-        errors.add(item + ".rate", problem.empty() ? std::string(payments::kRateProblem) : problem);
+        errors.add(item + ".rate", problem.value_or(Reason::split_rate));
       }
     }
     if (line.amount && (*line.amount <= 0 || *line.amount > kMaxLineAmount))
-      errors.add(item + ".amount", "must be a positive integer (minor units)");
-    if (o.contains("amount") == o.contains("rate"))
-      errors.add(item, "must have exactly one of amount (minor units) and rate (a percentage)");
+      errors.add(item + ".amount", Reason::positive_minor_units);
+    if (o.contains("amount") == o.contains("rate")) errors.add(item, Reason::amount_or_rate);
     with_rate += o.contains("rate") ? 1 : 0;
     with_amount += o.contains("amount") ? 1 : 0;
     r.lines.push_back(std::move(line));
   }
-  if (with_rate > 0 && with_amount > 0)
-    errors.add("distribution", "every line has an amount, or every line a rate, not both kinds");
-  if (with_rate > 0 && !r.amount && !errors.details().contains("amount"))
-    errors.add("amount", "is required with rates (the total to distribute)");
+  if (with_rate > 0 && with_amount > 0) errors.add("distribution", Reason::one_kind_of_line);
+  if (with_rate > 0 && !r.amount && !errors.has("amount")) errors.add("amount", Reason::amount_with_rates);
   const auto valid_rates = std::count_if(r.lines.begin(), r.lines.end(), [](const auto& l) { return l.rate_ppm; });
   if (static_cast<std::size_t>(valid_rates) == items->size() && rates != payments::kRateWhole)
-    errors.add("distribution", "rates must sum to 100 (they sum to " + payments::percent_text(rates) + ")");
+    errors.add("distribution", reason::with(Reason::rates_sum, "total", payments::percent_text(rates)));
   const auto valid_amounts =
       std::count_if(r.lines.begin(), r.lines.end(), [](const auto& l) { return l.amount && *l.amount > 0; });
   if (static_cast<std::size_t>(valid_amounts) == items->size() && r.amount) {
     std::int64_t sum = 0;  // at most 100 lines of at most 10^12: no overflow
     for (const auto& l : r.lines) sum += *l.amount;
-    if (sum != *r.amount)
-      errors.add("amount", "must equal the sum of the lines' amounts (" + std::to_string(sum) + ")");
+    if (sum != *r.amount) errors.add("amount", reason::with(Reason::sum_of_lines, "sum", std::to_string(sum)));
   }
   r.fingerprint = hex_encode(crypto::sha256(payments::canonical_json(body)));
   return r;

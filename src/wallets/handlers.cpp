@@ -165,7 +165,7 @@ web::Response Service::link_confirm(web::Request& req) {
   if (!o) return web::error(req, o.error());
   std::string apikey = text_of(*o, "apikey", errors);
   std::string code = otp::read_code(*o, "otp", otp_.options().code_length, errors).value_or("");
-  if (code.empty() && !errors.details().contains("otp")) errors.add("otp", "is required (the code sent to the user)");
+  if (code.empty() && !errors.has("otp")) errors.add("otp", "is required (the code sent to the user)");
   if (!errors.empty()) return web::error(req, errors.status().error());
   return answer_link(req, confirm(*req.principal, apikey, code), now());
 }
@@ -228,9 +228,9 @@ web::Response Service::link_approve(web::Request& req) {
   std::string apikey = text_of(*o, "apikey", errors);
   std::string reference = text_of(*o, "transaction_reference", errors);
   std::string code = otp::read_code(*o, "otp", otp_.options().code_length, errors).value_or("");
-  if (reference.empty() && !errors.details().contains("transaction_reference"))
+  if (reference.empty() && !errors.has("transaction_reference"))
     errors.add("transaction_reference", "is required (the payment link/init answered)");
-  if (code.empty() && !errors.details().contains("otp")) errors.add("otp", "is required (the code sent to the user)");
+  if (code.empty() && !errors.has("otp")) errors.add("otp", "is required (the code sent to the user)");
   if (!errors.empty()) return web::error(req, errors.status().error());
   return answer_tx(req, approve(*req.principal, apikey, reference, code));
 }

@@ -125,7 +125,7 @@ LinkRequest parse_link_request(const bj::object& fields, json::FieldErrors& erro
   r.per_payment = limit_field(*limits, "per_payment", limit_errors);
   r.per_period = limit_field(*limits, "per_period", limit_errors);
   r.period_seconds = limit_field(*limits, "period_seconds", limit_errors);
-  for (const auto& kv : limit_errors.details()) errors.add(prefix + std::string(kv.key()), kv.value().as_string());
+  errors.add_all(prefix, limit_errors);
   if (r.per_payment && r.per_period && *r.per_payment > *r.per_period)
     errors.add(prefix + "per_payment", "must not exceed per_period");
   if (r.period_seconds && (*r.period_seconds < 60 || *r.period_seconds > 31 * 86400))

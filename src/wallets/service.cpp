@@ -8,9 +8,11 @@
 #include <algorithm>
 
 #include "catalog/model.hpp"
+#include "core/codes.hpp"
 #include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "merchant/merchant.hpp"
 #include "otp/code.hpp"
@@ -233,8 +235,8 @@ Result<Link> Service::confirm(const web::Principal& partner, std::string_view ap
   if (l.status == kActive) return l;  // confirming twice changes nothing
   if (l.status != kPending) return not_active(l);
   if (code.empty()) return empty_data(bj::object{{"otp", "is required"}});
-  std::string problem;
-  if (!otp::code_from_text(code, &problem)) return empty_data(bj::object{{"otp", problem}});
+  std::optional<Reason> problem;
+  if (!otp::code_from_text(code, &problem)) return field_error("otp", *problem);
   // The code of these limits only: a code sent with other limits is another challenge.
   SIKA_ASSIGN_OR_RETURN(otp::Verification v,
                         otp_.verify(kConsentPurpose, consent_subject(l.reference, l.limits), code));
@@ -573,7 +575,7 @@ Result<payments::Transaction> Service::init(const web::Principal& partner, std::
     return std::move(refusal->error);
   };
   auto charged = payments_.collect_preauthorized(request, partner, within, "wallet-link");
-  if (charged || !beyond || charged.error().code != "limit_exceeded") return charged;
+  if (charged || !beyond || !charged.error().is(codes::limit_exceeded)) return charged;
   request.preauthorized = false;
   return payments_.create_collection(request, partner);
 }

@@ -17,6 +17,7 @@
 #include "checkout/store.hpp"
 #include "core/crypto.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "payments/failure.hpp"
 #include "payments/fixture.hpp"
 
@@ -1298,6 +1299,24 @@ TEST_P(CheckoutTest, AFormErrorPageListsTheFieldProblemsInFrench) {
   EXPECT_NE(p2.body.find("doit être un nombre entier de XAF (cette devise n&#39;a pas de subdivision)"),
             std::string::npos)
       << p2.body;
+}
+
+// A problem made under payments (the catalog's reading of the customer's number) reaches the page
+// as its reason: the French page renders the reason's French text, whatever its English says.
+TEST_P(CheckoutTest, APaymentsProblemIsShownOnTheFrenchPageFromItsReason) {
+  Session s = open_ok(order("ORD-FR-PHONE"));
+  auto tx = checkout_->pay(s.reference, PayForm{"MTN_MOMO_CMR", "2376x", std::nullopt, 0});
+  ASSERT_FALSE(tx.ok());
+  ASSERT_TRUE(tx.error().has(Reason::phone_characters)) << json::dump(tx.error().details);
+  const std::string form = "provider=MTN_MOMO_CMR&customer_phone=2376x&attempt=0";
+  const web::Response fr = page_call(&Service::submit, s, form, "fr");
+  EXPECT_EQ(fr.status, 400);
+  const std::string french(i18n::text(reason::code(Reason::phone_characters), i18n::Locale::fr));
+  EXPECT_EQ(french, "doit contenir uniquement des chiffres, des espaces et un + initial");
+  EXPECT_NE(fr.body.find(french), std::string::npos) << fr.body;
+  EXPECT_EQ(fr.body.find("must contain only digits"), std::string::npos) << fr.body;
+  const web::Response en = page_call(&Service::submit, s, form, "en");
+  EXPECT_NE(en.body.find("must contain only digits, spaces and a leading"), std::string::npos) << en.body;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CheckoutTest, ::testing::Values("sqlite", "postgres"));

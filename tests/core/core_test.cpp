@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -15,10 +16,77 @@
 #include "core/json.hpp"
 #include "core/metrics.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 
 using namespace sika;
 namespace bj = boost::json;
+
+// Every reason has a French and an English text, and both name the same parameters: a page in
+// either language shows every value the other shows.
+TEST(Reasons, EveryReasonHasBothTextsWithTheSamePlaceholders) {
+  ASSERT_FALSE(reason::all().empty());
+  std::set<std::string_view> names;
+  for (Reason r : reason::all()) {
+    const std::string code = reason::code(r);
+    EXPECT_TRUE(names.insert(reason::name(r)).second) << code;
+    ASSERT_TRUE(i18n::known(code)) << code << " has no texts in core/i18n.cpp";
+    const std::string_view fr = i18n::text(code, i18n::Locale::fr), en = i18n::text(code, i18n::Locale::en);
+    EXPECT_FALSE(fr.empty()) << code;
+    EXPECT_FALSE(en.empty()) << code;
+    EXPECT_NE(fr, en) << code;
+    auto fr_params = reason::placeholders(fr), en_params = reason::placeholders(en);
+    std::sort(fr_params.begin(), fr_params.end());
+    std::sort(en_params.begin(), en_params.end());
+    EXPECT_EQ(fr_params, en_params) << code;
+  }
+  // Every "reason." text of the table belongs to a reason (none left behind by a rename).
+  for (std::string_view code : i18n::all_codes())
+    if (code.starts_with("reason.")) EXPECT_TRUE(names.contains(code.substr(7))) << code;
+}
+
+TEST(Reasons, TextPutsTheParametersIntoTheTemplateOfTheLocale) {
+  EXPECT_EQ(reason::text(reason::at_most_chars(200), i18n::Locale::en), "must be at most 200 characters");
+  EXPECT_EQ(reason::text(reason::at_most_chars(200), i18n::Locale::fr), "doit faire au plus 200 caractères");
+  EXPECT_EQ(reason::text(Reason::required, i18n::Locale::fr), "est obligatoire");
+  EXPECT_EQ(reason::text(reason::untyped("as sent"), i18n::Locale::fr), "as sent");
+  EXPECT_EQ(reason::placeholders("{a} and {b}"), (std::vector<std::string_view>{"a", "b"}));
+}
+
+TEST(Reasons, FieldErrorsKeepTheFirstProblemOfAFieldAndRenderDetailsInEnglish) {
+  json::FieldErrors errors;
+  errors.add("amount", Reason::too_large);
+  errors.add("name", reason::at_most_chars(200));
+  errors.add("amount", Reason::required);
+  json::FieldErrors line;
+  line.add("rate", Reason::required);
+  errors.add_all("distribution[0].", line);
+  Status st = errors.status();
+  ASSERT_FALSE(st);
+  const Error& e = st.error();
+  EXPECT_TRUE(e.is(ErrorKind::invalid));
+  EXPECT_EQ(e.code, "empty_data");
+  EXPECT_EQ(
+      json::dump(e.details),
+      R"({"amount":"is too large","name":"must be at most 200 characters","distribution[0].rate":"is required"})");
+  ASSERT_EQ(e.problems.size(), 3u);
+  ASSERT_NE(e.problem("amount"), nullptr);
+  EXPECT_EQ(e.problem("amount")->reason, Reason::too_large);
+  EXPECT_EQ(e.problem("name")->param("max"), "200");
+  EXPECT_EQ(e.problem("distribution[0].rate")->reason, Reason::required);
+  EXPECT_TRUE(e.has(Reason::required));
+  EXPECT_FALSE(e.has(Reason::not_number));
+}
+
+TEST(Reasons, AProblemOfTheWholeRequestIsAStringDetail) {
+  Error e = field_error("", Reason::body_empty);
+  EXPECT_EQ(json::dump(e.details), R"("request body is empty")");
+  ASSERT_NE(e.problem(""), nullptr);
+  EXPECT_EQ(e.problem("")->reason, Reason::body_empty);
+  Error c = with_problem(conflict(), "orderId", Reason::order_paid);
+  EXPECT_TRUE(c.is(ErrorKind::conflict));
+  EXPECT_EQ(json::dump(c.details), R"({"orderId":"this order is already paid"})");
+}
 
 TEST(I18n, EveryCodeHasBothTextsAndTableIsSorted) {
   auto codes = i18n::all_codes();

@@ -1,0 +1,14 @@
+#pragma once
+// Message codes that code decides on, named once: `err.is(codes::invalid_otp)` cannot be
+// misspelled the way `err.code == "invalid_otp"` can.
+#include "core/result.hpp"
+
+namespace sika::codes {
+
+inline constexpr Code bad_config{"bad_config"};
+inline constexpr Code empty_data{"empty_data"};
+inline constexpr Code invalid_otp{"invalid_otp"};
+inline constexpr Code limit_exceeded{"limit_exceeded"};
+inline constexpr Code otp_required{"otp_required"};
+
+}  // namespace sika::codes

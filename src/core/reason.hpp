@@ -1,0 +1,211 @@
+#pragma once
+// Why a field (or a whole request) is refused, as a value: a Reason and the values its text names
+// (core/result.hpp's Problem). Code decides on the reason; the texts (fr and en templates with
+// {name} placeholders) live in core/i18n.cpp under "reason.<name>". error.details is the English
+// rendering; a page renders the same problems in its customer's language.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/i18n.hpp"
+#include "core/result.hpp"
+
+namespace sika {
+
+// To add a reason: name it here, give it its fr and en texts in core/i18n.cpp.
+#define SIKA_REASONS(X)        \
+  X(absolute_http_url)         \
+  X(amount_or_rate)            \
+  X(amount_with_rates)         \
+  X(api_key_inactive)          \
+  X(api_key_required)          \
+  X(area_code)                 \
+  X(area_currency)             \
+  X(area_not_collected)        \
+  X(area_unknown)              \
+  X(at_least_amount)           \
+  X(at_least_for_service)      \
+  X(at_most)                   \
+  X(at_most_chars)             \
+  X(at_most_for_service)       \
+  X(at_most_items)             \
+  X(at_most_json_bytes)        \
+  X(at_most_printable)         \
+  X(body_empty)                \
+  X(body_not_object)           \
+  X(channel)                   \
+  X(channel_own_wallet)        \
+  X(choose_method)             \
+  X(choose_service)            \
+  X(control_characters)        \
+  X(country_not_granted)       \
+  X(currency_code)             \
+  X(currency_letters)          \
+  X(currency_not_allowed)      \
+  X(currency_not_collected)    \
+  X(currency_upper)            \
+  X(date_time)                 \
+  X(decimal_number)            \
+  X(decimals_in)               \
+  X(digits_after)              \
+  X(duplicate_key)             \
+  X(email)                     \
+  X(exponent_range)            \
+  X(fee_bearer)                \
+  X(fee_exceeds_amount)        \
+  X(fixed_amount)              \
+  X(foreign_domain)            \
+  X(greater_than_zero)         \
+  X(has_host)                  \
+  X(hmac_hex)                  \
+  X(http_or_https)             \
+  X(in_future)                 \
+  X(inactive_merchant)         \
+  X(inactive_service)          \
+  X(incorrect)                 \
+  X(invalid)                   \
+  X(invalid_port)              \
+  X(items_between)             \
+  X(json_in_form)              \
+  X(key_nul_character)         \
+  X(line_up)                   \
+  X(link_update_empty)         \
+  X(malformed_json)            \
+  X(matricule)                 \
+  X(merchant_only)             \
+  X(more_decimals)             \
+  X(must_be_direct)            \
+  X(no_connector)              \
+  X(no_credentials)            \
+  X(no_fragment)               \
+  X(no_method)                 \
+  X(no_method_fx)              \
+  X(no_method_fx_in)           \
+  X(no_method_in)              \
+  X(no_platform_wallet)        \
+  X(no_session)                \
+  X(not_a_method)              \
+  X(not_a_number_of)           \
+  X(not_active)                \
+  X(not_array)                 \
+  X(not_below_min)             \
+  X(not_boolean)               \
+  X(not_collecting_in)         \
+  X(not_configured)            \
+  X(not_empty)                 \
+  X(not_integer)               \
+  X(not_negative)              \
+  X(not_number)                \
+  X(not_object)                \
+  X(not_string)                \
+  X(nul_character)             \
+  X(number_of_country)         \
+  X(one_kind_of_line)          \
+  X(open_amount_only)          \
+  X(order_busy)                \
+  X(order_in_progress)         \
+  X(order_other_fields)        \
+  X(order_paid)                \
+  X(otp_already_sent_customer) \
+  X(otp_already_sent_wallet)   \
+  X(otp_attempts_exhausted)    \
+  X(otp_by_operator)           \
+  X(otp_by_service)            \
+  X(otp_not_sent)              \
+  X(otp_sent_customer)         \
+  X(otp_sent_wallet)           \
+  X(otp_shape)                 \
+  X(otp_too_long)              \
+  X(otp_verified_concurrently) \
+  X(page_out_of_date)          \
+  X(paid_with)                 \
+  X(payer_amount)              \
+  X(payouts_direct)            \
+  X(percentage)                \
+  X(phone_characters)          \
+  X(phone_country_prefix)      \
+  X(phone_digits)              \
+  X(platform_wallet_service)   \
+  X(positive_minor_units)      \
+  X(rates_beyond_100)          \
+  X(rates_sum)                 \
+  X(repeated)                  \
+  X(required)                  \
+  X(reserved_metadata)         \
+  X(rotation_lost)             \
+  X(same_country_currency)     \
+  X(service_currency)          \
+  X(service_inactive)          \
+  X(service_needed)            \
+  X(service_no_country)        \
+  X(session_cancelled)         \
+  X(session_expired)           \
+  X(session_in_progress)       \
+  X(session_moved_on)          \
+  X(set_by_platform)           \
+  X(settlement_mode)           \
+  X(short_code)                \
+  X(signature_mismatch)        \
+  X(signature_required)        \
+  X(single_use_min)            \
+  X(split_needs_distribution)  \
+  X(split_only)                \
+  X(split_rate)                \
+  X(sum_of_lines)              \
+  X(too_large)                 \
+  X(too_long)                  \
+  X(too_many_digits)           \
+  X(unknown_customer_field)    \
+  X(unknown_field)             \
+  X(unknown_line_field)        \
+  X(unknown_service)           \
+  X(unknown_service_key)       \
+  X(uuid)                      \
+  X(uuid_plain)                \
+  X(wallet_channel_sandbox)    \
+  X(whole_minor_units)         \
+  X(whole_number)              \
+  X(whole_number_of)
+
+enum class Reason : std::uint16_t {
+  text,  // an untyped text, carried as is until its producer gets a reason (not in reason::all)
+#define SIKA_REASON_ENUMERATOR(name) name,
+  SIKA_REASONS(SIKA_REASON_ENUMERATOR)
+#undef SIKA_REASON_ENUMERATOR
+};
+
+namespace reason {
+
+// Every reason that has texts (all but Reason::text).
+std::span<const Reason> all();
+std::string_view name(Reason r);
+// The i18n code of the reason's texts: "reason.<name>".
+std::string code(Reason r);
+// The problem's text in `l`: its reason's template with each {name} replaced by the parameter's value.
+std::string text(const Problem& p, i18n::Locale l);
+// The {placeholders} of a template, in order of appearance.
+std::vector<std::string_view> placeholders(std::string_view tmpl);
+
+// Reasons with parameters.
+inline Problem with(Reason r, std::string_view name, std::string value) {
+  return Problem(r, {{name, std::move(value)}});
+}
+inline Problem at_most(std::int64_t max) { return with(Reason::at_most, "max", std::to_string(max)); }
+inline Problem at_most_chars(std::int64_t max) { return with(Reason::at_most_chars, "max", std::to_string(max)); }
+inline Problem at_most_items(std::int64_t max) { return with(Reason::at_most_items, "max", std::to_string(max)); }
+// An untyped text (Reason::text): for a problem whose producer has no reason yet.
+inline Problem untyped(std::string text) { return with(Reason::text, "text", std::move(text)); }
+
+}  // namespace reason
+
+// `e` with its details replaced by {field: the English text of p} (details is the text alone when
+// field is empty) and p as its problem, e.g. with_problem(conflict(), "orderId", Reason::order_paid).
+Error with_problem(Error e, std::string field, Problem p);
+// An empty_data error naming one field's problem.
+inline Error field_error(std::string field, Problem p) {
+  return with_problem(empty_data(nullptr), std::move(field), std::move(p));
+}
+
+}  // namespace sika
