@@ -7,6 +7,7 @@
 #include "app/config.hpp"
 #include "app/context.hpp"
 #include "core/crypto.hpp"
+#include "core/thread_annotations.hpp"
 #include "core/time.hpp"
 #include "payments/service.hpp"
 #include "store/jobs.hpp"
@@ -64,13 +65,14 @@ constexpr std::string_view kOldestDueHelp = "How long the oldest due pending job
 
 void register_job_collector(metrics::Registry& registry, Context& ctx) {
   struct Seen {
-    std::mutex mu;
-    std::map<std::pair<std::string, std::string>, metrics::Gauge*> jobs;
-    std::map<std::string, metrics::Gauge*> oldest;
+    sika::Mutex mu;
+    std::map<std::pair<std::string, std::string>, metrics::Gauge*> jobs GUARDED_BY(mu);
+    std::map<std::string, metrics::Gauge*> oldest GUARDED_BY(mu);
   };
   auto seen = std::make_shared<Seen>();
   // The queues this process works exist from the first scrape, at zero, before any job.
-  if (ctx.jobs)
+  // Not shared yet: the lock is for the analysis and is never waited for.
+  if (sika::MutexLock lock(seen->mu); ctx.jobs)
     for (const std::string& queue : ctx.jobs->queues()) {
       for (std::string_view state : {store::kJobPending, store::kJobRunning, store::kJobDead})
         seen->jobs[{queue, std::string(state)}] =
@@ -81,10 +83,10 @@ void register_job_collector(metrics::Registry& registry, Context& ctx) {
     const std::int64_t t = now_ms();
     auto stats = store::queue_stats(*ctx.db, t);
     if (!stats) return;  // the database is down: keep the last values (/readyz says why)
-    std::lock_guard lock(seen->mu);
+    sika::MutexLock lock(seen->mu);
     for (auto& [key, gauge] : seen->jobs) gauge->set(0);
     for (auto& [queue, gauge] : seen->oldest) gauge->set(0);
-    auto set = [&](const std::string& queue, std::string_view state, std::int64_t n) {
+    auto set = [&](const std::string& queue, std::string_view state, std::int64_t n) REQUIRES(seen->mu) {
       auto& g = seen->jobs[{queue, std::string(state)}];
       if (!g) g = &registry.gauge("sika_jobs", kJobsHelp, {{"queue", queue}, {"state", std::string(state)}});
       g->set(static_cast<double>(n));

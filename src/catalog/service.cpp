@@ -93,7 +93,7 @@ std::shared_ptr<const Catalog> Service::snapshot() {
 }
 
 Status Service::refresh() {
-  std::lock_guard lock(reload_mu_);
+  sika::MutexLock lock(reload_mu_);
   std::shared_ptr<const Catalog> current = current_.load();
   std::shared_ptr<const Catalog> next;
   SIKA_TRY(db_.read([&](store::Conn& conn) -> Status {
@@ -160,7 +160,7 @@ Result<ImportReport> Service::import(const bj::value& document, Mode mode) {
 
 std::optional<web::Response> Service::Memo::find(const std::shared_ptr<const Catalog>& snapshot,
                                                  const std::string& key) {
-  std::lock_guard lock(mu_);
+  sika::MutexLock lock(mu_);
   if (snapshot_ != snapshot) return std::nullopt;
   auto it = entries_.find(key);
   if (it == entries_.end()) return std::nullopt;
@@ -169,7 +169,7 @@ std::optional<web::Response> Service::Memo::find(const std::shared_ptr<const Cat
 
 void Service::Memo::store(const std::shared_ptr<const Catalog>& snapshot, std::string key,
                           const web::Response& response) {
-  std::lock_guard lock(mu_);
+  sika::MutexLock lock(mu_);
   if (snapshot_ != snapshot) {
     // A response of an older snapshot is never stored over a newer one's entries.
     if (snapshot_ && snapshot->version() < snapshot_->version()) return;

@@ -22,6 +22,7 @@
 #include "catalog/model.hpp"
 #include "catalog/store.hpp"
 #include "core/periodic.hpp"
+#include "core/thread_annotations.hpp"
 #include "store/db.hpp"
 #include "web/message.hpp"
 
@@ -76,15 +77,15 @@ class Service {
 
    private:
     static constexpr std::size_t kMaxEntries = 2048;
-    std::mutex mu_;
-    std::shared_ptr<const Catalog> snapshot_;
-    std::unordered_map<std::string, web::Response> entries_;
+    sika::Mutex mu_;
+    std::shared_ptr<const Catalog> snapshot_ GUARDED_BY(mu_);
+    std::unordered_map<std::string, web::Response> entries_ GUARDED_BY(mu_);
   };
 
   store::Db& db_;
   Options options_;
   std::atomic<std::shared_ptr<const Catalog>> current_;
-  std::mutex reload_mu_;  // one reload at a time
+  sika::Mutex reload_mu_;  // one refresh() at a time: its load-compare-store of current_ (read lock-free)
   Memo memo_;
 
   std::unique_ptr<Periodic> poller_;

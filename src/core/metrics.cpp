@@ -94,14 +94,14 @@ Registry::Series& Registry::series(std::string_view name, std::string_view help,
 }
 
 Counter& Registry::counter(std::string_view name, std::string_view help, const Labels& labels) {
-  std::lock_guard lock(mu_);
+  sika::MutexLock lock(mu_);
   Series& s = series(name, help, Kind::counter, labels);
   if (!s.counter) s.counter = std::make_unique<Counter>();
   return *s.counter;
 }
 
 Gauge& Registry::gauge(std::string_view name, std::string_view help, const Labels& labels) {
-  std::lock_guard lock(mu_);
+  sika::MutexLock lock(mu_);
   Series& s = series(name, help, Kind::gauge, labels);
   if (!s.gauge) s.gauge = std::make_unique<Gauge>();
   return *s.gauge;
@@ -109,23 +109,23 @@ Gauge& Registry::gauge(std::string_view name, std::string_view help, const Label
 
 Histogram& Registry::histogram(std::string_view name, std::string_view help, const std::vector<double>& bounds,
                                const Labels& labels) {
-  std::lock_guard lock(mu_);
+  sika::MutexLock lock(mu_);
   Series& s = series(name, help, Kind::histogram, labels);
   if (!s.histogram) s.histogram = std::make_unique<Histogram>(bounds);
   return *s.histogram;
 }
 
 void Registry::on_scrape(std::function<void()> collect) {
-  std::lock_guard lock(collect_mu_);
+  sika::MutexLock lock(collect_mu_);
   collectors_.push_back(std::move(collect));
 }
 
 std::string Registry::render() {
   {
-    std::lock_guard lock(collect_mu_);
+    sika::MutexLock lock(collect_mu_);
     for (const auto& c : collectors_) c();
   }
-  std::lock_guard lock(mu_);
+  sika::MutexLock lock(mu_);
   std::string out;
   for (const auto& [name, f] : families_) {
     static constexpr std::string_view kKinds[] = {"counter", "gauge", "histogram"};

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+#include "core/thread_annotations.hpp"
 
 namespace sika::metrics {
 
@@ -94,12 +95,12 @@ class Registry {
     std::string help;
     std::map<std::string, Series> series;  // by rendered label text
   };
-  Series& series(std::string_view name, std::string_view help, Kind kind, const Labels& labels);
+  Series& series(std::string_view name, std::string_view help, Kind kind, const Labels& labels) REQUIRES(mu_);
 
-  std::mutex mu_;
-  std::map<std::string, Family, std::less<>> families_;
-  std::mutex collect_mu_;
-  std::vector<std::function<void()>> collectors_;
+  sika::Mutex mu_;
+  std::map<std::string, Family, std::less<>> families_ GUARDED_BY(mu_);
+  sika::Mutex collect_mu_;
+  std::vector<std::function<void()>> collectors_ GUARDED_BY(collect_mu_);
 };
 
 // The process's registry: what GET /metrics renders. Components register their metrics here.

@@ -27,7 +27,7 @@ Periodic::Periodic(std::string name, std::chrono::milliseconds interval, Tick ti
 Periodic::~Periodic() { stop(); }
 
 void Periodic::start() {
-  std::lock_guard lock(mu_);
+  sika::MutexLock lock(mu_);
   if (thread_.joinable()) return;
   stopping_ = false;
   woken_ = false;
@@ -37,7 +37,7 @@ void Periodic::start() {
 
 void Periodic::wake() {
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     woken_ = true;
   }
   cv_.notify_all();
@@ -46,7 +46,7 @@ void Periodic::wake() {
 void Periodic::stop() {
   std::thread t;
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     if (!thread_.joinable()) return;
     stopping_ = true;
     running_ = false;
@@ -61,19 +61,19 @@ void Periodic::stop() {
 }
 
 bool Periodic::running() const {
-  std::lock_guard lock(mu_);
+  sika::MutexLock lock(mu_);
   return running_;
 }
 
 std::uint64_t Periodic::errors() const {
-  std::lock_guard lock(mu_);
+  sika::MutexLock lock(mu_);
   return errors_;
 }
 
 void Periodic::log_failure(const std::string& what) {
   std::uint64_t suppressed = 0;
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     ++errors_;
     const auto now = std::chrono::steady_clock::now();
     if (last_log_ != std::chrono::steady_clock::time_point{} && now - last_log_ < kLogEvery) {
@@ -93,7 +93,7 @@ void Periodic::log_failure(const std::string& what) {
 void Periodic::loop() {
   for (;;) {
     {
-      std::lock_guard lock(mu_);
+      sika::MutexLock lock(mu_);
       if (stopping_) return;
       woken_ = false;  // a wake during the tick below starts the next one at once
     }
@@ -109,9 +109,9 @@ void Periodic::loop() {
     } catch (...) {
       log_failure("tick threw a non-standard exception");
     }
-    std::unique_lock lock(mu_);
+    sika::UniqueLock lock(mu_);
     const auto wait = pace == Pace::busy ? busy_pause_ : interval_;
-    if (wait.count() > 0) cv_.wait_for(lock, wait, [this] { return stopping_ || woken_; });
+    if (wait.count() > 0) lock.wait_for(cv_, wait, [this]() REQUIRES(mu_) { return stopping_ || woken_; });
   }
 }
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/result.hpp"
+#include "core/thread_annotations.hpp"
 
 namespace sika {
 
@@ -52,15 +53,15 @@ class Periodic {
   const std::chrono::milliseconds busy_pause_;
   Tick tick_;
 
-  mutable std::mutex mu_;
+  mutable sika::Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;
-  bool woken_ = false;
-  bool running_ = false;
-  std::uint64_t errors_ = 0;
-  std::uint64_t unlogged_ = 0;
-  std::chrono::steady_clock::time_point last_log_{};
-  std::thread thread_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool woken_ GUARDED_BY(mu_) = false;
+  bool running_ GUARDED_BY(mu_) = false;
+  std::uint64_t errors_ GUARDED_BY(mu_) = 0;
+  std::uint64_t unlogged_ GUARDED_BY(mu_) = 0;
+  std::chrono::steady_clock::time_point last_log_ GUARDED_BY(mu_){};
+  std::thread thread_ GUARDED_BY(mu_);
 };
 
 }  // namespace sika

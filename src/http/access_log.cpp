@@ -19,7 +19,7 @@ AccessLog::AccessLog(std::FILE* out, std::size_t capacity) : out_(out), capacity
 
 AccessLog::~AccessLog() {
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     stop_ = true;
   }
   wake_.notify_one();
@@ -29,7 +29,7 @@ AccessLog::~AccessLog() {
 bool AccessLog::post(AccessLogEntry&& entry) {
   bool wake;
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     if (queue_.size() >= capacity_) {
       ++dropped_;
       return false;
@@ -43,20 +43,20 @@ bool AccessLog::post(AccessLogEntry&& entry) {
 }
 
 void AccessLog::flush() {
-  std::unique_lock lock(mu_);
+  sika::UniqueLock lock(mu_);
   std::uint64_t target = posted_;
   flush_requested_ = true;
   wake_.notify_one();
-  written_.wait(lock, [&] { return written_count_ >= target || stop_; });
+  lock.wait(written_, [&]() REQUIRES(mu_) { return written_count_ >= target || stop_; });
 }
 
 std::uint64_t AccessLog::written() const {
-  std::lock_guard lock(mu_);
+  sika::MutexLock lock(mu_);
   return written_count_;
 }
 
 std::uint64_t AccessLog::dropped() const {
-  std::lock_guard lock(mu_);
+  sika::MutexLock lock(mu_);
   return dropped_;
 }
 
@@ -66,8 +66,9 @@ void AccessLog::run() {
   for (;;) {
     bool stopping;
     {
-      std::unique_lock lock(mu_);
-      wake_.wait_for(lock, kWriterPeriod, [&] { return stop_ || flush_requested_ || queue_.size() > capacity_ / 2; });
+      sika::UniqueLock lock(mu_);
+      lock.wait_for(wake_, kWriterPeriod,
+                    [&]() REQUIRES(mu_) { return stop_ || flush_requested_ || queue_.size() > capacity_ / 2; });
       flush_requested_ = false;
       batch.swap(queue_);
       stopping = stop_;
@@ -79,13 +80,13 @@ void AccessLog::run() {
       std::fflush(out_);
     }
     {
-      std::lock_guard lock(mu_);
+      sika::MutexLock lock(mu_);
       written_count_ += batch.size();
     }
     written_.notify_all();
     batch.clear();
     if (stopping) {
-      std::lock_guard lock(mu_);
+      sika::MutexLock lock(mu_);
       if (queue_.empty()) return;
     }
   }

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/thread_annotations.hpp"
 #include "http/server.hpp"
 
 namespace sika::http {
@@ -35,15 +36,15 @@ class AccessLog {
 
   std::FILE* out_;
   std::size_t capacity_;
-  mutable std::mutex mu_;
+  mutable sika::Mutex mu_;
   std::condition_variable wake_;     // the writer: work arrived (or stop)
   std::condition_variable written_;  // flush(): a batch was written
-  std::vector<AccessLogEntry> queue_;
-  std::uint64_t posted_ = 0;
-  std::uint64_t written_count_ = 0;
-  std::uint64_t dropped_ = 0;
-  bool stop_ = false;
-  bool flush_requested_ = false;
+  std::vector<AccessLogEntry> queue_ GUARDED_BY(mu_);
+  std::uint64_t posted_ GUARDED_BY(mu_) = 0;
+  std::uint64_t written_count_ GUARDED_BY(mu_) = 0;
+  std::uint64_t dropped_ GUARDED_BY(mu_) = 0;
+  bool stop_ GUARDED_BY(mu_) = false;
+  bool flush_requested_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

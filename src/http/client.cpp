@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/thread_annotations.hpp"
 #include "web/address_policy.hpp"
 
 namespace sika::http {
@@ -134,11 +135,11 @@ Result<Target> parse_target(std::string_view url) {
 // its deadline (getaddrinfo cannot be cancelled; the helper finishes on its own).
 Result<std::vector<net::ip::address>> resolve(const std::string& host, Clock::time_point deadline) {
   struct Job {
-    std::mutex mu;
+    sika::Mutex mu;
     std::condition_variable cv;
-    bool done = false;
-    int rc = 0;
-    std::vector<net::ip::address> addrs;
+    bool done GUARDED_BY(mu) = false;
+    int rc GUARDED_BY(mu) = 0;
+    std::vector<net::ip::address> addrs GUARDED_BY(mu);
   };
   if (g_pending_lookups.fetch_add(1) >= kMaxPendingLookups) {
     g_pending_lookups.fetch_sub(1);
@@ -169,7 +170,7 @@ Result<std::vector<net::ip::address>> resolve(const std::string& host, Clock::ti
       }
       if (res) ::freeaddrinfo(res);
       {
-        std::lock_guard lock(job->mu);
+        sika::MutexLock lock(job->mu);
         job->rc = rc;
         job->addrs = std::move(addrs);
         job->done = true;
@@ -181,8 +182,8 @@ Result<std::vector<net::ip::address>> resolve(const std::string& host, Clock::ti
     g_pending_lookups.fetch_sub(1);
     return upstream_error(std::string("cannot start DNS lookup: ") + e.what());
   }
-  std::unique_lock lock(job->mu);
-  if (!job->cv.wait_until(lock, deadline, [&] { return job->done; }))
+  sika::UniqueLock lock(job->mu);
+  if (!lock.wait_until(job->cv, deadline, [&]() REQUIRES(job->mu) { return job->done; }))
     return upstream_timeout("DNS resolution timed out");
   if (job->rc != 0 || job->addrs.empty()) return upstream_error("could not resolve host");
   // Duplicates (one per socket type on some resolvers) are harmless but noisy.
@@ -306,9 +307,9 @@ class Client final : public web::HttpClient {
   }
 
   bool acquire_slot(const std::string& key, Clock::time_point until) {
-    std::unique_lock lock(mu_);
-    auto ok = [&] { return hosts_[key].in_flight < opt_.max_in_flight_per_host; };
-    if (!cv_.wait_until(lock, until, ok)) {
+    sika::UniqueLock lock(mu_);
+    auto ok = [&]() REQUIRES(mu_) { return hosts_[key].in_flight < opt_.max_in_flight_per_host; };
+    if (!lock.wait_until(cv_, until, ok)) {
       auto it = hosts_.find(key);
       if (it != hosts_.end() && it->second.in_flight == 0 && it->second.idle.empty()) hosts_.erase(it);
       return false;
@@ -321,7 +322,7 @@ class Client final : public web::HttpClient {
   void release_slot(const std::string& key, std::unique_ptr<Conn> conn) {
     std::vector<std::unique_ptr<Conn>> doomed;
     {
-      std::lock_guard lock(mu_);
+      sika::MutexLock lock(mu_);
       auto& hs = hosts_[key];
       --hs.in_flight;
       if (conn) {
@@ -340,7 +341,7 @@ class Client final : public web::HttpClient {
   }
 
   // Moves expired idle connections of every host into `doomed` (at most every second).
-  void sweep_locked(std::vector<std::unique_ptr<Conn>>& doomed) {
+  void sweep_locked(std::vector<std::unique_ptr<Conn>>& doomed) REQUIRES(mu_) {
     auto now = Clock::now();
     if (now - last_sweep_ < std::chrono::seconds(1)) return;
     last_sweep_ = now;
@@ -366,7 +367,7 @@ class Client final : public web::HttpClient {
     std::vector<std::unique_ptr<Conn>> doomed;
     std::unique_ptr<Conn> found;
     {
-      std::lock_guard lock(mu_);
+      sika::MutexLock lock(mu_);
       auto it = hosts_.find(key);
       if (it == hosts_.end()) return nullptr;
       auto& idle = it->second.idle;
@@ -551,11 +552,11 @@ class Client final : public web::HttpClient {
 
   ClientOptions opt_;
   ssl::context tls_ctx_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, HostState> hosts_;
-  std::size_t total_idle_ = 0;
-  Clock::time_point last_sweep_ = Clock::now();
+  sika::Mutex mu_;
+  std::condition_variable cv_;  // a host's in-flight count dropped
+  std::map<std::string, HostState> hosts_ GUARDED_BY(mu_);
+  std::size_t total_idle_ GUARDED_BY(mu_) = 0;
+  Clock::time_point last_sweep_ GUARDED_BY(mu_) = Clock::now();
 };
 
 }  // namespace

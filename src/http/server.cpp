@@ -37,6 +37,7 @@
 
 #include "core/json.hpp"
 #include "core/random.hpp"
+#include "core/thread_annotations.hpp"
 #include "core/time.hpp"
 #include "web/envelope.hpp"
 
@@ -174,7 +175,7 @@ class HandlerPool {
   ~HandlerPool() { shutdown(); }
 
   void start() {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     if (!threads_.empty() || stopped_) return;
     for (int i = 0; i < threads_n_; ++i) threads_.emplace_back([this] { run(); });
   }
@@ -182,7 +183,7 @@ class HandlerPool {
   // Returns false when the queue is full or the pool is shut down.
   bool try_post(std::function<void()> job) {
     {
-      std::lock_guard lock(mu_);
+      sika::MutexLock lock(mu_);
       if (stopped_ || queue_.size() >= capacity_) return false;
       queue_.push_back(std::move(job));
     }
@@ -194,7 +195,7 @@ class HandlerPool {
   void shutdown() {
     std::vector<std::thread> threads;
     {
-      std::lock_guard lock(mu_);
+      sika::MutexLock lock(mu_);
       stopped_ = true;
       threads.swap(threads_);
     }
@@ -207,8 +208,8 @@ class HandlerPool {
     for (;;) {
       std::function<void()> job;
       {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stopped_ || !queue_.empty(); });
+        sika::UniqueLock lock(mu_);
+        lock.wait(cv_, [&]() REQUIRES(mu_) { return stopped_ || !queue_.empty(); });
         if (queue_.empty()) return;
         job = std::move(queue_.front());
         queue_.pop_front();
@@ -219,11 +220,11 @@ class HandlerPool {
 
   int threads_n_;
   std::size_t capacity_;
-  std::mutex mu_;
+  sika::Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  std::vector<std::thread> threads_;
-  bool stopped_ = false;
+  std::deque<std::function<void()>> queue_ GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ GUARDED_BY(mu_);
+  bool stopped_ GUARDED_BY(mu_) = false;
 };
 
 class Connection;
@@ -267,11 +268,11 @@ struct Server::Impl {
   bool forced = false;                  // accept_strand only
   bool shutdown_begun = false;          // accept_strand only
 
-  std::mutex conns_mu;
-  std::unordered_map<Connection*, std::weak_ptr<Connection>> conns;
+  sika::Mutex conns_mu;
+  std::unordered_map<Connection*, std::weak_ptr<Connection>> conns GUARDED_BY(conns_mu);
 
-  std::mutex wait_mu;
-  bool joined = false;
+  sika::Mutex wait_mu;  // one wait() joins the threads (io_threads is written by start() alone, before)
+  bool joined GUARDED_BY(wait_mu) = false;
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -697,18 +698,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
 };
 
 void Server::Impl::add(const std::shared_ptr<Connection>& c) {
-  std::lock_guard lock(conns_mu);
+  sika::MutexLock lock(conns_mu);
   conns.emplace(c.get(), c);
 }
 
 void Server::Impl::remove(Connection* c) {
-  std::lock_guard lock(conns_mu);
+  sika::MutexLock lock(conns_mu);
   conns.erase(c);
 }
 
 std::vector<std::shared_ptr<Connection>> Server::Impl::snapshot() {
   std::vector<std::shared_ptr<Connection>> out;
-  std::lock_guard lock(conns_mu);
+  sika::MutexLock lock(conns_mu);
   out.reserve(conns.size());
   for (auto& [_, w] : conns)
     if (auto c = w.lock()) out.push_back(std::move(c));
@@ -733,7 +734,7 @@ void Server::Impl::on_accept(beast::error_code ec, tcp::socket socket) {
   }
   bool full;
   {
-    std::lock_guard lock(conns_mu);
+    sika::MutexLock lock(conns_mu);
     full = conns.size() >= opt.max_connections;
   }
   if (full) {
@@ -837,7 +838,7 @@ void Server::stop() {
 
 void Server::wait() {
   Impl& s = *impl_;
-  std::lock_guard lock(s.wait_mu);
+  sika::MutexLock lock(s.wait_mu);
   if (s.joined) return;
   for (auto& t : s.io_threads) t.join();
   s.io_threads.clear();
@@ -848,7 +849,7 @@ void Server::wait() {
 Server::Stats Server::stats() const {
   Stats st;
   {
-    std::lock_guard lock(impl_->conns_mu);
+    sika::MutexLock lock(impl_->conns_mu);
     st.connections_open = impl_->conns.size();
   }
   st.requests = impl_->requests.load();

@@ -170,14 +170,14 @@ std::string TokenIssuer::client_id_token(const Ticket& t, const Grant& g) const 
   const Jwk* key = ring->signer(parse_alg(client.id_token_alg).value_or(Alg::RS256));
   if (!key) return {};
   {
-    std::lock_guard lock(client_ids_mu_);
+    sika::MutexLock lock(client_ids_mu_);
     auto it = client_ids_.find(client.client_id);
     if (it != client_ids_.end() && it->second.kid == key->kid() &&
         t.now_ms - it->second.iat_ms < kClientIdTokenReuseMs && it->second.iat_ms <= t.now_ms)
       return it->second.token;
   }
   std::string token = id_token(t, g, {});
-  std::lock_guard lock(client_ids_mu_);
+  sika::MutexLock lock(client_ids_mu_);
   if (client_ids_.size() >= 10000) client_ids_.clear();  // bounded under many clients
   client_ids_[client.client_id] = ClientIdToken{token, key->kid(), t.now_ms};
   return token;

@@ -14,6 +14,7 @@
 #include <sodium.h>
 
 #include "core/result.hpp"
+#include "core/thread_annotations.hpp"
 #include "identity/keys.hpp"
 #include "identity/model.hpp"
 #include "identity/options.hpp"
@@ -104,8 +105,9 @@ class TokenIssuer {
   Alg access_alg_;
   std::string seal_key_;
   crypto_auth_hmacsha256_state seal_mac_;  // keyed once: each seal copies it
-  mutable std::mutex client_ids_mu_;
-  mutable std::unordered_map<std::string, ClientIdToken> client_ids_;  // client_id -> its current ID token
+  mutable sika::Mutex client_ids_mu_;
+  mutable std::unordered_map<std::string, ClientIdToken> client_ids_
+      GUARDED_BY(client_ids_mu_);  // client_id -> its current ID token
 };
 
 }  // namespace sika::identity

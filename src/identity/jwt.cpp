@@ -165,7 +165,7 @@ bj::object Jwk::public_jwk() const {
 
 evp_pkey_ctx_st* Jwk::acquire(bool for_sign) const {
   {
-    std::lock_guard lock(pool_mu_);
+    sika::MutexLock lock(pool_mu_);
     auto& pool = for_sign ? sign_pool_ : verify_pool_;
     if (!pool.empty()) {
       EVP_PKEY_CTX* c = pool.back();
@@ -186,7 +186,7 @@ evp_pkey_ctx_st* Jwk::acquire(bool for_sign) const {
 }
 
 void Jwk::release(evp_pkey_ctx_st* ctx, bool for_sign) const {
-  std::lock_guard lock(pool_mu_);
+  sika::MutexLock lock(pool_mu_);
   auto& pool = for_sign ? sign_pool_ : verify_pool_;
   if (pool.size() < 64)
     pool.push_back(ctx);

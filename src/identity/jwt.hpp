@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "core/thread_annotations.hpp"
 
 struct evp_pkey_st;
 struct evp_pkey_ctx_st;
@@ -68,9 +69,9 @@ class Jwk {
   bool has_private_;
   std::string access_header_;
   std::string id_header_;
-  mutable std::mutex pool_mu_;
-  mutable std::vector<evp_pkey_ctx_st*> sign_pool_;
-  mutable std::vector<evp_pkey_ctx_st*> verify_pool_;
+  mutable sika::Mutex pool_mu_;
+  mutable std::vector<evp_pkey_ctx_st*> sign_pool_ GUARDED_BY(pool_mu_);
+  mutable std::vector<evp_pkey_ctx_st*> verify_pool_ GUARDED_BY(pool_mu_);
 };
 
 // A compact JWS split into its parts; the header and payload are parsed JSON objects.

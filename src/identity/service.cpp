@@ -107,8 +107,8 @@ struct Service::CachedToken {
 };
 
 struct Service::TokenShard {
-  std::mutex mu;
-  std::unordered_map<std::string, CachedToken> map;
+  sika::Mutex mu;
+  std::unordered_map<std::string, CachedToken> map GUARDED_BY(mu);
 };
 
 Service::Service(store::Db& db, Options options)
@@ -181,14 +181,14 @@ std::int64_t Service::key_publish_seconds() const {
 }
 
 std::shared_ptr<const KeyRing> Service::keys() const {
-  std::shared_lock lock(keys_mu_);
+  sika::ReaderLock lock(keys_mu_);
   return keys_;
 }
 
 Status Service::reload_keys() {
   SIKA_ASSIGN_OR_RETURN(auto ring, load_keys(db_, opts_.pepper, now(), true));
   {
-    std::unique_lock lock(keys_mu_);
+    sika::WriterLock lock(keys_mu_);
     keys_ = std::move(ring);
   }
   last_key_reload_ = now();
@@ -196,7 +196,7 @@ Status Service::reload_keys() {
 }
 
 void Service::invalidate_client_cache() {
-  std::unique_lock lock(clients_mu_);
+  sika::WriterLock lock(clients_mu_);
   clients_.clear();
 }
 
@@ -240,7 +240,7 @@ Result<bool> Service::shared_rate_hit(const std::string& bucket, int limit, std:
 
 std::optional<Error> Service::address_throttled(const std::string& address) {
   std::int64_t t = now();
-  std::lock_guard lock(rate_mu_);
+  sika::MutexLock lock(rate_mu_);
   auto it = throttled_addresses_.find(address);
   if (it == throttled_addresses_.end()) return std::nullopt;
   if (it->second <= t) {
@@ -260,7 +260,7 @@ Error Service::client_auth_failed(const std::string& address, const Client* clie
   if (!from_address->allowed) {
     std::int64_t until = now() + from_address->retry_after_ms;
     {
-      std::lock_guard lock(rate_mu_);
+      sika::MutexLock lock(rate_mu_);
       std::int64_t t = now();
       if (make_room(throttled_addresses_, [&](const auto& kv) { return kv.second <= t; }))
         throttled_addresses_[address] = until;
@@ -286,7 +286,7 @@ Result<std::shared_ptr<const Client>> Service::load_client(std::string_view clie
   std::int64_t t = now();
   std::string key(client_id);
   {
-    std::shared_lock lock(clients_mu_);
+    sika::ReaderLock lock(clients_mu_);
     auto it = clients_.find(key);
     if (it != clients_.end() && t - it->second->fetched_at < opts_.client_cache_seconds * 1000LL)
       return it->second->client;
@@ -305,7 +305,7 @@ Result<std::shared_ptr<const Client>> Service::load_client(std::string_view clie
   entry->client = std::make_shared<const Client>(std::move(*found));
   entry->fetched_at = t;
   {
-    std::unique_lock lock(clients_mu_);
+    sika::WriterLock lock(clients_mu_);
     if (clients_.size() >= kClientCacheMax) clients_.clear();
     clients_[key] = entry;
   }
@@ -379,7 +379,7 @@ Result<std::shared_ptr<const web::Principal>> Service::verify_cached(std::string
   std::shared_ptr<const web::Principal> principal;
   bool need_check = true;
   {
-    std::lock_guard lock(shard.mu);
+    sika::MutexLock lock(shard.mu);
     auto it = shard.map.find(std::string(token));
     if (it != shard.map.end()) {
       if (it->second.exp_ms <= t) {
@@ -398,7 +398,7 @@ Result<std::shared_ptr<const web::Principal>> Service::verify_cached(std::string
   }
   if (need_check) {
     SIKA_ASSIGN_OR_RETURN(bool revoked, is_revoked(*principal));
-    std::lock_guard lock(shard.mu);
+    sika::MutexLock lock(shard.mu);
     if (shard.map.size() >= static_cast<std::size_t>(std::max(16, opts_.token_cache_entries)) / kTokenShards) {
       for (auto it = shard.map.begin(); it != shard.map.end();)
         it = it->second.exp_ms <= t ? shard.map.erase(it) : std::next(it);
@@ -417,12 +417,12 @@ Result<std::shared_ptr<const web::Principal>> Service::verify_cached(std::string
 
 void Service::note_revoked(const std::vector<std::pair<std::string, std::int64_t>>& jtis) {
   if (jtis.empty() || opts_.token_cache_seconds <= 0) return;
-  std::unique_lock lock(local_revoked_mu_);
+  sika::WriterLock lock(local_revoked_mu_);
   for (const auto& [jti, exp] : jtis) local_revoked_[jti] = exp;
 }
 
 bool Service::revoked_here(const std::string& jti) {
-  std::shared_lock lock(local_revoked_mu_);
+  sika::ReaderLock lock(local_revoked_mu_);
   return !local_revoked_.empty() && local_revoked_.count(jti) != 0;
 }
 
@@ -626,7 +626,7 @@ web::Response Service::as_metadata(web::Request& req) { return discovery(req); }
 Status Service::run_maintenance() {
   const std::int64_t t = now();
   {
-    std::unique_lock lock(local_revoked_mu_);
+    sika::WriterLock lock(local_revoked_mu_);
     for (auto it = local_revoked_.begin(); it != local_revoked_.end();)
       it = it->second <= t ? local_revoked_.erase(it) : std::next(it);
   }

@@ -31,6 +31,7 @@
 
 #include "core/periodic.hpp"
 #include "core/result.hpp"
+#include "core/thread_annotations.hpp"
 #include "identity/issuer.hpp"
 #include "identity/keys.hpp"
 #include "identity/model.hpp"
@@ -210,23 +211,24 @@ class Service {
   web::Csrf csrf_{"", ""};  // set from the pepper by the constructor
   std::string login_key_;   // keys account_key() and device cookies
 
-  mutable std::shared_mutex keys_mu_;
-  std::shared_ptr<const KeyRing> keys_;
+  mutable sika::SharedMutex keys_mu_;
+  std::shared_ptr<const KeyRing> keys_ GUARDED_BY(keys_mu_);
   std::atomic<std::int64_t> last_key_reload_{0};
 
-  std::shared_mutex clients_mu_;
-  std::unordered_map<std::string, std::shared_ptr<CachedClient>> clients_;
+  sika::SharedMutex clients_mu_;
+  std::unordered_map<std::string, std::shared_ptr<CachedClient>> clients_ GUARDED_BY(clients_mu_);
 
   std::unique_ptr<TokenShard[]> token_shards_;
-  std::shared_mutex local_revoked_mu_;
-  std::unordered_map<std::string, std::int64_t> local_revoked_;  // jti -> token expiry (ms)
+  sika::SharedMutex local_revoked_mu_;
+  std::unordered_map<std::string, std::int64_t> local_revoked_
+      GUARDED_BY(local_revoked_mu_);  // jti -> token expiry (ms)
 
   limits::Limiter limiter_;
-  std::mutex rate_mu_;
+  sika::Mutex rate_mu_;  // throttled_addresses_
   limits::LocalLimiter local_limiter_{100'000, [this] { return now(); }};
   // Addresses the shared counter found over failed_client_auth_per_ip -> end of their refusal (ms).
   // A memo of the database's answer, so a flooding address costs no more writes on this node.
-  std::unordered_map<std::string, std::int64_t> throttled_addresses_;
+  std::unordered_map<std::string, std::int64_t> throttled_addresses_ GUARDED_BY(rate_mu_);
 
   std::unique_ptr<Periodic> worker_;  // key reloads and maintenance
 };

@@ -199,13 +199,13 @@ Result<std::int64_t> Limiter::evict_expired(int batch) {
 }
 
 void Limiter::start() {
-  std::lock_guard lock(mu_);
+  sika::MutexLock lock(mu_);
   if (sweeper_.joinable()) return;
   stopping_ = false;
   sweeper_ = std::thread([this] {
-    std::unique_lock lock(mu_);
+    sika::UniqueLock lock(mu_);
     while (!stopping_) {
-      cv_.wait_for(lock, std::chrono::milliseconds(std::max<std::int64_t>(1, opts_.sweep_interval_ms)));
+      lock.wait_for(cv_, std::chrono::milliseconds(std::max<std::int64_t>(1, opts_.sweep_interval_ms)));
       if (stopping_) break;
       lock.unlock();
       auto evicted = evict_expired(opts_.sweep_batch);
@@ -218,7 +218,7 @@ void Limiter::start() {
 void Limiter::stop() {
   std::thread t;
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     stopping_ = true;
     t.swap(sweeper_);
   }

@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "core/result.hpp"
+#include "core/thread_annotations.hpp"
 #include "store/db.hpp"
 
 namespace sika::limits {
@@ -102,10 +103,10 @@ class Limiter {
  private:
   store::Db& db_;
   Options opts_;
-  std::mutex mu_;
+  sika::Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;
-  std::thread sweeper_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::thread sweeper_ GUARDED_BY(mu_);
 };
 
 // Counts a refused hit in sika_rate_limit_refusals_total{limit=policy.name}.

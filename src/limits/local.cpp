@@ -17,7 +17,7 @@ Decision LocalLimiter::hit(std::string_view key, const Policy& policy) {
   Shard& shard = shards_[std::hash<std::string_view>{}(key) % kShards];
   Decision d;
   {
-    std::lock_guard lock(shard.mu);
+    sika::MutexLock lock(shard.mu);
     auto it = shard.windows.find(std::string(key));
     if (it == shard.windows.end()) {
       if (shard.windows.size() >= max_keys_per_shard_)

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "core/thread_annotations.hpp"
 #include "limits/limiter.hpp"
 
 namespace sika::limits {
@@ -39,8 +40,8 @@ class LocalLimiter {
   };
   // Keys are spread over shards so that concurrent hits rarely wait for one another.
   struct Shard {
-    std::mutex mu;
-    std::unordered_map<std::string, Window> windows;
+    sika::Mutex mu;
+    std::unordered_map<std::string, Window> windows GUARDED_BY(mu);
   };
   static constexpr std::size_t kShards = 16;
 

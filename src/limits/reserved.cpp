@@ -21,8 +21,8 @@ std::int64_t ReservedLimiter::block_size(const Policy& p) const {
 }
 
 void ReservedLimiter::wait_for_top_ups() {
-  std::unique_lock lock(flight_mu_);
-  flight_done_.wait(lock, [this] { return in_flight_ == 0; });
+  sika::UniqueLock lock(flight_mu_);
+  lock.wait(flight_done_, [this]() REQUIRES(flight_mu_) { return in_flight_ == 0; });
 }
 
 Result<Decision> ReservedLimiter::hit(std::string_view bucket, const Policy& p) {
@@ -42,7 +42,7 @@ Result<std::optional<Decision>> ReservedLimiter::decide(std::string_view bucket,
     return Decision{false, count, std::max<std::int64_t>(1, retry_after_ms)};
   };
   Shard& shard = shards_[std::hash<std::string_view>{}(bucket) % kShards];
-  std::unique_lock lock(shard.mu);
+  sika::UniqueLock lock(shard.mu);
   for (;;) {
     std::int64_t t = shared_.now();
     // Found again after every wait: an idle entry may have been dropped meanwhile.
@@ -75,7 +75,7 @@ Result<std::optional<Decision>> ReservedLimiter::decide(std::string_view bucket,
     }
     if (!may_block) return Maybe{std::nullopt};
     if (e.reserving) {
-      shard.reserved.wait(lock);
+      lock.wait(shard.reserved);
       continue;
     }
     // This hit reserves the next block; the entry cannot be dropped while `reserving` is set.
@@ -109,7 +109,7 @@ Result<std::optional<Decision>> ReservedLimiter::decide(std::string_view bucket,
   }
 }
 
-void ReservedLimiter::top_up_if_low(Shard& shard, std::unique_lock<std::mutex>& lock, std::string_view bucket, Entry& e,
+void ReservedLimiter::top_up_if_low(Shard& shard, sika::UniqueLock& lock, std::string_view bucket, Entry& e,
                                     const Policy& p) {
   const std::int64_t block = block_size(p);
   if (block < 4 || e.reserving || e.exhausted || e.remaining > block / 2) {
@@ -121,19 +121,19 @@ void ReservedLimiter::top_up_if_low(Shard& shard, std::unique_lock<std::mutex>& 
   e.reserving = true;
   lock.unlock();
   {
-    std::lock_guard flight(flight_mu_);
+    sika::MutexLock flight(flight_mu_);
     ++in_flight_;
   }
   std::string key(bucket);
   shared_.top_up(key, p, want, [this, &shard, key, p](Result<Grant> g) {
     topped_up(shard, key, p, g);
-    std::lock_guard flight(flight_mu_);
+    sika::MutexLock flight(flight_mu_);
     if (--in_flight_ == 0) flight_done_.notify_all();
   });
 }
 
 void ReservedLimiter::topped_up(Shard& shard, const std::string& bucket, const Policy& p, const Result<Grant>& g) {
-  std::lock_guard lock(shard.mu);
+  sika::MutexLock lock(shard.mu);
   auto it = shard.entries.find(bucket);
   if (it == shard.entries.end()) return;  // cannot happen while `reserving` is set
   Entry& e = it->second;
@@ -166,7 +166,7 @@ Result<std::int64_t> ReservedLimiter::release() {
   std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>> unused;  // bucket, limit, window, hits
   const std::int64_t t = shared_.now();
   for (Shard& shard : shards_) {
-    std::lock_guard lock(shard.mu);
+    sika::MutexLock lock(shard.mu);
     for (auto& [bucket, e] : shard.entries) {
       if (e.remaining > 0 && e.window_end > t) unused.emplace_back(bucket, e.limit, e.window_start, e.remaining);
       e.remaining = 0;

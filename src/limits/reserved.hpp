@@ -38,6 +38,7 @@
 #include <unordered_map>
 
 #include "core/result.hpp"
+#include "core/thread_annotations.hpp"
 #include "limits/limiter.hpp"
 
 namespace sika::limits {
@@ -82,15 +83,16 @@ class ReservedLimiter {
     bool exhausted = false;         // a top-up found no room left in this window
   };
   struct Shard {
-    std::mutex mu;
+    sika::Mutex mu;
     std::condition_variable reserved;  // a reservation of this shard ended
-    std::unordered_map<std::string, Entry> entries;
+    std::unordered_map<std::string, Entry> entries GUARDED_BY(mu);
   };
   static constexpr std::size_t kShards = 16;
 
   // Asks for a top-up of `e` (shard locked by `lock`, released on return) when its block runs low.
-  void top_up_if_low(Shard& shard, std::unique_lock<std::mutex>& lock, std::string_view bucket, Entry& e,
-                     const Policy& p);
+  // Unchecked: clang 14 cannot follow a scoped lock passed by reference.
+  void top_up_if_low(Shard& shard, sika::UniqueLock& lock, std::string_view bucket, Entry& e,
+                     const Policy& p) NO_THREAD_SAFETY_ANALYSIS;
   // Applies a top-up's outcome to the bucket's entry.
   void topped_up(Shard& shard, const std::string& bucket, const Policy& p, const Result<Grant>& g);
   void wait_for_top_ups();
@@ -101,9 +103,9 @@ class ReservedLimiter {
   ReservedOptions opts_;
   std::size_t max_keys_per_shard_;
   std::array<Shard, kShards> shards_;
-  std::mutex flight_mu_;
+  sika::Mutex flight_mu_;  // in_flight_ and the wait for it to reach zero
   std::condition_variable flight_done_;
-  int in_flight_ = 0;  // top-ups whose outcome has not been applied yet
+  int in_flight_ GUARDED_BY(flight_mu_) = 0;  // top-ups whose outcome has not been applied yet
 };
 
 }  // namespace sika::limits

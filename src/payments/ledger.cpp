@@ -42,7 +42,7 @@ AccountKey fx_position(std::string_view env, std::string_view currency) {
 }
 
 std::optional<std::int64_t> AccountCache::find(const std::string& k) const {
-  std::lock_guard lock(mu_);
+  sika::MutexLock lock(mu_);
   auto it = ids_.find(k);
   if (it == ids_.end()) return std::nullopt;
   return it->second;
@@ -50,7 +50,7 @@ std::optional<std::int64_t> AccountCache::find(const std::string& k) const {
 
 void AccountCache::remember(const std::vector<std::pair<std::string, std::int64_t>>& learned) {
   if (learned.empty()) return;
-  std::lock_guard lock(mu_);
+  sika::MutexLock lock(mu_);
   for (const auto& [k, id] : learned) ids_.emplace(k, id);
 }
 

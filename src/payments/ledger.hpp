@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "core/thread_annotations.hpp"
 #include "store/db.hpp"
 
 namespace sika::payments::ledger {
@@ -87,8 +88,8 @@ class AccountCache {
   void remember(const std::vector<std::pair<std::string, std::int64_t>>& learned);
 
  private:
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, std::int64_t> ids_;
+  mutable sika::Mutex mu_;
+  std::unordered_map<std::string, std::int64_t> ids_ GUARDED_BY(mu_);
 };
 
 // Ids learned inside one write unit; merged into the cache only after the unit committed.

@@ -53,7 +53,7 @@ std::int64_t SandboxOperator::now() const { return options_.clock ? options_.clo
 
 void SandboxOperator::start() {
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     if (!threads_.empty()) return;
     stopping_ = false;
     for (int i = 0; i < std::max(1, options_.delivery_threads); ++i) threads_.emplace_back([this] { run(); });
@@ -73,7 +73,7 @@ void SandboxOperator::start() {
 Status SandboxOperator::record() {
   std::vector<std::pair<std::string, std::int64_t>> batch;
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     batch.swap(unrecorded_);
   }
   if (batch.empty() || !options_.db) return {};
@@ -86,7 +86,7 @@ Status SandboxOperator::record() {
     return {};
   });
   if (!st) {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     unrecorded_.insert(unrecorded_.end(), batch.begin(), batch.end());
   }
   return st;
@@ -97,7 +97,7 @@ void SandboxOperator::stop() {
   (void)record();  // what it accepted is remembered beyond a stop
   std::vector<std::thread> threads;
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     stopping_ = true;
     threads.swap(threads_);
   }
@@ -106,7 +106,7 @@ void SandboxOperator::stop() {
 }
 
 std::size_t SandboxOperator::queued() const {
-  std::lock_guard lock(mu_);
+  sika::MutexLock lock(mu_);
   return jobs_.size() + static_cast<std::size_t>(in_flight_);
 }
 
@@ -172,17 +172,17 @@ Status SandboxOperator::submit(const PaymentOrder& order) {
   SandboxScenario scenario = sandbox_scenario(order.msisdn);
   std::int64_t base = order.submitted_at > 0 ? order.submitted_at : now();
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     if (submitted_.size() >= 200'000) {
       // Forget submissions older than a day (their transactions expired long ago).
       std::int64_t horizon = now() - 86'400'000 - options_.late_ms;
       std::erase_if(submitted_, [&](const auto& kv) { return kv.second < horizon; });
-      std::erase_if(forced_, [&](const auto& kv) { return !submitted_.contains(kv.first); });
+      std::erase_if(forced_, [&](const auto& kv) REQUIRES(mu_) { return !submitted_.contains(kv.first); });
     }
     submitted_[order.provider_reference] = base;
   }
   if (options_.db) {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     unrecorded_.emplace_back(order.provider_reference, base);
   }
   if (scenario == SandboxScenario::stuck) return {};
@@ -206,7 +206,7 @@ Status SandboxOperator::force(const PaymentOrder& order, OperatorStatus status) 
     return bad_request("invalid_request", bj::object{{"outcome", "a forced outcome is a success or a failure"}});
   status.operator_reference = outcome(order).operator_reference;
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     if (!submitted_.contains(order.provider_reference))
       return not_found(bj::object{{"transaction_reference", "the sandbox operator has no such request"}});
     if (!forced_.emplace(order.provider_reference, status).second)
@@ -221,7 +221,7 @@ Status SandboxOperator::request_payout(const PaymentOrder& order) { return submi
 
 std::optional<std::int64_t> SandboxOperator::submitted_at(const std::string& provider_reference) {
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     if (auto it = submitted_.find(provider_reference); it != submitted_.end()) return it->second;
   }
   if (!options_.db) return std::nullopt;
@@ -235,7 +235,7 @@ std::optional<std::int64_t> SandboxOperator::submitted_at(const std::string& pro
   });
   if (!st) return std::nullopt;
   if (at) {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     submitted_.emplace(provider_reference, *at);
   }
   return at;
@@ -247,7 +247,7 @@ Result<OperatorStatus> SandboxOperator::query_status(const PaymentOrder& order) 
   if (!known) return not_found(bj::string("the sandbox operator has no such request"));
   const std::int64_t submitted_at = *known;
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     if (auto f = forced_.find(order.provider_reference); f != forced_.end()) return f->second;
   }
   OperatorStatus st = outcome(order);
@@ -321,22 +321,22 @@ Result<std::string> SandboxOperator::account_holder(std::string_view, std::strin
 
 void SandboxOperator::schedule(Job job) {
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     jobs_.push(std::move(job));
   }
   cv_.notify_one();
 }
 
 void SandboxOperator::run() {
-  std::unique_lock lock(mu_);
+  sika::UniqueLock lock(mu_);
   while (!stopping_) {
     if (jobs_.empty()) {
-      cv_.wait(lock);
+      lock.wait(cv_);
       continue;
     }
     std::int64_t wait = jobs_.top().due - now();
     if (wait > 0) {
-      cv_.wait_for(lock, std::chrono::milliseconds(std::min<std::int64_t>(wait, 200)));
+      lock.wait_for(cv_, std::chrono::milliseconds(std::min<std::int64_t>(wait, 200)));
       continue;
     }
     Job job = jobs_.top();

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/periodic.hpp"
+#include "core/thread_annotations.hpp"
 #include "payments/connector.hpp"
 #include "store/db.hpp"
 #include "web/client.hpp"
@@ -129,15 +130,18 @@ class SandboxOperator final : public Connector {
 
   web::HttpClient& http_;
   SandboxOptions options_;
-  mutable std::mutex mu_;
+  mutable sika::Mutex mu_;
   std::condition_variable cv_;
-  std::priority_queue<Job, std::vector<Job>, std::greater<>> jobs_;
-  std::vector<std::thread> threads_;
-  bool stopping_ = false;
-  int in_flight_ = 0;
-  std::unordered_map<std::string, std::int64_t> submitted_;       // provider_reference -> submitted_at
-  std::unordered_map<std::string, OperatorStatus> forced_;        // provider_reference -> forced outcome
-  std::vector<std::pair<std::string, std::int64_t>> unrecorded_;  // accepted, not yet in the database
+  std::priority_queue<Job, std::vector<Job>, std::greater<>> jobs_ GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  int in_flight_ GUARDED_BY(mu_) = 0;
+  // provider_reference -> submitted_at
+  std::unordered_map<std::string, std::int64_t> submitted_ GUARDED_BY(mu_);
+  // provider_reference -> forced outcome
+  std::unordered_map<std::string, OperatorStatus> forced_ GUARDED_BY(mu_);
+  // accepted, not yet in the database
+  std::vector<std::pair<std::string, std::int64_t>> unrecorded_ GUARDED_BY(mu_);
   std::unique_ptr<Periodic> recorder_;
 };
 

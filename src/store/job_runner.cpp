@@ -128,12 +128,12 @@ Result<int> JobRunner::claim_and_run(const std::string& queue, int n, const std:
   if (jobs.empty()) return 0;
   claimed_ += static_cast<std::int64_t>(jobs.size());
   {
-    std::lock_guard lock(held_mu_);
+    sika::MutexLock lock(held_mu_);
     for (const auto& j : jobs) held_[j.id] = j.lease;
   }
   const Handler& handler = handlers_.at(queue);
   auto forget = [this](const Job& job) {
-    std::lock_guard lock(held_mu_);
+    sika::MutexLock lock(held_mu_);
     held_.erase(job.id);
   };
   if (handler.page && keep_going()) {
@@ -233,7 +233,7 @@ void JobRunner::record_failure(const Job& job, const Error& error) {
 Result<Pace> JobRunner::beat() {
   std::vector<JobLease> leases;
   {
-    std::lock_guard lock(held_mu_);
+    sika::MutexLock lock(held_mu_);
     for (const auto& [id, lease] : held_) leases.push_back(lease);
   }
   if (leases.empty()) return Pace::idle;

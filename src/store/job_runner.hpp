@@ -19,6 +19,7 @@
 
 #include "core/periodic.hpp"
 #include "core/result.hpp"
+#include "core/thread_annotations.hpp"
 #include "store/db.hpp"
 #include "store/jobs.hpp"
 
@@ -132,8 +133,8 @@ class JobRunner {
   std::atomic<std::uint64_t> owner_seq_{0};
   std::atomic<std::uint64_t> next_queue_{0};
 
-  std::mutex held_mu_;
-  std::map<std::int64_t, JobLease> held_;  // claimed and not yet finished on this node
+  sika::Mutex held_mu_;
+  std::map<std::int64_t, JobLease> held_ GUARDED_BY(held_mu_);  // claimed and not yet finished on this node
 
   std::vector<std::unique_ptr<Periodic>> workers_;
   std::unique_ptr<Periodic> heartbeat_;

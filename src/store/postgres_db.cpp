@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "core/random.hpp"
+#include "core/thread_annotations.hpp"
 #include "store/backend.hpp"
 
 namespace sika::store::detail {
@@ -358,13 +359,13 @@ class Pool {
   Pool(std::string dsn, int capacity) : dsn_(std::move(dsn)), capacity_(capacity) {}
 
   void adopt(std::unique_ptr<PgConnection> c) {
-    std::lock_guard lk(mu_);
+    sika::MutexLock lk(mu_);
     ++open_;
     idle_.push_back(std::move(c));
   }
 
   Result<std::unique_ptr<PgConnection>> acquire() {
-    std::unique_lock lk(mu_);
+    sika::UniqueLock lk(mu_);
     const auto deadline = std::chrono::steady_clock::now() + kPoolWait;
     for (;;) {
       if (closed_) return closed_error();
@@ -376,14 +377,14 @@ class Pool {
         reconnects_.fetch_add(1, std::memory_order_relaxed);
       }
       if (open_ < capacity_) break;
-      if (cv_.wait_until(lk, deadline) == std::cv_status::timeout && idle_.empty() && open_ >= capacity_)
+      if (lk.wait_until(cv_, deadline) == std::cv_status::timeout && idle_.empty() && open_ >= capacity_)
         return sika::unavailable(boost::json::string("all PostgreSQL connections are busy"));
     }
     ++open_;
     lk.unlock();
     auto c = PgConnection::connect(dsn_);
     if (!c) {
-      std::lock_guard relock(mu_);
+      sika::MutexLock relock(mu_);
       --open_;
       cv_.notify_one();
     }
@@ -392,7 +393,7 @@ class Pool {
 
   void release(std::unique_ptr<PgConnection> c) {
     bool keep = !c->broken() && PQtransactionStatus(c->raw()) == PQTRANS_IDLE;
-    std::lock_guard lk(mu_);
+    sika::MutexLock lk(mu_);
     if (!keep) reconnects_.fetch_add(1, std::memory_order_relaxed);
     if (keep && !closed_) {
       idle_.push_back(std::move(c));
@@ -405,14 +406,14 @@ class Pool {
 
   // Drops every idle connection: one broke mid-statement, so the server probably restarted.
   void drop_idle() {
-    std::lock_guard lk(mu_);
+    sika::MutexLock lk(mu_);
     open_ -= static_cast<int>(idle_.size());
     idle_.clear();
     cv_.notify_all();
   }
 
   void close() {
-    std::lock_guard lk(mu_);
+    sika::MutexLock lk(mu_);
     closed_ = true;
     open_ -= static_cast<int>(idle_.size());
     idle_.clear();
@@ -424,11 +425,11 @@ class Pool {
  private:
   const std::string dsn_;
   const int capacity_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<PgConnection>> idle_;
-  int open_ = 0;
-  bool closed_ = false;
+  sika::Mutex mu_;
+  std::condition_variable cv_;  // a connection was released or a slot freed
+  std::vector<std::unique_ptr<PgConnection>> idle_ GUARDED_BY(mu_);
+  int open_ GUARDED_BY(mu_) = 0;
+  bool closed_ GUARDED_BY(mu_) = false;
   std::atomic<std::uint64_t> reconnects_{0};
 };
 

@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/metrics.hpp"
+#include "core/thread_annotations.hpp"
 #include "store/backend.hpp"
 #include "store/sqlite_wal_vfs.hpp"
 
@@ -344,7 +345,7 @@ class SqliteDb final : public Db {
       return internal_error(boost::json::string("db.write() called inside a write unit of the same database"));
     WriteUnit unit{&fn};
     {
-      std::lock_guard lk(queue_mu_);
+      sika::MutexLock lk(queue_mu_);
       if (stopping_) return closed_error();
       queue_.push_back(&unit);
       // A busy writer takes the queue as its next batch without being woken.
@@ -353,8 +354,8 @@ class SqliteDb final : public Db {
         queue_cv_.notify_one();
       }
     }
-    std::unique_lock lk(unit.mu);
-    unit.cv.wait(lk, [&] { return unit.done; });
+    sika::UniqueLock lk(unit.mu);
+    lk.wait(unit.cv, [&]() REQUIRES(unit.mu) { return unit.done; });
     return std::move(unit.result);
   }
 
@@ -369,7 +370,7 @@ class SqliteDb final : public Db {
     unit->fn = &unit->owned_fn;
     unit->on_done = std::move(done);
     {
-      std::lock_guard lk(queue_mu_);
+      sika::MutexLock lk(queue_mu_);
       if (!stopping_) {
         queue_.push_back(unit);
         if (writer_waiting_) {
@@ -395,28 +396,28 @@ class SqliteDb final : public Db {
 
   void close() override {
     {
-      std::lock_guard lk(queue_mu_);
+      sika::MutexLock lk(queue_mu_);
       stopping_ = true;
       queue_cv_.notify_all();
     }
     if (tl_writer_of == this) return;  // called from a write unit: the writer stops after this batch
-    std::lock_guard close_lock(close_mu_);
+    sika::MutexLock close_lock(close_mu_);
     if (writer_.joinable()) writer_.join();
     {
-      std::lock_guard lk(done_mu_);
+      sika::MutexLock lk(done_mu_);
       completer_stopping_ = true;
     }
     done_cv_.notify_one();
     if (completer_.joinable()) completer_.join();
     {
-      std::lock_guard lk(checkpoint_mu_);
+      sika::MutexLock lk(checkpoint_mu_);
       checkpointer_stopping_ = true;
     }
     checkpoint_cv_.notify_one();
     if (checkpointer_.joinable()) checkpointer_.join();
     checkpointer_conn_.reset();
     writer_conn_.reset();
-    std::lock_guard lk(readers_mu_);
+    sika::MutexLock lk(readers_mu_);
     closed_ = true;
     idle_readers_.clear();
     readers_cv_.notify_all();
@@ -437,9 +438,9 @@ class SqliteDb final : public Db {
   struct WriteUnit {
     const std::function<Status(Conn&)>* fn;
     Status result;
-    std::mutex mu;
+    sika::Mutex mu;
     std::condition_variable cv;
-    bool done = false;                      // guarded by mu
+    bool done GUARDED_BY(mu) = false;
     std::function<Status(Conn&)> owned_fn;  // write_async: the unit's function
     std::function<void(Status)> on_done;    // write_async: called once, after the commit
   };
@@ -450,10 +451,10 @@ class SqliteDb final : public Db {
     batch.reserve(options_.max_batch);
     for (;;) {
       {
-        std::unique_lock lk(queue_mu_);
+        sika::UniqueLock lk(queue_mu_);
         while (queue_.empty() && !stopping_) {
           writer_waiting_ = true;
-          queue_cv_.wait(lk);
+          lk.wait(queue_cv_);
         }
         writer_waiting_ = false;
         if (queue_.empty()) break;  // stopping, and every queued unit has been answered
@@ -561,7 +562,7 @@ class SqliteDb final : public Db {
       if (frames - done >= kCheckpointFrames) {
         bool wake = false;
         {
-          std::lock_guard lk(me->checkpoint_mu_);
+          sika::MutexLock lk(me->checkpoint_mu_);
           wake = !me->checkpoint_wanted_;
           me->checkpoint_wanted_ = true;
         }
@@ -576,8 +577,9 @@ class SqliteDb final : public Db {
   void checkpointer_loop() {
     for (;;) {
       {
-        std::unique_lock lk(checkpoint_mu_);
-        checkpoint_cv_.wait(lk, [&] { return checkpoint_wanted_ || checkpointer_stopping_; });
+        sika::UniqueLock lk(checkpoint_mu_);
+        lk.wait(checkpoint_cv_,
+                [&]() REQUIRES(checkpoint_mu_) { return checkpoint_wanted_ || checkpointer_stopping_; });
         if (checkpointer_stopping_) return;
         checkpoint_wanted_ = false;
       }
@@ -594,7 +596,7 @@ class SqliteDb final : public Db {
   }
 
   void put_back(const std::vector<WriteUnit*>& units) {
-    std::lock_guard lk(queue_mu_);
+    sika::MutexLock lk(queue_mu_);
     queue_.insert(queue_.begin(), units.begin(), units.end());
   }
 
@@ -605,7 +607,7 @@ class SqliteDb final : public Db {
     write_units_.fetch_add(units.size(), std::memory_order_relaxed);
     bool wake = false;
     {
-      std::lock_guard lk(done_mu_);
+      sika::MutexLock lk(done_mu_);
       done_.insert(done_.end(), units.begin(), units.end());
       wake = completer_waiting_;
       completer_waiting_ = false;
@@ -620,10 +622,10 @@ class SqliteDb final : public Db {
     std::vector<WriteUnit*> units;
     for (;;) {
       {
-        std::unique_lock lk(done_mu_);
+        sika::UniqueLock lk(done_mu_);
         while (done_.empty() && !completer_stopping_) {
           completer_waiting_ = true;
-          done_cv_.wait(lk);
+          lk.wait(done_cv_);
         }
         completer_waiting_ = false;
         if (done_.empty()) return;  // stopping, and every answered unit has been woken
@@ -640,7 +642,7 @@ class SqliteDb final : public Db {
           }
           continue;
         }
-        std::lock_guard lk(u->mu);
+        sika::MutexLock lk(u->mu);
         u->done = true;
         u->cv.notify_one();
       }
@@ -649,7 +651,7 @@ class SqliteDb final : public Db {
   }
 
   Result<std::unique_ptr<Handle>> acquire_reader() {
-    std::unique_lock lk(readers_mu_);
+    sika::UniqueLock lk(readers_mu_);
     for (;;) {
       if (closed_) return closed_error();
       if (!idle_readers_.empty()) {
@@ -658,14 +660,15 @@ class SqliteDb final : public Db {
         return h;
       }
       if (open_readers_ < options_.pool_size) break;
-      if (!readers_cv_.wait_for(lk, kReaderWait, [&] { return closed_ || !idle_readers_.empty(); }))
+      if (!lk.wait_for(readers_cv_, kReaderWait,
+                       [&]() REQUIRES(readers_mu_) { return closed_ || !idle_readers_.empty(); }))
         return unavailable(boost::json::string("no SQLite reader connection free"));
     }
     ++open_readers_;
     lk.unlock();
     auto h = Handle::open(path_, false, options_);
     if (!h) {
-      std::lock_guard relock(readers_mu_);
+      sika::MutexLock relock(readers_mu_);
       --open_readers_;
       readers_cv_.notify_one();
     }
@@ -673,7 +676,7 @@ class SqliteDb final : public Db {
   }
 
   void release_reader(std::unique_ptr<Handle> h) {
-    std::lock_guard lk(readers_mu_);
+    sika::MutexLock lk(readers_mu_);
     if (closed_ || sqlite3_get_autocommit(h->raw()) == 0) {
       --open_readers_;
       h.reset();
@@ -687,36 +690,36 @@ class SqliteDb final : public Db {
   const DbOptions options_;
   std::unique_ptr<Handle> writer_conn_;        // used by the writer thread only
   std::unique_ptr<Handle> checkpointer_conn_;  // used by the checkpointer thread only
-  std::thread writer_;
+  std::thread writer_ GUARDED_BY(close_mu_);
 
-  std::thread checkpointer_;
-  std::mutex checkpoint_mu_;
+  std::thread checkpointer_ GUARDED_BY(close_mu_);
+  sika::Mutex checkpoint_mu_;
   std::condition_variable checkpoint_cv_;
-  bool checkpoint_wanted_ = false;
+  bool checkpoint_wanted_ GUARDED_BY(checkpoint_mu_) = false;
   std::atomic<int> checkpointed_frames_{0};  // WAL frames the last checkpoint left copied
-  bool checkpointer_stopping_ = false;
+  bool checkpointer_stopping_ GUARDED_BY(checkpoint_mu_) = false;
 
-  std::mutex queue_mu_;
+  sika::Mutex queue_mu_;
   std::condition_variable queue_cv_;
-  std::deque<WriteUnit*> queue_;
-  bool writer_waiting_ = false;
-  bool stopping_ = false;
+  std::deque<WriteUnit*> queue_ GUARDED_BY(queue_mu_);
+  bool writer_waiting_ GUARDED_BY(queue_mu_) = false;
+  bool stopping_ GUARDED_BY(queue_mu_) = false;
 
   // Answered units waiting for the completer thread to wake their callers.
-  std::thread completer_;
-  std::mutex done_mu_;
+  std::thread completer_ GUARDED_BY(close_mu_);
+  sika::Mutex done_mu_;
   std::condition_variable done_cv_;
-  std::vector<WriteUnit*> done_;
-  bool completer_waiting_ = false;
-  bool completer_stopping_ = false;
+  std::vector<WriteUnit*> done_ GUARDED_BY(done_mu_);
+  bool completer_waiting_ GUARDED_BY(done_mu_) = false;
+  bool completer_stopping_ GUARDED_BY(done_mu_) = false;
 
-  std::mutex readers_mu_;
+  sika::Mutex readers_mu_;
   std::condition_variable readers_cv_;
-  std::vector<std::unique_ptr<Handle>> idle_readers_;
-  int open_readers_ = 0;
-  bool closed_ = false;
+  std::vector<std::unique_ptr<Handle>> idle_readers_ GUARDED_BY(readers_mu_);
+  int open_readers_ GUARDED_BY(readers_mu_) = 0;
+  bool closed_ GUARDED_BY(readers_mu_) = false;
 
-  std::mutex close_mu_;
+  sika::Mutex close_mu_;  // one close() joins the threads
 
   std::atomic<std::uint64_t> write_units_{0};
   std::atomic<std::uint64_t> commits_{0};

@@ -370,13 +370,13 @@ Result<std::shared_ptr<const Service::KeyedLink>> Service::keyed_link(const web:
                                                                       const std::string& hash) {
   std::shared_ptr<const KeyedLink> known;
   {
-    std::lock_guard lock(keys_mutex_);
+    sika::MutexLock lock(keys_mutex_);
     if (auto it = keyed_links_.find(hash); it != keyed_links_.end()) known = it->second;
   }
   if (!known) {
     SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
     known = keyed(l);
-    std::lock_guard lock(keys_mutex_);
+    sika::MutexLock lock(keys_mutex_);
     if (keyed_links_.size() >= kKeyedLinks) keyed_links_.clear();  // bounded; the next charges read again
     keyed_links_.emplace(hash, known);
   }
@@ -387,7 +387,7 @@ Result<std::shared_ptr<const Service::KeyedLink>> Service::keyed_link(const web:
 }
 
 void Service::forget_key(const std::string& hash) {
-  std::lock_guard lock(keys_mutex_);
+  sika::MutexLock lock(keys_mutex_);
   keyed_links_.erase(hash);
 }
 

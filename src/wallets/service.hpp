@@ -28,6 +28,7 @@
 #include <unordered_map>
 
 #include "core/result.hpp"
+#include "core/thread_annotations.hpp"
 #include "identity/service.hpp"
 #include "limits/limiter.hpp"
 #include "limits/reserved.hpp"
@@ -259,8 +260,9 @@ class Service {
   notify::Notifier& notifier_;
   Options options_;
   static constexpr std::size_t kKeyedLinks = 100'000;
-  std::mutex keys_mutex_;
-  std::unordered_map<std::string, std::shared_ptr<const KeyedLink>> keyed_links_;  // by key hash
+  sika::Mutex keys_mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const KeyedLink>> keyed_links_
+      GUARDED_BY(keys_mutex_);  // by key hash
 };
 
 }  // namespace sika::wallets

@@ -140,7 +140,10 @@ Result<int> Worker::run_once(std::int64_t now) {
 void Worker::start() {
   if (running_.exchange(true)) return;
   stopping_ = false;
-  recorder_stop_ = false;
+  {
+    sika::MutexLock lock(results_mu_);
+    recorder_stop_ = false;
+  }
   fanout_->start();
   dispatcher_->start();
   recorder_ = std::thread([this] { recorder_loop(); });
@@ -152,7 +155,7 @@ void Worker::start() {
 void Worker::stop() {
   if (!running_) return;
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     stopping_ = true;
   }
   work_cv_.notify_all();
@@ -163,7 +166,7 @@ void Worker::stop() {
   senders_.clear();
   std::vector<Claimed> unsent;
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     unsent.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
     queue_.clear();
     local_.clear();
@@ -172,7 +175,7 @@ void Worker::stop() {
     spdlog::warn("webhooks: could not release {} claimed deliveries (they are due again when their lease ends): {}",
                  unsent.size(), st.error().code);
   {
-    std::lock_guard lock(results_mu_);
+    sika::MutexLock lock(results_mu_);
     recorder_stop_ = true;  // the recorder flushes and exits
   }
   results_cv_.notify_all();
@@ -208,9 +211,9 @@ Result<Pace> Worker::dispatch_tick() {
   ClaimOptions co;
   int free_slots = 0;
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     const std::int64_t t = now_ms();
-    std::erase_if(slow_until_, [&](const auto& e) { return e.second <= t && !local_.contains(e.first); });
+    std::erase_if(slow_until_, [&](const auto& e) REQUIRES(mu_) { return e.second <= t && !local_.contains(e.first); });
     free_slots = capacity - static_cast<int>(queue_.size()) - in_flight_;
     for (const auto& [endpoint, n] : local_) {
       const int room = allowance(endpoint, t) - n;
@@ -237,7 +240,7 @@ Result<Pace> Worker::dispatch_tick() {
   if (claimed->empty()) return Pace::idle;
   claimed_ += static_cast<std::int64_t>(claimed->size());
   {
-    std::lock_guard lock(mu_);
+    sika::MutexLock lock(mu_);
     for (auto& d : *claimed) {
       ++local_[d.endpoint_row];
       round_robin_ = d.endpoint_row;
@@ -255,11 +258,11 @@ void Worker::sender_loop() {
   for (;;) {
     Claimed d;
     {
-      std::unique_lock lock(mu_);
+      sika::UniqueLock lock(mu_);
       std::deque<Claimed>::iterator it;
-      work_cv_.wait(lock, [&] {
+      lock.wait(work_cv_, [&]() REQUIRES(mu_) {
         if (stopping_) return true;
-        it = std::find_if(queue_.begin(), queue_.end(), [&](const Claimed& c) {
+        it = std::find_if(queue_.begin(), queue_.end(), [&](const Claimed& c) REQUIRES(mu_) {
           auto s = sending_.find(c.endpoint_row);
           return s == sending_.end() || s->second < cap;
         });
@@ -283,13 +286,13 @@ void Worker::sender_loop() {
                       r.latency_ms * 2 > options_.timeout_ms;
     std::vector<Claimed> give_back;
     {
-      std::lock_guard lock(results_mu_);
+      sika::MutexLock lock(results_mu_);
       results_.push_back(std::move(r));
     }
     results_cv_.notify_one();
     bool wake_dispatcher = false;
     {
-      std::lock_guard lock(mu_);
+      sika::MutexLock lock(mu_);
       const std::int64_t t = now_ms();
       if (slow) {
         slow_until_[d.endpoint_row] = t + options_.slow_ms;
@@ -330,8 +333,8 @@ void Worker::recorder_loop() {
     std::vector<AttemptResult> batch;
     bool exiting = false;
     {
-      std::unique_lock lock(results_mu_);
-      results_cv_.wait(lock, [&] { return !results_.empty() || recorder_stop_; });
+      sika::UniqueLock lock(results_mu_);
+      lock.wait(results_cv_, [&]() REQUIRES(results_mu_) { return !results_.empty() || recorder_stop_; });
       exiting = recorder_stop_;
       if (results_.empty() && exiting) return;
       std::size_t n = std::min<std::size_t>(results_.size(), static_cast<std::size_t>(options_.record_batch));
@@ -355,7 +358,7 @@ void Worker::recorder_loop() {
       continue;
     }
     {
-      std::lock_guard lock(results_mu_);
+      sika::MutexLock lock(results_mu_);
       results_.insert(results_.begin(), std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));

@@ -19,6 +19,7 @@
 
 #include "core/periodic.hpp"
 #include "core/result.hpp"
+#include "core/thread_annotations.hpp"
 #include "store/db.hpp"
 #include "web/client.hpp"
 #include "webhooks/queue.hpp"
@@ -123,20 +124,20 @@ class Worker {
   std::thread recorder_;
   std::vector<std::thread> senders_;
 
-  // Guarded by mu_.
-  mutable std::mutex mu_;
+  mutable sika::Mutex mu_;
   std::condition_variable work_cv_;  // senders wait for deliveries
-  std::deque<Claimed> queue_;
-  std::map<std::int64_t, int> local_;                            // endpoint row -> deliveries queued or in flight here
-  std::map<std::int64_t, int> sending_;                          // endpoint row -> requests in flight here
-  std::map<std::int64_t, std::int64_t> slow_until_;              // endpoint row -> epoch ms
-  int allowance(std::int64_t endpoint, std::int64_t now) const;  // mu_ held
-  int in_flight_ = 0;
+  std::deque<Claimed> queue_ GUARDED_BY(mu_);
+  // endpoint row -> deliveries queued or in flight here
+  std::map<std::int64_t, int> local_ GUARDED_BY(mu_);
+  std::map<std::int64_t, int> sending_ GUARDED_BY(mu_);              // endpoint row -> requests in flight here
+  std::map<std::int64_t, std::int64_t> slow_until_ GUARDED_BY(mu_);  // endpoint row -> epoch ms
+  int allowance(std::int64_t endpoint, std::int64_t now) const REQUIRES(mu_);
+  int in_flight_ GUARDED_BY(mu_) = 0;
 
-  std::mutex results_mu_;
+  sika::Mutex results_mu_;
   std::condition_variable results_cv_;
-  std::vector<AttemptResult> results_;
-  bool recorder_stop_ = false;
+  std::vector<AttemptResult> results_ GUARDED_BY(results_mu_);
+  bool recorder_stop_ GUARDED_BY(results_mu_) = false;
 
   std::atomic<std::int64_t> claimed_{0}, attempts_{0}, succeeded_{0}, failed_attempts_{0}, recorded_{0},
       recorded_succeeded_{0}, record_errors_{0}, claim_errors_{0};

@@ -11,9 +11,8 @@
 // Both end with `sika admin check-ledger` clean.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { startServer, backends, merchantToken, spawnServe, freePort, sikaBinary, sqlRows, until } from './lib/server.mjs';
+import { startTwoNodes, backends, merchantToken, sqlRows, until, checkLedger } from './lib/server.mjs';
 
 const DAY = 86400000;
 const SUBSCRIPTIONS = 16;
@@ -24,31 +23,16 @@ const ARGS = ['--set', 'log.access=false', '--set', 'payments.sandbox_delay_ms=1
 const sql = sqlRows;
 
 
-function checkLedger(server) {
-  const r = spawnSync(sikaBinary, ['admin', '--db', server.dsn, 'check-ledger', '--json'],
-    { env: { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef' }, encoding: 'utf8' });
-  assert.equal(r.status, 0, r.stderr + r.stdout);
-  assert.equal(JSON.parse(r.stdout).ok, true, r.stdout);
-}
-
 for (const backend of backends()) {
   describe(`billing races on ${backend}${backend === 'postgres' ? ' (two nodes)' : ''}`, () => {
-    let first, second, token;
+    let running, first, token;
     let nodes = [];
     before(async () => {
-      first = await startServer({ backend, args: ARGS });
-      nodes = [first.port];
-      if (backend === 'postgres') {
-        second = await spawnServe({ port: await freePort(), dsn: first.dsn, publicUrl: first.publicUrl, args: ARGS });
-        nodes.push(second.port);
-      }
+      running = await startTwoNodes({ backend, args: ARGS });
+      ({ first, ports: nodes } = running);
       token = await merchantToken(first, 0);
     });
-    after(async () => {
-      if (second && second.child.exitCode === null && second.child.signalCode === null) second.child.kill('SIGTERM');
-      if (second) await second.exited;
-      if (first) await first.stop();
-    });
+    after(() => running?.stop());
 
     const call = async (port, p, body, tok = token) => {
       const headers = { 'content-type': 'application/json', 'accept-language': 'en' };

@@ -7,7 +7,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Issuer, generators } from 'openid-client';
 import { createRemoteJWKSet, jwtVerify, decodeProtectedHeader } from 'jose';
-import { startServer, backends, spawnServe, freePort } from './lib/server.mjs';
+import { startServer, startTwoNodes, backends } from './lib/server.mjs';
 
 // A tiny browser: keeps cookies per origin-less jar, follows nothing by itself.
 class Browser {
@@ -311,23 +311,16 @@ for (const backend of backends()) {
 // attempts run concurrently through two nodes sharing the database.
 for (const backend of backends()) {
   describe(`sign-in throttling (${backend})`, () => {
-    let server, second;
+    let running, server, second;
     const env = { SIKA_TRUSTED_PROXIES: '127.0.0.1, ::1', SIKA_IDENTITY_MAX_FAILED_LOGINS: '3',
       SIKA_IDENTITY_LOGIN_FAILURES_PER_ACCOUNT: '12' };
     before(async () => {
-      server = await startServer({ backend, env });
-      if (backend === 'postgres') {
-        // A second node on the same database and public URL; it answers on its own port.
-        const port = await freePort();
-        second = await spawnServe({ port, dsn: server.dsn, publicUrl: server.publicUrl,
-          env });
-        second.base = `http://127.0.0.1:${port}`;
-      }
+      // On PostgreSQL a second node on the same database and public URL answers on its own port.
+      running = await startTwoNodes({ backend, env });
+      ({ first: server, second } = running);
+      if (second) second.base = `http://127.0.0.1:${second.port}`;
     });
-    after(async () => {
-      if (second?.child.exitCode === null) second.child.kill('SIGTERM');
-      await server?.stop();
-    });
+    after(() => running?.stop());
 
     // One attempt through the form from `address` on node `node` (0 or 1), with extra cookies.
     const attempt = async (email, password, address, { node = 0, cookies = {} } = {}) => {

@@ -11,21 +11,11 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { startServer, merchantToken, spawnServe, freePort } from './lib/server.mjs';
+import { startServer, merchantToken, spawnServe, freePort, sleep, waitFor } from './lib/server.mjs';
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const COLLECTIONS = 24;   // completed through the sandbox operator
 const ABANDONED = 16;     // intents never executed: the expiry worker expires them
 const ENDPOINTS = 3;
-
-async function waitFor(fn, ms = 60000, every = 100) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v || Date.now() > deadline) return v;
-    await sleep(every);
-  }
-}
 
 function nodeArgs() {
   return ['--set', 'payments.sandbox_delay_ms=200',

@@ -8,8 +8,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import http from 'node:http';
-import { execFileSync } from 'node:child_process';
-import { startServer, backends, merchantToken, sikaBinary, secretKey, sandboxCallbackSignature } from './lib/server.mjs';
+import { startServer, backends, merchantToken, sandboxCallbackSignature, admin } from './lib/server.mjs';
 import { CookieJar, parseForm } from './lib/forms.mjs';
 import { DocValidator } from './lib/openapi.mjs';
 
@@ -148,12 +147,6 @@ async function approveAuthorization(api, jar, query, user) {
     ...form.fields, email: user.email, password: user.password, action: 'approve' } });
   assert.equal(done.status, 303, done.text.slice(0, 300));
   return new URL(done.headers.get('location'));
-}
-
-// `sika admin <args> --json` against the server's database.
-function admin(server, ...args) {
-  return JSON.parse(execFileSync(sikaBinary, ['admin', ...args, '--json', '--db', server.dsn],
-    { env: { ...process.env, SIKA_SECRET_KEY: secretKey }, encoding: 'utf8' }));
 }
 
 for (const backend of backends()) {

@@ -5,9 +5,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { startServer, backends, merchantToken, sikaBinary } from './lib/server.mjs';
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+import { startServer, backends, merchantToken, sleep, waitFor, adminJson as adminAt } from './lib/server.mjs';
 
 const RECORD_FIELDS = ['transaction_reference', 'environment', 'invoice_reference', 'provider_reference', 'status',
   'operation', 'channel', 'amount', 'currency', 'confirmation_method', 'confirmation_url', 'fee', 'required_total',
@@ -29,21 +27,7 @@ for (const backend of backends()) {
       customer_wallet: wallet, description: 'e2e order', metadata: { order: 1 }, ...extra,
     });
     // Reads a transaction's history through the admin CLI (proves the callback came over HTTP).
-    const adminJson = (...args) => {
-      const r = spawnSync(sikaBinary, ['admin', '--db', server.dsn, ...args, '--json'], {
-        env: { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef' }, encoding: 'utf8',
-      });
-      return { code: r.status, json: r.stdout.trim() ? JSON.parse(r.stdout) : null, stderr: r.stderr };
-    };
-    const waitFor = async (fn, ms = 15000) => {
-      const deadline = Date.now() + ms;
-      for (;;) {
-        const v = await fn();
-        if (v) return v;
-        if (Date.now() > deadline) return v;
-        await sleep(100);
-      }
-    };
+    const adminJson = (...args) => adminAt(server.dsn, ...args);
 
     before(async () => {
       server = await startServer({

@@ -18,20 +18,10 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { startServer, merchantToken, spawnServe, freePort, sikaBinary, backends } from './lib/server.mjs';
+import { startTwoNodes, merchantToken, freePort, sikaBinary, backends, sleep, waitFor } from './lib/server.mjs';
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const SETTLED = 16;  // the operator answers SUCCESSFUL (after sandbox_delay_ms)
 const STUCK = 6;     // the operator keeps answering pending (numbers ending 0005)
-
-async function waitFor(fn, ms = 60000, every = 100) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v || Date.now() > deadline) return v;
-    await sleep(every);
-  }
-}
 
 function nodeArgs(deadPort) {
   return ['--set', `payments.callback_url=http://127.0.0.1:${deadPort}/api/operator/callback`,
@@ -56,18 +46,13 @@ async function metric(node, name, labels = '') {
 const skip = process.env.SIKA_TEST_PG_DSN ? false : 'SIKA_TEST_PG_DSN is not set';
 
 describe('recovery on two nodes sharing one PostgreSQL', { skip }, () => {
-  let first, second;
+  let running, first, second;
   before(async () => {
     const deadPort = await freePort();  // nothing listens there: every callback is lost
-    first = await startServer({ backend: 'postgres', args: nodeArgs(deadPort) });
-    second = await spawnServe({ port: await freePort(), dsn: first.dsn, publicUrl: first.publicUrl,
-      args: nodeArgs(deadPort) });
+    running = await startTwoNodes({ args: nodeArgs(deadPort) });
+    ({ first, second } = running);
   });
-  after(async () => {
-    if (second && second.child.exitCode === null && second.child.signalCode === null) second.child.kill('SIGTERM');
-    if (second) await second.exited;
-    if (first) await first.stop();
-  });
+  after(() => running?.stop());
 
   test('each pending collection is asked by one node at a time and settles once', { timeout: 120000 }, async (t) => {
     // The series exist from the start, at 0.
@@ -161,17 +146,12 @@ for (const backend of backends()) {
   describe(`a submission that times out after the operator took it, on ${backend}${backend === 'postgres' ? ' (two nodes)' : ''}`, () => {
     const args = ['--set', 'payments.sandbox_delay_ms=300', '--set', 'payments.recovery_delays_ms=500,200',
       '--set', 'payments.recovery_interval_ms=50', '--set', 'payments.recovery_lease_ms=10000'];
-    let first, second;
+    let running, first, second;
     before(async () => {
-      first = await startServer({ backend, args });
-      if (backend === 'postgres')
-        second = await spawnServe({ port: await freePort(), dsn: first.dsn, publicUrl: first.publicUrl, args });
+      running = await startTwoNodes({ backend, args });
+      ({ first, second } = running);
     });
-    after(async () => {
-      if (second && second.child.exitCode === null && second.child.signalCode === null) second.child.kill('SIGTERM');
-      if (second) await second.exited;
-      if (first) await first.stop();
-    });
+    after(() => running?.stop());
 
     test('the collection and the payout stay PENDING, then recovery completes them', { timeout: 60000 }, async () => {
       const token = await merchantToken(first, 0);

@@ -5,13 +5,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
-import { startServer, backends, merchantToken, sikaBinary } from './lib/server.mjs';
-
-function admin(server, ...args) {
-  return JSON.parse(execFileSync(sikaBinary, ['admin', ...args, '--json', '--db', server.dsn],
-    { env: { ...process.env, SIKA_SECRET_KEY: 'e2e-test-secret-key-0123456789abcdef' }, encoding: 'utf8' }));
-}
+import { startServer, backends, merchantToken, admin } from './lib/server.mjs';
 
 async function call(url, { method = 'GET', headers = {}, body } = {}) {
   const r = await fetch(url, { method, headers: { 'accept-language': 'en', ...(body ? { 'content-type': 'application/json' } : {}), ...headers },

@@ -10,14 +10,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import SwaggerParser from '@apidevtools/swagger-parser';
-import { startServer, backends, sikaBinary, spawnServe, freePort } from './lib/server.mjs';
+import { startServer, startTwoNodes, backends, sikaBinary, admin } from './lib/server.mjs';
 
 const secret = 'e2e-test-secret-key-0123456789abcdef';
-
-function admin(server, ...args) {
-  return JSON.parse(execFileSync(sikaBinary, ['admin', ...args, '--json', '--db', server.dsn],
-    { env: { ...process.env, SIKA_SECRET_KEY: secret }, encoding: 'utf8' }));
-}
 
 // The newest code sent to `phone` whose message names `subject`.
 function codeFor(server, phone, subject) {
@@ -204,15 +199,12 @@ function twoNodes(env) {
     hit: (port) => fetch(`http://127.0.0.1:${port}/link/api/agent/link/status?apikey=x`,
       { headers: { 'x-api-key': nodes.first.demo.link_api_key } }).then((r) => r.status),
   };
+  let running;
   before(async () => {
-    nodes.first = await startServer({ backend: 'postgres', env });
-    nodes.second = await spawnServe({ port: await freePort(), dsn: nodes.first.dsn, publicUrl: nodes.first.publicUrl, env });
+    running = await startTwoNodes({ env });
+    ({ first: nodes.first, second: nodes.second } = running);
   });
-  after(async () => {
-    if (nodes.second?.child.exitCode === null) nodes.second.child.kill('SIGTERM');
-    await nodes.second?.exited;
-    await nodes.first?.stop();
-  });
+  after(() => running?.stop());
   return nodes;
 }
 

@@ -12,17 +12,11 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { startServer, backends, sikaBinary, spawnServe, freePort, merchantToken } from './lib/server.mjs';
+import { startServer, startTwoNodes, backends, sikaBinary, merchantToken, admin, checkLedger } from './lib/server.mjs';
 
 const secret = 'e2e-test-secret-key-0123456789abcdef';
 const env = { ...process.env, SIKA_SECRET_KEY: secret };
 
-function admin(server, ...args) {
-  return JSON.parse(execFileSync(sikaBinary, ['admin', ...args, '--json', '--db', server.dsn], { env, encoding: 'utf8' }));
-}
-function checkLedger(server) {
-  execFileSync(sikaBinary, ['admin', 'check-ledger', '--db', server.dsn], { env });
-}
 function fund(server, msisdn, amount, currency = 'XAF') {
   execFileSync(sikaBinary, ['admin', 'fund-wallet', '--msisdn', msisdn, '--currency', currency, '--amount', String(amount),
     '--db', server.dsn], { env });
@@ -218,19 +212,15 @@ for (const backend of backends()) {
 const skip = process.env.SIKA_TEST_PG_DSN ? false : 'SIKA_TEST_PG_DSN is not set';
 
 describe('consent and WALLET link races on two nodes', { skip }, () => {
-  let first, second, token;
+  let running, first, second, token;
   const ARGS = ['--set', 'links.pay_per_address_per_minute=0', '--set', 'links.pay_per_link_per_minute=0',
     '--set', 'wallets.link_api_per_hour=100000'];
   before(async () => {
-    first = await startServer({ backend: 'postgres', args: ARGS });
-    second = await spawnServe({ port: await freePort(), dsn: first.dsn, publicUrl: first.publicUrl, args: ARGS });
+    running = await startTwoNodes({ args: ARGS });
+    ({ first, second } = running);
     token = await merchantToken(first, 0);
   });
-  after(async () => {
-    if (second && second.child.exitCode === null) second.child.kill('SIGTERM');
-    if (second) await second.exited;
-    if (first) await first.stop();
-  });
+  after(() => running?.stop());
 
   test('confirmations racing limit changes never activate limits no code stated', async () => {
     const calls = [client(first, first.demo.link_api_key, first.port), client(first, first.demo.link_api_key, second.port)];

@@ -16,7 +16,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { startServer, backends, sikaBinary, spawnServe, freePort } from './lib/server.mjs';
+import { startTwoNodes, backends, sikaBinary } from './lib/server.mjs';
 
 const secret = 'e2e-test-secret-key-0123456789abcdef';
 const env = { ...process.env, SIKA_SECRET_KEY: secret };
@@ -28,20 +28,12 @@ const who = (phone) => ({ email: `${phone}@example.com`, phone, phoneCountry: '+
 for (const backend of backends()) {
   const twoNodes = backend === 'postgres';
   describe(`wallet and link races (${backend}, ${twoNodes ? 'two nodes' : 'one node'})`, () => {
-    let first, second, ports;
+    let running, first, ports;
     before(async () => {
-      first = await startServer({ backend, args: ARGS, env: ENV });
-      if (twoNodes) {
-        second = await spawnServe({ port: await freePort(), dsn: first.dsn, publicUrl: first.publicUrl, args: ARGS,
-          env: ENV });
-      }
-      ports = twoNodes ? [first.port, second.port] : [first.port];
+      running = await startTwoNodes({ backend, args: ARGS, env: ENV, twoNodes });
+      ({ first, ports } = running);
     });
-    after(async () => {
-      if (second && second.child.exitCode === null) second.child.kill('SIGTERM');
-      if (second) await second.exited;
-      await first?.stop();
-    });
+    after(() => running?.stop());
 
     // The same URL on the i-th node (round robin).
     const on = (url, i) => {

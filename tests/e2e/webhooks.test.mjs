@@ -14,19 +14,7 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { startServer, backends, merchantToken, spawnServe } from './lib/server.mjs';
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(fn, ms = 30000, every = 100) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) return v;
-    await sleep(every);
-  }
-}
+import { startServer, backends, merchantToken, spawnServe, sleep, waitFor } from './lib/server.mjs';
 
 // A receiver on 127.0.0.1 that verifies every delivery with `standardwebhooks`.
 // mode: 'up' answers 200 {"received":true}; 'hold' keeps requests unanswered (in flight).

@@ -1,6 +1,7 @@
 // Starts a real `build/sika serve` for black-box tests, on a free port, with a fresh
 // database (SQLite file in a temp dir, or a new PostgreSQL database in SIKA_TEST_PG_DSN when
 // backend === 'postgres'), seeded with the demo world.
+import assert from 'node:assert/strict';
 import { spawn, execFileSync, spawnSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
@@ -170,4 +171,61 @@ export async function until(fn, what, ms = 40000) {
     if (Date.now() > deadline) throw new Error(typeof what === 'function' ? what() : what);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Polls async `fn` every `every` ms until it returns something truthy, or `ms` have passed;
+// returns its last value either way (the caller asserts on it).
+export async function waitFor(fn, ms = 60000, every = 100) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v || Date.now() > deadline) return v;
+    await sleep(every);
+  }
+}
+
+// `sika admin <args> --json` on the server's database: the parsed answer (throws when it fails).
+export function admin(server, ...args) {
+  return JSON.parse(execFileSync(sikaBinary, ['admin', ...args, '--json', '--db', server.dsn],
+    { env: { ...process.env, SIKA_SECRET_KEY: secretKey }, encoding: 'utf8' }));
+}
+
+// `sika admin <args> --json` on the database `dsn`, for a command that may fail:
+// { code, json (null when it printed nothing), stderr }.
+export function adminJson(dsn, ...args) {
+  const r = spawnSync(sikaBinary, ['admin', '--db', dsn, ...args, '--json'],
+    { env: { ...process.env, SIKA_SECRET_KEY: secretKey }, encoding: 'utf8' });
+  return { code: r.status, json: r.stdout.trim() ? JSON.parse(r.stdout) : null, stderr: r.stderr };
+}
+
+// Asserts that `sika admin check-ledger` finds the server's ledger clean.
+export function checkLedger(server) {
+  const r = adminJson(server.dsn, 'check-ledger');
+  assert.equal(r.code, 0, r.stderr + JSON.stringify(r.json));
+  assert.equal(r.json.ok, true, JSON.stringify(r.json));
+}
+
+// A server on `backend` and, when `twoNodes` (by default on PostgreSQL), a second node on its
+// database and public URL, on its own port. `second` is null on one node; `ports` lists the
+// nodes' ports; stop() ends the second node, then the first (and drops the database).
+export async function startTwoNodes({ backend = 'postgres', args = [], env = {}, twoNodes = backend === 'postgres' } = {}) {
+  const first = await startServer({ backend, args, env });
+  let second = null;
+  try {
+    if (twoNodes) second = await spawnServe({ port: await freePort(), dsn: first.dsn, publicUrl: first.publicUrl, args, env });
+  } catch (e) {
+    await first.stop();
+    throw e;
+  }
+  return {
+    first, second,
+    ports: second ? [first.port, second.port] : [first.port],
+    async stop() {
+      if (second && second.child.exitCode === null && second.child.signalCode === null) second.child.kill('SIGTERM');
+      if (second) await second.exited;
+      await first.stop();
+    },
+  };
 }
