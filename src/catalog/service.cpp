@@ -339,7 +339,7 @@ web::Response Service::list_countries(web::Request& req) {
   return res;
 }
 
-web::Response Service::list_fees(web::Request& req) {
+Result<web::Response> Service::list_fees(web::Request& req) {
   auto cat = snapshot();
   if (!cat->loaded()) return not_loaded(req);
   const web::Principal& who = principal_of(req);
@@ -367,7 +367,7 @@ web::Response Service::list_fees(web::Request& req) {
   if (!errors.empty()) return bad(req, std::move(errors));
 
   if (!who.grants_country(*country_code))
-    return web::error(req, forbidden(bj::object{{"country", "this credential does not grant " + *country_code}}));
+    return forbidden(bj::object{{"country", "this credential does not grant " + *country_code}});
 
   const Country* country = cat->country(*country_code);
   if (!country || (!country->active && !who.admin)) return bad(req, bj::object{{"country", "unknown country"}});

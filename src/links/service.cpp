@@ -401,19 +401,16 @@ web::Response link_reply(const web::Request& req, const Service& svc, const Resu
 
 }  // namespace
 
-web::Response Service::create(web::Request& req) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
-  auto body = web::body_object(req);
-  if (!body) return web::error(req, body.error());
+Result<web::Response> Service::create(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
-  NewLink n = parse_new_link(*body, now(), errors);
-  return link_reply(req, *this, create_link(**principal, n, std::move(errors)), "created", 201);
+  NewLink n = parse_new_link(body, now(), errors);
+  return link_reply(req, *this, create_link(*principal, n, std::move(errors)), "created", 201);
 }
 
-web::Response Service::list(web::Request& req) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
+Result<web::Response> Service::list(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
   bj::object problems;
   web::Page page = web::parse_page(req, problems);
   tables::ListFilter f;
@@ -434,74 +431,64 @@ web::Response Service::list(web::Request& req) {
     else
       (std::string_view(key) == "from" ? f.from : f.to) = *at;
   }
-  if (!problems.empty()) return web::error(req, empty_data(std::move(problems)));
-  auto found = list_links(**principal, f);
-  if (!found) return web::error(req, found.error());
+  if (!problems.empty()) return empty_data(std::move(problems));
+  SIKA_ASSIGN_OR_RETURN(auto found, list_links(*principal, f));
   bj::array data;
-  for (const auto& l : found->first) data.push_back(to_json(l, payment_url(l), now()));
-  return web::ok(req, std::move(data), web::pagination(page, found->second));
+  for (const auto& l : found.first) data.push_back(to_json(l, payment_url(l), now()));
+  return web::ok(req, std::move(data), web::pagination(page, found.second));
 }
 
-web::Response Service::show(web::Request& req) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
-  return link_reply(req, *this, find(**principal, req.path_param("reference")));
+Result<web::Response> Service::show(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  return link_reply(req, *this, find(*principal, req.path_param("reference")));
 }
 
-web::Response Service::update(web::Request& req) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
-  auto body = web::body_object(req);
-  if (!body) return web::error(req, body.error());
+Result<web::Response> Service::update(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
-  LinkUpdate u = parse_update(*body, now(), errors);
-  if (!errors.empty()) return web::error(req, errors.status().error());
-  return link_reply(req, *this, update_link(**principal, req.path_param("reference"), u));
+  LinkUpdate u = parse_update(body, now(), errors);
+  SIKA_TRY(errors.status());
+  return link_reply(req, *this, update_link(*principal, req.path_param("reference"), u));
 }
 
-web::Response Service::disable(web::Request& req) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
-  return link_reply(req, *this, set_status(**principal, req.path_param("reference"), kDisabled));
+Result<web::Response> Service::disable(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  return link_reply(req, *this, set_status(*principal, req.path_param("reference"), kDisabled));
 }
 
-web::Response Service::enable(web::Request& req) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
-  return link_reply(req, *this, set_status(**principal, req.path_param("reference"), kActive));
+Result<web::Response> Service::enable(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  return link_reply(req, *this, set_status(*principal, req.path_param("reference"), kActive));
 }
 
-web::Response Service::pay(web::Request& req) {
-  auto body = web::body_object(req);
-  if (!body) return web::error(req, body.error());
+Result<web::Response> Service::pay(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
-  PayRequest p = parse_pay(*body, errors, payments_.otp_code_length());
-  if (!errors.empty()) return web::error(req, errors.status().error());
-  if (auto st = throttle(req, req.path_param("shortCode")); !st) return web::error(req, st.error());
-  auto tx = pay_link(req.path_param("shortCode"), p);
-  if (!tx) return web::error(req, tx.error());
-  return web::ok(req, payments::to_record(*tx), {}, "submitted");
+  PayRequest p = parse_pay(body, errors, payments_.otp_code_length());
+  SIKA_TRY(errors.status());
+  SIKA_TRY(throttle(req, req.path_param("shortCode")));
+  SIKA_ASSIGN_OR_RETURN(auto tx, pay_link(req.path_param("shortCode"), p));
+  return web::ok(req, payments::to_record(tx), {}, "submitted");
 }
 
-web::Response Service::qr_svg(web::Request& req) { return qr_image(req, false); }
-web::Response Service::qr_png(web::Request& req) { return qr_image(req, true); }
+Result<web::Response> Service::qr_svg(web::Request& req) { return qr_image(req, false); }
+Result<web::Response> Service::qr_png(web::Request& req) { return qr_image(req, true); }
 
-web::Response Service::qr_image(web::Request& req, bool png) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
+Result<web::Response> Service::qr_image(web::Request& req, bool png) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
   int module_px = 8;
   if (auto size = req.query_param("size")) {
     bool digits = !size->empty() && size->size() <= 2 && size->find_first_not_of("0123456789") == std::string::npos;
     module_px = digits ? std::stoi(*size) : 0;
     if (module_px < 2 || module_px > 32)
-      return web::error(req, empty_data(bj::object{{"size", "must be an integer from 2 to 32 (pixels per module)"}}));
+      return empty_data(bj::object{{"size", "must be an integer from 2 to 32 (pixels per module)"}});
   }
-  auto link = find(**principal, req.path_param("reference"));
-  if (!link) return web::error(req, link.error());
-  auto image = png ? links::qr_png(payment_url(*link), module_px) : links::qr_svg(payment_url(*link), module_px);
-  if (!image) return web::error(req, image.error());
-  web::Response res = web::Response::text(200, std::move(image).value(), png ? "image/png" : "image/svg+xml");
-  res.set("Content-Disposition", "inline; filename=\"" + link->short_code + (png ? ".png\"" : ".svg\""));
+  SIKA_ASSIGN_OR_RETURN(auto link, find(*principal, req.path_param("reference")));
+  SIKA_ASSIGN_OR_RETURN(
+      auto image, png ? links::qr_png(payment_url(link), module_px) : links::qr_svg(payment_url(link), module_px));
+  web::Response res = web::Response::text(200, std::move(image), png ? "image/png" : "image/svg+xml");
+  res.set("Content-Disposition", "inline; filename=\"" + link.short_code + (png ? ".png\"" : ".svg\""));
   return res;
 }
 

@@ -101,10 +101,15 @@ void Router::add(Route route) {
   if (route.access.auth == Auth::unset)
     throw std::invalid_argument(route.method + " " + route.pattern + " states no auth policy");
   std::string full = std::string(prefix(route.surface)) + route.pattern;
-  if (route.non_blocking && route.method == "GET" && full.find('{') == std::string::npos)
-    non_blocking_paths_.insert(full);
-  if (route.answers_later && route.method == "POST" && full.find('{') == std::string::npos)
-    answers_later_paths_.insert(full);
+  const bool parameterless = full.find('{') == std::string::npos;
+  if (route.non_blocking && !(parameterless && route.method == "GET"))
+    throw std::invalid_argument(route.method + " " + route.pattern +
+                                ": only a parameterless GET route can be non_blocking");
+  if (route.answers_later && !(parameterless && route.method == "POST"))
+    throw std::invalid_argument(route.method + " " + route.pattern +
+                                ": only a parameterless POST route can answer later");
+  if (route.non_blocking) non_blocking_paths_.insert(full);
+  if (route.answers_later) answers_later_paths_.insert(full);
   compiled_.push_back(Compiled{split_path(full), routes_.size()});
   routes_.push_back(std::move(route));
 }
@@ -190,7 +195,7 @@ Response Router::dispatch(Request& req) const {
           to(std::move(res), route);
         };
       }
-      Response res = allowed     ? r.handler(req)
+      Response res = allowed     ? respond(req, r.handler(req))
                      : r.refusal ? r.refusal(req, allowed.error())
                                  : error(req, allowed.error());
       if (!res.deferred) apply_cors(req.header("origin"), r.surface, res);

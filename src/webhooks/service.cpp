@@ -55,143 +55,119 @@ Service::~Service() { stop(); }
 void Service::start() { worker_->start(); }
 void Service::stop() { worker_->stop(); }
 
-web::Response Service::list_endpoints(web::Request& req) {
-  auto merchant = merchant_of(req);
-  if (!merchant) return web::error(req, merchant.error());
+Result<web::Response> Service::list_endpoints(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto merchant, merchant_of(req));
   bj::object errors;
   web::Page page = web::parse_page(req, errors);
-  if (!errors.empty()) return web::error(req, empty_data(std::move(errors)));
-  auto list = registry_->list(*merchant, page.limit, page.offset());
-  if (!list) return web::error(req, list.error());
+  if (!errors.empty()) return empty_data(std::move(errors));
+  SIKA_ASSIGN_OR_RETURN(auto list, registry_->list(merchant, page.limit, page.offset()));
   bj::array items;
-  for (const auto& e : list->items) items.push_back(to_json(e));
-  return web::ok(req, std::move(items), web::pagination(page, list->total));
+  for (const auto& e : list.items) items.push_back(to_json(e));
+  return web::ok(req, std::move(items), web::pagination(page, list.total));
 }
 
-web::Response Service::create_endpoint(web::Request& req) {
-  auto merchant = merchant_of(req);
-  if (!merchant) return web::error(req, merchant.error());
-  auto body = web::body_object(req);
-  if (!body) return web::error(req, body.error());
-  auto change = parse_endpoint_change(*body, true);
-  if (!change) return web::error(req, change.error());
-  auto created = registry_->create(*merchant, *change, now_ms());
-  if (!created) return web::error(req, created.error());
-  return web::ok(req, to_json(*created), {}, "created", 201);
+Result<web::Response> Service::create_endpoint(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto merchant, merchant_of(req));
+  SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
+  SIKA_ASSIGN_OR_RETURN(auto change, parse_endpoint_change(body, true));
+  SIKA_ASSIGN_OR_RETURN(auto created, registry_->create(merchant, change, now_ms()));
+  return web::ok(req, to_json(created), {}, "created", 201);
 }
 
-web::Response Service::get_endpoint(web::Request& req) {
-  auto merchant = merchant_of(req);
-  if (!merchant) return web::error(req, merchant.error());
-  auto e = registry_->get(*merchant, req.path_param("endpoint_id"));
-  if (!e) return web::error(req, e.error());
-  return web::ok(req, to_json(*e));
+Result<web::Response> Service::get_endpoint(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto merchant, merchant_of(req));
+  SIKA_ASSIGN_OR_RETURN(auto e, registry_->get(merchant, req.path_param("endpoint_id")));
+  return web::ok(req, to_json(e));
 }
 
-web::Response Service::update_endpoint(web::Request& req) {
-  auto merchant = merchant_of(req);
-  if (!merchant) return web::error(req, merchant.error());
-  auto body = web::body_object(req);
-  if (!body) return web::error(req, body.error());
-  auto change = parse_endpoint_change(*body, false);
-  if (!change) return web::error(req, change.error());
-  auto e = registry_->update(*merchant, req.path_param("endpoint_id"), *change, now_ms());
-  if (!e) return web::error(req, e.error());
-  return web::ok(req, to_json(*e));
+Result<web::Response> Service::update_endpoint(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto merchant, merchant_of(req));
+  SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
+  SIKA_ASSIGN_OR_RETURN(auto change, parse_endpoint_change(body, false));
+  SIKA_ASSIGN_OR_RETURN(auto e, registry_->update(merchant, req.path_param("endpoint_id"), change, now_ms()));
+  return web::ok(req, to_json(e));
 }
 
-web::Response Service::delete_endpoint(web::Request& req) {
-  auto merchant = merchant_of(req);
-  if (!merchant) return web::error(req, merchant.error());
+Result<web::Response> Service::delete_endpoint(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto merchant, merchant_of(req));
   const std::string id = req.path_param("endpoint_id");
-  auto st = registry_->remove(*merchant, id, now_ms());
-  if (!st) return web::error(req, st.error());
+  SIKA_TRY(registry_->remove(merchant, id, now_ms()));
   bj::object data;
   data["id"] = id;
   data["deleted"] = true;
   return web::ok(req, std::move(data));
 }
 
-web::Response Service::rotate_secret(web::Request& req) {
-  auto merchant = merchant_of(req);
-  if (!merchant) return web::error(req, merchant.error());
-  auto body = optional_body(req);
-  if (!body) return web::error(req, body.error());
+Result<web::Response> Service::rotate_secret(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto merchant, merchant_of(req));
+  SIKA_ASSIGN_OR_RETURN(auto body, optional_body(req));
   json::FieldErrors errors;
-  reject_other_fields(*body, "overlap_seconds", errors);
-  auto overlap = json::get_int(*body, "overlap_seconds", errors);
-  if (auto st = errors.status(); !st) return web::error(req, st.error());
+  reject_other_fields(body, "overlap_seconds", errors);
+  auto overlap = json::get_int(body, "overlap_seconds", errors);
+  SIKA_TRY(errors.status());
   std::optional<std::int64_t> overlap_ms;
   if (overlap) {
     if (*overlap < 0 || *overlap > registry_->options().max_secret_overlap_ms / 1000) {
       bj::object d;
       d["overlap_seconds"] =
           "must be between 0 and " + std::to_string(registry_->options().max_secret_overlap_ms / 1000);
-      return web::error(req, empty_data(std::move(d)));
+      return empty_data(std::move(d));
     }
     overlap_ms = *overlap * 1000;
   }
-  auto rotated = registry_->rotate_secret(*merchant, req.path_param("endpoint_id"), overlap_ms, now_ms());
-  if (!rotated) return web::error(req, rotated.error());
-  return web::ok(req, to_json(*rotated));
+  SIKA_ASSIGN_OR_RETURN(auto rotated,
+                        registry_->rotate_secret(merchant, req.path_param("endpoint_id"), overlap_ms, now_ms()));
+  return web::ok(req, to_json(rotated));
 }
 
-web::Response Service::list_deliveries(web::Request& req) {
-  auto merchant = merchant_of(req);
-  if (!merchant) return web::error(req, merchant.error());
+Result<web::Response> Service::list_deliveries(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto merchant, merchant_of(req));
   bj::object errors;
   web::Page page = web::parse_page(req, errors);
-  if (!errors.empty()) return web::error(req, empty_data(std::move(errors)));
+  if (!errors.empty()) return empty_data(std::move(errors));
   DeliveryFilter filter;
   filter.endpoint_id = nonempty_query(req, "endpoint_id");
   filter.event_id = nonempty_query(req, "event_id");
   filter.status = nonempty_query(req, "status");
-  auto list = registry_->list_deliveries(*merchant, filter, page.limit, page.offset());
-  if (!list) return web::error(req, list.error());
+  SIKA_ASSIGN_OR_RETURN(auto list, registry_->list_deliveries(merchant, filter, page.limit, page.offset()));
   bj::array items;
-  for (const auto& d : list->items) items.push_back(to_json(d));
-  return web::ok(req, std::move(items), web::pagination(page, list->total));
+  for (const auto& d : list.items) items.push_back(to_json(d));
+  return web::ok(req, std::move(items), web::pagination(page, list.total));
 }
 
-web::Response Service::get_delivery(web::Request& req) {
-  auto merchant = merchant_of(req);
-  if (!merchant) return web::error(req, merchant.error());
-  auto d = registry_->get_delivery(*merchant, req.path_param("delivery_id"));
-  if (!d) return web::error(req, d.error());
-  bj::object data = to_json(d->delivery);
+Result<web::Response> Service::get_delivery(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto merchant, merchant_of(req));
+  SIKA_ASSIGN_OR_RETURN(auto d, registry_->get_delivery(merchant, req.path_param("delivery_id")));
+  bj::object data = to_json(d.delivery);
   bj::array attempts;
-  for (const auto& a : d->attempts) attempts.push_back(to_json(a));
+  for (const auto& a : d.attempts) attempts.push_back(to_json(a));
   data["attempts"] = std::move(attempts);
-  data["payload"] = bj::parse(delivery_body(d->event));
+  data["payload"] = bj::parse(delivery_body(d.event));
   return web::ok(req, std::move(data));
 }
 
-web::Response Service::list_events(web::Request& req) {
-  auto merchant = merchant_of(req);
-  if (!merchant) return web::error(req, merchant.error());
+Result<web::Response> Service::list_events(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto merchant, merchant_of(req));
   bj::object errors;
   web::Page page = web::parse_page(req, errors);
-  if (!errors.empty()) return web::error(req, empty_data(std::move(errors)));
-  auto list = registry_->list_events(*merchant, nonempty_query(req, "event_type"), page.limit, page.offset());
-  if (!list) return web::error(req, list.error());
+  if (!errors.empty()) return empty_data(std::move(errors));
+  SIKA_ASSIGN_OR_RETURN(auto list,
+                        registry_->list_events(merchant, nonempty_query(req, "event_type"), page.limit, page.offset()));
   bj::array items;
-  for (const auto& e : list->items) items.push_back(to_json(e));
-  return web::ok(req, std::move(items), web::pagination(page, list->total));
+  for (const auto& e : list.items) items.push_back(to_json(e));
+  return web::ok(req, std::move(items), web::pagination(page, list.total));
 }
 
-web::Response Service::redeliver(web::Request& req) {
-  auto merchant = merchant_of(req);
-  if (!merchant) return web::error(req, merchant.error());
-  auto body = optional_body(req);
-  if (!body) return web::error(req, body.error());
+Result<web::Response> Service::redeliver(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto merchant, merchant_of(req));
+  SIKA_ASSIGN_OR_RETURN(auto body, optional_body(req));
   json::FieldErrors errors;
-  reject_other_fields(*body, "endpoint_id", errors);
-  auto endpoint = json::get_string(*body, "endpoint_id", errors);
-  if (auto st = errors.status(); !st) return web::error(req, st.error());
-  auto created = registry_->redeliver(*merchant, req.path_param("event_id"), endpoint, now_ms());
-  if (!created) return web::error(req, created.error());
+  reject_other_fields(body, "endpoint_id", errors);
+  auto endpoint = json::get_string(body, "endpoint_id", errors);
+  SIKA_TRY(errors.status());
+  SIKA_ASSIGN_OR_RETURN(auto created, registry_->redeliver(merchant, req.path_param("event_id"), endpoint, now_ms()));
   bj::array items;
-  for (const auto& d : *created) items.push_back(to_json(d));
+  for (const auto& d : created) items.push_back(to_json(d));
   return web::ok(req, std::move(items), {}, "submitted", 202);
 }
 

@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include <stdexcept>
+
 #include "web/envelope.hpp"
 #include "web/html.hpp"
 #include "web/router.hpp"
@@ -270,14 +272,92 @@ TEST(Router, OnlyDeclaredParameterlessGetRoutesAreNonBlocking) {
   r.mount(web::Surface::gateway, "/api");
   r.add({web::Surface::system, "GET", "/healthz", [](web::Request&) { return web::Response{}; }, web::open_access(), "",
          true});
-  r.add({web::Surface::gateway, "GET", "/x/{id}", [](web::Request&) { return web::Response{}; }, web::open_access(), "",
-         true});
+  // A route the server could not find by its exact path is refused, not silently left blocking.
+  EXPECT_THROW(r.add({web::Surface::gateway, "GET", "/x/{id}", [](web::Request&) { return web::Response{}; },
+                      web::open_access(), "", true}),
+               std::invalid_argument);
   r.add({web::Surface::gateway, "GET", "/slow", [](web::Request&) { return web::Response{}; }, web::open_access(), ""});
   EXPECT_TRUE(r.is_non_blocking(make("GET", "/healthz")));
   EXPECT_TRUE(r.is_non_blocking(make("HEAD", "/healthz")));
   EXPECT_FALSE(r.is_non_blocking(make("POST", "/healthz")));
   EXPECT_FALSE(r.is_non_blocking(make("GET", "/api/x/1")));
   EXPECT_FALSE(r.is_non_blocking(make("GET", "/api/slow")));
+}
+
+// Router::add refuses a route asking for what the server cannot honour: answers_later and
+// non_blocking are found by an exact-path lookup of one method, so a route with path parameters or
+// another method would silently run blocking.
+TEST(Router, RefusesAnswersLaterOrNonBlockingItCannotHonour) {
+  auto handler = [](web::Request&) { return web::Response{}; };
+  auto route = [&](std::string method, std::string pattern, bool non_blocking, bool answers_later) {
+    web::Route r{web::Surface::gateway, std::move(method), std::move(pattern), handler, web::open_access(), "",
+                 non_blocking};
+    r.answers_later = answers_later;
+    return r;
+  };
+  web::Router r;
+  r.mount(web::Surface::gateway, "/api");
+  EXPECT_THROW(r.add(route("POST", "/later/{id}", false, true)), std::invalid_argument);
+  EXPECT_THROW(r.add(route("GET", "/later", false, true)), std::invalid_argument);
+  EXPECT_THROW(r.add(route("PUT", "/later", false, true)), std::invalid_argument);
+  EXPECT_THROW(r.add(route("POST", "/fast", true, false)), std::invalid_argument);
+  EXPECT_THROW(r.add(route("GET", "/fast/{id}", true, false)), std::invalid_argument);
+  EXPECT_TRUE(r.routes().empty());
+  r.add(route("POST", "/later", false, true));
+  r.add(route("GET", "/fast", true, false));
+  EXPECT_TRUE(r.answers_later(make("POST", "/api/later")));
+  EXPECT_TRUE(r.is_non_blocking(make("GET", "/api/fast")));
+  EXPECT_EQ(r.routes().size(), 2u);
+}
+
+// A handler's error is answered by the router with the error envelope, in the request's locale,
+// with the route's CORS headers; its response is answered as it is.
+TEST(Router, AnswersAHandlersErrorWithTheEnvelope) {
+  web::Router r;
+  r.mount(web::Surface::gateway, "/api");
+  r.cors(web::Surface::gateway, {true, {"*"}});
+  r.add({web::Surface::gateway, "POST", "/things",
+         [](web::Request& q) -> Result<web::Response> {
+           if (q.body.empty()) return empty_data(bj::object{{"name", "is required"}});
+           return web::ok(q, bj::string(q.body));
+         },
+         web::open_access(), ""});
+  auto req = make("POST", "/api/things");
+  req.locale = i18n::Locale::en;
+  req.headers = {{"origin", "https://shop.example"}};
+  web::Response res = r.dispatch(req);
+  EXPECT_EQ(res.status, 400);
+  EXPECT_EQ(res.body, web::error(req, empty_data(bj::object{{"name", "is required"}})).body);
+  EXPECT_EQ(res.get("Access-Control-Allow-Origin"), "*");
+  auto good = make("POST", "/api/things");
+  good.body = "x";
+  res = r.dispatch(good);
+  EXPECT_EQ(res.status, 200);
+  EXPECT_EQ(bj::parse(res.body).at("data").as_string(), "x");
+}
+
+namespace {
+struct Greeter {
+  std::string name;
+  web::Response hello(web::Request& q) { return web::ok(q, bj::string("hello " + name)); }
+  Result<web::Response> refuse(web::Request&) { return forbidden(bj::string(name)); }
+};
+}  // namespace
+
+// web::bind makes a route's handler of a service's method, whether it answers a Response or a Result.
+TEST(Router, BindCallsTheServicesMethod) {
+  Greeter greeter{"ada"};
+  web::Handler hello = web::bind(&greeter, &Greeter::hello);
+  web::Handler refuse = web::bind(&greeter, &Greeter::refuse);
+  auto req = make("GET", "/");
+  auto said = hello(req);
+  ASSERT_TRUE(said);
+  EXPECT_EQ(bj::parse(said->body).at("data").as_string(), "hello ada");
+  auto refused = refuse(req);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(refused.error().is(ErrorKind::forbidden));
+  EXPECT_EQ(refused.error().details.as_string(), "ada");
+  EXPECT_EQ(web::respond(req, refuse(req)).status, 403);
 }
 
 // The pages that wait for a payment: no meta refresh, a Refresh link, the live region and the
