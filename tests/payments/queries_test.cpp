@@ -259,7 +259,7 @@ TEST_P(QueriesTest, BalancesPerCurrencyAndPerAccount) {
   auto req = request(p, bj::object{});
   req.method = "GET";
   req.body.clear();
-  auto res = web::respond(req, web::respond(req, service_->balances(req)));
+  auto res = web::respond(req, service_->balances(req));
   ASSERT_EQ(res.status, 200);
   auto data = parse(res).at("data").as_array();
   ASSERT_EQ(data.size(), 1u);

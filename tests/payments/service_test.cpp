@@ -140,7 +140,7 @@ TEST_P(PaymentsTest, ConcurrentSameUuidCreatesOneTransaction) {
   for (int i = 0; i < 8; ++i)
     threads.emplace_back([&, i] {
       auto req = request(p, body);
-      auto res = web::respond(req, web::respond(req, service_->create_intent(req)));
+      auto res = web::respond(req, service_->create_intent(req));
       if (res.status == 200) refs[i] = std::string(parse(res).at("data").at("transaction_reference").as_string());
     });
   for (auto& t : threads) t.join();
@@ -293,11 +293,11 @@ TEST_P(PaymentsTest, EveryValidationRuleNamesItsField) {
   // Bodies that are not JSON objects.
   auto req = request(p, bj::object{});
   req.body = "";
-  EXPECT_EQ(web::respond(req, web::respond(req, service_->create_intent(req))).status, 400);
+  EXPECT_EQ(web::respond(req, service_->create_intent(req)).status, 400);
   req.body = "[1,2]";
-  EXPECT_EQ(web::respond(req, web::respond(req, service_->create_intent(req))).status, 400);
+  EXPECT_EQ(web::respond(req, service_->create_intent(req)).status, 400);
   req.body = "{\"amount\":";
-  auto res = web::respond(req, web::respond(req, service_->create_intent(req)));
+  auto res = web::respond(req, service_->create_intent(req));
   EXPECT_EQ(res.status, 400);
   EXPECT_EQ(parse(res).at("message"), "empty_data");
   // No merchant behind the credential.
