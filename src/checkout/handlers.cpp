@@ -2,8 +2,8 @@
 // merchant API keys. The pages are in page.cpp, the operations in service.cpp.
 #include "checkout/service.hpp"
 
-#include <boost/json.hpp>
 #include <algorithm>
+#include <boost/json.hpp>
 
 #include "catalog/fees.hpp"
 #include "catalog/fx.hpp"

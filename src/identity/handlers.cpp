@@ -2,8 +2,8 @@
 // signing keys and the discovery documents.
 #include "identity/service.hpp"
 
-#include <boost/json.hpp>
 #include <algorithm>
+#include <boost/json.hpp>
 #include <cctype>
 #include <charconv>
 #include <functional>

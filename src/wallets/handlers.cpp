@@ -99,10 +99,7 @@ Result<web::Principal> Service::authenticate_partner(web::Request& req) {
       // On an I/O thread: decided from this node's block, or again on a handler thread when the
       // decision needs a reservation in the database.
       SIKA_ASSIGN_OR_RETURN(d, options_.api_limiter->try_hit(bucket, options_.per_address));
-      if (!d) {
-        req.needs_handler_thread = true;
-        return unavailable(bj::string("the address's budget needs a reservation"));
-      }
+      if (!d) return web::handler_thread_needed();  // the address's budget needs a reservation
     } else {
       SIKA_ASSIGN_OR_RETURN(d, options_.api_limiter->hit(bucket, options_.per_address));
     }

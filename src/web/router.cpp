@@ -177,9 +177,10 @@ Response Router::dispatch(Request& req) const {
       req.path_params = std::move(params_of[i]);
       req.route_id = static_cast<int>(candidates[i]);
       Status allowed = authorize(req, r.access);
-      if (!allowed && req.needs_handler_thread && req.offload_to) {
-        req.needs_handler_thread = false;
-        return run_blocking(req, [this](Request& again) { return dispatch(again); });
+      if (!allowed && is_handler_thread_needed(allowed.error())) {
+        // The authenticator must block: the whole request again where it may (web/message.hpp).
+        if (req.offload_to) return run_blocking(req, [this](Request& again) { return dispatch(again); });
+        allowed = internal_error(boost::json::string("an authenticator asked for a handler thread on one"));
       }
       if (!allowed && allowed.error().is(ErrorKind::unauthenticated) && lookup == "GET" &&
           (r.access.auth == Auth::dashboard_session || r.access.auth == Auth::operator_session)) {
@@ -203,6 +204,10 @@ Response Router::dispatch(Request& req) const {
     }
   }
 
+  return other_method(req, candidates);
+}
+
+Response Router::other_method(const Request& req, const std::vector<std::size_t>& candidates) const {
   std::vector<std::string> allowed;
   for (std::size_t idx : candidates) {
     const std::string& m = routes_[idx].method;

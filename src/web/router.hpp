@@ -133,6 +133,9 @@ class Router {
   bool match(const Compiled& c, const std::vector<std::string>& segments, Fields& params) const;
   // Adds the CORS headers for a request from `origin` ("" when none) to a route of `s`.
   void apply_cors(std::string_view origin, Surface s, Response& res) const;
+  // The answer to a path whose routes (`candidates`) have no handler for the request's method: the
+  // OPTIONS answer (Allow, CORS preflight), else 405 with Allow.
+  Response other_method(const Request& req, const std::vector<std::size_t>& candidates) const;
   // Applies the route's policy; fills req.principal. An error is the response to send.
   Status authorize(Request& req, const Access& access) const;
 
