@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "catalog/model.hpp"
@@ -178,7 +179,10 @@ class PaymentsTest : public sika::testing::DbTest {
     o.sandbox_delay_ms = 30;
     o.sandbox_duplicate_delay_ms = 80;
     o.sandbox_late_ms = 60'000;
-    o.clock = [this] { return now_ms() + offset_.load(); };
+    o.clock = [this] {
+      if (clock_throws_.load()) throw std::runtime_error("the test's clock failed");
+      return now_ms() + offset_.load();
+    };
     tune(o);
     service_ = std::make_unique<Service>(
         *db_, [this] { return catalog_; }, client_, o);
@@ -306,6 +310,7 @@ class PaymentsTest : public sika::testing::DbTest {
   std::unique_ptr<otp::Service> otp_;
   std::unique_ptr<Service> service_;
   std::atomic<std::int64_t> offset_{0};
+  std::atomic<bool> clock_throws_{false};  // the service's clock throws while set
   merchant::Merchant m1_, m2_, m3_, m4_;
 };
 
