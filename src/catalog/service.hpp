@@ -44,7 +44,7 @@ class Service {
   web::Response list_countries(web::Request& req);
   // GET /pricing-rule/fees: country (required), service_code, incoming_service_code,
   // outgoing_service_code, operation, user_tier, page, limit.
-  web::Response list_fees(web::Request& req);
+  Result<web::Response> list_fees(web::Request& req);
   // GET /service/list: country, provider, kind, active, page, limit.
   web::Response list_services(web::Request& req);
   // GET /provider/list: country, provider, kind, active, page, limit.

@@ -25,5 +25,9 @@ std::string pkce_s256(std::string_view verifier);
 bool valid_pkce_verifier(std::string_view v);
 // Cache-Control: no-store and Pragma: no-cache.
 void no_store(web::Response& res);
+// True iff `s` starts with `prefix`, ignoring ASCII case.
+bool iequals_prefix(std::string_view s, std::string_view prefix);
+// `s` without leading and trailing spaces and tabs.
+std::string_view trim(std::string_view s);
 
 }  // namespace sika::identity

@@ -61,17 +61,17 @@ class Service {
   Service(store::Db& db, payments::Service& payments, payments::CatalogSnapshot catalog, Options options);
 
   // --- HTTP handlers (gateway) ---
-  web::Response create(web::Request& req);   // POST /payment-links
-  web::Response list(web::Request& req);     // GET /payment-links?status=&from=&to=&page=&limit=
-  web::Response show(web::Request& req);     // GET /payment-links/{reference}
-  web::Response update(web::Request& req);   // PATCH /payment-links/{reference}
-  web::Response disable(web::Request& req);  // POST /payment-links/{reference}/disable
-  web::Response enable(web::Request& req);   // POST /payment-links/{reference}/enable
-  web::Response pay(web::Request& req);      // POST /pay/{shortCode}/pay (no token)
+  Result<web::Response> create(web::Request& req);   // POST /payment-links
+  Result<web::Response> list(web::Request& req);     // GET /payment-links?status=&from=&to=&page=&limit=
+  Result<web::Response> show(web::Request& req);     // GET /payment-links/{reference}
+  Result<web::Response> update(web::Request& req);   // PATCH /payment-links/{reference}
+  Result<web::Response> disable(web::Request& req);  // POST /payment-links/{reference}/disable
+  Result<web::Response> enable(web::Request& req);   // POST /payment-links/{reference}/enable
+  Result<web::Response> pay(web::Request& req);      // POST /pay/{shortCode}/pay (no token)
   // GET /payment-links/{reference}/qr.svg and /qr.png: the QR code of payment_url (?size=2..32
   // pixels per module, default 8).
-  web::Response qr_svg(web::Request& req);
-  web::Response qr_png(web::Request& req);
+  Result<web::Response> qr_svg(web::Request& req);
+  Result<web::Response> qr_png(web::Request& req);
   // The public page (checkout surface, page.cpp): GET /pay/{shortCode}?lang=, its form
   // POST /pay/{shortCode}, and GET /pay/{shortCode}/status?t={transaction_uuid}: the payment's
   // status, refreshing until it ends, then its receipt (the payer's uuid is the secret).
@@ -123,7 +123,7 @@ class Service {
   // one unit (payments::Service::collect_preauthorized).
   Result<payments::Transaction> pay_from_wallet(const Link& link, const PayRequest& p, payments::IntentRequest intent,
                                                 const web::Principal& merchant, const payments::IntentPlan& plan);
-  web::Response qr_image(web::Request& req, bool png);
+  Result<web::Response> qr_image(web::Request& req, bool png);
   struct Form;
   // The 429 page when the client has viewed too many pages; nullopt when it may see one more.
   std::optional<web::Response> page_throttled(const web::Request& req, i18n::Locale locale);

@@ -31,27 +31,25 @@ web::Response answer(const web::Request& req, const Result<Transaction>& tx, std
 
 // ---- intents ----------------------------------------------------------------------------------
 
-web::Response Service::create_intent(web::Request& req) { return create_handler(req, kCollection); }
-web::Response Service::disbursement_intent(web::Request& req) { return create_handler(req, kDisbursement); }
+Result<web::Response> Service::create_intent(web::Request& req) { return create_handler(req, kCollection); }
+Result<web::Response> Service::disbursement_intent(web::Request& req) { return create_handler(req, kDisbursement); }
 
-web::Response Service::create_handler(web::Request& req, std::string_view operation) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
-  auto body = web::body_object(req);
-  if (!body) return web::error(req, body.error());
+Result<web::Response> Service::create_handler(web::Request& req, std::string_view operation) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
-  IntentRequest request = parse_intent(*body, operation, errors);
+  IntentRequest request = parse_intent(body, operation, errors);
   // A PROVIDER collection needs nothing after its commit: it is answered from the write's
   // completion without holding a thread. The others (a WALLET code to send, a payout to submit)
   // may block.
   web::Reply reply;
   if (operation == kCollection && request.channel == kChannelProvider) reply = web::answer_later(req);
   if (!reply)
-    return web::run_blocking(req, [this, request = std::move(request), merchant = **principal,
+    return web::run_blocking(req, [this, request = std::move(request), merchant = *principal,
                                    errors = std::move(errors)](web::Request& r) mutable {
       return answer(r, create(request, merchant, std::move(errors)), "submitted");
     });
-  create_collection_async(std::move(request), **principal, std::move(errors),
+  create_collection_async(std::move(request), *principal, std::move(errors),
                           [reply = std::move(reply), locale = req.locale](Result<Transaction> tx) {
                             web::reply_with(reply, locale, "collection intent",
                                             [&](const web::Request& r) { return answer(r, tx, "submitted"); });
@@ -63,28 +61,24 @@ web::Response Service::create_handler(web::Request& req, std::string_view operat
 
 int Service::otp_code_length() const { return options_.otp ? options_.otp->options().code_length : 6; }
 
-web::Response Service::execute(web::Request& req) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
-  auto body = web::body_object(req);
-  if (!body) return web::error(req, body.error());
+Result<web::Response> Service::execute(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
-  refuse_unknown_fields(*body, {"transaction_reference", "invoice_reference", "otp"}, errors);
-  auto reference = json::get_string(*body, "transaction_reference", errors, true);
-  auto invoice = json::get_string(*body, "invoice_reference", errors);
-  std::optional<std::string> otp = otp::read_code(*body, "otp", otp_code_length(), errors);
-  if (!errors.empty()) return web::error(req, errors.status().error());
-  auto tx = find(**principal, *reference, kCollection);
-  if (!tx) return web::error(req, tx.error());
-  if (invoice && *invoice != tx->invoice_reference)
-    return web::error(req, empty_data(bj::object{{"invoice_reference", "does not match the transaction"}}));
-  return answer(req, execute_collection(std::move(tx).value(), std::move(otp), "execute"), "submitted");
+  refuse_unknown_fields(body, {"transaction_reference", "invoice_reference", "otp"}, errors);
+  auto reference = json::get_string(body, "transaction_reference", errors, true);
+  auto invoice = json::get_string(body, "invoice_reference", errors);
+  std::optional<std::string> otp = otp::read_code(body, "otp", otp_code_length(), errors);
+  SIKA_TRY(errors.status());
+  SIKA_ASSIGN_OR_RETURN(auto tx, find(*principal, *reference, kCollection));
+  if (invoice && *invoice != tx.invoice_reference)
+    return empty_data(bj::object{{"invoice_reference", "does not match the transaction"}});
+  return answer(req, execute_collection(std::move(tx), std::move(otp), "execute"), "submitted");
 }
 
-web::Response Service::cancel(web::Request& req) {
-  auto tx = referenced(req, kCollection);
-  if (!tx) return web::error(req, tx.error());
-  return answer(req, cancel_collection(*tx, "merchant", "CANCELLED_BY_MERCHANT"));
+Result<web::Response> Service::cancel(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto tx, referenced(req, kCollection));
+  return answer(req, cancel_collection(tx, "merchant", "CANCELLED_BY_MERCHANT"));
 }
 
 // The transaction a body of exactly {transaction_reference} names, as the caller may see it.
@@ -98,63 +92,56 @@ Result<Transaction> Service::referenced(const web::Request& req, std::string_vie
   return find(*principal, *reference, operation);
 }
 
-web::Response Service::status(web::Request& req) { return show_handler(req, kCollection); }
-web::Response Service::disbursement_status(web::Request& req) { return show_handler(req, kDisbursement); }
+Result<web::Response> Service::status(web::Request& req) { return show_handler(req, kCollection); }
+Result<web::Response> Service::disbursement_status(web::Request& req) { return show_handler(req, kDisbursement); }
 
-web::Response Service::show_handler(web::Request& req, std::string_view operation) {
-  auto tx = referenced(req, operation);
-  if (!tx) return web::error(req, tx.error());
-  return answer(req, current(std::move(tx).value(), "poll"), "transaction_status");
+Result<web::Response> Service::show_handler(web::Request& req, std::string_view operation) {
+  SIKA_ASSIGN_OR_RETURN(auto tx, referenced(req, operation));
+  return answer(req, current(std::move(tx), "poll"), "transaction_status");
 }
 
 // ---- callbacks --------------------------------------------------------------------------------
 
-web::Response Service::operator_callback(web::Request& req) {
+Result<web::Response> Service::operator_callback(web::Request& req) {
   std::string name = req.path_param("connector");
   if (name.empty()) name = "sandbox";
   Connector* conn = connector(name);
-  if (!conn) return web::error(req, not_found(bj::object{{"connector", "no such connector"}}));
-  auto report = conn->parse_callback(req);
-  if (!report) return web::error(req, report.error());
-  auto outcome = record_callback(*conn, *report, req.body);
-  if (!outcome) return web::error(req, outcome.error());
+  if (!conn) return not_found(bj::object{{"connector", "no such connector"}});
+  SIKA_ASSIGN_OR_RETURN(auto report, conn->parse_callback(req));
+  SIKA_ASSIGN_OR_RETURN(auto outcome, record_callback(*conn, report, req.body));
   bj::object o;
   o["received"] = true;
-  o["outcome"] = *outcome;
+  o["outcome"] = outcome;
   return web::Response::json(200, bj::serialize(o));
 }
 
 // ---- verification and balances ----------------------------------------------------------------
 
-web::Response Service::verify_account(web::Request& req) {
-  auto principal_r = web::merchant_caller(req);
-  if (!principal_r) return web::error(req, principal_r.error());
-  const web::Principal& principal = **principal_r;
-  auto body = web::body_object(req);
-  if (!body) return web::error(req, body.error());
+Result<web::Response> Service::verify_account(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal_r, web::merchant_caller(req));
+  const web::Principal& principal = *principal_r;
+  SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
-  refuse_unknown_fields(*body, {"provider", "wallet"}, errors);
-  auto provider = json::get_string(*body, "provider", errors, true);
-  auto wallet = json::get_string(*body, "wallet", errors, true);
-  auto holder = account_holder(principal, provider.value_or(""), wallet.value_or(""), std::move(errors));
-  if (!holder) return web::error(req, holder.error());
+  refuse_unknown_fields(body, {"provider", "wallet"}, errors);
+  auto provider = json::get_string(body, "provider", errors, true);
+  auto wallet = json::get_string(body, "wallet", errors, true);
+  SIKA_ASSIGN_OR_RETURN(auto holder,
+                        account_holder(principal, provider.value_or(""), wallet.value_or(""), std::move(errors)));
   bj::object data;
-  data["provider"] = holder->service_code;
-  data["wallet"] = holder->msisdn;
-  data["account_holder_name"] = holder->name;
+  data["provider"] = holder.service_code;
+  data["wallet"] = holder.msisdn;
+  data["account_holder_name"] = holder.name;
   data["verified"] = true;
   return web::ok(req, std::move(data));
 }
 
-web::Response Service::balances(web::Request& req) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
+Result<web::Response> Service::balances(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
   std::vector<queries::CurrencyBalance> rows;
-  auto st = db_.read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(rows, queries::merchant_balances(c, (*principal)->merchant_id, (*principal)->environment));
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(rows, queries::merchant_balances(c, principal->merchant_id, principal->environment));
     return {};
-  });
-  if (!st) return web::error(req, st.error());
+  }));
   bj::array data;
   for (const auto& b : rows)
     data.push_back(bj::object{{"currency", b.currency}, {"available", b.available}, {"pending", b.pending}});
@@ -163,18 +150,16 @@ web::Response Service::balances(web::Request& req) {
 
 // ---- fee quote (shop plugins, hosted checkout) -------------------------------------------------
 
-web::Response Service::fee_quote(web::Request& req) {
-  auto principal_r = web::merchant_caller(req);
-  if (!principal_r) return web::error(req, principal_r.error());
-  const web::Principal& principal = **principal_r;
-  auto body = web::body_object(req);
-  if (!body) return web::error(req, body.error());
+Result<web::Response> Service::fee_quote(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal_r, web::merchant_caller(req));
+  const web::Principal& principal = *principal_r;
+  SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
-  refuse_unknown_fields(*body, {"provider", "amount", "currency", "feeBearer"}, errors);
-  auto provider = json::get_string(*body, "provider", errors, true);
-  auto amount = json::get_int(*body, "amount", errors, true);
-  auto currency = json::get_string(*body, "currency", errors, true);
-  auto bearer = json::get_string(*body, "feeBearer", errors);
+  refuse_unknown_fields(body, {"provider", "amount", "currency", "feeBearer"}, errors);
+  auto provider = json::get_string(body, "provider", errors, true);
+  auto amount = json::get_int(body, "amount", errors, true);
+  auto currency = json::get_string(body, "currency", errors, true);
+  auto bearer = json::get_string(body, "feeBearer", errors);
   const std::string fee_bearer = bearer.value_or(std::string(kCustomerBearsFee));
   if (amount && *amount <= 0) errors.add("amount", "must be a positive integer (minor units)");
   if (amount && *amount > options_.max_amount)
@@ -194,36 +179,33 @@ web::Response Service::fee_quote(web::Request& req) {
     if (service->max_amount && *amount > *service->max_amount)
       errors.add("amount", "must be at most " + std::to_string(*service->max_amount) + " for " + service->code);
   }
-  if (!errors.empty()) return web::error(req, errors.status().error());
+  SIKA_TRY(errors.status());
   const catalog::Country* country = cat->country_by_id(service->country_id);
-  if (!country) return web::error(req, empty_data(bj::object{{"provider", "is not configured"}}));
+  if (!country) return empty_data(bj::object{{"provider", "is not configured"}});
   if (!principal.admin && !principal.grants_country(country->code))
-    return web::error(
-        req, forbidden(bj::object{
-                 {"provider", "the country " + country->code + " of this service is not granted to this credential"}}));
+    return forbidden(bj::object{
+        {"provider", "the country " + country->code + " of this service is not granted to this credential"}});
   // What the collection itself would refuse for this credential's environment, refused alike.
   if (service->kind == catalog::ServiceKind::wallet) {
     if (principal.environment != "sandbox")
-      return web::error(
-          req, empty_data(bj::object{
-                   {"provider", service->code + " is a platform wallet service: its collections need the customer's "
-                                                "one-time code, which only the sandbox delivers"}}));
+      return empty_data(
+          bj::object{{"provider", service->code + " is a platform wallet service: its collections need the customer's "
+                                                  "one-time code, which only the sandbox delivers"}});
   } else {
     const catalog::Provider* prov = cat->provider_by_id(service->provider_id);
-    if (!prov) return web::error(req, empty_data(bj::object{{"provider", "is not configured"}}));
+    if (!prov) return empty_data(bj::object{{"provider", "is not configured"}});
     const std::string connector_name = principal.environment == "sandbox" ? std::string("sandbox") : prov->connector;
     if (!connector(connector_name))
-      return web::error(req,
-                        provider_unavailable(bj::object{{"provider", "no connector is available for " + prov->code}}));
+      return provider_unavailable(bj::object{{"provider", "no connector is available for " + prov->code}});
   }
-  auto price = price_operation(*cat, *service, /*collection=*/true, *amount, fee_bearer, principal.user_tier);
-  if (!price) return web::error(req, price.error());
+  SIKA_ASSIGN_OR_RETURN(auto price,
+                        price_operation(*cat, *service, /*collection=*/true, *amount, fee_bearer, principal.user_tier));
   bj::object data;
   data["provider"] = service->code;
   data["baseAmount"] = *amount;
-  data["feeAmount"] = price->fee;
-  data["payableAmount"] = price->required_total;
-  data["merchantNetAmount"] = price->credited;
+  data["feeAmount"] = price.fee;
+  data["payableAmount"] = price.required_total;
+  data["merchantNetAmount"] = price.credited;
   data["currency"] = service->currency;
   data["feeBearer"] = fee_bearer;
   return web::ok(req, std::move(data));
@@ -231,12 +213,10 @@ web::Response Service::fee_quote(web::Request& req) {
 
 // ---- sandbox tools -----------------------------------------------------------------------------
 
-web::Response Service::sandbox_messages(web::Request& req) {
-  auto principal_r = web::merchant_caller(req);
-  if (!principal_r) return web::error(req, principal_r.error());
+Result<web::Response> Service::sandbox_messages(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal_r, web::merchant_caller(req));
   // Prod merchants are told nothing: for them the route does not exist.
-  if ((*principal_r)->environment != "sandbox")
-    return web::error(req, not_found(bj::string("no route for " + req.path)));
+  if (principal_r->environment != "sandbox") return not_found(bj::string("no route for " + req.path));
   json::FieldErrors errors;
   std::string digits;
   auto phone = req.query_param("phone");
@@ -265,14 +245,13 @@ web::Response Service::sandbox_messages(web::Request& req) {
     else
       errors.add("limit", "must be an integer from 1 to 50");
   }
-  if (!errors.empty()) return web::error(req, errors.status().error());
+  SIKA_TRY(errors.status());
   std::vector<notify::OutboxMessage> messages;
-  auto st = db_.read([&](store::Conn& c) -> Status {
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(messages,
                           notify::list_outbox(c, notify::OutboxFilter{"+" + digits, std::string("sandbox"), limit}));
     return {};
-  });
-  if (!st) return web::error(req, st.error());
+  }));
   bj::array data;
   for (const auto& m : messages)
     data.push_back(bj::object{{"message_id", m.message_id},

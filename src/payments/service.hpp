@@ -94,30 +94,30 @@ class Service {
   // --- HTTP handlers (handlers.cpp, page.cpp): parse, call one operation below, answer ---
   // Gateway (JWT-authenticated; req.principal set).
   // POST /collection/intent
-  web::Response create_intent(web::Request& req);
+  Result<web::Response> create_intent(web::Request& req);
   // POST /collection/execute {transaction_reference, invoice_reference?, otp?}
-  web::Response execute(web::Request& req);
+  Result<web::Response> execute(web::Request& req);
   // POST /collection/status {transaction_reference}
-  web::Response status(web::Request& req);
+  Result<web::Response> status(web::Request& req);
   // POST /collection/cancel {transaction_reference}: INITIATED -> CANCELLED
-  web::Response cancel(web::Request& req);
+  Result<web::Response> cancel(web::Request& req);
   // POST /disbursement/intent
-  web::Response disbursement_intent(web::Request& req);
+  Result<web::Response> disbursement_intent(web::Request& req);
   // POST /disbursement/status {transaction_reference}
-  web::Response disbursement_status(web::Request& req);
+  Result<web::Response> disbursement_status(web::Request& req);
   // POST /verification/account-holder {provider, wallet}
-  web::Response verify_account(web::Request& req);
+  Result<web::Response> verify_account(web::Request& req);
   // GET /balance?currency=XAF: the merchant's available and pending balances
-  web::Response balances(web::Request& req);
+  Result<web::Response> balances(web::Request& req);
   // POST /transactions/fees/quote {provider, amount, currency, feeBearer?}: what a collection
   // would cost, from the same price as the payment (price_operation); moves nothing.
-  web::Response fee_quote(web::Request& req);
+  Result<web::Response> fee_quote(web::Request& req);
   // GET /sandbox/messages?phone=&limit=: the outbox messages of the sandbox sent to a number,
   // newest first; sandbox merchants only (others: 404).
-  web::Response sandbox_messages(web::Request& req);
+  Result<web::Response> sandbox_messages(web::Request& req);
   // Operator callbacks (gateway, not JWT: the connector authenticates the request).
   // POST /operator/callback/{connector}
-  web::Response operator_callback(web::Request& req);
+  Result<web::Response> operator_callback(web::Request& req);
   // Checkout surface (hosted confirmation page).
   // GET /confirm/{reference}?sig=...&lang=fr|en
   web::Response confirm_page(web::Request& req);
@@ -357,8 +357,8 @@ class Service {
   std::string page_signature(std::string_view reference) const;
   std::optional<Transaction> page_transaction(std::string_view reference, const std::optional<std::string>& sig);
   web::Response render_page(const Transaction& tx, i18n::Locale locale, std::string_view notice, int status);
-  web::Response create_handler(web::Request& req, std::string_view operation);
-  web::Response show_handler(web::Request& req, std::string_view operation);
+  Result<web::Response> create_handler(web::Request& req, std::string_view operation);
+  Result<web::Response> show_handler(web::Request& req, std::string_view operation);
   Result<Transaction> referenced(const web::Request& req, std::string_view operation);
 
   store::Db& db_;

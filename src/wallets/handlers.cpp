@@ -99,10 +99,7 @@ Result<web::Principal> Service::authenticate_partner(web::Request& req) {
       // On an I/O thread: decided from this node's block, or again on a handler thread when the
       // decision needs a reservation in the database.
       SIKA_ASSIGN_OR_RETURN(d, options_.api_limiter->try_hit(bucket, options_.per_address));
-      if (!d) {
-        req.needs_handler_thread = true;
-        return unavailable(bj::string("the address's budget needs a reservation"));
-      }
+      if (!d) return web::handler_thread_needed();  // the address's budget needs a reservation
     } else {
       SIKA_ASSIGN_OR_RETURN(d, options_.api_limiter->hit(bucket, options_.per_address));
     }
@@ -126,124 +123,110 @@ Result<web::Principal> Service::authenticate_partner(web::Request& req) {
   return p;
 }
 
-web::Response Service::link_new(web::Request& req) {
-  auto fields = fields_of(req);
-  if (!fields) return web::error(req, fields.error());
+Result<web::Response> Service::link_new(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto fields, fields_of(req));
   json::FieldErrors errors;
-  LinkRequest r = parse_link_request(*fields, errors);
-  if (!errors.empty()) return web::error(req, errors.status().error());
+  LinkRequest r = parse_link_request(fields, errors);
+  SIKA_TRY(errors.status());
   r.locale = req.locale;
-  auto linked = link(*req.principal, r);
-  if (!linked) return web::error(req, linked.error());
+  SIKA_ASSIGN_OR_RETURN(auto linked, link(*req.principal, r));
   const std::int64_t at = now();
-  bj::object consent{{"status", linked->link.status == kPending ? "required" : "given"},
-                     {"sent", linked->consent_sent},
-                     {"sent_to", masked_phone(linked->link.wallet.msisdn)}};
-  if (!linked->consent_note.empty()) {
-    consent["note"] = linked->consent_note;
-    consent["retry_after"] = linked->retry_after;
+  bj::object consent{{"status", linked.link.status == kPending ? "required" : "given"},
+                     {"sent", linked.consent_sent},
+                     {"sent_to", masked_phone(linked.link.wallet.msisdn)}};
+  if (!linked.consent_note.empty()) {
+    consent["note"] = linked.consent_note;
+    consent["retry_after"] = linked.retry_after;
   }
-  bj::object data{{"matricule", linked->link.wallet.matricule},
-                  {"apikey", linked->apikey},
-                  {"link", to_json(linked->link, at)},
+  bj::object data{{"matricule", linked.link.wallet.matricule},
+                  {"apikey", linked.apikey},
+                  {"link", to_json(linked.link, at)},
                   {"consent", std::move(consent)}};
   return web::ok(req, std::move(data), {}, "link success");
 }
 
-web::Response Service::link_status(web::Request& req) {
+Result<web::Response> Service::link_status(web::Request& req) {
   json::FieldErrors errors;
-  auto o = link_fields(req, {}, errors);
-  if (!o) return web::error(req, o.error());
-  std::string apikey = text_of(*o, "apikey", errors);
-  if (!errors.empty()) return web::error(req, errors.status().error());
+  SIKA_ASSIGN_OR_RETURN(auto o, link_fields(req, {}, errors));
+  std::string apikey = text_of(o, "apikey", errors);
+  SIKA_TRY(errors.status());
   return answer_link(req, find(*req.principal, apikey), now());
 }
 
-web::Response Service::link_confirm(web::Request& req) {
+Result<web::Response> Service::link_confirm(web::Request& req) {
   json::FieldErrors errors;
-  auto o = link_fields(req, {"otp"}, errors);
-  if (!o) return web::error(req, o.error());
-  std::string apikey = text_of(*o, "apikey", errors);
-  std::string code = otp::read_code(*o, "otp", otp_.options().code_length, errors).value_or("");
+  SIKA_ASSIGN_OR_RETURN(auto o, link_fields(req, {"otp"}, errors));
+  std::string apikey = text_of(o, "apikey", errors);
+  std::string code = otp::read_code(o, "otp", otp_.options().code_length, errors).value_or("");
   if (code.empty() && !errors.has("otp")) errors.add("otp", "is required (the code sent to the user)");
-  if (!errors.empty()) return web::error(req, errors.status().error());
+  SIKA_TRY(errors.status());
   return answer_link(req, confirm(*req.principal, apikey, code), now());
 }
 
-web::Response Service::link_unlink(web::Request& req) {
+Result<web::Response> Service::link_unlink(web::Request& req) {
   json::FieldErrors errors;
-  auto o = link_fields(req, {}, errors);
-  if (!o) return web::error(req, o.error());
-  std::string apikey = text_of(*o, "apikey", errors);
-  if (!errors.empty()) return web::error(req, errors.status().error());
+  SIKA_ASSIGN_OR_RETURN(auto o, link_fields(req, {}, errors));
+  std::string apikey = text_of(o, "apikey", errors);
+  SIKA_TRY(errors.status());
   return answer_link(req, unlink_by_partner(*req.principal, apikey), now());
 }
 
 // Answered from the write's completion: nothing holds a thread while the charge's unit commits.
-web::Response Service::link_charge(web::Request& req) {
-  auto t = transfer_of(req);
-  if (!t) return web::error(req, t.error());
+Result<web::Response> Service::link_charge(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto t, transfer_of(req));
   web::Reply reply = web::answer_later(req);
-  if (!reply) return answer_tx(req, charge(*req.principal, t->first, t->second));
-  charge_async(*req.principal, t->first, t->second,
+  if (!reply) return answer_tx(req, charge(*req.principal, t.first, t.second));
+  charge_async(*req.principal, t.first, t.second,
                [reply = std::move(reply), locale = req.locale](Result<payments::Transaction> tx) {
                  web::reply_with(reply, locale, "link charge", [&](const web::Request& r) { return answer_tx(r, tx); });
                });
   return web::Response::later();
 }
 
-web::Response Service::link_payout(web::Request& req) {
-  auto t = transfer_of(req);
-  if (!t) return web::error(req, t.error());
-  return answer_tx(req, payout(*req.principal, t->first, t->second));
+Result<web::Response> Service::link_payout(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto t, transfer_of(req));
+  return answer_tx(req, payout(*req.principal, t.first, t.second));
 }
 
-web::Response Service::link_topup(web::Request& req) {
-  auto t = transfer_of(req, /*mobile_money=*/true, /*with_otp=*/true, otp_.options().code_length);
-  if (!t) return web::error(req, t.error());
-  return answer_tx(req, topup_by_partner(*req.principal, t->first, t->second));
+Result<web::Response> Service::link_topup(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto t, transfer_of(req, /*mobile_money=*/true, /*with_otp=*/true, otp_.options().code_length));
+  return answer_tx(req, topup_by_partner(*req.principal, t.first, t.second));
 }
 
-web::Response Service::link_withdraw(web::Request& req) {
-  auto t = transfer_of(req, /*mobile_money=*/true);
-  if (!t) return web::error(req, t.error());
-  return answer_tx(req, withdraw_by_partner(*req.principal, t->first, t->second));
+Result<web::Response> Service::link_withdraw(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto t, transfer_of(req, /*mobile_money=*/true));
+  return answer_tx(req, withdraw_by_partner(*req.principal, t.first, t.second));
 }
 
-web::Response Service::link_init(web::Request& req) {
-  auto t = transfer_of(req);
-  if (!t) return web::error(req, t.error());
-  auto tx = init(*req.principal, t->first, t->second);
-  if (!tx) return web::error(req, tx.error());
+Result<web::Response> Service::link_init(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto t, transfer_of(req));
+  SIKA_ASSIGN_OR_RETURN(auto tx, init(*req.principal, t.first, t.second));
   // The record, plus whether it waits for the user's code (link/approve).
-  bj::object record = payments::to_record(*tx);
-  record["needs_otp"] = tx->status == payments::TxStatus::initiated && tx->needs_otp;
+  bj::object record = payments::to_record(tx);
+  record["needs_otp"] = tx.status == payments::TxStatus::initiated && tx.needs_otp;
   return web::ok(req, std::move(record), {}, "submitted");
 }
 
-web::Response Service::link_approve(web::Request& req) {
+Result<web::Response> Service::link_approve(web::Request& req) {
   json::FieldErrors errors;
-  auto o = link_fields(req, {"transaction_reference", "otp"}, errors);
-  if (!o) return web::error(req, o.error());
-  std::string apikey = text_of(*o, "apikey", errors);
-  std::string reference = text_of(*o, "transaction_reference", errors);
-  std::string code = otp::read_code(*o, "otp", otp_.options().code_length, errors).value_or("");
+  SIKA_ASSIGN_OR_RETURN(auto o, link_fields(req, {"transaction_reference", "otp"}, errors));
+  std::string apikey = text_of(o, "apikey", errors);
+  std::string reference = text_of(o, "transaction_reference", errors);
+  std::string code = otp::read_code(o, "otp", otp_.options().code_length, errors).value_or("");
   if (reference.empty() && !errors.has("transaction_reference"))
     errors.add("transaction_reference", "is required (the payment link/init answered)");
   if (code.empty() && !errors.has("otp")) errors.add("otp", "is required (the code sent to the user)");
-  if (!errors.empty()) return web::error(req, errors.status().error());
+  SIKA_TRY(errors.status());
   return answer_tx(req, approve(*req.principal, apikey, reference, code));
 }
 
-web::Response Service::link_fiat_distribution(web::Request& req) {
-  auto body = web::body_object(req, /*allow_form=*/false);
-  if (!body) return web::error(req, body.error());
+Result<web::Response> Service::link_fiat_distribution(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req, /*allow_form=*/false));
   json::FieldErrors errors;
-  DistributionRequest r = parse_distribution_request(*body, errors);
-  if (!errors.empty()) return web::error(req, errors.status().error());
-  auto d = distribute(*req.principal, r);
-  if (!d) return web::error(req, d.error());
-  return web::ok(req, to_json(*d), {}, "distributed");
+  DistributionRequest r = parse_distribution_request(body, errors);
+  SIKA_TRY(errors.status());
+  SIKA_ASSIGN_OR_RETURN(auto d, distribute(*req.principal, r));
+  return web::ok(req, to_json(d), {}, "distributed");
 }
 
 }  // namespace sika::wallets

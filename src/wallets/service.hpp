@@ -101,18 +101,22 @@ class Service {
   // --- the link API (link surface, handlers.cpp); GET and POST alike unless said ---
   // The authenticator of Auth::link_api_key: the address's rate limit, then the partner's key.
   Result<web::Principal> authenticate_partner(web::Request& req);
-  web::Response link_new(web::Request& req);       // /api/agent/link/new {email, phone, phoneCountry, limits?}
-  web::Response link_status(web::Request& req);    // /api/agent/link/status {apikey}
-  web::Response link_confirm(web::Request& req);   // POST /api/agent/link/confirm {apikey, otp}
-  web::Response link_unlink(web::Request& req);    // POST /api/agent/link/unlink {apikey}
-  web::Response link_charge(web::Request& req);    // POST /api/agent/link/charge {apikey, amount, transaction_uuid}
-  web::Response link_payout(web::Request& req);    // POST /api/agent/link/payout {apikey, amount, transaction_uuid}
-  web::Response link_topup(web::Request& req);     // POST /api/agent/link/topup {apikey, amount, transaction_uuid}
-  web::Response link_withdraw(web::Request& req);  // POST /api/agent/link/withdraw {apikey, amount, transaction_uuid}
-  web::Response link_init(web::Request& req);      // POST /api/agent/link/init {apikey, amount, transaction_uuid}
-  web::Response link_approve(web::Request& req);   // POST /api/agent/link/approve {apikey, transaction_reference, otp}
+  Result<web::Response> link_new(web::Request& req);      // /api/agent/link/new {email, phone, phoneCountry, limits?}
+  Result<web::Response> link_status(web::Request& req);   // /api/agent/link/status {apikey}
+  Result<web::Response> link_confirm(web::Request& req);  // POST /api/agent/link/confirm {apikey, otp}
+  Result<web::Response> link_unlink(web::Request& req);   // POST /api/agent/link/unlink {apikey}
+  Result<web::Response> link_charge(
+      web::Request& req);  // POST /api/agent/link/charge {apikey, amount, transaction_uuid}
+  Result<web::Response> link_payout(
+      web::Request& req);  // POST /api/agent/link/payout {apikey, amount, transaction_uuid}
+  Result<web::Response> link_topup(web::Request& req);  // POST /api/agent/link/topup {apikey, amount, transaction_uuid}
+  Result<web::Response> link_withdraw(
+      web::Request& req);  // POST /api/agent/link/withdraw {apikey, amount, transaction_uuid}
+  Result<web::Response> link_init(web::Request& req);  // POST /api/agent/link/init {apikey, amount, transaction_uuid}
+  Result<web::Response> link_approve(
+      web::Request& req);  // POST /api/agent/link/approve {apikey, transaction_reference, otp}
   // POST /api/agent/link/fiat-distribution {transaction_uuid, amount?, distribution: [{apikey, amount|rate}]}
-  web::Response link_fiat_distribution(web::Request& req);
+  Result<web::Response> link_fiat_distribution(web::Request& req);
 
   // --- the wallet page (checkout surface, page.cpp) ---
   web::Response page(web::Request& req);           // GET /wallet

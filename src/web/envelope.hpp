@@ -23,6 +23,12 @@ int http_status(ErrorKind kind);
 Response error(const Request& req, const Error& err);
 Response error(i18n::Locale locale, const Error& err);
 
+// A handler's outcome as the router answers it: the response, or the error envelope of its error.
+inline Response respond(const Request& req, Result<Response> r) {
+  if (!r) return error(req, r.error());
+  return std::move(r).value();
+}
+
 // Maps a Result holding the data to an envelope.
 inline Response reply(const Request& req, Result<boost::json::value> r, std::string_view message = "ok") {
   if (!r) return error(req, r.error());

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <memory>
 
+#include <spdlog/spdlog.h>
+
 #include "web/envelope.hpp"
 
 namespace sika::web {
@@ -148,12 +150,20 @@ Reply answer_later(Request& req) {
 }
 
 namespace {
-// A handler moved to a handler thread with its request; answers through the request's reply_to.
+// A handler moved to a handler thread with its request; answers through the request's reply_to,
+// a 500 envelope when the handler throws (nothing above it on the pool's thread would answer).
 struct BlockingJob {
   Request req;
   std::function<Response(Request&)> handler;
   void operator()() {
-    Response res = handler(req);
+    Response res;
+    try {
+      res = handler(req);
+    } catch (const std::exception& e) {
+      spdlog::error("handler failed: request_id={} method={} path={}: {}", req.request_id, req.method, req.path,
+                    e.what());
+      res = error(req, internal_error());
+    }
     if (res.deferred) return;
     if (Reply reply = answer_later(req)) reply(std::move(res));
   }
@@ -170,6 +180,16 @@ Response run_blocking(Request& req, std::function<Response(Request&)> handler) {
   Response res = error(req, unavailable("server busy, retry shortly"));
   res.set("Retry-After", "1");
   return res;
+}
+
+namespace {
+constexpr std::string_view kHandlerThreadNeeded = "handler_thread_needed";
+}  // namespace
+
+Error handler_thread_needed() { return make_error(ErrorKind::unavailable, std::string(kHandlerThreadNeeded)); }
+
+bool is_handler_thread_needed(const Error& err) {
+  return err.is(ErrorKind::unavailable) && err.code == kHandlerThreadNeeded;
 }
 
 namespace {

@@ -59,15 +59,11 @@ struct Request {
   int route_id = -1;   // index of the matched route in the route table (-1: none); a metrics label
   std::optional<Principal> principal;
   // Set by the server. reply_to sends this request's response from any thread, once (see
-  // answer_later). offload_to runs a job on a handler thread, where it may block; it is empty
-  // when the handler already runs on one (and in unit tests). Both empty: the handler's return
-  // value is the answer.
+  // answer_later). offload_to runs a job on a handler thread, where it may block; it is set only
+  // while the request runs on an I/O thread (see "Where a request runs" below), empty on a
+  // handler thread and in unit tests. Both empty: the handler's return value is the answer.
   std::function<void(struct Response, int route_id)> reply_to;
   std::function<bool(std::function<void()>)> offload_to;
-  // Set by an authenticator that cannot decide without blocking while the request runs on an I/O
-  // thread (offload_to set); it then refuses, and the router runs the whole request again on a
-  // handler thread, where it may block.
-  bool needs_handler_thread = false;
 
   // Returns the first header value with this (lower-case) name, or "".
   std::string_view header(std::string_view lower_name) const;
@@ -117,10 +113,26 @@ using Reply = std::function<void(Response)>;
 // directly): the handler then answers by its return value.
 Reply answer_later(Request& req);
 
+// Where a request runs. The server runs a route declared non_blocking, or answers_later on a
+// database whose writes are asynchronous, on the I/O thread that read it, with offload_to set;
+// every other request runs on a handler thread. On an I/O thread nothing may block (no database
+// read that waits, no lock held long, no network). The one way from there to a handler thread
+// is run_blocking, through offload_to:
+//  - a handler calls run_blocking(req, handler) and returns what it gives;
+//  - an authenticator, which cannot answer itself, returns handler_thread_needed(): the router
+//    then runs the whole request again through run_blocking (its authenticator too, now on a
+//    handler thread, where it may block).
+// Code that runs on a handler thread never sees offload_to, so it never asks.
+
 // Runs `handler` where it may block: on a handler thread when the request runs on an I/O thread
-// (the answer goes through reply_to; returns Response::later()), else here (returns its answer).
-// The request is moved into the job. A full handler pool answers 503.
+// (the answer goes through reply_to, once; returns Response::later()), else here (returns its
+// answer). The request is moved into the job. A full handler pool answers 503 with Retry-After,
+// now and here.
 Response run_blocking(Request& req, std::function<Response(Request&)> handler);
+// What an authenticator returns when it cannot decide without blocking on an I/O thread
+// (offload_to set); see "Where a request runs". Only Router::dispatch acts on it.
+Error handler_thread_needed();
+bool is_handler_thread_needed(const Error& err);
 
 // Returns the caller when it acts for a merchant: unauthenticated without a principal,
 // forbidden when the credential is not bound to a merchant.

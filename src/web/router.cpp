@@ -101,10 +101,15 @@ void Router::add(Route route) {
   if (route.access.auth == Auth::unset)
     throw std::invalid_argument(route.method + " " + route.pattern + " states no auth policy");
   std::string full = std::string(prefix(route.surface)) + route.pattern;
-  if (route.non_blocking && route.method == "GET" && full.find('{') == std::string::npos)
-    non_blocking_paths_.insert(full);
-  if (route.answers_later && route.method == "POST" && full.find('{') == std::string::npos)
-    answers_later_paths_.insert(full);
+  const bool parameterless = full.find('{') == std::string::npos;
+  if (route.non_blocking && !(parameterless && route.method == "GET"))
+    throw std::invalid_argument(route.method + " " + route.pattern +
+                                ": only a parameterless GET route can be non_blocking");
+  if (route.answers_later && !(parameterless && route.method == "POST"))
+    throw std::invalid_argument(route.method + " " + route.pattern +
+                                ": only a parameterless POST route can answer later");
+  if (route.non_blocking) non_blocking_paths_.insert(full);
+  if (route.answers_later) answers_later_paths_.insert(full);
   compiled_.push_back(Compiled{split_path(full), routes_.size()});
   routes_.push_back(std::move(route));
 }
@@ -172,9 +177,10 @@ Response Router::dispatch(Request& req) const {
       req.path_params = std::move(params_of[i]);
       req.route_id = static_cast<int>(candidates[i]);
       Status allowed = authorize(req, r.access);
-      if (!allowed && req.needs_handler_thread && req.offload_to) {
-        req.needs_handler_thread = false;
-        return run_blocking(req, [this](Request& again) { return dispatch(again); });
+      if (!allowed && is_handler_thread_needed(allowed.error())) {
+        // The authenticator must block: the whole request again where it may (web/message.hpp).
+        if (req.offload_to) return run_blocking(req, [this](Request& again) { return dispatch(again); });
+        allowed = internal_error(boost::json::string("an authenticator asked for a handler thread on one"));
       }
       if (!allowed && allowed.error().is(ErrorKind::unauthenticated) && lookup == "GET" &&
           (r.access.auth == Auth::dashboard_session || r.access.auth == Auth::operator_session)) {
@@ -190,7 +196,7 @@ Response Router::dispatch(Request& req) const {
           to(std::move(res), route);
         };
       }
-      Response res = allowed     ? r.handler(req)
+      Response res = allowed     ? respond(req, r.handler(req))
                      : r.refusal ? r.refusal(req, allowed.error())
                                  : error(req, allowed.error());
       if (!res.deferred) apply_cors(req.header("origin"), r.surface, res);
@@ -198,6 +204,10 @@ Response Router::dispatch(Request& req) const {
     }
   }
 
+  return other_method(req, candidates);
+}
+
+Response Router::other_method(const Request& req, const std::vector<std::size_t>& candidates) const {
   std::vector<std::string> allowed;
   for (std::size_t idx : candidates) {
     const std::string& m = routes_[idx].method;

@@ -18,7 +18,16 @@ namespace sika::web {
 enum class Surface { system, gateway, identity, checkout, link, dashboard };
 std::string_view surface_name(Surface s);
 
-using Handler = std::function<Response(Request&)>;
+// A route's handler: the response, or an error the router answers with the error envelope
+// (web::error in the request's locale), so handlers propagate errors with SIKA_TRY and
+// SIKA_ASSIGN_OR_RETURN instead of answering each one.
+using Handler = std::function<Result<Response>(Request&)>;
+
+// The handler calling `method` on `svc` (a component's service, which outlives the router).
+template <class Service, class Answer>
+Handler bind(Service* svc, Answer (Service::*method)(Request&)) {
+  return [svc, method](Request& req) -> Result<Response> { return (svc->*method)(req); };
+}
 
 // Who may call a route. Every route states one; the router applies it before the handler runs.
 enum class Auth {
@@ -65,12 +74,12 @@ struct Route {
   Access access;        // who may call it
   std::string summary;  // one line, for the route listing
   // True for handlers that never block (no database, no I/O): the server may run them on an
-  // I/O thread. Only for parameterless GET routes.
+  // I/O thread. Only for parameterless GET routes (Router::add refuses any other).
   bool non_blocking = false;
   // True for handlers that do only CPU work and SQLite reads before they hand their write to
   // Db::write_async and answer through web::answer_later (anything that must block goes through
   // web::run_blocking): the server may run them on an I/O thread when the database writes
-  // asynchronously. Only for parameterless POST routes.
+  // asynchronously. Only for parameterless POST routes (Router::add refuses any other).
   bool answers_later = false;
   // Renders the refusal of the route's policy (e.g. an HTML page for a form posted by a
   // browser); empty: the error envelope.
@@ -98,7 +107,9 @@ class Router {
   // session is sent to `url` (303) instead of the 401 envelope: browsers land on the sign-in page.
   void sign_in_page(Surface s, std::string url);
 
-  // Adds a route; throws std::invalid_argument when it states no auth policy.
+  // Adds a route; throws std::invalid_argument when it states no auth policy, or asks for what the
+  // server cannot honour: non_blocking on anything but a parameterless GET route, answers_later on
+  // anything but a parameterless POST route (both are found by an exact-path lookup).
   void add(Route route);
   const std::vector<Route>& routes() const { return routes_; }
   // Returns true iff at least one route is registered on the surface.
@@ -122,6 +133,9 @@ class Router {
   bool match(const Compiled& c, const std::vector<std::string>& segments, Fields& params) const;
   // Adds the CORS headers for a request from `origin` ("" when none) to a route of `s`.
   void apply_cors(std::string_view origin, Surface s, Response& res) const;
+  // The answer to a path whose routes (`candidates`) have no handler for the request's method: the
+  // OPTIONS answer (Allow, CORS preflight), else 405 with Allow.
+  Response other_method(const Request& req, const std::vector<std::size_t>& candidates) const;
   // Applies the route's policy; fills req.principal. An error is the response to send.
   Status authorize(Request& req, const Access& access) const;
 

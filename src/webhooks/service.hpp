@@ -40,16 +40,16 @@ class Service {
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;
 
-  web::Response list_endpoints(web::Request& req);
-  web::Response create_endpoint(web::Request& req);
-  web::Response get_endpoint(web::Request& req);
-  web::Response update_endpoint(web::Request& req);
-  web::Response delete_endpoint(web::Request& req);
-  web::Response rotate_secret(web::Request& req);
-  web::Response list_deliveries(web::Request& req);
-  web::Response get_delivery(web::Request& req);
-  web::Response list_events(web::Request& req);
-  web::Response redeliver(web::Request& req);
+  Result<web::Response> list_endpoints(web::Request& req);
+  Result<web::Response> create_endpoint(web::Request& req);
+  Result<web::Response> get_endpoint(web::Request& req);
+  Result<web::Response> update_endpoint(web::Request& req);
+  Result<web::Response> delete_endpoint(web::Request& req);
+  Result<web::Response> rotate_secret(web::Request& req);
+  Result<web::Response> list_deliveries(web::Request& req);
+  Result<web::Response> get_delivery(web::Request& req);
+  Result<web::Response> list_events(web::Request& req);
+  Result<web::Response> redeliver(web::Request& req);
 
   // Starts / stops the delivery worker (stop waits for requests in flight, at most the timeout).
   void start();

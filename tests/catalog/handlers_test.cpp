@@ -8,6 +8,7 @@
 #include "catalog/demo.hpp"
 #include "catalog/service.hpp"
 #include "support/test_db.hpp"
+#include "web/envelope.hpp"
 
 namespace sika::catalog {
 namespace {
@@ -72,7 +73,7 @@ class CatalogHandlers : public testing::DbTest {
   }
   Reply fees(web::Fields q, web::Principal who = merchant()) {
     auto req = request("/pricing-rule/fees", std::move(q), std::move(who));
-    return parse(service_->list_fees(req));
+    return parse(web::respond(req, service_->list_fees(req)));
   }
   Reply services(web::Fields q, web::Principal who = merchant()) {
     auto req = request("/service/list", std::move(q), std::move(who));
@@ -301,7 +302,7 @@ TEST_P(CatalogHandlers, RefusesAnUngrantedCountry) {
   // No principal at all (a wiring mistake) is never treated as an admin.
   auto req = request("/pricing-rule/fees", {{"country", "CMR"}}, merchant());
   req.principal.reset();
-  EXPECT_EQ(service_->list_fees(req).status, 403);
+  EXPECT_EQ(web::respond(req, service_->list_fees(req)).status, 403);
 }
 
 TEST_P(CatalogHandlers, HidesInactiveRulesAndRulesOfInactiveServicesFromNonAdmins) {
@@ -443,7 +444,7 @@ TEST_P(CatalogHandlers, AnswersFromTheSnapshotOfItsNode) {
 TEST_P(CatalogHandlers, RepeatedReadsGiveTheSameBytesUntilTheCatalogChanges) {
   auto body = [&](web::Fields q, web::Principal who, i18n::Locale l = i18n::Locale::fr) {
     auto req = request("/pricing-rule/fees", std::move(q), std::move(who), l);
-    web::Response res = service_->list_fees(req);
+    web::Response res = web::respond(req, service_->list_fees(req));
     EXPECT_EQ(res.get("content-type"), "application/json; charset=utf-8");
     return res.body;
   };

@@ -36,11 +36,11 @@ class LinksTest : public payments::testing::PaymentsTest {
     PaymentsTest::TearDown();
   }
 
-  std::pair<int, bj::object> link_call(web::Response (Service::*fn)(web::Request&), const web::Principal& p,
+  std::pair<int, bj::object> link_call(Result<web::Response> (Service::*fn)(web::Request&), const web::Principal& p,
                                        const bj::value& body, std::string reference = "") {
     auto req = request(p, body);
     if (!reference.empty()) req.path_params = {{"reference", reference}};
-    auto res = ((*links_).*fn)(req);
+    auto res = web::respond(req, ((*links_).*fn)(req));
     return {res.status, parse(res)};
   }
 
@@ -57,7 +57,7 @@ class LinksTest : public payments::testing::PaymentsTest {
     req.headers = {{"content-type", "application/json"}};
     req.path_params = {{"shortCode", std::string(code)}};
     req.locale = i18n::Locale::en;
-    auto res = links_->pay(req);
+    auto res = web::respond(req, links_->pay(req));
     return {res.status, parse(res)};
   }
 
@@ -128,7 +128,7 @@ TEST_P(LinksTest, AnotherMerchantsLinkIsNotFoundAndListsFilterAndPage) {
     req.method = "GET";
     auto fields = web::parse_form(query);
     req.query = *fields;
-    auto res = links_->list(req);
+    auto res = web::respond(req, links_->list(req));
     return std::make_pair(res.status, parse(res));
   };
   auto [s1, all] = list("limit=1&page=2");
@@ -448,7 +448,7 @@ TEST_P(LinksTest, PayingIsRateLimitedPerAddress) {
     req.headers = {{"content-type", "application/json"}};
     req.path_params = {{"shortCode", code_of(link)}};
     req.remote_ip = std::move(ip);
-    auto res = links_->pay(req);
+    auto res = web::respond(req, links_->pay(req));
     return std::make_pair(res.status, parse(res));
   };
   EXPECT_EQ(attempt("203.0.113.7").first, 200);

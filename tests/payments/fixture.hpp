@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "catalog/model.hpp"
@@ -20,6 +21,7 @@
 #include "payments/service.hpp"
 #include "support/test_db.hpp"
 #include "web/client.hpp"
+#include "web/envelope.hpp"
 
 namespace sika::payments::testing {
 
@@ -177,11 +179,14 @@ class PaymentsTest : public sika::testing::DbTest {
     o.sandbox_delay_ms = 30;
     o.sandbox_duplicate_delay_ms = 80;
     o.sandbox_late_ms = 60'000;
-    o.clock = [this] { return now_ms() + offset_.load(); };
+    o.clock = [this] {
+      if (clock_throws_.load()) throw std::runtime_error("the test's clock failed");
+      return now_ms() + offset_.load();
+    };
     tune(o);
     service_ = std::make_unique<Service>(
         *db_, [this] { return catalog_; }, client_, o);
-    client_.handler = [this](web::Request& r) { return service_->operator_callback(r); };
+    client_.handler = [this](web::Request& r) { return web::respond(r, service_->operator_callback(r)); };
   }
 
   web::Principal principal(const merchant::Merchant& m, std::string environment = "sandbox") {
@@ -225,10 +230,10 @@ class PaymentsTest : public sika::testing::DbTest {
   }
 
   // Posts and returns (HTTP status, envelope).
-  std::pair<int, bj::object> call(web::Response (Service::*fn)(web::Request&), const web::Principal& p,
+  std::pair<int, bj::object> call(Result<web::Response> (Service::*fn)(web::Request&), const web::Principal& p,
                                   const bj::value& body) {
     auto req = request(p, body);
-    auto res = ((*service_).*fn)(req);
+    auto res = web::respond(req, ((*service_).*fn)(req));
     return {res.status, parse(res)};
   }
 
@@ -239,7 +244,7 @@ class PaymentsTest : public sika::testing::DbTest {
   }
 
   bj::object status_of(const web::Principal& p, std::string_view reference,
-                       web::Response (Service::*fn)(web::Request&) = &Service::status) {
+                       Result<web::Response> (Service::*fn)(web::Request&) = &Service::status) {
     auto [status, env] = call(fn, p, bj::object{{"transaction_reference", reference}});
     EXPECT_EQ(status, 200) << bj::serialize(env);
     return status == 200 ? env.at("data").as_object() : bj::object{};
@@ -247,7 +252,7 @@ class PaymentsTest : public sika::testing::DbTest {
 
   // Polls status until it leaves `from` (or the deadline passes).
   std::string wait_status(const web::Principal& p, std::string_view reference, std::string_view from,
-                          web::Response (Service::*fn)(web::Request&) = &Service::status, int ms = 5000) {
+                          Result<web::Response> (Service::*fn)(web::Request&) = &Service::status, int ms = 5000) {
     std::string s;
     for (int i = 0; i < ms / 10; ++i) {
       s = std::string(status_of(p, reference, fn).at("status").as_string());
@@ -305,6 +310,7 @@ class PaymentsTest : public sika::testing::DbTest {
   std::unique_ptr<otp::Service> otp_;
   std::unique_ptr<Service> service_;
   std::atomic<std::int64_t> offset_{0};
+  std::atomic<bool> clock_throws_{false};  // the service's clock throws while set
   merchant::Merchant m1_, m2_, m3_, m4_;
 };
 

@@ -259,7 +259,7 @@ TEST_P(QueriesTest, BalancesPerCurrencyAndPerAccount) {
   auto req = request(p, bj::object{});
   req.method = "GET";
   req.body.clear();
-  auto res = service_->balances(req);
+  auto res = web::respond(req, service_->balances(req));
   ASSERT_EQ(res.status, 200);
   auto data = parse(res).at("data").as_array();
   ASSERT_EQ(data.size(), 1u);
@@ -282,7 +282,7 @@ TEST_P(QueriesTest, LateCallbacksAreListedForReconciliation) {
   cb.body = service_->sandbox().callback_body(order, ok);
   cb.path_params = {{"connector", "sandbox"}};
   cb.headers = {{"x-sandbox-signature", service_->sandbox().sign(cb.body, now_ms() + offset_)}};
-  ASSERT_EQ(parse(service_->operator_callback(cb)).at("outcome"), "late");
+  ASSERT_EQ(parse(web::respond(cb, service_->operator_callback(cb))).at("outcome"), "late");
   std::vector<queries::LateCallback> late;
   ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
                    SIKA_ASSIGN_OR_RETURN(late, queries::late_callbacks(c));

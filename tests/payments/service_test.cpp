@@ -91,7 +91,7 @@ TEST_P(PaymentsTest, StatusRoutesAnswerTheTransactionStatusMessage) {
     for (auto locale : {i18n::Locale::en, i18n::Locale::fr}) {
       auto req = request(p, bj::object{{"transaction_reference", reference}});
       req.locale = locale;
-      auto res = ((*service_).*fn)(req);
+      auto res = web::respond(req, ((*service_).*fn)(req));
       ASSERT_EQ(res.status, 200) << res.body;
       auto env = parse(res);
       EXPECT_EQ(env.at("message"), "transaction_status") << res.body;
@@ -140,7 +140,7 @@ TEST_P(PaymentsTest, ConcurrentSameUuidCreatesOneTransaction) {
   for (int i = 0; i < 8; ++i)
     threads.emplace_back([&, i] {
       auto req = request(p, body);
-      auto res = service_->create_intent(req);
+      auto res = web::respond(req, service_->create_intent(req));
       if (res.status == 200) refs[i] = std::string(parse(res).at("data").at("transaction_reference").as_string());
     });
   for (auto& t : threads) t.join();
@@ -293,18 +293,18 @@ TEST_P(PaymentsTest, EveryValidationRuleNamesItsField) {
   // Bodies that are not JSON objects.
   auto req = request(p, bj::object{});
   req.body = "";
-  EXPECT_EQ(service_->create_intent(req).status, 400);
+  EXPECT_EQ(web::respond(req, service_->create_intent(req)).status, 400);
   req.body = "[1,2]";
-  EXPECT_EQ(service_->create_intent(req).status, 400);
+  EXPECT_EQ(web::respond(req, service_->create_intent(req)).status, 400);
   req.body = "{\"amount\":";
-  auto res = service_->create_intent(req);
+  auto res = web::respond(req, service_->create_intent(req));
   EXPECT_EQ(res.status, 400);
   EXPECT_EQ(parse(res).at("message"), "empty_data");
   // No merchant behind the credential.
   auto anonymous = p;
   anonymous.merchant_id = 0;
   auto anon = request(anonymous, intent_body());
-  EXPECT_EQ(service_->create_intent(anon).status, 403);
+  EXPECT_EQ(web::respond(anon, service_->create_intent(anon)).status, 403);
 }
 
 TEST_P(PaymentsTest, AnotherMerchantsOrEnvironmentsTransactionIsNotFound) {
@@ -504,7 +504,7 @@ TEST_P(PaymentsTest, StuckPendingExpiresAndALateCallbackIsRecordedWithoutMovingM
   cb.body = body;
   cb.path_params = {{"connector", "sandbox"}};
   cb.headers = {{"x-sandbox-signature", service_->sandbox().sign(body, now_ms() + offset_)}};
-  auto res = service_->operator_callback(cb);
+  auto res = web::respond(cb, service_->operator_callback(cb));
   EXPECT_EQ(res.status, 200);
   EXPECT_EQ(parse(res).at("outcome"), "late");
   EXPECT_EQ(status_of(p, ref).at("status"), "EXPIRED");
@@ -512,7 +512,7 @@ TEST_P(PaymentsTest, StuckPendingExpiresAndALateCallbackIsRecordedWithoutMovingM
   EXPECT_EQ(count("SELECT COUNT(*) FROM ledger_journals"), 0);
   // An unsigned callback is refused outright.
   cb.headers.clear();
-  EXPECT_EQ(service_->operator_callback(cb).status, 401);
+  EXPECT_EQ(web::respond(cb, service_->operator_callback(cb)).status, 401);
   expect_ledger_clean();
 }
 
@@ -1059,7 +1059,7 @@ TEST_P(PaymentsTest, RacingCallbackPollAndExpiryApplyExactlyOneTransition) {
         cb.body = body;
         cb.path_params = {{"connector", "sandbox"}};
         cb.headers = {{"x-sandbox-signature", service_->sandbox().sign(body, now_ms() + offset_)}};
-        EXPECT_EQ(service_->operator_callback(cb).status, 200);
+        EXPECT_EQ(web::respond(cb, service_->operator_callback(cb)).status, 200);
       });
       threads.emplace_back([&] { status_of(p, ref); });
       threads.emplace_back([&] { EXPECT_TRUE(service_->expire_due().ok()); });

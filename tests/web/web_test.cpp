@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include <stdexcept>
+
 #include "web/envelope.hpp"
 #include "web/html.hpp"
 #include "web/router.hpp"
@@ -270,14 +272,255 @@ TEST(Router, OnlyDeclaredParameterlessGetRoutesAreNonBlocking) {
   r.mount(web::Surface::gateway, "/api");
   r.add({web::Surface::system, "GET", "/healthz", [](web::Request&) { return web::Response{}; }, web::open_access(), "",
          true});
-  r.add({web::Surface::gateway, "GET", "/x/{id}", [](web::Request&) { return web::Response{}; }, web::open_access(), "",
-         true});
+  // A route the server could not find by its exact path is refused, not silently left blocking.
+  EXPECT_THROW(r.add({web::Surface::gateway, "GET", "/x/{id}", [](web::Request&) { return web::Response{}; },
+                      web::open_access(), "", true}),
+               std::invalid_argument);
   r.add({web::Surface::gateway, "GET", "/slow", [](web::Request&) { return web::Response{}; }, web::open_access(), ""});
   EXPECT_TRUE(r.is_non_blocking(make("GET", "/healthz")));
   EXPECT_TRUE(r.is_non_blocking(make("HEAD", "/healthz")));
   EXPECT_FALSE(r.is_non_blocking(make("POST", "/healthz")));
   EXPECT_FALSE(r.is_non_blocking(make("GET", "/api/x/1")));
   EXPECT_FALSE(r.is_non_blocking(make("GET", "/api/slow")));
+}
+
+// Router::add refuses a route asking for what the server cannot honour: answers_later and
+// non_blocking are found by an exact-path lookup of one method, so a route with path parameters or
+// another method would silently run blocking.
+TEST(Router, RefusesAnswersLaterOrNonBlockingItCannotHonour) {
+  auto handler = [](web::Request&) { return web::Response{}; };
+  auto route = [&](std::string method, std::string pattern, bool non_blocking, bool answers_later) {
+    web::Route r{web::Surface::gateway, std::move(method), std::move(pattern), handler, web::open_access(), "",
+                 non_blocking};
+    r.answers_later = answers_later;
+    return r;
+  };
+  web::Router r;
+  r.mount(web::Surface::gateway, "/api");
+  EXPECT_THROW(r.add(route("POST", "/later/{id}", false, true)), std::invalid_argument);
+  EXPECT_THROW(r.add(route("GET", "/later", false, true)), std::invalid_argument);
+  EXPECT_THROW(r.add(route("PUT", "/later", false, true)), std::invalid_argument);
+  EXPECT_THROW(r.add(route("POST", "/fast", true, false)), std::invalid_argument);
+  EXPECT_THROW(r.add(route("GET", "/fast/{id}", true, false)), std::invalid_argument);
+  EXPECT_TRUE(r.routes().empty());
+  r.add(route("POST", "/later", false, true));
+  r.add(route("GET", "/fast", true, false));
+  EXPECT_TRUE(r.answers_later(make("POST", "/api/later")));
+  EXPECT_TRUE(r.is_non_blocking(make("GET", "/api/fast")));
+  EXPECT_EQ(r.routes().size(), 2u);
+}
+
+// A handler's error is answered by the router with the error envelope, in the request's locale,
+// with the route's CORS headers; its response is answered as it is.
+TEST(Router, AnswersAHandlersErrorWithTheEnvelope) {
+  web::Router r;
+  r.mount(web::Surface::gateway, "/api");
+  r.cors(web::Surface::gateway, {true, {"*"}});
+  r.add({web::Surface::gateway, "POST", "/things",
+         [](web::Request& q) -> Result<web::Response> {
+           if (q.body.empty()) return empty_data(bj::object{{"name", "is required"}});
+           return web::ok(q, bj::string(q.body));
+         },
+         web::open_access(), ""});
+  auto req = make("POST", "/api/things");
+  req.locale = i18n::Locale::en;
+  req.headers = {{"origin", "https://shop.example"}};
+  web::Response res = r.dispatch(req);
+  EXPECT_EQ(res.status, 400);
+  EXPECT_EQ(res.body, web::error(req, empty_data(bj::object{{"name", "is required"}})).body);
+  EXPECT_EQ(res.get("Access-Control-Allow-Origin"), "*");
+  auto good = make("POST", "/api/things");
+  good.body = "x";
+  res = r.dispatch(good);
+  EXPECT_EQ(res.status, 200);
+  EXPECT_EQ(bj::parse(res.body).at("data").as_string(), "x");
+}
+
+namespace {
+struct Greeter {
+  std::string name;
+  web::Response hello(web::Request& q) { return web::ok(q, bj::string("hello " + name)); }
+  Result<web::Response> refuse(web::Request&) { return forbidden(bj::string(name)); }
+};
+}  // namespace
+
+// web::bind makes a route's handler of a service's method, whether it answers a Response or a Result.
+TEST(Router, BindCallsTheServicesMethod) {
+  Greeter greeter{"ada"};
+  web::Handler hello = web::bind(&greeter, &Greeter::hello);
+  web::Handler refuse = web::bind(&greeter, &Greeter::refuse);
+  auto req = make("GET", "/");
+  auto said = hello(req);
+  ASSERT_TRUE(said);
+  EXPECT_EQ(bj::parse(said->body).at("data").as_string(), "hello ada");
+  auto refused = refuse(req);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(refused.error().is(ErrorKind::forbidden));
+  EXPECT_EQ(refused.error().details.as_string(), "ada");
+  EXPECT_EQ(web::respond(req, refuse(req)).status, 403);
+}
+
+namespace {
+// A request as the server hands it to an I/O thread: replies and offloaded jobs are kept, and the
+// pool takes jobs while `pool_open`.
+struct IoThread {
+  std::vector<web::Response> replies;
+  std::vector<std::function<void()>> jobs;
+  bool pool_open = true;
+  void attach(web::Request& req) {
+    req.reply_to = [this](web::Response res, int) { replies.push_back(std::move(res)); };
+    req.offload_to = [this](std::function<void()> job) {
+      if (!pool_open) return false;
+      jobs.push_back(std::move(job));
+      return true;
+    };
+  }
+  void run_jobs() {
+    auto pending = std::move(jobs);
+    jobs.clear();
+    for (auto& job : pending) job();
+  }
+};
+}  // namespace
+
+// run_blocking: on a handler thread (no offload_to) the handler runs here and its answer is the
+// return value; on an I/O thread it runs as a job, without offload_to, and answers once through
+// reply_to; a full pool answers 503 now; a throwing handler is answered 500.
+TEST(RunBlocking, RunsHereOrOnAHandlerThreadAndAnswersOnce) {
+  int runs = 0;
+  bool saw_offload = true;
+  auto handler = [&](web::Request& q) {
+    ++runs;
+    saw_offload = static_cast<bool>(q.offload_to);
+    return web::ok(q, bj::string(q.body));
+  };
+  auto here = make("POST", "/x");
+  here.body = "here";
+  web::Response direct = web::run_blocking(here, handler);
+  EXPECT_EQ(runs, 1);
+  EXPECT_FALSE(saw_offload);
+  EXPECT_EQ(bj::parse(direct.body).at("data").as_string(), "here");
+
+  IoThread io;
+  auto req = make("POST", "/x");
+  req.body = "later";
+  io.attach(req);
+  web::Response now = web::run_blocking(req, handler);
+  EXPECT_TRUE(now.deferred);
+  EXPECT_EQ(runs, 1);  // not yet: queued
+  ASSERT_EQ(io.jobs.size(), 1u);
+  io.run_jobs();
+  EXPECT_EQ(runs, 2);
+  EXPECT_FALSE(saw_offload);  // on the handler thread it must not ask again
+  ASSERT_EQ(io.replies.size(), 1u);
+  EXPECT_EQ(bj::parse(io.replies[0].body).at("data").as_string(), "later");
+
+  // A handler that takes the reply itself on the handler thread is not answered twice.
+  io.replies.clear();
+  auto deferring = make("POST", "/x");
+  io.attach(deferring);
+  web::Reply kept;
+  EXPECT_TRUE(web::run_blocking(deferring, [&](web::Request& q) {
+                kept = web::answer_later(q);
+                return web::Response::later();
+              }).deferred);
+  io.run_jobs();
+  EXPECT_TRUE(io.replies.empty());
+  ASSERT_TRUE(kept);
+  kept(web::Response::json(201, "{}"));
+  ASSERT_EQ(io.replies.size(), 1u);
+  EXPECT_EQ(io.replies[0].status, 201);
+
+  // A throwing handler: 500 envelope in the request's locale, once.
+  io.replies.clear();
+  auto throwing = make("POST", "/x");
+  throwing.locale = i18n::Locale::en;
+  io.attach(throwing);
+  EXPECT_TRUE(
+      web::run_blocking(throwing, [](web::Request&) -> web::Response { throw std::runtime_error("boom"); }).deferred);
+  io.run_jobs();
+  ASSERT_EQ(io.replies.size(), 1u);
+  EXPECT_EQ(io.replies[0].status, 500);
+  EXPECT_EQ(bj::parse(io.replies[0].body).at("message").as_string(), "internal_error");
+  EXPECT_EQ(bj::parse(io.replies[0].body).at("locale").as_string(), "en");
+
+  // A full pool: 503 with Retry-After now, the handler never runs, nothing answered later.
+  io.replies.clear();
+  io.pool_open = false;
+  auto busy = make("POST", "/x");
+  io.attach(busy);
+  web::Response refused = web::run_blocking(busy, handler);
+  EXPECT_FALSE(refused.deferred);
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.get("Retry-After"), "1");
+  EXPECT_EQ(bj::parse(refused.body).at("message").as_string(), "service_unavailable");
+  EXPECT_EQ(runs, 2);
+  EXPECT_TRUE(io.replies.empty());
+}
+
+// An authenticator that cannot decide on an I/O thread returns handler_thread_needed(): the router
+// runs the whole request again on a handler thread (authenticator and handler, without
+// offload_to), answered once through reply_to with the route's CORS headers; with a full pool,
+// 503 now. On a handler thread the same answer is a bug: 500, never a loop.
+TEST(Router, AnAuthenticatorThatMustBlockRunsTheRequestOnAHandlerThread) {
+  int authentications = 0, handled = 0;
+  web::Router r;
+  r.mount(web::Surface::gateway, "/api");
+  r.cors(web::Surface::gateway, {true, {"*"}});
+  r.authenticate_with(web::Auth::link_api_key, [&](web::Request& q, const web::Access&) -> Result<web::Principal> {
+    ++authentications;
+    if (q.offload_to) return web::handler_thread_needed();
+    web::Principal p;
+    p.merchant_id = 7;
+    return p;
+  });
+  web::Route charge{web::Surface::gateway,
+                    "POST",
+                    "/charge",
+                    [&](web::Request& q) -> Result<web::Response> {
+                      ++handled;
+                      EXPECT_FALSE(q.offload_to);
+                      return web::ok(q, q.principal ? q.principal->merchant_id : 0);
+                    },
+                    web::link_api_key(),
+                    ""};
+  charge.answers_later = true;
+  r.add(std::move(charge));
+
+  IoThread io;
+  auto req = make("POST", "/api/charge");
+  req.headers = {{"origin", "https://shop.example"}};
+  io.attach(req);
+  EXPECT_TRUE(r.dispatch(req).deferred);
+  EXPECT_EQ(authentications, 1);
+  EXPECT_EQ(handled, 0);
+  io.run_jobs();
+  EXPECT_EQ(authentications, 2);
+  EXPECT_EQ(handled, 1);
+  ASSERT_EQ(io.replies.size(), 1u);
+  EXPECT_EQ(io.replies[0].status, 200);
+  EXPECT_EQ(bj::parse(io.replies[0].body).at("data").as_int64(), 7);
+  EXPECT_EQ(io.replies[0].get("Access-Control-Allow-Origin"), "*");
+
+  io.replies.clear();
+  io.pool_open = false;
+  auto busy = make("POST", "/api/charge");
+  io.attach(busy);
+  web::Response refused = r.dispatch(busy);
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.get("Retry-After"), "1");
+  EXPECT_EQ(handled, 1);
+  EXPECT_TRUE(io.replies.empty());
+
+  // On a handler thread an authenticator never asks (see web/message.hpp); if one does, 500.
+  web::Router wrong;
+  wrong.authenticate_with(web::Auth::link_api_key, [](web::Request&, const web::Access&) -> Result<web::Principal> {
+    return web::handler_thread_needed();
+  });
+  wrong.add({web::Surface::system, "POST", "/charge", [](web::Request& q) { return web::ok(q, nullptr); },
+             web::link_api_key(), ""});
+  auto direct = make("POST", "/charge");
+  EXPECT_EQ(wrong.dispatch(direct).status, 500);
 }
 
 // The pages that wait for a payment: no meta refresh, a Refresh link, the live region and the

@@ -27,6 +27,7 @@
 #include "support/test_db.hpp"
 #include "web/address_policy.hpp"
 #include "web/client.hpp"
+#include "web/envelope.hpp"
 #include "webhooks/model.hpp"
 #include "webhooks/queue.hpp"
 #include "webhooks/registry.hpp"
@@ -1067,26 +1068,26 @@ TEST_P(WebhooksDb, HandlersValidateAndScopeToTheCallersMerchant) {
   auto json_of = [](const web::Response& r) { return bj::parse(r.body).as_object(); };
 
   auto r = req(merchant_a_, R"({"url":"http://169.254.169.254/latest"})");
-  auto res = svc.create_endpoint(r);
+  auto res = web::respond(r, svc.create_endpoint(r));
   EXPECT_EQ(res.status, 400);
   EXPECT_TRUE(json_of(res)["error"].as_object()["details"].as_object().contains("url"));
 
   r = req(merchant_a_, R"({"url":"https://93.184.216.34/hook","secret":"whsec_mine"})");
-  res = svc.create_endpoint(r);
+  res = web::respond(r, svc.create_endpoint(r));
   EXPECT_EQ(res.status, 400);
   EXPECT_TRUE(json_of(res)["error"].as_object()["details"].as_object().contains("secret"));
 
   r = req(merchant_a_, R"({"url":"https://93.184.216.34/hook","event_types":["Bad Kind"]})");
-  EXPECT_EQ(svc.create_endpoint(r).status, 400);
+  EXPECT_EQ(web::respond(r, svc.create_endpoint(r)).status, 400);
   r = req(merchant_a_, R"({"url":42})");
-  EXPECT_EQ(svc.create_endpoint(r).status, 400);
+  EXPECT_EQ(web::respond(r, svc.create_endpoint(r)).status, 400);
   r = req(merchant_a_, "");
-  EXPECT_EQ(svc.create_endpoint(r).status, 400);
+  EXPECT_EQ(web::respond(r, svc.create_endpoint(r)).status, 400);
   r = req(0, R"({"url":"https://93.184.216.34/hook"})");
-  EXPECT_EQ(svc.create_endpoint(r).status, 403);
+  EXPECT_EQ(web::respond(r, svc.create_endpoint(r)).status, 403);
 
   r = req(merchant_a_, R"({"url":"https://93.184.216.34/hook","event_types":["transaction.*"],"description":"main"})");
-  res = svc.create_endpoint(r);
+  res = web::respond(r, svc.create_endpoint(r));
   ASSERT_EQ(res.status, 201) << res.body;
   auto created = json_of(res);
   EXPECT_EQ(created["code"], 201);
@@ -1094,51 +1095,51 @@ TEST_P(WebhooksDb, HandlersValidateAndScopeToTheCallersMerchant) {
   EXPECT_TRUE(created["data"].as_object()["secret"].as_string().starts_with("whsec_"));
 
   r = req(merchant_a_, "", {{"endpoint_id", id}});
-  res = svc.get_endpoint(r);
+  res = web::respond(r, svc.get_endpoint(r));
   EXPECT_EQ(res.status, 200);
   EXPECT_FALSE(json_of(res)["data"].as_object().contains("secret"));
   r = req(merchant_b_, "", {{"endpoint_id", id}});
-  EXPECT_EQ(svc.get_endpoint(r).status, 404);
+  EXPECT_EQ(web::respond(r, svc.get_endpoint(r)).status, 404);
   r = req(merchant_b_, R"({"enabled":false})", {{"endpoint_id", id}});
-  EXPECT_EQ(svc.update_endpoint(r).status, 404);
+  EXPECT_EQ(web::respond(r, svc.update_endpoint(r)).status, 404);
   r = req(merchant_b_, "", {{"endpoint_id", id}});
-  EXPECT_EQ(svc.rotate_secret(r).status, 404);
-  EXPECT_EQ(svc.delete_endpoint(r).status, 404);
+  EXPECT_EQ(web::respond(r, svc.rotate_secret(r)).status, 404);
+  EXPECT_EQ(web::respond(r, svc.delete_endpoint(r)).status, 404);
 
   r = req(merchant_a_, R"({"overlap_seconds":60})", {{"endpoint_id", id}});
-  res = svc.rotate_secret(r);
+  res = web::respond(r, svc.rotate_secret(r));
   ASSERT_EQ(res.status, 200) << res.body;
   EXPECT_TRUE(json_of(res)["data"].as_object()["secret"].as_string().starts_with("whsec_"));
   r = req(merchant_a_, R"({"overlap_seconds":-1})", {{"endpoint_id", id}});
-  EXPECT_EQ(svc.rotate_secret(r).status, 400);
+  EXPECT_EQ(web::respond(r, svc.rotate_secret(r)).status, 400);
 
   r = req(merchant_a_, R"({"enabled":false,"description":"paused"})", {{"endpoint_id", id}});
-  res = svc.update_endpoint(r);
+  res = web::respond(r, svc.update_endpoint(r));
   ASSERT_EQ(res.status, 200) << res.body;
   EXPECT_EQ(json_of(res)["data"].as_object()["enabled"], false);
   EXPECT_EQ(json_of(res)["data"].as_object()["disabled_reason"], "merchant");
 
   r = req(merchant_a_);
   r.method = "GET";
-  res = svc.list_endpoints(r);
+  res = web::respond(r, svc.list_endpoints(r));
   ASSERT_EQ(res.status, 200);
   EXPECT_EQ(json_of(res)["meta"].as_object()["pagination"].as_object()["total"], 1);
   r.query = {{"limit", "0"}};
-  EXPECT_EQ(svc.list_endpoints(r).status, 400);
+  EXPECT_EQ(web::respond(r, svc.list_endpoints(r)).status, 400);
   r = req(merchant_b_);
   r.method = "GET";
-  EXPECT_EQ(json_of(svc.list_endpoints(r))["meta"].as_object()["pagination"].as_object()["total"], 0);
+  EXPECT_EQ(json_of(web::respond(r, svc.list_endpoints(r)))["meta"].as_object()["pagination"].as_object()["total"], 0);
 
   r = req(merchant_a_, "", {{"event_id", "evt_missing"}});
-  EXPECT_EQ(svc.redeliver(r).status, 404);
+  EXPECT_EQ(web::respond(r, svc.redeliver(r)).status, 404);
   r = req(merchant_a_, R"({"endpoint":"x"})", {{"event_id", "evt_missing"}});
-  EXPECT_EQ(svc.redeliver(r).status, 400);
+  EXPECT_EQ(web::respond(r, svc.redeliver(r)).status, 400);
   r = req(merchant_a_, "", {{"delivery_id", "wd_missing"}});
-  EXPECT_EQ(svc.get_delivery(r).status, 404);
+  EXPECT_EQ(web::respond(r, svc.get_delivery(r)).status, 404);
 
   r = req(merchant_a_, "", {{"endpoint_id", id}});
-  EXPECT_EQ(svc.delete_endpoint(r).status, 200);
-  EXPECT_EQ(svc.get_endpoint(r).status, 404);
+  EXPECT_EQ(web::respond(r, svc.delete_endpoint(r)).status, 200);
+  EXPECT_EQ(web::respond(r, svc.get_endpoint(r)).status, 404);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, WebhooksDb, ::testing::Values("sqlite", "postgres"),
