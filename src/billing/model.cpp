@@ -5,6 +5,7 @@
 #include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "payments/intent.hpp"
 #include "payments/model.hpp"
@@ -187,17 +188,17 @@ NewSubscription parse_subscribe(const bj::object& body, std::string_view header_
     if (plausible_email(*e))
       n.customer_email = *e;
     else
-      errors.add("customer_email", "must be an e-mail address");
+      errors.add("customer_email", Reason::email);
   }
   if (auto p = json::get_string(body, "customer_phone_number", errors)) {
     if (plausible_phone(*p))
       n.customer_phone = *p;
     else
-      errors.add("customer_phone_number", "must be an international number of 8 to 15 digits, e.g. 237690000000");
+      errors.add("customer_phone_number", Reason::international_number);
   }
   if (auto a = json::get_int(body, "amount", errors, true)) {
     if (*a <= 0)
-      errors.add("amount", "must be a positive integer (minor units)");
+      errors.add("amount", Reason::positive_minor_units);
     else
       n.amount = *a;
   }
@@ -205,17 +206,17 @@ NewSubscription parse_subscribe(const bj::object& body, std::string_view header_
     if (money::is_currency_code(*c))
       n.currency = *c;
     else
-      errors.add("currency", "must be an ISO 4217 code, e.g. XAF");
+      errors.add("currency", Reason::currency_iso);
   }
   if (auto f = json::get_string(body, "frequency", errors, true)) {
     if (auto parsed = parse_frequency(*f))
       n.frequency = *parsed;
     else
-      errors.add("frequency", "must be DAILY, WEEKLY, MONTHLY, QUARTERLY or YEARLY");
+      errors.add("frequency", Reason::frequency);
   }
   if (auto d = json::get_string(body, "description", errors)) {
     if (d->size() > kMaxDescription)
-      errors.add("description", "must be at most " + std::to_string(kMaxDescription) + " characters");
+      errors.add("description", reason::at_most_chars(static_cast<std::int64_t>(kMaxDescription)));
     else
       n.description = *d;
   }
@@ -227,29 +228,29 @@ NewSubscription parse_subscribe(const bj::object& body, std::string_view header_
     if (known_time_zone(*z))
       n.time_zone = *z;
     else
-      errors.add("time_zone", "must be a zone of the IANA database, e.g. Africa/Douala");
+      errors.add("time_zone", Reason::time_zone);
   }
   if (auto e = json::get_string(body, "end_at", errors)) {
     auto at = parse_iso8601(*e);
     if (!at)
-      errors.add("end_at", "must be an ISO 8601 date-time, e.g. 2027-12-31T23:59:59Z");
+      errors.add("end_at", reason::with(Reason::date_time_example, "example", "2027-12-31T23:59:59Z"));
     else if (*at <= now)
-      errors.add("end_at", "must be in the future");
+      errors.add("end_at", Reason::in_future);
     else
       n.end_at = at;
   }
   if (auto m = json::get_int(body, "max_cycles", errors)) {
     if (*m < 1 || *m > kMaxCycles)
-      errors.add("max_cycles", "must be an integer from 1 to " + std::to_string(kMaxCycles));
+      errors.add("max_cycles", reason::with(Reason::integer_one_to, "max", std::to_string(kMaxCycles)));
     else
       n.max_cycles = m;
   }
   auto body_key = json::get_string(body, "idempotency_key", errors);
   if (!header_key.empty() && body_key && *body_key != header_key)
-    errors.add("idempotency_key", "differs from the X-Idempotency-Key header");
+    errors.add("idempotency_key", Reason::idempotency_header);
   std::optional<std::string> key = header_key.empty() ? body_key : std::optional<std::string>(header_key);
   if (key && (key->empty() || key->size() > kMaxKey))
-    errors.add("idempotency_key", "must be 1 to " + std::to_string(kMaxKey) + " characters");
+    errors.add("idempotency_key", reason::with(Reason::one_to_chars, "max", std::to_string(kMaxKey)));
   else
     n.idempotency_key = key;
   bj::object canonical = body;
@@ -268,11 +269,11 @@ MoveRequest parse_move(const bj::object& body, bool cancel, json::FieldErrors& e
     if (is_uuid(*u))
       m.uuid = *u;
     else
-      errors.add("uuid", "must be a UUID");
+      errors.add("uuid", Reason::uuid_plain);
   }
   if (auto r = json::get_string(body, "reason", errors)) {
     if (r->size() > kMaxReason)
-      errors.add("reason", "must be at most " + std::to_string(kMaxReason) + " characters");
+      errors.add("reason", reason::at_most_chars(static_cast<std::int64_t>(kMaxReason)));
     else
       m.reason = *r;
   }

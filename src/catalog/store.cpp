@@ -5,6 +5,7 @@
 
 #include "catalog/fees.hpp"
 #include "core/json.hpp"
+#include "core/reason.hpp"
 
 namespace sika::catalog {
 
@@ -185,29 +186,29 @@ class Reader {
     for (const auto& kv : o_) {
       std::string_view k = kv.key();
       if (k == "id") continue;
-      if (std::find(known.begin(), known.end(), k) == known.end()) errors_.add(k, "unknown field");
+      if (std::find(known.begin(), known.end(), k) == known.end()) errors_.add(k, Reason::unknown_field_short);
     }
   }
   void require(std::initializer_list<std::string_view> keys) {
     for (std::string_view k : keys)
-      if (!has(k) || is_null(k)) errors_.add(k, "is required");
+      if (!has(k) || is_null(k)) errors_.add(k, Reason::required);
   }
   // A string field: sets `out` when present and valid.
-  void text(std::string_view key, std::string& out, const std::regex* shape = nullptr, std::string_view shape_text = "",
-            std::size_t max_len = 200, bool allow_empty = false) {
+  void text(std::string_view key, std::string& out, const std::regex* shape = nullptr,
+            Reason shape_reason = Reason::invalid, std::size_t max_len = 200, bool allow_empty = false) {
     auto it = o_.find(key);
     if (it == o_.end()) return;
-    if (!it->value().is_string()) return errors_.add(key, "must be a string");
+    if (!it->value().is_string()) return errors_.add(key, Reason::not_string);
     std::string_view v = it->value().get_string();
-    if (v.empty() && !allow_empty) return errors_.add(key, "must not be empty");
-    if (v.size() > max_len) return errors_.add(key, "is too long");
-    if (shape && !std::regex_match(v.begin(), v.end(), *shape)) return errors_.add(key, shape_text);
+    if (v.empty() && !allow_empty) return errors_.add(key, Reason::not_empty);
+    if (v.size() > max_len) return errors_.add(key, Reason::too_long);
+    if (shape && !std::regex_match(v.begin(), v.end(), *shape)) return errors_.add(key, shape_reason);
     out = std::string(v);
   }
   void boolean(std::string_view key, bool& out) {
     auto it = o_.find(key);
     if (it == o_.end()) return;
-    if (!it->value().is_bool()) return errors_.add(key, "must be a boolean");
+    if (!it->value().is_bool()) return errors_.add(key, Reason::not_boolean);
     out = it->value().get_bool();
   }
   void integer(std::string_view key, std::int64_t& out, std::int64_t min, std::int64_t max) {
@@ -221,7 +222,7 @@ class Reader {
     if (it == o_.end()) return;
     const bj::value& v = it->value();
     if (v.is_null()) {
-      if (!nullable) return errors_.add(key, "must not be null");
+      if (!nullable) return errors_.add(key, Reason::not_null);
       out.reset();
       return;
     }
@@ -231,10 +232,10 @@ class Reader {
     } else if (v.is_uint64() && v.get_uint64() <= static_cast<std::uint64_t>(INT64_MAX)) {
       n = static_cast<std::int64_t>(v.get_uint64());
     } else {
-      return errors_.add(key, "must be an integer");
+      return errors_.add(key, Reason::not_integer);
     }
     if (n < min || n > max)
-      return errors_.add(key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+      return errors_.add(key, Problem(Reason::between, {{"min", std::to_string(min)}, {"max", std::to_string(max)}}));
     out = n;
   }
   void opt_number(std::string_view key, std::optional<double>& out) {
@@ -250,8 +251,8 @@ class Reader {
     else if (v.is_double())
       d = v.get_double();
     else
-      return errors_.add(key, "must be a number or null");
-    if (!std::isfinite(d) || d < 0) return errors_.add(key, "must be a number >= 0");
+      return errors_.add(key, Reason::number_or_null);
+    if (!std::isfinite(d) || d < 0) return errors_.add(key, Reason::number_not_negative);
     out = d;
   }
   // A reference by code: present string, null (when nullable) or absent.
@@ -260,11 +261,11 @@ class Reader {
     auto it = o_.find(key);
     if (it == o_.end()) return Ref::absent;
     if (it->value().is_null()) {
-      if (!nullable) errors_.add(key, "must not be null");
+      if (!nullable) errors_.add(key, Reason::not_null);
       return Ref::null;
     }
     if (!it->value().is_string() || it->value().get_string().empty()) {
-      errors_.add(key, nullable ? "must be a code or null" : "must be a code");
+      errors_.add(key, nullable ? Reason::code_or_null : Reason::a_code);
       return Ref::absent;
     }
     code = std::string(it->value().get_string());
@@ -282,25 +283,27 @@ class Reader {
 };
 
 void check_pattern(FieldErrors& errors, std::string_view field, const std::string& pattern) {
-  if (!pattern.empty() && !compile_pattern(pattern)) errors.add(field, "is not a valid regular expression");
+  if (!pattern.empty() && !compile_pattern(pattern)) errors.add(field, Reason::regular_expression);
 }
 
 // The code of a record: required, of the kind's shape.
-Result<std::string> record_code(const bj::object& record, const std::regex& shape, std::string_view shape_text) {
+Result<std::string> record_code(const bj::object& record, const std::regex& shape, Reason shape_reason) {
   FieldErrors errors;
   std::string code;
   Reader r(record, errors);
   r.require({"code"});
-  r.text("code", code, &shape, shape_text, 64);
+  r.text("code", code, &shape, shape_reason, 64);
   SIKA_TRY(errors.status());
   return code;
 }
 
 Error exists_error(Kind kind, const std::string& code) {
-  return conflict(bj::object{{"code", std::string(to_string(kind)) + " " + code + " already exists"}});
+  return with_problem(conflict(), "code",
+                      Problem(Reason::entry_exists, {{"kind", std::string(to_string(kind))}, {"code", code}}));
 }
 Error missing_error(Kind kind, std::string_view code) {
-  return not_found(bj::object{{"code", "no " + std::string(to_string(kind)) + " " + std::string(code)}});
+  return with_problem(not_found(), "code",
+                      Problem(Reason::no_entry, {{"kind", std::string(to_string(kind))}, {"code", std::string(code)}}));
 }
 
 // Decides what a mode does with the existing entry. Returns the starting entry, or nullopt when
@@ -355,8 +358,7 @@ Result<std::optional<std::int64_t>> id_of(Conn& conn, std::string_view table, st
 // ---- country ----
 
 Result<Outcome> put_country(Conn& conn, const bj::object& record, Mode mode, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(std::string code,
-                        record_code(record, kAlpha3, "must be an ISO 3166-1 alpha-3 code (e.g. CMR)"));
+  SIKA_ASSIGN_OR_RETURN(std::string code, record_code(record, kAlpha3, Reason::alpha3_code));
   SIKA_ASSIGN_OR_RETURN(auto existing, select_one<Country>(conn, kCountrySelect, "code = ?", {code}, &country_from));
   SIKA_ASSIGN_OR_RETURN(auto start, starting_point(Kind::country, mode, code, existing));
   if (!start) return Outcome{Change::unchanged, existing->id, code};
@@ -367,28 +369,31 @@ Result<Outcome> put_country(Conn& conn, const bj::object& record, Mode mode, std
   r.only({"code", "alpha2", "name_fr", "name_en", "dialling_code", "currency", "msisdn_length", "msisdn_pattern",
           "active"});
   if (mode != Mode::update) r.require({"alpha2", "name_fr", "name_en", "dialling_code", "currency", "msisdn_length"});
-  r.text("alpha2", c.alpha2, &kAlpha2, "must be an ISO 3166-1 alpha-2 code (e.g. CM)");
-  r.text("name_fr", c.name_fr, nullptr, "", 100);
-  r.text("name_en", c.name_en, nullptr, "", 100);
-  r.text("dialling_code", c.dialling_code, &kDialling, "must be '+' and 1 to 4 digits (e.g. +237)");
-  r.text("currency", c.currency, &kAlpha3, "must be an ISO 4217 code (e.g. XAF)");
+  r.text("alpha2", c.alpha2, &kAlpha2, Reason::alpha2_code);
+  r.text("name_fr", c.name_fr, nullptr, Reason::invalid, 100);
+  r.text("name_en", c.name_en, nullptr, Reason::invalid, 100);
+  r.text("dialling_code", c.dialling_code, &kDialling, Reason::dialling_code);
+  r.text("currency", c.currency, &kAlpha3, Reason::currency_iso_shape);
   r.integer("msisdn_length", c.msisdn_length, 4, 14);
-  r.text("msisdn_pattern", c.msisdn_pattern, nullptr, "", 200, true);
+  r.text("msisdn_pattern", c.msisdn_pattern, nullptr, Reason::invalid, 200, true);
   r.boolean("active", c.active);
   check_pattern(errors, "msisdn_pattern", c.msisdn_pattern);
   if (errors.empty() && c.dialling_digits().size() + static_cast<std::size_t>(c.msisdn_length) > 15)
-    errors.add("msisdn_length", "dialling code + national number exceed the 15 digits of E.164");
+    errors.add("msisdn_length", Reason::e164_length);
   SIKA_TRY(errors.status());
 
   SIKA_ASSIGN_OR_RETURN(
       auto same_alpha2,
       conn.query_one("SELECT code FROM catalog_countries WHERE alpha2 = ? AND code <> ?", {c.alpha2, c.code}));
-  if (same_alpha2) return conflict(bj::object{{"alpha2", "already used by " + same_alpha2->str(0)}});
+  if (same_alpha2)
+    return with_problem(conflict(), "alpha2", reason::with(Reason::alpha2_used, "country", same_alpha2->str(0)));
   if (existing && existing->currency != c.currency) {
     SIKA_ASSIGN_OR_RETURN(auto other, conn.query_one("SELECT code FROM catalog_services WHERE country_id = ? "
                                                      "AND currency <> ?",
                                                      {existing->id, c.currency}));
-    if (other) return empty_data(bj::object{{"currency", "service " + other->str(0) + " uses " + existing->currency}});
+    if (other)
+      return field_error(
+          "currency", Problem(Reason::currency_in_use, {{"service", other->str(0)}, {"currency", existing->currency}}));
   }
   return finish<Country>(
       conn, existing, c, now,
@@ -413,8 +418,7 @@ Result<Outcome> put_country(Conn& conn, const bj::object& record, Mode mode, std
 // ---- provider ----
 
 Result<Outcome> put_provider(Conn& conn, const bj::object& record, Mode mode, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(std::string code,
-                        record_code(record, kProviderCode, "must be 2-32 of A-Z, 0-9, _ starting with a letter"));
+  SIKA_ASSIGN_OR_RETURN(std::string code, record_code(record, kProviderCode, Reason::provider_code));
   SIKA_ASSIGN_OR_RETURN(auto existing, select_one<Provider>(conn, kProviderSelect, "code = ?", {code}, &provider_from));
   SIKA_ASSIGN_OR_RETURN(auto start, starting_point(Kind::provider, mode, code, existing));
   if (!start) return Outcome{Change::unchanged, existing->id, code};
@@ -424,8 +428,8 @@ Result<Outcome> put_provider(Conn& conn, const bj::object& record, Mode mode, st
   Reader r(record, errors);
   r.only({"code", "name", "connector", "active"});
   if (mode != Mode::update) r.require({"name", "connector"});
-  r.text("name", p.name, nullptr, "", 100);
-  r.text("connector", p.connector, &kConnector, "must be 1-32 of a-z, 0-9, _ starting with a letter");
+  r.text("name", p.name, nullptr, Reason::invalid, 100);
+  r.text("connector", p.connector, &kConnector, Reason::connector_name);
   r.boolean("active", p.active);
   SIKA_TRY(errors.status());
   return finish<Provider>(
@@ -448,8 +452,7 @@ Result<Outcome> put_provider(Conn& conn, const bj::object& record, Mode mode, st
 // ---- service ----
 
 Result<Outcome> put_service(Conn& conn, const bj::object& record, Mode mode, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(std::string code,
-                        record_code(record, kServiceCode, "must be 2-64 of A-Z, 0-9, _ starting with a letter"));
+  SIKA_ASSIGN_OR_RETURN(std::string code, record_code(record, kServiceCode, Reason::service_code_shape));
   SIKA_ASSIGN_OR_RETURN(auto existing,
                         select_one<PaymentService>(conn, kServiceSelect, "code = ?", {code}, &service_from));
   SIKA_ASSIGN_OR_RETURN(auto start, starting_point(Kind::service, mode, code, existing));
@@ -461,27 +464,27 @@ Result<Outcome> put_service(Conn& conn, const bj::object& record, Mode mode, std
   r.only({"code", "name", "provider", "country", "currency", "kind", "needs_otp", "otp_helper", "msisdn_pattern",
           "min_amount", "max_amount", "active"});
   if (mode != Mode::update) r.require({"name", "provider", "country", "kind"});
-  r.text("name", s.name, nullptr, "", 100);
+  r.text("name", s.name, nullptr, Reason::invalid, 100);
   std::string kind_text, provider_code, country_code, currency;
   r.text("kind", kind_text);
   if (!kind_text.empty()) {
     if (auto k = parse_service_kind(kind_text))
       s.kind = *k;
     else
-      errors.add("kind", "must be mobile_money or wallet");
+      errors.add("kind", Reason::service_kind);
   }
   r.boolean("needs_otp", s.needs_otp);
-  r.text("otp_helper", s.otp_helper, nullptr, "", 200, true);
-  r.text("msisdn_pattern", s.msisdn_pattern, nullptr, "", 200, true);
+  r.text("otp_helper", s.otp_helper, nullptr, Reason::invalid, 200, true);
+  r.text("msisdn_pattern", s.msisdn_pattern, nullptr, Reason::invalid, 200, true);
   check_pattern(errors, "msisdn_pattern", s.msisdn_pattern);
   r.opt_integer("min_amount", s.min_amount, 0, INT64_MAX);
   r.opt_integer("max_amount", s.max_amount, 0, INT64_MAX);
   r.boolean("active", s.active);
-  r.text("currency", currency, &kAlpha3, "must be an ISO 4217 code (e.g. XAF)");
+  r.text("currency", currency, &kAlpha3, Reason::currency_iso_shape);
   if (r.reference("provider", provider_code, false) == Reader::Ref::code) {
     SIKA_ASSIGN_OR_RETURN(auto id, id_of(conn, "catalog_providers", provider_code));
     if (!id)
-      errors.add("provider", "unknown provider");
+      errors.add("provider", Reason::unknown_provider);
     else
       s.provider_id = *id;
   }
@@ -489,17 +492,18 @@ Result<Outcome> put_service(Conn& conn, const bj::object& record, Mode mode, std
     SIKA_ASSIGN_OR_RETURN(auto country,
                           select_one<Country>(conn, kCountrySelect, "code = ?", {country_code}, &country_from));
     if (!country) {
-      errors.add("country", "unknown country");
+      errors.add("country", Reason::unknown_country);
     } else if (existing && existing->country_id != country->id) {
-      errors.add("country", "cannot be changed (create another service)");
+      errors.add("country", Reason::country_fixed);
     } else {
       s.country_id = country->id;
       s.currency = country->currency;  // one currency per country
     }
   }
   if (errors.empty() && !currency.empty() && currency != s.currency)
-    errors.add("currency", "must be the country's currency (" + s.currency + ")");
-  if (s.min_amount && s.max_amount && *s.min_amount > *s.max_amount) errors.add("max_amount", "must be >= min_amount");
+    errors.add("currency", reason::with(Reason::country_currency, "currency", s.currency));
+  if (s.min_amount && s.max_amount && *s.min_amount > *s.max_amount)
+    errors.add("max_amount", Reason::at_least_min_amount);
   SIKA_TRY(errors.status());
   return finish<PaymentService>(
       conn, existing, s, now,
@@ -526,8 +530,7 @@ Result<Outcome> put_service(Conn& conn, const bj::object& record, Mode mode, std
 // ---- pricing rule ----
 
 Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(std::string code,
-                        record_code(record, kRuleCode, "must be 1-64 of A-Z, 0-9, _ and - (e.g. CMR_MTN_COL_T1)"));
+  SIKA_ASSIGN_OR_RETURN(std::string code, record_code(record, kRuleCode, Reason::rule_code));
   SIKA_ASSIGN_OR_RETURN(auto existing, select_one<PricingRule>(conn, kRuleSelect, "code = ?", {code}, &rule_from));
   SIKA_ASSIGN_OR_RETURN(auto start, starting_point(Kind::pricing_rule, mode, code, existing));
   if (!start) return Outcome{Change::unchanged, existing->id, code};
@@ -544,7 +547,7 @@ Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::i
     if (auto op = parse_operation(operation))
       p.operation = *op;
     else
-      errors.add("operation", "must be COLLECTION or DISBURSEMENT");
+      errors.add("operation", Reason::operation);
   }
   r.integer("user_tier", p.user_tier, 1, 1'000'000);
   r.opt_integer("min_amount", p.min_amount, 0, INT64_MAX);
@@ -559,12 +562,12 @@ Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::i
       fee_type_changed = existing && t != existing->fee_type;
       p.fee_type = *t;
     } else {
-      errors.add("fee_type", "must be FIXED or PERCENTAGE");
+      errors.add("fee_type", Reason::fee_type);
     }
   }
   if (const bj::value* v = r.raw("fee_value"); v && !v->is_null()) {
     const bool fixed = p.fee_type == FeeType::fixed;
-    Result<std::int64_t> units = empty_data(bj::string("must be a number"));
+    Result<std::int64_t> units = field_error("", Reason::not_number);
     if (v->is_string())
       units = fixed ? fixed_to_units(v->get_string()) : percent_to_ppm(v->get_string());
     else if (v->is_int64())
@@ -578,7 +581,7 @@ Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::i
     else
       errors.add_error(units.error(), "fee_value");
   } else if (fee_type_changed && mode == Mode::update) {
-    errors.add("fee_value", "is required when fee_type changes");
+    errors.add("fee_value", Reason::fee_value_required);
   }
 
   // Services, then the country (given, or the services').
@@ -595,7 +598,7 @@ Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::i
         SIKA_ASSIGN_OR_RETURN(found,
                               select_one<PaymentService>(conn, kServiceSelect, "code = ?", {ref}, &service_from));
         if (!found)
-          errors.add(field, "unknown service");
+          errors.add(field, Reason::unknown_service_key);
         else
           id = found->id;
         break;
@@ -609,9 +612,9 @@ Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::i
   if (r.reference("country", country_code, false) == Reader::Ref::code) {
     SIKA_ASSIGN_OR_RETURN(auto country, id_of(conn, "catalog_countries", country_code));
     if (!country)
-      errors.add("country", "unknown country");
+      errors.add("country", Reason::unknown_country);
     else if (existing && existing->country_id != *country)
-      errors.add("country", "cannot be changed");
+      errors.add("country", Reason::unchangeable);
     else
       p.country_id = *country;
   } else if (existing) {
@@ -622,7 +625,7 @@ Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::i
     else if (out_service)
       p.country_id = out_service->country_id;
     else if (!named_service)
-      errors.add("country", "is required when no service is named");
+      errors.add("country", Reason::country_needed);
   }
   if (errors.empty()) {
     // Every named service must belong to the rule's country (its FIXED fee is in that currency).
@@ -630,12 +633,12 @@ Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::i
          {std::pair{"incoming_service", p.incoming_service_id}, std::pair{"outgoing_service", p.outgoing_service_id}}) {
       if (!id) continue;
       SIKA_ASSIGN_OR_RETURN(auto s, select_one<PaymentService>(conn, kServiceSelect, "id = ?", {*id}, &service_from));
-      if (s && s->country_id != p.country_id) errors.add(field, "must be a service of the rule's country");
+      if (s && s->country_id != p.country_id) errors.add(field, Reason::rule_country_service);
     }
   }
-  if (p.min_amount && p.max_amount && *p.min_amount > *p.max_amount) errors.add("max_amount", "must be >= min_amount");
-  if (p.fee_type == FeeType::percentage && p.fee_units > kMaxPpm)
-    errors.add("fee_value", "must be a percentage between 0 and 100");
+  if (p.min_amount && p.max_amount && *p.min_amount > *p.max_amount)
+    errors.add("max_amount", Reason::at_least_min_amount);
+  if (p.fee_type == FeeType::percentage && p.fee_units > kMaxPpm) errors.add("fee_value", Reason::percentage);
   SIKA_TRY(errors.status());
 
   std::string op_text(to_string(p.operation)), type_text(to_string(p.fee_type));
@@ -734,7 +737,7 @@ Error at_position(Error e, const std::string& where) {
 Result<ImportReport> import_catalog(Conn& conn, const bj::value& document, Mode mode, std::int64_t now_ms) {
   if (mode != Mode::upsert && mode != Mode::create_missing)
     return internal_error("import runs in upsert or create_missing mode");
-  if (!document.is_object()) return empty_data(bj::string("the catalog document must be a JSON object"));
+  if (!document.is_object()) return field_error("", Reason::catalog_not_object);
   const bj::object& doc = document.as_object();
   {
     FieldErrors errors;
@@ -742,9 +745,9 @@ Result<ImportReport> import_catalog(Conn& conn, const bj::value& document, Mode 
       std::string_view k = kv.key();
       if (k == "version") continue;  // written by export_catalog, ignored here
       if (k != "countries" && k != "providers" && k != "services" && k != "pricing_rules")
-        errors.add(k, "unknown section");
+        errors.add(k, Reason::unknown_section);
       else if (!kv.value().is_array())
-        errors.add(k, "must be an array");
+        errors.add(k, Reason::not_array);
     }
     SIKA_TRY(errors.status());
   }
@@ -764,7 +767,7 @@ Result<ImportReport> import_catalog(Conn& conn, const bj::value& document, Mode 
     const bj::array& items = it->value().as_array();
     for (std::size_t i = 0; i < items.size(); ++i) {
       std::string where = std::string(section.name) + "[" + std::to_string(i) + "]";
-      if (!items[i].is_object()) return empty_data(bj::object{{where, "must be an object"}});
+      if (!items[i].is_object()) return field_error(where, Reason::not_object);
       auto outcome = put(conn, section.kind, items[i].as_object(), mode, now_ms);
       if (!outcome) return at_position(outcome.take_error(), where);
       switch (outcome->change) {

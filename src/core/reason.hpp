@@ -16,7 +16,11 @@ namespace sika {
 
 // To add a reason: name it here, give it its fr and en texts in core/i18n.cpp.
 #define SIKA_REASONS(X)        \
+  X(a_code)                    \
   X(absolute_http_url)         \
+  X(alpha2_code)               \
+  X(alpha2_used)               \
+  X(alpha3_code)               \
   X(amount_or_rate)            \
   X(amount_with_rates)         \
   X(api_key_inactive)          \
@@ -27,58 +31,91 @@ namespace sika {
   X(area_unknown)              \
   X(at_least_amount)           \
   X(at_least_for_service)      \
+  X(at_least_min_amount)       \
   X(at_most)                   \
+  X(at_most_bytes)             \
   X(at_most_chars)             \
   X(at_most_for_service)       \
   X(at_most_items)             \
   X(at_most_json_bytes)        \
   X(at_most_printable)         \
+  X(between)                   \
   X(body_empty)                \
   X(body_not_object)           \
+  X(catalog_not_object)        \
   X(channel)                   \
   X(channel_own_wallet)        \
   X(choose_method)             \
   X(choose_service)            \
+  X(code_or_null)              \
+  X(connector_name)            \
   X(control_characters)        \
+  X(country_currency)          \
+  X(country_fixed)             \
+  X(country_needed)            \
   X(country_not_granted)       \
   X(currency_code)             \
+  X(currency_in_use)           \
+  X(currency_iso)              \
+  X(currency_iso_shape)        \
   X(currency_letters)          \
   X(currency_not_allowed)      \
   X(currency_not_collected)    \
   X(currency_upper)            \
   X(date_time)                 \
+  X(date_time_example)         \
   X(decimal_number)            \
   X(decimals_in)               \
+  X(delivery_status)           \
+  X(dialling_code)             \
   X(digits_after)              \
   X(duplicate_key)             \
+  X(e164_length)               \
   X(email)                     \
+  X(endpoint_field)            \
+  X(entry_exists)              \
+  X(event_kind_pattern)        \
+  X(event_kinds_empty)         \
+  X(event_kinds_max)           \
   X(exponent_range)            \
   X(fee_bearer)                \
   X(fee_exceeds_amount)        \
+  X(fee_type)                  \
+  X(fee_value_required)        \
   X(fixed_amount)              \
   X(foreign_domain)            \
+  X(frequency)                 \
   X(greater_than_zero)         \
   X(has_host)                  \
   X(hmac_hex)                  \
+  X(host_no_address)           \
+  X(host_unresolved)           \
   X(http_or_https)             \
+  X(idempotency_header)        \
   X(in_future)                 \
   X(inactive_merchant)         \
   X(inactive_service)          \
   X(incorrect)                 \
+  X(integer_one_to)            \
+  X(international_number)      \
   X(invalid)                   \
+  X(invalid_host_name)         \
   X(invalid_port)              \
   X(items_between)             \
   X(json_in_form)              \
   X(key_nul_character)         \
   X(line_up)                   \
   X(link_update_empty)         \
+  X(longer_than)               \
   X(malformed_json)            \
   X(matricule)                 \
   X(merchant_only)             \
   X(more_decimals)             \
   X(must_be_direct)            \
+  X(names_host)                \
   X(no_connector)              \
   X(no_credentials)            \
+  X(no_entry)                  \
   X(no_fragment)               \
   X(no_method)                 \
   X(no_method_fx)              \
@@ -88,6 +125,7 @@ namespace sika {
   X(no_session)                \
   X(not_a_method)              \
   X(not_a_number_of)           \
+  X(not_absolute_url)          \
   X(not_active)                \
   X(not_array)                 \
   X(not_below_min)             \
@@ -97,13 +135,19 @@ namespace sika {
   X(not_empty)                 \
   X(not_integer)               \
   X(not_negative)              \
+  X(not_null)                  \
   X(not_number)                \
   X(not_object)                \
+  X(not_public_target)         \
   X(not_string)                \
   X(nul_character)             \
+  X(number_not_negative)       \
   X(number_of_country)         \
+  X(number_or_null)            \
   X(one_kind_of_line)          \
+  X(one_to_chars)              \
   X(open_amount_only)          \
+  X(operation)                 \
   X(order_busy)                \
   X(order_in_progress)         \
   X(order_other_fields)        \
@@ -129,15 +173,21 @@ namespace sika {
   X(phone_digits)              \
   X(platform_wallet_service)   \
   X(positive_minor_units)      \
+  X(provider_code)             \
   X(rates_beyond_100)          \
   X(rates_sum)                 \
+  X(regular_expression)        \
   X(repeated)                  \
   X(required)                  \
   X(reserved_metadata)         \
   X(rotation_lost)             \
+  X(rule_code)                 \
+  X(rule_country_service)      \
   X(same_country_currency)     \
+  X(service_code_shape)        \
   X(service_currency)          \
   X(service_inactive)          \
+  X(service_kind)              \
   X(service_needed)            \
   X(service_no_country)        \
   X(session_cancelled)         \
@@ -154,17 +204,25 @@ namespace sika {
   X(split_only)                \
   X(split_rate)                \
   X(sum_of_lines)              \
+  X(time_zone)                 \
   X(too_large)                 \
   X(too_long)                  \
   X(too_many_digits)           \
+  X(unchangeable)              \
+  X(unknown_country)           \
   X(unknown_customer_field)    \
   X(unknown_field)             \
+  X(unknown_field_short)       \
   X(unknown_line_field)        \
+  X(unknown_provider)          \
+  X(unknown_section)           \
   X(unknown_service)           \
   X(unknown_service_key)       \
+  X(unsupported_host)          \
   X(uuid)                      \
   X(uuid_plain)                \
   X(wallet_channel_sandbox)    \
+  X(webhook_secret)            \
   X(whole_minor_units)         \
   X(whole_number)              \
   X(whole_number_of)

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/json.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "store/outbox.hpp"
 #include "webhooks/signing.hpp"
@@ -43,12 +44,6 @@ namespace {
 
 constexpr std::size_t kMaxDescription = 256;
 constexpr std::size_t kMaxEventTypes = 50;
-
-Error field_error(std::string_view field, std::string_view problem) {
-  bj::object d;
-  d[field] = problem;
-  return empty_data(std::move(d));
-}
 
 // Adds "AND <column> = ?" for a merchant scope.
 void scope_clause(const Scope& scope, std::string_view column, std::string& sql, store::Params& params) {
@@ -134,25 +129,29 @@ Result<EndpointChange> parse_endpoint_change(const bj::object& body, bool creati
   EndpointChange ch;
   for (const auto& [key, value] : body) {
     if (key != "url" && key != "event_types" && key != "description" && key != "enabled")
-      errors.add(key, "is not a field of an endpoint (allowed: url, event_types, description, enabled)");
+      errors.add(key, Reason::endpoint_field);
   }
   ch.url = json::get_string(body, "url", errors, creating);
-  if (ch.url && ch.url->empty()) errors.add("url", "must not be empty");
+  if (ch.url && ch.url->empty()) errors.add("url", Reason::not_empty);
   ch.description = json::get_string(body, "description", errors);
   if (ch.description && ch.description->size() > kMaxDescription)
-    errors.add("description", "must be at most 256 bytes");
+    errors.add("description", reason::with(Reason::at_most_bytes, "max", std::to_string(kMaxDescription)));
   ch.enabled = json::get_bool(body, "enabled", errors);
   if (const bj::array* types = json::get_array(body, "event_types", errors)) {
     std::vector<std::string> list;
     bool ok = true;
-    if (types->empty()) errors.add("event_types", "must list at least one event kind (\"*\" for all)"), ok = false;
-    if (types->size() > kMaxEventTypes) errors.add("event_types", "must list at most 50 kinds"), ok = false;
+    if (types->empty()) {
+      errors.add("event_types", Reason::event_kinds_empty);
+      ok = false;
+    }
+    if (types->size() > kMaxEventTypes) {
+      errors.add("event_types", reason::with(Reason::event_kinds_max, "max", std::to_string(kMaxEventTypes)));
+      ok = false;
+    }
     for (const auto& t : *types) {
       if (!ok) break;
       if (!t.is_string() || !valid_type_pattern(t.as_string())) {
-        errors.add("event_types",
-                   "each item must be \"*\", an event kind such as \"transaction.status_changed\" or a prefix "
-                   "such as \"transaction.*\"");
+        errors.add("event_types", Reason::event_kind_pattern);
         ok = false;
         break;
       }
@@ -182,10 +181,10 @@ Result<std::string> Registry::check(const std::string& url) {
 
 Result<EndpointWithSecret> Registry::create(std::int64_t merchant_id, const EndpointChange& change, std::int64_t now,
                                             const std::optional<std::string>& given_secret) {
-  if (!change.url) return field_error("url", "is required");
+  if (!change.url) return field_error("url", Reason::required);
   if (given_secret) {
     auto key = secret_key_bytes(*given_secret);
-    if (!key || key->size() < 24) return field_error("secret", "must be whsec_ and the base64 of 24 bytes or more");
+    if (!key || key->size() < 24) return field_error("secret", Reason::webhook_secret);
   }
   // DNS resolution happens here, outside the write unit (no network I/O inside one).
   SIKA_ASSIGN_OR_RETURN(std::string url, check(*change.url));
@@ -297,8 +296,9 @@ Result<EndpointWithSecret> Registry::rotate_secret(Scope scope, std::string_view
                                                    std::optional<std::int64_t> overlap_ms, std::int64_t now) {
   const std::int64_t overlap = overlap_ms.value_or(options_.secret_overlap_ms);
   if (overlap < 0 || overlap > options_.max_secret_overlap_ms)
-    return field_error("overlap_seconds",
-                       "must be between 0 and " + std::to_string(options_.max_secret_overlap_ms / 1000));
+    return field_error(
+        "overlap_seconds",
+        Problem(Reason::between, {{"min", "0"}, {"max", std::to_string(options_.max_secret_overlap_ms / 1000)}}));
   const std::string secret = generate_secret();
   const std::string sealed = box_.seal(endpoint_id, secret);
   std::optional<Endpoint> updated;
@@ -322,7 +322,7 @@ Result<Listing<Delivery>> Registry::list_deliveries(Scope scope, const DeliveryF
                                                     std::int64_t offset) {
   if (filter.status && *filter.status != kPending && *filter.status != kSucceeded && *filter.status != kFailed &&
       *filter.status != kCancelled)
-    return field_error("status", "must be pending, succeeded, failed or cancelled");
+    return field_error("status", Reason::delivery_status);
   Listing<Delivery> out;
   Status st = db_.read([&](store::Conn& c) -> Status {
     std::string where = " WHERE 1 = 1";

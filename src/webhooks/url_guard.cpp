@@ -10,6 +10,7 @@
 #include <boost/url/url.hpp>
 #include <cstring>
 
+#include "core/reason.hpp"
 #include "web/address_policy.hpp"
 #include "web/message.hpp"
 
@@ -17,11 +18,7 @@ namespace sika::webhooks {
 
 namespace {
 
-Error refused(std::string problem) {
-  boost::json::object details;
-  details["url"] = std::move(problem);
-  return empty_data(std::move(details));
-}
+Error refused(Problem problem) { return field_error("url", std::move(problem)); }
 
 bool valid_host_name(std::string_view h) {
   if (h.empty() || h.size() > 253) return false;
@@ -40,7 +37,7 @@ Result<std::vector<std::string>> SystemResolver::resolve(const std::string& host
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
-  if (rc != 0) return refused("host '" + host + "' does not resolve (" + ::gai_strerror(rc) + ")");
+  if (rc != 0) return refused(Problem(Reason::host_unresolved, {{"host", host}, {"cause", ::gai_strerror(rc)}}));
   std::vector<std::string> out;
   for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
     if (ai->ai_family == AF_INET) {
@@ -52,23 +49,23 @@ Result<std::vector<std::string>> SystemResolver::resolve(const std::string& host
     }
   }
   ::freeaddrinfo(res);
-  if (out.empty()) return refused("host '" + host + "' has no address");
+  if (out.empty()) return refused(reason::with(Reason::host_no_address, "host", host));
   return out;
 }
 
 Result<std::string> check_url(std::string_view text, const UrlPolicy& policy, Resolver& resolver) {
-  if (text.empty()) return refused("is required");
+  if (text.empty()) return refused(Reason::required);
   if (text.size() > policy.max_length)
-    return refused("is longer than " + std::to_string(policy.max_length) + " characters");
+    return refused(reason::with(Reason::longer_than, "max", std::to_string(policy.max_length)));
   auto parsed = boost::urls::parse_absolute_uri(text);
-  if (!parsed) return refused("is not an absolute URL");
+  if (!parsed) return refused(Reason::not_absolute_url);
   boost::urls::url u(*parsed);
   u.normalize_scheme();
-  if (u.scheme() != "https" && u.scheme() != "http") return refused("must use http or https");
-  if (u.has_userinfo()) return refused("must not contain credentials");
-  if (u.has_fragment()) return refused("must not contain a fragment");
-  if (!u.has_authority() || u.encoded_host().empty()) return refused("must name a host");
-  if (u.has_port() && !web::valid_port(u.port())) return refused("has an invalid port");
+  if (u.scheme() != "https" && u.scheme() != "http") return refused(Reason::http_or_https);
+  if (u.has_userinfo()) return refused(Reason::no_credentials);
+  if (u.has_fragment()) return refused(Reason::no_fragment);
+  if (!u.has_authority() || u.encoded_host().empty()) return refused(Reason::names_host);
+  if (u.has_port() && !web::valid_port(u.port())) return refused(Reason::invalid_port);
   u.normalize_authority();
 
   std::vector<std::string> addresses;
@@ -88,24 +85,22 @@ Result<std::string> check_url(std::string_view text, const UrlPolicy& policy, Re
     }
     case boost::urls::host_type::name: {
       host = u.host();  // percent-decoded
-      if (!valid_host_name(host)) return refused("has an invalid host name");
+      if (!valid_host_name(host)) return refused(Reason::invalid_host_name);
       break;
     }
-    default: return refused("has an unsupported host");
+    default: return refused(Reason::unsupported_host);
   }
   if (!policy.allow_private_targets) {
     // One answer for a name that does not resolve and one that resolves to a non-public
     // address, without the address: the endpoint must not be a probe of internal DNS.
-    static constexpr std::string_view kNotAllowed =
-        "is not an allowed target (only public internet hosts are accepted)";
     if (addresses.empty()) {
       // Resolving also catches numeric spellings getaddrinfo accepts ("2130706433", "0x7f.1").
       auto resolved = resolver.resolve(host);
-      if (!resolved) return refused(std::string(kNotAllowed));
+      if (!resolved) return refused(Reason::not_public_target);
       addresses = std::move(resolved).value();
     }
     for (const auto& a : addresses)
-      if (!web::is_public_bytes(a)) return refused(std::string(kNotAllowed));
+      if (!web::is_public_bytes(a)) return refused(Reason::not_public_target);
   }
   return std::string(u.buffer());
 }

@@ -8,10 +8,12 @@
 #include <atomic>
 #include <regex>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "billing/service.hpp"
 #include "billing/store.hpp"
+#include "core/reason.hpp"
 #include "notify/notifier.hpp"
 #include "payments/fixture.hpp"
 #include "store/jobs.hpp"
@@ -71,6 +73,47 @@ TEST(BillingModel, SubscribeBodiesAreCheckedFieldByField) {
   parse_subscribe(bj::object{{"customer_email", "a@b.example"}, {"idempotency_key", "k1"}}, "k2", 0, e3);
   EXPECT_TRUE(e3.details().contains("idempotency_key"));
   EXPECT_TRUE(e3.details().contains("amount"));
+}
+
+TEST(BillingModel, EachRefusalOfASubscribeBodyIsATypedProblemWithItsEnglishText) {
+  json::FieldErrors errors;
+  parse_subscribe(bj::object{{"customer_email", "nope"},
+                             {"customer_phone_number", "12"},
+                             {"amount", 0},
+                             {"currency", "xaf1"},
+                             {"frequency", "HOURLY"},
+                             {"description", std::string(501, 'd')},
+                             {"time_zone", "Mars/Olympus"},
+                             {"end_at", "tomorrow"},
+                             {"max_cycles", 0},
+                             {"idempotency_key", "k1"}},
+                  "k2", 0, errors);
+  const std::vector<std::tuple<std::string, Reason, std::string>> expected = {
+      {"customer_email", Reason::email, "must be an e-mail address"},
+      {"customer_phone_number", Reason::international_number,
+       "must be an international number of 8 to 15 digits, e.g. 237690000000"},
+      {"amount", Reason::positive_minor_units, "must be a positive integer (minor units)"},
+      {"currency", Reason::currency_iso, "must be an ISO 4217 code, e.g. XAF"},
+      {"frequency", Reason::frequency, "must be DAILY, WEEKLY, MONTHLY, QUARTERLY or YEARLY"},
+      {"description", Reason::at_most_chars, "must be at most 500 characters"},
+      {"time_zone", Reason::time_zone, "must be a zone of the IANA database, e.g. Africa/Douala"},
+      {"end_at", Reason::date_time_example, "must be an ISO 8601 date-time, e.g. 2027-12-31T23:59:59Z"},
+      {"max_cycles", Reason::integer_one_to, "must be an integer from 1 to 10000"},
+      {"idempotency_key", Reason::idempotency_header, "differs from the X-Idempotency-Key header"}};
+  ASSERT_EQ(errors.problems().size(), expected.size()) << bj::serialize(errors.details());
+  for (const auto& [field, reason, text] : expected) {
+    EXPECT_EQ(errors.details().at(field).as_string(), text) << field;
+    bool found = false;
+    for (const auto& p : errors.problems()) found = found || (p.field == field && p.problem.reason == reason);
+    EXPECT_TRUE(found) << field;
+  }
+  json::FieldErrors long_key;
+  parse_subscribe(bj::object{}, std::string(256, 'k'), 0, long_key);
+  EXPECT_EQ(long_key.details().at("idempotency_key").as_string(), "must be 1 to 255 characters");
+  json::FieldErrors move;
+  parse_move(bj::object{{"uuid", "x"}, {"reason", std::string(501, 'r')}}, false, move);
+  EXPECT_EQ(move.details().at("uuid").as_string(), "must be a UUID");
+  EXPECT_EQ(move.details().at("reason").as_string(), "must be at most 500 characters");
 }
 
 // The sandbox notifier, with a hook run once before the next message of a tag is sent (a move

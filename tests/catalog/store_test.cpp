@@ -9,6 +9,7 @@
 #include "catalog/demo.hpp"
 #include "catalog/service.hpp"
 #include "catalog/store.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "support/test_db.hpp"
 
@@ -158,6 +159,38 @@ TEST_P(CatalogStore, NamesEveryBadCountryField) {
   EXPECT_EQ(dup.error().kind, sika::ErrorKind::conflict);
   EXPECT_EQ(text(dup.error()), R"({"alpha2":"already used by CMR"})");
   EXPECT_EQ(version(), 1);
+}
+
+TEST_P(CatalogStore, RefusalsAreTypedProblemsNeverUntypedTexts) {
+  auto r = put_record(Kind::country, R"({"code":"CMR","alpha2":"cm","name_fr":"","dialling_code":"237",
+      "currency":"xaf","msisdn_length":40,"msisdn_pattern":"(6","colour":"green"})");
+  ASSERT_FALSE(r.ok());
+  for (const auto& p : r.error().problems) EXPECT_NE(p.problem.reason, Reason::text) << p.field;
+  EXPECT_EQ(r.error().problem("alpha2")->reason, Reason::alpha2_code);
+  EXPECT_EQ(r.error().problem("dialling_code")->reason, Reason::dialling_code);
+  EXPECT_EQ(r.error().problem("currency")->reason, Reason::currency_iso_shape);
+  EXPECT_EQ(r.error().problem("msisdn_pattern")->reason, Reason::regular_expression);
+  EXPECT_EQ(r.error().problem("colour")->reason, Reason::unknown_field_short);
+  EXPECT_EQ(r.error().problem("msisdn_length")->reason, Reason::between);
+  EXPECT_EQ(r.error().details.at("msisdn_length").as_string(), "must be between 4 and 14");
+  ASSERT_TRUE(put_record(Kind::country, kCmr).ok());
+  auto again = put_record(Kind::country, kCmr);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().kind, sika::ErrorKind::conflict);
+  EXPECT_EQ(again.error().problem("code")->reason, Reason::entry_exists);
+  auto missing = put_record(Kind::country, R"({"code":"ZZZ","name_en":"x"})", Mode::update);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind, sika::ErrorKind::not_found);
+  EXPECT_EQ(missing.error().problem("code")->reason, Reason::no_entry);
+  auto imported = import(obj(R"({"services":[{"code":"X_CMR","name":"X","provider":"NOPE","country":"CMR",
+      "kind":"mobile_money"}]})"));
+  ASSERT_FALSE(imported.ok());
+  ASSERT_NE(imported.error().problem("services[0].provider"), nullptr) << text(imported.error());
+  EXPECT_EQ(imported.error().problem("services[0].provider")->reason, Reason::unknown_provider);
+  auto not_object = import(bj::value(bj::array{}));
+  ASSERT_FALSE(not_object.ok());
+  EXPECT_EQ(not_object.error().problem("")->reason, Reason::catalog_not_object);
+  EXPECT_EQ(text(not_object.error()), R"("the catalog document must be a JSON object")");
 }
 
 TEST_P(CatalogStore, ValidatesServicesAgainstTheirReferences) {

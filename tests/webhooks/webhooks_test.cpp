@@ -18,8 +18,10 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "merchant/merchant.hpp"
 #include "store/db.hpp"
@@ -271,6 +273,59 @@ TEST(UrlGuard, RefusesNonPublicTargetsAtRegistration) {
   dev.allow_private_targets = true;
   EXPECT_TRUE(check_url("http://127.0.0.1:8080/hook", dev, r).ok());
   EXPECT_FALSE(check_url("ftp://127.0.0.1/", dev, r).ok());
+}
+
+TEST(UrlGuard, EachRefusalIsATypedProblemOfTheUrlWithItsEnglishText) {
+  FakeResolver r;
+  r.hosts["internal.example.com"] = {"10.1.2.3"};
+  UrlPolicy strict;
+  strict.max_length = 40;
+  const std::vector<std::tuple<std::string, Reason, std::string>> cases = {
+      {"", Reason::required, "is required"},
+      {"https://public.example.com/" + std::string(20, 'p'), Reason::longer_than, "is longer than 40 characters"},
+      {"/relative", Reason::not_absolute_url, "is not an absolute URL"},
+      {"ftp://93.184.216.34/", Reason::http_or_https, "must use http or https"},
+      {"https://user:pw@93.184.216.34/", Reason::no_credentials, "must not contain credentials"},
+      {"http:///nohost", Reason::names_host, "must name a host"},
+      {"https://93.184.216.34:99999/", Reason::invalid_port, "has an invalid port"},
+      {"https://exa%20mple.com/", Reason::invalid_host_name, "has an invalid host name"},
+      {"http://internal.example.com/", Reason::not_public_target,
+       "is not an allowed target (only public internet hosts are accepted)"},
+      {"http://unknown.example.com/", Reason::not_public_target,
+       "is not an allowed target (only public internet hosts are accepted)"}};
+  for (const auto& [url, reason, text] : cases) {
+    auto res = check_url(url, strict, r);
+    ASSERT_FALSE(res.ok()) << url;
+    EXPECT_EQ(res.error().code, "empty_data") << url;
+    ASSERT_NE(res.error().problem("url"), nullptr) << url;
+    EXPECT_EQ(res.error().problem("url")->reason, reason) << url;
+    EXPECT_EQ(bj::serialize(res.error().details), bj::serialize(bj::object{{"url", text}})) << url;
+  }
+}
+
+TEST(Registry, EndpointChangesAreRefusedWithTypedProblems) {
+  auto res = parse_endpoint_change(
+      bj::object{{"url", ""}, {"colour", "red"}, {"description", std::string(257, 'd')}, {"event_types", bj::array{}}},
+      true);
+  ASSERT_FALSE(res.ok());
+  const Error& e = res.error();
+  EXPECT_EQ(e.problem("url")->reason, Reason::not_empty);
+  EXPECT_EQ(e.problem("colour")->reason, Reason::endpoint_field);
+  EXPECT_EQ(e.details.at("colour").as_string(),
+            "is not a field of an endpoint (allowed: url, event_types, description, enabled)");
+  EXPECT_EQ(e.details.at("description").as_string(), "must be at most 256 bytes");
+  EXPECT_EQ(e.details.at("event_types").as_string(), "must list at least one event kind (\"*\" for all)");
+  bj::array many;
+  for (int i = 0; i < 51; ++i) many.push_back(bj::string("transaction." + std::to_string(i)));
+  auto too_many = parse_endpoint_change(bj::object{{"event_types", many}}, false);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_EQ(too_many.error().details.at("event_types").as_string(), "must list at most 50 kinds");
+  auto bad_kind = parse_endpoint_change(bj::object{{"event_types", bj::array{"a b"}}}, false);
+  ASSERT_FALSE(bad_kind.ok());
+  EXPECT_EQ(bad_kind.error().problem("event_types")->reason, Reason::event_kind_pattern);
+  EXPECT_EQ(bad_kind.error().details.at("event_types").as_string(),
+            "each item must be \"*\", an event kind such as \"transaction.status_changed\" or a prefix such as "
+            "\"transaction.*\"");
 }
 
 TEST(UrlGuard, RefusalsNeverNameTheResolvedAddress) {
