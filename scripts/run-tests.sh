@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Runs every test against an already built tree, then the fuzz harnesses for SIKA_FUZZ_SECONDS
-# each (default 30; they build themselves with clang). scripts/with-postgres.sh provides
-# SIKA_TEST_PG_DSN so that every storage test also runs on PostgreSQL.
+# Checks the format and the function sizes, then runs every test against an already built tree,
+# then the fuzz harnesses for SIKA_FUZZ_SECONDS each (default 30; they build themselves with
+# clang). scripts/with-postgres.sh provides SIKA_TEST_PG_DSN so that every storage test also runs
+# on PostgreSQL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
 scripts/check-format.sh || status=1
+# Functions over 80 lines that are not in scripts/function-sizes.allow (the list is shown only then).
+sizes=$(scripts/function-sizes.py --check 2>&1) || { echo "$sizes"; status=1; }
 ctest --test-dir build --output-on-failure -j "$(nproc)" || status=1
 (cd tests/e2e && node --test ./*.test.mjs) || status=1
 scripts/fuzz.sh "${SIKA_FUZZ_SECONDS:-30}" || status=1
