@@ -57,6 +57,30 @@ struct EndpointRef {
   std::int64_t created_at;
 };
 
+// Inserts one row per item, `chunk` rows per statement: head, then `tuple` per item (bind
+// appends that item's `width` values), then tail. Returns how many rows were inserted.
+template <class Item, class Bind>
+Result<std::int64_t> insert_chunked(store::Conn& c, std::string_view head, std::string_view tuple,
+                                    std::string_view tail, const std::vector<Item>& items, std::size_t chunk,
+                                    std::size_t width, Bind bind) {
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < items.size(); i += chunk) {
+    std::size_t n = std::min(chunk, items.size() - i);
+    std::string sql(head);
+    store::Params params;
+    params.reserve(n * width);
+    for (std::size_t k = 0; k < n; ++k) {
+      if (k) sql += ", ";
+      sql += tuple;
+      bind(items[i + k], params);
+    }
+    sql += tail;
+    SIKA_ASSIGN_OR_RETURN(auto inserted, c.exec(sql, params));
+    total += inserted;
+  }
+  return total;
+}
+
 }  // namespace
 
 namespace {
@@ -160,25 +184,18 @@ Result<std::vector<NewDelivery>> match_endpoints(store::Conn& c, const std::vect
 // Inserts the deliveries 200 rows per statement; one already there (same event, endpoint and
 // generation) is kept. Returns how many were inserted.
 Result<int> insert_deliveries(store::Conn& c, const std::vector<NewDelivery>& fresh, std::int64_t now) {
-  int inserted_total = 0;
-  constexpr std::size_t kChunk = 200;
-  for (std::size_t i = 0; i < fresh.size(); i += kChunk) {
-    std::size_t n = std::min(kChunk, fresh.size() - i);
-    std::string sql =
-        "INSERT INTO webhook_deliveries (public_id, event_row, endpoint_row, merchant_id, generation, status, "
-        "attempts, next_attempt_at, created_at, updated_at) VALUES ";
-    store::Params values;
-    values.reserve(n * 7);
-    for (std::size_t k = 0; k < n; ++k) {
-      const auto& d = fresh[i + k];
-      sql += k ? ", (?, ?, ?, ?, 0, 'pending', 0, ?, ?, ?)" : "(?, ?, ?, ?, 0, 'pending', 0, ?, ?, ?)";
-      values.insert(values.end(), {new_public_id("wd_"), d.event_row, d.endpoint_row, d.merchant_id, now, now, now});
-    }
-    sql += " ON CONFLICT (event_row, endpoint_row, generation) DO NOTHING";
-    SIKA_ASSIGN_OR_RETURN(auto inserted, c.exec(sql, values));
-    inserted_total += static_cast<int>(inserted);
-  }
-  return inserted_total;
+  SIKA_ASSIGN_OR_RETURN(
+      auto inserted,
+      insert_chunked(c,
+                     "INSERT INTO webhook_deliveries (public_id, event_row, endpoint_row, merchant_id, generation, "
+                     "status, attempts, next_attempt_at, created_at, updated_at) VALUES ",
+                     "(?, ?, ?, ?, 0, 'pending', 0, ?, ?, ?)",
+                     " ON CONFLICT (event_row, endpoint_row, generation) DO NOTHING", fresh, 200, 7,
+                     [&](const NewDelivery& d, store::Params& values) {
+                       values.insert(values.end(),
+                                     {new_public_id("wd_"), d.event_row, d.endpoint_row, d.merchant_id, now, now, now});
+                     }));
+  return static_cast<int>(inserted);
 }
 
 }  // namespace
@@ -359,23 +376,17 @@ Result<std::vector<const AttemptResult*>> release_deferred(store::Conn& c, const
 
 // Inserts one webhook_attempts row per attempt made, 100 rows per statement.
 Status insert_attempts(store::Conn& c, const std::vector<const AttemptResult*>& made, const std::string& worker) {
-  constexpr std::size_t kChunk = 100;
-  for (std::size_t i = 0; i < made.size(); i += kChunk) {
-    std::size_t n = std::min(kChunk, made.size() - i);
-    std::string sql =
-        "INSERT INTO webhook_attempts (delivery_row, attempt, started_at, latency_ms, status_code, outcome, error, "
-        "response_excerpt, worker) VALUES ";
-    store::Params params;
-    params.reserve(n * 9);
-    for (std::size_t k = 0; k < n; ++k) {
-      const auto& r = *made[i + k];
-      sql += k ? ", (?, ?, ?, ?, ?, ?, ?, ?, ?)" : "(?, ?, ?, ?, ?, ?, ?, ?, ?)";
-      params.insert(params.end(), {r.delivery_row, std::int64_t{r.attempt}, r.started_at, r.latency_ms,
-                                   r.status_code ? store::Value(std::int64_t{*r.status_code}) : store::Value(nullptr),
-                                   r.outcome, store::opt(r.error), store::opt(r.response_excerpt), worker});
-    }
-    SIKA_TRY(c.exec(sql, params));
-  }
+  auto inserted = insert_chunked(
+      c,
+      "INSERT INTO webhook_attempts (delivery_row, attempt, started_at, latency_ms, status_code, outcome, error, "
+      "response_excerpt, worker) VALUES ",
+      "(?, ?, ?, ?, ?, ?, ?, ?, ?)", "", made, 100, 9, [&](const AttemptResult* a, store::Params& params) {
+        const auto& r = *a;
+        params.insert(params.end(), {r.delivery_row, std::int64_t{r.attempt}, r.started_at, r.latency_ms,
+                                     r.status_code ? store::Value(std::int64_t{*r.status_code}) : store::Value(nullptr),
+                                     r.outcome, store::opt(r.error), store::opt(r.response_excerpt), worker});
+      });
+  if (!inserted) return inserted.take_error();
   return {};
 }
 
