@@ -32,39 +32,45 @@ Status ensure_demo_user(Context& ctx, const identity::UserSpec& spec) {
   return {};
 }
 
-Status seed_identity_demo(Context& ctx, bj::object& demo) {
-  const std::int64_t now = now_ms();
-  auto* merchants = demo.if_contains("merchants");
-  if (merchants && merchants->is_array()) {
-    for (auto& entry : merchants->as_array()) {
-      auto& m = entry.as_object();
-      std::string matricule(m.at("matricule").as_string());
-      std::string client_id = "demo-";
-      for (char ch : matricule) client_id.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
-      std::string secret = "cs_" + demo_secret(ctx, "client:" + client_id);
-      SIKA_TRY(ctx.db->write([&](store::Conn& c) -> Status {
-        SIKA_ASSIGN_OR_RETURN(auto merchant, merchant::find_by_matricule(c, matricule));
-        if (!merchant) return internal_error("demo merchant " + matricule + " missing");
-        SIKA_ASSIGN_OR_RETURN(auto existing, identity::find_client(c, client_id));
-        if (existing) return identity::set_client_secret(c, ctx.pepper, client_id, secret, now);
-        identity::ClientSpec spec;
-        spec.client_id = client_id;
-        spec.name = merchant->name;
-        spec.confidential = true;
-        spec.secret = secret;
-        spec.grant_types = {"client_credentials"};
-        spec.scopes = {"payments", "services", "countries", "providers"};
-        spec.merchant_id = merchant->id;
-        spec.environment = merchant->environment;
-        spec.countries = merchant->countries;
-        SIKA_TRY(identity::create_client(c, ctx.pepper, spec, now));
-        return {};
-      }));
-      m["client_id"] = client_id;
-      m["client_secret"] = secret;
-    }
-  }
+namespace {
 
+// One confidential client_credentials client per demo merchant ("demo-" + its lowercased
+// matricule); its id and secret are added to the merchant's demo entry.
+Status seed_merchant_clients(Context& ctx, bj::object& demo, std::int64_t now) {
+  auto* merchants = demo.if_contains("merchants");
+  if (!merchants || !merchants->is_array()) return {};
+  for (auto& entry : merchants->as_array()) {
+    auto& m = entry.as_object();
+    std::string matricule(m.at("matricule").as_string());
+    std::string client_id = "demo-";
+    for (char ch : matricule) client_id.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+    std::string secret = "cs_" + demo_secret(ctx, "client:" + client_id);
+    SIKA_TRY(ctx.db->write([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(auto merchant, merchant::find_by_matricule(c, matricule));
+      if (!merchant) return internal_error("demo merchant " + matricule + " missing");
+      SIKA_ASSIGN_OR_RETURN(auto existing, identity::find_client(c, client_id));
+      if (existing) return identity::set_client_secret(c, ctx.pepper, client_id, secret, now);
+      identity::ClientSpec spec;
+      spec.client_id = client_id;
+      spec.name = merchant->name;
+      spec.confidential = true;
+      spec.secret = secret;
+      spec.grant_types = {"client_credentials"};
+      spec.scopes = {"payments", "services", "countries", "providers"};
+      spec.merchant_id = merchant->id;
+      spec.environment = merchant->environment;
+      spec.countries = merchant->countries;
+      SIKA_TRY(identity::create_client(c, ctx.pepper, spec, now));
+      return {};
+    }));
+    m["client_id"] = client_id;
+    m["client_secret"] = secret;
+  }
+  return {};
+}
+
+// The operator and the user, added to the demo file with their passwords.
+Status seed_demo_users(Context& ctx, bj::object& demo) {
   identity::UserSpec op;
   op.email = "operator@sika.example";
   op.password = "op-" + demo_secret(ctx, "user:operator", 12);
@@ -84,8 +90,11 @@ Status seed_identity_demo(Context& ctx, bj::object& demo) {
   user.countries = {"CMR"};
   SIKA_TRY(ensure_demo_user(ctx, user));
   demo["user"] = bj::object{{"email", user.email}, {"password", user.password}};
+  return {};
+}
 
-  // The public client: authorization code + PKCE, for the dashboard and local apps.
+// The public client: authorization code + PKCE, for the dashboard and local apps.
+Status seed_public_client(Context& ctx, bj::object& demo, std::int64_t now) {
   std::string dashboard = ctx.config.surface_url(web::Surface::dashboard);
   std::string redirect = dashboard + "/callback";
   std::vector<std::string> uris = {redirect, "http://127.0.0.1/callback",
@@ -112,6 +121,15 @@ Status seed_identity_demo(Context& ctx, bj::object& demo) {
   }));
   demo["public_client"] = bj::object{{"client_id", "demo-public"}, {"redirect_uri", redirect}};
   return {};
+}
+
+}  // namespace
+
+Status seed_identity_demo(Context& ctx, bj::object& demo) {
+  const std::int64_t now = now_ms();
+  SIKA_TRY(seed_merchant_clients(ctx, demo, now));
+  SIKA_TRY(seed_demo_users(ctx, demo));
+  return seed_public_client(ctx, demo, now);
 }
 
 }  // namespace sika::app

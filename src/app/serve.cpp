@@ -45,6 +45,66 @@ int migrate_command(Config config) {
   return 0;
 }
 
+namespace {
+
+// The HTTP server's settings from the configuration (http.*, listen, default_locale).
+http::ServerOptions server_options(Context& ctx) {
+  http::ServerOptions so;
+  so.host = ctx.config.listen_host();
+  so.port = ctx.config.listen_port();
+  so.io_threads = static_cast<int>(ctx.config.get_int("http.io_threads"));
+  so.handler_threads = static_cast<int>(ctx.config.get_int("http.handler_threads"));
+  so.handler_queue = static_cast<std::size_t>(ctx.config.get_int("http.handler_queue"));
+  so.max_body_bytes = static_cast<std::size_t>(ctx.config.get_int("http.max_body_bytes"));
+  so.max_header_bytes = static_cast<std::size_t>(ctx.config.get_int("http.max_header_bytes"));
+  so.header_timeout_ms = static_cast<int>(ctx.config.get_int("http.header_timeout_ms"));
+  so.body_timeout_ms = static_cast<int>(ctx.config.get_int("http.body_timeout_ms"));
+  so.idle_timeout_ms = static_cast<int>(ctx.config.get_int("http.idle_timeout_ms"));
+  so.shutdown_grace_ms = static_cast<int>(ctx.config.get_int("http.shutdown_grace_ms"));
+  so.default_locale = ctx.config.get_string("default_locale") == "en" ? i18n::Locale::en : i18n::Locale::fr;
+  return so;
+}
+
+// Starts listening; with port 0, the configuration's "listen" then names the port taken.
+Status start_listening(http::Server& server, Context& ctx) {
+  if (auto s = server.start(); !s) {
+    return make_error(ErrorKind::unavailable, "listen",
+                      boost::json::string(ctx.config.get_string("listen") + ": " +
+                                          (s.error().details.is_string() ? std::string(s.error().details.as_string())
+                                                                         : std::string("cannot listen"))));
+  }
+  if (ctx.config.listen_port() == 0) {
+    std::string listen = ctx.config.listen_host() + ":" + std::to_string(server.port());
+    if (listen.find(':') != listen.rfind(':'))
+      listen = "[" + ctx.config.listen_host() + "]:" + std::to_string(server.port());
+    ctx.config.set("listen", listen);
+  }
+  return {};
+}
+
+// Prints where each surface that answers listens, and the demo credentials when seeded.
+void announce(Context& ctx, const web::Router& router, const ServeOptions& options) {
+  using web::Surface;
+  std::cout << "sika listening on " << ctx.config.get_string("listen") << " ("
+            << ctx.config.get_string("db").substr(0, ctx.config.get_string("db").find(':')) << ")\n"
+            << "  gateway   " << ctx.config.surface_url(Surface::gateway)
+            << "   (OpenAPI: " << ctx.config.surface_url(Surface::gateway) << "/openapi.json)\n"
+            << "  identity  " << ctx.config.surface_url(Surface::identity) << "\n";
+  // Only surfaces that answer are announced.
+  if (router.serves(Surface::checkout))
+    std::cout << "  checkout  " << ctx.config.surface_url(Surface::checkout) << "\n";
+  if (router.serves(Surface::link)) std::cout << "  link API  " << ctx.config.surface_url(Surface::link) << "\n";
+  if (router.serves(Surface::dashboard))
+    std::cout << "  dashboard " << ctx.config.surface_url(Surface::dashboard) << "\n";
+  if (options.demo_file) {
+    std::ifstream demo(*options.demo_file);
+    std::cout << "  demo credentials (" << *options.demo_file << "):\n" << demo.rdbuf();
+  }
+  std::cout << std::flush;
+}
+
+}  // namespace
+
 int serve(Config config, const ServeOptions& options) {
   sigset_t signals = block_shutdown_signals();
 
@@ -62,19 +122,7 @@ int serve(Config config, const ServeOptions& options) {
   web::Router router;
   build_routes(router, ctx);
 
-  http::ServerOptions so;
-  so.host = ctx.config.listen_host();
-  so.port = ctx.config.listen_port();
-  so.io_threads = static_cast<int>(ctx.config.get_int("http.io_threads"));
-  so.handler_threads = static_cast<int>(ctx.config.get_int("http.handler_threads"));
-  so.handler_queue = static_cast<std::size_t>(ctx.config.get_int("http.handler_queue"));
-  so.max_body_bytes = static_cast<std::size_t>(ctx.config.get_int("http.max_body_bytes"));
-  so.max_header_bytes = static_cast<std::size_t>(ctx.config.get_int("http.max_header_bytes"));
-  so.header_timeout_ms = static_cast<int>(ctx.config.get_int("http.header_timeout_ms"));
-  so.body_timeout_ms = static_cast<int>(ctx.config.get_int("http.body_timeout_ms"));
-  so.idle_timeout_ms = static_cast<int>(ctx.config.get_int("http.idle_timeout_ms"));
-  so.shutdown_grace_ms = static_cast<int>(ctx.config.get_int("http.shutdown_grace_ms"));
-  so.default_locale = ctx.config.get_string("default_locale") == "en" ? i18n::Locale::en : i18n::Locale::fr;
+  http::ServerOptions so = server_options(ctx);
   // The access log and the request metrics are fed after each response, on the I/O thread:
   // both only touch atomics or a bounded queue there. Declared before the server: they outlive it.
   std::unique_ptr<http::AccessLog> access_log;
@@ -93,18 +141,9 @@ int serve(Config config, const ServeOptions& options) {
   };
   http::Server server(so, [&router](web::Request& req) { return router.dispatch(req); });
   if (http_metrics) register_collectors(metrics::registry(), ctx, server, access_log.get());
-  if (auto s = server.start(); !s) {
-    report(make_error(ErrorKind::unavailable, "listen",
-                      boost::json::string(ctx.config.get_string("listen") + ": " +
-                                          (s.error().details.is_string() ? std::string(s.error().details.as_string())
-                                                                         : std::string("cannot listen")))));
+  if (auto s = start_listening(server, ctx); !s) {
+    report(s.error());
     return 1;
-  }
-  if (ctx.config.listen_port() == 0) {
-    std::string listen = ctx.config.listen_host() + ":" + std::to_string(server.port());
-    if (listen.find(':') != listen.rfind(':'))
-      listen = "[" + ctx.config.listen_host() + "]:" + std::to_string(server.port());
-    ctx.config.set("listen", listen);
   }
 
   if (options.demo_file) {
@@ -118,23 +157,7 @@ int serve(Config config, const ServeOptions& options) {
   start_workers(ctx);
   ctx.started = true;
 
-  using web::Surface;
-  std::cout << "sika listening on " << ctx.config.get_string("listen") << " ("
-            << ctx.config.get_string("db").substr(0, ctx.config.get_string("db").find(':')) << ")\n"
-            << "  gateway   " << ctx.config.surface_url(Surface::gateway)
-            << "   (OpenAPI: " << ctx.config.surface_url(Surface::gateway) << "/openapi.json)\n"
-            << "  identity  " << ctx.config.surface_url(Surface::identity) << "\n";
-  // Only surfaces that answer are announced.
-  if (router.serves(Surface::checkout))
-    std::cout << "  checkout  " << ctx.config.surface_url(Surface::checkout) << "\n";
-  if (router.serves(Surface::link)) std::cout << "  link API  " << ctx.config.surface_url(Surface::link) << "\n";
-  if (router.serves(Surface::dashboard))
-    std::cout << "  dashboard " << ctx.config.surface_url(Surface::dashboard) << "\n";
-  if (options.demo_file) {
-    std::ifstream demo(*options.demo_file);
-    std::cout << "  demo credentials (" << *options.demo_file << "):\n" << demo.rdbuf();
-  }
-  std::cout << std::flush;
+  announce(ctx, router, options);
 
   int sig = 0;
   sigwait(&signals, &sig);

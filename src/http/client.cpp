@@ -463,15 +463,15 @@ class Client final : public web::HttpClient {
     });
   }
 
-  // Writes the request and reads the response. `retryable` is set when a reused connection
-  // failed before any response byte arrived (the server had closed it while idle).
-  Result<Exchanged> exchange(Conn& c, const Target& t, const web::ClientRequest& req, bool reused, bool& retryable) {
-    const auto deadline = Clock::now() + std::chrono::milliseconds(std::max(1, req.timeout_ms));
-    c.lowest().expires_at(deadline);
-    auto timed_out = [&](const beast::error_code& ec) {
-      return ec == beast::error::timeout || Clock::now() >= deadline;
-    };
+  using Parser = bhttp::response_parser<bhttp::buffer_body>;
 
+  static bool timed_out(const beast::error_code& ec, Clock::time_point deadline) {
+    return ec == beast::error::timeout || Clock::now() >= deadline;
+  }
+
+  // The request message: its method, target, Host and User-Agent, the caller's headers but those
+  // the client manages itself (framing, connection), and the body; keep-alive.
+  bhttp::request<bhttp::string_body> request_message(const Target& t, const web::ClientRequest& req) const {
     bhttp::request<bhttp::string_body> msg;
     auto verb = bhttp::string_to_verb(req.method);
     if (verb == bhttp::verb::unknown)
@@ -495,49 +495,48 @@ class Client final : public web::HttpClient {
     msg.body() = req.body;
     msg.keep_alive(true);
     msg.prepare_payload();
+    return msg;
+  }
 
-    auto ec = io(c, [&](auto& stream, auto handler) { bhttp::async_write(stream, msg, handler); });
-    if (ec) {
-      retryable = reused && !timed_out(ec);
-      return timed_out(ec) ? upstream_timeout("request timed out") : upstream_error("write failed: " + ec.message());
-    }
-
-    const bool head = req.method == "HEAD";
-    std::optional<bhttp::response_parser<bhttp::buffer_body>> parser;
+  // Reads response headers into `parser`, skipping up to four informational (1xx but 101)
+  // responses. `retryable` as for exchange().
+  Status read_final_header(Conn& c, std::optional<Parser>& parser, bool head, bool reused, bool& retryable,
+                           Clock::time_point deadline) {
     for (int informational = 0;; ++informational) {
       parser.emplace();
       parser->header_limit(
           static_cast<std::uint32_t>(std::min<std::size_t>(opt_.max_response_header_bytes, UINT32_MAX)));
       parser->body_limit(std::numeric_limits<std::uint64_t>::max());
       if (head) parser->skip(true);
-      ec = io(c, [&](auto& stream, auto handler) { bhttp::async_read_header(stream, c.buffer, *parser, handler); });
+      auto ec =
+          io(c, [&](auto& stream, auto handler) { bhttp::async_read_header(stream, c.buffer, *parser, handler); });
       if (ec) {
-        retryable = reused && informational == 0 && !parser->got_some() && !timed_out(ec);
-        return timed_out(ec) ? upstream_timeout("response timed out")
-                             : upstream_error("reading the response failed: " + ec.message());
+        retryable = reused && informational == 0 && !parser->got_some() && !timed_out(ec, deadline);
+        return timed_out(ec, deadline) ? upstream_timeout("response timed out")
+                                       : upstream_error("reading the response failed: " + ec.message());
       }
       int status = static_cast<int>(parser->get().result_int());
       if (status / 100 != 1 || status == 101) break;
       if (informational >= 4) return upstream_error("too many informational responses");
     }
+    return {};
+  }
 
-    Exchanged out;
-    auto& res = out.response;
-    res.status = static_cast<int>(parser->get().result_int());
-    for (const auto& f : parser->get()) res.headers.emplace_back(lower(f.name_string()), std::string(f.value()));
-
-    bool truncated = false;
+  // Reads the body into res.body, 16 KiB at a time, up to req.max_response_bytes; `truncated`
+  // when it was longer (the rest is not read).
+  Status read_body(Conn& c, Parser& parser, const web::ClientRequest& req, web::ClientResponse& res, bool& truncated,
+                   Clock::time_point deadline) {
     std::vector<char> chunk(16 * 1024);
-    while (!parser->is_done()) {
-      parser->get().body().data = chunk.data();
-      parser->get().body().size = chunk.size();
-      ec = io(c, [&](auto& stream, auto handler) { bhttp::async_read(stream, c.buffer, *parser, handler); });
+    while (!parser.is_done()) {
+      parser.get().body().data = chunk.data();
+      parser.get().body().size = chunk.size();
+      auto ec = io(c, [&](auto& stream, auto handler) { bhttp::async_read(stream, c.buffer, parser, handler); });
       if (ec == bhttp::error::need_buffer) ec = {};
       if (ec) {
-        return timed_out(ec) ? upstream_timeout("response timed out")
-                             : upstream_error("reading the response body failed: " + ec.message());
+        return timed_out(ec, deadline) ? upstream_timeout("response timed out")
+                                       : upstream_error("reading the response body failed: " + ec.message());
       }
-      std::size_t n = chunk.size() - parser->get().body().size;
+      std::size_t n = chunk.size() - parser.get().body().size;
       std::size_t room = req.max_response_bytes - res.body.size();
       res.body.append(chunk.data(), std::min(n, room));
       if (n > room) {
@@ -545,6 +544,33 @@ class Client final : public web::HttpClient {
         break;
       }
     }
+    return {};
+  }
+
+  // Writes the request and reads the response. `retryable` is set when a reused connection
+  // failed before any response byte arrived (the server had closed it while idle).
+  Result<Exchanged> exchange(Conn& c, const Target& t, const web::ClientRequest& req, bool reused, bool& retryable) {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(std::max(1, req.timeout_ms));
+    c.lowest().expires_at(deadline);
+
+    auto msg = request_message(t, req);
+    auto ec = io(c, [&](auto& stream, auto handler) { bhttp::async_write(stream, msg, handler); });
+    if (ec) {
+      retryable = reused && !timed_out(ec, deadline);
+      return timed_out(ec, deadline) ? upstream_timeout("request timed out")
+                                     : upstream_error("write failed: " + ec.message());
+    }
+
+    std::optional<Parser> parser;
+    SIKA_TRY(read_final_header(c, parser, req.method == "HEAD", reused, retryable, deadline));
+
+    Exchanged out;
+    auto& res = out.response;
+    res.status = static_cast<int>(parser->get().result_int());
+    for (const auto& f : parser->get()) res.headers.emplace_back(lower(f.name_string()), std::string(f.value()));
+
+    bool truncated = false;
+    SIKA_TRY(read_body(c, *parser, req, res, truncated, deadline));
     out.keep = !truncated && parser->is_done() && parser->keep_alive() && !parser->need_eof() && res.status != 101 &&
                c.buffer.size() == 0;
     return out;

@@ -80,7 +80,85 @@ struct Service::AuthzRequest {
     if (!login_hint.empty()) f.emplace_back("login_hint", login_hint);
     return f;
   }
+
+  // The first problem of a request whose redirect URI is trusted: it goes back to that URI.
+  struct Problem {
+    std::string_view error;
+    std::string description;
+  };
+  // Each reader below sets the fields it reads, up to the first problem, which it returns.
+  std::optional<Problem> read_response(const web::Fields& params);  // state, grant, response type and mode
+  std::optional<Problem> read_scopes(const web::Fields& params);
+  std::optional<Problem> read_pkce(const web::Fields& params);
+  std::optional<Problem> read_oidc(const web::Fields& params);  // nonce, prompt, max_age, login_hint
 };
+
+std::optional<Service::AuthzRequest::Problem> Service::AuthzRequest::read_response(const web::Fields& params) {
+  state = web::field_value(params, "state");
+  if (state.size() > 2048) {
+    state.clear();
+    return Problem{"invalid_request", "state is too long"};
+  }
+  if (!client->allows_grant("authorization_code"))
+    return Problem{"unauthorized_client", "this client may not use the authorization code flow"};
+  std::string response_type = web::field_value(params, "response_type");
+  if (response_type.empty()) return Problem{"invalid_request", "response_type is required"};
+  if (response_type != "code") return Problem{"unsupported_response_type", "only response_type=code is supported"};
+  std::string mode = web::field_value(params, "response_mode");
+  if (!mode.empty() && mode != "query") return Problem{"invalid_request", "only response_mode=query is supported"};
+  if (has_field(params, "request")) return Problem{"request_not_supported", "request objects are not supported"};
+  if (has_field(params, "request_uri")) return Problem{"request_uri_not_supported", "request_uri is not supported"};
+  return std::nullopt;
+}
+
+std::optional<Service::AuthzRequest::Problem> Service::AuthzRequest::read_scopes(const web::Fields& params) {
+  scopes = split_list(web::field_value(params, "scope"));
+  if (scopes.empty()) return Problem{"invalid_scope", "scope is required"};
+  for (const auto& s : scopes) {
+    if (!is_known_scope(s)) return Problem{"invalid_scope", "unknown scope " + s};
+    if (!contains(client->scopes, s)) return Problem{"invalid_scope", "scope " + s + " is not allowed for this client"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Service::AuthzRequest::Problem> Service::AuthzRequest::read_pkce(const web::Fields& params) {
+  code_challenge = web::field_value(params, "code_challenge");
+  code_challenge_method = web::field_value(params, "code_challenge_method");
+  if (!code_challenge.empty()) {
+    if (code_challenge_method.empty() || code_challenge_method == "plain")
+      return Problem{"invalid_request", "code_challenge_method must be S256 (plain is not supported)"};
+    if (code_challenge_method != "S256") return Problem{"invalid_request", "code_challenge_method must be S256"};
+    if (code_challenge.size() != 43 || !valid_b64url(code_challenge))
+      return Problem{"invalid_request", "code_challenge must be base64url(SHA-256(code_verifier))"};
+  } else if (!code_challenge_method.empty()) {
+    return Problem{"invalid_request", "code_challenge_method without code_challenge"};
+  } else if (!client->confidential) {
+    return Problem{"invalid_request", "PKCE with code_challenge_method=S256 is required for public clients"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Service::AuthzRequest::Problem> Service::AuthzRequest::read_oidc(const web::Fields& params) {
+  nonce = web::field_value(params, "nonce");
+  if (nonce.size() > 512) return Problem{"invalid_request", "nonce is too long"};
+  prompt = web::field_value(params, "prompt");
+  auto prompts = split_list(prompt);
+  for (const auto& p : prompts)
+    if (p != "none" && p != "login" && p != "consent" && p != "select_account")
+      return Problem{"invalid_request", "unknown prompt value " + p};
+  if (contains(prompts, "none") && prompts.size() > 1)
+    return Problem{"invalid_request", "prompt=none cannot be combined with other values"};
+  if (std::string ma = web::field_value(params, "max_age"); !ma.empty()) {
+    std::int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(ma.data(), ma.data() + ma.size(), v);
+    if (ec != std::errc() || ptr != ma.data() + ma.size() || v < 0)
+      return Problem{"invalid_request", "max_age must be a non-negative integer"};
+    max_age = v;
+  }
+  login_hint = web::field_value(params, "login_hint");
+  if (login_hint.size() > 254) login_hint.clear();
+  return std::nullopt;
+}
 
 std::string Service::cookie_path() const {
   auto u = boost::urls::parse_absolute_uri(opts_.issuer);
@@ -127,6 +205,35 @@ web::Response html_page(int status, std::string body) {
   return res;
 }
 
+web::Response unavailable_page(i18n::Locale loc) {
+  return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
+}
+
+// Adds the Set-Cookie headers of a sign-in (each "" when not set).
+void add_cookies(web::Response& res, const std::string& session, const std::string& device) {
+  for (const std::string* c : {&session, &device})
+    if (!c->empty()) res.headers.emplace_back("Set-Cookie", *c);
+}
+
+Status insert_session(store::Conn& c, const std::string& sid_hash, std::int64_t user_id, std::int64_t t,
+                      std::int64_t expires_at) {
+  SIKA_TRY(
+      c.exec("INSERT INTO identity_sessions (session_hash, user_id, auth_time, expires_at, created_at) "
+             "VALUES (?, ?, ?, ?, ?)",
+             {sid_hash, user_id, t, expires_at, t}));
+  return {};
+}
+
+// Records (or replaces) the scopes the user consented to for this client.
+Status store_consent(store::Conn& c, std::int64_t user_id, const std::string& client_id, const std::string& scope,
+                     std::int64_t t) {
+  SIKA_TRY(
+      c.exec("INSERT INTO oauth_consents (user_id, client_id, scope, granted_at) VALUES (?, ?, ?, ?) "
+             "ON CONFLICT (user_id, client_id) DO UPDATE SET scope = excluded.scope, granted_at = excluded.granted_at",
+             {user_id, client_id, scope, t}));
+  return {};
+}
+
 std::string append_query(std::string uri, const web::Fields& params) {
   char sep = uri.find('?') == std::string::npos ? '?' : '&';
   for (const auto& [k, v] : params) {
@@ -154,7 +261,7 @@ Result<Service::AuthzRequest> Service::parse_authz(const web::Fields& params, we
   if (client_id.empty()) return fail_page("invalid_request", pages::text(loc, "err_client_id"));
   auto client = load_client(client_id);
   if (!client) {
-    page_error = html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
+    page_error = unavailable_page(loc);
     return client.take_error();
   }
   if (!*client || !(*client)->active || !(*client)->merchant_active)
@@ -171,63 +278,13 @@ Result<Service::AuthzRequest> Service::parse_authz(const web::Fields& params, we
     return fail_page("invalid_request", pages::text(loc, "err_redirect_required"));
   }
   // From here on, errors go back to the client's redirect URI (RFC 6749 §4.1.2.1).
-  a.state = web::field_value(params, "state");
-  auto reject = [&](std::string_view code, std::string_view description) -> Result<AuthzRequest> {
-    a.error = code;
-    a.error_description = description;
-    return std::move(a);
-  };
-  if (a.state.size() > 2048) {
-    a.state.clear();
-    return reject("invalid_request", "state is too long");
-  }
-  if (!a.client->allows_grant("authorization_code"))
-    return reject("unauthorized_client", "this client may not use the authorization code flow");
-  std::string response_type = web::field_value(params, "response_type");
-  if (response_type.empty()) return reject("invalid_request", "response_type is required");
-  if (response_type != "code") return reject("unsupported_response_type", "only response_type=code is supported");
-  std::string mode = web::field_value(params, "response_mode");
-  if (!mode.empty() && mode != "query") return reject("invalid_request", "only response_mode=query is supported");
-  if (has_field(params, "request")) return reject("request_not_supported", "request objects are not supported");
-  if (has_field(params, "request_uri")) return reject("request_uri_not_supported", "request_uri is not supported");
-  a.scopes = split_list(web::field_value(params, "scope"));
-  if (a.scopes.empty()) return reject("invalid_scope", "scope is required");
-  for (const auto& s : a.scopes) {
-    if (!is_known_scope(s)) return reject("invalid_scope", "unknown scope " + s);
-    if (!contains(a.client->scopes, s))
-      return reject("invalid_scope", "scope " + s + " is not allowed for this client");
-  }
-  a.code_challenge = web::field_value(params, "code_challenge");
-  a.code_challenge_method = web::field_value(params, "code_challenge_method");
-  if (!a.code_challenge.empty()) {
-    if (a.code_challenge_method.empty() || a.code_challenge_method == "plain")
-      return reject("invalid_request", "code_challenge_method must be S256 (plain is not supported)");
-    if (a.code_challenge_method != "S256") return reject("invalid_request", "code_challenge_method must be S256");
-    if (a.code_challenge.size() != 43 || !valid_b64url(a.code_challenge))
-      return reject("invalid_request", "code_challenge must be base64url(SHA-256(code_verifier))");
-  } else if (!a.code_challenge_method.empty()) {
-    return reject("invalid_request", "code_challenge_method without code_challenge");
-  } else if (!a.client->confidential) {
-    return reject("invalid_request", "PKCE with code_challenge_method=S256 is required for public clients");
-  }
-  a.nonce = web::field_value(params, "nonce");
-  if (a.nonce.size() > 512) return reject("invalid_request", "nonce is too long");
-  a.prompt = web::field_value(params, "prompt");
-  auto prompts = split_list(a.prompt);
-  for (const auto& p : prompts)
-    if (p != "none" && p != "login" && p != "consent" && p != "select_account")
-      return reject("invalid_request", "unknown prompt value " + p);
-  if (contains(prompts, "none") && prompts.size() > 1)
-    return reject("invalid_request", "prompt=none cannot be combined with other values");
-  if (std::string ma = web::field_value(params, "max_age"); !ma.empty()) {
-    std::int64_t v = 0;
-    auto [ptr, ec] = std::from_chars(ma.data(), ma.data() + ma.size(), v);
-    if (ec != std::errc() || ptr != ma.data() + ma.size() || v < 0)
-      return reject("invalid_request", "max_age must be a non-negative integer");
-    a.max_age = v;
-  }
-  a.login_hint = web::field_value(params, "login_hint");
-  if (a.login_hint.size() > 254) a.login_hint.clear();
+  for (auto read :
+       {&AuthzRequest::read_response, &AuthzRequest::read_scopes, &AuthzRequest::read_pkce, &AuthzRequest::read_oidc})
+    if (auto problem = (a.*read)(params)) {
+      a.error = problem->error;
+      a.error_description = std::move(problem->description);
+      return a;
+    }
   return a;
 }
 
@@ -408,8 +465,7 @@ web::Response Service::authorize_submit(web::Request& req) {
     if (email.size() > 254) return render_login(req, a, nullptr, pages::text(loc, "bad_credentials"), 401);
     auto outcome = attempt_login(req, email, password);
     using Kind = LoginOutcome::Kind;
-    if (outcome.kind == Kind::unavailable)
-      return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
+    if (outcome.kind == Kind::unavailable) return unavailable_page(loc);
     if (outcome.kind == Kind::throttled) {
       web::Response res = render_login(req, a, nullptr, pages::text(loc, "throttled"), 429, email);
       res.set("Retry-After", std::to_string(outcome.retry_after_s));
@@ -420,20 +476,16 @@ web::Response Service::authorize_submit(web::Request& req) {
     std::string sid = random_token(32);
     std::string sid_hash = crypto::secret_hash(opts_.pepper, sid);
     Status st = db_.write([&](store::Conn& c) -> Status {
-      SIKA_TRY(
-          c.exec("INSERT INTO identity_sessions (session_hash, user_id, auth_time, expires_at, created_at) "
-                 "VALUES (?, ?, ?, ?, ?)",
-                 {sid_hash, outcome.user->id, t, t + opts_.session_ttl * 1000LL, t}));
-      return {};
+      return insert_session(c, sid_hash, outcome.user->id, t, t + opts_.session_ttl * 1000LL);
     });
-    if (!st) return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
+    if (!st) return unavailable_page(loc);
     set_device = cookie_header("sika_device", device_cookie_for(email), opts_.device_cookie_seconds);
     user = std::move(outcome.user);
     auth_time = t;
     set_session = cookie_header(kSessionCookie, sid, opts_.session_ttl);
   } else {
     auto session = current_session(req);
-    if (!session) return html_page(503, pages::error(loc, "temporarily_unavailable", pages::text(loc, "err_retry")));
+    if (!session) return unavailable_page(loc);
     if (!*session) return render_login(req, a, nullptr, pages::text(loc, "missing_credentials"), 400);
     if (contains(split_list(a.prompt), "login"))
       return render_login(req, a, nullptr, pages::text(loc, "missing_credentials"), 400);
@@ -442,22 +494,15 @@ web::Response Service::authorize_submit(web::Request& req) {
   }
   if (web::field_value(*form, "action") != "approve") {
     web::Response res = render_login(req, a, &*user, "");
-    for (const std::string* c : {&set_session, &set_device})
-      if (!c->empty()) res.headers.emplace_back("Set-Cookie", *c);
+    add_cookies(res, set_session, set_device);
     return res;
   }
   std::string scope = join_list(a.scopes);
-  Status st = db_.write([&](store::Conn& c) -> Status {
-    SIKA_TRY(c.exec(
-        "INSERT INTO oauth_consents (user_id, client_id, scope, granted_at) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (user_id, client_id) DO UPDATE SET scope = excluded.scope, granted_at = excluded.granted_at",
-        {user->id, a.client->client_id, scope, t}));
-    return {};
-  });
+  Status st =
+      db_.write([&](store::Conn& c) -> Status { return store_consent(c, user->id, a.client->client_id, scope, t); });
   if (!st) return authz_redirect_error(a, "temporarily_unavailable", "please retry");
   web::Response res = authz_issue_code(a, user->id, auth_time);
-  for (const std::string* c : {&set_session, &set_device})
-    if (!c->empty()) res.headers.emplace_back("Set-Cookie", *c);
+  add_cookies(res, set_session, set_device);
   return res;
 }
 

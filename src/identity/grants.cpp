@@ -117,6 +117,60 @@ web::Response Service::token_client_credentials(web::Request& req, const bj::obj
   return token_issued(req, ticket, grant);
 }
 
+namespace {
+
+using Revoked = std::vector<std::pair<std::string, std::int64_t>>;
+
+// What one authorization-code redemption decided (its write unit clears it at each attempt).
+struct CodeRedemption {
+  enum class Outcome { ok, invalid, replay };
+  Outcome outcome = Outcome::invalid;
+  std::string problem;
+  std::optional<User> user;
+  Revoked revoked;
+};
+
+// Revokes what a code's first redemption issued (RFC 6749 §4.1.2): its refresh-token family and
+// its access token while unexpired, both listed in `revoked`.
+Status revoke_code_tokens(store::Conn& c, const AuthorizationCode& row, std::int64_t t, Revoked& revoked) {
+  if (!row.family_id.empty()) SIKA_TRY(revoke_family(c, row.family_id, t, &revoked));
+  if (!row.access_jti.empty() && row.access_expires_at > t) {
+    revoked.emplace_back(row.access_jti, row.access_expires_at);
+    SIKA_TRY(revoke_access_token(c, row.access_jti, row.client_id, row.access_expires_at, t));
+  }
+  return {};
+}
+
+// Why this client's code may not be redeemed with this redirect_uri and verifier (the code is
+// then burnt); "" when it may. Reads nothing.
+std::string code_rejection(const AuthorizationCode& row, const Client& client, const std::string& redirect_uri,
+                           const std::string& verifier, std::int64_t t) {
+  if (row.expires_at < t) return "authorization code expired";
+  if (row.redirect_uri_given && redirect_uri != row.redirect_uri)
+    return "redirect_uri does not match the authorization request";
+  if (!row.redirect_uri_given && !redirect_uri.empty() && redirect_uri != row.redirect_uri)
+    return "redirect_uri does not match the registered one";
+  if (row.code_challenge.empty()) {
+    if (!verifier.empty()) return "code_verifier sent but no code_challenge was in the authorization request";
+    if (!client.confidential) return "PKCE is required for public clients";
+  } else {
+    if (verifier.empty()) return "code_verifier is required";
+    if (!crypto::constant_time_equal(pkce_s256(verifier), row.code_challenge)) return "code_verifier does not match";
+  }
+  return {};
+}
+
+// The grant a redeemed code stands for: its user, scope, nonce and sign-in time.
+void grant_code(Grant& grant, const AuthorizationCode& row, const User& user) {
+  grant.user = &user;
+  grant.scope = row.scope;
+  grant.nonce = row.nonce;
+  grant.auth_time = row.auth_time;
+  grant.id_token = contains(split_list(row.scope), "openid");
+}
+
+}  // namespace
+
 web::Response Service::token_authorization_code(const web::Request& req, const bj::object& body) {
   auto auth = authenticate_client(req, body, true);
   if (!auth) return token_error(req, auth.error(), false);
@@ -142,78 +196,143 @@ web::Response Service::token_authorization_code(const web::Request& req, const b
   const Ticket ticket = issuer_.ticket(now(), with_refresh ? Ticket::Refresh::recorded : Ticket::Refresh::none);
   const std::int64_t t = ticket.now_ms;
 
-  enum class Outcome { ok, invalid, replay };
-  Outcome outcome = Outcome::invalid;
-  std::string problem;
-  std::optional<User> user;
+  using Outcome = CodeRedemption::Outcome;
+  CodeRedemption r;
   Grant grant{.client = &client};
-  std::vector<std::pair<std::string, std::int64_t>> revoked;
   Status st = db_.write([&](store::Conn& c) -> Status {
-    outcome = Outcome::invalid;
-    problem.clear();
-    user.reset();
-    revoked.clear();
+    r.outcome = Outcome::invalid;
+    r.problem.clear();
+    r.user.reset();
+    r.revoked.clear();
     SIKA_ASSIGN_OR_RETURN(auto row, find_code(c, code_hash));
     if (!row) {
-      problem = "unknown authorization code";
+      r.problem = "unknown authorization code";
       return {};
     }
     if (row->used_at) {
-      // Replay: revoke everything the first redemption issued (RFC 6749 §4.1.2).
-      outcome = Outcome::replay;
-      problem = "authorization code already used; the tokens it issued are revoked";
-      if (!row->family_id.empty()) SIKA_TRY(revoke_family(c, row->family_id, t, &revoked));
-      if (!row->access_jti.empty() && row->access_expires_at > t) {
-        revoked.emplace_back(row->access_jti, row->access_expires_at);
-        SIKA_TRY(revoke_access_token(c, row->access_jti, row->client_id, row->access_expires_at, t));
-      }
-      return {};
+      r.outcome = Outcome::replay;
+      r.problem = "authorization code already used; the tokens it issued are revoked";
+      return revoke_code_tokens(c, *row, t, r.revoked);
     }
-    auto burn = [&](std::string why) -> Status {
-      problem = std::move(why);
-      return burn_code(c, row->id, t);
-    };
     if (row->client_id != client.client_id) {
-      problem = "the code was issued to another client";
+      r.problem = "the code was issued to another client";
       return {};
     }
-    if (row->expires_at < t) return burn("authorization code expired");
-    if (row->redirect_uri_given && redirect_uri != row->redirect_uri)
-      return burn("redirect_uri does not match the authorization request");
-    if (!row->redirect_uri_given && !redirect_uri.empty() && redirect_uri != row->redirect_uri)
-      return burn("redirect_uri does not match the registered one");
-    if (row->code_challenge.empty()) {
-      if (!verifier.empty()) return burn("code_verifier sent but no code_challenge was in the authorization request");
-      if (!client.confidential) return burn("PKCE is required for public clients");
-    } else {
-      if (verifier.empty()) return burn("code_verifier is required");
-      if (!crypto::constant_time_equal(pkce_s256(verifier), row->code_challenge))
-        return burn("code_verifier does not match");
+    r.problem = code_rejection(*row, client, redirect_uri, verifier, t);
+    if (!r.problem.empty()) return burn_code(c, row->id, t);
+    SIKA_ASSIGN_OR_RETURN(r.user, find_user_by_id(c, row->user_id));
+    if (!r.user || !r.user->active) {
+      r.problem = "the user is disabled";
+      return burn_code(c, row->id, t);
     }
-    SIKA_ASSIGN_OR_RETURN(user, find_user_by_id(c, row->user_id));
-    if (!user || !user->active) return burn("the user is disabled");
     SIKA_ASSIGN_OR_RETURN(bool redeemed, redeem_code(c, row->id, t, with_refresh ? ticket.family_id : std::string(),
                                                      ticket.jti, ticket.access_expires_at));
     if (!redeemed) {
-      outcome = Outcome::replay;
-      problem = "authorization code already used";
+      r.outcome = Outcome::replay;
+      r.problem = "authorization code already used";
       return {};
     }
-    grant.user = &*user;
-    grant.scope = row->scope;
-    grant.nonce = row->nonce;
-    grant.auth_time = row->auth_time;
-    grant.id_token = contains(split_list(row->scope), "openid");
+    grant_code(grant, *row, *r.user);
     if (with_refresh)
       SIKA_TRY(insert_refresh_token(c, issuer_.refresh_record(ticket, grant, ticket.family_id, row->scope)));
-    outcome = Outcome::ok;
+    r.outcome = Outcome::ok;
     return {};
   });
   if (!st) return token_error(req, st.error());
-  note_revoked(revoked);
-  if (outcome != Outcome::ok) return token_error(req, oauth_error(ErrorKind::invalid, "invalid_grant", problem), basic);
+  note_revoked(r.revoked);
+  if (r.outcome != Outcome::ok)
+    return token_error(req, oauth_error(ErrorKind::invalid, "invalid_grant", r.problem), basic);
   return token_issued(req, ticket, grant);
 }
+
+namespace {
+
+// What one refresh decided. Its write unit clears it at each attempt, all but the grant, whose
+// fields it sets again before they are used.
+struct RefreshAttempt {
+  enum class Outcome { ok, invalid, reuse };
+  Outcome outcome = Outcome::invalid;
+  std::string problem;
+  std::optional<User> user;
+  std::optional<Client> fresh;  // the client record re-read for a client_credentials family
+  Grant grant;
+  Revoked revoked;
+};
+
+// The refresh token's row; a client_credentials refresh token is recorded at its first use.
+Result<std::optional<RefreshToken>> find_or_record_refresh_token(store::Conn& c, const TokenIssuer& issuer,
+                                                                 const std::string& token, const std::string& hash) {
+  SIKA_ASSIGN_OR_RETURN(auto row, find_refresh_token(c, hash));
+  if (!row) {
+    if (auto sealed = issuer.open_sealed(token)) {
+      SIKA_TRY(insert_refresh_token(c, issuer.sealed_record(*sealed, token)));
+      SIKA_ASSIGN_OR_RETURN(row, find_refresh_token(c, hash));
+    }
+  }
+  return row;
+}
+
+// Why this client may not use the refresh token at all (nothing is revoked); "" when it may.
+std::string refresh_rejection(const RefreshToken& row, const Client& client, std::int64_t t) {
+  if (row.client_id != client.client_id) return "the refresh token was issued to another client";
+  if (row.status == "revoked") return "refresh token revoked";
+  if (row.expires_at < t) return "refresh token expired";
+  return {};
+}
+
+// Sets a.grant.scope to the requested scope (the family's when none is asked); a problem when it
+// asks for a scope the family was not granted.
+void refresh_scope(RefreshAttempt& a, const RefreshToken& row, const std::string& requested) {
+  a.grant.scope = row.scope;
+  if (requested.empty()) return;
+  auto have = split_list(row.scope);
+  for (const auto& s : split_list(requested))
+    if (!contains(have, s)) {
+      a.problem = "scope " + s + " was not granted originally";
+      return;
+    }
+  a.grant.scope = join_list(split_list(requested));
+}
+
+// A client_credentials family lives only as long as the client may still get such tokens:
+// re-reads its record (the cached one may be client_cache_seconds old) into a.fresh. Sets a
+// problem (and revokes the family when the client may no longer refresh) when it may not.
+Status recheck_client_family(store::Conn& c, RefreshAttempt& a, const RefreshToken& row, const Client& client,
+                             std::int64_t t) {
+  SIKA_ASSIGN_OR_RETURN(a.fresh, find_client(c, client.client_id));
+  if (!a.fresh || !a.fresh->active || !a.fresh->merchant_active || !a.fresh->full_client_credentials()) {
+    a.problem = "the client may no longer refresh client_credentials tokens; the token family is revoked";
+    return revoke_family(c, row.family_id, t, &a.revoked);
+  }
+  for (const auto& s : split_list(a.grant.scope))
+    if (!contains(a.fresh->scopes, s)) {
+      a.problem = "scope " + s + " is no longer allowed for this client";
+      return {};
+    }
+  return {};
+}
+
+// Completes the grant of a rotated token: its user (a disabled one sets a problem and revokes the
+// family) or, for a client_credentials family, the re-read client.
+Status grant_refreshed(store::Conn& c, RefreshAttempt& a, const RefreshToken& row, std::int64_t t) {
+  if (row.user_id != 0) {
+    SIKA_ASSIGN_OR_RETURN(a.user, find_user_by_id(c, row.user_id));
+    if (!a.user || !a.user->active) {
+      a.problem = "the user is disabled";
+      return revoke_family(c, row.family_id, t, &a.revoked);
+    }
+    a.grant.user = &*a.user;
+    a.grant.id_token = contains(split_list(a.grant.scope), "openid");
+    a.grant.auth_time = row.auth_time;
+  } else {
+    a.grant.client = &*a.fresh;
+    a.grant.id_token = true;
+    a.grant.auth_time = t;  // the client authenticated with this request
+  }
+  return {};
+}
+
+}  // namespace
 
 web::Response Service::token_refresh(const web::Request& req, const bj::object& body) {
   auto auth = authenticate_client(req, body, true);
@@ -233,98 +352,48 @@ web::Response Service::token_refresh(const web::Request& req, const bj::object& 
   const Ticket ticket = issuer_.ticket(now(), Ticket::Refresh::recorded);
   const std::int64_t t = ticket.now_ms;
 
-  enum class Outcome { ok, invalid, reuse };
-  Outcome outcome = Outcome::invalid;
-  std::string problem;
-  std::optional<User> user;
-  std::optional<Client> fresh;  // the client record re-read for a client_credentials family
-  Grant grant{.client = &client};
-  std::vector<std::pair<std::string, std::int64_t>> revoked;
+  using Outcome = RefreshAttempt::Outcome;
+  RefreshAttempt a;
+  a.grant.client = &client;
   Status st = db_.write([&](store::Conn& c) -> Status {
-    outcome = Outcome::invalid;
-    problem.clear();
-    user.reset();
-    fresh.reset();
-    revoked.clear();
-    SIKA_ASSIGN_OR_RETURN(auto row, find_refresh_token(c, hash));
+    a.outcome = Outcome::invalid;
+    a.problem.clear();
+    a.user.reset();
+    a.fresh.reset();
+    a.revoked.clear();
+    SIKA_ASSIGN_OR_RETURN(auto row, find_or_record_refresh_token(c, issuer_, token, hash));
     if (!row) {
-      // A client_credentials refresh token is recorded at its first use.
-      if (auto sealed = issuer_.open_sealed(token)) {
-        SIKA_TRY(insert_refresh_token(c, issuer_.sealed_record(*sealed, token)));
-        SIKA_ASSIGN_OR_RETURN(row, find_refresh_token(c, hash));
-      }
-    }
-    if (!row) {
-      problem = "unknown refresh token";
+      a.problem = "unknown refresh token";
       return {};
     }
-    if (row->client_id != client.client_id) {
-      problem = "the refresh token was issued to another client";
-      return {};
-    }
-    if (row->status == "revoked") {
-      problem = "refresh token revoked";
-      return {};
-    }
-    if (row->expires_at < t) {
-      problem = "refresh token expired";
-      return {};
-    }
-    grant.scope = row->scope;
-    if (!requested.empty()) {
-      auto have = split_list(row->scope);
-      for (const auto& s : split_list(requested))
-        if (!contains(have, s)) {
-          problem = "scope " + s + " was not granted originally";
-          return {};
-        }
-      grant.scope = join_list(split_list(requested));
-    }
+    a.problem = refresh_rejection(*row, client, t);
+    if (!a.problem.empty()) return {};
+    refresh_scope(a, *row, requested);
+    if (!a.problem.empty()) return {};
     if (row->user_id == 0) {
-      // A client_credentials family lives only as long as the client may still get such
-      // tokens: re-read its record (the cached one may be client_cache_seconds old).
-      SIKA_ASSIGN_OR_RETURN(fresh, find_client(c, client.client_id));
-      if (!fresh || !fresh->active || !fresh->merchant_active || !fresh->full_client_credentials()) {
-        problem = "the client may no longer refresh client_credentials tokens; the token family is revoked";
-        return revoke_family(c, row->family_id, t, &revoked);
-      }
-      for (const auto& s : split_list(grant.scope))
-        if (!contains(fresh->scopes, s)) {
-          problem = "scope " + s + " is no longer allowed for this client";
-          return {};
-        }
+      SIKA_TRY(recheck_client_family(c, a, *row, client, t));
+      if (!a.problem.empty()) return {};
     }
     SIKA_ASSIGN_OR_RETURN(bool rotated, rotate_refresh_token(c, row->id, t, opts_.refresh_grace_seconds * 1000LL));
     if (!rotated) {
-      outcome = Outcome::reuse;
-      problem = "refresh token reused; the token family is revoked";
-      return revoke_family(c, row->family_id, t, &revoked);
+      a.outcome = Outcome::reuse;
+      a.problem = "refresh token reused; the token family is revoked";
+      return revoke_family(c, row->family_id, t, &a.revoked);
     }
-    if (row->user_id != 0) {
-      SIKA_ASSIGN_OR_RETURN(user, find_user_by_id(c, row->user_id));
-      if (!user || !user->active) {
-        problem = "the user is disabled";
-        return revoke_family(c, row->family_id, t, &revoked);
-      }
-      grant.user = &*user;
-      grant.id_token = contains(split_list(grant.scope), "openid");
-      grant.auth_time = row->auth_time;
-    } else {
-      grant.client = &*fresh;
-      grant.id_token = true;
-      grant.auth_time = t;  // the client authenticated with this request
-    }
+    SIKA_TRY(grant_refreshed(c, a, *row, t));
+    if (!a.problem.empty()) return {};
     // The nonce stays with the family but is not repeated in refreshed ID tokens.
-    Grant recorded = grant;
+    Grant recorded = a.grant;
     recorded.nonce = row->nonce;
     SIKA_TRY(insert_refresh_token(c, issuer_.refresh_record(ticket, recorded, row->family_id, row->scope)));
-    outcome = Outcome::ok;
+    a.outcome = Outcome::ok;
     return {};
   });
   if (!st) return token_error(req, st.error());
-  note_revoked(revoked);
-  if (outcome != Outcome::ok) return token_error(req, oauth_error(ErrorKind::invalid, "invalid_grant", problem), basic);
-  return token_issued(req, ticket, grant);
+  note_revoked(a.revoked);
+  if (a.outcome != Outcome::ok)
+    return token_error(req, oauth_error(ErrorKind::invalid, "invalid_grant", a.problem), basic);
+  return token_issued(req, ticket, a.grant);
 }
 
 }  // namespace sika::identity

@@ -80,15 +80,81 @@ std::string Service::code_hash(std::string_view challenge_id, std::string_view c
   return crypto::secret_hash(opts_.pepper, bound_code(challenge_id, code));
 }
 
-Result<Issued> Service::issue(const IssueRequest& r) {
+namespace {
+
+// Every field is present and not too long, and a sandbox code is configured when one is asked for.
+Status check_request(const IssueRequest& r, const Options& opts) {
   for (auto [field, value] :
        {std::pair{"purpose", &r.purpose}, std::pair{"subject", &r.subject}, std::pair{"destination", &r.destination}}) {
     if (value->empty()) return empty_data(bj::object{{field, "is required"}});
     if (value->size() > kMaxField) return too_long(field);
   }
   if (r.context.size() > kMaxField) return too_long("context");
-  if (r.sandbox_code && opts_.sandbox_code.empty())
+  if (r.sandbox_code && opts.sandbox_code.empty())
     return internal_error(bj::string("a sandbox code was asked for but none is configured"));
+  return {};
+}
+
+// The challenge of (purpose, subject) as read by issue(), or none.
+Result<std::optional<store::Row>> find_challenge(store::Conn& c, const IssueRequest& r) {
+  return c.query_one(
+      "SELECT id, challenge_id, channel, destination, attempts, max_attempts, sends, "
+      "last_sent_at, expires_at, used_at FROM otp_challenges WHERE purpose = ? AND subject = ?",
+      {r.purpose, r.subject});
+}
+
+// Why the live challenge may not be sent again now (another destination, attempts used up,
+// cool-down, sends per code); ok when it may.
+Status refuse_resend(const Live& live, const std::string& channel, const IssueRequest& r, const Options& opts,
+                     std::int64_t t) {
+  if (live.channel != channel || live.destination != r.destination)
+    return conflict(bj::object{{"destination", "differs from the one this code was sent to"}});
+  if (live.attempts >= live.max_attempts)
+    return conflict(bj::object{{"otp", "too many attempts; this code can no longer be used"}});
+  if (t < live.last_sent_at + opts.resend_cooldown_ms)
+    return limits::refusal({false, live.sends, live.last_sent_at + opts.resend_cooldown_ms - t},
+                           "one send per resend cool-down");
+  if (live.sends >= opts.max_sends) return limits::refusal({false, live.sends, live.expires_at - t}, "sends per code");
+  return {};
+}
+
+// Writes a fresh challenge: in place of a used or expired one (row), else as a new row.
+Status write_fresh_challenge(store::Conn& c, const IssueRequest& r, const std::optional<store::Row>& row,
+                             const std::string& fresh_id, const std::string& channel, const std::string& hash,
+                             const Options& opts, std::int64_t t, std::int64_t expires_at) {
+  if (row) {
+    // Used or expired: a fresh challenge takes its place.
+    SIKA_TRY(c.exec(
+        "UPDATE otp_challenges SET challenge_id = ?, channel = ?, destination = ?, code_hash = ?, "
+        "attempts = 0, max_attempts = ?, sends = 1, last_sent_at = ?, expires_at = ?, used_at = NULL, "
+        "created_at = ? WHERE id = ?",
+        {fresh_id, channel, r.destination, hash, std::int64_t{opts.max_attempts}, t, expires_at, t, row->i64(0)}));
+    return {};
+  }
+  SIKA_TRY(
+      c.exec("INSERT INTO otp_challenges (challenge_id, purpose, subject, channel, destination, code_hash, "
+             "attempts, max_attempts, sends, last_sent_at, expires_at, created_at) "
+             "VALUES (?, ?, ?, ?, ?, ?, 0, ?, 1, ?, ?, ?)",
+             {fresh_id, r.purpose, r.subject, channel, r.destination, hash, std::int64_t{opts.max_attempts}, t,
+              expires_at, t}));
+  return {};
+}
+
+notify::Message code_message(const IssueRequest& r, const std::string& code, const Options& opts) {
+  notify::Message m;
+  m.channel = r.channel;
+  m.to = r.destination;
+  m.body = message_text(r.locale, code, r.context, opts.ttl_ms);
+  if (r.channel == notify::Channel::email) m.subject = std::string(email_subject(r.locale));
+  m.tag = "otp:" + r.purpose;
+  m.environment = r.environment;
+  return m;
+}
+
+}  // namespace
+
+Result<Issued> Service::issue(const IssueRequest& r) {
+  SIKA_TRY(check_request(r, opts_));
   const std::string channel(notify::to_string(r.channel));
 
   // Sends to one destination, across challenges and nodes: counted before the challenge changes,
@@ -104,24 +170,13 @@ Result<Issued> Service::issue(const IssueRequest& r) {
   Issued out;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     out = Issued{};
-    SIKA_ASSIGN_OR_RETURN(
-        auto row, c.query_one("SELECT id, challenge_id, channel, destination, attempts, max_attempts, sends, "
-                              "last_sent_at, expires_at, used_at FROM otp_challenges WHERE purpose = ? AND subject = ?",
-                              {r.purpose, r.subject}));
+    SIKA_ASSIGN_OR_RETURN(auto row, find_challenge(c, r));
     out.expires_at = t + opts_.ttl_ms;
     out.resend_at = t + opts_.resend_cooldown_ms;
     if (row && row->is_null(9) && row->i64(8) > t) {
       Live live{row->i64(0), row->str(1), row->str(2), row->str(3), row->i64(4),
                 row->i64(5), row->i64(6), row->i64(7), row->i64(8), false};
-      if (live.channel != channel || live.destination != r.destination)
-        return conflict(bj::object{{"destination", "differs from the one this code was sent to"}});
-      if (live.attempts >= live.max_attempts)
-        return conflict(bj::object{{"otp", "too many attempts; this code can no longer be used"}});
-      if (t < live.last_sent_at + opts_.resend_cooldown_ms)
-        return limits::refusal({false, live.sends, live.last_sent_at + opts_.resend_cooldown_ms - t},
-                               "one send per resend cool-down");
-      if (live.sends >= opts_.max_sends)
-        return limits::refusal({false, live.sends, live.expires_at - t}, "sends per code");
+      SIKA_TRY(refuse_resend(live, channel, r, opts_, t));
       // Conditional on what was read, so a concurrent resend cannot slip in between.
       SIKA_ASSIGN_OR_RETURN(auto changed,
                             c.exec("UPDATE otp_challenges SET code_hash = ?, sends = sends + 1, last_sent_at = ?, "
@@ -134,33 +189,10 @@ Result<Issued> Service::issue(const IssueRequest& r) {
     }
     out.challenge_id = fresh_id;
     const std::string hash = code_hash(fresh_id, code);
-    if (row) {
-      // Used or expired: a fresh challenge takes its place.
-      SIKA_TRY(
-          c.exec("UPDATE otp_challenges SET challenge_id = ?, channel = ?, destination = ?, code_hash = ?, "
-                 "attempts = 0, max_attempts = ?, sends = 1, last_sent_at = ?, expires_at = ?, used_at = NULL, "
-                 "created_at = ? WHERE id = ?",
-                 {fresh_id, channel, r.destination, hash, std::int64_t{opts_.max_attempts}, t, out.expires_at, t,
-                  row->i64(0)}));
-      return {};
-    }
-    SIKA_TRY(
-        c.exec("INSERT INTO otp_challenges (challenge_id, purpose, subject, channel, destination, code_hash, "
-               "attempts, max_attempts, sends, last_sent_at, expires_at, created_at) "
-               "VALUES (?, ?, ?, ?, ?, ?, 0, ?, 1, ?, ?, ?)",
-               {fresh_id, r.purpose, r.subject, channel, r.destination, hash, std::int64_t{opts_.max_attempts}, t,
-                out.expires_at, t}));
-    return {};
+    return write_fresh_challenge(c, r, row, fresh_id, channel, hash, opts_, t, out.expires_at);
   }));
 
-  notify::Message m;
-  m.channel = r.channel;
-  m.to = r.destination;
-  m.body = message_text(r.locale, code, r.context, opts_.ttl_ms);
-  if (r.channel == notify::Channel::email) m.subject = std::string(email_subject(r.locale));
-  m.tag = "otp:" + r.purpose;
-  m.environment = r.environment;
-  Status sent = notifier_.send(m);
+  Status sent = notifier_.send(code_message(r, code, opts_));
   if (!sent) {
     // Not delivered: lift the cool-down so that the caller may ask for a resend at once.
     (void)db_.write([&](store::Conn& c) -> Status {

@@ -187,138 +187,177 @@ std::set<std::string> expected_journals(std::string_view operation, std::string_
   return {};
 }
 
+void add_violation(Report& report, std::string rule, std::string subject, std::string detail) {
+  report.violations.push_back({std::move(rule), std::move(subject), std::move(detail)});
+}
+
+Status count_rows(store::Conn& c, Report& report) {
+  SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT (SELECT COUNT(*) FROM ledger_accounts), "
+                                           "(SELECT COUNT(*) FROM ledger_journals), "
+                                           "(SELECT COUNT(*) FROM ledger_entries)"));
+  if (!rows.empty()) {
+    report.accounts = rows[0].i64(0);
+    report.journals = rows[0].i64(1);
+    report.entries = rows[0].i64(2);
+  }
+  return {};
+}
+
+// Every entry is a positive debit or a positive credit, never both, never neither.
+Status check_entries_well_formed(store::Conn& c, Report& report) {
+  SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT id, debit, credit FROM ledger_entries WHERE debit < 0 OR "
+                                           "credit < 0 OR (debit = 0 AND credit = 0) OR (debit <> 0 AND credit <> 0)"));
+  for (const auto& r : rows)
+    add_violation(report, "entry_malformed", "entry " + r.str(0), "debit " + r.str(1) + ", credit " + r.str(2));
+  return {};
+}
+
+// Every journal has two entries or more and its debits equal its credits.
+Status check_journals_balanced(store::Conn& c, Report& report) {
+  SIKA_ASSIGN_OR_RETURN(
+      auto rows, c.query("SELECT j.id, j.kind, COUNT(e.id), COALESCE(SUM(e.debit), 0), COALESCE(SUM(e.credit), 0) "
+                         "FROM ledger_journals j LEFT JOIN ledger_entries e ON e.journal_id = j.id "
+                         "GROUP BY j.id, j.kind "
+                         "HAVING COUNT(e.id) < 2 OR COALESCE(SUM(e.debit), 0) <> COALESCE(SUM(e.credit), 0)"));
+  for (const auto& r : rows)
+    add_violation(report, "journal_unbalanced", "journal " + r.str(0) + " (" + r.str(1) + ")",
+                  r.str(2) + " entries, debits " + r.str(3) + ", credits " + r.str(4));
+  return {};
+}
+
+// Every entry's account is in the currency and environment of its journal.
+Status check_entry_currency(store::Conn& c, Report& report) {
+  SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT e.id, j.id FROM ledger_entries e "
+                                           "JOIN ledger_journals j ON j.id = e.journal_id "
+                                           "JOIN ledger_accounts a ON a.id = e.account_id "
+                                           "WHERE a.currency <> j.currency OR a.environment <> j.environment"));
+  for (const auto& r : rows)
+    add_violation(report, "entry_currency", "entry " + r.str(0),
+                  "its account is not in the currency/environment of journal " + r.str(1));
+  return {};
+}
+
+// Fills report.totals (by environment, then currency) and flags each one whose debits differ from its credits.
+Status check_currency_totals(store::Conn& c, Report& report) {
+  SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT a.environment, a.currency, COALESCE(SUM(e.debit), 0), "
+                                           "COALESCE(SUM(e.credit), 0) FROM ledger_entries e "
+                                           "JOIN ledger_accounts a ON a.id = e.account_id "
+                                           "GROUP BY a.environment, a.currency ORDER BY a.environment, a.currency"));
+  for (const auto& r : rows) {
+    Report::Total t{r.str(0), r.str(1), r.i64(2), r.i64(3)};
+    if (t.debits != t.credits)
+      add_violation(report, "currency_unbalanced", t.environment + "/" + t.currency,
+                    "debits " + std::to_string(t.debits) + " != credits " + std::to_string(t.credits));
+    report.totals.push_back(std::move(t));
+  }
+  return {};
+}
+
+// Every account's balance is the sum of its entries, is not negative unless its kind allows it,
+// and its may_go_negative flag matches its kind.
+Status check_account_balances(store::Conn& c, Report& report) {
+  SIKA_ASSIGN_OR_RETURN(
+      auto rows, c.query("SELECT a.id, a.owner, a.environment, a.currency, a.kind, a.balance, "
+                         "COALESCE(SUM(e.credit), 0) - COALESCE(SUM(e.debit), 0), a.may_go_negative "
+                         "FROM ledger_accounts a LEFT JOIN ledger_entries e ON e.account_id = a.id "
+                         "GROUP BY a.id, a.owner, a.environment, a.currency, a.kind, a.balance, a.may_go_negative"));
+  for (const auto& r : rows) {
+    std::string subject = r.str(1) + "/" + r.str(2) + "/" + r.str(3) + "/" + r.str(4);
+    if (r.i64(5) != r.i64(6))
+      add_violation(report, "balance_mismatch", subject, "balance " + r.str(5) + " != sum of entries " + r.str(6));
+    if (!r.boolean(7) && r.i64(5) < 0) add_violation(report, "negative_balance", subject, "balance " + r.str(5));
+    bool kind_may_go_negative = r.str(4) == "clearing" || r.str(4) == "funding" || r.str(4) == "position";
+    if (r.boolean(7) != kind_may_go_negative)
+      add_violation(report, "account_flags", subject, "may_go_negative does not match its kind");
+  }
+  return {};
+}
+
+// One transaction's journal kinds, gathered from its rows of check_transaction_journals' query.
+struct PostedJournals {
+  std::int64_t id = -1;
+  std::string reference, operation, status;
+  bool converted = false;
+  std::set<std::string> seen;
+};
+
+// Flags a transaction (if any) whose posted journal kinds are not those its status implies.
+void finish_transaction(Report& report, const PostedJournals& t) {
+  if (t.id < 0) return;
+  auto expected = expected_journals(t.operation, t.status, t.converted);
+  if (t.seen != expected) {
+    std::string have, want;
+    for (const auto& k : t.seen) have += (have.empty() ? "" : ",") + k;
+    for (const auto& k : expected) want += (want.empty() ? "" : ",") + k;
+    add_violation(report, "transaction_journals", t.reference,
+                  t.operation + " " + t.status + " posted {" + have + "}, expected {" + want + "}");
+  }
+}
+
+// Every transaction posted exactly the journals its status implies, each moving
+// required_total (a converted collection's FX_SETTLEMENT: the amount its conversion credits).
+Status check_transaction_journals(store::Conn& c, Report& report) {
+  SIKA_ASSIGN_OR_RETURN(auto rows,
+                        c.query("SELECT t.id, t.reference, t.operation, t.status, t.required_total, j.kind, "
+                                "COALESCE(SUM(e.debit), 0), x.amount FROM pay_transactions t "
+                                "LEFT JOIN pay_conversions x ON x.transaction_id = t.id "
+                                "LEFT JOIN ledger_journals j ON j.transaction_id = t.id "
+                                "LEFT JOIN ledger_entries e ON e.journal_id = j.id "
+                                "GROUP BY t.id, t.reference, t.operation, t.status, t.required_total, j.kind, x.amount "
+                                "ORDER BY t.id"));
+  PostedJournals t;
+  for (const auto& r : rows) {
+    if (r.i64(0) != t.id) {
+      finish_transaction(report, t);
+      t.id = r.i64(0);
+      t.reference = r.str(1);
+      t.operation = r.str(2);
+      t.status = r.str(3);
+      t.converted = !r.is_null(7);
+      t.seen.clear();
+    }
+    if (r.is_null(5)) continue;
+    t.seen.insert(r.str(5));
+    if (r.str(5) == kFxSettlement) {
+      if (r.is_null(7) || r.i64(6) != r.i64(7))
+        add_violation(report, "journal_amount", t.reference + " " + r.str(5),
+                      "moves " + r.str(6) + ", its conversion credits " + (r.is_null(7) ? "nothing" : r.str(7)));
+    } else if (r.i64(6) != r.i64(4)) {
+      add_violation(report, "journal_amount", t.reference + " " + r.str(5),
+                    "moves " + r.str(6) + ", required_total is " + r.str(4));
+    }
+  }
+  finish_transaction(report, t);
+  return {};
+}
+
+// Settled split lines add up to the amount of their transaction (of its conversion when
+// the merchants are credited in another currency).
+Status check_split_totals(store::Conn& c, Report& report) {
+  SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT t.reference, COALESCE(x.amount, t.amount), t.split_status, "
+                                           "COUNT(s.id), COALESCE(SUM(s.amount), 0), COUNT(s.amount) "
+                                           "FROM pay_transactions t JOIN pay_splits s ON s.transaction_id = t.id "
+                                           "LEFT JOIN pay_conversions x ON x.transaction_id = t.id "
+                                           "GROUP BY t.id, t.reference, t.amount, x.amount, t.split_status"));
+  for (const auto& r : rows) {
+    bool settled = r.str(2) == "SETTLED";
+    if (settled && (r.i64(4) != r.i64(1) || r.i64(5) != r.i64(3)))
+      add_violation(report, "split_total", r.str(0), "split lines total " + r.str(4) + ", amount is " + r.str(1));
+    if (!settled && r.i64(5) != 0) add_violation(report, "split_total", r.str(0), "unsettled split has amounts");
+  }
+  return {};
+}
+
+// Runs every check in a fixed order, so that violations are always listed in that order.
 Status run_checks(store::Conn& c, Report& report) {
-  auto add = [&](std::string rule, std::string subject, std::string detail) {
-    report.violations.push_back({std::move(rule), std::move(subject), std::move(detail)});
-  };
-  {
-    SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT (SELECT COUNT(*) FROM ledger_accounts), "
-                                             "(SELECT COUNT(*) FROM ledger_journals), "
-                                             "(SELECT COUNT(*) FROM ledger_entries)"));
-    if (!rows.empty()) {
-      report.accounts = rows[0].i64(0);
-      report.journals = rows[0].i64(1);
-      report.entries = rows[0].i64(2);
-    }
-  }
-  {
-    SIKA_ASSIGN_OR_RETURN(auto rows,
-                          c.query("SELECT id, debit, credit FROM ledger_entries WHERE debit < 0 OR "
-                                  "credit < 0 OR (debit = 0 AND credit = 0) OR (debit <> 0 AND credit <> 0)"));
-    for (const auto& r : rows)
-      add("entry_malformed", "entry " + r.str(0), "debit " + r.str(1) + ", credit " + r.str(2));
-  }
-  {
-    SIKA_ASSIGN_OR_RETURN(
-        auto rows, c.query("SELECT j.id, j.kind, COUNT(e.id), COALESCE(SUM(e.debit), 0), COALESCE(SUM(e.credit), 0) "
-                           "FROM ledger_journals j LEFT JOIN ledger_entries e ON e.journal_id = j.id "
-                           "GROUP BY j.id, j.kind "
-                           "HAVING COUNT(e.id) < 2 OR COALESCE(SUM(e.debit), 0) <> COALESCE(SUM(e.credit), 0)"));
-    for (const auto& r : rows)
-      add("journal_unbalanced", "journal " + r.str(0) + " (" + r.str(1) + ")",
-          r.str(2) + " entries, debits " + r.str(3) + ", credits " + r.str(4));
-  }
-  {
-    SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT e.id, j.id FROM ledger_entries e "
-                                             "JOIN ledger_journals j ON j.id = e.journal_id "
-                                             "JOIN ledger_accounts a ON a.id = e.account_id "
-                                             "WHERE a.currency <> j.currency OR a.environment <> j.environment"));
-    for (const auto& r : rows)
-      add("entry_currency", "entry " + r.str(0),
-          "its account is not in the currency/environment of journal " + r.str(1));
-  }
-  {
-    SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT a.environment, a.currency, COALESCE(SUM(e.debit), 0), "
-                                             "COALESCE(SUM(e.credit), 0) FROM ledger_entries e "
-                                             "JOIN ledger_accounts a ON a.id = e.account_id "
-                                             "GROUP BY a.environment, a.currency ORDER BY a.environment, a.currency"));
-    for (const auto& r : rows) {
-      Report::Total t{r.str(0), r.str(1), r.i64(2), r.i64(3)};
-      if (t.debits != t.credits)
-        add("currency_unbalanced", t.environment + "/" + t.currency,
-            "debits " + std::to_string(t.debits) + " != credits " + std::to_string(t.credits));
-      report.totals.push_back(std::move(t));
-    }
-  }
-  {
-    SIKA_ASSIGN_OR_RETURN(
-        auto rows, c.query("SELECT a.id, a.owner, a.environment, a.currency, a.kind, a.balance, "
-                           "COALESCE(SUM(e.credit), 0) - COALESCE(SUM(e.debit), 0), a.may_go_negative "
-                           "FROM ledger_accounts a LEFT JOIN ledger_entries e ON e.account_id = a.id "
-                           "GROUP BY a.id, a.owner, a.environment, a.currency, a.kind, a.balance, a.may_go_negative"));
-    for (const auto& r : rows) {
-      std::string subject = r.str(1) + "/" + r.str(2) + "/" + r.str(3) + "/" + r.str(4);
-      if (r.i64(5) != r.i64(6))
-        add("balance_mismatch", subject, "balance " + r.str(5) + " != sum of entries " + r.str(6));
-      if (!r.boolean(7) && r.i64(5) < 0) add("negative_balance", subject, "balance " + r.str(5));
-      bool kind_may_go_negative = r.str(4) == "clearing" || r.str(4) == "funding" || r.str(4) == "position";
-      if (r.boolean(7) != kind_may_go_negative)
-        add("account_flags", subject, "may_go_negative does not match its kind");
-    }
-  }
-  {
-    // Every transaction posted exactly the journals its status implies, each moving
-    // required_total (a converted collection's FX_SETTLEMENT: the amount its conversion credits).
-    SIKA_ASSIGN_OR_RETURN(
-        auto rows, c.query("SELECT t.id, t.reference, t.operation, t.status, t.required_total, j.kind, "
-                           "COALESCE(SUM(e.debit), 0), x.amount FROM pay_transactions t "
-                           "LEFT JOIN pay_conversions x ON x.transaction_id = t.id "
-                           "LEFT JOIN ledger_journals j ON j.transaction_id = t.id "
-                           "LEFT JOIN ledger_entries e ON e.journal_id = j.id "
-                           "GROUP BY t.id, t.reference, t.operation, t.status, t.required_total, j.kind, x.amount "
-                           "ORDER BY t.id"));
-    std::int64_t current = -1;
-    std::string reference, operation, status;
-    bool converted = false;
-    std::set<std::string> seen;
-    auto finish = [&]() {
-      if (current < 0) return;
-      auto expected = expected_journals(operation, status, converted);
-      if (seen != expected) {
-        std::string have, want;
-        for (const auto& k : seen) have += (have.empty() ? "" : ",") + k;
-        for (const auto& k : expected) want += (want.empty() ? "" : ",") + k;
-        add("transaction_journals", reference,
-            operation + " " + status + " posted {" + have + "}, expected {" + want + "}");
-      }
-    };
-    for (const auto& r : rows) {
-      if (r.i64(0) != current) {
-        finish();
-        current = r.i64(0);
-        reference = r.str(1);
-        operation = r.str(2);
-        status = r.str(3);
-        converted = !r.is_null(7);
-        seen.clear();
-      }
-      if (r.is_null(5)) continue;
-      seen.insert(r.str(5));
-      if (r.str(5) == kFxSettlement) {
-        if (r.is_null(7) || r.i64(6) != r.i64(7))
-          add("journal_amount", reference + " " + r.str(5),
-              "moves " + r.str(6) + ", its conversion credits " + (r.is_null(7) ? "nothing" : r.str(7)));
-      } else if (r.i64(6) != r.i64(4)) {
-        add("journal_amount", reference + " " + r.str(5), "moves " + r.str(6) + ", required_total is " + r.str(4));
-      }
-    }
-    finish();
-  }
-  {
-    // Settled split lines add up to the amount of their transaction (of its conversion when
-    // the merchants are credited in another currency).
-    SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT t.reference, COALESCE(x.amount, t.amount), t.split_status, "
-                                             "COUNT(s.id), COALESCE(SUM(s.amount), 0), COUNT(s.amount) "
-                                             "FROM pay_transactions t JOIN pay_splits s ON s.transaction_id = t.id "
-                                             "LEFT JOIN pay_conversions x ON x.transaction_id = t.id "
-                                             "GROUP BY t.id, t.reference, t.amount, x.amount, t.split_status"));
-    for (const auto& r : rows) {
-      bool settled = r.str(2) == "SETTLED";
-      if (settled && (r.i64(4) != r.i64(1) || r.i64(5) != r.i64(3)))
-        add("split_total", r.str(0), "split lines total " + r.str(4) + ", amount is " + r.str(1));
-      if (!settled && r.i64(5) != 0) add("split_total", r.str(0), "unsettled split has amounts");
-    }
-  }
+  SIKA_TRY(count_rows(c, report));
+  SIKA_TRY(check_entries_well_formed(c, report));
+  SIKA_TRY(check_journals_balanced(c, report));
+  SIKA_TRY(check_entry_currency(c, report));
+  SIKA_TRY(check_currency_totals(c, report));
+  SIKA_TRY(check_account_balances(c, report));
+  SIKA_TRY(check_transaction_journals(c, report));
+  SIKA_TRY(check_split_totals(c, report));
   return {};
 }
 

@@ -26,6 +26,66 @@ std::size_t dollar_tag_length(std::string_view sql, std::size_t i) {
   return 0;
 }
 
+// The end of the string literal opening at sql[i] (just past its closing quote; sql.size() when
+// unterminated). E'...' strings take backslash escapes; standard strings only double the quote.
+std::size_t string_literal_end(std::string_view sql, std::size_t i) {
+  const std::size_t n = sql.size();
+  bool escapes = i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e') && (i < 2 || !is_ident_char(sql[i - 2]));
+  std::size_t j = i + 1;
+  while (j < n) {
+    if (escapes && sql[j] == '\\') {
+      j += 2;
+    } else if (sql[j] == '\'') {
+      if (j + 1 < n && sql[j + 1] == '\'') {
+        j += 2;
+      } else {
+        ++j;
+        break;
+      }
+    } else {
+      ++j;
+    }
+  }
+  return std::min(j, n);
+}
+
+// The end of the quoted identifier opening at sql[i] (a doubled quote stays inside it).
+std::size_t quoted_identifier_end(std::string_view sql, std::size_t i) {
+  const std::size_t n = sql.size();
+  std::size_t j = i + 1;
+  while (j < n) {
+    if (sql[j] == '"') {
+      if (j + 1 < n && sql[j + 1] == '"') {
+        j += 2;
+        continue;
+      }
+      ++j;
+      break;
+    }
+    ++j;
+  }
+  return std::min(j, n);
+}
+
+// The end of the block comment opening at sql[i]; PostgreSQL block comments nest.
+std::size_t block_comment_end(std::string_view sql, std::size_t i) {
+  const std::size_t n = sql.size();
+  std::size_t j = i + 2;
+  int depth = 1;
+  while (j < n && depth > 0) {
+    if (sql[j] == '/' && j + 1 < n && sql[j + 1] == '*') {
+      ++depth;
+      j += 2;
+    } else if (sql[j] == '*' && j + 1 < n && sql[j + 1] == '/') {
+      --depth;
+      j += 2;
+    } else {
+      ++j;
+    }
+  }
+  return std::min(j, n);
+}
+
 }  // namespace
 
 RewrittenSql rewrite_placeholders(std::string_view sql) {
@@ -44,57 +104,14 @@ RewrittenSql rewrite_placeholders(std::string_view sql) {
       out.sql += std::to_string(++out.placeholders);
       ++i;
     } else if (c == '\'') {
-      // E'...' strings take backslash escapes; standard strings only double the quote.
-      bool escapes = i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e') && (i < 2 || !is_ident_char(sql[i - 2]));
-      std::size_t j = i + 1;
-      while (j < n) {
-        if (escapes && sql[j] == '\\') {
-          j += 2;
-        } else if (sql[j] == '\'') {
-          if (j + 1 < n && sql[j + 1] == '\'') {
-            j += 2;
-          } else {
-            ++j;
-            break;
-          }
-        } else {
-          ++j;
-        }
-      }
-      copy_until(std::min(j, n));
+      copy_until(string_literal_end(sql, i));
     } else if (c == '"') {
-      std::size_t j = i + 1;
-      while (j < n) {
-        if (sql[j] == '"') {
-          if (j + 1 < n && sql[j + 1] == '"') {
-            j += 2;
-            continue;
-          }
-          ++j;
-          break;
-        }
-        ++j;
-      }
-      copy_until(std::min(j, n));
+      copy_until(quoted_identifier_end(sql, i));
     } else if (c == '-' && i + 1 < n && sql[i + 1] == '-') {
       std::size_t j = sql.find('\n', i);
       copy_until(j == std::string_view::npos ? n : j);
     } else if (c == '/' && i + 1 < n && sql[i + 1] == '*') {
-      // PostgreSQL block comments nest.
-      std::size_t j = i + 2;
-      int depth = 1;
-      while (j < n && depth > 0) {
-        if (sql[j] == '/' && j + 1 < n && sql[j + 1] == '*') {
-          ++depth;
-          j += 2;
-        } else if (sql[j] == '*' && j + 1 < n && sql[j + 1] == '/') {
-          --depth;
-          j += 2;
-        } else {
-          ++j;
-        }
-      }
-      copy_until(std::min(j, n));
+      copy_until(block_comment_end(sql, i));
     } else if (c == '$') {
       std::size_t tag = dollar_tag_length(sql, i);
       if (tag == 0) {
