@@ -73,8 +73,7 @@ Result<Service::Created> Service::create(const web::Principal& merchant, NewSubs
   SIKA_TRY(errors.status());
   const std::string zone = n.time_zone.value_or(options_.default_time_zone);
   auto replay = [&](const Subscription& found) -> Result<Created> {
-    if (found.request_hash != n.request_hash)
-      return conflict(bj::object{{"idempotency_key", "was used with a different request"}});
+    SIKA_TRY(store::same_request(tables::kIdempotencyKey, n.request_hash, {found.request_hash, found.reference}));
     Created out;
     out.subscription = found;
     out.replayed = true;
@@ -143,16 +142,14 @@ Result<Service::Created> Service::create(const web::Principal& merchant, NewSubs
   std::optional<Subscription> existing;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     existing.reset();
-    SIKA_ASSIGN_OR_RETURN(auto id, tables::insert_subscription(c, s));
-    if (!id) {
+    SIKA_ASSIGN_OR_RETURN(auto keyed, tables::insert_or_fetch(c, s));
+    if (!keyed.id) {
       // The same idempotency key committed first on another request.
-      SIKA_ASSIGN_OR_RETURN(existing, tables::by_idempotency_key(c, merchant.merchant_id, merchant.environment,
-                                                                 s.idempotency_key.value_or("")));
-      if (!existing) return retryable(bj::object{{"idempotency_key", "a subscription with this key is being created"}});
+      existing = std::move(keyed.stored);
       return {};
     }
-    s.id = *id;
-    first.subscription_id = *id;
+    s.id = *keyed.id;
+    first.subscription_id = *keyed.id;
     SIKA_ASSIGN_OR_RETURN(auto pid, tables::insert_payment(c, first));
     first.id = pid.value_or(0);
     SIKA_TRY(store::append_event(c, s.merchant_id, kEventCreated, s.reference, event_payload(s, &first), s.created_at));
