@@ -57,8 +57,8 @@ Result<Keyed<Row>> insert_or_fetch(Conn& c, const IdempotencyKey& key, Insert&& 
 // insert_or_fetch, then same_request on the stored row (`describe(row)` gives its Stored): a
 // stored row returned is a replay of this very request.
 template <class Row, class Insert, class Find, class Describe>
-Result<Keyed<Row>> insert_or_replay(Conn& c, const IdempotencyKey& key, std::string_view request_hash,
-                                    Insert&& insert, Find&& find, Describe&& describe) {
+Result<Keyed<Row>> insert_or_replay(Conn& c, const IdempotencyKey& key, std::string_view request_hash, Insert&& insert,
+                                    Find&& find, Describe&& describe) {
   SIKA_ASSIGN_OR_RETURN(Keyed<Row> out, insert_or_fetch<Row>(c, key, insert, find));
   if (out.stored) SIKA_TRY(same_request(key, request_hash, describe(*out.stored)));
   return out;
