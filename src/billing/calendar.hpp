@@ -16,6 +16,8 @@
 
 namespace sika::billing {
 
+inline constexpr std::int64_t kDayMs = 86'400'000;
+
 enum class Frequency { daily, weekly, monthly, quarterly, yearly };
 
 // "DAILY", "WEEKLY", "MONTHLY", "QUARTERLY", "YEARLY".

@@ -163,6 +163,12 @@ bj::object detail_json(const Subscription& s, const std::vector<Payment>& latest
   return o;
 }
 
+std::string amount_text(const Subscription& s) { return money::format(s.amount, s.currency); }
+
+std::string label(const Subscription& s) {
+  return s.description.empty() ? "subscription " + s.reference : s.description;
+}
+
 bj::object event_payload(const Subscription& s, const Payment* payment) {
   bj::object o = summary_json(s);
   o["uuid"] = s.uuid;

@@ -191,6 +191,12 @@ boost::json::object payment_json(const Payment& p);
 // what only the merchant reads (metadata, status_reason, failure reasons).
 boost::json::object detail_json(const Subscription& s, const std::vector<Payment>& latest, bool merchant_view,
                                 const Mandate* mandate = nullptr);
+// How many of its latest payments the detail of a subscription lists.
+inline constexpr int kLatestPayments = 10;
+// The subscription's amount as a customer reads it ("1 500 XAF"), and its name in messages
+// (its description, else "subscription <reference>").
+std::string amount_text(const Subscription& s);
+std::string label(const Subscription& s);
 // The payload of a subscription event: the summary, and the payment it is about when there is one.
 boost::json::object event_payload(const Subscription& s, const Payment* payment);
 // The payload of a mandate event: the summary and the mandate.

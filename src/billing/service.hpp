@@ -193,6 +193,9 @@ class Service {
   // cycle without one and fails its attempt into dunning; a transient error is returned.
   Status opened(ChargePlan& plan, Result<payments::Transaction> tx);
   Result<web::Principal> merchant_of(const Subscription& s);
+  // The answer to a request whose idempotency key `found` holds: the stored subscription and its
+  // latest payments when it was the same request (same hash), a 409 naming idempotency_key otherwise.
+  Result<Created> replayed(const Subscription& found, std::string_view request_hash);
   // Creates and pushes the collection of a PENDING payment (or pushes one left INITIATED).
   Status push(const Subscription& s, const Payment& p);
   // The collection of attempt `attempt` of a payment: its transaction_uuid is derived from

@@ -1,5 +1,7 @@
 #include "billing/store.hpp"
 
+#include <boost/json.hpp>
+
 #include "core/random.hpp"
 
 namespace sika::billing::tables {
@@ -117,6 +119,19 @@ Status count(store::Conn& c, std::int64_t merchant_id, std::string_view environm
 }
 
 }  // namespace
+
+const store::IdempotencyKey kIdempotencyKey{
+    "idempotency_key", "was used with a different request", "", [] {
+      return retryable(boost::json::object{{"idempotency_key", "a subscription with this key is being created"}});
+    }};
+
+Result<store::Keyed<Subscription>> insert_or_fetch(store::Conn& c, const Subscription& s) {
+  return store::insert_or_fetch<Subscription>(
+      c, kIdempotencyKey, [&](store::Conn& conn) { return insert_subscription(conn, s); },
+      [&](store::Conn& conn) {
+        return by_idempotency_key(conn, s.merchant_id, s.environment, s.idempotency_key.value_or(""));
+      });
+}
 
 Result<std::optional<std::int64_t>> insert_subscription(store::Conn& c, const Subscription& s) {
   SIKA_ASSIGN_OR_RETURN(

@@ -11,11 +11,18 @@
 #include "billing/model.hpp"
 #include "core/result.hpp"
 #include "store/db.hpp"
+#include "store/idempotency.hpp"
 
 namespace sika::billing::tables {
 
 // Inserts a subscription; nullopt when its (merchant, environment, idempotency_key) exists.
 Result<std::optional<std::int64_t>> insert_subscription(store::Conn& c, const Subscription& s);
+// A subscription's idempotency key, (merchant, environment, idempotency_key): a replay with
+// another request is a 409 naming idempotency_key.
+extern const store::IdempotencyKey kIdempotencyKey;
+// Inserts `s` (insert_subscription): its new id, or the subscription that already holds its
+// idempotency key, whatever its request (the caller compares with store::same_request).
+Result<store::Keyed<Subscription>> insert_or_fetch(store::Conn& c, const Subscription& s);
 Result<std::optional<Subscription>> by_id(store::Conn& c, std::int64_t id);
 // Within one merchant's environment (another merchant's subscription is not found).
 Result<std::optional<Subscription>> by_reference(store::Conn& c, std::int64_t merchant_id, std::string_view environment,

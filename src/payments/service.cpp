@@ -339,19 +339,14 @@ Status Service::create_unit(store::Conn& c, const IntentRequest& request, const 
   learned.clear();
   tx = prepared;
   created = false;
-  SIKA_ASSIGN_OR_RETURN(auto id, tables::insert_transaction(c, tx));
-  if (!id) {
+  SIKA_ASSIGN_OR_RETURN(auto keyed, tables::insert_or_replay(c, tx));
+  if (!keyed.id) {
     // The same (merchant, environment, transaction_uuid) exists: the same request gets its record back.
-    SIKA_ASSIGN_OR_RETURN(auto existing, tables::find_by_uuid(c, tx.merchant_id, tx.environment, tx.transaction_uuid));
-    if (!existing) return unavailable(bj::string("concurrent request with the same transaction_uuid; retry"));
-    if (existing->request_hash != tx.request_hash)
-      return conflict(bj::object{{"transaction_uuid", "was already used for a different request"},
-                                 {"transaction_reference", existing->reference}});
-    tx = std::move(*existing);
+    tx = std::move(*keyed.stored);
     return {};
   }
   created = true;
-  tx.id = *id;
+  tx.id = *keyed.id;
   if (request.conversion) {
     SIKA_ASSIGN_OR_RETURN(Conversion conversion, settled(*request.conversion, prepared));
     SIKA_TRY(tables::insert_conversion(c, tx.id, conversion));

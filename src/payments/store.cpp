@@ -22,6 +22,10 @@ Result<std::optional<Transaction>> find_one(store::Conn& conn, std::string_view 
 
 std::string status_text(TxStatus s) { return std::string(to_string(s)); }
 
+constexpr store::IdempotencyKey kTransactionUuid{
+    "transaction_uuid", "was already used for a different request", "transaction_reference",
+    [] { return unavailable(bj::string("concurrent request with the same transaction_uuid; retry")); }};
+
 }  // namespace
 
 Result<std::optional<std::int64_t>> insert_transaction(store::Conn& conn, const Transaction& t) {
@@ -63,6 +67,15 @@ Result<std::optional<std::int64_t>> insert_transaction(store::Conn& conn, const 
        t.expires_at,
        t.created_at,
        t.updated_at});
+}
+
+Result<store::Keyed<Transaction>> insert_or_replay(store::Conn& conn, const Transaction& tx) {
+  return store::insert_or_replay<Transaction>(
+      conn, kTransactionUuid, tx.request_hash, [&](store::Conn& c) { return insert_transaction(c, tx); },
+      [&](store::Conn& c) { return find_by_uuid(c, tx.merchant_id, tx.environment, tx.transaction_uuid); },
+      [](const Transaction& t) {
+        return store::Stored{t.request_hash, t.reference};
+      });
 }
 
 Result<Transaction> load(store::Conn& conn, std::string_view reference) {

@@ -12,6 +12,7 @@
 #include "core/result.hpp"
 #include "payments/model.hpp"
 #include "store/db.hpp"
+#include "store/idempotency.hpp"
 
 namespace sika::payments::tables {
 
@@ -19,6 +20,11 @@ namespace sika::payments::tables {
 // same (merchant, environment, transaction_uuid) exists. Returns the new id, or nullopt when
 // that key is already taken (nothing written).
 Result<std::optional<std::int64_t>> insert_transaction(store::Conn& conn, const Transaction& tx);
+// Inserts `tx` under its idempotency key (merchant, environment, transaction_uuid): the new
+// row's id; or, when the key is taken by the same request (same request_hash), the stored
+// transaction; a 409 naming transaction_uuid and the stored transaction_reference when it is
+// taken by another request. One INSERT on the normal path (store/idempotency.hpp).
+Result<store::Keyed<Transaction>> insert_or_replay(store::Conn& conn, const Transaction& tx);
 
 // The transaction of a transaction_reference; 404 naming transaction_reference when none.
 Result<Transaction> load(store::Conn& conn, std::string_view reference);

@@ -109,14 +109,20 @@ bj::object to_json(const Distribution& d) {
 
 namespace tables {
 
-Result<std::optional<std::pair<Distribution, std::string>>> find_distribution(store::Conn& c, std::int64_t partner_id,
-                                                                              std::string_view environment,
-                                                                              std::string_view transaction_uuid) {
+const store::IdempotencyKey kDistributionUuid{
+    "transaction_uuid", "was already used for a different distribution", "reference",
+    [] { return unavailable(bj::string("concurrent distribution with the same transaction_uuid; retry")); }};
+
+store::Stored describe(const StoredDistribution& stored) { return {stored.second, stored.first.reference}; }
+
+Result<std::optional<StoredDistribution>> find_distribution(store::Conn& c, std::int64_t partner_id,
+                                                            std::string_view environment,
+                                                            std::string_view transaction_uuid) {
   SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT id, reference, transaction_uuid, currency, amount, description, "
                                               "created_at, request_hash FROM wlt_distributions WHERE partner_id = ? "
                                               "AND environment = ? AND transaction_uuid = ?",
                                               {partner_id, std::string(environment), std::string(transaction_uuid)}));
-  if (!row) return std::optional<std::pair<Distribution, std::string>>{};
+  if (!row) return std::optional<StoredDistribution>{};
   Distribution d;
   d.id = row->i64(0);
   d.reference = row->str(1);
@@ -132,7 +138,7 @@ Result<std::optional<std::pair<Distribution, std::string>>> find_distribution(st
                                            "ORDER BY dl.position",
                                            {d.id}));
   for (const auto& r : rows) d.lines.push_back({static_cast<int>(r.i64(0)), r.str(1), r.str(2), r.i64(3)});
-  return std::optional<std::pair<Distribution, std::string>>(std::pair{std::move(d), std::move(hash)});
+  return std::optional<StoredDistribution>(StoredDistribution{std::move(d), std::move(hash)});
 }
 
 Result<std::optional<std::int64_t>> insert_distribution(store::Conn& c, std::int64_t partner_id,

@@ -20,6 +20,7 @@
 #include "core/json.hpp"
 #include "core/result.hpp"
 #include "store/db.hpp"
+#include "store/idempotency.hpp"
 
 namespace sika::wallets {
 
@@ -63,10 +64,16 @@ struct Distribution {
 boost::json::object to_json(const Distribution& d);
 
 namespace tables {
+// A stored distribution and the hash of the request that created it.
+using StoredDistribution = std::pair<Distribution, std::string>;
+// The idempotency key of a distribution, (partner, environment, transaction_uuid): a replay with
+// another request is a 409 naming transaction_uuid and the stored distribution's reference.
+extern const store::IdempotencyKey kDistributionUuid;
+store::Stored describe(const StoredDistribution& stored);
 // The partner's distribution of a transaction_uuid with its request hash, nullopt when none.
-Result<std::optional<std::pair<Distribution, std::string>>> find_distribution(store::Conn& c, std::int64_t partner_id,
-                                                                              std::string_view environment,
-                                                                              std::string_view transaction_uuid);
+Result<std::optional<StoredDistribution>> find_distribution(store::Conn& c, std::int64_t partner_id,
+                                                            std::string_view environment,
+                                                            std::string_view transaction_uuid);
 // A new distribution row; nullopt when (partner, environment, transaction_uuid) already has one.
 Result<std::optional<std::int64_t>> insert_distribution(store::Conn& c, std::int64_t partner_id,
                                                         std::string_view environment, const Distribution& d,

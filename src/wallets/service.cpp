@@ -594,18 +594,17 @@ Result<payments::Transaction> Service::approve(const web::Principal& partner, st
 }
 
 Result<Distribution> Service::distribute(const web::Principal& partner, const DistributionRequest& r) {
-  auto replay = [&](store::Conn& c, std::optional<Distribution>& out) -> Status {
-    SIKA_ASSIGN_OR_RETURN(auto found,
-                          tables::find_distribution(c, partner.merchant_id, partner.environment, r.transaction_uuid));
-    if (!found) return {};
-    if (found->second != r.fingerprint)
-      return conflict(bj::object{{"transaction_uuid", "was already used for a different distribution"},
-                                 {"reference", found->first.reference}});
-    out = std::move(found->first);
-    return {};
+  auto stored = [&](store::Conn& c) {
+    return tables::find_distribution(c, partner.merchant_id, partner.environment, r.transaction_uuid);
   };
   std::optional<Distribution> done;
-  SIKA_TRY(db_.read([&](store::Conn& c) -> Status { return replay(c, done); }));
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto found, stored(c));
+    if (!found) return {};
+    SIKA_TRY(store::same_request(tables::kDistributionUuid, r.fingerprint, tables::describe(*found)));
+    done = std::move(found->first);
+    return {};
+  }));
   if (done) return std::move(*done);
 
   // Every line's link: the partner's (404 otherwise), in one currency.
@@ -656,14 +655,18 @@ Result<Distribution> Service::distribute(const web::Principal& partner, const Di
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     done.reset();
     d.lines.clear();
-    SIKA_ASSIGN_OR_RETURN(auto id,
-                          tables::insert_distribution(c, partner.merchant_id, partner.environment, d, r.fingerprint));
-    if (!id) {  // a concurrent call with the same transaction_uuid made it first
-      SIKA_TRY(replay(c, done));
-      if (!done) return unavailable(bj::string("concurrent distribution with the same transaction_uuid; retry"));
+    SIKA_ASSIGN_OR_RETURN(auto keyed, store::insert_or_replay<tables::StoredDistribution>(
+                                          c, tables::kDistributionUuid, r.fingerprint,
+                                          [&](store::Conn& conn) {
+                                            return tables::insert_distribution(conn, partner.merchant_id,
+                                                                               partner.environment, d, r.fingerprint);
+                                          },
+                                          stored, tables::describe));
+    if (!keyed.id) {  // a concurrent call with the same transaction_uuid made it first
+      done = std::move(keyed.stored->first);
       return {};
     }
-    d.id = *id;
+    d.id = *keyed.id;
     payments::ledger::Posting posting;
     posting.kind = std::string(kDistributionJournal);
     posting.environment = partner.environment;

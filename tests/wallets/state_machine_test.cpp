@@ -2,9 +2,9 @@
 // (scripts/with-postgres.sh build/tests/wallets/wallets_state_machine_test).
 #include <gtest/gtest.h>
 
-#include "wallets/model.hpp"
 #include "support/state_machine_walk.hpp"
 #include "support/test_db.hpp"
+#include "wallets/model.hpp"
 
 namespace sika::wallets {
 namespace {

@@ -2,9 +2,9 @@
 // (scripts/with-postgres.sh build/tests/webhooks/webhooks_state_machine_test).
 #include <gtest/gtest.h>
 
-#include "webhooks/model.hpp"
 #include "support/state_machine_walk.hpp"
 #include "support/test_db.hpp"
+#include "webhooks/model.hpp"
 
 namespace sika::webhooks {
 namespace {

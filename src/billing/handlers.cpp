@@ -1,0 +1,156 @@
+// The gateway's subscription handlers (bearer scope payments): each reads and checks its
+// request, calls one operation of the service and answers with the spec's envelope. The mandate
+// handlers and the customer's mandate page are in mandate.cpp.
+#include <boost/json.hpp>
+
+#include "billing/service.hpp"
+#include "web/envelope.hpp"
+
+namespace sika::billing {
+
+namespace bj = boost::json;
+
+namespace {
+
+web::Response summary_reply(const web::Request& req, const Result<Subscription>& s) {
+  if (!s) return web::error(req, s.error());
+  return web::ok(req, summary_json(*s));
+}
+
+}  // namespace
+
+web::Response Service::subscribe(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  auto body = web::body_object(req);
+  if (!body) return web::error(req, body.error());
+  json::FieldErrors errors;
+  NewSubscription n = parse_subscribe(*body, req.header("x-idempotency-key"), now(), errors);
+  auto created = create(**principal, std::move(n), std::move(errors));
+  if (!created) return web::error(req, created.error());
+  bj::object data = detail_json(created->subscription, created->payments, true);
+  if (!created->payment_url.empty()) data["payment_url"] = created->payment_url;
+  if (created->replayed) return web::ok(req, std::move(data));
+  return web::ok(req, std::move(data), {}, "created", 201);
+}
+
+web::Response Service::list(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  bj::object problems;
+  web::Page page = web::parse_page(req, problems);
+  tables::ListFilter f;
+  f.limit = page.limit;
+  f.offset = page.offset();
+  if (auto s = req.query_param("status")) {
+    if (*s == kActive || *s == kSuspended || *s == kCancelled || *s == kExpired)
+      f.status = *s;
+    else
+      problems["status"] = "must be ACTIVE, SUSPENDED, CANCELLED or EXPIRED";
+  }
+  if (auto e = req.query_param("customer_email")) {
+    if (e->empty() || e->size() > 254)
+      problems["customer_email"] = "must be an e-mail address";
+    else
+      f.customer_email = *e;
+  }
+  if (!problems.empty()) return web::error(req, empty_data(std::move(problems)));
+  auto found = list_subscriptions(**principal, f);
+  if (!found) return web::error(req, found.error());
+  bj::array data;
+  for (const auto& s : found->first) data.push_back(summary_json(s));
+  return web::ok(req, std::move(data), web::pagination(page, found->second));
+}
+
+web::Response Service::detail(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  bool merchant_view = true;
+  if (auto view = req.query_param("for")) {
+    if (*view == "desc")
+      merchant_view = false;
+    else if (*view != "merchant")
+      return web::error(req, empty_data(bj::object{{"for", "must be merchant or desc"}}));
+  }
+  auto s = find(**principal, req.path_param("reference"));
+  if (!s) return web::error(req, s.error());
+  auto latest = list_payments(*s, kLatestPayments, 0);
+  if (!latest) return web::error(req, latest.error());
+  auto mandate = mandate_of(*s);
+  if (!mandate) return web::error(req, mandate.error());
+  return web::ok(req, detail_json(*s, latest->first, merchant_view, mandate->has_value() ? &**mandate : nullptr));
+}
+
+web::Response Service::move_handler(web::Request& req, Move m) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  bj::object empty;
+  MoveRequest request;
+  if (!req.body.empty()) {
+    auto body = web::body_object(req);
+    if (!body) return web::error(req, body.error());
+    empty = std::move(body).value();
+  }
+  json::FieldErrors errors;
+  request = parse_move(empty, m == Move::cancel, errors);
+  if (!errors.empty()) return web::error(req, errors.status().error());
+  return summary_reply(req, apply(**principal, req.path_param("reference"), m, request));
+}
+
+web::Response Service::cancel(web::Request& req) { return move_handler(req, Move::cancel); }
+web::Response Service::suspend(web::Request& req) { return move_handler(req, Move::suspend); }
+web::Response Service::reactivate(web::Request& req) { return move_handler(req, Move::reactivate); }
+
+web::Response Service::payments(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  bj::object problems;
+  web::Page page = web::parse_page(req, problems);
+  if (!problems.empty()) return web::error(req, empty_data(std::move(problems)));
+  auto s = find(**principal, req.path_param("reference"));
+  if (!s) return web::error(req, s.error());
+  auto found = list_payments(*s, page.limit, page.offset());
+  if (!found) return web::error(req, found.error());
+  bj::array data;
+  for (const auto& p : found->first) data.push_back(payment_json(p));
+  return web::ok(req, std::move(data), web::pagination(page, found->second));
+}
+
+web::Response Service::advance_clock(web::Request& req) {
+  auto principal = web::merchant_caller(req);
+  if (!principal) return web::error(req, principal.error());
+  auto body = web::body_object(req);
+  if (!body) return web::error(req, body.error());
+  json::FieldErrors errors;
+  payments::refuse_unknown_fields(*body, {"days", "seconds", "payer_phone_number"}, errors);
+  std::optional<std::string> payer = json::get_string(*body, "payer_phone_number", errors);
+  if (payer &&
+      (payer->size() < 8 || payer->size() > 15 || payer->find_first_not_of("0123456789") != std::string::npos)) {
+    errors.add("payer_phone_number", "must be the international digits of a number, e.g. 237690000001");
+    payer.reset();
+  }
+  auto days = json::get_int(*body, "days", errors);
+  auto seconds = json::get_int(*body, "seconds", errors);
+  std::int64_t delta = 0;
+  if (days.has_value() == seconds.has_value()) {
+    if (errors.empty()) errors.add("days", "give either days or seconds (how far to move the clock forward)");
+  } else {
+    const std::int64_t max_days = options_.max_clock_advance_ms / kDayMs;
+    if (days && (*days < 1 || *days > max_days))
+      errors.add("days", "must be an integer from 1 to " + std::to_string(max_days));
+    else if (seconds && (*seconds < 1 || *seconds > options_.max_clock_advance_ms / 1000))
+      errors.add("seconds", "must be an integer from 1 to " + std::to_string(options_.max_clock_advance_ms / 1000));
+    else
+      delta = days ? *days * kDayMs : *seconds * 1000;
+  }
+  if (!errors.empty()) return web::error(req, errors.status().error());
+  auto s = advance(**principal, req.path_param("reference"), delta, payer);
+  if (!s) return web::error(req, s.error());
+  auto latest = list_payments(*s, kLatestPayments, 0);
+  if (!latest) return web::error(req, latest.error());
+  auto mandate = mandate_of(*s);
+  if (!mandate) return web::error(req, mandate.error());
+  return web::ok(req, detail_json(*s, latest->first, true, mandate->has_value() ? &**mandate : nullptr));
+}
+
+}  // namespace sika::billing
