@@ -10,33 +10,20 @@ namespace sika::billing {
 
 namespace bj = boost::json;
 
-namespace {
-
-web::Response summary_reply(const web::Request& req, const Result<Subscription>& s) {
-  if (!s) return web::error(req, s.error());
-  return web::ok(req, summary_json(*s));
-}
-
-}  // namespace
-
-web::Response Service::subscribe(web::Request& req) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
-  auto body = web::body_object(req);
-  if (!body) return web::error(req, body.error());
+Result<web::Response> Service::subscribe(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
-  NewSubscription n = parse_subscribe(*body, req.header("x-idempotency-key"), now(), errors);
-  auto created = create(**principal, std::move(n), std::move(errors));
-  if (!created) return web::error(req, created.error());
-  bj::object data = detail_json(created->subscription, created->payments, true);
-  if (!created->payment_url.empty()) data["payment_url"] = created->payment_url;
-  if (created->replayed) return web::ok(req, std::move(data));
+  NewSubscription n = parse_subscribe(body, req.header("x-idempotency-key"), now(), errors);
+  SIKA_ASSIGN_OR_RETURN(auto created, create(*principal, std::move(n), std::move(errors)));
+  bj::object data = detail_json(created.subscription, created.payments, true);
+  if (!created.payment_url.empty()) data["payment_url"] = created.payment_url;
+  if (created.replayed) return web::ok(req, std::move(data));
   return web::ok(req, std::move(data), {}, "created", 201);
 }
 
-web::Response Service::list(web::Request& req) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
+Result<web::Response> Service::list(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
   bj::object problems;
   web::Page page = web::parse_page(req, problems);
   tables::ListFilter f;
@@ -54,83 +41,72 @@ web::Response Service::list(web::Request& req) {
     else
       f.customer_email = *e;
   }
-  if (!problems.empty()) return web::error(req, empty_data(std::move(problems)));
-  auto found = list_subscriptions(**principal, f);
-  if (!found) return web::error(req, found.error());
+  if (!problems.empty()) return empty_data(std::move(problems));
+  SIKA_ASSIGN_OR_RETURN(auto found, list_subscriptions(*principal, f));
   bj::array data;
-  for (const auto& s : found->first) data.push_back(summary_json(s));
-  return web::ok(req, std::move(data), web::pagination(page, found->second));
+  for (const auto& s : found.first) data.push_back(summary_json(s));
+  return web::ok(req, std::move(data), web::pagination(page, found.second));
 }
 
-web::Response Service::detail(web::Request& req) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
+Result<web::Response> Service::detail(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
   bool merchant_view = true;
   if (auto view = req.query_param("for")) {
     if (*view == "desc")
       merchant_view = false;
     else if (*view != "merchant")
-      return web::error(req, empty_data(bj::object{{"for", "must be merchant or desc"}}));
+      return empty_data(bj::object{{"for", "must be merchant or desc"}});
   }
-  auto s = find(**principal, req.path_param("reference"));
-  if (!s) return web::error(req, s.error());
-  auto latest = list_payments(*s, kLatestPayments, 0);
-  if (!latest) return web::error(req, latest.error());
-  auto mandate = mandate_of(*s);
-  if (!mandate) return web::error(req, mandate.error());
-  return web::ok(req, detail_json(*s, latest->first, merchant_view, mandate->has_value() ? &**mandate : nullptr));
+  SIKA_ASSIGN_OR_RETURN(auto s, find(*principal, req.path_param("reference")));
+  SIKA_ASSIGN_OR_RETURN(auto latest, list_payments(s, kLatestPayments, 0));
+  SIKA_ASSIGN_OR_RETURN(auto mandate, mandate_of(s));
+  return web::ok(req, detail_json(s, latest.first, merchant_view, mandate.has_value() ? &*mandate : nullptr));
 }
 
-web::Response Service::move_handler(web::Request& req, Move m) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
+Result<web::Response> Service::move_handler(web::Request& req, Move m) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
   bj::object empty;
   MoveRequest request;
   if (!req.body.empty()) {
-    auto body = web::body_object(req);
-    if (!body) return web::error(req, body.error());
-    empty = std::move(body).value();
+    SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
+    empty = std::move(body);
   }
   json::FieldErrors errors;
   request = parse_move(empty, m == Move::cancel, errors);
-  if (!errors.empty()) return web::error(req, errors.status().error());
-  return summary_reply(req, apply(**principal, req.path_param("reference"), m, request));
+  SIKA_TRY(errors.status());
+  SIKA_ASSIGN_OR_RETURN(auto moved, apply(*principal, req.path_param("reference"), m, request));
+  return web::ok(req, summary_json(moved));
 }
 
-web::Response Service::cancel(web::Request& req) { return move_handler(req, Move::cancel); }
-web::Response Service::suspend(web::Request& req) { return move_handler(req, Move::suspend); }
-web::Response Service::reactivate(web::Request& req) { return move_handler(req, Move::reactivate); }
+Result<web::Response> Service::cancel(web::Request& req) { return move_handler(req, Move::cancel); }
+Result<web::Response> Service::suspend(web::Request& req) { return move_handler(req, Move::suspend); }
+Result<web::Response> Service::reactivate(web::Request& req) { return move_handler(req, Move::reactivate); }
 
-web::Response Service::payments(web::Request& req) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
+Result<web::Response> Service::payments(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
   bj::object problems;
   web::Page page = web::parse_page(req, problems);
-  if (!problems.empty()) return web::error(req, empty_data(std::move(problems)));
-  auto s = find(**principal, req.path_param("reference"));
-  if (!s) return web::error(req, s.error());
-  auto found = list_payments(*s, page.limit, page.offset());
-  if (!found) return web::error(req, found.error());
+  if (!problems.empty()) return empty_data(std::move(problems));
+  SIKA_ASSIGN_OR_RETURN(auto s, find(*principal, req.path_param("reference")));
+  SIKA_ASSIGN_OR_RETURN(auto found, list_payments(s, page.limit, page.offset()));
   bj::array data;
-  for (const auto& p : found->first) data.push_back(payment_json(p));
-  return web::ok(req, std::move(data), web::pagination(page, found->second));
+  for (const auto& p : found.first) data.push_back(payment_json(p));
+  return web::ok(req, std::move(data), web::pagination(page, found.second));
 }
 
-web::Response Service::advance_clock(web::Request& req) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
-  auto body = web::body_object(req);
-  if (!body) return web::error(req, body.error());
+Result<web::Response> Service::advance_clock(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
-  payments::refuse_unknown_fields(*body, {"days", "seconds", "payer_phone_number"}, errors);
-  std::optional<std::string> payer = json::get_string(*body, "payer_phone_number", errors);
+  payments::refuse_unknown_fields(body, {"days", "seconds", "payer_phone_number"}, errors);
+  std::optional<std::string> payer = json::get_string(body, "payer_phone_number", errors);
   if (payer &&
       (payer->size() < 8 || payer->size() > 15 || payer->find_first_not_of("0123456789") != std::string::npos)) {
     errors.add("payer_phone_number", "must be the international digits of a number, e.g. 237690000001");
     payer.reset();
   }
-  auto days = json::get_int(*body, "days", errors);
-  auto seconds = json::get_int(*body, "seconds", errors);
+  auto days = json::get_int(body, "days", errors);
+  auto seconds = json::get_int(body, "seconds", errors);
   std::int64_t delta = 0;
   if (days.has_value() == seconds.has_value()) {
     if (errors.empty()) errors.add("days", "give either days or seconds (how far to move the clock forward)");
@@ -143,14 +119,11 @@ web::Response Service::advance_clock(web::Request& req) {
     else
       delta = days ? *days * kDayMs : *seconds * 1000;
   }
-  if (!errors.empty()) return web::error(req, errors.status().error());
-  auto s = advance(**principal, req.path_param("reference"), delta, payer);
-  if (!s) return web::error(req, s.error());
-  auto latest = list_payments(*s, kLatestPayments, 0);
-  if (!latest) return web::error(req, latest.error());
-  auto mandate = mandate_of(*s);
-  if (!mandate) return web::error(req, mandate.error());
-  return web::ok(req, detail_json(*s, latest->first, true, mandate->has_value() ? &**mandate : nullptr));
+  SIKA_TRY(errors.status());
+  SIKA_ASSIGN_OR_RETURN(auto s, advance(*principal, req.path_param("reference"), delta, payer));
+  SIKA_ASSIGN_OR_RETURN(auto latest, list_payments(s, kLatestPayments, 0));
+  SIKA_ASSIGN_OR_RETURN(auto mandate, mandate_of(s));
+  return web::ok(req, detail_json(s, latest.first, true, mandate.has_value() ? &*mandate : nullptr));
 }
 
 }  // namespace sika::billing

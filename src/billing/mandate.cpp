@@ -187,14 +187,12 @@ Result<Mandate> Service::revoke_mandate_of(std::int64_t subscription_id, std::st
   return std::move(*after);
 }
 
-web::Response Service::mandate(web::Request& req) {
-  auto principal = web::merchant_caller(req);
-  if (!principal) return web::error(req, principal.error());
+Result<web::Response> Service::mandate(web::Request& req) {
+  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
   bj::object body;
   if (!req.body.empty()) {
-    auto parsed = web::body_object(req);
-    if (!parsed) return web::error(req, parsed.error());
-    body = std::move(parsed).value();
+    SIKA_ASSIGN_OR_RETURN(auto parsed, web::body_object(req));
+    body = std::move(parsed);
   }
   json::FieldErrors errors;
   payments::refuse_unknown_fields(body, {"wallet_phone_number", "cap"}, errors);
@@ -206,11 +204,10 @@ web::Response Service::mandate(web::Request& req) {
     r.wallet.reset();
   }
   r.cap = json::get_int(body, "cap", errors);
-  if (!errors.empty()) return web::error(req, errors.status().error());
-  auto made = request_mandate(**principal, req.path_param("reference"), r);
-  if (!made) return web::error(req, made.error());
-  bj::object data = mandate_json(made->first);
-  if ((*principal)->environment == "sandbox") data["mandate_url"] = made->second;
+  SIKA_TRY(errors.status());
+  SIKA_ASSIGN_OR_RETURN(auto made, request_mandate(*principal, req.path_param("reference"), r));
+  bj::object data = mandate_json(made.first);
+  if (principal->environment == "sandbox") data["mandate_url"] = made.second;
   return web::ok(req, std::move(data), {}, "created", 201);
 }
 

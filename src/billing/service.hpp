@@ -78,15 +78,15 @@ class Service {
   Service& operator=(const Service&) = delete;
 
   // --- HTTP handlers (gateway, bearer scope payments) ---
-  web::Response subscribe(web::Request& req);      // POST /merchand/billing/subscribe
-  web::Response list(web::Request& req);           // GET /merchand/billing/subscriptions
-  web::Response detail(web::Request& req);         // GET .../subscriptions/detail/{reference}?for=
-  web::Response cancel(web::Request& req);         // POST .../subscriptions/cancel/{reference}
-  web::Response suspend(web::Request& req);        // POST .../subscriptions/suspend/{reference}
-  web::Response reactivate(web::Request& req);     // POST .../subscriptions/reactivate/{reference}
-  web::Response payments(web::Request& req);       // GET .../subscriptions/payments/{reference}
-  web::Response advance_clock(web::Request& req);  // POST .../subscriptions/test-clock/{reference}
-  web::Response mandate(web::Request& req);        // POST .../subscriptions/mandate/{reference}
+  Result<web::Response> subscribe(web::Request& req);      // POST /merchand/billing/subscribe
+  Result<web::Response> list(web::Request& req);           // GET /merchand/billing/subscriptions
+  Result<web::Response> detail(web::Request& req);         // GET .../subscriptions/detail/{reference}?for=
+  Result<web::Response> cancel(web::Request& req);         // POST .../subscriptions/cancel/{reference}
+  Result<web::Response> suspend(web::Request& req);        // POST .../subscriptions/suspend/{reference}
+  Result<web::Response> reactivate(web::Request& req);     // POST .../subscriptions/reactivate/{reference}
+  Result<web::Response> payments(web::Request& req);       // GET .../subscriptions/payments/{reference}
+  Result<web::Response> advance_clock(web::Request& req);  // POST .../subscriptions/test-clock/{reference}
+  Result<web::Response> mandate(web::Request& req);        // POST .../subscriptions/mandate/{reference}
   // --- the customer's mandate page (checkout surface, fr/en, plain forms) ---
   web::Response mandate_page(web::Request& req);         // GET /mandate/{token}
   web::Response mandate_page_submit(web::Request& req);  // POST /mandate/{token} (send, approve, revoke)
@@ -250,7 +250,7 @@ class Service {
   Status settle(const tables::Ended& ended);
   void remind(const Subscription& s, const Payment& p, std::string_view tag, const std::string& text);
   void wake_jobs();
-  web::Response move_handler(web::Request& req, Move move);
+  Result<web::Response> move_handler(web::Request& req, Move move);
 
   store::Db& db_;
   payments::Service& payments_;

@@ -66,11 +66,7 @@ constexpr web::texts::Entry kTextsData[] = {
 constexpr auto kTexts = web::texts::table(kTextsData);
 const web::texts::Enrolled kEnrolled{"checkout/page", kTexts};
 using Key = web::texts::Key<kTexts>;
-// A text of the table as a C string (every entry is a string literal).
-struct Words {
-  i18n::Locale locale;
-  const char* operator()(Key key) const { return key.in(locale).data(); }
-};
+using Words = web::texts::Words<kTexts>;
 
 std::string lang_of(i18n::Locale l) { return std::string(i18n::name(l)); }
 

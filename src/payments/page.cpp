@@ -61,11 +61,7 @@ constexpr web::texts::Entry kTextsData[] = {
 constexpr auto kTexts = web::texts::table(kTextsData);
 const web::texts::Enrolled kEnrolled{"payments/page", kTexts};
 using Key = web::texts::Key<kTexts>;
-// A text of the table as a C string (every entry is a string literal).
-struct Words {
-  i18n::Locale locale;
-  const char* operator()(Key key) const { return key.in(locale).data(); }
-};
+using Words = web::texts::Words<kTexts>;
 
 // The confirmation page's stylesheet (in the shared layout, web::html::begin).
 constexpr std::string_view kPageStyle =

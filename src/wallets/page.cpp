@@ -107,11 +107,7 @@ constexpr web::texts::Entry kTextsData[] = {
 constexpr auto kTexts = web::texts::table(kTextsData);
 const web::texts::Enrolled kEnrolled{"wallets/page", kTexts};
 using Key = web::texts::Key<kTexts>;
-// A text of the table as a C string (every entry is a string literal).
-struct Words {
-  i18n::Locale locale;
-  const char* operator()(Key key) const { return key.in(locale).data(); }
-};
+using Words = web::texts::Words<kTexts>;
 
 // "try again in 25 s" / "réessayez dans 2 min": when a refused request may be made again.
 std::string retry_text(i18n::Locale l, std::int64_t seconds) {

@@ -79,6 +79,14 @@ struct Key {
   constexpr std::string_view in(i18n::Locale l) const { return T.pick(index, l); }
 };
 
+// How a page says its texts: Words<kTexts>{locale}("pay") is the text of "pay" in the page's
+// language, as a C string (every entry is a string literal), so that it joins string expressions.
+template <const auto& T>
+struct Words {
+  i18n::Locale locale;
+  const char* operator()(Key<T> key) const { return key.in(locale).data(); }
+};
+
 // The tables of every page linked into the program, by name.
 struct Registered {
   std::string_view name;
