@@ -133,6 +133,16 @@ class BillingTest : public payments::testing::PaymentsTest {
     return created.ok() ? std::move(created).value() : Service::Created{};
   }
 
+  // A weekly subscription of 700 XAF for kofi@example.com, without a phone.
+  static NewSubscription weekly_700() {
+    NewSubscription n;
+    n.customer_email = "kofi@example.com";
+    n.amount = 700;
+    n.currency = "XAF";
+    n.frequency = Frequency::weekly;
+    return n;
+  }
+
   Subscription reload(const Subscription& s) {
     auto found = billing_->find(p1_, s.reference);
     EXPECT_TRUE(found.ok());
@@ -355,11 +365,7 @@ TEST_P(BillingTest, MovesAreTimestampedEmitTheirEventAndRefuseWhatTheStatusForbi
 }
 
 TEST_P(BillingTest, ACycleCountExpiresTheSubscriptionAtTheEndOfItsLastPeriod) {
-  NewSubscription n;
-  n.customer_email = "kofi@example.com";
-  n.amount = 700;
-  n.currency = "XAF";
-  n.frequency = Frequency::weekly;
+  NewSubscription n = weekly_700();
   n.max_cycles = 2;
   n.request_hash = "h";
   auto created = billing_->create(p1_, n);
@@ -382,11 +388,7 @@ TEST_P(BillingTest, ACycleCountExpiresTheSubscriptionAtTheEndOfItsLastPeriod) {
 // for nothing is disabled), another request under the key a 409 naming only idempotency_key; and
 // racing creations under one key make one subscription.
 TEST_P(BillingTest, AnIdempotencyKeyReplaysTheSameRequestAndRefusesAnother) {
-  NewSubscription n;
-  n.customer_email = "kofi@example.com";
-  n.amount = 700;
-  n.currency = "XAF";
-  n.frequency = Frequency::weekly;
+  NewSubscription n = weekly_700();
   n.idempotency_key = "key-1";
   n.request_hash = "h1";
   auto created = billing_->create(p1_, n);
