@@ -109,11 +109,15 @@ bj::object to_json(const Distribution& d) {
 
 namespace tables {
 
-const store::IdempotencyKey kDistributionUuid{
+namespace {
+
+constexpr store::IdempotencyKey kDistributionUuid{
     "transaction_uuid", "was already used for a different distribution", "reference",
     [] { return unavailable(bj::string("concurrent distribution with the same transaction_uuid; retry")); }};
 
 store::Stored describe(const StoredDistribution& stored) { return {stored.second, stored.first.reference}; }
+
+}  // namespace
 
 Result<std::optional<StoredDistribution>> find_distribution(store::Conn& c, std::int64_t partner_id,
                                                             std::string_view environment,
@@ -153,6 +157,26 @@ Result<std::optional<std::int64_t>> insert_distribution(store::Conn& c, std::int
                    d.currency, d.amount, d.description, d.created_at}));
   if (!row) return std::optional<std::int64_t>{};
   return std::optional<std::int64_t>(row->i64(0));
+}
+
+Result<std::optional<Distribution>> replay_distribution(store::Conn& c, std::int64_t partner_id,
+                                                        std::string_view environment, std::string_view transaction_uuid,
+                                                        std::string_view request_hash) {
+  SIKA_ASSIGN_OR_RETURN(auto found, find_distribution(c, partner_id, environment, transaction_uuid));
+  if (!found) return std::optional<Distribution>{};
+  SIKA_TRY(store::same_request(kDistributionUuid, request_hash, describe(*found)));
+  return std::optional<Distribution>(std::move(found->first));
+}
+
+Result<store::Keyed<StoredDistribution>> insert_or_replay_distribution(store::Conn& c, std::int64_t partner_id,
+                                                                       std::string_view environment,
+                                                                       const Distribution& d,
+                                                                       std::string_view request_hash) {
+  return store::insert_or_replay<StoredDistribution>(
+      c, kDistributionUuid, request_hash,
+      [&](store::Conn& conn) { return insert_distribution(conn, partner_id, environment, d, request_hash); },
+      [&](store::Conn& conn) { return find_distribution(conn, partner_id, environment, d.transaction_uuid); },
+      describe);
 }
 
 Status insert_distribution_line(store::Conn& c, std::int64_t distribution_id, int position, std::int64_t link_id,

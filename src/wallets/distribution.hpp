@@ -66,10 +66,18 @@ boost::json::object to_json(const Distribution& d);
 namespace tables {
 // A stored distribution and the hash of the request that created it.
 using StoredDistribution = std::pair<Distribution, std::string>;
-// The idempotency key of a distribution, (partner, environment, transaction_uuid): a replay with
-// another request is a 409 naming transaction_uuid and the stored distribution's reference.
-extern const store::IdempotencyKey kDistributionUuid;
-store::Stored describe(const StoredDistribution& stored);
+// The distribution a request of hash `request_hash` stored under the partner's transaction_uuid,
+// nullopt when the uuid is free; a 409 naming transaction_uuid and the stored distribution's
+// reference when another request holds it.
+Result<std::optional<Distribution>> replay_distribution(store::Conn& c, std::int64_t partner_id,
+                                                        std::string_view environment, std::string_view transaction_uuid,
+                                                        std::string_view request_hash);
+// Inserts `d` under its key (partner, environment, transaction_uuid) (store/idempotency.hpp): the
+// new id, or the stored distribution of the same request; the 409 above for another request.
+Result<store::Keyed<StoredDistribution>> insert_or_replay_distribution(store::Conn& c, std::int64_t partner_id,
+                                                                       std::string_view environment,
+                                                                       const Distribution& d,
+                                                                       std::string_view request_hash);
 // The partner's distribution of a transaction_uuid with its request hash, nullopt when none.
 Result<std::optional<StoredDistribution>> find_distribution(store::Conn& c, std::int64_t partner_id,
                                                             std::string_view environment,

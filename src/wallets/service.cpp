@@ -594,15 +594,10 @@ Result<payments::Transaction> Service::approve(const web::Principal& partner, st
 }
 
 Result<Distribution> Service::distribute(const web::Principal& partner, const DistributionRequest& r) {
-  auto stored = [&](store::Conn& c) {
-    return tables::find_distribution(c, partner.merchant_id, partner.environment, r.transaction_uuid);
-  };
   std::optional<Distribution> done;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(auto found, stored(c));
-    if (!found) return {};
-    SIKA_TRY(store::same_request(tables::kDistributionUuid, r.fingerprint, tables::describe(*found)));
-    done = std::move(found->first);
+    SIKA_ASSIGN_OR_RETURN(done, tables::replay_distribution(c, partner.merchant_id, partner.environment,
+                                                            r.transaction_uuid, r.fingerprint));
     return {};
   }));
   if (done) return std::move(*done);
@@ -655,13 +650,8 @@ Result<Distribution> Service::distribute(const web::Principal& partner, const Di
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     done.reset();
     d.lines.clear();
-    SIKA_ASSIGN_OR_RETURN(auto keyed, store::insert_or_replay<tables::StoredDistribution>(
-                                          c, tables::kDistributionUuid, r.fingerprint,
-                                          [&](store::Conn& conn) {
-                                            return tables::insert_distribution(conn, partner.merchant_id,
-                                                                               partner.environment, d, r.fingerprint);
-                                          },
-                                          stored, tables::describe));
+    SIKA_ASSIGN_OR_RETURN(auto keyed, tables::insert_or_replay_distribution(c, partner.merchant_id, partner.environment,
+                                                                            d, r.fingerprint));
     if (!keyed.id) {  // a concurrent call with the same transaction_uuid made it first
       done = std::move(keyed.stored->first);
       return {};

@@ -176,6 +176,16 @@ class BillingTest : public payments::testing::PaymentsTest {
     return created.ok() ? std::move(created).value() : Service::Created{};
   }
 
+  // A weekly subscription of 700 XAF for kofi@example.com, without a phone.
+  static NewSubscription weekly_700() {
+    NewSubscription n;
+    n.customer_email = "kofi@example.com";
+    n.amount = 700;
+    n.currency = "XAF";
+    n.frequency = Frequency::weekly;
+    return n;
+  }
+
   Subscription reload(const Subscription& s) {
     auto found = billing_->find(p1_, s.reference);
     EXPECT_TRUE(found.ok());
@@ -398,11 +408,7 @@ TEST_P(BillingTest, MovesAreTimestampedEmitTheirEventAndRefuseWhatTheStatusForbi
 }
 
 TEST_P(BillingTest, ACycleCountExpiresTheSubscriptionAtTheEndOfItsLastPeriod) {
-  NewSubscription n;
-  n.customer_email = "kofi@example.com";
-  n.amount = 700;
-  n.currency = "XAF";
-  n.frequency = Frequency::weekly;
+  NewSubscription n = weekly_700();
   n.max_cycles = 2;
   n.request_hash = "h";
   auto created = billing_->create(p1_, n);
@@ -419,6 +425,45 @@ TEST_P(BillingTest, ACycleCountExpiresTheSubscriptionAtTheEndOfItsLastPeriod) {
   EXPECT_TRUE(expired.expired_at.has_value());
   EXPECT_FALSE(payment(s, 2));
   EXPECT_EQ(events(s, "subscription.expired"), 1);
+}
+
+// An idempotency key: the same request again is the stored subscription (its consent link made
+// for nothing is disabled), another request under the key a 409 naming only idempotency_key; and
+// racing creations under one key make one subscription.
+TEST_P(BillingTest, AnIdempotencyKeyReplaysTheSameRequestAndRefusesAnother) {
+  NewSubscription n = weekly_700();
+  n.idempotency_key = "key-1";
+  n.request_hash = "h1";
+  auto created = billing_->create(p1_, n);
+  ASSERT_TRUE(created.ok()) << bj::serialize(created.error().details);
+  EXPECT_FALSE(created->replayed);
+  auto again = billing_->create(p1_, n);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->replayed);
+  EXPECT_EQ(again->subscription.reference, created->subscription.reference);
+  ASSERT_EQ(again->payments.size(), 1u);
+  n.request_hash = "h2";
+  auto other = billing_->create(p1_, n);
+  ASSERT_FALSE(other.ok());
+  EXPECT_TRUE(other.error().is(ErrorKind::conflict));
+  EXPECT_EQ(bj::serialize(other.error().details), R"({"idempotency_key":"was used with a different request"})");
+
+  n.idempotency_key = "key-race";
+  n.request_hash = "h3";
+  std::vector<std::thread> threads;
+  std::atomic<int> fresh{0}, replays{0};
+  for (int i = 0; i < 6; ++i)
+    threads.emplace_back([&] {
+      auto r = billing_->create(p1_, n);
+      if (!r.ok())
+        ADD_FAILURE() << bj::serialize(r.error().details);
+      else
+        ++(r->replayed ? replays : fresh);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(fresh.load(), 1);
+  EXPECT_EQ(replays.load(), 5);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM bil_subscriptions WHERE idempotency_key = ?", {std::string("key-race")}), 1);
 }
 
 // A page of due cycles is decided in one read and its plain cycles created in one unit; each

@@ -123,6 +123,9 @@ TEST_P(PaymentsTest, SameUuidSameBodyGivesTheSameRecordDifferentBodyIs409) {
   EXPECT_EQ(env.at("code"), 409);
   EXPECT_EQ(env.at("message"), "conflict");
   EXPECT_TRUE(env.at("error").at("details").as_object().contains("transaction_uuid"));
+  EXPECT_EQ(bj::serialize(env.at("error").at("details")),
+            R"({"transaction_uuid":"was already used for a different request","transaction_reference":")" +
+                std::string(first.at("transaction_reference").as_string()) + R"("})");
   // The same UUID from another merchant is another transaction.
   body["amount"] = 10'000;
   body["currency"] = "XOF";

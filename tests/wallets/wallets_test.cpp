@@ -890,6 +890,9 @@ TEST_P(WalletsTest, FiatDistributionIsAllOrNothingExactAndIdempotent) {
   ASSERT_FALSE(changed.ok());
   EXPECT_EQ(changed.error().kind, ErrorKind::conflict);
   EXPECT_TRUE(changed.error().details.as_object().contains("transaction_uuid"));
+  EXPECT_EQ(
+      bj::serialize(changed.error().details),
+      R"({"transaction_uuid":"was already used for a different distribution","reference":")" + d->reference + R"("})");
 
   // Amounts: exactly what the partner holds passes; the same again finds nothing left and does nothing.
   bj::object rich{{"transaction_uuid", uuid_v4()},
