@@ -98,6 +98,25 @@ std::string opt_enum(const std::optional<E>& v) {
 }
 std::string opt_bool(const std::optional<bool>& v) { return v ? (*v ? "=1" : "=0") : "-"; }
 
+// The filters the service and provider lists share: page, country, provider, kind, active
+// (problems recorded in `errors`).
+struct ScopeQuery {
+  web::Page page;
+  std::optional<std::string> country_code;
+  std::optional<std::string> provider_code;
+  std::optional<ServiceKind> kind;
+  std::optional<bool> active;
+};
+ScopeQuery scope_query(const web::Request& req, bj::object& errors) {
+  ScopeQuery q;
+  q.page = web::parse_page(req, errors, 25);
+  q.country_code = alpha3_param(req, "country", errors);
+  q.provider_code = code_param(req, "provider", errors);
+  q.kind = kind_param(req, errors);
+  q.active = bool_param(req, "active", errors);
+  return q;
+}
+
 web::Response bad(const web::Request& req, bj::object errors) { return web::error(req, empty_data(std::move(errors))); }
 
 web::Response not_loaded(const web::Request& req) {
@@ -247,12 +266,9 @@ web::Response Service::list_services(web::Request& req) {
   if (!cat->loaded()) return not_loaded(req);
   const bool admin = principal_of(req).admin;
   bj::object errors;
-  web::Page page = web::parse_page(req, errors, 25);
-  auto country_code = alpha3_param(req, "country", errors);
-  auto provider_code = code_param(req, "provider", errors);
-  auto kind = kind_param(req, errors);
-  auto active = bool_param(req, "active", errors);
+  ScopeQuery q = scope_query(req, errors);
   if (!errors.empty()) return bad(req, std::move(errors));
+  const auto& [page, country_code, provider_code, kind, active] = q;
 
   const auto [country, provider] = resolve_scope(*cat, country_code, provider_code, admin, errors);
   if (!errors.empty()) return bad(req, std::move(errors));
@@ -284,12 +300,9 @@ web::Response Service::list_providers(web::Request& req) {
   if (!cat->loaded()) return not_loaded(req);
   const bool admin = principal_of(req).admin;
   bj::object errors;
-  web::Page page = web::parse_page(req, errors, 25);
-  auto country_code = alpha3_param(req, "country", errors);
-  auto provider_code = code_param(req, "provider", errors);
-  auto kind = kind_param(req, errors);
-  auto active = bool_param(req, "active", errors);
+  ScopeQuery q = scope_query(req, errors);
   if (!errors.empty()) return bad(req, std::move(errors));
+  const auto& [page, country_code, provider_code, kind, active] = q;
   const Country* country = resolve_scope(*cat, country_code, provider_code, admin, errors).country;
   if (!errors.empty()) return bad(req, std::move(errors));
   std::string key =

@@ -10,60 +10,10 @@
 #include "billing/service.hpp"
 #include "core/money.hpp"
 #include "dashboard/internal.hpp"
+#include "dashboard/texts.hpp"
 #include "payments/queries.hpp"
-#include "web/texts.hpp"
 
 namespace sika::dashboard {
-
-namespace {
-
-// The texts of these pages (web/texts.hpp).
-constexpr web::texts::Entry kTextsData[] = {
-    {"balances", "Soldes", "Balances"},
-    {"currency", "Devise", "Currency"},
-    {"available", "Disponible", "Available"},
-    {"payouts_in_flight", "Versements en cours", "Payouts in flight"},
-    {"no_payout", "Aucun versement.", "No payout."},
-    {"date", "Date", "Date"},
-    {"reference", "Référence", "Reference"},
-    {"status", "Statut", "Status"},
-    {"amount", "Montant", "Amount"},
-    {"recipient", "Bénéficiaire", "Recipient"},
-    {"service", "Service", "Service"},
-    {"payouts", "Versements", "Payouts"},
-    {"all", "Tous", "All"},
-    {"filter", "Filtrer", "Filter"},
-    {"subscription_s", "abonnement(s)", "subscription(s)"},
-    {"customer", "Client", "Customer"},
-    {"frequency", "Fréquence", "Frequency"},
-    {"next_payment", "Prochain paiement", "Next payment"},
-    {"subscriptions", "Abonnements", "Subscriptions"},
-    {"cancelled_at_the_period_s", "annulé à la fin de la période", "cancelled at the period's end"},
-    {"cycle", "cycle", "cycle"},
-    {"actions", "Actions", "Actions"},
-    {"suspend", "Suspendre", "Suspend"},
-    {"reactivate", "Réactiver", "Reactivate"},
-    {"cancel", "Annuler", "Cancel"},
-    {"at_the_period_s_end", "à la fin de la période", "at the period's end"},
-    {"test_clock", "Horloge de test", "Test clock"},
-    {"moves_this_subscription_s_clock",
-     "Avance l'horloge de cet abonnement et facture ce qui tombe à échéance (bac à sable).",
-     "Moves this subscription's clock forward and bills what falls due (sandbox)."},
-    {"days", "Jours", "Days"},
-    {"advance", "Avancer", "Advance"},
-    {"payments", "Paiements", "Payments"},
-    {"cycle_2", "Cycle", "Cycle"},
-    {"due", "Échéance", "Due"},
-    {"attempts", "Essais", "Attempts"},
-    {"transaction", "Transaction", "Transaction"},
-};
-constexpr auto kTexts = web::texts::table(kTextsData);
-const web::texts::Enrolled kEnrolled{"dashboard/billing_pages", kTexts};
-
-// The text of `key` in `locale`.
-std::string_view say(i18n::Locale locale, web::texts::Key<kTexts> key) { return key.in(locale); }
-
-}  // namespace
 
 namespace bj = boost::json;
 using web::html::escape;

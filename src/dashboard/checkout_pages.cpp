@@ -12,70 +12,11 @@
 #include "core/money.hpp"
 #include "dashboard/internal.hpp"
 #include "dashboard/store.hpp"
+#include "dashboard/texts.hpp"
 #include "merchant/merchant.hpp"
 #include "payments/store.hpp"
-#include "web/texts.hpp"
 
 namespace sika::dashboard {
-
-namespace {
-
-// The texts of these pages (web/texts.hpp).
-constexpr web::texts::Entry kTextsData[] = {
-    {"checkout_secret", "Secret de checkout", "Checkout secret"},
-    {"your_site_verifies_the_signature",
-     "Votre site vérifie avec ce secret la signature des données de retour "
-     "(service_data) et signe vos formulaires. Il ne change que si un opérateur le "
-     "renouvelle (sur votre demande) : l'ancien cesse alors de valoir.",
-     "Your site verifies the signature of the return data (service_data) with this "
-     "secret, and signs your forms. It changes only when an operator rotates it (at your "
-     "request): the old one then stops working."},
-    {"show_the_secret", "Afficher le secret", "Show the secret"},
-    {"signed_requests_only", "Requêtes signées uniquement", "Signed requests only"},
-    {"on_every_form_or_call",
-     "Activé, tout formulaire ou appel vers la page de paiement doit porter une signature "
-     "(signature) calculée par votre serveur avec le secret de checkout : un client ne peut "
-     "plus changer le montant ni la commande. Désactivé, un formulaire simple sans signature "
-     "reste accepté et votre site vérifie le montant au retour.",
-     "On: every form or call that opens the payment page must carry a signature (signature) "
-     "computed by your server with the checkout secret, so a customer can no longer change "
-     "the amount or the order. Off: a plain form without a signature is still accepted, and "
-     "your site checks the amount on return."},
-    {"status_on", "État : activé", "Status: on"},
-    {"status_off", "État : désactivé", "Status: off"},
-    {"accept_unsigned_requests_too", "Accepter aussi les requêtes non signées", "Accept unsigned requests too"},
-    {"accept_only_signed_requests", "N'accepter que les requêtes signées", "Accept only signed requests"},
-    {"only_owners_change_this_setting", "Seuls les propriétaires changent ce réglage.",
-     "Only owners change this setting."},
-    {"no_session", "Aucune session.", "No session."},
-    {"date", "Date", "Date"},
-    {"order", "Commande", "Order"},
-    {"status", "Statut", "Status"},
-    {"amount", "Montant", "Amount"},
-    {"attempts", "Essais", "Attempts"},
-    {"hosted_checkout", "Checkout hébergé", "Hosted checkout"},
-    {"shop", "Boutique", "Shop"},
-    {"description", "Description", "Description"},
-    {"customer", "Client", "Customer"},
-    {"fee_borne_by", "Frais à la charge de", "Fee borne by"},
-    {"settlement", "Règlement", "Settlement"},
-    {"payment_attempts", "Essais de paiement", "Payment attempts"},
-    {"created", "Créée", "Created"},
-    {"expires", "Expire", "Expires"},
-    {"return_success", "Retour (succès)", "Return (success)"},
-    {"return_failure", "Retour (échec)", "Return (failure)"},
-    {"payments", "Paiements", "Payments"},
-    {"no_payment", "Aucun paiement.", "No payment."},
-    {"checkout_secret_of", "Secret de checkout de", "Checkout secret of"},
-    {"continue", "Continuer", "Continue"},
-};
-constexpr auto kTexts = web::texts::table(kTextsData);
-const web::texts::Enrolled kEnrolled{"dashboard/checkout_pages", kTexts};
-
-// The text of `key` in `locale`.
-std::string_view say(i18n::Locale locale, web::texts::Key<kTexts> key) { return key.in(locale); }
-
-}  // namespace
 
 namespace bj = boost::json;
 using web::html::escape;

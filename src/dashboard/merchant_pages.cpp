@@ -13,6 +13,7 @@
 #include "core/time.hpp"
 #include "core/time_zone.hpp"
 #include "dashboard/internal.hpp"
+#include "dashboard/texts.hpp"
 #include "identity/model.hpp"
 #include "identity/service.hpp"
 #include "identity/store.hpp"
@@ -21,111 +22,12 @@
 #include "links/store.hpp"
 #include "payments/queries.hpp"
 #include "web/envelope.hpp"
-#include "web/texts.hpp"
 #include "webhooks/registry.hpp"
 #include "webhooks/service.hpp"
 
 namespace sika::dashboard {
 
 namespace {
-
-// The texts of these pages (web/texts.hpp).
-constexpr web::texts::Entry kTextsData[] = {
-    {"new_merchant_key", "Nouvelle clé marchand", "New merchant key"},
-    {"new_link_key", "Nouvelle clé de liaison", "New link key"},
-    {"next_page", "Page suivante →", "Next page →"},
-    {"reference_or_phone", "Référence ou téléphone", "Reference or phone"},
-    {"more_filters", "Plus de filtres", "More filters"},
-    {"status", "Statut", "Status"},
-    {"all", "Tous", "All"},
-    {"operation", "Opération", "Operation"},
-    {"all_2", "Toutes", "All"},
-    {"channel", "Canal", "Channel"},
-    {"service", "Service", "Service"},
-    {"from", "Du", "From"},
-    {"to", "Au", "To"},
-    {"filter", "Filtrer", "Filter"},
-    {"export_for_excel_csv", "Exporter pour Excel (CSV ;)", "Export for Excel (CSV ;)"},
-    {"export_as_csv", "Exporter en CSV (,)", "Export as CSV (,)"},
-    {"no_transaction", "Aucune transaction.", "No transaction."},
-    {"date", "Date", "Date"},
-    {"reference", "Référence", "Reference"},
-    {"amount", "Montant", "Amount"},
-    {"phone", "Téléphone", "Phone"},
-    {"fee", "Frais", "Fee"},
-    {"timeline", "Chronologie", "Timeline"},
-    {"created", "créée", "created"},
-    {"operator_callback", "rappel opérateur", "operator callback"},
-    {"ledger_entries", "Écritures comptables", "Ledger entries"},
-    {"journal", "Journal", "Journal"},
-    {"account", "Compte", "Account"},
-    {"debit", "Débit", "Debit"},
-    {"credit", "Crédit", "Credit"},
-    {"webhook_deliveries", "Livraisons webhook", "Webhook deliveries"},
-    {"no_delivery", "Aucune livraison.", "No delivery."},
-    {"attempts", "Essais", "Attempts"},
-    {"link_created", "Lien créé : ", "Link created: "},
-    {"new_link", "Nouveau lien", "New link"},
-    {"title", "Titre", "Title"},
-    {"amount_empty_the_payer_chooses", "Montant (vide : au choix du payeur)", "Amount (empty: the payer chooses)"},
-    {"currency", "Devise", "Currency"},
-    {"payments_allowed_empty_unlimited", "Paiements permis (vide : illimité)", "Payments allowed (empty: unlimited)"},
-    {"description", "Description", "Description"},
-    {"create_the_link", "Créer le lien", "Create the link"},
-    {"link", "Lien", "Link"},
-    {"collected", "Encaissé", "Collected"},
-    {"open", "libre", "open"},
-    {"disable", "Désactiver", "Disable"},
-    {"payment_links", "Liens de paiement", "Payment links"},
-    {"application_created", "Application créée", "Application created"},
-    {"secret_shown_once_copy_it",
-     "Secret (affiché une seule fois, copiez-le maintenant) :", "Secret (shown once: copy it now):"},
-    {"continue", "Continuer", "Continue"},
-    {"new_application", "Nouvelle application", "New application"},
-    {"new_oauth_application", "Nouvelle application OAuth", "New OAuth application"},
-    {"name", "Nom", "Name"},
-    {"redirect_uris_space_separated_optional", "URI de redirection (séparées par des espaces, facultatif)",
-     "Redirect URIs (space-separated, optional)"},
-    {"create", "Créer", "Create"},
-    {"redirect_uris", "URI de redirection", "Redirect URIs"},
-    {"rotate_secret", "Nouveau secret", "Rotate secret"},
-    {"oauth_applications", "Applications OAuth", "OAuth applications"},
-    {"api_keys", "Clés d'API", "API keys"},
-    {"merchant_keys_hosted_checkout_plugins",
-     "Clés marchand (paiement hébergé, extensions) et clés de l'API de liaison de portefeuille.",
-     "Merchant keys (hosted checkout, plugins) and wallet link API keys."},
-    {"key", "Clé", "Key"},
-    {"kind", "Type", "Kind"},
-    {"created_2", "Créée", "Created"},
-    {"revoked", "Révoquée", "Revoked"},
-    {"revoke", "Révoquer", "Revoke"},
-    {"developers", "Développeurs", "Developers"},
-    {"new_secret_shown_once", "Nouveau secret (affiché une seule fois) :", "New secret (shown once):"},
-    {"new_secret", "Nouveau secret", "New secret"},
-    {"key_shown_once_copy_it",
-     "Clé (affichée une seule fois, copiez-la maintenant) :", "Key (shown once: copy it now):"},
-    {"new_key", "Nouvelle clé", "New key"},
-    {"role", "Rôle", "Role"},
-    {"add_or_change_a_member", "Ajouter ou changer un membre", "Add or change a member"},
-    {"remove", "retirer", "remove"},
-    {"save", "Enregistrer", "Save"},
-    {"team", "Équipe", "Team"},
-    {"time_zone", "Fuseau horaire", "Time zone"},
-    {"the_dashboard_s_and_your",
-     "Les dates du tableau de bord et des pages de paiement de vos clients sont "
-     "données dans ce fuseau.",
-     "The dashboard's and your customers' payment pages' times are given in this "
-     "zone."},
-    {"your_first_country_s", " — celui de votre premier pays", " — your first country's"},
-    {"change_the_zone", "Changer de fuseau", "Change the zone"},
-    {"my_first_country_s", "Celui de mon premier pays", "My first country's"},
-    {"settings", "Réglages", "Settings"},
-};
-constexpr auto kTexts = web::texts::table(kTextsData);
-const web::texts::Enrolled kEnrolled{"dashboard/merchant_pages", kTexts};
-
-// The text of `key` in `locale`.
-std::string_view say(i18n::Locale locale, web::texts::Key<kTexts> key) { return key.in(locale); }
 
 // The buttons making a new API key, by kind.
 struct NewKey {
@@ -420,7 +322,7 @@ web::Response Service::transaction(web::Request& req) {
     body += force_form(*c, path("/transactions/" + web::percent_encode(reference) + "/force"));
   body += "</section><section class=\"card\" aria-labelledby=\"tl\"><h2 id=\"tl\">" +
           std::string(say(c->locale, "timeline")) + "</h2><ol id=\"timeline\"><li>" + when(tx.created_at, c->zone) +
-          " — " + std::string(say(c->locale, "created")) + "</li>";
+          " — " + std::string(say(c->locale, "created_lower")) + "</li>";
   for (const auto& s : t.steps)
     body += "<li>" + when(s.at, c->zone) + " — " + escape(s.from) + " → " + badge(s.to) + " <span class=\"muted\">(" +
             escape(s.source) + (s.reason ? ": " + escape(*s.reason) : "") + ")</span></li>";

@@ -13,6 +13,7 @@
 #include "core/time.hpp"
 #include "dashboard/internal.hpp"
 #include "dashboard/store.hpp"
+#include "dashboard/texts.hpp"
 #include "identity/model.hpp"
 #include "identity/service.hpp"
 #include "identity/store.hpp"
@@ -20,107 +21,10 @@
 #include "payments/ledger.hpp"
 #include "store/jobs.hpp"
 #include "web/envelope.hpp"
-#include "web/texts.hpp"
 #include "webhooks/registry.hpp"
 #include "webhooks/service.hpp"
 
 namespace sika::dashboard {
-
-namespace {
-
-// The texts of these pages (web/texts.hpp).
-constexpr web::texts::Entry kTextsData[] = {
-    {"yes", "oui", "yes"},
-    {"no", "non", "no"},
-    {"matricule", "Matricule", "Matricule"},
-    {"name", "Nom", "Name"},
-    {"countries", "Pays", "Countries"},
-    {"tier", "Niveau", "Tier"},
-    {"environment", "Environnement", "Environment"},
-    {"active", "Actif", "Active"},
-    {"new_merchant", "Nouveau marchand", "New merchant"},
-    {"countries_iso_alpha_3_codes", "Pays (codes ISO alpha-3, séparés par des virgules)",
-     "Countries (ISO alpha-3 codes, comma-separated)"},
-    {"create", "Créer", "Create"},
-    {"merchants", "Marchands", "Merchants"},
-    {"tier_2", "niveau ", "tier "},
-    {"active_2", "Actif : ", "Active: "},
-    {"disable", "Désactiver", "Disable"},
-    {"enable", "Activer", "Enable"},
-    {"countries_and_tier", "Pays et niveau", "Countries and tier"},
-    {"correct_the_fields_shown", "Corrigez les champs signalés.", "Correct the fields shown."},
-    {"countries_iso_alpha_3_codes_2", "Pays (codes ISO alpha-3 du catalogue, séparés par des virgules)",
-     "Countries (ISO alpha-3 codes of the catalog, comma-separated)"},
-    {"tier_0_to_100", "Niveau (0 à 100)", "Tier (0 to 100)"},
-    {"its_applications_and_staff_follow",
-     "Ses applications et son équipe suivent ; leurs jetons déjà émis sont refusés.",
-     "Its applications and staff follow; their tokens already issued are refused."},
-    {"save", "Enregistrer", "Save"},
-    {"oauth_applications", "Applications OAuth", "OAuth applications"},
-    {"new_oauth_application", "Nouvelle application OAuth", "New OAuth application"},
-    {"redirect_uris_optional", "URI de redirection (facultatif)", "Redirect URIs (optional)"},
-    {"members", "Membres", "Members"},
-    {"role", "Rôle", "Role"},
-    {"remove", "retirer", "remove"},
-    {"ledger_ok_no_violation", "Grand livre cohérent : aucune anomalie.", "Ledger OK: no violation."},
-    {"violations_found", "Anomalies trouvées.", "Violations found."},
-    {"accounts", "comptes", "accounts"},
-    {"journals", "journaux", "journals"},
-    {"entries", "écritures", "entries"},
-    {"currency", "Devise", "Currency"},
-    {"debits", "Débits", "Debits"},
-    {"credits", "Crédits", "Credits"},
-    {"ledger_check", "Contrôle du grand livre", "Ledger check"},
-    {"job_queues", "Files de travaux", "Job queues"},
-    {"no_job", "Aucun travail.", "No job."},
-    {"queue", "File", "Queue"},
-    {"failed_webhooks", "Webhooks en échec", "Failed webhooks"},
-    {"failed_deliveries", "livraisons en échec", "failed deliveries"},
-    {"outbox_lag", "Retard de l'outbox", "Outbox lag"},
-    {"event_s_waiting", "événement(s) en attente", "event(s) waiting"},
-    {"the_oldest_for", "le plus ancien depuis", "the oldest for"},
-    {"webhook_failure_rate", "Taux d'échec des webhooks", "Webhook failure rate"},
-    {"no_delivery_attempt", "Aucun essai de livraison.", "No delivery attempt."},
-    {"text", ",", "."},
-    {"of_the", "des", "of the"},
-    {"last_attempts", "derniers essais", "last attempts"},
-    {"outcome", "Résultat", "Outcome"},
-    {"attempts", "Essais", "Attempts"},
-    {"system_health", "État du système", "System health"},
-    {"dialling_code", "Indicatif", "Dialling code"},
-    {"services", "Services", "Services"},
-    {"country", "Pays", "Country"},
-    {"kind", "Type", "Kind"},
-    {"providers", "Opérateurs", "Providers"},
-    {"pricing_rules", "Règles de tarification", "Pricing rules"},
-    {"operation", "Opération", "Operation"},
-    {"amounts", "Montants", "Amounts"},
-    {"fee", "Frais", "Fee"},
-    {"exchange_rates", "Taux de change", "Exchange rates"},
-    {"from", "De", "From"},
-    {"to", "Vers", "To"},
-    {"rate", "Taux", "Rate"},
-    {"since", "Depuis", "Since"},
-    {"by", "Par", "By"},
-    {"order_currency", "Devise de la commande", "Order currency"},
-    {"paid_currency", "Devise payée", "Paid currency"},
-    {"rate_e_g_655_957", "Taux (ex. 655.957 ou 1/600)", "Rate (e.g. 655.957 or 1/600)"},
-    {"save_the_rate", "Enregistrer le taux", "Save the rate"},
-    {"create_or_change_an_entry", "Créer ou modifier une entrée", "Create or change an entry"},
-    {"mode", "Mode", "Mode"},
-    {"update_the_given_fields", "modifier (champs donnés)", "update (the given fields)"},
-    {"create_2", "créer", "create"},
-    {"replace", "remplacer", "replace"},
-    {"record_json", "Enregistrement (JSON)", "Record (JSON)"},
-    {"catalog", "Catalogue", "Catalog"},
-};
-constexpr auto kTexts = web::texts::table(kTextsData);
-const web::texts::Enrolled kEnrolled{"dashboard/operator_pages", kTexts};
-
-// The text of `key` in `locale`.
-std::string_view say(i18n::Locale locale, web::texts::Key<kTexts> key) { return key.in(locale); }
-
-}  // namespace
 
 namespace bj = boost::json;
 using web::html::escape;
@@ -636,9 +540,9 @@ web::Response Service::catalog_page(web::Request& req) {
   if (!rates) return error_page(req, rates.error());
   body += "<section class=\"card\" aria-labelledby=\"fx\"><h2 id=\"fx\">" +
           std::string(say(c->locale, "exchange_rates")) + "</h2><table id=\"fx-rates\"><thead><tr><th>" +
-          std::string(say(c->locale, "from")) + "</th><th>" + std::string(say(c->locale, "to")) + "</th><th>" +
-          std::string(say(c->locale, "rate")) + "</th><th>" + std::string(say(c->locale, "since")) + "</th><th>" +
-          std::string(say(c->locale, "by")) + "</th></tr></thead><tbody>";
+          std::string(say(c->locale, "from_party")) + "</th><th>" + std::string(say(c->locale, "to_party")) +
+          "</th><th>" + std::string(say(c->locale, "rate")) + "</th><th>" + std::string(say(c->locale, "since")) +
+          "</th><th>" + std::string(say(c->locale, "by")) + "</th></tr></thead><tbody>";
   for (const auto& r : *rates)
     body += "<tr><td>" + escape(r.base) + "</td><td>" + escape(r.quote) + "</td><td>" +
             escape(catalog::fx::ratio_text(r.rate)) + "</td><td>" + escape(iso8601(r.valid_from)) + "</td><td>" +

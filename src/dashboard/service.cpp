@@ -1,6 +1,7 @@
 // Sign-in (OpenID Connect with our identity service), the TOTP step, the page layout, and the
 // pages every role shares (home, audit log, security, team).
 #include "dashboard/service.hpp"
+#include "dashboard/texts.hpp"
 
 #include <boost/json.hpp>
 
@@ -21,96 +22,18 @@
 #include "links/qr.hpp"
 #include "payments/queries.hpp"
 #include "web/envelope.hpp"
-#include "web/texts.hpp"
 #include "webhooks/secret_box.hpp"
 
 namespace sika::dashboard {
-
-namespace {
-
-// The texts of these pages (web/texts.hpp).
-constexpr web::texts::Entry kTextsData[] = {
-    {"nav_home", "Accueil", "Home"},
-    {"nav_transactions", "Transactions", "Transactions"},
-    {"nav_payment_links", "Liens de paiement", "Payment links"},
-    {"nav_payouts", "Versements", "Payouts"},
-    {"nav_subscriptions", "Abonnements", "Subscriptions"},
-    {"nav_checkout", "Checkout", "Checkout"},
-    {"nav_linked_wallets", "Portefeuilles liés", "Linked wallets"},
-    {"nav_webhooks", "Webhooks", "Webhooks"},
-    {"nav_developers", "Développeurs", "Developers"},
-    {"nav_sandbox", "Bac à sable", "Sandbox"},
-    {"nav_team", "Équipe", "Team"},
-    {"nav_settings", "Réglages", "Settings"},
-    {"nav_audit_log", "Journal d'audit", "Audit log"},
-    {"nav_security", "Sécurité", "Security"},
-    {"nav_merchants", "Marchands", "Merchants"},
-    {"nav_catalog", "Catalogue", "Catalog"},
-    {"nav_ledger", "Grand livre", "Ledger"},
-    {"nav_health", "État du système", "Health"},
-    {"times_in", "heures en ", "times in "},
-    {"main_menu", "Menu principal", "Main menu"},
-    {"menu", "Menu", "Menu"},
-    {"sign_out", "Se déconnecter", "Sign out"},
-    {"actions", "Actions", "Actions"},
-    {"two_factor_authentication", "Double authentification", "Two-factor authentication"},
-    {"on_a_totp_code_is", "Activée : un code TOTP est demandé à chaque connexion.",
-     "On: a TOTP code is asked at every sign-in."},
-    {"off", "Désactivée.", "Off."},
-    {"turn_on", "Activer", "Turn on"},
-    {"security", "Sécurité", "Security"},
-    {"balances", "Soldes", "Balances"},
-    {"no_balance_yet", "Aucun solde.", "No balance yet."},
-    {"currency", "Devise", "Currency"},
-    {"available", "Disponible", "Available"},
-    {"pending", "En attente", "Pending"},
-    {"volume_of_the_last_14", "Volume des 14 derniers jours", "Volume of the last 14 days"},
-    {"no_transaction_in_the_period", "Aucune transaction sur la période.", "No transaction in the period."},
-    {"day", "Jour", "Day"},
-    {"collected", "Encaissé", "Collected"},
-    {"transactions", "Transactions", "Transactions"},
-    {"success", "Réussite", "Success"},
-    {"date", "Date", "Date"},
-    {"actor", "Auteur", "Actor"},
-    {"action", "Action", "Action"},
-    {"object", "Objet", "Object"},
-    {"details", "Détails", "Details"},
-    {"older", "Plus anciens →", "Older →"},
-    {"audit_log", "Journal d'audit", "Audit log"},
-    {"back_home", "Retour à l'accueil", "Back to the home page"},
-    {"error", "Erreur", "Error"},
-    {"totp_title", "Double authentification", "Two-factor authentication"},
-    {"totp_set_up", "Activer la double authentification", "Set up two-factor authentication"},
-    {"totp_scan",
-     "Scannez ce code avec une application d'authentification (TOTP), puis saisissez le code à six chiffres qu'elle "
-     "affiche.",
-     "Scan this code with an authenticator app (TOTP), then enter the six-digit code it shows."},
-    {"totp_qr", "Code QR de la clé TOTP", "QR code of the TOTP key"},
-    {"totp_type_key", "Ou saisissez la clé : ", "Or type the key: "},
-    {"totp_verification_code", "Code de vérification", "Verification code"},
-    {"totp_enter", "Saisissez le code à six chiffres de votre application d'authentification.",
-     "Enter the six-digit code of your authenticator app."},
-    {"totp_too_many", "Trop d'essais, réessayez dans quelques minutes.",
-     "Too many attempts, try again in a few minutes."},
-    {"totp_incorrect", "Code incorrect.", "Incorrect code."},
-    {"totp_code", "Code", "Code"},
-    {"totp_verify", "Vérifier", "Verify"},
-    {"chart_title", "Volume encaissé par jour et taux de réussite, ", "Daily collected volume and success rate, "},
-    {"chart_rate", "— taux de réussite", "— success rate"},
-};
-constexpr auto kTexts = web::texts::table(kTextsData);
-const web::texts::Enrolled kEnrolled{"dashboard/service", kTexts};
-
-// The text of `key` in `locale`.
-using Key = web::texts::Key<kTexts>;
-std::string_view say(i18n::Locale locale, Key key) { return key.in(locale); }
-
-}  // namespace
 
 namespace bj = boost::json;
 using web::html::escape;
 
 namespace {
+
+// The dashboard's texts, registered for the test that checks both languages.
+const web::texts::Enrolled kEnrolled{"dashboard", kTexts};
+using Key = web::texts::Key<kTexts>;
 
 constexpr std::string_view kLoginCookie = "sika_dsh_login";
 constexpr std::string_view kLangCookie = "sika_dsh_lang";

@@ -8,56 +8,13 @@
 #include "core/json.hpp"
 #include "core/time.hpp"
 #include "dashboard/internal.hpp"
+#include "dashboard/texts.hpp"
 #include "notify/notifier.hpp"
 #include "payments/service.hpp"
-#include "web/texts.hpp"
 #include "webhooks/registry.hpp"
 #include "webhooks/service.hpp"
 
 namespace sika::dashboard {
-
-namespace {
-
-// The texts of these pages (web/texts.hpp).
-constexpr web::texts::Entry kTextsData[] = {
-    {"signing_secret_shown_once_copy", "Secret de signature (affiché une seule fois, copiez-le maintenant) :",
-     "Signing secret (shown once: copy it now):"},
-    {"continue", "Continuer", "Continue"},
-    {"operator_s_answer_sandbox", "Réponse de l'opérateur (bac à sable)", "Operator's answer (sandbox)"},
-    {"force", "Forcer", "Force"},
-    {"replay", "Rejouer", "Replay"},
-    {"endpoints", "Points de terminaison", "Endpoints"},
-    {"events", "Événements", "Events"},
-    {"enabled", "Actif", "Enabled"},
-    {"secret_since", "Secret depuis", "Secret since"},
-    {"yes", "oui", "yes"},
-    {"no", "non", "no"},
-    {"rotate_secret", "Nouveau secret", "Rotate secret"},
-    {"new_endpoint", "Nouveau point de terminaison", "New endpoint"},
-    {"description", "Description", "Description"},
-    {"create", "Créer", "Create"},
-    {"delivery_log", "Journal des livraisons", "Delivery log"},
-    {"failures_only", "Échecs seulement", "Failures only"},
-    {"all", "Toutes", "All"},
-    {"event", "Événement", "Event"},
-    {"status", "Statut", "Status"},
-    {"attempts", "Essais", "Attempts"},
-    {"outbox_sandbox_sms_and_e", "Boîte d'envoi (SMS et e-mails du bac à sable)", "Outbox (sandbox SMS and e-mail)"},
-    {"recipient_test_number_or_address", "Destinataire (numéro ou adresse de test)",
-     "Recipient (test number or address)"},
-    {"show", "Afficher", "Show"},
-    {"channel", "Canal", "Channel"},
-    {"message", "Message", "Message"},
-    {"no_message", "Aucun message.", "No message."},
-    {"sandbox_tools", "Outils du bac à sable", "Sandbox tools"},
-};
-constexpr auto kTexts = web::texts::table(kTextsData);
-const web::texts::Enrolled kEnrolled{"dashboard/tools_pages", kTexts};
-
-// The text of `key` in `locale`.
-std::string_view say(i18n::Locale locale, web::texts::Key<kTexts> key) { return key.in(locale); }
-
-}  // namespace
 
 namespace bj = boost::json;
 using web::html::escape;
@@ -174,7 +131,7 @@ web::Response Service::webhooks_page(web::Request& req) {
             std::string(say(c->locale, "create")) + "</button></form>";
   body += "<section class=\"card\"><h2>" + std::string(say(c->locale, "delivery_log")) +
           "</h2><p><a href=\"?status=failed\">" + std::string(say(c->locale, "failures_only")) +
-          "</a> · <a href=\"?\">" + std::string(say(c->locale, "all")) +
+          "</a> · <a href=\"?\">" + std::string(say(c->locale, "all_fem")) +
           "</a></p><div class=\"scroll\"><table "
           "id=\"delivery-log\"><thead><tr><th>Date</th><th>" +
           std::string(say(c->locale, "event")) + "</th><th>URL</th><th>" + std::string(say(c->locale, "status")) +

@@ -6,36 +6,10 @@
 
 #include "core/money.hpp"
 #include "dashboard/internal.hpp"
+#include "dashboard/texts.hpp"
 #include "wallets/service.hpp"
-#include "web/texts.hpp"
 
 namespace sika::dashboard {
-
-namespace {
-
-// The texts of these pages (web/texts.hpp).
-constexpr web::texts::Entry kTextsData[] = {
-    {"your_users_wallets_linked_through",
-     "Les portefeuilles de vos utilisateurs liés par l'API de liaison (x-api-key).",
-     "Your users' wallets linked through the link API (x-api-key)."},
-    {"no_linked_wallet", "Aucun portefeuille lié.", "No linked wallet."},
-    {"reference", "Référence", "Reference"},
-    {"wallet", "Portefeuille", "Wallet"},
-    {"phone", "Téléphone", "Phone"},
-    {"status", "Statut", "Status"},
-    {"per_payment", "Par paiement", "Per payment"},
-    {"left_this_period", "Reste sur la période", "Left this period"},
-    {"created", "Créé", "Created"},
-    {"unlink", "Délier", "Unlink"},
-    {"linked_wallets", "Portefeuilles liés", "Linked wallets"},
-};
-constexpr auto kTexts = web::texts::table(kTextsData);
-const web::texts::Enrolled kEnrolled{"dashboard/wallet_pages", kTexts};
-
-// The text of `key` in `locale`.
-std::string_view say(i18n::Locale locale, web::texts::Key<kTexts> key) { return key.in(locale); }
-
-}  // namespace
 
 namespace bj = boost::json;
 using web::html::escape;
@@ -64,8 +38,8 @@ web::Response Service::wallet_links(web::Request& req) {
             std::string(say(c->locale, "reference")) + "</th><th>" + std::string(say(c->locale, "wallet")) +
             "</th><th>" + std::string(say(c->locale, "phone")) + "</th><th>" + std::string(say(c->locale, "status")) +
             "</th><th class=\"num\">" + std::string(say(c->locale, "per_payment")) + "</th><th class=\"num\">" +
-            std::string(say(c->locale, "left_this_period")) + "</th><th>" + std::string(say(c->locale, "created")) +
-            "</th><th></th></tr></thead><tbody>";
+            std::string(say(c->locale, "left_this_period")) + "</th><th>" +
+            std::string(say(c->locale, "created_masc")) + "</th><th></th></tr></thead><tbody>";
     for (const auto& l : *links) {
       const std::int64_t left = std::max<std::int64_t>(0, l.limits.per_period - wallets::spent_at(l, at));
       body += "<tr><td>" + escape(l.reference) + "</td><td>" + escape(l.wallet.matricule) + "</td><td>" +
