@@ -2,7 +2,6 @@
 // redirect rules, consent, refresh-token rotation with grace and reuse detection.
 #include "identity/fixture.hpp"
 
-
 namespace sika::identity::testing {
 namespace {
 

@@ -2,7 +2,6 @@
 // validation, logout redirects, discovery.
 #include "identity/fixture.hpp"
 
-
 namespace sika::identity::testing {
 namespace {
 

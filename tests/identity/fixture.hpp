@@ -118,7 +118,7 @@ inline std::int64_t count_rows(store::Db& db, const std::string& sql) {
 }
 
 inline web::Response cc_token(Service& s, const std::string& client, const std::string& secret,
-                       const std::string& scope = "") {
+                              const std::string& scope = "") {
   bj::object b{{"grant_type", "client_credentials"}, {"client_id", client}, {"client_secret", secret}};
   if (!scope.empty()) b["scope"] = scope;
   web::Request r;
@@ -130,7 +130,7 @@ inline web::Response cc_token(Service& s, const std::string& client, const std::
 }
 
 inline web::Response post_as(Service& s, web::Response (Service::*endpoint)(web::Request&), const web::Fields& form,
-                      const std::string& client, const std::string& secret) {
+                             const std::string& client, const std::string& secret) {
   web::Request r;
   r.method = "POST";
   r.body = form_encode(form);

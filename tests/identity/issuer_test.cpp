@@ -3,7 +3,6 @@
 // authentication throttling, and answers from the I/O thread.
 #include "identity/fixture.hpp"
 
-
 namespace sika::identity::testing {
 namespace {
 

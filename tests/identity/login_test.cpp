@@ -2,7 +2,6 @@
 // the device cookie under distributed guessing, concurrent wrong passwords.
 #include "identity/fixture.hpp"
 
-
 namespace sika::identity::testing {
 namespace {
 

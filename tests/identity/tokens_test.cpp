@@ -4,7 +4,6 @@
 //   scripts/with-postgres.sh build/tests/identity/identity_test
 #include "identity/fixture.hpp"
 
-
 namespace sika::identity::testing {
 namespace {
 

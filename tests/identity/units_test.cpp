@@ -2,7 +2,6 @@
 // grant model, and the pages' texts.
 #include "identity/fixture.hpp"
 
-
 namespace sika::identity::testing {
 namespace {
 
