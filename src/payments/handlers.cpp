@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/money.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "notify/notifier.hpp"
 #include "otp/code.hpp"
@@ -161,23 +162,24 @@ Result<web::Response> Service::fee_quote(web::Request& req) {
   auto currency = json::get_string(body, "currency", errors, true);
   auto bearer = json::get_string(body, "feeBearer", errors);
   const std::string fee_bearer = bearer.value_or(std::string(kCustomerBearsFee));
-  if (amount && *amount <= 0) errors.add("amount", "must be a positive integer (minor units)");
-  if (amount && *amount > options_.max_amount)
-    errors.add("amount", "must be at most " + std::to_string(options_.max_amount));
-  if (currency && !money::is_currency_code(*currency)) errors.add("currency", "must be a 3-letter ISO 4217 code");
-  if (fee_bearer != kCustomerBearsFee && fee_bearer != kMerchantBearsFee)
-    errors.add("feeBearer", "must be CUSTOMER or MERCHANT");
-  if (provider && provider->empty()) errors.add("provider", "is required");
+  if (amount && *amount <= 0) errors.add("amount", Reason::positive_minor_units);
+  if (amount && *amount > options_.max_amount) errors.add("amount", reason::at_most(options_.max_amount));
+  if (currency && !money::is_currency_code(*currency)) errors.add("currency", Reason::currency_code);
+  if (fee_bearer != kCustomerBearsFee && fee_bearer != kMerchantBearsFee) errors.add("feeBearer", Reason::fee_bearer);
+  if (provider && provider->empty()) errors.add("provider", Reason::required);
   auto cat = catalog();
   const catalog::PaymentService* service = nullptr;
   if (provider && !provider->empty()) service = usable_service(*cat, *provider, "provider", errors);
   if (service && currency && money::is_currency_code(*currency) && *currency != service->currency)
-    errors.add("currency", "must be " + service->currency + ", the currency of " + service->code);
+    errors.add("currency",
+               Problem(Reason::service_currency, {{"currency", service->currency}, {"service", service->code}}));
   if (service && amount && *amount > 0) {
     if (service->min_amount && *amount < *service->min_amount)
-      errors.add("amount", "must be at least " + std::to_string(*service->min_amount) + " for " + service->code);
+      errors.add("amount", Problem(Reason::at_least_for_service,
+                                   {{"min", std::to_string(*service->min_amount)}, {"service", service->code}}));
     if (service->max_amount && *amount > *service->max_amount)
-      errors.add("amount", "must be at most " + std::to_string(*service->max_amount) + " for " + service->code);
+      errors.add("amount", Problem(Reason::at_most_for_service,
+                                   {{"max", std::to_string(*service->max_amount)}, {"service", service->code}}));
   }
   SIKA_TRY(errors.status());
   const catalog::Country* country = cat->country_by_id(service->country_id);
@@ -221,7 +223,7 @@ Result<web::Response> Service::sandbox_messages(web::Request& req) {
   std::string digits;
   auto phone = req.query_param("phone");
   if (!phone || phone->empty()) {
-    errors.add("phone", "is required: the number in international form (+237690000042)");
+    errors.add("phone", Reason::required_international_phone);
   } else {
     std::string_view p = *phone;
     if (!p.empty() && p.front() == '+') p.remove_prefix(1);
@@ -230,7 +232,7 @@ Result<web::Response> Service::sandbox_messages(web::Request& req) {
     if (ok)
       digits = std::string(p);
     else
-      errors.add("phone", "must be 6 to 15 digits, optionally after +");
+      errors.add("phone", Reason::phone_6_to_15);
   }
   std::int64_t limit = 20;
   if (auto l = req.query_param("limit")) {
@@ -243,7 +245,7 @@ Result<web::Response> Service::sandbox_messages(web::Request& req) {
     if (ok && v >= 1 && v <= 50)
       limit = v;
     else
-      errors.add("limit", "must be an integer from 1 to 50");
+      errors.add("limit", reason::with(Reason::integer_one_to, "max", "50"));
   }
   SIKA_TRY(errors.status());
   std::vector<notify::OutboxMessage> messages;

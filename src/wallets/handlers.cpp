@@ -3,6 +3,7 @@
 // string, POST from a JSON (or form) body.
 #include <boost/json.hpp>
 
+#include "core/reason.hpp"
 #include "merchant/merchant.hpp"
 #include "otp/code.hpp"
 #include "otp/service.hpp"
@@ -36,7 +37,7 @@ Result<bj::object> link_fields(const web::Request& req, std::initializer_list<st
   for (const auto& kv : o)
     if (kv.key() != "apikey" && std::find(allowed.begin(), allowed.end(), kv.key()) == allowed.end())
       errors.add(kv.key(), "is not a known field");
-  if (!o.contains("apikey")) errors.add("apikey", "is required (the link's key returned by link/new)");
+  if (!o.contains("apikey")) errors.add("apikey", Reason::required_link_key);
   return o;
 }
 
@@ -75,7 +76,7 @@ Result<std::pair<std::string, Transfer>> transfer_of(const web::Request& req, bo
   std::string apikey = text_of(o, "apikey", errors);
   if (auto a = json::get_int(o, "amount", errors, true)) {
     t.amount = *a;
-    if (t.amount <= 0) errors.add("amount", "must be a positive integer (minor units)");
+    if (t.amount <= 0) errors.add("amount", Reason::positive_minor_units);
   }
   if (auto c = json::get_string(o, "currency", errors)) t.currency = *c;
   if (auto u = json::get_string(o, "transaction_uuid", errors, true)) t.transaction_uuid = *u;
@@ -158,7 +159,7 @@ Result<web::Response> Service::link_confirm(web::Request& req) {
   SIKA_ASSIGN_OR_RETURN(auto o, link_fields(req, {"otp"}, errors));
   std::string apikey = text_of(o, "apikey", errors);
   std::string code = otp::read_code(o, "otp", otp_.options().code_length, errors).value_or("");
-  if (code.empty() && !errors.has("otp")) errors.add("otp", "is required (the code sent to the user)");
+  if (code.empty() && !errors.has("otp")) errors.add("otp", Reason::required_user_code);
   SIKA_TRY(errors.status());
   return answer_link(req, confirm(*req.principal, apikey, code), now());
 }
@@ -214,8 +215,8 @@ Result<web::Response> Service::link_approve(web::Request& req) {
   std::string reference = text_of(o, "transaction_reference", errors);
   std::string code = otp::read_code(o, "otp", otp_.options().code_length, errors).value_or("");
   if (reference.empty() && !errors.has("transaction_reference"))
-    errors.add("transaction_reference", "is required (the payment link/init answered)");
-  if (code.empty() && !errors.has("otp")) errors.add("otp", "is required (the code sent to the user)");
+    errors.add("transaction_reference", Reason::required_link_reference);
+  if (code.empty() && !errors.has("otp")) errors.add("otp", Reason::required_user_code);
   SIKA_TRY(errors.status());
   return answer_tx(req, approve(*req.principal, apikey, reference, code));
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/reason.hpp"
 #include "core/time.hpp"
 
 namespace sika::wallets {
@@ -95,17 +96,17 @@ LinkRequest parse_link_request(const bj::object& fields, json::FieldErrors& erro
                     r.email.find('@', at + 1) == std::string::npos &&
                     r.email.find_first_of(" \t\r\n<>\",;") == std::string::npos &&
                     r.email.find('.', at) != std::string::npos;
-    if (!ok) errors.add("email", "must be an e-mail address");
+    if (!ok) errors.add("email", Reason::email);
   }
   if (auto phone = text_field(fields, "phone", errors)) {
     r.phone = *phone;
-    if (!digits_only(r.phone) || r.phone.size() > 15) errors.add("phone", "must be digits only (at most 15)");
+    if (!digits_only(r.phone) || r.phone.size() > 15) errors.add("phone", Reason::digits_at_most_15);
   }
   if (auto cc = text_field(fields, "phoneCountry", errors)) {
     r.phone_country = *cc;
     if (r.phone_country.size() < 2 || r.phone_country.size() > 4 || r.phone_country[0] != '+' ||
         !digits_only(std::string_view(r.phone_country).substr(1)))
-      errors.add("phoneCountry", "must be a dialling code with a leading plus, e.g. +237");
+      errors.add("phoneCountry", Reason::dialling_code_plus);
   }
   // Limits the partner asks for: at the top level (query strings) or in a "limits" object.
   const bj::object* limits = &fields;

@@ -49,13 +49,13 @@ Error not_active(const Link& l) {
 }
 
 // The rules every charge, payout, top-up and withdrawal shares; `currency` is the link's (the
-// wallet's home) currency, `whose` says which.
-void check_transfer(const Transfer& t, std::string_view currency, std::string_view whose, json::FieldErrors& errors) {
-  if (t.amount <= 0) errors.add("amount", "must be a positive integer (minor units)");
+// wallet's home) currency, `whose` says which (Reason::link_currency or Reason::wallet_currency).
+void check_transfer(const Transfer& t, std::string_view currency, Reason whose, json::FieldErrors& errors) {
+  if (t.amount <= 0) errors.add("amount", Reason::positive_minor_units);
   if (!t.currency.empty() && t.currency != currency)
-    errors.add("currency", "must be the " + std::string(whose) + " currency " + std::string(currency));
-  if (!is_uuid(t.transaction_uuid)) errors.add("transaction_uuid", "must be a UUID");
-  if (t.description.size() > 255) errors.add("description", "must be at most 255 characters");
+    errors.add("currency", reason::with(whose, "currency", std::string(currency)));
+  if (!is_uuid(t.transaction_uuid)) errors.add("transaction_uuid", Reason::uuid_plain);
+  if (t.description.size() > 255) errors.add("description", reason::at_most_chars(255));
 }
 
 // The payments request of a checked transfer.
@@ -352,7 +352,7 @@ Result<Link> Service::unlink_by_user(const Wallet& wallet, std::string_view refe
 Result<payments::IntentRequest> Service::transfer_intent(const KeyedLink& l, const Transfer& t,
                                                          std::string_view operation) {
   json::FieldErrors errors;
-  check_transfer(t, l.currency, "link's", errors);
+  check_transfer(t, l.currency, Reason::link_currency, errors);
   SIKA_TRY(errors.status());
   SIKA_ASSIGN_OR_RETURN(const catalog::PaymentService* service, wallet_service(l.wallet.country, "apikey"));
   payments::IntentRequest r = intent_of(t, operation, l.currency, service->code, payments::kChannelWallet,
@@ -473,7 +473,7 @@ Result<payments::IntentRequest> Service::mobile_money_intent(const Wallet& w, co
   auto cat = catalog_();
   if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
   json::FieldErrors errors;
-  check_transfer(t, w.currency, "wallet's", errors);
+  check_transfer(t, w.currency, Reason::wallet_currency, errors);
   const catalog::Country* country = cat->country(w.country);
   const std::string number = "+" + w.msisdn;
   const catalog::PaymentService* service = nullptr;
@@ -484,7 +484,7 @@ Result<payments::IntentRequest> Service::mobile_money_intent(const Wallet& w, co
   if (!t.provider.empty()) {
     const catalog::PaymentService* s = cat->service(t.provider);
     if (!s || !serves(*s))
-      errors.add("provider", "must be an active mobile-money service of " + w.country + " serving +" + w.msisdn);
+      errors.add("provider", Problem(Reason::wallet_service_inactive, {{"country", w.country}, {"msisdn", w.msisdn}}));
     else
       service = s;
   } else {
@@ -493,7 +493,8 @@ Result<payments::IntentRequest> Service::mobile_money_intent(const Wallet& w, co
         service = &s;
         break;
       }
-    if (!service) errors.add("provider", "no mobile-money service of " + w.country + " serves +" + w.msisdn);
+    if (!service)
+      errors.add("provider", Problem(Reason::wallet_service_none, {{"country", w.country}, {"msisdn", w.msisdn}}));
   }
   SIKA_TRY(errors.status());
   payments::IntentRequest r = intent_of(t, operation, w.currency, service->code, payments::kChannelProvider, number,
