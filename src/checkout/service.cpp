@@ -151,20 +151,22 @@ std::vector<Method> Service::methods(const Session& s, const std::vector<std::st
 
 // ---- sessions -------------------------------------------------------------------------------
 
-Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, json::FieldErrors errors) {
-  auto cat = catalog_();
-  if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
+namespace {
+
+// The currency and area of a new session against the catalog and the merchant's countries.
+void check_scope(const catalog::Catalog& cat, const merchant::Merchant& m, const NewSession& n,
+                 json::FieldErrors& errors) {
   // line=up: the order's currency may be one no method charges in, when a rate converts it.
   if (!errors.has("currency") && !n.currency.empty() && n.line != "up") {
     bool granted = false;
-    for (const auto& c : cat->countries())
+    for (const auto& c : cat.countries())
       if (c.active && c.currency == n.currency &&
           std::find(m.countries.begin(), m.countries.end(), c.code) != m.countries.end())
         granted = true;
     if (!granted) errors.add("currency", Reason::currency_not_collected);
   }
   if (!n.area.empty() && !errors.has("area")) {
-    const catalog::Country* area = area_country(*cat, n.area);
+    const catalog::Country* area = area_country(cat, n.area);
     if (!area || !area->active)
       errors.add("area", Reason::area_unknown);
     else if (std::find(m.countries.begin(), m.countries.end(), area->code) == m.countries.end())
@@ -173,37 +175,20 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
       errors.add("area", Problem(Reason::area_currency,
                                  {{"area", area->code}, {"currency", area->currency}, {"asked", n.currency}}));
   }
-  // What decides where the money goes comes from the merchant only: a request that sets it must
-  // be signed with the merchant's checkout secret (the form is in the customer's browser, and its
-  // apiKey is public). A signature, when sent, must match whatever the request sets.
-  if (!n.signature.empty()) {
-    const bool readable = std::none_of(std::begin(kSignedFields), std::end(kSignedFields),
-                                       [&](std::string_view f) { return errors.has(f); });
-    if (readable) {
-      SIKA_ASSIGN_OR_RETURN(SecretVersion key, signing_secret(m.id, m.matricule));
-      if (!verify(key.secret, request_canonical(n), n.signature)) errors.add("signature", Reason::signature_mismatch);
-    }
-  } else {
-    if (n.settlement_mode != payments::kDirect && !errors.has("settlement_mode"))
-      errors.add("settlement_mode", Reason::merchant_only);
-    if (!n.distribution.empty() && !errors.has("distribution")) errors.add("distribution", Reason::merchant_only);
-    if (n.fee_bearer != "CUSTOMER" && !errors.has("feeBearer")) errors.add("feeBearer", Reason::merchant_only);
-  }
-  // Return URLs: on one of the merchant's registered domains, when it registered any; the
-  // split beneficiaries: active merchants.
-  std::vector<std::string> domains;
-  std::vector<std::string> inactive;
-  bool signed_only = false;
-  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(signed_only, tables::signed_only(c, m.id));
-    SIKA_ASSIGN_OR_RETURN(domains, tables::domains(c, m.id));
-    inactive.clear();
-    for (const auto& line : n.distribution) {
-      SIKA_ASSIGN_OR_RETURN(auto found, merchant::find_by_matricule(c, line.matricule));
-      if (!found || !found->active || found->environment != m.environment) inactive.push_back(line.matricule);
-    }
-    return {};
-  }));
+}
+
+// An unsigned request may not set what decides where the money goes.
+void check_unsigned(const NewSession& n, json::FieldErrors& errors) {
+  if (n.settlement_mode != payments::kDirect && !errors.has("settlement_mode"))
+    errors.add("settlement_mode", Reason::merchant_only);
+  if (!n.distribution.empty() && !errors.has("distribution")) errors.add("distribution", Reason::merchant_only);
+  if (n.fee_bearer != "CUSTOMER" && !errors.has("feeBearer")) errors.add("feeBearer", Reason::merchant_only);
+}
+
+// The rules the merchant's own settings set: return URLs on its registered domains (when it has
+// any), signed requests only (when it asked for them), active split beneficiaries.
+void check_merchant_rules(const NewSession& n, const std::vector<std::string>& domains,
+                          const std::vector<std::string>& inactive, bool signed_only, json::FieldErrors& errors) {
   if (!domains.empty())
     for (auto [key, url] : {std::pair{"successUrl", &n.success_url}, std::pair{"failureUrl", &n.failure_url}}) {
       if (url->empty() || errors.has(key)) continue;
@@ -218,8 +203,21 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
   for (const auto& line : n.distribution)
     if (std::find(inactive.begin(), inactive.end(), line.matricule) != inactive.end())
       errors.add("distribution[" + std::to_string(line.position) + "].matricule", Reason::inactive_merchant);
-  SIKA_TRY(errors.status());
+}
 
+// The refusal of an order no method can collect: in its currency (and area), converted or not.
+Error no_method(const NewSession& n) {
+  if (n.line == "up")
+    return field_error("currency",
+                       n.area.empty() ? reason::with(Reason::no_method_fx, "currency", n.currency)
+                                      : Problem(Reason::no_method_fx_in, {{"currency", n.currency}, {"area", n.area}}));
+  return field_error("amount", n.area.empty()
+                                   ? reason::with(Reason::no_method, "currency", n.currency)
+                                   : Problem(Reason::no_method_in, {{"currency", n.currency}, {"area", n.area}}));
+}
+
+// A new OPEN session for the order, not yet stored.
+Session draft_session(const merchant::Merchant& m, const NewSession& n, std::int64_t now, std::int64_t ttl_ms) {
   Session s;
   s.reference = new_reference();
   s.merchant_id = m.id;
@@ -239,20 +237,53 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
   s.fee_bearer = n.fee_bearer;
   s.settlement_mode = n.settlement_mode;
   s.distribution = n.distribution;
-  s.created_at = s.updated_at = now();
-  s.expires_at = s.created_at + options_.session_ttl_ms;
+  s.created_at = s.updated_at = now;
+  s.expires_at = s.created_at + ttl_ms;
+  return s;
+}
+
+}  // namespace
+
+Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, json::FieldErrors errors) {
+  auto cat = catalog_();
+  if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
+  check_scope(*cat, m, n, errors);
+  // What decides where the money goes comes from the merchant only: a request that sets it must
+  // be signed with the merchant's checkout secret (the form is in the customer's browser, and its
+  // apiKey is public). A signature, when sent, must match whatever the request sets.
+  if (!n.signature.empty()) {
+    const bool readable = std::none_of(std::begin(kSignedFields), std::end(kSignedFields),
+                                       [&](std::string_view f) { return errors.has(f); });
+    if (readable) {
+      SIKA_ASSIGN_OR_RETURN(SecretVersion key, signing_secret(m.id, m.matricule));
+      if (!verify(key.secret, request_canonical(n), n.signature)) errors.add("signature", Reason::signature_mismatch);
+    }
+  } else {
+    check_unsigned(n, errors);
+  }
+  // Return URLs: on one of the merchant's registered domains, when it registered any; the
+  // split beneficiaries: active merchants.
+  std::vector<std::string> domains;
+  std::vector<std::string> inactive;
+  bool signed_only = false;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(signed_only, tables::signed_only(c, m.id));
+    SIKA_ASSIGN_OR_RETURN(domains, tables::domains(c, m.id));
+    inactive.clear();
+    for (const auto& line : n.distribution) {
+      SIKA_ASSIGN_OR_RETURN(auto found, merchant::find_by_matricule(c, line.matricule));
+      if (!found || !found->active || found->environment != m.environment) inactive.push_back(line.matricule);
+    }
+    return {};
+  }));
+  check_merchant_rules(n, domains, inactive, signed_only, errors);
+  SIKA_TRY(errors.status());
+
+  Session s = draft_session(m, n, now(), options_.session_ttl_ms);
   if (n.line == "up") {
     SIKA_ASSIGN_OR_RETURN(s.quotes, lock_quotes(n, m.countries));
   }
-  if (methods(s, m.countries).empty()) {
-    if (n.line == "up")
-      return field_error(
-          "currency", n.area.empty() ? reason::with(Reason::no_method_fx, "currency", n.currency)
-                                     : Problem(Reason::no_method_fx_in, {{"currency", n.currency}, {"area", n.area}}));
-    return field_error("amount", n.area.empty()
-                                     ? reason::with(Reason::no_method, "currency", n.currency)
-                                     : Problem(Reason::no_method_in, {{"currency", n.currency}, {"area", n.area}}));
-  }
+  if (methods(s, m.countries).empty()) return no_method(n);
 
   // Two rounds: an insert that loses a race for the order finds the winner's session.
   for (int round = 0; round < 3; ++round) {

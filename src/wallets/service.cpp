@@ -594,6 +594,34 @@ Result<payments::Transaction> Service::approve(const web::Principal& partner, st
   return payments_.execute_collection(std::move(*tx), std::string(code), "wallet-link");
 }
 
+namespace {
+
+// What each line of a distribution receives, and their total in `total`: the amounts given, or
+// the amount divided by the lines' rates (largest remainder, as a split); 400 when a line would
+// receive nothing.
+Result<std::vector<std::int64_t>> line_amounts(const DistributionRequest& r, std::int64_t& total) {
+  std::vector<std::int64_t> amounts;
+  if (r.lines.front().rate_ppm) {
+    std::vector<std::int64_t> rates;
+    for (const auto& line : r.lines) rates.push_back(*line.rate_ppm);
+    total = *r.amount;
+    amounts = payments::allocate_split(total, rates);
+  } else {
+    for (const auto& line : r.lines) {
+      amounts.push_back(*line.amount);
+      total += *line.amount;
+    }
+  }
+  json::FieldErrors errors;
+  for (std::size_t i = 0; i < amounts.size(); ++i)
+    if (amounts[i] <= 0)
+      errors.add("distribution[" + std::to_string(i) + "].rate", "gives this line nothing of the amount");
+  SIKA_TRY(errors.status());
+  return amounts;
+}
+
+}  // namespace
+
 Result<Distribution> Service::distribute(const web::Principal& partner, const DistributionRequest& r) {
   std::optional<Distribution> done;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
@@ -631,22 +659,7 @@ Result<Distribution> Service::distribute(const web::Principal& partner, const Di
   d.currency = links.front().currency;
   d.description = r.description;
   d.created_at = now();
-  std::vector<std::int64_t> amounts;
-  if (r.lines.front().rate_ppm) {
-    std::vector<std::int64_t> rates;
-    for (const auto& line : r.lines) rates.push_back(*line.rate_ppm);
-    d.amount = *r.amount;
-    amounts = payments::allocate_split(d.amount, rates);
-  } else {
-    for (const auto& line : r.lines) {
-      amounts.push_back(*line.amount);
-      d.amount += *line.amount;
-    }
-  }
-  for (std::size_t i = 0; i < links.size(); ++i)
-    if (amounts[i] <= 0)
-      errors.add("distribution[" + std::to_string(i) + "].rate", "gives this line nothing of the amount");
-  SIKA_TRY(errors.status());
+  SIKA_ASSIGN_OR_RETURN(std::vector<std::int64_t> amounts, line_amounts(r, d.amount));
 
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     done.reset();
