@@ -529,15 +529,10 @@ Result<Outcome> put_service(Conn& conn, const bj::object& record, Mode mode, std
 
 // ---- pricing rule ----
 
-Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(std::string code, record_code(record, kRuleCode, Reason::rule_code));
-  SIKA_ASSIGN_OR_RETURN(auto existing, select_one<PricingRule>(conn, kRuleSelect, "code = ?", {code}, &rule_from));
-  SIKA_ASSIGN_OR_RETURN(auto start, starting_point(Kind::pricing_rule, mode, code, existing));
-  if (!start) return Outcome{Change::unchanged, existing->id, code};
-  PricingRule p = std::move(*start);
-
-  FieldErrors errors;
-  Reader r(record, errors);
+// A pricing rule's own fields from its record (no database): operation, tier, amounts, rewards,
+// fee type and value, active. Problems go to `errors`.
+void read_rule_fields(Reader& r, Mode mode, const std::optional<PricingRule>& existing, PricingRule& p,
+                      FieldErrors& errors) {
   r.only({"code", "country", "operation", "user_tier", "min_amount", "max_amount", "fee_type", "fee_value",
           "reward_value", "sponsor_reward_value", "incoming_service", "outgoing_service", "active"});
   if (mode != Mode::update) r.require({"operation", "user_tier", "fee_type", "fee_value"});
@@ -583,6 +578,56 @@ Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::i
   } else if (fee_type_changed && mode == Mode::update) {
     errors.add("fee_value", Reason::fee_value_required);
   }
+}
+
+// The rule's country: given (never another than the rule's), kept, or the named services'.
+Status resolve_rule_country(Conn& conn, Reader& r, const std::optional<PricingRule>& existing,
+                            const std::optional<PaymentService>& in_service,
+                            const std::optional<PaymentService>& out_service, bool named_service, PricingRule& p,
+                            FieldErrors& errors) {
+  std::string country_code;
+  if (r.reference("country", country_code, false) == Reader::Ref::code) {
+    SIKA_ASSIGN_OR_RETURN(auto country, id_of(conn, "catalog_countries", country_code));
+    if (!country)
+      errors.add("country", Reason::unknown_country);
+    else if (existing && existing->country_id != *country)
+      errors.add("country", Reason::unchangeable);
+    else
+      p.country_id = *country;
+  } else if (existing) {
+    p.country_id = existing->country_id;  // a rule never moves to another country
+  } else if (!r.has("country")) {
+    if (in_service)
+      p.country_id = in_service->country_id;
+    else if (out_service)
+      p.country_id = out_service->country_id;
+    else if (!named_service)
+      errors.add("country", Reason::country_needed);
+  }
+  return {};
+}
+
+// Every named service must belong to the rule's country (its FIXED fee is in that currency).
+Status check_rule_services(Conn& conn, const PricingRule& p, FieldErrors& errors) {
+  for (auto [field, id] :
+       {std::pair{"incoming_service", p.incoming_service_id}, std::pair{"outgoing_service", p.outgoing_service_id}}) {
+    if (!id) continue;
+    SIKA_ASSIGN_OR_RETURN(auto s, select_one<PaymentService>(conn, kServiceSelect, "id = ?", {*id}, &service_from));
+    if (s && s->country_id != p.country_id) errors.add(field, Reason::rule_country_service);
+  }
+  return {};
+}
+
+Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::int64_t now) {
+  SIKA_ASSIGN_OR_RETURN(std::string code, record_code(record, kRuleCode, Reason::rule_code));
+  SIKA_ASSIGN_OR_RETURN(auto existing, select_one<PricingRule>(conn, kRuleSelect, "code = ?", {code}, &rule_from));
+  SIKA_ASSIGN_OR_RETURN(auto start, starting_point(Kind::pricing_rule, mode, code, existing));
+  if (!start) return Outcome{Change::unchanged, existing->id, code};
+  PricingRule p = std::move(*start);
+
+  FieldErrors errors;
+  Reader r(record, errors);
+  read_rule_fields(r, mode, existing, p, errors);
 
   // Services, then the country (given, or the services').
   std::optional<PaymentService> in_service, out_service;
@@ -608,34 +653,8 @@ Result<Outcome> put_rule(Conn& conn, const bj::object& record, Mode mode, std::i
   };
   SIKA_TRY(service_ref("incoming_service", p.incoming_service_id, in_service));
   SIKA_TRY(service_ref("outgoing_service", p.outgoing_service_id, out_service));
-  std::string country_code;
-  if (r.reference("country", country_code, false) == Reader::Ref::code) {
-    SIKA_ASSIGN_OR_RETURN(auto country, id_of(conn, "catalog_countries", country_code));
-    if (!country)
-      errors.add("country", Reason::unknown_country);
-    else if (existing && existing->country_id != *country)
-      errors.add("country", Reason::unchangeable);
-    else
-      p.country_id = *country;
-  } else if (existing) {
-    p.country_id = existing->country_id;  // a rule never moves to another country
-  } else if (!r.has("country")) {
-    if (in_service)
-      p.country_id = in_service->country_id;
-    else if (out_service)
-      p.country_id = out_service->country_id;
-    else if (!named_service)
-      errors.add("country", Reason::country_needed);
-  }
-  if (errors.empty()) {
-    // Every named service must belong to the rule's country (its FIXED fee is in that currency).
-    for (auto [field, id] :
-         {std::pair{"incoming_service", p.incoming_service_id}, std::pair{"outgoing_service", p.outgoing_service_id}}) {
-      if (!id) continue;
-      SIKA_ASSIGN_OR_RETURN(auto s, select_one<PaymentService>(conn, kServiceSelect, "id = ?", {*id}, &service_from));
-      if (s && s->country_id != p.country_id) errors.add(field, Reason::rule_country_service);
-    }
-  }
+  SIKA_TRY(resolve_rule_country(conn, r, existing, in_service, out_service, named_service, p, errors));
+  if (errors.empty()) SIKA_TRY(check_rule_services(conn, p, errors));
   if (p.min_amount && p.max_amount && *p.min_amount > *p.max_amount)
     errors.add("max_amount", Reason::at_least_min_amount);
   if (p.fee_type == FeeType::percentage && p.fee_units > kMaxPpm) errors.add("fee_value", Reason::percentage);
