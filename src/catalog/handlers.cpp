@@ -170,6 +170,13 @@ ListScope resolve_scope(const Catalog& cat, const std::optional<std::string>& co
 
 }  // namespace
 
+web::Response Service::Memo::answer(const web::Request& req, const std::shared_ptr<const Catalog>& snapshot,
+                                    std::string key, bj::array data, const web::Page& page, std::int64_t total) {
+  web::Response res = web::ok(req, std::move(data), web::pagination(page, total));
+  store(snapshot, std::move(key), res);
+  return res;
+}
+
 web::Response Service::list_countries(web::Request& req) {
   auto cat = snapshot();
   if (!cat->loaded()) return not_loaded(req);
@@ -186,9 +193,7 @@ web::Response Service::list_countries(web::Request& req) {
   std::sort(items.begin(), items.end(), [](const Country* a, const Country* b) { return a->code < b->code; });
   i18n::Locale locale = req.locale;
   bj::array data = page_of<Country>(items, page, [locale](const Country& c) { return country_json(c, locale); });
-  web::Response res = web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
-  memo_.store(cat, std::move(key), res);
-  return res;
+  return memo_.answer(req, cat, std::move(key), std::move(data), page, static_cast<std::int64_t>(items.size()));
 }
 
 Result<web::Response> Service::list_fees(web::Request& req) {
@@ -256,9 +261,7 @@ Result<web::Response> Service::list_fees(web::Request& req) {
   }
   const Catalog& c = *cat;
   bj::array data = page_of<PricingRule>(items, page, [&c](const PricingRule& r) { return pricing_rule_json(c, r); });
-  web::Response res = web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
-  memo_.store(cat, std::move(key), res);
-  return res;
+  return memo_.answer(req, cat, std::move(key), std::move(data), page, static_cast<std::int64_t>(items.size()));
 }
 
 web::Response Service::list_services(web::Request& req) {
@@ -290,9 +293,7 @@ web::Response Service::list_services(web::Request& req) {
             [](const PaymentService* a, const PaymentService* b) { return a->code < b->code; });
   const Catalog& c = *cat;
   bj::array data = page_of<PaymentService>(items, page, [&c](const PaymentService& s) { return service_json(c, s); });
-  web::Response res = web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
-  memo_.store(cat, std::move(key), res);
-  return res;
+  return memo_.answer(req, cat, std::move(key), std::move(data), page, static_cast<std::int64_t>(items.size()));
 }
 
 web::Response Service::list_providers(web::Request& req) {
@@ -354,9 +355,7 @@ web::Response Service::list_providers(web::Request& req) {
                       {"kinds", std::move(kinds)},
                       {"active", p.active}};
   });
-  web::Response res = web::ok(req, std::move(data), web::pagination(page, static_cast<std::int64_t>(items.size())));
-  memo_.store(cat, std::move(key), res);
-  return res;
+  return memo_.answer(req, cat, std::move(key), std::move(data), page, static_cast<std::int64_t>(items.size()));
 }
 
 }  // namespace sika::catalog

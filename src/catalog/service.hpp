@@ -26,6 +26,10 @@
 #include "store/db.hpp"
 #include "web/message.hpp"
 
+namespace sika::web {
+struct Page;
+}
+
 namespace sika::catalog {
 
 struct Options {
@@ -74,6 +78,9 @@ class Service {
    public:
     std::optional<web::Response> find(const std::shared_ptr<const Catalog>& snapshot, const std::string& key);
     void store(const std::shared_ptr<const Catalog>& snapshot, std::string key, const web::Response& response);
+    // The list page `data` (of `total` items in all) as the success envelope, stored under `key`.
+    web::Response answer(const web::Request& req, const std::shared_ptr<const Catalog>& snapshot, std::string key,
+                         boost::json::array data, const web::Page& page, std::int64_t total);
 
    private:
     static constexpr std::size_t kMaxEntries = 2048;
