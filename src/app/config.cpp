@@ -8,6 +8,11 @@
 #include <cstdlib>
 #include <sstream>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/thread_annotations.hpp"
+
 namespace sika::app {
 
 namespace {
@@ -20,7 +25,7 @@ const std::vector<KeySpec> kKeys = {
     {"db_retry_deadline_ms", "5000", K::integer,
      "PostgreSQL: how long a write unit is run again after serialization failures and deadlocks before 503"},
     {"migrate", "true", K::boolean, "serve applies pending migrations at start"},
-    {"secret_key", "", K::string,
+    {"secret_key", "", K::secret,
      "server secret (>= 32 chars) keying secret hashes and demo credentials; with SQLite, generated into "
      "<db dir>/secret.key when unset; required with PostgreSQL"},
     {"public_url", "", K::url, "public URL of this server (default http://LISTEN); surface URLs derive from it"},
@@ -50,7 +55,7 @@ const std::vector<KeySpec> kKeys = {
      "write one JSON line per request to stdout (from a bounded queue: lines are dropped and counted, never waited "
      "for)"},
     {"metrics.enabled", "true", K::boolean, "serve Prometheus metrics at GET /metrics"},
-    {"metrics.token", "", K::string,
+    {"metrics.token", "", K::secret,
      "bearer token required by /metrics; when empty, /metrics answers only loopback peers"},
     {"http.io_threads", "2", K::integer, "I/O threads of the HTTP server"},
     {"http.handler_threads", "128", K::integer, "threads running request handlers (bounded pool)"},
@@ -198,7 +203,57 @@ const std::vector<KeySpec> kKeys = {
     {"dashboard.idle_timeout_seconds", "1800", K::integer,
      "a dashboard session ends after this long without a request"},
     {"dashboard.absolute_timeout_seconds", "43200", K::integer, "a dashboard session ends this long after sign-in"},
+    {"secrets_file", "", K::string,
+     "a TOML file of secret keys only (connectors' credentials, secret_key, metrics.token), read after the "
+     "configuration file and before the environment; it must not be readable by group or others"},
+    // Operator connectors (docs/operators.md). Keys of one instance; another instance of any name
+    // (connectors.<name>.<key>) takes the same keys, from the file, the environment or --set.
+    {"connectors.mtn_momo.kind", "", K::string,
+     "operator connector instance: its protocol (mtn_momo); unset: no such connector"},
+    {"connectors.mtn_momo.base_url", "", K::url, "the operator API's base URL, e.g. https://proxy.momoapi.mtn.com"},
+    {"connectors.mtn_momo.target_environment", "", K::string,
+     "MTN X-Target-Environment: mtncameroon, mtnivorycoast, mtnbenin, mtncongo, mtnghana, mtnuganda, sandbox ..."},
+    {"connectors.mtn_momo.collection.subscription_key", "", K::secret, "MTN Collection subscription key"},
+    {"connectors.mtn_momo.collection.api_user", "", K::secret, "MTN Collection API user (UUID)"},
+    {"connectors.mtn_momo.collection.api_key", "", K::secret, "MTN Collection API key"},
+    {"connectors.mtn_momo.disbursement.subscription_key", "", K::secret, "MTN Disbursement subscription key"},
+    {"connectors.mtn_momo.disbursement.api_user", "", K::secret, "MTN Disbursement API user (UUID)"},
+    {"connectors.mtn_momo.disbursement.api_key", "", K::secret, "MTN Disbursement API key"},
+    {"connectors.mtn_momo.callback_url", "", K::url,
+     "X-Callback-Url sent to the operator (default base_url + /operator/callback/<name>)"},
+    {"connectors.mtn_momo.status_queries_per_second", "10", K::integer,
+     "status queries per second to the operator from this node (MTN allows 10 per API user; divide by the nodes)"},
+    {"connectors.mtn_momo.max_in_flight", "64", K::integer, "calls to the operator at once from this node"},
+    {"connectors.mtn_momo.timeout_ms", "15000", K::integer, "an operator call's answer must come within this"},
 };
+
+constexpr std::string_view kConnectorTemplate = "connectors.mtn_momo.";
+
+// The key of another connector instance ("connectors.<name>.<key>", <key> one of the template's)
+// as a spec of its own; the strings live as long as the process.
+const KeySpec* connector_key(std::string_view name) {
+  static sika::Mutex mu;
+  static std::map<std::string, KeySpec, std::less<>> specs GUARDED_BY(mu);
+  if (!name.starts_with("connectors.")) return nullptr;
+  const std::size_t dot = name.find('.', 11);
+  if (dot == std::string_view::npos) return nullptr;
+  const std::string_view instance = name.substr(11, dot - 11);
+  if (instance.empty() || instance.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string_view::npos)
+    return nullptr;
+  const std::string suffix(name.substr(dot + 1));
+  for (const auto& k : kKeys) {
+    if (!k.name.starts_with(kConnectorTemplate) || k.name.substr(kConnectorTemplate.size()) != suffix) continue;
+    sika::MutexLock lock(mu);
+    auto it = specs.find(name);
+    if (it == specs.end()) {
+      static std::vector<std::unique_ptr<std::string>> names GUARDED_BY(mu);
+      names.push_back(std::make_unique<std::string>(name));
+      it = specs.emplace(std::string(name), KeySpec{*names.back(), k.default_value, k.kind, k.description}).first;
+    }
+    return &it->second;
+  }
+  return nullptr;
+}
 
 bool parse_int(std::string_view s, std::int64_t& out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -216,7 +271,7 @@ bool parse_bool(std::string_view s, bool& out) {
 const KeySpec* find_key(std::string_view name) {
   for (const auto& k : kKeys)
     if (k.name == name) return &k;
-  return nullptr;
+  return connector_key(name);
 }
 
 Error config_error(std::string_view key, std::string_view problem) {
@@ -260,7 +315,8 @@ Status validate(const KeySpec& k, std::string_view v) {
       if (!v.empty() && (v.front() != '/' || v.find_first_of(" ?#") != std::string_view::npos))
         return config_error(k.name, "must be empty or a path starting with '/'");
       return {};
-    case K::string: return {};
+    case K::string:
+    case K::secret: return {};
   }
   return {};
 }
@@ -315,36 +371,93 @@ std::string keys_markdown() {
   return os.str();
 }
 
+namespace {
+
+Result<std::map<std::string, std::string>> read_toml(const std::string& file) {
+  toml::table parsed;
+  try {
+    parsed = toml::parse_file(file);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream os;
+    os << e.description() << " at line " << e.source().begin.line;
+    return config_error("config file " + file, os.str());
+  }
+  std::map<std::string, std::string> flat;
+  std::string error;
+  flatten(parsed, "", flat, error);
+  if (!error.empty()) return config_error("config file " + file, error);
+  return flat;
+}
+
+// The secrets file: secret keys only, and a file only its owner may read.
+Status read_secrets(const std::string& file, std::map<std::string, std::string, std::less<>>& values) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return config_error("secrets_file", "cannot read " + file);
+  if ((st.st_mode & 077) != 0)
+    return config_error("secrets_file", file + " is readable by group or others (chmod 600 it)");
+  SIKA_ASSIGN_OR_RETURN(auto flat, read_toml(file));
+  for (auto& [k, v] : flat) {
+    const KeySpec* spec = find_key(k);
+    if (!spec) return config_error(k, "unknown key in the secrets file");
+    if (spec->kind != K::secret) return config_error(k, "is not a secret: set it in the configuration file");
+    values[k] = v;
+  }
+  return {};
+}
+
+// SIKA_CONNECTORS_<NAME>_<KEY> of connector instances other than the template's, from the
+// environment: <KEY> is the longest template key whose variable name ends the variable's.
+void connector_environment(std::map<std::string, std::string, std::less<>>& values) {
+  const std::string prefix = env_name("connectors.");
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view entry(*e);
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string_view::npos || !entry.starts_with(prefix)) continue;
+    const std::string_view var = entry.substr(0, eq);
+    const KeySpec* best = nullptr;
+    std::string best_env;
+    for (const auto& k : kKeys) {
+      if (!k.name.starts_with(kConnectorTemplate)) continue;
+      std::string tail = "_" + env_name(k.name.substr(kConnectorTemplate.size())).substr(5);
+      if (var.size() > prefix.size() + tail.size() && var.ends_with(tail) && tail.size() > best_env.size())
+        best = &k, best_env = std::move(tail);
+    }
+    if (!best) continue;
+    std::string instance(var.substr(prefix.size(), var.size() - prefix.size() - best_env.size()));
+    for (char& ch : instance) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const std::string key = "connectors." + instance + "." + std::string(best->name.substr(kConnectorTemplate.size()));
+    if (find_key(key) && !values.contains(key)) values[key] = std::string(entry.substr(eq + 1));
+  }
+}
+
+}  // namespace
+
 Result<Config> Config::load(const std::optional<std::string>& file, const std::map<std::string, std::string>& flags) {
   Config c;
   for (const auto& k : kKeys) c.values_[std::string(k.name)] = std::string(k.default_value);
 
   if (file) {
-    toml::table parsed;
-    try {
-      parsed = toml::parse_file(*file);
-    } catch (const toml::parse_error& e) {
-      std::ostringstream os;
-      os << e.description() << " at line " << e.source().begin.line;
-      return config_error("config file " + *file, os.str());
-    }
-    std::map<std::string, std::string> flat;
-    std::string error;
-    flatten(parsed, "", flat, error);
-    if (!error.empty()) return config_error("config file " + *file, error);
+    SIKA_ASSIGN_OR_RETURN(auto flat, read_toml(*file));
     for (auto& [k, v] : flat) {
       if (!find_key(k)) return config_error(k, "unknown key in " + *file);
       c.values_[k] = v;
     }
   }
+  std::string secrets = c.values_["secrets_file"];
+  if (const char* v = std::getenv(env_name("secrets_file").c_str())) secrets = v;
+  if (auto it = flags.find("secrets_file"); it != flags.end()) secrets = it->second;
+  if (!secrets.empty()) SIKA_TRY(read_secrets(secrets, c.values_));
   for (const auto& k : kKeys) {
     if (const char* v = std::getenv(env_name(k.name).c_str())) c.values_[std::string(k.name)] = v;
   }
+  connector_environment(c.values_);
   for (const auto& [k, v] : flags) {
     if (!find_key(k)) return config_error(k, "unknown configuration key");
     c.values_[k] = v;
   }
-  for (const auto& k : kKeys) SIKA_TRY(validate(k, c.values_[std::string(k.name)]));
+  for (const auto& [k, v] : c.values_)
+    if (const KeySpec* spec = find_key(k)) SIKA_TRY(validate(*spec, v));
+
   if (c.get_int("http.io_threads") < 1) return config_error("http.io_threads", "must be at least 1");
   if (c.get_int("http.handler_threads") < 1) return config_error("http.handler_threads", "must be at least 1");
   if (c.get_int("db_pool_size") < 1) return config_error("db_pool_size", "must be at least 1");
@@ -364,6 +477,16 @@ Result<Config> Config::load(const std::optional<std::string>& file, const std::m
   if (c.get_string("secret_key").empty() && !c.get_string("db").starts_with("sqlite://"))
     return config_error("secret_key", "required with PostgreSQL (set SIKA_SECRET_KEY)");
   return c;
+}
+
+std::vector<std::string> Config::connector_names() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : values_) {
+    if (!k.starts_with("connectors.") || !k.ends_with(".kind") || v.empty()) continue;
+    std::string name = k.substr(11, k.size() - 11 - 5);
+    if (name.find('.') == std::string::npos) out.push_back(std::move(name));
+  }
+  return out;
 }
 
 std::string Config::get_string(std::string_view key) const {

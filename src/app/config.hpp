@@ -14,7 +14,9 @@
 
 namespace sika::app {
 
-enum class KeyKind { string, integer, boolean, url, dsn, listen, locale, path };
+// secret: a string never printed, logged or shown (only from the environment, a secrets file or
+// --set in tests).
+enum class KeyKind { string, integer, boolean, url, dsn, listen, locale, path, secret };
 
 struct KeySpec {
   std::string_view name;           // dotted, e.g. "identity.access_token_ttl"
@@ -37,6 +39,8 @@ class Config {
   static Result<Config> load(const std::optional<std::string>& file, const std::map<std::string, std::string>& flags);
 
   std::string get_string(std::string_view key) const;
+  // The connector instances configured: every <name> of a non-empty connectors.<name>.kind.
+  std::vector<std::string> connector_names() const;
   std::int64_t get_int(std::string_view key) const;
   bool get_bool(std::string_view key) const;
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "app/config.hpp"
 #include "store/db.hpp"
@@ -21,7 +22,8 @@ class Service;
 }
 namespace sika::payments {
 class Service;
-}
+class Connector;
+}  // namespace sika::payments
 namespace sika::links {
 class Service;
 }
@@ -64,6 +66,8 @@ struct Context {
   std::unique_ptr<otp::Service> otp;           // one-time codes, sent through notifier
   std::unique_ptr<identity::Service> identity;
   std::unique_ptr<catalog::Service> catalog;
+  // Operator connectors configured (connectors.<name>.*); before payments, which uses them until it stops.
+  std::vector<std::unique_ptr<payments::Connector>> connectors;
   std::unique_ptr<payments::Service> payments;
   std::unique_ptr<links::Service> links;        // needs payments (built with it)
   std::unique_ptr<wallets::Service> wallets;    // needs payments, otp and the notifier

@@ -7,6 +7,7 @@
 #include "core/random.hpp"
 #include "core/time.hpp"
 #include "merchant/merchant.hpp"
+#include "payments/service.hpp"
 
 namespace sika::app {
 
@@ -30,39 +31,57 @@ constexpr DemoMerchant kMerchants[] = {
 };
 }  // namespace
 
+// The demo merchant `dm` in `environment` (created at the first start) and its API key.
+Result<boost::json::object> ensure_demo_merchant(Context& ctx, store::Conn& c, const DemoMerchant& dm,
+                                                 std::string_view environment, std::int64_t now) {
+  SIKA_ASSIGN_OR_RETURN(auto found, merchant::find_by_matricule(c, dm.matricule));
+  merchant::Merchant m;
+  if (found) {
+    m = *found;
+  } else {
+    SIKA_ASSIGN_OR_RETURN(
+        m, merchant::create(c, {dm.matricule, dm.name, dm.email, {dm.country}, std::string(environment)}, now));
+  }
+  std::string api_key = merchant::key_prefix(merchant::KeyKind::merchant, m.environment) +
+                        demo_secret(ctx, std::string("api_key:") + dm.matricule);
+  SIKA_TRY(merchant::register_key(c, ctx.pepper, m.id, merchant::KeyKind::merchant, m.environment, api_key, now));
+  boost::json::array countries;
+  for (const auto& cc : m.countries) countries.push_back(boost::json::string(cc));
+  return boost::json::object{
+      {"matricule", m.matricule}, {"name", m.name}, {"api_key", api_key}, {"countries", countries}};
+}
+
+// The live merchant: a prod merchant of Cameroon whose MTN_MOMO_CMR payments go through the
+// mtn_momo connector, when one is configured (docs/operators.md, "Trying the live path").
+constexpr DemoMerchant kLiveMerchant{"MCH-CM-LIVE", "Boutique Akwa Douala (live)", "live@akwa-douala.example", "CMR"};
+
 Status seed_merchant_demo(Context& ctx, boost::json::object& demo) {
-  boost::json::array merchants;
+  boost::json::array merchants, live;
   std::string link_key;
+  const bool mtn = ctx.payments && ctx.payments->connector("mtn_momo");
   SIKA_TRY(ctx.db->write([&](store::Conn& c) -> Status {
     merchants.clear();
+    live.clear();
     std::int64_t now = now_ms();
     for (const auto& dm : kMerchants) {
-      auto found = merchant::find_by_matricule(c, dm.matricule);
-      if (!found) return found.take_error();
-      merchant::Merchant m;
-      if (*found) {
-        m = **found;
-      } else {
-        auto created = merchant::create(c, {dm.matricule, dm.name, dm.email, {dm.country}, "sandbox"}, now);
-        if (!created) return created.take_error();
-        m = std::move(created).value();
-      }
-      std::string api_key = merchant::key_prefix(merchant::KeyKind::merchant, m.environment) +
-                            demo_secret(ctx, std::string("api_key:") + dm.matricule);
-      SIKA_TRY(merchant::register_key(c, ctx.pepper, m.id, merchant::KeyKind::merchant, m.environment, api_key, now));
-      boost::json::array countries;
-      for (const auto& cc : m.countries) countries.push_back(boost::json::string(cc));
-      merchants.push_back(boost::json::object{
-          {"matricule", m.matricule}, {"name", m.name}, {"api_key", api_key}, {"countries", countries}});
+      SIKA_ASSIGN_OR_RETURN(auto entry, ensure_demo_merchant(ctx, c, dm, "sandbox", now));
+      merchants.push_back(std::move(entry));
       if (link_key.empty()) {
-        link_key = merchant::key_prefix(merchant::KeyKind::link, m.environment) +
+        SIKA_ASSIGN_OR_RETURN(auto m, merchant::find_by_matricule(c, dm.matricule));
+        link_key = merchant::key_prefix(merchant::KeyKind::link, m->environment) +
                    demo_secret(ctx, std::string("link_key:") + dm.matricule);
-        SIKA_TRY(merchant::register_key(c, ctx.pepper, m.id, merchant::KeyKind::link, m.environment, link_key, now));
+        SIKA_TRY(merchant::register_key(c, ctx.pepper, m->id, merchant::KeyKind::link, m->environment, link_key, now));
       }
+    }
+    if (mtn) {
+      SIKA_ASSIGN_OR_RETURN(auto entry, ensure_demo_merchant(ctx, c, kLiveMerchant, "prod", now));
+      entry["connector"] = "mtn_momo";
+      live.push_back(std::move(entry));
     }
     return {};
   }));
   demo["merchants"] = std::move(merchants);
+  if (mtn) demo["live_merchants"] = std::move(live);
   demo["link_api_key"] = link_key;
   return {};
 }

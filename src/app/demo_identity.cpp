@@ -36,10 +36,17 @@ namespace {
 
 // One confidential client_credentials client per demo merchant ("demo-" + its lowercased
 // matricule); its id and secret are added to the merchant's demo entry.
+Status seed_clients_of(Context& ctx, bj::array& merchants, std::int64_t now);
+
 Status seed_merchant_clients(Context& ctx, bj::object& demo, std::int64_t now) {
-  auto* merchants = demo.if_contains("merchants");
-  if (!merchants || !merchants->is_array()) return {};
-  for (auto& entry : merchants->as_array()) {
+  for (const char* list : {"merchants", "live_merchants"})
+    if (auto* merchants = demo.if_contains(list); merchants && merchants->is_array())
+      SIKA_TRY(seed_clients_of(ctx, merchants->as_array(), now));
+  return {};
+}
+
+Status seed_clients_of(Context& ctx, bj::array& merchants, std::int64_t now) {
+  for (auto& entry : merchants) {
     auto& m = entry.as_object();
     std::string matricule(m.at("matricule").as_string());
     std::string client_id = "demo-";

@@ -208,8 +208,11 @@ void build_routes(web::Router& r, Context& ctx) {
     r.add({Surface::gateway, "GET", "/sandbox/messages", web::bind(svc, &Pay::sandbox_messages),
            web::bearer("payments"),
            "Sandbox: the messages (codes) sent to a number, newest first; prod merchants get 404"});
-    r.add({Surface::gateway, "POST", "/operator/callback/{connector}", web::bind(svc, &Pay::operator_callback),
-           web::signed_request(), "Operator callbacks (signature-verified by the connector, no token)"});
+    // A signed callback is verified by its connector; an unsigned one (MTN) moves money only by the
+    // operator's answer to a status query made on receipt. MTN calls back with PUT or POST.
+    for (const char* method : {"POST", "PUT"})
+      r.add({Surface::gateway, method, "/operator/callback/{connector}", web::bind(svc, &Pay::operator_callback),
+             web::signed_request(), "Operator callbacks (signed, or verified with the operator; no token)"});
     r.add({Surface::checkout, "GET", "/confirm/{reference}", web::bind(svc, &Pay::confirm_page), web::signed_request(),
            "Hosted confirmation page of a collection (fr/en)"});
     r.add({Surface::checkout, "POST", "/confirm/{reference}", web::bind(svc, &Pay::confirm_submit),

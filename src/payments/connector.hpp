@@ -15,7 +15,7 @@ namespace sika::payments {
 
 // What a connector is asked to do for one transaction.
 struct PaymentOrder {
-  std::string operation;  // COLLECTION | DISBURSEMENT
+  std::string operation;  // COLLECTION | DISBURSEMENT | REFUND
   std::string transaction_reference;
   std::string provider_reference;  // our reference at the operator (unique)
   std::string service_code;
@@ -24,7 +24,9 @@ struct PaymentOrder {
   std::string currency;
   std::string environment;
   std::optional<std::string> otp;
-  std::int64_t submitted_at = 0;  // epoch ms
+  std::int64_t submitted_at = 0;   // epoch ms
+  std::string message;             // shown to the customer by the operator (merchant name, reference)
+  std::string refunded_reference;  // REFUND: the provider_reference of the collection refunded
 };
 
 // An operator's view of a transaction.
@@ -52,6 +54,9 @@ class Connector {
   // refused with kind not_found names a payee account that does not exist (INVALID_ACCOUNT).
   virtual Status request_collection(const PaymentOrder& order) = 0;
   virtual Status request_payout(const PaymentOrder& order) = 0;
+  // Submits a refund of a completed collection (order.refunded_reference); 503 when the operator
+  // or this connector has none.
+  virtual Status request_refund(const PaymentOrder& order);
   // The operator's current view of a submitted order. Recovery asks it of every PENDING order
   // whose answer is late (docs/payments.md, "Recovery of pending payments"), with back-off, from
   // one node at a time. Only a definite answer of the operator is succeeded or failed: a state the
@@ -62,6 +67,27 @@ class Connector {
   virtual Result<CallbackReport> parse_callback(const web::Request& req) = 0;
   // The account holder's name for a wallet; 404 account_not_found when there is none.
   virtual Result<std::string> account_holder(std::string_view service_code, std::string_view msisdn) = 0;
+
+  // What the platform may assume of this operator (docs/payments.md, "Recovery of pending payments"):
+  // True when a callback is signed by the operator and may be applied as it says; false when it
+  // is only a hint, verified with query_status before any money moves.
+  virtual bool signs_callbacks() const { return true; }
+  // True when the platform may end a PENDING order by time (the sandbox operator); false when only
+  // the operator's final answer ends it, whatever the time.
+  virtual bool expires_pending() const { return true; }
+  // True when an order the operator does not know (query_status answers not_found) may be submitted
+  // again as it is: the operator deduplicates it by its reference.
+  virtual bool resubmits_unknown() const { return false; }
+  // True when a status read of a PENDING order may ask the operator (the sandbox); false when the
+  // operator's query budget is kept for recovery and callback verification (MTN: 10 per second).
+  virtual bool query_on_read() const { return true; }
+  // True when this connector can carry amounts in `currency` (its operator's account currency).
+  virtual bool serves(std::string_view /*currency*/) const { return true; }
 };
+
+// True when an error of request_collection / request_payout / request_refund says the operator
+// refused the order for good (it fails); false when the order may have reached the operator (it
+// stays PENDING and recovery asks). By the error's kind only, never its text.
+bool is_refusal(const Error& e);
 
 }  // namespace sika::payments

@@ -109,7 +109,10 @@ Result<web::Response> Service::operator_callback(web::Request& req) {
   Connector* conn = connector(name);
   if (!conn) return not_found(bj::object{{"connector", "no such connector"}});
   SIKA_ASSIGN_OR_RETURN(auto report, conn->parse_callback(req));
-  SIKA_ASSIGN_OR_RETURN(auto outcome, record_callback(*conn, report, req.body));
+  // An unsigned callback is a hint: the operator's own answer decides (verify_callback).
+  std::optional<OperatorStatus> verified;
+  if (!conn->signs_callbacks()) verified = verify_callback(*conn, report);
+  SIKA_ASSIGN_OR_RETURN(auto outcome, record_callback(*conn, report, req.body, verified));
   bj::object o;
   o["received"] = true;
   o["outcome"] = outcome;

@@ -10,21 +10,21 @@ namespace sika::payments {
 
 struct OperatorCall {
   enum class Outcome {
-    ok,        // the operator answered as its API documents (2xx, or a documented 404 / 409)
-    refused,   // the operator answered and refused (4xx with a refusal code)
-    failed,    // the operator answered 5xx or 429, or something its API does not document
-    timeout,   // no answer within the deadline
-    network,   // refused connection, reset, DNS or TLS failure
+    ok,       // the operator answered as its API documents (2xx, or a documented 404 / 409)
+    refused,  // the operator answered and refused (4xx with a refusal code)
+    failed,   // the operator answered 5xx or 429, or something its API does not document
+    timeout,  // no answer within the deadline
+    network,  // refused connection, reset, DNS or TLS failure
   };
-  std::string connector;              // instance name, e.g. "mtn_momo"
-  std::string operation;              // token | collection | payout | refund | status | holder | balance
-  std::string provider_reference;     // ours at the operator; empty for token, holder, balance
-  std::string operator_reference;     // the operator's reference of the call (e.g. MTN X-Reference-Id)
-  std::string method, path;           // "POST", "/collection/v1_0/requesttopay" (no query, no secret)
-  int http_status = 0;                // 0 when no answer came
-  std::string code;                   // the operator's error code, or ours (upstream_timeout, ...)
+  std::string connector;           // instance name, e.g. "mtn_momo"
+  std::string operation;           // token | collection | payout | refund | status | holder | balance
+  std::string provider_reference;  // ours at the operator; empty for token, holder, balance
+  std::string operator_reference;  // the operator's reference of the call (e.g. MTN X-Reference-Id)
+  std::string method, path;        // "POST", "/collection/v1_0/requesttopay" (no query, no secret)
+  int http_status = 0;             // 0 when no answer came
+  std::string code;                // the operator's error code, or ours (upstream_timeout, ...)
   Outcome outcome = Outcome::ok;
-  std::int64_t started_at = 0;        // epoch ms
+  std::int64_t started_at = 0;  // epoch ms
   std::int64_t latency_ms = 0;
 };
 

@@ -55,6 +55,43 @@ Result<Service::RecoveryBacklog> Service::recovery_backlog() {
   return out;
 }
 
+// One recovery question about `tx`, its answer written into `check` (outcome pending or unknown
+// and a reason, when it is not final). An order its operator does not know, at an operator that
+// deduplicates by reference (Connector::resubmits_unknown), never reached it: it is sent again while
+// its deadline allows, and FAILED after (it can no longer arrive, so nothing was taken or paid).
+std::optional<OperatorStatus> Service::ask_recovery_question(const Transaction& tx, tables::StatusCheckRow& check) {
+  check.outcome = std::string(kUnknown);
+  Connector* conn = connector_for(tx);
+  if (!conn) {
+    check.reason = "no_connector";
+    return std::nullopt;
+  }
+  auto st = conn->query_status(order_for(tx));
+  if (st && st->state == OperatorStatus::State::pending) {
+    check.outcome = std::string(kPending);
+    return std::nullopt;
+  }
+  if (st) {
+    if (!st->reason.empty()) check.reason = st->reason;
+    return std::move(*st);
+  }
+  check.reason = st.error().code;
+  if (!st.error().is(ErrorKind::not_found) || !conn->resubmits_unknown()) return std::nullopt;
+  OperatorStatus failed;
+  failed.state = OperatorStatus::State::failed;
+  if (tx.expires_at <= now()) {
+    check.reason = "never_accepted";
+    failed.reason = "OPERATOR_ERROR";
+    return failed;
+  }
+  const PaymentOrder order = order_for(tx);
+  Status sent = tx.operation == kCollection ? conn->request_collection(order) : conn->request_payout(order);
+  check.reason = sent ? "resubmitted" : "resubmission_" + sent.error().code;
+  if (sent || !is_refusal(sent.error())) return std::nullopt;
+  failed.reason = sent.error().is(ErrorKind::not_found) ? "INVALID_ACCOUNT" : "OPERATOR_REFUSED";
+  return failed;
+}
+
 Result<int> Service::recover_due() {
   const std::int64_t at = now();
   const std::string owner = options_.node_id + ":" + std::to_string(++recovery_seq_);
@@ -75,24 +112,12 @@ Result<int> Service::recover_due() {
     check.node = owner;
     check.asked_at = now();
     // Any answer but a final one (pending, an error, an unknown reference, no connector) is pending.
-    std::optional<OperatorStatus> final_answer;
-    std::string_view outcome = kUnknown;
-    if (Connector* conn = connector_for(tx)) {
-      auto st = conn->query_status(order_for(tx));
-      if (!st) {
-        check.reason = st.error().code;
-      } else if (st->state == OperatorStatus::State::pending) {
-        outcome = kPending;
-      } else {
-        outcome = st->state == OperatorStatus::State::succeeded ? kSucceeded : kFailed;
-        if (!st->reason.empty()) check.reason = st->reason;
-        final_answer = std::move(*st);
-      }
-    } else {
-      check.reason = "no_connector";
-    }
+    std::optional<OperatorStatus> final_answer = ask_recovery_question(tx, check);
     ++asked;
     check.answered_at = now();
+    const std::string_view outcome = !final_answer ? std::string_view(check.outcome)
+                                     : final_answer->state == OperatorStatus::State::succeeded ? kSucceeded
+                                                                                               : kFailed;
     check.outcome = std::string(outcome);
     (outcome == kSucceeded ? checks_succeeded_
      : outcome == kFailed  ? checks_failed_

@@ -41,36 +41,6 @@ References new_references() {
 
 Error reference_conflict(std::string problem) { return conflict(bj::object{{"transaction_reference", problem}}); }
 
-// What an error of Connector::request_collection / request_payout says about the order, by its
-// kind only, never its text (docs/payments.md, "A submission whose outcome is unknown"). Refused:
-// the operator answered and refused it (a connector maps an operator's 4xx with a known refusal
-// code to invalid, not_found, forbidden, unauthenticated or rate_limited), or it was refused before
-// leaving (web::HttpClient's blocked_address, kind forbidden). Anything else may have reached the
-// operator: upstream_timeout (connect or exchange), upstream_failed (the client's upstream_error
-// covers a refused connection and one reset after the request was written alike), an operator's
-// 5xx (unavailable, upstream_failed), conflict (the operator already holds the reference),
-// internal, retryable.
-bool is_refusal(const Error& e) {
-  switch (e.kind) {
-    case ErrorKind::invalid:
-    case ErrorKind::unauthenticated:
-    case ErrorKind::forbidden:
-    case ErrorKind::not_found:
-    case ErrorKind::method_not_allowed:
-    case ErrorKind::payload_too_large:
-    case ErrorKind::headers_too_large:
-    case ErrorKind::unsupported_media_type:
-    case ErrorKind::rate_limited: return true;
-    case ErrorKind::conflict:
-    case ErrorKind::retryable:
-    case ErrorKind::unavailable:
-    case ErrorKind::upstream_failed:
-    case ErrorKind::upstream_timeout:
-    case ErrorKind::internal: return false;
-  }
-  return false;
-}
-
 // True when a submission was refused (the order fails); false when it was accepted or its outcome
 // is unknown: the order then stays PENDING, its provider_reference and next_check_at as stored,
 // and recovery's query settles it.
@@ -156,6 +126,7 @@ PaymentOrder Service::order_for(const Transaction& tx, std::optional<std::string
   o.environment = tx.environment;
   o.otp = std::move(otp);
   o.submitted_at = tx.submitted_at.value_or(0);
+  o.message = tx.description.empty() ? tx.reference : tx.description + " " + tx.reference;
   return o;
 }
 
@@ -306,7 +277,13 @@ Result<IntentPlan> Service::plan_for(const IntentRequest& request, const web::Pr
     }));
     return balance;
   };
-  inputs.has_connector = [this](std::string_view name) { return connector(name) != nullptr; };
+  // The simulated operator never moves real money: a prod intent needs its provider's own connector,
+  // one that carries the currency.
+  inputs.has_connector = [this, prod = merchant.environment != "sandbox",
+                          currency = request.currency](std::string_view name) {
+    Connector* conn = connector(name);
+    return conn && !(prod && conn == sandbox_.get()) && conn->serves(currency);
+  };
   return plan_intent(request, inputs, std::move(errors));
 }
 
@@ -844,17 +821,30 @@ Result<Transaction> Service::cancel_collection(const Transaction& tx, std::strin
 }
 
 // Overdue: the record reflects it at once, whether or not the worker has run yet.
+bool Service::expires_by_time(const Transaction& tx) {
+  if (tx.status != TxStatus::pending) return true;
+  Connector* conn = connector_for(tx);
+  return !conn || conn->expires_pending();
+}
+
+std::vector<std::string> Service::operator_ended_connectors() const {
+  std::vector<std::string> out;
+  for (const auto& [name, conn] : connectors_)
+    if (!conn->expires_pending()) out.push_back(name);
+  return out;
+}
+
 Result<Transaction> Service::expire_if_overdue(const Transaction& tx, std::string_view source) {
-  if (is_terminal(tx.status) || tx.expires_at > now()) return tx;
+  if (is_terminal(tx.status) || tx.expires_at > now() || !expires_by_time(tx)) return tx;
   SIKA_ASSIGN_OR_RETURN(Moved done, move(tx, move_to(TxStatus::expired, source, "EXPIRED")));
   return std::move(done.tx);
 }
 
 Result<Transaction> Service::current(Transaction tx, std::string_view source) {
-  if (!is_terminal(tx.status) && tx.expires_at <= now()) return expire_if_overdue(tx, source);
+  if (!is_terminal(tx.status) && tx.expires_at <= now() && expires_by_time(tx)) return expire_if_overdue(tx, source);
   if (tx.status == TxStatus::pending && tx.channel == kChannelProvider) {
     // Ask the operator: its answer is applied by the same conditional move as a callback.
-    if (Connector* conn = connector_for(tx)) {
+    if (Connector* conn = connector_for(tx); conn && conn->query_on_read()) {
       auto st = conn->query_status(order_for(tx));
       if (st && st->state != OperatorStatus::State::pending) return settle_from_operator(tx, *st, source);
     }
@@ -894,7 +884,7 @@ Result<int> Service::expire_due() {
   const std::int64_t at = now();
   std::vector<std::string> due;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(due, tables::due_for_expiry(c, at, options_.expiry_batch));
+    SIKA_ASSIGN_OR_RETURN(due, tables::due_for_expiry(c, at, options_.expiry_batch, operator_ended_connectors()));
     return {};
   }));
   int expired = 0;
@@ -903,7 +893,7 @@ Result<int> Service::expire_due() {
     Status st = write([&](store::Conn& c, ledger::Learned& learned) -> Status {
       moved = false;
       SIKA_ASSIGN_OR_RETURN(Transaction tx, tables::load(c, reference));
-      if (is_terminal(tx.status) || tx.expires_at > at) return {};
+      if (is_terminal(tx.status) || tx.expires_at > at || !expires_by_time(tx)) return {};
       SIKA_ASSIGN_OR_RETURN(moved, apply(c, tx, move_to(TxStatus::expired, "expiry", "EXPIRED"), learned));
       return {};
     });
@@ -918,14 +908,30 @@ Result<int> Service::expire_due() {
 
 // ---- callbacks and verification ---------------------------------------------------------------
 
-Result<std::string> Service::record_callback(Connector& conn, const CallbackReport& report, std::string_view body) {
-  const auto state = report.status.state;
+std::optional<OperatorStatus> Service::verify_callback(Connector& conn, const CallbackReport& report) {
+  std::optional<Transaction> tx;
+  Status read = db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(tx, tables::find_by_provider_reference(c, report.provider_reference));
+    return {};
+  });
+  if (!read || !tx || tx->status != TxStatus::pending || tx->connector != conn.name()) return std::nullopt;
+  auto answer = conn.query_status(order_for(*tx));
+  if (!answer) return std::nullopt;
+  return std::move(*answer);
+}
+
+Result<std::string> Service::record_callback(Connector& conn, const CallbackReport& report, std::string_view body,
+                                             const std::optional<OperatorStatus>& verified) {
+  // What moves money: the callback itself when the operator signs it, else the operator's answer.
+  const bool trusted = conn.signs_callbacks() || verified.has_value();
+  const OperatorStatus& truth = verified ? *verified : report.status;
+  const auto state = truth.state;
   tables::CallbackRow row;
   row.connector = std::string(conn.name());
   row.provider_reference = report.provider_reference;
-  row.reported_status = state == OperatorStatus::State::succeeded ? "SUCCESSFUL"
-                        : state == OperatorStatus::State::failed  ? "FAILED"
-                                                                  : "PENDING";
+  row.reported_status = report.status.state == OperatorStatus::State::succeeded ? "SUCCESSFUL"
+                        : report.status.state == OperatorStatus::State::failed  ? "FAILED"
+                                                                                : "PENDING";
   row.reason = report.status.reason;
   row.body = std::string(body);
   row.received_at = now();
@@ -939,10 +945,14 @@ Result<std::string> Service::record_callback(Connector& conn, const CallbackRepo
       row.transaction_id = tx.id;
       if (tx.connector != conn.name()) {
         row.outcome = "wrong_connector";
+      } else if (!trusted && tx.status == TxStatus::pending) {
+        // Unverified: recovery asks the operator at once.
+        row.outcome = "unverified";
+        SIKA_TRY(tables::check_now(c, tx.id, now()));
       } else if (state == OperatorStatus::State::pending) {
-        row.outcome = "progress";
+        row.outcome = verified && report.status.state != state ? "contradicted" : "progress";
       } else if (tx.status == TxStatus::pending) {
-        SIKA_ASSIGN_OR_RETURN(bool moved, apply(c, tx, move_for(report.status, "callback"), learned));
+        SIKA_ASSIGN_OR_RETURN(bool moved, apply(c, tx, move_for(truth, "callback"), learned));
         row.outcome = moved ? "applied" : "lost_race";
       } else if (tx.status == TxStatus::initiated) {
         row.outcome = "premature";

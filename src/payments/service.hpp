@@ -47,6 +47,10 @@ class Service;
 
 namespace sika::payments {
 
+namespace tables {
+struct StatusCheckRow;
+}
+
 // The current catalog snapshot (never null); called on every request, so it must be cheap.
 using CatalogSnapshot = std::function<std::shared_ptr<const catalog::Catalog>()>;
 
@@ -238,7 +242,14 @@ class Service {
 
   // Records an authenticated operator callback and applies a final answer to a PENDING
   // transaction of that connector; returns the outcome (docs/payments.md, "Callbacks").
-  Result<std::string> record_callback(Connector& conn, const CallbackReport& report, std::string_view body);
+  // `verified`: the operator's answer to a status query made on receipt of an unsigned callback
+  // (Connector::signs_callbacks false); such a callback moves money only by that answer, and one
+  // that could not be verified marks its transaction to be asked at once by recovery.
+  Result<std::string> record_callback(Connector& conn, const CallbackReport& report, std::string_view body,
+                                      const std::optional<OperatorStatus>& verified = std::nullopt);
+  // The operator's own answer about the transaction an unsigned callback names, when that
+  // transaction is PENDING at `conn`; nullopt when there is nothing to verify or no answer came.
+  std::optional<OperatorStatus> verify_callback(Connector& conn, const CallbackReport& report);
 
   // Starts / stops the expiry worker and the sandbox operator's callback delivery.
   void start();
@@ -253,6 +264,7 @@ class Service {
   // outbox in the same unit); any other answer (pending, an error, no connector) schedules the
   // next question by the back-off of recovery_delays_ms. Returns how many questions it asked.
   Result<int> recover_due();
+  std::optional<OperatorStatus> ask_recovery_question(const Transaction& tx, tables::StatusCheckRow& check);
   // Questions asked by this process, by outcome.
   struct RecoveryStats {
     std::uint64_t succeeded = 0, failed = 0, pending = 0, unknown = 0;
@@ -348,6 +360,9 @@ class Service {
   Error wrong_otp(Transaction& tx, std::int64_t attempt, std::string_view source);
   Result<Moved> move(const Transaction& tx, const Move& move);
   Result<Transaction> expire_if_overdue(const Transaction& tx, std::string_view source);
+  // False for a PENDING order at an operator whose answer alone ends it (Connector::expires_pending).
+  bool expires_by_time(const Transaction& tx);
+  std::vector<std::string> operator_ended_connectors() const;
   Result<Transaction> settle_from_operator(const Transaction& tx, const OperatorStatus& st, std::string_view source);
   Result<Transaction> refresh(const Transaction& tx);
   Connector* connector_for(const Transaction& tx);

@@ -202,10 +202,23 @@ Status insert_callback(store::Conn& conn, const CallbackRow& c) {
   return {};
 }
 
-Result<std::vector<std::string>> due_for_expiry(store::Conn& conn, std::int64_t at, int limit) {
-  SIKA_ASSIGN_OR_RETURN(auto rows, conn.query("SELECT reference FROM pay_transactions WHERE status IN ('INITIATED', "
-                                              "'PENDING') AND expires_at <= ? ORDER BY expires_at LIMIT ?",
-                                              {at, std::int64_t{limit}}));
+Result<std::vector<std::string>> due_for_expiry(store::Conn& conn, std::int64_t at, int limit,
+                                                const std::vector<std::string>& operator_ended) {
+  std::string sql =
+      "SELECT reference FROM pay_transactions WHERE status IN ('INITIATED', 'PENDING') AND expires_at <= ?";
+  store::Params args{at};
+  if (!operator_ended.empty()) {
+    // A PENDING order at these operators ends by the operator's answer only (recovery asks it).
+    sql += " AND (status = 'INITIATED' OR connector NOT IN (";
+    for (std::size_t i = 0; i < operator_ended.size(); ++i) {
+      sql += i ? ", ?" : "?";
+      args.emplace_back(operator_ended[i]);
+    }
+    sql += "))";
+  }
+  sql += " ORDER BY expires_at LIMIT ?";
+  args.emplace_back(std::int64_t{limit});
+  SIKA_ASSIGN_OR_RETURN(auto rows, conn.query(sql, args));
   std::vector<std::string> out;
   out.reserve(rows.size());
   for (const auto& r : rows) out.push_back(r.str(0));
@@ -243,6 +256,14 @@ Result<bool> reschedule_check(store::Conn& conn, std::int64_t transaction_id, st
                                   "WHERE id = ? AND status = 'PENDING' AND check_owner = ?",
                                   {next_at, transaction_id, std::string(owner)}));
   return changed != 0;
+}
+
+Status check_now(store::Conn& conn, std::int64_t transaction_id, std::int64_t at) {
+  SIKA_TRY(
+      conn.exec("UPDATE pay_transactions SET next_check_at = ? WHERE id = ? AND status = 'PENDING' AND "
+                "next_check_at > ?",
+                {at, transaction_id, at}));
+  return {};
 }
 
 Status insert_status_check(store::Conn& conn, const StatusCheckRow& r) {

@@ -92,7 +92,9 @@ struct CallbackRow {
 Status insert_callback(store::Conn& conn, const CallbackRow& row);
 
 // References of open (INITIATED or PENDING) transactions whose expires_at <= at, oldest first.
-Result<std::vector<std::string>> due_for_expiry(store::Conn& conn, std::int64_t at, int limit);
+// `operator_ended`: connectors whose PENDING orders end by the operator's answer only (never by time).
+Result<std::vector<std::string>> due_for_expiry(store::Conn& conn, std::int64_t at, int limit,
+                                                const std::vector<std::string>& operator_ended = {});
 
 // ---- recovery of pending payments (recovery.cpp) ----
 
@@ -109,6 +111,9 @@ struct ClaimedCheck {
 // claim holds (FOR UPDATE SKIP LOCKED).
 Result<std::vector<ClaimedCheck>> claim_checks(store::Conn& conn, std::int64_t at, std::int64_t lease_until,
                                                std::string_view owner, int limit);
+// Makes a PENDING transaction's next question due at `at` (an unverified callback came), unless it
+// is due already.
+Status check_now(store::Conn& conn, std::int64_t transaction_id, std::int64_t at);
 // Schedules the next question of a transaction `owner` still holds (still PENDING, claim not
 // taken over) at `next_at` and releases the claim. Returns false, writing nothing, otherwise.
 Result<bool> reschedule_check(store::Conn& conn, std::int64_t transaction_id, std::string_view owner,

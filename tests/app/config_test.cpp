@@ -84,3 +84,36 @@ TEST(Config, DocumentationListsEveryKey) {
   EXPECT_NE(doc.str().find(app::keys_markdown()), std::string::npos)
       << "docs/configuration.md is out of date: regenerate its table with `sika config --markdown`";
 }
+
+TEST(Config, ConnectorInstancesFromTheEnvironmentAndASecretsFile) {
+  std::string secrets = write_temp("sika_secrets_test.toml",
+                                   "[connectors.mtn_momo.collection]\napi_key = \"from-the-file\"\n"
+                                   "[connectors.mtn_civ.disbursement]\nsubscription_key = \"civ-key\"\n");
+  std::filesystem::permissions(secrets, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  ::setenv("SIKA_CONNECTORS_MTN_CIV_KIND", "mtn_momo", 1);
+  ::setenv("SIKA_CONNECTORS_MTN_CIV_COLLECTION_API_KEY", "civ-api-key", 1);
+  auto c = Config::load(std::nullopt, {{"secrets_file", secrets}, {"connectors.mtn_momo.kind", "mtn_momo"}});
+  ::unsetenv("SIKA_CONNECTORS_MTN_CIV_KIND");
+  ::unsetenv("SIKA_CONNECTORS_MTN_CIV_COLLECTION_API_KEY");
+  ASSERT_TRUE(c.ok()) << c.error().details;
+  EXPECT_EQ(c->get_string("connectors.mtn_momo.collection.api_key"), "from-the-file");
+  EXPECT_EQ(c->get_string("connectors.mtn_civ.disbursement.subscription_key"), "civ-key");
+  EXPECT_EQ(c->get_string("connectors.mtn_civ.collection.api_key"), "civ-api-key")
+      << "the longest key name ending the variable wins (COLLECTION_API_KEY, not API_KEY)";
+  EXPECT_EQ(c->connector_names(), (std::vector<std::string>{"mtn_civ", "mtn_momo"}));
+
+  // A secrets file holds secrets only, and only its owner may read it.
+  std::string plain = write_temp("sika_secrets_plain.toml", "[http]\nio_threads = 3\n");
+  std::filesystem::permissions(plain, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  auto refused = Config::load(std::nullopt, {{"secrets_file", plain}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(std::string(refused.error().details.as_string()).find("http.io_threads: is not a secret"),
+            std::string::npos);
+  std::filesystem::permissions(secrets, std::filesystem::perms::group_read, std::filesystem::perm_options::add);
+  auto open = Config::load(std::nullopt, {{"secrets_file", secrets}});
+  ASSERT_FALSE(open.ok());
+  EXPECT_NE(std::string(open.error().details.as_string()).find("readable by group or others"), std::string::npos);
+  // An instance name with characters out of [a-z0-9_] is not a key.
+  EXPECT_FALSE(Config::load(std::nullopt, {{"connectors.MTN-x.kind", "mtn_momo"}}).ok());
+  EXPECT_FALSE(Config::load(std::nullopt, {{"connectors.mtn_civ.password", "x"}}).ok());
+}

@@ -28,6 +28,7 @@
 //                                   answered), callbacks: "once" | "none" | "twice" | "late",
 //                                   late_callback_ms, settle_ms, late_success_ms, down (true:
 //                                   the API port refuses connections; false: it listens again)
+//   GET  /payments?externalId=…     the payments held (of that externalId), with their referenceId
 //   GET  /payments/{ref}            a payment as the double holds it
 //   POST /payments/{ref}/complete {status, reason}   moves a PENDING payment to its final state
 //   POST /payments/{ref}/callback   sends its callback again
@@ -331,6 +332,12 @@ const routes = [
     const whole = config.balance / BigInt(10 ** config.decimals);
     send(res, 200, { availableBalance: String(whole), currency: config.currency });
   }],
+  ['GET', /^\/collection\/v1_0\/accountholder\/msisdn\/([^/]+)\/basicuserinfo$/, (req, res, m) => {
+    count('GET collection basicuserinfo');
+    if (!authorized(req, res, 'collection')) return;
+    if (m[1].endsWith('456')) return send(res, 404, problem('RESOURCE_NOT_FOUND', 'Requested resource was not found.'));
+    send(res, 200, { given_name: 'Awa', family_name: 'Mbarga', name: 'Awa Mbarga', locale: 'fr', gender: 'FEMALE', status: 'ACTIVE' });
+  }],
   ['GET', /^\/(collection|disbursement)\/v1_0\/accountholder\/msisdn\/([^/]+)\/active$/, (req, res, m) => {
     count(`GET ${m[1]} accountholder`);
     if (!authorized(req, res, m[1])) return;
@@ -378,6 +385,12 @@ const control = http.createServer(async (req, res) => {
       await listenApi(apiPort);
     }
     return send(res, 200, behaviour);
+  }
+  if (req.method === 'GET' && path === '/payments') {
+    const externalId = new URL(req.url, 'http://x').searchParams.get('externalId');
+    const list = [...payments.values()].filter((p) => !externalId || p.externalId === externalId)
+      .map((p) => ({ referenceId: p.ref, kind: p.kind, ...view(p) }));
+    return send(res, 200, list);
   }
   if ((m = /^\/payments\/([^/]+)$/.exec(path)) && req.method === 'GET') {
     const p = payments.get(m[1]);

@@ -1,0 +1,285 @@
+// The MTN MoMo connector end to end, against the MTN double (doubles/mtn_momo.mjs, a separate
+// process over real HTTP that checks what MTN checks). The live demo merchant (a prod merchant of
+// Cameroon, demo.json live_merchants) collects and pays out through it, on SQLite and on two nodes
+// sharing PostgreSQL: collections and payouts complete by the operator's callback, verified with
+// its status query; a forged callback moves nothing; a lost callback is recovered by polling; an
+// initiation whose answer never came is neither lost nor sent twice; one token serves many
+// payments; a wrong subscription key is the operator's refusal, never a 500.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { startTwoNodes, backends, checkLedger, sqlRows, waitFor, sleep } from './lib/server.mjs';
+import { startDouble } from './doubles/spawn.mjs';
+
+// Fast recovery, so that a lost callback is recovered within the test's wait.
+const ARGS = ['--set', 'log.access=false', '--set', 'payments.recovery_delays_ms=400,800,1500',
+  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.recovery_lease_ms=3000'];
+
+// The connector's configuration: plain keys by --set, credentials by the environment (as a
+// deployment passes them).
+function connectorSetup(double) {
+  return {
+    args: ['--set', 'connectors.mtn_momo.kind=mtn_momo', '--set', `connectors.mtn_momo.base_url=${double.url}`,
+      '--set', 'connectors.mtn_momo.target_environment=mtncameroon',
+      '--set', 'connectors.mtn_momo.status_queries_per_second=100'],
+    env: {
+      SIKA_CONNECTORS_MTN_MOMO_COLLECTION_SUBSCRIPTION_KEY: 'collection-subscription-key',
+      SIKA_CONNECTORS_MTN_MOMO_COLLECTION_API_USER: 'a5b2c3d4-0000-4000-8000-00000000c011',
+      SIKA_CONNECTORS_MTN_MOMO_COLLECTION_API_KEY: 'collection-api-key',
+      SIKA_CONNECTORS_MTN_MOMO_DISBURSEMENT_SUBSCRIPTION_KEY: 'disbursement-subscription-key',
+      SIKA_CONNECTORS_MTN_MOMO_DISBURSEMENT_API_USER: 'a5b2c3d4-0000-4000-8000-00000000d150',
+      SIKA_CONNECTORS_MTN_MOMO_DISBURSEMENT_API_KEY: 'disbursement-api-key',
+    },
+  };
+}
+
+async function liveToken(server) {
+  const m = server.demo.live_merchants[0];
+  const r = await fetch(`${server.authUrl}/oauth/v2/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ grant_type: 'client_credentials', client_id: m.client_id, client_secret: m.client_secret,
+      scope: 'payments services countries providers' }),
+  });
+  const body = await r.json();
+  assert.equal(r.status, 200, JSON.stringify(body));
+  return body.access_token;
+}
+
+// A client of the gateway on node `port` of `server`.
+function gateway(server, token, port = server.port) {
+  const base = server.baseUrl.replace(`:${server.port}/`, `:${port}/`);
+  return async (path, body) => {
+    const r = await fetch(base + path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: r.status, body: await r.json() };
+  };
+}
+
+const number = (tail) => `2376${String(Math.floor(Math.random() * 1e5)).padStart(5, '0')}${tail}`;
+
+async function collect(post, wallet, amount = 1500) {
+  const intent = await post('/collection/intent', {
+    amount, currency: 'XAF', provider: 'MTN_MOMO_CMR', customer_wallet: wallet, transaction_uuid: randomUUID(),
+    description: 'mtn e2e',
+  });
+  assert.equal(intent.status, 200, JSON.stringify(intent.body));
+  const reference = intent.body.data.transaction_reference;
+  const executed = await post('/collection/execute', { transaction_reference: reference });
+  assert.equal(executed.status, 200, JSON.stringify(executed.body));
+  return reference;
+}
+
+async function statusOf(post, reference, path = '/collection/status') {
+  const r = await post(path, { transaction_reference: reference });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body.data;
+}
+
+function providerReference(server, reference) {
+  return sqlRows(server, `SELECT provider_reference FROM pay_transactions WHERE reference = '${reference}'`)[0][0];
+}
+
+async function atDouble(double, server, reference) {
+  const list = await double.control(`/payments?externalId=${providerReference(server, reference)}`);
+  return list;
+}
+
+for (const backend of backends()) {
+  describe(`MTN MoMo through its double (${backend})`, () => {
+    let double, nodes, server, token, posts;
+    before(async () => {
+      double = await startDouble('mtn_momo', { 'status-rps': 1000 });
+      const setup = connectorSetup(double);
+      nodes = await startTwoNodes({ backend, args: [...ARGS, ...setup.args], env: setup.env });
+      server = nodes.first;
+      token = await liveToken(server);
+      posts = nodes.ports.map((port) => gateway(server, token, port));
+    });
+    after(async () => {
+      await nodes?.stop();
+      await double?.stop();
+    });
+
+    test('demo.json lists the live merchant, a prod merchant whose MTN payments go through the connector', () => {
+      const live = server.demo.live_merchants;
+      assert.equal(live.length, 1);
+      assert.equal(live[0].connector, 'mtn_momo');
+      for (const k of ['client_id', 'client_secret', 'api_key', 'matricule']) assert.ok(live[0][k], k);
+      assert.deepEqual(live[0].countries, ['CMR']);
+    });
+
+    test('a collection completes on every node: requesttopay, callback, status check, COMPLETED', async () => {
+      for (const post of posts) {
+        const reference = await collect(post, number('100'), 2500);
+        const done = await waitFor(async () => {
+          const s = await statusOf(post, reference);
+          return s.status === 'COMPLETED' && s;
+        }, 15000);
+        assert.equal(done.status, 'COMPLETED');
+        const held = await atDouble(double, server, reference);
+        assert.equal(held.length, 1, 'sent once');
+        assert.equal(held[0].status, 'SUCCESSFUL');
+        assert.equal(held[0].currency, 'XAF');
+        assert.equal(typeof held[0].amount, 'string');
+        assert.equal(held[0].payer.partyId.length, 12);
+        // The callback was verified with the operator before the money moved.
+        const cb = sqlRows(server, "SELECT c.outcome FROM pay_callbacks c JOIN pay_transactions t ON t.id = " +
+          `c.transaction_id WHERE t.reference = '${reference}'`);
+        assert.ok(cb.some(([o]) => o === 'applied'), JSON.stringify(cb));
+      }
+      checkLedger(server);
+    });
+
+    test("MTN's failure reasons become ours", async () => {
+      const cases = [['455', 'INSUFFICIENT_FUNDS'], ['451', 'REJECTED_BY_CUSTOMER'], ['456', 'INVALID_ACCOUNT'],
+        ['452', 'TIMEOUT'], ['450', 'OPERATOR_ERROR']];
+      for (const [tail, reason] of cases) {
+        const reference = await collect(posts[0], number(tail));
+        const done = await waitFor(async () => {
+          const s = await statusOf(posts[0], reference);
+          return s.status === 'FAILED' && s;
+        }, 15000);
+        assert.equal(done.failure_reason, reason, tail);
+      }
+      checkLedger(server);
+    });
+
+    test('a forged callback moves nothing: the operator is asked, and says PENDING', async () => {
+      const reference = await collect(posts[0], number('454'));  // pending for ever at the double
+      const forged = JSON.stringify({ externalId: providerReference(server, reference), status: 'SUCCESSFUL',
+        amount: '1500', currency: 'XAF', financialTransactionId: '123' });
+      for (const method of ['PUT', 'POST']) {
+        const r = await fetch(`${server.baseUrl}/operator/callback/mtn_momo`, {
+          method, headers: { 'content-type': 'application/json' }, body: forged,
+        });
+        assert.equal(r.status, 200);
+        const body = await r.json();
+        assert.equal(body.outcome, 'contradicted', JSON.stringify(body));
+      }
+      assert.equal((await statusOf(posts[0], reference)).status, 'PENDING');
+      // Nor does a callback naming a transaction that does not exist.
+      const unknown = await fetch(`${server.baseUrl}/operator/callback/mtn_momo`, {
+        method: 'PUT', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ externalId: randomUUID(), status: 'SUCCESSFUL' }),
+      });
+      assert.equal(unknown.status, 200);
+      // And a body that is not one is a 400 with the error envelope.
+      const bad = await fetch(`${server.baseUrl}/operator/callback/mtn_momo`, {
+        method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"status":"SUCCESSFUL"}',
+      });
+      assert.equal(bad.status, 400);
+      assert.ok((await bad.json()).error.details.externalId);
+      checkLedger(server);
+    });
+
+    test('a lost callback is recovered by polling the operator', async () => {
+      await double.behave({ callbacks: 'none' });
+      try {
+        const reference = await collect(posts[posts.length - 1], number('200'));
+        const done = await waitFor(async () => {
+          const s = await statusOf(posts[0], reference);
+          return s.status === 'COMPLETED' && s;
+        }, 20000);
+        assert.equal(done.status, 'COMPLETED');
+        const checks = sqlRows(server, "SELECT c.outcome FROM pay_status_checks c JOIN pay_transactions t ON " +
+          `t.id = c.transaction_id WHERE t.reference = '${reference}'`);
+        assert.ok(checks.some(([o]) => o === 'succeeded'), JSON.stringify(checks));
+      } finally {
+        await double.behave({ callbacks: 'once' });
+      }
+      checkLedger(server);
+    });
+
+    test('an initiation whose answer never came is neither lost nor sent twice', async () => {
+      // The double records the request and never answers it: the connector times out, sends it
+      // again with the same X-Reference-Id (409: MTN holds it), and the payment completes once.
+      await double.behave({ hang_after_accept: 1 });
+      const reference = await collect(posts[0], number('300'));
+      const done = await waitFor(async () => {
+        const s = await statusOf(posts[0], reference);
+        return s.status === 'COMPLETED' && s;
+      }, 60000);
+      assert.equal(done.status, 'COMPLETED');
+      const held = await atDouble(double, server, reference);
+      assert.equal(held.length, 1, JSON.stringify(held));
+      checkLedger(server);
+    });
+
+    test('an unreachable operator leaves the collection PENDING, and it completes once the operator is back', async () => {
+      await double.behave({ fail_next: 100 });  // every answer a 500 for a while
+      const reference = await collect(posts[0], number('400'));
+      assert.equal((await statusOf(posts[0], reference)).status, 'PENDING');
+      await double.behave({ fail_next: 0 });
+      const done = await waitFor(async () => {
+        const s = await statusOf(posts[0], reference);
+        return s.status === 'COMPLETED' && s;
+      }, 30000);
+      assert.equal(done.status, 'COMPLETED');
+      assert.equal((await atDouble(double, server, reference)).length, 1);
+      checkLedger(server);
+    });
+
+    test('a payout completes through Disbursement', async () => {
+      // Funds to pay out: a collection completed first.
+      const funding = await collect(posts[0], number('500'), 100000);
+      await waitFor(async () => (await statusOf(posts[0], funding)).status === 'COMPLETED', 15000);
+      const payout = await posts[0]('/disbursement/intent', {
+        amount: 5000, currency: 'XAF', provider: 'MTN_MOMO_CMR', customer_wallet: number('600'), transaction_uuid: randomUUID(),
+        description: 'mtn payout',
+      });
+      assert.equal(payout.status, 200, JSON.stringify(payout.body));
+      const reference = payout.body.data.transaction_reference;
+      const done = await waitFor(async () => {
+        const s = await statusOf(posts[0], reference, '/disbursement/status');
+        return s.status === 'COMPLETED' && s;
+      }, 15000);
+      assert.equal(done.status, 'COMPLETED');
+      const held = await atDouble(double, server, reference);
+      assert.equal(held.length, 1);
+      assert.equal(held[0].kind, 'transfer');
+      assert.equal(held[0].payee.partyIdType, 'MSISDN');
+      checkLedger(server);
+    });
+
+    test('tokens are shared: a burst of payments uses one token per product and node', async () => {
+      const before = (await double.stats()).tokens_issued.collection;
+      const refs = await Promise.all(Array.from({ length: 40 }, (_, i) => collect(posts[i % posts.length], number('700'))));
+      await waitFor(async () => {
+        for (const r of refs) if ((await statusOf(posts[0], r)).status !== 'COMPLETED') return false;
+        return true;
+      }, 30000);
+      const after = (await double.stats()).tokens_issued.collection;
+      assert.equal(after - before, 0, 'the token fetched earlier is still in use');
+      assert.ok(after <= nodes.ports.length, `tokens: ${after}`);
+    });
+  });
+}
+
+describe('MTN MoMo connector configuration', () => {
+  test('a wrong subscription key is a refusal with the error envelope, never a 500, and no payment is pending for ever', async () => {
+    const double = await startDouble('mtn_momo');
+    const setup = connectorSetup(double);
+    setup.env.SIKA_CONNECTORS_MTN_MOMO_COLLECTION_SUBSCRIPTION_KEY = 'wrong';
+    const nodes = await startTwoNodes({ backend: 'sqlite', args: [...ARGS, ...setup.args], env: setup.env });
+    try {
+      const post = gateway(nodes.first, await liveToken(nodes.first));
+      const intent = await post('/collection/intent', {
+        amount: 1500, currency: 'XAF', provider: 'MTN_MOMO_CMR', customer_wallet: number('100'), transaction_uuid: randomUUID(),
+      });
+      assert.equal(intent.status, 200);
+      const executed = await post('/collection/execute', { transaction_reference: intent.body.data.transaction_reference });
+      assert.ok(executed.status < 500, JSON.stringify(executed.body));
+      const s = await statusOf(post, intent.body.data.transaction_reference);
+      assert.equal(s.status, 'FAILED');
+      assert.equal(s.failure_reason, 'OPERATOR_REFUSED');
+      assert.ok(!nodes.first.output().includes('wrong'), 'the subscription key is never logged');
+    } finally {
+      await nodes.stop();
+      await double.stop();
+    }
+  });
+});
