@@ -10,6 +10,8 @@ FailureReason failure_reason(const Transaction& tx) {
   if (code == "INVALID_ACCOUNT") return FailureReason::invalid_account;
   if (code == "INVALID_OTP") return FailureReason::invalid_otp;
   if (code == "OPERATOR_REFUSED") return FailureReason::refused;
+  if (code == "LIMIT_EXCEEDED") return FailureReason::limit_exceeded;
+  if (code == "OPERATOR_ERROR") return FailureReason::operator_error;
   if (tx.status == TxStatus::cancelled) return FailureReason::cancelled;
   return FailureReason::other;
 }
@@ -22,6 +24,8 @@ std::string_view failure_message_code(FailureReason reason) {
     case FailureReason::invalid_account: return "checkout_failed_invalid_account";
     case FailureReason::invalid_otp: return "checkout_failed_invalid_otp";
     case FailureReason::refused: return "checkout_failed_refused";
+    case FailureReason::limit_exceeded: return "checkout_failed_limit";
+    case FailureReason::operator_error: return "checkout_failed_operator_error";
     case FailureReason::cancelled: return "checkout_failed_cancelled";
     case FailureReason::other: break;
   }

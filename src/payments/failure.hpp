@@ -16,6 +16,8 @@ enum class FailureReason {
   invalid_account,
   invalid_otp,
   refused,
+  limit_exceeded,
+  operator_error,
   cancelled,
   other
 };

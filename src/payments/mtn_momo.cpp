@@ -65,9 +65,7 @@ Error unknown_outcome(int status, const std::string& code) {
 }  // namespace
 
 MtnMomo::MtnMomo(web::HttpClient& http, MtnMomoOptions options)
-    : http_(http),
-      options_(std::move(options)),
-      currency_(mtn::environment_currency(options_.target_environment)) {
+    : http_(http), options_(std::move(options)), currency_(mtn::environment_currency(options_.target_environment)) {
   while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
 }
 
@@ -154,9 +152,10 @@ Result<MtnMomo::Token> MtnMomo::fetch_token(Product p) {
   const std::int64_t asked = now();
   SIKA_ASSIGN_OR_RETURN(auto res, send_reported(req, Exchange{"token", "", ""}));
   if (res.status != 200)
-    return make_error(res.status == 401 || res.status == 403 ? ErrorKind::unauthenticated : ErrorKind::upstream_failed,
-                      "operator_token", bj::object{{"provider", "the operator refused the API user's credentials"},
-                                                   {"operator_status", res.status}});
+    return make_error(
+        res.status == 401 || res.status == 403 ? ErrorKind::unauthenticated : ErrorKind::upstream_failed,
+        "operator_token",
+        bj::object{{"provider", "the operator refused the API user's credentials"}, {"operator_status", res.status}});
   auto body = json::parse_object(res.body);
   const bj::value* access = body ? body->if_contains("access_token") : nullptr;
   const bj::value* ttl = body ? body->if_contains("expires_in") : nullptr;

@@ -104,7 +104,7 @@ class MtnMomo final : public Connector {
   std::int64_t tokens_fetched_ GUARDED_BY(mu_) = 0;
   int in_flight_ GUARDED_BY(mu_) = 0;
   std::int64_t next_status_at_ GUARDED_BY(mu_) = 0;  // steady ms of the next status query slot
-  sika::Mutex fetch_mu_[2];                           // one token fetch per product at a time
+  sika::Mutex fetch_mu_[2];                          // one token fetch per product at a time
 };
 
 }  // namespace sika::payments

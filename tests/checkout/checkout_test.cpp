@@ -1040,6 +1040,8 @@ TEST(CheckoutModel, AFailureReasonIsReadFromTheTypedCodeNotFromText) {
   EXPECT_EQ(reason("INVALID_ACCOUNT"), FailureReason::invalid_account);
   EXPECT_EQ(reason("INVALID_OTP"), FailureReason::invalid_otp);
   EXPECT_EQ(reason("OPERATOR_REFUSED"), FailureReason::refused);
+  EXPECT_EQ(reason("LIMIT_EXCEEDED"), FailureReason::limit_exceeded);
+  EXPECT_EQ(reason("OPERATOR_ERROR"), FailureReason::operator_error);
   EXPECT_EQ(reason("insufficient funds on the account"), FailureReason::other);  // a text, not a code
   EXPECT_EQ(reason(std::nullopt), FailureReason::other);
   tx.status = payments::TxStatus::expired;
@@ -1047,9 +1049,10 @@ TEST(CheckoutModel, AFailureReasonIsReadFromTheTypedCodeNotFromText) {
   tx.status = payments::TxStatus::cancelled;
   EXPECT_EQ(reason("DECLINED_BY_CUSTOMER"), FailureReason::declined);
   EXPECT_EQ(reason("cancelled by the customer"), FailureReason::cancelled);
-  for (auto r : {FailureReason::insufficient_funds, FailureReason::declined, FailureReason::timeout,
-                 FailureReason::invalid_account, FailureReason::invalid_otp, FailureReason::refused,
-                 FailureReason::cancelled, FailureReason::other}) {
+  for (auto r :
+       {FailureReason::insufficient_funds, FailureReason::declined, FailureReason::timeout,
+        FailureReason::invalid_account, FailureReason::invalid_otp, FailureReason::refused,
+        FailureReason::limit_exceeded, FailureReason::operator_error, FailureReason::cancelled, FailureReason::other}) {
     const std::string_view code = failure_message_code(r);
     EXPECT_TRUE(i18n::known(code)) << code;
     EXPECT_NE(i18n::text(code, i18n::Locale::fr), i18n::text(code, i18n::Locale::en)) << code;
