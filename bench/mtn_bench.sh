@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# MTN MoMo benchmark (docs/performance.md, "Collections through an operator"): `sika serve` on
+# SQLite with the mtn_momo connector pointed at the MTN double (tests/e2e/doubles/mtn_momo.mjs, a
+# separate Node process), the live demo merchant's token, wrk with keep-alive. In one run:
+#   1. POST /collection/intent alone: the reference rate and p99;
+#   2. whole collections: each wrk connection creates an intent and executes it; the connector sends
+#      requesttopay, the double calls back, the callback is verified by a status query, the
+#      collection is COMPLETED and its event is written to the outbox. The rate is the collections
+#      COMPLETED per second, from the first intent to the last completion;
+#   3. POST /collection/intent again while whole collections run beside it (half the connections
+#      each): its p99 under outbound traffic;
+#   4. recovery: RECOVERY_PAYMENTS collections whose callbacks are lost (the double sends none), at
+#      the double's limit of 10 status queries per second (the connector's default): the time until
+#      every one is final, and the most status queries the double saw in any second.
+#
+#   bench/mtn_bench.sh
+#   DURATION=10 CONNECTIONS=64 RECOVERY_PAYMENTS=1000 bench/mtn_bench.sh
+#   PHASES=recovery bench/mtn_bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RECOVERY_PAYMENTS=${RECOVERY_PAYMENTS:-1000}
+PHASES=${PHASES:-throughput,recovery}
+source bench/lib.sh
+
+# start_double STATUS_RPS: starts the MTN double; sets DOUBLE_URL and CONTROL_URL.
+start_double() {
+  local fifo="$TMP/double-$1.out"
+  node tests/e2e/doubles/mtn_momo.mjs --status-rps="$1" >"$fifo" 2>"$TMP/double-$1.err" &
+  PIDS+=($!)
+  for _ in $(seq 1 100); do [[ -s "$fifo" ]] && break; sleep 0.05; done
+  DOUBLE_URL="http://127.0.0.1:$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["api"])' "$fifo")"
+  CONTROL_URL="http://127.0.0.1:$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["control"])' "$fifo")"
+}
+
+# start_sika NAME STATUS_PER_SECOND: sika on a fresh SQLite database with the connector; sets
+# BASE, TOKEN, DB and PORT.
+start_sika() {
+  PORT=$(free_port)
+  local demo="$TMP/demo-$1.json"
+  DB="$TMP/$1.db"
+  SIKA_SECRET_KEY=bench-secret-key-0123456789abcdef0123 \
+  SIKA_CONNECTORS_MTN_MOMO_COLLECTION_SUBSCRIPTION_KEY=collection-subscription-key \
+  SIKA_CONNECTORS_MTN_MOMO_COLLECTION_API_USER=a5b2c3d4-0000-4000-8000-00000000c011 \
+  SIKA_CONNECTORS_MTN_MOMO_COLLECTION_API_KEY=collection-api-key \
+  SIKA_CONNECTORS_MTN_MOMO_DISBURSEMENT_SUBSCRIPTION_KEY=disbursement-subscription-key \
+  SIKA_CONNECTORS_MTN_MOMO_DISBURSEMENT_API_USER=a5b2c3d4-0000-4000-8000-00000000d150 \
+  SIKA_CONNECTORS_MTN_MOMO_DISBURSEMENT_API_KEY=disbursement-api-key \
+    "$SIKA" serve --listen "127.0.0.1:$PORT" --db "sqlite://$DB" --public-url "http://127.0.0.1:$PORT" --demo "$demo" \
+    --set log.access=false --set identity.token_cache_seconds=30 --set log.level=warn \
+    --set connectors.mtn_momo.kind=mtn_momo --set "connectors.mtn_momo.base_url=$DOUBLE_URL" \
+    --set connectors.mtn_momo.target_environment=mtncameroon \
+    --set "connectors.mtn_momo.status_queries_per_second=$2" \
+    >"$TMP/sika-$1.log" 2>&1 &
+  PIDS+=($!)
+  wait_ready "$PORT" "$demo"
+  BASE=$(demo_value "$demo" base_url)
+  TOKEN=$(python3 - "$demo" <<'PY'
+import json, sys, urllib.request
+d = json.load(open(sys.argv[1])); m = d["live_merchants"][0]
+body = json.dumps({"grant_type": "client_credentials", "client_id": m["client_id"], "client_secret": m["client_secret"],
+                   "scope": "payments"}).encode()
+req = urllib.request.Request(d["auth_url"] + "/oauth/v2/token", body, {"content-type": "application/json"})
+print(json.load(urllib.request.urlopen(req))["access_token"])
+PY
+)
+  export BENCH_TOKEN=$TOKEN
+}
+
+cat >"$TMP/intent.lua" <<EOF
+$LUA_UUID
+local counter = 0
+math.randomseed(os.time())
+function setup(thread) thread:set("seed", math.random(1, 2^30)) end
+function init(args) math.randomseed(seed or os.time()); token = os.getenv("BENCH_TOKEN") end
+function request()
+  counter = counter + 1
+  local body = string.format('{"amount":%d,"currency":"XAF","transaction_uuid":"%s","provider":"MTN_MOMO_CMR",' ..
+    '"customer_wallet":"2376%05d100","description":"bench"}', 1000 + counter % 5000, uuid(), counter % 100000)
+  return wrk.format("POST", "/api/collection/intent",
+    {["content-type"] = "application/json", ["authorization"] = "Bearer " .. token}, body)
+end
+EOF
+
+# Whole collections: intent, then execute of the reference it answered, on each connection.
+cat >"$TMP/collect.lua" <<EOF
+$LUA_UUID
+local counter = 0
+local pending = nil
+math.randomseed(os.time())
+function setup(thread) thread:set("seed", math.random(1, 2^30)) end
+function init(args) math.randomseed(seed or os.time()); token = os.getenv("BENCH_TOKEN") end
+function request()
+  local headers = {["content-type"] = "application/json", ["authorization"] = "Bearer " .. token}
+  if pending then
+    local body = '{"transaction_reference":"' .. pending .. '"}'
+    pending = nil
+    return wrk.format("POST", "/api/collection/execute", headers, body)
+  end
+  counter = counter + 1
+  local body = string.format('{"amount":%d,"currency":"XAF","transaction_uuid":"%s","provider":"MTN_MOMO_CMR",' ..
+    '"customer_wallet":"2376%05d100","description":"whole"}', 1000 + counter % 5000, uuid(), counter % 100000)
+  return wrk.format("POST", "/api/collection/intent", headers, body)
+end
+function response(status, headers, body)
+  local ref = body:match('"transaction_reference":"([^"]+)"')
+  if ref and body:find('"INITIATED"') then pending = ref end
+end
+EOF
+
+sql() { sqlite3 -cmd '.timeout 5000' "$DB" "$1"; }
+
+# wait_final DESCRIPTION TIMEOUT_S: waits until no collection of that description is PENDING.
+wait_final() {
+  for _ in $(seq 1 $(($2 * 10))); do
+    [[ "$(sql "SELECT COUNT(*) FROM pay_transactions WHERE description = '$1' AND status = 'PENDING'")" == 0 ]] && return 0
+    sleep 0.1
+  done
+  echo "collections '$1' still PENDING after $2 s" >&2
+}
+
+throughput() {
+  start_double 1000000
+  start_sika throughput 0
+  wrk -t1 -c4 -d1s -s "$TMP/intent.lua" "$BASE/collection/intent" >/dev/null  # warm-up
+  read -r I_RPS I_P99 I_ERR <<<"$(wrk_run "$BASE/collection/intent" "$TMP/intent.lua")"
+  local start_ms done_ms completed executed
+  start_ms=$(date +%s%3N)
+  read -r C_RPS C_P99 C_ERR <<<"$(wrk_run "$BASE/collection/intent" "$TMP/collect.lua")"
+  wait_final whole 120
+  completed=$(sql "SELECT COUNT(*) FROM pay_transactions WHERE description = 'whole' AND status = 'COMPLETED'")
+  executed=$(sql "SELECT COUNT(*) FROM pay_transactions WHERE description = 'whole' AND status <> 'INITIATED'")
+  done_ms=$(sql "SELECT MAX(updated_at) FROM pay_transactions WHERE description = 'whole' AND status = 'COMPLETED'")
+  local events
+  events=$(sql "SELECT COUNT(*) FROM events WHERE event_type = 'transaction.status_changed' AND subject IN (SELECT reference FROM pay_transactions WHERE description = 'whole' AND status = 'COMPLETED')")
+  local e2e ratio
+  e2e=$(python3 -c "print(round($completed * 1000 / max(1, $done_ms - $start_ms), 1))")
+  ratio=$(python3 -c "print(round($e2e / $I_RPS, 2))")
+  # Intents beside whole collections: half the connections each, the same duration.
+  local half=$((CONNECTIONS / 2))
+  wrk -t1 -c"$half" -d"${DURATION}s" -s "$TMP/collect.lua" "$BASE/collection/intent" >/dev/null &
+  local bg=$!
+  read -r B_RPS B_P99 B_ERR <<<"$(CONNECTIONS=$half THREADS=1 wrk_run "$BASE/collection/intent" "$TMP/intent.lua")"
+  wait "$bg" || true
+  printf "%-44s %10s %10s  %s\n" "POST /collection/intent alone" "$I_RPS" "$I_P99" "errors: $I_ERR"
+  printf "%-44s %10s %10s  %s\n" "whole collections (COMPLETED per second)" "$e2e" "" \
+    "$completed COMPLETED of $executed executed; ratio to intents $ratio; status events $events"
+  printf "%-44s %10s %10s  %s\n" "POST /collection/intent beside collections" "$B_RPS" "$B_P99" "errors: $B_ERR"
+  curl -fsS "$CONTROL_URL/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print("double: tokens", s["tokens_issued"], "initiations", s["initiations"], "status queries", s["status_queries"], "callbacks", s["callbacks_sent"])'
+}
+
+recovery() {
+  start_double 10
+  start_sika recovery 10
+  curl -fsS -X POST "$CONTROL_URL/behaviour" -d '{"callbacks":"none","settle_ms":0}' >/dev/null
+  local first_ms last_ms
+  first_ms=$(date +%s%3N)
+  python3 - "$BASE" "$TOKEN" "$RECOVERY_PAYMENTS" <<'PY'
+import json, sys, uuid, urllib.request
+from concurrent.futures import ThreadPoolExecutor
+base, token, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def post(path, body):
+    req = urllib.request.Request(base + path, json.dumps(body).encode(),
+                                 {"content-type": "application/json", "authorization": "Bearer " + token})
+    return json.load(urllib.request.urlopen(req))
+def one(i):
+    ref = post("/collection/intent", {"amount": 1000 + i, "currency": "XAF", "transaction_uuid": str(uuid.uuid4()),
+               "provider": "MTN_MOMO_CMR", "customer_wallet": "2376%05d%s" % (i, "455" if i % 4 == 0 else "100"),
+               "description": "lost"})["data"]["transaction_reference"]
+    post("/collection/execute", {"transaction_reference": ref})
+with ThreadPoolExecutor(16) as pool: list(pool.map(one, range(n)))
+PY
+  last_ms=$(date +%s%3N)
+  wait_final lost 600
+  local end_ms
+  end_ms=$(date +%s%3N)
+  local final
+  final=$(sql "SELECT status || ' ' || COUNT(*) FROM pay_transactions WHERE description = 'lost' GROUP BY status" | tr '\n' ' ')
+  printf "recovery: %d collections submitted in %.1f s, all final %.1f s after the first submission (%s)\n" \
+    "$RECOVERY_PAYMENTS" "$(python3 -c "print(($last_ms - $first_ms) / 1000)")" \
+    "$(python3 -c "print(($end_ms - $first_ms) / 1000)")" "$final"
+  curl -fsS "$CONTROL_URL/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print("double: status queries", s["status_queries"], "most in one second", s["status_max_per_second"], "refused 429", s["rejected_429"], "callbacks", s["callbacks_sent"])'
+}
+
+echo "connections $CONNECTIONS, wrk threads $THREADS, ${DURATION}s per run, $(nproc) cores"
+[[ ",$PHASES," == *,throughput,* ]] && throughput
+[[ ",$PHASES," == *,recovery,* ]] && recovery
+exit 0
