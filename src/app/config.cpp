@@ -133,6 +133,8 @@ const std::vector<KeySpec> kKeys = {
     {"payments.recovery_lease_ms", "60000", K::integer,
      "recovery: how long a claimed question is one node's alone (longer than an operator query takes)"},
     {"payments.recovery_batch", "50", K::integer, "recovery: questions one node claims at once"},
+    {"payments.callbacks_per_address_per_minute", "60000", K::integer,
+     "operator callbacks accepted per client address and minute on each node (429 beyond)"},
     {"payments.callback_url", "", K::url,
      "base URL the sandbox operator calls back (default base_url + /operator/callback)"},
     {"wallets.link_per_payment", "50000", K::integer,

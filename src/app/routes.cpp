@@ -210,9 +210,21 @@ void build_routes(web::Router& r, Context& ctx) {
            "Sandbox: the messages (codes) sent to a number, newest first; prod merchants get 404"});
     // A signed callback is verified by its connector; an unsigned one (MTN) moves money only by the
     // operator's answer to a status query made on receipt. MTN calls back with PUT or POST.
+    // Rate-limited per client address on each node (payments.callbacks_per_address_per_minute).
+    auto callback_limiter = std::make_shared<limits::LocalLimiter>(100'000);
+    const limits::Policy callback_policy{
+        .limit = std::max<std::int64_t>(1, ctx.config.get_int("payments.callbacks_per_address_per_minute")),
+        .window_ms = 60'000,
+        .name = "operator_callbacks_per_address"};
+    web::Handler callback = [svc, callback_limiter, callback_policy](web::Request& req) -> Result<web::Response> {
+      const limits::Decision d = callback_limiter->hit(req.remote_ip, callback_policy);
+      if (!d.allowed)
+        return rate_limited(boost::json::object{{"retry_after_seconds", (d.retry_after_ms + 999) / 1000}});
+      return svc->operator_callback(req);
+    };
     for (const char* method : {"POST", "PUT"})
-      r.add({Surface::gateway, method, "/operator/callback/{connector}", web::bind(svc, &Pay::operator_callback),
-             web::signed_request(), "Operator callbacks (signed, or verified with the operator; no token)"});
+      r.add({Surface::gateway, method, "/operator/callback/{connector}", callback, web::signed_request(),
+             "Operator callbacks (signed, or verified with the operator; no token)"});
     r.add({Surface::checkout, "GET", "/confirm/{reference}", web::bind(svc, &Pay::confirm_page), web::signed_request(),
            "Hosted confirmation page of a collection (fr/en)"});
     r.add({Surface::checkout, "POST", "/confirm/{reference}", web::bind(svc, &Pay::confirm_submit),

@@ -264,7 +264,8 @@ describe('MTN MoMo connector configuration', () => {
     const double = await startDouble('mtn_momo');
     const setup = connectorSetup(double);
     setup.env.SIKA_CONNECTORS_MTN_MOMO_COLLECTION_SUBSCRIPTION_KEY = 'wrong';
-    const nodes = await startTwoNodes({ backend: 'sqlite', args: [...ARGS, ...setup.args], env: setup.env });
+    const nodes = await startTwoNodes({ backend: 'sqlite', env: setup.env,
+      args: [...ARGS, ...setup.args, '--set', 'payments.callbacks_per_address_per_minute=5'] });
     try {
       const post = gateway(nodes.first, await liveToken(nodes.first));
       const intent = await post('/collection/intent', {
@@ -277,6 +278,17 @@ describe('MTN MoMo connector configuration', () => {
       assert.equal(s.status, 'FAILED');
       assert.equal(s.failure_reason, 'OPERATOR_REFUSED');
       assert.ok(!nodes.first.output().includes('wrong'), 'the subscription key is never logged');
+      // The callback route is public: rate-limited per client address, with the error envelope.
+      const statuses = [];
+      for (let i = 0; i < 6; i++) {
+        const r = await fetch(`${nodes.first.baseUrl}/operator/callback/mtn_momo`, {
+          method: 'PUT', headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ externalId: randomUUID(), status: 'SUCCESSFUL' }),
+        });
+        statuses.push(r.status);
+        if (r.status === 429) assert.equal((await r.json()).success, false);
+      }
+      assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429]);
     } finally {
       await nodes.stop();
       await double.stop();
