@@ -21,7 +21,9 @@ class Service;
 }
 namespace sika::payments {
 class Service;
-}
+class Health;
+class OperatorLog;
+}  // namespace sika::payments
 namespace sika::links {
 class Service;
 }
@@ -64,6 +66,8 @@ struct Context {
   std::unique_ptr<otp::Service> otp;           // one-time codes, sent through notifier
   std::unique_ptr<identity::Service> identity;
   std::unique_ptr<catalog::Service> catalog;
+  std::unique_ptr<payments::Health> health;             // operator health (built with payments)
+  std::unique_ptr<payments::OperatorLog> operator_log;  // where connectors report their calls
   std::unique_ptr<payments::Service> payments;
   std::unique_ptr<links::Service> links;        // needs payments (built with it)
   std::unique_ptr<wallets::Service> wallets;    // needs payments, otp and the notifier
