@@ -21,8 +21,7 @@ using web::html::escape;
 namespace {
 
 // The override form of one connector: force CLOSED, force DELAYED, or clear.
-std::string override_form(const Service::Ctx& c, const std::string& action, const std::string& connector,
-                          bool forced) {
+std::string override_form(const Service::Ctx& c, const std::string& action, const std::string& connector, bool forced) {
   std::string id = "override-" + connector;
   std::string out = "<form method=\"post\" action=\"" + escape(action) + "\" class=\"inline\" aria-label=\"" +
                     escape(std::string(say(c.locale, "override")) + " " + connector) + "\">" + c.csrf_field() +

@@ -47,12 +47,12 @@ std::optional<Availability> availability_from(std::string_view text) {
 Health::Health(store::Db& db, HealthOptions options) : db_(db), options_(std::move(options)) {
   if (options_.node_id.empty()) options_.node_id = store::make_node_id();
   options_.window_calls = std::max<std::size_t>(1, options_.window_calls);
-  loop_ = std::make_unique<Periodic>(
-      "operator health", std::chrono::milliseconds(std::max<std::int64_t>(10, options_.publish_ms)),
-      [this]() -> Result<Pace> {
-        SIKA_TRY(refresh());
-        return Pace::idle;
-      });
+  loop_ = std::make_unique<Periodic>("operator health",
+                                     std::chrono::milliseconds(std::max<std::int64_t>(10, options_.publish_ms)),
+                                     [this]() -> Result<Pace> {
+                                       SIKA_TRY(refresh());
+                                       return Pace::idle;
+                                     });
 }
 
 Health::~Health() { stop(); }
@@ -180,13 +180,13 @@ Status Health::force(std::string_view connector, std::optional<Availability> sta
                       {std::string(connector), std::string(kForcedNode)}));
       return {};
     }
-    SIKA_TRY(c.exec("INSERT INTO pay_operator_health (connector, node, state, calls, errors, p50_ms, p90_ms, "
-                    "changed_at, updated_at, updated_by) VALUES (?, ?, ?, 0, 0, 0, 0, ?, ?, ?) "
-                    "ON CONFLICT (connector, node) DO UPDATE SET state = excluded.state, "
-                    "changed_at = excluded.changed_at, updated_at = excluded.updated_at, "
-                    "updated_by = excluded.updated_by",
-                    {std::string(connector), std::string(kForcedNode), std::string(to_string(*state)), at, at,
-                     std::string(by)}));
+    SIKA_TRY(c.exec(
+        "INSERT INTO pay_operator_health (connector, node, state, calls, errors, p50_ms, p90_ms, "
+        "changed_at, updated_at, updated_by) VALUES (?, ?, ?, 0, 0, 0, 0, ?, ?, ?) "
+        "ON CONFLICT (connector, node) DO UPDATE SET state = excluded.state, "
+        "changed_at = excluded.changed_at, updated_at = excluded.updated_at, "
+        "updated_by = excluded.updated_by",
+        {std::string(connector), std::string(kForcedNode), std::string(to_string(*state)), at, at, std::string(by)}));
     return {};
   }));
   spdlog::warn("operator health: {} {} by {}", connector,
@@ -220,13 +220,14 @@ Status Health::refresh() {
   if (!mine.empty())
     SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
       for (const Published& p : mine)
-        SIKA_TRY(c.exec("INSERT INTO pay_operator_health (connector, node, state, calls, errors, p50_ms, p90_ms, "
-                        "changed_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                        "ON CONFLICT (connector, node) DO UPDATE SET state = excluded.state, "
-                        "calls = excluded.calls, errors = excluded.errors, p50_ms = excluded.p50_ms, "
-                        "p90_ms = excluded.p90_ms, changed_at = excluded.changed_at, updated_at = excluded.updated_at",
-                        {p.connector, options_.node_id, std::string(to_string(p.local)), p.summary.calls,
-                         p.summary.errors, p.summary.p50_ms, p.summary.p90_ms, p.changed_at, at}));
+        SIKA_TRY(
+            c.exec("INSERT INTO pay_operator_health (connector, node, state, calls, errors, p50_ms, p90_ms, "
+                   "changed_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                   "ON CONFLICT (connector, node) DO UPDATE SET state = excluded.state, "
+                   "calls = excluded.calls, errors = excluded.errors, p50_ms = excluded.p50_ms, "
+                   "p90_ms = excluded.p90_ms, changed_at = excluded.changed_at, updated_at = excluded.updated_at",
+                   {p.connector, options_.node_id, std::string(to_string(p.local)), p.summary.calls, p.summary.errors,
+                    p.summary.p50_ms, p.summary.p90_ms, p.changed_at, at}));
       return {};
     }));
   store::Rows rows;

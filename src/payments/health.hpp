@@ -45,19 +45,19 @@ std::string_view to_string(Availability a);  // OPERATIONAL | DELAYED | CLOSED
 std::optional<Availability> availability_from(std::string_view text);
 
 struct HealthOptions {
-  std::int64_t window_ms = 60'000;        // payments.health_window_seconds
-  std::size_t window_calls = 200;         // at most this many recent calls per connector
-  std::int64_t min_calls = 5;             // payments.health_min_calls: fewer calls decide no ratio
-  double delayed_error_ratio = 0.2;       // payments.health_delayed_error_percent
-  std::int64_t delayed_p90_ms = 10'000;   // payments.health_delayed_p90_ms
-  double closed_error_ratio = 0.5;        // payments.health_closed_error_percent
-  std::int64_t closed_consecutive = 5;    // payments.health_closed_consecutive
-  std::int64_t recover_ms = 30'000;       // payments.health_recover_seconds: a better state must hold this long
-  std::int64_t publish_ms = 1'000;        // how often the summary is published and the others' read
-  std::int64_t stale_ms = 10'000;         // a node's row older than this is ignored
+  std::int64_t window_ms = 60'000;       // payments.health_window_seconds
+  std::size_t window_calls = 200;        // at most this many recent calls per connector
+  std::int64_t min_calls = 5;            // payments.health_min_calls: fewer calls decide no ratio
+  double delayed_error_ratio = 0.2;      // payments.health_delayed_error_percent
+  std::int64_t delayed_p90_ms = 10'000;  // payments.health_delayed_p90_ms
+  double closed_error_ratio = 0.5;       // payments.health_closed_error_percent
+  std::int64_t closed_consecutive = 5;   // payments.health_closed_consecutive
+  std::int64_t recover_ms = 30'000;      // payments.health_recover_seconds: a better state must hold this long
+  std::int64_t publish_ms = 1'000;       // how often the summary is published and the others' read
+  std::int64_t stale_ms = 10'000;        // a node's row older than this is ignored
   std::set<std::string, std::less<>> unjudged = {"sandbox"};
-  std::string node_id;                    // store::make_node_id() when empty
-  std::function<std::int64_t()> clock;    // epoch ms; now_ms() when empty
+  std::string node_id;                  // store::make_node_id() when empty
+  std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
 };
 
 // What the dashboard shows of a connector.
@@ -67,7 +67,7 @@ struct ConnectorHealth {
   Availability local = Availability::operational;  // this node's own window
   std::optional<Availability> forced;              // an operator's override
   std::string forced_by;
-  std::int64_t calls = 0, errors = 0;  // every fresh node's window
+  std::int64_t calls = 0, errors = 0;   // every fresh node's window
   std::int64_t p50_ms = 0, p90_ms = 0;  // the worst of the fresh nodes'
   std::int64_t changed_at = 0;          // when `state` last changed (as this node saw it), 0 never
   std::int64_t nodes = 0;               // nodes with a fresh row

@@ -47,13 +47,13 @@ Result<Pace> OperatorLog::flush() {
   if (batch.empty()) return Pace::idle;
   Status st = db_.write([&](store::Conn& c) -> Status {
     for (const OperatorCall& call : batch)
-      SIKA_TRY(c.exec("INSERT INTO pay_operator_calls (connector, operation, provider_reference, operator_reference, "
-                      "method, path, http_status, code, outcome, started_at, latency_ms, node) "
-                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                      {call.connector, call.operation, text_or_null(call.provider_reference),
-                       text_or_null(call.operator_reference), call.method, call.path,
-                       std::int64_t{call.http_status}, text_or_null(call.code), std::string(to_string(call.outcome)),
-                       call.started_at, call.latency_ms, options_.node_id}));
+      SIKA_TRY(c.exec(
+          "INSERT INTO pay_operator_calls (connector, operation, provider_reference, operator_reference, "
+          "method, path, http_status, code, outcome, started_at, latency_ms, node) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+          {call.connector, call.operation, text_or_null(call.provider_reference), text_or_null(call.operator_reference),
+           call.method, call.path, std::int64_t{call.http_status}, text_or_null(call.code),
+           std::string(to_string(call.outcome)), call.started_at, call.latency_ms, options_.node_id}));
     return {};
   });
   if (!st) {

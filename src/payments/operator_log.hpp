@@ -20,10 +20,10 @@
 namespace sika::payments {
 
 struct OperatorLogOptions {
-  std::size_t capacity = 10'000;      // calls waiting to be written; more are dropped (and counted)
-  std::size_t batch = 500;            // calls per write unit
-  std::int64_t flush_ms = 500;        // how often the queue is written
-  std::string node_id;                // the node column; store::make_node_id() when empty
+  std::size_t capacity = 10'000;  // calls waiting to be written; more are dropped (and counted)
+  std::size_t batch = 500;        // calls per write unit
+  std::int64_t flush_ms = 500;    // how often the queue is written
+  std::string node_id;            // the node column; store::make_node_id() when empty
 };
 
 class OperatorLog : public OperatorCallSink {
