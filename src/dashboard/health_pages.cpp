@@ -20,18 +20,20 @@ using web::html::escape;
 
 namespace {
 
-// The override form of one connector: force CLOSED, force DELAYED, or clear.
-std::string override_form(const Service::Ctx& c, const std::string& action, const std::string& connector, bool forced) {
-  std::string id = "override-" + connector;
-  std::string out = "<form method=\"post\" action=\"" + escape(action) + "\" class=\"inline\" aria-label=\"" +
-                    escape(std::string(say(c.locale, "override")) + " " + connector) + "\">" + c.csrf_field() +
-                    "<input type=\"hidden\" name=\"connector\" value=\"" + escape(connector) + "\">";
-  out += "<button name=\"state\" value=\"CLOSED\" id=\"" + escape(id) + "-closed\">" +
-         std::string(say(c.locale, "force_closed")) + "</button> <button name=\"state\" value=\"DELAYED\" id=\"" +
-         escape(id) + "-delayed\">" + std::string(say(c.locale, "force_delayed")) + "</button>";
-  if (forced)
-    out += " <button name=\"state\" value=\"\" id=\"" + escape(id) + "-clear\">" +
-           std::string(say(c.locale, "clear_override")) + "</button>";
+// The override form: a connector and what to do (force CLOSED, force DELAYED, or clear).
+std::string override_form(const Service::Ctx& c, const std::string& action,
+                          const std::vector<payments::ConnectorHealth>& rows) {
+  std::string out = "<form method=\"post\" action=\"" + escape(action) + "\" id=\"override\">" + c.csrf_field() +
+                    "<h3>" + std::string(say(c.locale, "override")) + "</h3><label for=\"override-connector\">" +
+                    std::string(say(c.locale, "connector")) +
+                    "</label><select id=\"override-connector\" name=\"connector\">";
+  for (const auto& h : rows) out += "<option>" + escape(h.connector) + "</option>";
+  out += "</select><label for=\"override-state\">" + std::string(say(c.locale, "state")) +
+         "</label><select id=\"override-state\" name=\"state\"><option value=\"CLOSED\">" +
+         std::string(say(c.locale, "force_closed")) + "</option><option value=\"DELAYED\">" +
+         std::string(say(c.locale, "force_delayed")) + "</option><option value=\"\">" +
+         std::string(say(c.locale, "clear_override")) + "</option></select><button id=\"override-apply\">" +
+         std::string(say(c.locale, "apply_override")) + "</button>";
   return out + "</form>";
 }
 
@@ -54,23 +56,21 @@ std::string Service::operators_health(const Ctx& c) const {
           "</th><th scope=\"col\" class=\"num\">" + std::string(say(c.locale, "calls")) +
           "</th><th scope=\"col\" class=\"num\">" + std::string(say(c.locale, "error_ratio")) +
           "</th><th scope=\"col\" class=\"num\">p50</th><th scope=\"col\" class=\"num\">p90</th><th scope=\"col\">" +
-          std::string(say(c.locale, "last_change")) + "</th><th scope=\"col\">" +
-          std::string(say(c.locale, "override")) + "</th></tr></thead><tbody>";
+          std::string(say(c.locale, "last_change")) + "</th></tr></thead><tbody>";
   const std::string action = path("/operator/health/override");
   for (const auto& h : rows) {
     const std::int64_t permille = h.calls > 0 ? h.errors * 1000 / h.calls : 0;
-    body += "<tr><th scope=\"row\">" + escape(h.connector) + "</th><td data-state=\"" +
-            std::string(payments::to_string(h.state)) + "\">" + badge(payments::to_string(h.state)) +
-            (h.forced ? " <span class=\"muted\">(" + std::string(say(c.locale, "forced_by")) + " " +
+    body += "<tr><td>" + escape(h.connector) + "</td><td data-state=\"" + std::string(payments::to_string(h.state)) +
+            "\"><span>" + badge(payments::to_string(h.state)) +
+            (h.forced ? "<br><span class=\"muted\">(" + std::string(say(c.locale, "forced_by")) + " " +
                             escape(h.forced_by) + ")</span>"
                       : "") +
-            "</td><td class=\"num\">" + std::to_string(h.calls) + "</td><td class=\"num\">" +
+            "</span></td><td class=\"num\">" + std::to_string(h.calls) + "</td><td class=\"num\">" +
             std::to_string(permille / 10) + "." + std::to_string(permille % 10) + " %</td><td class=\"num\">" +
             std::to_string(h.p50_ms) + " ms</td><td class=\"num\">" + std::to_string(h.p90_ms) + " ms</td><td>" +
-            (h.changed_at ? when(h.changed_at, c.zone) : "—") + "</td><td>" +
-            override_form(c, action, h.connector, h.forced.has_value()) + "</td></tr>";
+            (h.changed_at ? when(h.changed_at, c.zone) : "—") + "</td></tr>";
   }
-  return body + "</tbody></table></div></section>";
+  return body + "</tbody></table></div>" + override_form(c, action, rows) + "</section>";
 }
 
 web::Response Service::health_override(web::Request& req) {

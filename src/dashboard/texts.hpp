@@ -114,6 +114,7 @@ inline constexpr web::texts::Entry kTextsData[] = {
     {"force_closed", "Fermer (CLOSED)", "Close (CLOSED)"},
     {"force_delayed", "Retarder (DELAYED)", "Delay (DELAYED)"},
     {"clear_override", "Lever le forçage", "Clear override"},
+    {"apply_override", "Appliquer", "Apply"},
     {"health_help",
      "CLOSED refuse les nouvelles collectes ; DELAYED met les versements en file jusqu'au retour à OPERATIONAL.",
      "CLOSED refuses new collections; DELAYED queues payouts until it is OPERATIONAL again."},
