@@ -42,6 +42,7 @@ void add_merchant_admin(CLI::App& admin, AdminEnv& env);
 void add_identity_admin(CLI::App& admin, AdminEnv& env);
 void add_webhooks_admin(CLI::App& admin, AdminEnv& env);
 void add_payments_admin(CLI::App& admin, AdminEnv& env);
+void add_health_admin(CLI::App& admin, AdminEnv& env);
 void add_links_admin(CLI::App& admin, AdminEnv& env);
 void add_billing_admin(CLI::App& admin, AdminEnv& env);
 void add_catalog_admin(CLI::App& admin, AdminEnv& env);

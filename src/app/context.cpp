@@ -21,7 +21,9 @@
 #include "links/service.hpp"
 #include "notify/notifier.hpp"
 #include "otp/service.hpp"
+#include "payments/health.hpp"
 #include "payments/mtn_momo.hpp"
+#include "payments/operator_log.hpp"
 #include "payments/service.hpp"
 #include "wallets/service.hpp"
 #include "webhooks/service.hpp"
@@ -64,6 +66,30 @@ Result<std::string> resolve_secret(const Config& config) {
   spdlog::warn("secret_key not configured: generated {} (keep it with the database)", file.string());
   return secret;
 }
+
+// Operator health and the operator-call log (docs/payments.md, "Operator health").
+Status build_health(Context& ctx) {
+  const Config& c = ctx.config;
+  auto percent = [&](std::string_view key) -> Result<double> {
+    const std::int64_t v = c.get_int(key);
+    if (v < 1 || v > 100)
+      return make_error(ErrorKind::invalid, "bad_config", boost::json::string(std::string(key) + ": 1 to 100"));
+    return static_cast<double>(v) / 100.0;
+  };
+  payments::HealthOptions h;
+  h.window_ms = std::max<std::int64_t>(1, c.get_int("payments.health_window_seconds")) * 1000;
+  h.min_calls = std::max<std::int64_t>(1, c.get_int("payments.health_min_calls"));
+  SIKA_ASSIGN_OR_RETURN(h.delayed_error_ratio, percent("payments.health_delayed_error_percent"));
+  SIKA_ASSIGN_OR_RETURN(h.closed_error_ratio, percent("payments.health_closed_error_percent"));
+  h.delayed_p90_ms = std::max<std::int64_t>(1, c.get_int("payments.health_delayed_p90_ms"));
+  h.closed_consecutive = std::max<std::int64_t>(1, c.get_int("payments.health_closed_consecutive"));
+  h.recover_ms = std::max<std::int64_t>(0, c.get_int("payments.health_recover_seconds")) * 1000;
+  h.publish_ms = std::max<std::int64_t>(10, c.get_int("payments.health_publish_ms"));
+  h.stale_ms = std::max<std::int64_t>(10'000, 5 * h.publish_ms);
+  ctx.health = std::make_unique<payments::Health>(*ctx.db, std::move(h));
+  ctx.operator_log = std::make_unique<payments::OperatorLog>(*ctx.db, ctx.health.get(), payments::OperatorLogOptions{});
+  return {};
+}
 }  // namespace
 
 namespace {
@@ -99,6 +125,7 @@ Status open_connectors(Context& ctx, const std::string& callback_base) {
     mo.status_per_second = static_cast<int>(c.get_int(key + "status_queries_per_second"));
     mo.max_in_flight = static_cast<int>(std::max<std::int64_t>(1, c.get_int(key + "max_in_flight")));
     mo.timeout_ms = static_cast<int>(std::clamp<std::int64_t>(c.get_int(key + "timeout_ms"), 100, 120'000));
+    mo.calls = ctx.operator_log.get();  // the timeline and operator health
     ctx.connectors.push_back(std::make_unique<payments::MtnMomo>(*ctx.http_client, std::move(mo)));
     ctx.payments->register_connector(*ctx.connectors.back());
   }
@@ -219,6 +246,10 @@ Status build_services(Context& ctx) {
   {
     catalog::Options o;
     o.refresh_ms = ctx.config.get_int("catalog.refresh_ms");
+    // The providers' availability is operator health's, built with payments below.
+    o.availability = [context = &ctx](std::string_view connector) -> std::string {
+      return context->health ? std::string(payments::to_string(context->health->state(connector))) : std::string();
+    };
     ctx.catalog = std::make_unique<catalog::Service>(*ctx.db, o);
   }
   {
@@ -269,6 +300,10 @@ Status build_services(Context& ctx) {
                         boost::json::string("payments.recovery_batch: an integer from 1 to 1000"));
     o.recovery_batch = static_cast<int>(recovery_batch);
     o.otp = ctx.otp.get();
+    SIKA_TRY(build_health(ctx));
+    o.health = ctx.health.get();
+    o.calls = ctx.operator_log.get();
+    o.payout_send_batch = static_cast<int>(std::clamp<std::int64_t>(c.get_int("payments.payout_send_batch"), 1, 1000));
     Context* context = &ctx;
     payments::CatalogSnapshot snapshot = [context]() -> std::shared_ptr<const catalog::Catalog> {
       if (context->catalog) return context->catalog->snapshot();
@@ -388,6 +423,8 @@ void start_workers(Context& ctx) {
   if (ctx.identity) ctx.identity->start();
   if (ctx.catalog) ctx.catalog->start();
   if (ctx.webhooks && ctx.config.get_bool("webhooks.enabled")) ctx.webhooks->start();
+  if (ctx.health) ctx.health->start();
+  if (ctx.operator_log) ctx.operator_log->start();
   if (ctx.payments && ctx.config.get_bool("payments.enabled")) ctx.payments->start();
   if (ctx.billing && ctx.config.get_bool("payments.enabled")) ctx.billing->start();
   if (ctx.jobs) ctx.jobs->start();  // no threads until a component registers a queue
@@ -397,6 +434,8 @@ void stop_workers(Context& ctx) {
   if (ctx.jobs) ctx.jobs->stop();
   if (ctx.billing) ctx.billing->stop();
   if (ctx.payments) ctx.payments->stop();
+  if (ctx.operator_log) ctx.operator_log->stop();  // writes the calls still queued
+  if (ctx.health) ctx.health->stop();
   if (ctx.webhooks) ctx.webhooks->stop();
   if (ctx.identity) ctx.identity->stop();
   if (ctx.catalog) ctx.catalog->stop();

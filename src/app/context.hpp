@@ -22,6 +22,8 @@ class Service;
 }
 namespace sika::payments {
 class Service;
+class Health;
+class OperatorLog;
 class Connector;
 }  // namespace sika::payments
 namespace sika::links {
@@ -66,6 +68,8 @@ struct Context {
   std::unique_ptr<otp::Service> otp;           // one-time codes, sent through notifier
   std::unique_ptr<identity::Service> identity;
   std::unique_ptr<catalog::Service> catalog;
+  std::unique_ptr<payments::Health> health;             // operator health (built with payments)
+  std::unique_ptr<payments::OperatorLog> operator_log;  // where connectors report their calls
   // Operator connectors configured (connectors.<name>.*); before payments, which uses them until it stops.
   std::vector<std::unique_ptr<payments::Connector>> connectors;
   std::unique_ptr<payments::Service> payments;

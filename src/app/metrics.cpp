@@ -9,6 +9,8 @@
 #include "core/crypto.hpp"
 #include "core/thread_annotations.hpp"
 #include "core/time.hpp"
+#include "payments/health.hpp"
+#include "payments/operator_log.hpp"
 #include "payments/service.hpp"
 #include "store/jobs.hpp"
 #include "web/envelope.hpp"
@@ -103,6 +105,34 @@ void register_job_collector(metrics::Registry& registry, Context& ctx) {
 }
 }  // namespace
 
+namespace {
+// Operator health (docs/payments.md, "Operator health"): each connector's state as every node uses
+// it (0 OPERATIONAL, 1 DELAYED, 2 CLOSED), the state changes this node saw, and the operator
+// calls written or dropped by this node's log.
+void register_health_collector(metrics::Registry& registry, Context& ctx) {
+  if (!ctx.health) return;
+  constexpr std::string_view kStateHelp = "Operator health of a connector: 0 OPERATIONAL, 1 DELAYED, 2 CLOSED";
+  constexpr std::string_view kChangesHelp = "Operator health state changes seen by this node, by state entered";
+  auto& written = registry.counter("sika_operator_calls_written_total", "Operator calls written to the call log");
+  auto& dropped = registry.counter("sika_operator_calls_dropped_total",
+                                   "Operator calls not logged because the log's queue was full");
+  registry.on_scrape([&registry, &ctx, &written, &dropped, kStateHelp, kChangesHelp] {
+    for (const auto& h : ctx.health->snapshot())
+      registry.gauge("sika_operator_health_state", kStateHelp, {{"connector", h.connector}})
+          .set(static_cast<double>(h.state));
+    for (const auto& [key, n] : ctx.health->transitions())
+      registry
+          .counter("sika_operator_health_changes_total", kChangesHelp,
+                   {{"connector", key.first}, {"state", key.second}})
+          .set(n);
+    if (ctx.operator_log) {
+      written.set(ctx.operator_log->written());
+      dropped.set(ctx.operator_log->dropped());
+    }
+  });
+}
+}  // namespace
+
 void register_collectors(metrics::Registry& registry, Context& ctx, const http::Server& server,
                          const http::AccessLog* access_log) {
   auto& connections = registry.gauge("sika_http_connections_open", "Open client connections");
@@ -156,6 +186,7 @@ void register_collectors(metrics::Registry& registry, Context& ctx, const http::
   });
 
   register_job_collector(registry, ctx);
+  register_health_collector(registry, ctx);
 
   if (ctx.webhooks) {
     auto& attempts = registry.counter("sika_webhook_attempts_total", "Webhook delivery attempts made by this process");

@@ -508,7 +508,9 @@ void build_routes(web::Router& r, Context& ctx) {
     r.add({Surface::dashboard, "GET", "/operator/catalog", web::bind(svc, &Dsh::catalog_page), op,
            "Operators: the catalog (countries, services, providers, pricing rules), read only"});
     r.add({Surface::dashboard, "GET", "/operator/health", web::bind(svc, &Dsh::health), op,
-           "Operators: job queues and webhook failures"});
+           "Operators: operators' health, job queues and webhook failures"});
+    r.add({Surface::dashboard, "POST", "/operator/health/override", web::bind(svc, &Dsh::health_override), op,
+           "Operators: forces a connector's health state, or clears it (audited)"});
     // Payouts, subscriptions, hosted checkout, sandbox tools (dashboard/billing_pages.cpp, checkout_pages.cpp).
     r.add({Surface::dashboard, "GET", "/checkout", web::bind(svc, &Dsh::checkout_sessions), member,
            "Hosted checkout sessions"});

@@ -306,9 +306,20 @@ web::Response Service::list_providers(web::Request& req) {
   const auto& [page, country_code, provider_code, kind, active] = q;
   const Country* country = resolve_scope(*cat, country_code, provider_code, admin, errors).country;
   if (!errors.empty()) return bad(req, std::move(errors));
-  std::string key =
-      memo_key({"providers", i18n::name(req.locale), admin ? "a" : "m", opt_text(country_code), opt_text(provider_code),
-                opt_enum(kind), opt_bool(active), std::to_string(page.page), std::to_string(page.limit)});
+  // Each provider's operator health in the caller's environment: part of the memo's key, since it
+  // changes without the catalog changing.
+  const bool sandbox = principal_of(req).environment == "sandbox";
+  std::unordered_map<std::int64_t, std::string> availability;
+  std::string states;
+  for (const Provider& p : cat->providers()) {
+    std::string a = options_.availability ? options_.availability(sandbox ? "sandbox" : p.connector) : "";
+    if (a.empty()) a = "OPERATIONAL";
+    states += a.substr(0, 1);
+    availability.emplace(p.id, std::move(a));
+  }
+  std::string key = memo_key({"providers", i18n::name(req.locale), admin ? "a" : "m", sandbox ? "s" : "p", states,
+                              opt_text(country_code), opt_text(provider_code), opt_enum(kind), opt_bool(active),
+                              std::to_string(page.page), std::to_string(page.limit)});
   if (auto hit = memo_.find(cat, key)) return std::move(*hit);
 
   // What each provider offers, counting only the services the caller may see.
@@ -339,7 +350,7 @@ web::Response Service::list_providers(web::Request& req) {
     items.push_back(&p);
   }
   std::sort(items.begin(), items.end(), [](const Provider* a, const Provider* b) { return a->code < b->code; });
-  bj::array data = page_of<Provider>(items, page, [&offers](const Provider& p) {
+  bj::array data = page_of<Provider>(items, page, [&offers, &availability](const Provider& p) {
     bj::array countries, kinds;
     if (auto it = offers.find(p.id); it != offers.end()) {
       std::vector<std::string> cs = it->second.countries, ks = it->second.kinds;
@@ -353,7 +364,8 @@ web::Response Service::list_providers(web::Request& req) {
                       {"name", p.name},
                       {"countries", std::move(countries)},
                       {"kinds", std::move(kinds)},
-                      {"active", p.active}};
+                      {"active", p.active},
+                      {"availability", availability[p.id]}};
   });
   return memo_.answer(req, cat, std::move(key), std::move(data), page, static_cast<std::int64_t>(items.size()));
 }

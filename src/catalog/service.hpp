@@ -13,6 +13,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -34,6 +35,10 @@ namespace sika::catalog {
 
 struct Options {
   std::int64_t refresh_ms = 2000;  // catalog.refresh_ms: poll period of catalog_version
+  // Operator health of a connector (OPERATIONAL | DELAYED | CLOSED), given by the application
+  // (payments decides it): each provider of GET /provider/list carries its connector's as
+  // `availability` (the sandbox connector's in the sandbox). Empty: OPERATIONAL.
+  std::function<std::string(std::string_view connector)> availability;
 };
 
 class Service {

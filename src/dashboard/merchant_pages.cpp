@@ -291,6 +291,37 @@ web::Response Service::transactions_csv(web::Request& req) {
   return res;
 }
 
+namespace {
+// A transaction's timeline in time order: its creation, status moves, the calls made to its
+// operator, recovery's status questions and the operator's callbacks.
+std::string timeline_list(const payments::queries::Timeline& t, const Service::Ctx& c) {
+  std::vector<std::pair<std::int64_t, std::string>> items;
+  auto add = [&](std::int64_t at, std::string what) {
+    items.emplace_back(at, "<li>" + when(at, c.zone) + " — " + what);
+  };
+  add(t.tx.created_at, std::string(say(c.locale, "created_lower")));
+  for (const auto& s : t.steps)
+    add(s.at, escape(s.from) + " → " + badge(s.to) + " <span class=\"muted\">(" + escape(s.source) +
+                  (s.reason ? ": " + escape(*s.reason) : "") + ")</span>");
+  for (const auto& k : t.calls)
+    add(k.started_at, std::string(say(c.locale, "operator_call")) + " " + escape(k.connector) + " " +
+                          escape(k.operation) + ": <code>" + escape(k.method + " " + k.path) + "</code> " +
+                          (k.http_status ? std::to_string(k.http_status) + " " : "") + badge(k.outcome) + " " +
+                          std::to_string(k.latency_ms) + " ms <span class=\"muted\">(" + escape(k.code.value_or("")) +
+                          (k.operator_reference ? " " + escape(*k.operator_reference) : "") + ")</span>");
+  for (const auto& q : t.checks)
+    add(q.asked_at, std::string(say(c.locale, "status_check")) + ": " + escape(q.outcome) +
+                        (q.reason ? " <span class=\"muted\">(" + escape(*q.reason) + ")</span>" : ""));
+  for (const auto& cb : t.callbacks)
+    add(cb.received_at, std::string(say(c.locale, "operator_callback")) + " " + escape(cb.connector) + ": " +
+                            escape(cb.reported_status) + " (" + escape(cb.outcome) + ")");
+  std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string out = "<ol id=\"timeline\">";
+  for (auto& [at, li] : items) out += li + "</li>";
+  return out + "</ol>";
+}
+}  // namespace
+
 web::Response Service::transaction(web::Request& req) {
   auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
@@ -321,15 +352,8 @@ web::Response Service::transaction(web::Request& req) {
       tx.operation == payments::kCollection && tx.connector == "sandbox")
     body += force_form(*c, path("/transactions/" + web::percent_encode(reference) + "/force"));
   body += "</section><section class=\"card\" aria-labelledby=\"tl\"><h2 id=\"tl\">" +
-          std::string(say(c->locale, "timeline")) + "</h2><ol id=\"timeline\"><li>" + when(tx.created_at, c->zone) +
-          " — " + std::string(say(c->locale, "created_lower")) + "</li>";
-  for (const auto& s : t.steps)
-    body += "<li>" + when(s.at, c->zone) + " — " + escape(s.from) + " → " + badge(s.to) + " <span class=\"muted\">(" +
-            escape(s.source) + (s.reason ? ": " + escape(*s.reason) : "") + ")</span></li>";
-  for (const auto& cb : t.callbacks)
-    body += "<li>" + when(cb.received_at, c->zone) + " — " + std::string(say(c->locale, "operator_callback")) + " " +
-            escape(cb.connector) + ": " + escape(cb.reported_status) + " (" + escape(cb.outcome) + ")</li>";
-  body += "</ol></section><section class=\"card\" aria-labelledby=\"le\"><h2 id=\"le\">" +
+          std::string(say(c->locale, "timeline")) + "</h2>" + timeline_list(t, *c) +
+          "</section><section class=\"card\" aria-labelledby=\"le\"><h2 id=\"le\">" +
           std::string(say(c->locale, "ledger_entries")) + "</h2><div class=\"scroll\"><table><thead><tr><th>" +
           std::string(say(c->locale, "journal")) + "</th><th>" + std::string(say(c->locale, "account")) +
           "</th><th class=\"num\">" + std::string(say(c->locale, "debit")) + "</th><th class=\"num\">" +

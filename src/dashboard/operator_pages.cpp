@@ -341,7 +341,8 @@ web::Response Service::ledger(web::Request& req) {
 web::Response Service::health(web::Request& req) {
   auto c = context(req);
   if (!c) return error_page(req, c.error());
-  std::string body = "<section class=\"card\"><h2>" + std::string(say(c->locale, "job_queues")) + "</h2>";
+  std::string body =
+      operators_health(*c) + "<section class=\"card\"><h2>" + std::string(say(c->locale, "job_queues")) + "</h2>";
   std::map<std::string, std::map<std::string, int>> per_queue;
   for (std::string state : {"pending", "running", "dead"}) {
     store::JobFilter f;

@@ -169,6 +169,7 @@ class Service {
   web::Response merchant_grants(web::Request& req);      // POST /operator/merchants/{matricule}/grants
   web::Response ledger(web::Request& req);               // GET /operator/ledger
   web::Response health(web::Request& req);               // GET /operator/health
+  web::Response health_override(web::Request& req);      // POST /operator/health/override (connector, state)
   web::Response catalog_page(web::Request& req);         // GET /operator/catalog
   web::Response wallet_links(web::Request& req);         // GET /wallet-links: the partner's wallet links
   web::Response wallet_unlink(web::Request& req);        // POST /wallet-links/{reference}/unlink
@@ -195,6 +196,8 @@ class Service {
   web::Response page(const web::Request& req, const Ctx& c, std::string title, std::string body, int status = 200);
   web::Response bare_page(const web::Request& req, std::string title, std::string body, int status = 200);
   web::Response error_page(const web::Request& req, const Error& e);
+  // The operators' health section of GET /operator/health (health_pages.cpp).
+  std::string operators_health(const Ctx& c) const;
   web::Response see_other(std::string_view rel) const;
   Status record(const Ctx& c, std::optional<std::int64_t> merchant_id, std::string action, std::string object,
                 std::string details = "{}");

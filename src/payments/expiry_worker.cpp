@@ -29,9 +29,19 @@ void Service::start() {
           return asked >= options_.recovery_batch ? Pace::busy : Pace::idle;
         });
   recovery_->start();
+  if (!sender_)
+    sender_ = std::make_unique<Periodic>(
+        "payments: queued payouts",
+        std::chrono::milliseconds(std::max<std::int64_t>(10, options_.payout_send_interval_ms)),
+        [this]() -> Result<Pace> {
+          SIKA_ASSIGN_OR_RETURN(int sent, send_queued());
+          return sent >= options_.payout_send_batch ? Pace::busy : Pace::idle;
+        });
+  sender_->start();
 }
 
 void Service::stop() {
+  if (sender_) sender_->stop();
   if (recovery_) recovery_->stop();
   if (expiry_) expiry_->stop();
   if (sandbox_) sandbox_->stop();

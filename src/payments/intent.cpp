@@ -414,6 +414,9 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
     if (!in.has_connector || !in.has_connector(plan.connector))
       return with_problem(provider_unavailable(nullptr), "provider",
                           reason::with(Reason::no_connector, "service", prov->code));
+    if (collection && in.closed && in.closed(plan.connector))
+      return with_problem(provider_unavailable(nullptr), "provider",
+                          reason::with(Reason::operator_closed, "service", service->name));
   }
 
   // Fee from the fee engine (incoming service for a collection, outgoing for a payout).

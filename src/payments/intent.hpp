@@ -103,6 +103,8 @@ struct PlanInputs {
   std::function<Result<std::optional<std::int64_t>>(const ledger::AccountKey&)> balance;
   // Returns true iff a connector of that name is registered.
   std::function<bool(std::string_view)> has_connector;
+  // Returns true iff operator health has CLOSED that connector (new collections are refused).
+  std::function<bool(std::string_view)> closed;
 };
 
 // A request checked against the catalog and priced. Amounts in minor units of `currency`.
@@ -138,7 +140,8 @@ Result<Price> price_operation(const catalog::Catalog& catalog, const catalog::Pa
 // fields are 400 empty_data naming each field, reported at once together with the problems
 // already in `errors` (a field keeps its first problem); a country the credential does not
 // grant is 403 access_denied naming provider; a channel that cannot carry it 400 naming
-// channel; no fee rule 400 no_pricing_rule; an unknown connector 503 provider_unavailable.
+// channel; no fee rule 400 no_pricing_rule; an unknown connector 503 provider_unavailable, and a
+// collection whose connector is CLOSED (operator health) 503 provider_unavailable naming provider.
 Result<IntentPlan> plan_intent(const IntentRequest& request, const PlanInputs& inputs, json::FieldErrors errors = {});
 
 // The service of `code` if it exists and is usable (it, its provider and country active);

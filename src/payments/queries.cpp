@@ -98,6 +98,27 @@ Result<TransactionPage> list_transactions(store::Conn& conn, const TransactionFi
   return page;
 }
 
+namespace {
+// The timeline's operator calls and recovery's status questions.
+Status operator_lines(store::Conn& conn, Timeline& t) {
+  if (!t.tx.provider_reference.empty()) {
+    SIKA_ASSIGN_OR_RETURN(auto calls, conn.query("SELECT connector, operation, method, path, outcome, http_status, "
+                                                 "code, operator_reference, started_at, latency_ms "
+                                                 "FROM pay_operator_calls WHERE provider_reference = ? "
+                                                 "ORDER BY started_at, id LIMIT 200",
+                                                 {t.tx.provider_reference}));
+    for (const auto& c : calls)
+      t.calls.push_back(
+          {c.str(0), c.str(1), c.str(2), c.str(3), c.str(4), c.i64(5), c.opt_str(6), c.opt_str(7), c.i64(8), c.i64(9)});
+  }
+  SIKA_ASSIGN_OR_RETURN(auto checks, conn.query("SELECT node, outcome, reason, asked_at, answered_at "
+                                                "FROM pay_status_checks WHERE transaction_id = ? ORDER BY id LIMIT 200",
+                                                {t.tx.id}));
+  for (const auto& c : checks) t.checks.push_back({c.str(0), c.str(1), c.opt_str(2), c.i64(3), c.i64(4)});
+  return {};
+}
+}  // namespace
+
 Result<Timeline> timeline(store::Conn& conn, std::string_view reference) {
   Timeline t;
   SIKA_ASSIGN_OR_RETURN(t.tx, tables::load(conn, reference));
@@ -117,6 +138,7 @@ Result<Timeline> timeline(store::Conn& conn, std::string_view reference) {
                                                    "FROM pay_callbacks WHERE transaction_id = ? ORDER BY id",
                                                    {t.tx.id}));
   for (const auto& c : callbacks) t.callbacks.push_back({c.str(0), c.str(1), c.str(2), c.opt_str(3), c.i64(4)});
+  SIKA_TRY(operator_lines(conn, t));
   return t;
 }
 

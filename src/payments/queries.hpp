@@ -64,11 +64,26 @@ struct CallbackLine {
   std::optional<std::string> reason;
   std::int64_t received_at = 0;
 };
+// A call to the operator about the transaction (pay_operator_calls, by provider_reference).
+struct OperatorCallLine {
+  std::string connector, operation, method, path, outcome;
+  std::int64_t http_status = 0;
+  std::optional<std::string> code, operator_reference;
+  std::int64_t started_at = 0, latency_ms = 0;
+};
+// A status question recovery asked (pay_status_checks).
+struct StatusCheckLine {
+  std::string node, outcome;
+  std::optional<std::string> reason;
+  std::int64_t asked_at = 0, answered_at = 0;
+};
 struct Timeline {
   Transaction tx;
   std::vector<StatusStep> steps;        // in order
   std::vector<LedgerLine> entries;      // by journal, then entry
   std::vector<CallbackLine> callbacks;  // in arrival order
+  std::vector<OperatorCallLine> calls;  // by start time (the first 200)
+  std::vector<StatusCheckLine> checks;  // in order (the first 200)
 };
 
 // The history of a transaction; 404 naming transaction_reference when it does not exist.

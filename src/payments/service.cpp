@@ -284,6 +284,9 @@ Result<IntentPlan> Service::plan_for(const IntentRequest& request, const web::Pr
     Connector* conn = connector(name);
     return conn && !(prod && conn == sandbox_.get()) && conn->serves(currency);
   };
+  inputs.closed = [this](std::string_view name) {
+    return options_.health && options_.health->state(name) == Availability::closed;
+  };
   return plan_intent(request, inputs, std::move(errors));
 }
 
@@ -316,6 +319,7 @@ Status Service::create_unit(store::Conn& c, const IntentRequest& request, const 
   learned.clear();
   tx = prepared;
   created = false;
+  out.queued = false;
   SIKA_ASSIGN_OR_RETURN(auto keyed, tables::insert_or_replay(c, tx));
   if (!keyed.id) {
     // The same (merchant, environment, transaction_uuid) exists: the same request gets its record back.
@@ -371,6 +375,10 @@ Status Service::create_unit(store::Conn& c, const IntentRequest& request, const 
   reserve.submitted_at = tx.created_at;
   SIKA_ASSIGN_OR_RETURN(bool reserved, apply(c, tx, reserve, learned));
   if (!reserved) return internal_error(bj::string("new payout could not be reserved"));
+  if (tx.channel == kChannelProvider) {
+    // Held while its operator is not OPERATIONAL, and behind the payouts held before it.
+    SIKA_ASSIGN_OR_RETURN(out.queued, tables::queue_payout(c, tx, holds_payouts(tx.connector), now()));
+  }
   if (tx.channel == kChannelWallet) {
     SIKA_ASSIGN_OR_RETURN(bool paid, apply(c, tx, move_to(TxStatus::completed, "wallet"), learned));
     if (!paid) return internal_error(bj::string("new wallet payout could not complete"));
@@ -401,7 +409,11 @@ Result<Transaction> Service::create(const IntentRequest& request, const web::Pri
     creation->created = created;
     creation->submitted = created && submit;
   }
-  if (created && !collection && tx.channel == kChannelProvider) return submit_payout(std::move(tx));
+  if (created && !collection && tx.channel == kChannelProvider) {
+    if (!out.queued) return submit_payout(std::move(tx));
+    if (sender_) sender_->wake();
+    return tx;
+  }
   if (created && collection && tx.channel == kChannelWallet && tx.needs_otp && !fixed_sandbox_code(tx)) {
     // The intent stands even when the code could not be sent: executing it without a code sends
     // it again (and answers why it could not).

@@ -29,9 +29,11 @@
 #include "core/periodic.hpp"
 #include "core/result.hpp"
 #include "payments/connector.hpp"
+#include "payments/health.hpp"
 #include "payments/intent.hpp"
 #include "payments/ledger.hpp"
 #include "payments/model.hpp"
+#include "payments/operator_calls.hpp"
 #include "payments/sandbox.hpp"
 #include "payments/transitions.hpp"
 #include "store/db.hpp"
@@ -86,6 +88,13 @@ struct Options {
   int recovery_batch = 50;                   // questions claimed at once
   std::string node_id;                       // claim owner prefix; store::make_node_id() when empty
   std::function<std::int64_t()> clock;       // epoch ms; now_ms() when empty
+  // Operator calls and health (docs/payments.md, "Operator health"): where connectors report their
+  // calls (call_sink()), and the health that refuses collections of a CLOSED connector and holds
+  // payouts (queued, funds reserved) while their connector is not OPERATIONAL. Null: none.
+  OperatorCallSink* calls = nullptr;
+  Health* health = nullptr;
+  std::int64_t payout_send_interval_ms = 1000;  // how often queued payouts are looked for
+  int payout_send_batch = 20;                   // queued payouts sent at once per node
 };
 
 class Service {
@@ -282,6 +291,17 @@ class Service {
   // Registers a connector under its name (before start()); its transactions are submitted,
   // queried and recovered through it.
   void register_connector(Connector& connector);
+  // Where connectors report their operator calls (Options::calls; null when none).
+  OperatorCallSink* call_sink() const { return options_.calls; }
+  // Operator health (Options::health; null when none).
+  Health* health() const { return options_.health; }
+  // The names of the registered connectors, in order.
+  std::vector<std::string> connector_names() const;
+
+  // Queued payouts (payout_queue.cpp): claims the oldest payouts held while their connector was
+  // not OPERATIONAL whose connector is OPERATIONAL now (each claimed by one conditional UPDATE, so
+  // exactly one node sends it) and submits them in order. Returns how many it sent.
+  Result<int> send_queued();
 
   // Credits a customer's platform wallet from outside (operator top-up, demo funding).
   Status fund_wallet(std::string_view environment, std::string_view msisdn, std::string_view currency,
@@ -326,6 +346,7 @@ class Service {
   struct Created {
     Transaction tx;
     bool created = false;
+    bool queued = false;  // a new payout held (queued_at) rather than sent
     ledger::Learned learned;
   };
   // The creating write unit of `prepared` (draft()); it may run more than once and rewrites
@@ -334,6 +355,8 @@ class Service {
                      const Creation* creation, bool submit, Created& out);
   Transaction draft(const IntentRequest& request, const IntentPlan& plan, const web::Principal& merchant) const;
   Result<Transaction> submit_payout(Transaction tx);
+  // True when a new payout of `connector` must be queued: the connector is not OPERATIONAL.
+  bool holds_payouts(std::string_view connector) const;
   // The unit of collect_preauthorized: creates (or finds) the collection of `prepared` and
   // debits it; a refusal or an expired replay is left in `refused`. Rewrites both on each run.
   Status preauthorized_unit(store::Conn& c, const IntentRequest& request, const Transaction& prepared,
@@ -386,6 +409,7 @@ class Service {
 
   std::unique_ptr<Periodic> expiry_;
   std::unique_ptr<Periodic> recovery_;
+  std::unique_ptr<Periodic> sender_;
   std::atomic<std::uint64_t> recovery_seq_{0};
   std::atomic<std::uint64_t> checks_succeeded_{0}, checks_failed_{0}, checks_pending_{0}, checks_unknown_{0};
 };

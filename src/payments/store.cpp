@@ -100,7 +100,7 @@ Result<bool> update_status(store::Conn& conn, const Transaction& n, TxStatus fro
       std::int64_t changed,
       conn.exec("UPDATE pay_transactions SET status = ?, split_status = ?, failure_reason = ?, "
                 "operator_reference = ?, submitted_at = ?, expires_at = ?, updated_at = ?, next_check_at = ?, "
-                "check_owner = NULL WHERE id = ? AND status = ?",
+                "check_owner = NULL, queued_at = NULL WHERE id = ? AND status = ?",
                 {status_text(n.status), n.split_status, store::opt(n.failure_reason), store::opt(n.operator_reference),
                  store::opt(n.submitted_at), n.expires_at, n.updated_at, store::opt(next_check_at), n.id,
                  status_text(from)}));
@@ -286,6 +286,47 @@ Result<RecoveryBacklog> recovery_backlog(store::Conn& conn, std::int64_t at) {
     b.oldest_since = row->opt_i64(1);
   }
   return b;
+}
+
+Result<bool> queue_payout(store::Conn& conn, const Transaction& tx, bool hold, std::int64_t at) {
+  if (!hold) {
+    SIKA_ASSIGN_OR_RETURN(auto ahead, conn.query_one("SELECT 1 FROM pay_transactions WHERE queued_at IS NOT NULL "
+                                                     "AND status = 'PENDING' AND connector = ? AND id <> ? LIMIT 1",
+                                                     {tx.connector, tx.id}));
+    if (!ahead) return false;
+  }
+  SIKA_ASSIGN_OR_RETURN(std::int64_t changed,
+                        conn.exec("UPDATE pay_transactions SET queued_at = ?, next_check_at = NULL "
+                                  "WHERE id = ? AND status = 'PENDING'",
+                                  {at, tx.id}));
+  return changed != 0;
+}
+
+Result<std::vector<Transaction>> claim_queued_payouts(store::Conn& conn, const std::vector<std::string>& connectors,
+                                                      std::int64_t check_at, int limit) {
+  std::vector<Transaction> out;
+  if (limit <= 0 || connectors.empty()) return out;
+  std::string in;
+  store::Params params;
+  for (const auto& c : connectors) {
+    in += in.empty() ? "?" : ", ?";
+    params.emplace_back(c);
+  }
+  params.emplace_back(std::int64_t{limit});
+  SIKA_ASSIGN_OR_RETURN(auto picked,
+                        conn.query("SELECT id FROM pay_transactions WHERE queued_at IS NOT NULL AND status = 'PENDING' "
+                                   "AND connector IN (" +
+                                       in + ") ORDER BY queued_at, id LIMIT ?" + std::string(store::skip_locked(conn)),
+                                   params));
+  const std::string claim =
+      "UPDATE pay_transactions SET queued_at = NULL, next_check_at = ? "
+      "WHERE id = ? AND status = 'PENDING' AND queued_at IS NOT NULL RETURNING " +
+      std::string(kTransactionColumns);
+  for (const auto& p : picked) {
+    SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one(claim, {check_at, p.i64(0)}));
+    if (row) out.push_back(transaction_from_row(*row));  // else: sent or ended since the pick
+  }
+  return out;
 }
 
 }  // namespace sika::payments::tables

@@ -138,4 +138,17 @@ struct RecoveryBacklog {
 };
 Result<RecoveryBacklog> recovery_backlog(store::Conn& conn, std::int64_t at);
 
+// ---- payouts held while their operator is not OPERATIONAL (payout_queue.cpp) ----
+
+// Inside the unit that reserved a new PROVIDER payout `tx`: queues it (queued_at = at, no
+// recovery question) when `hold`, or when payouts of its connector are already queued (it goes
+// behind them). Returns true when it was queued.
+Result<bool> queue_payout(store::Conn& conn, const Transaction& tx, bool hold, std::int64_t at);
+// Claims up to `limit` queued PENDING payouts of `connectors`, oldest first: one conditional
+// UPDATE per row (still PENDING, still queued) clears queued_at and sets next_check_at = check_at
+// (recovery asks about it from then on), so each is claimed, and sent, once whatever the number of
+// nodes. Run in a queue unit (store::queue_isolation).
+Result<std::vector<Transaction>> claim_queued_payouts(store::Conn& conn, const std::vector<std::string>& connectors,
+                                                      std::int64_t check_at, int limit);
+
 }  // namespace sika::payments::tables

@@ -34,6 +34,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0026NotifyEnvironment,
       migrations::k0027MerchantTimeZone,
       migrations::k0028CheckoutSignedOnly,
+      migrations::k0029OperatorHealth,
   };
   return kAll;
 }

@@ -67,9 +67,11 @@ int http_status(ErrorKind kind) {
 }
 
 Response error(i18n::Locale locale, const Error& err) {
-  // A server-side failure's details (database messages, internal state) are logged, never sent.
+  // A server-side failure's details (database messages, internal state) are logged, never sent;
+  // unless they were rendered from typed problems (Reason texts, with_problem): those are written
+  // for the caller (e.g. a provider CLOSED by operator health).
   const int status = http_status(err.kind);
-  const bool server_side = err.server_side();
+  const bool server_side = err.server_side() && err.problems.empty();
   if (server_side) spdlog::error("{} {} {}: {}", status, kind_name(err.kind), err.code, json::dump(err.details));
   bj::object env;
   env["success"] = false;

@@ -233,6 +233,7 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"dashboard GET /operator/ledger", "operator_session"},
       {"dashboard GET /operator/catalog", "operator_session"},
       {"dashboard GET /operator/health", "operator_session"},
+      {"dashboard POST /operator/health/override", "operator_session"},
       // dashboard: payouts, subscriptions, hosted checkout, sandbox tools.
       {"dashboard GET /checkout", "dashboard_session"},
       {"dashboard GET /checkout/{reference}", "dashboard_session"},

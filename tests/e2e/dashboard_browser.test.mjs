@@ -9,25 +9,13 @@
 // $SIKA_SCREENSHOTS when set; the tests check the pages they capture.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { totp } from './lib/totp.mjs';
 import http from 'node:http';
 import { launchBrowser, noBrowser } from './lib/browser.mjs';
 import { backends, startServer, freePort } from './lib/server.mjs';
 
 const shots = process.env.SIKA_SCREENSHOTS;
-
-// RFC 6238 with HMAC-SHA1, six digits, as an authenticator app computes it.
-function totp(base32, at = Date.now()) {
-  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
-  let bits = '';
-  for (const ch of base32.replace(/=+$/, '')) bits += alphabet.indexOf(ch).toString(2).padStart(5, '0');
-  const key = Buffer.from(bits.match(/.{8}/g).map((b) => parseInt(b, 2)));
-  const counter = Buffer.alloc(8);
-  counter.writeBigUInt64BE(BigInt(Math.floor(at / 30000)));
-  const mac = createHmac('sha1', key).update(counter).digest();
-  const offset = mac[mac.length - 1] & 15;
-  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1000000).padStart(6, '0');
-}
 
 for (const backend of backends()) {
   describe(`dashboard in a browser (${backend})`, { skip: noBrowser }, () => {

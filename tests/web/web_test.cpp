@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "core/reason.hpp"
 #include "web/envelope.hpp"
 #include "web/html.hpp"
 #include "web/router.hpp"
@@ -61,6 +62,19 @@ TEST(Envelope, ErrorCarriesCodeMessageAndDetails) {
   EXPECT_EQ(v.at("error").at("details").at("amount").as_string(), "must be a positive integer");
   EXPECT_EQ(v.at("locale").as_string(), "fr");
   EXPECT_EQ(v.at("error").at("text").as_string(), "Données absentes ou invalides.");
+}
+
+// A server-side failure's details are never sent, unless they were rendered from typed problems
+// (written for the caller, as a provider CLOSED by operator health is).
+TEST(Envelope, ServerSideDetailsAreSentOnlyWhenRenderedFromTypedProblems) {
+  auto req = make("GET", "/");
+  auto hidden = bj::parse(web::error(req, unavailable(bj::object{{"db", "connection refused"}})).body).as_object();
+  EXPECT_TRUE(hidden.at("error").at("details").is_null());
+  auto shown = web::error(req, with_problem(unavailable(nullptr), "provider",
+                                            reason::with(Reason::operator_closed, "service", "MTN Mobile Money")));
+  EXPECT_EQ(shown.status, 503);
+  EXPECT_EQ(bj::parse(shown.body).at("error").at("details").at("provider").as_string(),
+            "MTN Mobile Money is unavailable (operator CLOSED); try another provider or later");
 }
 
 TEST(Envelope, RateLimitedAnswers429WithRetryAfter) {

@@ -31,4 +31,5 @@ extern const Migration k0025PaymentsRecovery;
 extern const Migration k0026NotifyEnvironment;
 extern const Migration k0027MerchantTimeZone;
 extern const Migration k0028CheckoutSignedOnly;
+extern const Migration k0029OperatorHealth;
 }  // namespace sika::store::migrations

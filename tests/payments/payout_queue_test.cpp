@@ -1,0 +1,197 @@
+// Operator health's effects on payments: a collection whose connector is CLOSED is refused at
+// intent (503 provider_unavailable naming provider); a payout whose connector is not OPERATIONAL is
+// queued with its funds reserved and sent once it is OPERATIONAL again, oldest first, by exactly
+// one node (two services on one database, several threads each). On SQLite and PostgreSQL.
+#include <boost/json.hpp>
+
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "fixture.hpp"
+#include "payments/health.hpp"
+#include "payments/store.hpp"
+
+namespace sika::payments::testing {
+namespace {
+
+// An operator that accepts every submission and remembers each, in order. It stands in for the
+// sandbox ("sandbox" is the catalog's connector).
+class CountingOperator final : public Connector {
+ public:
+  std::string_view name() const override { return "sandbox"; }
+  Status check_otp(const PaymentOrder&) override { return {}; }
+  Status request_collection(const PaymentOrder& order) override { return take(order); }
+  Status request_payout(const PaymentOrder& order) override { return take(order); }
+  Result<OperatorStatus> query_status(const PaymentOrder&) override { return OperatorStatus{}; }
+  Result<CallbackReport> parse_callback(const web::Request&) override { return unauthorized(nullptr); }
+  Result<std::string> account_holder(std::string_view, std::string_view) override { return std::string("X"); }
+
+  Status take(const PaymentOrder& order) {
+    std::lock_guard lock(mu);
+    ++sent[order.provider_reference];
+    order_of_sending.push_back(order.transaction_reference);
+    return {};
+  }
+  std::mutex mu;
+  std::map<std::string, int> sent;
+  std::vector<std::string> order_of_sending;
+};
+
+class PayoutQueueTest : public PaymentsTest {
+ protected:
+  void tune(Options& o) override {
+    HealthOptions h;
+    h.node_id = "node-a";
+    health_ = std::make_unique<Health>(*db_, h);
+    o.health = health_.get();
+    o.node_id = "node-a";
+    o.payout_send_batch = 5;
+  }
+  void SetUp() override {
+    PaymentsTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    service_->register_connector(operator_);
+    // The merchant's available balance, as collections would have left it.
+    ledger::Posting p;
+    p.kind = ledger::kWalletFunding;
+    p.environment = "sandbox";
+    p.currency = "XAF";
+    p.memo = "test funding";
+    p.legs.push_back({ledger::funding("sandbox", "XAF"), 1'000'000, 0});
+    p.legs.push_back({ledger::merchant_available(m1_.id, "sandbox", "XAF"), 0, 1'000'000});
+    ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                     ledger::Learned learned;
+                     return ledger::post(c, p, now_ms(), nullptr, learned);
+                   })
+                    .ok());
+  }
+  void TearDown() override {
+    PaymentsTest::TearDown();
+    health_.reset();
+  }
+
+  std::string payout(std::string wallet = "237690000061") {
+    auto [s, e] = call(&Service::disbursement_intent, principal(m1_),
+                       bj::object{{"amount", 5'000},
+                                  {"currency", "XAF"},
+                                  {"transaction_uuid", uuid_v4()},
+                                  {"provider", "MTN_MOMO_CMR"},
+                                  {"channel", "PROVIDER"},
+                                  {"customer_wallet", wallet}});
+    EXPECT_EQ(s, 200) << bj::serialize(e);
+    if (s != 200) return {};
+    EXPECT_EQ(e.at("data").at("status"), "PENDING");
+    return std::string(e.at("data").at("transaction_reference").as_string());
+  }
+  std::int64_t queued() { return count("SELECT COUNT(*) FROM pay_transactions WHERE queued_at IS NOT NULL"); }
+  std::int64_t available() { return balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")); }
+  std::int64_t reserved() { return balance(ledger::merchant_pending(m1_.id, "sandbox", "XAF")); }
+
+  std::unique_ptr<Health> health_;
+  CountingOperator operator_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, PayoutQueueTest, ::testing::Values("sqlite", "postgres"));
+
+TEST_P(PayoutQueueTest, ACollectionOfAClosedConnectorIsRefusedAtIntent) {
+  ASSERT_TRUE(health_->force("sandbox", Availability::closed, "ops@example.com").ok());
+  auto [s, e] = call(&Service::create_intent, principal(m1_), intent_body());
+  EXPECT_EQ(s, 503) << bj::serialize(e);
+  EXPECT_EQ(e.at("message"), "provider_unavailable") << bj::serialize(e);
+  ASSERT_TRUE(e.at("error").is_object()) << bj::serialize(e);
+  EXPECT_EQ(e.at("error").at("details").at("provider"),
+            "MTN_MOMO_CMR is unavailable (operator CLOSED); try another provider or later")
+      << bj::serialize(e);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), 0);
+  // A payout is not refused: it waits, its funds reserved.
+  const std::string held = payout();
+  EXPECT_EQ(queued(), 1);
+  EXPECT_EQ(reserved(), 5'150);
+  ASSERT_TRUE(health_->force("sandbox", std::nullopt, "ops@example.com").ok());
+  EXPECT_EQ(call(&Service::create_intent, principal(m1_), intent_body()).first, 200);
+  auto sent = service_->send_queued();
+  ASSERT_TRUE(sent.ok());
+  EXPECT_EQ(*sent, 1);
+  expect_ledger_clean();
+}
+
+TEST_P(PayoutQueueTest, DelayedPayoutsWaitWithTheirFundsReservedAndAreSentInOrderOnRecovery) {
+  ASSERT_TRUE(health_->force("sandbox", Availability::delayed, "ops@example.com").ok());
+  std::vector<std::string> refs;
+  for (int i = 0; i < 7; ++i) refs.push_back(payout());
+  EXPECT_EQ(queued(), 7);
+  EXPECT_TRUE(operator_.sent.empty()) << "nothing is sent while DELAYED";
+  EXPECT_EQ(reserved(), 7 * 5'150);
+  EXPECT_EQ(available(), 1'000'000 - 7 * 5'150);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE queued_at IS NOT NULL AND next_check_at IS NOT NULL"), 0)
+      << "recovery does not ask about a payout that was never sent";
+  auto none = service_->send_queued();
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, 0);
+  // OPERATIONAL again: a new payout goes behind the queued ones.
+  ASSERT_TRUE(health_->force("sandbox", std::nullopt, "ops@example.com").ok());
+  refs.push_back(payout());
+  EXPECT_EQ(queued(), 8);
+  EXPECT_TRUE(operator_.sent.empty());
+  for (int round = 0; round < 3; ++round) ASSERT_TRUE(service_->send_queued().ok());
+  EXPECT_EQ(queued(), 0);
+  EXPECT_EQ(operator_.order_of_sending, refs) << "oldest first";
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE status = 'PENDING' AND next_check_at IS NOT NULL"), 8)
+      << "sent: recovery asks about them from now on";
+  // A payout once the queue is empty is sent at intent.
+  payout();
+  EXPECT_EQ(operator_.order_of_sending.size(), 9u);
+  EXPECT_EQ(queued(), 0);
+  expect_ledger_clean();
+}
+
+TEST_P(PayoutQueueTest, TwoNodesSendEachQueuedPayoutExactlyOnce) {
+  ASSERT_TRUE(health_->force("sandbox", Availability::delayed, "ops@example.com").ok());
+  const int kPayouts = 40;
+  for (int i = 0; i < kPayouts; ++i) payout(i % 2 ? "237690000061" : "237690000062");
+  ASSERT_EQ(queued(), kPayouts);
+  HealthOptions ho;
+  ho.node_id = "node-b";
+  Health health_b(*db_, ho);
+  Options o;
+  o.checkout_url = "http://127.0.0.1:1/checkout";
+  o.callback_base_url = "http://127.0.0.1:1/api/operator/callback";
+  o.secret = "test-secret-0123456789";
+  o.node_id = "node-b";
+  o.health = &health_b;
+  o.payout_send_batch = 3;
+  Service node_b(
+      *db_, [this] { return catalog_; }, client_, o);
+  node_b.register_connector(operator_);
+  ASSERT_TRUE(health_b.refresh().ok());
+  ASSERT_EQ(health_b.state("sandbox"), Availability::delayed) << "the override is every node's";
+  ASSERT_TRUE(health_->force("sandbox", std::nullopt, "ops@example.com").ok());
+  ASSERT_TRUE(health_b.refresh().ok());
+  ASSERT_EQ(health_b.state("sandbox"), Availability::operational);
+  std::atomic<bool> done{false};
+  std::atomic<int> total{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      Service& node = t % 2 == 0 ? *service_ : node_b;
+      while (!done) {
+        auto n = node.send_queued();
+        if (!n) ADD_FAILURE() << n.error().code;
+        if (n) total += *n;
+        if (n && *n == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+  for (int i = 0; i < 2000 && queued() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  done = true;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(queued(), 0);
+  EXPECT_EQ(total.load(), kPayouts);
+  EXPECT_EQ(operator_.sent.size(), static_cast<std::size_t>(kPayouts));
+  for (const auto& [reference, n] : operator_.sent) EXPECT_EQ(n, 1) << reference << " sent " << n << " times";
+  EXPECT_EQ(reserved(), kPayouts * 5'150);
+  expect_ledger_clean();
+}
+
+}  // namespace
+}  // namespace sika::payments::testing
