@@ -13,7 +13,9 @@ import { startDouble } from './doubles/spawn.mjs';
 
 // Fast recovery, so that a lost callback is recovered within the test's wait.
 const ARGS = ['--set', 'log.access=false', '--set', 'payments.recovery_delays_ms=400,800,1500',
-  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.recovery_lease_ms=3000'];
+  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.recovery_lease_ms=3000',
+  // Operator health judged on a short window, so that the operator is OPERATIONAL soon after it is back.
+  '--set', 'payments.health_window_seconds=3', '--set', 'payments.health_recover_seconds=1'];
 
 // The connector's configuration: plain keys by --set, credentials by the environment (as a
 // deployment passes them).
@@ -57,6 +59,14 @@ function gateway(server, token, port = server.port) {
     });
     return { status: r.status, body: await r.json() };
   };
+}
+
+// The availability of each provider as a merchant sees it (GET /provider/list).
+async function availability(server, token) {
+  const r = await fetch(`${server.baseUrl}/provider/list`, { headers: { authorization: `Bearer ${token}` } });
+  const body = await r.json();
+  assert.equal(r.status, 200, JSON.stringify(body));
+  return Object.fromEntries(body.data.map((p) => [p.code, p.availability]));
 }
 
 const number = (tail) => `2376${String(Math.floor(Math.random() * 1e5)).padStart(5, '0')}${tail}`;
@@ -209,10 +219,19 @@ for (const backend of backends()) {
       checkLedger(server);
     });
 
-    test('an unreachable operator leaves the collection PENDING, and it completes once the operator is back', async () => {
+    test('an unreachable operator leaves the collection PENDING, is judged CLOSED, and all completes once it is back', async () => {
       await double.behave({ fail_next: 100 });  // every answer a 500 for a while
       const reference = await collect(posts[0], number('400'));
       assert.equal((await statusOf(posts[0], reference)).status, 'PENDING');
+      // Its failures (three attempts of the initiation, then recovery's questions) close it: new
+      // collections are refused at intent, and merchants see it in the provider list.
+      assert.ok(await waitFor(async () => (await availability(server, token)).MTN === 'CLOSED', 20000));
+      const refused = await posts[0]('/collection/intent', {
+        amount: 1500, currency: 'XAF', provider: 'MTN_MOMO_CMR', customer_wallet: number('100'),
+        transaction_uuid: randomUUID(),
+      });
+      assert.equal(refused.status, 503, JSON.stringify(refused.body));
+      assert.ok(refused.body.error.details.provider, JSON.stringify(refused.body));
       await double.behave({ fail_next: 0 });
       const done = await waitFor(async () => {
         const s = await statusOf(posts[0], reference);
@@ -220,6 +239,7 @@ for (const backend of backends()) {
       }, 30000);
       assert.equal(done.status, 'COMPLETED');
       assert.equal((await atDouble(double, server, reference)).length, 1);
+      assert.ok(await waitFor(async () => (await availability(server, token)).MTN === 'OPERATIONAL', 20000));
       checkLedger(server);
     });
 
