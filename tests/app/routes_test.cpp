@@ -136,6 +136,7 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"checkout GET /button.js", "open"},
       {"checkout GET /live.js", "open"},
       {"gateway POST /operator/callback/{connector}", "signed_request"},
+      {"gateway PUT /operator/callback/{connector}", "signed_request"},
       {"checkout GET /confirm/{reference}", "signed_request"},
       {"checkout POST /confirm/{reference}", "signed_request"},
       {"gateway POST /payment-links", "bearer:payments"},
