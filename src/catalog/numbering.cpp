@@ -13,12 +13,11 @@ namespace {
 
 // Cameroon: 9-digit national numbers since 22 November 2014 (ART), mobile ones begin with 6.
 constexpr Block kCameroon[] = {
-    {"24", "CAMTEL"},     {"62", "CAMTEL"},     {"64", "ORANGE"},  {"650", "MTN"},    {"651", "MTN"},
-    {"652", "MTN"},       {"653", "MTN"},       {"654", "MTN"},    {"655", "ORANGE"}, {"656", "ORANGE"},
-    {"657", "ORANGE"},    {"658", "ORANGE"},    {"659", "ORANGE"}, {"66", "NEXTTEL"}, {"67", "MTN"},
-    {"680", "MTN"},       {"681", "MTN"},       {"682", "MTN"},    {"683", "MTN"},    {"684", "NEXTTEL"},
-    {"685", "NEXTTEL"},   {"686", "ORANGE"},    {"687", "ORANGE"}, {"688", "ORANGE"}, {"689", "ORANGE"},
-    {"69", "ORANGE"},
+    {"24", "CAMTEL"},  {"62", "CAMTEL"},   {"64", "ORANGE"},   {"650", "MTN"},    {"651", "MTN"},    {"652", "MTN"},
+    {"653", "MTN"},    {"654", "MTN"},     {"655", "ORANGE"},  {"656", "ORANGE"}, {"657", "ORANGE"}, {"658", "ORANGE"},
+    {"659", "ORANGE"}, {"66", "NEXTTEL"},  {"67", "MTN"},      {"680", "MTN"},    {"681", "MTN"},    {"682", "MTN"},
+    {"683", "MTN"},    {"684", "NEXTTEL"}, {"685", "NEXTTEL"}, {"686", "ORANGE"}, {"687", "ORANGE"}, {"688", "ORANGE"},
+    {"689", "ORANGE"}, {"69", "ORANGE"},
 };
 
 // Côte d'Ivoire: 10-digit national numbers since 31 January 2021 (ARTCI); the first two digits
@@ -27,7 +26,7 @@ constexpr Block kIvoryCoast[] = {{"01", "MOOV"}, {"05", "MTN"}, {"07", "ORANGE"}
 
 // Senegal: 9-digit national numbers (ARTP); mobile ones begin with 7.
 constexpr Block kSenegal[] = {
-    {"70", "EXPRESSO"}, {"71", "ORANGE"}, {"72", "HAYO"}, {"75", "PROMOBILE"},
+    {"70", "EXPRESSO"}, {"71", "ORANGE"}, {"72", "HAYO"},   {"75", "PROMOBILE"},
     {"76", "FREE"},     {"77", "ORANGE"}, {"78", "ORANGE"}, {"79", "ADIE"},
 };
 
@@ -44,20 +43,22 @@ constexpr std::array<Plan, 4> kPlans = {{
 
 // Operators of the plans the catalog may not carry, by code.
 constexpr std::pair<std::string_view, std::string_view> kOperatorNames[] = {
-    {"ADIE", "ADIE"},         {"AIRTEL", "Airtel"},     {"CAMTEL", "Camtel"}, {"EXPRESSO", "Expresso"},
-    {"FREE", "Free (Yas)"},   {"HAYO", "Hayo"},         {"MOOV", "Moov Africa"}, {"MTN", "MTN"},
-    {"NEXTTEL", "Nexttel"},   {"ORANGE", "Orange"},     {"PROMOBILE", "Promobile"},
+    {"ADIE", "ADIE"},       {"AIRTEL", "Airtel"}, {"CAMTEL", "Camtel"},       {"EXPRESSO", "Expresso"},
+    {"FREE", "Free (Yas)"}, {"HAYO", "Hayo"},     {"MOOV", "Moov Africa"},    {"MTN", "MTN"},
+    {"NEXTTEL", "Nexttel"}, {"ORANGE", "Orange"}, {"PROMOBILE", "Promobile"},
 };
 
-// The catalog country whose dialling code `written` begins with, at that country's length.
+// The catalog country whose dialling code `written` begins with, at that country's length; for a
+// number written internationally, at any length (national_number then names the length).
 const Country* country_of(const Catalog& catalog, const WrittenNumber& written) {
+  const Country* by_code = nullptr;
   for (const Country& c : catalog.countries()) {
     std::string_view cc = c.dialling_digits();
-    if (c.active && !cc.empty() && written.digits.starts_with(cc) &&
-        written.digits.size() == cc.size() + static_cast<std::size_t>(c.msisdn_length))
-      return &c;
+    if (!c.active || cc.empty() || !written.digits.starts_with(cc)) continue;
+    if (written.digits.size() == cc.size() + static_cast<std::size_t>(c.msisdn_length)) return &c;
+    if (written.international && !by_code) by_code = &c;
   }
-  return nullptr;
+  return by_code;
 }
 
 // The operator of an international number of `country`; "" when unknown.
@@ -123,7 +124,8 @@ std::optional<Problem> operator_mismatch(const Catalog& catalog, const PaymentSe
   if (!country || !provider) return std::nullopt;
   std::string_view op = operator_of_msisdn(*country, msisdn);
   if (op.empty() || op == provider->code || !holds_blocks(country->code, provider->code)) return std::nullopt;
-  return Problem(Reason::other_operator_number, {{"operator", operator_name(catalog, op)}, {"provider", provider->name}});
+  return Problem(Reason::other_operator_number,
+                 {{"operator", operator_name(catalog, op)}, {"provider", provider->name}});
 }
 
 std::string preselect(const Catalog& catalog, std::span<const std::string> offered, std::string_view chosen,

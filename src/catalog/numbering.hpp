@@ -60,8 +60,7 @@ struct Prediction {
 // then be written internationally, with or without '+'), and predicts its operator.
 // Error: 400 empty_data naming `field` (or "country" for an unknown country).
 Result<Prediction> predict(const Catalog& catalog, std::string_view input,
-                           const std::optional<std::string>& country = std::nullopt,
-                           std::string_view field = "msisdn");
+                           const std::optional<std::string>& country = std::nullopt, std::string_view field = "msisdn");
 
 // Why `msisdn` (international digits, as normalize_msisdn gives them) cannot be paid through
 // `service`: its block is assigned to another operator than the service's provider, and that
