@@ -84,14 +84,14 @@ TEST_F(Numbering, EachBlockNamesItsOperator) {
     const char* national;
     const char* op;
   } cases[] = {
-      {"CMR", "650000000", "MTN"},    {"CMR", "654999999", "MTN"},     {"CMR", "655000000", "ORANGE"},
-      {"CMR", "659000000", "ORANGE"}, {"CMR", "670000001", "MTN"},     {"CMR", "680000000", "MTN"},
-      {"CMR", "683000000", "MTN"},    {"CMR", "684000000", "NEXTTEL"}, {"CMR", "685000000", "NEXTTEL"},
-      {"CMR", "686000000", "ORANGE"}, {"CMR", "690000001", "ORANGE"},  {"CMR", "660000000", "NEXTTEL"},
-      {"CMR", "640000000", "ORANGE"}, {"CMR", "620000000", "CAMTEL"},  {"CIV", "0100000000", "MOOV"},
-      {"CIV", "0500000000", "MTN"},   {"CIV", "0700000000", "ORANGE"}, {"SEN", "760000000", "FREE"},
-      {"SEN", "770000000", "ORANGE"}, {"SEN", "780000000", "ORANGE"},  {"SEN", "700000000", "EXPRESSO"},
-      {"SEN", "750000000", "PROMOBILE"}, {"GAB", "77280150", "AIRTEL"}, {"GAB", "74000000", "AIRTEL"},
+      {"CMR", "650000000", "MTN"},       {"CMR", "654999999", "MTN"},     {"CMR", "655000000", "ORANGE"},
+      {"CMR", "659000000", "ORANGE"},    {"CMR", "670000001", "MTN"},     {"CMR", "680000000", "MTN"},
+      {"CMR", "683000000", "MTN"},       {"CMR", "684000000", "NEXTTEL"}, {"CMR", "685000000", "NEXTTEL"},
+      {"CMR", "686000000", "ORANGE"},    {"CMR", "690000001", "ORANGE"},  {"CMR", "660000000", "NEXTTEL"},
+      {"CMR", "640000000", "ORANGE"},    {"CMR", "620000000", "CAMTEL"},  {"CIV", "0100000000", "MOOV"},
+      {"CIV", "0500000000", "MTN"},      {"CIV", "0700000000", "ORANGE"}, {"SEN", "760000000", "FREE"},
+      {"SEN", "770000000", "ORANGE"},    {"SEN", "780000000", "ORANGE"},  {"SEN", "700000000", "EXPRESSO"},
+      {"SEN", "750000000", "PROMOBILE"}, {"GAB", "77280150", "AIRTEL"},   {"GAB", "74000000", "AIRTEL"},
       {"GAB", "66000000", "MOOV"},
   };
   for (const auto& c : cases) EXPECT_EQ(operator_of(c.country, c.national), c.op) << c.country << " " << c.national;
@@ -121,8 +121,8 @@ TEST_F(Numbering, EveryPlanHasItsCatalogCountrysLength) {
 // A demo service's own number pattern never accepts a number of another operator's block.
 TEST_F(Numbering, DemoServicePatternsAgreeWithThePlans) {
   const std::pair<const char*, const char*> accepted[] = {
-      {"ORANGE_MONEY_CIV", "0700000000"}, {"MTN_MOMO_CIV", "0500000000"},  {"MOOV_MONEY_CIV", "0100000000"},
-      {"ORANGE_MONEY_SEN", "770000000"},  {"FREE_MONEY_SEN", "760000000"}, {"AIRTEL_MONEY_GAB", "77280150"},
+      {"ORANGE_MONEY_CIV", "0700000000"}, {"MTN_MOMO_CIV", "0500000000"},    {"MOOV_MONEY_CIV", "0100000000"},
+      {"ORANGE_MONEY_SEN", "770000000"},  {"FREE_MONEY_SEN", "760000000"},   {"AIRTEL_MONEY_GAB", "77280150"},
       {"MTN_MOMO_CMR", "670000000"},      {"ORANGE_MONEY_CMR", "690000000"},
   };
   for (const auto& [code, national] : accepted) {
@@ -162,7 +162,8 @@ TEST_F(Numbering, PredictNamesWhatIsWrongWithTheInput) {
             "msisdn: must contain only digits, spaces and a leading '+'");
   EXPECT_EQ(refusal(numbering::predict(cat_, "")), "msisdn: must not be empty");
   EXPECT_EQ(refusal(numbering::predict(cat_, "+237 222 000 000")), "msisdn: is not a mobile number of CMR");
-  EXPECT_EQ(refusal(numbering::predict(cat_, "690000001", std::string("BEN"))), "country: is not a country of the catalog");
+  EXPECT_EQ(refusal(numbering::predict(cat_, "690000001", std::string("BEN"))),
+            "country: is not a country of the catalog");
   EXPECT_EQ(refusal(numbering::predict(cat_, "+225 0700000000", std::string("CMR"))),
             "msisdn: must be a number of CMR (+237)");
 }
