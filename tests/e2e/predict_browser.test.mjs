@@ -14,15 +14,16 @@ const shots = process.env.SIKA_SCREENSHOTS;
 
 for (const backend of backends()) {
   describe(`operator preselection on ${backend}`, { skip: noBrowser }, () => {
-    let server, browser, cmrSite;
+    let server, browser, cmrSite, civSite;
     before(async () => {
       server = await startServer({ backend });
       browser = await launchBrowser();
-      ({ cmrSite } = await startDemoShops(server));
+      ({ cmrSite, civSite } = await startDemoShops(server));
     });
     after(async () => {
       if (browser) await browser.close();
       if (cmrSite) await cmrSite.close();
+      if (civSite) await civSite.close();
       if (server) await server.stop();
     });
 
