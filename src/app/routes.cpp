@@ -176,6 +176,8 @@ void build_routes(web::Router& r, Context& ctx) {
            "List payment services (filters: country, provider, kind, active)"});
     r.add({Surface::gateway, "GET", "/provider/list", web::bind(svc, &Cat::list_providers), web::bearer("providers"),
            "List providers (filters: country, kind, active)"});
+    r.add({Surface::gateway, "GET", "/provider/predict", web::bind(svc, &Cat::predict_provider),
+           web::bearer("providers"), "Predict the operator of a mobile number (msisdn, country)"});
   }
 
   // ---- payments ----------------------------------------------------------------------------

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "catalog/numbering.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "web/envelope.hpp"
 
@@ -368,6 +370,34 @@ web::Response Service::list_providers(web::Request& req) {
                       {"availability", availability[p.id]}};
   });
   return memo_.answer(req, cat, std::move(key), std::move(data), page, static_cast<std::int64_t>(items.size()));
+}
+
+web::Response Service::predict_provider(web::Request& req) {
+  auto cat = snapshot();
+  if (!cat->loaded()) return not_loaded(req);
+  bj::object errors;
+  auto country = alpha3_param(req, "country", errors);
+  if (!errors.empty()) return bad(req, std::move(errors));
+  auto msisdn = req.query_param("msisdn");
+  if (!msisdn) return web::error(req, field_error("msisdn", Reason::required));
+  auto prediction = numbering::predict(*cat, *msisdn, country);
+  if (!prediction) return web::error(req, prediction.error());
+  const web::Principal& who = principal_of(req);
+  const Country& c = *prediction->country;
+  // The caller's usable services of the predicted operator(s) that take this number.
+  bj::array providers, services;
+  for (const std::string& op : prediction->providers) providers.push_back(bj::string(op));
+  for (const PaymentService& s : cat->services()) {
+    const Provider* p = cat->provider_by_id(s.provider_id);
+    if (s.country_id != c.id || !p || !cat->usable(s) || (!who.admin && !who.grants_country(c.code))) continue;
+    const auto& ops = prediction->providers;
+    if (std::find(ops.begin(), ops.end(), p->code) != ops.end() && cat->normalize_msisdn(s, prediction->msisdn))
+      services.push_back(bj::string(s.code));
+  }
+  return web::ok(req, bj::object{{"msisdn", prediction->msisdn},
+                                 {"country", c.code},
+                                 {"providers", std::move(providers)},
+                                 {"services", std::move(services)}});
 }
 
 }  // namespace sika::catalog

@@ -180,58 +180,68 @@ bool Catalog::usable(const PaymentService& s) const {
   return s.active && p && p->active && c && c->active;
 }
 
-Result<std::string> Catalog::normalize_msisdn(const PaymentService& service, std::string_view input,
-                                              std::string_view field) const {
+Result<WrittenNumber> read_phone(std::string_view input, std::string_view field) {
   auto problem = [&](Problem p) { return field_error(std::string(field), std::move(p)); };
-  const Country* country = country_by_id(service.country_id);
-  if (!country) return problem(Reason::service_no_country);
-  std::string digits;
-  bool plus = false;
-  for (std::size_t i = 0; i < input.size(); ++i) {
-    char c = input[i];
+  WrittenNumber w;
+  for (char c : input) {
     if (c >= '0' && c <= '9') {
-      digits.push_back(c);
-    } else if (c == '+' && digits.empty() && !plus) {
-      plus = true;
+      w.digits.push_back(c);
+    } else if (c == '+' && w.digits.empty() && !w.international) {
+      w.international = true;
     } else if (c == ' ' || c == '-' || c == '.' || c == '(' || c == ')') {
       continue;
     } else {
       return problem(Reason::phone_characters);
     }
-    if (digits.size() > 20) return problem(Reason::too_long);
+    if (w.digits.size() > 20) return problem(Reason::too_long);
   }
-  if (digits.empty()) return problem(Reason::not_empty);
-  std::string_view cc = country->dialling_digits();
-  const auto national_length = static_cast<std::size_t>(country->msisdn_length);
-  std::string national;
-  if (!plus && digits.starts_with("00")) {
-    digits.erase(0, 2);
-    plus = true;
+  if (w.digits.empty()) return problem(Reason::not_empty);
+  if (!w.international && w.digits.starts_with("00")) {
+    w.digits.erase(0, 2);
+    w.international = true;
   }
-  if (digits.size() == cc.size() + national_length && digits.starts_with(cc)) {
-    national = digits.substr(cc.size());
-  } else if (!plus && digits.size() == national_length) {
-    national = digits;
-  } else if (!plus && digits.size() == national_length + 1 && digits.front() == '0') {
-    national = digits.substr(1);  // written with the national trunk prefix, e.g. Gabon's "077 28 01 50"
-  } else if (plus && !digits.starts_with(cc)) {
+  return w;
+}
+
+Result<std::string> national_number(const Country& country, const WrittenNumber& w, std::string_view field) {
+  auto problem = [&](Problem p) { return field_error(std::string(field), std::move(p)); };
+  std::string_view cc = country.dialling_digits();
+  const auto national_length = static_cast<std::size_t>(country.msisdn_length);
+  const std::string& digits = w.digits;
+  if (digits.size() == cc.size() + national_length && digits.starts_with(cc)) return digits.substr(cc.size());
+  if (!w.international && digits.size() == national_length) return digits;
+  if (!w.international && digits.size() == national_length + 1 && digits.front() == '0')
+    return digits.substr(1);  // written with the national trunk prefix, e.g. Gabon's "077 28 01 50"
+  if (w.international && !digits.starts_with(cc))
     return problem(
-        Problem(Reason::number_of_country, {{"country", country->code}, {"dialling_code", country->dialling_code}}));
-  } else {
-    return problem(Problem(Reason::digits_after,
-                           {{"digits", std::to_string(national_length)}, {"dialling_code", country->dialling_code}}));
-  }
+        Problem(Reason::number_of_country, {{"country", country.code}, {"dialling_code", country.dialling_code}}));
+  return problem(Problem(Reason::digits_after,
+                         {{"digits", std::to_string(national_length)}, {"dialling_code", country.dialling_code}}));
+}
+
+bool Catalog::mobile_number(const Country& country, std::string_view national) const {
+  auto cit = country_by_id_.find(country.id);
+  const std::regex* pattern = nullptr;
+  if (cit != country_by_id_.end() && &countries_[cit->second] == &country)
+    pattern = country_patterns_[cit->second].get();
+  std::shared_ptr<const std::regex> compiled;
+  if (!pattern && !country.msisdn_pattern.empty()) pattern = (compiled = compile_pattern(country.msisdn_pattern)).get();
+  return !pattern || std::regex_match(national.begin(), national.end(), *pattern);
+}
+
+Result<std::string> Catalog::normalize_msisdn(const PaymentService& service, std::string_view input,
+                                              std::string_view field) const {
+  const Country* country = country_by_id(service.country_id);
+  if (!country) return field_error(std::string(field), Reason::service_no_country);
+  SIKA_ASSIGN_OR_RETURN(WrittenNumber written, read_phone(input, field));
+  SIKA_ASSIGN_OR_RETURN(std::string national, national_number(*country, written, field));
   auto sit = service_by_id_.find(service.id);
   std::shared_ptr<const std::regex> pattern;
   if (sit != service_by_id_.end() && &services_[sit->second] == &service) pattern = service_patterns_[sit->second];
   if (!pattern && !service.msisdn_pattern.empty()) pattern = compile_pattern(service.msisdn_pattern);
-  if (!pattern) {
-    auto cit = country_by_id_.find(country->id);
-    pattern = country_patterns_[cit->second];
-  }
-  if (pattern && !std::regex_match(national, *pattern))
-    return problem(reason::with(Reason::not_a_number_of, "service", service.name));
-  return std::string(cc) + national;
+  const bool matches = pattern ? std::regex_match(national, *pattern) : mobile_number(*country, national);
+  if (!matches) return field_error(std::string(field), reason::with(Reason::not_a_number_of, "service", service.name));
+  return std::string(country->dialling_digits()) + national;
 }
 
 }  // namespace sika::catalog

@@ -154,6 +154,9 @@ class Catalog {
   // country's when the service has none). Error: 400 empty_data {field: problem}.
   Result<std::string> normalize_msisdn(const PaymentService& service, std::string_view input,
                                        std::string_view field = "msisdn") const;
+  // Returns true iff the national number fully matches the country's msisdn_pattern (or the
+  // country has none): a mobile number of the country.
+  bool mobile_number(const Country& country, std::string_view national) const;
 
  private:
   std::int64_t version_ = -1;
@@ -167,6 +170,20 @@ class Catalog {
   // Compiled MSISDN patterns, parallel to countries_ and services_ (nullptr: none / invalid).
   std::vector<std::shared_ptr<const std::regex>> country_patterns_, service_patterns_;
 };
+
+// A phone number as written by a customer: its digits, and whether it was written
+// internationally ('+' or "00" first, both removed from `digits`).
+struct WrittenNumber {
+  std::string digits;
+  bool international = false;
+};
+// Reads a written phone number; spaces, dots, dashes and parentheses are ignored.
+// Error: 400 empty_data {field: problem} (characters, empty, longer than 20 digits).
+Result<WrittenNumber> read_phone(std::string_view input, std::string_view field);
+// The national number of `written` in `country`: the international form with the country's
+// dialling code, or (not written internationally) the national number, with or without a trunk
+// '0'; it has the country's msisdn_length. Error: 400 empty_data {field: problem}.
+Result<std::string> national_number(const Country& country, const WrittenNumber& written, std::string_view field);
 
 // Compiles an MSISDN pattern (ECMAScript). nullptr when the pattern is invalid.
 std::shared_ptr<const std::regex> compile_pattern(std::string_view pattern);

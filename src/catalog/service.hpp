@@ -58,6 +58,9 @@ class Service {
   web::Response list_services(web::Request& req);
   // GET /provider/list: country, provider, kind, active, page, limit.
   web::Response list_providers(web::Request& req);
+  // GET /provider/predict: msisdn (required), country. The operator(s) the number's block is
+  // assigned to (numbering.hpp) and the caller's usable services of them that take it.
+  web::Response predict_provider(web::Request& req);
 
   // The current snapshot; never null. Loads it first if it was never loaded (then
   // snapshot()->loaded() tells whether that worked).

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "catalog/fx.hpp"
+#include "catalog/numbering.hpp"
 #include "checkout/service.hpp"
 #include "core/codes.hpp"
 #include "core/money.hpp"
@@ -200,6 +201,16 @@ std::string phone_html(const Words& t, const std::string& example, const std::st
          escape(example) + "\" value=\"" + escape(phone) + "\">";
 }
 
+// The method preselected for the payer's number (catalog/numbering.hpp): the one chosen unless
+// the number belongs to another offered operator.
+std::string predicted_method(const std::shared_ptr<const catalog::Catalog>& cat, const std::vector<Method>& offered,
+                             const std::string& chosen, const std::string& phone) {
+  if (!cat || phone.empty()) return chosen;
+  std::vector<std::string> codes;
+  for (const Method& m : offered) codes.push_back(m.code);
+  return catalog::numbering::preselect(*cat, codes, chosen, phone);
+}
+
 // The page of a session that takes no new attempt: paid, paying (followed live), cancelled or
 // expired; nullopt while it takes one.
 std::optional<web::Response> settled_page(const Words& t, web::html::Page& page, const Session& s,
@@ -284,11 +295,12 @@ web::Response Service::render(const web::Request& req, i18n::Locale locale, cons
     h += "<div class=\"card\"><p role=\"alert\">" + escape(t("no_method")) + "</p>" + cancel_form + "</div>";
     return web::html::page_response(200, page, page_policy(&s));
   }
-  std::string chosen = values.provider;
-  if (chosen.empty() && waiting_for_code) chosen = tx->service_code;
-  if (chosen.empty()) chosen = offered.front().code;
   std::string phone = values.phone.empty() ? s.customer.phone : values.phone;
   if (phone.empty() && tx) phone = tx->customer_wallet;
+  std::string chosen = values.provider;
+  if (chosen.empty() && waiting_for_code) chosen = tx->service_code;
+  if (!waiting_for_code) chosen = predicted_method(catalog_(), offered, chosen, phone);
+  if (chosen.empty()) chosen = offered.front().code;
   h += "<form method=\"post\" action=\"" + ref + lang + "\" class=\"card\">";
   h += "<input type=\"hidden\" name=\"attempt\" value=\"" + std::to_string(s.attempt) + "\">";
   h += methods_html(t, s, offered, chosen);

@@ -114,6 +114,7 @@ namespace sika {
   X(matricule)                    \
   X(merchant_only)                \
   X(more_decimals)                \
+  X(msisdn_needs_country)         \
   X(must_be_direct)               \
   X(names_host)                   \
   X(no_connector)                 \
@@ -137,6 +138,7 @@ namespace sika {
   X(not_configured)               \
   X(not_empty)                    \
   X(not_integer)                  \
+  X(not_mobile_of)                \
   X(not_negative)                 \
   X(not_null)                     \
   X(not_number)                   \
@@ -156,6 +158,7 @@ namespace sika {
   X(order_in_progress)            \
   X(order_other_fields)           \
   X(order_paid)                   \
+  X(other_operator_number)        \
   X(otp_already_sent_customer)    \
   X(otp_already_sent_wallet)      \
   X(otp_attempts_exhausted)       \

@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "catalog/fees.hpp"
+#include "catalog/numbering.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
@@ -112,6 +113,18 @@ std::string fee_table(const catalog::Catalog& cat, const Link& link,
          "</th></tr></thead><tbody>" + rows + "</tbody></table>";
 }
 
+// The operator preselected: the one chosen, unless the number typed belongs to another offered
+// operator (catalog/numbering.hpp).
+std::string preselected(const std::shared_ptr<const catalog::Catalog>& cat,
+                        const std::vector<std::pair<std::string, std::string>>& offered, const web::Fields& values) {
+  std::string chosen = field_value(values, "provider");
+  const std::string phone = field_value(values, "customer_phone");
+  if (!cat || phone.empty()) return chosen;
+  std::vector<std::string> codes;
+  for (const auto& op : offered) codes.push_back(op.first);
+  return catalog::numbering::preselect(*cat, codes, chosen, phone);
+}
+
 }  // namespace
 
 // What the form shows; `notice` and `otp_helper` come from a refused submission.
@@ -179,8 +192,8 @@ web::Response Service::render_form(const web::Request& req, i18n::Locale locale,
     h += "></label>";
   }
   h += "<label>" + escape(t("operator")) + "<select name=\"provider\" required>";
-  const std::string chosen = field_value(form.values, "provider");
   const auto offered = operators(*link, shop ? shop->countries : std::vector<std::string>{});
+  const std::string chosen = preselected(catalog_(), offered, form.values);
   for (const auto& s : offered)
     h += "<option value=\"" + escape(s.first) + "\"" + (s.first == chosen ? " selected" : "") + ">" + escape(s.second) +
          "</option>";

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "catalog/fees.hpp"
+#include "catalog/numbering.hpp"
 #include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
@@ -219,6 +220,13 @@ Problem below_minimum(const catalog::PaymentService& s) {
 Problem above_maximum(const catalog::PaymentService& s) {
   return Problem(Reason::at_most_for_service, {{"max", std::to_string(*s.max_amount)}, {"service", s.code}});
 }
+// In prod, a number of another operator's block (docs/payments.md, "The customer's operator").
+void refuse_other_operator(const catalog::Catalog& cat, const catalog::PaymentService& service,
+                           const std::string& msisdn, const std::string& environment, json::FieldErrors& errors) {
+  if (msisdn.empty() || environment != "prod") return;
+  if (auto other = catalog::numbering::operator_mismatch(cat, service, msisdn))
+    errors.add("customer_wallet", std::move(*other));
+}
 }  // namespace
 
 Error provider_unavailable(Details details) {
@@ -349,6 +357,7 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
     }
     if (!has_error(errors, "customer_wallet"))
       plan.msisdn = normalize_wallet(cat, *service, r.customer_wallet, "customer_wallet", errors);
+    refuse_other_operator(cat, *service, plan.msisdn, merchant.environment, errors);
   }
   SIKA_TRY(errors.status());
   if (!service) return internal_error(bj::string("plan_intent: no service and no field error"));

@@ -181,6 +181,12 @@ for (const backend of backends()) {
       await api.call('gateway', 'GET', '/service/list', {});
       await api.call('gateway', 'GET', '/provider/list', { headers: a });
       await api.call('gateway', 'GET', '/provider/list', {});
+      const predicted = await api.call('gateway', 'GET', '/provider/predict', { headers: a,
+        query: { msisdn: '+237 699 00 00 10' } });
+      assert.equal(predicted.status, 200, predicted.text);
+      assert.equal((await api.call('gateway', 'GET', '/provider/predict', { headers: a, query: { msisdn: '699000010' } }))
+        .status, 400, 'a national number needs country');
+      await api.call('gateway', 'GET', '/provider/predict', {});
       const fees = await api.call('gateway', 'GET', '/pricing-rule/fees', { headers: a, query: { country: m.countries[0] } });
       assert.equal(fees.status, 200, fees.text);
       assert.equal((await api.call('gateway', 'GET', '/pricing-rule/fees', { headers: a })).status, 400, 'country is required');

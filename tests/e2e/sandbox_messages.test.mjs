@@ -5,16 +5,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startServer, backends, merchantToken, admin } from './lib/server.mjs';
-
-async function call(url, { method = 'GET', headers = {}, body } = {}) {
-  const r = await fetch(url, { method, headers: { 'accept-language': 'en', ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
-    body: body ? JSON.stringify(body) : undefined });
-  const text = await r.text();
-  let json;
-  try { json = JSON.parse(text); } catch {}
-  return { status: r.status, body: json, text };
-}
+import { startServer, backends, merchantToken, admin, call, prodMerchant } from './lib/server.mjs';
 
 const codeIn = (body) => body.match(/\b(\d{6})\b/)?.[1];
 
@@ -26,13 +17,7 @@ for (const backend of backends()) {
     before(async () => {
       server = await startServer({ backend });
       auth = { 'x-sp-auth-token': `Bearer ${await merchantToken(server, 0)}` };
-      prod = admin(server, 'create-merchant', '--name', 'Messages prod shop', '--country', 'CMR', '--environment', 'prod');
-      const client = admin(server, 'create-client', '--name', 'Messages prod', '--merchant', prod.matricule,
-        '--environment', 'prod');
-      const r = await call(`${server.authUrl}/oauth/v2/token`, { method: 'POST', body: {
-        grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret, scope: 'payments' } });
-      assert.equal(r.status, 200, r.text);
-      prodAuth = { 'x-sp-auth-token': `Bearer ${r.body.access_token}` };
+      ({ merchant: prod, auth: prodAuth } = await prodMerchant(server, 'Messages prod'));
     });
     after(async () => { if (server) await server.stop(); });
 

@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "core/reason.hpp"
 #include "payments/fixture.hpp"
 #include "payments/intent.hpp"
 
@@ -235,8 +236,10 @@ TEST_F(Planner, AutoPicksTheWalletOnlyWhenItCoversTheWalletPrice) {
   // A payout goes to an existing wallet whatever its balance.
   wallet_balance_ = 0;
   EXPECT_EQ(plan(b, kDisbursement)->channel, "WALLET");
-  // Outside the sandbox AUTO never asks (wallet codes are sandbox-only).
+  // Outside the sandbox AUTO never asks (wallet codes are sandbox-only). (Prod takes a number of
+  // the operator's own block: 67 is MTN's in Cameroon.)
   merchant_.environment = "prod";
+  b["customer_wallet"] = "670000010";
   asked_.clear();
   EXPECT_EQ(plan(b)->channel, "PROVIDER");
   EXPECT_TRUE(asked_.empty());
@@ -254,13 +257,15 @@ TEST_F(Planner, ChannelsThatCannotCarryTheRequestAreRefused) {
     looked_up.emplace_back(name);
     return false;
   };
-  auto prod = plan(body(2000));
+  auto mtn_number = body(2000);
+  mtn_number["customer_wallet"] = "670000010";  // prod takes a number of MTN's own block
+  auto prod = plan(mtn_number);
   EXPECT_EQ(looked_up, std::vector<std::string>{"sandbox"}) << "the catalog's connector of MTN";
   ASSERT_FALSE(prod.ok());
   EXPECT_EQ(prod.error().kind, ErrorKind::unavailable);
   EXPECT_EQ(prod.error().code, "provider_unavailable");
   inputs_.has_connector = [](std::string_view) { return true; };
-  EXPECT_TRUE(plan(body(2000)).ok());
+  EXPECT_TRUE(plan(mtn_number).ok());
 }
 
 TEST_F(Planner, OrangeNeedsAnOtp) {
@@ -268,6 +273,45 @@ TEST_F(Planner, OrangeNeedsAnOtp) {
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p->needs_otp);
   EXPECT_FALSE(plan(body(2000, "ORANGE_MONEY_CMR"), kDisbursement)->needs_otp) << "payouts never ask the customer";
+}
+
+// In prod, a number of another operator's block is refused under customer_wallet, naming both
+// operators; an unknown block, a provider without blocks (the wallet) and the sandbox's test
+// numbers are accepted (docs/payments.md, "The customer's operator").
+TEST_F(Planner, ProdRefusesANumberOfAnotherOperatorsBlock) {
+  merchant_.environment = "prod";
+  auto orange_number = body(10'000, "MTN_MOMO_CMR");
+  orange_number["customer_wallet"] = "+237 699 00 00 10";
+  auto refused = plan(orange_number);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::invalid);
+  EXPECT_EQ(refused.error().code, "empty_data");
+  EXPECT_EQ(problem(refused, "customer_wallet"),
+            "belongs to Orange, not MTN (the operator is the one of the service chosen in provider)");
+  ASSERT_NE(refused.error().problem("customer_wallet"), nullptr);
+  EXPECT_EQ(refused.error().problem("customer_wallet")->reason, Reason::other_operator_number);
+  EXPECT_EQ(problem(plan(orange_number, kDisbursement), "customer_wallet"),
+            "belongs to Orange, not MTN (the operator is the one of the service chosen in provider)")
+      << "a payout to another operator's number is refused too";
+
+  auto nexttel = body(10'000, "ORANGE_MONEY_CMR");
+  nexttel["customer_wallet"] = "237660000010";
+  EXPECT_EQ(problem(plan(nexttel), "customer_wallet"),
+            "belongs to Nexttel, not Orange (the operator is the one of the service chosen in provider)");
+
+  auto mtn_number = body(10'000, "MTN_MOMO_CMR");
+  mtn_number["customer_wallet"] = "237670000010";
+  EXPECT_TRUE(plan(mtn_number).ok()) << "an MTN number through MTN";
+  auto unknown_block = body(10'000, "MTN_MOMO_CMR");
+  unknown_block["customer_wallet"] = "237630000010";  // 63: in no block of the plan
+  EXPECT_TRUE(plan(unknown_block).ok()) << "an unknown prefix is never refused";
+}
+
+TEST_F(Planner, SandboxTestNumbersPayAnyOperator) {
+  ASSERT_EQ(merchant_.environment, "sandbox");
+  auto p = plan(body(10'000, "MTN_MOMO_CMR"));  // 690000010: an Orange block in Cameroon
+  ASSERT_TRUE(p.ok()) << bj::serialize(p.error().details);
+  EXPECT_EQ(p->msisdn, "237690000010");
 }
 
 }  // namespace

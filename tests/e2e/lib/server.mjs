@@ -229,3 +229,24 @@ export async function startTwoNodes({ backend = 'postgres', args = [], env = {},
     },
   };
 }
+
+// A JSON request in English: { status, body (the parsed JSON, when it is), text }.
+export async function call(url, { method = 'GET', headers = {}, body } = {}) {
+  const r = await fetch(url, { method, headers: { 'accept-language': 'en', ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+    body: body ? JSON.stringify(body) : undefined });
+  const text = await r.text();
+  let json;
+  try { json = JSON.parse(text); } catch {}
+  return { status: r.status, body: json, text };
+}
+
+// A prod merchant of Cameroon named `name` and the auth header of a `payments` token of its prod
+// client: { merchant, auth }.
+export async function prodMerchant(server, name) {
+  const merchant = admin(server, 'create-merchant', '--name', `${name} shop`, '--country', 'CMR', '--environment', 'prod');
+  const client = admin(server, 'create-client', '--name', name, '--merchant', merchant.matricule, '--environment', 'prod');
+  const r = await call(`${server.authUrl}/oauth/v2/token`, { method: 'POST', body: {
+    grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret, scope: 'payments' } });
+  if (r.status !== 200) throw new Error(`prod token: ${r.text}`);
+  return { merchant, auth: { 'x-sp-auth-token': `Bearer ${r.body.access_token}` } };
+}
