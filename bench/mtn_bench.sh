@@ -76,7 +76,7 @@ function init(args) math.randomseed(seed or os.time()); token = os.getenv("BENCH
 function request()
   counter = counter + 1
   local body = string.format('{"amount":%d,"currency":"XAF","transaction_uuid":"%s","provider":"MTN_MOMO_CMR",' ..
-    '"customer_wallet":"2376%05d100","description":"bench"}', 1000 + counter % 5000, uuid(), counter % 100000)
+    '"customer_wallet":"23767%04d100","description":"bench"}', 1000 + counter % 5000, uuid(), counter % 10000)
   return wrk.format("POST", "/api/collection/intent",
     {["content-type"] = "application/json", ["authorization"] = "Bearer " .. token}, body)
 end
@@ -99,7 +99,7 @@ function request()
   end
   counter = counter + 1
   local body = string.format('{"amount":%d,"currency":"XAF","transaction_uuid":"%s","provider":"MTN_MOMO_CMR",' ..
-    '"customer_wallet":"2376%05d100","description":"whole"}', 1000 + counter % 5000, uuid(), counter % 100000)
+    '"customer_wallet":"23767%04d100","description":"whole"}', 1000 + counter % 5000, uuid(), counter % 10000)
   return wrk.format("POST", "/api/collection/intent", headers, body)
 end
 function response(status, headers, body)
@@ -165,7 +165,7 @@ def post(path, body):
     return json.load(urllib.request.urlopen(req))
 def one(i):
     ref = post("/collection/intent", {"amount": 1000 + i, "currency": "XAF", "transaction_uuid": str(uuid.uuid4()),
-               "provider": "MTN_MOMO_CMR", "customer_wallet": "2376%05d%s" % (i, "455" if i % 4 == 0 else "100"),
+               "provider": "MTN_MOMO_CMR", "customer_wallet": "23767%04d%s" % (i % 10000, "455" if i % 4 == 0 else "100"),
                "description": "lost"})["data"]["transaction_reference"]
     post("/collection/execute", {"transaction_reference": ref})
 with ThreadPoolExecutor(16) as pool: list(pool.map(one, range(n)))

@@ -133,6 +133,9 @@ const std::vector<KeySpec> kKeys = {
     {"payments.recovery_lease_ms", "60000", K::integer,
      "recovery: how long a claimed question is one node's alone (longer than an operator query takes)"},
     {"payments.recovery_batch", "50", K::integer, "recovery: questions one node claims at once"},
+    {"payments.refuse_other_operator_numbers", "true", K::boolean,
+     "prod: refuse an intent whose number is in another operator's block (turn off where ported numbers are "
+     "common: a ported number keeps its first operator's prefix, and the operator refuses an unknown payer)"},
     {"payments.callbacks_per_address_per_minute", "60000", K::integer,
      "operator callbacks accepted per client address and minute on each node (429 beyond)"},
     {"payments.health_window_seconds", "60", K::integer,
@@ -246,7 +249,13 @@ const std::vector<KeySpec> kKeys = {
     {"connectors.mtn_momo.timeout_ms", "15000", K::integer, "an operator call's answer must come within this"},
 };
 
-constexpr std::string_view kConnectorTemplate = "connectors.mtn_momo.";
+// The key of a registered connector instance without "connectors.<instance>." ("" for others):
+// every such key is a key any instance may take, whatever its kind.
+std::string_view connector_suffix(std::string_view key) {
+  if (!key.starts_with("connectors.")) return {};
+  const std::size_t dot = key.find('.', 11);
+  return dot == std::string_view::npos ? std::string_view() : key.substr(dot + 1);
+}
 
 // The key of another connector instance ("connectors.<name>.<key>", <key> one of the template's)
 // as a spec of its own; the strings live as long as the process.
@@ -260,8 +269,9 @@ const KeySpec* connector_key(std::string_view name) {
   if (instance.empty() || instance.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string_view::npos)
     return nullptr;
   const std::string suffix(name.substr(dot + 1));
+  if (suffix.empty()) return nullptr;
   for (const auto& k : kKeys) {
-    if (!k.name.starts_with(kConnectorTemplate) || k.name.substr(kConnectorTemplate.size()) != suffix) continue;
+    if (connector_suffix(k.name) != suffix) continue;
     sika::MutexLock lock(mu);
     auto it = specs.find(name);
     if (it == specs.end()) {
@@ -436,15 +446,16 @@ void connector_environment(std::map<std::string, std::string, std::less<>>& valu
     const KeySpec* best = nullptr;
     std::string best_env;
     for (const auto& k : kKeys) {
-      if (!k.name.starts_with(kConnectorTemplate)) continue;
-      std::string tail = "_" + env_name(k.name.substr(kConnectorTemplate.size())).substr(5);
+      const std::string_view suffix = connector_suffix(k.name);
+      if (suffix.empty()) continue;
+      std::string tail = "_" + env_name(suffix).substr(5);
       if (var.size() > prefix.size() + tail.size() && var.ends_with(tail) && tail.size() > best_env.size())
         best = &k, best_env = std::move(tail);
     }
     if (!best) continue;
     std::string instance(var.substr(prefix.size(), var.size() - prefix.size() - best_env.size()));
     for (char& ch : instance) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    const std::string key = "connectors." + instance + "." + std::string(best->name.substr(kConnectorTemplate.size()));
+    const std::string key = "connectors." + instance + "." + std::string(connector_suffix(best->name));
     if (find_key(key) && !values.contains(key)) values[key] = std::string(entry.substr(eq + 1));
   }
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "app/connectors.hpp"
 #include "billing/service.hpp"
 #include "catalog/service.hpp"
 #include "checkout/service.hpp"
@@ -22,7 +23,6 @@
 #include "notify/notifier.hpp"
 #include "otp/service.hpp"
 #include "payments/health.hpp"
-#include "payments/mtn_momo.hpp"
 #include "payments/operator_log.hpp"
 #include "payments/service.hpp"
 #include "wallets/service.hpp"
@@ -90,48 +90,6 @@ Status build_health(Context& ctx) {
   ctx.operator_log = std::make_unique<payments::OperatorLog>(*ctx.db, ctx.health.get(), payments::OperatorLogOptions{});
   return {};
 }
-}  // namespace
-
-namespace {
-
-// One connector per connectors.<name>.kind configured (docs/operators.md), registered with payments.
-Status open_connectors(Context& ctx, const std::string& callback_base) {
-  const Config& c = ctx.config;
-  for (const std::string& name : c.connector_names()) {
-    const std::string key = "connectors." + name + ".";
-    auto bad = [&](std::string_view k, std::string_view problem) {
-      return make_error(ErrorKind::invalid, "bad_config",
-                        boost::json::string(key + std::string(k) + ": " + std::string(problem)));
-    };
-    if (c.get_string(key + "kind") != "mtn_momo") return bad("kind", "must be mtn_momo");
-    payments::MtnMomoOptions mo;
-    mo.name = name;
-    mo.base_url = c.get_string(key + "base_url");
-    if (mo.base_url.empty()) return bad("base_url", "is required");
-    mo.target_environment = c.get_string(key + "target_environment");
-    if (payments::mtn::environment_currency(mo.target_environment).empty())
-      return bad("target_environment", "must be an MTN target environment (mtncameroon, mtnivorycoast, sandbox ...)");
-    for (auto [product, creds] :
-         {std::pair{"collection.", &mo.collection}, std::pair{"disbursement.", &mo.disbursement}}) {
-      creds->subscription_key = c.get_string(key + product + "subscription_key");
-      creds->api_user = c.get_string(key + product + "api_user");
-      creds->api_key = c.get_string(key + product + "api_key");
-      for (auto [field, value] : {std::pair{"subscription_key", &creds->subscription_key},
-                                  std::pair{"api_user", &creds->api_user}, std::pair{"api_key", &creds->api_key}})
-        if (value->empty()) return bad(std::string(product) + field, "is required (environment or secrets file)");
-    }
-    mo.callback_url = c.get_string(key + "callback_url");
-    if (mo.callback_url.empty()) mo.callback_url = callback_base + "/" + name;
-    mo.status_per_second = static_cast<int>(c.get_int(key + "status_queries_per_second"));
-    mo.max_in_flight = static_cast<int>(std::max<std::int64_t>(1, c.get_int(key + "max_in_flight")));
-    mo.timeout_ms = static_cast<int>(std::clamp<std::int64_t>(c.get_int(key + "timeout_ms"), 100, 120'000));
-    mo.calls = ctx.operator_log.get();  // the timeline and operator health
-    ctx.connectors.push_back(std::make_unique<payments::MtnMomo>(*ctx.http_client, std::move(mo)));
-    ctx.payments->register_connector(*ctx.connectors.back());
-  }
-  return {};
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Context>> open_context(Config config, bool migrate) {
@@ -266,6 +224,7 @@ Status build_services(Context& ctx) {
     o.disbursement_ttl_ms = c.get_int("payments.disbursement_ttl_ms");
     o.expiry_interval_ms = c.get_int("payments.expiry_interval_ms");
     o.max_otp_attempts = static_cast<int>(c.get_int("payments.max_otp_attempts"));
+    o.refuse_other_operator_numbers = c.get_bool("payments.refuse_other_operator_numbers");
     o.sandbox_otp = c.get_string("payments.sandbox_otp");
     o.sandbox_delay_ms = c.get_int("payments.sandbox_delay_ms");
     o.sandbox_duplicate_delay_ms = c.get_int("payments.sandbox_duplicate_delay_ms");

@@ -71,7 +71,12 @@ struct Context {
   std::unique_ptr<payments::Health> health;             // operator health (built with payments)
   std::unique_ptr<payments::OperatorLog> operator_log;  // where connectors report their calls
   // Operator connectors configured (connectors.<name>.*); before payments, which uses them until it stops.
-  std::vector<std::unique_ptr<payments::Connector>> connectors;
+  struct ConnectorInstance {
+    std::string name, kind;
+    std::string country;  // ISO alpha-3 of the operator account
+    std::unique_ptr<payments::Connector> connector;
+  };
+  std::vector<ConnectorInstance> connectors;
   std::unique_ptr<payments::Service> payments;
   std::unique_ptr<links::Service> links;        // needs payments (built with it)
   std::unique_ptr<wallets::Service> wallets;    // needs payments, otp and the notifier

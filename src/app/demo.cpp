@@ -1,5 +1,6 @@
 #include "app/demo.hpp"
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 
@@ -7,7 +8,6 @@
 #include "core/random.hpp"
 #include "core/time.hpp"
 #include "merchant/merchant.hpp"
-#include "payments/service.hpp"
 
 namespace sika::app {
 
@@ -51,14 +51,26 @@ Result<boost::json::object> ensure_demo_merchant(Context& ctx, store::Conn& c, c
       {"matricule", m.matricule}, {"name", m.name}, {"api_key", api_key}, {"countries", countries}};
 }
 
-// The live merchant: a prod merchant of Cameroon whose MTN_MOMO_CMR payments go through the
-// mtn_momo connector, when one is configured (docs/operators.md, "Trying the live path").
-constexpr DemoMerchant kLiveMerchant{"MCH-CM-LIVE", "Boutique Akwa Douala (live)", "live@akwa-douala.example", "CMR"};
+// A live merchant per configured connector instance: a prod merchant of the instance's country whose
+// payments at that operator go through it (docs/operators.md, "Trying the live path"). Its
+// matricule names the instance: MCH-LIVE-MTN-MOMO for connectors.mtn_momo.
+Result<boost::json::object> ensure_live_merchant(Context& ctx, store::Conn& c, const Context::ConnectorInstance& ci,
+                                                 std::int64_t now) {
+  std::string upper;
+  for (char ch : ci.name)
+    upper.push_back(ch == '_' ? '-' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch))));
+  const std::string matricule = "MCH-LIVE-" + upper;
+  const std::string name = "Boutique Akwa (" + ci.name + ", live)";
+  const std::string email = "live-" + ci.name + "@akwa-douala.example";
+  const DemoMerchant dm{matricule.c_str(), name.c_str(), email.c_str(), ci.country.c_str()};
+  SIKA_ASSIGN_OR_RETURN(auto entry, ensure_demo_merchant(ctx, c, dm, "prod", now));
+  entry["connector"] = ci.name;
+  return entry;
+}
 
 Status seed_merchant_demo(Context& ctx, boost::json::object& demo) {
   boost::json::array merchants, live;
   std::string link_key;
-  const bool mtn = ctx.payments && ctx.payments->connector("mtn_momo");
   SIKA_TRY(ctx.db->write([&](store::Conn& c) -> Status {
     merchants.clear();
     live.clear();
@@ -73,15 +85,15 @@ Status seed_merchant_demo(Context& ctx, boost::json::object& demo) {
         SIKA_TRY(merchant::register_key(c, ctx.pepper, m->id, merchant::KeyKind::link, m->environment, link_key, now));
       }
     }
-    if (mtn) {
-      SIKA_ASSIGN_OR_RETURN(auto entry, ensure_demo_merchant(ctx, c, kLiveMerchant, "prod", now));
-      entry["connector"] = "mtn_momo";
+    for (const auto& ci : ctx.connectors) {
+      if (ci.country.empty()) continue;  // an account of a country the demo catalog does not have
+      SIKA_ASSIGN_OR_RETURN(auto entry, ensure_live_merchant(ctx, c, ci, now));
       live.push_back(std::move(entry));
     }
     return {};
   }));
   demo["merchants"] = std::move(merchants);
-  if (mtn) demo["live_merchants"] = std::move(live);
+  if (!live.empty()) demo["live_merchants"] = std::move(live);
   demo["link_api_key"] = link_key;
   return {};
 }

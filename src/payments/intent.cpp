@@ -222,8 +222,9 @@ Problem above_maximum(const catalog::PaymentService& s) {
 }
 // In prod, a number of another operator's block (docs/payments.md, "The customer's operator").
 void refuse_other_operator(const catalog::Catalog& cat, const catalog::PaymentService& service,
-                           const std::string& msisdn, const std::string& environment, json::FieldErrors& errors) {
-  if (msisdn.empty() || environment != "prod") return;
+                           const std::string& msisdn, const std::string& environment, bool enabled,
+                           json::FieldErrors& errors) {
+  if (!enabled || msisdn.empty() || environment != "prod") return;
   if (auto other = catalog::numbering::operator_mismatch(cat, service, msisdn))
     errors.add("customer_wallet", std::move(*other));
 }
@@ -357,7 +358,7 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
     }
     if (!has_error(errors, "customer_wallet"))
       plan.msisdn = normalize_wallet(cat, *service, r.customer_wallet, "customer_wallet", errors);
-    refuse_other_operator(cat, *service, plan.msisdn, merchant.environment, errors);
+    refuse_other_operator(cat, *service, plan.msisdn, merchant.environment, in.refuse_other_operator_numbers, errors);
   }
   SIKA_TRY(errors.status());
   if (!service) return internal_error(bj::string("plan_intent: no service and no field error"));
@@ -419,7 +420,9 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
   if (plan.channel == kChannelWallet) {
     plan.connector = "wallet";
   } else {
-    plan.connector = merchant.environment == "sandbox" ? std::string("sandbox") : prov->connector;
+    plan.connector = merchant.environment == "sandbox" ? std::string("sandbox")
+                     : in.instance                     ? in.instance(prov->connector, country->alpha2)
+                                                       : prov->connector;
     if (!in.has_connector || !in.has_connector(plan.connector))
       return with_problem(provider_unavailable(nullptr), "provider",
                           reason::with(Reason::no_connector, "service", prov->code));

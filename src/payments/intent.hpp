@@ -103,6 +103,12 @@ struct PlanInputs {
   std::function<Result<std::optional<std::int64_t>>(const ledger::AccountKey&)> balance;
   // Returns true iff a connector of that name is registered.
   std::function<bool(std::string_view)> has_connector;
+  // In prod, refuse a number in another operator's block (payments.refuse_other_operator_numbers;
+  // off where ported numbers are common: a ported number keeps its first operator's prefix).
+  bool refuse_other_operator_numbers = true;
+  // The connector instance of a provider's connector in a country (alpha-2): "<connector>_<cc>"
+  // when one is registered (orange_money_ci), else the connector itself. Unset: the connector.
+  std::function<std::string(std::string_view connector, std::string_view alpha2)> instance;
   // Returns true iff operator health has CLOSED that connector (new collections are refused).
   std::function<bool(std::string_view)> closed;
 };

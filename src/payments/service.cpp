@@ -103,6 +103,12 @@ Connector* Service::connector(std::string_view name) {
 
 Connector* Service::connector_for(const Transaction& tx) { return connector(tx.connector); }
 
+std::string Service::instance_of(std::string_view connector_name, std::string_view alpha2) {
+  std::string local = std::string(connector_name) + "_";
+  for (char c : alpha2) local.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return connector(local) ? local : std::string(connector_name);
+}
+
 std::string Service::page_signature(std::string_view reference) const {
   std::string mac = crypto::hmac_sha256(options_.secret, "payments:confirm:" + std::string(reference));
   return base64url_encode(mac.substr(0, 16));
@@ -284,6 +290,8 @@ Result<IntentPlan> Service::plan_for(const IntentRequest& request, const web::Pr
     Connector* conn = connector(name);
     return conn && !(prod && conn == sandbox_.get()) && conn->serves(currency);
   };
+  inputs.refuse_other_operator_numbers = options_.refuse_other_operator_numbers;
+  inputs.instance = [this](std::string_view name, std::string_view alpha2) { return instance_of(name, alpha2); };
   inputs.closed = [this](std::string_view name) {
     return options_.health && options_.health->state(name) == Availability::closed;
   };
@@ -996,7 +1004,9 @@ Result<Service::AccountHolder> Service::account_holder(const web::Principal& mer
     return forbidden(bj::object{
         {"provider", "the country " + country->code + " of this service is not granted to this credential"}});
   const catalog::Provider* prov = cat->provider_by_id(service->provider_id);
-  std::string name = merchant.environment == "sandbox" || !prov ? std::string("sandbox") : prov->connector;
+  std::string name = merchant.environment == "sandbox" || !prov ? std::string("sandbox")
+                     : country                                  ? instance_of(prov->connector, country->alpha2)
+                                                                : prov->connector;
   Connector* conn = connector(name);
   if (!conn) return provider_unavailable(bj::object{{"provider", "no connector is available for this service"}});
   SIKA_ASSIGN_OR_RETURN(out.name, conn->account_holder(service->code, out.msisdn));

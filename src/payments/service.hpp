@@ -66,6 +66,7 @@ struct Options {
   std::int64_t expiry_interval_ms = 1000;               // how often the expiry worker scans
   int expiry_batch = 500;
   int max_otp_attempts = 3;                     // wrong codes before the collection FAILS (INVALID_OTP)
+  bool refuse_other_operator_numbers = true;    // prod: a number of another operator's block is refused
   std::int64_t max_amount = 1'000'000'000'000;  // absolute cap in minor units, whatever the service says
   // Issues and checks the WALLET channel's one-time codes (sent through the notifier); without
   // it a WALLET collection that needs a code cannot be executed (503).
@@ -313,6 +314,9 @@ class Service {
   std::string confirmation_url(std::string_view reference) const;
   // The connector registered under `name`, or nullptr.
   Connector* connector(std::string_view name);
+  // The instance of a provider's connector in a country (ISO alpha-2): "<name>_<cc>" when one is
+  // registered (e.g. orange_money_ci for Côte d'Ivoire), else `name` (docs/operators.md).
+  std::string instance_of(std::string_view connector_name, std::string_view alpha2);
   SandboxOperator& sandbox() { return *sandbox_; }
   // Sandbox only: the sandbox operator decides a PENDING sandbox transaction's outcome now
   // (SandboxOperator::force) and reports it by its signed callback, which moves the transaction as

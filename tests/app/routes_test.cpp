@@ -112,6 +112,7 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"gateway GET /pricing-rule/fees", "bearer:payments"},
       {"gateway GET /service/list", "bearer:services"},
       {"gateway GET /provider/list", "bearer:providers"},
+      {"gateway GET /provider/predict", "bearer:providers"},
       {"gateway POST /collection/intent", "bearer:payments"},
       {"gateway POST /collection/execute", "bearer:payments"},
       {"gateway POST /collection/status", "bearer:payments"},

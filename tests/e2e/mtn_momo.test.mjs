@@ -69,7 +69,7 @@ async function availability(server, token) {
   return Object.fromEntries(body.data.map((p) => [p.code, p.availability]));
 }
 
-const number = (tail) => `2376${String(Math.floor(Math.random() * 1e5)).padStart(5, '0')}${tail}`;
+const number = (tail) => `23767${String(Math.floor(Math.random() * 1e4)).padStart(4, '0')}${tail}`;  // an MTN Cameroon number (67…)
 
 async function collect(post, wallet, amount = 1500) {
   const intent = await post('/collection/intent', {

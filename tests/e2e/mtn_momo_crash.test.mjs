@@ -53,7 +53,7 @@ for (const backend of backends()) {
         const tails = ['100', '455', '200', '451'];
         const created = [];
         for (let i = 0; i < PAYMENTS; i++) {
-          const wallet = `2376${String(10000 + i).padStart(5, '0')}${tails[i % tails.length]}`;
+          const wallet = `23767${String(1000 + i).padStart(4, '0')}${tails[i % tails.length]}`;
           const intent = await post('/collection/intent', {
             amount: 1000 + i, currency: 'XAF', provider: 'MTN_MOMO_CMR', customer_wallet: wallet,
             transaction_uuid: randomUUID(), description: 'mtn crash',
