@@ -11,8 +11,8 @@ namespace {
 // The country of an MTN target environment (the live demo merchant's).
 std::string_view country_of(std::string_view env) {
   static constexpr std::pair<std::string_view, std::string_view> kCountries[] = {
-      {"mtncameroon", "CMR"}, {"mtnivorycoast", "CIV"}, {"mtnbenin", "BEN"}, {"mtncongo", "COG"},
-      {"mtnghana", "GHA"},    {"mtnuganda", "UGA"},     {"mtnzambia", "ZMB"}, {"mtnrwanda", "RWA"},
+      {"mtncameroon", "CMR"},      {"mtnivorycoast", "CIV"}, {"mtnbenin", "BEN"},  {"mtncongo", "COG"},
+      {"mtnghana", "GHA"},         {"mtnuganda", "UGA"},     {"mtnzambia", "ZMB"}, {"mtnrwanda", "RWA"},
       {"mtnguineaconakry", "GIN"}, {"sandbox", "CMR"}};
   for (const auto& [e, c] : kCountries)
     if (e == env) return c;
@@ -27,8 +27,10 @@ Result<OpenedConnector> open_mtn_momo(const ConnectorSetup& setup) {
   SIKA_ASSIGN_OR_RETURN(mo.base_url, setup.required("base_url"));
   mo.target_environment = setup.get("target_environment");
   if (payments::mtn::environment_currency(mo.target_environment).empty())
-    return setup.bad("target_environment", "must be an MTN target environment (mtncameroon, mtnivorycoast, sandbox ...)");
-  for (auto [product, creds] : {std::pair{"collection.", &mo.collection}, std::pair{"disbursement.", &mo.disbursement}}) {
+    return setup.bad("target_environment",
+                     "must be an MTN target environment (mtncameroon, mtnivorycoast, sandbox ...)");
+  for (auto [product, creds] :
+       {std::pair{"collection.", &mo.collection}, std::pair{"disbursement.", &mo.disbursement}}) {
     for (auto [field, value] : {std::pair{"subscription_key", &creds->subscription_key},
                                 std::pair{"api_user", &creds->api_user}, std::pair{"api_key", &creds->api_key}}) {
       *value = setup.get(std::string(product) + field);

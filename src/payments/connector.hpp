@@ -27,6 +27,15 @@ struct PaymentOrder {
   std::int64_t submitted_at = 0;   // epoch ms
   std::string message;             // shown to the customer by the operator (merchant name, reference)
   std::string refunded_reference;  // REFUND: the provider_reference of the collection refunded
+  std::string operator_state;      // what the connector left at acceptance (Accepted), "" before
+};
+
+// What an accepted submission leaves for later, kept on the transaction: where the customer
+// approves a redirect payment (empty for a push to the phone), and the connector's own data about
+// the order (its tokens and ids at the operator), given back in PaymentOrder::operator_state.
+struct Accepted {
+  std::string customer_url;
+  std::string operator_state;
 };
 
 // An operator's view of a transaction.
@@ -63,6 +72,9 @@ class Connector {
   // operator does not report as final, a reference it does not know, a timeout or an unreachable
   // operator is pending or an error (recovery treats both as "ask again later"), never failed.
   virtual Result<OperatorStatus> query_status(const PaymentOrder& order) = 0;
+  // What the last accepted submission of `provider_reference` left (its Accepted), taken once, right
+  // after request_collection / request_payout / request_refund returned ok; nullopt when nothing.
+  virtual std::optional<Accepted> take_accepted(std::string_view /*provider_reference*/) { return std::nullopt; }
   // Authenticates (401 unauthorized) and parses (400 empty_data) a callback request.
   virtual Result<CallbackReport> parse_callback(const web::Request& req) = 0;
   // The account holder's name for a wallet; 404 account_not_found when there is none.

@@ -55,7 +55,7 @@ const std::string_view kTransactionColumns =
     "provider_reference, status, channel, service_code, country, connector, customer_wallet, amount, currency, "
     "fee, required_total, confirmation_method, confirmation_url, settlement_mode, split_reference, split_status, "
     "description, metadata, needs_otp, otp_failures, failure_reason, operator_reference, submitted_at, expires_at, "
-    "created_at, updated_at";
+    "created_at, updated_at, customer_url, operator_state";
 
 Transaction transaction_from_row(const store::Row& r) {
   Transaction t;
@@ -94,6 +94,8 @@ Transaction transaction_from_row(const store::Row& r) {
   t.expires_at = r.i64(i++);
   t.created_at = r.i64(i++);
   t.updated_at = r.i64(i++);
+  t.customer_url = r.opt_str(i++).value_or("");
+  t.operator_state = r.opt_str(i++).value_or("");
   return t;
 }
 

@@ -108,6 +108,10 @@ struct Transaction {
   std::optional<std::string> failure_reason;
   std::optional<std::string> operator_reference;
   std::optional<std::int64_t> submitted_at;
+  // Left by the operator's acceptance (Connector::take_accepted): where the customer approves a
+  // redirect payment, and the connector's own data about the order (opaque here).
+  std::string customer_url;
+  std::string operator_state;
   std::int64_t expires_at = 0;
   std::int64_t created_at = 0;
   std::int64_t updated_at = 0;

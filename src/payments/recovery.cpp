@@ -87,6 +87,7 @@ std::optional<OperatorStatus> Service::ask_recovery_question(const Transaction& 
   const PaymentOrder order = order_for(tx);
   Status sent = tx.operation == kCollection ? conn->request_collection(order) : conn->request_payout(order);
   check.reason = sent ? "resubmitted" : "resubmission_" + sent.error().code;
+  if (sent) (void)keep_accepted(tx, *conn);
   if (sent || !is_refusal(sent.error())) return std::nullopt;
   failed.reason = sent.error().is(ErrorKind::not_found) ? "INVALID_ACCOUNT" : "OPERATOR_REFUSED";
   return failed;

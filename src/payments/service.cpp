@@ -132,6 +132,7 @@ PaymentOrder Service::order_for(const Transaction& tx, std::optional<std::string
   o.environment = tx.environment;
   o.otp = std::move(otp);
   o.submitted_at = tx.submitted_at.value_or(0);
+  o.operator_state = tx.operator_state;
   o.message = tx.description.empty() ? tx.reference : tx.description + " " + tx.reference;
   return o;
 }
@@ -564,7 +565,8 @@ Status Service::send_wallet_code(const Transaction& tx) {
 Result<Transaction> Service::submit_payout(Transaction tx) {
   Connector* conn = connector_for(tx);
   Status sent = conn ? conn->request_payout(order_for(tx)) : Status(provider_unavailable(nullptr));
-  if (conn && !refused_at_submission(tx, sent)) return tx;  // accepted, or unknown: the funds stay reserved
+  if (conn && sent) return keep_accepted(std::move(tx), *conn);
+  if (conn && !refused_at_submission(tx, sent)) return tx;  // unknown: the funds stay reserved
   OperatorStatus refused;
   refused.state = OperatorStatus::State::failed;
   refused.reason = sent.error().is(ErrorKind::not_found) ? "INVALID_ACCOUNT" : "OPERATOR_REFUSED";
@@ -822,8 +824,28 @@ Result<Transaction> Service::ask_operator(Transaction tx) {
   return send_collection(std::move(tx), std::move(order), conn);
 }
 
+// Keeps what the operator's acceptance left (a redirect URL, the connector's own data) on the
+// transaction, in a unit of its own; a failure to keep it is logged and the order stays as it is
+// (recovery asks the operator; the customer is shown the confirmation page without the link).
+Transaction Service::keep_accepted(Transaction tx, Connector& conn) {
+  std::optional<Accepted> accepted = conn.take_accepted(tx.provider_reference);
+  if (!accepted) return tx;
+  Status st = db_.write([&](store::Conn& c) -> Status {
+    return tables::keep_accepted(c, tx.id, accepted->customer_url, accepted->operator_state);
+  });
+  if (!st) {
+    spdlog::warn("payments: what {} left for {} was not kept: {}", conn.name(), tx.reference, st.error().code);
+    return tx;
+  }
+  tx.customer_url = std::move(accepted->customer_url);
+  tx.operator_state = std::move(accepted->operator_state);
+  return tx;
+}
+
 Result<Transaction> Service::send_collection(Transaction tx, PaymentOrder order, Connector* conn) {
-  if (conn && !refused_at_submission(tx, conn->request_collection(order))) return tx;
+  Status sent = conn ? conn->request_collection(order) : Status(provider_unavailable(nullptr));
+  if (conn && sent) return keep_accepted(std::move(tx), *conn);
+  if (conn && !refused_at_submission(tx, sent)) return tx;
   OperatorStatus refused;
   refused.state = OperatorStatus::State::failed;
   refused.reason = "OPERATOR_REFUSED";

@@ -274,6 +274,7 @@ class Service {
   // outbox in the same unit); any other answer (pending, an error, no connector) schedules the
   // next question by the back-off of recovery_delays_ms. Returns how many questions it asked.
   Result<int> recover_due();
+  Transaction keep_accepted(Transaction tx, Connector& conn);
   std::optional<OperatorStatus> ask_recovery_question(const Transaction& tx, tables::StatusCheckRow& check);
   // Questions asked by this process, by outcome.
   struct RecoveryStats {

@@ -258,6 +258,13 @@ Result<bool> reschedule_check(store::Conn& conn, std::int64_t transaction_id, st
   return changed != 0;
 }
 
+Status keep_accepted(store::Conn& conn, std::int64_t transaction_id, std::string_view customer_url,
+                     std::string_view operator_state) {
+  SIKA_TRY(conn.exec("UPDATE pay_transactions SET customer_url = ?, operator_state = ? WHERE id = ?",
+                     {std::string(customer_url), std::string(operator_state), transaction_id}));
+  return {};
+}
+
 Status check_now(store::Conn& conn, std::int64_t transaction_id, std::int64_t at) {
   SIKA_TRY(
       conn.exec("UPDATE pay_transactions SET next_check_at = ? WHERE id = ? AND status = 'PENDING' AND "

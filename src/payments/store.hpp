@@ -111,6 +111,9 @@ struct ClaimedCheck {
 // claim holds (FOR UPDATE SKIP LOCKED).
 Result<std::vector<ClaimedCheck>> claim_checks(store::Conn& conn, std::int64_t at, std::int64_t lease_until,
                                                std::string_view owner, int limit);
+// Keeps what an operator's acceptance left on a transaction (customer_url, operator_state).
+Status keep_accepted(store::Conn& conn, std::int64_t transaction_id, std::string_view customer_url,
+                     std::string_view operator_state);
 // Makes a PENDING transaction's next question due at `at` (an unverified callback came), unless it
 // is due already.
 Status check_now(store::Conn& conn, std::int64_t transaction_id, std::int64_t at);

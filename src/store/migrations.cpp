@@ -35,6 +35,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0027MerchantTimeZone,
       migrations::k0028CheckoutSignedOnly,
       migrations::k0029OperatorHealth,
+      migrations::k0030OperatorState,
   };
   return kAll;
 }

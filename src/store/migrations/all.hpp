@@ -32,4 +32,5 @@ extern const Migration k0026NotifyEnvironment;
 extern const Migration k0027MerchantTimeZone;
 extern const Migration k0028CheckoutSignedOnly;
 extern const Migration k0029OperatorHealth;
+extern const Migration k0030OperatorState;
 }  // namespace sika::store::migrations
