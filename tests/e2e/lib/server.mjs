@@ -250,3 +250,21 @@ export async function prodMerchant(server, name) {
   if (r.status !== 200) throw new Error(`prod token: ${r.text}`);
   return { merchant, auth: { 'x-sp-auth-token': `Bearer ${r.body.access_token}` } };
 }
+
+// The MTN MoMo connector's configuration for a server (docs/operators.md), pointed at `baseUrl`
+// (the MTN double's, tests/e2e/doubles/mtn_momo.mjs, whose default credentials these are): plain
+// keys by --set, credentials by the environment as a deployment passes them. { args, env }.
+export function mtnConnector(baseUrl, extraArgs = []) {
+  return {
+    args: ['--set', 'connectors.mtn_momo.kind=mtn_momo', '--set', `connectors.mtn_momo.base_url=${baseUrl}`,
+      '--set', 'connectors.mtn_momo.target_environment=mtncameroon', ...extraArgs],
+    env: {
+      SIKA_CONNECTORS_MTN_MOMO_COLLECTION_SUBSCRIPTION_KEY: 'collection-subscription-key',
+      SIKA_CONNECTORS_MTN_MOMO_COLLECTION_API_USER: 'a5b2c3d4-0000-4000-8000-00000000c011',
+      SIKA_CONNECTORS_MTN_MOMO_COLLECTION_API_KEY: 'collection-api-key',
+      SIKA_CONNECTORS_MTN_MOMO_DISBURSEMENT_SUBSCRIPTION_KEY: 'disbursement-subscription-key',
+      SIKA_CONNECTORS_MTN_MOMO_DISBURSEMENT_API_USER: 'a5b2c3d4-0000-4000-8000-00000000d150',
+      SIKA_CONNECTORS_MTN_MOMO_DISBURSEMENT_API_KEY: 'disbursement-api-key',
+    },
+  };
+}
