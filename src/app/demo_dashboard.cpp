@@ -3,6 +3,8 @@
 // Passwords derive from the server secret, like every demo credential.
 #include <boost/json.hpp>
 
+#include <cctype>
+
 #include "app/demo.hpp"
 #include "core/time.hpp"
 #include "dashboard/store.hpp"
@@ -71,6 +73,17 @@ Status seed_dashboard_demo(Context& ctx, bj::object& demo) {
       std::string second(list[1].as_object().at("matricule").as_string());
       SIKA_ASSIGN_OR_RETURN(out["other_merchant"],
                             demo_member(ctx, "owner2@sika.example", "Demo Owner 2", second, web::Role::owner));
+    }
+  }
+  // Each live merchant's owner (its sign-in is added to its live_merchants entry as "dashboard").
+  if (auto* live = demo.if_contains("live_merchants"); live && live->is_array()) {
+    for (auto& entry : live->as_array()) {
+      auto& m = entry.as_object();
+      const std::string matricule(m.at("matricule").as_string());
+      std::string local;
+      for (char ch : matricule) local.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+      SIKA_ASSIGN_OR_RETURN(m["dashboard"],
+                            demo_member(ctx, local + "@sika.example", "Live Owner", matricule, web::Role::owner));
     }
   }
   demo["dashboard"] = std::move(out);
