@@ -22,6 +22,7 @@ cd "$(dirname "$0")/.."
 RECOVERY_PAYMENTS=${RECOVERY_PAYMENTS:-1000}
 PHASES=${PHASES:-throughput,recovery}
 source bench/lib.sh
+export BENCH_ERRORS="$TMP/errors.txt"
 
 # start_double STATUS_RPS: starts the MTN double; sets DOUBLE_URL and CONTROL_URL.
 start_double() {
@@ -71,7 +72,6 @@ cat >"$TMP/intent.lua" <<EOF
 $LUA_UUID
 local counter = 0
 math.randomseed(os.time())
-function setup(thread) thread:set("seed", math.random(1, 2^30)) end
 function init(args) math.randomseed(seed or os.time()); token = os.getenv("BENCH_TOKEN") end
 function request()
   counter = counter + 1
@@ -80,6 +80,25 @@ function request()
   return wrk.format("POST", "/api/collection/intent",
     {["content-type"] = "application/json", ["authorization"] = "Bearer " .. token}, body)
 end
+-- Non-2xx answers by status and code, written to BENCH_ERRORS (appended) when the run ends.
+local threads = {}
+function setup(thread) thread:set("seed", math.random(1, 2^30)); table.insert(threads, thread) end
+function response(status, headers, body)
+  if status >= 300 then
+    local code = body:match('"message":"([^"]+)"') or "?"
+    local key = status .. " " .. code
+    errs = errs or {}
+    errs[key] = (errs[key] or 0) + 1
+  end
+end
+function done(summary, latency, requests)
+  local out = io.open(os.getenv("BENCH_ERRORS") or "/dev/null", "a")
+  for _, t in ipairs(threads) do
+    local e = t:get("errs")
+    if e then for k, v in pairs(e) do out:write(k .. " " .. v .. "\n") end end
+  end
+  out:close()
+end
 EOF
 
 # Whole collections: intent, then execute of the reference it answered, on each connection.
@@ -87,7 +106,7 @@ cat >"$TMP/collect.lua" <<EOF
 $LUA_UUID
 local counter = 0
 local pending = nil
-math.randomseed(os.time())
+math.randomseed(os.time() + 7919)  -- not the intent script's seeds: it runs beside it
 function setup(thread) thread:set("seed", math.random(1, 2^30)) end
 function init(args) math.randomseed(seed or os.time()); token = os.getenv("BENCH_TOKEN") end
 function request()
@@ -146,6 +165,7 @@ throughput() {
   printf "%-44s %10s %10s  %s\n" "whole collections (COMPLETED per second)" "$e2e" "" \
     "$completed COMPLETED of $executed executed; ratio to intents $ratio; status events $events"
   printf "%-44s %10s %10s  %s\n" "POST /collection/intent beside collections" "$B_RPS" "$B_P99" "errors: $B_ERR"
+  [[ -s "$BENCH_ERRORS" ]] && { echo "non-2xx answers to intents (status, code, count):"; sort "$BENCH_ERRORS" | awk '{a[$1" "$2]+=$3} END {for (k in a) print "  " k, a[k]}'; }
   curl -fsS "$CONTROL_URL/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print("double: tokens", s["tokens_issued"], "initiations", s["initiations"], "status queries", s["status_queries"], "callbacks", s["callbacks_sent"])'
 }
 

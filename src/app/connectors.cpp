@@ -2,9 +2,11 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
+#include "http/client.hpp"
 #include "payments/connector.hpp"
 #include "payments/operator_log.hpp"
 #include "payments/service.hpp"
@@ -47,7 +49,13 @@ Result<std::string> ConnectorSetup::required(std::string_view key) const {
 
 Status open_connectors(Context& ctx, const std::string& callback_base) {
   for (const std::string& name : ctx.config.connector_names()) {
-    ConnectorSetup setup{ctx.config, name, "", *ctx.http_client, ctx.operator_log.get()};
+    http::ClientOptions co;
+    co.max_in_flight_per_host = static_cast<std::size_t>(
+        std::max<std::int64_t>(1, ctx.config.get_int("connectors." + name + ".max_in_flight")));
+    co.max_idle_per_host = co.max_in_flight_per_host;
+    co.max_idle_total = co.max_in_flight_per_host;
+    std::unique_ptr<web::HttpClient> client = http::make_http_client(co);
+    ConnectorSetup setup{ctx.config, name, "", *client, ctx.operator_log.get()};
     setup.callback_url = setup.get("callback_url");
     if (setup.callback_url.empty()) setup.callback_url = callback_base + "/" + name;
     const std::string kind = setup.get("kind");
@@ -57,7 +65,7 @@ Status open_connectors(Context& ctx, const std::string& callback_base) {
     if (!factory) return setup.bad("kind", "must be one of " + kinds());
     SIKA_ASSIGN_OR_RETURN(OpenedConnector opened, factory(setup));
     ctx.payments->register_connector(*opened.connector);
-    ctx.connectors.push_back({name, kind, opened.country, std::move(opened.connector)});
+    ctx.connectors.push_back({name, kind, opened.country, std::move(client), std::move(opened.connector)});
   }
   return {};
 }

@@ -20,6 +20,8 @@ struct ConnectorSetup {
   const Config& config;
   std::string name;          // the instance name, e.g. "mtn_momo", "orange_money_ci"
   std::string callback_url;  // {base_url}/operator/callback/<name>, unless <key> callback_url is set
+  // The instance's own outbound client: as many calls in flight to the operator, and as many
+  // pooled keep-alive connections, as its max_in_flight (the shared client keeps webhooks' limits).
   web::HttpClient& http;
   payments::OperatorCallSink* calls = nullptr;  // the operator-call log (timeline, health)
 

@@ -73,7 +73,8 @@ struct Context {
   // Operator connectors configured (connectors.<name>.*); before payments, which uses them until it stops.
   struct ConnectorInstance {
     std::string name, kind;
-    std::string country;  // ISO alpha-3 of the operator account
+    std::string country;                    // ISO alpha-3 of the operator account
+    std::unique_ptr<web::HttpClient> http;  // its own outbound client (outlives the connector)
     std::unique_ptr<payments::Connector> connector;
   };
   std::vector<ConnectorInstance> connectors;
