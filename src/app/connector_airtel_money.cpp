@@ -16,8 +16,7 @@ Result<OpenedConnector> open_airtel_money(const ConnectorSetup& setup) {
   const payments::airtel::Market* market = payments::airtel::market(ao.country);
   if (!market) return setup.bad("country", "must be an Airtel Money market, ISO alpha-2 (GA, CG, TD, NE, CD ...)");
   SIKA_ASSIGN_OR_RETURN(ao.currency, setup.required("currency"));
-  if (ao.currency.size() != 3 ||
-      ao.currency.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") != std::string::npos)
+  if (ao.currency.size() != 3 || ao.currency.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") != std::string::npos)
     return setup.bad("currency", "must be an ISO 4217 code (XAF ...)");
   // Disbursements need both; the PIN is encrypted once, here (any ciphertext of it is valid).
   const std::string pin = setup.get("pin");

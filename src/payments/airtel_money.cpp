@@ -245,9 +245,8 @@ Status AirtelMoney::initiate(Call c, const PaymentOrder& order, const std::strin
       case Verdict::duplicate: {
         if (c == Call::refund) {
           sika::MutexLock lock(mu_);
-          accepted_[order.provider_reference] =
-              Accepted{"", refund_state(what.operator_reference, res->answer.status.empty() ? "SUCCESS"
-                                                                                            : res->answer.status)};
+          accepted_[order.provider_reference] = Accepted{
+              "", refund_state(what.operator_reference, res->answer.status.empty() ? "SUCCESS" : res->answer.status)};
         }
         return {};
       }
@@ -290,8 +289,8 @@ Result<AirtelMoney::Answered> AirtelMoney::enquire(Call c, std::string_view prov
   const std::string id = airtel::transaction_id(provider_reference);
   web::ClientRequest req;
   req.method = "GET";
-  req.url = options_.base_url +
-            (c == Call::disbursement ? std::string(airtel::kDisbursementPath) + id + "?transactionType=B2C"
+  req.url = options_.base_url + (c == Call::disbursement
+                                     ? std::string(airtel::kDisbursementPath) + id + "?transactionType=B2C"
                                      : std::string(airtel::kCollectionStatusPath) + id);
   SIKA_ASSIGN_OR_RETURN(auto res, call(std::move(req), Exchange{"status", std::string(provider_reference), id}));
   if (airtel::unknown_transaction(res.http, res.answer))

@@ -104,8 +104,9 @@ Result<std::string> national_msisdn(std::string_view international, const Market
   const bool digits = !international.empty() && international.find_first_not_of("0123456789") == std::string_view::npos;
   if (!digits || !international.starts_with(m.dialling) ||
       international.size() != m.dialling.size() + static_cast<std::size_t>(m.national_digits))
-    return bad_request("invalid_msisdn", bj::object{{"customer_wallet", "is not a mobile number of the operator's "
-                                                                        "country"}});
+    return bad_request("invalid_msisdn", bj::object{{"customer_wallet",
+                                                     "is not a mobile number of the operator's "
+                                                     "country"}});
   return std::string(international.substr(m.dialling.size()));
 }
 
@@ -248,7 +249,7 @@ Result<std::string> encrypt_pin(std::string_view pin, std::string_view public_ke
     return bad("is not base64 (the DER public key Airtel gives)");
   const auto* p = reinterpret_cast<const unsigned char*>(der.data());
   std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(d2i_PUBKEY(nullptr, &p, static_cast<long>(der.size())),
-                                                         &EVP_PKEY_free);
+                                                          &EVP_PKEY_free);
   if (!key || EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_RSA) return bad("is not an RSA public key");
   std::unique_ptr<EVP_PKEY_CTX, decltype(&EVP_PKEY_CTX_free)> ctx(EVP_PKEY_CTX_new(key.get(), nullptr),
                                                                   &EVP_PKEY_CTX_free);
