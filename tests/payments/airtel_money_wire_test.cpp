@@ -39,7 +39,9 @@ airtel::Answer answer(std::string_view body) { return airtel::read_answer(body);
 TEST(AirtelWire, TransactionIdsComeFromTheOrderAndGoBack) {
   const std::string ref = "0190f0c2-0000-7000-8000-00000000a001";
   const std::string id = airtel::transaction_id(ref);
-  EXPECT_EQ(id, "0190f0c2000070008000" "00000000a001");
+  EXPECT_EQ(id,
+            "0190f0c2000070008000"
+            "00000000a001");
   EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << "alphanumeric, as Airtel asks";
   EXPECT_EQ(airtel::transaction_id(ref), id) << "every resend of the order carries the same id";
   EXPECT_EQ(airtel::provider_reference_of(id), ref) << "a callback's id names the order";
@@ -73,9 +75,9 @@ TEST(AirtelWire, CollectionBodyHasTheSubscriberAndTheTransaction) {
   EXPECT_EQ(tx.at("currency").as_string(), "XAF");
   EXPECT_EQ(tx.at("id").as_string(), airtel::transaction_id(o.provider_reference));
   // A currency with decimals: major units.
-  const auto zm = bj::parse(airtel::collection_body(order("260971234567", 1550, "ZMW"), *airtel::market("ZM"),
-                                                    "971234567"))
-                      .as_object();
+  const auto zm =
+      bj::parse(airtel::collection_body(order("260971234567", 1550, "ZMW"), *airtel::market("ZM"), "971234567"))
+          .as_object();
   EXPECT_DOUBLE_EQ(zm.at("transaction").as_object().at("amount").as_double(), 15.5);
 }
 
@@ -113,8 +115,8 @@ TEST(AirtelWire, SubmissionVerdictsReadTheEnvelope) {
   // Disbursements: success, processing and ambiguous are taken; a duplicate id is held; an
   // invalid number is an account that does not exist; other DP009 codes are refusals.
   auto disb = [](std::string_view code, bool success) {
-    return answer(std::string(R"({"status":{"code":"200","response_code":")") + std::string(code) +
-                  R"(","success":)" + (success ? "true" : "false") + "}}");
+    return answer(std::string(R"({"status":{"code":"200","response_code":")") + std::string(code) + R"(","success":)" +
+                  (success ? "true" : "false") + "}}");
   };
   EXPECT_EQ(airtel::submission_verdict(Call::disbursement, 200, disb("DP00900001001", true)), Verdict::accepted);
   EXPECT_EQ(airtel::submission_verdict(Call::disbursement, 200, disb("DP00900001000", false)), Verdict::accepted);
@@ -135,8 +137,7 @@ TEST(AirtelWire, OnlyTsAndTfAreFinal) {
   EXPECT_EQ(tf.state, OperatorStatus::State::failed);
   EXPECT_EQ(tf.reason, "INSUFFICIENT_FUNDS");
   for (const char* s : {"TA", "TIP", "", "SUCCESS", "FAILED", "TE"})
-    EXPECT_EQ(airtel::status_of(Call::collection, s, "DP00800001000", "").state, OperatorStatus::State::pending)
-        << s;
+    EXPECT_EQ(airtel::status_of(Call::collection, s, "DP00800001000", "").state, OperatorStatus::State::pending) << s;
   const auto a = answer(R"({"data":{"transaction":{"airtel_money_id":"C3648","id":"abc","message":"ok",
       "status":"TS"}},"status":{"code":"200","response_code":"DP00800001001","result_code":"ESB000010",
       "success":true}})");
