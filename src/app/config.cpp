@@ -247,6 +247,18 @@ const std::vector<KeySpec> kKeys = {
      "status queries per second to the operator from this node (MTN allows 10 per API user; divide by the nodes)"},
     {"connectors.mtn_momo.max_in_flight", "64", K::integer, "calls to the operator at once from this node"},
     {"connectors.mtn_momo.timeout_ms", "15000", K::integer, "an operator call's answer must come within this"},
+    {"connectors.airtel_money.kind", "", K::string,
+     "operator connector instance: its protocol (airtel_money); unset: no such connector"},
+    {"connectors.airtel_money.base_url", "", K::url, "Airtel's Open API base URL, e.g. https://openapi.airtel.africa"},
+    {"connectors.airtel_money.client_id", "", K::secret, "Airtel application client_id (OAuth client_credentials)"},
+    {"connectors.airtel_money.client_secret", "", K::secret, "Airtel application client_secret"},
+    {"connectors.airtel_money.country", "", K::string,
+     "the account's country, ISO alpha-2 (X-Country): GA, CG, TD ..."},
+    {"connectors.airtel_money.currency", "", K::string, "the account's currency (X-Currency): XAF, XOF, CDF ..."},
+    {"connectors.airtel_money.pin", "", K::secret,
+     "disbursements: the account's 4-digit PIN, sent encrypted with public_key; unset: no disbursement"},
+    {"connectors.airtel_money.public_key", "", K::string,
+     "disbursements: Airtel's RSA public key for the PIN, base64 of its DER (as Airtel gives it)"},
 };
 
 // The key of a registered connector instance without "connectors.<instance>." ("" for others):

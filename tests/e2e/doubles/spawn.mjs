@@ -23,6 +23,7 @@ export async function startDouble(name, options = {}) {
   }
   return {
     url: `http://127.0.0.1:${first.api}`,
+    info: first,
     port: first.api,
     control,
     stats: () => control('/stats'),
