@@ -247,6 +247,10 @@ const std::vector<KeySpec> kKeys = {
      "status queries per second to the operator from this node (MTN allows 10 per API user; divide by the nodes)"},
     {"connectors.mtn_momo.max_in_flight", "64", K::integer, "calls to the operator at once from this node"},
     {"connectors.mtn_momo.timeout_ms", "15000", K::integer, "an operator call's answer must come within this"},
+    {"connectors.wave.kind", "", K::string, "Wave business wallet (kind wave, XOF; wave_sn: Senegal's wallet)"},
+    {"connectors.wave.base_url", "", K::url, "the Wave API's base URL, e.g. https://api.wave.com"},
+    {"connectors.wave.api_key", "", K::secret, "Wave API key of the business wallet (Bearer)"},
+    {"connectors.wave.webhook_secret", "", K::secret, "Wave webhook signing secret (Wave-Signature)"},
 };
 
 // The key of a registered connector instance without "connectors.<instance>." ("" for others):
