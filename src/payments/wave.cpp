@@ -163,8 +163,8 @@ Result<web::ClientResponse> Wave::post(const std::string& path, std::string body
 
 Status Wave::request_collection(const PaymentOrder& order) {
   if (!serves(order.currency))
-    return bad_request("invalid_currency",
-                       bj::object{{"currency", "the operator's wallet carries " + std::string(wave::kCurrency) + " only"}});
+    return bad_request("invalid_currency", bj::object{{"currency", "the operator's wallet carries " +
+                                                                       std::string(wave::kCurrency) + " only"}});
   const Exchange what{"collection", order.provider_reference, ""};
   SIKA_ASSIGN_OR_RETURN(auto res, post("/v1/checkout/sessions", wave::checkout_body(order),
                                        wave::idempotency_key("checkout", order.provider_reference), what));
@@ -181,8 +181,8 @@ Status Wave::request_collection(const PaymentOrder& order) {
 
 Status Wave::request_payout(const PaymentOrder& order) {
   if (!serves(order.currency))
-    return bad_request("invalid_currency",
-                       bj::object{{"currency", "the operator's wallet carries " + std::string(wave::kCurrency) + " only"}});
+    return bad_request("invalid_currency", bj::object{{"currency", "the operator's wallet carries " +
+                                                                       std::string(wave::kCurrency) + " only"}});
   const Exchange what{"payout", order.provider_reference, ""};
   SIKA_ASSIGN_OR_RETURN(auto res, post("/v1/payout", wave::payout_body(order),
                                        wave::idempotency_key("payout", order.provider_reference), what));
@@ -314,8 +314,7 @@ OperatorStatus Wave::expire_failed(const wave::Event& e) {
 
 Result<CallbackReport> Wave::parse_callback(const web::Request& req) {
   using S = wave::Signature;
-  const S sig =
-      wave::verify_signature(req.header("wave-signature"), req.body, options_.webhook_secret, now() / 1000);
+  const S sig = wave::verify_signature(req.header("wave-signature"), req.body, options_.webhook_secret, now() / 1000);
   if (options_.webhook_secret.empty() || sig != S::valid) {
     const char* why = sig == S::missing     ? "is required"
                       : sig == S::malformed ? "is not t=<seconds>,v1=<signature>"

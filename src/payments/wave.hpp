@@ -58,7 +58,7 @@ class Wave final : public Connector {
   Result<CallbackReport> parse_callback(const web::Request& req) override;
   Result<std::string> account_holder(std::string_view service_code, std::string_view msisdn) override;
   bool signs_callbacks() const override { return true; }
-  bool expires_pending() const override { return false; }  // Wave expires its sessions itself
+  bool expires_pending() const override { return false; }   // Wave expires its sessions itself
   bool resubmits_unknown() const override { return true; }  // same idempotency-key
   bool query_on_read() const override { return false; }
   bool serves(std::string_view currency) const override { return currency == wave::kCurrency; }

@@ -249,8 +249,7 @@ Result<Event> parse_event(std::string_view body) {
   } else if (e.type.starts_with("payout.")) {
     e.status = payout_status(payout_of(d));
   }
-  if (e.client_reference.empty() &&
-      (e.type.starts_with("checkout.session.") || e.type.starts_with("payout.")))
+  if (e.client_reference.empty() && (e.type.starts_with("checkout.session.") || e.type.starts_with("payout.")))
     return bad_request("empty_data", bj::object{{"client_reference", "is required"}});
   return e;
 }

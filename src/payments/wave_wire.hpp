@@ -39,7 +39,7 @@ std::string payout_body(const PaymentOrder& order);
 
 // A checkout session as Wave answers it (creation, GET, search result, webhook data).
 struct Session {
-  std::string id;  // cos-…
+  std::string id;      // cos-…
   std::string amount;  // major units, as sent
   std::string wave_launch_url;
   std::string checkout_status;  // open | complete | expired
