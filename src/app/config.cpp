@@ -259,6 +259,10 @@ const std::vector<KeySpec> kKeys = {
      "disbursements: the account's 4-digit PIN, sent encrypted with public_key; unset: no disbursement"},
     {"connectors.airtel_money.public_key", "", K::string,
      "disbursements: Airtel's RSA public key for the PIN, base64 of its DER (as Airtel gives it)"},
+    {"connectors.wave.kind", "", K::string, "Wave business wallet (kind wave, XOF; wave_sn: Senegal's wallet)"},
+    {"connectors.wave.base_url", "", K::url, "the Wave API's base URL, e.g. https://api.wave.com"},
+    {"connectors.wave.api_key", "", K::secret, "Wave API key of the business wallet (Bearer)"},
+    {"connectors.wave.webhook_secret", "", K::secret, "Wave webhook signing secret (Wave-Signature)"},
 };
 
 // The key of a registered connector instance without "connectors.<instance>." ("" for others):

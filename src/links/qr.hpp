@@ -1,16 +1,10 @@
 #pragma once
-// QR codes of payment links (libqrencode), as SVG and PNG for printing.
-#include <string>
-#include <string_view>
-
-#include "core/result.hpp"
+// QR codes of payment links: web/qr.hpp (libqrencode), as SVG and PNG for printing.
+#include "web/qr.hpp"
 
 namespace sika::links {
 
-// An SVG image of the QR code of `text` (error correction M, a 4-module quiet zone), each
-// module `module_px` user units wide.
-Result<std::string> qr_svg(std::string_view text, int module_px = 8);
-// A PNG image (8-bit grayscale, black on white) of the same code.
-Result<std::string> qr_png(std::string_view text, int module_px = 8);
+using web::qr_png;
+using web::qr_svg;
 
 }  // namespace sika::links

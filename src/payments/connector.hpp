@@ -28,6 +28,7 @@ struct PaymentOrder {
   std::string message;             // shown to the customer by the operator (merchant name, reference)
   std::string refunded_reference;  // REFUND: the provider_reference of the collection refunded
   std::string operator_state;      // what the connector left at acceptance (Accepted), "" before
+  std::string return_url;          // COLLECTION: our confirmation page, where a redirect flow comes back
 };
 
 // What an accepted submission leaves for later, kept on the transaction: where the customer

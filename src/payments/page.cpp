@@ -15,6 +15,7 @@
 #include "payments/store.hpp"
 #include "web/envelope.hpp"
 #include "web/html.hpp"
+#include "web/qr.hpp"
 #include "web/texts.hpp"
 
 namespace sika::payments {
@@ -57,6 +58,17 @@ constexpr web::texts::Entry kTextsData[] = {
     {"not_found", "Cette page de paiement n'existe pas.", "This payment page does not exist."},
     {"bad_otp", "Code incorrect.", "Incorrect code."},
     {"sent", "Demande envoyée.", "Request sent."},
+    {"pending_redirect",
+     "Payez dans l'application de l'opérateur : touchez le bouton ci-dessous sur votre téléphone, ou scannez le code "
+     "QR depuis votre ordinateur. Cette page se met à jour toute seule.",
+     "Pay in the operator's app: tap the button below on your phone, or scan the QR code from your computer. This "
+     "page refreshes by itself."},
+    {"pay_wave", "Payer avec Wave", "Pay with Wave"},
+    {"pay_operator", "Payer dans l'application de l'opérateur", "Pay in the operator's app"},
+    {"qr_label", "Code QR du paiement : scannez-le avec l'application de l'opérateur sur votre téléphone",
+     "QR code of the payment: scan it with the operator's app on your phone"},
+    {"qr_hint", "Sur ordinateur : scannez ce code avec votre téléphone.",
+     "On a computer: scan this code with your phone."},
 };
 constexpr auto kTexts = web::texts::table(kTextsData);
 const web::texts::Enrolled kEnrolled{"payments/page", kTexts};
@@ -73,7 +85,9 @@ constexpr std::string_view kPageStyle =
     "font-size:1em;cursor:pointer;margin-top:8px}.go{background:#0b6bcb;color:#fff}.no{background:#e9ecf1}"
     "input{width:100%;padding:10px;font-size:1em;box-sizing:border-box;margin:4px 0 8px}"
     ".notice{padding:10px;border-radius:8px;background:#fff4d6}.ok{background:#dff6e5}.ko{background:#fde2e1}"
-    "nav{text-align:right;font-size:.9em}";
+    "nav{text-align:right;font-size:.9em}a.go{display:block;text-align:center;padding:12px;border-radius:8px;"
+    "text-decoration:none;margin-top:8px;font-weight:600}.qr{text-align:center;margin-top:16px}"
+    ".qr svg{width:200px;height:200px}@media (max-width:600px){.qr{display:none}}";
 
 i18n::Locale page_locale(const web::Request& req, const std::optional<std::string>& lang) {
   if (lang == "fr") return i18n::Locale::fr;
@@ -145,10 +159,13 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
     std::string cls = status >= 400 ? "notice ko" : "notice";
     h += "<p class=\"" + cls + "\" id=\"notice\">" + escape(notice) + "</p>";
   }
+  // A redirect operator (Wave): the customer pays in the operator's app, through its link (on a
+  // phone) or its QR code (on a computer), both from the operator's accepted submission.
+  const bool redirect = tx.status == TxStatus::pending && tx.customer_url.starts_with("https://");
   h += "<p id=\"status\" data-status=\"" + std::string(to_string(tx.status)) + "\" class=\"notice";
   switch (tx.status) {
     case TxStatus::initiated: h += "\">" + std::string(t("initiated")); break;
-    case TxStatus::pending: h += "\">" + std::string(t("pending")); break;
+    case TxStatus::pending: h += "\">" + std::string(redirect ? t("pending_redirect") : t("pending")); break;
     case TxStatus::completed: h += " ok\">" + std::string(t("completed")); break;
     case TxStatus::failed:
       // Why, in the page's language, from the typed reason (never the raw code).
@@ -165,6 +182,16 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
                                .script_src = "../live.js",
                                .message_html = ""},
                               locale);
+  if (redirect) {
+    h += "<a class=\"go\" id=\"operator-link\" href=\"" + escape(tx.customer_url) + "\">" +
+         std::string(tx.connector.starts_with("wave") ? t("pay_wave") : t("pay_operator")) + "</a>";
+    if (auto svg = web::qr_svg(tx.customer_url, 4)) {
+      std::string image = std::move(*svg);
+      image.insert(4, " aria-hidden=\"true\" focusable=\"false\"");
+      h += "<div class=\"qr\"><div role=\"img\" id=\"operator-qr\" aria-label=\"" + escape(t("qr_label")) + "\">" +
+           image + "</div><p>" + std::string(t("qr_hint")) + "</p></div>";
+    }
+  }
   if (tx.status == TxStatus::initiated) {
     h += "<form method=\"post\" action=\"" + escape(self) + "\"><input type=\"hidden\" name=\"sig\" value=\"" +
          escape(sig) + "\"><input type=\"hidden\" name=\"lang\" value=\"" + lang + "\">";

@@ -133,6 +133,7 @@ PaymentOrder Service::order_for(const Transaction& tx, std::optional<std::string
   o.otp = std::move(otp);
   o.submitted_at = tx.submitted_at.value_or(0);
   o.operator_state = tx.operator_state;
+  if (tx.operation == kCollection) o.return_url = confirmation_url(tx.reference);
   o.message = tx.description.empty() ? tx.reference : tx.description + " " + tx.reference;
   return o;
 }

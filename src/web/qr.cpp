@@ -1,4 +1,4 @@
-#include "links/qr.hpp"
+#include "web/qr.hpp"
 
 #include <qrencode.h>
 #include <zlib.h>
@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-namespace sika::links {
+namespace sika::web {
 
 namespace {
 
@@ -91,4 +91,4 @@ Result<std::string> qr_png(std::string_view text, int module_px) {
   return png;
 }
 
-}  // namespace sika::links
+}  // namespace sika::web
