@@ -116,6 +116,16 @@ void register_health_collector(metrics::Registry& registry, Context& ctx) {
   auto& written = registry.counter("sika_operator_calls_written_total", "Operator calls written to the call log");
   auto& dropped = registry.counter("sika_operator_calls_dropped_total",
                                    "Operator calls not logged because the log's queue was full");
+  // Every family present from the first scrape: each registered connector OPERATIONAL, no change yet.
+  if (ctx.payments) {
+    for (const auto& name : ctx.payments->connector_names()) {
+      registry.gauge("sika_operator_health_state", kStateHelp, {{"connector", name}}).set(0);
+      for (auto a : {payments::Availability::operational, payments::Availability::delayed,
+                     payments::Availability::closed})
+        registry.counter("sika_operator_health_changes_total", kChangesHelp,
+                         {{"connector", name}, {"state", std::string(payments::to_string(a))}});
+    }
+  }
   registry.on_scrape([&registry, &ctx, &written, &dropped, kStateHelp, kChangesHelp] {
     for (const auto& h : ctx.health->snapshot())
       registry.gauge("sika_operator_health_state", kStateHelp, {{"connector", h.connector}})

@@ -12,7 +12,9 @@ import { startTwoNodes, backends, checkLedger, sqlRows, waitFor } from './lib/se
 import { startDouble } from './doubles/spawn.mjs';
 
 const ARGS = ['--set', 'log.access=false', '--set', 'payments.recovery_delays_ms=400,800,1500',
-  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.recovery_lease_ms=3000'];
+  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.recovery_lease_ms=3000',
+  // Operator health judged on a short window, so that Wave is OPERATIONAL soon after it is back.
+  '--set', 'payments.health_window_seconds=3', '--set', 'payments.health_recover_seconds=1'];
 
 function connectorSetup(double) {
   return {
@@ -77,14 +79,14 @@ async function until(post, reference, status, ms = 15000, path = '/collection/st
 
 for (const backend of backends()) {
   describe(`Wave through its double (${backend})`, () => {
-    let double, nodes, server, posts;
+    let double, nodes, server, posts, token;
     before(async () => {
       double = await startDouble('wave');
       const setup = connectorSetup(double);
       nodes = await startTwoNodes({ backend, args: [...ARGS, ...setup.args], env: setup.env });
       server = nodes.first;
       await double.behave({ webhook_url: `${server.baseUrl}/operator/callback/wave`.replace(/([^:])\/\//g, '$1/') });
-      const token = await liveToken(server);
+      token = await liveToken(server);
       posts = nodes.ports.map((port) => gateway(server, token, port));
     });
     after(async () => {
@@ -184,6 +186,11 @@ for (const backend of backends()) {
       await double.behave({ fail_next: 0 });
       await until(posts[0], reference, 'COMPLETED', 30000);
       assert.equal((await sessionsOf(double, server, reference)).length, 1);
+      // Its failures made it CLOSED (payouts queued, collections refused); back, it is OPERATIONAL.
+      assert.ok(await waitFor(async () => {
+        const r = await fetch(`${server.baseUrl}/provider/list`, { headers: { authorization: `Bearer ${token}` } });
+        return (await r.json()).data.find((p) => p.code === 'WAVE')?.availability === 'OPERATIONAL';
+      }, 20000));
       checkLedger(server);
     });
 
