@@ -14,8 +14,9 @@ namespace sika::app {
 namespace {
 
 // Each kind and its factory: a new protocol adds its line here and its connector_<kind>.cpp.
-constexpr std::array<std::pair<std::string_view, ConnectorFactory>, 1> kFactories{{
+constexpr std::array<std::pair<std::string_view, ConnectorFactory>, 2> kFactories{{
     {"mtn_momo", &open_mtn_momo},
+    {"orange_money", &open_orange_money},
 }};
 
 std::string kinds() {

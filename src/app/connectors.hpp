@@ -39,6 +39,7 @@ using ConnectorFactory = Result<OpenedConnector> (*)(const ConnectorSetup& setup
 
 // The factories, one per kind, each in its own file (connector_<kind>.cpp).
 Result<OpenedConnector> open_mtn_momo(const ConnectorSetup& setup);
+Result<OpenedConnector> open_orange_money(const ConnectorSetup& setup);
 
 // Builds and registers every configured instance; bad_config naming the key on a wrong one.
 Status open_connectors(Context& ctx, const std::string& callback_base);
