@@ -161,7 +161,7 @@ Result<OrangeMoney::Token> OrangeMoney::fetch_token() {
   if (res.status != 200)
     return make_error(
         res.status == 400 || res.status == 401 || res.status == 403 ? ErrorKind::unauthenticated
-                                                                     : ErrorKind::upstream_failed,
+                                                                    : ErrorKind::upstream_failed,
         "operator_token",
         bj::object{{"provider", "the operator refused the client credentials"}, {"operator_status", res.status}});
   auto body = json::parse_object(res.body);
@@ -385,12 +385,13 @@ Result<CallbackReport> OrangeMoney::parse_callback(const web::Request& req) {
   if (!ref || !is_uuid(*ref)) return empty_data(bj::object{{"ref", "is required: the order's notification URL"}});
   auto o = json::parse_object(req.body);
   if (!o) return empty_data(bj::object{{"body", "is not a JSON object"}});
-  const bj::value* status = o->contains("data") && o->at("data").is_object() ? o->at("data").as_object().if_contains("status")
-                                                                             : o->if_contains("status");
+  const bj::value* status = o->contains("data") && o->at("data").is_object()
+                                ? o->at("data").as_object().if_contains("status")
+                                : o->if_contains("status");
   if (!status || !status->is_string() || status->as_string().empty())
     return empty_data(bj::object{{"status", "is required"}});
-  auto parsed = options_.flow == Flow::webpay ? orange::parse_webpay_status(req.body)
-                                              : orange::parse_push_status(req.body);
+  auto parsed =
+      options_.flow == Flow::webpay ? orange::parse_webpay_status(req.body) : orange::parse_push_status(req.body);
   if (!parsed) return empty_data(bj::object{{"body", "is not a notification"}});
   CallbackReport report;
   report.provider_reference = *ref;

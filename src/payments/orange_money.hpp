@@ -39,7 +39,7 @@ struct OrangeMoneyOptions {
   std::string client_id, client_secret;
   std::string merchant_key;  // webpay
   orange::Flow flow = orange::Flow::webpay;
-  std::string country;  // cm, ci, sn ... or dev (Orange's development platform)
+  std::string country;                            // cm, ci, sn ... or dev (Orange's development platform)
   std::string channel_msisdn, pin, x_auth_token;  // push
   std::string callback_url;                       // notif_url / notifUrl, ?ref=... appended
   std::string lang = "fr";

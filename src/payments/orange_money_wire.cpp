@@ -170,7 +170,7 @@ std::optional<State> read_state(std::string_view text) {
 std::string notif_url(std::string_view callback_url, std::string_view ref, std::string_view token) {
   std::string url(callback_url);
   url += url.find('?') == std::string::npos ? "?ref=" : "&ref=";
-  url += ref;  // a UUID: nothing to escape
+  url += ref;                                                 // a UUID: nothing to escape
   if (!token.empty()) url += "&token=" + std::string(token);  // hex
   return url;
 }

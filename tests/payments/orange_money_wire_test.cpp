@@ -30,7 +30,8 @@ struct ScriptedOperator : web::HttpClient {
   Result<web::ClientResponse> send(const web::ClientRequest& req) override {
     std::lock_guard lock(mu);
     sent.push_back(req);
-    if (req.url.ends_with("/token")) return web::ClientResponse{200, {}, R"({"access_token":"T1","expires_in":3600})", 0, ""};
+    if (req.url.ends_with("/token"))
+      return web::ClientResponse{200, {}, R"({"access_token":"T1","expires_in":3600})", 0, ""};
     if (answers.empty()) return make_error(ErrorKind::upstream_timeout, "upstream_timeout");
     auto a = answers.front();
     answers.pop_front();
@@ -84,7 +85,8 @@ web::Request callback(std::string query, std::string body) {
   r.target = "/operator/callback/orange_money?" + query;
   r.path = "/operator/callback/orange_money";
   r.query_string = query;
-  if (auto eq = query.find('='); eq != std::string::npos) r.query.emplace_back(query.substr(0, eq), query.substr(eq + 1));
+  if (auto eq = query.find('='); eq != std::string::npos)
+    r.query.emplace_back(query.substr(0, eq), query.substr(eq + 1));
   r.body = std::move(body);
   return r;
 }
@@ -103,12 +105,19 @@ TEST(OrangeWire, OrderIdsAreAtMost30CharactersDerivedFromTheReferenceAndReversib
 }
 
 TEST(OrangeWire, WebpayBodyCarriesWhatOrangeDocuments) {
-  orange::WebpayOrder w{"mk", "XAF", orange::order_id(kRef), "http://r", "http://c", "http://n", "fr",
-                        "a reference far longer than thirty characters", 1500};
+  orange::WebpayOrder w{"mk",
+                        "XAF",
+                        orange::order_id(kRef),
+                        "http://r",
+                        "http://c",
+                        "http://n",
+                        "fr",
+                        "a reference far longer than thirty characters",
+                        1500};
   auto o = json::parse_object(orange::webpay_body(w));
   ASSERT_TRUE(o);
-  for (const char* k : {"merchant_key", "currency", "order_id", "amount", "return_url", "cancel_url", "notif_url",
-                        "lang", "reference"})
+  for (const char* k :
+       {"merchant_key", "currency", "order_id", "amount", "return_url", "cancel_url", "notif_url", "lang", "reference"})
     EXPECT_TRUE(o->contains(k)) << k;
   EXPECT_EQ(o->at("amount").as_int64(), 1500);
   EXPECT_LE(o->at("reference").as_string().size(), 30u);
@@ -143,8 +152,8 @@ TEST(OrangeWire, PushBodyAndNumbers) {
   auto o = json::parse_object(orange::push_body(p));
   ASSERT_TRUE(o);
   EXPECT_EQ(o->at("amount").as_string(), "1500");
-  for (const char* k : {"notifUrl", "channelUserMsisdn", "amount", "subscriberMsisdn", "pin", "orderId",
-                        "description", "payToken"})
+  for (const char* k :
+       {"notifUrl", "channelUserMsisdn", "amount", "subscriberMsisdn", "pin", "orderId", "description", "payToken"})
     EXPECT_TRUE(o->contains(k)) << k;
   EXPECT_EQ(orange::national_msisdn("237691000100"), "691000100");
   EXPECT_EQ(*orange::parse_pay_token(R"({"message":"ok","data":{"payToken":"MP-T"}})"), "MP-T");
@@ -159,7 +168,8 @@ TEST(OrangeConnector, WebpayLeavesThePaymentUrlAndTokensAndSharesOneToken) {
   ScriptedOperator op;
   OrangeMoney om(op, options(orange::Flow::webpay, &clock));
   for (int i = 0; i < 3; ++i)
-    op.answers.push_back(web::ClientResponse{201, {}, R"({"status":201,"pay_token":"PT","payment_url":"https://pay.test/PT","notif_token":"NT"})", 0, ""});
+    op.answers.push_back(web::ClientResponse{
+        201, {}, R"({"status":201,"pay_token":"PT","payment_url":"https://pay.test/PT","notif_token":"NT"})", 0, ""});
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(om.request_collection(order()));
   EXPECT_EQ(om.tokens_fetched(), 1) << "one token serves every call until near its expiry";
   auto accepted = om.take_accepted(kRef);
@@ -173,7 +183,8 @@ TEST(OrangeConnector, WebpayLeavesThePaymentUrlAndTokensAndSharesOneToken) {
   EXPECT_EQ(body->at("return_url").as_string(), order().return_url);
   EXPECT_TRUE(op.sent.back().url.ends_with("/orange-money-webpay/cm/v1/webpayment"));
   clock += 3600 * 1000;  // the token has expired: a new one
-  op.answers.push_back(web::ClientResponse{201, {}, R"({"pay_token":"PT","payment_url":"https://pay.test/PT","notif_token":"NT"})", 0, ""});
+  op.answers.push_back(web::ClientResponse{
+      201, {}, R"({"pay_token":"PT","payment_url":"https://pay.test/PT","notif_token":"NT"})", 0, ""});
   ASSERT_TRUE(om.request_collection(order()));
   EXPECT_EQ(om.tokens_fetched(), 2);
 }
@@ -220,7 +231,8 @@ TEST(OrangeConnector, PushTakesThePayTokenFirstAndSendsThePromptOnce) {
     for (const auto& [k, v] : r.headers) has |= k == "X-AUTH-TOKEN" && v == "xauth";
     EXPECT_TRUE(has || r.url.ends_with("/token")) << r.url;
   }
-  op.answers.push_back(web::ClientResponse{200, {}, R"({"message":"ok","data":{"status":"SUCCESSFULL","txnid":"MP9"}})", 0, ""});
+  op.answers.push_back(
+      web::ClientResponse{200, {}, R"({"message":"ok","data":{"status":"SUCCESSFULL","txnid":"MP9"}})", 0, ""});
   auto status = om.query_status(o);
   ASSERT_TRUE(status);
   EXPECT_EQ(status->state, OperatorStatus::State::succeeded);
