@@ -263,6 +263,20 @@ const std::vector<KeySpec> kKeys = {
     {"connectors.wave.base_url", "", K::url, "the Wave API's base URL, e.g. https://api.wave.com"},
     {"connectors.wave.api_key", "", K::secret, "Wave API key of the business wallet (Bearer)"},
     {"connectors.wave.webhook_secret", "", K::secret, "Wave webhook signing secret (Wave-Signature)"},
+    {"connectors.orange_money.kind", "", K::string,
+     "operator connector instance: its protocol (orange_money); unset: no such connector"},
+    {"connectors.orange_money.base_url", "", K::url,
+     "Orange's API base URL: https://api.orange.com (webpay), https://api-s1.orange.cm (push)"},
+    {"connectors.orange_money.client_id", "", K::secret, "Orange OAuth client id (Basic client_id:client_secret)"},
+    {"connectors.orange_money.client_secret", "", K::secret, "Orange OAuth client secret"},
+    {"connectors.orange_money.merchant_key", "", K::secret, "Orange Money Web Payment merchant key (webpay)"},
+    {"connectors.orange_money.flow", "webpay", K::string,
+     "webpay (the customer pays on Orange's page) or push (Orange Cameroon's prompt on the phone)"},
+    {"connectors.orange_money.country", "", K::string,
+     "the Orange Money account's country: cm, ci, sn, ml, bf, gn ... or dev (Orange's development platform)"},
+    {"connectors.orange_money.channel_msisdn", "", K::string, "push: the merchant's channel user number"},
+    {"connectors.orange_money.pin", "", K::secret, "push: the channel user's PIN"},
+    {"connectors.orange_money.x_auth_token", "", K::secret, "push: Orange Cameroon's X-AUTH-TOKEN"},
 };
 
 // The key of a registered connector instance without "connectors.<instance>." ("" for others):

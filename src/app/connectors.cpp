@@ -16,10 +16,11 @@ namespace sika::app {
 namespace {
 
 // Each kind and its factory: a new protocol adds its line here and its connector_<kind>.cpp.
-constexpr std::array<std::pair<std::string_view, ConnectorFactory>, 3> kFactories{{
+constexpr std::array<std::pair<std::string_view, ConnectorFactory>, 4> kFactories{{
     {"mtn_momo", &open_mtn_momo},
     {"airtel_money", &open_airtel_money},
     {"wave", &open_wave},
+    {"orange_money", &open_orange_money},
 }};
 
 std::string kinds() {

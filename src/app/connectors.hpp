@@ -43,6 +43,7 @@ using ConnectorFactory = Result<OpenedConnector> (*)(const ConnectorSetup& setup
 Result<OpenedConnector> open_mtn_momo(const ConnectorSetup& setup);
 Result<OpenedConnector> open_airtel_money(const ConnectorSetup& setup);
 Result<OpenedConnector> open_wave(const ConnectorSetup& setup);
+Result<OpenedConnector> open_orange_money(const ConnectorSetup& setup);
 
 // Builds and registers every configured instance; bad_config naming the key on a wrong one.
 Status open_connectors(Context& ctx, const std::string& callback_base);

@@ -219,6 +219,7 @@ Status build_services(Context& ctx) {
     std::string callback = c.get_string("payments.callback_url");
     o.callback_base_url = callback.empty() ? c.surface_url(web::Surface::gateway) + "/operator/callback" : callback;
     o.secret = hex_encode(crypto::hmac_sha256(ctx.pepper, "sika:payments:v1"));
+    o.limiter = ctx.limiter.get();
     o.intent_ttl_ms = c.get_int("payments.intent_ttl_ms");
     o.pending_ttl_ms = c.get_int("payments.pending_ttl_ms");
     o.disbursement_ttl_ms = c.get_int("payments.disbursement_ttl_ms");

@@ -8,6 +8,10 @@ Status Connector::request_refund(const PaymentOrder&) {
   return unavailable(boost::json::object{{"provider", "this operator's connector does not carry refunds"}});
 }
 
+Status Connector::prompt_again(const PaymentOrder&) {
+  return unavailable(boost::json::object{{"provider", "this operator's connector cannot prompt the customer again"}});
+}
+
 // What an error of Connector::request_collection / request_payout says about the order, by its
 // kind only, never its text (docs/payments.md, "A submission whose outcome is unknown"). Refused:
 // the operator answered and refused it (a connector maps an operator's 4xx with a known refusal

@@ -78,6 +78,31 @@ class Connector {
   virtual std::optional<Accepted> take_accepted(std::string_view /*provider_reference*/) { return std::nullopt; }
   // Authenticates (401 unauthorized) and parses (400 empty_data) a callback request.
   virtual Result<CallbackReport> parse_callback(const web::Request& req) = 0;
+  // Authenticates a parsed callback against its order, for an operator that echoes a per-payment
+  // secret instead of signing (Orange's notif_token): `order` is the transaction the report names
+  // at this connector (its operator_state as accepted), null when there is none. 401 unauthorized
+  // refuses the callback before anything is recorded. Default: nothing more to check.
+  virtual Status authenticate_callback(const web::Request& /*req*/, const CallbackReport& /*report*/,
+                                       const PaymentOrder* /*order*/) {
+    return {};
+  }
+  // What the operator must hold before a collection is submitted, kept on the transaction before
+  // request_collection is called (which then finds it in order.operator_state): an id without
+  // which the order could not be asked about later (Orange Cameroon's payToken). nullopt when the
+  // connector needs none. An error is read as request_collection's (is_refusal).
+  virtual Result<std::optional<Accepted>> prepare_collection(const PaymentOrder& /*order*/) {
+    return std::optional<Accepted>{};
+  }
+  // True when the customer approves a collection on the operator's page (Accepted::customer_url)
+  // rather than on the phone.
+  virtual bool redirects_customer() const { return false; }
+  // True when the customer pays in the operator's app, opened by the accepted submission's
+  // customer_url (a link on a phone, its QR code on a computer: Wave).
+  virtual bool pays_in_app() const { return false; }
+  // True when the prompt of this PENDING collection can be sent to the customer's phone again;
+  // prompt_again sends it (503 when the connector has no such call).
+  virtual bool prompts_again(const PaymentOrder& /*order*/) const { return false; }
+  virtual Status prompt_again(const PaymentOrder& order);
   // The account holder's name for a wallet; 404 account_not_found when there is none.
   virtual Result<std::string> account_holder(std::string_view service_code, std::string_view msisdn) = 0;
 

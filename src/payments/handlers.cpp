@@ -109,6 +109,8 @@ Result<web::Response> Service::operator_callback(web::Request& req) {
   Connector* conn = connector(name);
   if (!conn) return not_found(bj::object{{"connector", "no such connector"}});
   SIKA_ASSIGN_OR_RETURN(auto report, conn->parse_callback(req));
+  // A per-payment secret the operator echoes (Orange's notif_token) is checked against its order.
+  SIKA_TRY(authenticate_callback(*conn, req, report));
   // An unsigned callback is a hint: the operator's own answer decides (verify_callback).
   std::optional<OperatorStatus> verified;
   if (!conn->signs_callbacks()) verified = verify_callback(*conn, report);

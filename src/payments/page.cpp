@@ -69,6 +69,17 @@ constexpr web::texts::Entry kTextsData[] = {
      "QR code of the payment: scan it with the operator's app on your phone"},
     {"qr_hint", "Sur ordinateur : scannez ce code avec votre téléphone.",
      "On a computer: scan this code with your phone."},
+    {"redirect_initiated", "Vérifiez le montant puis continuez : vous validerez le paiement sur la page de ",
+     "Check the amount, then continue: you will approve the payment on the page of "},
+    {"continue", "Continuer vers ", "Continue to "},
+    {"redirect_pending", "Vous allez être redirigé vers ", "You will be taken to "},
+    {"redirect_pending_end", " pour valider le paiement. Revenez ensuite sur cette page : elle montre où il en est.",
+     " to approve the payment. Then come back to this page: it shows where it stands."},
+    {"confirm_phone",
+     "Confirmez le paiement sur votre téléphone : une demande y a été envoyée. Rien reçu ? Demandez-la à nouveau.",
+     "Confirm the payment on your phone: a request was sent to it. Nothing came? Ask for it again."},
+    {"prompt_again", "Renvoyer la demande sur mon téléphone", "Send the request to my phone again"},
+    {"prompted", "Demande renvoyée sur votre téléphone.", "The request was sent to your phone again."},
 };
 constexpr auto kTexts = web::texts::table(kTextsData);
 const web::texts::Enrolled kEnrolled{"payments/page", kTexts};
@@ -82,7 +93,9 @@ constexpr std::string_view kPageStyle =
     "box-shadow:0 2px 8px rgba(0,0,0,.08)}h1{font-size:1.3em;margin-top:0}"
     "dl{display:grid;grid-template-columns:auto 1fr;gap:6px 16px}dt{color:#5b6473}dd{margin:0;text-align:right}"
     ".total{font-weight:700;font-size:1.1em}button{width:100%;padding:12px;border:0;border-radius:8px;"
-    "font-size:1em;cursor:pointer;margin-top:8px}.go{background:#0b6bcb;color:#fff}.no{background:#e9ecf1}"
+    "font-size:1em;cursor:pointer;margin-top:8px}.go{background:#0b6bcb;color:#fff}"
+    "a.button{display:block;text-align:center;padding:12px;border-radius:8px;text-decoration:none}.no{background:#"
+    "e9ecf1}"
     "input{width:100%;padding:10px;font-size:1em;box-sizing:border-box;margin:4px 0 8px}"
     ".notice{padding:10px;border-radius:8px;background:#fff4d6}.ok{background:#dff6e5}.ko{background:#fde2e1}"
     "nav{text-align:right;font-size:.9em}a.go{display:block;text-align:center;padding:12px;border-radius:8px;"
@@ -159,13 +172,32 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
     std::string cls = status >= 400 ? "notice ko" : "notice";
     h += "<p class=\"" + cls + "\" id=\"notice\">" + escape(notice) + "</p>";
   }
-  // A redirect operator (Wave): the customer pays in the operator's app, through its link (on a
-  // phone) or its QR code (on a computer), both from the operator's accepted submission.
-  const bool redirect = tx.status == TxStatus::pending && tx.customer_url.starts_with("https://");
+  // How the customer approves it: in the operator's app (Wave: its link on a phone, its QR code on
+  // a computer), on the operator's page (Orange Money's Web Payment), or on the phone (a push).
+  Connector* conn = tx.channel == kChannelProvider ? connector_for(tx) : nullptr;
+  const bool redirect = conn && conn->redirects_customer();
+  const bool in_app = conn && conn->pays_in_app();
+  const bool prompt = tx.status == TxStatus::pending && conn && conn->prompts_again(order_for(tx));
+  // Only a web address of the operator is ever a link (never another scheme).
+  const bool has_url = tx.status == TxStatus::pending &&
+                       (tx.customer_url.starts_with("https://") || tx.customer_url.starts_with("http://"));
+  std::string operator_name = tx.service_code;
+  if (auto cat = catalog())
+    if (const catalog::PaymentService* svc = cat->service(tx.service_code)) operator_name = svc->name;
   h += "<p id=\"status\" data-status=\"" + std::string(to_string(tx.status)) + "\" class=\"notice";
   switch (tx.status) {
-    case TxStatus::initiated: h += "\">" + std::string(t("initiated")); break;
-    case TxStatus::pending: h += "\">" + std::string(redirect ? t("pending_redirect") : t("pending")); break;
+    case TxStatus::initiated:
+      h += "\">" + (redirect && !in_app ? std::string(t("redirect_initiated")) + escape(operator_name) + "."
+                                         : std::string(t("initiated")));
+      break;
+    case TxStatus::pending:
+      if (has_url && in_app)
+        h += "\">" + std::string(t("pending_redirect"));
+      else if (has_url)
+        h += "\">" + std::string(t("redirect_pending")) + escape(operator_name) + t("redirect_pending_end");
+      else
+        h += "\">" + std::string(prompt ? t("confirm_phone") : t("pending"));
+      break;
     case TxStatus::completed: h += " ok\">" + std::string(t("completed")); break;
     case TxStatus::failed:
       // Why, in the page's language, from the typed reason (never the raw code).
@@ -182,7 +214,7 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
                                .script_src = "../live.js",
                                .message_html = ""},
                               locale);
-  if (redirect) {
+  if (has_url && in_app) {
     h += "<a class=\"go\" id=\"operator-link\" href=\"" + escape(tx.customer_url) + "\">" +
          std::string(tx.connector.starts_with("wave") ? t("pay_wave") : t("pay_operator")) + "</a>";
     if (auto svg = web::qr_svg(tx.customer_url, 4)) {
@@ -191,7 +223,15 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
       h += "<div class=\"qr\"><div role=\"img\" id=\"operator-qr\" aria-label=\"" + escape(t("qr_label")) + "\">" +
            image + "</div><p>" + std::string(t("qr_hint")) + "</p></div>";
     }
+  } else if (has_url) {
+    h += "<p><a class=\"go button\" id=\"operator\" rel=\"noreferrer\" href=\"" + escape(tx.customer_url) + "\">" +
+         t("continue") + escape(operator_name) + "</a></p>";
   }
+  if (prompt)
+    h += "<form method=\"post\" action=\"" + escape(self) + "\"><input type=\"hidden\" name=\"sig\" value=\"" +
+         escape(sig) + "\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
+         "\"><button class=\"no\" type=\"submit\" name=\"action\" value=\"prompt\" id=\"prompt\">" + t("prompt_again") +
+         "</button></form>";
   if (tx.status == TxStatus::initiated) {
     h += "<form method=\"post\" action=\"" + escape(self) + "\"><input type=\"hidden\" name=\"sig\" value=\"" +
          escape(sig) + "\"><input type=\"hidden\" name=\"lang\" value=\"" + lang + "\">";
@@ -200,7 +240,10 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
            "</label><input id=\"otp\" name=\"otp\" inputmode=\"numeric\" autocomplete=\"one-time-code\" "
            "pattern=\"[0-9]{4,8}\" required>";
     h += "<button class=\"go\" type=\"submit\" name=\"action\" value=\"pay\" id=\"pay\">" +
-         std::string(tx.channel == kChannelWallet ? t("pay_wallet") : t("push")) + "</button>";
+         (tx.channel == kChannelWallet ? std::string(t("pay_wallet"))
+          : redirect                   ? t("continue") + escape(operator_name)
+                                       : std::string(t("push"))) +
+         "</button>";
     h += "<button class=\"no\" type=\"submit\" name=\"action\" value=\"decline\" formnovalidate id=\"decline\">" +
          std::string(t("decline")) + "</button></form>";
   }
@@ -254,6 +297,12 @@ web::Response Service::confirm_submit(web::Request& req) {
     if (!declined)
       return render_page(*tx, locale, error_notice(declined.error(), locale), page_status(declined.error()));
     return render_page(declined->tx, locale, "", 200);
+  }
+  if (field("action") == "prompt") {
+    Status prompted = prompt_again(*tx);
+    if (!prompted)
+      return render_page(*tx, locale, error_notice(prompted.error(), locale), page_status(prompted.error()));
+    return render_page(*tx, locale, t("prompted"), 200);
   }
   auto otp = field("otp");
   if (otp && otp->empty()) otp.reset();

@@ -14,6 +14,7 @@
 #include "core/random.hpp"
 #include "core/reason.hpp"
 #include "core/time.hpp"
+#include "limits/limiter.hpp"
 #include "merchant/merchant.hpp"
 #include "otp/code.hpp"
 #include "otp/service.hpp"
@@ -843,8 +844,25 @@ Transaction Service::keep_accepted(Transaction tx, Connector& conn) {
   return tx;
 }
 
+// What the operator must hold before the collection is sent (Connector::prepare_collection) is kept
+// on the transaction first, so that a crash or a lost answer after the send still leaves the id
+// recovery asks about. When it cannot be kept nothing is sent (the order stays PENDING, and its
+// connector's status query ends it).
+Status Service::prepare_collection(Transaction& tx, PaymentOrder& order, Connector& conn) {
+  SIKA_ASSIGN_OR_RETURN(std::optional<Accepted> prepared, conn.prepare_collection(order));
+  if (!prepared) return {};
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    return tables::keep_accepted(c, tx.id, prepared->customer_url, prepared->operator_state);
+  }));
+  tx.customer_url = prepared->customer_url;
+  tx.operator_state = prepared->operator_state;
+  order.operator_state = std::move(prepared->operator_state);
+  return {};
+}
+
 Result<Transaction> Service::send_collection(Transaction tx, PaymentOrder order, Connector* conn) {
-  Status sent = conn ? conn->request_collection(order) : Status(provider_unavailable(nullptr));
+  Status sent = conn ? prepare_collection(tx, order, *conn) : Status(provider_unavailable(nullptr));
+  if (conn && sent) sent = conn->request_collection(order);
   if (conn && sent) return keep_accepted(std::move(tx), *conn);
   if (conn && !refused_at_submission(tx, sent)) return tx;
   OperatorStatus refused;
@@ -961,6 +979,36 @@ std::optional<OperatorStatus> Service::verify_callback(Connector& conn, const Ca
   auto answer = conn.query_status(order_for(*tx));
   if (!answer) return std::nullopt;
   return std::move(*answer);
+}
+
+Status Service::prompt_again(const Transaction& tx) {
+  Connector* conn = tx.channel == kChannelProvider ? connector_for(tx) : nullptr;
+  const PaymentOrder order = order_for(tx);
+  if (tx.status != TxStatus::pending)
+    return conflict(bj::object{{"status", "only a PENDING collection's prompt can be sent again"}});
+  if (!conn || !conn->prompts_again(order) || !options_.limiter)
+    return unavailable(bj::object{{"provider", "this payment's prompt cannot be sent again"}});
+  // One hit per transaction and window, counted by one statement on every node.
+  limits::Policy policy;
+  policy.limit = 1;
+  policy.window_ms = options_.prompt_again_interval_ms;
+  policy.name = "payments_prompt_again";
+  SIKA_ASSIGN_OR_RETURN(auto decision, options_.limiter->hit("prompt-again:" + tx.reference, policy));
+  if (!decision.allowed)
+    return rate_limited(bj::object{{"transaction_reference", "the prompt was sent again a moment ago"},
+                                   {"retry_after", (decision.retry_after_ms + 999) / 1000}});
+  return conn->prompt_again(order);
+}
+
+Status Service::authenticate_callback(Connector& conn, const web::Request& req, const CallbackReport& report) {
+  std::optional<Transaction> tx;
+  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(tx, tables::find_by_provider_reference(c, report.provider_reference));
+    return {};
+  }));
+  if (!tx || tx->connector != conn.name()) return conn.authenticate_callback(req, report, nullptr);
+  const PaymentOrder order = order_for(*tx);
+  return conn.authenticate_callback(req, report, &order);
 }
 
 Result<std::string> Service::record_callback(Connector& conn, const CallbackReport& report, std::string_view body,

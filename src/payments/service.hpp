@@ -46,6 +46,9 @@ class Service;
 namespace sika::otp {
 class Service;
 }
+namespace sika::limits {
+class Limiter;
+}
 
 namespace sika::payments {
 
@@ -94,6 +97,9 @@ struct Options {
   // payouts (queued, funds reserved) while their connector is not OPERATIONAL. Null: none.
   OperatorCallSink* calls = nullptr;
   Health* health = nullptr;
+  // The rate limit shared by every node (prompt_again); null: prompts are never sent again.
+  limits::Limiter* limiter = nullptr;
+  std::int64_t prompt_again_interval_ms = 30'000;
   std::int64_t payout_send_interval_ms = 1000;  // how often queued payouts are looked for
   int payout_send_batch = 20;                   // queued payouts sent at once per node
 };
@@ -260,6 +266,13 @@ class Service {
   // The operator's own answer about the transaction an unsigned callback names, when that
   // transaction is PENDING at `conn`; nullopt when there is nothing to verify or no answer came.
   std::optional<OperatorStatus> verify_callback(Connector& conn, const CallbackReport& report);
+  // Connector::authenticate_callback with the transaction the report names at `conn` (none: null).
+  Status authenticate_callback(Connector& conn, const web::Request& req, const CallbackReport& report);
+  // Sends the prompt of a PENDING collection to the customer's phone again (Connector::prompt_again),
+  // at most once per prompt_again_interval_ms per transaction on every node (the shared limiter):
+  // 429 rate_limited before that, 409 when the collection is not PENDING, 503 when its connector
+  // has no such call.
+  Status prompt_again(const Transaction& tx);
 
   // Starts / stops the expiry worker and the sandbox operator's callback delivery.
   void start();
@@ -378,6 +391,7 @@ class Service {
   // Asks the operator to collect a PENDING transaction; a refusal (or no connector) FAILS it
   // with OPERATOR_REFUSED.
   Result<Transaction> send_collection(Transaction tx, PaymentOrder order, Connector* conn);
+  Status prepare_collection(Transaction& tx, PaymentOrder& order, Connector& conn);
   // Asks the operator for a collection created already submitted (PENDING) in its creating unit.
   Result<Transaction> ask_operator(Transaction tx);
   Status executable(const Transaction& tx, std::string_view source);

@@ -61,6 +61,8 @@ class Wave final : public Connector {
   bool expires_pending() const override { return false; }   // Wave expires its sessions itself
   bool resubmits_unknown() const override { return true; }  // same idempotency-key
   bool query_on_read() const override { return false; }
+  bool redirects_customer() const override { return true; }
+  bool pays_in_app() const override { return true; }
   bool serves(std::string_view currency) const override { return currency == wave::kCurrency; }
 
  private:

@@ -252,6 +252,11 @@ for (const backend of backends()) {
         headers: { 'x-sandbox-signature': sandboxCallbackSignature(JSON.stringify(report)) }, json: report });
       assert.equal(callback.status, 200, callback.text);
       await api.call('gateway', 'POST', '/operator/callback/{connector}', { path: { connector: 'nope' }, json: {} });
+      // MTN calls back with PUT (the same route): a sandbox callback told with PUT, and a refused one.
+      const put = await api.call('gateway', 'PUT', '/operator/callback/{connector}', { path: { connector: 'sandbox' },
+        headers: { 'x-sandbox-signature': sandboxCallbackSignature(JSON.stringify(report)) }, json: report });
+      assert.equal(put.status, 200, put.text);
+      await api.call('gateway', 'PUT', '/operator/callback/{connector}', { path: { connector: 'sandbox' }, json: {} });
     });
 
     test('sandbox messages: an OTP read through the API pays a WALLET collection', async () => {

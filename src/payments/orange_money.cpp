@@ -1,0 +1,438 @@
+#include "payments/orange_money.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "core/crypto.hpp"
+#include "core/json.hpp"
+#include "core/money.hpp"
+#include "core/random.hpp"
+#include "core/time.hpp"
+
+namespace sika::payments {
+
+namespace bj = boost::json;
+using orange::Flow;
+
+namespace {
+
+constexpr std::string_view kPushPrefix = "/omcoreapis/1.0.2/mp/";
+
+std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+OperatorCall::Outcome outcome_of(const Result<web::ClientResponse>& res) {
+  using O = OperatorCall::Outcome;
+  if (!res) return res.error().is(ErrorKind::upstream_timeout) ? O::timeout : O::network;
+  const int s = res->status;
+  if ((s >= 200 && s < 300) || s == 404 || s == 409) return O::ok;
+  if (s >= 400 && s < 500 && s != 429) return O::refused;
+  return O::failed;
+}
+
+// An order Orange refused for good, by kind: a credential problem unauthenticated / forbidden,
+// anything else invalid (the order fails at once: is_refusal).
+Error refusal(int status, const std::string& code) {
+  bj::object d{{"provider", "the operator refused the request"}, {"operator_status", status}};
+  if (!code.empty()) d["operator_code"] = code;
+  if (status == 401) return make_error(ErrorKind::unauthenticated, "operator_unauthorized", std::move(d));
+  if (status == 403) return make_error(ErrorKind::forbidden, "operator_forbidden", std::move(d));
+  return make_error(ErrorKind::invalid, "operator_refused", std::move(d));
+}
+
+Error unknown_outcome(int status, const std::string& code) {
+  bj::object d{{"provider", "the operator gave no definite answer"}, {"operator_status", status}};
+  if (!code.empty()) d["operator_code"] = code;
+  return make_error(ErrorKind::upstream_failed, "operator_error", std::move(d));
+}
+
+bool transient(const Error& e) { return e.is(ErrorKind::upstream_timeout) || e.is(ErrorKind::upstream_failed); }
+
+}  // namespace
+
+OrangeMoney::OrangeMoney(web::HttpClient& http, OrangeMoneyOptions options)
+    : http_(http), options_(std::move(options)), currency_(orange::country_currency(options_.country)) {
+  while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
+}
+
+std::int64_t OrangeMoney::now() const { return options_.clock ? options_.clock() : now_ms(); }
+
+bool OrangeMoney::serves(std::string_view currency) const {
+  if (options_.country == "dev") return currency == "XAF" || currency == "XOF";
+  return currency == currency_;
+}
+
+std::int64_t OrangeMoney::tokens_fetched() const {
+  sika::MutexLock lock(mu_);
+  return tokens_fetched_;
+}
+
+std::int64_t OrangeMoney::creation_window_ms() const {
+  // Every attempt and its token fetch timing out, the pauses between them, and a margin.
+  const std::int64_t attempts = std::max(1, options_.creation_attempts);
+  const std::int64_t per_attempt = 2 * (static_cast<std::int64_t>(options_.connect_timeout_ms) + options_.timeout_ms);
+  return attempts * per_attempt + options_.retry_pause_ms * (1LL << std::min<std::int64_t>(attempts, 10)) + 5000;
+}
+
+void OrangeMoney::enter() {
+  sika::UniqueLock lock(mu_);
+  lock.wait(cv_, [&]() REQUIRES(mu_) { return in_flight_ < std::max(1, options_.max_in_flight); });
+  ++in_flight_;
+}
+
+void OrangeMoney::leave() {
+  {
+    sika::MutexLock lock(mu_);
+    --in_flight_;
+  }
+  cv_.notify_one();
+}
+
+bool OrangeMoney::status_slot() {
+  if (options_.status_per_second <= 0) return true;
+  const std::int64_t spacing = 1000 / options_.status_per_second + 1;
+  std::int64_t slot = 0;
+  {
+    sika::MutexLock lock(mu_);
+    const std::int64_t at = steady_ms();
+    slot = std::max(at, next_status_at_);
+    if (slot - at > options_.status_wait_ms) return false;
+    next_status_at_ = slot + spacing;
+  }
+  const std::int64_t wait = slot - steady_ms();
+  if (wait > 0) std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+  return true;
+}
+
+web::ClientRequest OrangeMoney::request(std::string method, std::string path) const {
+  web::ClientRequest req;
+  req.method = std::move(method);
+  req.url = options_.base_url + path;
+  req.connect_timeout_ms = options_.connect_timeout_ms;
+  req.timeout_ms = options_.timeout_ms;
+  req.allow_private_addresses = true;  // operator configuration, trusted (not a merchant's URL)
+  req.headers.emplace_back("Accept", "application/json");
+  return req;
+}
+
+Result<web::ClientResponse> OrangeMoney::send_reported(const web::ClientRequest& req, const Exchange& what) {
+  const std::int64_t started = now();
+  enter();
+  auto res = http_.send(req);
+  leave();
+  if (options_.calls) {
+    OperatorCall c;
+    c.connector = options_.name;
+    c.operation = what.operation;
+    c.provider_reference = what.provider_reference;
+    c.operator_reference = what.operator_reference;
+    c.method = req.method;
+    c.path = req.url.substr(options_.base_url.size());
+    // The payToken in a push path is the order's reference, not part of the route.
+    if (auto at = c.path.find("/paymentstatus/"); at != std::string::npos) c.path.resize(at + 15);
+    if (auto at = c.path.find("/push/"); at != std::string::npos) c.path.resize(at + 6);
+    c.started_at = started;
+    c.latency_ms = std::max<std::int64_t>(0, now() - started);
+    c.outcome = outcome_of(res);
+    if (res) {
+      c.http_status = res->status;
+      if (res->status >= 400) c.code = orange::error_code(res->body);
+    } else {
+      c.code = res.error().code;
+    }
+    options_.calls->record(c);
+  }
+  return res;
+}
+
+Result<OrangeMoney::Token> OrangeMoney::fetch_token() {
+  web::ClientRequest req = request("POST", options_.flow == Flow::webpay ? "/oauth/v3/token" : "/token");
+  req.headers.emplace_back("Authorization",
+                           "Basic " + base64_encode(options_.client_id + ":" + options_.client_secret));
+  req.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
+  req.body = "grant_type=client_credentials";
+  const std::int64_t asked = now();
+  SIKA_ASSIGN_OR_RETURN(auto res, send_reported(req, Exchange{"token", "", ""}));
+  if (res.status != 200)
+    return make_error(
+        res.status == 400 || res.status == 401 || res.status == 403 ? ErrorKind::unauthenticated
+                                                                    : ErrorKind::upstream_failed,
+        "operator_token",
+        bj::object{{"provider", "the operator refused the client credentials"}, {"operator_status", res.status}});
+  auto body = json::parse_object(res.body);
+  const bj::value* access = body ? body->if_contains("access_token") : nullptr;
+  const bj::value* ttl = body ? body->if_contains("expires_in") : nullptr;
+  std::int64_t seconds = 0;
+  if (ttl && ttl->is_int64()) seconds = ttl->as_int64();
+  if (ttl && ttl->is_string()) seconds = std::atoll(std::string(ttl->as_string()).c_str());  // Orange CM: a string
+  if (!access || !access->is_string() || access->as_string().empty() || seconds <= 0)
+    return unknown_outcome(res.status, "unreadable token answer");
+  const std::int64_t life = seconds * 1000;
+  return Token{std::string(access->as_string()), asked + std::max(life - options_.token_margin_ms, life / 2)};
+}
+
+Result<std::string> OrangeMoney::token(std::string_view stale) {
+  auto usable = [&]() REQUIRES(mu_) {
+    return !token_.value.empty() && token_.value != stale && token_.expires_at > now();
+  };
+  {
+    sika::MutexLock lock(mu_);
+    if (usable()) return token_.value;
+  }
+  sika::MutexLock fetching(fetch_mu_);  // one fetch at a time; the others wait for its token
+  {
+    sika::MutexLock lock(mu_);
+    if (usable()) return token_.value;
+  }
+  SIKA_ASSIGN_OR_RETURN(Token fresh, fetch_token());
+  sika::MutexLock lock(mu_);
+  token_ = fresh;
+  ++tokens_fetched_;
+  return fresh.value;
+}
+
+Result<web::ClientResponse> OrangeMoney::call(web::ClientRequest req, const Exchange& what) {
+  if (options_.flow == Flow::push) req.headers.emplace_back("X-AUTH-TOKEN", options_.x_auth_token);
+  req.headers.emplace_back("Authorization", "");
+  const std::size_t auth = req.headers.size() - 1;
+  std::string stale;
+  for (int round = 0;; ++round) {
+    SIKA_ASSIGN_OR_RETURN(std::string bearer, token(stale));
+    req.headers[auth].second = "Bearer " + bearer;
+    SIKA_ASSIGN_OR_RETURN(auto res, send_reported(req, what));
+    if (res.status != 401 || round == 1) return res;
+    stale = std::move(bearer);  // expired or revoked early: once more with a new one
+  }
+}
+
+Result<std::optional<Accepted>> OrangeMoney::prepare_collection(const PaymentOrder& order) {
+  if (options_.flow != Flow::push) return std::optional<Accepted>{};
+  if (!serves(order.currency))
+    return bad_request("invalid_currency",
+                       bj::object{{"currency", "the operator's account carries " + currency_ + " only"}});
+  orange::State st;
+  st.flow = Flow::push;
+  st.order_id = orange::order_id(order.provider_reference);
+  const Exchange what{"collection", order.provider_reference, st.order_id};
+  Error last = unknown_outcome(0, "");
+  std::int64_t pause = options_.retry_pause_ms;
+  // A payToken moves nothing by itself: asking again after a lost answer is harmless.
+  for (int attempt = 0; attempt < std::max(1, options_.creation_attempts); ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause)), pause *= 2;
+    web::ClientRequest req = request("POST", std::string(kPushPrefix) + "init");
+    auto res = call(std::move(req), what);
+    if (!res) {
+      if (!transient(res.error())) return res.take_error();
+      last = res.take_error();
+      continue;
+    }
+    if (res->status == 200 || res->status == 201) {
+      SIKA_ASSIGN_OR_RETURN(st.pay_token, orange::parse_pay_token(res->body));
+      st.notif_token = hex_encode(random_bytes(16));
+      return std::optional<Accepted>(Accepted{"", orange::write_state(st)});
+    }
+    const std::string code = orange::error_code(res->body);
+    if (orange::definite_refusal(res->status)) return refusal(res->status, code);
+    last = unknown_outcome(res->status, code);
+  }
+  return last;
+}
+
+Status OrangeMoney::request_collection(const PaymentOrder& order) {
+  if (order.operation != "COLLECTION")
+    return bad_request("invalid_operation", bj::object{{"operation", "Orange Money carries collections only"}});
+  if (!serves(order.currency))
+    return bad_request("invalid_currency",
+                       bj::object{{"currency", "the operator's account carries " + currency_ + " only"}});
+  if (money::exponent(order.currency) > 0)
+    return bad_request("invalid_currency", bj::object{{"currency", "Orange Money amounts are whole units"}});
+  return options_.flow == Flow::webpay ? create_webpayment(order) : push_payment(order);
+}
+
+Status OrangeMoney::create_webpayment(const PaymentOrder& order) {
+  orange::WebpayOrder w;
+  w.merchant_key = options_.merchant_key;
+  w.currency = options_.country == "dev" ? "OUV" : order.currency;
+  w.order_id = orange::order_id(order.provider_reference);
+  w.amount = order.amount;
+  w.return_url = order.return_url;
+  w.cancel_url = order.return_url;  // the confirmation page tells both apart by the status
+  w.notif_url = orange::notif_url(options_.callback_url, order.provider_reference, "");
+  w.lang = options_.lang;
+  w.reference = order.message;
+  const Exchange what{"collection", order.provider_reference, w.order_id};
+  web::ClientRequest base = request("POST", "/orange-money-webpay/" + options_.country + "/v1/webpayment");
+  base.headers.emplace_back("Content-Type", "application/json");
+  base.body = orange::webpay_body(w);
+  Error last = unknown_outcome(0, "");
+  std::int64_t pause = options_.retry_pause_ms;
+  for (int attempt = 0; attempt < std::max(1, options_.creation_attempts); ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause)), pause *= 2;
+    auto res = call(base, what);
+    if (!res) {
+      if (!transient(res.error())) return res.take_error();
+      last = res.take_error();
+      continue;
+    }
+    if (res->status == 201 || res->status == 200) {
+      auto created = orange::parse_webpay_created(res->body);
+      if (!created) {
+        last = created.take_error();
+        continue;
+      }
+      orange::State st{Flow::webpay, w.order_id, created->pay_token, created->notif_token};
+      sika::MutexLock lock(mu_);
+      accepted_[order.provider_reference] = Accepted{created->payment_url, orange::write_state(st)};
+      return {};
+    }
+    const std::string code = orange::error_code(res->body);
+    if (orange::definite_refusal(res->status)) return refusal(res->status, code);
+    last = unknown_outcome(res->status, code);
+  }
+  return last;  // nothing payable was handed out: recovery finds no token and ends it after the window
+}
+
+Status OrangeMoney::push_payment(const PaymentOrder& order) {
+  std::optional<orange::State> st = orange::read_state(order.operator_state);
+  if (!st) {
+    // Not prepared by the platform: take the payToken now.
+    SIKA_ASSIGN_OR_RETURN(auto prepared, prepare_collection(order));
+    if (prepared) st = orange::read_state(prepared->operator_state);
+    if (!st) return internal_error(bj::string("no payToken for a push payment"));
+  }
+  orange::PushOrder p;
+  p.notif_url = orange::notif_url(options_.callback_url, order.provider_reference, st->notif_token);
+  p.channel_msisdn = options_.channel_msisdn;
+  p.subscriber_msisdn = orange::national_msisdn(order.msisdn);
+  p.pin = options_.pin;
+  p.order_id = st->order_id;
+  p.description = order.message;
+  p.pay_token = st->pay_token;
+  p.amount = order.amount;
+  web::ClientRequest req = request("POST", std::string(kPushPrefix) + "pay");
+  req.headers.emplace_back("Content-Type", "application/json");
+  req.body = orange::push_body(p);
+  // Sent once: after a lost answer the payToken's status says whether the prompt left.
+  SIKA_ASSIGN_OR_RETURN(auto res, call(std::move(req), Exchange{"collection", order.provider_reference, p.pay_token}));
+  if (res.status == 200 || res.status == 201) {
+    sika::MutexLock lock(mu_);
+    accepted_[order.provider_reference] = Accepted{"", orange::write_state(*st)};
+    return {};
+  }
+  const std::string code = orange::error_code(res.body);
+  if (orange::definite_refusal(res.status)) return refusal(res.status, code);
+  return unknown_outcome(res.status, code);
+}
+
+Status OrangeMoney::request_payout(const PaymentOrder&) {
+  return bad_request("invalid_operation",
+                     bj::object{{"operation", "Orange Money's web and merchant payments carry no payouts"}});
+}
+
+std::optional<Accepted> OrangeMoney::take_accepted(std::string_view provider_reference) {
+  sika::MutexLock lock(mu_);
+  auto it = accepted_.find(provider_reference);
+  if (it == accepted_.end()) return std::nullopt;
+  Accepted out = std::move(it->second);
+  accepted_.erase(it);
+  return out;
+}
+
+Result<OperatorStatus> OrangeMoney::query_status(const PaymentOrder& order) {
+  std::optional<orange::State> st = orange::read_state(order.operator_state);
+  if (!st) {
+    // Nothing was kept at acceptance: no payment page nor prompt with a token of ours exists, so
+    // once the creation window has passed nobody can ever pay this order.
+    if (order.submitted_at > 0 && now() - order.submitted_at > creation_window_ms()) {
+      OperatorStatus failed;
+      failed.state = OperatorStatus::State::failed;
+      failed.reason = "OPERATOR_ERROR";
+      return failed;
+    }
+    return unavailable(bj::object{{"provider", "the order is still being created at the operator"}});
+  }
+  if (!status_slot())
+    return make_error(ErrorKind::rate_limited, "rate_limited",
+                      bj::object{{"provider", "the operator's status query budget is spent; asked again later"}});
+  const Exchange what{"status", order.provider_reference, st->flow == Flow::webpay ? st->order_id : st->pay_token};
+  web::ClientRequest req;
+  if (st->flow == Flow::webpay) {
+    req = request("POST", "/orange-money-webpay/" + options_.country + "/v1/transactionstatus");
+    req.headers.emplace_back("Content-Type", "application/json");
+    req.body = orange::transactionstatus_body(st->order_id, order.amount, st->pay_token);
+  } else {
+    req = request("GET", std::string(kPushPrefix) + "paymentstatus/" + st->pay_token);
+  }
+  SIKA_ASSIGN_OR_RETURN(auto res, call(std::move(req), what));
+  if (res.status == 200 || res.status == 201)
+    return st->flow == Flow::webpay ? orange::parse_webpay_status(res.body) : orange::parse_push_status(res.body);
+  if (res.status == 404)
+    return make_error(ErrorKind::not_found, "unknown_reference",
+                      bj::object{{"provider_reference", "the operator has no payment of this token"}});
+  if (res.status == 429)
+    return make_error(ErrorKind::rate_limited, "rate_limited",
+                      bj::object{{"provider", "the operator limits status queries; asked again later"}});
+  return unknown_outcome(res.status, orange::error_code(res.body));
+}
+
+Result<CallbackReport> OrangeMoney::parse_callback(const web::Request& req) {
+  auto ref = req.query_param("ref");
+  if (!ref || !is_uuid(*ref)) return empty_data(bj::object{{"ref", "is required: the order's notification URL"}});
+  auto o = json::parse_object(req.body);
+  if (!o) return empty_data(bj::object{{"body", "is not a JSON object"}});
+  const bj::value* status = o->contains("data") && o->at("data").is_object()
+                                ? o->at("data").as_object().if_contains("status")
+                                : o->if_contains("status");
+  if (!status || !status->is_string() || status->as_string().empty())
+    return empty_data(bj::object{{"status", "is required"}});
+  auto parsed =
+      options_.flow == Flow::webpay ? orange::parse_webpay_status(req.body) : orange::parse_push_status(req.body);
+  if (!parsed) return empty_data(bj::object{{"body", "is not a notification"}});
+  CallbackReport report;
+  report.provider_reference = *ref;
+  report.status = *parsed;
+  return report;
+}
+
+Status OrangeMoney::authenticate_callback(const web::Request& req, const CallbackReport&, const PaymentOrder* order) {
+  const Error refused = unauthorized(bj::object{{"notif_token", "does not match the payment's"}});
+  std::optional<orange::State> st = order ? orange::read_state(order->operator_state) : std::nullopt;
+  if (!st || st->notif_token.empty()) return refused;
+  std::string presented;
+  if (st->flow == Flow::webpay) {
+    if (auto o = json::parse_object(req.body))
+      if (const bj::value* t = o->if_contains("notif_token"); t && t->is_string()) presented = t->as_string();
+  } else {
+    presented = req.query_param("token").value_or("");
+  }
+  if (presented.empty() || !crypto::constant_time_equal(presented, st->notif_token)) return refused;
+  return {};
+}
+
+Result<std::string> OrangeMoney::account_holder(std::string_view, std::string_view) {
+  return unavailable(bj::object{{"provider", "Orange Money offers no account-holder lookup"}});
+}
+
+bool OrangeMoney::prompts_again(const PaymentOrder& order) const {
+  auto st = orange::read_state(order.operator_state);
+  return st && st->flow == Flow::push;
+}
+
+Status OrangeMoney::prompt_again(const PaymentOrder& order) {
+  auto st = orange::read_state(order.operator_state);
+  if (!st || st->flow != Flow::push)
+    return unavailable(bj::object{{"provider", "this payment has no prompt to send again"}});
+  web::ClientRequest req = request("GET", std::string(kPushPrefix) + "push/" + st->pay_token);
+  SIKA_ASSIGN_OR_RETURN(auto res, call(std::move(req), Exchange{"prompt", order.provider_reference, st->pay_token}));
+  if (res.status == 200 || res.status == 201) return {};
+  const std::string code = orange::error_code(res.body);
+  if (orange::definite_refusal(res.status)) return refusal(res.status, code);
+  return unknown_outcome(res.status, code);
+}
+
+}  // namespace sika::payments
