@@ -120,8 +120,8 @@ void register_health_collector(metrics::Registry& registry, Context& ctx) {
   if (ctx.payments) {
     for (const auto& name : ctx.payments->connector_names()) {
       registry.gauge("sika_operator_health_state", kStateHelp, {{"connector", name}}).set(0);
-      for (auto a : {payments::Availability::operational, payments::Availability::delayed,
-                     payments::Availability::closed})
+      for (auto a :
+           {payments::Availability::operational, payments::Availability::delayed, payments::Availability::closed})
         registry.counter("sika_operator_health_changes_total", kChangesHelp,
                          {{"connector", name}, {"state", std::string(payments::to_string(a))}});
     }

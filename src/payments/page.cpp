@@ -134,6 +134,82 @@ int page_status(const Error& e) { return e.server_side() ? web::http_status(e.ki
 
 }  // namespace
 
+// How the customer of `tx` approves it (render_page): in the operator's app, on the operator's
+// page, or on the phone; and whether the operator's page or app has an address to go to.
+Service::Way Service::way_of(const Transaction& tx) {
+  Way w;
+  Connector* conn = tx.channel == kChannelProvider ? connector_for(tx) : nullptr;
+  w.redirect = conn && conn->redirects_customer();
+  w.in_app = conn && conn->pays_in_app();
+  w.prompt = tx.status == TxStatus::pending && conn && conn->prompts_again(order_for(tx));
+  // Only a web address of the operator is ever a link (never another scheme).
+  w.has_url = tx.status == TxStatus::pending &&
+              (tx.customer_url.starts_with("https://") || tx.customer_url.starts_with("http://"));
+  w.operator_name = tx.service_code;
+  if (auto cat = catalog())
+    if (const catalog::PaymentService* svc = cat->service(tx.service_code)) w.operator_name = svc->name;
+  return w;
+}
+
+namespace {
+
+// The status line of the page, in the way the customer approves it.
+std::string status_html(const Transaction& tx, const Service::Way& way, const Words& t, i18n::Locale locale) {
+  std::string h;
+  h += "<p id=\"status\" data-status=\"" + std::string(to_string(tx.status)) + "\" class=\"notice";
+  switch (tx.status) {
+    case TxStatus::initiated:
+      h += "\">" + (way.redirect && !way.in_app ? std::string(t("redirect_initiated")) + escape(way.operator_name) + "."
+                                                : std::string(t("initiated")));
+      break;
+    case TxStatus::pending:
+      if (way.has_url && way.in_app)
+        h += "\">" + std::string(t("pending_redirect"));
+      else if (way.has_url)
+        h += "\">" + std::string(t("redirect_pending")) + escape(way.operator_name) + t("redirect_pending_end");
+      else
+        h += "\">" + std::string(way.prompt ? t("confirm_phone") : t("pending"));
+      break;
+    case TxStatus::completed: h += " ok\">" + std::string(t("completed")); break;
+    case TxStatus::failed:
+      // Why, in the page's language, from the typed reason (never the raw code).
+      h += " ko\">" + escape(i18n::text(failure_message_code(failure_reason(tx)), locale));
+      break;
+    case TxStatus::expired: h += " ko\">" + std::string(t("expired")); break;
+    case TxStatus::cancelled: h += " ko\">" + std::string(t("cancelled")); break;
+  }
+  h += "</p>";
+  return h;
+}
+
+// The way to the operator: its app (a link, and a QR code for a computer), its page, or the
+// prompt sent to the phone again.
+std::string operator_html(const Transaction& tx, const Service::Way& way, const Words& t, const std::string& self,
+                          const std::string& sig, const std::string& lang) {
+  std::string h;
+  if (way.has_url && way.in_app) {
+    h += "<a class=\"go\" id=\"operator-link\" href=\"" + escape(tx.customer_url) + "\">" +
+         std::string(tx.connector.starts_with("wave") ? t("pay_wave") : t("pay_operator")) + "</a>";
+    if (auto svg = web::qr_svg(tx.customer_url, 4)) {
+      std::string image = std::move(*svg);
+      image.insert(4, " aria-hidden=\"true\" focusable=\"false\"");
+      h += "<div class=\"qr\"><div role=\"img\" id=\"operator-qr\" aria-label=\"" + escape(t("qr_label")) + "\">" +
+           image + "</div><p>" + std::string(t("qr_hint")) + "</p></div>";
+    }
+  } else if (way.has_url) {
+    h += "<p><a class=\"go button\" id=\"operator\" rel=\"noreferrer\" href=\"" + escape(tx.customer_url) + "\">" +
+         t("continue") + escape(way.operator_name) + "</a></p>";
+  }
+  if (way.prompt)
+    h += "<form method=\"post\" action=\"" + escape(self) + "\"><input type=\"hidden\" name=\"sig\" value=\"" +
+         escape(sig) + "\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
+         "\"><button class=\"no\" type=\"submit\" name=\"action\" value=\"prompt\" id=\"prompt\">" + t("prompt_again") +
+         "</button></form>";
+  return h;
+}
+
+}  // namespace
+
 web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, std::string_view notice, int status) {
   const Words t{locale};
   // The merchant's name is decoration: a page without it still lets the customer pay.
@@ -174,39 +250,8 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
   }
   // How the customer approves it: in the operator's app (Wave: its link on a phone, its QR code on
   // a computer), on the operator's page (Orange Money's Web Payment), or on the phone (a push).
-  Connector* conn = tx.channel == kChannelProvider ? connector_for(tx) : nullptr;
-  const bool redirect = conn && conn->redirects_customer();
-  const bool in_app = conn && conn->pays_in_app();
-  const bool prompt = tx.status == TxStatus::pending && conn && conn->prompts_again(order_for(tx));
-  // Only a web address of the operator is ever a link (never another scheme).
-  const bool has_url = tx.status == TxStatus::pending &&
-                       (tx.customer_url.starts_with("https://") || tx.customer_url.starts_with("http://"));
-  std::string operator_name = tx.service_code;
-  if (auto cat = catalog())
-    if (const catalog::PaymentService* svc = cat->service(tx.service_code)) operator_name = svc->name;
-  h += "<p id=\"status\" data-status=\"" + std::string(to_string(tx.status)) + "\" class=\"notice";
-  switch (tx.status) {
-    case TxStatus::initiated:
-      h += "\">" + (redirect && !in_app ? std::string(t("redirect_initiated")) + escape(operator_name) + "."
-                                         : std::string(t("initiated")));
-      break;
-    case TxStatus::pending:
-      if (has_url && in_app)
-        h += "\">" + std::string(t("pending_redirect"));
-      else if (has_url)
-        h += "\">" + std::string(t("redirect_pending")) + escape(operator_name) + t("redirect_pending_end");
-      else
-        h += "\">" + std::string(prompt ? t("confirm_phone") : t("pending"));
-      break;
-    case TxStatus::completed: h += " ok\">" + std::string(t("completed")); break;
-    case TxStatus::failed:
-      // Why, in the page's language, from the typed reason (never the raw code).
-      h += " ko\">" + escape(i18n::text(failure_message_code(failure_reason(tx)), locale));
-      break;
-    case TxStatus::expired: h += " ko\">" + std::string(t("expired")); break;
-    case TxStatus::cancelled: h += " ko\">" + std::string(t("cancelled")); break;
-  }
-  h += "</p>";
+  const Way way = way_of(tx);
+  h += status_html(tx, way, t, locale);
   // A payment on its way: live.js follows it (web::html::live_html), no meta refresh.
   if (tx.status == TxStatus::pending)
     h += web::html::live_html({.state = std::string(to_string(tx.status)),
@@ -214,24 +259,7 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
                                .script_src = "../live.js",
                                .message_html = ""},
                               locale);
-  if (has_url && in_app) {
-    h += "<a class=\"go\" id=\"operator-link\" href=\"" + escape(tx.customer_url) + "\">" +
-         std::string(tx.connector.starts_with("wave") ? t("pay_wave") : t("pay_operator")) + "</a>";
-    if (auto svg = web::qr_svg(tx.customer_url, 4)) {
-      std::string image = std::move(*svg);
-      image.insert(4, " aria-hidden=\"true\" focusable=\"false\"");
-      h += "<div class=\"qr\"><div role=\"img\" id=\"operator-qr\" aria-label=\"" + escape(t("qr_label")) + "\">" +
-           image + "</div><p>" + std::string(t("qr_hint")) + "</p></div>";
-    }
-  } else if (has_url) {
-    h += "<p><a class=\"go button\" id=\"operator\" rel=\"noreferrer\" href=\"" + escape(tx.customer_url) + "\">" +
-         t("continue") + escape(operator_name) + "</a></p>";
-  }
-  if (prompt)
-    h += "<form method=\"post\" action=\"" + escape(self) + "\"><input type=\"hidden\" name=\"sig\" value=\"" +
-         escape(sig) + "\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
-         "\"><button class=\"no\" type=\"submit\" name=\"action\" value=\"prompt\" id=\"prompt\">" + t("prompt_again") +
-         "</button></form>";
+  h += operator_html(tx, way, t, self, sig, lang);
   if (tx.status == TxStatus::initiated) {
     h += "<form method=\"post\" action=\"" + escape(self) + "\"><input type=\"hidden\" name=\"sig\" value=\"" +
          escape(sig) + "\"><input type=\"hidden\" name=\"lang\" value=\"" + lang + "\">";
@@ -241,7 +269,7 @@ web::Response Service::render_page(const Transaction& tx, i18n::Locale locale, s
            "pattern=\"[0-9]{4,8}\" required>";
     h += "<button class=\"go\" type=\"submit\" name=\"action\" value=\"pay\" id=\"pay\">" +
          (tx.channel == kChannelWallet ? std::string(t("pay_wallet"))
-          : redirect                   ? t("continue") + escape(operator_name)
+          : way.redirect               ? t("continue") + escape(way.operator_name)
                                        : std::string(t("push"))) +
          "</button>";
     h += "<button class=\"no\" type=\"submit\" name=\"action\" value=\"decline\" formnovalidate id=\"decline\">" +

@@ -288,6 +288,12 @@ class Service {
   // next question by the back-off of recovery_delays_ms. Returns how many questions it asked.
   Result<int> recover_due();
   Transaction keep_accepted(Transaction tx, Connector& conn);
+  // How the customer approves a collection on its confirmation page (page.cpp).
+  struct Way {
+    bool redirect = false, in_app = false, prompt = false, has_url = false;
+    std::string operator_name;
+  };
+  Way way_of(const Transaction& tx);
   std::optional<OperatorStatus> ask_recovery_question(const Transaction& tx, tables::StatusCheckRow& check);
   // Questions asked by this process, by outcome.
   struct RecoveryStats {
