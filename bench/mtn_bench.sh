@@ -18,6 +18,7 @@
 #   PHASES=recovery bench/mtn_bench.sh
 #   OPERATOR=wave PHASES=throughput bench/mtn_bench.sh     # through the Wave double (WAVE_CIV, XOF)
 #   OPERATOR=airtel PHASES=throughput bench/mtn_bench.sh   # through the Airtel double (AIRTEL_MONEY_GAB)
+#   OPERATOR=orange PHASES=throughput bench/mtn_bench.sh   # through the Orange double, Cameroon push
 # (the recovery phase is MTN's: its 10 status queries per second are the published limit.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +29,8 @@ case "$OPERATOR" in
   mtn) DOUBLE=mtn_momo CONNECTOR=mtn_momo PROVIDER=MTN_MOMO_CMR CURRENCY=XAF WALLET='23767%04d100' ;;
   wave) DOUBLE=wave CONNECTOR=wave PROVIDER=WAVE_CIV CURRENCY=XOF WALLET='22507%05d100' ;;
   airtel) DOUBLE=airtel_money CONNECTOR=airtel_money PROVIDER=AIRTEL_MONEY_GAB CURRENCY=XAF WALLET='24174%03d100' ;;
-  *) echo "OPERATOR must be mtn, wave or airtel" >&2; exit 2 ;;
+  orange) DOUBLE=orange_money CONNECTOR=orange_money_cm PROVIDER=ORANGE_MONEY_CMR CURRENCY=XAF WALLET='23769%04d100' ;;
+  *) echo "OPERATOR must be mtn, wave, airtel or orange" >&2; exit 2 ;;
 esac
 export BENCH_PROVIDER=$PROVIDER BENCH_CURRENCY=$CURRENCY BENCH_WALLET=$WALLET
 PHASES=${PHASES:-throughput,recovery}
@@ -73,6 +75,14 @@ connector_config() {
       CONNECTOR_ARGS=(--set connectors.airtel_money.kind=airtel_money --set "connectors.airtel_money.base_url=$DOUBLE_URL"
         --set connectors.airtel_money.country=GA --set connectors.airtel_money.currency=XAF
         --set "connectors.airtel_money.status_queries_per_second=$rate") ;;
+    orange)  # the Cameroon push flow (the redirect flow waits for a customer on Orange's page)
+      CONNECTOR_ENV=(SIKA_CONNECTORS_ORANGE_MONEY_CM_CLIENT_ID=orange-client-id
+        SIKA_CONNECTORS_ORANGE_MONEY_CM_CLIENT_SECRET=orange-client-secret SIKA_CONNECTORS_ORANGE_MONEY_CM_PIN=2580
+        SIKA_CONNECTORS_ORANGE_MONEY_CM_X_AUTH_TOKEN=orange-x-auth-token)
+      CONNECTOR_ARGS=(--set connectors.orange_money_cm.kind=orange_money --set "connectors.orange_money_cm.base_url=$DOUBLE_URL"
+        --set connectors.orange_money_cm.country=cm --set connectors.orange_money_cm.flow=push
+        --set connectors.orange_money_cm.channel_msisdn=699000001
+        --set "connectors.orange_money_cm.status_queries_per_second=$rate") ;;
   esac
 }
 
