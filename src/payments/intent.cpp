@@ -444,7 +444,11 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
                              : consented                      ? "CONSENT"
                              : plan.channel == kChannelWallet ? "OTP"
                                                               : "MSISDN";
-  plan.needs_otp = collection && !consented && (effective->needs_otp || plan.channel == kChannelWallet);
+  // A service's one-time code is the operator's way of approving; a customer who approves on the
+  // operator's own page or app (Connector::redirects_customer) is asked for none by us.
+  const bool at_operator = in.approves_at_operator && in.approves_at_operator(plan.connector);
+  plan.needs_otp =
+      collection && !consented && ((effective->needs_otp && !at_operator) || plan.channel == kChannelWallet);
   return plan;
 }
 

@@ -103,6 +103,8 @@ struct PlanInputs {
   std::function<Result<std::optional<std::int64_t>>(const ledger::AccountKey&)> balance;
   // Returns true iff a connector of that name is registered.
   std::function<bool(std::string_view)> has_connector;
+  // True when the connector's customers approve on the operator's page or app (no code of ours).
+  std::function<bool(std::string_view)> approves_at_operator;
   // In prod, refuse a number in another operator's block (payments.refuse_other_operator_numbers;
   // off where ported numbers are common: a ported number keeps its first operator's prefix).
   bool refuse_other_operator_numbers = true;

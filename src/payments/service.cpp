@@ -294,6 +294,10 @@ Result<IntentPlan> Service::plan_for(const IntentRequest& request, const web::Pr
     return conn && !(prod && conn == sandbox_.get()) && conn->serves(currency);
   };
   inputs.refuse_other_operator_numbers = options_.refuse_other_operator_numbers;
+  inputs.approves_at_operator = [this](std::string_view name) {
+    Connector* conn = connector(name);
+    return conn && conn->redirects_customer();
+  };
   inputs.instance = [this](std::string_view name, std::string_view alpha2) { return instance_of(name, alpha2); };
   inputs.closed = [this](std::string_view name) {
     return options_.health && options_.health->state(name) == Availability::closed;

@@ -273,6 +273,12 @@ TEST_F(Planner, OrangeNeedsAnOtp) {
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p->needs_otp);
   EXPECT_FALSE(plan(body(2000, "ORANGE_MONEY_CMR"), kDisbursement)->needs_otp) << "payouts never ask the customer";
+  // A customer who approves on the operator's own page (Orange Money's Web Payment) is asked for no
+  // code of ours; a connector that prompts on the phone keeps the service's code.
+  inputs_.approves_at_operator = [](std::string_view name) { return name == "sandbox"; };
+  EXPECT_FALSE(plan(body(2000, "ORANGE_MONEY_CMR"))->needs_otp);
+  inputs_.approves_at_operator = [](std::string_view) { return false; };
+  EXPECT_TRUE(plan(body(2000, "ORANGE_MONEY_CMR"))->needs_otp);
 }
 
 // In prod, a number of another operator's block is refused under customer_wallet, naming both
