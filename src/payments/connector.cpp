@@ -42,4 +42,13 @@ bool is_refusal(const Error& e) {
   return false;
 }
 
+OperatorCall::Outcome http_outcome(const Result<web::ClientResponse>& res) {
+  using O = OperatorCall::Outcome;
+  if (!res) return res.error().is(ErrorKind::upstream_timeout) ? O::timeout : O::network;
+  const int s = res->status;
+  if ((s >= 200 && s < 300) || s == 404 || s == 409) return O::ok;
+  if (s >= 400 && s < 500 && s != 429) return O::refused;
+  return O::failed;
+}
+
 }  // namespace sika::payments

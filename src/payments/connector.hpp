@@ -9,6 +9,8 @@
 #include <string_view>
 
 #include "core/result.hpp"
+#include "payments/operator_calls.hpp"
+#include "web/client.hpp"
 #include "web/message.hpp"
 
 namespace sika::payments {
@@ -127,5 +129,11 @@ class Connector {
 // refused the order for good (it fails); false when the order may have reached the operator (it
 // stays PENDING and recovery asks). By the error's kind only, never its text.
 bool is_refusal(const Error& e);
+
+// How a call to an operator went, for its OperatorCall report: an answer as its API documents it
+// (2xx, or a documented 404 / 409) ok, a 4xx refusal (not 429) refused, a 5xx or 429 failed, no
+// answer a timeout or a network error. A connector whose operator documents more (Airtel's "already
+// exists") reads those itself first.
+OperatorCall::Outcome http_outcome(const Result<web::ClientResponse>& res);
 
 }  // namespace sika::payments

@@ -35,15 +35,6 @@ std::string_view operation_name(Call c) {
 
 std::size_t index(Product p) { return p == Product::collection ? 0 : 1; }
 
-OperatorCall::Outcome outcome_of(const Result<web::ClientResponse>& res) {
-  using O = OperatorCall::Outcome;
-  if (!res) return res.error().is(ErrorKind::upstream_timeout) ? O::timeout : O::network;
-  const int s = res->status;
-  if ((s >= 200 && s < 300) || s == 404 || s == 409) return O::ok;
-  if (s >= 400 && s < 500 && s != 429) return O::refused;
-  return O::failed;
-}
-
 // The error of an initiation MTN refused for good, by kind: an unknown party is not_found
 // (INVALID_ACCOUNT), a credential problem unauthenticated / forbidden, anything else invalid.
 Error refusal(int status, const std::string& code) {
@@ -127,7 +118,7 @@ Result<web::ClientResponse> MtnMomo::send_reported(const web::ClientRequest& req
     c.path = req.url.substr(options_.base_url.size());
     c.started_at = started;
     c.latency_ms = std::max<std::int64_t>(0, now() - started);
-    c.outcome = outcome_of(res);
+    c.outcome = http_outcome(res);
     if (res) {
       c.http_status = res->status;
       if (res->status >= 400) c.code = mtn::error_code(res->body);

@@ -26,15 +26,6 @@ std::int64_t steady_ms() {
       .count();
 }
 
-OperatorCall::Outcome outcome_of(const Result<web::ClientResponse>& res) {
-  using O = OperatorCall::Outcome;
-  if (!res) return res.error().is(ErrorKind::upstream_timeout) ? O::timeout : O::network;
-  const int s = res->status;
-  if ((s >= 200 && s < 300) || s == 404 || s == 409) return O::ok;
-  if (s >= 400 && s < 500 && s != 429) return O::refused;
-  return O::failed;
-}
-
 // An order Orange refused for good, by kind: a credential problem unauthenticated / forbidden,
 // anything else invalid (the order fails at once: is_refusal).
 Error refusal(int status, const std::string& code) {
@@ -138,7 +129,7 @@ Result<web::ClientResponse> OrangeMoney::send_reported(const web::ClientRequest&
     if (auto at = c.path.find("/push/"); at != std::string::npos) c.path.resize(at + 6);
     c.started_at = started;
     c.latency_ms = std::max<std::int64_t>(0, now() - started);
-    c.outcome = outcome_of(res);
+    c.outcome = http_outcome(res);
     if (res) {
       c.http_status = res->status;
       if (res->status >= 400) c.code = orange::error_code(res->body);

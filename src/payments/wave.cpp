@@ -19,15 +19,6 @@ namespace {
 
 constexpr std::int64_t kEventMemoryMs = 2 * wave::kSignatureToleranceSeconds * 1000;
 
-OperatorCall::Outcome outcome_of(const Result<web::ClientResponse>& res) {
-  using O = OperatorCall::Outcome;
-  if (!res) return res.error().is(ErrorKind::upstream_timeout) ? O::timeout : O::network;
-  const int s = res->status;
-  if ((s >= 200 && s < 300) || s == 404 || s == 409) return O::ok;
-  if (s >= 400 && s < 500 && s != 429) return O::refused;
-  return O::failed;
-}
-
 // The error of a POST Wave refused for good, by kind: a credential problem unauthenticated /
 // forbidden, an unknown recipient not_found (INVALID_ACCOUNT), anything else invalid.
 Error refusal(int status, const std::string& code) {
@@ -124,7 +115,7 @@ Result<web::ClientResponse> Wave::call(web::ClientRequest req, const Exchange& w
     if (const std::size_t q = c.path.find('?'); q != std::string::npos) c.path.resize(q);
     c.started_at = started;
     c.latency_ms = std::max<std::int64_t>(0, now() - started);
-    c.outcome = outcome_of(res);
+    c.outcome = http_outcome(res);
     if (res) {
       c.http_status = res->status;
       if (res->status >= 400) c.code = wave::error_code(res->body);
