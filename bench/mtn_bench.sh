@@ -19,6 +19,7 @@
 #   OPERATOR=wave PHASES=throughput bench/mtn_bench.sh     # through the Wave double (WAVE_CIV, XOF)
 #   OPERATOR=airtel PHASES=throughput bench/mtn_bench.sh   # through the Airtel double (AIRTEL_MONEY_GAB)
 #   OPERATOR=orange PHASES=throughput bench/mtn_bench.sh   # through the Orange double, Cameroon push
+#   PROFILE=/tmp/whole.perf PHASES=throughput bench/mtn_bench.sh  # perf record -g of sika during whole collections
 # (the recovery phase is MTN's: its 10 status queries per second are the published limit.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -98,6 +99,7 @@ start_sika() {
     --set log.access=false --set identity.token_cache_seconds=30 --set log.level=warn "${CONNECTOR_ARGS[@]}" \
     >"$TMP/sika-$1.log" 2>&1 &
   PIDS+=($!)
+  SIKA_PID=$!
   wait_ready "$PORT" "$demo"
   BASE=$(demo_value "$demo" base_url)
   TOKEN=$(python3 - "$demo" "$CONNECTOR" <<'PY'
@@ -182,6 +184,9 @@ function response(status, headers, body)
 end
 EOF
 
+# metric NAME: the value of a counter on sika's /metrics (loopback peers are admitted).
+metric() { curl -fsS "http://127.0.0.1:$PORT/metrics" | awk -v n="$1" '$1 == n {print $2}'; }
+
 sql() { sqlite3 -cmd '.timeout 5000' "$DB" "$1"; }
 
 # wait_final DESCRIPTION TIMEOUT_S: waits until no collection of that description is PENDING.
@@ -199,12 +204,18 @@ throughput() {
   wrk -t1 -c4 -d1s -s "$TMP/intent.lua" "$BASE/collection/intent" >/dev/null  # warm-up
   read -r I_RPS I_P99 I_ERR <<<"$(wrk_run "$BASE/collection/intent" "$TMP/intent.lua")"
   local start_ms done_ms completed executed
+  local units0 commits0
+  units0=$(metric sika_db_write_units_total); commits0=$(metric sika_db_commits_total)
   start_ms=$(date +%s%3N)
+  [[ -n "${PROFILE:-}" ]] && { perf record -q -F 499 -g -p "$SIKA_PID" -o "$PROFILE" -- sleep "$DURATION" 2>/dev/null & }
   read -r C_RPS C_P99 C_ERR <<<"$(wrk_run "$BASE/collection/intent" "$TMP/collect.lua")"
   wait_final whole 120
   completed=$(sql "SELECT COUNT(*) FROM pay_transactions WHERE description = 'whole' AND status = 'COMPLETED'")
   executed=$(sql "SELECT COUNT(*) FROM pay_transactions WHERE description = 'whole' AND status <> 'INITIATED'")
   done_ms=$(sql "SELECT MAX(updated_at) FROM pay_transactions WHERE description = 'whole' AND status = 'COMPLETED'")
+  local per_units per_commits
+  per_units=$(python3 -c "print(round(($(metric sika_db_write_units_total) - $units0) / max(1, $completed), 2))")
+  per_commits=$(python3 -c "print(round(($(metric sika_db_commits_total) - $commits0) / max(1, $completed), 2))")
   local events
   events=$(sql "SELECT COUNT(*) FROM events WHERE event_type = 'transaction.status_changed' AND subject IN (SELECT reference FROM pay_transactions WHERE description = 'whole' AND status = 'COMPLETED')")
   local e2e ratio
@@ -218,7 +229,7 @@ throughput() {
   wait "$bg" || true
   printf "%-44s %10s %10s  %s\n" "POST /collection/intent alone" "$I_RPS" "$I_P99" "errors: $I_ERR"
   printf "%-44s %10s %10s  %s\n" "whole collections (COMPLETED per second)" "$e2e" "" \
-    "$completed COMPLETED of $executed executed; ratio to intents $ratio; status events $events"
+    "$completed COMPLETED of $executed executed; ratio to intents $ratio; status events $events; write units $per_units and commits $per_commits per collection"
   printf "%-44s %10s %10s  %s\n" "POST /collection/intent beside collections" "$B_RPS" "$B_P99" "errors: $B_ERR"
   [[ -s "$BENCH_ERRORS" ]] && { echo "non-2xx answers to intents (status, code, count):"; sort "$BENCH_ERRORS" | awk '{a[$1" "$2]+=$3} END {for (k in a) print "  " k, a[k]}'; }
   curl -fsS "$CONTROL_URL/stats" | python3 -c 'import json,sys; print("double:", json.dumps(json.load(sys.stdin))[:400])'
