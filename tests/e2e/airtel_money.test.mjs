@@ -12,55 +12,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startTwoNodes, backends, checkLedger, sqlRows, waitFor, sleep } from './lib/server.mjs';
 import { startDouble } from './doubles/spawn.mjs';
-
-const ARGS = ['--set', 'log.access=false', '--set', 'payments.recovery_delays_ms=400,800,1500',
-  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.recovery_lease_ms=3000',
-  '--set', 'payments.health_window_seconds=3', '--set', 'payments.health_recover_seconds=1'];
-
-// Plain keys by --set, credentials by the environment (as a deployment passes them).
-export function airtelSetup(double, { pin = '4321' } = {}) {
-  return {
-    args: ['--set', 'connectors.airtel_money.kind=airtel_money', '--set', `connectors.airtel_money.base_url=${double.url}`,
-      '--set', 'connectors.airtel_money.country=GA', '--set', 'connectors.airtel_money.currency=XAF',
-      '--set', 'connectors.airtel_money.status_queries_per_second=100'],
-    env: {
-      SIKA_CONNECTORS_AIRTEL_MONEY_CLIENT_ID: 'airtel-client-id',
-      SIKA_CONNECTORS_AIRTEL_MONEY_CLIENT_SECRET: 'airtel-client-secret',
-      SIKA_CONNECTORS_AIRTEL_MONEY_PIN: pin,
-      SIKA_CONNECTORS_AIRTEL_MONEY_PUBLIC_KEY: double.info.public_key,
-    },
-  };
-}
-
-async function liveToken(server) {
-  const m = server.demo.live_merchants.find((x) => x.connector === 'airtel_money');
-  const r = await fetch(`${server.authUrl}/oauth/v2/token`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: m.client_id, client_secret: m.client_secret,
-      scope: 'payments services countries providers' }),
-  });
-  const body = await r.json();
-  assert.equal(r.status, 200, JSON.stringify(body));
-  return body.access_token;
-}
-
-function gateway(server, token, port = server.port) {
-  const base = server.baseUrl.replace(`:${server.port}/`, `:${port}/`);
-  return async (path, body) => {
-    const r = await fetch(base + path, {
-      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    return { status: r.status, body: await r.json() };
-  };
-}
-
-async function availability(server, token) {
-  const r = await fetch(`${server.baseUrl}/provider/list`, { headers: { authorization: `Bearer ${token}` } });
-  const body = await r.json();
-  assert.equal(r.status, 200, JSON.stringify(body));
-  return Object.fromEntries(body.data.map((p) => [p.code, p.availability]));
-}
+import { FAST_RECOVERY, connectorSetup, liveToken, gateway, availability } from './lib/operator.mjs';
 
 // An Airtel Gabon number (74…), international digits; its last three digits pick the outcome.
 export const number = (tail) => `24174${String(Math.floor(Math.random() * 1e3)).padStart(3, '0')}${tail}`;
@@ -113,11 +65,11 @@ for (const backend of backends()) {
     let double, nodes, server, token, posts;
     before(async () => {
       double = await startDouble('airtel_money');
-      const setup = airtelSetup(double);
-      nodes = await startTwoNodes({ backend, args: [...ARGS, ...setup.args], env: setup.env });
+      const setup = connectorSetup('airtel_money', double);
+      nodes = await startTwoNodes({ backend, args: [...FAST_RECOVERY, ...setup.args], env: setup.env });
       server = nodes.first;
       await double.behave({ callback_url: `${server.baseUrl}/operator/callback/airtel_money` });
-      token = await liveToken(server);
+      token = await liveToken(server, 'airtel_money');
       posts = nodes.ports.map((port) => gateway(server, token, port));
     });
     after(async () => {
@@ -317,12 +269,12 @@ describe('Airtel Money connector configuration and refusals', () => {
 
   test('a token about to expire is renewed; a wrong PIN or another country is a refusal, never a 500', async () => {
     const double = await startDouble('airtel_money', { 'token-ttl': 2, country: 'GA' });
-    const setup = airtelSetup(double, { pin: '9999' });
-    const nodes = await startTwoNodes({ backend: 'sqlite', env: setup.env, args: [...ARGS, ...setup.args] });
+    const setup = connectorSetup('airtel_money', double, { pin: '9999' });
+    const nodes = await startTwoNodes({ backend: 'sqlite', env: setup.env, args: [...FAST_RECOVERY, ...setup.args] });
     try {
       const server = nodes.first;
       await double.behave({ callback_url: `${server.baseUrl}/operator/callback/airtel_money` });
-      const post = gateway(server, await liveToken(server));
+      const post = gateway(server, await liveToken(server, 'airtel_money'));
       const first = await collect(post, number('100'), 300000);
       await until(post, first, 'COMPLETED');
       await sleep(2200);  // the 2 s token expired meanwhile

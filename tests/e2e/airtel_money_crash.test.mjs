@@ -8,45 +8,21 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startServer, backends, checkLedger, sqlRows, waitFor, sleep } from './lib/server.mjs';
 import { startDouble } from './doubles/spawn.mjs';
+import { CRASH_RECOVERY, connectorSetup, liveToken, gateway } from './lib/operator.mjs';
 
-const ARGS = ['--set', 'log.access=false', '--set', 'payments.recovery_delays_ms=500,1000,2000',
-  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.recovery_lease_ms=2000',
-  '--set', 'connectors.airtel_money.kind=airtel_money', '--set', 'connectors.airtel_money.country=GA',
-  '--set', 'connectors.airtel_money.currency=XAF', '--set', 'connectors.airtel_money.client_id=airtel-client-id',
-  '--set', 'connectors.airtel_money.client_secret=airtel-client-secret',
-  '--set', 'connectors.airtel_money.status_queries_per_second=100'];
 const PAYMENTS = 24;
-
-async function token(server) {
-  const m = server.demo.live_merchants.find((x) => x.connector === 'airtel_money');
-  const r = await fetch(`${server.authUrl}/oauth/v2/token`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: m.client_id, client_secret: m.client_secret,
-      scope: 'payments' }),
-  });
-  return (await r.json()).access_token;
-}
-
-function client(server, bearer) {
-  return async (path, body) => {
-    const r = await fetch(server.baseUrl + path, {
-      method: 'POST', headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    return { status: r.status, body: await r.json() };
-  };
-}
 
 for (const backend of backends()) {
   describe(`Airtel Money: kill -9 with payments pending at the operator (${backend})`, () => {
     test("after the restart every payment reaches the operator's final state once", async () => {
       const double = await startDouble('airtel_money');
       await double.behave({ settle_ms: 2500, latency_ms: 150 });
-      const args = () => [...ARGS, '--set', `connectors.airtel_money.base_url=${double.url}`];
-      let server = await startServer({ backend, args: args() });
+      const setup = connectorSetup('airtel_money', double);
+      const start = (reuse) => startServer({ backend, reuse, env: setup.env, args: [...CRASH_RECOVERY, ...setup.args] });
+      let server = await start();
       try {
         await double.behave({ callback_url: `${server.baseUrl}/operator/callback/airtel_money` });
-        const post = client(server, await token(server));
+        const post = gateway(server, await liveToken(server, 'airtel_money'));
         const tails = ['100', '455', '200', '451'];
         const created = [];
         for (let i = 0; i < PAYMENTS; i++) {
@@ -64,7 +40,7 @@ for (const backend of backends()) {
         await server.crash();
         await Promise.all(executing);
         await double.behave({ latency_ms: 0 });
-        server = await startServer({ reuse: server, args: args() });
+        server = await start(server);
 
         const rows = () => sqlRows(server, 'SELECT reference, status, provider_reference FROM pay_transactions ' +
           "WHERE description = 'airtel crash'");

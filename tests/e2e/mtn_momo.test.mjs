@@ -8,53 +8,9 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startTwoNodes, backends, checkLedger, sqlRows, waitFor, mtnConnector } from './lib/server.mjs';
+import { startTwoNodes, backends, checkLedger, sqlRows, waitFor } from './lib/server.mjs';
 import { startDouble } from './doubles/spawn.mjs';
-
-// Fast recovery, so that a lost callback is recovered within the test's wait.
-const ARGS = ['--set', 'log.access=false', '--set', 'payments.recovery_delays_ms=400,800,1500',
-  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.recovery_lease_ms=3000',
-  // Operator health judged on a short window, so that the operator is OPERATIONAL soon after it is back.
-  '--set', 'payments.health_window_seconds=3', '--set', 'payments.health_recover_seconds=1'];
-
-// The connector's configuration (lib/server.mjs), at 100 status queries per second: the double
-// allows 1000 here, the recovery bench holds the real limit of 10.
-const connectorSetup = (double) =>
-  mtnConnector(double.url, ['--set', 'connectors.mtn_momo.status_queries_per_second=100']);
-
-async function liveToken(server) {
-  const m = server.demo.live_merchants[0];
-  const r = await fetch(`${server.authUrl}/oauth/v2/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: m.client_id, client_secret: m.client_secret,
-      scope: 'payments services countries providers' }),
-  });
-  const body = await r.json();
-  assert.equal(r.status, 200, JSON.stringify(body));
-  return body.access_token;
-}
-
-// A client of the gateway on node `port` of `server`.
-function gateway(server, token, port = server.port) {
-  const base = server.baseUrl.replace(`:${server.port}/`, `:${port}/`);
-  return async (path, body) => {
-    const r = await fetch(base + path, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    return { status: r.status, body: await r.json() };
-  };
-}
-
-// The availability of each provider as a merchant sees it (GET /provider/list).
-async function availability(server, token) {
-  const r = await fetch(`${server.baseUrl}/provider/list`, { headers: { authorization: `Bearer ${token}` } });
-  const body = await r.json();
-  assert.equal(r.status, 200, JSON.stringify(body));
-  return Object.fromEntries(body.data.map((p) => [p.code, p.availability]));
-}
+import { FAST_RECOVERY, connectorSetup, liveToken, gateway, availability } from './lib/operator.mjs';
 
 const number = (tail) => `23767${String(Math.floor(Math.random() * 1e4)).padStart(4, '0')}${tail}`;  // an MTN Cameroon number (67…)
 
@@ -90,10 +46,10 @@ for (const backend of backends()) {
     let double, nodes, server, token, posts;
     before(async () => {
       double = await startDouble('mtn_momo', { 'status-rps': 1000 });
-      const setup = connectorSetup(double);
-      nodes = await startTwoNodes({ backend, args: [...ARGS, ...setup.args], env: setup.env });
+      const setup = connectorSetup('mtn_momo', double);
+      nodes = await startTwoNodes({ backend, args: [...FAST_RECOVERY, ...setup.args], env: setup.env });
       server = nodes.first;
-      token = await liveToken(server);
+      token = await liveToken(server, 'mtn_momo');
       posts = nodes.ports.map((port) => gateway(server, token, port));
     });
     after(async () => {
@@ -269,12 +225,12 @@ for (const backend of backends()) {
 describe('MTN MoMo connector configuration', () => {
   test('a wrong subscription key is a refusal with the error envelope, never a 500, and no payment is pending for ever', async () => {
     const double = await startDouble('mtn_momo');
-    const setup = connectorSetup(double);
+    const setup = connectorSetup('mtn_momo', double);
     setup.env.SIKA_CONNECTORS_MTN_MOMO_COLLECTION_SUBSCRIPTION_KEY = 'wrong';
     const nodes = await startTwoNodes({ backend: 'sqlite', env: setup.env,
-      args: [...ARGS, ...setup.args, '--set', 'payments.callbacks_per_address_per_minute=5'] });
+      args: [...FAST_RECOVERY, ...setup.args, '--set', 'payments.callbacks_per_address_per_minute=5'] });
     try {
-      const post = gateway(nodes.first, await liveToken(nodes.first));
+      const post = gateway(nodes.first, await liveToken(nodes.first, 'mtn_momo'));
       const intent = await post('/collection/intent', {
         amount: 1500, currency: 'XAF', provider: 'MTN_MOMO_CMR', customer_wallet: number('100'), transaction_uuid: randomUUID(),
       });

@@ -7,7 +7,8 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { launchBrowser, noBrowser } from './lib/browser.mjs';
-import { startServer, mtnConnector, waitFor } from './lib/server.mjs';
+import { startServer, waitFor } from './lib/server.mjs';
+import { connectorSetup, liveToken, gateway } from './lib/operator.mjs';
 import { assertPageStandards, phoneViewport, desktopViewport } from './lib/pagecheck.mjs';
 import { startDouble } from './doubles/spawn.mjs';
 
@@ -17,7 +18,7 @@ describe('an MTN collection on the live merchant\'s dashboard', { skip: noBrowse
   let double, server, browser;
   before(async () => {
     double = await startDouble('mtn_momo', { 'status-rps': 1000 });
-    const setup = mtnConnector(double.url, ['--set', 'connectors.mtn_momo.status_queries_per_second=100']);
+    const setup = connectorSetup('mtn_momo', double);
     server = await startServer({ backend: 'sqlite', args: ['--set', 'log.access=false', ...setup.args], env: setup.env });
     browser = await launchBrowser();
   });
@@ -29,16 +30,8 @@ describe('an MTN collection on the live merchant\'s dashboard', { skip: noBrowse
 
   test('its timeline shows the operator calls and the callback, no secret', { timeout: 60000 }, async () => {
     const live = server.demo.live_merchants[0];
-    const tokenAnswer = await fetch(`${server.authUrl}/oauth/v2/token`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ grant_type: 'client_credentials', client_id: live.client_id,
-        client_secret: live.client_secret, scope: 'payments' }),
-    });
-    const token = (await tokenAnswer.json()).access_token;
-    const post = async (path, body) => (await fetch(server.baseUrl + path, {
-      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    })).json();
+    const gw = gateway(server, await liveToken(server, 'mtn_momo', 'payments'));
+    const post = async (path, body) => (await gw(path, body)).body;
     const intent = await post('/collection/intent', { amount: 2500, currency: 'XAF', provider: 'MTN_MOMO_CMR',
       customer_wallet: '237670012100', transaction_uuid: randomUUID(), description: 'Commande 42' });
     const reference = intent.data.transaction_reference;

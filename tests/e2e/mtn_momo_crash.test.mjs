@@ -8,37 +8,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startServer, backends, checkLedger, sqlRows, waitFor, sleep } from './lib/server.mjs';
 import { startDouble } from './doubles/spawn.mjs';
+import { CRASH_RECOVERY, connectorSetup, liveToken, gateway } from './lib/operator.mjs';
 
-const ARGS = ['--set', 'log.access=false', '--set', 'payments.recovery_delays_ms=500,1000,2000',
-  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.recovery_lease_ms=2000',
-  '--set', 'connectors.mtn_momo.kind=mtn_momo', '--set', 'connectors.mtn_momo.target_environment=mtncameroon',
-  '--set', 'connectors.mtn_momo.collection.subscription_key=collection-subscription-key',
-  '--set', 'connectors.mtn_momo.collection.api_user=a5b2c3d4-0000-4000-8000-00000000c011',
-  '--set', 'connectors.mtn_momo.collection.api_key=collection-api-key',
-  '--set', 'connectors.mtn_momo.disbursement.subscription_key=disbursement-subscription-key',
-  '--set', 'connectors.mtn_momo.disbursement.api_user=a5b2c3d4-0000-4000-8000-00000000d150',
-  '--set', 'connectors.mtn_momo.disbursement.api_key=disbursement-api-key'];
 const PAYMENTS = 24;
-
-async function token(server) {
-  const m = server.demo.live_merchants[0];
-  const r = await fetch(`${server.authUrl}/oauth/v2/token`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: m.client_id, client_secret: m.client_secret,
-      scope: 'payments' }),
-  });
-  return (await r.json()).access_token;
-}
-
-function client(server, bearer) {
-  return async (path, body) => {
-    const r = await fetch(server.baseUrl + path, {
-      method: 'POST', headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    return { status: r.status, body: await r.json() };
-  };
-}
 
 for (const backend of backends()) {
   describe(`MTN MoMo: kill -9 with payments pending at the operator (${backend})`, () => {
@@ -47,9 +19,11 @@ for (const backend of backends()) {
       // in flight at the kill), and its callbacks go nowhere while sika is down.
       const double = await startDouble('mtn_momo', { 'status-rps': 1000 });
       await double.behave({ settle_ms: 2500, latency_ms: 150 });
-      let server = await startServer({ backend, args: [...ARGS, '--set', `connectors.mtn_momo.base_url=${double.url}`] });
+      const setup = connectorSetup('mtn_momo', double);
+      const start = (reuse) => startServer({ backend, reuse, env: setup.env, args: [...CRASH_RECOVERY, ...setup.args] });
+      let server = await start();
       try {
-        const post = client(server, await token(server));
+        const post = gateway(server, await liveToken(server, 'mtn_momo'));
         const tails = ['100', '455', '200', '451'];
         const created = [];
         for (let i = 0; i < PAYMENTS; i++) {
@@ -68,7 +42,7 @@ for (const backend of backends()) {
         await server.crash();
         await Promise.all(executing);
         await double.behave({ latency_ms: 0 });
-        server = await startServer({ reuse: server, args: [...ARGS, '--set', `connectors.mtn_momo.base_url=${double.url}`] });
+        server = await start(server);
 
         // Every executed collection reaches the double's own final state.
         const rows = () => sqlRows(server, "SELECT reference, status, provider_reference FROM pay_transactions " +

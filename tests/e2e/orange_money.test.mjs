@@ -13,52 +13,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startTwoNodes, backends, checkLedger, sqlRows, waitFor } from './lib/server.mjs';
 import { startDouble } from './doubles/spawn.mjs';
-
-const ARGS = ['--set', 'log.access=false', '--set', 'payments.recovery_delays_ms=400,800,1500',
-  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.recovery_lease_ms=3000',
-  '--set', 'payments.health_window_seconds=3', '--set', 'payments.health_recover_seconds=1'];
-
-export function orangeSetup(double) {
-  return {
-    args: ['--set', 'connectors.orange_money.kind=orange_money', '--set', `connectors.orange_money.base_url=${double.url}`,
-      '--set', 'connectors.orange_money.country=ci', '--set', 'connectors.orange_money.flow=webpay',
-      '--set', 'connectors.orange_money.timeout_ms=1000',
-      '--set', 'connectors.orange_money_cm.kind=orange_money', '--set', `connectors.orange_money_cm.base_url=${double.url}`,
-      '--set', 'connectors.orange_money_cm.country=cm', '--set', 'connectors.orange_money_cm.flow=push',
-      '--set', 'connectors.orange_money_cm.channel_msisdn=699000001', '--set', 'connectors.orange_money_cm.timeout_ms=1000'],
-    env: {
-      SIKA_CONNECTORS_ORANGE_MONEY_CLIENT_ID: 'orange-client-id',
-      SIKA_CONNECTORS_ORANGE_MONEY_CLIENT_SECRET: 'orange-client-secret',
-      SIKA_CONNECTORS_ORANGE_MONEY_MERCHANT_KEY: 'orange-merchant-key',
-      SIKA_CONNECTORS_ORANGE_MONEY_CM_CLIENT_ID: 'orange-client-id',
-      SIKA_CONNECTORS_ORANGE_MONEY_CM_CLIENT_SECRET: 'orange-client-secret',
-      SIKA_CONNECTORS_ORANGE_MONEY_CM_PIN: '2580',
-      SIKA_CONNECTORS_ORANGE_MONEY_CM_X_AUTH_TOKEN: 'orange-x-auth-token',
-    },
-  };
-}
-
-export async function liveToken(server, connector) {
-  const m = server.demo.live_merchants.find((x) => x.connector === connector);
-  assert.ok(m, `a live merchant of ${connector}`);
-  const r = await fetch(`${server.authUrl}/oauth/v2/token`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: m.client_id, client_secret: m.client_secret,
-      scope: 'payments services countries providers' }),
-  });
-  const body = await r.json();
-  assert.equal(r.status, 200, JSON.stringify(body));
-  return body.access_token;
-}
-
-export function gateway(server, token, port = server.port) {
-  const base = server.baseUrl.replace(`:${server.port}/`, `:${port}/`);
-  return async (path, body) => {
-    const r = await fetch(base + path, { method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    return { status: r.status, body: await r.json() };
-  };
-}
+import { FAST_RECOVERY, connectorSetup, liveToken, gateway } from './lib/operator.mjs';
 
 const rnd = () => String(Math.floor(Math.random() * 1e4)).padStart(4, '0');
 export const cmNumber = (tail) => `23769${rnd()}${tail}`;      // Orange Cameroon (69…)
@@ -106,8 +61,8 @@ for (const backend of backends()) {
     let double, nodes, server, webPosts, pushPosts;
     before(async () => {
       double = await startDouble('orange_money', { 'status-rps': 1000 });
-      const setup = orangeSetup(double);
-      nodes = await startTwoNodes({ backend, args: [...ARGS, ...setup.args], env: setup.env });
+      const setup = connectorSetup('orange_money', double);
+      nodes = await startTwoNodes({ backend, args: [...FAST_RECOVERY, ...setup.args], env: setup.env });
       server = nodes.first;
       const web = await liveToken(server, 'orange_money');
       const push = await liveToken(server, 'orange_money_cm');

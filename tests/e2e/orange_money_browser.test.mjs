@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startServer } from './lib/server.mjs';
 import { startDouble } from './doubles/spawn.mjs';
+import { connectorSetup, liveToken } from './lib/operator.mjs';
 import { launchBrowser, noBrowser } from './lib/browser.mjs';
 import { assertPageStandards, phoneViewport, desktopViewport } from './lib/pagecheck.mjs';
 
@@ -17,21 +18,9 @@ describe('Orange Money confirmation pages', { skip: noBrowser }, () => {
   let double, server, browser, tokens = {};
   before(async () => {
     double = await startDouble('orange_money');
-    const o = (name, key, value) => ['--set', `connectors.${name}.${key}=${value}`];
-    server = await startServer({ backend: 'sqlite', args: ['--set', 'log.access=false',
-      ...o('orange_money', 'kind', 'orange_money'), ...o('orange_money', 'base_url', double.url), ...o('orange_money', 'country', 'ci'),
-      ...o('orange_money', 'client_id', 'orange-client-id'), ...o('orange_money', 'client_secret', 'orange-client-secret'),
-      ...o('orange_money', 'merchant_key', 'orange-merchant-key'),
-      ...o('orange_money_cm', 'kind', 'orange_money'), ...o('orange_money_cm', 'base_url', double.url), ...o('orange_money_cm', 'country', 'cm'),
-      ...o('orange_money_cm', 'flow', 'push'), ...o('orange_money_cm', 'channel_msisdn', '699000001'),
-      ...o('orange_money_cm', 'client_id', 'orange-client-id'), ...o('orange_money_cm', 'client_secret', 'orange-client-secret'),
-      ...o('orange_money_cm', 'pin', '2580'), ...o('orange_money_cm', 'x_auth_token', 'orange-x-auth-token')] });
-    for (const c of ['orange_money', 'orange_money_cm']) {
-      const m = server.demo.live_merchants.find((x) => x.connector === c);
-      const r = await fetch(`${server.authUrl}/oauth/v2/token`, { method: 'POST', headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ grant_type: 'client_credentials', client_id: m.client_id, client_secret: m.client_secret, scope: 'payments' }) });
-      tokens[c] = (await r.json()).access_token;
-    }
+    const setup = connectorSetup('orange_money', double);
+    server = await startServer({ backend: 'sqlite', args: ['--set', 'log.access=false', ...setup.args], env: setup.env });
+    for (const c of ['orange_money', 'orange_money_cm']) tokens[c] = await liveToken(server, c, 'payments');
     browser = await launchBrowser();
   });
   after(async () => {

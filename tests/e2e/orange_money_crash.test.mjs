@@ -8,37 +8,19 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startServer, backends, checkLedger, sqlRows, waitFor, sleep } from './lib/server.mjs';
 import { startDouble } from './doubles/spawn.mjs';
+import { CRASH_RECOVERY, connectorSetup, liveToken, gateway } from './lib/operator.mjs';
 
 const PAYMENTS = 24;
-const args = (double) => ['--set', 'log.access=false', '--set', 'payments.recovery_delays_ms=500,1000,2000',
-  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.recovery_lease_ms=2000',
-  '--set', 'connectors.orange_money_cm.kind=orange_money', '--set', `connectors.orange_money_cm.base_url=${double.url}`,
-  '--set', 'connectors.orange_money_cm.country=cm', '--set', 'connectors.orange_money_cm.flow=push',
-  '--set', 'connectors.orange_money_cm.channel_msisdn=699000001', '--set', 'connectors.orange_money_cm.timeout_ms=1000',
-  '--set', 'connectors.orange_money_cm.client_id=orange-client-id',
-  '--set', 'connectors.orange_money_cm.client_secret=orange-client-secret',
-  '--set', 'connectors.orange_money_cm.pin=2580', '--set', 'connectors.orange_money_cm.x_auth_token=orange-x-auth-token'];
-
-async function token(server) {
-  const m = server.demo.live_merchants.find((x) => x.connector === 'orange_money_cm');
-  const r = await fetch(`${server.authUrl}/oauth/v2/token`, { method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: m.client_id, client_secret: m.client_secret, scope: 'payments' }) });
-  return (await r.json()).access_token;
-}
-
 for (const backend of backends()) {
   describe(`Orange Money: kill -9 with push payments pending (${backend})`, () => {
     test('after the restart every payment reaches the operator\'s final state, none prompted twice', async () => {
       const double = await startDouble('orange_money', { 'status-rps': 1000 });
       await double.behave({ settle_ms: 2500, latency_ms: 150 });
-      let server = await startServer({ backend, args: args(double) });
+      const setup = connectorSetup('orange_money', double);
+      const start = (reuse) => startServer({ backend, reuse, env: setup.env, args: [...CRASH_RECOVERY, ...setup.args] });
+      let server = await start();
       try {
-        const bearer = await token(server);
-        const post = async (path, body) => {
-          const r = await fetch(server.baseUrl + path, { method: 'POST',
-            headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-          return { status: r.status, body: await r.json() };
-        };
+        const post = gateway(server, await liveToken(server, 'orange_money_cm'));
         const tails = ['100', '455', '200', '451'];
         const created = [];
         for (let i = 0; i < PAYMENTS; i++) {
@@ -54,7 +36,7 @@ for (const backend of backends()) {
         await Promise.all(executing);
         // A payToken taken but never used (the kill fell between mp/init and mp/pay) expires at Orange.
         await double.behave({ latency_ms: 0, init_ttl_ms: 3000 });
-        server = await startServer({ reuse: server, args: args(double) });
+        server = await start(server);
 
         const rows = () => sqlRows(server, "SELECT reference, status, operator_state, failure_reason FROM pay_transactions " +
           "WHERE description = 'orange crash'");

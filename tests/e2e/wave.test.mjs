@@ -10,39 +10,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startTwoNodes, backends, checkLedger, sqlRows, waitFor } from './lib/server.mjs';
 import { startDouble } from './doubles/spawn.mjs';
-
-const ARGS = ['--set', 'log.access=false', '--set', 'payments.recovery_delays_ms=400,800,1500',
-  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.recovery_lease_ms=3000',
-  // Operator health judged on a short window, so that Wave is OPERATIONAL soon after it is back.
-  '--set', 'payments.health_window_seconds=3', '--set', 'payments.health_recover_seconds=1'];
-
-function connectorSetup(double) {
-  return {
-    args: ['--set', 'connectors.wave.kind=wave', '--set', `connectors.wave.base_url=${double.url}`],
-    env: { SIKA_CONNECTORS_WAVE_API_KEY: 'wave_ci_prod_test-key', SIKA_CONNECTORS_WAVE_WEBHOOK_SECRET: 'wave_ci_WHS_test-secret' },
-  };
-}
-
-async function liveToken(server) {
-  const m = server.demo.live_merchants.find((l) => l.connector === 'wave');
-  const r = await fetch(`${server.authUrl}/oauth/v2/token`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: m.client_id, client_secret: m.client_secret,
-      scope: 'payments services countries providers' }),
-  });
-  const body = await r.json();
-  assert.equal(r.status, 200, JSON.stringify(body));
-  return body.access_token;
-}
-
-function gateway(server, token, port = server.port) {
-  const base = server.baseUrl.replace(`:${server.port}/`, `:${port}/`);
-  return async (path, body) => {
-    const r = await fetch(base + path, { method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    return { status: r.status, body: await r.json() };
-  };
-}
+import { FAST_RECOVERY, connectorSetup, liveToken, gateway, availability } from './lib/operator.mjs';
 
 // A Côte d'Ivoire number (07 …) whose last three digits tell the double what the customer does.
 const number = (tail) => `22507${String(Math.floor(Math.random() * 1e5)).padStart(5, '0')}${tail}`;
@@ -82,11 +50,11 @@ for (const backend of backends()) {
     let double, nodes, server, posts, token;
     before(async () => {
       double = await startDouble('wave');
-      const setup = connectorSetup(double);
-      nodes = await startTwoNodes({ backend, args: [...ARGS, ...setup.args], env: setup.env });
+      const setup = connectorSetup('wave', double);
+      nodes = await startTwoNodes({ backend, args: [...FAST_RECOVERY, ...setup.args], env: setup.env });
       server = nodes.first;
       await double.behave({ webhook_url: `${server.baseUrl}/operator/callback/wave`.replace(/([^:])\/\//g, '$1/') });
-      token = await liveToken(server);
+      token = await liveToken(server, 'wave');
       posts = nodes.ports.map((port) => gateway(server, token, port));
     });
     after(async () => {
@@ -187,10 +155,7 @@ for (const backend of backends()) {
       await until(posts[0], reference, 'COMPLETED', 30000);
       assert.equal((await sessionsOf(double, server, reference)).length, 1);
       // Its failures made it CLOSED (payouts queued, collections refused); back, it is OPERATIONAL.
-      assert.ok(await waitFor(async () => {
-        const r = await fetch(`${server.baseUrl}/provider/list`, { headers: { authorization: `Bearer ${token}` } });
-        return (await r.json()).data.find((p) => p.code === 'WAVE')?.availability === 'OPERATIONAL';
-      }, 20000));
+      assert.ok(await waitFor(async () => (await availability(server, token)).WAVE === 'OPERATIONAL', 20000));
       checkLedger(server);
     });
 

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { startServer, sqlRows } from './lib/server.mjs';
 import { startDouble } from './doubles/spawn.mjs';
+import { connectorSetup, liveToken, gateway } from './lib/operator.mjs';
 import { launchBrowser, noBrowser } from './lib/browser.mjs';
 import { assertPageStandards } from './lib/pagecheck.mjs';
 
@@ -14,16 +15,12 @@ const shots = process.env.SIKA_SHOTS_DIR || '/tmp/shots/feat-wave';
 
 test('a PENDING Wave collection shows the link to Wave and, on a computer, its QR code', { skip: noBrowser }, async () => {
   const double = await startDouble('wave');
-  const server = await startServer({ backend: 'sqlite', args: ['--set', 'log.access=false', '--set', 'connectors.wave.kind=wave',
-    '--set', `connectors.wave.base_url=${double.url}`],
-  env: { SIKA_CONNECTORS_WAVE_API_KEY: 'wave_ci_prod_test-key', SIKA_CONNECTORS_WAVE_WEBHOOK_SECRET: 'wave_ci_WHS_test-secret' } });
+  const setup = connectorSetup('wave', double);
+  const server = await startServer({ backend: 'sqlite', args: ['--set', 'log.access=false', ...setup.args], env: setup.env });
   const browser = await launchBrowser();
   try {
-    const m = server.demo.live_merchants.find((l) => l.connector === 'wave');
-    const tok = await (await fetch(`${server.authUrl}/oauth/v2/token`, { method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ grant_type: 'client_credentials', client_id: m.client_id, client_secret: m.client_secret, scope: 'payments' }) })).json();
-    const post = async (path, body) => (await fetch(server.baseUrl + path, { method: 'POST',
-      headers: { authorization: `Bearer ${tok.access_token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })).json();
+    const gw = gateway(server, await liveToken(server, 'wave', 'payments'));
+    const post = async (path, body) => (await gw(path, body)).body;
     const intent = await post('/collection/intent', { amount: 1500, currency: 'XOF', provider: 'WAVE_CIV',
       customer_wallet: '2250701234454', transaction_uuid: randomUUID(), description: 'Commande 42' });
     const reference = intent.data.transaction_reference;

@@ -9,44 +9,21 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startServer, backends, checkLedger, sqlRows, waitFor, sleep } from './lib/server.mjs';
 import { startDouble } from './doubles/spawn.mjs';
+import { CRASH_RECOVERY, connectorSetup, liveToken, gateway } from './lib/operator.mjs';
 
-const ARGS = ['--set', 'log.access=false', '--set', 'payments.recovery_delays_ms=500,1000,2000',
-  '--set', 'payments.recovery_interval_ms=100', '--set', 'payments.recovery_lease_ms=2000',
-  '--set', 'connectors.wave.kind=wave'];
-const ENV = { SIKA_CONNECTORS_WAVE_API_KEY: 'wave_ci_prod_test-key', SIKA_CONNECTORS_WAVE_WEBHOOK_SECRET: 'wave_ci_WHS_test-secret' };
 const PAYMENTS = 24;
-
-async function token(server) {
-  const m = server.demo.live_merchants.find((l) => l.connector === 'wave');
-  const r = await fetch(`${server.authUrl}/oauth/v2/token`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: m.client_id, client_secret: m.client_secret,
-      scope: 'payments' }),
-  });
-  return (await r.json()).access_token;
-}
-
-function client(server, bearer) {
-  return async (path, body) => {
-    const r = await fetch(server.baseUrl + path, {
-      method: 'POST', headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    return { status: r.status, body: await r.json() };
-  };
-}
 
 for (const backend of backends()) {
   describe(`Wave: kill -9 with sessions open at the operator (${backend})`, () => {
     test('after the restart every collection reaches the operator\'s outcome once', async () => {
       const double = await startDouble('wave');
       await double.behave({ settle_ms: 2500, latency_ms: 150 });
-      const start = (reuse) => startServer({ backend, reuse, env: ENV,
-        args: [...ARGS, '--set', `connectors.wave.base_url=${double.url}`] });
+      const setup = connectorSetup('wave', double);
+      const start = (reuse) => startServer({ backend, reuse, env: setup.env, args: [...CRASH_RECOVERY, ...setup.args] });
       let server = await start();
       try {
         await double.behave({ webhook_url: `${server.baseUrl}/operator/callback/wave` });
-        const post = client(server, await token(server));
+        const post = gateway(server, await liveToken(server, 'wave'));
         const tails = ['100', '452', '200', '101'];
         const created = [];
         for (let i = 0; i < PAYMENTS; i++) {
