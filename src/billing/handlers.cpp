@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 
 #include "billing/service.hpp"
+#include "core/reason.hpp"
 #include "web/envelope.hpp"
 
 namespace sika::billing {
@@ -102,20 +103,21 @@ Result<web::Response> Service::advance_clock(web::Request& req) {
   std::optional<std::string> payer = json::get_string(body, "payer_phone_number", errors);
   if (payer &&
       (payer->size() < 8 || payer->size() > 15 || payer->find_first_not_of("0123456789") != std::string::npos)) {
-    errors.add("payer_phone_number", "must be the international digits of a number, e.g. 237690000001");
+    errors.add("payer_phone_number", Problem(Reason::international_digits, {{"example", "237690000001"}}));
     payer.reset();
   }
   auto days = json::get_int(body, "days", errors);
   auto seconds = json::get_int(body, "seconds", errors);
   std::int64_t delta = 0;
   if (days.has_value() == seconds.has_value()) {
-    if (errors.empty()) errors.add("days", "give either days or seconds (how far to move the clock forward)");
+    if (errors.empty()) errors.add("days", Reason::days_or_seconds);
   } else {
     const std::int64_t max_days = options_.max_clock_advance_ms / kDayMs;
     if (days && (*days < 1 || *days > max_days))
-      errors.add("days", "must be an integer from 1 to " + std::to_string(max_days));
+      errors.add("days", Problem(Reason::integer_one_to, {{"max", std::to_string(max_days)}}));
     else if (seconds && (*seconds < 1 || *seconds > options_.max_clock_advance_ms / 1000))
-      errors.add("seconds", "must be an integer from 1 to " + std::to_string(options_.max_clock_advance_ms / 1000));
+      errors.add("seconds",
+                 Problem(Reason::integer_one_to, {{"max", std::to_string(options_.max_clock_advance_ms / 1000)}}));
     else
       delta = days ? *days * kDayMs : *seconds * 1000;
   }

@@ -72,10 +72,10 @@ Result<std::pair<Mandate, std::string>> Service::request_mandate(const web::Prin
   std::optional<std::string> wallet = request.wallet   ? request.wallet
                                       : s.payer_wallet ? s.payer_wallet
                                                        : s.customer_phone;
-  if (!wallet) errors.add("wallet_phone_number", "is required: the subscription has no phone number on file");
+  if (!wallet) errors.add("wallet_phone_number", Reason::no_phone_on_file);
   const std::int64_t cap = request.cap.value_or(s.amount);
   if (cap < s.amount)
-    errors.add("cap", "must be at least the subscription's amount, " + money::format(s.amount, s.currency));
+    errors.add("cap", Problem(Reason::cap_at_least_amount, {{"amount", money::format(s.amount, s.currency)}}));
   SIKA_TRY(errors.status());
 
   const std::int64_t at = now();
@@ -200,7 +200,7 @@ Result<web::Response> Service::mandate(web::Request& req) {
   r.wallet = json::get_string(body, "wallet_phone_number", errors);
   if (r.wallet && (r.wallet->size() < 8 || r.wallet->size() > 15 ||
                    r.wallet->find_first_not_of("0123456789") != std::string::npos)) {
-    errors.add("wallet_phone_number", "must be the international digits of a number, e.g. 237690000042");
+    errors.add("wallet_phone_number", Problem(Reason::international_digits, {{"example", "237690000042"}}));
     r.wallet.reset();
   }
   r.cap = json::get_int(body, "cap", errors);

@@ -7,6 +7,7 @@
 
 #include "core/json.hpp"
 #include "core/money.hpp"
+#include "core/reason.hpp"
 
 namespace sika::catalog::fx {
 
@@ -179,15 +180,13 @@ Result<std::vector<Rate>> history(store::Conn& c, std::string_view base, std::st
 Result<Rate> set_rate(store::Db& db, const NewRate& request, std::int64_t now) {
   json::FieldErrors errors;
   for (auto [key, code] : {std::pair{"base", &request.base}, std::pair{"quote", &request.quote}})
-    if (!money::is_currency_code(*code)) errors.add(key, "must be a 3-letter ISO 4217 code in upper case");
-  if (errors.empty() && request.base == request.quote) errors.add("quote", "must differ from base");
+    if (!money::is_currency_code(*code)) errors.add(key, Reason::currency_iso_upper);
+  if (errors.empty() && request.base == request.quote)
+    errors.add("quote", Problem(Reason::differ_from, {{"other", "base"}}));
   auto ratio = parse_ratio(request.rate);
-  if (!ratio)
-    errors.add("rate",
-               "must be a positive decimal (at most 9 decimals, e.g. 655.957) or a fraction such as "
-               "1000/655957, terms at most 10^15");
-  if (request.set_by.empty() || request.set_by.size() > 100) errors.add("set_by", "must name who sets the rate");
-  if (request.valid_from && *request.valid_from < 0) errors.add("valid_from", "must be a time");
+  if (!ratio) errors.add("rate", Reason::fx_rate_shape);
+  if (request.set_by.empty() || request.set_by.size() > 100) errors.add("set_by", Reason::rate_setter);
+  if (request.valid_from && *request.valid_from < 0) errors.add("valid_from", Reason::a_time);
   SIKA_TRY(errors.status());
   Rate r{0, request.base, request.quote, *ratio, request.valid_from.value_or(now), request.set_by, now};
   SIKA_TRY(db.write([&](store::Conn& c) -> Status {

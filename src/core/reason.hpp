@@ -17,10 +17,15 @@ namespace sika {
 // To add a reason: name it here, give it its fr and en texts in core/i18n.cpp.
 #define SIKA_REASONS(X)           \
   X(a_code)                       \
+  X(a_time)                       \
   X(absolute_http_url)            \
+  X(allowed_values)               \
   X(alpha2_code)                  \
   X(alpha2_used)                  \
+  X(alpha3_at_least_one)          \
   X(alpha3_code)                  \
+  X(alpha3_upper)                 \
+  X(alpha3_upper_example)         \
   X(amount_or_rate)               \
   X(amount_with_rates)            \
   X(api_key_inactive)             \
@@ -30,6 +35,7 @@ namespace sika {
   X(area_not_collected)           \
   X(area_unknown)                 \
   X(at_least_amount)              \
+  X(at_least_chars)               \
   X(at_least_for_service)         \
   X(at_least_min_amount)          \
   X(at_most)                      \
@@ -42,37 +48,45 @@ namespace sika {
   X(between)                      \
   X(body_empty)                   \
   X(body_not_object)              \
+  X(cap_at_least_amount)          \
   X(catalog_not_object)           \
   X(channel)                      \
   X(channel_own_wallet)           \
   X(choose_method)                \
   X(choose_service)               \
+  X(client_id_shape)              \
   X(code_or_null)                 \
   X(connector_name)               \
   X(control_characters)           \
   X(country_currency)             \
   X(country_fixed)                \
   X(country_needed)               \
+  X(country_not_enabled)          \
   X(country_not_granted)          \
   X(currency_code)                \
   X(currency_in_use)              \
   X(currency_iso)                 \
   X(currency_iso_shape)           \
+  X(currency_iso_upper)           \
   X(currency_letters)             \
   X(currency_not_allowed)         \
   X(currency_not_collected)       \
   X(currency_upper)               \
   X(date_time)                    \
   X(date_time_example)            \
+  X(days_or_seconds)              \
   X(decimal_number)               \
   X(decimals_in)                  \
   X(delivery_status)              \
   X(dialling_code)                \
   X(dialling_code_plus)           \
+  X(differ_from)                  \
   X(digits_after)                 \
   X(digits_at_most_15)            \
+  X(digits_leading_plus)          \
   X(duplicate_key)                \
   X(e164_length)                  \
+  X(either_of)                    \
   X(email)                        \
   X(endpoint_field)               \
   X(entry_exists)                 \
@@ -87,6 +101,8 @@ namespace sika {
   X(fixed_amount)                 \
   X(foreign_domain)               \
   X(frequency)                    \
+  X(fx_rate_shape)                \
+  X(given_twice)                  \
   X(greater_than_zero)            \
   X(has_host)                     \
   X(hmac_hex)                     \
@@ -98,7 +114,9 @@ namespace sika {
   X(inactive_merchant)            \
   X(inactive_service)             \
   X(incorrect)                    \
+  X(integer_between)              \
   X(integer_one_to)               \
+  X(international_digits)         \
   X(international_number)         \
   X(invalid)                      \
   X(invalid_host_name)            \
@@ -106,8 +124,10 @@ namespace sika {
   X(items_between)                \
   X(json_in_form)                 \
   X(key_nul_character)            \
+  X(line_gets_nothing)            \
   X(line_up)                      \
   X(link_currency)                \
+  X(link_in_currency)             \
   X(link_update_empty)            \
   X(longer_than)                  \
   X(malformed_json)               \
@@ -125,6 +145,7 @@ namespace sika {
   X(no_method_fx)                 \
   X(no_method_fx_in)              \
   X(no_method_in)                 \
+  X(no_phone_on_file)             \
   X(no_platform_wallet)           \
   X(no_session)                   \
   X(not_a_method)                 \
@@ -182,11 +203,21 @@ namespace sika {
   X(platform_wallet_service)      \
   X(positive_minor_units)         \
   X(provider_code)                \
+  X(public_client_grant)          \
+  X(public_client_secret)         \
+  X(rate_setter)                  \
   X(rates_beyond_100)             \
   X(rates_sum)                    \
+  X(redirect_absolute)            \
+  X(redirect_fragment)            \
+  X(redirect_host)                \
+  X(redirect_https)               \
+  X(redirect_https_loopback)      \
+  X(redirect_port)                \
   X(regular_expression)           \
   X(repeated)                     \
   X(required)                     \
+  X(required_for)                 \
   X(required_international_phone) \
   X(required_link_key)            \
   X(required_link_reference)      \
@@ -196,6 +227,7 @@ namespace sika {
   X(rule_code)                    \
   X(rule_country_service)         \
   X(same_country_currency)        \
+  X(scope_needed)                 \
   X(service_code_shape)           \
   X(service_currency)             \
   X(service_inactive)             \
@@ -226,7 +258,9 @@ namespace sika {
   X(unknown_field)                \
   X(unknown_field_short)          \
   X(unknown_line_field)           \
+  X(unknown_merchant)             \
   X(unknown_provider)             \
+  X(unknown_scope)                \
   X(unknown_section)              \
   X(unknown_service)              \
   X(unknown_service_key)          \
@@ -235,6 +269,7 @@ namespace sika {
   X(uuid_plain)                   \
   X(wallet_channel_sandbox)       \
   X(wallet_currency)              \
+  X(wallet_of_line)               \
   X(wallet_service_inactive)      \
   X(wallet_service_none)          \
   X(webhook_secret)               \

@@ -8,6 +8,7 @@
 
 #include "core/json.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "web/message.hpp"
 
 namespace sika::identity {
@@ -20,6 +21,10 @@ bool is_known_scope(std::string_view scope) {
   for (auto s : kOidcScopes)
     if (s == scope) return true;
   return false;
+}
+
+Problem unknown_scope(std::string_view scope) {
+  return Problem(Reason::unknown_scope, {{"scope", std::string(scope)}});
 }
 
 std::vector<std::string> split_list(std::string_view text) {
@@ -69,21 +74,29 @@ bool is_loopback_host(std::string_view host) {
 }
 
 // Returns "" when acceptable, else the problem.
-std::string check_redirect_uri(std::string_view uri, bool confidential, std::string_view environment) {
+std::optional<Problem> check_redirect_uri(std::string_view uri, bool confidential, std::string_view environment) {
+  auto problem = [uri](Reason r) { return Problem(r, {{"uri", std::string(uri)}}); };
   auto u = boost::urls::parse_absolute_uri(uri);
-  if (!u) return "must be an absolute URI";
-  if (u->has_fragment()) return "must not contain a fragment";
-  if (u->has_port() && !web::valid_port(u->port())) return "has an invalid port";
+  if (!u) return problem(Reason::redirect_absolute);
+  if (u->has_fragment()) return problem(Reason::redirect_fragment);
+  if (u->has_port() && !web::valid_port(u->port())) return problem(Reason::redirect_port);
   std::string scheme(u->scheme());
-  if (scheme == "https") return u->encoded_host().empty() ? "must have a host" : "";
+  if (scheme == "https")
+    return u->encoded_host().empty() ? std::optional(problem(Reason::redirect_host)) : std::nullopt;
   if (scheme == "http") {
-    if (u->encoded_host().empty()) return "must have a host";
-    if (is_loopback_host(u->encoded_host()) || environment == "sandbox") return "";
-    return "must use https (http is allowed for loopback hosts and sandbox clients)";
+    if (u->encoded_host().empty()) return problem(Reason::redirect_host);
+    if (is_loopback_host(u->encoded_host()) || environment == "sandbox") return std::nullopt;
+    return problem(Reason::redirect_https_loopback);
   }
   // Private-use URI schemes of native apps (RFC 8252 §7.1): reverse domain names.
-  if (!confidential && scheme.find('.') != std::string::npos) return "";
-  return "must use https";
+  if (!confidential && scheme.find('.') != std::string::npos) return std::nullopt;
+  return problem(Reason::redirect_https);
+}
+
+Problem chars_at_most(std::size_t max) { return Problem(Reason::at_most_chars, {{"max", std::to_string(max)}}); }
+Problem tier_range(Reason r) { return Problem(r, {{"min", "0"}, {"max", "100"}}); }
+Problem either(std::string_view first, std::string_view second) {
+  return Problem(Reason::either_of, {{"first", std::string(first)}, {"second", std::string(second)}});
 }
 
 bool valid_alpha3(std::string_view c) {
@@ -98,10 +111,10 @@ json::FieldErrors check_client_spec(ClientSpec& s) {
   if (s.client_id.size() > 100 || !std::all_of(s.client_id.begin(), s.client_id.end(), [](char ch) {
         return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
       }))
-    errors.add("client_id", "must be 1-100 letters, digits, '-', '_' or '.'");
+    errors.add("client_id", Reason::client_id_shape);
   if (s.name.empty()) s.name = s.client_id;
-  if (s.name.size() > 200) errors.add("name", "must be at most 200 characters");
-  if (s.environment != "sandbox" && s.environment != "prod") errors.add("environment", "must be sandbox or prod");
+  if (s.name.size() > 200) errors.add("name", chars_at_most(200));
+  if (s.environment != "sandbox" && s.environment != "prod") errors.add("environment", either("sandbox", "prod"));
   if (s.grant_types.empty()) {
     if (s.confidential)
       s.grant_types = {"client_credentials"};
@@ -114,25 +127,24 @@ json::FieldErrors check_client_spec(ClientSpec& s) {
   }
   for (const auto& g : s.grant_types) {
     if (g != "client_credentials" && g != "authorization_code" && g != "refresh_token")
-      errors.add("grant_types", "allowed values: client_credentials authorization_code refresh_token");
-    if (g == "client_credentials" && !s.confidential)
-      errors.add("grant_types", "a public client cannot use client_credentials");
+      errors.add("grant_types",
+                 Problem(Reason::allowed_values, {{"allowed", "client_credentials authorization_code refresh_token"}}));
+    if (g == "client_credentials" && !s.confidential) errors.add("grant_types", Reason::public_client_grant);
   }
   if (s.scopes.empty()) s.scopes.assign(std::begin(kApiScopes), std::end(kApiScopes));
   for (const auto& sc : s.scopes)
-    if (!is_known_scope(sc)) errors.add("scopes", "unknown scope " + sc);
+    if (!is_known_scope(sc)) errors.add("scopes", unknown_scope(sc));
   bool code_flow = contains(s.grant_types, "authorization_code");
-  if (code_flow && s.redirect_uris.empty()) errors.add("redirect_uris", "required for authorization_code");
-  for (const auto& u : s.redirect_uris) {
-    std::string problem = check_redirect_uri(u, s.confidential, s.environment);
-    if (!problem.empty()) errors.add("redirect_uris", u + " " + problem);
-  }
+  if (code_flow && s.redirect_uris.empty())
+    errors.add("redirect_uris", Problem(Reason::required_for, {{"what", "authorization_code"}}));
+  for (const auto& u : s.redirect_uris)
+    if (auto problem = check_redirect_uri(u, s.confidential, s.environment)) errors.add("redirect_uris", *problem);
   for (const auto& ct : s.countries)
-    if (!valid_alpha3(ct)) errors.add("countries", "must be ISO alpha-3 codes in upper case");
-  if (s.user_tier < 0 || s.user_tier > 100) errors.add("user_tier", "must be between 0 and 100");
-  if (s.id_token_alg != "RS256" && s.id_token_alg != "ES256") errors.add("id_token_alg", "must be RS256 or ES256");
-  if (s.secret && !s.confidential) errors.add("secret", "a public client has no secret");
-  if (s.secret && s.secret->size() < 43) errors.add("secret", "must be at least 43 characters");
+    if (!valid_alpha3(ct)) errors.add("countries", Reason::alpha3_upper);
+  if (s.user_tier < 0 || s.user_tier > 100) errors.add("user_tier", tier_range(Reason::between));
+  if (s.id_token_alg != "RS256" && s.id_token_alg != "ES256") errors.add("id_token_alg", either("RS256", "ES256"));
+  if (s.secret && !s.confidential) errors.add("secret", Reason::public_client_secret);
+  if (s.secret && s.secret->size() < 43) errors.add("secret", Problem(Reason::at_least_chars, {{"min", "43"}}));
   return errors;
 }
 
@@ -156,18 +168,18 @@ bool Client::redirect_uri_registered(std::string_view uri) const {
 json::FieldErrors check_merchant_grants(const std::vector<std::string>& countries, std::int64_t tier,
                                         const std::function<bool(std::string_view)>& enabled_country) {
   json::FieldErrors errors;
-  if (countries.empty()) errors.add("countries", "at least one ISO alpha-3 code");
+  if (countries.empty()) errors.add("countries", Reason::alpha3_at_least_one);
   for (std::size_t i = 0; i < countries.size(); ++i) {
     const std::string& ct = countries[i];
     if (!valid_alpha3(ct))
-      errors.add("countries", "must be ISO alpha-3 codes in upper case, e.g. CMR,CIV");
+      errors.add("countries", Reason::alpha3_upper_example);
     else if (!enabled_country(ct))
-      errors.add("countries", ct + " is not an enabled country of the catalog");
+      errors.add("countries", Problem(Reason::country_not_enabled, {{"country", ct}}));
     else if (std::find(countries.begin(), countries.begin() + static_cast<std::ptrdiff_t>(i), ct) !=
              countries.begin() + static_cast<std::ptrdiff_t>(i))
-      errors.add("countries", ct + " is given twice");
+      errors.add("countries", Problem(Reason::given_twice, {{"value", ct}}));
   }
-  if (tier < 0 || tier > 100) errors.add("tier", "must be an integer between 0 and 100");
+  if (tier < 0 || tier > 100) errors.add("tier", tier_range(Reason::integer_between));
   return errors;
 }
 
@@ -177,16 +189,16 @@ Status validate_user(const UserSpec& spec) {
   auto at = email.find('@');
   if (email.size() > 254 || at == std::string::npos || at == 0 || at + 1 >= email.size() ||
       email.find('.', at) == std::string::npos || email.find_first_of(" \t\r\n<>\"'") != std::string::npos)
-    errors.add("email", "must be an e-mail address");
-  if (spec.password.size() < 10) errors.add("password", "must be at least 10 characters");
-  if (spec.password.size() > 256) errors.add("password", "must be at most 256 characters");
+    errors.add("email", Reason::email);
+  if (spec.password.size() < 10) errors.add("password", Problem(Reason::at_least_chars, {{"min", "10"}}));
+  if (spec.password.size() > 256) errors.add("password", chars_at_most(256));
   if (!spec.phone.empty() &&
       (spec.phone.size() > 20 || spec.phone.find_first_not_of("+0123456789") != std::string::npos))
-    errors.add("phone", "must be digits with an optional leading +");
-  if (spec.name.size() > 200) errors.add("name", "must be at most 200 characters");
-  if (spec.user_tier < 0 || spec.user_tier > 100) errors.add("user_tier", "must be between 0 and 100");
+    errors.add("phone", Reason::digits_leading_plus);
+  if (spec.name.size() > 200) errors.add("name", chars_at_most(200));
+  if (spec.user_tier < 0 || spec.user_tier > 100) errors.add("user_tier", tier_range(Reason::between));
   for (const auto& ct : spec.countries)
-    if (!valid_alpha3(ct)) errors.add("countries", "must be ISO alpha-3 codes in upper case");
+    if (!valid_alpha3(ct)) errors.add("countries", Reason::alpha3_upper);
   return errors.status();
 }
 

@@ -34,6 +34,8 @@ inline constexpr store::StateMachine<KeyStatus, 2, 1> kKeyStatus{
 inline constexpr std::string_view kApiScopes[] = {"payments", "services", "countries", "providers"};
 inline constexpr std::string_view kOidcScopes[] = {"openid", "profile", "email", "phone", "offline_access"};
 bool is_known_scope(std::string_view scope);
+// The problem of a scope that is not one of those: "unknown scope <scope>".
+Problem unknown_scope(std::string_view scope);
 
 // Splits on spaces (runs of spaces are one separator); joins with one space.
 std::vector<std::string> split_list(std::string_view text);

@@ -5,6 +5,7 @@
 #include "core/crypto.hpp"
 #include "core/json.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 
 namespace sika::identity {
 
@@ -137,7 +138,7 @@ Result<CreatedClient> create_client(store::Conn& c, std::string_view pepper, con
   json::FieldErrors errors = check_client_spec(s);
   if (s.merchant_id) {
     SIKA_ASSIGN_OR_RETURN(auto m, c.query_one("SELECT id FROM merchants WHERE id = ?", {*s.merchant_id}));
-    if (!m) errors.add("merchant_id", "unknown merchant");
+    if (!m) errors.add("merchant_id", Reason::unknown_merchant);
   }
   SIKA_TRY(errors.status());
 
@@ -192,9 +193,9 @@ Result<Client> update_client(store::Conn& c, std::string_view client_id, const C
                              std::int64_t now_ms) {
   json::FieldErrors errors;
   if (update.scopes) {
-    if (update.scopes->empty()) errors.add("scopes", "must name at least one scope");
+    if (update.scopes->empty()) errors.add("scopes", Reason::scope_needed);
     for (const auto& sc : *update.scopes)
-      if (!is_known_scope(sc)) errors.add("scopes", "unknown scope " + sc);
+      if (!is_known_scope(sc)) errors.add("scopes", unknown_scope(sc));
   }
   SIKA_TRY(errors.status());
   SIKA_ASSIGN_OR_RETURN(auto found, find_client(c, client_id));

@@ -614,11 +614,15 @@ Result<std::vector<std::int64_t>> line_amounts(const DistributionRequest& r, std
   }
   json::FieldErrors errors;
   for (std::size_t i = 0; i < amounts.size(); ++i)
-    if (amounts[i] <= 0)
-      errors.add("distribution[" + std::to_string(i) + "].rate", "gives this line nothing of the amount");
+    if (amounts[i] <= 0) errors.add("distribution[" + std::to_string(i) + "].rate", Reason::line_gets_nothing);
   SIKA_TRY(errors.status());
   return amounts;
 }
+
+Problem link_in_currency(const std::string& link_currency, const std::string& currency) {
+  return Problem(Reason::link_in_currency, {{"link_currency", link_currency}, {"currency", currency}});
+}
+Problem wallet_of_line(std::size_t line) { return Problem(Reason::wallet_of_line, {{"line", std::to_string(line)}}); }
 
 }  // namespace
 
@@ -643,14 +647,14 @@ Result<Distribution> Service::distribute(const web::Principal& partner, const Di
     }
     const std::string& currency =
         r.currency.empty() ? (links.empty() ? l->currency : links.front().currency) : r.currency;
-    if (l->currency != currency) errors.add(field, "is a link in " + l->currency + ", not " + currency);
+    if (l->currency != currency) errors.add(field, link_in_currency(l->currency, currency));
     links.push_back(std::move(*l));
   }
   SIKA_TRY(errors.status());
   for (std::size_t i = 0; i < links.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (links[i].wallet.id == links[j].wallet.id)
-        errors.add("distribution[" + std::to_string(i) + "].apikey", "is the wallet of line " + std::to_string(j));
+        errors.add("distribution[" + std::to_string(i) + "].apikey", wallet_of_line(j));
   SIKA_TRY(errors.status());
 
   Distribution d;
