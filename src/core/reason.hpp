@@ -35,6 +35,7 @@ namespace sika {
   X(at_most)                      \
   X(at_most_bytes)                \
   X(at_most_chars)                \
+  X(at_most_days)                 \
   X(at_most_for_service)          \
   X(at_most_items)                \
   X(at_most_json_bytes)           \
@@ -64,6 +65,7 @@ namespace sika {
   X(currency_upper)               \
   X(date_time)                    \
   X(date_time_example)            \
+  X(day_date)                     \
   X(decimal_number)               \
   X(decimals_in)                  \
   X(delivery_status)              \
@@ -132,6 +134,7 @@ namespace sika {
   X(not_absolute_url)             \
   X(not_active)                   \
   X(not_array)                    \
+  X(not_before_from)              \
   X(not_below_min)                \
   X(not_boolean)                  \
   X(not_collecting_in)            \
@@ -150,6 +153,7 @@ namespace sika {
   X(number_of_country)            \
   X(number_or_null)               \
   X(one_kind_of_line)             \
+  X(one_of)                       \
   X(one_to_chars)                 \
   X(open_amount_only)             \
   X(operation)                    \
