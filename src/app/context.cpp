@@ -374,8 +374,9 @@ Status build_services(Context& ctx) {
     ctx.billing =
         std::make_unique<billing::Service>(*ctx.db, *ctx.payments, *ctx.links, ctx.notifier.get(), std::move(o));
     ctx.billing->register_jobs(*ctx.jobs);
-    ctx.dashboard->attach_billing(ctx.billing.get());  // the subscription pages
-    ctx.dashboard->attach_wallets(ctx.wallets.get());  // the partner's wallet links
+    ctx.dashboard->attach_billing(ctx.billing.get());        // the subscription pages
+    ctx.dashboard->attach_wallets(ctx.wallets.get());        // the partner's wallet links
+    ctx.dashboard->attach_statements(ctx.statements.get());  // the statement pages
   }
   return {};
 }

@@ -463,6 +463,10 @@ void build_routes(web::Router& r, Context& ctx) {
            "Transactions: filters, search, keyset pages"});
     r.add({Surface::dashboard, "GET", "/transactions.csv", web::bind(svc, &Dsh::transactions_csv), member,
            "Transactions as CSV (same filters)"});
+    r.add({Surface::dashboard, "GET", "/statements", web::bind(svc, &Dsh::statement), member,
+           "The statement of a currency and month: balances and first movements"});
+    r.add({Surface::dashboard, "GET", "/statements.csv", web::bind(svc, &Dsh::statement_csv), member,
+           "The statement of a currency and month as CSV (separator=comma|semicolon)"});
     r.add({Surface::dashboard, "GET", "/transactions/{reference}", web::bind(svc, &Dsh::transaction), member,
            "A transaction: timeline, ledger entries, webhook deliveries"});
     r.add({Surface::dashboard, "POST", "/transactions/{reference}/redeliver", web::bind(svc, &Dsh::redeliver), member,

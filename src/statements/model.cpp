@@ -159,9 +159,8 @@ bj::object to_json(const Movement& m) {
 }
 
 namespace {
-constexpr std::string_view kColumns[] = {"type",  "reference", "merchant_reference", "operator_reference",
-                                         "gross", "fee",       "net",                "balance_after",
-                                         "created_at", "settled_at"};
+constexpr std::string_view kColumns[] = {"type", "reference", "merchant_reference", "operator_reference", "gross",
+                                         "fee",  "net",       "balance_after",      "created_at",         "settled_at"};
 }
 
 std::string csv_header(const web::csv::Format& f) {

@@ -2,8 +2,7 @@
 
 namespace sika::statements::queries {
 
-Result<Frame> frame(store::Conn& c, const payments::ledger::AccountKey& k, std::int64_t start_ms,
-                    std::int64_t end_ms) {
+Result<Frame> frame(store::Conn& c, const payments::ledger::AccountKey& k, std::int64_t start_ms, std::int64_t end_ms) {
   Frame f;
   SIKA_ASSIGN_OR_RETURN(auto account, c.query_one("SELECT id, balance FROM ledger_accounts WHERE owner = ? AND "
                                                   "environment = ? AND currency = ? AND kind = ?",
@@ -17,9 +16,8 @@ Result<Frame> frame(store::Conn& c, const payments::ledger::AccountKey& k, std::
                               "COALESCE(SUM(credit - debit), 0), COALESCE(MAX(id), 0) FROM ledger_entries "
                               "WHERE account_id = ? AND created_at >= ?",
                               {end_ms, *f.account_id, start_ms}));
-  SIKA_ASSIGN_OR_RETURN(auto newest,
-                        c.query_one("SELECT COALESCE(MAX(id), 0) FROM ledger_entries WHERE account_id = ?",
-                                    {*f.account_id}));
+  SIKA_ASSIGN_OR_RETURN(auto newest, c.query_one("SELECT COALESCE(MAX(id), 0) FROM ledger_entries WHERE account_id = ?",
+                                                 {*f.account_id}));
   f.closing = balance - (moved ? moved->i64(0) : 0);
   f.opening = balance - (moved ? moved->i64(1) : 0);
   f.last_entry_id = newest ? newest->i64(0) : 0;

@@ -32,11 +32,11 @@ Result<Head> Service::head(std::int64_t merchant_id, const std::string& environm
   return h;
 }
 
-Status Service::for_each(const Head& h, const std::function<Status(const Movement&)>& each) {
+Status Service::for_each(const Head& h, std::size_t max_rows, const std::function<Status(const Movement&)>& each) {
   if (!h.frame.account_id) return {};
   std::optional<queries::Cursor> after;
   std::int64_t balance = h.frame.opening;
-  for (;;) {
+  for (std::size_t listed = 0;;) {
     std::vector<EntryRow> rows;
     SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
       SIKA_ASSIGN_OR_RETURN(rows, queries::entries(c, *h.frame.account_id, h.query.start_ms, h.query.end_ms,
@@ -44,6 +44,7 @@ Status Service::for_each(const Head& h, const std::function<Status(const Movemen
       return {};
     }));
     for (const auto& r : rows) {
+      if (listed++ == max_rows) return {};
       Movement m = movement_of(r, balance);
       balance = m.balance_after;
       SIKA_TRY(each(m));
@@ -62,8 +63,8 @@ web::BodyProducer Service::movements_body(Head h, std::string first, std::string
   };
   auto state = std::make_shared<State>();
   state->balance = h.frame.opening;
-  return [this, h = std::move(h), state, first = std::move(first), between = std::move(between),
-          last = std::move(last), row = std::move(row)](std::string& out) -> Result<bool> {
+  return [this, h = std::move(h), state, first = std::move(first), between = std::move(between), last = std::move(last),
+          row = std::move(row)](std::string& out) -> Result<bool> {
     if (!state->started) {
       state->started = true;
       out += first;
@@ -118,9 +119,10 @@ web::BodyProducer Service::json_body(const web::Request& req, Head h) {
 Result<web::Response> Service::statement(web::Request& req) {
   SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
   SIKA_ASSIGN_OR_RETURN(Head h, head(principal->merchant_id, principal->environment, req));
-  if (!h.query.csv) return web::Response::streamed(200, "application/json; charset=utf-8", json_body(req, std::move(h)));
-  const std::string name = "statement-" + principal->merchant + "-" + h.query.currency + "-" + h.query.from + "-" +
-                           h.query.to + ".csv";
+  if (!h.query.csv)
+    return web::Response::streamed(200, "application/json; charset=utf-8", json_body(req, std::move(h)));
+  const std::string name =
+      "statement-" + principal->merchant + "-" + h.query.currency + "-" + h.query.from + "-" + h.query.to + ".csv";
   web::Response res = web::Response::streamed(200, "text/csv; charset=utf-8", csv_body(std::move(h)));
   res.set("Content-Disposition", "attachment; filename=\"" + name + "\"");
   return res;

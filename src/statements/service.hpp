@@ -39,8 +39,8 @@ class Service {
   // The head of the statement asked by `req`'s query for a merchant in an environment: the
   // merchant's zone, the query read in it, the balances at both ends (400 on a bad query).
   Result<Head> head(std::int64_t merchant_id, const std::string& environment, const web::Request& req);
-  // Calls `each` with the statement's movements in order, one read unit per page.
-  Status for_each(const Head& head, const std::function<Status(const Movement&)>& each);
+  // Calls `each` with the statement's first `max_rows` movements in order, one read unit per page.
+  Status for_each(const Head& head, std::size_t max_rows, const std::function<Status(const Movement&)>& each);
   // The statement's CSV body (header row, then one row per movement), produced a page per call.
   web::BodyProducer csv_body(Head head);
   // The statement's JSON envelope for `req` (data: currency, from, to, opening_balance,

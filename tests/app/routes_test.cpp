@@ -206,6 +206,8 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"dashboard POST /security/totp", "dashboard_session"},
       {"dashboard GET /transactions", "dashboard_session"},
       {"dashboard GET /transactions.csv", "dashboard_session"},
+      {"dashboard GET /statements", "dashboard_session"},
+      {"dashboard GET /statements.csv", "dashboard_session"},
       {"dashboard GET /transactions/{reference}", "dashboard_session"},
       {"dashboard POST /transactions/{reference}/redeliver", "dashboard_session"},
       {"dashboard GET /links", "dashboard_session"},

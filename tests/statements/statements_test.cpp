@@ -100,10 +100,18 @@ TEST(MovementTypes, EachJournalKindHasItsType) {
 }
 
 TEST(MovementTypes, SignsGrossAndFee) {
-  EntryRow collection{.id = 1, .created_at = 0, .debit = 0, .credit = 9800, .journal_kind = "COLLECTION",
-                      .memo = "collection TX-1", .reference = "TX-1", .transaction_uuid = "u-1",
-                      .metadata = R"({"order_id":"CMD-7"})", .operator_reference = "MP123",
-                      .settlement_mode = "DIRECT", .tx_fee = 200};
+  EntryRow collection{.id = 1,
+                      .created_at = 0,
+                      .debit = 0,
+                      .credit = 9800,
+                      .journal_kind = "COLLECTION",
+                      .memo = "collection TX-1",
+                      .reference = "TX-1",
+                      .transaction_uuid = "u-1",
+                      .metadata = R"({"order_id":"CMD-7"})",
+                      .operator_reference = "MP123",
+                      .settlement_mode = "DIRECT",
+                      .tx_fee = 200};
   Movement m = movement_of(collection, 1000);
   EXPECT_EQ(m.type, MovementType::collection);
   EXPECT_EQ(m.gross, 10000);
@@ -114,8 +122,14 @@ TEST(MovementTypes, SignsGrossAndFee) {
   EXPECT_EQ(m.merchant_reference, "CMD-7");  // the order id before the transaction_uuid
   EXPECT_EQ(m.operator_reference, "MP123");
 
-  EntryRow reserve{.id = 2, .debit = 5150, .journal_kind = "PAYOUT_RESERVE", .memo = "payout reserve PO-1",
-                   .reference = "PO-1", .transaction_uuid = "u-2", .metadata = "{}", .settlement_mode = "DIRECT",
+  EntryRow reserve{.id = 2,
+                   .debit = 5150,
+                   .journal_kind = "PAYOUT_RESERVE",
+                   .memo = "payout reserve PO-1",
+                   .reference = "PO-1",
+                   .transaction_uuid = "u-2",
+                   .metadata = "{}",
+                   .settlement_mode = "DIRECT",
                    .tx_fee = 150};
   m = movement_of(reserve, 10800);
   EXPECT_EQ(m.type, MovementType::payout);
@@ -135,8 +149,14 @@ TEST(MovementTypes, SignsGrossAndFee) {
   EXPECT_EQ(m.fee, -150);
   EXPECT_EQ(m.gross, 5000);
 
-  EntryRow refund{.id = 4, .debit = 3000, .journal_kind = "REFUND_RESERVE", .memo = "refund reserve RF-9",
-                  .reference = "TX-1", .transaction_uuid = "u-1", .metadata = "{}", .tx_fee = 200};
+  EntryRow refund{.id = 4,
+                  .debit = 3000,
+                  .journal_kind = "REFUND_RESERVE",
+                  .memo = "refund reserve RF-9",
+                  .reference = "TX-1",
+                  .transaction_uuid = "u-1",
+                  .metadata = "{}",
+                  .tx_fee = 200};
   m = movement_of(refund, 10800);
   EXPECT_EQ(m.type, MovementType::refund);
   EXPECT_EQ(m.reference, "RF-9");  // the refund's own reference, from its journal
@@ -160,17 +180,16 @@ class StatementsTest : public sika::testing::DbTest {
   void SetUp() override {
     sika::testing::DbTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-                     // Cameroon: Africa/Douala, UTC+1.
-                     SIKA_ASSIGN_OR_RETURN(
-                         m1_, merchant::create(c, {"MCH-CM-0001", "Boutique", "a@example.com", {"CMR"}, "sandbox"},
-                                               now_ms()));
-                     SIKA_ASSIGN_OR_RETURN(
-                         m2_, merchant::create(c, {"MCH-CM-0002", "Autre", "b@example.com", {"CMR"}, "sandbox"},
-                                               now_ms()));
-                     return {};
-                   })
-                    .ok());
+    ASSERT_TRUE(
+        db_->write([&](store::Conn& c) -> Status {
+             // Cameroon: Africa/Douala, UTC+1.
+             SIKA_ASSIGN_OR_RETURN(
+                 m1_, merchant::create(c, {"MCH-CM-0001", "Boutique", "a@example.com", {"CMR"}, "sandbox"}, now_ms()));
+             SIKA_ASSIGN_OR_RETURN(
+                 m2_, merchant::create(c, {"MCH-CM-0002", "Autre", "b@example.com", {"CMR"}, "sandbox"}, now_ms()));
+             return {};
+           })
+            .ok());
     Options o;
     o.page_rows = 2;  // several pages in every test
     service_ = std::make_unique<Service>(*db_, o);
@@ -258,9 +277,9 @@ class StatementsTest : public sika::testing::DbTest {
                                                "a.environment = 'sandbox' AND a.currency = 'XAF' AND "
                                                "a.kind = 'available' AND e.created_at < ?",
                                                {k.owner, instant}));
-                       v = row->i64(0);
-                       return {};
-                     })
+                     v = row->i64(0);
+                     return {};
+                   })
                     .ok());
     return v;
   }
@@ -292,15 +311,15 @@ class StatementsTest : public sika::testing::DbTest {
 TEST_P(StatementsTest, BalancesAtTheEndsOfTheMerchantsDays) {
   // Douala is UTC+1: March 1st starts at 2026-02-28T23:00Z and March 2nd ends at 2026-03-02T23:00Z.
   post(m1_, "COLLECTION", payments::TxStatus::completed, 10000, 200, "2026-02-28T22:59:59.999Z");  // Feb 28th
-  post(m1_, "COLLECTION", payments::TxStatus::completed, 5000, 100, "2026-02-28T23:00:00Z");  // Mar 1st 00:00
+  post(m1_, "COLLECTION", payments::TxStatus::completed, 5000, 100, "2026-02-28T23:00:00Z");       // Mar 1st 00:00
   post(m1_, "DISBURSEMENT", payments::TxStatus::completed, 2000, 150, "2026-03-01T10:00:00Z");
   post(m1_, "DISBURSEMENT", payments::TxStatus::failed, 1000, 150, "2026-03-01T11:00:00Z");
   adjust(m1_, "REFUND_RESERVE", -700, "refund reserve RF-1", "2026-03-02T08:00:00Z");
   adjust(m1_, "REFUND_RELEASE", 700, "refund release RF-1", "2026-03-02T09:00:00Z");
   adjust(m1_, "REFUND", -300, "refund RF-2", "2026-03-02T09:45:00Z");
   post(m1_, "COLLECTION", payments::TxStatus::completed, 3000, 60, "2026-03-02T22:59:59.999Z");  // Mar 2nd 23:59
-  post(m1_, "COLLECTION", payments::TxStatus::completed, 4000, 80, "2026-03-02T23:00:00Z");  // Mar 3rd 00:00
-  post(m2_, "COLLECTION", payments::TxStatus::completed, 8000, 160, "2026-03-01T12:00:00Z");  // another merchant
+  post(m1_, "COLLECTION", payments::TxStatus::completed, 4000, 80, "2026-03-02T23:00:00Z");      // Mar 3rd 00:00
+  post(m2_, "COLLECTION", payments::TxStatus::completed, 8000, 160, "2026-03-01T12:00:00Z");     // another merchant
 
   auto res = answer(ask(m1_, {{"currency", "XAF"}, {"from", "2026-03-01"}, {"to", "2026-03-02"}}));
   ASSERT_EQ(res.status, 200) << res.body;
@@ -327,7 +346,7 @@ TEST_P(StatementsTest, BalancesAtTheEndsOfTheMerchantsDays) {
   }
   EXPECT_EQ(balance, closing);
   EXPECT_EQ(types, (std::vector<std::string>{"COLLECTION", "PAYOUT", "PAYOUT", "PAYOUT", "REFUND", "REFUND", "REFUND",
-                                              "COLLECTION"}));
+                                             "COLLECTION"}));
   EXPECT_EQ(movements[0].at("net").as_int64(), 4900);
   EXPECT_EQ(movements[0].at("created_at").as_string(), "2026-02-28T23:00:00.000Z");
   EXPECT_EQ(movements[1].at("net").as_int64(), -2150);
@@ -344,8 +363,7 @@ TEST_P(StatementsTest, CsvHasTheSameRowsAndSemicolonGetsABom) {
   post(m1_, "DISBURSEMENT", payments::TxStatus::completed, 2000, 150, "2026-03-01T10:00:00Z");
   post(m1_, "COLLECTION", payments::TxStatus::completed, 5000, 100, "2026-03-01T12:00:00Z");
   auto json = answer(ask(m1_, {{"currency", "XAF"}, {"from", "2026-03-01"}, {"to", "2026-03-01"}}));
-  auto csv = answer(
-      ask(m1_, {{"currency", "XAF"}, {"from", "2026-03-01"}, {"to", "2026-03-01"}, {"format", "csv"}}));
+  auto csv = answer(ask(m1_, {{"currency", "XAF"}, {"from", "2026-03-01"}, {"to", "2026-03-01"}, {"format", "csv"}}));
   ASSERT_EQ(csv.status, 200) << csv.body;
   EXPECT_EQ(csv.get("Content-Type"), "text/csv; charset=utf-8");
   EXPECT_NE(std::string(csv.get("Content-Disposition")).find("attachment"), std::string::npos);
@@ -377,6 +395,32 @@ TEST_P(StatementsTest, AnotherMerchantSeesNothingOfYours) {
   auto bad = answer(ask(m2_, {{"currency", "XAF"}, {"from", "2026-03-01"}, {"to", "2026-04-01"}}));
   EXPECT_EQ(bad.status, 400);
   EXPECT_NE(bad.body.find("must cover at most 31 days"), std::string::npos);
+}
+
+TEST_P(StatementsTest, MoneyPostedWhileAStatementStreamsIsNotHalfInIt) {
+  for (int i = 0; i < 5; ++i)
+    post(m1_, "COLLECTION", payments::TxStatus::completed, 1000, 20, "2026-03-01T0" + std::to_string(i) + ":00:00Z");
+  web::Request r = ask(m1_, {{"currency", "XAF"}, {"from", "2026-03-01"}, {"to", "2026-03-01"}, {"format", "csv"}});
+  web::Response res = web::respond(r, service_->statement(r));
+  ASSERT_TRUE(res.stream);
+  std::string body;
+  ASSERT_TRUE(res.stream(body).ok());  // the header and the first page (2 rows)
+  // Posted between two pages, inside the statement's day, before and after what was read.
+  post(m1_, "COLLECTION", payments::TxStatus::completed, 7000, 140, "2026-03-01T00:30:00Z");
+  post(m1_, "COLLECTION", payments::TxStatus::completed, 9000, 180, "2026-03-01T09:00:00Z");
+  for (;;) {
+    auto more = res.stream(body);
+    ASSERT_TRUE(more.ok());
+    if (!*more) break;
+  }
+  // Five rows of 980, the last one's balance after = the closing balance of the frame.
+  std::vector<std::string> lines;
+  for (std::size_t at = 0, end; (end = body.find("\r\n", at)) != std::string::npos; at = end + 2)
+    lines.push_back(body.substr(at, end - at));
+  ASSERT_EQ(lines.size(), 6u) << body;
+  EXPECT_NE(lines.back().find(",980,4900,"), std::string::npos) << body;
+  EXPECT_EQ(body.find("TX-6"), std::string::npos);
+  EXPECT_EQ(body.find("TX-7"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StatementsTest, ::testing::Values("sqlite", "postgres"));
