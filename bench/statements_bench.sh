@@ -6,7 +6,7 @@
 # statement per table (what a month of collections would have left), the account's balance set to
 # their sum, and `sika serve` is started again. Reported: rows/s of the download (curl to
 # /dev/null, the rows counted), the server's resident memory before, sampled during (its maximum)
-# and its peak (VmHWM) after: flat memory means "during" stays near "before" whatever N.
+# and its peak (VmHWM) before and after: flat memory means "during" stays near "before" whatever N.
 #
 #   bench/statements_bench.sh
 #   N=200000 bench/statements_bench.sh
@@ -79,6 +79,7 @@ start run
 token=$(merchant_token "$TMP/demo-run.json" payments)
 rss() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$pid/status"; }
 before=$(rss VmRSS)
+hwm_before=$(rss VmHWM)
 url="http://127.0.0.1:$port/api/statements?currency=XAF&from=2026-03-01&to=2026-03-31&format=csv"
 max_during=$before
 (while kill -0 "$pid" 2>/dev/null; do rss VmRSS; sleep 0.05; done) >"$TMP/rss.txt" &
@@ -90,4 +91,4 @@ kill "$sampler" 2>/dev/null || true
 max_during=$(sort -n "$TMP/rss.txt" | tail -1)
 echo "statements: $N movements of one merchant in one month, SQLite, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "  CSV: $((rows - 1)) rows in ${elapsed}s = $(python3 -c "print(round(($rows - 1) / $elapsed))") rows/s"
-echo "  server RSS: before ${before} kB, during at most ${max_during} kB, peak (VmHWM) $(rss VmHWM) kB"
+echo "  server RSS: before ${before} kB, during at most ${max_during} kB; peak (VmHWM) ${hwm_before} kB before the download, $(rss VmHWM) kB after"

@@ -76,18 +76,20 @@ web::Response Service::statement(web::Request& req) {
                      std::string(say(c->locale, "currency")) + "</label><select id=\"currency\" name=\"currency\">";
   for (const auto& b : balances)
     body += "<option" + std::string(b.currency == currency ? " selected" : "") + ">" + escape(b.currency) + "</option>";
-  body += "</select></div><div><label for=\"month\">" + std::string(say(c->locale, "month")) +
-          "</label><input id=\"month\" name=\"month\" type=\"month\" pattern=\"[0-9]{4}-[0-9]{2}\" placeholder=\"YYYY-MM\" "
-          "value=\"" + escape(month) + "\"></div></div><button>" + std::string(say(c->locale, "show")) +
-          "</button></form>";
+  body +=
+      "</select></div><div><label for=\"month\">" + std::string(say(c->locale, "month")) +
+      "</label><input id=\"month\" name=\"month\" type=\"month\" pattern=\"[0-9]{4}-[0-9]{2}\" placeholder=\"YYYY-MM\" "
+      "value=\"" +
+      escape(month) + "\"></div></div><button>" + std::string(say(c->locale, "show")) + "</button></form>";
   auto q = statement_request(req, month, /*csv=*/false);
   if (!q) return error_page(req, q.error());
   q->query[0].second = currency;
   auto head = parts_.statements->head(c->principal.merchant_id, c->principal.environment, *q);
   if (!head) return error_page(req, head.error());
   const std::string query = "currency=" + web::percent_encode(currency) + "&month=" + web::percent_encode(month);
-  const std::string excel = "<a id=\"csv-excel\" href=\"" + escape(path("/statements.csv?" + query + "&separator=semicolon")) +
-                            "\">" + std::string(say(c->locale, "export_for_excel_csv")) + "</a>";
+  const std::string excel = "<a id=\"csv-excel\" href=\"" +
+                            escape(path("/statements.csv?" + query + "&separator=semicolon")) + "\">" +
+                            std::string(say(c->locale, "export_for_excel_csv")) + "</a>";
   const std::string plain = "<a id=\"csv\" href=\"" + escape(path("/statements.csv?" + query)) + "\">" +
                             std::string(say(c->locale, "export_as_csv")) + "</a>";
   body += "<section class=\"card\"><h2>" + std::string(say(c->locale, "statement")) + " " + escape(currency) + " " +
@@ -118,7 +120,8 @@ web::Response Service::statement(web::Request& req) {
             std::string(say(c->locale, "reference")) + "</th><th class=\"num\">" +
             std::string(say(c->locale, "gross")) + "</th><th class=\"num\">" + std::string(say(c->locale, "fee")) +
             "</th><th class=\"num\">" + std::string(say(c->locale, "net")) + "</th><th class=\"num\">" +
-            std::string(say(c->locale, "balance_after")) + "</th></tr></thead><tbody>" + rows + "</tbody></table></div>";
+            std::string(say(c->locale, "balance_after")) + "</th></tr></thead><tbody>" + rows +
+            "</tbody></table></div>";
     if (count > kShownRows)
       body += "<p class=\"muted\">" + std::string(say(c->locale, "first_movements_only")) + "</p>";
   }
