@@ -1,5 +1,9 @@
 #include "statements/queries.hpp"
 
+#include <algorithm>
+
+#include "statements/settlement.hpp"
+
 namespace sika::statements::queries {
 
 Result<Frame> frame(store::Conn& c, const payments::ledger::AccountKey& k, std::int64_t start_ms, std::int64_t end_ms) {
@@ -21,7 +25,16 @@ Result<Frame> frame(store::Conn& c, const payments::ledger::AccountKey& k, std::
   f.closing = balance - (moved ? moved->i64(0) : 0);
   f.opening = balance - (moved ? moved->i64(1) : 0);
   f.last_entry_id = newest ? newest->i64(0) : 0;
+  SIKA_ASSIGN_OR_RETURN(auto batches, settlement::paid_batches(c, *f.account_id, f.last_entry_id));
+  for (const auto& b : batches) f.settled.push_back({b.after_entry_id, b.last_entry_id, b.paid_at.value_or(0)});
   return f;
+}
+
+std::optional<std::int64_t> Frame::settled_at(std::int64_t id) const {
+  auto it = std::lower_bound(settled.begin(), settled.end(), id,
+                             [](const Settled& s, std::int64_t v) { return s.last_entry_id < v; });
+  if (it == settled.end() || it->after_entry_id >= id) return std::nullopt;
+  return it->paid_at;
 }
 
 Result<std::vector<EntryRow>> entries(store::Conn& c, std::int64_t account_id, std::int64_t start_ms,

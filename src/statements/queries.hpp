@@ -19,6 +19,14 @@ struct Frame {
   std::optional<std::int64_t> account_id;  // none: the account has no money yet (no entries)
   std::int64_t opening = 0, closing = 0;
   std::int64_t last_entry_id = 0;
+  // The paid settlement batches covering entries up to last_entry_id: (after, last] -> paid_at,
+  // ordered by last.
+  struct Settled {
+    std::int64_t after_entry_id = 0, last_entry_id = 0, paid_at = 0;
+  };
+  std::vector<Settled> settled;
+  // When the paid batch covering entry `id` was paid, if one does.
+  std::optional<std::int64_t> settled_at(std::int64_t id) const;
 };
 
 // The balances of `account` at start_ms and at end_ms (its balance less what entries at or after

@@ -5,6 +5,7 @@
 #include "core/json.hpp"
 #include "core/time_zone.hpp"
 #include "merchant/merchant.hpp"
+#include "statements/settlement.hpp"
 #include "web/envelope.hpp"
 
 namespace sika::statements {
@@ -43,8 +44,9 @@ Status Service::for_each(const Head& h, std::size_t max_rows, const std::functio
                                                    h.frame.last_entry_id, after, options_.page_rows));
       return {};
     }));
-    for (const auto& r : rows) {
+    for (auto& r : rows) {
       if (listed++ == max_rows) return {};
+      r.settled_at = h.frame.settled_at(r.id);
       Movement m = movement_of(r, balance);
       balance = m.balance_after;
       SIKA_TRY(each(m));
@@ -77,7 +79,8 @@ web::BodyProducer Service::movements_body(Head h, std::string first, std::string
                                                      h.frame.last_entry_id, state->after, options_.page_rows));
         return {};
       }));
-      for (const auto& r : rows) {
+      for (auto& r : rows) {
+        r.settled_at = h.frame.settled_at(r.id);
         Movement m = movement_of(r, state->balance);
         state->balance = m.balance_after;
         if (state->any) out += between;
@@ -114,6 +117,29 @@ web::BodyProducer Service::json_body(const web::Request& req, Head h) {
   std::string first = envelope.substr(0, envelope.size() - kTail.size());
   return movements_body(std::move(h), std::move(first), ",", std::string(kTail),
                         [](const Movement& m, std::string& out) { json::dump_to(bj::value(to_json(m)), out); });
+}
+
+Result<std::optional<settlement::Batch>> Service::settle(const settlement::Settings& settings,
+                                                         const std::string& period, std::int64_t now) {
+  std::optional<settlement::Batch> made;
+  payments::ledger::Learned learned;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    learned.clear();
+    SIKA_ASSIGN_OR_RETURN(made, settlement::settle(c, settings, period, now, learned));
+    return {};
+  }));
+  return made;
+}
+
+Result<bool> Service::mark_paid(const std::string& reference, std::int64_t now) {
+  bool paid = false;
+  payments::ledger::Learned learned;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    learned.clear();
+    SIKA_ASSIGN_OR_RETURN(paid, settlement::mark_paid(c, reference, now, learned));
+    return {};
+  }));
+  return paid;
 }
 
 Result<web::Response> Service::statement(web::Request& req) {

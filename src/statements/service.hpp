@@ -11,6 +11,7 @@
 #include "core/result.hpp"
 #include "statements/model.hpp"
 #include "statements/queries.hpp"
+#include "statements/settlement.hpp"
 #include "store/db.hpp"
 #include "web/message.hpp"
 
@@ -46,6 +47,13 @@ class Service {
   // The statement's JSON envelope for `req` (data: currency, from, to, opening_balance,
   // closing_balance, movements), its movements produced a page per call.
   web::BodyProducer json_body(const web::Request& req, Head head);
+
+  // Settlement (docs/settlement.md), one write unit each: the batch of (settings' merchant,
+  // environment, currency; period) when this call made it (nullopt: the period's batch exists,
+  // or there is nothing above the minimum to settle); a PENDING batch marked paid.
+  Result<std::optional<settlement::Batch>> settle(const settlement::Settings& settings, const std::string& period,
+                                                  std::int64_t now);
+  Result<bool> mark_paid(const std::string& reference, std::int64_t now);
 
  private:
   // Produces the movements a page per call: `row` writes one, `between` is written between two.
