@@ -16,14 +16,15 @@ ledger::AccountKey settlement_account(std::int64_t merchant_id, std::string_view
 }
 
 Status put_settings(store::Conn& c, const Settings& s, std::int64_t now) {
-  SIKA_TRY(c.exec("INSERT INTO stl_settings (merchant_id, environment, currency, destination, provider, msisdn, iban, "
-                  "bic, holder, schedule, minimum, reserve, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                  "ON CONFLICT (merchant_id, environment, currency) DO UPDATE SET destination = excluded.destination, "
-                  "provider = excluded.provider, msisdn = excluded.msisdn, iban = excluded.iban, bic = excluded.bic, "
-                  "holder = excluded.holder, schedule = excluded.schedule, minimum = excluded.minimum, "
-                  "reserve = excluded.reserve, updated_at = excluded.updated_at",
-                  {s.merchant_id, s.environment, s.currency, s.destination, s.provider, s.msisdn, s.iban, s.bic,
-                   s.holder, s.schedule, s.minimum, s.reserve, now}));
+  SIKA_TRY(
+      c.exec("INSERT INTO stl_settings (merchant_id, environment, currency, destination, provider, msisdn, iban, "
+             "bic, holder, schedule, minimum, reserve, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+             "ON CONFLICT (merchant_id, environment, currency) DO UPDATE SET destination = excluded.destination, "
+             "provider = excluded.provider, msisdn = excluded.msisdn, iban = excluded.iban, bic = excluded.bic, "
+             "holder = excluded.holder, schedule = excluded.schedule, minimum = excluded.minimum, "
+             "reserve = excluded.reserve, updated_at = excluded.updated_at",
+             {s.merchant_id, s.environment, s.currency, s.destination, s.provider, s.msisdn, s.iban, s.bic, s.holder,
+              s.schedule, s.minimum, s.reserve, now}));
   return {};
 }
 
@@ -34,8 +35,10 @@ Result<std::optional<Settings>> find_settings(store::Conn& c, std::int64_t merch
                                             "environment = ? AND currency = ?",
                                             {merchant_id, std::string(env), std::string(currency)}));
   if (!r) return std::optional<Settings>();
-  Settings s{merchant_id, std::string(env), std::string(currency), r->str(0), r->str(1), r->str(2), r->str(3),
-             r->str(4),   r->str(5),        r->str(6),             r->i64(7), r->i64(8)};
+  Settings s{merchant_id, std::string(env), std::string(currency),
+             r->str(0),   r->str(1),        r->str(2),
+             r->str(3),   r->str(4),        r->str(5),
+             r->str(6),   r->i64(7),        r->i64(8)};
   return std::optional<Settings>(std::move(s));
 }
 
@@ -46,8 +49,8 @@ constexpr std::string_view kBatchColumns =
     "destination, gross, fees, net, status, created_at, paid_at";
 
 Batch batch_from_row(const store::Row& r) {
-  return Batch{r.i64(0),  r.str(1),  r.i64(2),  r.str(3),  r.str(4),  r.str(5),  r.i64(6),  r.i64(7),
-               r.i64(8),  r.str(9),  r.i64(10), r.i64(11), r.i64(12), r.str(13), r.i64(14), r.opt_i64(15)};
+  return Batch{r.i64(0), r.str(1), r.i64(2),  r.str(3),  r.str(4),  r.str(5),  r.i64(6),  r.i64(7),
+               r.i64(8), r.str(9), r.i64(10), r.i64(11), r.i64(12), r.str(13), r.i64(14), r.opt_i64(15)};
 }
 
 // Σ gross and Σ fee of the movements of an account in (after, last], as movement_of types them.
@@ -70,10 +73,10 @@ Result<std::pair<std::int64_t, std::int64_t>> covered_totals(store::Conn& c, std
 Result<std::optional<Batch>> settle(store::Conn& c, const Settings& s, const std::string& period, std::int64_t now,
                                     ledger::Learned& learned) {
   const auto available = ledger::merchant_available(s.merchant_id, s.environment, s.currency);
-  SIKA_ASSIGN_OR_RETURN(auto account, c.query_one("SELECT id, balance FROM ledger_accounts WHERE owner = ? AND "
-                                                  "environment = ? AND currency = ? AND kind = ?",
-                                                  {available.owner, available.environment, available.currency,
-                                                   available.kind}));
+  SIKA_ASSIGN_OR_RETURN(auto account,
+                        c.query_one("SELECT id, balance FROM ledger_accounts WHERE owner = ? AND "
+                                    "environment = ? AND currency = ? AND kind = ?",
+                                    {available.owner, available.environment, available.currency, available.kind}));
   if (!account) return std::optional<Batch>();
   const std::int64_t amount = account->i64(1) - s.reserve;
   if (amount <= 0 || amount < s.minimum) return std::optional<Batch>();
@@ -116,8 +119,8 @@ Result<std::optional<Batch>> settle(store::Conn& c, const Settings& s, const std
     return make_error(ErrorKind::conflict, "settlement_conflict", bj::object{{"reserve", "would not be kept"}});
   // The balance row is locked by this unit since the posting: no other entry of the account can
   // commit between; the batch ends with its own SETTLEMENT entry.
-  SIKA_ASSIGN_OR_RETURN(auto last, c.query_one("SELECT MAX(id) FROM ledger_entries WHERE account_id = ?",
-                                               {b.account_id}));
+  SIKA_ASSIGN_OR_RETURN(auto last,
+                        c.query_one("SELECT MAX(id) FROM ledger_entries WHERE account_id = ?", {b.account_id}));
   b.last_entry_id = last->i64(0);
   SIKA_ASSIGN_OR_RETURN(auto totals, covered_totals(c, b.account_id, b.after_entry_id, b.last_entry_id - 1));
   b.gross = totals.first;
@@ -130,9 +133,9 @@ Result<std::optional<Batch>> settle(store::Conn& c, const Settings& s, const std
 }
 
 Result<std::optional<Batch>> find_batch(store::Conn& c, const std::string& reference) {
-  SIKA_ASSIGN_OR_RETURN(auto r, c.query_one("SELECT " + std::string(kBatchColumns) +
-                                                " FROM stl_batches WHERE reference = ?",
-                                            {reference}));
+  SIKA_ASSIGN_OR_RETURN(
+      auto r,
+      c.query_one("SELECT " + std::string(kBatchColumns) + " FROM stl_batches WHERE reference = ?", {reference}));
   if (!r) return std::optional<Batch>();
   return std::optional<Batch>(batch_from_row(*r));
 }
@@ -156,9 +159,9 @@ Result<bool> mark_paid(store::Conn& c, const std::string& reference, std::int64_
   p.legs = {{settlement_account(b.merchant_id, b.environment, b.currency), b.net, 0},
             {ledger::operator_clearing(through, b.environment, b.currency), 0, b.net}};
   SIKA_TRY(ledger::post(c, p, now, nullptr, learned));
-  bj::object payload{{"reference", b.reference}, {"period", b.period},          {"currency", b.currency},
-                     {"gross", b.gross},         {"fees", b.fees},              {"net", b.net},
-                     {"destination", b.destination}, {"paid_at", now}};
+  bj::object payload{
+      {"reference", b.reference}, {"period", b.period}, {"currency", b.currency},       {"gross", b.gross},
+      {"fees", b.fees},           {"net", b.net},       {"destination", b.destination}, {"paid_at", now}};
   SIKA_TRY(store::append_event(c, b.merchant_id, kPaidEvent, b.reference, payload, now));
   return true;
 }

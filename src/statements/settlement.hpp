@@ -20,12 +20,12 @@ inline constexpr std::string_view kPaidEvent = "settlement.paid";
 struct Settings {
   std::int64_t merchant_id = 0;
   std::string environment, currency;
-  std::string destination;                  // MOBILE_MONEY | BANK
-  std::string provider, msisdn;             // MOBILE_MONEY: the service and the number
-  std::string iban, bic, holder;            // BANK
-  std::string schedule;                     // DAILY | WEEKLY | ON_REQUEST
-  std::int64_t minimum = 0;                 // no settlement below this
-  std::int64_t reserve = 0;                 // kept back for refunds (operators set it)
+  std::string destination;        // MOBILE_MONEY | BANK
+  std::string provider, msisdn;   // MOBILE_MONEY: the service and the number
+  std::string iban, bic, holder;  // BANK
+  std::string schedule;           // DAILY | WEEKLY | ON_REQUEST
+  std::int64_t minimum = 0;       // no settlement below this
+  std::int64_t reserve = 0;       // kept back for refunds (operators set it)
 };
 
 struct Batch {
