@@ -2,9 +2,14 @@
 
 #include <boost/json.hpp>
 
+#include <map>
+
+#include "core/money.hpp"
 #include "core/random.hpp"
+#include "core/time.hpp"
 #include "statements/model.hpp"
 #include "store/outbox.hpp"
+#include "web/html.hpp"
 
 namespace sika::statements::settlement {
 
@@ -174,6 +179,68 @@ Result<std::vector<Batch>> paid_batches(store::Conn& c, std::int64_t account_id,
   std::vector<Batch> out;
   for (const auto& r : rows) out.push_back(batch_from_row(r));
   return out;
+}
+
+namespace {
+
+// Minor units as the decimal an ISO 20022 amount is written in ("1500" XAF, "15.00" EUR).
+std::string decimal(std::int64_t minor, std::string_view currency) {
+  const int e = money::exponent(currency);
+  std::string digits = std::to_string(minor);
+  if (e == 0) return digits;
+  if (digits.size() <= static_cast<std::size_t>(e)) digits.insert(0, e + 1 - digits.size(), '0');
+  digits.insert(digits.size() - e, ".");
+  return digits;
+}
+
+std::string tag(std::string_view name, std::string_view text) {
+  return "<" + std::string(name) + ">" + web::html::escape(text) + "</" + std::string(name) + ">";
+}
+
+}  // namespace
+
+std::string pain001(const Debtor& debtor, const std::vector<BankTransfer>& transfers, const std::string& message_id,
+                    std::int64_t now) {
+  std::map<std::string, std::vector<const BankTransfer*>> by_currency;
+  std::int64_t count = 0;
+  std::map<std::string, std::int64_t> sums;
+  for (const auto& t : transfers) {
+    by_currency[t.batch.currency].push_back(&t);
+    sums[t.batch.currency] += t.batch.net;
+    ++count;
+  }
+  // The group's control sum adds the amounts as written, whatever their currencies: summed in
+  // thousandths (no currency has more than three decimals), written without trailing zeros.
+  std::int64_t thousandths = 0;
+  for (const auto& [cur, sum] : sums) {
+    std::int64_t scale = 1;
+    for (int i = money::exponent(cur); i < 3; ++i) scale *= 10;
+    thousandths += sum * scale;
+  }
+  std::string control = decimal(thousandths, "KWD");  // a three-decimal currency
+  while (control.back() == '0' && control.find('.') != std::string::npos) control.pop_back();
+  if (control.back() == '.') control.pop_back();
+  const std::string at = iso8601(now).substr(0, 19);
+  std::string x =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<Document xmlns=\"urn:iso:std:iso:20022:tech:xsd:pain.001.001.03\"><CstmrCdtTrfInitn><GrpHdr>" +
+      tag("MsgId", message_id) + tag("CreDtTm", at) + tag("NbOfTxs", std::to_string(count)) + tag("CtrlSum", control) +
+      "<InitgPty>" + tag("Nm", debtor.name) + "</InitgPty></GrpHdr>";
+  for (const auto& [currency, list] : by_currency) {
+    x += "<PmtInf>" + tag("PmtInfId", message_id + "-" + currency) + tag("PmtMtd", "TRF") +
+         tag("NbOfTxs", std::to_string(list.size())) + tag("CtrlSum", decimal(sums[currency], currency)) +
+         tag("ReqdExctnDt", at.substr(0, 10)) + "<Dbtr>" + tag("Nm", debtor.name) + "</Dbtr><DbtrAcct><Id>" +
+         tag("IBAN", debtor.iban) + "</Id></DbtrAcct><DbtrAgt><FinInstnId>" + tag("BIC", debtor.bic) +
+         "</FinInstnId></DbtrAgt><ChrgBr>SLEV</ChrgBr>";
+    for (const BankTransfer* t : list)
+      x += "<CdtTrfTxInf><PmtId>" + tag("EndToEndId", t->batch.reference) + "</PmtId><Amt><InstdAmt Ccy=\"" +
+           web::html::escape(currency) + "\">" + decimal(t->batch.net, currency) +
+           "</InstdAmt></Amt><CdtrAgt><FinInstnId>" + tag("BIC", t->bic) + "</FinInstnId></CdtrAgt><Cdtr>" +
+           tag("Nm", t->holder) + "</Cdtr><CdtrAcct><Id>" + tag("IBAN", t->iban) + "</Id></CdtrAcct><RmtInf>" +
+           tag("Ustrd", "Sika settlement " + t->batch.reference + " " + t->batch.period) + "</RmtInf></CdtTrfTxInf>";
+    x += "</PmtInf>";
+  }
+  return x + "</CstmrCdtTrfInitn></Document>\n";
 }
 
 }  // namespace sika::statements::settlement

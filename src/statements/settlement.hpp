@@ -67,4 +67,19 @@ Result<bool> mark_paid(store::Conn& c, const std::string& reference, std::int64_
 Result<std::vector<Batch>> paid_batches(store::Conn& c, std::int64_t account_id, std::int64_t last_entry_id);
 Result<std::optional<Batch>> find_batch(store::Conn& c, const std::string& reference);
 
+// One credit transfer of a bank batch file: a batch and where it goes.
+struct BankTransfer {
+  Batch batch;
+  std::string iban, bic, holder;
+};
+// The paying account of a batch file (the platform's own bank account).
+struct Debtor {
+  std::string name, iban, bic;
+};
+// An ISO 20022 pain.001.001.03 customer credit transfer initiation: one payment information block
+// per currency, one CdtTrfTxInf per transfer (EndToEndId = the batch's reference, the amount in
+// the currency's decimals), text escaped. `message_id` names the file; `now` dates it.
+std::string pain001(const Debtor& debtor, const std::vector<BankTransfer>& transfers, const std::string& message_id,
+                    std::int64_t now);
+
 }  // namespace sika::statements::settlement

@@ -175,6 +175,38 @@ TEST(MovementTypes, SignsGrossAndFee) {
   EXPECT_EQ(m.gross, 4900);
 }
 
+TEST(Settlement, BankBatchFileIsAPain001CreditTransferPerBatch) {
+  settlement::Batch a;
+  a.reference = "ST-A1";
+  a.currency = "XAF";
+  a.period = "D2026-03-01";
+  a.net = 17000;
+  settlement::Batch b = a;
+  b.reference = "ST-B2";
+  b.currency = "EUR";
+  b.net = 1505;
+  std::string x = settlement::pain001({"Sika SA", "FR7630006000011234567890189", "AGRIFRPPXXX"},
+                                      {{a, "CM2110005000010123456789012", "AFRICMCXXXX", "Boutique <Akwa> & Fils"},
+                                       {b, "FR7610107001011234567890129", "BREDFRPPXXX", "Maison"}},
+                                      "SIKA-20260302-1", *parse_iso8601("2026-03-02T06:00:00Z"));
+  EXPECT_EQ(x.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Document "
+                    "xmlns=\"urn:iso:std:iso:20022:tech:xsd:pain.001.001.03\">",
+                    0),
+            0u);
+  EXPECT_NE(x.find("<GrpHdr><MsgId>SIKA-20260302-1</MsgId><CreDtTm>2026-03-02T06:00:00</CreDtTm><NbOfTxs>2</NbOfTxs>"
+                   "<CtrlSum>17015.05</CtrlSum>"),
+            std::string::npos)
+      << x;
+  EXPECT_NE(x.find("<EndToEndId>ST-A1</EndToEndId></PmtId><Amt><InstdAmt Ccy=\"XAF\">17000</InstdAmt>"),
+            std::string::npos);
+  EXPECT_NE(x.find("<EndToEndId>ST-B2</EndToEndId></PmtId><Amt><InstdAmt Ccy=\"EUR\">15.05</InstdAmt>"),
+            std::string::npos);
+  EXPECT_NE(x.find("<Nm>Boutique &lt;Akwa&gt; &amp; Fils</Nm>"), std::string::npos);  // escaped
+  EXPECT_NE(x.find("<IBAN>CM2110005000010123456789012</IBAN>"), std::string::npos);
+  EXPECT_NE(x.find("<PmtMtd>TRF</PmtMtd><NbOfTxs>1</NbOfTxs><CtrlSum>15.05</CtrlSum>"), std::string::npos);
+  EXPECT_TRUE(x.ends_with("</PmtInf></CstmrCdtTrfInitn></Document>\n"));
+}
+
 // ---- on a database ------------------------------------------------------------------------------
 
 class StatementsTest : public sika::testing::DbTest {
