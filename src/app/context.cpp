@@ -25,6 +25,7 @@
 #include "payments/health.hpp"
 #include "payments/operator_log.hpp"
 #include "payments/service.hpp"
+#include "statements/service.hpp"
 #include "wallets/service.hpp"
 #include "webhooks/service.hpp"
 
@@ -282,6 +283,7 @@ Status build_services(Context& ctx) {
     lo.page_views_per_address.limit = c.get_int("links.page_views_per_address_per_minute");
     lo.otp = ctx.otp.get();
     ctx.links = std::make_unique<links::Service>(*ctx.db, *ctx.payments, snapshot, std::move(lo));
+    ctx.statements = std::make_unique<statements::Service>(*ctx.db);  // docs/statements.md
     // Hosted checkout collects through payments; its pages live on the checkout surface.
     checkout::Options ko;
     ko.page_base_url = c.surface_url(web::Surface::checkout);
@@ -372,8 +374,9 @@ Status build_services(Context& ctx) {
     ctx.billing =
         std::make_unique<billing::Service>(*ctx.db, *ctx.payments, *ctx.links, ctx.notifier.get(), std::move(o));
     ctx.billing->register_jobs(*ctx.jobs);
-    ctx.dashboard->attach_billing(ctx.billing.get());  // the subscription pages
-    ctx.dashboard->attach_wallets(ctx.wallets.get());  // the partner's wallet links
+    ctx.dashboard->attach_billing(ctx.billing.get());        // the subscription pages
+    ctx.dashboard->attach_wallets(ctx.wallets.get());        // the partner's wallet links
+    ctx.dashboard->attach_statements(ctx.statements.get());  // the statement pages
   }
   return {};
 }

@@ -35,6 +35,9 @@ class Service;
 namespace sika::checkout {
 class Service;
 }
+namespace sika::statements {
+class Service;
+}
 namespace sika::webhooks {
 class Service;
 }
@@ -79,10 +82,11 @@ struct Context {
   };
   std::vector<ConnectorInstance> connectors;
   std::unique_ptr<payments::Service> payments;
-  std::unique_ptr<links::Service> links;        // needs payments (built with it)
-  std::unique_ptr<wallets::Service> wallets;    // needs payments, otp and the notifier
-  std::unique_ptr<checkout::Service> checkout;  // needs payments (built with it)
-  std::unique_ptr<billing::Service> billing;    // subscriptions: needs payments, links, notifier and jobs
+  std::unique_ptr<links::Service> links;            // needs payments (built with it)
+  std::unique_ptr<wallets::Service> wallets;        // needs payments, otp and the notifier
+  std::unique_ptr<checkout::Service> checkout;      // needs payments (built with it)
+  std::unique_ptr<billing::Service> billing;        // subscriptions: needs payments, links, notifier and jobs
+  std::unique_ptr<statements::Service> statements;  // merchant statements, from the ledger
   std::unique_ptr<webhooks::Service> webhooks;
   std::unique_ptr<dashboard::Service> dashboard;  // needs identity, links and webhooks
   // Runs the leased jobs of every queue a component registered (jobs->handle) before start_workers.

@@ -13,6 +13,7 @@
 #include "limits/local.hpp"
 #include "links/service.hpp"
 #include "payments/service.hpp"
+#include "statements/service.hpp"
 #include "wallets/service.hpp"
 #include "web/envelope.hpp"
 #include "web/html.hpp"
@@ -204,6 +205,10 @@ void build_routes(web::Router& r, Context& ctx) {
            web::bearer("payments"), "Look up the account holder's name of a wallet"});
     r.add({Surface::gateway, "GET", "/balance", web::bind(svc, &Pay::balances), web::bearer("payments"),
            "The merchant's available and pending balances per currency"});
+    if (ctx.statements)
+      r.add({Surface::gateway, "GET", "/statements", web::bind(ctx.statements.get(), &statements::Service::statement),
+             web::bearer("payments"),
+             "The merchant's statement of a currency over whole days (from, to; JSON or streamed CSV)"});
     r.add({Surface::gateway, "POST", "/transactions/fees/quote", web::bind(svc, &Pay::fee_quote),
            web::merchant_key_or_bearer("payments"),
            "Quote a collection's fee (shop plugins: merchant API key in x-api-key, or a token); moves nothing"});
@@ -458,6 +463,10 @@ void build_routes(web::Router& r, Context& ctx) {
            "Transactions: filters, search, keyset pages"});
     r.add({Surface::dashboard, "GET", "/transactions.csv", web::bind(svc, &Dsh::transactions_csv), member,
            "Transactions as CSV (same filters)"});
+    r.add({Surface::dashboard, "GET", "/statements", web::bind(svc, &Dsh::statement), member,
+           "The statement of a currency and month: balances and first movements"});
+    r.add({Surface::dashboard, "GET", "/statements.csv", web::bind(svc, &Dsh::statement_csv), member,
+           "The statement of a currency and month as CSV (separator=comma|semicolon)"});
     r.add({Surface::dashboard, "GET", "/transactions/{reference}", web::bind(svc, &Dsh::transaction), member,
            "A transaction: timeline, ledger entries, webhook deliveries"});
     r.add({Surface::dashboard, "POST", "/transactions/{reference}/redeliver", web::bind(svc, &Dsh::redeliver), member,

@@ -41,6 +41,7 @@ namespace sika {
   X(at_most)                      \
   X(at_most_bytes)                \
   X(at_most_chars)                \
+  X(at_most_days)                 \
   X(at_most_for_service)          \
   X(at_most_items)                \
   X(at_most_json_bytes)           \
@@ -74,6 +75,7 @@ namespace sika {
   X(currency_upper)               \
   X(date_time)                    \
   X(date_time_example)            \
+  X(day_date)                     \
   X(days_or_seconds)              \
   X(decimal_number)               \
   X(decimals_in)                  \
@@ -153,6 +155,7 @@ namespace sika {
   X(not_absolute_url)             \
   X(not_active)                   \
   X(not_array)                    \
+  X(not_before_from)              \
   X(not_below_min)                \
   X(not_boolean)                  \
   X(not_collecting_in)            \
@@ -171,6 +174,7 @@ namespace sika {
   X(number_of_country)            \
   X(number_or_null)               \
   X(one_kind_of_line)             \
+  X(one_of)                       \
   X(one_to_chars)                 \
   X(open_amount_only)             \
   X(operation)                    \

@@ -21,6 +21,7 @@
 #include "links/service.hpp"
 #include "links/store.hpp"
 #include "payments/queries.hpp"
+#include "web/csv.hpp"
 #include "web/envelope.hpp"
 #include "webhooks/registry.hpp"
 #include "webhooks/service.hpp"
@@ -104,20 +105,6 @@ std::string option(std::string_view value, std::string_view label, std::string_v
          "</option>";
 }
 
-// A CSV cell: quoted when it holds the separator, a quote or a line break; a leading = + - @ is
-// neutralised so spreadsheets do not run it.
-std::string csv_cell(std::string_view v, char separator) {
-  std::string s(v);
-  if (!s.empty() && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@')) s.insert(0, "'");
-  if (s.find_first_of("\"\n\r") == std::string::npos && s.find(separator) == std::string::npos) return s;
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"') out += '"';
-    out += ch;
-  }
-  return out + "\"";
-}
-
 // The order id a transaction carries in its metadata (hosted checkout: "order_id"), or "".
 std::string order_id_of(const payments::Transaction& tx) {
   if (tx.metadata.empty()) return "";
@@ -126,36 +113,6 @@ std::string order_id_of(const payments::Transaction& tx) {
   if (ec || !v.is_object()) return "";
   const bj::value* id = v.as_object().if_contains("order_id");
   return id && id->is_string() ? std::string(id->as_string()) : "";
-}
-
-// How the CSV is written: `separator=comma|semicolon` (semicolon: what Excel opens in a French
-// locale) and `bom=1` (a UTF-8 byte order mark, so Excel reads the accents). Without them: comma,
-// no BOM (RFC 4180, what scripts expect); the page offers both links, Excel's first in French.
-struct CsvFormat {
-  char separator = ',';
-  bool bom = false;
-};
-Result<CsvFormat> csv_format(const web::Request& req) {
-  CsvFormat f;
-  json::FieldErrors errors;
-  if (auto sep = req.query_param("separator"); sep && !sep->empty()) {
-    if (*sep == "comma")
-      f.separator = ',';
-    else if (*sep == "semicolon")
-      f.separator = ';';
-    else
-      errors.add("separator", "must be comma or semicolon");
-  }
-  if (auto bom = req.query_param("bom"); bom && !bom->empty()) {
-    if (*bom == "1" || *bom == "true")
-      f.bom = true;
-    else if (*bom == "0" || *bom == "false")
-      f.bom = false;
-    else
-      errors.add("bom", "must be 1 or 0");
-  }
-  SIKA_TRY(errors.status());
-  return f;
 }
 
 }  // namespace
@@ -254,14 +211,14 @@ web::Response Service::transactions_csv(web::Request& req) {
   // once the previous piece is written, so an export of any size holds one page in memory and
   // never one long transaction open. Rows created during the export are not in it (the first page
   // fixes the newest id); none is listed twice.
-  auto format = csv_format(req);
+  auto format = web::csv::format(req);
   if (!format) return error_page(req, format.error());
   filter->limit = 500;
   auto producer = [this, filter = std::move(*filter), header = true,
                    f = *format](std::string& out) mutable -> Result<bool> {
     const std::string sep(1, f.separator);
     if (header) {
-      if (f.bom) out += "\xEF\xBB\xBF";
+      if (f.bom) out += web::csv::kBom;
       for (std::string_view name : {"transaction_reference", "created_at", "operation", "status", "channel", "service",
                                     "amount_minor", "currency", "fee_minor", "customer_wallet", "invoice_reference",
                                     "provider_reference", "order_id", "description"})
@@ -275,13 +232,14 @@ web::Response Service::transactions_csv(web::Request& req) {
       return {};
     }));
     for (const auto& tx : pg.items)
-      out += csv_cell(tx.reference, f.separator) + sep + iso8601(tx.created_at) + sep +
-             csv_cell(tx.operation, f.separator) + sep + std::string(payments::to_string(tx.status)) + sep +
-             csv_cell(tx.channel, f.separator) + sep + csv_cell(tx.service_code, f.separator) + sep +
-             std::to_string(tx.amount) + sep + csv_cell(tx.currency, f.separator) + sep + std::to_string(tx.fee) + sep +
-             csv_cell(tx.customer_wallet, f.separator) + sep + csv_cell(tx.invoice_reference, f.separator) + sep +
-             csv_cell(tx.provider_reference, f.separator) + sep + csv_cell(order_id_of(tx), f.separator) + sep +
-             csv_cell(tx.description, f.separator) + "\r\n";
+      out += web::csv::cell(tx.reference, f.separator) + sep + iso8601(tx.created_at) + sep +
+             web::csv::cell(tx.operation, f.separator) + sep + std::string(payments::to_string(tx.status)) + sep +
+             web::csv::cell(tx.channel, f.separator) + sep + web::csv::cell(tx.service_code, f.separator) + sep +
+             std::to_string(tx.amount) + sep + web::csv::cell(tx.currency, f.separator) + sep + std::to_string(tx.fee) +
+             sep + web::csv::cell(tx.customer_wallet, f.separator) + sep +
+             web::csv::cell(tx.invoice_reference, f.separator) + sep +
+             web::csv::cell(tx.provider_reference, f.separator) + sep + web::csv::cell(order_id_of(tx), f.separator) +
+             sep + web::csv::cell(tx.description, f.separator) + "\r\n";
     filter.before = pg.next;
     return pg.next.has_value();
   };

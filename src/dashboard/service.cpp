@@ -288,6 +288,7 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
       {"/transactions", "nav_transactions", false, false},
       {"/links", "nav_payment_links", false, false},
       {"/payouts", "nav_payouts", false, false},
+      {"/statements", "nav_statements", false, false},
       {"/subscriptions", "nav_subscriptions", false, false},
       {"/checkout", "nav_checkout", false, false},
       {"/wallet-links", "nav_linked_wallets", false, false},

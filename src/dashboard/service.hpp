@@ -53,6 +53,9 @@ class Service;
 namespace sika::checkout {
 class Service;
 }
+namespace sika::statements {
+class Service;
+}
 namespace sika::wallets {
 class Service;
 }
@@ -97,7 +100,8 @@ struct Components {
   billing::Service* billing = nullptr;  // set by attach_billing (billing is built after the dashboard)
   payments::Service* payments = nullptr;
   checkout::Service* checkout = nullptr;
-  wallets::Service* wallets = nullptr;  // set by attach_wallets: the partner's links
+  wallets::Service* wallets = nullptr;        // set by attach_wallets: the partner's links
+  statements::Service* statements = nullptr;  // set by attach_statements: the statement pages
 };
 
 class Service {
@@ -113,6 +117,7 @@ class Service {
   // Gives the subscription pages their service; call before serving.
   void attach_billing(billing::Service* billing) { parts_.billing = billing; }
   void attach_wallets(wallets::Service* wallets) { parts_.wallets = wallets; }
+  void attach_statements(statements::Service* statements) { parts_.statements = statements; }
 
   // --- sign-in (open routes) ---
   web::Response login(web::Request& req);        // GET /login: redirects to the identity service
@@ -153,8 +158,12 @@ class Service {
   web::Response checkout_session(web::Request& req);   // GET /checkout/{reference}
   web::Response checkout_secret(web::Request& req);    // POST /checkout/secret (shown, audited)
   web::Response payouts(web::Request& req);            // GET /payouts (a payout's page is its transaction's)
-  web::Response subscriptions(web::Request& req);      // GET /subscriptions?status&page
-  web::Response subscription(web::Request& req);       // GET /subscriptions/{reference}
+  // GET /statements?currency=&month=YYYY-MM: the statement of a currency and month (first rows),
+  // GET /statements.csv?currency=&month=&separator=: all of it as CSV (docs/statements.md).
+  web::Response statement(web::Request& req);
+  web::Response statement_csv(web::Request& req);
+  web::Response subscriptions(web::Request& req);  // GET /subscriptions?status&page
+  web::Response subscription(web::Request& req);   // GET /subscriptions/{reference}
   web::Response subscription_change(
       web::Request& req);  // POST /subscriptions/{reference}/suspend|reactivate|cancel|test-clock
   // POST /checkout/signed-only: the merchant's signed checkout requests only (owners; audited)

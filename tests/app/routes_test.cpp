@@ -121,6 +121,7 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"gateway POST /disbursement/status", "bearer:payments"},
       {"gateway POST /verification/account-holder", "bearer:payments"},
       {"gateway GET /balance", "bearer:payments"},
+      {"gateway GET /statements", "bearer:payments"},
       // shop plugins quote with the merchant API key in x-api-key, API clients with a token
       {"gateway POST /transactions/fees/quote", "merchant_key_or_bearer:payments"},
       {"gateway GET /sandbox/messages", "bearer:payments"},
@@ -205,6 +206,8 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"dashboard POST /security/totp", "dashboard_session"},
       {"dashboard GET /transactions", "dashboard_session"},
       {"dashboard GET /transactions.csv", "dashboard_session"},
+      {"dashboard GET /statements", "dashboard_session"},
+      {"dashboard GET /statements.csv", "dashboard_session"},
       {"dashboard GET /transactions/{reference}", "dashboard_session"},
       {"dashboard POST /transactions/{reference}/redeliver", "dashboard_session"},
       {"dashboard GET /links", "dashboard_session"},

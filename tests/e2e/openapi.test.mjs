@@ -236,6 +236,12 @@ for (const backend of backends()) {
       await api.call('gateway', 'POST', '/collection/cancel', { headers: a, json: {} });
       await api.call('gateway', 'GET', '/balance', { headers: a });
       await api.call('gateway', 'GET', '/balance', {});
+      const day = new Date().toISOString().slice(0, 10);
+      const days = { currency, from: day, to: day };
+      await api.call('gateway', 'GET', '/statements', { headers: a, query: days });
+      await api.call('gateway', 'GET', '/statements', { headers: a, query: { ...days, format: 'csv', separator: 'semicolon' } });
+      await api.call('gateway', 'GET', '/statements', { headers: a, query: { ...days, to: 'tomorrow' } });
+      await api.call('gateway', 'GET', '/statements', { query: days });
       await api.call('gateway', 'POST', '/verification/account-holder', { headers: a, json: { provider, wallet: msisdn } });
       await api.call('gateway', 'POST', '/verification/account-holder', { headers: a, json: {} });
       const payout = await api.call('gateway', 'POST', '/disbursement/intent', { headers: a, json: {
