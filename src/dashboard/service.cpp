@@ -302,6 +302,7 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
       {"/operator/catalog", "nav_catalog", true, false},
       {"/operator/ledger", "nav_ledger", true, false},
       {"/operator/health", "nav_health", true, false},
+      {"/operator/recon", "nav_recon", true, false},
       {"/audit", "nav_audit_log", true, false},
   };
   // The menu once, shown folded in a <details> on a phone and as a line of links from 48rem

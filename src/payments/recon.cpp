@@ -25,8 +25,7 @@ constexpr std::string_view kSikaHeld =
     "ELSE -t.amount END) ELSE 0 END";
 // The amount the operator moves for a payment: what the customer pays for a collection, what is
 // paid to the customer otherwise.
-constexpr std::string_view kSikaAmount =
-    "CASE WHEN t.operation = 'COLLECTION' THEN t.required_total ELSE t.amount END";
+constexpr std::string_view kSikaAmount = "CASE WHEN t.operation = 'COLLECTION' THEN t.required_total ELSE t.amount END";
 constexpr std::string_view kSikaState =
     "CASE t.status WHEN 'COMPLETED' THEN 'succeeded' WHEN 'FAILED' THEN 'failed' WHEN 'EXPIRED' THEN 'failed' "
     "ELSE 'pending' END";
@@ -146,8 +145,9 @@ Result<Summary> Reconciler::import(const ImportRequest& req) {
   std::optional<std::int64_t> existing;
   std::string existing_status;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT id, status FROM recon_runs WHERE connector = ? AND file_hash = ?",
-                                                {req.connector, hash}));
+    SIKA_ASSIGN_OR_RETURN(
+        auto row,
+        c.query_one("SELECT id, status FROM recon_runs WHERE connector = ? AND file_hash = ?", {req.connector, hash}));
     existing.reset();
     if (row) existing = row->i64(0), existing_status = row->str(1);
     return {};
@@ -242,8 +242,12 @@ Status Reconciler::match_lines(std::int64_t run_id, const std::string& connector
   const std::string kind =
       "CASE WHEN t.id IS NULL THEN 'missing_in_sika' "
       "WHEN t.currency <> l.currency THEN 'mismatch_currency' "
-      "WHEN (" + std::string(kSikaState) + ") <> l.status THEN 'mismatch_status' "
-      "WHEN l.status = 'succeeded' AND (" + std::string(kSikaAmount) + ") <> l.amount THEN 'mismatch_amount' "
+      "WHEN (" +
+      std::string(kSikaState) +
+      ") <> l.status THEN 'mismatch_status' "
+      "WHEN l.status = 'succeeded' AND (" +
+      std::string(kSikaAmount) +
+      ") <> l.amount THEN 'mismatch_amount' "
       "ELSE 'matched' END";
   const std::string sql =
       "INSERT INTO recon_items (run_id, line_id, transaction_id, reference, kind, state, sika_currency, sika_amount, "
@@ -252,9 +256,9 @@ Status Reconciler::match_lines(std::int64_t run_id, const std::string& connector
       "CASE WHEN m.kind = 'matched' THEN 'resolved' ELSE 'open' END, m.sika_currency, m.sika_amount, m.sika_status, "
       "m.sika_held, m.operator_currency, m.operator_amount, m.operator_status, m.operator_held, m.occurred_at, ? "
       "FROM (SELECT l.run_id AS run_id, l.id AS line_id, t.id AS tx_id, l.operator_reference AS reference, " +
-      kind + " AS kind, t.currency AS sika_currency, " +
-      "CASE WHEN t.id IS NULL THEN NULL ELSE " + std::string(kSikaAmount) + " END AS sika_amount, " +
-      "t.status AS sika_status, COALESCE(" + std::string(kSikaHeld) + ", 0) AS sika_held, " +
+      kind + " AS kind, t.currency AS sika_currency, " + "CASE WHEN t.id IS NULL THEN NULL ELSE " +
+      std::string(kSikaAmount) + " END AS sika_amount, " + "t.status AS sika_status, COALESCE(" +
+      std::string(kSikaHeld) + ", 0) AS sika_held, " +
       "l.currency AS operator_currency, l.amount AS operator_amount, l.status AS operator_status, "
       "CASE WHEN l.status <> 'succeeded' THEN 0 WHEN l.type = 'collection' THEN l.amount ELSE -l.amount END "
       "AS operator_held, l.occurred_at AS occurred_at "
@@ -268,10 +272,11 @@ Status Reconciler::match_lines(std::int64_t run_id, const std::string& connector
     SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
       const std::int64_t at = clock_();
       SIKA_TRY(c.exec(sql, {at, connector, connector, run_id, from, from + step}));
-      SIKA_TRY(c.exec("UPDATE pay_transactions SET next_check_at = ? WHERE status = 'PENDING' AND next_check_at > ? "
-                      "AND id IN (SELECT transaction_id FROM recon_items WHERE run_id = ? AND kind = 'mismatch_status' "
-                      "AND line_id >= ? AND line_id < ?)",
-                      {at, at, run_id, from, from + step}));
+      SIKA_TRY(
+          c.exec("UPDATE pay_transactions SET next_check_at = ? WHERE status = 'PENDING' AND next_check_at > ? "
+                 "AND id IN (SELECT transaction_id FROM recon_items WHERE run_id = ? AND kind = 'mismatch_status' "
+                 "AND line_id >= ? AND line_id < ?)",
+                 {at, at, run_id, from, from + step}));
       return {};
     }));
   }
@@ -281,8 +286,7 @@ Status Reconciler::match_lines(std::int64_t run_id, const std::string& connector
 // The connector's payments of the period that no statement line matched: COMPLETED (money moved
 // in Sika's books) or PENDING. Older than the grace period: missing_at_operator; younger: timing.
 // Pages of `batch` payments in (submitted_at, id) order, one unit each.
-Status Reconciler::find_missing(std::int64_t run_id, const std::string& connector, std::int64_t from,
-                                std::int64_t to) {
+Status Reconciler::find_missing(std::int64_t run_id, const std::string& connector, std::int64_t from, std::int64_t to) {
   std::int64_t after_at = from - 1, after_id = 0;
   const std::string sql =
       "INSERT INTO recon_items (run_id, transaction_id, reference, kind, state, sika_currency, sika_amount, "
@@ -300,10 +304,11 @@ Status Reconciler::find_missing(std::int64_t run_id, const std::string& connecto
     SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
       last.reset();
       SIKA_ASSIGN_OR_RETURN(
-          auto row, c.query_one("SELECT submitted_at, id FROM pay_transactions WHERE connector = ? AND submitted_at < ? "
-                                "AND (submitted_at > ? OR (submitted_at = ? AND id > ?)) "
-                                "ORDER BY submitted_at, id LIMIT 1 OFFSET ?",
-                                {connector, to, after_at, after_at, after_id, std::int64_t{options_.batch - 1}}));
+          auto row,
+          c.query_one("SELECT submitted_at, id FROM pay_transactions WHERE connector = ? AND submitted_at < ? "
+                      "AND (submitted_at > ? OR (submitted_at = ? AND id > ?)) "
+                      "ORDER BY submitted_at, id LIMIT 1 OFFSET ?",
+                      {connector, to, after_at, after_at, after_id, std::int64_t{options_.batch - 1}}));
       if (row) last = std::make_pair(row->i64(0), row->i64(1));
       return {};
     }));
@@ -328,16 +333,18 @@ Status Reconciler::find_missing(std::int64_t run_id, const std::string& connecto
 Status Reconciler::refresh(const std::string& connector, std::optional<std::int64_t> run_id) {
   return db_.write([&](store::Conn& c) -> Status {
     const std::int64_t at = clock_();
-    SIKA_TRY(c.exec("UPDATE recon_items SET state = 'resolved', decided_by = 'matcher', decided_at = ?, "
-                    "decision_reason = 'in a later statement' "
-                    "WHERE state = 'open' AND kind IN ('timing', 'missing_at_operator') "
-                    "AND run_id IN (SELECT id FROM recon_runs WHERE connector = ?) "
-                    "AND EXISTS (SELECT 1 FROM recon_items j WHERE j.transaction_id = recon_items.transaction_id "
-                    "AND j.line_id IS NOT NULL)",
-                    {at, connector}));
-    SIKA_TRY(c.exec("UPDATE recon_items SET kind = 'missing_at_operator' WHERE state = 'open' AND kind = 'timing' "
-                    "AND occurred_at < ? AND run_id IN (SELECT id FROM recon_runs WHERE connector = ?)",
-                    {at - options_.grace_ms, connector}));
+    SIKA_TRY(
+        c.exec("UPDATE recon_items SET state = 'resolved', decided_by = 'matcher', decided_at = ?, "
+               "decision_reason = 'in a later statement' "
+               "WHERE state = 'open' AND kind IN ('timing', 'missing_at_operator') "
+               "AND run_id IN (SELECT id FROM recon_runs WHERE connector = ?) "
+               "AND EXISTS (SELECT 1 FROM recon_items j WHERE j.transaction_id = recon_items.transaction_id "
+               "AND j.line_id IS NOT NULL)",
+               {at, connector}));
+    SIKA_TRY(
+        c.exec("UPDATE recon_items SET kind = 'missing_at_operator' WHERE state = 'open' AND kind = 'timing' "
+               "AND occurred_at < ? AND run_id IN (SELECT id FROM recon_runs WHERE connector = ?)",
+               {at - options_.grace_ms, connector}));
     SIKA_TRY(c.exec(
         "UPDATE recon_items SET state = 'resolved', decided_by = 'recovery', decided_at = ?, "
         "decision_reason = 'the operator answered', sika_status = (SELECT t.status FROM pay_transactions t WHERE "
@@ -356,8 +363,8 @@ Status Reconciler::refresh(const std::string& connector, std::optional<std::int6
 Result<Summary> Reconciler::summary(std::int64_t run_id) {
   Summary s;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT " + std::string(kRunColumns) + " FROM recon_runs WHERE id = ?",
-                                                {run_id}));
+    SIKA_ASSIGN_OR_RETURN(
+        auto row, c.query_one("SELECT " + std::string(kRunColumns) + " FROM recon_runs WHERE id = ?", {run_id}));
     if (!row) return not_found(bj::object{{"run", "no such run"}});
     s = summary_from_row(*row);
     SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT kind, state, COUNT(*) FROM recon_items WHERE run_id = ? "
@@ -367,9 +374,10 @@ Result<Summary> Reconciler::summary(std::int64_t run_id) {
       s.kinds[r.str(0)] += r.i64(2);
       s.states[r.str(1)] += r.i64(2);
     }
-    SIKA_ASSIGN_OR_RETURN(auto closing, c.query_one("SELECT " + std::string(kClosingColumns) +
-                                                        " FROM recon_closings WHERE run_id = ? ORDER BY id DESC LIMIT 1",
-                                                    {run_id}));
+    SIKA_ASSIGN_OR_RETURN(auto closing,
+                          c.query_one("SELECT " + std::string(kClosingColumns) +
+                                          " FROM recon_closings WHERE run_id = ? ORDER BY id DESC LIMIT 1",
+                                      {run_id}));
     if (closing) s.closing = closing_from_row(*closing);
     return {};
   }));
@@ -392,8 +400,9 @@ Result<std::vector<Summary>> Reconciler::runs(int limit, std::optional<std::int6
   std::vector<Summary> out;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     out.clear();
-    SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT " + std::string(kRunColumns) + " FROM recon_runs WHERE id < ? "
-                                                                                    "ORDER BY id DESC LIMIT ?",
+    SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT " + std::string(kRunColumns) +
+                                                 " FROM recon_runs WHERE id < ? "
+                                                 "ORDER BY id DESC LIMIT ?",
                                              {before_id.value_or(std::numeric_limits<std::int64_t>::max()),
                                               std::int64_t{std::clamp(limit, 1, 200)}}));
     for (const auto& r : rows) out.push_back(summary_from_row(r));
@@ -515,7 +524,8 @@ Result<Item> Reconciler::decide(std::int64_t item_id, Decision decision, std::st
 
 Result<Closing> Reconciler::close_day(std::string_view connector, std::string_view day, std::string_view currency,
                                       std::int64_t operator_balance, std::string_view actor,
-                                      std::optional<std::int64_t> run_id) {
+                                      std::optional<std::int64_t> run_id,
+                                      const std::function<Status(store::Conn&)>& audit) {
   auto start = day_start(day);
   if (!start) return empty_data(bj::object{{"day", "must be a date YYYY-MM-DD"}});
   if (currency.size() != 3) return empty_data(bj::object{{"currency", "must be an ISO 4217 code"}});
@@ -560,10 +570,11 @@ Result<Closing> Reconciler::close_day(std::string_view connector, std::string_vi
     k.unexplained = k.operator_balance + k.sika_clearing - k.open_items + k.operator_fees;
     SIKA_TRY(c.exec("DELETE FROM recon_closings WHERE connector = ? AND day = ? AND currency = ?",
                     {k.connector, k.day, k.currency}));
-    SIKA_TRY(c.exec("INSERT INTO recon_closings (" + std::string(kClosingColumns) +
-                        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    {k.connector, k.day, k.currency, store::opt(k.run_id), k.sika_clearing, k.operator_balance,
-                     k.open_items, k.open_count, k.operator_fees, k.unexplained, k.entered_by, k.computed_at}));
+    SIKA_TRY(c.exec(
+        "INSERT INTO recon_closings (" + std::string(kClosingColumns) + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        {k.connector, k.day, k.currency, store::opt(k.run_id), k.sika_clearing, k.operator_balance, k.open_items,
+         k.open_count, k.operator_fees, k.unexplained, k.entered_by, k.computed_at}));
+    if (audit) SIKA_TRY(audit(c));
     out = k;
     return {};
   }));

@@ -30,7 +30,7 @@ namespace sika::payments::recon {
 
 inline constexpr std::string_view kJournalKind = "RECON_ADJUSTMENT";
 // The kinds and states, in the order pages list them.
-inline constexpr std::string_view kKinds[] = {"matched",          "missing_in_sika",   "missing_at_operator", "timing",
+inline constexpr std::string_view kKinds[] = {"matched",         "missing_in_sika",   "missing_at_operator", "timing",
                                               "mismatch_amount", "mismatch_currency", "mismatch_status"};
 inline constexpr std::string_view kStates[] = {"open", "under_investigation", "adjusted", "resolved"};
 
@@ -55,8 +55,8 @@ struct Closing {
   std::int64_t operator_balance = 0;  // the operator's closing balance
   std::int64_t open_items = 0;        // what the open items explain (operator minus Sika, held)
   std::int64_t open_count = 0;
-  std::int64_t operator_fees = 0;     // the operator's fees on the connector's statement lines up to the day's end
-  std::int64_t unexplained = 0;       // operator_balance - (-sika_clearing) - open_items + operator_fees
+  std::int64_t operator_fees = 0;  // the operator's fees on the connector's statement lines up to the day's end
+  std::int64_t unexplained = 0;    // operator_balance - (-sika_clearing) - open_items + operator_fees
   std::string entered_by;
   std::int64_t computed_at = 0;
 };
@@ -86,7 +86,7 @@ struct Item {
 enum class Decision { accept, investigate };
 
 struct ItemFilter {
-  std::string kind, state;                // "" = any
+  std::string kind, state;               // "" = any
   std::optional<std::int64_t> after_id;  // keyset
   int limit = 50;
 };
@@ -108,16 +108,17 @@ class Reconciler {
   Result<Item> item(std::int64_t item_id);
   // Decides an open item: accept posts the adjustment journal that makes Sika's clearing say
   // what the operator's statement says, investigate only marks it. `audit` runs in the same write
-  // unit. 409 conflict when the item was decided meanwhile (or is matched or resolved), when it
-  // waits for the operator's answer (a PENDING payment's status), or accept of an item already
-  // under investigation is allowed; 404 when there is no such item.
+  // unit. Accept takes an open item or one under investigation; investigate an open one. 409
+  // conflict when the item was decided meanwhile (or is matched or resolved), or when it waits
+  // for the operator's answer (a PENDING payment's status); 404 when there is no such item.
   Result<Item> decide(std::int64_t item_id, Decision decision, std::string_view actor, std::string_view reason,
                       const std::function<Status(store::Conn&)>& audit = {});
   // The closing of a connector's day (YYYY-MM-DD, UTC) in a currency against the operator's
   // closing balance; stored (a second closing of the day replaces the first).
   Result<Closing> close_day(std::string_view connector, std::string_view day, std::string_view currency,
                             std::int64_t operator_balance, std::string_view actor,
-                            std::optional<std::int64_t> run_id = std::nullopt);
+                            std::optional<std::int64_t> run_id = std::nullopt,
+                            const std::function<Status(store::Conn&)>& audit = {});
   Result<std::vector<Closing>> closings(std::string_view connector, int limit);
 
  private:

@@ -143,9 +143,9 @@ bool split_record(std::string_view line, std::vector<std::string>& out) {
 
 std::optional<std::string_view> mapped(const Map& map, std::string_view value) {
   for (const auto& [from, to] : map)
-    if (from.size() == value.size() &&
-        std::equal(from.begin(), from.end(), value.begin(),
-                   [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b)); }))
+    if (from.size() == value.size() && std::equal(from.begin(), from.end(), value.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+        }))
       return to;
   return std::nullopt;
 }
@@ -178,9 +178,12 @@ std::optional<std::int64_t> read_amount(std::string_view text, std::string_view 
 std::optional<std::int64_t> read_time(std::string_view text) {
   if (auto t = parse_iso8601(text)) return t;
   std::string s(text);
-  if (s.size() == 10) s += "T00:00:00Z";
-  else if (s.size() == 19 && s[10] == ' ') s[10] = 'T', s += 'Z';
-  else if (s.size() == 19 && s[10] == 'T') s += 'Z';
+  if (s.size() == 10)
+    s += "T00:00:00Z";
+  else if (s.size() == 19 && s[10] == ' ')
+    s[10] = 'T', s += 'Z';
+  else if (s.size() == 19 && s[10] == 'T')
+    s += 'Z';
   return parse_iso8601(s);
 }
 
@@ -192,8 +195,7 @@ struct Columns {
 int column_of(const std::vector<std::string>& header, std::string_view name) {
   if (name.empty()) return -1;
   for (std::size_t i = 0; i < header.size(); ++i)
-    if (header[i].size() == name.size() &&
-        std::equal(name.begin(), name.end(), header[i].begin(), [](char a, char b) {
+    if (header[i].size() == name.size() && std::equal(name.begin(), name.end(), header[i].begin(), [](char a, char b) {
           return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
         }))
       return static_cast<int>(i);
@@ -308,7 +310,8 @@ const Format* format_named(std::string_view kind) {
 }
 
 std::string dashed_uuid(std::string_view hex) {
-  if (hex.size() != 32 || !std::all_of(hex.begin(), hex.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
+  if (hex.size() != 32 ||
+      !std::all_of(hex.begin(), hex.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
     return std::string(hex);
   std::string out;
   out.reserve(36);

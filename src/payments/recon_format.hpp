@@ -23,7 +23,7 @@ struct StatementLine {
   std::int64_t amount = 0;
   std::string currency;
   std::string status;
-  std::string operator_status;  // as the file wrote it
+  std::string operator_status;   // as the file wrote it
   std::int64_t occurred_at = 0;  // epoch ms
   std::int64_t fee = 0;
 };
@@ -50,8 +50,8 @@ struct Format {
   std::string_view operator_reference, our_reference, type, amount, currency, status, timestamp, fee;
   std::string_view amount_minor;  // an alternative column of minor units ("" when none)
   AmountStyle style = AmountStyle::major_decimal;
-  bool signed_amount = false;     // a negative amount is money out (its type is payout when there is no type column)
-  bool undashed_uuid_ref = false;  // our reference is echoed as a UUID without its dashes (Airtel's transaction.id)
+  bool signed_amount = false;       // a negative amount is money out (its type is payout when there is no type column)
+  bool undashed_uuid_ref = false;   // our reference is echoed as a UUID without its dashes (Airtel's transaction.id)
   std::string_view default_status;  // when the format has no status column
   std::vector<std::pair<std::string_view, std::string_view>> statuses;  // operator status -> ours
   std::vector<std::pair<std::string_view, std::string_view>> types;     // operator type -> ours

@@ -70,8 +70,9 @@ TEST(ReconFormat, RefusesWhatIsNotExactOrKnownNamingTheLine) {
   refused("A,,collection,10,euro,succeeded,2026-11-20T10:00:00Z,0", "currency");
   refused("A,,collection,10,EUR,succeeded,yesterday,0", "timestamp");
   refused(",,collection,10,EUR,succeeded,2026-11-20T10:00:00Z,0", "no operator reference");
-  auto twice = recon::parse(head + "A,,collection,10,EUR,succeeded,2026-11-20,0\nA,,collection,10,EUR,succeeded,"
-                                   "2026-11-20,0\n",
+  auto twice = recon::parse(head +
+                                "A,,collection,10,EUR,succeeded,2026-11-20,0\nA,,collection,10,EUR,succeeded,"
+                                "2026-11-20,0\n",
                             f);
   ASSERT_FALSE(twice.ok());
   EXPECT_NE(bj::serialize(twice.error().details).find("line 3"), std::string::npos);
@@ -115,9 +116,10 @@ TEST(ReconFormat, EachConnectorsExportMapsItsStatusesAndReferences) {
   ASSERT_TRUE(airtel.ok());
   EXPECT_EQ(airtel->lines[0].our_reference, "0193a1b2-0000-7000-8000-00000000000a");
   EXPECT_EQ(airtel->lines[1].status, "pending");
-  auto bad = recon::parse("airtel_money_id,id,type,amount,currency,status,date,fee\nMP3,x,COLLECTION,100,XAF,TX,"
-                          "2026-11-20,0\n",
-                          *recon::format_named("airtel_money"));
+  auto bad = recon::parse(
+      "airtel_money_id,id,type,amount,currency,status,date,fee\nMP3,x,COLLECTION,100,XAF,TX,"
+      "2026-11-20,0\n",
+      *recon::format_named("airtel_money"));
   EXPECT_FALSE(bad.ok());
 }
 
@@ -147,7 +149,8 @@ class ReconTest : public PaymentsTest {
     PaymentsTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     recon_ = std::make_unique<recon::Reconciler>(
-        *db_, [this] { return now_ms() + offset_.load(); }, recon::Options{.grace_ms = 48LL * 3600 * 1000, .batch = 100});
+        *db_, [this] { return now_ms() + offset_.load(); },
+        recon::Options{.grace_ms = 48LL * 3600 * 1000, .batch = 100});
   }
 
   // A payment of the sandbox connector written as the lifecycle leaves it (a COMPLETED
@@ -155,65 +158,83 @@ class ReconTest : public PaymentsTest {
   std::int64_t seed(const std::string& ref, std::string status, std::int64_t amount, std::int64_t fee,
                     std::optional<std::string> operator_ref, std::int64_t age_ms, std::string currency = "XAF") {
     std::int64_t id = 0;
-    EXPECT_TRUE(db_->write([&](store::Conn& c) -> Status {
-                     const std::int64_t t = now_ms() - age_ms;
-                     SIKA_ASSIGN_OR_RETURN(
-                         auto inserted,
-                         c.insert_id(
-                             "INSERT INTO pay_transactions (reference, merchant_id, environment, operation, "
-                             "transaction_uuid, request_hash, invoice_reference, provider_reference, status, channel, "
-                             "service_code, country, connector, customer_wallet, amount, currency, fee, required_total, "
-                             "confirmation_method, confirmation_url, settlement_mode, split_reference, split_status, "
-                             "description, metadata, needs_otp, operator_reference, submitted_at, expires_at, "
-                             "created_at, updated_at, next_check_at) VALUES (?, ?, 'sandbox', 'COLLECTION', ?, 'h', "
-                             "'inv', ?, ?, 'PROVIDER', 'MTN_MOMO_CMR', 'CMR', 'sandbox', '237670000001', ?, ?, ?, ?, "
-                             "'PUSH', '', 'MERCHANT', '', 'NONE', 'd', '{}', 0, ?, ?, ?, ?, ?, ?)",
-                             {"TX-" + ref, m1_.id, uuid_v4(), "pr-" + ref, status, amount, currency, fee, amount + fee,
-                              store::opt(operator_ref), t, now_ms() + 3'600'000, t, t,
-                              status == "PENDING" ? store::Value(now_ms() + 3'600'000) : store::Value(nullptr)}));
-                     id = *inserted;
-                     if (status != "COMPLETED") return {};
-                     ledger::Posting p;
-                     p.transaction_id = id;
-                     p.kind = std::string(ledger::kCollection);
-                     p.environment = "sandbox";
-                     p.currency = currency;
-                     p.memo = "collection";
-                     p.legs.push_back({ledger::operator_clearing("MTN_MOMO_CMR", "sandbox", currency), amount + fee, 0});
-                     p.legs.push_back({ledger::merchant_available(m1_.id, "sandbox", currency), 0, amount});
-                     if (fee > 0) p.legs.push_back({ledger::fee_revenue("sandbox", currency), 0, fee});
-                     ledger::Learned learned;
-                     return ledger::post(c, p, t, nullptr, learned);
-                   })
-                    .ok());
+    EXPECT_TRUE(
+        db_->write([&](store::Conn& c) -> Status {
+             const std::int64_t t = now_ms() - age_ms;
+             SIKA_ASSIGN_OR_RETURN(
+                 auto inserted,
+                 c.insert_id(
+                     "INSERT INTO pay_transactions (reference, merchant_id, environment, operation, "
+                     "transaction_uuid, request_hash, invoice_reference, provider_reference, status, channel, "
+                     "service_code, country, connector, customer_wallet, amount, currency, fee, required_total, "
+                     "confirmation_method, confirmation_url, settlement_mode, split_reference, split_status, "
+                     "description, metadata, needs_otp, operator_reference, submitted_at, expires_at, "
+                     "created_at, updated_at, next_check_at) VALUES (?, ?, 'sandbox', 'COLLECTION', ?, 'h', "
+                     "'inv', ?, ?, 'PROVIDER', 'MTN_MOMO_CMR', 'CMR', 'sandbox', '237670000001', ?, ?, ?, ?, "
+                     "'PUSH', '', 'MERCHANT', '', 'NONE', 'd', '{}', 0, ?, ?, ?, ?, ?, ?)",
+                     {"TX-" + ref, m1_.id, uuid_v4(), "pr-" + ref, status, amount, currency, fee, amount + fee,
+                      store::opt(operator_ref), t, now_ms() + 3'600'000, t, t,
+                      status == "PENDING" ? store::Value(now_ms() + 3'600'000) : store::Value(nullptr)}));
+             id = *inserted;
+             if (status != "COMPLETED") return {};
+             ledger::Posting p;
+             p.transaction_id = id;
+             p.kind = std::string(ledger::kCollection);
+             p.environment = "sandbox";
+             p.currency = currency;
+             p.memo = "collection";
+             p.legs.push_back({ledger::operator_clearing("MTN_MOMO_CMR", "sandbox", currency), amount + fee, 0});
+             p.legs.push_back({ledger::merchant_available(m1_.id, "sandbox", currency), 0, amount});
+             if (fee > 0) p.legs.push_back({ledger::fee_revenue("sandbox", currency), 0, fee});
+             ledger::Learned learned;
+             return ledger::post(c, p, t, nullptr, learned);
+           })
+            .ok());
     return id;
   }
 
   // The statement of every kind of difference (normalised, XAF; required_total = amount + fee).
   std::string statement_with_every_difference() {
     const std::string day = iso8601(now_ms() - 3'600'000);
-    seed("a", "COMPLETED", 10'000, 200, "OPA", 72 * 3'600'000LL);           // matched by the operator's reference
-    seed("b", "COMPLETED", 5'000, 100, std::nullopt, 72 * 3'600'000LL);     // matched by our reference
-    seed("c", "COMPLETED", 8'000, 160, "OPC", 72 * 3'600'000LL);            // amount differs
-    seed("d", "COMPLETED", 3'000, 60, "OPD", 72 * 3'600'000LL);             // currency differs
-    seed("e", "PENDING", 4'000, 80, "OPE", 72 * 3'600'000LL);               // status differs (pending here)
-    seed("f", "COMPLETED", 6'000, 120, "OPF", 72 * 3'600'000LL);            // missing at the operator
-    seed("g", "COMPLETED", 7'000, 140, "OPG", 3'600'000LL);                 // timing: 1 h old
-    seed("h", "FAILED", 2'000, 40, "OPH", 72 * 3'600'000LL);                // failed on both sides
-    seed("i", "FAILED", 9'000, 180, "OPI", 72 * 3'600'000LL);               // failed here, not at the operator
-    seed("k", "FAILED", 1'500, 30, "OPK", 72 * 3'600'000LL);                // failed, absent from the statement
+    seed("a", "COMPLETED", 10'000, 200, "OPA", 72 * 3'600'000LL);        // matched by the operator's reference
+    seed("b", "COMPLETED", 5'000, 100, std::nullopt, 72 * 3'600'000LL);  // matched by our reference
+    seed("c", "COMPLETED", 8'000, 160, "OPC", 72 * 3'600'000LL);         // amount differs
+    seed("d", "COMPLETED", 3'000, 60, "OPD", 72 * 3'600'000LL);          // currency differs
+    seed("e", "PENDING", 4'000, 80, "OPE", 72 * 3'600'000LL);            // status differs (pending here)
+    seed("f", "COMPLETED", 6'000, 120, "OPF", 72 * 3'600'000LL);         // missing at the operator
+    seed("g", "COMPLETED", 7'000, 140, "OPG", 3'600'000LL);              // timing: 1 h old
+    seed("h", "FAILED", 2'000, 40, "OPH", 72 * 3'600'000LL);             // failed on both sides
+    seed("i", "FAILED", 9'000, 180, "OPI", 72 * 3'600'000LL);            // failed here, not at the operator
+    seed("k", "FAILED", 1'500, 30, "OPK", 72 * 3'600'000LL);             // failed, absent from the statement
     return "#period," + iso8601(now_ms() - 100 * 3'600'000LL) + "," + iso8601(now_ms()) +
            "\n"
            "operator_reference,our_reference,type,amount,currency,status,timestamp,fee\n"
-           "OPA,,collection,10200,XAF,succeeded," + day + ",50\n"
-           "OPB,pr-b,collection,5100,XAF,succeeded," + day + ",25\n"
-           "OPC,,collection,8100,XAF,succeeded," + day + ",0\n"
-           "OPD,,collection,3060,XOF,succeeded," + day + ",0\n"
-           "OPE,,collection,4080,XAF,succeeded," + day + ",0\n"
-           "OPH,,collection,2040,XAF,failed," + day + ",0\n"
-           "OPI,,collection,9180,XAF,succeeded," + day + ",0\n"
-           "OPX,,collection,1000,XAF,succeeded," + day + ",0\n"
-           "OPY,,payout,700,XAF,succeeded," + day + ",0\n";
+           "OPA,,collection,10200,XAF,succeeded," +
+           day +
+           ",50\n"
+           "OPB,pr-b,collection,5100,XAF,succeeded," +
+           day +
+           ",25\n"
+           "OPC,,collection,8100,XAF,succeeded," +
+           day +
+           ",0\n"
+           "OPD,,collection,3060,XOF,succeeded," +
+           day +
+           ",0\n"
+           "OPE,,collection,4080,XAF,succeeded," +
+           day +
+           ",0\n"
+           "OPH,,collection,2040,XAF,failed," +
+           day +
+           ",0\n"
+           "OPI,,collection,9180,XAF,succeeded," +
+           day +
+           ",0\n"
+           "OPX,,collection,1000,XAF,succeeded," +
+           day +
+           ",0\n"
+           "OPY,,payout,700,XAF,succeeded," +
+           day + ",0\n";
   }
 
   recon::Summary import_ok(const std::string& text, const std::string& name = "statement.csv") {
@@ -451,9 +472,10 @@ TEST_P(ReconTest, TimingItemsResolveInALaterStatementOrBecomeMissing) {
   ASSERT_EQ(g.kind, "timing");
   seed("j", "COMPLETED", 1'000, 20, "OPJ", 2 * 3'600'000LL);
   const std::string day = iso8601(now_ms());
-  auto next = import_ok("operator_reference,our_reference,type,amount,currency,status,timestamp,fee\n"
-                        "OPZ,,collection,1,XAF,failed," + day + ",0\n" +
-                        "OPG,,collection,7140,XAF,succeeded," + day + ",0\n");
+  auto next = import_ok(
+      "operator_reference,our_reference,type,amount,currency,status,timestamp,fee\n"
+      "OPZ,,collection,1,XAF,failed," +
+      day + ",0\n" + "OPG,,collection,7140,XAF,succeeded," + day + ",0\n");
   EXPECT_EQ(item_of(s.run_id, "OPG").state, "resolved");
   EXPECT_EQ(item_of(next.run_id, "OPG").kind, "matched");
   offset_ = 49LL * 3'600'000;  // two days later
