@@ -41,7 +41,7 @@ std::string amount(const std::optional<std::int64_t>& v, const std::string& curr
 
 std::string closings_table(const Service::Ctx& c, const std::vector<recon::Closing>& rows) {
   if (rows.empty()) return "<p class=\"muted\">" + std::string(say(c.locale, "recon_no_closing")) + "</p>";
-  std::string out = "<table id=\"recon-closings\"><thead><tr><th scope=\"col\">" +
+  std::string out = "<div class=\"scroll\"><table id=\"recon-closings\"><thead><tr><th scope=\"col\">" +
                     std::string(say(c.locale, "day")) + "</th><th scope=\"col\">" +
                     std::string(say(c.locale, "connector")) + "</th><th scope=\"col\" class=\"num\">" +
                     std::string(say(c.locale, "recon_operator_balance")) + "</th><th scope=\"col\" class=\"num\">" +
@@ -57,7 +57,7 @@ std::string closings_table(const Service::Ctx& c, const std::vector<recon::Closi
            ")</td><td class=\"num\">" + money::format(k.operator_fees, k.currency, true) + "</td><td class=\"num\"" +
            (k.unexplained != 0 ? " data-unexplained=\"yes\"" : "") + "><strong>" +
            money::format(k.unexplained, k.currency, true) + "</strong></td></tr>";
-  return out + "</tbody></table>";
+  return out + "</tbody></table></div>";
 }
 
 std::string closing_form(const Service::Ctx& c, const std::string& action) {
@@ -107,7 +107,7 @@ web::Response Service::recon_runs(web::Request& req) {
   if (runs->empty()) {
     body += "<p class=\"muted\" id=\"recon-no-run\">" + std::string(say(c->locale, "recon_no_run")) + "</p>";
   } else {
-    body += "<table id=\"recon-runs\"><thead><tr><th scope=\"col\">#</th><th scope=\"col\">" +
+    body += "<div class=\"scroll\"><table id=\"recon-runs\"><thead><tr><th scope=\"col\">#</th><th scope=\"col\">" +
             std::string(say(c->locale, "connector")) + "</th><th scope=\"col\">" +
             std::string(say(c->locale, "recon_period")) + "</th><th scope=\"col\" class=\"num\">" +
             std::string(say(c->locale, "recon_lines")) + "</th><th scope=\"col\" class=\"num\">" +
@@ -124,7 +124,7 @@ web::Response Service::recon_runs(web::Request& req) {
                              std::stoll(count_of(s.states, "under_investigation"))) +
               "</td></tr>";
     }
-    body += "</tbody></table>";
+    body += "</tbody></table></div>";
   }
   body += "</section><section class=\"card\" aria-labelledby=\"rc\"><h2 id=\"rc\">" +
           std::string(say(c->locale, "recon_closings")) + "</h2><p class=\"muted\">" +
@@ -167,7 +167,7 @@ web::Response Service::recon_run(web::Request& req) {
                      escape(s->file_name) + "</dd><dt>" + std::string(say(c->locale, "recon_period")) + "</dt><dd>" +
                      when(s->period_start, c->zone) + " – " + when(s->period_end, c->zone) + "</dd><dt>" +
                      std::string(say(c->locale, "recon_lines")) + "</dt><dd>" + std::to_string(s->lines) +
-                     "</dd></dl><table id=\"recon-kinds\"><thead><tr><th scope=\"col\">" +
+                     "</dd></dl><div class=\"scroll\"><table id=\"recon-kinds\"><thead><tr><th scope=\"col\">" +
                      std::string(say(c->locale, "recon_kind")) + "</th><th scope=\"col\" class=\"num\">" +
                      std::string(say(c->locale, "recon_items")) + "</th></tr></thead><tbody>";
   for (auto k : recon::kKinds) {
@@ -175,7 +175,7 @@ web::Response Service::recon_run(web::Request& req) {
     body += "<tr><td><a href=\"" + escape(href) + "\">" + escape(say_kind(c->locale, k)) + "</a></td><td class=\"num\">" +
             count_of(s->kinds, k) + "</td></tr>";
   }
-  body += "</tbody></table>";
+  body += "</tbody></table></div>";
   if (s->closing) body += "<h3>" + std::string(say(c->locale, "recon_closings")) + "</h3>" +
                           closings_table(*c, {*s->closing});
   body += "</section>";
@@ -197,7 +197,7 @@ web::Response Service::recon_run(web::Request& req) {
   if (items->empty()) {
     body += "<p class=\"muted\" id=\"recon-no-item\">" + std::string(say(c->locale, "recon_no_item")) + "</p>";
   } else {
-    body += "<table id=\"recon-items\"><thead><tr><th scope=\"col\">" + std::string(say(c->locale, "recon_reference")) +
+    body += "<div class=\"scroll\"><table id=\"recon-items\"><thead><tr><th scope=\"col\">" + std::string(say(c->locale, "recon_reference")) +
             "</th><th scope=\"col\">" + std::string(say(c->locale, "recon_kind")) + "</th><th scope=\"col\">" +
             std::string(say(c->locale, "state")) + "</th><th scope=\"col\" class=\"num\">Sika</th><th scope=\"col\" "
             "class=\"num\">" + std::string(say(c->locale, "recon_operator")) + "</th><th scope=\"col\">" +
@@ -219,9 +219,9 @@ web::Response Service::recon_run(web::Request& req) {
               "</td><td>" + escape(say_kind(c->locale, i.kind)) + "</td><td>" + badge(i.state) +
               "</td><td class=\"num\">" + amount(i.sika_amount, i.sika_currency) + " " + escape(i.sika_status) +
               "</td><td class=\"num\">" + amount(i.operator_amount, i.operator_currency) + " " +
-              escape(i.operator_status) + "</td><td>" + decision + "</td></tr>";
+              escape(i.operator_status) + "</td><td class=\"wrap\">" + decision + "</td></tr>";
     }
-    body += "</tbody></table>";
+    body += "</tbody></table></div>";
     if (static_cast<int>(items->size()) == f.limit)
       body += next_page_link(*c, "kind=" + f.kind + "&state=" + f.state + "&after=" + std::to_string(items->back().id));
   }

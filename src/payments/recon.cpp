@@ -229,8 +229,9 @@ Status Reconciler::insert_lines(std::int64_t run_id, const Statement& s) {
   return {};
 }
 
-// One unit per range of line ids: each line finds its payment by the operator's reference, else by
-// ours; the item's kind is decided in SQL. A status mismatch of a PENDING payment makes recovery
+// One unit per range of line ids (read by the primary key: `+l.run_id` keeps the planner off the
+// (run_id, operator_reference) index, which would read the whole run for every range): each line
+// finds its payment by the operator's reference, else by ours; the item's kind is decided in SQL. A status mismatch of a PENDING payment makes recovery
 // ask the operator now.
 Status Reconciler::match_lines(std::int64_t run_id, const std::string& connector) {
   std::int64_t lo = 0, hi = -1;
@@ -266,12 +267,12 @@ Status Reconciler::match_lines(std::int64_t run_id, const std::string& connector
       "(SELECT x.id FROM pay_transactions x WHERE x.connector = ? AND x.operator_reference = l.operator_reference "
       "LIMIT 1), "
       "(SELECT y.id FROM pay_transactions y WHERE y.provider_reference = l.our_reference AND y.connector = ?)) "
-      "WHERE l.run_id = ? AND l.id >= ? AND l.id < ?) m";
+      "WHERE l.id >= ? AND l.id < ? AND +l.run_id = ?) m";
   const std::int64_t step = options_.batch;
   for (std::int64_t from = lo; from <= hi; from += step) {
     SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
       const std::int64_t at = clock_();
-      SIKA_TRY(c.exec(sql, {at, connector, connector, run_id, from, from + step}));
+      SIKA_TRY(c.exec(sql, {at, connector, connector, from, from + step, run_id}));
       SIKA_TRY(
           c.exec("UPDATE pay_transactions SET next_check_at = ? WHERE status = 'PENDING' AND next_check_at > ? "
                  "AND id IN (SELECT transaction_id FROM recon_items WHERE run_id = ? AND kind = 'mismatch_status' "
@@ -295,8 +296,8 @@ Status Reconciler::find_missing(std::int64_t run_id, const std::string& connecto
       "CASE WHEN t.submitted_at < ? THEN 'missing_at_operator' ELSE 'timing' END, 'open', t.currency, " +
       std::string(kSikaAmount) + ", t.status, " + std::string(kSikaHeld) +
       ", 0, t.submitted_at, ? FROM pay_transactions t "
-      "WHERE t.connector = ? AND t.submitted_at < ? AND (t.submitted_at > ? OR (t.submitted_at = ? AND t.id > ?)) "
-      "AND (t.submitted_at < ? OR (t.submitted_at = ? AND t.id <= ?)) "
+      "WHERE t.connector = ? AND t.submitted_at < ? AND (t.submitted_at, t.id) > (?, ?) "
+      "AND (t.submitted_at, t.id) <= (?, ?) "
       "AND t.status IN ('COMPLETED', 'PENDING') "
       "AND NOT EXISTS (SELECT 1 FROM recon_items i WHERE i.transaction_id = t.id)";
   for (;;) {
@@ -306,9 +307,8 @@ Status Reconciler::find_missing(std::int64_t run_id, const std::string& connecto
       SIKA_ASSIGN_OR_RETURN(
           auto row,
           c.query_one("SELECT submitted_at, id FROM pay_transactions WHERE connector = ? AND submitted_at < ? "
-                      "AND (submitted_at > ? OR (submitted_at = ? AND id > ?)) "
-                      "ORDER BY submitted_at, id LIMIT 1 OFFSET ?",
-                      {connector, to, after_at, after_at, after_id, std::int64_t{options_.batch - 1}}));
+                      "AND (submitted_at, id) > (?, ?) ORDER BY submitted_at, id LIMIT 1 OFFSET ?",
+                      {connector, to, after_at, after_id, std::int64_t{options_.batch - 1}}));
       if (row) last = std::make_pair(row->i64(0), row->i64(1));
       return {};
     }));
@@ -316,8 +316,8 @@ Status Reconciler::find_missing(std::int64_t run_id, const std::string& connecto
     const std::int64_t until_at = last ? last->first : to, until_id = last ? last->second : 0;
     SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
       const std::int64_t at = clock_();
-      SIKA_TRY(c.exec(sql, {run_id, at - options_.grace_ms, at, connector, to, after_at, after_at, after_id, until_at,
-                            until_at, last ? until_id : std::numeric_limits<std::int64_t>::max()}));
+      SIKA_TRY(c.exec(sql, {run_id, at - options_.grace_ms, at, connector, to, after_at, after_id, until_at,
+                            last ? until_id : std::numeric_limits<std::int64_t>::max()}));
       return {};
     }));
     if (!last) break;

@@ -92,7 +92,7 @@ CREATE TABLE recon_closings (
 );
 CREATE INDEX pay_transactions_operator_reference ON pay_transactions(connector, operator_reference)
   WHERE operator_reference IS NOT NULL;
-CREATE INDEX pay_transactions_connector_submitted ON pay_transactions(connector, submitted_at)
+CREATE INDEX pay_transactions_connector_submitted ON pay_transactions(connector, submitted_at, id)
 )SQL"};
 
 }  // namespace sika::store::migrations
