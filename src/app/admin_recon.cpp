@@ -20,18 +20,12 @@ namespace recon = payments::recon;
 namespace {
 
 bj::object closing_json(const recon::Closing& k) {
-  return bj::object{{"connector", k.connector},
-                    {"day", k.day},
-                    {"currency", k.currency},
-                    {"run", k.run_id ? bj::value(*k.run_id) : bj::value(nullptr)},
-                    {"sika_clearing", k.sika_clearing},
-                    {"operator_balance", k.operator_balance},
-                    {"open_items", k.open_items},
-                    {"open_count", k.open_count},
-                    {"operator_fees", k.operator_fees},
-                    {"unexplained", k.unexplained},
-                    {"entered_by", k.entered_by},
-                    {"computed_at", iso8601(k.computed_at)}};
+  return bj::object{{"connector", k.connector},         {"day", k.day},
+                    {"currency", k.currency},           {"run", k.run_id ? bj::value(*k.run_id) : bj::value(nullptr)},
+                    {"sika_clearing", k.sika_clearing}, {"operator_balance", k.operator_balance},
+                    {"open_items", k.open_items},       {"open_count", k.open_count},
+                    {"operator_fees", k.operator_fees}, {"unexplained", k.unexplained},
+                    {"entered_by", k.entered_by},       {"computed_at", iso8601(k.computed_at)}};
 }
 
 bj::object summary_json(const recon::Summary& s) {
@@ -75,7 +69,8 @@ std::string summary_human(const recon::Summary& s) {
   std::string states;
   for (auto k : recon::kStates) {
     auto it = s.states.find(std::string(k));
-    states += (states.empty() ? "" : ", ") + std::string(k) + " " + std::to_string(it == s.states.end() ? 0 : it->second);
+    states +=
+        (states.empty() ? "" : ", ") + std::string(k) + " " + std::to_string(it == s.states.end() ? 0 : it->second);
   }
   h += "\n  items: " + states;
   if (s.closing) h += "\n  " + closing_human(*s.closing);
@@ -149,7 +144,8 @@ void add_recon_admin(CLI::App& admin, AdminEnv& env) {
       recon::ImportRequest req;
       req.connector = a->connector;
       req.format = a->format;
-      req.file_name = a->file.substr(a->file.find_last_of('/') == std::string::npos ? 0 : a->file.find_last_of('/') + 1);
+      req.file_name =
+          a->file.substr(a->file.find_last_of('/') == std::string::npos ? 0 : a->file.find_last_of('/') + 1);
       req.text = std::move(text).str();
       req.service_code = a->service;
       req.actor = "sika admin";
@@ -235,8 +231,8 @@ void add_recon_admin(CLI::App& admin, AdminEnv& env) {
       if (!a->accept && !a->investigate)
         check(Status(empty_data(bj::object{{"decision", "--accept or --investigate is required"}})));
       auto i = check(reconciler(env.context())
-                         .decide(a->item, a->accept ? recon::Decision::accept : recon::Decision::investigate,
-                                 a->actor, a->reason));
+                         .decide(a->item, a->accept ? recon::Decision::accept : recon::Decision::investigate, a->actor,
+                                 a->reason));
       print_result(env, item_json(i), item_human(i));
     });
   }
@@ -258,8 +254,8 @@ void add_recon_admin(CLI::App& admin, AdminEnv& env) {
       if (negative) text.remove_prefix(1);
       auto v = money::parse_decimal(text, a->currency);
       if (!v) check(Status(empty_data(bj::object{{"balance", "is not an exact amount of the currency"}})));
-      auto k = check(reconciler(env.context())
-                         .close_day(a->connector, a->day, a->currency, negative ? -*v : *v, "sika admin"));
+      auto k = check(
+          reconciler(env.context()).close_day(a->connector, a->day, a->currency, negative ? -*v : *v, "sika admin"));
       print_result(env, closing_json(k), closing_human(k));
     });
   }

@@ -83,7 +83,7 @@ std::string decision_form(const Service::Ctx& c, const std::string& action, cons
                     "<label for=\"reason-" + id + "\">" + std::string(say(c.locale, "recon_reason")) +
                     "</label><input id=\"reason-" + id +
                     "\" name=\"reason\" required maxlength=\"500\" autocomplete=\"off\">";
-  const bool waits = i.kind == "mismatch_status" && i.sika_status == "PENDING";
+  const bool waits = (i.kind == "mismatch_status" && i.sika_status == "PENDING") || i.kind == "timing";
   if (!waits)
     out += "<button name=\"decision\" value=\"accept\" id=\"accept-" + id + "\">" +
            std::string(say(c.locale, "recon_accept")) + "</button>";
@@ -111,15 +111,13 @@ web::Response Service::recon_runs(web::Request& req) {
             std::string(say(c->locale, "connector")) + "</th><th scope=\"col\">" +
             std::string(say(c->locale, "recon_period")) + "</th><th scope=\"col\" class=\"num\">" +
             std::string(say(c->locale, "recon_lines")) + "</th><th scope=\"col\" class=\"num\">" +
-            std::string(say(c->locale, "recon_matched")) + "</th><th scope=\"col\" class=\"num\">" +
             std::string(say(c->locale, "recon_to_decide")) + "</th></tr></thead><tbody>";
     for (const auto& s : *runs) {
       const std::string href = path("/operator/recon/" + std::to_string(s.run_id));
       body += "<tr><td><a href=\"" + escape(href) + "\">" + std::to_string(s.run_id) + "</a></td><td>" +
               escape(s.connector) + " <span class=\"muted\">" + escape(s.format) + "</span></td><td>" +
               when(s.period_start, c->zone) + " – " + when(s.period_end, c->zone) + "</td><td class=\"num\">" +
-              std::to_string(s.lines) + "</td><td class=\"num\">" + count_of(s.kinds, "matched") +
-              "</td><td class=\"num\">" +
+              std::to_string(s.lines) + "</td><td class=\"num\">" +
               std::to_string(std::stoll(count_of(s.states, "open")) +
                              std::stoll(count_of(s.states, "under_investigation"))) +
               "</td></tr>";
@@ -172,18 +170,22 @@ web::Response Service::recon_run(web::Request& req) {
                      std::string(say(c->locale, "recon_items")) + "</th></tr></thead><tbody>";
   for (auto k : recon::kKinds) {
     const std::string href = path("/operator/recon/" + std::to_string(*run_id)) + "?kind=" + std::string(k);
-    body += "<tr><td><a href=\"" + escape(href) + "\">" + escape(say_kind(c->locale, k)) + "</a></td><td class=\"num\">" +
-            count_of(s->kinds, k) + "</td></tr>";
+    body += "<tr><td><a href=\"" + escape(href) + "\">" + escape(say_kind(c->locale, k)) +
+            "</a></td><td class=\"num\">" + count_of(s->kinds, k) + "</td></tr>";
   }
   body += "</tbody></table></div>";
-  if (s->closing) body += "<h3>" + std::string(say(c->locale, "recon_closings")) + "</h3>" +
-                          closings_table(*c, {*s->closing});
+  if (s->closing)
+    body += "<h3>" + std::string(say(c->locale, "recon_closings")) + "</h3>" + closings_table(*c, {*s->closing});
   body += "</section>";
   // The filter: a plain GET form.
   const std::string here = path("/operator/recon/" + std::to_string(*run_id));
-  body += "<form method=\"get\" action=\"" + escape(here) + "\" class=\"filters\" id=\"recon-filter\">"
-          "<label for=\"f-kind\">" + std::string(say(c->locale, "recon_kind")) + "</label><select id=\"f-kind\" "
-          "name=\"kind\"><option value=\"\">" + std::string(say(c->locale, "recon_any")) + "</option>";
+  body += "<form method=\"get\" action=\"" + escape(here) +
+          "\" class=\"filters\" id=\"recon-filter\">"
+          "<label for=\"f-kind\">" +
+          std::string(say(c->locale, "recon_kind")) +
+          "</label><select id=\"f-kind\" "
+          "name=\"kind\"><option value=\"\">" +
+          std::string(say(c->locale, "recon_any")) + "</option>";
   for (auto k : recon::kKinds)
     body += "<option value=\"" + std::string(k) + "\"" + (f.kind == k ? " selected" : "") + ">" +
             escape(say_kind(c->locale, k)) + "</option>";
@@ -197,10 +199,13 @@ web::Response Service::recon_run(web::Request& req) {
   if (items->empty()) {
     body += "<p class=\"muted\" id=\"recon-no-item\">" + std::string(say(c->locale, "recon_no_item")) + "</p>";
   } else {
-    body += "<div class=\"scroll\"><table id=\"recon-items\"><thead><tr><th scope=\"col\">" + std::string(say(c->locale, "recon_reference")) +
-            "</th><th scope=\"col\">" + std::string(say(c->locale, "recon_kind")) + "</th><th scope=\"col\">" +
-            std::string(say(c->locale, "state")) + "</th><th scope=\"col\" class=\"num\">Sika</th><th scope=\"col\" "
-            "class=\"num\">" + std::string(say(c->locale, "recon_operator")) + "</th><th scope=\"col\">" +
+    body += "<div class=\"scroll\"><table id=\"recon-items\"><thead><tr><th scope=\"col\">" +
+            std::string(say(c->locale, "recon_reference")) + "</th><th scope=\"col\">" +
+            std::string(say(c->locale, "recon_kind")) + "</th><th scope=\"col\">" +
+            std::string(say(c->locale, "state")) +
+            "</th><th scope=\"col\" class=\"num\">Sika</th><th scope=\"col\" "
+            "class=\"num\">" +
+            std::string(say(c->locale, "recon_operator")) + "</th><th scope=\"col\">" +
             std::string(say(c->locale, "recon_decision")) + "</th></tr></thead><tbody>";
     for (const auto& i : *items) {
       std::string decision;
@@ -210,12 +215,14 @@ web::Response Service::recon_run(web::Request& req) {
         decision += decision_form(*c, path("/operator/recon/items/" + std::to_string(i.id)), i);
       }
       if (!i.decided_by.empty())
-        decision += "<span class=\"muted\">" + escape(i.decided_by) + (i.decided_at ? ", " + when(*i.decided_at, c->zone) : "") +
+        decision += "<span class=\"muted\">" + escape(i.decided_by) +
+                    (i.decided_at ? ", " + when(*i.decided_at, c->zone) : "") +
                     (i.decision_reason.empty() ? "" : ": " + escape(i.decision_reason)) + "</span>";
       body += "<tr id=\"item-" + std::to_string(i.id) + "\" data-kind=\"" + escape(i.kind) + "\" data-state=\"" +
               escape(i.state) + "\"><td>" + escape(i.reference) +
-              (i.transaction_reference.empty() ? "" : "<br><span class=\"muted\">" + escape(i.transaction_reference) +
-                                                          "</span>") +
+              (i.transaction_reference.empty()
+                   ? ""
+                   : "<br><span class=\"muted\">" + escape(i.transaction_reference) + "</span>") +
               "</td><td>" + escape(say_kind(c->locale, i.kind)) + "</td><td>" + badge(i.state) +
               "</td><td class=\"num\">" + amount(i.sika_amount, i.sika_currency) + " " + escape(i.sika_status) +
               "</td><td class=\"num\">" + amount(i.operator_amount, i.operator_currency) + " " +

@@ -355,7 +355,6 @@ inline constexpr web::texts::Entry kTextsData[] = {
     {"recon_no_run", "Aucun relevé importé.", "No statement imported."},
     {"recon_period", "Période", "Period"},
     {"recon_lines", "Lignes", "Lines"},
-    {"recon_matched", "Rapprochées", "Matched"},
     {"recon_to_decide", "À décider", "To decide"},
     {"recon_closings", "Clôtures journalières", "Daily closings"},
     {"recon_closing_help",

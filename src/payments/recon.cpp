@@ -231,8 +231,8 @@ Status Reconciler::insert_lines(std::int64_t run_id, const Statement& s) {
 
 // One unit per range of line ids (read by the primary key: `+l.run_id` keeps the planner off the
 // (run_id, operator_reference) index, which would read the whole run for every range): each line
-// finds its payment by the operator's reference, else by ours; the item's kind is decided in SQL. A status mismatch of a PENDING payment makes recovery
-// ask the operator now.
+// finds its payment by the operator's reference, else by ours; the item's kind is decided in SQL. A status mismatch of
+// a PENDING payment makes recovery ask the operator now.
 Status Reconciler::match_lines(std::int64_t run_id, const std::string& connector) {
   std::int64_t lo = 0, hi = -1;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
@@ -406,9 +406,11 @@ Result<std::vector<Summary>> Reconciler::runs(int limit, std::optional<std::int6
                                              {before_id.value_or(std::numeric_limits<std::int64_t>::max()),
                                               std::int64_t{std::clamp(limit, 1, 200)}}));
     for (const auto& r : rows) out.push_back(summary_from_row(r));
+    // Only the items still to decide (the partial index recon_items_open): a run's whole report is
+    // report()'s, one run at a time.
     for (auto& s : out) {
-      SIKA_ASSIGN_OR_RETURN(auto counts, c.query("SELECT kind, state, COUNT(*) FROM recon_items WHERE run_id = ? "
-                                                 "GROUP BY kind, state",
+      SIKA_ASSIGN_OR_RETURN(auto counts, c.query("SELECT kind, state, COUNT(*) FROM recon_items WHERE state IN "
+                                                 "('open', 'under_investigation') AND run_id = ? GROUP BY kind, state",
                                                  {s.run_id}));
       for (const auto& r : counts) {
         s.kinds[r.str(0)] += r.i64(2);
@@ -478,6 +480,9 @@ Result<Item> Reconciler::decide(std::int64_t item_id, Decision decision, std::st
     if (kind == "mismatch_status" && row->str(8) == "PENDING")
       return make_error(ErrorKind::conflict, "conflict",
                         bj::object{{"item", "waits for the operator's answer to the recovery engine"}});
+    if (kind == "timing" && decision == Decision::accept)
+      return make_error(ErrorKind::conflict, "conflict",
+                        bj::object{{"item", "may still be in a later statement (grace period)"}});
     // The decision and its state change: one conditional UPDATE, so two decisions racing cannot
     // both pass (the loser changes nothing and gets 409).
     const char* from = decision == Decision::accept ? "('open', 'under_investigation')" : "('open')";

@@ -102,15 +102,17 @@ class Reconciler {
   // A run's summary after resolving what has settled since (recovery's answers, later statements,
   // the grace period passing); 404 when there is no such run.
   Result<Summary> report(std::int64_t run_id);
-  // The newest runs first.
+  // The newest runs first; their counts are those of the items still to decide (open or under
+  // investigation) only.
   Result<std::vector<Summary>> runs(int limit, std::optional<std::int64_t> before_id = std::nullopt);
   Result<std::vector<Item>> items(std::int64_t run_id, const ItemFilter& filter);
   Result<Item> item(std::int64_t item_id);
   // Decides an open item: accept posts the adjustment journal that makes Sika's clearing say
   // what the operator's statement says, investigate only marks it. `audit` runs in the same write
   // unit. Accept takes an open item or one under investigation; investigate an open one. 409
-  // conflict when the item was decided meanwhile (or is matched or resolved), or when it waits
-  // for the operator's answer (a PENDING payment's status); 404 when there is no such item.
+  // conflict when the item was decided meanwhile (or is matched or resolved), when it waits for
+  // the operator's answer (a PENDING payment's status), or on accepting a timing item (it may
+  // still be in a later statement); 404 when there is no such item.
   Result<Item> decide(std::int64_t item_id, Decision decision, std::string_view actor, std::string_view reason,
                       const std::function<Status(store::Conn&)>& audit = {});
   // The closing of a connector's day (YYYY-MM-DD, UTC) in a currency against the operator's

@@ -8,10 +8,11 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { totp } from './lib/totp.mjs';
 import { launchBrowser, noBrowser } from './lib/browser.mjs';
-import { startServer, backends, merchantToken, waitFor, admin, adminJson, sqlRows, checkLedger } from './lib/server.mjs';
+import { startServer, backends, merchantToken, waitFor, admin, adminJson, sqlRows, checkLedger, sikaBinary, secretKey } from './lib/server.mjs';
 import { assertPageStandards, phoneViewport, desktopViewport } from './lib/pagecheck.mjs';
 
 const shots = process.env.SIKA_SCREENSHOTS;
@@ -112,6 +113,24 @@ for (const backend of backends()) {
       checkLedger(server);
     });
 
+    // Eight processes (each a node of its own on the shared database) accept one item at once.
+    test('decisions racing from eight processes on one database: one wins, one journal, the ledger clean', async () => {
+      const open = admin(server, 'recon', 'items', String(run), '--kind', 'missing_at_operator', '--state', 'open');
+      assert.equal(open.length, 1);
+      const journals = () => Number(sqlRows(server, `SELECT COUNT(*) FROM ledger_journals WHERE kind = 'RECON_ADJUSTMENT'`)[0][0]);
+      const before = journals();
+      const codes = await Promise.all(Array.from({ length: 8 }, (_, i) => new Promise((resolve) => {
+        const p = spawn(sikaBinary, ['admin', '--db', server.dsn, 'recon', 'decide', String(open[0].id), '--accept',
+          '--reason', `race ${i}`, '--actor', `op${i}@example.com`], { env: { ...process.env, SIKA_SECRET_KEY: secretKey } });
+        p.on('close', resolve);
+      })));
+      assert.equal(codes.filter((c) => c === 0).length, 1, JSON.stringify(codes));
+      assert.equal(journals(), before + 1);
+      const decided = admin(server, 'recon', 'items', String(run), '--kind', 'missing_at_operator');
+      assert.equal(decided[0].state, 'adjusted');
+      checkLedger(server);
+    });
+
     test('the operators\' pages: runs, items by kind, a decision and a closing, audited, on a phone and a desktop',
       { skip: noBrowser, timeout: 90000 }, async () => {
         const browser = await launchBrowser();
@@ -146,7 +165,7 @@ for (const backend of backends()) {
           await page.fill(`#reason-${id}`, 'confirmed by the operator');
           await Promise.all([page.waitForURL(new RegExp(`/operator/recon/${run}`)), page.click(`#accept-${id}`)]);
           await page.goto(`${dashboard}/operator/recon/${run}?state=adjusted`);
-          assert.equal(await page.locator('#recon-items tbody tr').count(), 2);
+          assert.equal(await page.locator('#recon-items tbody tr').count(), 3);  // and the CLI's two
 
           // The day's closing against an entered balance.
           await page.goto(dashboard + '/operator/recon');

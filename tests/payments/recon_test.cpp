@@ -470,6 +470,10 @@ TEST_P(ReconTest, TimingItemsResolveInALaterStatementOrBecomeMissing) {
   auto s = import_ok(statement_with_every_difference());
   auto g = item_of(s.run_id, "OPG");
   ASSERT_EQ(g.kind, "timing");
+  // Within the grace period the operator's "nothing" is not accepted: it may come tomorrow.
+  auto early = recon_->decide(g.id, Decision::accept, "ops@example.com", "not in the file");
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ(early.error().kind, ErrorKind::conflict);
   seed("j", "COMPLETED", 1'000, 20, "OPJ", 2 * 3'600'000LL);
   const std::string day = iso8601(now_ms());
   auto next = import_ok(
