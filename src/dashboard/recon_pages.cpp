@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 
 #include <charconv>
+#include <functional>
 
 #include "core/json.hpp"
 #include "core/money.hpp"
@@ -93,6 +94,72 @@ std::string decision_form(const Service::Ctx& c, const std::string& action, cons
   return out + "</form>";
 }
 
+// The items' filter: a plain GET form.
+std::string filter_form(const Service::Ctx& c, const std::string& here, const recon::ItemFilter& f) {
+  std::string body;
+  body += "<form method=\"get\" action=\"" + escape(here) +
+          "\" class=\"filters\" id=\"recon-filter\">"
+          "<label for=\"f-kind\">" +
+          std::string(say(c.locale, "recon_kind")) +
+          "</label><select id=\"f-kind\" "
+          "name=\"kind\"><option value=\"\">" +
+          std::string(say(c.locale, "recon_any")) + "</option>";
+  for (auto k : recon::kKinds)
+    body += "<option value=\"" + std::string(k) + "\"" + (f.kind == k ? " selected" : "") + ">" +
+            escape(say_kind(c.locale, k)) + "</option>";
+  body += "</select><label for=\"f-state\">" + std::string(say(c.locale, "state")) +
+          "</label><select id=\"f-state\" name=\"state\"><option value=\"\">" +
+          std::string(say(c.locale, "recon_any")) + "</option>";
+  for (auto k : recon::kStates)
+    body += "<option value=\"" + std::string(k) + "\"" + (f.state == k ? " selected" : "") + ">" +
+            escape(say_state(c.locale, k)) + "</option>";
+  body += "</select><button class=\"secondary\">" + std::string(say(c.locale, "recon_filter")) + "</button></form>";
+  return body;
+}
+
+// A run's items with the decision form of each open one (`action_of` gives an item's form action).
+std::string items_table(const Service::Ctx& c, const std::vector<recon::Item>& items, const recon::ItemFilter& f,
+                        const std::function<std::string(std::int64_t)>& action_of) {
+  std::string body;
+  if (items.empty()) {
+    body += "<p class=\"muted\" id=\"recon-no-item\">" + std::string(say(c.locale, "recon_no_item")) + "</p>";
+  } else {
+    body += "<div class=\"scroll\"><table id=\"recon-items\"><thead><tr><th scope=\"col\">" +
+            std::string(say(c.locale, "recon_reference")) + "</th><th scope=\"col\">" +
+            std::string(say(c.locale, "recon_kind")) + "</th><th scope=\"col\">" + std::string(say(c.locale, "state")) +
+            "</th><th scope=\"col\" class=\"num\">Sika</th><th scope=\"col\" "
+            "class=\"num\">" +
+            std::string(say(c.locale, "recon_operator")) + "</th><th scope=\"col\">" +
+            std::string(say(c.locale, "recon_decision")) + "</th></tr></thead><tbody>";
+    for (const auto& i : items) {
+      std::string decision;
+      if (i.state == "open" || i.state == "under_investigation") {
+        if (i.kind == "mismatch_status" && i.sika_status == "PENDING")
+          decision = "<p class=\"muted\">" + std::string(say(c.locale, "recon_waits_recovery")) + "</p>";
+        decision += decision_form(c, action_of(i.id), i);
+      }
+      if (!i.decided_by.empty())
+        decision += "<span class=\"muted\">" + escape(i.decided_by) +
+                    (i.decided_at ? ", " + when(*i.decided_at, c.zone) : "") +
+                    (i.decision_reason.empty() ? "" : ": " + escape(i.decision_reason)) + "</span>";
+      body += "<tr id=\"item-" + std::to_string(i.id) + "\" data-kind=\"" + escape(i.kind) + "\" data-state=\"" +
+              escape(i.state) + "\"><td>" + escape(i.reference) +
+              (i.transaction_reference.empty()
+                   ? ""
+                   : "<br><span class=\"muted\">" + escape(i.transaction_reference) + "</span>") +
+              "</td><td>" + escape(say_kind(c.locale, i.kind)) + "</td><td><span class=\"badge\">" +
+              escape(say_state(c.locale, i.state)) + "</span>" + "</td><td class=\"num\">" +
+              amount(i.sika_amount, i.sika_currency) + " " + escape(i.sika_status) + "</td><td class=\"num\">" +
+              amount(i.operator_amount, i.operator_currency) + " " + escape(i.operator_status) +
+              "</td><td class=\"wrap\">" + decision + "</td></tr>";
+    }
+    body += "</tbody></table></div>";
+    if (static_cast<int>(items.size()) == f.limit)
+      body += next_page_link(c, "kind=" + f.kind + "&state=" + f.state + "&after=" + std::to_string(items.back().id));
+  }
+  return body;
+}
+
 }  // namespace
 
 web::Response Service::recon_runs(web::Request& req) {
@@ -177,61 +244,9 @@ web::Response Service::recon_run(web::Request& req) {
   if (s->closing)
     body += "<h3>" + std::string(say(c->locale, "recon_closings")) + "</h3>" + closings_table(*c, {*s->closing});
   body += "</section>";
-  // The filter: a plain GET form.
-  const std::string here = path("/operator/recon/" + std::to_string(*run_id));
-  body += "<form method=\"get\" action=\"" + escape(here) +
-          "\" class=\"filters\" id=\"recon-filter\">"
-          "<label for=\"f-kind\">" +
-          std::string(say(c->locale, "recon_kind")) +
-          "</label><select id=\"f-kind\" "
-          "name=\"kind\"><option value=\"\">" +
-          std::string(say(c->locale, "recon_any")) + "</option>";
-  for (auto k : recon::kKinds)
-    body += "<option value=\"" + std::string(k) + "\"" + (f.kind == k ? " selected" : "") + ">" +
-            escape(say_kind(c->locale, k)) + "</option>";
-  body += "</select><label for=\"f-state\">" + std::string(say(c->locale, "state")) +
-          "</label><select id=\"f-state\" name=\"state\"><option value=\"\">" +
-          std::string(say(c->locale, "recon_any")) + "</option>";
-  for (auto k : recon::kStates)
-    body += "<option value=\"" + std::string(k) + "\"" + (f.state == k ? " selected" : "") + ">" +
-            escape(say_state(c->locale, k)) + "</option>";
-  body += "</select><button class=\"secondary\">" + std::string(say(c->locale, "recon_filter")) + "</button></form>";
-  if (items->empty()) {
-    body += "<p class=\"muted\" id=\"recon-no-item\">" + std::string(say(c->locale, "recon_no_item")) + "</p>";
-  } else {
-    body += "<div class=\"scroll\"><table id=\"recon-items\"><thead><tr><th scope=\"col\">" +
-            std::string(say(c->locale, "recon_reference")) + "</th><th scope=\"col\">" +
-            std::string(say(c->locale, "recon_kind")) + "</th><th scope=\"col\">" +
-            std::string(say(c->locale, "state")) +
-            "</th><th scope=\"col\" class=\"num\">Sika</th><th scope=\"col\" "
-            "class=\"num\">" +
-            std::string(say(c->locale, "recon_operator")) + "</th><th scope=\"col\">" +
-            std::string(say(c->locale, "recon_decision")) + "</th></tr></thead><tbody>";
-    for (const auto& i : *items) {
-      std::string decision;
-      if (i.state == "open" || i.state == "under_investigation") {
-        if (i.kind == "mismatch_status" && i.sika_status == "PENDING")
-          decision = "<p class=\"muted\">" + std::string(say(c->locale, "recon_waits_recovery")) + "</p>";
-        decision += decision_form(*c, path("/operator/recon/items/" + std::to_string(i.id)), i);
-      }
-      if (!i.decided_by.empty())
-        decision += "<span class=\"muted\">" + escape(i.decided_by) +
-                    (i.decided_at ? ", " + when(*i.decided_at, c->zone) : "") +
-                    (i.decision_reason.empty() ? "" : ": " + escape(i.decision_reason)) + "</span>";
-      body += "<tr id=\"item-" + std::to_string(i.id) + "\" data-kind=\"" + escape(i.kind) + "\" data-state=\"" +
-              escape(i.state) + "\"><td>" + escape(i.reference) +
-              (i.transaction_reference.empty()
-                   ? ""
-                   : "<br><span class=\"muted\">" + escape(i.transaction_reference) + "</span>") +
-              "</td><td>" + escape(say_kind(c->locale, i.kind)) + "</td><td>" + badge(i.state) +
-              "</td><td class=\"num\">" + amount(i.sika_amount, i.sika_currency) + " " + escape(i.sika_status) +
-              "</td><td class=\"num\">" + amount(i.operator_amount, i.operator_currency) + " " +
-              escape(i.operator_status) + "</td><td class=\"wrap\">" + decision + "</td></tr>";
-    }
-    body += "</tbody></table></div>";
-    if (static_cast<int>(items->size()) == f.limit)
-      body += next_page_link(*c, "kind=" + f.kind + "&state=" + f.state + "&after=" + std::to_string(items->back().id));
-  }
+  body += filter_form(*c, path("/operator/recon/" + std::to_string(*run_id)), f);
+  body += items_table(*c, *items, f,
+                      [this](std::int64_t id) { return path("/operator/recon/items/" + std::to_string(id)); });
   return page(req, *c, std::string(say(c->locale, "recon_run")) + " " + std::to_string(*run_id), body);
 }
 
