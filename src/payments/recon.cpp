@@ -186,14 +186,27 @@ Result<Summary> Reconciler::import(const ImportRequest& req) {
     return {};
   }));
   if (!run_id) return make_error(ErrorKind::conflict, "conflict", bj::object{{"file", "is being imported"}});
-  SIKA_TRY(insert_lines(*run_id, statement));
-  SIKA_TRY(match_lines(*run_id, req.connector));
-  SIKA_TRY(find_missing(*run_id, req.connector, period_start, period_end));
-  SIKA_TRY(refresh(req.connector, run_id));
-  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
-    SIKA_TRY(c.exec("UPDATE recon_runs SET status = 'done', finished_at = ? WHERE id = ?", {clock_(), *run_id}));
-    return {};
-  }));
+  Status built = [&]() -> Status {
+    SIKA_TRY(insert_lines(*run_id, statement));
+    SIKA_TRY(match_lines(*run_id, req.connector));
+    SIKA_TRY(find_missing(*run_id, req.connector, period_start, period_end));
+    SIKA_TRY(refresh(req.connector, run_id));
+    return db_.write([&](store::Conn& c) -> Status {
+      SIKA_TRY(c.exec("UPDATE recon_runs SET status = 'done', finished_at = ? WHERE id = ?", {clock_(), *run_id}));
+      return {};
+    });
+  }();
+  if (!built) {
+    // Undone, so that the same file can be imported again (nothing of an unfinished run was decided).
+    Status undone = db_.write([&](store::Conn& c) -> Status {
+      SIKA_TRY(c.exec("DELETE FROM recon_items WHERE run_id = ?", {*run_id}));
+      SIKA_TRY(c.exec("DELETE FROM recon_lines WHERE run_id = ?", {*run_id}));
+      SIKA_TRY(c.exec("DELETE FROM recon_runs WHERE id = ? AND status = 'importing'", {*run_id}));
+      return {};
+    });
+    (void)undone;  // when this fails too, the run stays `importing` (docs/reconciliation.md)
+    return built.error();
+  }
   if (statement.closing_balance) {
     SIKA_ASSIGN_OR_RETURN(auto closed, close_day(req.connector, day_of(period_end - 1), statement.closing_currency,
                                                  *statement.closing_balance, req.actor, run_id));
