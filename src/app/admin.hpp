@@ -51,5 +51,6 @@ void add_jobs_admin(CLI::App& admin, AdminEnv& env);
 void add_wallets_admin(CLI::App& admin, AdminEnv& env);
 void add_checkout_admin(CLI::App& admin, AdminEnv& env);
 void add_fx_admin(CLI::App& admin, AdminEnv& env);
+void add_recon_admin(CLI::App& admin, AdminEnv& env);
 
 }  // namespace sika::app

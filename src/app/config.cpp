@@ -133,6 +133,10 @@ const std::vector<KeySpec> kKeys = {
     {"payments.recovery_lease_ms", "60000", K::integer,
      "recovery: how long a claimed question is one node's alone (longer than an operator query takes)"},
     {"payments.recovery_batch", "50", K::integer, "recovery: questions one node claims at once"},
+    {"recon.grace_hours", "48", K::integer,
+     "reconciliation: a payment younger than this, absent from a statement, is timing (may be in a later one), "
+     "not missing at the operator"},
+    {"recon.batch", "5000", K::integer, "reconciliation: statement lines (or payments) per write unit"},
     {"payments.refuse_other_operator_numbers", "true", K::boolean,
      "prod: refuse an intent whose number is in another operator's block (turn off where ported numbers are "
      "common: a ported number keeps its first operator's prefix, and the operator refuses an unknown payer)"},

@@ -14,6 +14,7 @@
 #include "checkout/service.hpp"
 #include "core/crypto.hpp"
 #include "core/random.hpp"
+#include "core/time.hpp"
 #include "dashboard/service.hpp"
 #include "http/client.hpp"
 #include "identity/service.hpp"
@@ -24,6 +25,7 @@
 #include "otp/service.hpp"
 #include "payments/health.hpp"
 #include "payments/operator_log.hpp"
+#include "payments/recon.hpp"
 #include "payments/service.hpp"
 #include "statements/service.hpp"
 #include "wallets/service.hpp"
@@ -274,6 +276,17 @@ Status build_services(Context& ctx) {
     const std::string callback_base = o.callback_base_url;
     ctx.payments = std::make_unique<payments::Service>(*ctx.db, snapshot, *ctx.http_client, std::move(o));
     SIKA_TRY(open_connectors(ctx, callback_base));
+    {
+      payments::recon::Options ro;
+      const std::int64_t grace = c.get_int("recon.grace_hours");
+      if (grace < 0 || grace > 24 * 31)
+        return make_error(ErrorKind::invalid, "bad_config",
+                          boost::json::string("recon.grace_hours: an integer from 0 to 744"));
+      ro.grace_ms = grace * 3'600'000;
+      ro.batch = static_cast<int>(std::clamp<std::int64_t>(c.get_int("recon.batch"), 100, 50'000));
+      ctx.recon = std::make_unique<payments::recon::Reconciler>(
+          *ctx.db, [] { return sika::now_ms(); }, ro);
+    }
     // Payment links collect through payments; their public pages live on the checkout surface.
     links::Options lo;
     lo.page_base_url = c.surface_url(web::Surface::checkout);
@@ -329,7 +342,8 @@ Status build_services(Context& ctx) {
     ctx.dashboard = std::make_unique<dashboard::Service>(
         *ctx.db,
         dashboard::Components{ctx.identity.get(), ctx.links.get(), ctx.webhooks.get(), ctx.limiter.get(),
-                              ctx.catalog.get(), nullptr, ctx.payments.get(), ctx.checkout.get()},
+                              ctx.catalog.get(), nullptr, ctx.payments.get(), ctx.checkout.get(), nullptr,
+                              ctx.recon.get()},
         std::move(o));
   }
   {

@@ -25,6 +25,9 @@ class Service;
 class Health;
 class OperatorLog;
 class Connector;
+namespace recon {
+class Reconciler;
+}
 }  // namespace sika::payments
 namespace sika::links {
 class Service;
@@ -82,11 +85,12 @@ struct Context {
   };
   std::vector<ConnectorInstance> connectors;
   std::unique_ptr<payments::Service> payments;
-  std::unique_ptr<links::Service> links;            // needs payments (built with it)
-  std::unique_ptr<wallets::Service> wallets;        // needs payments, otp and the notifier
-  std::unique_ptr<checkout::Service> checkout;      // needs payments (built with it)
-  std::unique_ptr<billing::Service> billing;        // subscriptions: needs payments, links, notifier and jobs
-  std::unique_ptr<statements::Service> statements;  // merchant statements, from the ledger
+  std::unique_ptr<payments::recon::Reconciler> recon;  // operator reconciliation (docs/reconciliation.md)
+  std::unique_ptr<links::Service> links;               // needs payments (built with it)
+  std::unique_ptr<wallets::Service> wallets;           // needs payments, otp and the notifier
+  std::unique_ptr<checkout::Service> checkout;         // needs payments (built with it)
+  std::unique_ptr<billing::Service> billing;           // subscriptions: needs payments, links, notifier and jobs
+  std::unique_ptr<statements::Service> statements;     // merchant statements, from the ledger
   std::unique_ptr<webhooks::Service> webhooks;
   std::unique_ptr<dashboard::Service> dashboard;  // needs identity, links and webhooks
   // Runs the leased jobs of every queue a component registered (jobs->handle) before start_workers.

@@ -522,6 +522,15 @@ void build_routes(web::Router& r, Context& ctx) {
            "Operators: operators' health, job queues and webhook failures"});
     r.add({Surface::dashboard, "POST", "/operator/health/override", web::bind(svc, &Dsh::health_override), op,
            "Operators: forces a connector's health state, or clears it (audited)"});
+    r.add({Surface::dashboard, "GET", "/operator/recon", web::bind(svc, &Dsh::recon_runs), op,
+           "Operators: imported operator statements and daily closings"});
+    r.add({Surface::dashboard, "POST", "/operator/recon/closing", web::bind(svc, &Dsh::recon_closing), op,
+           "Operators: computes a connector's daily closing against an entered balance (audited)"});
+    r.add({Surface::dashboard, "GET", "/operator/recon/{run}", web::bind(svc, &Dsh::recon_run), op,
+           "Operators: a statement's report and its items by kind and state"});
+    r.add({Surface::dashboard, "POST", "/operator/recon/items/{item}", web::bind(svc, &Dsh::recon_decide), op,
+           "Operators: accepts the operator's figure (adjustment journal) or marks an item under investigation "
+           "(audited)"});
     // Payouts, subscriptions, hosted checkout, sandbox tools (dashboard/billing_pages.cpp, checkout_pages.cpp).
     r.add({Surface::dashboard, "GET", "/checkout", web::bind(svc, &Dsh::checkout_sessions), member,
            "Hosted checkout sessions"});

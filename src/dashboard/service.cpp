@@ -75,7 +75,8 @@ constexpr std::string_view kStyle =
     ".cards{display:table}.cards thead{display:table-header-group}.cards tbody{display:table-row-group}"
     ".cards tr{display:table-row;border:0}.cards td{display:table-cell;border-bottom:1px solid #ddd;"
     "text-align:left;padding:.4rem .5rem}.cards td.num{text-align:right}.cards td::before{content:none}"
-    "th,td{white-space:nowrap}}.badge{padding:.1rem .4rem;border-radius:.3rem;"
+    "th,td{white-space:nowrap}td.wrap{white-space:normal;min-width:16rem}}.badge{padding:.1rem "
+    ".4rem;border-radius:.3rem;"
     "background:#e8e8e8}.COMPLETED,.ACTIVE{background:#d8f0df}.FAILED,.DISABLED,.EXPIRED{background:#f7d9d9}"
     ".filters{display:grid;grid-template-columns:repeat(auto-fill,minmax(10rem,1fr));gap:0 .75rem}"
     ".secret{font-family:monospace;word-break:break-all;background:#fff7d6;padding:.5rem}"
@@ -303,6 +304,7 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
       {"/operator/catalog", "nav_catalog", true, false},
       {"/operator/ledger", "nav_ledger", true, false},
       {"/operator/health", "nav_health", true, false},
+      {"/operator/recon", "nav_recon", true, false},
       {"/audit", "nav_audit_log", true, false},
   };
   // The menu once, shown folded in a <details> on a phone and as a line of links from 48rem

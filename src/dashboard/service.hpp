@@ -49,7 +49,10 @@ class Service;
 }
 namespace sika::payments {
 class Service;
+namespace recon {
+class Reconciler;
 }
+}  // namespace sika::payments
 namespace sika::checkout {
 class Service;
 }
@@ -100,8 +103,9 @@ struct Components {
   billing::Service* billing = nullptr;  // set by attach_billing (billing is built after the dashboard)
   payments::Service* payments = nullptr;
   checkout::Service* checkout = nullptr;
-  wallets::Service* wallets = nullptr;        // set by attach_wallets: the partner's links
-  statements::Service* statements = nullptr;  // set by attach_statements: the statement pages
+  wallets::Service* wallets = nullptr;           // set by attach_wallets: the partner's links
+  statements::Service* statements = nullptr;     // set by attach_statements: the statement pages
+  payments::recon::Reconciler* recon = nullptr;  // operator reconciliation (operators' pages)
 };
 
 class Service {
@@ -179,12 +183,17 @@ class Service {
   web::Response ledger(web::Request& req);               // GET /operator/ledger
   web::Response health(web::Request& req);               // GET /operator/health
   web::Response health_override(web::Request& req);      // POST /operator/health/override (connector, state)
-  web::Response catalog_page(web::Request& req);         // GET /operator/catalog
-  web::Response wallet_links(web::Request& req);         // GET /wallet-links: the partner's wallet links
-  web::Response wallet_unlink(web::Request& req);        // POST /wallet-links/{reference}/unlink
-  web::Response fx_put(web::Request& req);               // POST /operator/catalog/fx (base, quote, rate)
-  web::Response catalog_put(web::Request& req);          // POST /operator/catalog (a record: create/update/upsert)
-  web::Response catalog_active(web::Request& req);       // POST /operator/catalog/{kind}/{code}/enable|disable
+  // Operator reconciliation (recon_pages.cpp).
+  web::Response recon_runs(web::Request& req);      // GET /operator/recon
+  web::Response recon_run(web::Request& req);       // GET /operator/recon/{run}?kind=&state=&after=
+  web::Response recon_decide(web::Request& req);    // POST /operator/recon/items/{item} (decision, reason; audited)
+  web::Response recon_closing(web::Request& req);   // POST /operator/recon/closing (audited)
+  web::Response catalog_page(web::Request& req);    // GET /operator/catalog
+  web::Response wallet_links(web::Request& req);    // GET /wallet-links: the partner's wallet links
+  web::Response wallet_unlink(web::Request& req);   // POST /wallet-links/{reference}/unlink
+  web::Response fx_put(web::Request& req);          // POST /operator/catalog/fx (base, quote, rate)
+  web::Response catalog_put(web::Request& req);     // POST /operator/catalog (a record: create/update/upsert)
+  web::Response catalog_active(web::Request& req);  // POST /operator/catalog/{kind}/{code}/enable|disable
 
   // The caller of a page and its session (defined in dashboard/internal.hpp, for the page files).
   struct Ctx;

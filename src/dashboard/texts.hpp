@@ -360,10 +360,71 @@ inline constexpr web::texts::Entry kTextsData[] = {
     {"created_masc", "Créé", "Created"},
     {"unlink", "Délier", "Unlink"},
     {"linked_wallets", "Portefeuilles liés", "Linked wallets"},
+    {"nav_recon", "Rapprochement", "Reconciliation"},
+    {"recon_title", "Rapprochement opérateurs", "Operator reconciliation"},
+    {"recon_runs", "Relevés importés", "Imported statements"},
+    {"recon_help",
+     "Chaque relevé d'opérateur importé (sika admin recon import) est rapproché des paiements de Sika par la référence "
+     "de l'opérateur.",
+     "Each imported operator statement (sika admin recon import) is matched with Sika's payments by the operator's "
+     "reference."},
+    {"recon_no_run", "Aucun relevé importé.", "No statement imported."},
+    {"recon_period", "Période", "Period"},
+    {"recon_lines", "Lignes", "Lines"},
+    {"recon_to_decide", "À décider", "To decide"},
+    {"recon_closings", "Clôtures journalières", "Daily closings"},
+    {"recon_closing_help",
+     "Solde de clôture de l'opérateur face au compte de compensation de Sika ; l'écart est expliqué par les éléments "
+     "ouverts et les frais de l'opérateur.",
+     "The operator's closing balance against Sika's clearing account; the difference is explained by the open items "
+     "and the operator's fees."},
+    {"recon_no_closing", "Aucune clôture.", "No closing."},
+    {"recon_operator_balance", "Solde chez l'opérateur", "Operator's balance"},
+    {"recon_sika_holds", "Selon Sika", "By Sika's books"},
+    {"recon_open_items", "Éléments ouverts", "Open items"},
+    {"recon_operator_fees", "Frais de l'opérateur", "Operator's fees"},
+    {"recon_unexplained", "Écart inexpliqué", "Unexplained"},
+    {"recon_enter_closing", "Saisir un solde de clôture", "Enter a closing balance"},
+    {"recon_compute_closing", "Calculer la clôture", "Compute the closing"},
+    {"recon_run", "Relevé", "Statement"},
+    {"recon_file", "Fichier", "File"},
+    {"recon_kind", "Nature", "Kind"},
+    {"recon_items", "Éléments", "Items"},
+    {"recon_any", "Toutes", "Any"},
+    {"recon_filter", "Filtrer", "Filter"},
+    {"recon_no_item", "Aucun élément.", "No item."},
+    {"recon_reference", "Référence", "Reference"},
+    {"recon_operator", "Opérateur", "Operator"},
+    {"recon_decision", "Décision", "Decision"},
+    {"recon_reason", "Motif", "Reason"},
+    {"recon_accept", "Accepter le montant de l'opérateur", "Accept the operator's figure"},
+    {"recon_investigate", "Mettre en enquête", "Under investigation"},
+    {"recon_waits_recovery", "L'opérateur est interrogé à nouveau ; sa réponse tranchera.",
+     "The operator is being asked again; its answer will settle it."},
+    {"kind_matched", "Rapprochée", "Matched"},
+    {"kind_missing_in_sika", "Absente chez Sika", "Missing in Sika"},
+    {"kind_missing_at_operator", "Absente chez l'opérateur", "Missing at the operator"},
+    {"kind_timing", "Décalage (délai de grâce)", "Timing (grace period)"},
+    {"kind_mismatch_amount", "Montant différent", "Amount differs"},
+    {"kind_mismatch_currency", "Devise différente", "Currency differs"},
+    {"kind_mismatch_status", "Statut différent", "Status differs"},
+    {"state_open", "Ouvert", "Open"},
+    {"state_under_investigation", "En enquête", "Under investigation"},
+    {"state_adjusted", "Ajusté", "Adjusted"},
+    {"state_resolved", "Résolu", "Resolved"},
 };
 inline constexpr auto kTexts = web::texts::table(kTextsData);
 
 // The text of `key` in `locale`.
 inline std::string_view say(i18n::Locale locale, web::texts::Key<kTexts> key) { return key.in(locale); }
+// The text of a reconciliation item's kind or state (the value itself when it has none).
+inline std::string say_kind(i18n::Locale locale, std::string_view kind) {
+  const std::string key = "kind_" + std::string(kind);
+  return kTexts.find(key) < kTexts.size() ? std::string(kTexts.lookup(key, locale)) : std::string(kind);
+}
+inline std::string say_state(i18n::Locale locale, std::string_view state) {
+  const std::string key = "state_" + std::string(state);
+  return kTexts.find(key) < kTexts.size() ? std::string(kTexts.lookup(key, locale)) : std::string(state);
+}
 
 }  // namespace sika::dashboard

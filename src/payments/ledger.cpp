@@ -79,7 +79,8 @@ Result<std::int64_t> ensure_account(store::Conn& conn, const AccountKey& k, std:
 
 }  // namespace
 
-Status post(store::Conn& conn, const Posting& p, std::int64_t now, const AccountCache* cache, Learned& learned) {
+Status post(store::Conn& conn, const Posting& p, std::int64_t now, const AccountCache* cache, Learned& learned,
+            std::int64_t* journal_id_out) {
   std::int64_t debits = 0, credits = 0;
   if (p.legs.size() < 2) return internal_error("ledger posting needs two legs or more");
   for (const Leg& leg : p.legs) {
@@ -130,6 +131,7 @@ Status post(store::Conn& conn, const Posting& p, std::int64_t now, const Account
                                    {store::opt(p.transaction_id), p.kind, p.environment, p.currency, p.memo, now}));
   if (!journal) return internal_error("ledger journal insert returned nothing");
   std::int64_t journal_id = *journal;
+  if (journal_id_out) *journal_id_out = journal_id;
   std::string sql = "INSERT INTO ledger_entries (journal_id, account_id, debit, credit, created_at) VALUES ";
   store::Params params;
   params.reserve(p.legs.size() * 5);
@@ -266,7 +268,7 @@ Status check_account_balances(store::Conn& c, Report& report) {
     if (r.i64(5) != r.i64(6))
       add_violation(report, "balance_mismatch", subject, "balance " + r.str(5) + " != sum of entries " + r.str(6));
     if (!r.boolean(7) && r.i64(5) < 0) add_violation(report, "negative_balance", subject, "balance " + r.str(5));
-    bool kind_may_go_negative = r.str(4) == "clearing" || r.str(4) == "funding" || r.str(4) == "position";
+    bool kind_may_go_negative = AccountKey{"", "", "", r.str(4)}.may_go_negative();
     if (r.boolean(7) != kind_may_go_negative)
       add_violation(report, "account_flags", subject, "may_go_negative does not match its kind");
   }

@@ -13,6 +13,8 @@
 //   operator:<service>   clearing              what an operator owes us (negative: it holds our
 //                                               money; payouts through it bring it back up)
 //   platform:funding     funding               money entering customer wallets from outside
+//   platform:recon       adjustment            operator reconciliation's accepted differences
+//                                               (docs/reconciliation.md; may go negative)
 //   platform:fx          position              the platform's currency position: a converted
 //                                               collection credits it in the customer's currency
 //                                               and debits it in the merchant's (may go negative)
@@ -41,7 +43,9 @@ struct AccountKey {
   std::string kind;
 
   // Returns true iff the account is an operator clearing or funding account.
-  bool may_go_negative() const { return kind == "clearing" || kind == "funding" || kind == "position"; }
+  bool may_go_negative() const {
+    return kind == "clearing" || kind == "funding" || kind == "position" || kind == "adjustment";
+  }
   // "owner/environment/currency/kind", unique per account.
   std::string text() const { return owner + "/" + environment + "/" + currency + "/" + kind; }
 };
@@ -100,7 +104,9 @@ using Learned = std::vector<std::pair<std::string, std::int64_t>>;
 // inserts the journal and its entries. A debit that would take a non-negative account below
 // zero fails with 409 insufficient_funds (details name the account); the caller's unit must
 // then be abandoned (return the error) so nothing it wrote remains.
-Status post(store::Conn& conn, const Posting& posting, std::int64_t now, const AccountCache* cache, Learned& learned);
+// `journal_id`, when given, receives the new journal's id.
+Status post(store::Conn& conn, const Posting& posting, std::int64_t now, const AccountCache* cache, Learned& learned,
+            std::int64_t* journal_id = nullptr);
 
 // The balance of an account, or nullopt when it does not exist yet.
 Result<std::optional<std::int64_t>> find_balance(store::Conn& conn, const AccountKey& key);

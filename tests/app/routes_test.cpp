@@ -239,6 +239,10 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"dashboard GET /operator/catalog", "operator_session"},
       {"dashboard GET /operator/health", "operator_session"},
       {"dashboard POST /operator/health/override", "operator_session"},
+      {"dashboard GET /operator/recon", "operator_session"},
+      {"dashboard GET /operator/recon/{run}", "operator_session"},
+      {"dashboard POST /operator/recon/closing", "operator_session"},
+      {"dashboard POST /operator/recon/items/{item}", "operator_session"},
       // dashboard: payouts, subscriptions, hosted checkout, sandbox tools.
       {"dashboard GET /checkout", "dashboard_session"},
       {"dashboard GET /checkout/{reference}", "dashboard_session"},
