@@ -342,7 +342,7 @@ Status build_services(Context& ctx) {
     ctx.dashboard = std::make_unique<dashboard::Service>(
         *ctx.db,
         dashboard::Components{ctx.identity.get(), ctx.links.get(), ctx.webhooks.get(), ctx.limiter.get(),
-                              ctx.catalog.get(), nullptr, ctx.payments.get(), ctx.checkout.get(), nullptr,
+                              ctx.catalog.get(), nullptr, ctx.payments.get(), ctx.checkout.get(), nullptr, nullptr,
                               ctx.recon.get()},
         std::move(o));
   }
