@@ -184,6 +184,14 @@ namespace sika {
   X(provider_code)                \
   X(rates_beyond_100)             \
   X(rates_sum)                    \
+  X(refund_beyond)                \
+  X(refund_converted)             \
+  X(refund_funds)                 \
+  X(refund_in_flight)             \
+  X(refund_nothing_left)          \
+  X(refund_reason)                \
+  X(refund_status)                \
+  X(refund_top_up)                \
   X(regular_expression)           \
   X(repeated)                     \
   X(required)                     \

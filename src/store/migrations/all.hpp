@@ -33,4 +33,5 @@ extern const Migration k0027MerchantTimeZone;
 extern const Migration k0028CheckoutSignedOnly;
 extern const Migration k0029OperatorHealth;
 extern const Migration k0030OperatorState;
+extern const Migration k0031Refunds;
 }  // namespace sika::store::migrations
