@@ -87,8 +87,8 @@ constexpr std::string_view kRefundOperation = "REFUND";
 
 RefundRequest parse_refund(const bj::object& body, json::FieldErrors& errors) {
   RefundRequest r;
-  refuse_unknown_fields(
-      body, {"transaction_reference", "refund_uuid", "amount", "reason", "description", "metadata"}, errors);
+  refuse_unknown_fields(body, {"transaction_reference", "refund_uuid", "amount", "reason", "description", "metadata"},
+                        errors);
   r.transaction_reference = json::get_string(body, "transaction_reference", errors, true).value_or("");
   r.refund_uuid = json::get_string(body, "refund_uuid", errors, true).value_or("");
   r.amount = json::get_int(body, "amount", errors);
@@ -104,8 +104,7 @@ RefundRequest parse_refund(const bj::object& body, json::FieldErrors& errors) {
   if (r.description.size() > kMaxRefundDescription)
     errors.add("description", reason::at_most_chars(kMaxRefundDescription));
   if (r.metadata.size() > kMaxRefundMetadataBytes)
-    errors.add("metadata",
-               reason::with(Reason::at_most_json_bytes, "max", std::to_string(kMaxRefundMetadataBytes)));
+    errors.add("metadata", reason::with(Reason::at_most_json_bytes, "max", std::to_string(kMaxRefundMetadataBytes)));
   r.fingerprint = body_fingerprint(kRefundOperation, body);
   return r;
 }

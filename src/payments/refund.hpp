@@ -86,9 +86,9 @@ boost::json::object to_record(const Refund& r);
 // A refund as the merchant asks for it (POST /collection/refund).
 struct RefundRequest {
   std::string transaction_reference;
-  std::string refund_uuid;            // the idempotency key, a UUID
+  std::string refund_uuid;             // the idempotency key, a UUID
   std::optional<std::int64_t> amount;  // nullopt: everything still refundable
-  std::string reason;                 // one of kRefundReasons
+  std::string reason;                  // one of kRefundReasons
   std::string description;
   std::string metadata = "{}";  // JSON text of an object
   // Identifies the request for idempotency: body_fingerprint("REFUND", body) of the body as sent (an

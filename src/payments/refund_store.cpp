@@ -91,23 +91,26 @@ Result<bool> reserve_refundable(store::Conn& conn, std::int64_t transaction_id, 
 
 Result<std::int64_t> end_reservation(store::Conn& conn, std::int64_t transaction_id, std::int64_t amount,
                                      bool completed) {
-  SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one("UPDATE pay_transactions SET refunding_amount = refunding_amount - ?, "
-                                                 "refunded_amount = refunded_amount + ? "
-                                                 "WHERE id = ? AND refunding_amount >= ? RETURNING refunded_amount",
-                                                 {amount, completed ? amount : std::int64_t{0}, transaction_id, amount}));
+  SIKA_ASSIGN_OR_RETURN(auto row,
+                        conn.query_one("UPDATE pay_transactions SET refunding_amount = refunding_amount - ?, "
+                                       "refunded_amount = refunded_amount + ? "
+                                       "WHERE id = ? AND refunding_amount >= ? RETURNING refunded_amount",
+                                       {amount, completed ? amount : std::int64_t{0}, transaction_id, amount}));
   if (!row) return internal_error(bj::string("a refund ended without its reservation on the collection"));
   return row->i64(0);
 }
 
 Status keep_refund_accepted(store::Conn& conn, std::int64_t refund_id, std::string_view operator_state) {
-  SIKA_TRY(conn.exec("UPDATE pay_refunds SET operator_state = ? WHERE id = ?", {std::string(operator_state), refund_id}));
+  SIKA_TRY(
+      conn.exec("UPDATE pay_refunds SET operator_state = ? WHERE id = ?", {std::string(operator_state), refund_id}));
   return {};
 }
 
 Status refund_check_now(store::Conn& conn, std::int64_t refund_id, std::int64_t at) {
-  SIKA_TRY(conn.exec("UPDATE pay_refunds SET next_check_at = ? WHERE id = ? AND status IN ('PENDING', 'PROCESSING') "
-                     "AND check_owner IS NULL AND (next_check_at IS NULL OR next_check_at > ?)",
-                     {at, refund_id, at}));
+  SIKA_TRY(
+      conn.exec("UPDATE pay_refunds SET next_check_at = ? WHERE id = ? AND status IN ('PENDING', 'PROCESSING') "
+                "AND check_owner IS NULL AND (next_check_at IS NULL OR next_check_at > ?)",
+                {at, refund_id, at}));
   return {};
 }
 
@@ -115,10 +118,11 @@ Result<std::vector<ClaimedRefund>> claim_refund_checks(store::Conn& conn, std::i
                                                        std::string_view owner, int limit) {
   std::vector<ClaimedRefund> out;
   if (limit <= 0) return out;
-  SIKA_ASSIGN_OR_RETURN(auto picked, conn.query("SELECT id FROM pay_refunds WHERE next_check_at <= ? "
-                                                "AND status IN ('PENDING', 'PROCESSING') ORDER BY next_check_at LIMIT ?" +
-                                                    std::string(store::skip_locked(conn)),
-                                                {at, std::int64_t{limit}}));
+  SIKA_ASSIGN_OR_RETURN(auto picked,
+                        conn.query("SELECT id FROM pay_refunds WHERE next_check_at <= ? "
+                                   "AND status IN ('PENDING', 'PROCESSING') ORDER BY next_check_at LIMIT ?" +
+                                       std::string(store::skip_locked(conn)),
+                                   {at, std::int64_t{limit}}));
   const std::string claim =
       "UPDATE pay_refunds SET next_check_at = ?, check_owner = ?, checks = checks + 1 "
       "WHERE id = ? AND status IN ('PENDING', 'PROCESSING') AND next_check_at <= ? RETURNING " +

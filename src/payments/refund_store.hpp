@@ -33,8 +33,7 @@ Result<std::optional<Refund>> find_refund_by_uuid(store::Conn& conn, std::int64_
 // The refund of a refund_reference; 404 naming refund_reference when none.
 Result<Refund> load_refund(store::Conn& conn, std::string_view reference);
 // The refund an operator knows by `provider_reference`, or nullopt.
-Result<std::optional<Refund>> find_refund_by_provider_reference(store::Conn& conn,
-                                                                std::string_view provider_reference);
+Result<std::optional<Refund>> find_refund_by_provider_reference(store::Conn& conn, std::string_view provider_reference);
 
 // Reserves `amount` of a COMPLETED collection for a refund, by one conditional UPDATE:
 //   refunding_amount += amount WHERE status = 'COMPLETED' AND refunded_amount + refunding_amount + amount <= amount.

@@ -103,8 +103,7 @@ Result<bool> transition(store::Conn& conn, Refund& refund, const RefundMove& mov
   const std::optional<std::int64_t> check_at = is_final(move.to) ? std::nullopt : move.check_at;
 
   store::Change change;
-  change.set =
-      "failure_reason = ?, operator_reference = ?, updated_at = ?, next_check_at = ?, check_owner = NULL";
+  change.set = "failure_reason = ?, operator_reference = ?, updated_at = ?, next_check_at = ?, check_owner = NULL";
   change.set_params = {store::opt(next.failure_reason), store::opt(next.operator_reference), next.updated_at,
                        store::opt(check_at)};
   change.where = "id = ?";

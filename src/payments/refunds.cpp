@@ -23,8 +23,8 @@ namespace bj = boost::json;
 namespace {
 
 Error not_refundable(Problem problem) {
-  return with_problem(make_error(ErrorKind::conflict, std::string(codes::not_refundable.name)),
-                      "transaction_reference", std::move(problem));
+  return with_problem(make_error(ErrorKind::conflict, std::string(codes::not_refundable.name)), "transaction_reference",
+                      std::move(problem));
 }
 
 // Why a refund of `amount` (nullopt: everything left) of `tx`, as it now is, was not accepted.
@@ -164,9 +164,9 @@ Result<Refund> Service::refund(const RefundRequest& request, const web::Principa
 Result<Refund> Service::submit_refund(Refund r, const Transaction& tx) {
   Connector* conn = connector(r.connector);
   const PaymentOrder order = refund_order(r, tx);
-  Status sent = !conn                           ? Status(provider_unavailable(nullptr))
+  Status sent = !conn                        ? Status(provider_unavailable(nullptr))
                 : r.channel == kRefundPayout ? conn->request_payout(order)
-                                                : conn->request_refund(order);
+                                             : conn->request_refund(order);
   RefundMove m;
   m.source = "connector";
   if (conn && sent) {
@@ -309,9 +309,9 @@ Result<int> Service::recover_refunds_due() {
   std::vector<tables::ClaimedRefund> claimed;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     SIKA_TRY(store::queue_isolation(c));
-    SIKA_ASSIGN_OR_RETURN(claimed, tables::claim_refund_checks(c, at,
-                                                               at + std::max<std::int64_t>(1, options_.recovery_lease_ms),
-                                                               owner, options_.recovery_batch));
+    SIKA_ASSIGN_OR_RETURN(
+        claimed, tables::claim_refund_checks(c, at, at + std::max<std::int64_t>(1, options_.recovery_lease_ms), owner,
+                                             options_.recovery_batch));
     return {};
   }));
   int asked = 0;
@@ -327,9 +327,8 @@ Result<int> Service::recover_refunds_due() {
       if (final_answer) {
         // Conditional on the status it was claimed in: a callback that got there first wins.
         Refund current = r;
-        SIKA_ASSIGN_OR_RETURN(bool moved,
-                              transition(c, current, refund_move_for(*final_answer, "recovery"), now(), &accounts_,
-                                         learned));
+        SIKA_ASSIGN_OR_RETURN(
+            bool moved, transition(c, current, refund_move_for(*final_answer, "recovery"), now(), &accounts_, learned));
         (void)moved;
         return {};
       }
@@ -337,7 +336,8 @@ Result<int> Service::recover_refunds_due() {
       (void)kept;  // false: moved meanwhile, or the claim lapsed and another node holds it now
       return {};
     });
-    if (!st) spdlog::warn("payments recovery of refund {} failed: {}", r.reference, st.error().code);
+    if (!st)
+      spdlog::warn("payments recovery of refund {} failed: {}", r.reference, st.error().code);
     else if (!final_answer)
       spdlog::debug("payments: refund {} still in flight ({} {})", r.reference, outcome, reason.value_or(""));
   }

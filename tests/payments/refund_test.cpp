@@ -11,8 +11,8 @@
 
 #include "payments/fixture.hpp"
 #include "payments/refund_store.hpp"
-#include "payments/store.hpp"
 #include "payments/refund_transitions.hpp"
+#include "payments/store.hpp"
 #include "support/state_machine_walk.hpp"
 
 namespace sika::payments::testing {
@@ -31,7 +31,8 @@ TEST(RefundLifecycle, OnlyDocumentedMovesAreLegalAndEachEmitsTheEvent) {
                                            {R::processing, R::failed}};
   for (R from : all)
     for (R to : all) {
-      EXPECT_EQ(kRefundStatus.legal(from, to), legal.contains({from, to})) << to_string(from) << " -> " << to_string(to);
+      EXPECT_EQ(kRefundStatus.legal(from, to), legal.contains({from, to}))
+          << to_string(from) << " -> " << to_string(to);
       if (const auto* e = kRefundStatus.edge(from, to)) {
         EXPECT_EQ(e->event, kRefundStatusChangedEvent);
       }
@@ -99,11 +100,10 @@ TEST(RefundJournal, EveryStepBalancesMovesTheAmountAndEndsWhereItShould) {
       R to;
       std::string_view kind;
     };
-    for (const Step& s : {Step{std::nullopt, R::pending, ledger::kRefundReserve},
-                          Step{R::pending, R::completed, ledger::kRefund},
-                          Step{R::processing, R::completed, ledger::kRefund},
-                          Step{R::pending, R::failed, ledger::kRefundRelease},
-                          Step{R::processing, R::failed, ledger::kRefundRelease}}) {
+    for (const Step& s :
+         {Step{std::nullopt, R::pending, ledger::kRefundReserve}, Step{R::pending, R::completed, ledger::kRefund},
+          Step{R::processing, R::completed, ledger::kRefund}, Step{R::pending, R::failed, ledger::kRefundRelease},
+          Step{R::processing, R::failed, ledger::kRefundRelease}}) {
       const ledger::Posting p = refund_journal(refund, tx, s.from, s.to, shares);
       std::int64_t debits = 0, credits = 0;
       for (const auto& leg : p.legs) debits += leg.debit, credits += leg.credit;
@@ -185,8 +185,12 @@ class RefundTest : public PaymentsTest {
     return data;
   }
 
-  std::int64_t available(const merchant::Merchant& m) { return balance(ledger::merchant_available(m.id, "sandbox", "XAF")); }
-  std::int64_t pending(const merchant::Merchant& m) { return balance(ledger::merchant_pending(m.id, "sandbox", "XAF")); }
+  std::int64_t available(const merchant::Merchant& m) {
+    return balance(ledger::merchant_available(m.id, "sandbox", "XAF"));
+  }
+  std::int64_t pending(const merchant::Merchant& m) {
+    return balance(ledger::merchant_pending(m.id, "sandbox", "XAF"));
+  }
 
   static constexpr std::string_view kWallet = "237690000100";
 };
@@ -209,7 +213,8 @@ TEST_P(RefundTest, AWalletCollectionIsRefundedAtOnceInPartsThenRefunded) {
   EXPECT_EQ(data.at("reason"), "REQUESTED_BY_CUSTOMER");
   EXPECT_TRUE(data.at("failure_reason").is_null());
   EXPECT_TRUE(std::string(data.at("refund_reference").as_string()).starts_with("RF-"));
-  for (auto field : {"refund_uuid", "provider_reference", "created_at", "updated_at"}) EXPECT_TRUE(data.contains(field));
+  for (auto field : {"refund_uuid", "provider_reference", "created_at", "updated_at"})
+    EXPECT_TRUE(data.contains(field));
   EXPECT_EQ(available(m1_), 3'000);
   EXPECT_EQ(pending(m1_), 0);
   EXPECT_EQ(balance(ledger::customer_wallet(kWallet, "sandbox", "XAF")), wallet_before + 2'000);
@@ -301,8 +306,8 @@ TEST_P(RefundTest, ARefundTheOperatorRefusesFailsAndReleasesTheReservation) {
   failed.reason = "OPERATOR_REFUSED";
   ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
                    ledger::Learned learned;
-                   SIKA_ASSIGN_OR_RETURN(bool moved,
-                                         transition(c, stuck, refund_move_for(failed, "callback"), now_ms(), nullptr, learned));
+                   SIKA_ASSIGN_OR_RETURN(bool moved, transition(c, stuck, refund_move_for(failed, "callback"), now_ms(),
+                                                                nullptr, learned));
                    if (!moved) return internal_error(bj::string("not moved"));
                    return {};
                  })
@@ -404,13 +409,13 @@ TEST_P(RefundTest, OneRefundInFlightPerCollection) {
   auto p = principal(m1_);
   // ...0005: the sandbox operator keeps it pending for ever.
   const std::string ref = collected(p, 10'000);
-  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-                   // The payer's number becomes one whose orders stay pending at the sandbox operator.
-                   SIKA_TRY(c.exec("UPDATE pay_transactions SET customer_wallet = '237690000005' WHERE reference = ?",
-                                   {ref}));
-                   return {};
-                 })
-                  .ok());
+  ASSERT_TRUE(
+      db_->write([&](store::Conn& c) -> Status {
+           // The payer's number becomes one whose orders stay pending at the sandbox operator.
+           SIKA_TRY(c.exec("UPDATE pay_transactions SET customer_wallet = '237690000005' WHERE reference = ?", {ref}));
+           return {};
+         })
+          .ok());
   auto [st, env] = refund(p, refund_body(ref, 1'000));
   ASSERT_EQ(st, 200) << bj::serialize(env);
   EXPECT_NE(env.at("data").at("status"), "COMPLETED");
@@ -502,7 +507,8 @@ TEST_P(RefundTest, ConcurrentRefundsOfOneCollectionNeverExceedWhatWasCollected) 
     EXPECT_GE(accepted.load(), 1);
     EXPECT_LE(accepted.load(), 3);
     // Whatever is still in flight ends; then what was refunded is at most what was collected.
-    for (int i = 0; i < 500 && count("SELECT COUNT(*) FROM pay_refunds WHERE status IN ('PENDING', 'PROCESSING')") > 0; ++i)
+    for (int i = 0; i < 500 && count("SELECT COUNT(*) FROM pay_refunds WHERE status IN ('PENDING', 'PROCESSING')") > 0;
+         ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_LE(count("SELECT COALESCE(SUM(amount), 0) FROM pay_refunds WHERE transaction_reference = ? AND "
                     "status = 'COMPLETED'",
