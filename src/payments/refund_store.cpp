@@ -144,6 +144,48 @@ Result<bool> reschedule_refund_check(store::Conn& conn, std::int64_t refund_id, 
   return changed != 0;
 }
 
+Result<bool> queue_refund(store::Conn& conn, const Refund& r, bool hold, std::int64_t at, std::int64_t check_at) {
+  if (!hold) {
+    SIKA_ASSIGN_OR_RETURN(auto behind, conn.query_one("SELECT 1 FROM pay_refunds WHERE connector = ? AND "
+                                                      "queued_at IS NOT NULL AND status = 'PENDING' LIMIT 1",
+                                                      {r.connector}));
+    hold = behind.has_value();
+  }
+  if (hold) {
+    SIKA_TRY(conn.exec("UPDATE pay_refunds SET queued_at = ?, next_check_at = NULL WHERE id = ?", {at, r.id}));
+    return true;
+  }
+  SIKA_TRY(refund_check_now(conn, r.id, check_at));
+  return false;
+}
+
+Result<std::vector<Refund>> claim_queued_refunds(store::Conn& conn, const std::vector<std::string>& connectors,
+                                                 std::int64_t check_at, int limit) {
+  std::vector<Refund> out;
+  if (connectors.empty() || limit <= 0) return out;
+  std::string in;
+  store::Params params;
+  for (const auto& c : connectors) {
+    in += in.empty() ? "?" : ", ?";
+    params.emplace_back(c);
+  }
+  params.emplace_back(std::int64_t{limit});
+  SIKA_ASSIGN_OR_RETURN(auto picked, conn.query("SELECT id FROM pay_refunds WHERE queued_at IS NOT NULL AND "
+                                                "status = 'PENDING' AND connector IN (" +
+                                                    in + ") ORDER BY queued_at, id LIMIT ?" +
+                                                    std::string(store::skip_locked(conn)),
+                                                params));
+  const std::string claim =
+      "UPDATE pay_refunds SET queued_at = NULL, next_check_at = ? "
+      "WHERE id = ? AND status = 'PENDING' AND queued_at IS NOT NULL RETURNING " +
+      std::string(kRefundColumns);
+  for (const auto& p : picked) {
+    SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one(claim, {check_at, p.i64(0)}));
+    if (row) out.push_back(refund_from_row(*row));  // else: sent or ended since the pick
+  }
+  return out;
+}
+
 Result<std::pair<std::vector<Refund>, std::int64_t>> list_refunds(store::Conn& conn, const RefundFilter& f) {
   std::string where = " WHERE merchant_id = ? AND environment = ?";
   store::Params params{f.merchant_id, f.environment};

@@ -67,6 +67,16 @@ Result<std::vector<ClaimedRefund>> claim_refund_checks(store::Conn& conn, std::i
 Result<bool> reschedule_refund_check(store::Conn& conn, std::int64_t refund_id, std::string_view owner,
                                      std::int64_t next_at);
 
+// Inside the unit that accepted a refund to be sent to `refund.connector`: queues it (queued_at = at, no
+// recovery question) when `hold`, or when refunds of that connector are queued already (it goes behind
+// them); otherwise makes its first recovery question due at `check_at`. Returns true when queued.
+Result<bool> queue_refund(store::Conn& conn, const Refund& refund, bool hold, std::int64_t at, std::int64_t check_at);
+// Claims up to `limit` queued refunds of `connectors`, oldest first: one conditional UPDATE per row
+// (still PENDING, still queued) clears queued_at and sets next_check_at = check_at, so each is claimed,
+// and sent, by one node. Run in a queue unit (store::queue_isolation).
+Result<std::vector<Refund>> claim_queued_refunds(store::Conn& conn, const std::vector<std::string>& connectors,
+                                                 std::int64_t check_at, int limit);
+
 // Which refunds to list: a merchant's, in an environment; "" / nullopt: any.
 struct RefundFilter {
   std::int64_t merchant_id = 0;

@@ -100,11 +100,12 @@ Result<Refund> Service::refund(const RefundRequest& request, const web::Principa
   };
 
   Refund out;
-  bool created = false;
+  bool created = false, queued = false;
   ledger::Learned learned;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     learned.clear();
     created = false;
+    queued = false;
     SIKA_ASSIGN_OR_RETURN(Transaction fresh, tables::load(c, tx.reference));
     Refund r = draft;
     r.amount = request.amount.value_or(fresh.amount - fresh.refunded_amount - fresh.refunding_amount);
@@ -147,8 +148,11 @@ Result<Refund> Service::refund(const RefundRequest& request, const web::Principa
       SIKA_ASSIGN_OR_RETURN(bool moved, transition(c, r, paid, at, &accounts_, learned));
       if (!moved) return internal_error(bj::string("new wallet refund could not complete"));
     } else {
-      // Asked of its operator once this unit commits; recovery asks about it if no answer comes.
-      SIKA_TRY(tables::refund_check_now(c, r.id, at + recovery_delay_ms(0)));
+      // Held while its operator is not OPERATIONAL (and behind the refunds held before it), as payouts
+      // are; otherwise asked of its operator once this unit commits, and recovery asks about it if no
+      // answer comes.
+      SIKA_ASSIGN_OR_RETURN(queued, tables::queue_refund(c, r, holds_payouts(r.connector), at,
+                                                         at + recovery_delay_ms(0)));
     }
     out = std::move(r);
     created = true;
@@ -156,6 +160,10 @@ Result<Refund> Service::refund(const RefundRequest& request, const web::Principa
   }));
   accounts_.remember(learned);
   if (!created || out.channel == kRefundWallet) return out;
+  if (queued) {
+    if (sender_) sender_->wake();
+    return out;
+  }
   return submit_refund(std::move(out), tx);
 }
 

@@ -8,7 +8,8 @@ namespace sika::store::migrations {
 // pay_refunds_in_flight. pay_transactions.refunded_amount: the sum of its COMPLETED refunds;
 // refunding_amount: the amount of its refund in flight. Both move only by conditional UPDATEs in the
 // write unit of the refund's own moves, so refunded_amount + refunding_amount never exceeds amount.
-// A refund's ledger journals name it by ledger_journals.refund_id (their transaction_id is NULL): one
+// queued_at: a refund accepted (funds reserved) while its operator was not OPERATIONAL, waiting to be
+// sent, as pay_transactions.queued_at for payouts. A refund's ledger journals name it by ledger_journals.refund_id (their transaction_id is NULL): one
 // journal of each kind per refund (ledger_journals_refund).
 extern const Migration k0031Refunds{31, "refunds", R"SQL(
 CREATE TABLE pay_refunds (
@@ -36,6 +37,7 @@ CREATE TABLE pay_refunds (
   next_check_at BIGINT,
   checks INTEGER NOT NULL DEFAULT 0,
   check_owner TEXT,
+  queued_at BIGINT,
   created_at BIGINT NOT NULL,
   updated_at BIGINT NOT NULL,
   UNIQUE (merchant_id, environment, refund_uuid),
@@ -45,6 +47,7 @@ CREATE UNIQUE INDEX pay_refunds_in_flight ON pay_refunds(transaction_id) WHERE s
 CREATE INDEX pay_refunds_merchant ON pay_refunds(merchant_id, environment, id);
 CREATE INDEX pay_refunds_transaction ON pay_refunds(transaction_id, id);
 CREATE INDEX pay_refunds_recovery ON pay_refunds(next_check_at) WHERE next_check_at IS NOT NULL;
+CREATE INDEX pay_refunds_queued ON pay_refunds(queued_at, id) WHERE queued_at IS NOT NULL;
 ALTER TABLE pay_transactions ADD COLUMN refunded_amount BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE pay_transactions ADD COLUMN refunding_amount BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE ledger_journals ADD COLUMN refund_id BIGINT REFERENCES pay_refunds(id);
