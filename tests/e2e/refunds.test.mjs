@@ -86,7 +86,7 @@ for (const backend of backends()) {
       receiver = new Receiver();
       await receiver.listen();
       const ep = await post('/webhook/endpoints', { url: receiver.url, event_types: ['refund.*', 'transaction.*'] });
-      assert.equal(ep.status, 200, JSON.stringify(ep.body));
+      assert.equal(ep.status, 201, JSON.stringify(ep.body));
       receiver.secret = ep.body.data.secret;
     });
     after(async () => {
