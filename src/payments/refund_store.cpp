@@ -170,11 +170,11 @@ Result<std::vector<Refund>> claim_queued_refunds(store::Conn& conn, const std::v
     params.emplace_back(c);
   }
   params.emplace_back(std::int64_t{limit});
-  SIKA_ASSIGN_OR_RETURN(auto picked, conn.query("SELECT id FROM pay_refunds WHERE queued_at IS NOT NULL AND "
-                                                "status = 'PENDING' AND connector IN (" +
-                                                    in + ") ORDER BY queued_at, id LIMIT ?" +
-                                                    std::string(store::skip_locked(conn)),
-                                                params));
+  SIKA_ASSIGN_OR_RETURN(auto picked,
+                        conn.query("SELECT id FROM pay_refunds WHERE queued_at IS NOT NULL AND "
+                                   "status = 'PENDING' AND connector IN (" +
+                                       in + ") ORDER BY queued_at, id LIMIT ?" + std::string(store::skip_locked(conn)),
+                                   params));
   const std::string claim =
       "UPDATE pay_refunds SET queued_at = NULL, next_check_at = ? "
       "WHERE id = ? AND status = 'PENDING' AND queued_at IS NOT NULL RETURNING " +

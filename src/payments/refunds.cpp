@@ -96,7 +96,11 @@ Result<Refund> Service::refund(const RefundRequest& request, const web::Principa
     if (!conn || conn == sandbox_.get())
       return provider_unavailable(bj::object{{"transaction_reference", "no connector carries this refund"}});
     const bool partial = amount != t.amount;
-    return Route{std::string(conn->refunds(partial) ? kRefundOperator : kRefundPayout), t.connector};
+    if (conn->refunds(partial)) return Route{std::string(kRefundOperator), t.connector};
+    if (!conn->pays_out())
+      return not_refundable(
+          reason::untyped("is paid through an operator that carries neither refunds nor payouts to this number"));
+    return Route{std::string(kRefundPayout), t.connector};
   };
 
   Refund out;
@@ -151,8 +155,8 @@ Result<Refund> Service::refund(const RefundRequest& request, const web::Principa
       // Held while its operator is not OPERATIONAL (and behind the refunds held before it), as payouts
       // are; otherwise asked of its operator once this unit commits, and recovery asks about it if no
       // answer comes.
-      SIKA_ASSIGN_OR_RETURN(queued, tables::queue_refund(c, r, holds_payouts(r.connector), at,
-                                                         at + recovery_delay_ms(0)));
+      SIKA_ASSIGN_OR_RETURN(queued,
+                            tables::queue_refund(c, r, holds_payouts(r.connector), at, at + recovery_delay_ms(0)));
     }
     out = std::move(r);
     created = true;

@@ -3,7 +3,8 @@
 // sharing PostgreSQL): a refund completes by the operator's callback, verified with its status query;
 // a refund the operator fails ends FAILED and gives the reservation back; a lost refund callback is
 // recovered by polling; kill -9 while refunds are at the operator, restart: each refund ends exactly
-// once, as the operator says, sent once. The ledger check is clean after each.
+// once, as the operator says, sent once. Orange Money, whose connector carries neither refunds nor
+// payouts, refuses a refund before anything is reserved. The ledger check is clean after each.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -179,6 +180,50 @@ for (const backend of backends()) {
             `WHERE r.reference = '${reference}' ORDER BY j.kind`).map(([k]) => k);
           assert.deepEqual(journals, status === 'COMPLETED' ? ['REFUND', 'REFUND_RESERVE'] : ['REFUND_RELEASE', 'REFUND_RESERVE']);
         }
+        checkLedger(server);
+      } finally {
+        await server.stop();
+        await double.stop();
+      }
+    });
+  });
+}
+
+// Orange Money (Cameroon push, through doubles/orange_money.mjs): its connector carries neither refunds
+// nor payouts, so a refund of its collection is refused at once (409 not_refundable), nothing reserved.
+const orangeSetup = (double) => ({
+  args: ['--set', 'connectors.orange_money_cm.kind=orange_money', '--set', `connectors.orange_money_cm.base_url=${double.url}`,
+    '--set', 'connectors.orange_money_cm.country=cm', '--set', 'connectors.orange_money_cm.flow=push',
+    '--set', 'connectors.orange_money_cm.channel_msisdn=699000001', '--set', 'connectors.orange_money_cm.timeout_ms=1000'],
+  env: { SIKA_CONNECTORS_ORANGE_MONEY_CM_CLIENT_ID: 'orange-client-id', SIKA_CONNECTORS_ORANGE_MONEY_CM_CLIENT_SECRET: 'orange-client-secret',
+    SIKA_CONNECTORS_ORANGE_MONEY_CM_PIN: '2580', SIKA_CONNECTORS_ORANGE_MONEY_CM_X_AUTH_TOKEN: 'orange-x-auth-token' },
+});
+
+for (const backend of backends()) {
+  describe(`refunds of Orange Money collections (${backend})`, () => {
+    test('refused before anything is reserved: the operator carries neither refunds nor payouts', async () => {
+      const double = await startDouble('orange_money', { 'status-rps': 1000 });
+      const setup = orangeSetup(double);
+      const server = await startServer({ backend, args: [...ARGS, ...setup.args], env: setup.env });
+      try {
+        const m = server.demo.live_merchants.find((x) => x.connector === 'orange_money_cm');
+        assert.ok(m, 'a live Orange Cameroon merchant');
+        const t = await fetch(`${server.authUrl}/oauth/v2/token`, { method: 'POST', headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ grant_type: 'client_credentials', client_id: m.client_id, client_secret: m.client_secret, scope: 'payments' }) });
+        const post = gateway(server, (await t.json()).access_token);
+        const intent = await post('/collection/intent', { amount: 1500, currency: 'XAF', provider: 'ORANGE_MONEY_CMR',
+          customer_wallet: `23769${String(Math.floor(Math.random() * 1e4)).padStart(4, '0')}100`, transaction_uuid: randomUUID() });
+        assert.equal(intent.status, 200, JSON.stringify(intent.body));
+        const ref = intent.body.data.transaction_reference;
+        assert.equal((await post('/collection/execute', { transaction_reference: ref })).status, 200);
+        assert.ok(await waitFor(async () => (await post('/collection/status', { transaction_reference: ref })).body.data.status === 'COMPLETED', 20000));
+        const before = available(server, m.matricule);
+        const r = await post('/collection/refund', refundOf(ref, 500));
+        assert.equal(r.status, 409, JSON.stringify(r.body));
+        assert.equal(r.body.message, 'not_refundable');
+        assert.ok('transaction_reference' in r.body.error.details);
+        assert.equal(available(server, m.matricule), before);
+        assert.equal(sqlRows(server, 'SELECT COUNT(*) FROM pay_refunds')[0][0], '0');
         checkLedger(server);
       } finally {
         await server.stop();

@@ -71,11 +71,10 @@ class RefundQueueTest : public PaymentsTest {
     return ref;
   }
   std::string refund(const std::string& ref, std::int64_t amount) {
-    auto [st, env] = call(&Service::create_refund, principal(m1_),
-                          bj::object{{"transaction_reference", ref},
-                                     {"refund_uuid", uuid_v4()},
-                                     {"amount", amount},
-                                     {"reason", "OTHER"}});
+    auto [st, env] =
+        call(&Service::create_refund, principal(m1_),
+             bj::object{
+                 {"transaction_reference", ref}, {"refund_uuid", uuid_v4()}, {"amount", amount}, {"reason", "OTHER"}});
     EXPECT_EQ(st, 200) << bj::serialize(env);
     return st == 200 ? std::string(env.at("data").at("refund_reference").as_string()) : "";
   }

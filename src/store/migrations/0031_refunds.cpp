@@ -9,8 +9,8 @@ namespace sika::store::migrations {
 // refunding_amount: the amount of its refund in flight. Both move only by conditional UPDATEs in the
 // write unit of the refund's own moves, so refunded_amount + refunding_amount never exceeds amount.
 // queued_at: a refund accepted (funds reserved) while its operator was not OPERATIONAL, waiting to be
-// sent, as pay_transactions.queued_at for payouts. A refund's ledger journals name it by ledger_journals.refund_id (their transaction_id is NULL): one
-// journal of each kind per refund (ledger_journals_refund).
+// sent, as pay_transactions.queued_at for payouts. A refund's ledger journals name it by ledger_journals.refund_id
+// (their transaction_id is NULL): one journal of each kind per refund (ledger_journals_refund).
 extern const Migration k0031Refunds{31, "refunds", R"SQL(
 CREATE TABLE pay_refunds (
   id {{pk}},
