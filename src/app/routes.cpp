@@ -196,6 +196,12 @@ void build_routes(web::Router& r, Context& ctx) {
            "Read a collection's current record"});
     r.add({Surface::gateway, "POST", "/collection/cancel", web::bind(svc, &Pay::cancel), web::bearer("payments"),
            "Cancel an INITIATED collection"});
+    r.add({Surface::gateway, "POST", "/collection/refund", web::bind(svc, &Pay::create_refund), web::bearer("payments"),
+           "Refund (part of) a COMPLETED collection (idempotent on refund_uuid; one refund in flight at a time)"});
+    r.add({Surface::gateway, "POST", "/collection/refund/status", web::bind(svc, &Pay::refund_status),
+           web::bearer("payments"), "Read a refund's current record"});
+    r.add({Surface::gateway, "GET", "/refunds", web::bind(svc, &Pay::refunds), web::bearer("payments"),
+           "List the merchant's refunds (filters: transaction_reference, status; page, limit)"});
     r.add({Surface::gateway, "POST", "/disbursement/intent", web::bind(svc, &Pay::disbursement_intent),
            web::bearer("payments"),
            "Pay out from the merchant's balance to a wallet (funds reserved while in flight)"});

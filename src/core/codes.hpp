@@ -7,8 +7,11 @@ namespace sika::codes {
 
 inline constexpr Code bad_config{"bad_config"};
 inline constexpr Code empty_data{"empty_data"};
+inline constexpr Code insufficient_funds{"insufficient_funds"};
 inline constexpr Code invalid_otp{"invalid_otp"};
 inline constexpr Code limit_exceeded{"limit_exceeded"};
+inline constexpr Code not_refundable{"not_refundable"};
 inline constexpr Code otp_required{"otp_required"};
+inline constexpr Code refund_in_progress{"refund_in_progress"};
 
 }  // namespace sika::codes

@@ -218,6 +218,14 @@ namespace sika {
   X(redirect_https)               \
   X(redirect_https_loopback)      \
   X(redirect_port)                \
+  X(refund_beyond)                \
+  X(refund_converted)             \
+  X(refund_funds)                 \
+  X(refund_in_flight)             \
+  X(refund_nothing_left)          \
+  X(refund_reason)                \
+  X(refund_status)                \
+  X(refund_top_up)                \
   X(regular_expression)           \
   X(repeated)                     \
   X(required)                     \

@@ -67,6 +67,7 @@ class AirtelMoney final : public Connector {
   std::optional<Accepted> take_accepted(std::string_view provider_reference) override;
   Result<CallbackReport> parse_callback(const web::Request& req) override;
   Result<std::string> account_holder(std::string_view service_code, std::string_view msisdn) override;
+  bool refunds(bool partial) const override { return !partial; }  // by airtel_money_id: the whole payment
   bool signs_callbacks() const override { return false; }
   bool expires_pending() const override { return false; }
   bool resubmits_unknown() const override { return true; }

@@ -69,6 +69,12 @@ class Connector {
   // Submits a refund of a completed collection (order.refunded_reference); 503 when the operator
   // or this connector has none.
   virtual Status request_refund(const PaymentOrder& order);
+  // True when request_refund carries a refund of this operator's collection: of part of it
+  // (`partial`) or of the whole of it. False: the platform refunds by a payout to the payer's number.
+  virtual bool refunds(bool /*partial*/) const { return false; }
+  // False when request_payout carries nothing (the operator's API has no payouts): a refund this
+  // connector cannot refund is then refused before anything is reserved.
+  virtual bool pays_out() const { return true; }
   // The operator's current view of a submitted order. Recovery asks it of every PENDING order
   // whose answer is late (docs/payments.md, "Recovery of pending payments"), with back-off, from
   // one node at a time. Only a definite answer of the operator is succeeded or failed: a state the

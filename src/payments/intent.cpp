@@ -268,7 +268,7 @@ IntentRequest parse_intent(const bj::object& body, std::string_view operation, j
     else if (distribution)
       r.distribution.resize(distribution->size());
   }
-  r.fingerprint = hex_encode(crypto::sha256(std::string(operation) + "\n" + canonical_json(body)));
+  r.fingerprint = body_fingerprint(operation, body);
   return r;
 }
 

@@ -126,9 +126,11 @@ Status post(store::Conn& conn, const Posting& p, std::int64_t now, const Account
     }
   }
   SIKA_ASSIGN_OR_RETURN(
-      auto journal, conn.insert_id("INSERT INTO ledger_journals (transaction_id, kind, environment, currency, memo, "
-                                   "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                                   {store::opt(p.transaction_id), p.kind, p.environment, p.currency, p.memo, now}));
+      auto journal,
+      conn.insert_id(
+          "INSERT INTO ledger_journals (transaction_id, refund_id, kind, environment, currency, memo, "
+          "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+          {store::opt(p.transaction_id), store::opt(p.refund_id), p.kind, p.environment, p.currency, p.memo, now}));
   if (!journal) return internal_error("ledger journal insert returned nothing");
   std::int64_t journal_id = *journal;
   if (journal_id_out) *journal_id_out = journal_id;
@@ -179,8 +181,10 @@ namespace {
 // The journal kinds a transaction must have posted, by operation and status.
 std::set<std::string> expected_journals(std::string_view operation, std::string_view status, bool converted) {
   if (operation == "COLLECTION") {
-    if (status == "COMPLETED" && converted) return {std::string(kCollection), std::string(kFxSettlement)};
-    if (status == "COMPLETED") return {std::string(kCollection)};
+    // A REFUNDED collection was COMPLETED first; its refunds' journals are the refunds' own.
+    const bool collected = status == "COMPLETED" || status == "REFUNDED";
+    if (collected && converted) return {std::string(kCollection), std::string(kFxSettlement)};
+    if (collected) return {std::string(kCollection)};
     return {};
   }
   if (status == "PENDING") return {std::string(kPayoutReserve)};
@@ -350,6 +354,80 @@ Status check_split_totals(store::Conn& c, Report& report) {
   return {};
 }
 
+// The journal kinds a refund must have posted, by status.
+std::set<std::string> expected_refund_journals(std::string_view status) {
+  if (status == "PENDING" || status == "PROCESSING") return {std::string(kRefundReserve)};
+  if (status == "COMPLETED") return {std::string(kRefundReserve), std::string(kRefund)};
+  if (status == "FAILED") return {std::string(kRefundReserve), std::string(kRefundRelease)};
+  return {};
+}
+
+// Every refund posted exactly the journals its status implies, each moving its amount.
+Status check_refund_journals(store::Conn& c, Report& report) {
+  SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT r.id, r.reference, r.status, r.amount, j.kind, "
+                                           "COALESCE(SUM(e.debit), 0) FROM pay_refunds r "
+                                           "LEFT JOIN ledger_journals j ON j.refund_id = r.id "
+                                           "LEFT JOIN ledger_entries e ON e.journal_id = j.id "
+                                           "GROUP BY r.id, r.reference, r.status, r.amount, j.kind ORDER BY r.id"));
+  std::int64_t id = -1;
+  std::string reference, status;
+  std::set<std::string> seen;
+  auto finish = [&] {
+    if (id < 0) return;
+    auto expected = expected_refund_journals(status);
+    if (seen == expected) return;
+    std::string have, want;
+    for (const auto& k : seen) have += (have.empty() ? "" : ",") + k;
+    for (const auto& k : expected) want += (want.empty() ? "" : ",") + k;
+    add_violation(report, "refund_journals", reference, status + " posted {" + have + "}, expected {" + want + "}");
+  };
+  for (const auto& r : rows) {
+    if (r.i64(0) != id) {
+      finish();
+      id = r.i64(0);
+      reference = r.str(1);
+      status = r.str(2);
+      seen.clear();
+    }
+    if (r.is_null(4)) continue;
+    seen.insert(r.str(4));
+    if (r.i64(5) != r.i64(3))
+      add_violation(report, "journal_amount", reference + " " + r.str(4),
+                    "moves " + r.str(5) + ", the refund's amount is " + r.str(3));
+  }
+  finish();
+  return {};
+}
+
+// A collection's refunded_amount is the sum of its COMPLETED refunds and its refunding_amount that of
+// its refunds in flight; together never beyond its amount; REFUNDED exactly when refunded in full.
+Status check_refund_totals(store::Conn& c, Report& report) {
+  SIKA_ASSIGN_OR_RETURN(
+      auto rows,
+      c.query("SELECT t.reference, t.status, t.amount, t.refunded_amount, t.refunding_amount, "
+              "COALESCE(SUM(CASE WHEN r.status = 'COMPLETED' THEN r.amount ELSE 0 END), 0), "
+              "COALESCE(SUM(CASE WHEN r.status IN ('PENDING', 'PROCESSING') THEN r.amount ELSE 0 END), 0) "
+              "FROM pay_transactions t LEFT JOIN pay_refunds r ON r.transaction_id = t.id "
+              "WHERE t.refunded_amount <> 0 OR t.refunding_amount <> 0 OR r.id IS NOT NULL OR t.status = 'REFUNDED' "
+              "GROUP BY t.id, t.reference, t.status, t.amount, t.refunded_amount, t.refunding_amount"));
+  for (const auto& r : rows) {
+    const std::string subject = r.str(0);
+    if (r.i64(3) != r.i64(5))
+      add_violation(report, "refunded_amount", subject,
+                    "refunded_amount " + r.str(3) + " != completed refunds " + r.str(5));
+    if (r.i64(4) != r.i64(6))
+      add_violation(report, "refunding_amount", subject,
+                    "refunding_amount " + r.str(4) + " != refunds in flight " + r.str(6));
+    if (r.i64(3) + r.i64(4) > r.i64(2))
+      add_violation(report, "refund_beyond_amount", subject,
+                    "refunded " + r.str(3) + " + in flight " + r.str(4) + " > amount " + r.str(2));
+    if ((r.str(1) == "REFUNDED") != (r.i64(3) == r.i64(2)))
+      add_violation(report, "refunded_status", subject,
+                    r.str(1) + " with refunded_amount " + r.str(3) + " of " + r.str(2));
+  }
+  return {};
+}
+
 // Runs every check in a fixed order, so that violations are always listed in that order.
 Status run_checks(store::Conn& c, Report& report) {
   SIKA_TRY(count_rows(c, report));
@@ -360,6 +438,8 @@ Status run_checks(store::Conn& c, Report& report) {
   SIKA_TRY(check_account_balances(c, report));
   SIKA_TRY(check_transaction_journals(c, report));
   SIKA_TRY(check_split_totals(c, report));
+  SIKA_TRY(check_refund_journals(c, report));
+  SIKA_TRY(check_refund_totals(c, report));
   return {};
 }
 

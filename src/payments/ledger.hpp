@@ -74,9 +74,14 @@ inline constexpr std::string_view kPayoutRelease = "PAYOUT_RELEASE";  // pending
 inline constexpr std::string_view kWalletFunding = "WALLET_FUNDING";  // funding -> customer wallet
 // A converted collection's second journal, in the merchant's currency: FX position -> merchant(s).
 inline constexpr std::string_view kFxSettlement = "FX_SETTLEMENT";
+// A refund's journals (docs/refunds.md), each posted at most once per refund.
+inline constexpr std::string_view kRefundReserve = "REFUND_RESERVE";  // merchant available -> pending
+inline constexpr std::string_view kRefund = "REFUND";                 // merchant pending -> the customer
+inline constexpr std::string_view kRefundRelease = "REFUND_RELEASE";  // merchant pending -> available
 
 struct Posting {
   std::optional<std::int64_t> transaction_id;
+  std::optional<std::int64_t> refund_id;  // a refund's journal (transaction_id then unset)
   std::string kind;
   std::string environment;
   std::string currency;
@@ -137,8 +142,10 @@ struct Report {
 // Verifies, in one consistent snapshot: every entry is a positive debit or credit; every
 // journal balances and stays in its currency; debits equal credits per environment and
 // currency; every account balance equals the sum of its entries; no non-negative account is
-// below zero; and every transaction posted exactly the journals its status implies, each
-// moving its required_total.
+// below zero; every transaction posted exactly the journals its status implies, each
+// moving its required_total; every refund posted exactly the journals its status implies, each
+// moving its amount; and each collection's refunded_amount and refunding_amount are the sums of its
+// COMPLETED and in-flight refunds, never beyond its amount, REFUNDED exactly when refunded in full.
 Result<Report> check(store::Db& db);
 
 }  // namespace sika::payments::ledger

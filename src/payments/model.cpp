@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/crypto.hpp"
+#include "core/random.hpp"
 #include "core/time.hpp"
 
 namespace sika::payments {
@@ -21,13 +23,14 @@ std::string_view to_string(TxStatus s) {
     case TxStatus::failed: return "FAILED";
     case TxStatus::expired: return "EXPIRED";
     case TxStatus::cancelled: return "CANCELLED";
+    case TxStatus::refunded: return "REFUNDED";
   }
   return "UNKNOWN";
 }
 
 std::optional<TxStatus> parse_status(std::string_view text) {
   for (TxStatus s : {TxStatus::initiated, TxStatus::pending, TxStatus::completed, TxStatus::failed, TxStatus::expired,
-                     TxStatus::cancelled})
+                     TxStatus::cancelled, TxStatus::refunded})
     if (to_string(s) == text) return s;
   return std::nullopt;
 }
@@ -39,11 +42,13 @@ bool legal_move(TxStatus from, TxStatus to) {
     case TxStatus::initiated:
       return to == TxStatus::pending || to == TxStatus::cancelled || to == TxStatus::expired || to == TxStatus::failed;
     case TxStatus::pending: return to == TxStatus::completed || to == TxStatus::failed || to == TxStatus::expired;
+    case TxStatus::completed: return to == TxStatus::refunded;
     default: return false;
   }
 }
 
 bool legal_move(const Transaction& tx, TxStatus to) {
+  if (to == TxStatus::refunded) return tx.operation == kCollection && legal_move(tx.status, to);
   if (tx.operation == kCollection && tx.channel == kChannelWallet && tx.status == TxStatus::initiated &&
       to == TxStatus::completed)
     return true;
@@ -55,7 +60,7 @@ const std::string_view kTransactionColumns =
     "provider_reference, status, channel, service_code, country, connector, customer_wallet, amount, currency, "
     "fee, required_total, confirmation_method, confirmation_url, settlement_mode, split_reference, split_status, "
     "description, metadata, needs_otp, otp_failures, failure_reason, operator_reference, submitted_at, expires_at, "
-    "created_at, updated_at, customer_url, operator_state";
+    "created_at, updated_at, customer_url, operator_state, refunded_amount, refunding_amount";
 
 Transaction transaction_from_row(const store::Row& r) {
   Transaction t;
@@ -96,6 +101,8 @@ Transaction transaction_from_row(const store::Row& r) {
   t.updated_at = r.i64(i++);
   t.customer_url = r.opt_str(i++).value_or("");
   t.operator_state = r.opt_str(i++).value_or("");
+  t.refunded_amount = r.i64(i++);
+  t.refunding_amount = r.i64(i++);
   return t;
 }
 
@@ -134,6 +141,7 @@ bj::object to_record(const Transaction& tx) {
   else
     o["failure_reason"] = nullptr;
   o["expires_at"] = iso8601(tx.expires_at);
+  o["refunded_amount"] = tx.refunded_amount;
   return o;
 }
 
@@ -220,6 +228,10 @@ std::string canonical_json(const bj::value& v) {
   std::string out;
   canonical_into(v, out);
   return out;
+}
+
+std::string body_fingerprint(std::string_view operation, const bj::value& body) {
+  return hex_encode(crypto::sha256(std::string(operation) + "\n" + canonical_json(body)));
 }
 
 }  // namespace sika::payments

@@ -6,7 +6,9 @@
 //   INITIATED -> PENDING | CANCELLED | EXPIRED | FAILED, and COMPLETED for a WALLET collection
 //                (the wallet's debit is the payment: no operator is waited for)
 //   PENDING   -> COMPLETED | FAILED | EXPIRED
-//   COMPLETED, FAILED, EXPIRED, CANCELLED are terminal: nothing leaves them.
+//   COMPLETED -> REFUNDED, a collection once its refunds gave back its whole amount (docs/refunds.md)
+//   REFUNDED, FAILED, EXPIRED, CANCELLED are final: nothing leaves them. COMPLETED is terminal for
+//   its own lifecycle (no operator answer moves it) and leaves only by its refunds.
 #include <boost/json/object.hpp>
 
 #include <cstdint>
@@ -19,13 +21,15 @@
 
 namespace sika::payments {
 
-enum class TxStatus { initiated, pending, completed, failed, expired, cancelled };
+enum class TxStatus { initiated, pending, completed, failed, expired, cancelled, refunded };
 
 // "INITIATED", "PENDING", ...
 std::string_view to_string(TxStatus s);
 // Parses the exact upper-case spelling.
 std::optional<TxStatus> parse_status(std::string_view text);
-// Returns true iff nothing may follow `s`.
+// Returns true iff the transaction's own lifecycle has ended in `s` (no operator answer, expiry or
+// cancellation may follow it): every status but INITIATED and PENDING. A COMPLETED collection may
+// still become REFUNDED by its refunds.
 bool is_terminal(TxStatus s);
 // Returns true iff `from -> to` is a move of the lifecycle above for any transaction.
 bool legal_move(TxStatus from, TxStatus to);
@@ -115,6 +119,10 @@ struct Transaction {
   std::int64_t expires_at = 0;
   std::int64_t created_at = 0;
   std::int64_t updated_at = 0;
+  // What its COMPLETED refunds gave back (collections; 0 when none), and what its refund in flight
+  // has reserved (docs/refunds.md).
+  std::int64_t refunded_amount = 0;
+  std::int64_t refunding_amount = 0;
 };
 
 // Returns true iff tx may move to `to`: legal_move, and INITIATED -> COMPLETED for a WALLET
@@ -139,5 +147,8 @@ std::vector<std::int64_t> allocate_split(std::int64_t amount, const std::vector<
 // The canonical form of a JSON value (object keys sorted, no spaces), used to fingerprint
 // requests for idempotency: two bodies with the same fields and values give the same text.
 std::string canonical_json(const boost::json::value& v);
+// The fingerprint of a request body under an idempotency key: hex SHA-256 of `operation`, a newline
+// and the body's canonical JSON. The same body gives the same fingerprint, another one another.
+std::string body_fingerprint(std::string_view operation, const boost::json::value& body);
 
 }  // namespace sika::payments

@@ -62,6 +62,7 @@ class MtnMomo final : public Connector {
   Result<OperatorStatus> query_status(const PaymentOrder& order) override;
   Result<CallbackReport> parse_callback(const web::Request& req) override;
   Result<std::string> account_holder(std::string_view service_code, std::string_view msisdn) override;
+  bool refunds(bool /*partial*/) const override { return true; }
   bool signs_callbacks() const override { return false; }
   bool expires_pending() const override { return false; }
   bool resubmits_unknown() const override { return true; }

@@ -72,6 +72,7 @@ class OrangeMoney final : public Connector {
   Status authenticate_callback(const web::Request& req, const CallbackReport& report,
                                const PaymentOrder* order) override;
   Result<std::string> account_holder(std::string_view service_code, std::string_view msisdn) override;
+  bool pays_out() const override { return false; }  // web and merchant payments carry no payouts
   bool signs_callbacks() const override { return false; }
   bool expires_pending() const override { return false; }
   bool query_on_read() const override { return false; }

@@ -170,7 +170,8 @@ std::string status_html(const Transaction& tx, const Service::Way& way, const Wo
       else
         h += "\">" + std::string(way.prompt ? t("confirm_phone") : t("pending"));
       break;
-    case TxStatus::completed: h += " ok\">" + std::string(t("completed")); break;
+    case TxStatus::completed:
+    case TxStatus::refunded: h += " ok\">" + std::string(t("completed")); break;
     case TxStatus::failed:
       // Why, in the page's language, from the typed reason (never the raw code).
       h += " ko\">" + escape(i18n::text(failure_message_code(failure_reason(tx)), locale));

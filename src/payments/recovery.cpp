@@ -142,7 +142,9 @@ Result<int> Service::recover_due() {
     });
     if (!st) spdlog::warn("payments recovery of {} failed: {}", tx.reference, st.error().code);
   }
-  return asked;
+  // Refunds in flight are driven to a final state by the same loop (refunds.cpp).
+  SIKA_ASSIGN_OR_RETURN(int refunds_asked, recover_refunds_due());
+  return asked + refunds_asked;
 }
 
 }  // namespace sika::payments

@@ -219,6 +219,8 @@ Status SandboxOperator::force(const PaymentOrder& order, OperatorStatus status) 
 Status SandboxOperator::request_collection(const PaymentOrder& order) { return submit(order); }
 Status SandboxOperator::request_payout(const PaymentOrder& order) { return submit(order); }
 
+Status SandboxOperator::request_refund(const PaymentOrder& order) { return submit(order); }
+
 std::optional<std::int64_t> SandboxOperator::submitted_at(const std::string& provider_reference) {
   {
     sika::MutexLock lock(mu_);

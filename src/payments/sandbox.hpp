@@ -90,6 +90,9 @@ class SandboxOperator final : public Connector {
   Status check_otp(const PaymentOrder& order) override;
   Status request_collection(const PaymentOrder& order) override;
   Status request_payout(const PaymentOrder& order) override;
+  // A refund behaves as a payout to the payer's number does (its outcome by that number).
+  Status request_refund(const PaymentOrder& order) override;
+  bool refunds(bool /*partial*/) const override { return true; }
   Result<OperatorStatus> query_status(const PaymentOrder& order) override;
   Result<CallbackReport> parse_callback(const web::Request& req) override;
   Result<std::string> account_holder(std::string_view service_code, std::string_view msisdn) override;

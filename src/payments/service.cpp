@@ -18,6 +18,7 @@
 #include "merchant/merchant.hpp"
 #include "otp/code.hpp"
 #include "otp/service.hpp"
+#include "payments/refund_store.hpp"
 #include "payments/store.hpp"
 #include "store/jobs.hpp"
 
@@ -979,6 +980,23 @@ std::optional<OperatorStatus> Service::verify_callback(Connector& conn, const Ca
     SIKA_ASSIGN_OR_RETURN(tx, tables::find_by_provider_reference(c, report.provider_reference));
     return {};
   });
+  if (read && !tx) {
+    // A refund's callback: the operator's answer about the refund in flight it names.
+    std::optional<Refund> refund;
+    std::optional<Transaction> refunded;
+    Status found = db_.read([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(refund, tables::find_refund_by_provider_reference(c, report.provider_reference));
+      if (refund) {
+        SIKA_ASSIGN_OR_RETURN(refunded, tables::load(c, refund->transaction_reference));
+      }
+      return {};
+    });
+    if (!found || !refund || !refunded || is_final(refund->status) || refund->connector != conn.name())
+      return std::nullopt;
+    auto answer = conn.query_status(refund_order(*refund, *refunded));
+    if (!answer) return std::nullopt;
+    return std::move(*answer);
+  }
   if (!read || !tx || tx->status != TxStatus::pending || tx->connector != conn.name()) return std::nullopt;
   auto answer = conn.query_status(order_for(*tx));
   if (!answer) return std::nullopt;
@@ -1010,7 +1028,23 @@ Status Service::authenticate_callback(Connector& conn, const web::Request& req, 
     SIKA_ASSIGN_OR_RETURN(tx, tables::find_by_provider_reference(c, report.provider_reference));
     return {};
   }));
-  if (!tx || tx->connector != conn.name()) return conn.authenticate_callback(req, report, nullptr);
+  if (!tx) {
+    // A refund's callback is checked against the refund's own order.
+    std::optional<Refund> refund;
+    std::optional<Transaction> refunded;
+    SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+      SIKA_ASSIGN_OR_RETURN(refund, tables::find_refund_by_provider_reference(c, report.provider_reference));
+      if (refund) {
+        SIKA_ASSIGN_OR_RETURN(refunded, tables::load(c, refund->transaction_reference));
+      }
+      return {};
+    }));
+    if (!refund || !refunded || refund->connector != conn.name())
+      return conn.authenticate_callback(req, report, nullptr);
+    const PaymentOrder order = refund_order(*refund, *refunded);
+    return conn.authenticate_callback(req, report, &order);
+  }
+  if (tx->connector != conn.name()) return conn.authenticate_callback(req, report, nullptr);
   const PaymentOrder order = order_for(*tx);
   return conn.authenticate_callback(req, report, &order);
 }
@@ -1034,7 +1068,15 @@ Result<std::string> Service::record_callback(Connector& conn, const CallbackRepo
     row.transaction_id.reset();
     SIKA_ASSIGN_OR_RETURN(auto found, tables::find_by_provider_reference(c, report.provider_reference));
     if (!found) {
-      row.outcome = "unknown_transaction";
+      SIKA_ASSIGN_OR_RETURN(auto refund, tables::find_refund_by_provider_reference(c, report.provider_reference));
+      if (refund) {
+        // A refund's callback: it moves the refund (recorded under the refunded collection).
+        row.transaction_id = refund->transaction_id;
+        SIKA_ASSIGN_OR_RETURN(std::string outcome, refund_callback(c, *refund, conn, trusted, truth, learned));
+        row.outcome = "refund_" + outcome;
+      } else {
+        row.outcome = "unknown_transaction";
+      }
     } else {
       Transaction& tx = *found;
       row.transaction_id = tx.id;
@@ -1060,7 +1102,8 @@ Result<std::string> Service::record_callback(Connector& conn, const CallbackRepo
     }
     return tables::insert_callback(c, row);
   }));
-  if (row.outcome == "late" || row.outcome == "unknown_transaction" || row.outcome == "wrong_connector")
+  if (row.outcome == "late" || row.outcome == "unknown_transaction" || row.outcome == "wrong_connector" ||
+      row.outcome == "refund_late" || row.outcome == "refund_wrong_connector")
     spdlog::warn("operator callback {} for {}: {}", row.reported_status, report.provider_reference, row.outcome);
   return row.outcome;
 }

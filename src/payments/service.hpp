@@ -34,6 +34,8 @@
 #include "payments/ledger.hpp"
 #include "payments/model.hpp"
 #include "payments/operator_calls.hpp"
+#include "payments/refund.hpp"
+#include "payments/refund_transitions.hpp"
 #include "payments/sandbox.hpp"
 #include "payments/transitions.hpp"
 #include "store/db.hpp"
@@ -54,7 +56,8 @@ namespace sika::payments {
 
 namespace tables {
 struct StatusCheckRow;
-}
+struct RefundFilter;
+}  // namespace tables
 
 // The current catalog snapshot (never null); called on every request, so it must be cheap.
 using CatalogSnapshot = std::function<std::shared_ptr<const catalog::Catalog>()>;
@@ -132,6 +135,11 @@ class Service {
   // POST /transactions/fees/quote {provider, amount, currency, feeBearer?}: what a collection
   // would cost, from the same price as the payment (price_operation); moves nothing.
   Result<web::Response> fee_quote(web::Request& req);
+  // POST /collection/refund, POST /collection/refund/status {refund_reference}, GET /refunds
+  // (refund_handlers.cpp; docs/refunds.md).
+  Result<web::Response> create_refund(web::Request& req);
+  Result<web::Response> refund_status(web::Request& req);
+  Result<web::Response> refunds(web::Request& req);
   // GET /sandbox/messages?phone=&limit=: the outbox messages of the sandbox sent to a number,
   // newest first; sandbox merchants only (others: 404).
   Result<web::Response> sandbox_messages(web::Request& req);
@@ -239,6 +247,25 @@ class Service {
   Result<IntentPlan> plan(const IntentRequest& request, const web::Principal& merchant) {
     return plan_for(request, merchant, {});
   }
+  // --- refunds (refunds.cpp; docs/refunds.md) ---
+  // Refunds (part of) a COMPLETED collection of `merchant`: in ONE write unit the refund's row
+  // (idempotent on refund_uuid; one in flight per collection, by the database), the amount reserved
+  // on the collection by a conditional UPDATE, and the merchant's funds reserved (REFUND_RESERVE);
+  // a WALLET collection's refund completes in that unit (the wallet credited). Otherwise the refund is
+  // then asked of the operator (its refund API, or a payout to the payer's number). Errors: 404
+  // another merchant's collection; 409 not_refundable, refund_in_progress, insufficient_funds, or
+  // naming refund_uuid (reused for another body); 400 naming amount beyond what is refundable.
+  Result<Refund> refund(const RefundRequest& request, const web::Principal& merchant);
+  // The refund of `reference` as `merchant` may see it (another merchant's: 404 naming refund_reference).
+  Result<Refund> find_refund(const web::Principal& merchant, std::string_view reference);
+  // One page of `merchant`'s refunds, newest first, and how many match in all (the filter's
+  // merchant_id and environment are the principal's).
+  Result<std::pair<std::vector<Refund>, std::int64_t>> list_refunds(const web::Principal& merchant,
+                                                                    tables::RefundFilter filter);
+  // Recovery of refunds in flight: as recover_due for transactions (same claim pattern, back-off and
+  // rules); returns how many questions it asked.
+  Result<int> recover_refunds_due();
+
   // Moves an INITIATED collection to CANCELLED; 409 when it is in another status.
   Result<Transaction> cancel_collection(const Transaction& tx, std::string_view source, std::string_view reason);
   // The transaction as it is now: expired on the spot when overdue, and a PENDING PROVIDER
@@ -379,6 +406,15 @@ class Service {
                      const Creation* creation, bool submit, Created& out);
   Transaction draft(const IntentRequest& request, const IntentPlan& plan, const web::Principal& merchant) const;
   Result<Transaction> submit_payout(Transaction tx);
+  // Refunds: the operator order of a refund, its submission after its creating unit committed, a
+  // move applied in its own unit, and what an operator callback about a refund does.
+  PaymentOrder refund_order(const Refund& refund, const Transaction& tx) const;
+  Result<Refund> submit_refund(Refund refund, const Transaction& tx);
+  Result<Refund> move_refund(const Refund& refund, const RefundMove& move);
+  Result<std::string> refund_callback(store::Conn& c, Refund& refund, Connector& conn, bool trusted,
+                                      const OperatorStatus& truth, ledger::Learned& learned);
+  std::optional<OperatorStatus> ask_refund_question(const Refund& refund, std::string& outcome,
+                                                    std::optional<std::string>& reason);
   // True when a new payout of `connector` must be queued: the connector is not OPERATIONAL.
   bool holds_payouts(std::string_view connector) const;
   // The unit of collect_preauthorized: creates (or finds) the collection of `prepared` and

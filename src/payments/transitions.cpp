@@ -35,7 +35,8 @@ Transaction after_move(const Transaction& tx, const Move& move, std::int64_t at)
   if (move.operator_reference && !move.operator_reference->empty()) next.operator_reference = move.operator_reference;
   if (move.submitted_at) next.submitted_at = move.submitted_at;
   if (move.expires_at) next.expires_at = *move.expires_at;
-  if (next.settlement_mode == kSplit) {
+  // A refunded collection's split stays SETTLED: its refunds debited each beneficiary's share.
+  if (next.settlement_mode == kSplit && move.to != TxStatus::refunded) {
     if (move.to == TxStatus::completed)
       next.split_status = kSplitSettled;
     else if (is_terminal(move.to))

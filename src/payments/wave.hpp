@@ -57,6 +57,7 @@ class Wave final : public Connector {
   std::optional<Accepted> take_accepted(std::string_view provider_reference) override;
   Result<CallbackReport> parse_callback(const web::Request& req) override;
   Result<std::string> account_holder(std::string_view service_code, std::string_view msisdn) override;
+  bool refunds(bool partial) const override { return !partial; }  // a whole session only
   bool signs_callbacks() const override { return true; }
   bool expires_pending() const override { return false; }   // Wave expires its sessions itself
   bool resubmits_unknown() const override { return true; }  // same idempotency-key

@@ -36,6 +36,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0028CheckoutSignedOnly,
       migrations::k0029OperatorHealth,
       migrations::k0030OperatorState,
+      migrations::k0031Refunds,
       migrations::k0032Statements,
       migrations::k0033Reconciliation,
   };

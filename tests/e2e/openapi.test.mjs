@@ -251,6 +251,22 @@ for (const backend of backends()) {
       const paid = await api.call('gateway', 'POST', '/disbursement/status', { headers: a, json: { transaction_reference: payout.body.data.transaction_reference } });
       assert.equal(paid.status, 200, paid.text);
       await api.call('gateway', 'POST', '/disbursement/status', { headers: a, json: { transaction_reference: 'TX-none' } });
+      // Refunds of the completed collection (docs/refunds.md).
+      const refunded = await api.call('gateway', 'POST', '/collection/refund', { headers: a, json: {
+        transaction_reference: completed.transaction_reference, refund_uuid: randomUUID(), amount: 100, reason: 'REQUESTED_BY_CUSTOMER' } });
+      assert.equal(refunded.status, 200, refunded.text);
+      await api.call('gateway', 'POST', '/collection/refund', { headers: a, json: { transaction_reference: completed.transaction_reference } });
+      await api.call('gateway', 'POST', '/collection/refund', { headers: a, json: {
+        transaction_reference: second.body.data.transaction_reference, refund_uuid: randomUUID(), reason: 'OTHER' } });
+      await api.call('gateway', 'POST', '/collection/refund', { headers: a, json: {
+        transaction_reference: 'TX-none', refund_uuid: randomUUID(), reason: 'OTHER' } });
+      const refundStatus = await api.call('gateway', 'POST', '/collection/refund/status', { headers: a, json: { refund_reference: refunded.body.data.refund_reference } });
+      assert.equal(refundStatus.status, 200, refundStatus.text);
+      await api.call('gateway', 'POST', '/collection/refund/status', { headers: a, json: { refund_reference: 'RF-none' } });
+      await api.call('gateway', 'POST', '/collection/refund/status', { headers: a, json: {} });
+      const refunds = await api.call('gateway', 'GET', '/refunds', { headers: a, query: { transaction_reference: completed.transaction_reference } });
+      assert.equal(refunds.status, 200, refunds.text);
+      await api.call('gateway', 'GET', '/refunds', { headers: a, query: { status: 'NOPE' } });
       await api.call('gateway', 'POST', '/operator/callback/{connector}', { path: { connector: 'sandbox' }, json: {} });
       // The operator's signed callback for the completed collection (told again: applied once).
       const report = { provider_reference: completed.provider_reference, status: 'SUCCESSFUL' };

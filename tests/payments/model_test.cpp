@@ -17,10 +17,10 @@ namespace bj = boost::json;
 
 TEST(Lifecycle, OnlyDocumentedMovesAreLegal) {
   using S = TxStatus;
-  const S all[] = {S::initiated, S::pending, S::completed, S::failed, S::expired, S::cancelled};
+  const S all[] = {S::initiated, S::pending, S::completed, S::failed, S::expired, S::cancelled, S::refunded};
   std::set<std::pair<S, S>> legal = {
       {S::initiated, S::pending}, {S::initiated, S::cancelled}, {S::initiated, S::expired}, {S::initiated, S::failed},
-      {S::pending, S::completed}, {S::pending, S::failed},      {S::pending, S::expired},
+      {S::pending, S::completed}, {S::pending, S::failed},      {S::pending, S::expired},   {S::completed, S::refunded},
   };
   for (S from : all)
     for (S to : all)

@@ -33,6 +33,7 @@ extern const Migration k0027MerchantTimeZone;
 extern const Migration k0028CheckoutSignedOnly;
 extern const Migration k0029OperatorHealth;
 extern const Migration k0030OperatorState;
+extern const Migration k0031Refunds;
 extern const Migration k0032Statements;
 extern const Migration k0033Reconciliation;
 }  // namespace sika::store::migrations
