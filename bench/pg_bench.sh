@@ -76,17 +76,19 @@ end
 EOF2
 
 SECRET=bench-secret-key-0123456789abcdef0123
-start_node() {  # start_node N [extra --set ...]: prints the node's port
+start_node() {  # start_node N [extra --set ...]: starts node N on a free port, set in NODE_PORT
   local n=$1 port
   shift
   port=$(free_port)
+  NODE_PORT=$port
+  # Nodes behind one load balancer share one public URL (the tokens' issuer and audience).
+  [[ "$n" == 1 ]] && PUBLIC_URL="http://127.0.0.1:$port"
   local demo_args=()
   [[ "$n" == 1 ]] && demo_args=(--demo "$TMP/demo.json")
-  SIKA_SECRET_KEY=$SECRET "$SIKA" serve --listen "127.0.0.1:$port" --db "$PG_DSN" --public-url "http://127.0.0.1:$port" \
+  SIKA_SECRET_KEY=$SECRET "$SIKA" serve --listen "127.0.0.1:$port" --db "$PG_DSN" --public-url "$PUBLIC_URL" \
     "${demo_args[@]}" --set log.access=false --set identity.token_cache_seconds=30 --set log.level=warn "$@" \
     >"$TMP/sika-$n.log" 2>&1 &
   PIDS+=($!)
-  echo "$port"
 }
 
 # drive_all SCRIPT PATH PORT...: one wrk per node, splitting CONNECTIONS; prints "RPS P99 ERRORS"
@@ -123,12 +125,13 @@ PY
 
 run_sika() {
   local nodes=$1 ports=() port
-  port=$(start_node 1 "${NODE_SETS[@]}")
+  start_node 1 "${NODE_SETS[@]}"
+  port=$NODE_PORT
   wait_ready "$port" "$TMP/demo.json"
   ports+=("$port")
   for n in $(seq 2 "$nodes"); do
-    port=$(start_node "$n" --set migrate=false "${NODE_SETS[@]}")
-    ports+=("$port")
+    start_node "$n" --set migrate=false "${NODE_SETS[@]}"
+    ports+=("$NODE_PORT")
   done
   for port in "${ports[@]}"; do
     for _ in $(seq 1 300); do curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && break; sleep 0.1; done
@@ -150,7 +153,15 @@ for i in range(n):
 PY
   fi
   wrk -t1 -c4 -d1s -s "$TMP/intent.lua" "$base/collection/intent" >/dev/null  # warm-up
+  if [[ -n "${PERF:-}" ]]; then  # a CPU profile of the first node during the intent run
+    (sleep 1; perf record -q -g -p "${PIDS[0]}" -o "$TMP/perf.data" -- sleep $((DURATION / 2)) >/dev/null 2>&1) &
+  fi
   read -r I_RPS I_P99 I_SPLIT I_ERR <<<"$(drive_all "$TMP/intent.lua" /collection/intent "${ports[@]}")"
+  if [[ -n "${PERF:-}" ]]; then
+    perf report -i "$TMP/perf.data" --no-children --sort dso,sym --stdio 2>/dev/null | grep -E "^ +[0-9]" | head -25 >"$TMP/perf.txt" || true
+    cp "$TMP/perf.txt" "${PERF}"
+  fi
+  curl -fsS "http://127.0.0.1:${ports[0]}/metrics" 2>/dev/null | grep -E "^sika_db_(write_units|commits|retries|reconnects)" | tr '\n' ' ' >&2 || true; echo >&2
   read -r S_RPS S_P99 S_SPLIT S_ERR <<<"$(drive_all "$TMP/status.lua" /collection/status "${ports[@]}")"
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
