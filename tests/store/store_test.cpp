@@ -1015,6 +1015,78 @@ TEST_P(StoreTest, ABatchLostToAConflictLeavesEachUnitOnce) {
   EXPECT_GT(db_->stats().retries, 0u);
 }
 
+// A conflict in a batch does not make every other unit of the batch run in a transaction of its
+// own: the batch is split in halves that run again as batches, and only a unit left alone runs
+// alone. (Running the 32 units one by one after one conflict is what lets a node that meets
+// conflicts fall far behind the others on a shared server.)
+TEST_P(StoreTest, AConflictedBatchIsSplitNotRunUnitByUnit) {
+  if (!pg()) GTEST_SKIP() << "PostgreSQL only (SQLite has no serialization failures)";
+  DbOptions options;
+  options.pg_writers = 1;  // one writer: the queued units form one batch behind the blocker
+  auto db = open_db(options);
+  ASSERT_NE(db, nullptr);
+  ASSERT_TRUE(db->write([](Conn& c) -> Status {
+                  SIKA_TRY(c.exec("CREATE TABLE split_vals (k TEXT PRIMARY KEY, calls BIGINT NOT NULL)"));
+                  SIKA_TRY(
+                      c.exec("CREATE OR REPLACE FUNCTION conflict_now() RETURNS BIGINT LANGUAGE plpgsql AS $$ "
+                             "BEGIN RAISE EXCEPTION 'simulated conflict' USING ERRCODE = "
+                             "'serialization_failure'; END $$"));
+                  return {};
+                }).ok());
+  constexpr int kUnits = 32;
+  std::atomic<int> queued{0};
+  std::vector<std::atomic<int>> calls(kUnits);
+  std::vector<Status> results(kUnits);
+  // The blocker holds the only writer until every unit has been handed to write().
+  std::thread blocker([&] {
+    ASSERT_TRUE(db->write([&](Conn&) -> Status {
+                    while (queued.load() < kUnits) std::this_thread::sleep_for(1ms);
+                    std::this_thread::sleep_for(200ms);  // the last ones reach the queue
+                    return {};
+                  }).ok());
+  });
+  std::this_thread::sleep_for(50ms);  // the blocker is running
+  const DbStats before = db->stats();
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kUnits; ++i) {
+    threads.emplace_back([&, i] {
+      queued.fetch_add(1);
+      results[i] = db->write([&](Conn& c) -> Status {
+        const int call = ++calls[i];
+        SIKA_TRY(c.exec("INSERT INTO split_vals (k, calls) VALUES (?, ?)",
+                        {"unit-" + std::to_string(i), std::int64_t{call}}));
+        if (i == kUnits / 2 && call == 1) SIKA_TRY(c.query("SELECT conflict_now()"));
+        return {};
+      });
+    });
+  }
+  for (auto& th : threads) th.join();
+  blocker.join();
+  for (int i = 0; i < kUnits; ++i)
+    EXPECT_TRUE(results[i].ok()) << i << ": " << (results[i].ok() ? "" : details_text(results[i].error()));
+  EXPECT_EQ(calls[kUnits / 2].load(), 2);
+  const DbStats after = db->stats();
+  // The blocker, then the batch that met the conflict split in halves: a handful of
+  // transactions, not one per unit.
+  EXPECT_LE(after.commits - before.commits, 8u) << "a conflicted batch was run unit by unit";
+  EXPECT_EQ(after.write_units - before.write_units, static_cast<std::uint64_t>(kUnits) + 1);
+  auto n = [&](const std::string& sql) {
+    std::int64_t v = -1;
+    EXPECT_TRUE(db->read([&](Conn& c) -> Status {
+                    SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(sql));
+                    v = row ? row->i64(0) : -1;
+                    return {};
+                  }).ok());
+    return v;
+  };
+  EXPECT_EQ(n("SELECT COUNT(*) FROM split_vals"), kUnits);  // each unit's effect once
+  EXPECT_TRUE(db->write([](Conn& c) -> Status {
+                  SIKA_TRY(c.exec("DROP TABLE split_vals"));
+                  return {};
+                }).ok());
+  db->close();
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgres"),
                          [](const auto& info) { return info.param; });
 
