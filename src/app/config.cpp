@@ -21,7 +21,12 @@ using K = KeyKind;
 const std::vector<KeySpec> kKeys = {
     {"listen", "127.0.0.1:8080", K::listen, "HOST:PORT the server listens on (port 0 picks a free port)"},
     {"db", "sqlite://./data/sika.db", K::dsn, "database DSN: sqlite://PATH or postgres://USER:PASS@HOST:PORT/DB"},
-    {"db_pool_size", "16", K::integer, "PostgreSQL connections / SQLite reader connections"},
+    {"db_pool_size", "0", K::integer,
+     "PostgreSQL read connections / SQLite reader connections; 0 sizes it to the cores (PostgreSQL 2 per core, at "
+     "least 4; SQLite 16)"},
+    {"db_writers", "0", K::integer,
+     "PostgreSQL: writer connections, each gathering concurrent write units into one transaction; 0: one per core, "
+     "at least 2"},
     {"db_retry_deadline_ms", "5000", K::integer,
      "PostgreSQL: how long a write unit is run again after serialization failures and deadlocks before 503"},
     {"migrate", "true", K::boolean, "serve applies pending migrations at start"},
@@ -524,7 +529,8 @@ Result<Config> Config::load(const std::optional<std::string>& file, const std::m
 
   if (c.get_int("http.io_threads") < 1) return config_error("http.io_threads", "must be at least 1");
   if (c.get_int("http.handler_threads") < 1) return config_error("http.handler_threads", "must be at least 1");
-  if (c.get_int("db_pool_size") < 1) return config_error("db_pool_size", "must be at least 1");
+  if (c.get_int("db_pool_size") < 0) return config_error("db_pool_size", "must be 0 (automatic) or more");
+  if (c.get_int("db_writers") < 0) return config_error("db_writers", "must be 0 (automatic) or more");
   if (c.get_int("db_retry_deadline_ms") > 600000) return config_error("db_retry_deadline_ms", "must be at most 600000");
   if (auto h = c.get_string("client_address_header"); h != "x-forwarded-for" && h != "forwarded")
     return config_error("client_address_header", "must be x-forwarded-for or forwarded");

@@ -102,6 +102,7 @@ Result<std::unique_ptr<Context>> open_context(Config config, bool migrate) {
   ctx->pepper = hex_encode(crypto::hmac_sha256(*secret, "sika:secret-hash-pepper:v1"));
   store::DbOptions opts;
   opts.pool_size = static_cast<int>(config.get_int("db_pool_size"));
+  opts.pg_writers = static_cast<int>(config.get_int("db_writers"));
   opts.retry_deadline_ms = static_cast<int>(config.get_int("db_retry_deadline_ms"));
   auto db = store::open(config.get_string("db"), opts);
   if (!db) return db.take_error();

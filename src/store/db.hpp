@@ -102,17 +102,23 @@ inline Result<void> counter_isolation(Conn& c) {
 // Counters describing what a Db has done since it was opened (for tests, benchmarks, metrics).
 struct DbStats {
   std::uint64_t write_units = 0;    // write units completed (committed or failed)
-  std::uint64_t commits = 0;        // transactions committed (SQLite: batches)
-  std::uint64_t largest_batch = 0;  // most units committed by one SQLite transaction
+  std::uint64_t commits = 0;        // transactions committed (batches)
+  std::uint64_t largest_batch = 0;  // most units committed by one transaction (a batch)
   std::uint64_t batched_units = 0;  // units that shared their transaction with at least one other unit
   std::uint64_t retries = 0;        // PostgreSQL units or reads run again (serialization failure, broken connection)
   std::uint64_t reconnects = 0;     // broken connections discarded and replaced
 };
 
 struct DbOptions {
-  int pool_size = 16;          // PostgreSQL connections / SQLite reader connections
+  // PostgreSQL: connections for reads (and for units run alone); SQLite: reader connections.
+  // 0 sizes it to the machine: PostgreSQL 2 per core (at least 4), SQLite 16.
+  int pool_size = 0;
   int busy_timeout_ms = 5000;  // SQLite busy timeout
-  int max_batch = 512;         // SQLite group commit: most write units in one transaction
+  // Group commit: most write units in one transaction (PostgreSQL: at most 64, see storage.md).
+  int max_batch = 512;
+  // PostgreSQL: writer threads, each with its own connection, gathering write units into batches.
+  // 0: one per core, at least 2.
+  int pg_writers = 0;
   // PostgreSQL: how long a write unit keeps being run again after serialization failures and
   // deadlocks (jittered exponential backoff) before the caller gets 503. 0 runs it once.
   int retry_deadline_ms = 5000;
@@ -130,9 +136,10 @@ class Db {
 
   // Runs fn as one atomic write unit: everything it wrote commits together, durably,
   // before write() returns; if fn returns an error (or the commit fails) nothing it
-  // wrote remains. On SQLite, concurrent units share one transaction, each in its own
-  // SAVEPOINT (group commit); fn must therefore not keep state across calls and may be
-  // retried by the PostgreSQL backend after a serialization failure.
+  // wrote remains. On both backends, concurrent units share one transaction, each in its own
+  // SAVEPOINT (group commit); fn must therefore not keep state across calls, and may be run
+  // again (PostgreSQL: after a serialization failure or a broken connection, its own or a
+  // batch-mate's).
   virtual Status write(const std::function<Status(Conn&)>& fn) = 0;
 
   // Runs fn as one write unit with the same guarantees as write(), and hands its outcome to

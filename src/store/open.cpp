@@ -189,9 +189,10 @@ Status run_unit(const std::function<Status(Conn&)>& fn, Conn& conn) {
 }  // namespace detail
 
 Result<std::unique_ptr<Db>> open(std::string_view dsn, const DbOptions& options) {
-  if (options.pool_size < 1 || options.max_batch < 1 || options.busy_timeout_ms < 0 || options.retry_deadline_ms < 0)
+  if (options.pool_size < 0 || options.max_batch < 1 || options.busy_timeout_ms < 0 || options.retry_deadline_ms < 0 ||
+      options.pg_writers < 0)
     return internal_error(
-        boost::json::string("invalid database options: pool_size and max_batch must be >= 1, "
+        boost::json::string("invalid database options: max_batch must be >= 1, pool_size, pg_writers, "
                             "busy_timeout_ms and retry_deadline_ms >= 0"));
   constexpr std::string_view kSqlite = "sqlite://";
   if (dsn.starts_with(kSqlite)) {

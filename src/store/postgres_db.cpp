@@ -1,7 +1,10 @@
-// The PostgreSQL backend: a bounded pool of libpq connections. Write units run in
-// SERIALIZABLE transactions (the same guarantees as SQLite's single writer) and are run again
-// on serialization failures and deadlocks until they commit or their retry deadline passes;
-// broken connections are discarded and replaced.
+// The PostgreSQL backend: a few writer threads, each owning one libpq connection, gather
+// concurrent write units into one transaction (group commit, each unit in its own savepoint),
+// and a bounded pool of connections serves reads. Write units run SERIALIZABLE (the same
+// guarantees as SQLite's single writer), or READ COMMITTED when they ask for it
+// (counter_isolation); a batch that hits a serialization failure or a deadlock is rolled back
+// whole and its units run again one per transaction, with backoff, until they commit or their
+// retry deadline passes; broken connections are discarded and replaced.
 #include <libpq-fe.h>
 
 #include <spdlog/spdlog.h>
@@ -11,6 +14,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -43,6 +48,20 @@ constexpr std::uint32_t kBackoffBaseUs = 1000;
 constexpr int kBackoffMaxDoublings = 7;
 constexpr std::size_t kStatementCacheLimit = 512;
 constexpr auto kPoolWait = std::chrono::seconds(10);
+// Most units in one batch: PostgreSQL caches up to 64 subtransaction ids per backend; past that
+// every snapshot taken anywhere on the server has to consult pg_subtrans (subxid overflow).
+constexpr int kMaxBatch = 64;
+// The SQL of counter_isolation (and of the migrations' unit): a unit that runs it first asks for
+// READ COMMITTED. A batch cannot change its isolation inside a savepoint, so such a unit is taken
+// out of a SERIALIZABLE batch and runs in a READ COMMITTED batch, where the statement is a no-op.
+constexpr std::string_view kReadCommitted = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
+// The savepoint around each unit of a batch (Conn::nested uses its own name inside it).
+constexpr const char* kUnitSavepoint = "SAVEPOINT sika_unit";
+constexpr const char* kNextUnitSavepoint = "RELEASE SAVEPOINT sika_unit; SAVEPOINT sika_unit";
+constexpr const char* kUndoUnit = "ROLLBACK TO SAVEPOINT sika_unit";
+
+// The number of cores, at least 1.
+int cores() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
 
 struct PgResultDeleter {
   void operator()(PGresult* r) const { PQclear(r); }
@@ -261,7 +280,14 @@ class PgConnection {
 // The Conn handed to read and write functions.
 class PgConn final : public Conn {
  public:
-  explicit PgConn(PgConnection& c) : c_(c) {}
+  // How a unit's SET TRANSACTION ISOLATION LEVEL READ COMMITTED is handled.
+  enum class Isolation {
+    own,                   // the unit has its own transaction: the statement runs
+    serializable_batch,    // inside a SERIALIZABLE batch: the unit stops and asks for a READ COMMITTED batch
+    read_committed_batch,  // inside a READ COMMITTED batch: nothing to do
+  };
+
+  explicit PgConn(PgConnection& c, Isolation isolation = Isolation::own) : c_(c), isolation_(isolation) {}
 
   Dialect dialect() const override { return Dialect::postgres; }
 
@@ -280,12 +306,14 @@ class PgConn final : public Conn {
 
   // The first failed statement of this transaction, if any.
   const std::optional<Failure>& failure() const { return failure_; }
+  // True iff the unit asked for READ COMMITTED inside a SERIALIZABLE batch (and was stopped).
+  bool wants_read_committed() const { return wants_read_committed_; }
 
  protected:
   // A savepoint may undo a statement's own failure (a constraint, a bad value); a serialization
   // failure, a deadlock or a broken connection stays the unit's, which runs again or fails whole.
   bool failure_undone() override {
-    if (failure_ && (failure_->retryable || failure_->broken)) return false;
+    if (failure_ && (failure_->retryable || failure_->broken || wants_read_committed_)) return false;
     failure_.reset();
     return true;
   }
@@ -293,6 +321,19 @@ class PgConn final : public Conn {
  private:
   Status run(std::string_view sql, const Params& params, Rows* rows, std::int64_t& changes) {
     if (failure_) return aborted_error(sql);
+    if (isolation_ != Isolation::own && params.empty() && sql == kReadCommitted) {
+      if (isolation_ == Isolation::read_committed_batch) return {};
+      if (!statements_) {
+        // Not a failure of the unit: the batch runs it again in a READ COMMITTED transaction.
+        wants_read_committed_ = true;
+        failure_ = Failure{internal_error(boost::json::string("moved to a READ COMMITTED batch"))};
+        return failure_->error;
+      }
+      // Too late to change isolation: the unit's own transaction would have refused it as well.
+      failure_ = Failure{storage_error(false, "SET TRANSACTION ISOLATION LEVEL must be called before any query", sql)};
+      return failure_->error;
+    }
+    ++statements_;
     auto prepared = c_.prepare(sql, params, failure_);
     if (!prepared) return prepared.take_error();
     const auto& types = (*prepared)->param_types;
@@ -350,10 +391,15 @@ class PgConn final : public Conn {
   }
 
   PgConnection& c_;
+  const Isolation isolation_;
   std::optional<Failure> failure_;
+  int statements_ = 0;
+  bool wants_read_committed_ = false;
 };
 
 // A bounded pool of connections; a broken connection is dropped and replaced on demand.
+// Waiters are served in arrival order: a released connection goes to the longest waiter, so
+// under load the wait is the queue's length, never a lottery between woken threads.
 class Pool {
  public:
   Pool(std::string dsn, int capacity) : dsn_(std::move(dsn)), capacity_(capacity) {}
@@ -366,9 +412,9 @@ class Pool {
 
   Result<std::unique_ptr<PgConnection>> acquire() {
     sika::UniqueLock lk(mu_);
-    const auto deadline = std::chrono::steady_clock::now() + kPoolWait;
-    for (;;) {
-      if (closed_) return closed_error();
+    if (closed_) return closed_error();
+    // Served in turn: nobody may take a connection past earlier waiters.
+    if (waiters_.empty()) {
       while (!idle_.empty()) {
         std::unique_ptr<PgConnection> c = std::move(idle_.back());
         idle_.pop_back();
@@ -376,32 +422,52 @@ class Pool {
         --open_;
         reconnects_.fetch_add(1, std::memory_order_relaxed);
       }
-      if (open_ < capacity_) break;
-      if (lk.wait_until(cv_, deadline) == std::cv_status::timeout && idle_.empty() && open_ >= capacity_)
-        return sika::unavailable(boost::json::string("all PostgreSQL connections are busy"));
+      if (open_ < capacity_) return open_new(lk);
     }
-    ++open_;
-    lk.unlock();
-    auto c = PgConnection::connect(dsn_);
-    if (!c) {
-      sika::MutexLock relock(mu_);
-      --open_;
-      cv_.notify_one();
+    Waiter w;
+    waiters_.push_back(&w);
+    const auto deadline = std::chrono::steady_clock::now() + kPoolWait;
+    while (!w.served && !closed_) {
+      if (lk.wait_until(w.cv, deadline) == std::cv_status::timeout && !w.served) break;
     }
-    return c;
+    if (!w.served) {
+      waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &w));
+      if (closed_) return closed_error();
+      return sika::unavailable(boost::json::string("all PostgreSQL connections are busy"));
+    }
+    if (w.conn) {
+      if (w.conn->usable_when_idle()) return std::move(w.conn);
+      reconnects_.fetch_add(1, std::memory_order_relaxed);
+      w.conn.reset();
+    }
+    // Handed a free slot (or a dead connection, whose slot is ours): connect.
+    return open_new(lk, /*slot_taken=*/true);
   }
 
   void release(std::unique_ptr<PgConnection> c) {
     bool keep = !c->broken() && PQtransactionStatus(c->raw()) == PQTRANS_IDLE;
     sika::MutexLock lk(mu_);
     if (!keep) reconnects_.fetch_add(1, std::memory_order_relaxed);
-    if (keep && !closed_) {
+    if (closed_) {
+      --open_;
+      c.reset();
+      return;
+    }
+    if (!keep) c.reset();
+    if (!waiters_.empty()) {
+      // The slot (with the connection when it is usable) goes straight to the longest waiter.
+      Waiter* w = waiters_.front();
+      waiters_.pop_front();
+      w->conn = std::move(c);
+      w->served = true;
+      w->cv.notify_one();
+      return;
+    }
+    if (c) {
       idle_.push_back(std::move(c));
     } else {
       --open_;
-      c.reset();
     }
-    cv_.notify_one();
   }
 
   // Drops every idle connection: one broke mid-statement, so the server probably restarted.
@@ -409,7 +475,6 @@ class Pool {
     sika::MutexLock lk(mu_);
     open_ -= static_cast<int>(idle_.size());
     idle_.clear();
-    cv_.notify_all();
   }
 
   void close() {
@@ -417,17 +482,45 @@ class Pool {
     closed_ = true;
     open_ -= static_cast<int>(idle_.size());
     idle_.clear();
-    cv_.notify_all();
+    for (Waiter* w : waiters_) w->cv.notify_one();
   }
 
   std::uint64_t reconnects() const { return reconnects_.load(std::memory_order_relaxed); }
+  void count_reconnect() { reconnects_.fetch_add(1, std::memory_order_relaxed); }
+  const std::string& dsn() const { return dsn_; }
 
  private:
+  struct Waiter {
+    std::condition_variable cv;
+    bool served = false;                 // handed a connection or a free slot
+    std::unique_ptr<PgConnection> conn;  // null: a free slot, connect
+  };
+
+  // Connects outside the lock on a slot counted in open_; a failed connection frees the slot.
+  Result<std::unique_ptr<PgConnection>> open_new(sika::UniqueLock& lk,
+                                                 bool slot_taken = false) NO_THREAD_SAFETY_ANALYSIS {
+    if (!slot_taken) ++open_;
+    lk.unlock();
+    auto c = PgConnection::connect(dsn_);
+    lk.lock();
+    if (!c) {
+      if (!waiters_.empty() && !closed_) {
+        Waiter* w = waiters_.front();
+        waiters_.pop_front();
+        w->served = true;  // with a free slot: it tries to connect itself
+        w->cv.notify_one();
+      } else {
+        --open_;
+      }
+    }
+    return c;
+  }
+
   const std::string dsn_;
   const int capacity_;
   sika::Mutex mu_;
-  std::condition_variable cv_;  // a connection was released or a slot freed
   std::vector<std::unique_ptr<PgConnection>> idle_ GUARDED_BY(mu_);
+  std::deque<Waiter*> waiters_ GUARDED_BY(mu_);
   int open_ GUARDED_BY(mu_) = 0;
   bool closed_ GUARDED_BY(mu_) = false;
   std::atomic<std::uint64_t> reconnects_{0};
@@ -447,10 +540,19 @@ std::chrono::microseconds conflict_backoff(int n) {
   return std::chrono::microseconds(cap / 2 + random_uniform(cap / 2));
 }
 
+// Identifies the PostgresDb whose writer thread is running this thread: a write called from
+// inside a unit runs on a connection of its own instead of waiting for its own writer.
+thread_local const void* tl_writer_of = nullptr;
+
 class PostgresDb final : public Db {
  public:
   PostgresDb(std::string dsn, const DbOptions& options)
-      : pool_(std::move(dsn), options.pool_size), retry_deadline_(options.retry_deadline_ms) {}
+      : pool_(std::move(dsn), options.pool_size > 0 ? options.pool_size : std::max(4, 2 * cores())),
+        retry_deadline_(options.retry_deadline_ms),
+        max_batch_(std::clamp(options.max_batch, 1, kMaxBatch)) {
+    const int writers = options.pg_writers > 0 ? options.pg_writers : std::max(2, cores());
+    for (int i = 0; i < writers; ++i) writers_.emplace_back([this] { writer_loop(); });
+  }
   ~PostgresDb() override { close(); }
 
   void adopt(std::unique_ptr<PgConnection> c) { pool_.adopt(std::move(c)); }
@@ -461,8 +563,20 @@ class PostgresDb final : public Db {
     return run(fn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", false);
   }
 
+  // Queues the unit for a writer and waits until its batch committed (or the unit failed).
   Status write(const std::function<Status(Conn&)>& fn) override {
-    return run(fn, "BEGIN ISOLATION LEVEL SERIALIZABLE", true);
+    if (tl_writer_of == this) return run(fn, "BEGIN ISOLATION LEVEL SERIALIZABLE", true);
+    Unit u;
+    u.fn = &fn;
+    std::promise<Status> answered;
+    u.done = [&answered](Status st) { answered.set_value(std::move(st)); };
+    {
+      sika::MutexLock lk(queue_mu_);
+      if (closing_) return closed_error();
+      queue_.push_back(&u);
+    }
+    queue_cv_.notify_one();
+    return answered.get_future().get();
   }
 
   Status ping() override {
@@ -472,26 +586,255 @@ class PostgresDb final : public Db {
     });
   }
 
-  void close() override { pool_.close(); }
+  // Finishes the queued units, stops the writers and closes every connection.
+  void close() override {
+    {
+      sika::MutexLock lk(queue_mu_);
+      closing_ = true;
+    }
+    queue_cv_.notify_all();
+    for (auto& t : writers_) {
+      if (t.joinable()) t.join();
+    }
+    pool_.close();
+  }
 
   DbStats stats() const override {
     DbStats s;
     s.write_units = write_units_.load(std::memory_order_relaxed);
     s.commits = commits_.load(std::memory_order_relaxed);
+    s.largest_batch = largest_batch_.load(std::memory_order_relaxed);
+    s.batched_units = batched_units_.load(std::memory_order_relaxed);
     s.retries = retries_.load(std::memory_order_relaxed);
     s.reconnects = pool_.reconnects();
     return s;
   }
 
  private:
-  // Runs fn until it succeeds, fails for good, or keeps conflicting past the retry deadline.
-  Status run(const std::function<Status(Conn&)>& fn, const char* begin, bool write) {
+  // A queued write unit. `done` is called exactly once, after the unit's batch committed or with
+  // the unit's own error.
+  struct Unit {
+    const std::function<Status(Conn&)>* fn = nullptr;
+    std::function<void(Status)> done;
+    bool read_committed = false;  // asked for READ COMMITTED (counter_isolation)
+    Status status;
+  };
+
+  // How a batch ended.
+  enum class BatchEnd {
+    committed,  // each unit's status is its outcome (ok: committed)
+    conflict,   // serialization failure or deadlock: nothing committed, run the units one by one
+    broken,     // the connection broke before COMMIT: nothing committed, run the batch again
+    failed,     // nothing committed; every unit gets `error`
+  };
+
+  void writer_loop() {
+    tl_writer_of = this;
+    std::unique_ptr<PgConnection> conn;
+    std::vector<Unit*> batch;
+    batch.reserve(max_batch_);
+    for (;;) {
+      {
+        sika::UniqueLock lk(queue_mu_);
+        lk.wait(queue_cv_, [&]() REQUIRES(queue_mu_) { return closing_ || !queue_.empty(); });
+        if (queue_.empty()) break;  // closing, and every queued unit has been answered
+        std::size_t n = std::min(queue_.size(), static_cast<std::size_t>(max_batch_));
+        batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+        queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+        if (!queue_.empty()) queue_cv_.notify_one();  // another writer takes the rest
+      }
+      run_batch(conn, batch);
+    }
+  }
+
+  // Runs the batch's SERIALIZABLE units together, then those that asked for READ COMMITTED
+  // together, and answers every unit.
+  void run_batch(std::unique_ptr<PgConnection>& conn, std::vector<Unit*>& batch) {
+    std::vector<Unit*> serializable = batch;
+    for (Unit* u : batch) u->read_committed = false;
+    run_group(conn, serializable, false);
+    std::vector<Unit*> rc;
+    for (Unit* u : batch) {
+      if (u->read_committed) rc.push_back(u);
+    }
+    if (!rc.empty()) run_group(conn, rc, true);
+    for (Unit* u : batch) {
+      write_units_.fetch_add(1, std::memory_order_relaxed);
+      u->done(std::move(u->status));
+    }
+  }
+
+  // Runs `units` in one transaction of that isolation; sets each unit's status (units moved to
+  // READ COMMITTED keep read_committed set and no status).
+  void run_group(std::unique_ptr<PgConnection>& conn, std::vector<Unit*>& units, bool read_committed) {
+    for (int attempt = 0;; ++attempt) {
+      Error error = closed_error();
+      BatchEnd end = BatchEnd::failed;
+      if (auto s = writer_connection(conn); !s) {
+        error = s.error();
+      } else {
+        end = run_transaction(*conn, units, read_committed, error);
+      }
+      if (end == BatchEnd::committed) {
+        commits_.fetch_add(1, std::memory_order_relaxed);
+        std::uint64_t n = 0;
+        for (Unit* u : units) n += u->read_committed && !read_committed ? 0 : 1;
+        if (n > 1) batched_units_.fetch_add(n, std::memory_order_relaxed);
+        std::uint64_t largest = largest_batch_.load(std::memory_order_relaxed);
+        while (n > largest && !largest_batch_.compare_exchange_weak(largest, n)) {
+        }
+        return;
+      }
+      if (end == BatchEnd::broken && attempt < kMaxWriteReconnects) {
+        conn.reset();
+        pool_.count_reconnect();
+        retries_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      if (end == BatchEnd::conflict) {
+        // Another transaction won; nothing of the batch remains (units are re-runnable by
+        // contract). The units that ran, or were to run, in this transaction are split in halves
+        // that run again as batches, so that one conflict costs a few transactions instead of
+        // one per unit: a writer running up to 64 units one by one (each with its round trips,
+        // the conflicting one after a backoff) is what lets a node that meets conflicts fall far
+        // behind the others on a shared server. Only a unit left alone runs alone, with backoff.
+        std::vector<Unit*> pending;
+        for (Unit* u : units) {
+          if (!u->read_committed || read_committed) pending.push_back(u);
+        }
+        if (pending.size() > 1) {
+          retries_.fetch_add(pending.size(), std::memory_order_relaxed);
+          const auto middle = pending.begin() + static_cast<std::ptrdiff_t>(pending.size() / 2);
+          std::vector<Unit*> first(pending.begin(), middle);
+          std::vector<Unit*> second(middle, pending.end());
+          // The half holding the unit charged with the conflict runs second, after the other.
+          bool charged_first = std::any_of(first.begin(), first.end(), [](Unit* u) { return !u->status; });
+          if (charged_first) std::swap(first, second);
+          run_group(conn, first, read_committed);
+          run_group(conn, second, read_committed);
+          return;
+        }
+        for (Unit* u : units) {
+          if (u->read_committed && !read_committed) continue;
+          retries_.fetch_add(1, std::memory_order_relaxed);
+          const char* begin = read_committed || u->read_committed ? "BEGIN ISOLATION LEVEL READ COMMITTED"
+                                                                  : "BEGIN ISOLATION LEVEL SERIALIZABLE";
+          u->read_committed = false;
+          u->status = run(*u->fn, begin, true, u->status ? 0 : 1);
+        }
+        return;
+      }
+      if (end == BatchEnd::broken) {
+        conn.reset();
+        error = sika::unavailable(boost::json::string("database connection lost"));
+      }
+      for (Unit* u : units) {
+        if (u->read_committed && !read_committed) continue;
+        u->status = error;
+      }
+      return;
+    }
+  }
+
+  // The writer's own connection, (re)connected when missing or dead.
+  Status writer_connection(std::unique_ptr<PgConnection>& conn) {
+    if (conn && conn->usable_when_idle()) return {};
+    if (conn) pool_.count_reconnect();
+    conn.reset();
+    auto c = PgConnection::connect(pool_.dsn());
+    if (!c) return c.take_error();
+    conn = std::move(c).value();
+    return {};
+  }
+
+  // One attempt at the group's transaction. A unit's status: ok (kept), its own error (undone
+  // by its savepoint), or, for a conflict, its error with the other units' statuses reset.
+  BatchEnd run_transaction(PgConnection& c, std::vector<Unit*>& units, bool read_committed, Error& error) {
+    std::optional<Failure> failure;
+    auto ended = [&](const Failure& f) {
+      error = f.error;
+      if (f.broken) return BatchEnd::broken;
+      rollback(c);
+      if (f.stale_plan) c.forget_statements();
+      return f.conflict || f.stale_plan ? BatchEnd::conflict : BatchEnd::failed;
+    };
+    if (auto r = c.simple(
+            read_committed ? "BEGIN ISOLATION LEVEL READ COMMITTED" : "BEGIN ISOLATION LEVEL SERIALIZABLE", failure);
+        !r)
+      return ended(*failure);
+    bool first = true;
+    for (Unit* u : units) {
+      if (read_committed) {
+        u->read_committed = false;
+      } else if (u->read_committed) {
+        continue;
+      }
+      u->status = {};
+      if (auto r = c.simple(first ? kUnitSavepoint : kNextUnitSavepoint, failure); !r) return ended(*failure);
+      first = false;
+      PgConn conn(c, read_committed ? PgConn::Isolation::read_committed_batch : PgConn::Isolation::serializable_batch);
+      Status st = run_unit(*u->fn, conn);
+      if (conn.wants_read_committed()) {
+        u->read_committed = true;
+        if (auto r = c.simple(kUndoUnit, failure); !r) return ended(*failure);
+        continue;
+      }
+      if (const auto& f = conn.failure()) {
+        if (f->broken || f->retryable) {
+          // The whole transaction is lost: charge the conflict to this unit, not to the others.
+          for (Unit* other : units) other->status = {};
+          u->status = f->error;
+          return ended(*f);
+        }
+        // fn's own error when it returned one (it may have mapped the failure), else the failure.
+        u->status = st ? Status(f->error) : std::move(st);
+        if (auto r = c.simple(kUndoUnit, failure); !r) return ended(*failure);
+        continue;
+      }
+      if (!st) {
+        u->status = std::move(st);
+        if (auto r = c.simple(kUndoUnit, failure); !r) return ended(*failure);
+      }
+    }
+    if (first) {
+      rollback(c);  // every unit moved to READ COMMITTED: nothing to commit here
+      return BatchEnd::committed;
+    }
+    auto tag = c.simple("COMMIT", failure);
+    if (!tag) {
+      if (failure->broken) {
+        // The server may or may not have committed: never run these units again.
+        error = sika::unavailable(
+            boost::json::string("database connection lost during COMMIT; the write may or may not have been applied"));
+        for (Unit* u : units) {
+          if (read_committed || !u->read_committed) u->status = error;
+        }
+        c.mark_broken();
+        return BatchEnd::committed;
+      }
+      for (Unit* u : units) u->status = {};
+      return ended(*failure);
+    }
+    if (*tag != "COMMIT") {
+      error = storage_error(false, "transaction was rolled back at COMMIT", "COMMIT");
+      return BatchEnd::failed;
+    }
+    return BatchEnd::committed;
+  }
+
+  // Runs fn alone until it succeeds, fails for good, or keeps conflicting past the retry
+  // deadline; `conflicts` counts the conflicts it already met (in a batch).
+  Status run(const std::function<Status(Conn&)>& fn, const char* begin, bool write, int conflicts = 0) {
     using Clock = std::chrono::steady_clock;
     const auto started = Clock::now();
     const auto deadline = started + retry_deadline_;
     const int max_reconnects = write ? kMaxWriteReconnects : kMaxReadReconnects;
-    int conflicts = 0;
     int reconnects = 0;
+    if (conflicts > 0) {
+      auto pause = conflict_backoff(conflicts);
+      if (Clock::now() + pause >= deadline) return sika::retryable(boost::json::string("concurrent update, try again"));
+      std::this_thread::sleep_for(pause);
+    }
     for (;;) {
       auto acquired = pool_.acquire();
       if (!acquired) return acquired.take_error();
@@ -516,7 +859,7 @@ class PostgresDb final : public Db {
         }
       }
       if (!again) {
-        if (write) write_units_.fetch_add(1, std::memory_order_relaxed);
+        if (write && tl_writer_of != this) write_units_.fetch_add(1, std::memory_order_relaxed);
         return std::move(a.status);
       }
       retries_.fetch_add(1, std::memory_order_relaxed);
@@ -566,8 +909,16 @@ class PostgresDb final : public Db {
 
   Pool pool_;
   const std::chrono::milliseconds retry_deadline_;
+  const int max_batch_;
+  sika::Mutex queue_mu_;
+  std::condition_variable queue_cv_;  // a unit was queued, or closing
+  std::deque<Unit*> queue_ GUARDED_BY(queue_mu_);
+  bool closing_ GUARDED_BY(queue_mu_) = false;
+  std::vector<std::thread> writers_;
   std::atomic<std::uint64_t> write_units_{0};
   std::atomic<std::uint64_t> commits_{0};
+  std::atomic<std::uint64_t> largest_batch_{0};
+  std::atomic<std::uint64_t> batched_units_{0};
   std::atomic<std::uint64_t> retries_{0};
 };
 

@@ -25,6 +25,8 @@ namespace {
 
 constexpr std::size_t kStatementCacheLimit = 512;
 constexpr auto kReaderWait = std::chrono::seconds(30);
+// Reader connections when DbOptions::pool_size is 0.
+constexpr int kDefaultReaders = 16;
 // Checkpoints: the checkpointer thread is asked to copy the WAL into the database once per
 // kCheckpointFrames new pages (SQLite's own default threshold). Under a steady load its copy never catches up
 // with the last frame, so the WAL file cannot start over; at kWriterCheckpointFrames the writer
@@ -659,7 +661,7 @@ class SqliteDb final : public Db {
         idle_readers_.pop_back();
         return h;
       }
-      if (open_readers_ < options_.pool_size) break;
+      if (open_readers_ < (options_.pool_size > 0 ? options_.pool_size : kDefaultReaders)) break;
       if (!lk.wait_for(readers_cv_, kReaderWait,
                        [&]() REQUIRES(readers_mu_) { return closed_ || !idle_readers_.empty(); }))
         return unavailable(boost::json::string("no SQLite reader connection free"));
