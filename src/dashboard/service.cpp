@@ -289,6 +289,7 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
       {"/links", "nav_payment_links", false, false},
       {"/payouts", "nav_payouts", false, false},
       {"/statements", "nav_statements", false, false},
+      {"/settlement", "nav_settlement", false, false},
       {"/subscriptions", "nav_subscriptions", false, false},
       {"/checkout", "nav_checkout", false, false},
       {"/wallet-links", "nav_linked_wallets", false, false},
@@ -302,6 +303,7 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
       {"/operator/merchants", "nav_merchants", true, false},
       {"/operator/catalog", "nav_catalog", true, false},
       {"/operator/ledger", "nav_ledger", true, false},
+      {"/operator/settlement", "nav_settlement", true, false},
       {"/operator/health", "nav_health", true, false},
       {"/audit", "nav_audit_log", true, false},
   };

@@ -37,6 +37,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0029OperatorHealth,
       migrations::k0030OperatorState,
       migrations::k0032Statements,
+      migrations::k0035SettlementPayouts,
   };
   return kAll;
 }

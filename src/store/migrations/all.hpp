@@ -34,4 +34,5 @@ extern const Migration k0028CheckoutSignedOnly;
 extern const Migration k0029OperatorHealth;
 extern const Migration k0030OperatorState;
 extern const Migration k0032Statements;
+extern const Migration k0035SettlementPayouts;
 }  // namespace sika::store::migrations
