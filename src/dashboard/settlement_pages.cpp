@@ -51,27 +51,26 @@ web::Response Service::settlement(web::Request& req) {
   const stl::Settings v = s.value_or(stl::Settings{});
   const bool owner = c->principal.role == web::Role::owner;
   const std::string dis = owner ? "" : " disabled";
-  std::string body = "<form class=\"card\" method=\"post\" action=\"" + escape(path("/settlement")) + "\">" +
-                     c->csrf_field() + "<h2>" + std::string(say(c->locale, "settlement_settings")) +
-                     "</h2><div class=\"filters\">" + field("currency", say(c->locale, "currency"), currency,
-                                                            " maxlength=\"3\" required" + dis) +
-                     "<div><label for=\"destination\">" + std::string(say(c->locale, "settlement_destination")) +
-                     "</label><select id=\"destination\" name=\"destination\"" + dis + ">" +
-                     option("MOBILE_MONEY", say(c->locale, "settlement_mobile_money"), v.destination) +
-                     option("BANK", say(c->locale, "settlement_bank"), v.destination) + "</select></div>" +
-                     field("provider", say(c->locale, "settlement_provider"), v.provider, dis) +
-                     field("msisdn", say(c->locale, "settlement_msisdn"), v.msisdn, " inputmode=\"tel\"" + dis) +
-                     field("iban", "IBAN", v.iban, dis) + field("bic", "BIC", v.bic, dis) +
-                     field("holder", say(c->locale, "settlement_holder"), v.holder, dis) +
-                     "<div><label for=\"schedule\">" + std::string(say(c->locale, "settlement_schedule")) +
-                     "</label><select id=\"schedule\" name=\"schedule\"" + dis + ">" +
-                     option("DAILY", say(c->locale, "settlement_daily"), v.schedule) +
-                     option("WEEKLY", say(c->locale, "settlement_weekly"), v.schedule) +
-                     option("ON_REQUEST", say(c->locale, "settlement_on_request"), v.schedule) + "</select></div>" +
-                     "<div><label for=\"weekday\">" + std::string(say(c->locale, "settlement_weekday")) +
-                     "</label><select id=\"weekday\" name=\"weekday\"" + dis + ">";
+  std::string body =
+      "<form class=\"card\" method=\"post\" action=\"" + escape(path("/settlement")) + "\">" + c->csrf_field() +
+      "<h2>" + std::string(say(c->locale, "settlement_settings")) + "</h2><div class=\"filters\">" +
+      field("currency", say(c->locale, "currency"), currency, " maxlength=\"3\" required" + dis) +
+      "<div><label for=\"destination\">" + std::string(say(c->locale, "settlement_destination")) +
+      "</label><select id=\"destination\" name=\"destination\"" + dis + ">" +
+      option("MOBILE_MONEY", say(c->locale, "settlement_mobile_money"), v.destination) +
+      option("BANK", say(c->locale, "settlement_bank"), v.destination) + "</select></div>" +
+      field("provider", say(c->locale, "settlement_provider"), v.provider, dis) +
+      field("msisdn", say(c->locale, "settlement_msisdn"), v.msisdn, " inputmode=\"tel\"" + dis) +
+      field("iban", "IBAN", v.iban, dis) + field("bic", "BIC", v.bic, dis) +
+      field("holder", say(c->locale, "settlement_holder"), v.holder, dis) + "<div><label for=\"schedule\">" +
+      std::string(say(c->locale, "settlement_schedule")) + "</label><select id=\"schedule\" name=\"schedule\"" + dis +
+      ">" + option("DAILY", say(c->locale, "settlement_daily"), v.schedule) +
+      option("WEEKLY", say(c->locale, "settlement_weekly"), v.schedule) +
+      option("ON_REQUEST", say(c->locale, "settlement_on_request"), v.schedule) + "</select></div>" +
+      "<div><label for=\"weekday\">" + std::string(say(c->locale, "settlement_weekday")) +
+      "</label><select id=\"weekday\" name=\"weekday\"" + dis + ">";
   static constexpr web::texts::Key<kTexts> kDays[] = {"weekday_1", "weekday_2", "weekday_3", "weekday_4",
-                                                       "weekday_5", "weekday_6", "weekday_7"};
+                                                      "weekday_5", "weekday_6", "weekday_7"};
   for (int d = 1; d <= 7; ++d)
     body += option(std::to_string(d), say(c->locale, kDays[d - 1]), std::to_string(v.weekday));
   body += "</select></div>" +
@@ -87,12 +86,12 @@ web::Response Service::settlement(web::Request& req) {
   if (batches.empty()) {
     body += "<p class=\"muted\">" + std::string(say(c->locale, "settlement_no_batch")) + "</p>";
   } else {
-    body += "<div class=\"scroll\"><table id=\"batches\"><thead><tr><th>" +
-            std::string(say(c->locale, "reference")) + "</th><th>" + std::string(say(c->locale, "settlement_period")) +
-            "</th><th class=\"num\">" + std::string(say(c->locale, "gross")) + "</th><th class=\"num\">" +
-            std::string(say(c->locale, "fee")) + "</th><th class=\"num\">" + std::string(say(c->locale, "net")) +
-            "</th><th>" + std::string(say(c->locale, "status")) + "</th><th>" +
-            std::string(say(c->locale, "settlement_paid_at")) + "</th></tr></thead><tbody>";
+    body += "<div class=\"scroll\"><table id=\"batches\"><thead><tr><th>" + std::string(say(c->locale, "reference")) +
+            "</th><th>" + std::string(say(c->locale, "settlement_period")) + "</th><th class=\"num\">" +
+            std::string(say(c->locale, "gross")) + "</th><th class=\"num\">" + std::string(say(c->locale, "fee")) +
+            "</th><th class=\"num\">" + std::string(say(c->locale, "net")) + "</th><th>" +
+            std::string(say(c->locale, "status")) + "</th><th>" + std::string(say(c->locale, "settlement_paid_at")) +
+            "</th></tr></thead><tbody>";
     for (const auto& b : batches)
       body += "<tr><td>" + escape(b.reference) + "</td><td>" + escape(b.period) + "</td><td class=\"num\">" +
               escape(money::format(b.gross, b.currency)) + "</td><td class=\"num\">" +
@@ -134,8 +133,11 @@ web::Response Service::settlement_submit(web::Request& req) {
     SIKA_ASSIGN_OR_RETURN(auto existing, stl::find_settings(conn, s.merchant_id, s.environment, s.currency));
     s.reserve = existing ? existing->reserve : 0;  // operators set it
     SIKA_TRY(stl::put_settings(conn, s, at));
-    bj::object detail{{"currency", s.currency}, {"destination", s.destination}, {"schedule", s.schedule},
-                      {"weekday", s.weekday},   {"minimum", s.minimum}};
+    bj::object detail{{"currency", s.currency},
+                      {"destination", s.destination},
+                      {"schedule", s.schedule},
+                      {"weekday", s.weekday},
+                      {"minimum", s.minimum}};
     return append_audit(conn, AuditEntry{0, at, c->session.row.user_id, c->session.row.email, s.merchant_id,
                                          "settlement.settings", c->principal.merchant, json::dump(detail)});
   });
@@ -262,11 +264,10 @@ web::Response Service::operator_settlement_reserve(web::Request& req) {
   const std::int64_t at = now();
   auto wrote = db_.write([&](store::Conn& conn) -> Status {
     SIKA_ASSIGN_OR_RETURN(bool found, stl::set_reserve(conn, m->id, m->environment, currency, amount, at));
-    if (!found)
-      return not_found(bj::object{{"currency", "the merchant has no settlement settings in this currency"}});
-    return append_audit(conn, AuditEntry{0, at, c->session.row.user_id, c->session.row.email, m->id,
-                                         "settlement.reserve", m->matricule,
-                                         json::dump(bj::object{{"currency", currency}, {"reserve", amount}})});
+    if (!found) return not_found(bj::object{{"currency", "the merchant has no settlement settings in this currency"}});
+    return append_audit(
+        conn, AuditEntry{0, at, c->session.row.user_id, c->session.row.email, m->id, "settlement.reserve", m->matricule,
+                         json::dump(bj::object{{"currency", currency}, {"reserve", amount}})});
   });
   if (!wrote) return error_page(req, wrote.error());
   return see_other("/operator/settlement");

@@ -1,8 +1,8 @@
 // Settlement made usable (docs/settlement.md): the owner's settings, the operator's reserve, the
 // scheduled periods as leased jobs, a settlement asked now, mobile-money batches paid out through
 // the payout path and finished when their payout ends, the bank file of pending bank batches.
-#include <boost/json.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/json.hpp>
 
 #include "core/json.hpp"
 #include "core/random.hpp"
@@ -78,7 +78,7 @@ Status Service::pay_out(const settlement::Batch& b) {
   const Error& e = tx.error();
   if (e.is(ErrorKind::unavailable) || e.is(ErrorKind::retryable) || e.is(ErrorKind::upstream_timeout) ||
       e.is(ErrorKind::internal))
-    return tx.error();  // tried again by watch_payouts
+    return tx.error();                                                          // tried again by watch_payouts
   if (e.is(ErrorKind::conflict) && e.code == "settlement_conflict") return {};  // handed over already
   // Refused for good (a number or service the payout path refuses, funds short of the fee): the
   // batch fails and its money goes back to the available balance in one unit.
