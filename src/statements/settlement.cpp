@@ -106,10 +106,6 @@ Result<std::optional<Batch>> settle(store::Conn& c, const Settings& s, const std
   b.net = amount;
   b.status = "PENDING";
   b.created_at = now;
-  SIKA_ASSIGN_OR_RETURN(auto previous, c.query_one("SELECT COALESCE(MAX(last_entry_id), 0) FROM stl_batches WHERE "
-                                                   "account_id = ?",
-                                                   {b.account_id}));
-  b.after_entry_id = previous ? previous->i64(0) : 0;
   // The period's batch row first: a second settlement of the period (another node) stops here.
   SIKA_ASSIGN_OR_RETURN(
       auto inserted,
@@ -137,11 +133,18 @@ Result<std::optional<Batch>> settle(store::Conn& c, const Settings& s, const std
   SIKA_ASSIGN_OR_RETURN(auto last,
                         c.query_one("SELECT MAX(id) FROM ledger_entries WHERE account_id = ?", {b.account_id}));
   b.last_entry_id = last->i64(0);
+  // Where the previous batch ended, read under the same lock: a batch of another period that
+  // committed while this unit waited for the balance row is seen, the ranges never overlap.
+  SIKA_ASSIGN_OR_RETURN(auto previous, c.query_one("SELECT COALESCE(MAX(last_entry_id), 0) FROM stl_batches WHERE "
+                                                   "account_id = ? AND reference <> ?",
+                                                   {b.account_id, b.reference}));
+  b.after_entry_id = previous ? previous->i64(0) : 0;
   SIKA_ASSIGN_OR_RETURN(auto totals, covered_totals(c, b.account_id, b.after_entry_id, b.last_entry_id - 1));
   b.gross = totals.first;
   b.fees = totals.second;
-  SIKA_TRY(c.exec("UPDATE stl_batches SET last_entry_id = ?, gross = ?, fees = ? WHERE reference = ?",
-                  {b.last_entry_id, b.gross, b.fees, b.reference}));
+  SIKA_TRY(
+      c.exec("UPDATE stl_batches SET after_entry_id = ?, last_entry_id = ?, gross = ?, fees = ? WHERE reference = ?",
+             {b.after_entry_id, b.last_entry_id, b.gross, b.fees, b.reference}));
   SIKA_ASSIGN_OR_RETURN(auto id, c.query_one("SELECT id FROM stl_batches WHERE reference = ?", {b.reference}));
   b.id = id->i64(0);
   return std::optional<Batch>(std::move(b));
@@ -156,8 +159,9 @@ Result<std::optional<Batch>> find_batch(store::Conn& c, const std::string& refer
 }
 
 Result<bool> mark_paid(store::Conn& c, const std::string& reference, std::int64_t now, ledger::Learned& learned) {
+  // A batch handed to a payout is finished by that payout alone (paid_by_payout, fail_batch).
   SIKA_ASSIGN_OR_RETURN(auto changed, c.exec("UPDATE stl_batches SET status = 'PAID', paid_at = ? WHERE reference = ? "
-                                             "AND status = 'PENDING'",
+                                             "AND status = 'PENDING' AND payout_reference IS NULL",
                                              {now, reference}));
   if (changed != 1) return false;
   SIKA_ASSIGN_OR_RETURN(auto found, find_batch(c, reference));

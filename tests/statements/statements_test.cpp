@@ -755,6 +755,39 @@ TEST_P(StatementsTest, AMobileMoneyBatchIsPaidByItsPayoutOrFailsWithIt) {
   EXPECT_TRUE(check->ok()) << bj::serialize(check->to_json());
 }
 
+TEST_P(StatementsTest, ABatchHandedToItsPayoutIsNotMarkedPaidByHand) {
+  post(m1_, "COLLECTION", payments::TxStatus::completed, 10200, 200, "2026-03-01T08:00:00Z");
+  auto settings = bank_settings(m1_);
+  settings.destination = "MOBILE_MONEY";
+  settings.provider = "MTN_MOMO_CMR";
+  settings.msisdn = "237670000000";
+  settings.reserve = 0;
+  settings.minimum = 0;
+  ASSERT_TRUE(db_->write([&](store::Conn& c) { return settlement::put_settings(c, settings, now_ms()); }).ok());
+  auto made = service_->settle(settings, "R1", now_ms());
+  ASSERT_TRUE(made.ok() && made->has_value());
+  ASSERT_TRUE(db_->write([&](store::Conn& c) {
+                   ledger::Learned learned;
+                   return settlement::hand_to_payout(c, **made, "PO-x", now_ms(), learned);
+                 })
+                  .ok());
+  // Its payout pays it: paying it by hand too would pay the merchant twice.
+  auto paid = service_->mark_paid((*made)->reference, now_ms());
+  ASSERT_TRUE(paid.ok());
+  EXPECT_FALSE(*paid);
+  auto check = ledger::check(*db_);
+  ASSERT_TRUE(check.ok());
+  EXPECT_TRUE(check->ok()) << bj::serialize(check->to_json());
+  std::int64_t settled = -1;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(settled,
+                                         ledger::balance(c, settlement::settlement_account(m1_.id, "sandbox", "XAF")));
+                   return {};
+                 })
+                  .ok());
+  EXPECT_EQ(settled, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StatementsTest, ::testing::Values("sqlite", "postgres"));
 
 }  // namespace
