@@ -297,7 +297,14 @@ Status build_services(Context& ctx) {
     lo.page_views_per_address.limit = c.get_int("links.page_views_per_address_per_minute");
     lo.otp = ctx.otp.get();
     ctx.links = std::make_unique<links::Service>(*ctx.db, *ctx.payments, snapshot, std::move(lo));
-    ctx.statements = std::make_unique<statements::Service>(*ctx.db);  // docs/statements.md
+    statements::Options so;  // docs/statements.md, docs/settlement.md
+    so.settlement_interval_ms = std::max<std::int64_t>(10, c.get_int("settlement.schedule_interval_ms"));
+    so.payout_watch_interval_ms = std::max<std::int64_t>(10, c.get_int("settlement.payout_watch_interval_ms"));
+    so.debtor_name = c.get_string("settlement.debtor_name");
+    so.debtor_iban = c.get_string("settlement.debtor_iban");
+    so.debtor_bic = c.get_string("settlement.debtor_bic");
+    ctx.statements = std::make_unique<statements::Service>(*ctx.db, std::move(so));
+    ctx.statements->attach_payments(ctx.payments.get());
     // Hosted checkout collects through payments; its pages live on the checkout surface.
     checkout::Options ko;
     ko.page_base_url = c.surface_url(web::Surface::checkout);
@@ -389,6 +396,7 @@ Status build_services(Context& ctx) {
     ctx.billing =
         std::make_unique<billing::Service>(*ctx.db, *ctx.payments, *ctx.links, ctx.notifier.get(), std::move(o));
     ctx.billing->register_jobs(*ctx.jobs);
+    ctx.statements->register_jobs(*ctx.jobs);                // scheduled settlements (docs/settlement.md)
     ctx.dashboard->attach_billing(ctx.billing.get());        // the subscription pages
     ctx.dashboard->attach_wallets(ctx.wallets.get());        // the partner's wallet links
     ctx.dashboard->attach_statements(ctx.statements.get());  // the statement pages
@@ -405,12 +413,14 @@ void start_workers(Context& ctx) {
   if (ctx.operator_log) ctx.operator_log->start();
   if (ctx.payments && ctx.config.get_bool("payments.enabled")) ctx.payments->start();
   if (ctx.billing && ctx.config.get_bool("payments.enabled")) ctx.billing->start();
+  if (ctx.statements && ctx.config.get_bool("payments.enabled")) ctx.statements->start();
   if (ctx.jobs) ctx.jobs->start();  // no threads until a component registers a queue
 }
 
 void stop_workers(Context& ctx) {
   if (ctx.jobs) ctx.jobs->stop();
   if (ctx.billing) ctx.billing->stop();
+  if (ctx.statements) ctx.statements->stop();
   if (ctx.payments) ctx.payments->stop();
   if (ctx.operator_log) ctx.operator_log->stop();  // writes the calls still queued
   if (ctx.health) ctx.health->stop();

@@ -473,6 +473,12 @@ void build_routes(web::Router& r, Context& ctx) {
            "The statement of a currency and month: balances and first movements"});
     r.add({Surface::dashboard, "GET", "/statements.csv", web::bind(svc, &Dsh::statement_csv), member,
            "The statement of a currency and month as CSV (separator=comma|semicolon)"});
+    r.add({Surface::dashboard, "GET", "/settlement", web::bind(svc, &Dsh::settlement), member,
+           "Settlement: where and when the merchant is paid, its batches"});
+    r.add({Surface::dashboard, "POST", "/settlement", web::bind(svc, &Dsh::settlement_submit), member,
+           "Sets the merchant's settlement destination, schedule and minimum (owners)"});
+    r.add({Surface::dashboard, "POST", "/settlement/now", web::bind(svc, &Dsh::settlement_now), member,
+           "Settles the merchant's available balance now (owners)"});
     r.add({Surface::dashboard, "GET", "/transactions/{reference}", web::bind(svc, &Dsh::transaction), member,
            "A transaction: timeline, ledger entries, webhook deliveries"});
     r.add({Surface::dashboard, "POST", "/transactions/{reference}/redeliver", web::bind(svc, &Dsh::redeliver), member,
@@ -520,6 +526,14 @@ void build_routes(web::Router& r, Context& ctx) {
            "Operators: creates a merchant's OAuth application (secret shown once)"});
     r.add({Surface::dashboard, "POST", "/operator/merchants/{matricule}/members", web::bind(svc, &Dsh::merchant_member),
            op, "Operators: sets or removes a member's role"});
+    r.add({Surface::dashboard, "GET", "/operator/settlement", web::bind(svc, &Dsh::operator_settlement), op,
+           "Pending bank settlement batches and merchants' refund reserves"});
+    r.add({Surface::dashboard, "GET", "/operator/settlement/pain001.xml", web::bind(svc, &Dsh::operator_pain001), op,
+           "The pain.001 credit transfer file of the pending bank batches"});
+    r.add({Surface::dashboard, "POST", "/operator/settlement/reserve",
+           web::bind(svc, &Dsh::operator_settlement_reserve), op, "Sets a merchant's refund reserve"});
+    r.add({Surface::dashboard, "POST", "/operator/settlement/{reference}/paid",
+           web::bind(svc, &Dsh::operator_settlement_paid), op, "Marks a bank settlement batch paid"});
     r.add({Surface::dashboard, "GET", "/operator/ledger", web::bind(svc, &Dsh::ledger), op,
            "Operators: the ledger check"});
     r.add({Surface::dashboard, "GET", "/operator/catalog", web::bind(svc, &Dsh::catalog_page), op,

@@ -166,6 +166,11 @@ class Service {
   // GET /statements.csv?currency=&month=&separator=: all of it as CSV (docs/statements.md).
   web::Response statement(web::Request& req);
   web::Response statement_csv(web::Request& req);
+  // Settlement (docs/settlement.md): GET /settlement?currency= (settings, batches), POST
+  // /settlement (owners; audited), POST /settlement/now (owners: a settlement asked now).
+  web::Response settlement(web::Request& req);
+  web::Response settlement_submit(web::Request& req);
+  web::Response settlement_now(web::Request& req);
   web::Response subscriptions(web::Request& req);  // GET /subscriptions?status&page
   web::Response subscription(web::Request& req);   // GET /subscriptions/{reference}
   web::Response subscription_change(
@@ -194,6 +199,13 @@ class Service {
   web::Response fx_put(web::Request& req);          // POST /operator/catalog/fx (base, quote, rate)
   web::Response catalog_put(web::Request& req);     // POST /operator/catalog (a record: create/update/upsert)
   web::Response catalog_active(web::Request& req);  // POST /operator/catalog/{kind}/{code}/enable|disable
+  // GET /operator/settlement?environment= (pending bank batches, the reserve's form),
+  // GET /operator/settlement/pain001.xml?environment=, POST /operator/settlement/{reference}/paid,
+  // POST /operator/settlement/reserve (merchant, currency, amount); changes audited.
+  web::Response operator_settlement(web::Request& req);
+  web::Response operator_pain001(web::Request& req);
+  web::Response operator_settlement_paid(web::Request& req);
+  web::Response operator_settlement_reserve(web::Request& req);
 
   // The caller of a page and its session (defined in dashboard/internal.hpp, for the page files).
   struct Ctx;

@@ -21,29 +21,38 @@ ledger::AccountKey settlement_account(std::int64_t merchant_id, std::string_view
 }
 
 Status put_settings(store::Conn& c, const Settings& s, std::int64_t now) {
-  SIKA_TRY(
-      c.exec("INSERT INTO stl_settings (merchant_id, environment, currency, destination, provider, msisdn, iban, "
-             "bic, holder, schedule, minimum, reserve, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-             "ON CONFLICT (merchant_id, environment, currency) DO UPDATE SET destination = excluded.destination, "
-             "provider = excluded.provider, msisdn = excluded.msisdn, iban = excluded.iban, bic = excluded.bic, "
-             "holder = excluded.holder, schedule = excluded.schedule, minimum = excluded.minimum, "
-             "reserve = excluded.reserve, updated_at = excluded.updated_at",
-             {s.merchant_id, s.environment, s.currency, s.destination, s.provider, s.msisdn, s.iban, s.bic, s.holder,
-              s.schedule, s.minimum, s.reserve, now}));
+  SIKA_TRY(c.exec(
+      "INSERT INTO stl_settings (merchant_id, environment, currency, destination, provider, msisdn, iban, "
+      "bic, holder, schedule, minimum, reserve, weekday, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+      "ON CONFLICT (merchant_id, environment, currency) DO UPDATE SET destination = excluded.destination, "
+      "provider = excluded.provider, msisdn = excluded.msisdn, iban = excluded.iban, bic = excluded.bic, "
+      "holder = excluded.holder, schedule = excluded.schedule, minimum = excluded.minimum, "
+      "reserve = excluded.reserve, weekday = excluded.weekday, updated_at = excluded.updated_at",
+      {s.merchant_id, s.environment, s.currency, s.destination, s.provider, s.msisdn, s.iban, s.bic, s.holder,
+       s.schedule, s.minimum, s.reserve, static_cast<std::int64_t>(s.weekday), now}));
   return {};
 }
 
 Result<std::optional<Settings>> find_settings(store::Conn& c, std::int64_t merchant_id, std::string_view env,
                                               std::string_view currency) {
   SIKA_ASSIGN_OR_RETURN(auto r, c.query_one("SELECT destination, provider, msisdn, iban, bic, holder, schedule, "
-                                            "minimum, reserve FROM stl_settings WHERE merchant_id = ? AND "
+                                            "minimum, reserve, weekday FROM stl_settings WHERE merchant_id = ? AND "
                                             "environment = ? AND currency = ?",
                                             {merchant_id, std::string(env), std::string(currency)}));
   if (!r) return std::optional<Settings>();
-  Settings s{merchant_id, std::string(env), std::string(currency),
-             r->str(0),   r->str(1),        r->str(2),
-             r->str(3),   r->str(4),        r->str(5),
-             r->str(6),   r->i64(7),        r->i64(8)};
+  Settings s{merchant_id,
+             std::string(env),
+             std::string(currency),
+             r->str(0),
+             r->str(1),
+             r->str(2),
+             r->str(3),
+             r->str(4),
+             r->str(5),
+             r->str(6),
+             r->i64(7),
+             r->i64(8),
+             static_cast<int>(r->i64(9))};
   return std::optional<Settings>(std::move(s));
 }
 
@@ -51,11 +60,12 @@ namespace {
 
 constexpr std::string_view kBatchColumns =
     "id, reference, merchant_id, environment, currency, period, account_id, after_entry_id, last_entry_id, "
-    "destination, gross, fees, net, status, created_at, paid_at";
+    "destination, gross, fees, net, status, created_at, paid_at, payout_reference, failed_at";
 
 Batch batch_from_row(const store::Row& r) {
-  return Batch{r.i64(0), r.str(1), r.i64(2),  r.str(3),  r.str(4),  r.str(5),  r.i64(6),  r.i64(7),
-               r.i64(8), r.str(9), r.i64(10), r.i64(11), r.i64(12), r.str(13), r.i64(14), r.opt_i64(15)};
+  return Batch{r.i64(0),  r.str(1),  r.i64(2),  r.str(3),      r.str(4),      r.str(5),
+               r.i64(6),  r.i64(7),  r.i64(8),  r.str(9),      r.i64(10),     r.i64(11),
+               r.i64(12), r.str(13), r.i64(14), r.opt_i64(15), r.opt_str(16), r.opt_i64(17)};
 }
 
 // Σ gross and Σ fee of the movements of an account in (after, last], as movement_of types them.
@@ -96,10 +106,6 @@ Result<std::optional<Batch>> settle(store::Conn& c, const Settings& s, const std
   b.net = amount;
   b.status = "PENDING";
   b.created_at = now;
-  SIKA_ASSIGN_OR_RETURN(auto previous, c.query_one("SELECT COALESCE(MAX(last_entry_id), 0) FROM stl_batches WHERE "
-                                                   "account_id = ?",
-                                                   {b.account_id}));
-  b.after_entry_id = previous ? previous->i64(0) : 0;
   // The period's batch row first: a second settlement of the period (another node) stops here.
   SIKA_ASSIGN_OR_RETURN(
       auto inserted,
@@ -127,11 +133,18 @@ Result<std::optional<Batch>> settle(store::Conn& c, const Settings& s, const std
   SIKA_ASSIGN_OR_RETURN(auto last,
                         c.query_one("SELECT MAX(id) FROM ledger_entries WHERE account_id = ?", {b.account_id}));
   b.last_entry_id = last->i64(0);
+  // Where the previous batch ended, read under the same lock: a batch of another period that
+  // committed while this unit waited for the balance row is seen, the ranges never overlap.
+  SIKA_ASSIGN_OR_RETURN(auto previous, c.query_one("SELECT COALESCE(MAX(last_entry_id), 0) FROM stl_batches WHERE "
+                                                   "account_id = ? AND reference <> ?",
+                                                   {b.account_id, b.reference}));
+  b.after_entry_id = previous ? previous->i64(0) : 0;
   SIKA_ASSIGN_OR_RETURN(auto totals, covered_totals(c, b.account_id, b.after_entry_id, b.last_entry_id - 1));
   b.gross = totals.first;
   b.fees = totals.second;
-  SIKA_TRY(c.exec("UPDATE stl_batches SET last_entry_id = ?, gross = ?, fees = ? WHERE reference = ?",
-                  {b.last_entry_id, b.gross, b.fees, b.reference}));
+  SIKA_TRY(
+      c.exec("UPDATE stl_batches SET after_entry_id = ?, last_entry_id = ?, gross = ?, fees = ? WHERE reference = ?",
+             {b.after_entry_id, b.last_entry_id, b.gross, b.fees, b.reference}));
   SIKA_ASSIGN_OR_RETURN(auto id, c.query_one("SELECT id FROM stl_batches WHERE reference = ?", {b.reference}));
   b.id = id->i64(0);
   return std::optional<Batch>(std::move(b));
@@ -146,8 +159,9 @@ Result<std::optional<Batch>> find_batch(store::Conn& c, const std::string& refer
 }
 
 Result<bool> mark_paid(store::Conn& c, const std::string& reference, std::int64_t now, ledger::Learned& learned) {
+  // A batch handed to a payout is finished by that payout alone (paid_by_payout, fail_batch).
   SIKA_ASSIGN_OR_RETURN(auto changed, c.exec("UPDATE stl_batches SET status = 'PAID', paid_at = ? WHERE reference = ? "
-                                             "AND status = 'PENDING'",
+                                             "AND status = 'PENDING' AND payout_reference IS NULL",
                                              {now, reference}));
   if (changed != 1) return false;
   SIKA_ASSIGN_OR_RETURN(auto found, find_batch(c, reference));
@@ -169,6 +183,225 @@ Result<bool> mark_paid(store::Conn& c, const std::string& reference, std::int64_
       {"fees", b.fees},           {"net", b.net},       {"destination", b.destination}, {"paid_at", now}};
   SIKA_TRY(store::append_event(c, b.merchant_id, kPaidEvent, b.reference, payload, now));
   return true;
+}
+
+bool iban_valid(std::string_view iban) {
+  if (iban.size() < 15 || iban.size() > 34) return false;
+  for (std::size_t i = 0; i < iban.size(); ++i) {
+    const char ch = iban[i];
+    const bool upper = ch >= 'A' && ch <= 'Z', digit = ch >= '0' && ch <= '9';
+    if (i < 2 ? !upper : i < 4 ? !digit : !(upper || digit)) return false;
+  }
+  // ISO 7064 mod 97-10 of the account part followed by the country and check digits, letters as 10..35.
+  int rest = 0;
+  auto add = [&](char ch) {
+    if (ch >= 'A' && ch <= 'Z') {
+      const int v = ch - 'A' + 10;
+      rest = (rest * 100 + v) % 97;
+    } else {
+      rest = (rest * 10 + (ch - '0')) % 97;
+    }
+  };
+  for (std::size_t i = 4; i < iban.size(); ++i) add(iban[i]);
+  for (std::size_t i = 0; i < 4; ++i) add(iban[i]);
+  return rest == 1;
+}
+
+bool bic_valid(std::string_view bic) {
+  if (bic.size() != 8 && bic.size() != 11) return false;
+  for (std::size_t i = 0; i < bic.size(); ++i) {
+    const char ch = bic[i];
+    const bool upper = ch >= 'A' && ch <= 'Z', digit = ch >= '0' && ch <= '9';
+    if (i < 6 ? !upper : !(upper || digit)) return false;
+  }
+  return true;
+}
+
+namespace {
+
+std::string compact_upper(std::string_view in) {
+  std::string out;
+  for (char ch : in) {
+    if (ch == ' ' || ch == '-' || ch == '\t') continue;
+    out += (ch >= 'a' && ch <= 'z') ? static_cast<char>(ch - 'a' + 'A') : ch;
+  }
+  return out;
+}
+
+}  // namespace
+
+Status check_settings(Settings& s) {
+  bj::object problems;
+  if (s.destination == "MOBILE_MONEY") {
+    std::string digits;
+    bool bad = false;
+    for (char ch : s.msisdn) {
+      if (ch >= '0' && ch <= '9')
+        digits += ch;
+      else if (ch != ' ' && ch != '+' && ch != '-')
+        bad = true;
+    }
+    if (s.provider.empty())
+      problems["provider"] = "required for a mobile-money destination";
+    else if (s.provider.size() > 64 ||
+             s.provider.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+                 std::string::npos)
+      problems["provider"] = "must be a service code";
+    if (bad || digits.size() < 8 || digits.size() > 15) problems["msisdn"] = "must be a phone number of 8 to 15 digits";
+    s.msisdn = digits;
+    s.iban.clear();
+    s.bic.clear();
+    s.holder.clear();
+  } else if (s.destination == "BANK") {
+    s.iban = compact_upper(s.iban);
+    s.bic = compact_upper(s.bic);
+    if (!iban_valid(s.iban)) problems["iban"] = "must be an IBAN whose check digits are right";
+    if (!bic_valid(s.bic)) problems["bic"] = "must be a BIC of 8 or 11 letters and digits";
+    if (s.holder.empty() || s.holder.size() > 70) problems["holder"] = "must be the account holder's name (1 to 70)";
+    s.provider.clear();
+    s.msisdn.clear();
+  } else {
+    problems["destination"] = "must be MOBILE_MONEY or BANK";
+  }
+  if (s.schedule != "DAILY" && s.schedule != "WEEKLY" && s.schedule != "ON_REQUEST")
+    problems["schedule"] = "must be DAILY, WEEKLY or ON_REQUEST";
+  if (s.schedule == "WEEKLY" && (s.weekday < 1 || s.weekday > 7))
+    problems["weekday"] = "must be 1 (Monday) to 7 (Sunday)";
+  if (s.schedule != "WEEKLY") s.weekday = 1;
+  if (s.minimum < 0) problems["minimum"] = "must be zero or more";
+  if (s.currency.size() != 3) problems["currency"] = "must be a currency code";
+  if (!problems.empty()) return empty_data(std::move(problems));
+  return {};
+}
+
+std::optional<std::string> due_period(const Settings& s, std::int64_t now, int offset_minutes) {
+  constexpr std::int64_t kDay = 86'400'000;
+  const std::int64_t local = now + offset_minutes * 60'000LL;
+  const std::int64_t today = local >= 0 ? local / kDay : (local - kDay + 1) / kDay;  // days since 1970-01-01
+  if (s.schedule == "DAILY") return "D" + iso8601((today - 1) * kDay).substr(0, 10);
+  if (s.schedule == "WEEKLY") {
+    const int weekday = static_cast<int>(((today + 3) % 7 + 7) % 7) + 1;  // 1970-01-01 was a Thursday (4)
+    const int back = ((weekday - s.weekday) % 7 + 7) % 7;
+    return "W" + iso8601((today - back) * kDay).substr(0, 10);
+  }
+  return std::nullopt;
+}
+
+Result<bool> set_reserve(store::Conn& c, std::int64_t merchant_id, std::string_view env, std::string_view currency,
+                         std::int64_t reserve, std::int64_t now) {
+  SIKA_ASSIGN_OR_RETURN(auto n, c.exec("UPDATE stl_settings SET reserve = ?, updated_at = ? WHERE merchant_id = ? AND "
+                                       "environment = ? AND currency = ?",
+                                       {reserve, now, merchant_id, std::string(env), std::string(currency)}));
+  return n == 1;
+}
+
+Status hand_to_payout(store::Conn& c, const Batch& b, const std::string& payout_reference, std::int64_t now,
+                      ledger::Learned& learned) {
+  SIKA_ASSIGN_OR_RETURN(auto n,
+                        c.exec("UPDATE stl_batches SET payout_reference = ? WHERE reference = ? AND "
+                               "status = 'PENDING' AND destination = 'MOBILE_MONEY' AND payout_reference IS NULL",
+                               {payout_reference, b.reference}));
+  if (n != 1)
+    return make_error(ErrorKind::conflict, "settlement_conflict",
+                      bj::object{{"reference", "the batch is not a pending mobile-money batch without a payout"}});
+  ledger::Posting p;
+  p.kind = std::string(kHandoverJournal);
+  p.environment = b.environment;
+  p.currency = b.currency;
+  p.memo = "settlement " + b.reference + " paid out by " + payout_reference;
+  p.legs = {{settlement_account(b.merchant_id, b.environment, b.currency), b.net, 0},
+            {ledger::merchant_available(b.merchant_id, b.environment, b.currency), 0, b.net}};
+  return ledger::post(c, p, now, nullptr, learned);
+}
+
+namespace {
+
+Status append_paid_event(store::Conn& c, const Batch& b, std::int64_t now) {
+  bj::object payload{
+      {"reference", b.reference}, {"period", b.period}, {"currency", b.currency},       {"gross", b.gross},
+      {"fees", b.fees},           {"net", b.net},       {"destination", b.destination}, {"paid_at", now}};
+  SIKA_TRY(store::append_event(c, b.merchant_id, kPaidEvent, b.reference, payload, now));
+  return {};
+}
+
+}  // namespace
+
+Result<bool> paid_by_payout(store::Conn& c, const std::string& reference, std::int64_t now) {
+  SIKA_ASSIGN_OR_RETURN(auto changed, c.exec("UPDATE stl_batches SET status = 'PAID', paid_at = ? WHERE reference = ? "
+                                             "AND status = 'PENDING' AND payout_reference IS NOT NULL",
+                                             {now, reference}));
+  if (changed != 1) return false;
+  SIKA_ASSIGN_OR_RETURN(auto found, find_batch(c, reference));
+  SIKA_TRY(append_paid_event(c, *found, now));
+  return true;
+}
+
+Result<bool> fail_batch(store::Conn& c, const std::string& reference, bool reverse, std::int64_t now,
+                        ledger::Learned& learned) {
+  SIKA_ASSIGN_OR_RETURN(
+      auto changed, c.exec(std::string("UPDATE stl_batches SET status = 'FAILED', failed_at = ? WHERE reference = ? "
+                                       "AND status = 'PENDING' AND payout_reference IS ") +
+                               (reverse ? "NULL" : "NOT NULL"),
+                           {now, reference}));
+  if (changed != 1) return false;
+  if (!reverse) return true;
+  SIKA_ASSIGN_OR_RETURN(auto found, find_batch(c, reference));
+  const Batch& b = *found;
+  ledger::Posting p;
+  p.kind = std::string(kReversalJournal);
+  p.environment = b.environment;
+  p.currency = b.currency;
+  p.memo = "settlement reversed " + b.reference;
+  p.legs = {{settlement_account(b.merchant_id, b.environment, b.currency), b.net, 0},
+            {ledger::merchant_available(b.merchant_id, b.environment, b.currency), 0, b.net}};
+  SIKA_TRY(ledger::post(c, p, now, nullptr, learned));
+  return true;
+}
+
+Result<std::vector<Batch>> list_batches(store::Conn& c, std::int64_t merchant_id, std::string_view env, int limit) {
+  SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT " + std::string(kBatchColumns) +
+                                               " FROM stl_batches WHERE merchant_id = ? AND environment = ? "
+                                               "ORDER BY id DESC LIMIT ?",
+                                           {merchant_id, std::string(env), static_cast<std::int64_t>(limit)}));
+  std::vector<Batch> out;
+  for (const auto& r : rows) out.push_back(batch_from_row(r));
+  return out;
+}
+
+Result<std::vector<BankTransfer>> pending_bank_transfers(store::Conn& c, std::string_view env) {
+  std::string cols;
+  for (std::string_view col : {"id", "reference", "merchant_id", "environment", "currency", "period", "account_id",
+                               "after_entry_id", "last_entry_id", "destination", "gross", "fees", "net", "status",
+                               "created_at", "paid_at", "payout_reference", "failed_at"})
+    cols += (cols.empty() ? "b." : ", b.") + std::string(col);
+  SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT " + cols +
+                                               ", s.iban, s.bic, s.holder FROM stl_batches b JOIN stl_settings s ON "
+                                               "s.merchant_id = b.merchant_id AND s.environment = b.environment AND "
+                                               "s.currency = b.currency WHERE b.status = 'PENDING' AND "
+                                               "b.destination = 'BANK' AND b.environment = ? ORDER BY b.id",
+                                           {std::string(env)}));
+  std::vector<BankTransfer> out;
+  for (const auto& r : rows) out.push_back(BankTransfer{batch_from_row(r), r.str(18), r.str(19), r.str(20)});
+  return out;
+}
+
+Result<std::vector<OpenPayout>> open_payouts(store::Conn& c, std::int64_t made_before, int limit) {
+  std::string cols;
+  for (std::string_view col : {"id", "reference", "merchant_id", "environment", "currency", "period", "account_id",
+                               "after_entry_id", "last_entry_id", "destination", "gross", "fees", "net", "status",
+                               "created_at", "paid_at", "payout_reference", "failed_at"})
+    cols += (cols.empty() ? "b." : ", b.") + std::string(col);
+  SIKA_ASSIGN_OR_RETURN(
+      auto rows,
+      c.query("SELECT " + cols +
+                  ", COALESCE(t.status, '') FROM stl_batches b LEFT JOIN pay_transactions t ON "
+                  "t.reference = b.payout_reference WHERE b.status = 'PENDING' AND b.destination = 'MOBILE_MONEY' "
+                  "AND ((b.payout_reference IS NULL AND b.created_at < ?) OR t.status IN ('COMPLETED', 'FAILED', "
+                  "'EXPIRED', 'CANCELLED')) ORDER BY b.id LIMIT ?",
+              {made_before, static_cast<std::int64_t>(limit)}));
+  std::vector<OpenPayout> out;
+  for (const auto& r : rows) out.push_back(OpenPayout{batch_from_row(r), r.str(18)});
+  return out;
 }
 
 Result<std::vector<Batch>> paid_batches(store::Conn& c, std::int64_t account_id, std::int64_t last_entry_id) {

@@ -39,6 +39,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0031Refunds,
       migrations::k0032Statements,
       migrations::k0033Reconciliation,
+      migrations::k0035SettlementPayouts,
   };
   return kAll;
 }

@@ -11,6 +11,7 @@
 #include "payments/store.hpp"
 #include "payments/transitions.hpp"
 #include "statements/service.hpp"
+#include "store/job_runner.hpp"
 #include "support/test_db.hpp"
 
 #include <thread>
@@ -208,6 +209,64 @@ TEST(Settlement, BankBatchFileIsAPain001CreditTransferPerBatch) {
 }
 
 // ---- on a database ------------------------------------------------------------------------------
+
+TEST(Settlement, SettingsAreCheckedFieldByField) {
+  EXPECT_TRUE(settlement::iban_valid("FR7630006000011234567890189"));
+  EXPECT_TRUE(settlement::iban_valid("DE89370400440532013000"));
+  EXPECT_FALSE(settlement::iban_valid("DE89370400440532013001"));  // a check digit wrong
+  EXPECT_FALSE(settlement::iban_valid("89DE370400440532013000"));
+  EXPECT_TRUE(settlement::bic_valid("DEUTDEFF"));
+  EXPECT_TRUE(settlement::bic_valid("BNPAFRPPXXX"));
+  EXPECT_FALSE(settlement::bic_valid("DEUT1EFF"));
+  EXPECT_FALSE(settlement::bic_valid("DEUTDEF"));
+  settlement::Settings bank;
+  bank.currency = "EUR";
+  bank.destination = "BANK";
+  bank.iban = "de89 3704 0044 0532 0130 01";
+  bank.bic = "deutdeff1";
+  bank.schedule = "WEEKLY";
+  bank.weekday = 9;
+  bank.minimum = -1;
+  auto refused = settlement::check_settings(bank);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, "empty_data");
+  const auto details = bj::serialize(refused.error().details);
+  for (const char* field : {"iban", "bic", "holder", "weekday", "minimum"})
+    EXPECT_NE(details.find(std::string("\"") + field + "\""), std::string::npos) << field << " " << details;
+  bank.iban = "de89 3704 0044 0532 0130 00";
+  bank.bic = "deutdeff";
+  bank.holder = "Boutique SARL";
+  bank.weekday = 1;
+  bank.minimum = 0;
+  ASSERT_TRUE(settlement::check_settings(bank).ok());
+  EXPECT_EQ(bank.iban, "DE89370400440532013000");
+  EXPECT_EQ(bank.bic, "DEUTDEFF");
+  settlement::Settings momo;
+  momo.currency = "XAF";
+  momo.destination = "MOBILE_MONEY";
+  momo.schedule = "MONTHLY";
+  momo.msisdn = "12ab";
+  refused = settlement::check_settings(momo);
+  ASSERT_FALSE(refused.ok());
+  const auto momo_details = bj::serialize(refused.error().details);
+  for (const char* field : {"provider", "msisdn", "schedule"})
+    EXPECT_NE(momo_details.find(std::string("\"") + field + "\""), std::string::npos) << field;
+}
+
+TEST(Settlement, DuePeriodsFollowTheMerchantsDays) {
+  settlement::Settings s;
+  s.schedule = "DAILY";
+  // 00:30 UTC on 2 March is 01:30 in Douala (UTC+1): 1 March has ended there.
+  EXPECT_EQ(settlement::due_period(s, *parse_iso8601("2026-03-02T00:30:00Z"), 60), "D2026-03-01");
+  EXPECT_EQ(settlement::due_period(s, *parse_iso8601("2026-03-01T23:30:00Z"), 0), "D2026-02-28");
+  s.schedule = "WEEKLY";
+  s.weekday = 1;  // Monday: 2 March 2026 is one
+  EXPECT_EQ(settlement::due_period(s, *parse_iso8601("2026-03-02T08:00:00Z"), 0), "W2026-03-02");
+  EXPECT_EQ(settlement::due_period(s, *parse_iso8601("2026-03-08T08:00:00Z"), 0), "W2026-03-02");
+  EXPECT_EQ(settlement::due_period(s, *parse_iso8601("2026-03-09T08:00:00Z"), 0), "W2026-03-09");
+  s.schedule = "ON_REQUEST";
+  EXPECT_FALSE(settlement::due_period(s, now_ms(), 0).has_value());
+}
 
 class StatementsTest : public sika::testing::DbTest {
  protected:
@@ -559,6 +618,174 @@ TEST_P(StatementsTest, ASettlementIsAMovementAndPaysItsMovementsOnce) {
   auto check = ledger::check(*db_);
   ASSERT_TRUE(check.ok());
   EXPECT_TRUE(check->ok()) << bj::serialize(check->to_json());
+}
+
+TEST_P(StatementsTest, ScheduledSettlementsMakeOneBatchPerPeriodOnTwoNodes) {
+  post(m1_, "COLLECTION", payments::TxStatus::completed, 10000, 200, "2026-03-01T08:00:00Z");
+  auto settings = bank_settings(m1_);
+  ASSERT_TRUE(db_->write([&](store::Conn& c) { return settlement::put_settings(c, settings, now_ms()); }).ok());
+  store::Db& second = second_node();
+  Service other(second);
+  store::JobRunnerOptions ro;
+  ro.workers = 1;
+  store::JobRunner r1(*db_, ro), r2(second, ro);
+  service_->register_jobs(r1);
+  other.register_jobs(r2);
+  std::vector<std::thread> threads;
+  std::atomic<int> scheduled{0};
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      Service& node = i % 2 == 0 ? *service_ : other;
+      auto n = node.schedule_due();
+      if (n.ok()) scheduled += *n;
+      (void)(i % 2 == 0 ? r1 : r2).run_once();
+    });
+  for (auto& t : threads) t.join();
+  (void)r1.run_once();
+  (void)r2.run_once();
+  EXPECT_EQ(scheduled.load(), 1);  // one job for the period, whoever enqueued it
+  std::int64_t batches = 0, jobs = 0;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(
+                       auto n, c.query_one("SELECT COUNT(*) FROM stl_batches WHERE merchant_id = ?", {m1_.id}));
+                   batches = n->i64(0);
+                   SIKA_ASSIGN_OR_RETURN(auto j, c.query_one("SELECT COUNT(*) FROM jobs WHERE queue = ? AND state = ?",
+                                                             {std::string(kSettleQueue), std::string("done")}));
+                   jobs = j->i64(0);
+                   return {};
+                 })
+                  .ok());
+  EXPECT_EQ(batches, 1);
+  EXPECT_EQ(jobs, 1);
+  auto check = ledger::check(*db_);
+  ASSERT_TRUE(check.ok());
+  EXPECT_TRUE(check->ok()) << bj::serialize(check->to_json());
+}
+
+TEST_P(StatementsTest, AMobileMoneyBatchIsPaidByItsPayoutOrFailsWithIt) {
+  post(m1_, "COLLECTION", payments::TxStatus::completed, 10200, 200, "2026-03-01T08:00:00Z");
+  auto settings = bank_settings(m1_);
+  settings.destination = "MOBILE_MONEY";
+  settings.provider = "MTN_MOMO_CMR";
+  settings.msisdn = "237670000000";
+  settings.reserve = 0;
+  settings.minimum = 0;
+  ASSERT_TRUE(db_->write([&](store::Conn& c) { return settlement::put_settings(c, settings, now_ms()); }).ok());
+  auto balances = [&] {
+    std::pair<std::int64_t, std::int64_t> out;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(out.first,
+                                           ledger::balance(c, ledger::merchant_available(m1_.id, "sandbox", "XAF")));
+                     SIKA_ASSIGN_OR_RETURN(
+                         out.second, ledger::balance(c, settlement::settlement_account(m1_.id, "sandbox", "XAF")));
+                     return {};
+                   })
+                    .ok());
+    return out;
+  };
+  auto status_of = [&](const std::string& reference) {
+    std::string st;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(auto b, settlement::find_batch(c, reference));
+                     st = b->status;
+                     return {};
+                   })
+                    .ok());
+    return st;
+  };
+  // Handed to a payout that FAILS: the batch FAILS, the money is back on the available balance.
+  auto first = service_->settle(settings, "R1", now_ms());
+  ASSERT_TRUE(first.ok() && first->has_value());
+  EXPECT_EQ(balances(), std::make_pair(std::int64_t{0}, std::int64_t{10000}));
+  const std::string payout1 = "PO-" + std::to_string(count_ + 1);
+  ASSERT_TRUE(db_->write([&](store::Conn& c) {
+                   ledger::Learned learned;
+                   return settlement::hand_to_payout(c, **first, payout1, now_ms(), learned);
+                 })
+                  .ok());
+  // A second hand-over of the same batch is refused: one payout per batch.
+  auto twice = db_->write([&](store::Conn& c) {
+    ledger::Learned learned;
+    return settlement::hand_to_payout(c, **first, "PO-other", now_ms(), learned);
+  });
+  ASSERT_FALSE(twice.ok());
+  EXPECT_TRUE(twice.error().is(ErrorKind::conflict));
+  post(m1_, "DISBURSEMENT", payments::TxStatus::failed, 10000, 0, "2026-03-02T08:00:00Z");
+  ASSERT_TRUE(service_->watch_payouts().ok());
+  EXPECT_EQ(status_of((*first)->reference), "FAILED");
+  EXPECT_EQ(balances(), std::make_pair(std::int64_t{10000}, std::int64_t{0}));
+  // Settled again, paid by a payout that COMPLETES: PAID with one settlement.paid event.
+  auto second = service_->settle(settings, "R2", now_ms());
+  ASSERT_TRUE(second.ok() && second->has_value());
+  const std::string payout2 = "PO-" + std::to_string(count_ + 1);
+  ASSERT_TRUE(db_->write([&](store::Conn& c) {
+                   ledger::Learned learned;
+                   return settlement::hand_to_payout(c, **second, payout2, now_ms(), learned);
+                 })
+                  .ok());
+  post(m1_, "DISBURSEMENT", payments::TxStatus::completed, 10000, 0, "2026-03-02T09:00:00Z");
+  ASSERT_TRUE(service_->watch_payouts().ok());
+  ASSERT_TRUE(service_->watch_payouts().ok());  // finishing twice changes nothing
+  EXPECT_EQ(status_of((*second)->reference), "PAID");
+  EXPECT_EQ(balances(), std::make_pair(std::int64_t{0}, std::int64_t{0}));
+  std::int64_t events = 0;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(auto n, c.query_one("SELECT COUNT(*) FROM events WHERE event_type = ?",
+                                                             {std::string(settlement::kPaidEvent)}));
+                   events = n->i64(0);
+                   return {};
+                 })
+                  .ok());
+  EXPECT_EQ(events, 1);
+  // A batch whose payout could not be created is reversed.
+  post(m1_, "COLLECTION", payments::TxStatus::completed, 5100, 100, "2026-03-02T10:00:00Z");
+  auto third = service_->settle(settings, "R3", now_ms());
+  ASSERT_TRUE(third.ok() && third->has_value());
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   ledger::Learned learned;
+                   SIKA_ASSIGN_OR_RETURN(bool failed,
+                                         settlement::fail_batch(c, (*third)->reference, true, now_ms(), learned));
+                   EXPECT_TRUE(failed);
+                   return {};
+                 })
+                  .ok());
+  EXPECT_EQ(balances(), std::make_pair(std::int64_t{5000}, std::int64_t{0}));
+  auto check = ledger::check(*db_);
+  ASSERT_TRUE(check.ok());
+  EXPECT_TRUE(check->ok()) << bj::serialize(check->to_json());
+}
+
+TEST_P(StatementsTest, ABatchHandedToItsPayoutIsNotMarkedPaidByHand) {
+  post(m1_, "COLLECTION", payments::TxStatus::completed, 10200, 200, "2026-03-01T08:00:00Z");
+  auto settings = bank_settings(m1_);
+  settings.destination = "MOBILE_MONEY";
+  settings.provider = "MTN_MOMO_CMR";
+  settings.msisdn = "237670000000";
+  settings.reserve = 0;
+  settings.minimum = 0;
+  ASSERT_TRUE(db_->write([&](store::Conn& c) { return settlement::put_settings(c, settings, now_ms()); }).ok());
+  auto made = service_->settle(settings, "R1", now_ms());
+  ASSERT_TRUE(made.ok() && made->has_value());
+  ASSERT_TRUE(db_->write([&](store::Conn& c) {
+                   ledger::Learned learned;
+                   return settlement::hand_to_payout(c, **made, "PO-x", now_ms(), learned);
+                 })
+                  .ok());
+  // Its payout pays it: paying it by hand too would pay the merchant twice.
+  auto paid = service_->mark_paid((*made)->reference, now_ms());
+  ASSERT_TRUE(paid.ok());
+  EXPECT_FALSE(*paid);
+  auto check = ledger::check(*db_);
+  ASSERT_TRUE(check.ok());
+  EXPECT_TRUE(check->ok()) << bj::serialize(check->to_json());
+  std::int64_t settled = -1;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(settled,
+                                         ledger::balance(c, settlement::settlement_account(m1_.id, "sandbox", "XAF")));
+                   return {};
+                 })
+                  .ok());
+  EXPECT_EQ(settled, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StatementsTest, ::testing::Values("sqlite", "postgres"));

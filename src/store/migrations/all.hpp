@@ -36,4 +36,5 @@ extern const Migration k0030OperatorState;
 extern const Migration k0031Refunds;
 extern const Migration k0032Statements;
 extern const Migration k0033Reconciliation;
+extern const Migration k0035SettlementPayouts;
 }  // namespace sika::store::migrations

@@ -1,0 +1,92 @@
+// The merchant's settlement page in headless Chromium, on a phone (390 px, French, no JavaScript)
+// and a desktop (English): the settings form, a bad IBAN refused by name, mobile-money settings
+// saved, a settlement asked now listed among the batches and paid out by the sandbox; axe-clean,
+// without sideways scrolling; the ledger stays clean. Screenshots go to $SIKA_SCREENSHOTS when set.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { launchBrowser, noBrowser } from './lib/browser.mjs';
+import { backends, startServer, waitFor, sqlRows, checkLedger } from './lib/server.mjs';
+import { assertPageStandards, phoneViewport, desktopViewport } from './lib/pagecheck.mjs';
+
+const shots = process.env.SIKA_SCREENSHOTS;
+
+for (const backend of backends()) {
+  describe(`settlement page (${backend})`, { skip: noBrowser }, () => {
+    let server, browser;
+    before(async () => {
+      server = await startServer({
+        backend,
+        args: ['--set', 'payments.sandbox_delay_ms=0', '--set', 'settlement.payout_watch_interval_ms=100'],
+      });
+      browser = await launchBrowser();
+      const link = server.demo.payment_links.find((l) => l.kind === 'fixed');
+      const paid = await fetch(`${server.baseUrl}/pay/${link.short_code}/pay`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ customer_phone: '237690004321', transaction_uuid: randomUUID(), provider: 'MTN_MOMO_CMR' }),
+      });
+      assert.equal(paid.status, 200, await paid.clone().text());
+      const reference = (await paid.json()).data.transaction_reference;
+      const done = await waitFor(() => sqlRows(server, `SELECT status FROM pay_transactions WHERE reference = '${reference}'`)[0]?.[0] === 'COMPLETED');
+      assert.ok(done, 'the payment completed');
+    });
+    after(async () => {
+      if (browser) await browser.close();
+      if (server) await server.stop();
+    });
+
+    const dashboard = () => server.demo.dashboard.url;
+    async function signIn(context) {
+      const who = server.demo.dashboard.merchant;
+      const page = await context.newPage();
+      await page.goto(dashboard() + '/');
+      await page.fill('#email', who.email);
+      await page.fill('#password', who.password);
+      await Promise.all([page.waitForURL((u) => u.toString().startsWith(dashboard())), page.click('button[value=approve]')]);
+      return page;
+    }
+
+    test('on a phone, in French, without JavaScript: a bad IBAN refused by name, settings saved', async () => {
+      const context = await browser.newContext({ locale: 'fr-FR', javaScriptEnabled: false, ...phoneViewport });
+      const page = await signIn(context);
+      await page.goto(`${dashboard()}/settlement`);
+      await assertPageStandards(page, 'settlement (phone)');
+      if (shots) await page.screenshot({ path: `${shots}/settlement-phone.png`, fullPage: true });
+      await page.selectOption('#destination', 'BANK');
+      await page.fill('#iban', 'DE89370400440532013001');
+      await page.fill('#bic', 'DEUTDEFF');
+      await page.fill('#holder', 'Boutique SARL');
+      await page.selectOption('#schedule', 'ON_REQUEST');
+      const [refused] = await Promise.all([page.waitForNavigation(), page.click('form.card button')]);
+      assert.equal(refused.status(), 400);
+      assert.match(await page.textContent('main'), /iban/);
+      await page.goto(`${dashboard()}/settlement`);
+      await page.selectOption('#destination', 'MOBILE_MONEY');
+      await page.fill('#provider', 'MTN_MOMO_CMR');
+      await page.fill('#msisdn', '237670000001');
+      await page.selectOption('#schedule', 'ON_REQUEST');
+      await page.fill('#minimum', '0');
+      await Promise.all([page.waitForURL(/settlement\?currency=XAF/), page.click('form.card button')]);
+      assert.equal(await page.inputValue('#msisdn'), '237670000001');
+      assert.equal(await page.locator('#settle-now').count(), 1);
+      await assertPageStandards(page, 'settlement saved (phone)');
+      if (shots) await page.screenshot({ path: `${shots}/settlement-phone-saved.png`, fullPage: true });
+      await context.close();
+    });
+
+    test('on a desktop, in English: a settlement asked now is listed and paid out', async () => {
+      const context = await browser.newContext({ locale: 'en-GB', ...desktopViewport });
+      const page = await signIn(context);
+      await page.goto(`${dashboard()}/settlement?lang=en`);
+      await Promise.all([page.waitForURL(/settlement\?currency=XAF/), page.click('#settle-now')]);
+      assert.equal(await page.locator('#batches tbody tr').count(), 1);
+      const paid = await waitFor(() => sqlRows(server, "SELECT status FROM stl_batches")[0]?.[0] === 'PAID', 30000);
+      assert.ok(paid, 'the batch was paid by its payout: ' + JSON.stringify(sqlRows(server, 'SELECT status, net FROM stl_batches')));
+      await page.goto(`${dashboard()}/settlement?lang=en`);
+      await assertPageStandards(page, 'settlement (desktop)');
+      if (shots) await page.screenshot({ path: `${shots}/settlement-desktop.png`, fullPage: true });
+      checkLedger(server);
+      await context.close();
+    });
+  });
+}
