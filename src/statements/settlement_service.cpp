@@ -42,6 +42,25 @@ Status Service::set_reserve(std::int64_t merchant_id, const std::string& env, co
   return {};
 }
 
+namespace {
+
+// The payout's own fee comes out of the settled sum: the largest amount whose amount + fee (what
+// the payout takes from the available balance) fits in `net`. Fees grow with the amount, so a few
+// steps down from net - fee(net) find it; what is left (a rounding of the fee) stays available.
+Result<std::int64_t> payout_amount(payments::Service& payments, payments::IntentRequest r, const web::Principal& p,
+                                   std::int64_t net) {
+  std::int64_t amount = net;
+  for (int step = 0; step < 8 && amount > 0; ++step) {
+    r.amount = amount;
+    SIKA_ASSIGN_OR_RETURN(payments::IntentPlan plan, payments.plan(r, p));
+    if (plan.required_total <= net) return amount;
+    amount -= std::max<std::int64_t>(1, plan.required_total - net);
+  }
+  return bad_request("nothing_to_settle", bj::object{{"amount", "the payout's fee takes the whole settlement"}});
+}
+
+}  // namespace
+
 Status Service::pay_out(const settlement::Batch& b) {
   if (!payments_) return unavailable(bj::string("payouts are not configured"));
   std::optional<settlement::Settings> s;
@@ -69,6 +88,7 @@ Status Service::pay_out(const settlement::Batch& b) {
   r.provider = s->provider;
   r.customer_wallet = s->msisdn;
   r.description = "Settlement " + b.reference;
+  SIKA_ASSIGN_OR_RETURN(r.amount, payout_amount(*payments_, r, p, b.net));
   const std::int64_t at = now();
   auto tx = payments_->create_disbursement(r, p, [&](store::Conn& c, const payments::Transaction& t) -> Status {
     payments::ledger::Learned learned;
