@@ -141,3 +141,89 @@ describe('PostgreSQL restarted under write load', { skip, timeout: 300000 }, () 
     checkLedger(cluster.dsn);
   });
 });
+
+describe('a statement waiting on a lock past the request deadline', { skip, timeout: 120000 }, () => {
+  let cluster, node;
+  before(async () => {
+    cluster = await startCluster();
+    node = await startNode(cluster, ['--set', 'db_statement_timeout_ms=1000']);
+  });
+  after(async () => {
+    if (node) await node.stop();
+    if (cluster) await cluster.destroy();
+  });
+
+  test('is cancelled and its request answered 503 with Retry-After; the row is free afterwards', async () => {
+    const created = await node.api('POST', '/collection/intent', intentBody(node, 1));
+    assert.equal(created.status, 200, created.text);
+    const ref = created.body.data.transaction_reference;
+    // Another session holds the transaction's row lock, as a long report or a stuck session would.
+    const holder = cluster.session(`BEGIN; SELECT id FROM pay_transactions WHERE reference = '${ref}' FOR UPDATE; SELECT 'locked';`);
+    await waitFor(() => holder.output().includes('locked'), 10000, 20);
+    const started = Date.now();
+    const ex = await node.api('POST', '/collection/execute', { transaction_reference: ref });
+    const took = Date.now() - started;
+    assert.equal(ex.status, 503, `${ex.status} ${ex.error || ex.text}`);
+    assert.equal(ex.retryAfter, '1');
+    assert.equal(ex.body.success, false);
+    assert.ok(took < 6000, `answered within the deadline and its retries (${took} ms)`);
+    // Nothing of the cancelled request stayed: the transaction is still created, and once the
+    // lock is gone the same call goes through.
+    assert.deepEqual(cluster.psql(`SELECT status FROM pay_transactions WHERE reference = '${ref}'`), [['CREATED']]);
+    await holder.end();
+    const again = await node.api('POST', '/collection/execute', { transaction_reference: ref });
+    assert.equal(again.status, 200, again.text);
+    checkLedger(cluster.dsn);
+  });
+});
+
+describe('the server\'s max_connections reached', { skip, timeout: 120000 }, () => {
+  let cluster, node;
+  before(async () => {
+    // A small server: 24 slots, none kept for superusers (the node connects as one here).
+    cluster = await startCluster({ max_connections: 24, superuser_reserved_connections: 0 });
+    // The node may open up to 2 writers + 16 pool connections: more than the slots left below.
+    node = await startNode(cluster, ['--set', 'db_writers=2', '--set', 'db_pool_size=16']);
+  });
+  after(async () => {
+    if (node) await node.stop();
+    if (cluster) await cluster.destroy();
+  });
+
+  test('requests are answered 200 or 503 with Retry-After, never at random; all 200 once the slots are free', async () => {
+    // Other clients take every free slot.
+    const holders = [];
+    for (let i = 0; i < 24; i++) {
+      const h = cluster.session("SELECT 'held';");
+      holders.push(h);
+    }
+    await waitFor(() => holders.filter((h) => h.output().includes('held')).length
+      + holders.filter((h) => h.output().includes('too many clients')).length === holders.length, 15000, 50);
+    assert.ok(holders.some((h) => h.output().includes('too many clients')), 'every slot is taken');
+    const answers = [];
+    const worker = async (w) => {
+      for (let i = 0; i < 10; i++) {
+        const body = intentBody(node, w * 100 + i);
+        const a = await node.api('POST', '/collection/intent', body);
+        a.uuid = body.transaction_uuid;
+        answers.push(a);
+        if (a.status === 200) {
+          const s = await node.api('POST', '/collection/status', { transaction_reference: a.body.data.transaction_reference });
+          answers.push(s);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 32 }, (_, w) => worker(w)));
+    const bad = unexpected(answers);
+    assert.deepEqual(bad.slice(0, 10), [], `${bad.length} answers were neither 200 nor 503 with Retry-After`);
+    assert.ok(answers.some((a) => a.status === 503), 'some requests found no connection and were answered 503');
+    for (const h of holders) await h.end();
+    // Slots free again: the node opens connections by itself.
+    const after = await Promise.all(Array.from({ length: 32 }, (_, i) => node.api('POST', '/collection/intent', intentBody(node, 5000 + i))));
+    assert.deepEqual(after.map((a) => a.status).filter((s) => s !== 200), [], after.map((a) => a.text).join('\n').slice(0, 500));
+    for (const a of answers.filter((x) => x.status === 200 && x.uuid)) {
+      assert.deepEqual(cluster.psql(`SELECT COUNT(*) FROM pay_transactions WHERE transaction_uuid = '${a.uuid}'`), [['1']]);
+    }
+    checkLedger(cluster.dsn);
+  });
+});
