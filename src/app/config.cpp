@@ -29,6 +29,9 @@ const std::vector<KeySpec> kKeys = {
      "at least 2"},
     {"db_retry_deadline_ms", "5000", K::integer,
      "PostgreSQL: how long a write unit is run again after serialization failures and deadlocks before 503"},
+    {"db_statement_timeout_ms", "5000", K::integer,
+     "PostgreSQL: a statement running or waiting on a lock longer is cancelled and its request answered 503 "
+     "(statement_timeout and lock_timeout); keep it under the proxy's request timeout; 0: no limit"},
     {"migrate", "true", K::boolean, "serve applies pending migrations at start"},
     {"secret_key", "", K::secret,
      "server secret (>= 32 chars) keying secret hashes and demo credentials; with SQLite, generated into "
@@ -538,6 +541,8 @@ Result<Config> Config::load(const std::optional<std::string>& file, const std::m
   if (c.get_int("http.handler_threads") < 1) return config_error("http.handler_threads", "must be at least 1");
   if (c.get_int("db_pool_size") < 0) return config_error("db_pool_size", "must be 0 (automatic) or more");
   if (c.get_int("db_writers") < 0) return config_error("db_writers", "must be 0 (automatic) or more");
+  if (c.get_int("db_statement_timeout_ms") < 0)
+    return config_error("db_statement_timeout_ms", "must be 0 (no limit) or more");
   if (c.get_int("db_retry_deadline_ms") > 600000) return config_error("db_retry_deadline_ms", "must be at most 600000");
   if (auto h = c.get_string("client_address_header"); h != "x-forwarded-for" && h != "forwarded")
     return config_error("client_address_header", "must be x-forwarded-for or forwarded");

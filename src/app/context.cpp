@@ -104,6 +104,7 @@ Result<std::unique_ptr<Context>> open_context(Config config, bool migrate) {
   opts.pool_size = static_cast<int>(config.get_int("db_pool_size"));
   opts.pg_writers = static_cast<int>(config.get_int("db_writers"));
   opts.retry_deadline_ms = static_cast<int>(config.get_int("db_retry_deadline_ms"));
+  opts.statement_timeout_ms = static_cast<int>(config.get_int("db_statement_timeout_ms"));
   auto db = store::open(config.get_string("db"), opts);
   if (!db) return db.take_error();
   ctx->db = std::move(db).value();

@@ -122,6 +122,10 @@ struct DbOptions {
   // PostgreSQL: how long a write unit keeps being run again after serialization failures and
   // deadlocks (jittered exponential backoff) before the caller gets 503. 0 runs it once.
   int retry_deadline_ms = 5000;
+  // PostgreSQL: the statement_timeout and lock_timeout of every connection. A statement that runs
+  // or waits on a lock longer is cancelled and its unit fails with 503 (service_unavailable), so a
+  // request is answered within its deadline instead of hanging behind a lock. 0: no limit.
+  int statement_timeout_ms = 0;
 };
 
 class Db {

@@ -39,10 +39,14 @@ std::vector<std::string> statements(std::string_view sql, Dialect dialect) {
 }
 
 // Serialises migrating units across nodes. On PostgreSQL the unit switches to READ COMMITTED
-// first, so statements after the lock see what a node that held it before committed.
+// first, so statements after the lock see what a node that held it before committed. A node
+// waits for another's migration, and a migration (an index on a large table) may run long: the
+// unit lifts the connection's statement and lock timeouts for its transaction.
 Status take_migration_lock(Conn& c) {
   if (c.dialect() != Dialect::postgres) return {};
   SIKA_TRY(c.exec("SET TRANSACTION ISOLATION LEVEL READ COMMITTED"));
+  SIKA_TRY(c.exec("SET LOCAL statement_timeout = 0"));
+  SIKA_TRY(c.exec("SET LOCAL lock_timeout = 0"));
   SIKA_TRY(c.query("SELECT pg_advisory_xact_lock(?)", {kMigrationLockKey}));
   return {};
 }

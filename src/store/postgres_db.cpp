@@ -176,10 +176,11 @@ class PgConnection {
   PgConnection& operator=(const PgConnection&) = delete;
   ~PgConnection() { PQfinish(raw_); }
 
-  static Result<std::unique_ptr<PgConnection>> connect(const std::string& dsn) {
+  // `options`: the server settings of the session (libpq's options, "-c name=value ...").
+  static Result<std::unique_ptr<PgConnection>> connect(const std::string& dsn, const std::string& options = {}) {
     // Defaults first: settings in the DSN override them.
-    const char* keys[] = {"connect_timeout", "application_name", "client_encoding", "dbname", nullptr};
-    const char* values[] = {"10", "sika", "UTF8", dsn.c_str(), nullptr};
+    const char* keys[] = {"connect_timeout", "application_name", "client_encoding", "options", "dbname", nullptr};
+    const char* values[] = {"10", "sika", "UTF8", options.c_str(), dsn.c_str(), nullptr};
     auto c = std::make_unique<PgConnection>(PQconnectdbParams(keys, values, 1));
     if (c->raw_ == nullptr)
       return sika::unavailable(boost::json::string("cannot connect to PostgreSQL: out of memory"));
@@ -402,7 +403,11 @@ class PgConn final : public Conn {
 // under load the wait is the queue's length, never a lottery between woken threads.
 class Pool {
  public:
-  Pool(std::string dsn, int capacity) : dsn_(std::move(dsn)), capacity_(capacity) {}
+  Pool(std::string dsn, int capacity, std::string session_options = {})
+      : dsn_(std::move(dsn)), session_options_(std::move(session_options)), capacity_(capacity) {}
+
+  // A new connection with the pool's session settings (not counted in the pool).
+  Result<std::unique_ptr<PgConnection>> connect() const { return PgConnection::connect(dsn_, session_options_); }
 
   void adopt(std::unique_ptr<PgConnection> c) {
     sika::MutexLock lk(mu_);
@@ -501,7 +506,7 @@ class Pool {
                                                  bool slot_taken = false) NO_THREAD_SAFETY_ANALYSIS {
     if (!slot_taken) ++open_;
     lk.unlock();
-    auto c = PgConnection::connect(dsn_);
+    auto c = connect();
     lk.lock();
     if (!c) {
       if (!waiters_.empty() && !closed_) {
@@ -517,6 +522,7 @@ class Pool {
   }
 
   const std::string dsn_;
+  const std::string session_options_;
   const int capacity_;
   sika::Mutex mu_;
   std::vector<std::unique_ptr<PgConnection>> idle_ GUARDED_BY(mu_);
@@ -540,6 +546,15 @@ std::chrono::microseconds conflict_backoff(int n) {
   return std::chrono::microseconds(cap / 2 + random_uniform(cap / 2));
 }
 
+// The server settings of every connection: statements and lock waits bounded by the request's
+// deadline (DbOptions::statement_timeout_ms); a statement past it fails with SQLSTATE 57014 or
+// 55P03, which classify() answers 503.
+std::string session_options(const DbOptions& options) {
+  if (options.statement_timeout_ms <= 0) return {};
+  const std::string ms = std::to_string(options.statement_timeout_ms);
+  return "-c statement_timeout=" + ms + " -c lock_timeout=" + ms;
+}
+
 // Identifies the PostgresDb whose writer thread is running this thread: a write called from
 // inside a unit runs on a connection of its own instead of waiting for its own writer.
 thread_local const void* tl_writer_of = nullptr;
@@ -547,7 +562,8 @@ thread_local const void* tl_writer_of = nullptr;
 class PostgresDb final : public Db {
  public:
   PostgresDb(std::string dsn, const DbOptions& options)
-      : pool_(std::move(dsn), options.pool_size > 0 ? options.pool_size : std::max(4, 2 * cores())),
+      : pool_(std::move(dsn), options.pool_size > 0 ? options.pool_size : std::max(4, 2 * cores()),
+              session_options(options)),
         retry_deadline_(options.retry_deadline_ms),
         max_batch_(std::clamp(options.max_batch, 1, kMaxBatch)) {
     const int writers = options.pg_writers > 0 ? options.pg_writers : std::max(2, cores());
@@ -741,7 +757,7 @@ class PostgresDb final : public Db {
     if (conn && conn->usable_when_idle()) return {};
     if (conn) pool_.count_reconnect();
     conn.reset();
-    auto c = PgConnection::connect(pool_.dsn());
+    auto c = pool_.connect();
     if (!c) return c.take_error();
     conn = std::move(c).value();
     return {};
@@ -934,7 +950,7 @@ Result<std::unique_ptr<Db>> open_postgres(const std::string& dsn, const DbOption
   }
   PQconninfoFree(parsed);
   // Connect once now, so a wrong host or password is reported at start-up.
-  auto first = PgConnection::connect(dsn);
+  auto first = PgConnection::connect(dsn, session_options(options));
   if (!first) return first.take_error();
   auto db = std::make_unique<PostgresDb>(dsn, options);
   db->adopt(std::move(first).value());

@@ -86,6 +86,9 @@ Response error(i18n::Locale locale, const Error& err) {
   if (err.is(ErrorKind::rate_limited) && err.details.is_object())
     if (const auto* after = err.details.as_object().if_contains("retry_after"); after && after->is_int64())
       r.set("Retry-After", std::to_string(std::max<std::int64_t>(1, after->as_int64())));
+  // A transient failure (the database away or out of connections, a statement cancelled at its
+  // deadline, a lost race out of retries): the same call may succeed shortly.
+  if (status == 503) r.set("Retry-After", "1");
   return r;
 }
 

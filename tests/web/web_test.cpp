@@ -88,6 +88,19 @@ TEST(Envelope, RateLimitedAnswers429WithRetryAfter) {
   EXPECT_EQ(web::error(req, rate_limited()).get("Retry-After"), "");
 }
 
+// A transient failure (the database away, busy or out of connections; a lost race run out of
+// retries) tells the client when to try again.
+TEST(Envelope, UnavailableAnswers503WithRetryAfter) {
+  auto req = make("GET", "/");
+  auto down = web::error(req, unavailable(std::string_view("database connection lost")));
+  EXPECT_EQ(down.status, 503);
+  EXPECT_EQ(down.get("Retry-After"), "1");
+  auto lost = web::error(req, retryable(std::string_view("concurrent update, try again")));
+  EXPECT_EQ(lost.status, 503);
+  EXPECT_EQ(lost.get("Retry-After"), "1");
+  EXPECT_EQ(web::error(req, internal_error(std::string_view("bug"))).get("Retry-After"), "");
+}
+
 TEST(Envelope, PaginationParamsAndMeta) {
   bj::object errors;
   auto p = web::parse_page(make("GET", "/", "page=3&limit=10"), errors);
