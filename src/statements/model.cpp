@@ -131,7 +131,9 @@ Movement movement_of(const EntryRow& row, std::int64_t balance_before) {
   m.gross = m.net + m.fee;
   m.balance_after = balance_before + m.net;
   const bool own_reference = row.reference && m.type != MovementType::refund && m.type != MovementType::settlement;
-  m.reference = own_reference ? *row.reference : memo_reference(row.memo);
+  m.reference = own_reference          ? *row.reference
+                : row.refund_reference ? *row.refund_reference
+                                       : memo_reference(row.memo);
   if (row.transaction_uuid) {
     std::string order = order_id_of(row.metadata.value_or(""));
     m.merchant_reference = order.empty() ? *row.transaction_uuid : order;

@@ -52,7 +52,8 @@ struct EntryRow {
   // The journal's transaction, when it has one.
   std::optional<std::string> reference, transaction_uuid, metadata, operator_reference, settlement_mode;
   std::int64_t tx_fee = 0;
-  std::optional<std::int64_t> settled_at;  // the paid settlement batch that covers the entry
+  std::optional<std::string> refund_reference;  // the refund a REFUND_* journal belongs to (its refund_id)
+  std::optional<std::int64_t> settled_at;       // the paid settlement batch that covers the entry
 };
 
 struct Movement {

@@ -42,8 +42,9 @@ Result<std::vector<EntryRow>> entries(store::Conn& c, std::int64_t account_id, s
                                       const std::optional<Cursor>& after, int limit) {
   std::string sql =
       "SELECT e.id, e.created_at, e.debit, e.credit, j.kind, j.memo, t.reference, t.transaction_uuid, "
-      "t.metadata, t.operator_reference, t.settlement_mode, t.fee FROM ledger_entries e "
+      "t.metadata, t.operator_reference, t.settlement_mode, t.fee, rf.reference FROM ledger_entries e "
       "JOIN ledger_journals j ON j.id = e.journal_id LEFT JOIN pay_transactions t ON t.id = j.transaction_id "
+      "LEFT JOIN pay_refunds rf ON rf.id = j.refund_id "
       "WHERE e.account_id = ? AND e.id <= ? AND ";
   store::Params params{account_id, last_entry_id};
   if (after) {
@@ -73,6 +74,7 @@ Result<std::vector<EntryRow>> entries(store::Conn& c, std::int64_t account_id, s
     e.operator_reference = r.opt_str(9);
     e.settlement_mode = r.opt_str(10);
     e.tx_fee = r.opt_i64(11).value_or(0);
+    e.refund_reference = r.opt_str(12);
     out.push_back(std::move(e));
   }
   return out;
