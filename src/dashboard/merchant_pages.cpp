@@ -58,7 +58,8 @@ Result<payments::queries::TransactionFilter> transaction_filter(const web::Reque
   auto q = [&](std::string_view name) { return req.query_param(name).value_or(""); };
   if (auto s = q("status"); !s.empty()) {
     f.status = payments::parse_status(s);
-    if (!f.status) errors.add("status", "must be INITIATED, PENDING, COMPLETED, FAILED, EXPIRED or CANCELLED");
+    if (!f.status)
+      errors.add("status", "must be INITIATED, PENDING, COMPLETED, FAILED, EXPIRED, CANCELLED or REFUNDED");
   }
   f.operation = q("operation");
   if (!f.operation.empty() && f.operation != payments::kCollection && f.operation != payments::kDisbursement)
@@ -159,7 +160,7 @@ web::Response Service::transactions(web::Request& req) {
           std::string(say(c->locale, "more_filters")) + "</summary><div class=\"filters\">";
   body += "<div><label for=\"status\">" + std::string(say(c->locale, "status")) +
           "</label><select id=\"status\" name=\"status\">" + option("", say(c->locale, "all"), q("status"));
-  for (auto s : {"INITIATED", "PENDING", "COMPLETED", "FAILED", "EXPIRED", "CANCELLED"})
+  for (auto s : {"INITIATED", "PENDING", "COMPLETED", "FAILED", "EXPIRED", "CANCELLED", "REFUNDED"})
     body += option(s, s, q("status"));
   body += "</select></div><div><label for=\"operation\">" + std::string(say(c->locale, "operation")) +
           "</label><select id=\"operation\" name=\"operation\">" + option("", say(c->locale, "all_2"), q("operation")) +

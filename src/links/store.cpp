@@ -5,17 +5,18 @@ namespace sika::links::tables {
 namespace {
 
 // The link's columns and its figures: completed collections made through it and what they
-// collected, read from the collections themselves so the figures cannot drift from them.
+// collected (a payment refunded later still counts: it was paid), read from the collections
+// themselves so the figures cannot drift from them.
 constexpr std::string_view kSelect =
     "SELECT l.id, l.reference, l.short_code, l.merchant_id, l.environment, l.user_tier, l.status, l.amount, "
     "l.min_amount, l.max_amount, l.currency, l.provider, l.channel, l.fee_bearer, l.title, l.description, "
     "l.expires_at, l.max_usage, l.held, l.metadata, l.created_at, l.updated_at, "
     "(SELECT COUNT(t.id) FROM lnk_payments p JOIN pay_transactions t ON t.merchant_id = l.merchant_id "
     "AND t.environment = l.environment AND t.transaction_uuid = p.transaction_uuid "
-    "WHERE p.link_id = l.id AND t.status = 'COMPLETED'), "
+    "WHERE p.link_id = l.id AND t.status IN ('COMPLETED', 'REFUNDED')), "
     "(SELECT COALESCE(SUM(t.amount), 0) FROM lnk_payments p JOIN pay_transactions t ON t.merchant_id = l.merchant_id "
     "AND t.environment = l.environment AND t.transaction_uuid = p.transaction_uuid "
-    "WHERE p.link_id = l.id AND t.status = 'COMPLETED') "
+    "WHERE p.link_id = l.id AND t.status IN ('COMPLETED', 'REFUNDED')) "
     "FROM lnk_links l ";
 
 // The link's columns alone (figures 0): what paying and the public page need, one indexed row
