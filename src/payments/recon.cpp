@@ -124,12 +124,11 @@ std::optional<std::int64_t> day_start(std::string_view day) {
   return t;
 }
 
-Reconciler::Reconciler(store::Db& db, std::function<std::int64_t()> clock, Options options)
-    : db_(db), clock_(std::move(clock)), options_(options) {
-  if (options_.batch < 100) options_.batch = 100;
-}
+namespace {
 
-Result<Summary> Reconciler::import(const ImportRequest& req) {
+// The format of an import, once its connector names one ([a-z0-9_], at most 64): 400 naming the
+// field otherwise.
+Result<const Format*> import_format(const ImportRequest& req) {
   if (req.connector.empty() || req.connector.size() > 64 ||
       !std::all_of(req.connector.begin(), req.connector.end(),
                    [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }))
@@ -140,6 +139,30 @@ Result<Summary> Reconciler::import(const ImportRequest& req) {
     for (const auto& f : formats()) known += (known.empty() ? "" : ", ") + std::string(f.kind);
     return empty_data(bj::object{{"format", "must be one of " + known}});
   }
+  return format;
+}
+
+// Removes an unfinished run, so that the same file can be imported again (nothing of it was
+// decided). When this fails too, the run stays `importing` (docs/reconciliation.md).
+void undo_run(store::Db& db, std::int64_t run_id) {
+  Status undone = db.write([&](store::Conn& c) -> Status {
+    SIKA_TRY(c.exec("DELETE FROM recon_items WHERE run_id = ?", {run_id}));
+    SIKA_TRY(c.exec("DELETE FROM recon_lines WHERE run_id = ?", {run_id}));
+    SIKA_TRY(c.exec("DELETE FROM recon_runs WHERE id = ? AND status = 'importing'", {run_id}));
+    return {};
+  });
+  (void)undone;
+}
+
+}  // namespace
+
+Reconciler::Reconciler(store::Db& db, std::function<std::int64_t()> clock, Options options)
+    : db_(db), clock_(std::move(clock)), options_(options) {
+  if (options_.batch < 100) options_.batch = 100;
+}
+
+Result<Summary> Reconciler::import(const ImportRequest& req) {
+  SIKA_ASSIGN_OR_RETURN(const Format* format, import_format(req));
   const std::string hash = hex_encode(crypto::sha256(req.text));
   // The same file again is the same run, whatever its name.
   std::optional<std::int64_t> existing;
@@ -197,14 +220,7 @@ Result<Summary> Reconciler::import(const ImportRequest& req) {
     });
   }();
   if (!built) {
-    // Undone, so that the same file can be imported again (nothing of an unfinished run was decided).
-    Status undone = db_.write([&](store::Conn& c) -> Status {
-      SIKA_TRY(c.exec("DELETE FROM recon_items WHERE run_id = ?", {*run_id}));
-      SIKA_TRY(c.exec("DELETE FROM recon_lines WHERE run_id = ?", {*run_id}));
-      SIKA_TRY(c.exec("DELETE FROM recon_runs WHERE id = ? AND status = 'importing'", {*run_id}));
-      return {};
-    });
-    (void)undone;  // when this fails too, the run stays `importing` (docs/reconciliation.md)
+    undo_run(db_, *run_id);
     return built.error();
   }
   if (statement.closing_balance) {

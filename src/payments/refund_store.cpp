@@ -161,28 +161,9 @@ Result<bool> queue_refund(store::Conn& conn, const Refund& r, bool hold, std::in
 
 Result<std::vector<Refund>> claim_queued_refunds(store::Conn& conn, const std::vector<std::string>& connectors,
                                                  std::int64_t check_at, int limit) {
+  SIKA_ASSIGN_OR_RETURN(auto rows, claim_queued(conn, "pay_refunds", kRefundColumns, connectors, check_at, limit));
   std::vector<Refund> out;
-  if (connectors.empty() || limit <= 0) return out;
-  std::string in;
-  store::Params params;
-  for (const auto& c : connectors) {
-    in += in.empty() ? "?" : ", ?";
-    params.emplace_back(c);
-  }
-  params.emplace_back(std::int64_t{limit});
-  SIKA_ASSIGN_OR_RETURN(auto picked,
-                        conn.query("SELECT id FROM pay_refunds WHERE queued_at IS NOT NULL AND "
-                                   "status = 'PENDING' AND connector IN (" +
-                                       in + ") ORDER BY queued_at, id LIMIT ?" + std::string(store::skip_locked(conn)),
-                                   params));
-  const std::string claim =
-      "UPDATE pay_refunds SET queued_at = NULL, next_check_at = ? "
-      "WHERE id = ? AND status = 'PENDING' AND queued_at IS NOT NULL RETURNING " +
-      std::string(kRefundColumns);
-  for (const auto& p : picked) {
-    SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one(claim, {check_at, p.i64(0)}));
-    if (row) out.push_back(refund_from_row(*row));  // else: sent or ended since the pick
-  }
+  for (const auto& row : rows) out.push_back(refund_from_row(row));
   return out;
 }
 

@@ -47,6 +47,43 @@ struct Route {
   std::string channel, connector;
 };
 
+// The refund `request` asks of `tx`, PENDING, before its amount and channel are decided.
+Refund refund_draft(const Transaction& tx, const RefundRequest& request, std::int64_t at, std::int64_t ttl_ms) {
+  Refund draft;
+  draft.reference = sortable_reference("RF-");
+  draft.provider_reference = uuid_v7();
+  draft.merchant_id = tx.merchant_id;
+  draft.transaction_id = tx.id;
+  draft.transaction_reference = tx.reference;
+  draft.environment = tx.environment;
+  draft.refund_uuid = request.refund_uuid;
+  draft.request_hash = request.fingerprint.empty() ? refund_fingerprint(request) : request.fingerprint;
+  draft.currency = tx.currency;
+  draft.status = RefundStatus::pending;
+  draft.reason = request.reason;
+  draft.description = request.description;
+  draft.metadata = request.metadata.empty() ? "{}" : request.metadata;
+  draft.expires_at = at + ttl_ms;
+  draft.created_at = at;
+  draft.updated_at = at;
+  return draft;
+}
+
+// How the money of a refund of `amount` of `t` goes back: to the wallet, through the sandbox
+// operator, the operator's refund, or a payout to the payer (`conn`: the collection's connector).
+Result<Route> refund_route(const Transaction& t, std::int64_t amount, Connector* conn, const Connector& sandbox) {
+  if (t.channel == kChannelWallet) return Route{std::string(kRefundWallet), ""};
+  if (t.environment == "sandbox") return Route{std::string(kRefundSandbox), std::string(sandbox.name())};
+  if (!conn || conn == &sandbox)
+    return provider_unavailable(bj::object{{"transaction_reference", "no connector carries this refund"}});
+  const bool partial = amount != t.amount;
+  if (conn->refunds(partial)) return Route{std::string(kRefundOperator), t.connector};
+  if (!conn->pays_out())
+    return not_refundable(
+        reason::untyped("is paid through an operator that carries neither refunds nor payouts to this number"));
+  return Route{std::string(kRefundPayout), t.connector};
+}
+
 }  // namespace
 
 PaymentOrder Service::refund_order(const Refund& r, const Transaction& tx) const {
@@ -70,37 +107,9 @@ Result<Refund> Service::refund(const RefundRequest& request, const web::Principa
   if (merchant.merchant_id == 0) return forbidden(bj::string("this credential is not bound to a merchant"));
   SIKA_ASSIGN_OR_RETURN(Transaction tx, find(merchant, request.transaction_reference, kCollection));
   const std::int64_t at = now();
-  Refund draft;
-  draft.reference = sortable_reference("RF-");
-  draft.provider_reference = uuid_v7();
-  draft.merchant_id = tx.merchant_id;
-  draft.transaction_id = tx.id;
-  draft.transaction_reference = tx.reference;
-  draft.environment = tx.environment;
-  draft.refund_uuid = request.refund_uuid;
-  draft.request_hash = request.fingerprint.empty() ? refund_fingerprint(request) : request.fingerprint;
-  draft.currency = tx.currency;
-  draft.status = RefundStatus::pending;
-  draft.reason = request.reason;
-  draft.description = request.description;
-  draft.metadata = request.metadata.empty() ? "{}" : request.metadata;
-  draft.expires_at = at + options_.disbursement_ttl_ms;
-  draft.created_at = at;
-  draft.updated_at = at;
-
-  // How the money goes back: decided from the collection and the amount, before the unit.
-  auto route = [&](const Transaction& t, std::int64_t amount) -> Result<Route> {
-    if (t.channel == kChannelWallet) return Route{std::string(kRefundWallet), ""};
-    if (t.environment == "sandbox") return Route{std::string(kRefundSandbox), std::string(sandbox_->name())};
-    Connector* conn = connector(t.connector);
-    if (!conn || conn == sandbox_.get())
-      return provider_unavailable(bj::object{{"transaction_reference", "no connector carries this refund"}});
-    const bool partial = amount != t.amount;
-    if (conn->refunds(partial)) return Route{std::string(kRefundOperator), t.connector};
-    if (!conn->pays_out())
-      return not_refundable(
-          reason::untyped("is paid through an operator that carries neither refunds nor payouts to this number"));
-    return Route{std::string(kRefundPayout), t.connector};
+  const Refund draft = refund_draft(tx, request, at, options_.disbursement_ttl_ms);
+  auto route = [&](const Transaction& t, std::int64_t amount) {
+    return refund_route(t, amount, connector(t.connector), *sandbox_);
   };
 
   Refund out;

@@ -309,9 +309,9 @@ Result<bool> queue_payout(store::Conn& conn, const Transaction& tx, bool hold, s
   return changed != 0;
 }
 
-Result<std::vector<Transaction>> claim_queued_payouts(store::Conn& conn, const std::vector<std::string>& connectors,
-                                                      std::int64_t check_at, int limit) {
-  std::vector<Transaction> out;
+Result<store::Rows> claim_queued(store::Conn& conn, std::string_view table, std::string_view columns,
+                                 const std::vector<std::string>& connectors, std::int64_t check_at, int limit) {
+  store::Rows out;
   if (limit <= 0 || connectors.empty()) return out;
   std::string in;
   store::Params params;
@@ -320,19 +320,30 @@ Result<std::vector<Transaction>> claim_queued_payouts(store::Conn& conn, const s
     params.emplace_back(c);
   }
   params.emplace_back(std::int64_t{limit});
+  const std::string from(table);
   SIKA_ASSIGN_OR_RETURN(auto picked,
-                        conn.query("SELECT id FROM pay_transactions WHERE queued_at IS NOT NULL AND status = 'PENDING' "
-                                   "AND connector IN (" +
+                        conn.query("SELECT id FROM " + from +
+                                       " WHERE queued_at IS NOT NULL AND status = 'PENDING' "
+                                       "AND connector IN (" +
                                        in + ") ORDER BY queued_at, id LIMIT ?" + std::string(store::skip_locked(conn)),
                                    params));
-  const std::string claim =
-      "UPDATE pay_transactions SET queued_at = NULL, next_check_at = ? "
-      "WHERE id = ? AND status = 'PENDING' AND queued_at IS NOT NULL RETURNING " +
-      std::string(kTransactionColumns);
+  const std::string claim = "UPDATE " + from +
+                            " SET queued_at = NULL, next_check_at = ? "
+                            "WHERE id = ? AND status = 'PENDING' AND queued_at IS NOT NULL RETURNING " +
+                            std::string(columns);
   for (const auto& p : picked) {
     SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one(claim, {check_at, p.i64(0)}));
-    if (row) out.push_back(transaction_from_row(*row));  // else: sent or ended since the pick
+    if (row) out.push_back(std::move(*row));  // else: sent or ended since the pick
   }
+  return out;
+}
+
+Result<std::vector<Transaction>> claim_queued_payouts(store::Conn& conn, const std::vector<std::string>& connectors,
+                                                      std::int64_t check_at, int limit) {
+  SIKA_ASSIGN_OR_RETURN(auto rows,
+                        claim_queued(conn, "pay_transactions", kTransactionColumns, connectors, check_at, limit));
+  std::vector<Transaction> out;
+  for (const auto& row : rows) out.push_back(transaction_from_row(row));
   return out;
 }
 
