@@ -9,6 +9,7 @@
 //   const web::texts::Enrolled kEnrolled{"links/page", kTexts};
 //   using Key = web::texts::Key<kTexts>;
 //   std::string_view t(i18n::Locale l, Key k) { return kTexts.pick(k, l); }   // t(l, "pay")
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <string_view>
@@ -22,16 +23,20 @@ struct Entry {
   std::string_view key, fr, en;
 };
 
-// "" when every entry has a key, both languages and a key of its own; else the first faulty key
-// (or "(empty key)").
+// "" when every entry has a key, both languages and a key of its own; else a faulty key (or
+// "(empty key)"). Keys are told apart by sorting them (n log n steps), so that a long page's
+// table stays within a compiler's constant-evaluation limit.
 constexpr std::string_view first_incomplete(std::span<const Entry> entries) {
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const Entry& e = entries[i];
+  std::vector<std::string_view> keys;
+  keys.reserve(entries.size());
+  for (const Entry& e : entries) {
     if (e.key.empty()) return "(empty key)";
     if (e.fr.empty() || e.en.empty()) return e.key;
-    for (std::size_t j = 0; j < i; ++j)
-      if (entries[j].key == e.key) return e.key;
+    keys.push_back(e.key);
   }
+  std::sort(keys.begin(), keys.end());
+  for (std::size_t i = 1; i < keys.size(); ++i)
+    if (keys[i] == keys[i - 1]) return keys[i];
   return {};
 }
 
