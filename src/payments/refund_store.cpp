@@ -4,6 +4,7 @@
 
 #include "core/codes.hpp"
 #include "core/reason.hpp"
+#include "payments/store.hpp"
 #include "store/leasing.hpp"
 
 namespace sika::payments::tables {
