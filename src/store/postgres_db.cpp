@@ -692,9 +692,10 @@ class PostgresDb final : public Db {
         end = run_transaction(*conn, units, read_committed, error);
       }
       if (end == BatchEnd::committed) {
-        commits_.fetch_add(1, std::memory_order_relaxed);
         std::uint64_t n = 0;
         for (Unit* u : units) n += u->read_committed && !read_committed ? 0 : 1;
+        // A transaction whose every unit moved to READ COMMITTED committed nothing of theirs.
+        if (n > 0) commits_.fetch_add(1, std::memory_order_relaxed);
         if (n > 1) batched_units_.fetch_add(n, std::memory_order_relaxed);
         std::uint64_t largest = largest_batch_.load(std::memory_order_relaxed);
         while (n > largest && !largest_batch_.compare_exchange_weak(largest, n)) {
