@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/json.hpp>
 
+#include "core/crypto.hpp"
 #include "core/json.hpp"
 #include "core/random.hpp"
 #include "core/time.hpp"
@@ -84,16 +85,19 @@ Status Service::pay_out(const settlement::Batch& b) {
   r.operation = std::string(payments::kDisbursement);
   r.amount = b.net;
   r.currency = b.currency;
-  r.transaction_uuid = b.reference;  // one payout per batch, whatever the retries
+  r.transaction_uuid = uuid_from_name("settlement:" + b.reference);  // one payout per batch, whatever the retries
   r.provider = s->provider;
   r.customer_wallet = s->msisdn;
   r.description = "Settlement " + b.reference;
-  SIKA_ASSIGN_OR_RETURN(r.amount, payout_amount(*payments_, r, p, b.net));
   const std::int64_t at = now();
-  auto tx = payments_->create_disbursement(r, p, [&](store::Conn& c, const payments::Transaction& t) -> Status {
-    payments::ledger::Learned learned;
-    return settlement::hand_to_payout(c, b, t.reference, at, learned);
-  });
+  // A payout the plan refuses is refused as one the creation refuses (below).
+  auto tx = [&]() -> Result<payments::Transaction> {
+    SIKA_ASSIGN_OR_RETURN(r.amount, payout_amount(*payments_, r, p, b.net));
+    return payments_->create_disbursement(r, p, [&](store::Conn& c, const payments::Transaction& t) -> Status {
+      payments::ledger::Learned learned;
+      return settlement::hand_to_payout(c, b, t.reference, at, learned);
+    });
+  }();
   if (tx) return {};
   const Error& e = tx.error();
   if (e.is(ErrorKind::unavailable) || e.is(ErrorKind::retryable) || e.is(ErrorKind::upstream_timeout) ||
