@@ -85,7 +85,8 @@ Status Service::pay_out(const settlement::Batch& b) {
   r.operation = std::string(payments::kDisbursement);
   r.amount = b.net;
   r.currency = b.currency;
-  r.transaction_uuid = uuid_from_name("settlement:" + b.reference);  // one payout per batch, whatever the retries
+  r.transaction_uuid =
+      crypto::uuid_from_name("settlement:" + b.reference);  // one payout per batch, whatever the retries
   r.provider = s->provider;
   r.customer_wallet = s->msisdn;
   r.description = "Settlement " + b.reference;
