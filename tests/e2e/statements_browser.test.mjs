@@ -6,7 +6,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { launchBrowser, noBrowser } from './lib/browser.mjs';
+import { launchBrowser, noBrowser, signInMerchant } from './lib/browser.mjs';
 import { backends, startServer, waitFor, sqlRows } from './lib/server.mjs';
 import { assertPageStandards, phoneViewport, desktopViewport } from './lib/pagecheck.mjs';
 
@@ -34,15 +34,7 @@ for (const backend of backends()) {
     });
 
     const dashboard = () => server.demo.dashboard.url;
-    async function signIn(context) {
-      const who = server.demo.dashboard.merchant;
-      const page = await context.newPage();
-      await page.goto(dashboard() + '/');
-      await page.fill('#email', who.email);
-      await page.fill('#password', who.password);
-      await Promise.all([page.waitForURL((u) => u.toString().startsWith(dashboard())), page.click('button[value=approve]')]);
-      return page;
-    }
+    const signIn = (context) => signInMerchant(server, context);
 
     test('on a phone, in French, without JavaScript: balances, movements, both CSV downloads', async () => {
       const context = await browser.newContext({ locale: 'fr-FR', javaScriptEnabled: false, ...phoneViewport });

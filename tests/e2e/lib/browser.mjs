@@ -27,3 +27,16 @@ export async function followWithoutScript(page, url) {
   }
   if (!url.test(page.url())) throw new Error(`${page.url()} is not ${url}`);
 }
+
+// Signs the demo merchant's owner in to the dashboard of `server` in a new page of `context`;
+// returns the page, back on the dashboard.
+export async function signInMerchant(server, context) {
+  const dashboard = server.demo.dashboard.url;
+  const who = server.demo.dashboard.merchant;
+  const page = await context.newPage();
+  await page.goto(dashboard + '/');
+  await page.fill('#email', who.email);
+  await page.fill('#password', who.password);
+  await Promise.all([page.waitForURL((u) => u.toString().startsWith(dashboard)), page.click('button[value=approve]')]);
+  return page;
+}
