@@ -32,6 +32,9 @@ const std::vector<KeySpec> kKeys = {
     {"db_statement_timeout_ms", "5000", K::integer,
      "PostgreSQL: a statement running or waiting on a lock longer is cancelled and its request answered 503 "
      "(statement_timeout and lock_timeout); keep it under the proxy's request timeout; 0: no limit"},
+    {"database.read_url", "", K::dsn,
+     "PostgreSQL: a streaming replica (postgres://...) that dashboard lists and statements read from, the primary "
+     "answering while it is away; empty: everything reads the primary (docs/deployment.md)"},
     {"migrate", "true", K::boolean, "serve applies pending migrations at start"},
     {"secret_key", "", K::secret,
      "server secret (>= 32 chars) keying secret hashes and demo credentials; with SQLite, generated into "
@@ -375,6 +378,7 @@ Status validate(const KeySpec& k, std::string_view v) {
         return config_error(k.name, "must be an http:// or https:// URL");
       return {};
     case K::dsn:
+      if (v.empty() && k.default_value.empty()) return {};  // an optional database, unset
       if (!v.starts_with("sqlite://") && !v.starts_with("postgres://") && !v.starts_with("postgresql://"))
         return config_error(k.name, "must start with sqlite://, postgres:// or postgresql://");
       return {};

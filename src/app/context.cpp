@@ -28,6 +28,7 @@
 #include "payments/recon.hpp"
 #include "payments/service.hpp"
 #include "statements/service.hpp"
+#include "store/replica.hpp"
 #include "wallets/service.hpp"
 #include "webhooks/service.hpp"
 
@@ -108,6 +109,15 @@ Result<std::unique_ptr<Context>> open_context(Config config, bool migrate) {
   auto db = store::open(config.get_string("db"), opts);
   if (!db) return db.take_error();
   ctx->db = std::move(db).value();
+  if (const std::string url = config.get_string("database.read_url"); !url.empty()) {
+    if (ctx->db->dialect() != store::Dialect::postgres ||
+        !(url.starts_with("postgres://") || url.starts_with("postgresql://")))
+      return make_error(ErrorKind::invalid, "bad_config",
+                        boost::json::string("database.read_url: a PostgreSQL replica of a PostgreSQL db only"));
+    auto replica = store::open(url, opts);
+    if (!replica) return replica.take_error();
+    ctx->replica = store::read_routed(*ctx->db, std::move(replica).value());
+  }
   if (migrate) {
     auto applied = store::migrate(*ctx->db);
     if (!applied) return applied.take_error();
@@ -304,6 +314,7 @@ Status build_services(Context& ctx) {
     so.debtor_name = c.get_string("settlement.debtor_name");
     so.debtor_iban = c.get_string("settlement.debtor_iban");
     so.debtor_bic = c.get_string("settlement.debtor_bic");
+    so.reads = ctx.replica.get();
     ctx.statements = std::make_unique<statements::Service>(*ctx.db, std::move(so));
     ctx.statements->attach_payments(ctx.payments.get());
     // Hosted checkout collects through payments; its pages live on the checkout surface.
@@ -348,6 +359,7 @@ Status build_services(Context& ctx) {
     o.pepper = ctx.pepper;
     o.idle_ms = c.get_int("dashboard.idle_timeout_seconds") * 1000;
     o.absolute_ms = c.get_int("dashboard.absolute_timeout_seconds") * 1000;
+    o.list_reads = ctx.replica.get();
     ctx.dashboard = std::make_unique<dashboard::Service>(
         *ctx.db,
         dashboard::Components{ctx.identity.get(), ctx.links.get(), ctx.webhooks.get(), ctx.limiter.get(),

@@ -66,6 +66,9 @@ namespace sika::app {
 struct Context {
   Config config;
   std::unique_ptr<store::Db> db;
+  // database.read_url: reads of dashboard lists and statements (replica, primary as fallback); null: db.
+  std::unique_ptr<store::Db> replica;
+  store::Db& list_reads() { return replica ? *replica : *db; }
   std::string pepper;  // derived from secret_key; keys the hashes of random secrets
   std::unique_ptr<web::HttpClient> http_client;
   web::TrustedProxies trusted_proxies;         // from trusted_proxies and client_address_header

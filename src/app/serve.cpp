@@ -165,6 +165,7 @@ int serve(Config config, const ServeOptions& options) {
   server.stop();
   server.wait();
   stop_workers(ctx);
+  if (ctx.replica) ctx.replica->close();
   ctx.db->close();
   spdlog::info("stopped");
   return 0;

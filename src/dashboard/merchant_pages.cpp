@@ -144,7 +144,7 @@ web::Response Service::transactions(web::Request& req) {
   auto filter = transaction_filter(req, *c);
   if (!filter) return error_page(req, filter.error());
   payments::queries::TransactionPage result;
-  auto read = db_.read([&](store::Conn& conn) -> Status {
+  auto read = lists_.read([&](store::Conn& conn) -> Status {
     SIKA_ASSIGN_OR_RETURN(result, payments::queries::list_transactions(conn, *filter));
     return {};
   });
@@ -228,7 +228,7 @@ web::Response Service::transactions_csv(web::Request& req) {
       header = false;
     }
     payments::queries::TransactionPage pg;
-    SIKA_TRY(db_.read([&](store::Conn& conn) -> Status {
+    SIKA_TRY(lists_.read([&](store::Conn& conn) -> Status {
       SIKA_ASSIGN_OR_RETURN(pg, payments::queries::list_transactions(conn, filter));
       return {};
     }));

@@ -195,6 +195,7 @@ struct Service::Sealer {
 
 Service::Service(store::Db& db, Components components, Options options)
     : db_(db),
+      lists_(options.list_reads != nullptr ? *options.list_reads : db),
       parts_(components),
       opts_(std::move(options)),
       sessions_(db, SessionOptions{opts_.pepper, opts_.idle_ms, opts_.absolute_ms, 60LL * 1000, opts_.clock}),

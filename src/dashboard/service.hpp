@@ -91,6 +91,8 @@ struct Options {
   std::int64_t absolute_ms = 12LL * 3600 * 1000;
   int totp_attempts_per_window = 5;     // wrong or right TOTP codes per user per 5 minutes
   std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
+  // Where the transaction lists are read (a read replica, database.read_url); null: the database.
+  store::Db* list_reads = nullptr;
 };
 
 // The other components the pages read and act through; any may be null (their pages then say so).
@@ -243,6 +245,7 @@ class Service {
   Status put_membership(const Ctx& c, std::int64_t merchant_id, std::string_view email, std::string_view role);
 
   store::Db& db_;
+  store::Db& lists_;  // the transaction lists' reads (options.list_reads, else db_)
   Components parts_;
   Options opts_;
   Sessions sessions_;

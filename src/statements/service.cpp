@@ -12,12 +12,13 @@ namespace sika::statements {
 
 namespace bj = boost::json;
 
-Service::Service(store::Db& db, Options options) : db_(db), options_(options) {}
+Service::Service(store::Db& db, Options options)
+    : db_(db), reads_(options.reads != nullptr ? *options.reads : db), options_(std::move(options)) {}
 
 Result<Head> Service::head(std::int64_t merchant_id, const std::string& environment, const web::Request& req) {
   Head h;
   std::optional<merchant::Merchant> m;
-  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+  SIKA_TRY(reads_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_id(c, merchant_id));
     return {};
   }));
@@ -26,7 +27,7 @@ Result<Head> Service::head(std::int64_t merchant_id, const std::string& environm
   const auto zone = tz::find(h.time_zone);
   SIKA_ASSIGN_OR_RETURN(h.query, parse_query(req, zone ? zone->offset_minutes : 0));
   h.account = payments::ledger::merchant_available(merchant_id, environment, h.query.currency);
-  SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+  SIKA_TRY(reads_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(h.frame, queries::frame(c, h.account, h.query.start_ms, h.query.end_ms));
     return {};
   }));
@@ -39,7 +40,7 @@ Status Service::for_each(const Head& h, std::size_t max_rows, const std::functio
   std::int64_t balance = h.frame.opening;
   for (std::size_t listed = 0;;) {
     std::vector<EntryRow> rows;
-    SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+    SIKA_TRY(reads_.read([&](store::Conn& c) -> Status {
       SIKA_ASSIGN_OR_RETURN(rows, queries::entries(c, *h.frame.account_id, h.query.start_ms, h.query.end_ms,
                                                    h.frame.last_entry_id, after, options_.page_rows));
       return {};
@@ -74,7 +75,7 @@ web::BodyProducer Service::movements_body(Head h, std::string first, std::string
     }
     if (!state->done) {
       std::vector<EntryRow> rows;
-      SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
+      SIKA_TRY(reads_.read([&](store::Conn& c) -> Status {
         SIKA_ASSIGN_OR_RETURN(rows, queries::entries(c, *h.frame.account_id, h.query.start_ms, h.query.end_ms,
                                                      h.frame.last_entry_id, state->after, options_.page_rows));
         return {};

@@ -34,6 +34,8 @@ struct Options {
   std::int64_t payout_retry_after_ms = 60'000;  // a batch still without payout after this is paid out again
   std::string debtor_name = "Sika", debtor_iban, debtor_bic;
   std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
+  // Where statements are read (a read replica, database.read_url); null: the database itself.
+  store::Db* reads = nullptr;
 };
 
 // The queue of scheduled settlements: one job per (merchant, environment, currency, period).
@@ -112,6 +114,7 @@ class Service {
   Status pay_out(const settlement::Batch& b);
 
   store::Db& db_;
+  store::Db& reads_;  // statements' reads (options.reads, else db_)
   Options options_;
   payments::Service* payments_ = nullptr;
   std::unique_ptr<Periodic> scheduler_, watcher_;

@@ -32,20 +32,19 @@ function run(cmd, args) {
   return r.stdout;
 }
 
-// Starts a fresh cluster; `settings` are extra `-c name=value` server settings (e.g.
-// { max_connections: 20 }). Returns { dsn, port, psql(sql), hold(n), stop(mode), start(),
-// restart(mode), destroy() }.
-export async function startCluster(settings = {}) {
-  const bin = pgBinaries();
-  if (!bin) throw new Error('PostgreSQL server binaries not found');
+// A directory for a cluster's data and socket, writable by the server's OS user.
+function clusterDir() {
   const dir = mkdtempSync(path.join(process.env.SIKA_PG_TMPDIR || tmpdir(), 'sika-pgc-'));
-  const data = path.join(dir, 'data');
   const sock = path.join(dir, 'sock');
   mkdirSync(sock);
   chmodSync(dir, 0o777);
   chmodSync(sock, 0o777);
   if (process.getuid && process.getuid() === 0) spawnSync('chown', ['-R', 'postgres:postgres', dir]);
-  run(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-locale', '--no-sync']);
+  return { dir, data: path.join(dir, 'data'), sock };
+}
+
+// The handle of a cluster whose data directory exists (see startCluster), not yet started.
+async function clusterAt(bin, { dir, data, sock }, settings) {
   const port = await freePort();
   // Without fsync (the machine does not crash, only the server does), but with synchronous_commit
   // on: an immediate shutdown must not lose a commit the client was told about.
@@ -87,6 +86,38 @@ export async function startCluster(settings = {}) {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+  return cluster;
+}
+
+// Starts a fresh cluster; `settings` are extra `-c name=value` server settings (e.g.
+// { max_connections: 20 }). Returns { dsn, port, psql(sql), session(sql), stop(mode), start(),
+// restart(mode), destroy() }.
+export async function startCluster(settings = {}) {
+  const bin = pgBinaries();
+  if (!bin) throw new Error('PostgreSQL server binaries not found');
+  const where = clusterDir();
+  run(path.join(bin, 'initdb'), ['-D', where.data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-locale', '--no-sync']);
+  const cluster = await clusterAt(bin, where, settings);
   cluster.start();
   return cluster;
+}
+
+// Starts a hot standby of `primary` streaming its WAL (pg_basebackup -R), read-only. Besides the
+// cluster's handle: pauseReplay(), resumeReplay(), and caughtUp(), true once it has replayed
+// everything the primary has written so far.
+export async function startReplica(primary) {
+  const bin = pgBinaries();
+  const where = clusterDir();
+  run(path.join(bin, 'pg_basebackup'), ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', where.data,
+    '-R', '-X', 'stream', '--no-sync']);
+  const replica = await clusterAt(bin, where, { hot_standby: 'on' });
+  replica.start();
+  replica.pauseReplay = () => replica.psql('SELECT pg_wal_replay_pause()');
+  replica.resumeReplay = () => replica.psql('SELECT pg_wal_replay_resume()');
+  replica.caughtUp = () => {
+    const [[lsn]] = primary.psql('SELECT pg_current_wal_lsn()');
+    const [[behind]] = replica.psql(`SELECT pg_wal_lsn_diff('${lsn}', pg_last_wal_replay_lsn()) > 0`);
+    return behind === 'f';
+  };
+  return replica;
 }
