@@ -135,9 +135,12 @@ int serve(Config config, const ServeOptions& options) {
       if (log) log->post(std::move(e));
     };
 
-  // answers_later routes run on the I/O thread only where writes do not block (SQLite's queue).
-  so.run_inline = [&router, async = ctx.db->writes_async()](const web::Request& req) {
-    return router.is_non_blocking(req) || (async && router.answers_later(req));
+  // answers_later routes run on the I/O thread only where writes do not block and reads are local
+  // (SQLite). On PostgreSQL their reads are round trips to the server: they run on a handler
+  // thread, which write_async frees as soon as the unit is queued.
+  so.run_inline = [&router, inline_ok = ctx.db->writes_async() &&
+                                        ctx.db->dialect() == store::Dialect::sqlite](const web::Request& req) {
+    return router.is_non_blocking(req) || (inline_ok && router.answers_later(req));
   };
   http::Server server(so, [&router](web::Request& req) { return router.dispatch(req); });
   if (http_metrics) register_collectors(metrics::registry(), ctx, server, access_log.get());

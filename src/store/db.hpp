@@ -147,11 +147,12 @@ class Db {
   virtual Status write(const std::function<Status(Conn&)>& fn) = 0;
 
   // Runs fn as one write unit with the same guarantees as write(), and hands its outcome to
-  // `done` instead of blocking the caller. When writes_async() is true (SQLite), write_async
-  // returns before the unit runs and `done` is called later on the database's completer thread,
-  // after the commit: it must not block (post the rest of the work elsewhere). Otherwise
-  // (PostgreSQL) the unit runs on the caller's thread and `done` is called before write_async
-  // returns. `done` is called exactly once.
+  // `done` instead of blocking the caller. When writes_async() is true (both backends),
+  // write_async returns before the unit runs and `done` is called later, after the commit, on
+  // the database's thread (SQLite: its completer; PostgreSQL: the writer that ran the unit's
+  // batch): it must not block (post the rest of the work elsewhere). Otherwise the unit runs on
+  // the caller's thread and `done` is called before write_async returns. `done` is called
+  // exactly once.
   virtual void write_async(std::function<Status(Conn&)> fn, std::function<void(Status)> done) {
     Status st = write(fn);
     done(std::move(st));

@@ -558,6 +558,8 @@ std::string session_options(const DbOptions& options) {
 // Identifies the PostgresDb whose writer thread is running this thread: a write called from
 // inside a unit runs on a connection of its own instead of waiting for its own writer.
 thread_local const void* tl_writer_of = nullptr;
+// True while that writer thread runs a unit's function (false while it answers a unit).
+thread_local bool tl_in_unit = false;
 
 class PostgresDb final : public Db {
  public:
@@ -594,6 +596,24 @@ class PostgresDb final : public Db {
     queue_cv_.notify_one();
     return answered.get_future().get();
   }
+
+  // Queues the unit and returns at once; a writer runs it with its batch and calls `done` after
+  // the commit (or with the unit's error), on the writer's thread: `done` must not block.
+  void write_async(std::function<Status(Conn&)> fn, std::function<void(Status)> done) override {
+    if (tl_writer_of == this && tl_in_unit) return done(run(fn, "BEGIN ISOLATION LEVEL SERIALIZABLE", true));
+    auto u = std::make_unique<Unit>();
+    u->owned_fn = std::move(fn);
+    u->fn = &u->owned_fn;
+    u->done = std::move(done);
+    u->owned = true;
+    {
+      sika::MutexLock lk(queue_mu_);
+      if (!closing_) queue_.push_back(u.release());  // answer() deletes it
+    }
+    if (u) return u->done(closed_error());
+    queue_cv_.notify_one();
+  }
+  bool writes_async() const override { return true; }
 
   Status ping() override {
     return read([](Conn& c) -> Status {
@@ -632,7 +652,9 @@ class PostgresDb final : public Db {
   struct Unit {
     const std::function<Status(Conn&)>* fn = nullptr;
     std::function<void(Status)> done;
-    bool read_committed = false;  // asked for READ COMMITTED (counter_isolation)
+    std::function<Status(Conn&)> owned_fn;  // write_async: the unit's function
+    bool owned = false;                     // write_async: allocated by it, deleted when answered
+    bool read_committed = false;            // asked for READ COMMITTED (counter_isolation)
     Status status;
   };
 
@@ -666,6 +688,7 @@ class PostgresDb final : public Db {
   // Runs the batch's SERIALIZABLE units together, then those that asked for READ COMMITTED
   // together, and answers every unit.
   void run_batch(std::unique_ptr<PgConnection>& conn, std::vector<Unit*>& batch) {
+    tl_in_unit = true;
     std::vector<Unit*> serializable = batch;
     for (Unit* u : batch) u->read_committed = false;
     run_group(conn, serializable, false);
@@ -676,8 +699,18 @@ class PostgresDb final : public Db {
     if (!rc.empty()) run_group(conn, rc, true);
     for (Unit* u : batch) {
       write_units_.fetch_add(1, std::memory_order_relaxed);
-      u->done(std::move(u->status));
+      answer(u);
     }
+  }
+
+  // Calls the unit's `done` with its status, outside any unit of this writer. A write() caller
+  // may destroy its unit as soon as it is answered, and write_async's is deleted first.
+  static void answer(Unit* u) {
+    auto done = std::move(u->done);
+    Status status = std::move(u->status);
+    if (u->owned) delete u;
+    tl_in_unit = false;
+    done(std::move(status));
   }
 
   // Runs `units` in one transaction of that isolation; sets each unit's status (units moved to

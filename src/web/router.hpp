@@ -79,7 +79,8 @@ struct Route {
   // True for handlers that do only CPU work and SQLite reads before they hand their write to
   // Db::write_async and answer through web::answer_later (anything that must block goes through
   // web::run_blocking): the server may run them on an I/O thread when the database writes
-  // asynchronously. Only for parameterless POST routes (Router::add refuses any other).
+  // asynchronously and reads locally (SQLite). Only for parameterless POST routes (Router::add
+  // refuses any other).
   bool answers_later = false;
   // Renders the refusal of the route's policy (e.g. an HTML page for a form posted by a
   // browser); empty: the error envelope.

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <latch>
 #include <limits>
 #include <mutex>
@@ -494,7 +495,7 @@ class Completions {
 
 TEST_P(StoreTest, WriteAsyncCommitsDurablyBeforeItsCompletion) {
   create_values_table();
-  EXPECT_EQ(db_->writes_async(), !pg());
+  EXPECT_TRUE(db_->writes_async());
   constexpr int kThreads = 8;
   constexpr int kWrites = 50;
   Completions done;
@@ -632,6 +633,59 @@ TEST_P(StoreTest, TheWriterGathersWalFramesIntoFewWrites) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"), 1);
   EXPECT_EQ(count("SELECT SUM(n) FROM pages WHERE length(b) = 4000"), expected);
   EXPECT_EQ(count("SELECT COUNT(*) FROM pages"), 9000 + 500);
+}
+
+// write_async hands the unit over and returns: the unit runs after it returned (it waits here for
+// the caller to say so; a synchronous write_async would run it first and time out waiting).
+TEST_P(StoreTest, WriteAsyncReturnsBeforeItsUnitRuns) {
+  create_values_table();
+  std::promise<void> returned;
+  std::shared_future<void> gate = returned.get_future().share();
+  std::atomic<bool> ran_after_return{false};
+  Completions done;
+  db_->write_async(
+      [&ran_after_return, gate](Conn& c) -> Status {
+        ran_after_return = gate.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+        SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES ('late', 1)"));
+        return {};
+      },
+      [&](Status st) { done.add(std::move(st)); });
+  returned.set_value();
+  auto results = done.wait_for(1);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_TRUE(results[0].ok());
+  EXPECT_TRUE(ran_after_return.load());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM vals WHERE k = 'late'"), 1);
+}
+
+// A write unit that inserts the row k.
+std::function<Status(Conn&)> insert_val(std::string k) {
+  return [k = std::move(k)](Conn& c) -> Status {
+    SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES (?, 1)", {k}));
+    return {};
+  };
+}
+
+// A completion may queue the next unit (a request's second write) and even write synchronously:
+// neither waits for the thread that is answering it.
+TEST_P(StoreTest, ACompletionMayQueueAnotherUnitOrWrite) {
+  create_values_table();
+  Completions done;
+  Status inner_write;
+  db_->write_async(insert_val("first"), [&](Status st) {
+    if (!st) return done.add(std::move(st));
+    db_->write_async(insert_val("second"), [&](Status second) { done.add(std::move(second)); });
+    if (pg())  // SQLite's completer may not write synchronously (it would wait for itself)
+      inner_write = db_->write(insert_val("third"));
+  });
+  auto results = done.wait_for(1);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_TRUE(results[0].ok());
+  if (pg()) {
+    EXPECT_TRUE(inner_write.ok());
+    EXPECT_EQ(count("SELECT COUNT(*) FROM vals WHERE k = 'third'"), 1);
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM vals WHERE k IN ('first', 'second')"), 2);
 }
 
 TEST_P(StoreTest, WriteAsyncFailureLeavesNothingAndIsReported) {
