@@ -11,7 +11,7 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { launchBrowser, noBrowser, signInMerchant } from './lib/browser.mjs';
-import { backends, merchantToken, startTwoNodes, waitFor, sqlRows, checkLedger, sleep } from './lib/server.mjs';
+import { backends, merchantToken, startTwoNodes, waitFor, sqlRows, checkLedger, sleep, admin, adminJson } from './lib/server.mjs';
 
 // A receiver on 127.0.0.1 that verifies every delivery with `standardwebhooks`.
 class Receiver {
@@ -136,6 +136,76 @@ for (const backend of backends()) {
       assert.equal(data.reference, reference, JSON.stringify(hooks[0].payload));
       assert.equal(data.period, period);
       assert.equal(Number(data.net), Number(net));
+      checkLedger(server);
+    });
+
+    test('sika admin settlement: reserve, batches, pending bank batches, mark-paid; audited like the operator page', async () => {
+      const matricule = server.demo.merchants[0].matricule;
+      const audit = (action) => sqlRows(server, `SELECT actor, object, details FROM dsh_audit WHERE action = '${action}' ORDER BY id`);
+      // The reserve, in one unit with its audit entry.
+      const set = admin(server, 'settlement', 'reserve', '--merchant', matricule, '--currency', 'XAF', '--amount', '500');
+      assert.deepEqual([set.merchant, set.currency, set.reserve], [matricule, 'XAF', 500]);
+      assert.equal(sqlRows(server, "SELECT reserve FROM stl_settings WHERE currency = 'XAF'")[0][0], '500');
+      const reserved = audit('settlement.reserve');
+      assert.equal(reserved.length, 1);
+      assert.deepEqual(reserved[0].slice(0, 2), ['sika admin', matricule]);
+      assert.deepEqual(JSON.parse(reserved[0][2]), { currency: 'XAF', reserve: 500 });
+      const refused = (args, code, field) => {
+        const r = adminJson(server.dsn, 'settlement', ...args);
+        assert.equal(r.code, 1, r.stderr);
+        assert.match(r.stderr, new RegExp(`error: ${code}: .*"${field}"`), r.stderr);
+      };
+      refused(['reserve', '--merchant', matricule, '--currency', 'EUR', '--amount', '1'], 'not_found', 'currency');
+      refused(['reserve', '--merchant', matricule, '--currency', 'xaf!', '--amount', '1'], 'empty_data', 'currency');
+      refused(['reserve', '--merchant', matricule, '--currency', 'XAF', '--amount', '-1'], 'empty_data', 'amount');
+      refused(['reserve', '--merchant', 'NO-SUCH', '--currency', 'XAF', '--amount', '1'], 'not_found', 'merchant');
+      assert.equal(audit('settlement.reserve').length, 1, 'a refused reserve is not audited');
+
+      // The merchant's batches, newest first.
+      const batches = admin(server, 'settlement', 'batches', '--merchant', matricule);
+      assert.equal(batches.length, 1);
+      assert.equal(batches[0].status, 'PAID');
+      assert.match(batches[0].reference, /^ST-/);
+      assert.equal(batches[0].destination, 'MOBILE_MONEY');
+
+      // A bank batch: the owner switches to a bank account and asks for a settlement now.
+      const c = await post('/collection/intent', {
+        amount: 9000, currency: 'XAF', transaction_uuid: randomUUID(), provider: 'MTN_MOMO_CMR', channel: 'PROVIDER',
+        customer_wallet: server.demo.sandbox.msisdn.success, description: 'bank settlement e2e' });
+      assert.equal(c.status, 200, JSON.stringify(c.body));
+      const ref = c.body.data.transaction_reference;
+      assert.equal((await post('/collection/execute', { transaction_reference: ref })).status, 200);
+      assert.ok(await waitFor(() => sqlRows(server, `SELECT status FROM pay_transactions WHERE reference = '${ref}'`)[0]?.[0] === 'COMPLETED'));
+      const context = await browser.newContext({ locale: 'en-GB', javaScriptEnabled: false });
+      const page = await signInMerchant(server, context);
+      await page.goto(`${server.demo.dashboard.url}/settlement?lang=en`);
+      await page.selectOption('#destination', 'BANK');
+      await page.fill('#iban', 'DE89370400440532013000');
+      await page.fill('#bic', 'DEUTDEFF');
+      await page.fill('#holder', 'Boutique SARL');
+      await page.selectOption('#schedule', 'ON_REQUEST');
+      await page.fill('#minimum', '0');
+      await Promise.all([page.waitForURL(/settlement\?currency=XAF/), page.click('form.card button')]);
+      await Promise.all([page.waitForURL(/settlement\?currency=XAF/), page.click('#settle-now')]);
+      await context.close();
+      const pending = admin(server, 'settlement', 'pending-bank', '--environment', server.demo.merchants[0].environment ?? 'sandbox');
+      assert.equal(pending.length, 1, JSON.stringify(pending));
+      assert.equal(pending[0].iban, 'DE89370400440532013000');
+      assert.equal(pending[0].status, 'PENDING');
+      const bank = pending[0].reference;
+      const paid = admin(server, 'settlement', 'mark-paid', bank);
+      assert.equal(paid.status, 'PAID');
+      assert.equal(paid.reference, bank);
+      refused(['mark-paid', bank], 'conflict', 'status');
+      refused(['mark-paid', 'ST-NONE'], 'not_found', 'reference');
+      const markedPaid = audit('settlement.paid');
+      assert.equal(markedPaid.length, 1, 'marked paid once, audited once');
+      assert.deepEqual(markedPaid[0].slice(0, 2), ['sika admin', bank]);
+      assert.equal(admin(server, 'settlement', 'pending-bank', '--environment', server.demo.merchants[0].environment ?? 'sandbox').length, 0);
+      assert.equal(admin(server, 'settlement', 'batches', '--merchant', matricule).length, 2);
+      const delivered = await waitFor(() => receiver.deliveries.some((d) => d.payload.event_type === 'settlement.paid'
+        && (d.payload.data ?? d.payload).reference === bank), 30000);
+      assert.ok(delivered, 'settlement.paid of the bank batch was delivered');
       checkLedger(server);
     });
   });
