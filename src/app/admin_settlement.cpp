@@ -59,8 +59,8 @@ bool currency_code(const std::string& c) {
 }  // namespace
 
 void add_settlement_admin(CLI::App& admin, AdminEnv& env) {
-  auto* group =
-      admin.add_subcommand("settlement", "Settlement: a merchant's reserve, its batches, bank batches and marking paid");
+  auto* group = admin.add_subcommand("settlement",
+                                     "Settlement: a merchant's reserve, its batches, bank batches and marking paid");
   group->require_subcommand(1);
   {
     auto* cmd = add_command(*group, env, "reserve",
@@ -184,7 +184,8 @@ void add_settlement_admin(CLI::App& admin, AdminEnv& env) {
         SIKA_ASSIGN_OR_RETURN(batch, stl::find_batch(c, a->reference));
         if (!batch || batch->destination != "BANK") return not_found(bj::object{{"reference", "no such bank batch"}});
         SIKA_ASSIGN_OR_RETURN(bool paid, stl::mark_paid(c, a->reference, at, learned));
-        if (!paid) return make_error(ErrorKind::conflict, "conflict", bj::object{{"status", "the batch is not PENDING"}});
+        if (!paid)
+          return make_error(ErrorKind::conflict, "conflict", bj::object{{"status", "the batch is not PENDING"}});
         return dashboard::append_audit(c, audit_entry(at, a->actor, batch->merchant_id, "settlement.paid", a->reference,
                                                       bj::object{{"net", batch->net}}));
       }));
