@@ -17,7 +17,11 @@ namespace bj = boost::json;
 namespace {
 
 constexpr std::int64_t kDayMs = 24LL * 3600 * 1000;
-constexpr int kRowsPerStatement = 1000;
+// Lines per multi-row INSERT (11 parameters each): on PostgreSQL the server describes a prepared
+// statement's parameters in one message of 6 + 4 per parameter bytes, which libpq refuses over
+// 30,000 bytes ("lost synchronization with server"): 500 rows (5,500 parameters, 22,006 bytes)
+// stay well under it.
+constexpr int kRowsPerStatement = 500;
 
 // Sika's side of a payment in "held" terms: what the operator holds for us because of it.
 constexpr std::string_view kSikaHeld =

@@ -28,10 +28,13 @@ for (const backend of backends()) {
       writeFileSync(file, rows.join('\n') + '\n');
       const args = ['admin', '--db', server.dsn, 'recon', 'import', '--connector', 'sandbox', '--file', file, ...SETTINGS, '--json'];
 
-      const child = spawn(sikaBinary, args, { env: { ...process.env, SIKA_SECRET_KEY: secretKey }, stdio: 'ignore' });
-      const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-      const started = await waitFor(() => Number(sqlRows(server, 'SELECT COUNT(*) FROM recon_lines')[0][0]) > 0, 60000, 20);
-      assert.ok(started, 'the import wrote its first lines');
+      const child = spawn(sikaBinary, args, { env: { ...process.env, SIKA_SECRET_KEY: secretKey }, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d) => { stderr += d; });
+      let ended = null;
+      const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(ended = { code, signal })));
+      const started = await waitFor(() => ended || Number(sqlRows(server, 'SELECT COUNT(*) FROM recon_lines')[0][0]) > 0, 60000, 20);
+      assert.ok(started && !ended, `the import wrote its first lines and runs on: ${JSON.stringify(ended)} ${stderr}`);
       child.kill('SIGKILL');
       const killedAt = Date.now();
       const end = await exited;

@@ -535,6 +535,29 @@ TEST_P(ReconTest, AnInterruptedImportIsCleanedUpByTheNextImportOfItsFile) {
   expect_ledger_clean();
 }
 
+// A statement of a few thousand lines with the default batch (5,000 lines per unit): its lines
+// are written in multi-row INSERTs small enough for each backend's protocol (on PostgreSQL the
+// description of a prepared statement's parameters must stay under libpq's 30,000-byte message
+// limit), every line once.
+TEST_P(ReconTest, ALargeStatementImportsWithTheDefaultBatch) {
+  recon::Reconciler big(
+      *db_, [] { return now_ms(); }, recon::Options{});
+  std::string text = "operator_reference,type,amount,currency,status,timestamp\n";
+  const std::string day = iso8601(now_ms() - 3'600'000);
+  for (int i = 0; i < 2'500; ++i) text += "OPL" + std::to_string(i) + ",collection,1000,XAF,succeeded," + day + "\n";
+  recon::ImportRequest req;
+  req.connector = "sandbox";
+  req.format = "normalised";
+  req.file_name = "large.csv";
+  req.text = text;
+  req.actor = "test";
+  auto s = big.import(req);
+  ASSERT_TRUE(s.ok()) << s.error().code << " " << bj::serialize(s.error().details);
+  EXPECT_EQ(s->lines, 2'500);
+  EXPECT_EQ(s->kinds["missing_in_sika"], 2'500);
+  EXPECT_EQ(count("SELECT COUNT(DISTINCT operator_reference) FROM recon_lines"), 2'500);
+}
+
 TEST_P(ReconTest, AcceptingTheOperatorsFigurePostsABalancedAdjustment) {
   auto s = import_ok(statement_with_every_difference());
   const auto clearing = ledger::operator_clearing("MTN_MOMO_CMR", "sandbox", "XAF");
