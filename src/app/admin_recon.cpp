@@ -79,23 +79,26 @@ std::string summary_human(const recon::Summary& s) {
 
 bj::object item_json(const recon::Item& i) {
   auto opt = [](const std::optional<std::int64_t>& v) { return v ? bj::value(*v) : bj::value(nullptr); };
-  return bj::object{{"id", i.id},
-                    {"run", i.run_id},
-                    {"reference", i.reference},
-                    {"transaction_reference", i.transaction_reference},
-                    {"kind", i.kind},
-                    {"state", i.state},
-                    {"sika_currency", i.sika_currency},
-                    {"sika_amount", opt(i.sika_amount)},
-                    {"sika_status", i.sika_status},
-                    {"operator_currency", i.operator_currency},
-                    {"operator_amount", opt(i.operator_amount)},
-                    {"operator_status", i.operator_status},
-                    {"difference_held", i.operator_held - i.sika_held},
-                    {"journal", opt(i.journal_id)},
-                    {"decided_by", i.decided_by},
-                    {"decided_at", i.decided_at ? bj::value(iso8601(*i.decided_at)) : bj::value(nullptr)},
-                    {"reason", i.decision_reason}};
+  return bj::object{
+      {"id", i.id},
+      {"run", i.run_id},
+      {"reference", i.reference},
+      {"transaction_reference", i.transaction_reference},
+      {"kind", i.kind},
+      {"state", i.state},
+      {"sika_currency", i.sika_currency},
+      {"sika_amount", opt(i.sika_amount)},
+      {"sika_status", i.sika_status},
+      {"operator_currency", i.operator_currency},
+      {"operator_amount", opt(i.operator_amount)},
+      {"operator_status", i.operator_status},
+      {"difference_held", i.operator_held - i.sika_held},
+      {"journal", opt(i.journal_id)},
+      {"decided_by", i.decided_by},
+      {"decided_at", i.decided_at ? bj::value(iso8601(*i.decided_at)) : bj::value(nullptr)},
+      {"reason", i.decision_reason},
+      {"operator_live_status", i.operator_live_status.empty() ? bj::value(nullptr) : bj::value(i.operator_live_status)},
+      {"live_checked_at", i.live_checked_at ? bj::value(iso8601(*i.live_checked_at)) : bj::value(nullptr)}};
 }
 
 std::string item_human(const recon::Item& i) {
@@ -106,6 +109,7 @@ std::string item_human(const recon::Item& i) {
          (i.transaction_reference.empty() ? "" : " (" + i.transaction_reference + ")") + ": Sika " +
          amount(i.sika_amount, i.sika_currency) + " " + (i.sika_status.empty() ? "-" : i.sika_status) + ", operator " +
          amount(i.operator_amount, i.operator_currency) + " " + (i.operator_status.empty() ? "-" : i.operator_status) +
+         (i.operator_live_status.empty() ? "" : ", operator live " + i.operator_live_status) +
          (i.decided_by.empty() ? "" : ", by " + i.decided_by + ": " + i.decision_reason);
 }
 

@@ -148,6 +148,9 @@ const std::vector<KeySpec> kKeys = {
      "reconciliation: a payment younger than this, absent from a statement, is timing (may be in a later one), "
      "not missing at the operator"},
     {"recon.batch", "5000", K::integer, "reconciliation: statement lines (or payments) per write unit"},
+    {"recon.lease_ms", "60000", K::integer,
+     "reconciliation: an import's lease on its run, renewed at every batch; a run left importing past it was "
+     "interrupted and the next import of its file cleans it up"},
     {"payments.refuse_other_operator_numbers", "true", K::boolean,
      "prod: refuse an intent whose number is in another operator's block (turn off where ported numbers are "
      "common: a ported number keeps its first operator's prefix, and the operator refuses an unknown payer)"},

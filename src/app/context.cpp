@@ -296,6 +296,7 @@ Status build_services(Context& ctx) {
                           boost::json::string("recon.grace_hours: an integer from 0 to 744"));
       ro.grace_ms = grace * 3'600'000;
       ro.batch = static_cast<int>(std::clamp<std::int64_t>(c.get_int("recon.batch"), 100, 50'000));
+      ro.lease_ms = std::clamp<std::int64_t>(c.get_int("recon.lease_ms"), 100, 3'600'000);
       ctx.recon = std::make_unique<payments::recon::Reconciler>(
           *ctx.db, [] { return sika::now_ms(); }, ro);
     }

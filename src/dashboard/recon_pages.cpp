@@ -117,6 +117,18 @@ std::string filter_form(const Service::Ctx& c, const std::string& here, const re
   return body;
 }
 
+// The operator's live answer about a status mismatch (its status API, asked by the recovery
+// engine), shown as evidence next to the statement's figure; "" until it answered.
+std::string live_answer(const Service::Ctx& c, const recon::Item& i) {
+  if (i.operator_live_status.empty()) return "";
+  const std::string_view said = i.operator_live_status == "succeeded" ? say(c.locale, "recon_live_succeeded")
+                                : i.operator_live_status == "failed"  ? say(c.locale, "recon_live_failed")
+                                                                      : say(c.locale, "recon_live_pending");
+  return "<br><span class=\"muted live\" data-live=\"" + escape(i.operator_live_status) + "\">" +
+         std::string(say(c.locale, "recon_live_answer")) + ": " + escape(said) +
+         (i.live_checked_at ? " (" + when(*i.live_checked_at, c.zone) + ")" : "") + "</span>";
+}
+
 // A run's items with the decision form of each open one (`action_of` gives an item's form action).
 std::string items_table(const Service::Ctx& c, const std::vector<recon::Item>& items, const recon::ItemFilter& f,
                         const std::function<std::string(std::int64_t)>& action_of) {
@@ -150,7 +162,7 @@ std::string items_table(const Service::Ctx& c, const std::vector<recon::Item>& i
               "</td><td>" + escape(say_kind(c.locale, i.kind)) + "</td><td><span class=\"badge\">" +
               escape(say_state(c.locale, i.state)) + "</span>" + "</td><td class=\"num\">" +
               amount(i.sika_amount, i.sika_currency) + " " + escape(i.sika_status) + "</td><td class=\"num\">" +
-              amount(i.operator_amount, i.operator_currency) + " " + escape(i.operator_status) +
+              amount(i.operator_amount, i.operator_currency) + " " + escape(i.operator_status) + live_answer(c, i) +
               "</td><td class=\"wrap\">" + decision + "</td></tr>";
     }
     body += "</tbody></table></div>";

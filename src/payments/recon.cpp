@@ -17,7 +17,11 @@ namespace bj = boost::json;
 namespace {
 
 constexpr std::int64_t kDayMs = 24LL * 3600 * 1000;
-constexpr int kRowsPerStatement = 1000;
+// Lines per multi-row INSERT (11 parameters each): on PostgreSQL the server describes a prepared
+// statement's parameters in one message of 6 + 4 per parameter bytes, which libpq refuses over
+// 30,000 bytes ("lost synchronization with server"): 500 rows (5,500 parameters, 22,006 bytes)
+// stay well under it.
+constexpr int kRowsPerStatement = 500;
 
 // Sika's side of a payment in "held" terms: what the operator holds for us because of it.
 constexpr std::string_view kSikaHeld =
@@ -34,7 +38,8 @@ constexpr std::string_view kItemColumns =
     "i.id, i.run_id, i.transaction_id, i.journal_id, i.occurred_at, i.decided_at, i.reference, "
     "COALESCE(t.reference, ''), i.kind, i.state, COALESCE(i.sika_currency, ''), COALESCE(i.sika_status, ''), "
     "COALESCE(i.operator_currency, ''), COALESCE(i.operator_status, ''), i.sika_amount, i.operator_amount, "
-    "i.sika_held, i.operator_held, COALESCE(i.decided_by, ''), COALESCE(i.decision_reason, '')";
+    "i.sika_held, i.operator_held, COALESCE(i.decided_by, ''), COALESCE(i.decision_reason, ''), "
+    "COALESCE(i.operator_live_status, ''), i.live_checked_at";
 
 Item item_from_row(const store::Row& r) {
   Item i;
@@ -58,6 +63,8 @@ Item item_from_row(const store::Row& r) {
   i.operator_held = r.i64(17);
   i.decided_by = r.str(18);
   i.decision_reason = r.str(19);
+  i.operator_live_status = r.str(20);
+  i.live_checked_at = r.opt_i64(21);
   return i;
 }
 
@@ -167,26 +174,32 @@ Result<Summary> Reconciler::import(const ImportRequest& req) {
   // The same file again is the same run, whatever its name.
   std::optional<std::int64_t> existing;
   std::string existing_status;
+  bool lease_alive = false;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(
-        auto row,
-        c.query_one("SELECT id, status FROM recon_runs WHERE connector = ? AND file_hash = ?", {req.connector, hash}));
+    SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT id, status, lease_until FROM recon_runs WHERE connector = ? "
+                                                "AND file_hash = ?",
+                                                {req.connector, hash}));
     existing.reset();
-    if (row) existing = row->i64(0), existing_status = row->str(1);
+    if (row)
+      existing = row->i64(0), existing_status = row->str(1), lease_alive = row->opt_i64(2).value_or(0) >= clock_();
     return {};
   }));
-  if (existing) {
-    if (existing_status != "done")
-      return make_error(ErrorKind::conflict, "conflict", bj::object{{"file", "is being imported"}});
+  if (existing && existing_status == "done") {
     SIKA_ASSIGN_OR_RETURN(auto s, report(*existing));
     s.replayed = true;
     return s;
   }
+  if (existing && lease_alive)
+    return make_error(ErrorKind::conflict, "conflict", bj::object{{"file", "is being imported"}});
+  // An interrupted import (its process died: the lease was not renewed): its run is removed and
+  // the file imported afresh.
+  if (existing) SIKA_TRY(clean_up_interrupted(*existing));
   SIKA_ASSIGN_OR_RETURN(Statement statement, parse(req.text, *format));
   const std::int64_t at = clock_();
   const std::int64_t period_start = statement.period_start.value_or(at);
   const std::int64_t period_end = statement.period_end.value_or(at);
   std::optional<std::int64_t> run_id;
+  const std::string owner = random_token(16);
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     std::string service = req.service_code;
     if (service.empty()) {
@@ -199,23 +212,27 @@ Result<Summary> Reconciler::import(const ImportRequest& req) {
         run_id,
         c.insert_id("INSERT INTO recon_runs (connector, environment, format, file_hash, file_name, service_code, "
                     "period_start, period_end, line_count, closing_balance, closing_currency, status, imported_by, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'importing', ?, ?) "
-                    "ON CONFLICT (connector, file_hash) DO NOTHING",
+                    "created_at, lease_owner, lease_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'importing', ?, ?, "
+                    "?, ?) ON CONFLICT (connector, file_hash) DO NOTHING",
                     {req.connector, environment_of(req.connector), std::string(format->kind), hash, req.file_name,
                      service.empty() ? store::Value(nullptr) : store::Value(service), period_start, period_end,
                      static_cast<std::int64_t>(statement.lines.size()), store::opt(statement.closing_balance),
                      statement.closing_balance ? store::Value(statement.closing_currency) : store::Value(nullptr),
-                     req.actor, at}));
+                     req.actor, at, owner, clock_() + options_.lease_ms}));
     return {};
   }));
   if (!run_id) return make_error(ErrorKind::conflict, "conflict", bj::object{{"file", "is being imported"}});
   Status built = [&]() -> Status {
-    SIKA_TRY(insert_lines(*run_id, statement));
-    SIKA_TRY(match_lines(*run_id, req.connector));
-    SIKA_TRY(find_missing(*run_id, req.connector, period_start, period_end));
+    SIKA_TRY(insert_lines(*run_id, owner, statement));
+    SIKA_TRY(match_lines(*run_id, owner, req.connector));
+    SIKA_TRY(find_missing(*run_id, owner, req.connector, period_start, period_end));
     SIKA_TRY(refresh(req.connector, run_id));
     return db_.write([&](store::Conn& c) -> Status {
-      SIKA_TRY(c.exec("UPDATE recon_runs SET status = 'done', finished_at = ? WHERE id = ?", {clock_(), *run_id}));
+      SIKA_TRY(heartbeat(c, *run_id, owner));
+      SIKA_TRY(
+          c.exec("UPDATE recon_runs SET status = 'done', finished_at = ?, lease_owner = NULL, lease_until = NULL "
+                 "WHERE id = ?",
+                 {clock_(), *run_id}));
       return {};
     });
   }();
@@ -231,11 +248,39 @@ Result<Summary> Reconciler::import(const ImportRequest& req) {
   return summary(*run_id);
 }
 
-Status Reconciler::insert_lines(std::int64_t run_id, const Statement& s) {
+Status Reconciler::heartbeat(store::Conn& c, std::int64_t run_id, const std::string& owner) {
+  SIKA_ASSIGN_OR_RETURN(std::int64_t held,
+                        c.exec("UPDATE recon_runs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND "
+                               "status = 'importing'",
+                               {clock_() + options_.lease_ms, run_id, owner}));
+  if (held != 1)
+    return make_error(ErrorKind::conflict, "conflict",
+                      bj::object{{"file", "the import's lease ended and another import took the file over"}});
+  return {};
+}
+
+Status Reconciler::clean_up_interrupted(std::int64_t run_id) {
+  return db_.write([&](store::Conn& c) -> Status {
+    // The claim: only while the run is still importing and its lease has ended (an importer that
+    // heartbeats meanwhile keeps it; of two imports cleaning up at once, one changes the row).
+    SIKA_ASSIGN_OR_RETURN(std::int64_t taken,
+                          c.exec("UPDATE recon_runs SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND "
+                                 "status = 'importing' AND (lease_until IS NULL OR lease_until < ?)",
+                                 {run_id, clock_()}));
+    if (taken != 1) return make_error(ErrorKind::conflict, "conflict", bj::object{{"file", "is being imported"}});
+    SIKA_TRY(c.exec("DELETE FROM recon_items WHERE run_id = ?", {run_id}));
+    SIKA_TRY(c.exec("DELETE FROM recon_lines WHERE run_id = ?", {run_id}));
+    SIKA_TRY(c.exec("DELETE FROM recon_runs WHERE id = ?", {run_id}));
+    return {};
+  });
+}
+
+Status Reconciler::insert_lines(std::int64_t run_id, const std::string& owner, const Statement& s) {
   const std::size_t batch = static_cast<std::size_t>(options_.batch);
   for (std::size_t from = 0; from < s.lines.size(); from += batch) {
     const std::size_t to = std::min(s.lines.size(), from + batch);
     SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+      SIKA_TRY(heartbeat(c, run_id, owner));
       for (std::size_t a = from; a < to; a += kRowsPerStatement) {
         const std::size_t b = std::min(to, a + kRowsPerStatement);
         std::string sql =
@@ -262,7 +307,7 @@ Status Reconciler::insert_lines(std::int64_t run_id, const Statement& s) {
 // (run_id, operator_reference) index, which would read the whole run for every range): each line
 // finds its payment by the operator's reference, else by ours; the item's kind is decided in SQL. A status mismatch of
 // a PENDING payment makes recovery ask the operator now.
-Status Reconciler::match_lines(std::int64_t run_id, const std::string& connector) {
+Status Reconciler::match_lines(std::int64_t run_id, const std::string& owner, const std::string& connector) {
   std::int64_t lo = 0, hi = -1;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT MIN(id), MAX(id) FROM recon_lines WHERE run_id = ?", {run_id}));
@@ -300,6 +345,7 @@ Status Reconciler::match_lines(std::int64_t run_id, const std::string& connector
   const std::int64_t step = options_.batch;
   for (std::int64_t from = lo; from <= hi; from += step) {
     SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+      SIKA_TRY(heartbeat(c, run_id, owner));
       const std::int64_t at = clock_();
       SIKA_TRY(c.exec(sql, {at, connector, connector, from, from + step, run_id}));
       SIKA_TRY(
@@ -307,6 +353,13 @@ Status Reconciler::match_lines(std::int64_t run_id, const std::string& connector
                  "AND id IN (SELECT transaction_id FROM recon_items WHERE run_id = ? AND kind = 'mismatch_status' "
                  "AND line_id >= ? AND line_id < ?)",
                  {at, at, run_id, from, from + step}));
+      // A status mismatch of a payment final here: the recovery engine asks the operator's status
+      // API about it again now (Service::ask_about_final_mismatches), without moving money.
+      SIKA_TRY(
+          c.exec("UPDATE recon_items SET live_check_at = ? WHERE run_id = ? AND kind = 'mismatch_status' "
+                 "AND line_id >= ? AND line_id < ? AND transaction_id IN (SELECT id FROM pay_transactions "
+                 "WHERE status IN ('COMPLETED', 'FAILED', 'EXPIRED'))",
+                 {at, run_id, from, from + step}));
       return {};
     }));
   }
@@ -316,7 +369,8 @@ Status Reconciler::match_lines(std::int64_t run_id, const std::string& connector
 // The connector's payments of the period that no statement line matched: COMPLETED (money moved
 // in Sika's books) or PENDING. Older than the grace period: missing_at_operator; younger: timing.
 // Pages of `batch` payments in (submitted_at, id) order, one unit each.
-Status Reconciler::find_missing(std::int64_t run_id, const std::string& connector, std::int64_t from, std::int64_t to) {
+Status Reconciler::find_missing(std::int64_t run_id, const std::string& owner, const std::string& connector,
+                                std::int64_t from, std::int64_t to) {
   std::int64_t after_at = from - 1, after_id = 0;
   const std::string sql =
       "INSERT INTO recon_items (run_id, transaction_id, reference, kind, state, sika_currency, sika_amount, "
@@ -344,6 +398,7 @@ Status Reconciler::find_missing(std::int64_t run_id, const std::string& connecto
     // The last page ends at the period's end.
     const std::int64_t until_at = last ? last->first : to, until_id = last ? last->second : 0;
     SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+      SIKA_TRY(heartbeat(c, run_id, owner));
       const std::int64_t at = clock_();
       SIKA_TRY(c.exec(sql, {run_id, at - options_.grace_ms, at, connector, to, after_at, after_id, until_at,
                             last ? until_id : std::numeric_limits<std::int64_t>::max()}));
@@ -500,12 +555,15 @@ Result<Item> Reconciler::decide(std::int64_t item_id, Decision decision, std::st
     SIKA_ASSIGN_OR_RETURN(
         auto row,
         c.query_one("SELECT i.kind, i.state, i.sika_currency, i.sika_held, i.operator_currency, i.operator_held, "
-                    "COALESCE(t.service_code, r.service_code), r.environment, t.status "
+                    "COALESCE(t.service_code, r.service_code), r.environment, t.status, r.status "
                     "FROM recon_items i JOIN recon_runs r ON r.id = i.run_id "
                     "LEFT JOIN pay_transactions t ON t.id = i.transaction_id WHERE i.id = ?",
                     {item_id}));
     if (!row) return not_found(bj::object{{"item", "no such item"}});
     const std::string kind = row->str(0);
+    // An unfinished import's items may still be removed with their run (an interrupted import).
+    if (row->str(9) != "done")
+      return make_error(ErrorKind::conflict, "conflict", bj::object{{"item", "its statement is being imported"}});
     if (kind == "mismatch_status" && row->str(8) == "PENDING")
       return make_error(ErrorKind::conflict, "conflict",
                         bj::object{{"item", "waits for the operator's answer to the recovery engine"}});

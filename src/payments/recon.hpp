@@ -37,6 +37,9 @@ inline constexpr std::string_view kStates[] = {"open", "under_investigation", "a
 struct Options {
   std::int64_t grace_ms = 48LL * 3600 * 1000;  // a payment younger than this may be in a later statement
   int batch = 5000;                            // lines (or payments) per write unit
+  // An import holds its run by a lease renewed by every batch's write unit; a run `importing`
+  // whose lease ended was interrupted (its process died): the next import of its file cleans it up.
+  std::int64_t lease_ms = 60'000;
 };
 
 struct ImportRequest {
@@ -81,6 +84,10 @@ struct Item {
   std::optional<std::int64_t> sika_amount, operator_amount;
   std::int64_t sika_held = 0, operator_held = 0;
   std::string decided_by, decision_reason;
+  // A status mismatch of a payment final here: the operator's live answer through its status API
+  // (succeeded, failed, pending; "" until it answered) and when it was asked.
+  std::string operator_live_status;
+  std::optional<std::int64_t> live_checked_at;
 };
 
 enum class Decision { accept, investigate };
@@ -97,7 +104,8 @@ class Reconciler {
 
   // Imports a statement as a run and matches it; the same file of the same connector again
   // answers its run (replayed). 400 empty_data naming the refused line; 409 while that file is
-  // being imported.
+  // being imported (its importer's lease alive). A run left `importing` by an interrupted import
+  // (its lease ended) is removed in one unit and the file imported afresh.
   Result<Summary> import(const ImportRequest& req);
   // A run's summary after resolving what has settled since (recovery's answers, later statements,
   // the grace period passing); 404 when there is no such run.
@@ -124,9 +132,16 @@ class Reconciler {
   Result<std::vector<Closing>> closings(std::string_view connector, int limit);
 
  private:
-  Status insert_lines(std::int64_t run_id, const Statement& s);
-  Status match_lines(std::int64_t run_id, const std::string& connector);
-  Status find_missing(std::int64_t run_id, const std::string& connector, std::int64_t from, std::int64_t to);
+  // `owner` holds the run's lease: every write unit renews it (heartbeat) and is abandoned (409)
+  // when the run is no longer this importer's.
+  Status heartbeat(store::Conn& c, std::int64_t run_id, const std::string& owner);
+  // Removes a run left `importing` by an import whose lease ended, in one write unit (claimed by a
+  // conditional UPDATE on the expired lease: 409 when it is alive or another import took it).
+  Status clean_up_interrupted(std::int64_t run_id);
+  Status insert_lines(std::int64_t run_id, const std::string& owner, const Statement& s);
+  Status match_lines(std::int64_t run_id, const std::string& owner, const std::string& connector);
+  Status find_missing(std::int64_t run_id, const std::string& owner, const std::string& connector, std::int64_t from,
+                      std::int64_t to);
   Status refresh(const std::string& connector, std::optional<std::int64_t> run_id);
   Result<Summary> summary(std::int64_t run_id);
 

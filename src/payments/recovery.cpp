@@ -144,7 +144,89 @@ Result<int> Service::recover_due() {
   }
   // Refunds in flight are driven to a final state by the same loop (refunds.cpp).
   SIKA_ASSIGN_OR_RETURN(int refunds_asked, recover_refunds_due());
-  return asked + refunds_asked;
+  SIKA_ASSIGN_OR_RETURN(int mismatches_asked, ask_about_final_mismatches());
+  return asked + refunds_asked + mismatches_asked;
+}
+
+namespace {
+
+// How many times a final payment's status mismatch is asked about when the operator does not
+// give a final answer (an error, pending); after that it waits for an operator's decision.
+constexpr std::int64_t kLiveChecks = 8;
+
+std::string_view sika_state(std::string_view status) {
+  return status == "COMPLETED" ? kSucceeded : (status == "FAILED" || status == "EXPIRED") ? kFailed : kPending;
+}
+
+}  // namespace
+
+Result<int> Service::ask_about_final_mismatches() {
+  struct Claimed {
+    std::int64_t item_id = 0, checks = 0;
+    Transaction tx;
+  };
+  const std::int64_t at = now();
+  const std::int64_t lease_end = at + std::max<std::int64_t>(1, options_.recovery_lease_ms);
+  std::vector<Claimed> claimed;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
+    claimed.clear();
+    SIKA_ASSIGN_OR_RETURN(
+        auto rows, c.query("SELECT i.id, i.live_check_at, i.live_checks, t.reference FROM recon_items i JOIN "
+                           "pay_transactions t ON t.id = i.transaction_id WHERE i.live_check_at <= ? AND "
+                           "i.state = 'open' AND i.kind = 'mismatch_status' ORDER BY i.live_check_at, i.id LIMIT ?",
+                           {at, std::int64_t{std::max(1, options_.recovery_batch)}}));
+    for (const auto& r : rows) {
+      // The claim: only the node whose UPDATE still sees the time it read moves it to its lease's end.
+      SIKA_ASSIGN_OR_RETURN(std::int64_t won, c.exec("UPDATE recon_items SET live_check_at = ? WHERE id = ? AND "
+                                                     "live_check_at = ? AND state = 'open'",
+                                                     {lease_end, r.i64(0), r.i64(1)}));
+      if (won != 1) continue;
+      SIKA_ASSIGN_OR_RETURN(Transaction tx, tables::load(c, r.str(3)));
+      claimed.push_back({r.i64(0), r.i64(2), std::move(tx)});
+    }
+    return {};
+  }));
+  int asked = 0;
+  for (auto& item : claimed) {
+    if (recovery_ && !recovery_->running()) break;  // stopping: the claims lapse at their lease's end
+    Connector* conn = connector_for(item.tx);
+    std::optional<std::string> live;
+    if (conn) {
+      auto st = conn->query_status(order_for(item.tx));
+      ++asked;
+      if (st)
+        live = std::string(st->state == OperatorStatus::State::succeeded ? kSucceeded
+                           : st->state == OperatorStatus::State::failed  ? kFailed
+                                                                         : kPending);
+      else
+        spdlog::info("reconciliation: the status of {} could not be asked: {}", item.tx.reference, st.error().code);
+    }
+    const std::int64_t answered = now();
+    const bool final_answer = live && *live != kPending;
+    const bool agrees = final_answer && *live == sika_state(to_string(item.tx.status));
+    const std::int64_t checks = item.checks + 1;
+    const store::Value next = final_answer || checks >= kLiveChecks
+                                  ? store::Value(nullptr)
+                                  : store::Value(answered + recovery_delay_ms(checks));
+    Status st = db_.write([&](store::Conn& c) -> Status {
+      // Conditional on this node's claim and on the item still open: a decision taken meanwhile wins.
+      SIKA_ASSIGN_OR_RETURN(
+          std::int64_t changed,
+          c.exec(std::string("UPDATE recon_items SET operator_live_status = COALESCE(?, operator_live_status), "
+                             "live_checked_at = ?, live_checks = ?, live_check_at = ?") +
+                     (agrees ? ", state = 'resolved', decided_by = 'recovery', decided_at = ?, decision_reason = "
+                               "'the operator''s live status agrees with Sika'"
+                             : "") +
+                     " WHERE id = ? AND state = 'open' AND live_check_at = ?",
+                 agrees ? store::Params{store::opt(live), answered, checks, next, answered, item.item_id, lease_end}
+                        : store::Params{store::opt(live), answered, checks, next, item.item_id, lease_end}));
+      (void)changed;  // 0: decided meanwhile, or the claim lapsed and another node asked
+      return {};
+    });
+    if (!st)
+      spdlog::warn("reconciliation: the live status of {} was not recorded: {}", item.tx.reference, st.error().code);
+  }
+  return asked;
 }
 
 }  // namespace sika::payments

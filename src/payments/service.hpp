@@ -265,6 +265,13 @@ class Service {
   // Recovery of refunds in flight: as recover_due for transactions (same claim pattern, back-off and
   // rules); returns how many questions it asked.
   Result<int> recover_refunds_due();
+  // Reconciliation (docs/reconciliation.md): the open status mismatches whose payment is final
+  // here are asked about again through the connector's status API, each claimed by one node at a
+  // time (a conditional UPDATE of recon_items.live_check_at to the lease's end). The live answer
+  // is recorded on the item; one that agrees with Sika resolves it (the statement was stale), one
+  // that confirms the statement leaves it open for an operator's decision. Never a transition:
+  // money leaves a final state only by the operator's audited adjustment. Returns how many it asked.
+  Result<int> ask_about_final_mismatches();
 
   // Moves an INITIATED collection to CANCELLED; 409 when it is in another status.
   Result<Transaction> cancel_collection(const Transaction& tx, std::string_view source, std::string_view reason);

@@ -40,6 +40,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0032Statements,
       migrations::k0033Reconciliation,
       migrations::k0035SettlementPayouts,
+      migrations::k0037ReconLiveAndLease,
   };
   return kAll;
 }

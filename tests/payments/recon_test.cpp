@@ -4,8 +4,12 @@
 // decisions racing, and the daily closing; on SQLite and PostgreSQL.
 #include <boost/json.hpp>
 
+#include <map>
+#include <mutex>
 #include <thread>
 
+#include "core/crypto.hpp"
+#include "core/random.hpp"
 #include "fixture.hpp"
 #include "payments/recon.hpp"
 
@@ -342,6 +346,216 @@ TEST_P(ReconTest, RecoveryAsksAboutAStatusMismatchAndItsAnswerSettlesIt) {
   EXPECT_EQ(settled.decided_by, "recovery");
   EXPECT_EQ(count("SELECT COUNT(*) FROM ledger_journals WHERE kind = 'RECON_ADJUSTMENT'"), 0);
   expect_ledger_clean();
+}
+
+// An operator whose live status answer is set per payment (by our reference at the operator).
+class LiveOperator final : public Connector {
+ public:
+  std::string_view name() const override { return "sandbox"; }
+  Status check_otp(const PaymentOrder&) override { return {}; }
+  Status request_collection(const PaymentOrder&) override { return {}; }
+  Status request_payout(const PaymentOrder&) override { return {}; }
+  Result<OperatorStatus> query_status(const PaymentOrder& order) override {
+    std::lock_guard lock(mutex);
+    ++asked[order.provider_reference];
+    auto it = answers.find(order.provider_reference);
+    if (it == answers.end()) return unavailable(bj::string("no answer"));
+    OperatorStatus s;
+    s.state = it->second;
+    return s;
+  }
+  Result<CallbackReport> parse_callback(const web::Request&) override { return unauthorized(nullptr); }
+  Result<std::string> account_holder(std::string_view, std::string_view) override { return std::string("X"); }
+  std::mutex mutex;
+  std::map<std::string, OperatorStatus::State> answers;
+  std::map<std::string, int> asked;
+};
+
+// A status mismatch of a payment already final here is asked about again through the operator's
+// status API: a live answer that agrees with Sika (the statement was stale) resolves the item; one
+// that confirms the statement keeps it open for an operator's decision, with the live answer as
+// evidence. Nothing moves money from a final state on this path.
+TEST_P(ReconTest, RecoveryAsksAgainAboutAStatusMismatchOfAFinalPayment) {
+  LiveOperator op;
+  using S = OperatorStatus::State;
+  op.answers = {{"pr-s", S::failed}, {"pr-t", S::failed}, {"pr-u", S::succeeded}};
+  service_->register_connector(op);
+  seed("s", "FAILED", 2'000, 40, "OPS", 72 * 3'600'000LL);     // the statement says succeeded; live: failed (stale)
+  seed("t", "COMPLETED", 3'000, 60, "OPT", 72 * 3'600'000LL);  // the statement says failed; live: failed (confirms)
+  seed("u", "FAILED", 4'000, 80, "OPU", 72 * 3'600'000LL);     // the statement says succeeded; live: succeeded
+  seed("w", "FAILED", 5'000, 100, "OPW", 72 * 3'600'000LL);    // the operator's status API does not answer
+  const std::string day = iso8601(now_ms() - 3'600'000);
+  auto run = import_ok(
+      "operator_reference,type,amount,currency,status,timestamp\n"
+      "OPS,collection,2040,XAF,succeeded," +
+      day + "\n" + "OPT,collection,3060,XAF,failed," + day + "\n" + "OPU,collection,4080,XAF,succeeded," + day + "\n" +
+      "OPW,collection,5100,XAF,succeeded," + day + "\n");
+  EXPECT_EQ(run.kinds["mismatch_status"], 4);
+  const std::int64_t journals = count("SELECT COUNT(*) FROM ledger_journals");
+  ASSERT_TRUE(service_->recover_due().ok());
+  ASSERT_TRUE(service_->recover_due().ok());  // nothing is asked twice once answered
+  {
+    std::lock_guard lock(op.mutex);
+    EXPECT_EQ(op.asked["pr-s"], 1);
+    EXPECT_EQ(op.asked["pr-t"], 1);
+    EXPECT_EQ(op.asked["pr-u"], 1);
+    EXPECT_GE(op.asked["pr-w"], 1);
+  }
+  auto stale = item_of(run.run_id, "OPS");
+  EXPECT_EQ(stale.state, "resolved");
+  EXPECT_EQ(stale.decided_by, "recovery");
+  EXPECT_EQ(stale.operator_live_status, "failed");
+  ASSERT_TRUE(stale.live_checked_at.has_value());
+  auto confirmed = item_of(run.run_id, "OPT");
+  EXPECT_EQ(confirmed.state, "open");
+  EXPECT_EQ(confirmed.operator_live_status, "failed");
+  EXPECT_EQ(confirmed.decided_by, "");
+  auto other = item_of(run.run_id, "OPU");
+  EXPECT_EQ(other.state, "open");
+  EXPECT_EQ(other.operator_live_status, "succeeded");
+  auto silent = item_of(run.run_id, "OPW");
+  EXPECT_EQ(silent.state, "open");
+  EXPECT_EQ(silent.operator_live_status, "");
+  // Final payments stay as they are: no transition, no journal.
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE reference IN ('TX-s', 'TX-u', 'TX-w') "
+                  "AND status = 'FAILED'"),
+            3);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE reference = 'TX-t' AND status = 'COMPLETED'"), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM ledger_journals"), journals);
+  // The operator decides: its figure accepted as an audited adjustment.
+  auto accepted = recon_->decide(other.id, Decision::accept, "ops@example.com", "operator confirms it live");
+  ASSERT_TRUE(accepted.ok()) << accepted.error().code;
+  EXPECT_EQ(accepted->state, "adjusted");
+  EXPECT_EQ(accepted->operator_live_status, "succeeded");
+  expect_ledger_clean();
+}
+
+// Two nodes' recovery loops at once: each final mismatch is asked once and recorded once.
+TEST_P(ReconTest, TwoRecoveryLoopsAskEachFinalMismatchOnce) {
+  LiveOperator op;
+  service_->register_connector(op);
+  std::string text = "operator_reference,type,amount,currency,status,timestamp\n";
+  const std::string day = iso8601(now_ms() - 3'600'000);
+  for (int i = 0; i < 40; ++i) {
+    const std::string k = "z" + std::to_string(i);
+    seed(k, "FAILED", 1'000, 20, "OP" + k, 72 * 3'600'000LL);
+    op.answers["pr-" + k] = OperatorStatus::State::succeeded;
+    text += "OP" + k + ",collection,1020,XAF,succeeded," + day + "\n";
+  }
+  auto run = import_ok(text);
+  Options o;
+  o.checkout_url = "http://127.0.0.1:1/checkout";
+  o.callback_base_url = "http://127.0.0.1:1/api/operator/callback";
+  o.secret = "test-secret-0123456789";
+  o.recovery_batch = 5;
+  o.node_id = "node-b";
+  Service other(
+      *db_, [this] { return catalog_; }, client_, o);
+  other.register_connector(op);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 6; ++round) EXPECT_TRUE((t % 2 == 0 ? *service_ : other).recover_due().ok());
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(service_->recover_due().ok());
+  {
+    std::lock_guard lock(op.mutex);
+    EXPECT_EQ(op.asked.size(), 40u);
+    for (const auto& [ref, n] : op.asked) EXPECT_EQ(n, 1) << ref;
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM recon_items WHERE run_id = " + std::to_string(run.run_id) +
+                  " AND operator_live_status = 'succeeded' AND live_checks = 1 AND state = 'open'"),
+            40);
+  expect_ledger_clean();
+}
+
+// An import killed mid-way leaves its run `importing` with some lines: while its lease runs, the
+// same file is refused (409); once it ended, the next import removes that run in one unit and
+// imports the file afresh: one run, every line once. Eight imports racing for it make one run.
+TEST_P(ReconTest, AnInterruptedImportIsCleanedUpByTheNextImportOfItsFile) {
+  std::string text = "operator_reference,type,amount,currency,status,timestamp\n";
+  const std::string day = iso8601(now_ms() - 3'600'000);
+  for (int i = 0; i < 250; ++i) text += "OPN" + std::to_string(i) + ",collection,1000,XAF,succeeded," + day + "\n";
+  const std::string hash = hex_encode(crypto::sha256(text));
+  // What a killed import leaves: the run importing, its lease renewed 1 s ago for 60 s, 100 lines.
+  std::int64_t run = 0;
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(
+                       auto id, c.insert_id("INSERT INTO recon_runs (connector, environment, format, file_hash, "
+                                            "file_name, period_start, period_end, line_count, status, imported_by, "
+                                            "created_at, lease_owner, lease_until) VALUES ('sandbox', 'sandbox', "
+                                            "'normalised', ?, 'big.csv', 0, 1, 250, 'importing', 'test', ?, 'dead', ?)",
+                                            {hash, now_ms(), now_ms() + 59'000}));
+                   run = *id;
+                   for (int i = 0; i < 100; ++i)
+                     SIKA_TRY(
+                         c.exec("INSERT INTO recon_lines (run_id, line_no, operator_reference, type, amount, "
+                                "currency, status, operator_status, occurred_at, fee) VALUES (?, ?, ?, "
+                                "'collection', 1000, 'XAF', 'succeeded', 'succeeded', ?, 0)",
+                                {run, std::int64_t{i + 2}, "OPN" + std::to_string(i), now_ms()}));
+                   return {};
+                 })
+                  .ok());
+  recon::ImportRequest req;
+  req.connector = "sandbox";
+  req.format = "normalised";
+  req.file_name = "big.csv";
+  req.text = text;
+  req.actor = "test";
+  auto alive = recon_->import(req);
+  ASSERT_FALSE(alive.ok());
+  EXPECT_EQ(alive.error().kind, ErrorKind::conflict);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM recon_lines"), 100);
+  offset_ = 61'000;  // the lease has ended: nobody renewed it
+  std::vector<std::thread> threads;
+  std::atomic<int> done{0}, refused{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&] {
+      auto s = recon_->import(req);
+      if (s.ok() && s->status == "done")
+        ++done;
+      else if (!s.ok() && s.error().kind == ErrorKind::conflict)
+        ++refused;
+      else
+        ADD_FAILURE() << (s.ok() ? s->status : s.error().code);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_GE(done.load(), 1);
+  EXPECT_EQ(done.load() + refused.load(), 8);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM recon_runs"), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM recon_runs WHERE id = " + std::to_string(run)), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM recon_lines"), 250);
+  EXPECT_EQ(count("SELECT COUNT(DISTINCT operator_reference) FROM recon_lines"), 250);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM recon_items WHERE kind = 'missing_in_sika'"), 250);
+  auto again = recon_->import(req);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->replayed);
+  EXPECT_EQ(again->lines, 250);
+  expect_ledger_clean();
+}
+
+// A statement of a few thousand lines with the default batch (5,000 lines per unit): its lines
+// are written in multi-row INSERTs small enough for each backend's protocol (on PostgreSQL the
+// description of a prepared statement's parameters must stay under libpq's 30,000-byte message
+// limit), every line once.
+TEST_P(ReconTest, ALargeStatementImportsWithTheDefaultBatch) {
+  recon::Reconciler big(
+      *db_, [] { return now_ms(); }, recon::Options{});
+  std::string text = "operator_reference,type,amount,currency,status,timestamp\n";
+  const std::string day = iso8601(now_ms() - 3'600'000);
+  for (int i = 0; i < 2'500; ++i) text += "OPL" + std::to_string(i) + ",collection,1000,XAF,succeeded," + day + "\n";
+  recon::ImportRequest req;
+  req.connector = "sandbox";
+  req.format = "normalised";
+  req.file_name = "large.csv";
+  req.text = text;
+  req.actor = "test";
+  auto s = big.import(req);
+  ASSERT_TRUE(s.ok()) << s.error().code << " " << bj::serialize(s.error().details);
+  EXPECT_EQ(s->lines, 2'500);
+  EXPECT_EQ(s->kinds["missing_in_sika"], 2'500);
+  EXPECT_EQ(count("SELECT COUNT(DISTINCT operator_reference) FROM recon_lines"), 2'500);
 }
 
 TEST_P(ReconTest, AcceptingTheOperatorsFigurePostsABalancedAdjustment) {

@@ -37,4 +37,5 @@ extern const Migration k0031Refunds;
 extern const Migration k0032Statements;
 extern const Migration k0033Reconciliation;
 extern const Migration k0035SettlementPayouts;
+extern const Migration k0037ReconLiveAndLease;
 }  // namespace sika::store::migrations

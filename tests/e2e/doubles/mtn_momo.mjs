@@ -31,6 +31,8 @@
 //   GET  /payments?externalId=…     the payments held (of that externalId), with their referenceId
 //   GET  /payments/{ref}            a payment as the double holds it
 //   POST /payments/{ref}/complete {status, reason}   moves a PENDING payment to its final state
+//   POST /payments/{ref}/status {status, reason}     sets a payment's status whatever it was (the
+//                                   operator's books say otherwise from now on; no callback)
 //   POST /payments/{ref}/callback   sends its callback again
 //   POST /reset                     forgets payments and counters
 import http from 'node:http';
@@ -400,6 +402,15 @@ const control = http.createServer(async (req, res) => {
     const p = payments.get(m[1]);
     if (!p) return send(res, 404, {});
     finish(p, body.status || 'SUCCESSFUL', body.reason);
+    return send(res, 200, view(p));
+  }
+  if ((m = /^\/payments\/([^/]+)\/status$/.exec(path)) && req.method === 'POST') {
+    // The operator's books say otherwise from now on (a reversal, a late success), whatever the
+    // payment's state: no callback is sent.
+    const p = payments.get(m[1]);
+    if (!p) return send(res, 404, {});
+    p.status = body.status;
+    p.reason = body.reason;
     return send(res, 200, view(p));
   }
   if ((m = /^\/payments\/([^/]+)\/callback$/.exec(path)) && req.method === 'POST') {
