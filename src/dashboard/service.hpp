@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.hpp"
 #include "dashboard/sessions.hpp"
@@ -49,6 +50,8 @@ class Service;
 }
 namespace sika::payments {
 class Service;
+struct Transaction;
+struct Refund;
 namespace recon {
 class Reconciler;
 }
@@ -135,12 +138,16 @@ class Service {
   web::Response security(web::Request& req);        // GET /security: TOTP for members
   web::Response security_enrol(web::Request& req);  // POST /security/totp
   // --- merchant pages (dashboard_session) ---
-  web::Response settings(web::Request& req);           // GET /settings: the merchant's time zone
-  web::Response settings_submit(web::Request& req);    // POST /settings (owners)
-  web::Response transactions(web::Request& req);       // GET /transactions
-  web::Response transactions_csv(web::Request& req);   // GET /transactions.csv
-  web::Response transaction(web::Request& req);        // GET /transactions/{reference}
-  web::Response redeliver(web::Request& req);          // POST /transactions/{reference}/redeliver
+  web::Response settings(web::Request& req);          // GET /settings: the merchant's time zone
+  web::Response settings_submit(web::Request& req);   // POST /settings (owners)
+  web::Response transactions(web::Request& req);      // GET /transactions
+  web::Response transactions_csv(web::Request& req);  // GET /transactions.csv
+  web::Response transaction(web::Request& req);       // GET /transactions/{reference}
+  web::Response redeliver(web::Request& req);         // POST /transactions/{reference}/redeliver
+  // POST /transactions/{reference}/refund (owners; audited): payments::Service::refund, the API's
+  // operation; GET /refunds?status=&transaction_reference=&before= (refund_pages.cpp).
+  web::Response refund_submit(web::Request& req);
+  web::Response refunds(web::Request& req);
   web::Response force_outcome(web::Request& req);      // POST /transactions/{reference}/force (sandbox)
   web::Response links_page(web::Request& req);         // GET /links
   web::Response link_create(web::Request& req);        // POST /links
@@ -235,6 +242,14 @@ class Service {
   // was `submitted` when given, shown next to its fields.
   web::Response merchant_view(web::Request& req, const Ctx& c, const std::string& matricule, const Error* refused,
                               const web::Fields* submitted);
+  // A transaction's page; with the refund form's refusal (`refused`, rendered with its status) and
+  // what was `submitted` when given.
+  web::Response transaction_view(web::Request& req, const Ctx& c, const std::string& reference, const Error* refused,
+                                 const web::Fields* submitted);
+  // The refunds card of a collection's page: its refunds, what is refunded, and the refund form for
+  // owners while something is left to refund (refund_pages.cpp).
+  std::string refunds_card(const Ctx& c, const payments::Transaction& tx, const std::vector<payments::Refund>& refunds,
+                           const Error* refused, const web::Fields* submitted);
   // Creates an OAuth application of a merchant and renders its secret once.
   web::Response create_app(web::Request& req, const Ctx& c, std::int64_t merchant_id, std::string_view back);
   // Queues a new delivery of the merchant's event (to one endpoint, or every subscribed one); audited.
