@@ -21,6 +21,9 @@ using web::html::escape;
 namespace {
 
 constexpr std::int64_t kRefundsPerPage = 50;
+// The code of core/result.hpp's conflict(): from Service::refund, only its refund_uuid reused for
+// another request (its other refusals have codes of their own).
+constexpr Code kKeyReused{"conflict"};
 
 std::string option(std::string_view value, std::string_view label, std::string_view selected) {
   return "<option value=\"" + escape(value) + "\"" + (value == selected ? " selected" : "") + ">" + escape(label) +
@@ -45,9 +48,13 @@ std::string refusal_html(const Service::Ctx& c, const Error& e) {
   if (!e.problems.empty()) {
     out += "<ul>";
     for (const auto& p : e.problems)
-      out += "<li><strong>" + escape(field_label(c.locale, p.field)) + "</strong> : " +
-             escape(reason::text(p.problem, c.locale)) + "</li>";
+      out += "<li><strong>" + escape(field_label(c.locale, p.field)) +
+             "</strong> : " + escape(reason::text(p.problem, c.locale)) + "</li>";
     out += "</ul>";
+  } else if (e.is(kKeyReused)) {
+    // The operation's only plain conflict: the form's refund_uuid made another refund.
+    out += "<ul><li><strong>" + escape(field_label(c.locale, "refund_uuid")) +
+           "</strong> : " + std::string(say(c.locale, "refund_form_used")) + "</li></ul>";
   }
   return out + "</div>";
 }
@@ -59,8 +66,7 @@ Result<std::optional<std::int64_t>> form_amount(std::string text, std::string_vi
   while (!text.empty() && text.front() == ' ') text.erase(text.begin());
   while (!text.empty() && text.back() == ' ') text.pop_back();
   if (text.empty()) return std::optional<std::int64_t>{};
-  if (auto comma = text.find(','); comma != std::string::npos && text.find('.') == std::string::npos)
-    text[comma] = '.';
+  if (auto comma = text.find(','); comma != std::string::npos && text.find('.') == std::string::npos) text[comma] = '.';
   auto minor = money::parse_decimal(text, currency);
   if (!minor || *minor <= 0)
     return field_error("amount", Problem(Reason::decimals_in, {{"max", std::to_string(money::exponent(currency))},
@@ -69,9 +75,10 @@ Result<std::optional<std::int64_t>> form_amount(std::string text, std::string_vi
 }
 
 // The refund form's key: the one submitted when it is a UUID (a page rendered again after a
-// refusal keeps it, so sending it again is still the same refund), else a new one.
-std::string form_key(const web::Fields* submitted) {
-  if (submitted) {
+// refusal keeps it, so sending it again is still the same refund), else a new one; a new one too
+// when the submitted key already made another refund (409 conflict).
+std::string form_key(const web::Fields* submitted, const Error* refused) {
+  if (submitted && !(refused && refused->is(kKeyReused))) {
     std::string key = web::field_value(*submitted, "refund_uuid");
     if (is_uuid(key)) return key;
   }
@@ -95,8 +102,8 @@ std::string Service::refunds_card(const Ctx& c, const payments::Transaction& tx,
             "</th><th class=\"num\">" + std::string(say(c.locale, "amount")) + "</th><th>" +
             std::string(say(c.locale, "status")) + "</th><th>" + std::string(say(c.locale, "refund_reason")) +
             "</th><th>" + std::string(say(c.locale, "created")) + "</th><th>" +
-            std::string(say(c.locale, "refund_updated")) + "</th><th>" +
-            std::string(say(c.locale, "refund_failure")) + "</th></tr></thead><tbody>";
+            std::string(say(c.locale, "refund_updated")) + "</th><th>" + std::string(say(c.locale, "refund_failure")) +
+            "</th></tr></thead><tbody>";
     for (const auto& r : refunds)
       body += "<tr><td>" + escape(r.reference) + "</td><td class=\"num\">" +
               escape(money::format(r.amount, r.currency)) + "</td><td>" + badge(payments::to_string(r.status)) +
@@ -114,7 +121,7 @@ std::string Service::refunds_card(const Ctx& c, const payments::Transaction& tx,
     body += "<form method=\"post\" id=\"refund-form\" action=\"" +
             escape(path("/transactions/" + web::percent_encode(tx.reference) + "/refund")) + "\"><h3>" +
             std::string(say(c.locale, "refund_title")) + "</h3>" + c.csrf_field() +
-            "<input type=\"hidden\" name=\"refund_uuid\" value=\"" + escape(form_key(submitted)) + "\"><p>" +
+            "<input type=\"hidden\" name=\"refund_uuid\" value=\"" + escape(form_key(submitted, refused)) + "\"><p>" +
             std::string(say(c.locale, "refund_still_refundable")) + " <strong id=\"refundable\">" +
             escape(money::format(left, tx.currency)) + "</strong></p>";
     if (refused) body += refusal_html(c, *refused);

@@ -11,7 +11,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { launchBrowser, noBrowser, signInMerchant } from './lib/browser.mjs';
-import { backends, startServer, waitFor, sqlRows, checkLedger, merchantToken } from './lib/server.mjs';
+import { backends, startServer, startTwoNodes, waitFor, sqlRows, checkLedger, merchantToken } from './lib/server.mjs';
 import { assertPageStandards, phoneViewport, desktopViewport } from './lib/pagecheck.mjs';
 
 const shots = process.env.SIKA_SCREENSHOTS;
@@ -252,3 +252,64 @@ for (const backend of backends()) {
     });
   });
 }
+
+// The same rendered form sent at once to two nodes sharing one PostgreSQL: one refund, one audit entry;
+// the form's key sent again with another amount is refused (409 naming the form), rendered on the page.
+describe('refund form sent to two nodes at once (postgres)', { skip: noBrowser || (!backends().includes('postgres') && 'needs PostgreSQL') }, () => {
+  let nodes, server, browser;
+  before(async () => {
+    nodes = await startTwoNodes({ backend: 'postgres', args: ['--set', 'payments.sandbox_delay_ms=300'] });
+    server = nodes.first;
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    if (browser) await browser.close();
+    if (nodes) await nodes.stop();
+  });
+
+  test('one refund and one refund.created whatever node each submission reaches', async () => {
+    const token = await merchantToken(server, 0);
+    const post = async (path, body) => {
+      const r = await fetch(`${server.baseUrl}${path}`, { method: 'POST', body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json', 'x-sp-auth-token': `Bearer ${token}` } });
+      return { status: r.status, body: await r.json() };
+    };
+    const c = await post('/collection/intent', { amount: 4000, currency: 'XAF', transaction_uuid: randomUUID(),
+      provider: 'MTN_MOMO_CMR', channel: 'PROVIDER', customer_wallet: server.demo.sandbox.msisdn.success });
+    assert.equal(c.status, 200, JSON.stringify(c.body));
+    const ref = c.body.data.transaction_reference;
+    assert.equal((await post('/collection/execute', { transaction_reference: ref })).status, 200);
+    const q = (sql) => sqlRows(server, sql);
+    assert.ok(await waitFor(() => q(`SELECT status FROM pay_transactions WHERE reference = '${ref}'`)[0]?.[0] === 'COMPLETED'));
+
+    const context = await browser.newContext({ locale: 'en-GB' });
+    const page = await signInMerchant(server, context);
+    const first = server.demo.dashboard.url;
+    const second = first.replace(`:${server.port}`, `:${nodes.second.port}`);
+    assert.notEqual(first, second);
+    await page.goto(`${first}/transactions/${ref}?lang=en`);
+    const form = {
+      csrf: await page.getAttribute('#refund-form input[name=csrf]', 'value'),
+      refund_uuid: await page.getAttribute('#refund-form input[name=refund_uuid]', 'value'),
+      amount: '1500', reason: 'DUPLICATE', description: 'sent twice',
+    };
+    const send = (base, f = form) => context.request.post(`${base}/transactions/${ref}/refund`, { form: f, maxRedirects: 0 });
+    const answers = await Promise.all([first, second, first, second, first, second].map((b) => send(b)));
+    for (const a of answers) assert.equal(a.status(), 303, await a.text());
+    assert.equal(new Set(answers.map((a) => a.headers().location)).size, 1);
+    const refunds = q(`SELECT reference, amount FROM pay_refunds WHERE transaction_reference = '${ref}'`);
+    assert.deepEqual(refunds.map((r) => Number(r[1])), [1500]);
+    assert.deepEqual(q(`SELECT COUNT(*) FROM dsh_audit WHERE action = 'refund.created' AND object = '${refunds[0][0]}'`), [['1']]);
+
+    // The same form key with another amount: 409, rendered on the collection's page, nothing more made.
+    const other = await send(second, { ...form, amount: '1600' });
+    assert.equal(other.status(), 409);
+    const otherPage = await other.text();
+    assert.match(otherPage, /Form<\/strong> : was already used for another refund/);
+    assert.ok(!otherPage.includes(form.refund_uuid), 'the page rendered again carries a new key');
+    assert.equal(q(`SELECT COUNT(*) FROM pay_refunds WHERE transaction_reference = '${ref}'`)[0][0], '1');
+    assert.ok(await waitFor(() => q(`SELECT status FROM pay_refunds WHERE transaction_reference = '${ref}'`)[0]?.[0] === 'COMPLETED'));
+    await context.close();
+    checkLedger(server);
+  });
+});
