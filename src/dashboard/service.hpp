@@ -138,16 +138,12 @@ class Service {
   web::Response security(web::Request& req);        // GET /security: TOTP for members
   web::Response security_enrol(web::Request& req);  // POST /security/totp
   // --- merchant pages (dashboard_session) ---
-  web::Response settings(web::Request& req);          // GET /settings: the merchant's time zone
-  web::Response settings_submit(web::Request& req);   // POST /settings (owners)
-  web::Response transactions(web::Request& req);      // GET /transactions
-  web::Response transactions_csv(web::Request& req);  // GET /transactions.csv
-  web::Response transaction(web::Request& req);       // GET /transactions/{reference}
-  web::Response redeliver(web::Request& req);         // POST /transactions/{reference}/redeliver
-  // POST /transactions/{reference}/refund (owners; audited): payments::Service::refund, the API's
-  // operation; GET /refunds?status=&transaction_reference=&before= (refund_pages.cpp).
-  web::Response refund_submit(web::Request& req);
-  web::Response refunds(web::Request& req);
+  web::Response settings(web::Request& req);           // GET /settings: the merchant's time zone
+  web::Response settings_submit(web::Request& req);    // POST /settings (owners)
+  web::Response transactions(web::Request& req);       // GET /transactions
+  web::Response transactions_csv(web::Request& req);   // GET /transactions.csv
+  web::Response transaction(web::Request& req);        // GET /transactions/{reference}
+  web::Response redeliver(web::Request& req);          // POST /transactions/{reference}/redeliver
   web::Response force_outcome(web::Request& req);      // POST /transactions/{reference}/force (sandbox)
   web::Response links_page(web::Request& req);         // GET /links
   web::Response link_create(web::Request& req);        // POST /links
@@ -184,6 +180,11 @@ class Service {
       web::Request& req);  // POST /subscriptions/{reference}/suspend|reactivate|cancel|test-clock
   // POST /checkout/signed-only: the merchant's signed checkout requests only (owners; audited)
   web::Response checkout_signed_only(web::Request& req);
+  // Refunds (refund_pages.cpp; docs/refunds.md): POST /transactions/{reference}/refund (owners;
+  // audited) through payments::Service::refund, the API's operation; GET
+  // /refunds?status=&transaction_reference=&before= (the merchant's refunds).
+  web::Response refund_submit(web::Request& req);
+  web::Response refunds(web::Request& req);
   // --- operator pages (operator_session) ---
   web::Response merchants(web::Request& req);            // GET /operator/merchants
   web::Response merchant_create(web::Request& req);      // POST /operator/merchants
