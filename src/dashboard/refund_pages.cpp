@@ -125,14 +125,13 @@ std::string Service::refunds_card(const Ctx& c, const payments::Transaction& tx,
             std::string(say(c.locale, "refund_still_refundable")) + " <strong id=\"refundable\">" +
             escape(money::format(left, tx.currency)) + "</strong></p>";
     if (refused) body += refusal_html(c, *refused);
-    body += "<div class=\"filters\"><div><label for=\"refund-amount\">" +
-            std::string(say(c.locale, "refund_amount_empty_all")) + escape(money::format(left, tx.currency)) +
+    body += "<label for=\"refund-amount\">" + std::string(say(c.locale, "refund_amount_empty_all")) +
+            escape(money::format(left, tx.currency)) +
             ")</label><input id=\"refund-amount\" name=\"amount\" inputmode=\"decimal\" autocomplete=\"off\" value=\"" +
-            escape(v("amount")) + "\"></div><div><label for=\"refund-reason\">" +
-            std::string(say(c.locale, "refund_reason")) + "</label><select id=\"refund-reason\" name=\"reason\">";
+            escape(v("amount")) + "\"><label for=\"refund-reason\">" + std::string(say(c.locale, "refund_reason")) +
+            "</label><select id=\"refund-reason\" name=\"reason\">";
     for (std::string_view r : payments::kRefundReasons) body += option(r, say_refund_reason(c.locale, r), chosen);
-    body += "</select></div></div><label for=\"refund-description\">" +
-            std::string(say(c.locale, "refund_description")) +
+    body += "</select><label for=\"refund-description\">" + std::string(say(c.locale, "refund_description")) +
             "</label><input id=\"refund-description\" name=\"description\" maxlength=\"255\" value=\"" +
             escape(v("description")) + "\"><button id=\"refund-submit\">" +
             std::string(say(c.locale, "refund_submit")) + "</button></form>";
