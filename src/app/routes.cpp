@@ -483,6 +483,10 @@ void build_routes(web::Router& r, Context& ctx) {
            "A transaction: timeline, ledger entries, webhook deliveries"});
     r.add({Surface::dashboard, "POST", "/transactions/{reference}/redeliver", web::bind(svc, &Dsh::redeliver), member,
            "Replays a webhook delivery of the transaction"});
+    r.add({Surface::dashboard, "POST", "/transactions/{reference}/refund", web::bind(svc, &Dsh::refund_submit), member,
+           "Refunds (part of) a COMPLETED collection through the API's operation (owners; audited)"});
+    r.add({Surface::dashboard, "GET", "/refunds", web::bind(svc, &Dsh::refunds), member,
+           "The merchant's refunds: filters (status, transaction reference), keyset pages"});
     r.add({Surface::dashboard, "GET", "/links", web::bind(svc, &Dsh::links_page), member, "Payment links"});
     r.add({Surface::dashboard, "POST", "/links", web::bind(svc, &Dsh::link_create), member, "Creates a payment link"});
     r.add({Surface::dashboard, "GET", "/links/{reference}/qr.png", web::bind(svc, &Dsh::link_qr), member,

@@ -21,6 +21,8 @@
 #include "links/service.hpp"
 #include "links/store.hpp"
 #include "payments/queries.hpp"
+#include "payments/refund_store.hpp"
+#include "payments/service.hpp"
 #include "web/csv.hpp"
 #include "web/envelope.hpp"
 #include "webhooks/registry.hpp"
@@ -253,7 +255,8 @@ web::Response Service::transactions_csv(web::Request& req) {
 namespace {
 // A transaction's timeline in time order: its creation, status moves, the calls made to its
 // operator, recovery's status questions and the operator's callbacks.
-std::string timeline_list(const payments::queries::Timeline& t, const Service::Ctx& c) {
+std::string timeline_list(const payments::queries::Timeline& t, const std::vector<payments::Refund>& refunds,
+                          const Service::Ctx& c) {
   std::vector<std::pair<std::int64_t, std::string>> items;
   auto add = [&](std::int64_t at, std::string what) {
     items.emplace_back(at, "<li>" + when(at, c.zone) + " — " + what);
@@ -274,6 +277,16 @@ std::string timeline_list(const payments::queries::Timeline& t, const Service::C
   for (const auto& cb : t.callbacks)
     add(cb.received_at, std::string(say(c.locale, "operator_callback")) + " " + escape(cb.connector) + ": " +
                             escape(cb.reported_status) + " (" + escape(cb.outcome) + ")");
+  for (const auto& r : refunds) {
+    const std::string what = std::string(say(c.locale, "refund_in_timeline")) + " " + escape(r.reference) + " " +
+                             escape(money::format(r.amount, r.currency)) + " (" +
+                             escape(say_refund_reason(c.locale, r.reason)) + ")";
+    add(r.created_at, what + " " + badge("PENDING"));
+    if (r.status != payments::RefundStatus::pending)
+      add(r.updated_at,
+          what + " → " + badge(payments::to_string(r.status)) +
+              (r.failure_reason ? " <span class=\"muted\">(" + escape(*r.failure_reason) + ")</span>" : std::string()));
+  }
   std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::string out = "<ol id=\"timeline\">";
   for (auto& [at, li] : items) out += li + "</li>";
@@ -284,7 +297,12 @@ std::string timeline_list(const payments::queries::Timeline& t, const Service::C
 web::Response Service::transaction(web::Request& req) {
   auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
-  const std::string reference = req.path_param("reference");
+  return transaction_view(req, *c, req.path_param("reference"), nullptr, nullptr);
+}
+
+web::Response Service::transaction_view(web::Request& req, const Ctx& ctx, const std::string& reference,
+                                        const Error* refused, const web::Fields* submitted) {
+  const Ctx* c = &ctx;
   payments::queries::Timeline t;
   auto read = db_.read([&](store::Conn& conn) -> Status {
     SIKA_ASSIGN_OR_RETURN(t, payments::queries::timeline(conn, reference));
@@ -293,6 +311,16 @@ web::Response Service::transaction(web::Request& req) {
   if (!read) return error_page(req, read.error());
   if (t.tx.merchant_id != c->principal.merchant_id || t.tx.environment != c->principal.environment)
     return error_page(req, not_found(bj::object{{"transaction_reference", reference}}));
+  // The collection's refunds (its own merchant's, as the API lists them), newest first.
+  std::vector<payments::Refund> refunds;
+  if (parts_.payments && t.tx.operation == payments::kCollection) {
+    payments::tables::RefundFilter rf;
+    rf.transaction_reference = reference;
+    rf.limit = 100;
+    auto listed = parts_.payments->list_refunds(c->principal, rf);
+    if (!listed) return error_page(req, listed.error());
+    refunds = std::move(listed->first);
+  }
   std::vector<webhooks::Delivery> deliveries;
   if (parts_.webhooks) {
     webhooks::DeliveryFilter df;
@@ -307,11 +335,17 @@ web::Response Service::transaction(web::Request& req) {
                      "</p><p>" + std::string(say(c->locale, "fee")) + " " + escape(money::format(tx.fee, tx.currency)) +
                      " · " + escape(tx.service_code) + " · " + escape(tx.customer_wallet) + "</p>";
   if (tx.failure_reason) body += "<p class=\"error\">" + escape(*tx.failure_reason) + "</p>";
+  // The refund form's flash after its redirect (post/redirect/get).
+  if (auto done = req.query_param("refunded"); done && !refused)
+    body = "<p class=\"card\" role=\"status\" id=\"refund-flash\">" + std::string(say(c->locale, "refund_created")) +
+           " " + escape(*done) + "</p>" + body;
   if (c->principal.can_change() && tx.environment == "sandbox" && tx.status == payments::TxStatus::pending &&
       tx.operation == payments::kCollection && tx.connector == "sandbox")
     body += force_form(*c, path("/transactions/" + web::percent_encode(reference) + "/force"));
-  body += "</section><section class=\"card\" aria-labelledby=\"tl\"><h2 id=\"tl\">" +
-          std::string(say(c->locale, "timeline")) + "</h2>" + timeline_list(t, *c) +
+  body += "</section>";
+  if (tx.operation == payments::kCollection) body += refunds_card(*c, tx, refunds, refused, submitted);
+  body += "<section class=\"card\" aria-labelledby=\"tl\"><h2 id=\"tl\">" + std::string(say(c->locale, "timeline")) +
+          "</h2>" + timeline_list(t, refunds, *c) +
           "</section><section class=\"card\" aria-labelledby=\"le\"><h2 id=\"le\">" +
           std::string(say(c->locale, "ledger_entries")) + "</h2><div class=\"scroll\"><table><thead><tr><th>" +
           std::string(say(c->locale, "journal")) + "</th><th>" + std::string(say(c->locale, "account")) +
@@ -341,7 +375,7 @@ web::Response Service::transaction(web::Request& req) {
     body += "</tbody></table></div>";
   }
   body += "</section>";
-  return page(req, *c, reference, body);
+  return page(req, *c, reference, body, refused ? web::http_status(refused->kind) : 200);
 }
 
 web::Response Service::redeliver(web::Request& req) {

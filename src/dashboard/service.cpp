@@ -288,6 +288,7 @@ web::Response Service::page(const web::Request& req, const Ctx& c, std::string t
   static constexpr Item kNav[] = {
       {"/", "nav_home", false, false},
       {"/transactions", "nav_transactions", false, false},
+      {"/refunds", "nav_refunds", false, false},
       {"/links", "nav_payment_links", false, false},
       {"/payouts", "nav_payouts", false, false},
       {"/statements", "nav_statements", false, false},

@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.hpp"
 #include "dashboard/sessions.hpp"
@@ -49,6 +50,8 @@ class Service;
 }
 namespace sika::payments {
 class Service;
+struct Transaction;
+struct Refund;
 namespace recon {
 class Reconciler;
 }
@@ -179,6 +182,11 @@ class Service {
       web::Request& req);  // POST /subscriptions/{reference}/suspend|reactivate|cancel|test-clock
   // POST /checkout/signed-only: the merchant's signed checkout requests only (owners; audited)
   web::Response checkout_signed_only(web::Request& req);
+  // Refunds (refund_pages.cpp; docs/refunds.md): POST /transactions/{reference}/refund (owners;
+  // audited) through payments::Service::refund, the API's operation; GET
+  // /refunds?status=&transaction_reference=&before= (the merchant's refunds).
+  web::Response refund_submit(web::Request& req);
+  web::Response refunds(web::Request& req);
   // --- operator pages (operator_session) ---
   web::Response merchants(web::Request& req);            // GET /operator/merchants
   web::Response merchant_create(web::Request& req);      // POST /operator/merchants
@@ -237,6 +245,14 @@ class Service {
   // was `submitted` when given, shown next to its fields.
   web::Response merchant_view(web::Request& req, const Ctx& c, const std::string& matricule, const Error* refused,
                               const web::Fields* submitted);
+  // A transaction's page; with the refund form's refusal (`refused`, rendered with its status) and
+  // what was `submitted` when given.
+  web::Response transaction_view(web::Request& req, const Ctx& c, const std::string& reference, const Error* refused,
+                                 const web::Fields* submitted);
+  // The refunds card of a collection's page: its refunds, what is refunded, and the refund form for
+  // owners while something is left to refund (refund_pages.cpp).
+  std::string refunds_card(const Ctx& c, const payments::Transaction& tx, const std::vector<payments::Refund>& refunds,
+                           const Error* refused, const web::Fields* submitted);
   // Creates an OAuth application of a merchant and renders its secret once.
   web::Response create_app(web::Request& req, const Ctx& c, std::int64_t merchant_id, std::string_view back);
   // Queues a new delivery of the merchant's event (to one endpoint, or every subscribed one); audited.

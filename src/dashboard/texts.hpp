@@ -446,6 +446,31 @@ inline constexpr web::texts::Entry kTextsData[] = {
     {"state_under_investigation", "En enquête", "Under investigation"},
     {"state_adjusted", "Ajusté", "Adjusted"},
     {"state_resolved", "Résolu", "Resolved"},
+    {"nav_refunds", "Remboursements", "Refunds"},
+    {"refund_title", "Rembourser", "Refund"},
+    {"refund_amount_empty_all", "Montant (vide : tout ce qui reste, ", "Amount (empty: all that is left, "},
+    {"refund_still_refundable", "Encore remboursable :", "Still refundable:"},
+    {"refund_refunded", "Remboursé :", "Refunded:"},
+    {"refund_reason", "Motif", "Reason"},
+    {"refund_reason_REQUESTED_BY_CUSTOMER", "Demandé par le client", "Requested by the customer"},
+    {"refund_reason_DUPLICATE", "Paiement en double", "Duplicate payment"},
+    {"refund_reason_FRAUDULENT", "Frauduleux", "Fraudulent"},
+    {"refund_reason_OTHER", "Autre", "Other"},
+    {"refund_description", "Description (facultative)", "Description (optional)"},
+    {"refund_submit", "Rembourser", "Refund"},
+    {"refund_created", "Remboursement demandé :", "Refund requested:"},
+    {"refund_refused", "Remboursement refusé.", "Refund refused."},
+    {"refund_form_key", "Formulaire", "Form"},
+    {"refund_form_used",
+     "a déjà servi pour un autre remboursement (voir la liste ci-dessus) ; il porte maintenant une nouvelle clé",
+     "was already used for another refund (see the list above); it now carries a new key"},
+    {"no_refund", "Aucun remboursement.", "No refund."},
+    {"refund_failure", "Motif de l'échec", "Failure reason"},
+    {"refund_updated", "Mis à jour", "Updated"},
+    {"refund_in_timeline", "Remboursement", "Refund"},
+    {"refund_who", "Les propriétaires du compte marchand remboursent une collecte depuis sa page.",
+     "The merchant's owners refund a collection from its page."},
+    {"refund_transaction_filter", "Référence de la transaction", "Transaction reference"},
 };
 inline constexpr auto kTexts = web::texts::table(kTextsData);
 
@@ -455,6 +480,11 @@ inline std::string_view say(i18n::Locale locale, web::texts::Key<kTexts> key) { 
 inline std::string say_kind(i18n::Locale locale, std::string_view kind) {
   const std::string key = "kind_" + std::string(kind);
   return kTexts.find(key) < kTexts.size() ? std::string(kTexts.lookup(key, locale)) : std::string(kind);
+}
+// The text of a refund's reason (REQUESTED_BY_CUSTOMER...; the value itself when it has none).
+inline std::string say_refund_reason(i18n::Locale locale, std::string_view reason) {
+  const std::string key = "refund_reason_" + std::string(reason);
+  return kTexts.find(key) < kTexts.size() ? std::string(kTexts.lookup(key, locale)) : std::string(reason);
 }
 inline std::string say_state(i18n::Locale locale, std::string_view state) {
   const std::string key = "state_" + std::string(state);

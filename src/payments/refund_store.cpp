@@ -179,6 +179,10 @@ Result<std::pair<std::vector<Refund>, std::int64_t>> list_refunds(store::Conn& c
     where += " AND status = ?";
     params.emplace_back(std::string(to_string(*f.status)));
   }
+  if (f.before) {
+    where += " AND id < ?";
+    params.emplace_back(*f.before);
+  }
   std::pair<std::vector<Refund>, std::int64_t> out;
   SIKA_ASSIGN_OR_RETURN(auto total, conn.query_one("SELECT COUNT(*) FROM pay_refunds" + where, params));
   out.second = total ? total->i64(0) : 0;

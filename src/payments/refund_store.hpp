@@ -83,6 +83,7 @@ struct RefundFilter {
   std::string environment;
   std::string transaction_reference;
   std::optional<RefundStatus> status;
+  std::optional<std::int64_t> before;  // keyset: only refunds whose id is below it
   std::int64_t limit = 25;
   std::int64_t offset = 0;
 };

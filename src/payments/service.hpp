@@ -255,7 +255,12 @@ class Service {
   // then asked of the operator (its refund API, or a payout to the payer's number). Errors: 404
   // another merchant's collection; 409 not_refundable, refund_in_progress, insufficient_funds, or
   // naming refund_uuid (reused for another body); 400 naming amount beyond what is refundable.
-  Result<Refund> refund(const RefundRequest& request, const web::Principal& merchant);
+  // `on_created`, when given, runs inside that write unit once the refund is created (never for a
+  // replay of its refund_uuid): what it writes commits with the refund or not at all (the
+  // dashboard's audit entry); its error refuses the whole unit.
+  using RefundCreated = std::function<Status(store::Conn&, const Refund&)>;
+  Result<Refund> refund(const RefundRequest& request, const web::Principal& merchant,
+                        const RefundCreated& on_created = {});
   // The refund of `reference` as `merchant` may see it (another merchant's: 404 naming refund_reference).
   Result<Refund> find_refund(const web::Principal& merchant, std::string_view reference);
   // One page of `merchant`'s refunds, newest first, and how many match in all (the filter's

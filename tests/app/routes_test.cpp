@@ -216,6 +216,8 @@ TEST_F(RouteTable, EveryRouteDeclaresTheReviewedAuthPolicy) {
       {"dashboard POST /settlement/now", "dashboard_session"},
       {"dashboard GET /transactions/{reference}", "dashboard_session"},
       {"dashboard POST /transactions/{reference}/redeliver", "dashboard_session"},
+      {"dashboard POST /transactions/{reference}/refund", "dashboard_session"},
+      {"dashboard GET /refunds", "dashboard_session"},
       {"dashboard GET /links", "dashboard_session"},
       {"dashboard POST /links", "dashboard_session"},
       {"dashboard GET /links/{reference}/qr.png", "dashboard_session"},

@@ -819,6 +819,27 @@ TEST_P(DashboardPagesTest, ViewersForceNoOutcomeAndMoveNoSubscription) {
   EXPECT_TRUE(entries.empty());
 }
 
+// Refunds move money: owners only. A viewer and a developer are refused (403) before anything is
+// read or written; nothing is audited.
+TEST_P(DashboardPagesTest, OnlyOwnersRefundViewersAndDevelopersAreRefused) {
+  const std::string form = "amount=100&reason=OTHER&refund_uuid=0190d5a4-3c1e-7b2a-9f3e-2d4c5b6a7e8f";
+  EXPECT_EQ(call(&Service::refund_submit, signed_in(viewer_a_), "POST", form, {{"reference", "TX-1"}}).status, 403);
+  ASSERT_TRUE(db_->write([&](store::Conn& c) {
+                   return put_member(c, viewer_a_, merchant_a_, web::Role::developer, clock_.load());
+                 })
+                  .ok());
+  EXPECT_EQ(call(&Service::refund_submit, signed_in(viewer_a_), "POST", form, {{"reference", "TX-1"}}).status, 403);
+  EXPECT_EQ(call(&Service::refund_submit, signed_in(operator_), "POST", form, {{"reference", "TX-1"}}).status, 404)
+      << "merchant pages are for members";
+  std::vector<AuditEntry> entries;
+  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(entries, list_audit(c, merchant_a_, std::nullopt, 10));
+                   return {};
+                 })
+                  .ok());
+  for (const auto& e : entries) EXPECT_NE(e.action, "refund.created");
+}
+
 TEST_P(DashboardPagesTest, HealthShowsTheOutboxLag) {
   const std::string op = signed_in(operator_);
   auto quiet = call(&Service::health, op, "GET");

@@ -520,6 +520,75 @@ TEST_P(RefundTest, ConcurrentRefundsOfOneCollectionNeverExceedWhatWasCollected) 
   expect_ledger_clean();
 }
 
+// What a caller of Service::refund writes in the refund's own unit (the dashboard's audit entry):
+// committed with the refund, once, however many times the same refund_uuid is sent at once; never
+// for a replay; its error refuses the whole unit (no refund, nothing reserved).
+TEST_P(RefundTest, TheCreatedHookCommitsWithTheRefundOnceAndItsErrorLeavesNothing) {
+  auto p = principal(m1_);
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_TRY(
+                       c.exec("CREATE TABLE test_refund_marks (refund_reference TEXT PRIMARY KEY, amount BIGINT)"));
+                   return {};
+                 })
+                  .ok());
+  std::atomic<int> runs{0};
+  Service::RefundCreated mark = [&](store::Conn& c, const Refund& r) -> Status {
+    ++runs;
+    SIKA_TRY(c.exec("INSERT INTO test_refund_marks (refund_reference, amount) VALUES (?, ?)", {r.reference, r.amount}));
+    return {};
+  };
+  auto request_of = [](const bj::object& body) {
+    json::FieldErrors errors;
+    RefundRequest r = parse_refund(body, errors);
+    EXPECT_TRUE(errors.status().ok());
+    return r;
+  };
+  for (int round = 0; round < 2; ++round) {
+    const std::string ref = round == 0 ? wallet_collected(p, 4'000) : collected(p, 4'000);
+    const std::int64_t before = available(m1_);
+    // The hook refuses: nothing of the unit remains.
+    Service::RefundCreated refuse = [](store::Conn&, const Refund&) -> Status {
+      return make_error(ErrorKind::conflict, "conflict", bj::object{{"refund_uuid", "refused by the caller"}});
+    };
+    auto refused = service_->refund(request_of(refund_body(ref, 1'000)), p, refuse);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_TRUE(refused.error().is(ErrorKind::conflict));
+    EXPECT_EQ(count("SELECT COUNT(*) FROM pay_refunds WHERE transaction_reference = ?", {ref}), 0);
+    EXPECT_EQ(available(m1_), before);
+    EXPECT_EQ(status_of(p, ref).at("refunded_amount").as_int64(), 0);
+
+    // The same refund_uuid sent by 8 callers at once: one refund, one mark, every caller gets it.
+    const RefundRequest same = request_of(refund_body(ref, 1'500));
+    std::vector<std::string> got(8);
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 8; ++i)
+      threads.emplace_back([&, i] {
+        ++ready;
+        while (ready.load() < 8) std::this_thread::yield();
+        auto r = service_->refund(same, p, mark);
+        if (r)
+          got[i] = r->reference;
+        else
+          ADD_FAILURE() << r.error().code << " " << bj::serialize(r.error().details);
+      });
+    for (auto& t : threads) t.join();
+    for (const auto& g : got) EXPECT_EQ(g, got[0]);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM pay_refunds WHERE transaction_reference = ?", {ref}), 1);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM test_refund_marks WHERE refund_reference = ?", {got[0]}), 1);
+    EXPECT_EQ(count("SELECT amount FROM test_refund_marks WHERE refund_reference = ?", {got[0]}), 1'500);
+    // A replay afterwards: the same refund, the hook not run.
+    const int runs_before = runs.load();
+    auto again = service_->refund(same, p, mark);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->reference, got[0]);
+    EXPECT_EQ(runs.load(), runs_before);
+    (void)wait_refund(p, got[0]);
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM test_refund_marks"), 2);
+  expect_ledger_clean();
+}
+
 // A refund and a payout race for the same balance: whichever commits first takes it, the other is
 // refused, and the merchant's available balance never goes below zero.
 TEST_P(RefundTest, ARefundRacingAPayoutOfTheSameBalanceNeverDrivesItNegative) {
