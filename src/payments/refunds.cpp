@@ -103,7 +103,8 @@ PaymentOrder Service::refund_order(const Refund& r, const Transaction& tx) const
   return o;
 }
 
-Result<Refund> Service::refund(const RefundRequest& request, const web::Principal& merchant) {
+Result<Refund> Service::refund(const RefundRequest& request, const web::Principal& merchant,
+                               const std::function<Status(store::Conn&, const Refund&)>& audit) {
   if (merchant.merchant_id == 0) return forbidden(bj::string("this credential is not bound to a merchant"));
   SIKA_ASSIGN_OR_RETURN(Transaction tx, find(merchant, request.transaction_reference, kCollection));
   const std::int64_t at = now();
@@ -167,6 +168,7 @@ Result<Refund> Service::refund(const RefundRequest& request, const web::Principa
       SIKA_ASSIGN_OR_RETURN(queued,
                             tables::queue_refund(c, r, holds_payouts(r.connector), at, at + recovery_delay_ms(0)));
     }
+    if (audit) SIKA_TRY(audit(c, r));
     out = std::move(r);
     created = true;
     return {};

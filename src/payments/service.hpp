@@ -255,7 +255,10 @@ class Service {
   // then asked of the operator (its refund API, or a payout to the payer's number). Errors: 404
   // another merchant's collection; 409 not_refundable, refund_in_progress, insufficient_funds, or
   // naming refund_uuid (reused for another body); 400 naming amount beyond what is refundable.
-  Result<Refund> refund(const RefundRequest& request, const web::Principal& merchant);
+  // `audit` (when set) runs in the unit that creates the refund, after it is reserved (an operator's
+  // audit entry); it does not run on a replay or a refusal.
+  Result<Refund> refund(const RefundRequest& request, const web::Principal& merchant,
+                        const std::function<Status(store::Conn&, const Refund&)>& audit = {});
   // The refund of `reference` as `merchant` may see it (another merchant's: 404 naming refund_reference).
   Result<Refund> find_refund(const web::Principal& merchant, std::string_view reference);
   // One page of `merchant`'s refunds, newest first, and how many match in all (the filter's
