@@ -8,6 +8,10 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startServer, backends, merchantToken, waitFor, checkLedger } from './lib/server.mjs';
+import { launchBrowser, noBrowser } from './lib/browser.mjs';
+import { assertPageStandards, phoneViewport, desktopViewport } from './lib/pagecheck.mjs';
+
+const shots = process.env.SIKA_SCREENSHOTS;
 
 const BASE = '/merchand/billing';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -82,6 +86,23 @@ for (const backend of backends()) {
       assert.ok(!html.includes('Try again') && !html.includes('try again'), 'no new attempt offered');
       const fr = await receipt('fr');
       assert.match(fr, /Remboursé :/);
+      if (!noBrowser) {
+        // The receipt as a customer sees it: without JavaScript, axe-clean, on a phone and a desktop.
+        const browser = await launchBrowser();
+        try {
+          for (const [viewport, lang, name] of [[phoneViewport, 'fr', 'link-receipt-refunded-phone-fr'],
+            [desktopViewport, 'en', 'link-receipt-refunded-desktop-en']]) {
+            const context = await browser.newContext({ ...viewport, javaScriptEnabled: false });
+            const page = await context.newPage();
+            await page.goto(`${link.payment_url}/status?t=${payer}&lang=${lang}`);
+            await assertPageStandards(page, name);
+            if (shots) await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+            await context.close();
+          }
+        } finally {
+          await browser.close();
+        }
+      }
       // The link still takes its other uses: the refunded one is not given back.
       const listed = (await call('GET', `/payment-links/${link.reference}`)).body.data;
       assert.equal(listed.status, 'ACTIVE');
