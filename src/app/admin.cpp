@@ -155,6 +155,7 @@ void add_admin_commands(CLI::App& admin, AdminEnv& env) {
   add_payments_admin(admin, env);
   add_recon_admin(admin, env);
   add_settlement_admin(admin, env);
+  add_refunds_admin(admin, env);
   add_health_admin(admin, env);
   add_links_admin(admin, env);
   add_wallets_admin(admin, env);

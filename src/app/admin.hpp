@@ -53,5 +53,6 @@ void add_checkout_admin(CLI::App& admin, AdminEnv& env);
 void add_fx_admin(CLI::App& admin, AdminEnv& env);
 void add_recon_admin(CLI::App& admin, AdminEnv& env);
 void add_settlement_admin(CLI::App& admin, AdminEnv& env);
+void add_refunds_admin(CLI::App& admin, AdminEnv& env);
 
 }  // namespace sika::app

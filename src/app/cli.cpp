@@ -137,7 +137,13 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  if (admin_ctx) admin_ctx->db->close();
+  if (admin_ctx) {
+    // What the command left to the workers is written before the database closes: the operator
+    // calls it made, and the submissions the sandbox operator accepted (the server's recovery then
+    // finds them there, as the command's process ends before the sandbox's callback).
+    stop_workers(*admin_ctx);
+    admin_ctx->db->close();
+  }
   return exit_code;
 }
 

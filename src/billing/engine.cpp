@@ -289,7 +289,7 @@ Result<bool> Service::debit(const Subscription& s, const Mandate& m, Payment p, 
     }
     tx = std::move(done).value();
   }
-  if (tx.status == payments::TxStatus::completed) {
+  if (payments::was_paid(tx.status)) {
     if (opening) wake_jobs();  // the next cycle may be due already (catch-up after downtime)
     return true;
   }
@@ -546,7 +546,8 @@ Result<int> Service::settle_due() {
 
 Status Service::settle(const tables::Ended& e) {
   const std::int64_t at = now();
-  const bool paid = e.transaction_status == "COMPLETED";
+  // A collection refunded (in full) before this settles it was paid all the same.
+  const bool paid = e.transaction_status == "COMPLETED" || e.transaction_status == "REFUNDED";
   std::optional<Subscription> s;
   std::optional<Payment> reminder;
   bool resumed = false;

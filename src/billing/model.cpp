@@ -110,6 +110,7 @@ bj::object payment_json(const Payment& p) {
   o["payment_link_reference"] = text(p.payment_link_reference);
   o["wallet_transaction_id"] = text(p.wallet_transaction_id);
   o["failure_reason"] = text(p.failure_reason);
+  o["refunded_amount"] = p.refunded_amount;
   o["created_at"] = iso8601(p.created_at);
   o["updated_at"] = iso8601(p.updated_at);
   return o;

@@ -144,6 +144,9 @@ struct Payment {
   std::optional<std::int64_t> link_deadline_at;
   std::int64_t created_at = 0;
   std::int64_t updated_at = 0;
+  // What the refunds of the collection that paid it gave back (minor units; 0 when none, or not
+  // PAID). A refund changes neither the payment's status nor the subscription: the cycle was paid.
+  std::int64_t refunded_amount = 0;
 
   // Whether this is a later cycle paid by a payment link (its operator needs a code), whose
   // attempts each send a new link; the consent (cycle 0) is a link too but never dunned.

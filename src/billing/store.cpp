@@ -62,7 +62,10 @@ Subscription subscription_from(const store::Row& r) {
 constexpr std::string_view kPayment =
     "SELECT id, reference, subscription_id, cycle, amount, currency, status, due_at, paid_at, attempts, failed_at, "
     "next_retry_at, payment_intent_reference, payment_link_reference, wallet_transaction_id, failure_reason, "
-    "created_at, updated_at, link_deadline_at FROM bil_payments ";
+    "created_at, updated_at, link_deadline_at, "
+    "(SELECT t.refunded_amount FROM pay_transactions t "
+    "WHERE t.reference = COALESCE(bil_payments.payment_intent_reference, bil_payments.wallet_transaction_id) "
+    "AND bil_payments.status = 'PAID') FROM bil_payments ";
 
 Payment payment_from(const store::Row& r) {
   Payment p;
@@ -85,6 +88,7 @@ Payment payment_from(const store::Row& r) {
   p.created_at = r.i64(16);
   p.updated_at = r.i64(17);
   p.link_deadline_at = r.opt_i64(18);
+  p.refunded_amount = r.opt_i64(19).value_or(0);
   return p;
 }
 
@@ -522,25 +526,26 @@ Result<std::vector<Ended>> ended_collections(store::Conn& c, std::int64_t limit)
   };
   SIKA_ASSIGN_OR_RETURN(
       auto pushed,
-      c.query("SELECT p.id, p.subscription_id, t.reference, t.status, t.failure_reason, t.service_code, "
-              "t.customer_wallet, t.updated_at FROM bil_payments p "
-              "JOIN pay_transactions t ON t.reference = p.payment_intent_reference "
-              "WHERE p.status = 'PROCESSING' AND t.status IN ('COMPLETED', 'FAILED', 'EXPIRED', 'CANCELLED') "
-              "ORDER BY p.id LIMIT ?",
-              {limit}));
+      c.query(
+          "SELECT p.id, p.subscription_id, t.reference, t.status, t.failure_reason, t.service_code, "
+          "t.customer_wallet, t.updated_at FROM bil_payments p "
+          "JOIN pay_transactions t ON t.reference = p.payment_intent_reference "
+          "WHERE p.status = 'PROCESSING' AND t.status IN ('COMPLETED', 'REFUNDED', 'FAILED', 'EXPIRED', 'CANCELLED') "
+          "ORDER BY p.id LIMIT ?",
+          {limit}));
   add(pushed, kPayProcessing);
   // The consent payment: the customer paid the subscription's single-use link.
   SIKA_ASSIGN_OR_RETURN(
-      auto linked,
-      c.query("SELECT p.id, p.subscription_id, t.reference, t.status, t.failure_reason, t.service_code, "
-              "t.customer_wallet, t.updated_at FROM bil_payments p "
-              "JOIN lnk_links l ON l.reference = p.payment_link_reference "
-              "JOIN lnk_payments a ON a.link_id = l.id "
-              "JOIN pay_transactions t ON t.merchant_id = l.merchant_id AND t.environment = l.environment "
-              "AND t.transaction_uuid = a.transaction_uuid "
-              "WHERE p.status = 'PENDING' AND p.payment_link_reference IS NOT NULL AND t.status = 'COMPLETED' "
-              "ORDER BY p.id LIMIT ?",
-              {limit}));
+      auto linked, c.query("SELECT p.id, p.subscription_id, t.reference, t.status, t.failure_reason, t.service_code, "
+                           "t.customer_wallet, t.updated_at FROM bil_payments p "
+                           "JOIN lnk_links l ON l.reference = p.payment_link_reference "
+                           "JOIN lnk_payments a ON a.link_id = l.id "
+                           "JOIN pay_transactions t ON t.merchant_id = l.merchant_id AND t.environment = l.environment "
+                           "AND t.transaction_uuid = a.transaction_uuid "
+                           "WHERE p.status = 'PENDING' AND p.payment_link_reference IS NOT NULL AND t.status IN "
+                           "('COMPLETED', 'REFUNDED') "
+                           "ORDER BY p.id LIMIT ?",
+                           {limit}));
   add(linked, kPayPending);
   return out;
 }

@@ -421,6 +421,8 @@ std::string service_data(const ReturnData& d) {
   o["fee_bearer"] = d.fee_bearer;
   o["fee"] = d.fee;
   o["credited_amount"] = d.credited_amount;
+  o["refunded_amount"] = d.refunded_amount;
+  o["refund_state"] = d.refund_state;
   if (!d.charged_currency.empty()) {
     o["charged_amount"] = d.charged_amount;
     o["charged_currency"] = d.charged_currency;

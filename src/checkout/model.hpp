@@ -180,6 +180,11 @@ struct ReturnData {
   std::string fee_bearer = "CUSTOMER";
   std::int64_t fee = 0;
   std::int64_t credited_amount = 0;
+  // The collection's refunds once it was paid: what its COMPLETED refunds gave back to the customer
+  // (minor units of the collection's currency) and the state that makes: "NONE", "PARTIAL" or "FULL"
+  // (the collection is REFUNDED). A refunded order was paid: its status stays COMPLETED.
+  std::int64_t refunded_amount = 0;
+  std::string refund_state = "NONE";
 };
 // The JSON text of service_data (the exact text that is signed).
 std::string service_data(const ReturnData& data);

@@ -54,6 +54,10 @@ constexpr web::texts::Entry kTextsData[] = {
     {"completed", "Paiement réussi. Merci ! Retour à la boutique…",
      "Payment completed. Thank you! Returning to the shop…"},
     {"back", "Retourner à la boutique", "Return to the shop"},
+    {"refunded", "Remboursé", "Refunded"},
+    {"refunded_all", "Cette commande a été payée, puis remboursée :", "This order was paid, then refunded:"},
+    {"partly_refunded", "Remboursé en partie :", "Partly refunded:"},
+    {"refunded_of", "sur", "of"},
     {"expired", "Cette session de paiement a expiré.", "This checkout session has expired."},
     {"cancelled", "Ce paiement a été annulé.", "This payment was cancelled."},
     {"not_found", "Cette session de paiement n'existe pas.", "This checkout session does not exist."},
@@ -216,7 +220,21 @@ std::string predicted_method(const std::shared_ptr<const catalog::Catalog>& cat,
 std::optional<web::Response> settled_page(const Words& t, web::html::Page& page, const Session& s,
                                           const std::optional<payments::Transaction>& tx, const std::string& ref,
                                           const std::string& lang, bool live, i18n::Locale locale) {
-  if (tx && tx->status == payments::TxStatus::completed) {
+  if (tx && payments::was_paid(tx->status) && tx->refunded_amount > 0) {
+    // Paid, then refunded in whole or in part: the order stays paid; the page says what came back
+    // (what the customer paid: the collection's required_total; the fee is not given back).
+    const bool all = tx->status == payments::TxStatus::refunded;
+    const std::string back = money::format(tx->refunded_amount, tx->currency, true);
+    const std::string headline = all ? escape(t("refunded"))
+                                     : escape(t("partly_refunded")) + " " + back + " " + escape(t("refunded_of")) +
+                                           " " + money::format(tx->required_total, tx->currency, true);
+    page.body_html += "<div class=\"card\"><p class=\"ok\" role=\"status\"><strong>" + headline + "</strong></p>" +
+                      (all ? "<p>" + escape(t("refunded_all")) + " " + back + "</p>" : std::string()) + "<p>" +
+                      escape(tx->reference) + "</p><p><a href=\"" + ref + "/return\">" + escape(t("back")) +
+                      "</a></p></div>";
+    return web::html::page_response(200, page, page_policy(&s));
+  }
+  if (tx && payments::was_paid(tx->status)) {
     page.body_html += web::html::live_html({.page_url = s.reference + lang,
                                             .script_src = "../live.js",
                                             .message_html = "<p class=\"ok\"><strong>" + escape(t("completed")) +

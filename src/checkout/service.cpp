@@ -303,7 +303,7 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
     if (!existing) continue;
     // The same order again: its open session (with the same fields), unless it was paid.
     SIKA_ASSIGN_OR_RETURN(auto tx, current(*existing));
-    if (tx && tx->status == payments::TxStatus::completed)
+    if (tx && payments::was_paid(tx->status))
       return with_problem(make_error(ErrorKind::conflict, "order_paid"), "orderId", Reason::order_paid);
     if (existing->status_at(now()) == kOpen) {
       if (existing->fingerprint != s.fingerprint)
@@ -321,7 +321,7 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
         SIKA_ASSIGN_OR_RETURN(auto last,
                               payments::tables::find_by_uuid(c, existing->merchant_id, existing->environment,
                                                              collection_uuid(existing->reference, existing->attempt)));
-        if (last && last->status == payments::TxStatus::completed)
+        if (last && payments::was_paid(last->status))
           return with_problem(make_error(ErrorKind::conflict, "order_paid"), "orderId", Reason::order_paid);
         if (last && !payments::is_terminal(last->status))
           return with_problem(conflict(), "orderId", Reason::order_in_progress);
@@ -399,7 +399,7 @@ Result<std::optional<payments::Transaction>> Service::current(const Session& s) 
   }));
   if (!tx) return tx;
   SIKA_ASSIGN_OR_RETURN(payments::Transaction now_tx, payments_.current(std::move(*tx), "checkout"));
-  if (now_tx.status == payments::TxStatus::completed && s.status == kOpen) {
+  if (payments::was_paid(now_tx.status) && s.status == kOpen) {
     const std::int64_t at = now();
     SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
       SIKA_TRY(tables::mark_paid(c, s.id, at));
@@ -415,7 +415,7 @@ Result<payments::Transaction> Service::pay(std::string_view reference, const Pay
   SIKA_ASSIGN_OR_RETURN(Session s, session(reference));
   SIKA_ASSIGN_OR_RETURN(merchant::Merchant m, merchant_of(s.merchant_id));
   SIKA_ASSIGN_OR_RETURN(auto tx, current(s));
-  if (tx && tx->status == payments::TxStatus::completed)
+  if (tx && payments::was_paid(tx->status))
     return with_problem(make_error(ErrorKind::conflict, "order_paid"), "reference", Reason::order_paid);
   // The current collection waits for a code: this submission brings it.
   if (tx && tx->status == payments::TxStatus::initiated && form.otp && form.seen_attempt == s.attempt)
@@ -457,7 +457,7 @@ Result<payments::Transaction> Service::pay(std::string_view reference, const Pay
       SIKA_ASSIGN_OR_RETURN(auto previous,
                             payments::tables::find_by_uuid(c, s.merchant_id, s.environment,
                                                            collection_uuid(s.reference, form.seen_attempt)));
-      if (previous && previous->status == payments::TxStatus::completed)
+      if (previous && payments::was_paid(previous->status))
         return with_problem(make_error(ErrorKind::conflict, "order_paid"), "reference", Reason::order_paid);
       if (previous && !payments::is_terminal(previous->status))
         return with_problem(conflict(), "reference", Reason::session_in_progress);
@@ -511,7 +511,7 @@ Result<std::optional<std::string>> Service::signed_return(const Session& s, cons
     // amount is what the merchant is credited, with a conversion it is in the customer's
     // currency, and the merchant compares the return with its order. What the customer was
     // charged is named only when it was charged.
-    const bool charged = tx->status == payments::TxStatus::completed && tx->currency != s.currency;
+    const bool charged = payments::was_paid(tx->status) && tx->currency != s.currency;
     if (const Quote* q = charged ? s.quote_for(tx->currency) : nullptr) {
       d.charged_amount = tx->required_total;
       d.charged_currency = tx->currency;
@@ -521,9 +521,11 @@ Result<std::optional<std::string>> Service::signed_return(const Session& s, cons
   d.settlement_mode = s.settlement_mode;
   if (s.settlement_mode == payments::kSplit) d.distribution = settlement_lines(s.distribution, m.matricule);
   d.fee_bearer = s.fee_bearer;
-  if (tx && tx->status == payments::TxStatus::completed) {
+  if (tx && payments::was_paid(tx->status)) {
     d.fee = tx->fee;
     d.credited_amount = tx->amount;
+    d.refunded_amount = tx->refunded_amount;
+    d.refund_state = tx->status == payments::TxStatus::refunded ? "FULL" : tx->refunded_amount > 0 ? "PARTIAL" : "NONE";
     if (tx->currency != s.currency) {
       // Converted: what the collection's amount was worth in the order's currency, as settled.
       std::optional<payments::Conversion> conversion;
@@ -546,14 +548,14 @@ Result<std::optional<std::string>> Service::return_to(std::string_view reference
   SIKA_ASSIGN_OR_RETURN(Session s, session(reference));
   SIKA_ASSIGN_OR_RETURN(merchant::Merchant m, merchant_of(s.merchant_id));
   SIKA_ASSIGN_OR_RETURN(auto tx, current(s));
-  if (tx && tx->status == payments::TxStatus::completed) return signed_return(s, m, tx, "COMPLETED");
+  if (tx && payments::was_paid(tx->status)) return signed_return(s, m, tx, "COMPLETED");
   // A collection still waiting for a code is cancelled with the session; one already pushed to
   // the customer's phone must end first.
   if (tx && tx->status == payments::TxStatus::pending) return std::optional<std::string>{};
   if (give_up && tx && tx->status == payments::TxStatus::initiated) {
     auto cancelled = payments_.cancel_collection(*tx, "checkout", "cancelled by the customer");
     if (!cancelled) return cancelled.take_error();
-    if (cancelled->status == payments::TxStatus::completed) return signed_return(s, m, *cancelled, "COMPLETED");
+    if (payments::was_paid(cancelled->status)) return signed_return(s, m, *cancelled, "COMPLETED");
     tx = std::move(cancelled).value();
   }
   const std::string_view state = s.status_at(now());

@@ -49,6 +49,8 @@ constexpr web::texts::Entry kTextsData[] = {
     {"completed", "Paiement réussi. Merci !", "Payment completed. Thank you!"},
     {"failed", "Le paiement n'a pas abouti.", "The payment did not go through."},
     {"receipt", "Reçu", "Receipt"},
+    {"refunded", "Remboursé :", "Refunded:"},
+    {"partly_refunded", "Remboursé en partie :", "Partly refunded:"},
     {"reference", "Référence", "Reference"},
     {"fee", "Frais", "Fee"},
     {"total", "Total payé", "Total paid"},
@@ -310,7 +312,7 @@ web::Response Service::status_page(web::Request& req) {
   auto shop = shop_of(*link);
   if (shop) h += "<p>" + escape(shop->name) + "</p>";
   page.live_state = std::string(payments::to_string(tx->status));
-  if (tx->status != payments::TxStatus::completed) page.title = t("pay_title");  // a receipt once paid only
+  if (!payments::was_paid(tx->status)) page.title = t("pay_title");  // a receipt once paid only
   if (!payments::is_terminal(tx->status)) {
     // A payment on its way: live.js follows it (web::html::live_html), no meta refresh.
     h += web::html::live_html(
@@ -319,8 +321,13 @@ web::Response Service::status_page(web::Request& req) {
          .script_src = "../../live.js",
          .message_html = "<p>" + escape(t("waiting")) + "</p>"},
         locale);
-  } else if (tx->status == payments::TxStatus::completed) {
+  } else if (payments::was_paid(tx->status)) {
+    // Paid; refunded in whole or in part afterwards (REFUNDED is a paid payment given back).
     h += "<p role=\"status\" class=\"ok\"><strong>" + escape(t("completed")) + "</strong></p>";
+    if (tx->refunded_amount > 0)
+      h += "<p role=\"status\">" +
+           escape(tx->status == payments::TxStatus::refunded ? t("refunded") : t("partly_refunded")) + " " +
+           money::format(tx->refunded_amount, tx->currency, true) + "</p>";
   } else {
     h += "<p role=\"alert\">" + escape(t("failed")) + "</p><p><a href=\"../" + escape(code) +
          "?lang=" + std::string(i18n::name(locale)) + "\">" + escape(t("again")) + "</a></p>";

@@ -231,7 +231,7 @@ Result<payments::Transaction> Service::collect(const Link& link, std::string_vie
     if (tx) {
       // A collection that ended at once without completing (the operator refused it) gives
       // its use back; release_ended does the same for those that end later.
-      if (attempt_id && payments::is_terminal(tx->status) && tx->status != payments::TxStatus::completed)
+      if (attempt_id && payments::is_terminal(tx->status) && !payments::was_paid(tx->status))
         (void)release(link, *attempt_id);
       return tx;
     }
@@ -244,7 +244,7 @@ Result<payments::Transaction> Service::collect(const Link& link, std::string_vie
             stored, payments::tables::find_by_uuid(c, link.merchant_id, link.environment, intent.transaction_uuid));
         return {};
       });
-      if (read && stored && payments::is_terminal(stored->status) && stored->status != payments::TxStatus::completed)
+      if (read && stored && payments::is_terminal(stored->status) && !payments::was_paid(stored->status))
         (void)release(link, *attempt_id);
     }
     return tx;

@@ -31,6 +31,10 @@ std::optional<TxStatus> parse_status(std::string_view text);
 // cancellation may follow it): every status but INITIATED and PENDING. A COMPLETED collection may
 // still become REFUNDED by its refunds.
 bool is_terminal(TxStatus s);
+// Returns true iff a collection in `s` was paid: COMPLETED, or REFUNDED (paid, then given back in
+// full by its refunds). What a payment bought (an order, a link's use, a subscription's cycle) stays
+// paid when it is refunded: it is never opened, retried or charged again for that.
+inline bool was_paid(TxStatus s) { return s == TxStatus::completed || s == TxStatus::refunded; }
 // Returns true iff `from -> to` is a move of the lifecycle above for any transaction.
 bool legal_move(TxStatus from, TxStatus to);
 

@@ -169,8 +169,16 @@ Result<std::vector<Refund>> claim_queued_refunds(store::Conn& conn, const std::v
 }
 
 Result<std::pair<std::vector<Refund>, std::int64_t>> list_refunds(store::Conn& conn, const RefundFilter& f) {
-  std::string where = " WHERE merchant_id = ? AND environment = ?";
-  store::Params params{f.merchant_id, f.environment};
+  std::string where = " WHERE 1 = 1";
+  store::Params params;
+  if (f.merchant_id != 0) {
+    where += " AND merchant_id = ?";
+    params.emplace_back(f.merchant_id);
+  }
+  if (!f.environment.empty()) {
+    where += " AND environment = ?";
+    params.emplace_back(f.environment);
+  }
   if (!f.transaction_reference.empty()) {
     where += " AND transaction_reference = ?";
     params.emplace_back(f.transaction_reference);

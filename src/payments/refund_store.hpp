@@ -77,7 +77,7 @@ Result<bool> queue_refund(store::Conn& conn, const Refund& refund, bool hold, st
 Result<std::vector<Refund>> claim_queued_refunds(store::Conn& conn, const std::vector<std::string>& connectors,
                                                  std::int64_t check_at, int limit);
 
-// Which refunds to list: a merchant's, in an environment; "" / nullopt: any.
+// Which refunds to list: a merchant's, in an environment; 0 / "" / nullopt: any.
 struct RefundFilter {
   std::int64_t merchant_id = 0;
   std::string environment;

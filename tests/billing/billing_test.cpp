@@ -325,6 +325,59 @@ TEST_P(BillingTest, ConsentTeachesThePayerAndEachCycleIsChargedOnceUnderConcurre
   EXPECT_EQ(count("SELECT COUNT(*) FROM bil_payments WHERE subscription_id = ?", {s.id}), 2);
 }
 
+// A cycle whose collection is refunded in full before the engine settles it: it settles PAID (the
+// collection was paid), once, whatever the number of concurrent settlements; the subscription neither
+// retries nor suspends, and the payment shows what was refunded.
+TEST_P(BillingTest, ACycleRefundedBeforeItIsSettledIsPaidOnceAndNeverRetried) {
+  auto created = subscribe();
+  const Subscription& s = created.subscription;
+  consent(created);
+  move_clock(s, 32);
+  ASSERT_TRUE(billing_->charge(s.id, 1, 0).ok());
+  auto charged = payment(s, 1);
+  ASSERT_TRUE(charged && charged->payment_intent_reference);
+  ASSERT_EQ(charged->status, kPayProcessing);
+  const std::string tx_ref = *charged->payment_intent_reference;
+  auto with_status = [&](std::string_view status) {
+    return count("SELECT COUNT(*) FROM pay_transactions WHERE reference = ? AND status = ?",
+                 {tx_ref, std::string(status)});
+  };
+  for (int i = 0; i < 500 && with_status("COMPLETED") == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(with_status("COMPLETED"), 1);
+  payments::RefundRequest r;
+  r.transaction_reference = tx_ref;
+  r.refund_uuid = uuid_v4();
+  r.reason = "REQUESTED_BY_CUSTOMER";
+  auto made = service_->refund(r, p1_);
+  ASSERT_TRUE(made.ok()) << made.error().code << " " << bj::serialize(made.error().details);
+  for (int i = 0; i < 500 && with_status("REFUNDED") == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(with_status("REFUNDED"), 1);
+  ASSERT_EQ(payment(s, 1)->status, kPayProcessing) << "nothing settled it yet";
+
+  std::vector<std::thread> runs;
+  for (int i = 0; i < 8; ++i) runs.emplace_back([&] { EXPECT_TRUE(billing_->settle_due().ok()); });
+  for (auto& t : runs) t.join();
+  auto settled = payment(s, 1);
+  ASSERT_TRUE(settled);
+  EXPECT_EQ(settled->status, kPayPaid);
+  EXPECT_EQ(settled->refunded_amount, charged->amount);
+  EXPECT_FALSE(settled->next_retry_at.has_value());
+  EXPECT_FALSE(settled->failure_reason.has_value());
+  EXPECT_EQ(events(s, kEventPaymentSucceeded), 2);
+  Subscription after = reload(s);
+  EXPECT_EQ(after.status, kActive);
+  EXPECT_EQ(after.next_cycle, 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE metadata LIKE ?",
+                  {"%\"subscription_reference\":\"" + s.reference + "\"%"}),
+            1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE queue = ? AND job_key LIKE ?",
+                  {std::string(kRetryQueue), s.reference + ":1:%"}),
+            0);
+  expect_ledger_clean();
+}
+
 TEST_P(BillingTest, DunningRetriesOnScheduleRemindsThenSuspendsWithTheReason) {
   auto created = subscribe();
   const Subscription& s = created.subscription;

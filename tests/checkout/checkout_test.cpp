@@ -994,6 +994,89 @@ TEST_P(CheckoutTest, ServiceDataOfAPlainOrderNamesDirectSettlementAndTheCredited
   EXPECT_EQ(d.at("credited_amount").as_int64(), 5000);
 }
 
+// Refunds the session's collection by `amount` through the payments API's operation and waits
+// until the refund is COMPLETED (the sandbox operator's callback).
+void refund_and_wait(payments::Service& svc, const merchant::Merchant& m, const std::string& tx_ref,
+                     std::int64_t amount) {
+  web::Principal p;
+  p.merchant_id = m.id;
+  p.merchant = m.matricule;
+  p.environment = "sandbox";
+  payments::RefundRequest r;
+  r.transaction_reference = tx_ref;
+  r.refund_uuid = uuid_v4();
+  r.amount = amount;
+  r.reason = "REQUESTED_BY_CUSTOMER";
+  auto made = svc.refund(r, p);
+  ASSERT_TRUE(made.ok()) << made.error().code << " " << bj::serialize(made.error().details);
+  for (int i = 0; i < 500; ++i) {
+    auto now = svc.find_refund(p, made->reference);
+    ASSERT_TRUE(now.ok());
+    if (now->status == payments::RefundStatus::completed) return;
+    ASSERT_NE(now->status, payments::RefundStatus::failed);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  FAIL() << "the refund did not complete";
+}
+
+bj::object service_data_of(const web::Response& res) {
+  const std::string location(res.get("Location"));
+  const std::size_t a = location.find("service_data=") + 13, b = location.find("&signature=");
+  return bj::parse(*web::percent_decode(location.substr(a, b - a), false)).as_object();
+}
+
+// A refunded order stays paid: its page says how much came back (fr/en), its return goes to the
+// success URL with the refunds in service_data, and it is never opened or paid again.
+TEST_P(CheckoutTest, ARefundedOrderStaysPaidShowsItsRefundsAndIsNeverOpenedAgain) {
+  service_->start();  // the sandbox operator's callbacks complete the refunds
+  Session s = open_ok(order("ORD-REFUND"));
+  ASSERT_TRUE(checkout_->pay(s.reference, PayForm{"MTN_MOMO_CMR", "237690000000", std::nullopt, 0}).ok());
+  auto paid = wait(s, payments::TxStatus::pending);
+  ASSERT_TRUE(paid);
+  ASSERT_EQ(paid->status, payments::TxStatus::completed);
+  auto fresh = [&] { return *checkout_->session(s.reference); };
+
+  refund_and_wait(*service_, m1_, paid->reference, 2000);
+  auto page = page_call(&Service::page, fresh());
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("Partly refunded: 2"), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find(" of 5"), std::string::npos) << page.body;
+  auto page_fr = page_call(&Service::page, fresh(), "", "fr");
+  EXPECT_NE(page_fr.body.find("Remboursé en partie"), std::string::npos) << page_fr.body;
+  auto ret = page_call(&Service::finish, fresh());
+  ASSERT_EQ(ret.status, 303);
+  EXPECT_TRUE(std::string(ret.get("Location")).starts_with("https://shop.example/ok?order=1&"));
+  auto d = service_data_of(ret);
+  EXPECT_EQ(d.at("status").as_string(), "COMPLETED");
+  EXPECT_TRUE(d.at("success").as_bool());
+  EXPECT_EQ(d.at("refunded_amount").as_int64(), 2000);
+  EXPECT_EQ(d.at("refund_state").as_string(), "PARTIAL");
+  EXPECT_EQ(d.at("credited_amount").as_int64(), 5000);
+
+  refund_and_wait(*service_, m1_, paid->reference, 3000);
+  page = page_call(&Service::page, fresh());
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("Refunded"), std::string::npos) << page.body;
+  EXPECT_EQ(page.body.find("name=\"provider\""), std::string::npos) << "no payment form: " << page.body;
+  d = service_data_of(page_call(&Service::finish, fresh()));
+  EXPECT_EQ(d.at("status").as_string(), "COMPLETED");
+  EXPECT_EQ(d.at("refunded_amount").as_int64(), 5000);
+  EXPECT_EQ(d.at("refund_state").as_string(), "FULL");
+  EXPECT_EQ(d.at("fee").as_int64(), 100);
+
+  // Never paid again, never opened again, whatever the session's clock says.
+  auto again = checkout_->pay(s.reference, PayForm{"MTN_MOMO_CMR", "237690000000", std::nullopt, 1});
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, "order_paid");
+  offset_ += 60 * 60 * 1000;  // past the session's expiry
+  auto reopen = create(order("ORD-REFUND"));
+  EXPECT_EQ(reopen.status, 409) << reopen.body;
+  EXPECT_EQ(bj::parse(reopen.body).at("message").as_string(), "order_paid");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE merchant_id = ? AND operation = 'COLLECTION'", {m1_.id}),
+            1);
+  expect_ledger_clean();
+}
+
 // The failure page names why the payment failed, from the collection's typed reason, in the
 // customer's language.
 TEST_P(CheckoutTest, TheFailurePageNamesTheReasonInTheCustomersLanguage) {
