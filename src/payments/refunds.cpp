@@ -78,9 +78,7 @@ Result<Route> refund_route(const Transaction& t, std::int64_t amount, Connector*
     return provider_unavailable(bj::object{{"transaction_reference", "no connector carries this refund"}});
   const bool partial = amount != t.amount;
   if (conn->refunds(partial)) return Route{std::string(kRefundOperator), t.connector};
-  if (!conn->pays_out())
-    return not_refundable(
-        reason::untyped("is paid through an operator that carries neither refunds nor payouts to this number"));
+  if (!conn->pays_out()) return not_refundable(Reason::refund_no_channel);
   return Route{std::string(kRefundPayout), t.connector};
 }
 

@@ -357,9 +357,9 @@ Status Service::create_unit(store::Conn& c, const IntentRequest& request, const 
       auto it = found.find(line.matricule);
       std::string field = "distribution[" + std::to_string(line.position) + "].matricule";
       if (it == found.end())
-        missing.add(field, "is not a known merchant");
+        missing.add(field, Reason::not_known_merchant);
       else if (!it->second.active)
-        missing.add(field, "is not an active merchant");
+        missing.add(field, Reason::inactive_merchant);
       else
         ids.push_back(it->second.id);
     }

@@ -36,7 +36,7 @@ Result<bj::object> link_fields(const web::Request& req, std::initializer_list<st
   SIKA_ASSIGN_OR_RETURN(bj::object o, fields_of(req));
   for (const auto& kv : o)
     if (kv.key() != "apikey" && std::find(allowed.begin(), allowed.end(), kv.key()) == allowed.end())
-      errors.add(kv.key(), "is not a known field");
+      errors.add(kv.key(), Reason::unknown_field);
   if (!o.contains("apikey")) errors.add("apikey", Reason::required_link_key);
   return o;
 }
@@ -46,7 +46,7 @@ std::string text_of(const bj::object& o, std::string_view key, json::FieldErrors
   if (!v || v->is_null()) return {};
   if (v->is_string()) return std::string(v->as_string());
   if (v->is_int64() && v->as_int64() >= 0) return std::to_string(v->as_int64());
-  errors.add(key, "must be a string");
+  errors.add(key, Reason::not_string);
   return {};
 }
 
@@ -71,7 +71,7 @@ Result<std::pair<std::string, Transfer>> transfer_of(const web::Request& req, bo
       bj::object o,
       link_fields(req, {"amount", "currency", "transaction_uuid", "description", "provider", "otp"}, errors));
   for (std::string_view only : {"provider", "otp"})
-    if (o.contains(only) && (only == "otp" ? !with_otp : !mobile_money)) errors.add(only, "is not a known field");
+    if (o.contains(only) && (only == "otp" ? !with_otp : !mobile_money)) errors.add(only, Reason::unknown_field);
   Transfer t;
   std::string apikey = text_of(o, "apikey", errors);
   if (auto a = json::get_int(o, "amount", errors, true)) {

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/reason.hpp"
 #include "limits/limiter.hpp"
 #include "merchant/merchant.hpp"
 #include "payments/fixture.hpp"
@@ -170,6 +171,30 @@ TEST_P(WalletsTest, LinkNewIsIdempotentPerPartnerAndPhone) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM wlt_links l JOIN wlt_wallets w ON w.id = l.wallet_id WHERE w.msisdn = ?",
                   {std::string("237690000077")}),
             1);
+}
+
+// Every problem of a link request is a typed reason; error.details keeps its English texts.
+TEST(LinkRequest, EveryProblemIsATypedReason) {
+  json::FieldErrors errors;
+  parse_link_request(bj::object{{"extra", 1}, {"phone", bj::array{}}, {"limits", 3}}, errors);
+  parse_link_request(
+      bj::object{
+          {"limits", bj::object{{"per_payment", 500}, {"per_period", 100}, {"period_seconds", 10}, {"other", 1}}}},
+      errors);
+  parse_link_request(bj::object{{"per_payment", "0"}}, errors);
+  const auto& d = errors.details();
+  EXPECT_EQ(d.at("extra").as_string(), "is not a known field");
+  EXPECT_EQ(d.at("email").as_string(), "is required");
+  EXPECT_EQ(d.at("phone").as_string(), "must be a string");
+  EXPECT_EQ(d.at("limits").as_string(), "must be an object {per_payment, per_period, period_seconds}");
+  EXPECT_EQ(d.at("limits.other").as_string(), "is not a known field");
+  EXPECT_EQ(d.at("limits.per_payment").as_string(), "must not exceed per_period");
+  EXPECT_EQ(d.at("limits.period_seconds").as_string(), "must be between 60 and 2678400 (31 days)");
+  EXPECT_EQ(d.at("per_payment").as_string(), "must be a positive integer");
+  for (const auto& p : errors.problems()) {
+    EXPECT_NE(p.problem.reason, Reason::text) << p.field;
+    EXPECT_EQ(reason::text(p.problem, i18n::Locale::en), d.at(p.field).as_string()) << p.field;
+  }
 }
 
 TEST_P(WalletsTest, BadInputNamesTheField) {
