@@ -247,7 +247,18 @@ Session draft_session(const merchant::Merchant& m, const NewSession& n, std::int
 Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, json::FieldErrors errors) {
   auto cat = catalog_();
   if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
-  check_scope(*cat, m, n, errors);
+  SIKA_TRY(check_open(*cat, m, n, std::move(errors)));
+  Session s = draft_session(m, n, now(), options_.session_ttl_ms);
+  if (n.line == "up") {
+    SIKA_ASSIGN_OR_RETURN(s.quotes, lock_quotes(n, m.countries));
+  }
+  if (methods(s, m.countries).empty()) return no_method(n);
+  return store_session(m, n, std::move(s));
+}
+
+Status Service::check_open(const catalog::Catalog& cat, const merchant::Merchant& m, const NewSession& n,
+                           json::FieldErrors errors) {
+  check_scope(cat, m, n, errors);
   // What decides where the money goes comes from the merchant only: a request that sets it must
   // be signed with the merchant's checkout secret (the form is in the customer's browser, and its
   // apiKey is public). A signature, when sent, must match whatever the request sets.
@@ -277,14 +288,10 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
     return {};
   }));
   check_merchant_rules(n, domains, inactive, signed_only, errors);
-  SIKA_TRY(errors.status());
+  return errors.status();
+}
 
-  Session s = draft_session(m, n, now(), options_.session_ttl_ms);
-  if (n.line == "up") {
-    SIKA_ASSIGN_OR_RETURN(s.quotes, lock_quotes(n, m.countries));
-  }
-  if (methods(s, m.countries).empty()) return no_method(n);
-
+Result<Opened> Service::store_session(const merchant::Merchant& m, const NewSession& n, Session s) {
   // Two rounds: an insert that loses a race for the order finds the winner's session.
   for (int round = 0; round < 3; ++round) {
     std::optional<Session> existing;

@@ -165,6 +165,13 @@ class Service {
   // The quotes a line=up session locks: one per other currency a method of `countries` (and the
   // area) charges in, at the rate in force now. Currencies without a rate are not quoted.
   Result<std::vector<Quote>> lock_quotes(const NewSession& n, const std::vector<std::string>& countries);
+  // The field problems of an order to open (its scope, signature, return URLs and beneficiaries),
+  // with `errors` already found in its body.
+  Status check_open(const catalog::Catalog& cat, const merchant::Merchant& m, const NewSession& n,
+                    json::FieldErrors errors);
+  // Stores the draft `s` of the order, or answers with the order's existing session: the same open
+  // one, a reopened expired or cancelled one, or its refusal (paid, in progress, other fields).
+  Result<Opened> store_session(const merchant::Merchant& m, const NewSession& n, Session s);
   web::Response render(const web::Request& req, i18n::Locale locale, const Session& s, std::string_view notice,
                        bool otp_step, const PayForm& values, int status);
   web::Response message_page(i18n::Locale locale, std::string_view title, std::string_view text, int status);
