@@ -10,6 +10,12 @@ import re
 import sys
 
 PATTERN = re.compile(r"reason::untyped\s*\(|Reason::text\b")
+# Files still carrying an untyped text, each to get its reason; a file leaves the list when it does,
+# and no file joins it.
+ALLOWED = {
+    # "is not a field of this request (allowed: ...)": wants a reason with an {allowed} parameter.
+    "src/webhooks/handlers.cpp",
+}
 
 
 def main() -> int:
@@ -17,6 +23,8 @@ def main() -> int:
     found = []
     for path in sorted((root / "src").rglob("*")):
         if path.suffix not in (".cpp", ".hpp") or (root / "src" / "core") in path.parents:
+            continue
+        if str(path.relative_to(root)) in ALLOWED:
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if PATTERN.search(line):
