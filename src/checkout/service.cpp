@@ -107,6 +107,11 @@ web::Principal Service::principal_of(const merchant::Merchant& m) const {
   return p;
 }
 
+Acting Service::acting_of(const merchant::Merchant& m) const {
+  // Priced at the merchant's tier, as its tokens are.
+  return Acting::system(m.id, m.matricule, m.environment, "checkout:" + m.matricule, m.tier, m.countries);
+}
+
 Result<merchant::Merchant> Service::merchant_of(std::int64_t merchant_id) {
   std::optional<merchant::Merchant> m;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
@@ -375,7 +380,7 @@ Result<std::vector<Quote>> Service::lock_quotes(const NewSession& n, const std::
   return quotes;
 }
 
-Result<std::vector<Session>> Service::list_sessions(const web::Principal& merchant, std::optional<std::int64_t> before,
+Result<std::vector<Session>> Service::list_sessions(const Acting& merchant, std::optional<std::int64_t> before,
                                                     int limit) {
   std::vector<Session> out;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
@@ -491,7 +496,7 @@ Result<payments::Transaction> Service::pay(std::string_view reference, const Pay
   intent.fee_bearer = s.fee_bearer;
   if (s.settlement_mode == payments::kSplit) intent.distribution = settlement_lines(s.distribution, m.matricule);
   SIKA_ASSIGN_OR_RETURN(payments::Transaction tx_now,
-                        payments_.collect_from_present_payer(intent, principal_of(m), form.otp, "checkout", take));
+                        payments_.collect_from_present_payer(intent, acting_of(m), form.otp, "checkout", take));
   // Another submission of the same page created this attempt's collection: this one made nothing.
   if (tx_now.reference != created) return with_problem(conflict(), "reference", Reason::page_out_of_date);
   return tx_now;

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "checkout/model.hpp"
+#include "core/acting.hpp"
 #include "core/i18n.hpp"
 #include "core/result.hpp"
 #include "limits/limiter.hpp"
@@ -128,8 +129,7 @@ class Service {
   // The session of a reference (404 naming reference when none).
   Result<Session> session(std::string_view reference);
   // A merchant's sessions (its environment), newest first, keyset pages on the id (the dashboard).
-  Result<std::vector<Session>> list_sessions(const web::Principal& merchant, std::optional<std::int64_t> before,
-                                             int limit);
+  Result<std::vector<Session>> list_sessions(const Acting& merchant, std::optional<std::int64_t> before, int limit);
   // The collection of the session's current attempt as it is now (nullopt: none yet). Marks the
   // session PAID when it completed.
   Result<std::optional<payments::Transaction>> current(const Session& s);
@@ -158,7 +158,10 @@ class Service {
 
  private:
   Result<merchant::Merchant> merchant_of(std::int64_t merchant_id);
+  // The credential an API key or signature of `m` authenticates as (scope payments, role owner).
   web::Principal principal_of(const merchant::Merchant& m) const;
+  // Who a customer's payment on a session page acts for: the system, for the merchant `m`.
+  Acting acting_of(const merchant::Merchant& m) const;
   Result<std::optional<std::string>> signed_return(const Session& s, const merchant::Merchant& m,
                                                    const std::optional<payments::Transaction>& tx,
                                                    std::string_view status);

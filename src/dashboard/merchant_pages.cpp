@@ -22,6 +22,7 @@
 #include "links/service.hpp"
 #include "links/store.hpp"
 #include "payments/queries.hpp"
+#include "web/acting.hpp"
 #include "web/csv.hpp"
 #include "web/envelope.hpp"
 #include "webhooks/registry.hpp"
@@ -363,7 +364,7 @@ web::Response Service::links_page(web::Request& req) {
   if (!parts_.links) return error_page(req, unavailable(bj::string("payment links not configured")));
   links::tables::ListFilter lf;
   lf.limit = 100;
-  auto listed = parts_.links->list_links(c->principal, lf);
+  auto listed = parts_.links->list_links(web::acting(c->principal), lf);
   if (!listed) return error_page(req, listed.error());
   std::string body;
   if (auto e = req.query_param("created"); e)
@@ -441,7 +442,7 @@ web::Response Service::link_create(web::Request& req) {
     }
   }
   links::NewLink request = links::parse_new_link(body, now(), errors);
-  auto link = parts_.links->create_link(c->principal, request, std::move(errors));
+  auto link = parts_.links->create_link(web::acting(c->principal), request, std::move(errors));
   if (!link) return error_page(req, link.error());
   (void)record(*c, c->principal.merchant_id, "link.create", link->reference,
                json::dump(bj::object{{"title", link->title}, {"short_code", link->short_code}}));
@@ -452,7 +453,7 @@ web::Response Service::link_qr(web::Request& req) {
   auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
   if (!parts_.links) return error_page(req, unavailable(bj::string("payment links not configured")));
-  auto link = parts_.links->find(c->principal, req.path_param("reference"));
+  auto link = parts_.links->find(web::acting(c->principal), req.path_param("reference"));
   if (!link) return error_page(req, link.error());
   auto png = links::qr_png(parts_.links->payment_url(*link), 10);
   if (!png) return error_page(req, png.error());
@@ -467,7 +468,7 @@ web::Response Service::link_disable(web::Request& req) {
   if (!c) return error_page(req, c.error());
   if (!parts_.links) return error_page(req, unavailable(bj::string("payment links not configured")));
   const std::string reference = req.path_param("reference");
-  auto link = parts_.links->set_status(c->principal, reference, links::kDisabled);
+  auto link = parts_.links->set_status(web::acting(c->principal), reference, links::kDisabled);
   if (!link) return error_page(req, link.error());
   (void)record(*c, c->principal.merchant_id, "link.disable", reference);
   return see_other("/links");

@@ -375,7 +375,7 @@ const catalog::PaymentService* platform_wallet_of(const catalog::Catalog& cat, c
 // and (for a collection) covers the wallet price.
 Result<bool> wallet_covers(const IntentRequest& r, const PlanInputs& in, const catalog::PaymentService& service,
                            const catalog::PaymentService& platform_wallet, const std::string& msisdn) {
-  const web::Principal& merchant = *in.merchant;
+  const Acting& merchant = *in.merchant;
   const bool collection = r.operation == kCollection;
   auto wallet_quote =
       catalog::quote_fee(*in.catalog, collection ? catalog::Operation::collection : catalog::Operation::disbursement,
@@ -393,7 +393,7 @@ Result<bool> wallet_covers(const IntentRequest& r, const PlanInputs& in, const c
 // money: the named one, or the country's platform wallet.
 Result<const catalog::PaymentService*> choose_channel(const IntentRequest& r, const PlanInputs& in, const Named& at,
                                                       IntentPlan& plan) {
-  const web::Principal& merchant = *in.merchant;
+  const Acting& merchant = *in.merchant;
   const catalog::PaymentService* service = at.service;
   const bool wallet_service = service->kind == catalog::ServiceKind::wallet;
   const catalog::PaymentService* platform_wallet = platform_wallet_of(*in.catalog, *service);
@@ -481,7 +481,7 @@ Status price_and_confirmation(const IntentRequest& r, const PlanInputs& in, cons
 
 Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, json::FieldErrors errors) {
   if (!in.catalog || !in.merchant) return internal_error(bj::string("plan_intent without catalog or merchant"));
-  const web::Principal& merchant = *in.merchant;
+  const Acting& merchant = *in.merchant;
   const bool collection = r.operation == kCollection;
   if (r.operation != kCollection && r.operation != kDisbursement)
     return internal_error(bj::string("unknown operation " + r.operation));
