@@ -18,8 +18,8 @@ struct Acting {
   // (a scheduled job, a recovery, a settlement).
   enum class Actor { user, client, operator_, system };
 
-  std::int64_t merchant_id = 0;  // 0: no merchant (an operator acting for the platform)
-  std::string merchant;          // the merchant's matricule ("" when none)
+  std::int64_t merchant_id = 0;         // 0: no merchant (an operator acting for the platform)
+  std::string merchant;                 // the merchant's matricule ("" when none)
   std::string environment = "sandbox";  // "sandbox" or "prod"
   std::int64_t user_tier = 1;
   std::vector<std::string> countries;  // ISO alpha-3 codes the merchant may act in
