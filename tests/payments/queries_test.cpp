@@ -8,6 +8,7 @@
 
 #include "payments/fixture.hpp"
 #include "payments/queries.hpp"
+#include "web/acting.hpp"
 
 namespace sika::payments::testing {
 namespace {
