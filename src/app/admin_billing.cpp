@@ -15,13 +15,9 @@ namespace bj = boost::json;
 
 namespace {
 
-// The principal a merchant's own credential would carry, for the billing operations.
-web::Principal owner_of(const billing::Subscription& s) {
-  web::Principal p;
-  p.merchant_id = s.merchant_id;
-  p.merchant = s.merchant;
-  p.environment = s.environment;
-  return p;
+// The operator at the command line, acting for the subscription's merchant.
+Acting owner_of(const billing::Subscription& s) {
+  return Acting::operator_for(s.merchant_id, s.merchant, s.environment, "cli");
 }
 
 std::string line(const billing::Subscription& s) {
@@ -65,9 +61,7 @@ void add_billing_admin(CLI::App& admin, AdminEnv& env) {
       if (!a->status.empty()) f.status = a->status;
       if (!a->email.empty()) f.customer_email = a->email;
       f.limit = a->limit;
-      web::Principal p;
-      p.merchant_id = m.id;
-      p.environment = m.environment;
+      const Acting p = Acting::operator_for(m.id, m.matricule, m.environment, "cli");
       auto found = check(ctx.billing->list_subscriptions(p, f));
       bj::array data;
       std::string human;

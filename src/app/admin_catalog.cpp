@@ -15,6 +15,7 @@
 #include "catalog/fees.hpp"
 #include "catalog/service.hpp"
 #include "core/json.hpp"
+#include "core/reason.hpp"
 
 namespace sika::app {
 
@@ -130,7 +131,7 @@ Result<bj::object> record_from(const KindSpec& spec, const Bound& bound) {
         if (v == "true" || v == "false")
           record[f.key] = v == "true";
         else
-          errors.add(f.key, "must be true or false");
+          errors.add(f.key, Problem(Reason::either_of, {{"first", "true"}, {"second", "false"}}));
         break;
       case FieldType::integer:
       case FieldType::nullable_integer: {
@@ -141,7 +142,7 @@ Result<bj::object> record_from(const KindSpec& spec, const Bound& bound) {
         std::int64_t n = 0;
         auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
         if (ec != std::errc() || p != v.data() + v.size())
-          errors.add(f.key, "must be an integer");
+          errors.add(f.key, Reason::not_integer);
         else
           record[f.key] = n;
         break;
@@ -153,7 +154,7 @@ Result<bj::object> record_from(const KindSpec& spec, const Bound& bound) {
         }
         auto parsed = json::parse(v);
         if (!parsed || !parsed->is_number())
-          errors.add(f.key, "must be a number or none");
+          errors.add(f.key, Reason::number_or_none);
         else
           record[f.key] = *parsed;
         break;

@@ -14,12 +14,9 @@ namespace bj = boost::json;
 
 namespace {
 
-// The principal a merchant's own credential would carry, for the links operations.
-web::Principal merchant_principal(std::int64_t merchant_id, std::string environment) {
-  web::Principal p;
-  p.merchant_id = merchant_id;
-  p.environment = std::move(environment);
-  return p;
+// The operator at the command line, acting for the merchant.
+Acting cli_acting(std::int64_t merchant_id, std::string environment) {
+  return Acting::operator_for(merchant_id, "", std::move(environment), "cli");
 }
 
 std::string line(const links::Link& l, const links::Service& svc) {
@@ -50,7 +47,7 @@ void add_links_admin(CLI::App& admin, AdminEnv& env) {
       links::tables::ListFilter f;
       if (!a->status.empty()) f.status = a->status;
       f.limit = a->limit;
-      auto found = check(ctx.links->list_links(merchant_principal(m.id, m.environment), f));
+      auto found = check(ctx.links->list_links(cli_acting(m.id, m.environment), f));
       bj::array data;
       std::string human;
       for (const auto& l : found.first) {
@@ -70,7 +67,7 @@ void add_links_admin(CLI::App& admin, AdminEnv& env) {
     cmd->callback([&env, code, new_status] {
       Context& ctx = env.context();
       auto found = check(ctx.links->by_code(*code));
-      const web::Principal owner = merchant_principal(found.merchant_id, found.environment);
+      const Acting owner = cli_acting(found.merchant_id, found.environment);
       // find() and set_status() read the link with its figures.
       auto link = new_status.empty() ? check(ctx.links->find(owner, found.reference))
                                      : check(ctx.links->set_status(owner, found.reference, new_status));

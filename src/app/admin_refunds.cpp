@@ -67,10 +67,7 @@ void add_refunds_admin(CLI::App& admin, AdminEnv& env) {
         return {};
       }));
       if (!owner) fail(not_found(bj::object{{"transaction_reference", "no such transaction"}}));
-      web::Principal p;
-      p.merchant_id = tx.merchant_id;
-      p.merchant = owner->matricule;
-      p.environment = tx.environment;
+      const Acting p = Acting::operator_for(tx.merchant_id, owner->matricule, tx.environment, "sika admin");
       const std::int64_t at = now_ms();
       auto audit = [&](store::Conn& c, const payments::Refund& r) -> Status {
         bj::object details{{"transaction_reference", r.transaction_reference},

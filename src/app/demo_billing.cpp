@@ -39,7 +39,7 @@ struct Seeded {
   std::string payment_url;
   bool created = false;
 };
-Result<Seeded> find_or_subscribe(Context& ctx, const web::Principal& p, billing::NewSubscription n) {
+Result<Seeded> find_or_subscribe(Context& ctx, const Acting& p, billing::NewSubscription n) {
   SIKA_ASSIGN_OR_RETURN(auto reference, marked(ctx, p.merchant_id, n.metadata));
   Seeded out;
   if (reference) {
@@ -55,7 +55,7 @@ Result<Seeded> find_or_subscribe(Context& ctx, const web::Principal& p, billing:
 }
 
 // A subscription's entry in demo.json.
-bj::object demo_entry(const web::Principal& p, const billing::Subscription& s) {
+bj::object demo_entry(const Acting& p, const billing::Subscription& s) {
   return bj::object{{"merchant", p.merchant}, {"reference", s.reference},
                     {"status", s.status},     {"amount", s.amount},
                     {"currency", s.currency}, {"frequency", billing::to_string(s.frequency)}};
@@ -64,8 +64,7 @@ bj::object demo_entry(const web::Principal& p, const billing::Subscription& s) {
 // A sandbox subscription whose customer approved a wallet mandate on the demo wallet (with the
 // sandbox's fixed code, as the page would): its cycles are debited from that wallet once its
 // consent payment is made (`payment_url`). Found again by its mark on restarts.
-Result<std::optional<bj::object>> seed_mandate_demo(Context& ctx, const web::Principal& p,
-                                                    const std::string& currency) {
+Result<std::optional<bj::object>> seed_mandate_demo(Context& ctx, const Acting& p, const std::string& currency) {
   if (p.environment != "sandbox") return std::optional<bj::object>{};
   billing::NewSubscription n;
   n.customer_email = "client.mandate@example.com";
@@ -107,11 +106,7 @@ Status seed_billing_demo(Context& ctx, bj::object& demo) {
   if (!m || m->countries.empty()) return {};
   const catalog::Country* country = ctx.catalog->snapshot()->country(m->countries.front());
   if (!country) return {};
-  web::Principal p;
-  p.merchant = m->matricule;
-  p.merchant_id = m->id;
-  p.countries = m->countries;
-  p.environment = m->environment;
+  const Acting p = Acting::system(m->id, m->matricule, m->environment, "demo", 1, m->countries);
   struct Wanted {
     const char* status;
     billing::Frequency frequency;

@@ -28,11 +28,7 @@ Status seed_links_demo(Context& ctx, bj::object& demo) {
     if (!m || m->countries.empty()) continue;
     const catalog::Country* country = cat->country(m->countries.front());
     if (!country) continue;
-    web::Principal p;
-    p.merchant = m->matricule;
-    p.merchant_id = m->id;
-    p.countries = m->countries;
-    p.environment = m->environment;
+    const Acting p = Acting::system(m->id, m->matricule, m->environment, "demo", 1, m->countries);
     for (const char* kind : {"fixed", "open"}) {
       const std::string mark = std::string(R"({"demo":")") + kind + R"("})";
       std::optional<std::string> code;

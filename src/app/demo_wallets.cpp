@@ -30,11 +30,7 @@ Status seed_wallets_demo(Context& ctx, bj::object& demo) {
     return {};
   }));
   if (!m) return {};
-  web::Principal partner;
-  partner.merchant = m->matricule;
-  partner.merchant_id = m->id;
-  partner.countries = m->countries;
-  partner.environment = m->environment;
+  const Acting partner = Acting::system(m->id, m->matricule, m->environment, "demo", 1, m->countries);
   wallets::LinkRequest request;
   request.email = "demo.wallet@example.com";
   request.phone = "690000100";

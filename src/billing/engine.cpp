@@ -142,7 +142,7 @@ Status Service::carry_out(ChargePlan& plan) {
     if (debited) return {};
   }
   if (payer_needs_code(s)) return send_cycle_link(s, *plan.fresh, plan.next_due);
-  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(s));
+  SIKA_ASSIGN_OR_RETURN(Acting merchant, merchant_of(s));
   auto tx = payments_.collect_from_present_payer(
       intent_for(s, *plan.fresh, 1), merchant, std::nullopt, "subscription",
       [&](store::Conn& c, const payments::Transaction& created) { return open(c, plan, created.reference); });
@@ -196,7 +196,7 @@ std::vector<Status> Service::charge_page(const std::vector<store::Job>& jobs) {
   // the others (ending, mandate debits, links, cycles created by an earlier run) one by one.
   std::vector<payments::Service::PresentPayer> payers;
   std::vector<std::size_t> paged;
-  std::map<std::int64_t, web::Principal> merchants;
+  std::map<std::int64_t, Acting> merchants;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (!out[i]) continue;
     ChargePlan& plan = plans[i];
@@ -236,7 +236,7 @@ Status Service::open_cycle(store::Conn& c, const Subscription& s, Payment& p, st
 }
 
 Result<bool> Service::debit(const Subscription& s, const Mandate& m, Payment p, bool opening, std::int64_t next_due) {
-  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(s));
+  SIKA_ASSIGN_OR_RETURN(Acting merchant, merchant_of(s));
   SIKA_ASSIGN_OR_RETURN(payments::IntentRequest intent, mandate_intent(s, m, p, p.attempts + 1));
   // Idempotent on the attempt's transaction_uuid: a second run gets the same collection.
   SIKA_ASSIGN_OR_RETURN(payments::Transaction tx, payments_.create_collection(intent, merchant));
@@ -355,7 +355,7 @@ bool Service::payer_needs_code(const Subscription& s) const {
   return service && service->needs_otp;
 }
 
-Result<links::Link> Service::cycle_link(const web::Principal& merchant, const Subscription& s, const Payment& p) {
+Result<links::Link> Service::cycle_link(const Acting& merchant, const Subscription& s, const Payment& p) {
   links::NewLink ln;
   ln.amount = p.amount;
   ln.currency = p.currency;
@@ -381,7 +381,7 @@ Status Service::enqueue_deadline(store::Conn& c, const Subscription& s, const Pa
 }
 
 Status Service::send_cycle_link(const Subscription& s, Payment p, std::int64_t next_due) {
-  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(s));
+  SIKA_ASSIGN_OR_RETURN(Acting merchant, merchant_of(s));
   const std::int64_t at = now();
   p.attempts = 1;  // the link is the cycle's first attempt
   p.link_deadline_at = s.clock(at) + options_.link_deadline_ms;
@@ -406,7 +406,7 @@ Status Service::send_cycle_link(const Subscription& s, Payment p, std::int64_t n
 }
 
 Status Service::send_new_link(const Subscription& s, const Payment& failed) {
-  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(s));
+  SIKA_ASSIGN_OR_RETURN(Acting merchant, merchant_of(s));
   const std::int64_t at = now();
   Payment p = failed;
   p.status = std::string(kPayPending);
@@ -471,7 +471,7 @@ Status Service::push(const Subscription& s, const Payment& p) {
       if (debited) return {};
     }
   }
-  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(s));
+  SIKA_ASSIGN_OR_RETURN(Acting merchant, merchant_of(s));
   if (p.status == kPayProcessing) {
     // Asked for already; a collection left INITIATED (its operator needs a code) is pushed
     // again: execute moves INITIATED once, whoever asks.

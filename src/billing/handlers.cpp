@@ -5,6 +5,7 @@
 
 #include "billing/service.hpp"
 #include "core/reason.hpp"
+#include "web/acting.hpp"
 #include "web/envelope.hpp"
 
 namespace sika::billing {
@@ -12,11 +13,11 @@ namespace sika::billing {
 namespace bj = boost::json;
 
 Result<web::Response> Service::subscribe(web::Request& req) {
-  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
   NewSubscription n = parse_subscribe(body, req.header("x-idempotency-key"), now(), errors);
-  SIKA_ASSIGN_OR_RETURN(auto created, create(*principal, std::move(n), std::move(errors)));
+  SIKA_ASSIGN_OR_RETURN(auto created, create(acting, std::move(n), std::move(errors)));
   bj::object data = detail_json(created.subscription, created.payments, true);
   if (!created.payment_url.empty()) data["payment_url"] = created.payment_url;
   if (created.replayed) return web::ok(req, std::move(data));
@@ -24,7 +25,7 @@ Result<web::Response> Service::subscribe(web::Request& req) {
 }
 
 Result<web::Response> Service::list(web::Request& req) {
-  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   bj::object problems;
   web::Page page = web::parse_page(req, problems);
   tables::ListFilter f;
@@ -43,14 +44,14 @@ Result<web::Response> Service::list(web::Request& req) {
       f.customer_email = *e;
   }
   if (!problems.empty()) return empty_data(std::move(problems));
-  SIKA_ASSIGN_OR_RETURN(auto found, list_subscriptions(*principal, f));
+  SIKA_ASSIGN_OR_RETURN(auto found, list_subscriptions(acting, f));
   bj::array data;
   for (const auto& s : found.first) data.push_back(summary_json(s));
   return web::ok(req, std::move(data), web::pagination(page, found.second));
 }
 
 Result<web::Response> Service::detail(web::Request& req) {
-  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   bool merchant_view = true;
   if (auto view = req.query_param("for")) {
     if (*view == "desc")
@@ -58,14 +59,14 @@ Result<web::Response> Service::detail(web::Request& req) {
     else if (*view != "merchant")
       return empty_data(bj::object{{"for", "must be merchant or desc"}});
   }
-  SIKA_ASSIGN_OR_RETURN(auto s, find(*principal, req.path_param("reference")));
+  SIKA_ASSIGN_OR_RETURN(auto s, find(acting, req.path_param("reference")));
   SIKA_ASSIGN_OR_RETURN(auto latest, list_payments(s, kLatestPayments, 0));
   SIKA_ASSIGN_OR_RETURN(auto mandate, mandate_of(s));
   return web::ok(req, detail_json(s, latest.first, merchant_view, mandate.has_value() ? &*mandate : nullptr));
 }
 
 Result<web::Response> Service::move_handler(web::Request& req, Move m) {
-  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   bj::object empty;
   MoveRequest request;
   if (!req.body.empty()) {
@@ -75,7 +76,7 @@ Result<web::Response> Service::move_handler(web::Request& req, Move m) {
   json::FieldErrors errors;
   request = parse_move(empty, m == Move::cancel, errors);
   SIKA_TRY(errors.status());
-  SIKA_ASSIGN_OR_RETURN(auto moved, apply(*principal, req.path_param("reference"), m, request));
+  SIKA_ASSIGN_OR_RETURN(auto moved, apply(acting, req.path_param("reference"), m, request));
   return web::ok(req, summary_json(moved));
 }
 
@@ -84,11 +85,11 @@ Result<web::Response> Service::suspend(web::Request& req) { return move_handler(
 Result<web::Response> Service::reactivate(web::Request& req) { return move_handler(req, Move::reactivate); }
 
 Result<web::Response> Service::payments(web::Request& req) {
-  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   bj::object problems;
   web::Page page = web::parse_page(req, problems);
   if (!problems.empty()) return empty_data(std::move(problems));
-  SIKA_ASSIGN_OR_RETURN(auto s, find(*principal, req.path_param("reference")));
+  SIKA_ASSIGN_OR_RETURN(auto s, find(acting, req.path_param("reference")));
   SIKA_ASSIGN_OR_RETURN(auto found, list_payments(s, page.limit, page.offset()));
   bj::array data;
   for (const auto& p : found.first) data.push_back(payment_json(p));
@@ -96,7 +97,7 @@ Result<web::Response> Service::payments(web::Request& req) {
 }
 
 Result<web::Response> Service::advance_clock(web::Request& req) {
-  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
   payments::refuse_unknown_fields(body, {"days", "seconds", "payer_phone_number"}, errors);
@@ -122,7 +123,7 @@ Result<web::Response> Service::advance_clock(web::Request& req) {
       delta = days ? *days * kDayMs : *seconds * 1000;
   }
   SIKA_TRY(errors.status());
-  SIKA_ASSIGN_OR_RETURN(auto s, advance(*principal, req.path_param("reference"), delta, payer));
+  SIKA_ASSIGN_OR_RETURN(auto s, advance(acting, req.path_param("reference"), delta, payer));
   SIKA_ASSIGN_OR_RETURN(auto latest, list_payments(s, kLatestPayments, 0));
   SIKA_ASSIGN_OR_RETURN(auto mandate, mandate_of(s));
   return web::ok(req, detail_json(s, latest.first, true, mandate.has_value() ? &*mandate : nullptr));

@@ -16,6 +16,7 @@
 #include "payments/intent.hpp"
 #include "payments/sandbox.hpp"
 #include "store/outbox.hpp"
+#include "web/acting.hpp"
 #include "web/envelope.hpp"
 #include "web/html.hpp"
 
@@ -60,8 +61,7 @@ store::Effects Service::mandate_effects(std::int64_t subscription_id, std::int64
   return effects;
 }
 
-Result<std::pair<Mandate, std::string>> Service::request_mandate(const web::Principal& merchant,
-                                                                 std::string_view reference,
+Result<std::pair<Mandate, std::string>> Service::request_mandate(const Acting& merchant, std::string_view reference,
                                                                  const MandateRequest& request) {
   SIKA_ASSIGN_OR_RETURN(Subscription s, find(merchant, reference));
   if (!options_.otp || options_.checkout_url.empty())
@@ -188,7 +188,7 @@ Result<Mandate> Service::revoke_mandate_of(std::int64_t subscription_id, std::st
 }
 
 Result<web::Response> Service::mandate(web::Request& req) {
-  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   bj::object body;
   if (!req.body.empty()) {
     SIKA_ASSIGN_OR_RETURN(auto parsed, web::body_object(req));
@@ -205,9 +205,9 @@ Result<web::Response> Service::mandate(web::Request& req) {
   }
   r.cap = json::get_int(body, "cap", errors);
   SIKA_TRY(errors.status());
-  SIKA_ASSIGN_OR_RETURN(auto made, request_mandate(*principal, req.path_param("reference"), r));
+  SIKA_ASSIGN_OR_RETURN(auto made, request_mandate(acting, req.path_param("reference"), r));
   bj::object data = mandate_json(made.first);
-  if (principal->environment == "sandbox") data["mandate_url"] = made.second;
+  if (acting.environment == "sandbox") data["mandate_url"] = made.second;
   return web::ok(req, std::move(data), {}, "created", 201);
 }
 

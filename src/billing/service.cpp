@@ -25,7 +25,7 @@ constexpr int kMaxCatchUp = 400;
 Error subscription_not_found() { return not_found(bj::object{{"reference", "no such subscription"}}); }
 
 // The subscription holding a merchant's idempotency key, if any.
-Result<std::optional<Subscription>> by_key(store::Db& db, const web::Principal& merchant, std::string_view key) {
+Result<std::optional<Subscription>> by_key(store::Db& db, const Acting& merchant, std::string_view key) {
   std::optional<Subscription> found;
   SIKA_TRY(db.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(found, tables::by_idempotency_key(c, merchant.merchant_id, merchant.environment, key));
@@ -35,8 +35,7 @@ Result<std::optional<Subscription>> by_key(store::Db& db, const web::Principal& 
 }
 
 // A new ACTIVE subscription of `merchant` as `n` asks, anchored at `at` in `zone`, cycle 1 next.
-Result<Subscription> draft(const web::Principal& merchant, const NewSubscription& n, const std::string& zone,
-                           std::int64_t at) {
+Result<Subscription> draft(const Acting& merchant, const NewSubscription& n, const std::string& zone, std::int64_t at) {
   Subscription s;
   s.reference = random_reference("SUB-", 16);
   s.uuid = uuid_v4();
@@ -129,7 +128,7 @@ void Service::wake_jobs() {
   if (jobs_) jobs_->wake();
 }
 
-Result<web::Principal> Service::merchant_of(const Subscription& s) {
+Result<Acting> Service::merchant_of(const Subscription& s) {
   SIKA_ASSIGN_OR_RETURN(
       auto p, payments::acting_merchant(db_, s.merchant_id, s.environment, s.user_tier, "subscription:" + s.reference));
   if (!p) return unavailable(bj::object{{"merchant", "the subscription's merchant is not active"}});
@@ -146,7 +145,7 @@ Result<Service::Created> Service::replayed(const Subscription& found, std::strin
   return out;
 }
 
-Result<Service::Created> Service::create(const web::Principal& merchant, NewSubscription n, json::FieldErrors errors) {
+Result<Service::Created> Service::create(const Acting& merchant, NewSubscription n, json::FieldErrors errors) {
   if (merchant.merchant_id == 0) return forbidden(bj::string("this credential is not bound to a merchant"));
   SIKA_TRY(errors.status());
   if (n.idempotency_key) {
@@ -173,7 +172,7 @@ Result<Service::Created> Service::create(const web::Principal& merchant, NewSubs
   return out;
 }
 
-Result<Subscription> Service::find(const web::Principal& merchant, std::string_view reference) {
+Result<Subscription> Service::find(const Acting& merchant, std::string_view reference) {
   std::optional<Subscription> found;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(found, tables::by_reference(c, merchant.merchant_id, merchant.environment, reference));
@@ -184,7 +183,7 @@ Result<Subscription> Service::find(const web::Principal& merchant, std::string_v
 }
 
 Result<std::pair<std::vector<Subscription>, std::int64_t>> Service::list_subscriptions(
-    const web::Principal& merchant, const tables::ListFilter& filter) {
+    const Acting& merchant, const tables::ListFilter& filter) {
   std::pair<std::vector<Subscription>, std::int64_t> out;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(out, tables::list(c, merchant.merchant_id, merchant.environment, filter));
@@ -256,7 +255,7 @@ Status Service::enqueue_charge(store::Conn& c, const Subscription& s, std::int64
   return {};
 }
 
-Result<Subscription> Service::apply(const web::Principal& merchant, std::string_view reference, Move m,
+Result<Subscription> Service::apply(const Acting& merchant, std::string_view reference, Move m,
                                     const MoveRequest& request) {
   SIKA_ASSIGN_OR_RETURN(Subscription s, find(merchant, reference));
   if (request.uuid && *request.uuid != s.uuid)
@@ -319,7 +318,7 @@ Result<Subscription> Service::apply(const web::Principal& merchant, std::string_
   return after;
 }
 
-Result<Subscription> Service::advance(const web::Principal& merchant, std::string_view reference, std::int64_t delta_ms,
+Result<Subscription> Service::advance(const Acting& merchant, std::string_view reference, std::int64_t delta_ms,
                                       const std::optional<std::string>& payer_wallet) {
   SIKA_ASSIGN_OR_RETURN(Subscription s, find(merchant, reference));
   if (s.environment != "sandbox")

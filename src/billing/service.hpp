@@ -24,6 +24,7 @@
 #include "billing/model.hpp"
 #include "billing/store.hpp"
 #include "catalog/model.hpp"
+#include "core/acting.hpp"
 #include "core/periodic.hpp"
 #include "core/result.hpp"
 #include "links/service.hpp"
@@ -98,20 +99,19 @@ class Service {
     std::string payment_url;  // the consent link's public page
     bool replayed = false;    // an earlier request with the same idempotency key
   };
-  Result<Created> create(const web::Principal& merchant, NewSubscription request, json::FieldErrors errors = {});
-  Result<Subscription> find(const web::Principal& merchant, std::string_view reference);
-  Result<std::pair<std::vector<Subscription>, std::int64_t>> list_subscriptions(const web::Principal& merchant,
+  Result<Created> create(const Acting& merchant, NewSubscription request, json::FieldErrors errors = {});
+  Result<Subscription> find(const Acting& merchant, std::string_view reference);
+  Result<std::pair<std::vector<Subscription>, std::int64_t>> list_subscriptions(const Acting& merchant,
                                                                                 const tables::ListFilter& filter);
   Result<std::pair<std::vector<Payment>, std::int64_t>> list_payments(const Subscription& s, std::int64_t limit,
                                                                       std::int64_t offset);
   // Applies a move (the merchant's: cancel now or at period end, suspend, reactivate; expire,
   // for operators and the demo world); 409 naming status when the status does not allow it.
-  Result<Subscription> apply(const web::Principal& merchant, std::string_view reference, Move move,
-                             const MoveRequest& request);
+  Result<Subscription> apply(const Acting& merchant, std::string_view reference, Move move, const MoveRequest& request);
   // Sandbox only: moves the subscription's clock forward by delta_ms, then bills what fell due.
   // `payer_wallet` replaces the number later cycles are asked from (to try the sandbox's
   // failure numbers after a successful consent); only once the consent payment taught one.
-  Result<Subscription> advance(const web::Principal& merchant, std::string_view reference, std::int64_t delta_ms,
+  Result<Subscription> advance(const Acting& merchant, std::string_view reference, std::int64_t delta_ms,
                                const std::optional<std::string>& payer_wallet = std::nullopt);
 
   // Asks the customer for a wallet mandate: a PENDING mandate (409 naming mandate while the
@@ -119,7 +119,7 @@ class Service {
   // old one stays REVOKED) and its page sent through the notifier to the wallet's phone.
   // Returns the mandate and its page's URL (the URL carries the page's secret: it is the
   // customer's, shown to the merchant only in this answer for the sandbox).
-  Result<std::pair<Mandate, std::string>> request_mandate(const web::Principal& merchant, std::string_view reference,
+  Result<std::pair<Mandate, std::string>> request_mandate(const Acting& merchant, std::string_view reference,
                                                           const MandateRequest& request);
   // The customer's moves on the mandate page, by the page's secret: send the code, approve
   // with it (PENDING -> ACTIVE), revoke (-> REVOKED). 404 when the secret is unknown.
@@ -192,7 +192,7 @@ class Service {
   // What the creation of the planned cycle's collection leaves: a refusal for good opens the
   // cycle without one and fails its attempt into dunning; a transient error is returned.
   Status opened(ChargePlan& plan, Result<payments::Transaction> tx);
-  Result<web::Principal> merchant_of(const Subscription& s);
+  Result<Acting> merchant_of(const Subscription& s);
   // The answer to a request whose idempotency key `found` holds: the stored subscription and its
   // latest payments when it was the same request (same hash), a 409 naming idempotency_key otherwise.
   Result<Created> replayed(const Subscription& found, std::string_view request_hash);
@@ -217,7 +217,7 @@ class Service {
   // Sends a new link for the FAILED link-paid cycle `failed` (its next attempt), in a reminder.
   Status send_new_link(const Subscription& s, const Payment& failed);
   // The single-use link of attempt `p` of a cycle, expiring at the attempt's deadline.
-  Result<links::Link> cycle_link(const web::Principal& merchant, const Subscription& s, const Payment& p);
+  Result<links::Link> cycle_link(const Acting& merchant, const Subscription& s, const Payment& p);
   // Inside a unit: the job failing attempt `p` of a link-paid cycle at its deadline.
   Status enqueue_deadline(store::Conn& c, const Subscription& s, const Payment& p, std::int64_t at);
   enum class Lapse { failed, moot, running };

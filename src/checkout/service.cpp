@@ -107,6 +107,11 @@ web::Principal Service::principal_of(const merchant::Merchant& m) const {
   return p;
 }
 
+Acting Service::acting_of(const merchant::Merchant& m) const {
+  // Priced at the merchant's tier, as its tokens are.
+  return Acting::system(m.id, m.matricule, m.environment, "checkout:" + m.matricule, m.tier, m.countries);
+}
+
 Result<merchant::Merchant> Service::merchant_of(std::int64_t merchant_id) {
   std::optional<merchant::Merchant> m;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
@@ -247,7 +252,18 @@ Session draft_session(const merchant::Merchant& m, const NewSession& n, std::int
 Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, json::FieldErrors errors) {
   auto cat = catalog_();
   if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
-  check_scope(*cat, m, n, errors);
+  SIKA_TRY(check_open(*cat, m, n, std::move(errors)));
+  Session s = draft_session(m, n, now(), options_.session_ttl_ms);
+  if (n.line == "up") {
+    SIKA_ASSIGN_OR_RETURN(s.quotes, lock_quotes(n, m.countries));
+  }
+  if (methods(s, m.countries).empty()) return no_method(n);
+  return store_session(m, n, std::move(s));
+}
+
+Status Service::check_open(const catalog::Catalog& cat, const merchant::Merchant& m, const NewSession& n,
+                           json::FieldErrors errors) {
+  check_scope(cat, m, n, errors);
   // What decides where the money goes comes from the merchant only: a request that sets it must
   // be signed with the merchant's checkout secret (the form is in the customer's browser, and its
   // apiKey is public). A signature, when sent, must match whatever the request sets.
@@ -277,14 +293,10 @@ Result<Opened> Service::open(const merchant::Merchant& m, const NewSession& n, j
     return {};
   }));
   check_merchant_rules(n, domains, inactive, signed_only, errors);
-  SIKA_TRY(errors.status());
+  return errors.status();
+}
 
-  Session s = draft_session(m, n, now(), options_.session_ttl_ms);
-  if (n.line == "up") {
-    SIKA_ASSIGN_OR_RETURN(s.quotes, lock_quotes(n, m.countries));
-  }
-  if (methods(s, m.countries).empty()) return no_method(n);
-
+Result<Opened> Service::store_session(const merchant::Merchant& m, const NewSession& n, Session s) {
   // Two rounds: an insert that loses a race for the order finds the winner's session.
   for (int round = 0; round < 3; ++round) {
     std::optional<Session> existing;
@@ -368,7 +380,7 @@ Result<std::vector<Quote>> Service::lock_quotes(const NewSession& n, const std::
   return quotes;
 }
 
-Result<std::vector<Session>> Service::list_sessions(const web::Principal& merchant, std::optional<std::int64_t> before,
+Result<std::vector<Session>> Service::list_sessions(const Acting& merchant, std::optional<std::int64_t> before,
                                                     int limit) {
   std::vector<Session> out;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
@@ -484,7 +496,7 @@ Result<payments::Transaction> Service::pay(std::string_view reference, const Pay
   intent.fee_bearer = s.fee_bearer;
   if (s.settlement_mode == payments::kSplit) intent.distribution = settlement_lines(s.distribution, m.matricule);
   SIKA_ASSIGN_OR_RETURN(payments::Transaction tx_now,
-                        payments_.collect_from_present_payer(intent, principal_of(m), form.otp, "checkout", take));
+                        payments_.collect_from_present_payer(intent, acting_of(m), form.otp, "checkout", take));
   // Another submission of the same page created this attempt's collection: this one made nothing.
   if (tx_now.reference != created) return with_problem(conflict(), "reference", Reason::page_out_of_date);
   return tx_now;

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "checkout/model.hpp"
+#include "core/acting.hpp"
 #include "core/i18n.hpp"
 #include "core/result.hpp"
 #include "limits/limiter.hpp"
@@ -128,8 +129,7 @@ class Service {
   // The session of a reference (404 naming reference when none).
   Result<Session> session(std::string_view reference);
   // A merchant's sessions (its environment), newest first, keyset pages on the id (the dashboard).
-  Result<std::vector<Session>> list_sessions(const web::Principal& merchant, std::optional<std::int64_t> before,
-                                             int limit);
+  Result<std::vector<Session>> list_sessions(const Acting& merchant, std::optional<std::int64_t> before, int limit);
   // The collection of the session's current attempt as it is now (nullopt: none yet). Marks the
   // session PAID when it completed.
   Result<std::optional<payments::Transaction>> current(const Session& s);
@@ -158,13 +158,23 @@ class Service {
 
  private:
   Result<merchant::Merchant> merchant_of(std::int64_t merchant_id);
+  // The credential an API key or signature of `m` authenticates as (scope payments, role owner).
   web::Principal principal_of(const merchant::Merchant& m) const;
+  // Who a customer's payment on a session page acts for: the system, for the merchant `m`.
+  Acting acting_of(const merchant::Merchant& m) const;
   Result<std::optional<std::string>> signed_return(const Session& s, const merchant::Merchant& m,
                                                    const std::optional<payments::Transaction>& tx,
                                                    std::string_view status);
   // The quotes a line=up session locks: one per other currency a method of `countries` (and the
   // area) charges in, at the rate in force now. Currencies without a rate are not quoted.
   Result<std::vector<Quote>> lock_quotes(const NewSession& n, const std::vector<std::string>& countries);
+  // The field problems of an order to open (its scope, signature, return URLs and beneficiaries),
+  // with `errors` already found in its body.
+  Status check_open(const catalog::Catalog& cat, const merchant::Merchant& m, const NewSession& n,
+                    json::FieldErrors errors);
+  // Stores the draft `s` of the order, or answers with the order's existing session: the same open
+  // one, a reopened expired or cancelled one, or its refusal (paid, in progress, other fields).
+  Result<Opened> store_session(const merchant::Merchant& m, const NewSession& n, Session s);
   web::Response render(const web::Request& req, i18n::Locale locale, const Session& s, std::string_view notice,
                        bool otp_step, const PayForm& values, int status);
   web::Response message_page(i18n::Locale locale, std::string_view title, std::string_view text, int status);

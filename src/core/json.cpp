@@ -262,10 +262,6 @@ void FieldErrors::add(std::string_view field, Problem problem) {
   problems_.push_back(FieldProblem{std::string(field), std::move(problem)});
 }
 
-void FieldErrors::add(std::string_view field, std::string_view problem) {
-  add(field, reason::untyped(std::string(problem)));
-}
-
 void FieldErrors::add_all(std::string_view prefix, const FieldErrors& other) {
   for (const auto& p : other.problems_) add(std::string(prefix) + p.field, p.problem);
 }

@@ -40,7 +40,6 @@ std::optional<std::string> number_text(const bj::value& v);
 class FieldErrors {
  public:
   void add(std::string_view field, Problem problem);
-  void add(std::string_view field, std::string_view problem);  // an untyped text (reason::untyped)
   // Adds each problem of `other` as prefix + its field.
   void add_all(std::string_view prefix, const FieldErrors& other);
   // Adds the problems of `e` (its typed problems, else the texts of its details); `field` names a

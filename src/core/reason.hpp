@@ -23,6 +23,7 @@ namespace sika {
   X(alpha2_code)                  \
   X(alpha2_used)                  \
   X(alpha3_at_least_one)          \
+  X(alpha3_capitals)              \
   X(alpha3_code)                  \
   X(alpha3_upper)                 \
   X(alpha3_upper_example)         \
@@ -47,12 +48,14 @@ namespace sika {
   X(at_most_json_bytes)           \
   X(at_most_printable)            \
   X(between)                      \
+  X(between_days)                 \
   X(body_empty)                   \
   X(body_not_object)              \
   X(cap_at_least_amount)          \
   X(catalog_not_object)           \
   X(channel)                      \
   X(channel_own_wallet)           \
+  X(chars_at_most)                \
   X(choose_method)                \
   X(choose_service)               \
   X(client_id_shape)              \
@@ -135,6 +138,7 @@ namespace sika {
   X(malformed_json)               \
   X(matricule)                    \
   X(merchant_only)                \
+  X(month_date)                   \
   X(more_decimals)                \
   X(msisdn_needs_country)         \
   X(must_be_direct)               \
@@ -161,7 +165,9 @@ namespace sika {
   X(not_collecting_in)            \
   X(not_configured)               \
   X(not_empty)                    \
+  X(not_exceed)                   \
   X(not_integer)                  \
+  X(not_known_merchant)           \
   X(not_mobile_of)                \
   X(not_negative)                 \
   X(not_null)                     \
@@ -172,7 +178,9 @@ namespace sika {
   X(nul_character)                \
   X(number_not_negative)          \
   X(number_of_country)            \
+  X(number_or_none)               \
   X(number_or_null)               \
+  X(object_of)                    \
   X(one_kind_of_line)             \
   X(one_of)                       \
   X(one_to_chars)                 \
@@ -195,6 +203,7 @@ namespace sika {
   X(otp_shape)                    \
   X(otp_too_long)                 \
   X(otp_verified_concurrently)    \
+  X(page_cursor)                  \
   X(page_out_of_date)             \
   X(paid_with)                    \
   X(payer_amount)                 \
@@ -205,6 +214,8 @@ namespace sika {
   X(phone_country_prefix)         \
   X(phone_digits)                 \
   X(platform_wallet_service)      \
+  X(positive_amount_in)           \
+  X(positive_integer)             \
   X(positive_minor_units)         \
   X(provider_code)                \
   X(public_client_grant)          \
@@ -222,6 +233,7 @@ namespace sika {
   X(refund_converted)             \
   X(refund_funds)                 \
   X(refund_in_flight)             \
+  X(refund_no_channel)            \
   X(refund_nothing_left)          \
   X(refund_reason)                \
   X(refund_status)                \
@@ -229,6 +241,7 @@ namespace sika {
   X(regular_expression)           \
   X(repeated)                     \
   X(required)                     \
+  X(required_at_most_chars)       \
   X(required_for)                 \
   X(required_international_phone) \
   X(required_link_key)            \
@@ -264,6 +277,7 @@ namespace sika {
   X(too_large)                    \
   X(too_long)                     \
   X(too_many_digits)              \
+  X(transaction_status)           \
   X(unchangeable)                 \
   X(unknown_country)              \
   X(unknown_customer_field)       \
@@ -315,7 +329,8 @@ inline Problem with(Reason r, std::string_view name, std::string value) {
 inline Problem at_most(std::int64_t max) { return with(Reason::at_most, "max", std::to_string(max)); }
 inline Problem at_most_chars(std::int64_t max) { return with(Reason::at_most_chars, "max", std::to_string(max)); }
 inline Problem at_most_items(std::int64_t max) { return with(Reason::at_most_items, "max", std::to_string(max)); }
-// An untyped text (Reason::text): for a problem whose producer has no reason yet.
+// An untyped text (Reason::text): a details text that arrived without a reason (FieldErrors::add_error).
+// Code outside core names a reason instead; scripts/check-untyped.py refuses it there.
 inline Problem untyped(std::string text) { return with(Reason::text, "text", std::move(text)); }
 
 }  // namespace reason

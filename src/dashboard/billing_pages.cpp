@@ -12,6 +12,7 @@
 #include "dashboard/internal.hpp"
 #include "dashboard/texts.hpp"
 #include "payments/queries.hpp"
+#include "web/acting.hpp"
 
 namespace sika::dashboard {
 
@@ -96,7 +97,7 @@ web::Response Service::subscriptions(web::Request& req) {
       return error_page(req, bad_request("invalid_request", bj::object{{"page", "must be a page number from 1"}}));
     f.offset = (n - 1) * kPageSize;
   }
-  auto listed = parts_.billing->list_subscriptions(c->principal, f);
+  auto listed = parts_.billing->list_subscriptions(web::acting(c->principal), f);
   if (!listed) return error_page(req, listed.error());
   const auto& [items, total] = *listed;
   std::string body = "<form class=\"card\" method=\"get\" action=\"" + escape(path("/subscriptions")) +
@@ -131,7 +132,7 @@ web::Response Service::subscription(web::Request& req) {
   if (!c) return error_page(req, c.error());
   if (!parts_.billing) return error_page(req, unavailable(bj::string("subscriptions not configured")));
   const std::string reference = req.path_param("reference");
-  auto s = parts_.billing->find(c->principal, reference);
+  auto s = parts_.billing->find(web::acting(c->principal), reference);
   if (!s) return error_page(req, s.error());
   auto paid = parts_.billing->list_payments(*s, kPageSize, 0);
   if (!paid) return error_page(req, paid.error());
@@ -209,7 +210,7 @@ web::Response Service::subscription_change(web::Request& req) {
     if (days_text.empty() || ec != std::errc() || end != days_text.data() + days_text.size() || days < 1 || days > 366)
       return error_page(req,
                         bad_request("invalid_request", bj::object{{"days", "a whole number of days from 1 to 366"}}));
-    changed = parts_.billing->advance(c->principal, reference, days * kDayMs);
+    changed = parts_.billing->advance(web::acting(c->principal), reference, days * kDayMs);
     details["days"] = days;
   } else {
     const billing::Move move = action == "suspend"      ? billing::Move::suspend
@@ -222,7 +223,7 @@ web::Response Service::subscription_change(web::Request& req) {
       request.reason = reason;
     }
     request.at_period_end = move == billing::Move::cancel && web::field_value(*fields, "at_period_end") == "true";
-    changed = parts_.billing->apply(c->principal, reference, move, request);
+    changed = parts_.billing->apply(web::acting(c->principal), reference, move, request);
     details["at_period_end"] = request.at_period_end;
   }
   if (!changed) return error_page(req, changed.error());

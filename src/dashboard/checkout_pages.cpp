@@ -15,6 +15,7 @@
 #include "dashboard/texts.hpp"
 #include "merchant/merchant.hpp"
 #include "payments/store.hpp"
+#include "web/acting.hpp"
 
 namespace sika::dashboard {
 
@@ -31,7 +32,7 @@ web::Response Service::checkout_sessions(web::Request& req) {
   if (!parts_.checkout) return error_page(req, unavailable(bj::string("hosted checkout not configured")));
   auto before = before_cursor(req);
   if (!before) return error_page(req, before.error());
-  auto sessions = parts_.checkout->list_sessions(c->principal, *before, kSessionsPerPage + 1);
+  auto sessions = parts_.checkout->list_sessions(web::acting(c->principal), *before, kSessionsPerPage + 1);
   if (!sessions) return error_page(req, sessions.error());
   const bool more = static_cast<int>(sessions->size()) > kSessionsPerPage;
   if (more) sessions->pop_back();

@@ -10,6 +10,7 @@
 
 #include "core/json.hpp"
 #include "core/money.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "core/time_zone.hpp"
 #include "dashboard/internal.hpp"
@@ -23,6 +24,7 @@
 #include "payments/queries.hpp"
 #include "payments/refund_store.hpp"
 #include "payments/service.hpp"
+#include "web/acting.hpp"
 #include "web/csv.hpp"
 #include "web/envelope.hpp"
 #include "webhooks/registry.hpp"
@@ -60,34 +62,33 @@ Result<payments::queries::TransactionFilter> transaction_filter(const web::Reque
   auto q = [&](std::string_view name) { return req.query_param(name).value_or(""); };
   if (auto s = q("status"); !s.empty()) {
     f.status = payments::parse_status(s);
-    if (!f.status)
-      errors.add("status", "must be INITIATED, PENDING, COMPLETED, FAILED, EXPIRED, CANCELLED or REFUNDED");
+    if (!f.status) errors.add("status", Reason::transaction_status);
   }
   f.operation = q("operation");
   if (!f.operation.empty() && f.operation != payments::kCollection && f.operation != payments::kDisbursement)
-    errors.add("operation", "must be COLLECTION or DISBURSEMENT");
+    errors.add("operation", Reason::operation);
   f.channel = q("channel");
   if (!f.channel.empty() && f.channel != "PROVIDER" && f.channel != "WALLET")
-    errors.add("channel", "must be PROVIDER or WALLET");
+    errors.add("channel", Problem(Reason::either_of, {{"first", "PROVIDER"}, {"second", "WALLET"}}));
   f.provider = q("provider");
-  if (f.provider.size() > 64) errors.add("provider", "at most 64 characters");
+  if (f.provider.size() > 64) errors.add("provider", reason::with(Reason::chars_at_most, "max", "64"));
   if (auto from = q("from"); !from.empty()) {
     f.created_from = day_start(from);
-    if (!f.created_from) errors.add("from", "must be a date YYYY-MM-DD");
+    if (!f.created_from) errors.add("from", Reason::day_date);
   }
   if (auto to = q("to"); !to.empty()) {
     auto d = day_start(to);
     if (!d)
-      errors.add("to", "must be a date YYYY-MM-DD");
+      errors.add("to", Reason::day_date);
     else
       f.created_to = *d + 86400000;  // the whole day
   }
   f.search = q("q");
-  if (f.search.size() > 100) errors.add("q", "at most 100 characters");
+  if (f.search.size() > 100) errors.add("q", reason::with(Reason::chars_at_most, "max", "100"));
   if (auto cursor = before_cursor(req))
     f.before = *cursor;
   else
-    errors.add("before", "must be the cursor of a previous page");
+    errors.add("before", Reason::page_cursor);
   f.limit = 50;
   SIKA_TRY(errors.status());
   return f;
@@ -317,7 +318,7 @@ web::Response Service::transaction_view(web::Request& req, const Ctx& ctx, const
     payments::tables::RefundFilter rf;
     rf.transaction_reference = reference;
     rf.limit = 100;
-    auto listed = parts_.payments->list_refunds(c->principal, rf);
+    auto listed = parts_.payments->list_refunds(web::acting(c->principal), rf);
     if (!listed) return error_page(req, listed.error());
     refunds = std::move(listed->first);
   }
@@ -397,7 +398,7 @@ web::Response Service::links_page(web::Request& req) {
   if (!parts_.links) return error_page(req, unavailable(bj::string("payment links not configured")));
   links::tables::ListFilter lf;
   lf.limit = 100;
-  auto listed = parts_.links->list_links(c->principal, lf);
+  auto listed = parts_.links->list_links(web::acting(c->principal), lf);
   if (!listed) return error_page(req, listed.error());
   std::string body;
   if (auto e = req.query_param("created"); e)
@@ -461,7 +462,7 @@ web::Response Service::link_create(web::Request& req) {
   if (auto a = web::field_value(*fields, "amount"); !a.empty()) {
     auto minor = money::parse_decimal(a, currency);
     if (!minor)
-      errors.add("amount", "must be a positive amount in " + currency);
+      errors.add("amount", reason::with(Reason::positive_amount_in, "currency", currency));
     else
       body["amount"] = *minor;
   }
@@ -471,11 +472,11 @@ web::Response Service::link_create(web::Request& req) {
       body["max_usage"] = std::stoll(m, &used);
       if (used != m.size()) throw std::invalid_argument("trailing");
     } catch (...) {
-      errors.add("max_usage", "must be a whole number");
+      errors.add("max_usage", Reason::whole_number);
     }
   }
   links::NewLink request = links::parse_new_link(body, now(), errors);
-  auto link = parts_.links->create_link(c->principal, request, std::move(errors));
+  auto link = parts_.links->create_link(web::acting(c->principal), request, std::move(errors));
   if (!link) return error_page(req, link.error());
   (void)record(*c, c->principal.merchant_id, "link.create", link->reference,
                json::dump(bj::object{{"title", link->title}, {"short_code", link->short_code}}));
@@ -486,7 +487,7 @@ web::Response Service::link_qr(web::Request& req) {
   auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
   if (!parts_.links) return error_page(req, unavailable(bj::string("payment links not configured")));
-  auto link = parts_.links->find(c->principal, req.path_param("reference"));
+  auto link = parts_.links->find(web::acting(c->principal), req.path_param("reference"));
   if (!link) return error_page(req, link.error());
   auto png = links::qr_png(parts_.links->payment_url(*link), 10);
   if (!png) return error_page(req, png.error());
@@ -501,7 +502,7 @@ web::Response Service::link_disable(web::Request& req) {
   if (!c) return error_page(req, c.error());
   if (!parts_.links) return error_page(req, unavailable(bj::string("payment links not configured")));
   const std::string reference = req.path_param("reference");
-  auto link = parts_.links->set_status(c->principal, reference, links::kDisabled);
+  auto link = parts_.links->set_status(web::acting(c->principal), reference, links::kDisabled);
   if (!link) return error_page(req, link.error());
   (void)record(*c, c->principal.merchant_id, "link.disable", reference);
   return see_other("/links");

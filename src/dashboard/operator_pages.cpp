@@ -10,6 +10,7 @@
 #include "catalog/service.hpp"
 #include "core/json.hpp"
 #include "core/money.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "dashboard/internal.hpp"
 #include "dashboard/store.hpp"
@@ -80,12 +81,14 @@ web::Response Service::merchant_create(web::Request& req) {
   m.countries = merchant::split_countries(web::field_value(*fields, "countries"));
   m.environment = web::field_value(*fields, "environment");
   json::FieldErrors errors;
-  if (m.name.empty() || m.name.size() > 120) errors.add("name", "required, at most 120 characters");
-  if (m.countries.empty()) errors.add("countries", "at least one ISO alpha-3 code");
+  if (m.name.empty() || m.name.size() > 120)
+    errors.add("name", reason::with(Reason::required_at_most_chars, "max", "120"));
+  if (m.countries.empty()) errors.add("countries", Reason::alpha3_at_least_one);
   for (const auto& code : m.countries)
     if (code.size() != 3 || !std::all_of(code.begin(), code.end(), [](char ch) { return ch >= 'A' && ch <= 'Z'; }))
-      errors.add("countries", "ISO alpha-3 codes in capitals, e.g. CMR,CIV");
-  if (m.environment != "sandbox" && m.environment != "prod") errors.add("environment", "must be sandbox or prod");
+      errors.add("countries", Reason::alpha3_capitals);
+  if (m.environment != "sandbox" && m.environment != "prod")
+    errors.add("environment", Problem(Reason::either_of, {{"first", "sandbox"}, {"second", "prod"}}));
   if (auto st = errors.status(); !st) return error_page(req, st.error());
   merchant::Merchant created;
   auto wrote = db_.write([&](store::Conn& conn) -> Status {

@@ -12,6 +12,7 @@
 #include "dashboard/texts.hpp"
 #include "payments/refund_store.hpp"
 #include "payments/service.hpp"
+#include "web/acting.hpp"
 
 namespace sika::dashboard {
 
@@ -152,7 +153,7 @@ web::Response Service::refund_submit(web::Request& req) {
   auto f = [&](std::string_view k) { return web::field_value(*fields, k); };
   // The collection as this merchant may see it (another merchant's: 404, as through the API); its
   // currency says how the amount is written.
-  auto tx = parts_.payments->find(c->principal, reference, payments::kCollection);
+  auto tx = parts_.payments->find(web::acting(c->principal), reference, payments::kCollection);
   if (!tx) return error_page(req, tx.error());
   auto refused = [&](const Error& e) {
     if (e.server_side()) return error_page(req, e);
@@ -177,7 +178,7 @@ web::Response Service::refund_submit(web::Request& req) {
                                                                {"currency", r.currency},
                                                                {"reason", r.reason}})});
   };
-  auto made = parts_.payments->refund(request, c->principal, audit);
+  auto made = parts_.payments->refund(request, web::acting(c->principal), audit);
   if (!made) return refused(made.error());
   return see_other("/transactions/" + web::percent_encode(reference) +
                    "?refunded=" + web::percent_encode(made->reference));
@@ -194,15 +195,15 @@ web::Response Service::refunds(web::Request& req) {
   json::FieldErrors errors;
   if (!q("status").empty()) {
     filter.status = payments::parse_refund_status(q("status"));
-    if (!filter.status) errors.add("status", "must be PENDING, PROCESSING, COMPLETED or FAILED");
+    if (!filter.status) errors.add("status", reason::with(Reason::one_of, "values", "PENDING, PROCESSING, COMPLETED, FAILED"));
   }
-  if (filter.transaction_reference.size() > 100) errors.add("transaction_reference", "at most 100 characters");
+  if (filter.transaction_reference.size() > 100) errors.add("transaction_reference", reason::with(Reason::chars_at_most, "max", "100"));
   if (auto cursor = before_cursor(req))
     filter.before = *cursor;
   else
-    errors.add("before", "must be the cursor of a previous page");
+    errors.add("before", Reason::page_cursor);
   if (auto st = errors.status(); !st) return error_page(req, st.error());
-  auto listed = parts_.payments->list_refunds(c->principal, filter);
+  auto listed = parts_.payments->list_refunds(web::acting(c->principal), filter);
   if (!listed) return error_page(req, listed.error());
   const auto& items = listed->first;
 

@@ -35,7 +35,7 @@ std::optional<std::pair<std::string, std::string>> month_days(std::string_view m
 // its separator. 400 naming `month` when it is not YYYY-MM.
 Result<web::Request> statement_request(const web::Request& req, std::string_view month, bool csv) {
   auto days = month_days(month);
-  if (!days) return field_error("month", reason::untyped("must be a month YYYY-MM"));
+  if (!days) return field_error("month", Reason::month_date);
   web::Request q;
   q.method = "GET";
   q.locale = req.locale;

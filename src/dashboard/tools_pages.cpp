@@ -11,6 +11,7 @@
 #include "dashboard/texts.hpp"
 #include "notify/notifier.hpp"
 #include "payments/service.hpp"
+#include "web/acting.hpp"
 #include "webhooks/registry.hpp"
 #include "webhooks/service.hpp"
 
@@ -63,7 +64,7 @@ web::Response Service::force_outcome(web::Request& req) {
                                                                  "SUCCESSFUL, INSUFFICIENT_FUNDS, REJECTED_BY_CUSTOMER "
                                                                  "or TIMEOUT"}}));
   }
-  auto tx = parts_.payments->find(c->principal, reference, payments::kCollection);
+  auto tx = parts_.payments->find(web::acting(c->principal), reference, payments::kCollection);
   if (!tx) return error_page(req, tx.error());
   if (auto forced = parts_.payments->force_sandbox_outcome(*tx, status); !forced)
     return error_page(req, forced.error());

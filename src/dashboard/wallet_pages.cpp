@@ -8,6 +8,7 @@
 #include "dashboard/internal.hpp"
 #include "dashboard/texts.hpp"
 #include "wallets/service.hpp"
+#include "web/acting.hpp"
 
 namespace sika::dashboard {
 
@@ -25,7 +26,7 @@ web::Response Service::wallet_links(web::Request& req) {
   auto before = before_cursor(req);
   if (!before) return error_page(req, before.error());
   // One more than a page tells whether a next page exists.
-  auto links = parts_.wallets->partner_links(c->principal, *before, kLinksPerPage + 1);
+  auto links = parts_.wallets->partner_links(web::acting(c->principal), *before, kLinksPerPage + 1);
   if (!links) return error_page(req, links.error());
   const bool more = links->size() > static_cast<std::size_t>(kLinksPerPage);
   if (more) links->pop_back();
@@ -67,7 +68,7 @@ web::Response Service::wallet_unlink(web::Request& req) {
   const std::string reference = req.path_param("reference");
   // The user hears of it by SMS and the partner's webhooks get wallet_link.unlinked, as when the
   // partner unlinks through the API.
-  auto unlinked = parts_.wallets->unlink_by_reference(c->principal, reference);
+  auto unlinked = parts_.wallets->unlink_by_reference(web::acting(c->principal), reference);
   if (!unlinked) return error_page(req, unlinked.error());
   (void)record(*c, c->principal.merchant_id, "wallet_link.unlink", reference);
   return see_other("/wallet-links");

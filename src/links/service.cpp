@@ -45,7 +45,7 @@ std::string Service::collection_uuid(const Link& link, std::string_view payer_uu
 
 // ---- merchant side ----------------------------------------------------------------------------
 
-Result<Link> Service::create_link(const web::Principal& merchant, const NewLink& n, json::FieldErrors errors) {
+Result<Link> Service::create_link(const Acting& merchant, const NewLink& n, json::FieldErrors errors) {
   if (merchant.merchant_id == 0) return forbidden(bj::string("this credential is not bound to a merchant"));
   auto cat = catalog_();
   if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
@@ -100,7 +100,7 @@ Result<Link> Service::create_link(const web::Principal& merchant, const NewLink&
   return internal_error(bj::string("could not draw a free short code"));
 }
 
-Result<Link> Service::find(const web::Principal& merchant, std::string_view reference) {
+Result<Link> Service::find(const Acting& merchant, std::string_view reference) {
   std::optional<Link> found;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(found, tables::by_reference(c, merchant.merchant_id, merchant.environment, reference));
@@ -110,7 +110,7 @@ Result<Link> Service::find(const web::Principal& merchant, std::string_view refe
   return std::move(*found);
 }
 
-Result<std::pair<std::vector<Link>, std::int64_t>> Service::list_links(const web::Principal& merchant,
+Result<std::pair<std::vector<Link>, std::int64_t>> Service::list_links(const Acting& merchant,
                                                                        const tables::ListFilter& filter) {
   std::pair<std::vector<Link>, std::int64_t> out;
   const std::int64_t at = now();
@@ -121,7 +121,7 @@ Result<std::pair<std::vector<Link>, std::int64_t>> Service::list_links(const web
   return out;
 }
 
-Result<Link> Service::update_link(const web::Principal& merchant, std::string_view reference, const LinkUpdate& u) {
+Result<Link> Service::update_link(const Acting& merchant, std::string_view reference, const LinkUpdate& u) {
   SIKA_ASSIGN_OR_RETURN(Link l, find(merchant, reference));
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     SIKA_TRY(tables::update(c, l.id, u, now()));
@@ -130,7 +130,7 @@ Result<Link> Service::update_link(const web::Principal& merchant, std::string_vi
   return find(merchant, reference);
 }
 
-Result<Link> Service::set_status(const web::Principal& merchant, std::string_view reference, std::string_view status) {
+Result<Link> Service::set_status(const Acting& merchant, std::string_view reference, std::string_view status) {
   SIKA_ASSIGN_OR_RETURN(Link l, find(merchant, reference));
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     SIKA_TRY(tables::set_status(c, l.id, status, now()));
@@ -170,7 +170,7 @@ Status Service::throttle(const web::Request& req, std::string_view short_code) {
   return {};
 }
 
-Result<web::Principal> Service::merchant_of(const Link& link) {
+Result<Acting> Service::merchant_of(const Link& link) {
   SIKA_ASSIGN_OR_RETURN(auto p, payments::acting_merchant(db_, link.merchant_id, link.environment, link.user_tier,
                                                           "payment-link:" + link.reference));
   if (!p) return link_not_found("shortCode");
@@ -194,7 +194,7 @@ Result<bool> Service::release_ended_uses(const Link& link, std::int64_t at) {
 }
 
 Result<payments::Transaction> Service::collect(const Link& link, std::string_view payer_uuid,
-                                               const payments::IntentRequest& intent, const web::Principal& merchant,
+                                               const payments::IntentRequest& intent, const Acting& merchant,
                                                std::optional<std::string> otp) {
   // Two tries: when the link looks used up, uses held by attempts that ended without
   // completing are given back (in their own unit) and the use is asked for once more.
@@ -287,7 +287,7 @@ Result<payments::Transaction> Service::pay_link(std::string_view short_code, con
   }
   SIKA_TRY(errors.status());
 
-  SIKA_ASSIGN_OR_RETURN(web::Principal merchant, merchant_of(link));
+  SIKA_ASSIGN_OR_RETURN(Acting merchant, merchant_of(link));
   payments::IntentRequest intent;
   intent.amount = amount;
   intent.currency = link.currency;
@@ -325,7 +325,7 @@ constexpr std::string_view kWalletPaymentPurpose = "payment_link_wallet";
 }  // namespace
 
 Result<payments::Transaction> Service::pay_from_wallet(const Link& link, const PayRequest& p,
-                                                       payments::IntentRequest intent, const web::Principal& merchant,
+                                                       payments::IntentRequest intent, const Acting& merchant,
                                                        const payments::IntentPlan& plan) {
   // A replay of this payer's attempt: its collection as it is now, whatever the body brings.
   std::optional<payments::Transaction> stored;

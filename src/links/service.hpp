@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/acting.hpp"
 #include "core/result.hpp"
 #include "limits/limiter.hpp"
 #include "limits/local.hpp"
@@ -80,12 +81,12 @@ class Service {
   web::Response status_page(web::Request& req);
 
   // --- operations ---
-  Result<Link> create_link(const web::Principal& merchant, const NewLink& request, json::FieldErrors errors = {});
-  Result<Link> find(const web::Principal& merchant, std::string_view reference);
-  Result<std::pair<std::vector<Link>, std::int64_t>> list_links(const web::Principal& merchant,
+  Result<Link> create_link(const Acting& merchant, const NewLink& request, json::FieldErrors errors = {});
+  Result<Link> find(const Acting& merchant, std::string_view reference);
+  Result<std::pair<std::vector<Link>, std::int64_t>> list_links(const Acting& merchant,
                                                                 const tables::ListFilter& filter);
-  Result<Link> update_link(const web::Principal& merchant, std::string_view reference, const LinkUpdate& update);
-  Result<Link> set_status(const web::Principal& merchant, std::string_view reference, std::string_view status);
+  Result<Link> update_link(const Acting& merchant, std::string_view reference, const LinkUpdate& update);
+  Result<Link> set_status(const Acting& merchant, std::string_view reference, std::string_view status);
   // The link of a short code, whoever owns it (404 naming shortCode when there is none).
   Result<Link> by_code(std::string_view short_code);
   // Pays a link: the collection, created and pushed to the payer's phone (guarantees above).
@@ -96,7 +97,7 @@ class Service {
 
  private:
   // The merchant a link's payments are collected for, as create_collection takes it.
-  Result<web::Principal> merchant_of(const Link& link);
+  Result<Acting> merchant_of(const Link& link);
   // The helper text of the OTP step when paying `link` with `provider` needs a code the
   // request does not bring; nullopt when no step is needed.
   // Counts a payment submission against the address and link limits; 429 rate_limited when over.
@@ -110,7 +111,7 @@ class Service {
   // Creates (or replays) the payer's collection of `link`, its use taken in the creating unit,
   // and pushes it; gives the use back when the payment ends at once without completing.
   Result<payments::Transaction> collect(const Link& link, std::string_view payer_uuid,
-                                        const payments::IntentRequest& intent, const web::Principal& merchant,
+                                        const payments::IntentRequest& intent, const Acting& merchant,
                                         std::optional<std::string> otp);
   Status release(const Link& link, std::int64_t attempt_id);
   // Gives back, in their own unit, the uses held by attempts that ended without completing (or
@@ -122,7 +123,7 @@ class Service {
   // created; with it, the code is checked, then the collection, its use and the debit commit in
   // one unit (payments::Service::collect_preauthorized).
   Result<payments::Transaction> pay_from_wallet(const Link& link, const PayRequest& p, payments::IntentRequest intent,
-                                                const web::Principal& merchant, const payments::IntentPlan& plan);
+                                                const Acting& merchant, const payments::IntentPlan& plan);
   Result<web::Response> qr_image(web::Request& req, bool png);
   struct Form;
   // The 429 page when the client has viewed too many pages; nullopt when it may see one more.

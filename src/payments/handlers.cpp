@@ -15,6 +15,7 @@
 #include "payments/queries.hpp"
 #include "payments/service.hpp"
 #include "payments/store.hpp"
+#include "web/acting.hpp"
 #include "web/envelope.hpp"
 
 namespace sika::payments {
@@ -36,7 +37,7 @@ Result<web::Response> Service::create_intent(web::Request& req) { return create_
 Result<web::Response> Service::disbursement_intent(web::Request& req) { return create_handler(req, kDisbursement); }
 
 Result<web::Response> Service::create_handler(web::Request& req, std::string_view operation) {
-  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
   IntentRequest request = parse_intent(body, operation, errors);
@@ -46,11 +47,11 @@ Result<web::Response> Service::create_handler(web::Request& req, std::string_vie
   web::Reply reply;
   if (operation == kCollection && request.channel == kChannelProvider) reply = web::answer_later(req);
   if (!reply)
-    return web::run_blocking(req, [this, request = std::move(request), merchant = *principal,
+    return web::run_blocking(req, [this, request = std::move(request), merchant = acting,
                                    errors = std::move(errors)](web::Request& r) mutable {
       return answer(r, create(request, merchant, std::move(errors)), "submitted");
     });
-  create_collection_async(std::move(request), *principal, std::move(errors),
+  create_collection_async(std::move(request), acting, std::move(errors),
                           [reply = std::move(reply), locale = req.locale](Result<Transaction> tx) {
                             web::reply_with(reply, locale, "collection intent",
                                             [&](const web::Request& r) { return answer(r, tx, "submitted"); });
@@ -63,7 +64,7 @@ Result<web::Response> Service::create_handler(web::Request& req, std::string_vie
 int Service::otp_code_length() const { return options_.otp ? options_.otp->options().code_length : 6; }
 
 Result<web::Response> Service::execute(web::Request& req) {
-  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
   refuse_unknown_fields(body, {"transaction_reference", "invoice_reference", "otp"}, errors);
@@ -71,7 +72,7 @@ Result<web::Response> Service::execute(web::Request& req) {
   auto invoice = json::get_string(body, "invoice_reference", errors);
   std::optional<std::string> otp = otp::read_code(body, "otp", otp_code_length(), errors);
   SIKA_TRY(errors.status());
-  SIKA_ASSIGN_OR_RETURN(auto tx, find(*principal, *reference, kCollection));
+  SIKA_ASSIGN_OR_RETURN(auto tx, find(acting, *reference, kCollection));
   if (invoice && *invoice != tx.invoice_reference)
     return empty_data(bj::object{{"invoice_reference", "does not match the transaction"}});
   return answer(req, execute_collection(std::move(tx), std::move(otp), "execute"), "submitted");
@@ -84,13 +85,13 @@ Result<web::Response> Service::cancel(web::Request& req) {
 
 // The transaction a body of exactly {transaction_reference} names, as the caller may see it.
 Result<Transaction> Service::referenced(const web::Request& req, std::string_view operation) {
-  SIKA_ASSIGN_OR_RETURN(const web::Principal* principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
   refuse_unknown_fields(body, {"transaction_reference"}, errors);
   auto reference = json::get_string(body, "transaction_reference", errors, true);
   SIKA_TRY(errors.status());
-  return find(*principal, *reference, operation);
+  return find(acting, *reference, operation);
 }
 
 Result<web::Response> Service::status(web::Request& req) { return show_handler(req, kCollection); }
@@ -124,15 +125,14 @@ Result<web::Response> Service::operator_callback(web::Request& req) {
 // ---- verification and balances ----------------------------------------------------------------
 
 Result<web::Response> Service::verify_account(web::Request& req) {
-  SIKA_ASSIGN_OR_RETURN(auto principal_r, web::merchant_caller(req));
-  const web::Principal& principal = *principal_r;
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
   refuse_unknown_fields(body, {"provider", "wallet"}, errors);
   auto provider = json::get_string(body, "provider", errors, true);
   auto wallet = json::get_string(body, "wallet", errors, true);
   SIKA_ASSIGN_OR_RETURN(auto holder,
-                        account_holder(principal, provider.value_or(""), wallet.value_or(""), std::move(errors)));
+                        account_holder(acting, provider.value_or(""), wallet.value_or(""), std::move(errors)));
   bj::object data;
   data["provider"] = holder.service_code;
   data["wallet"] = holder.msisdn;
@@ -142,10 +142,10 @@ Result<web::Response> Service::verify_account(web::Request& req) {
 }
 
 Result<web::Response> Service::balances(web::Request& req) {
-  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   std::vector<queries::CurrencyBalance> rows;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
-    SIKA_ASSIGN_OR_RETURN(rows, queries::merchant_balances(c, principal->merchant_id, principal->environment));
+    SIKA_ASSIGN_OR_RETURN(rows, queries::merchant_balances(c, acting.merchant_id, acting.environment));
     return {};
   }));
   bj::array data;
@@ -157,8 +157,7 @@ Result<web::Response> Service::balances(web::Request& req) {
 // ---- fee quote (shop plugins, hosted checkout) -------------------------------------------------
 
 Result<web::Response> Service::fee_quote(web::Request& req) {
-  SIKA_ASSIGN_OR_RETURN(auto principal_r, web::merchant_caller(req));
-  const web::Principal& principal = *principal_r;
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
   refuse_unknown_fields(body, {"provider", "amount", "currency", "feeBearer"}, errors);
@@ -189,24 +188,24 @@ Result<web::Response> Service::fee_quote(web::Request& req) {
   SIKA_TRY(errors.status());
   const catalog::Country* country = cat->country_by_id(service->country_id);
   if (!country) return empty_data(bj::object{{"provider", "is not configured"}});
-  if (!principal.admin && !principal.grants_country(country->code))
+  if (!acting.admin && !acting.grants_country(country->code))
     return forbidden(bj::object{
         {"provider", "the country " + country->code + " of this service is not granted to this credential"}});
   // What the collection itself would refuse for this credential's environment, refused alike.
   if (service->kind == catalog::ServiceKind::wallet) {
-    if (principal.environment != "sandbox")
+    if (acting.environment != "sandbox")
       return empty_data(
           bj::object{{"provider", service->code + " is a platform wallet service: its collections need the customer's "
                                                   "one-time code, which only the sandbox delivers"}});
   } else {
     const catalog::Provider* prov = cat->provider_by_id(service->provider_id);
     if (!prov) return empty_data(bj::object{{"provider", "is not configured"}});
-    const std::string connector_name = principal.environment == "sandbox" ? std::string("sandbox") : prov->connector;
+    const std::string connector_name = acting.environment == "sandbox" ? std::string("sandbox") : prov->connector;
     if (!connector(connector_name))
       return provider_unavailable(bj::object{{"provider", "no connector is available for " + prov->code}});
   }
   SIKA_ASSIGN_OR_RETURN(auto price,
-                        price_operation(*cat, *service, /*collection=*/true, *amount, fee_bearer, principal.user_tier));
+                        price_operation(*cat, *service, /*collection=*/true, *amount, fee_bearer, acting.user_tier));
   bj::object data;
   data["provider"] = service->code;
   data["baseAmount"] = *amount;

@@ -323,64 +323,80 @@ Result<Price> price_operation(const catalog::Catalog& cat, const catalog::Paymen
   return price;
 }
 
-Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, json::FieldErrors errors) {
-  if (!in.catalog || !in.merchant) return internal_error(bj::string("plan_intent without catalog or merchant"));
-  const catalog::Catalog& cat = *in.catalog;
-  const web::Principal& merchant = *in.merchant;
-  const bool collection = r.operation == kCollection;
-  if (r.operation != kCollection && r.operation != kDisbursement)
-    return internal_error(bj::string("unknown operation " + r.operation));
-  check_fields(r, in.max_amount, errors);
+namespace {
 
-  // The service, from the catalog snapshot.
+// The service a request names, with its provider and country (all null when it has a field problem).
+struct Named {
   const catalog::PaymentService* service = nullptr;
-  const catalog::Provider* prov = nullptr;
+  const catalog::Provider* provider = nullptr;
   const catalog::Country* country = nullptr;
+};
+
+// The request's service from the catalog snapshot, checked with its currency, amount limits and
+// customer wallet (normalized into plan.msisdn): every problem goes into `errors`.
+Named named_service(const IntentRequest& r, const PlanInputs& in, IntentPlan& plan, json::FieldErrors& errors) {
+  const catalog::Catalog& cat = *in.catalog;
+  Named at;
   if (!has_error(errors, "provider")) {
-    service = usable_service(cat, r.provider, "provider", errors);
-    if (service) {
-      prov = cat.provider_by_id(service->provider_id);
-      country = cat.country_by_id(service->country_id);
-      if (!prov || !country) {
+    at.service = usable_service(cat, r.provider, "provider", errors);
+    if (at.service) {
+      at.provider = cat.provider_by_id(at.service->provider_id);
+      at.country = cat.country_by_id(at.service->country_id);
+      if (!at.provider || !at.country) {
         errors.add("provider", Reason::not_configured);
-        service = nullptr;
+        at.service = nullptr;
       }
     }
   }
-  IntentPlan plan;
-  if (service) {
-    if (!has_error(errors, "currency") && r.currency != service->currency)
-      errors.add("currency",
-                 Problem(Reason::service_currency, {{"currency", service->currency}, {"service", service->code}}));
-    if (!has_error(errors, "amount")) {
-      if (service->min_amount && r.amount < *service->min_amount) errors.add("amount", below_minimum(*service));
-      if (service->max_amount && r.amount > *service->max_amount) errors.add("amount", above_maximum(*service));
-    }
-    if (!has_error(errors, "customer_wallet"))
-      plan.msisdn = normalize_wallet(cat, *service, r.customer_wallet, "customer_wallet", errors);
-    refuse_other_operator(cat, *service, plan.msisdn, merchant.environment, in.refuse_other_operator_numbers, errors);
+  if (!at.service) return at;
+  const catalog::PaymentService& service = *at.service;
+  if (!has_error(errors, "currency") && r.currency != service.currency)
+    errors.add("currency",
+               Problem(Reason::service_currency, {{"currency", service.currency}, {"service", service.code}}));
+  if (!has_error(errors, "amount")) {
+    if (service.min_amount && r.amount < *service.min_amount) errors.add("amount", below_minimum(service));
+    if (service.max_amount && r.amount > *service.max_amount) errors.add("amount", above_maximum(service));
   }
-  SIKA_TRY(errors.status());
-  if (!service) return internal_error(bj::string("plan_intent: no service and no field error"));
+  if (!has_error(errors, "customer_wallet"))
+    plan.msisdn = normalize_wallet(cat, service, r.customer_wallet, "customer_wallet", errors);
+  refuse_other_operator(cat, service, plan.msisdn, in.merchant->environment, in.refuse_other_operator_numbers, errors);
+  return at;
+}
 
-  if (!merchant.admin && !merchant.grants_country(country->code))
-    return with_problem(forbidden(), "provider", reason::with(Reason::country_not_granted, "country", country->code));
+// The platform wallet service of the named service's country: the service itself when it is one.
+const catalog::PaymentService* platform_wallet_of(const catalog::Catalog& cat, const catalog::PaymentService& service) {
+  if (service.kind == catalog::ServiceKind::wallet) return &service;
+  for (const auto& s : cat.services())
+    if (s.kind == catalog::ServiceKind::wallet && s.country_id == service.country_id && cat.usable(s)) return &s;
+  return nullptr;
+}
 
-  // Channel and the service that carries the money (docs/payments.md, "Channels").
+// Whether AUTO picks the customer's sandbox platform wallet for an operator's service: it exists
+// and (for a collection) covers the wallet price.
+Result<bool> wallet_covers(const IntentRequest& r, const PlanInputs& in, const catalog::PaymentService& service,
+                           const catalog::PaymentService& platform_wallet, const std::string& msisdn) {
+  const Acting& merchant = *in.merchant;
+  const bool collection = r.operation == kCollection;
+  auto wallet_quote =
+      catalog::quote_fee(*in.catalog, collection ? catalog::Operation::collection : catalog::Operation::disbursement,
+                         collection ? std::optional<catalog::ServiceKey>(platform_wallet.code) : std::nullopt,
+                         collection ? std::nullopt : std::optional<catalog::ServiceKey>(platform_wallet.code), r.amount,
+                         merchant.user_tier);
+  if (!wallet_quote) return false;
+  SIKA_ASSIGN_OR_RETURN(auto available,
+                        in.balance(ledger::customer_wallet(msisdn, merchant.environment, service.currency)));
+  const std::int64_t price = r.fee_bearer == kMerchantBearsFee ? r.amount : r.amount + wallet_quote->fee;
+  return collection ? available && *available >= price : available.has_value();
+}
+
+// The channel (docs/payments.md, "Channels") into plan.channel, and the service that carries the
+// money: the named one, or the country's platform wallet.
+Result<const catalog::PaymentService*> choose_channel(const IntentRequest& r, const PlanInputs& in, const Named& at,
+                                                      IntentPlan& plan) {
+  const Acting& merchant = *in.merchant;
+  const catalog::PaymentService* service = at.service;
   const bool wallet_service = service->kind == catalog::ServiceKind::wallet;
-  const catalog::PaymentService* platform_wallet = wallet_service ? service : nullptr;
-  if (!platform_wallet)
-    for (const auto& s : cat.services())
-      if (s.kind == catalog::ServiceKind::wallet && s.country_id == service->country_id && cat.usable(s)) {
-        platform_wallet = &s;
-        break;
-      }
-  auto quote_for = [&](const catalog::PaymentService& s) {
-    return catalog::quote_fee(cat, collection ? catalog::Operation::collection : catalog::Operation::disbursement,
-                              collection ? std::optional<catalog::ServiceKey>(s.code) : std::nullopt,
-                              collection ? std::nullopt : std::optional<catalog::ServiceKey>(s.code), r.amount,
-                              merchant.user_tier);
-  };
+  const catalog::PaymentService* platform_wallet = platform_wallet_of(*in.catalog, *service);
   const catalog::PaymentService* effective = service;
   if (r.channel == kChannelProvider) {
     if (wallet_service)
@@ -388,7 +404,7 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
     plan.channel = kChannelProvider;
   } else if (r.channel == kChannelWallet) {
     if (!platform_wallet)
-      return field_error("channel", reason::with(Reason::no_platform_wallet, "country", country->code));
+      return field_error("channel", reason::with(Reason::no_platform_wallet, "country", at.country->code));
     plan.channel = kChannelWallet;
     effective = platform_wallet;
   } else if (wallet_service) {  // AUTO
@@ -398,14 +414,10 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
     // exists and (for a collection) covers the wallet price; the named operator otherwise.
     plan.channel = kChannelProvider;
     if (platform_wallet && merchant.environment == "sandbox" && in.balance) {
-      if (auto wallet_quote = quote_for(*platform_wallet)) {
-        SIKA_ASSIGN_OR_RETURN(
-            auto available, in.balance(ledger::customer_wallet(plan.msisdn, merchant.environment, service->currency)));
-        const std::int64_t price = r.fee_bearer == kMerchantBearsFee ? r.amount : r.amount + wallet_quote->fee;
-        if (collection ? available && *available >= price : available.has_value()) {
-          plan.channel = kChannelWallet;
-          effective = platform_wallet;
-        }
+      SIKA_ASSIGN_OR_RETURN(bool covers, wallet_covers(r, in, *service, *platform_wallet, plan.msisdn));
+      if (covers) {
+        plan.channel = kChannelWallet;
+        effective = platform_wallet;
       }
     }
   }
@@ -417,28 +429,41 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
     if (effective->max_amount && r.amount > *effective->max_amount)
       return field_error("amount", above_maximum(*effective));
   }
+  return effective;
+}
+
+// The connector that carries the plan's channel into plan.connector: refused when no instance
+// runs it, or (for a collection) when its operator is closed.
+Status choose_connector(const PlanInputs& in, const Named& at, bool collection, IntentPlan& plan) {
   if (plan.channel == kChannelWallet) {
     plan.connector = "wallet";
-  } else {
-    plan.connector = merchant.environment == "sandbox" ? std::string("sandbox")
-                     : in.instance                     ? in.instance(prov->connector, country->alpha2)
-                                                       : prov->connector;
-    if (!in.has_connector || !in.has_connector(plan.connector))
-      return with_problem(provider_unavailable(nullptr), "provider",
-                          reason::with(Reason::no_connector, "service", prov->code));
-    if (collection && in.closed && in.closed(plan.connector))
-      return with_problem(provider_unavailable(nullptr), "provider",
-                          reason::with(Reason::operator_closed, "service", service->name));
+    return {};
   }
+  const std::string_view environment = in.merchant->environment;
+  plan.connector = environment == "sandbox" ? std::string("sandbox")
+                   : in.instance            ? in.instance(at.provider->connector, at.country->alpha2)
+                                            : at.provider->connector;
+  if (!in.has_connector || !in.has_connector(plan.connector))
+    return with_problem(provider_unavailable(nullptr), "provider",
+                        reason::with(Reason::no_connector, "service", at.provider->code));
+  if (collection && in.closed && in.closed(plan.connector))
+    return with_problem(provider_unavailable(nullptr), "provider",
+                        reason::with(Reason::operator_closed, "service", at.service->name));
+  return {};
+}
 
-  // Fee from the fee engine (incoming service for a collection, outgoing for a payout).
-  SIKA_ASSIGN_OR_RETURN(auto price,
-                        price_operation(cat, *effective, collection, r.amount, r.fee_bearer, merchant.user_tier));
+// The plan's price (from the fee engine: the incoming service for a collection, the outgoing one
+// for a payout) and how the customer confirms.
+Status price_and_confirmation(const IntentRequest& r, const PlanInputs& in, const Named& at,
+                              const catalog::PaymentService& effective, IntentPlan& plan) {
+  const bool collection = r.operation == kCollection;
+  SIKA_ASSIGN_OR_RETURN(
+      auto price, price_operation(*in.catalog, effective, collection, r.amount, r.fee_bearer, in.merchant->user_tier));
   plan.fee = price.fee;
   plan.required_total = price.required_total;
-  plan.service_code = effective->code;
-  plan.country = country->code;
-  plan.currency = service->currency;
+  plan.service_code = effective.code;
+  plan.country = at.country->code;
+  plan.currency = at.service->currency;
   const bool consented = plan.channel == kChannelWallet && r.preauthorized;
   plan.confirmation_method = !collection                      ? "NONE"
                              : consented                      ? "CONSENT"
@@ -448,7 +473,29 @@ Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, jso
   // operator's own page or app (Connector::redirects_customer) is asked for none by us.
   const bool at_operator = in.approves_at_operator && in.approves_at_operator(plan.connector);
   plan.needs_otp =
-      collection && !consented && ((effective->needs_otp && !at_operator) || plan.channel == kChannelWallet);
+      collection && !consented && ((effective.needs_otp && !at_operator) || plan.channel == kChannelWallet);
+  return {};
+}
+
+}  // namespace
+
+Result<IntentPlan> plan_intent(const IntentRequest& r, const PlanInputs& in, json::FieldErrors errors) {
+  if (!in.catalog || !in.merchant) return internal_error(bj::string("plan_intent without catalog or merchant"));
+  const Acting& merchant = *in.merchant;
+  const bool collection = r.operation == kCollection;
+  if (r.operation != kCollection && r.operation != kDisbursement)
+    return internal_error(bj::string("unknown operation " + r.operation));
+  check_fields(r, in.max_amount, errors);
+  IntentPlan plan;
+  const Named at = named_service(r, in, plan, errors);
+  SIKA_TRY(errors.status());
+  if (!at.service) return internal_error(bj::string("plan_intent: no service and no field error"));
+  if (!merchant.admin && !merchant.grants_country(at.country->code))
+    return with_problem(forbidden(), "provider",
+                        reason::with(Reason::country_not_granted, "country", at.country->code));
+  SIKA_ASSIGN_OR_RETURN(const catalog::PaymentService* effective, choose_channel(r, in, at, plan));
+  SIKA_TRY(choose_connector(in, at, collection, plan));
+  SIKA_TRY(price_and_confirmation(r, in, at, *effective, plan));
   return plan;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "catalog/model.hpp"
+#include "core/acting.hpp"
 #include "core/json.hpp"
 #include "core/result.hpp"
 #include "payments/ledger.hpp"
@@ -96,7 +97,7 @@ std::string request_fingerprint(const IntentRequest& request);
 // the catalog; tests give them fixed answers.
 struct PlanInputs {
   const catalog::Catalog* catalog = nullptr;    // the snapshot (never null when planning)
-  const web::Principal* merchant = nullptr;     // merchant_id, environment, user tier, granted countries
+  const Acting* merchant = nullptr;             // merchant_id, environment, user tier, granted countries
   std::int64_t max_amount = 1'000'000'000'000;  // absolute cap, whatever the service says
   // The balance of a ledger account, nullopt when it does not exist. Asked only for AUTO in
   // the sandbox (does the customer's platform wallet cover the price?).

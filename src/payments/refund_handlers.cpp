@@ -5,6 +5,7 @@
 #include "payments/intent.hpp"
 #include "payments/refund_store.hpp"
 #include "payments/service.hpp"
+#include "web/acting.hpp"
 #include "web/envelope.hpp"
 
 namespace sika::payments {
@@ -19,26 +20,26 @@ web::Response answer(const web::Request& req, const Result<Refund>& r, std::stri
 }  // namespace
 
 Result<web::Response> Service::create_refund(web::Request& req) {
-  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
   RefundRequest request = parse_refund(body, errors);
   SIKA_TRY(errors.status());
-  return answer(req, refund(request, *principal), "submitted");
+  return answer(req, refund(request, acting), "submitted");
 }
 
 Result<web::Response> Service::refund_status(web::Request& req) {
-  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   SIKA_ASSIGN_OR_RETURN(auto body, web::body_object(req));
   json::FieldErrors errors;
   refuse_unknown_fields(body, {"refund_reference"}, errors);
   auto reference = json::get_string(body, "refund_reference", errors, true);
   SIKA_TRY(errors.status());
-  return answer(req, find_refund(*principal, *reference), "refund_status");
+  return answer(req, find_refund(acting, *reference), "refund_status");
 }
 
 Result<web::Response> Service::refunds(web::Request& req) {
-  SIKA_ASSIGN_OR_RETURN(auto principal, web::merchant_caller(req));
+  SIKA_ASSIGN_OR_RETURN(const Acting acting, web::merchant_acting(req));
   bj::object problems;
   web::Page page = web::parse_page(req, problems);
   tables::RefundFilter f;
@@ -52,7 +53,7 @@ Result<web::Response> Service::refunds(web::Request& req) {
       problems["status"] = "must be PENDING, PROCESSING, COMPLETED or FAILED";
   }
   if (!problems.empty()) return empty_data(std::move(problems));
-  SIKA_ASSIGN_OR_RETURN(auto found, list_refunds(*principal, f));
+  SIKA_ASSIGN_OR_RETURN(auto found, list_refunds(acting, f));
   bj::array data;
   for (const auto& r : found.first) data.push_back(to_record(r));
   return web::ok(req, std::move(data), web::pagination(page, found.second));

@@ -78,9 +78,7 @@ Result<Route> refund_route(const Transaction& t, std::int64_t amount, Connector*
     return provider_unavailable(bj::object{{"transaction_reference", "no connector carries this refund"}});
   const bool partial = amount != t.amount;
   if (conn->refunds(partial)) return Route{std::string(kRefundOperator), t.connector};
-  if (!conn->pays_out())
-    return not_refundable(
-        reason::untyped("is paid through an operator that carries neither refunds nor payouts to this number"));
+  if (!conn->pays_out()) return not_refundable(Reason::refund_no_channel);
   return Route{std::string(kRefundPayout), t.connector};
 }
 
@@ -103,7 +101,7 @@ PaymentOrder Service::refund_order(const Refund& r, const Transaction& tx) const
   return o;
 }
 
-Result<Refund> Service::refund(const RefundRequest& request, const web::Principal& merchant,
+Result<Refund> Service::refund(const RefundRequest& request, const Acting& merchant,
                                const RefundCreated& on_created) {
   if (merchant.merchant_id == 0) return forbidden(bj::string("this credential is not bound to a merchant"));
   SIKA_ASSIGN_OR_RETURN(Transaction tx, find(merchant, request.transaction_reference, kCollection));
@@ -230,7 +228,7 @@ Result<Refund> Service::move_refund(const Refund& refund, const RefundMove& m) {
   return moved_refund;
 }
 
-Result<Refund> Service::find_refund(const web::Principal& p, std::string_view reference) {
+Result<Refund> Service::find_refund(const Acting& p, std::string_view reference) {
   Refund r;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(r, tables::load_refund(c, reference));
@@ -241,7 +239,7 @@ Result<Refund> Service::find_refund(const web::Principal& p, std::string_view re
   return r;
 }
 
-Result<std::pair<std::vector<Refund>, std::int64_t>> Service::list_refunds(const web::Principal& p,
+Result<std::pair<std::vector<Refund>, std::int64_t>> Service::list_refunds(const Acting& p,
                                                                            tables::RefundFilter filter) {
   if (p.merchant_id == 0) return forbidden(bj::string("this credential is not bound to a merchant"));
   filter.merchant_id = p.merchant_id;

@@ -193,7 +193,7 @@ Result<Transaction> Service::refresh(const Transaction& tx) {
   return fresh;
 }
 
-Result<Transaction> Service::find(const web::Principal& p, std::string_view reference, std::string_view operation) {
+Result<Transaction> Service::find(const Acting& p, std::string_view reference, std::string_view operation) {
   Transaction tx;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(tx, tables::load(c, reference));
@@ -214,12 +214,12 @@ Result<Transaction> Service::settle_from_operator(const Transaction& tx, const O
 
 // ---- intents ----------------------------------------------------------------------------------
 
-Result<Transaction> Service::create_collection(const IntentRequest& request, const web::Principal& merchant) {
+Result<Transaction> Service::create_collection(const IntentRequest& request, const Acting& merchant) {
   if (request.operation != kCollection) return internal_error(bj::string("create_collection of a payout request"));
   return create(request, merchant, {});
 }
 
-Result<Transaction> Service::create_disbursement(const IntentRequest& request, const web::Principal& merchant,
+Result<Transaction> Service::create_disbursement(const IntentRequest& request, const Acting& merchant,
                                                  const CreationStep& step) {
   if (request.operation != kDisbursement) return internal_error(bj::string("create_disbursement of a collection"));
   if (!step) return create(request, merchant, {});
@@ -229,7 +229,7 @@ Result<Transaction> Service::create_disbursement(const IntentRequest& request, c
 }
 
 // The transaction a planned request becomes: fresh references, INITIATED, its expiry.
-Transaction Service::draft(const IntentRequest& request, const IntentPlan& plan, const web::Principal& merchant) const {
+Transaction Service::draft(const IntentRequest& request, const IntentPlan& plan, const Acting& merchant) const {
   const bool collection = request.operation == kCollection;
   const bool split = request.settlement_mode == kSplit;
   const std::int64_t at = now();
@@ -270,8 +270,7 @@ Transaction Service::draft(const IntentRequest& request, const IntentPlan& plan,
   return tx;
 }
 
-Result<IntentPlan> Service::plan_for(const IntentRequest& request, const web::Principal& merchant,
-                                     json::FieldErrors errors) {
+Result<IntentPlan> Service::plan_for(const IntentRequest& request, const Acting& merchant, json::FieldErrors errors) {
   if (merchant.merchant_id == 0) return forbidden(bj::string("this credential is not bound to a merchant"));
   auto cat = catalog();
   if (!cat) return unavailable(bj::string("the catalog is not loaded"));
@@ -357,9 +356,9 @@ Status Service::create_unit(store::Conn& c, const IntentRequest& request, const 
       auto it = found.find(line.matricule);
       std::string field = "distribution[" + std::to_string(line.position) + "].matricule";
       if (it == found.end())
-        missing.add(field, "is not a known merchant");
+        missing.add(field, Reason::not_known_merchant);
       else if (!it->second.active)
-        missing.add(field, "is not an active merchant");
+        missing.add(field, Reason::inactive_merchant);
       else
         ids.push_back(it->second.id);
     }
@@ -402,8 +401,8 @@ Status Service::create_unit(store::Conn& c, const IntentRequest& request, const 
   return {};
 }
 
-Result<Transaction> Service::create(const IntentRequest& request, const web::Principal& merchant,
-                                    json::FieldErrors errors, Creation* creation) {
+Result<Transaction> Service::create(const IntentRequest& request, const Acting& merchant, json::FieldErrors errors,
+                                    Creation* creation) {
   SIKA_ASSIGN_OR_RETURN(IntentPlan plan, plan_for(request, merchant, std::move(errors)));
   const bool collection = request.operation == kCollection;
   const Transaction prepared = draft(request, plan, merchant);
@@ -439,7 +438,7 @@ Result<Transaction> Service::create(const IntentRequest& request, const web::Pri
   return tx;
 }
 
-void Service::create_collection_async(IntentRequest request, const web::Principal& merchant, json::FieldErrors errors,
+void Service::create_collection_async(IntentRequest request, const Acting& merchant, json::FieldErrors errors,
                                       std::function<void(Result<Transaction>)> done) {
   auto plan = plan_for(request, merchant, std::move(errors));
   if (!plan) return done(plan.take_error());
@@ -466,7 +465,7 @@ void Service::create_collection_async(IntentRequest request, const web::Principa
       });
 }
 
-Result<Transaction> Service::collect_from_present_payer(const IntentRequest& request, const web::Principal& merchant,
+Result<Transaction> Service::collect_from_present_payer(const IntentRequest& request, const Acting& merchant,
                                                         std::optional<std::string> otp, std::string_view source,
                                                         const CreationStep& step) {
   if (request.operation != kCollection) return internal_error(bj::string("collect_from_present_payer of a payout"));
@@ -761,7 +760,7 @@ Status Service::preauthorized_unit(store::Conn& c, const IntentRequest& request,
   return {};
 }
 
-Result<Transaction> Service::collect_preauthorized(const IntentRequest& request, const web::Principal& merchant,
+Result<Transaction> Service::collect_preauthorized(const IntentRequest& request, const Acting& merchant,
                                                    const ChargeCheck& check, std::string_view source) {
   if (request.operation != kCollection || !request.preauthorized || request.channel != kChannelWallet)
     return internal_error(bj::string("collect_preauthorized of another request than a preauthorized WALLET one"));
@@ -776,7 +775,7 @@ Result<Transaction> Service::collect_preauthorized(const IntentRequest& request,
   return std::move(out.tx);
 }
 
-void Service::collect_preauthorized_async(IntentRequest request, const web::Principal& merchant, ChargeCheck check,
+void Service::collect_preauthorized_async(IntentRequest request, const Acting& merchant, ChargeCheck check,
                                           std::string source, std::function<void(Result<Transaction>)> done) {
   if (request.operation != kCollection || !request.preauthorized || request.channel != kChannelWallet)
     return done(internal_error(bj::string("collect_preauthorized of another request than a preauthorized WALLET one")));
@@ -1108,7 +1107,7 @@ Result<std::string> Service::record_callback(Connector& conn, const CallbackRepo
   return row.outcome;
 }
 
-Result<Service::AccountHolder> Service::account_holder(const web::Principal& merchant, std::string_view provider,
+Result<Service::AccountHolder> Service::account_holder(const Acting& merchant, std::string_view provider,
                                                        std::string_view wallet, json::FieldErrors errors) {
   auto cat = catalog();
   const catalog::PaymentService* service = nullptr;
@@ -1132,24 +1131,16 @@ Result<Service::AccountHolder> Service::account_holder(const web::Principal& mer
   return out;
 }
 
-Result<std::optional<web::Principal>> acting_merchant(store::Db& db, std::int64_t merchant_id,
-                                                      std::string_view environment, std::int64_t user_tier,
-                                                      std::string subject) {
+Result<std::optional<Acting>> acting_merchant(store::Db& db, std::int64_t merchant_id, std::string_view environment,
+                                              std::int64_t user_tier, std::string job) {
   std::optional<merchant::Merchant> m;
   SIKA_TRY(db.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_id(c, merchant_id));
     return {};
   }));
-  if (!m || !m->active) return std::optional<web::Principal>{};
-  web::Principal p;
-  p.subject = std::move(subject);
-  p.merchant = m->matricule;
-  p.merchant_id = m->id;
-  p.user_tier = user_tier;
-  p.countries = m->countries;
-  p.environment = std::string(environment);
-  p.scopes = {"payments"};
-  return std::optional<web::Principal>(std::move(p));
+  if (!m || !m->active) return std::optional<Acting>{};
+  return std::optional<Acting>(
+      Acting::system(m->id, m->matricule, std::string(environment), std::move(job), user_tier, m->countries));
 }
 
 }  // namespace sika::payments

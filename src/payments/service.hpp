@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "catalog/model.hpp"
+#include "core/acting.hpp"
 #include "core/json.hpp"
 #include "core/periodic.hpp"
 #include "core/result.hpp"
@@ -162,23 +163,23 @@ class Service {
   // Creates a collection (INITIATED) for `merchant` (its merchant_id, environment, user tier
   // and granted countries), or returns the existing one of the same transaction_uuid when the
   // request is the same (409 conflict when it differs). Errors as plan_intent (intent.hpp).
-  Result<Transaction> create_collection(const IntentRequest& request, const web::Principal& merchant);
+  Result<Transaction> create_collection(const IntentRequest& request, const Acting& merchant);
   // Creates a PROVIDER collection as create_collection does, without blocking on the write:
   // `done` gets the outcome, on the database's completer thread when writes are asynchronous
   // (Db::write_async), so it must not block. Field problems are added to `errors`. WALLET
   // collections and payouts need blocking steps after the commit: use the blocking calls.
-  void create_collection_async(IntentRequest request, const web::Principal& merchant, json::FieldErrors errors,
+  void create_collection_async(IntentRequest request, const Acting& merchant, json::FieldErrors errors,
                                std::function<void(Result<Transaction>)> done);
   // Creates a payout: its funds reserved (PENDING, then submitted to the operator) or paid at
   // once (WALLET, COMPLETED); 400 insufficient_funds naming amount, with nothing stored, when
   // the merchant's available balance does not cover required_total.
   // `step` (when set) runs in the creating unit of a new payout before its funds are reserved
   // (CreationStep, below: a wallet link takes its consent's budget there).
-  Result<Transaction> create_disbursement(const IntentRequest& request, const web::Principal& merchant,
+  Result<Transaction> create_disbursement(const IntentRequest& request, const Acting& merchant,
                                           const std::function<Status(store::Conn&, const Transaction&)>& step = {});
   // The transaction of `reference` as `merchant` may see it: another merchant's, another
   // environment's or another operation's is 404 naming transaction_reference.
-  Result<Transaction> find(const web::Principal& merchant, std::string_view reference, std::string_view operation);
+  Result<Transaction> find(const Acting& merchant, std::string_view reference, std::string_view operation);
   // Executes an INITIATED collection: PROVIDER claims it (PENDING) then submits it to the
   // operator (a refusal FAILS it); WALLET debits the customer's wallet at once (COMPLETED, or
   // FAILED INSUFFICIENT_FUNDS). `otp` is required when tx.needs_otp; wrong codes are 400
@@ -195,7 +196,7 @@ class Service {
   // write unit where create_collection + execute_collection take two. Otherwise it is created,
   // then executed with `otp`. A replay of the same transaction_uuid returns the transaction as
   // it is now, executed with `otp` when it still waits for a code. Errors as both calls.
-  Result<Transaction> collect_from_present_payer(const IntentRequest& request, const web::Principal& merchant,
+  Result<Transaction> collect_from_present_payer(const IntentRequest& request, const Acting& merchant,
                                                  std::optional<std::string> otp, std::string_view source,
                                                  const CreationStep& step);
   // collect_from_present_payer for a page of payers at once (a billing run): every collection
@@ -208,7 +209,7 @@ class Service {
   // must be UNIQUE constraints or conditional writes, never a value it read.
   struct PresentPayer {
     IntentRequest request;
-    web::Principal merchant;
+    Acting merchant;
     CreationStep step;
   };
   std::vector<Result<Transaction>> collect_page(const std::vector<PresentPayer>& payers, std::string_view source);
@@ -235,16 +236,16 @@ class Service {
   // check (a consent's budget), the debit with both status moves, their journal and outbox
   // events, all or nothing. Idempotent on transaction_uuid as create_collection is: a replay (a
   // concurrent one too) is the transaction as it is, an INITIATED one executed in the unit.
-  Result<Transaction> collect_preauthorized(const IntentRequest& request, const web::Principal& merchant,
+  Result<Transaction> collect_preauthorized(const IntentRequest& request, const Acting& merchant,
                                             const ChargeCheck& check, std::string_view source);
   // The same without blocking on the write: `done` gets the outcome as create_collection_async's
   // does (on the completer thread when writes are asynchronous: it must not block).
-  void collect_preauthorized_async(IntentRequest request, const web::Principal& merchant, ChargeCheck check,
-                                   std::string source, std::function<void(Result<Transaction>)> done);
+  void collect_preauthorized_async(IntentRequest request, const Acting& merchant, ChargeCheck check, std::string source,
+                                   std::function<void(Result<Transaction>)> done);
   // The plan create_collection would make of `request` for `merchant` now (channel, service,
   // fee, required_total), writing nothing: what a page shows before the payer pays, and how a
   // caller learns the channel AUTO resolves to.
-  Result<IntentPlan> plan(const IntentRequest& request, const web::Principal& merchant) {
+  Result<IntentPlan> plan(const IntentRequest& request, const Acting& merchant) {
     return plan_for(request, merchant, {});
   }
   // --- refunds (refunds.cpp; docs/refunds.md) ---
@@ -259,13 +260,13 @@ class Service {
   // replay of its refund_uuid): what it writes commits with the refund or not at all (the
   // dashboard's audit entry); its error refuses the whole unit.
   using RefundCreated = std::function<Status(store::Conn&, const Refund&)>;
-  Result<Refund> refund(const RefundRequest& request, const web::Principal& merchant,
+  Result<Refund> refund(const RefundRequest& request, const Acting& merchant,
                         const RefundCreated& on_created = {});
   // The refund of `reference` as `merchant` may see it (another merchant's: 404 naming refund_reference).
-  Result<Refund> find_refund(const web::Principal& merchant, std::string_view reference);
+  Result<Refund> find_refund(const Acting& merchant, std::string_view reference);
   // One page of `merchant`'s refunds, newest first, and how many match in all (the filter's
   // merchant_id and environment are the principal's).
-  Result<std::pair<std::vector<Refund>, std::int64_t>> list_refunds(const web::Principal& merchant,
+  Result<std::pair<std::vector<Refund>, std::int64_t>> list_refunds(const Acting& merchant,
                                                                     tables::RefundFilter filter);
   // Recovery of refunds in flight: as recover_due for transactions (same claim pattern, back-off and
   // rules); returns how many questions it asked.
@@ -292,8 +293,8 @@ class Service {
     std::string msisdn;  // normalized, international digits
     std::string name;
   };
-  Result<AccountHolder> account_holder(const web::Principal& merchant, std::string_view provider,
-                                       std::string_view wallet, json::FieldErrors errors = {});
+  Result<AccountHolder> account_holder(const Acting& merchant, std::string_view provider, std::string_view wallet,
+                                       json::FieldErrors errors = {});
 
   // Records an authenticated operator callback and applies a final answer to a PENDING
   // transaction of that connector; returns the outcome (docs/payments.md, "Callbacks").
@@ -400,10 +401,10 @@ class Service {
     bool created = false;    // out: this call created the transaction
     bool submitted = false;  // out: and submitted it
   };
-  Result<Transaction> create(const IntentRequest& request, const web::Principal& merchant, json::FieldErrors errors,
+  Result<Transaction> create(const IntentRequest& request, const Acting& merchant, json::FieldErrors errors,
                              Creation* creation = nullptr);
   // The plan of a request for `merchant` (plan_intent with this service's catalog and limits).
-  Result<IntentPlan> plan_for(const IntentRequest& request, const web::Principal& merchant, json::FieldErrors errors);
+  Result<IntentPlan> plan_for(const IntentRequest& request, const Acting& merchant, json::FieldErrors errors);
   // What a creating write unit leaves: the transaction (new, or the existing one of the same
   // transaction_uuid), whether this unit created it, and the ledger accounts it learned.
   struct Created {
@@ -416,7 +417,7 @@ class Service {
   // `out` each time.
   Status create_unit(store::Conn& c, const IntentRequest& request, const Transaction& prepared,
                      const Creation* creation, bool submit, Created& out);
-  Transaction draft(const IntentRequest& request, const IntentPlan& plan, const web::Principal& merchant) const;
+  Transaction draft(const IntentRequest& request, const IntentPlan& plan, const Acting& merchant) const;
   Result<Transaction> submit_payout(Transaction tx);
   // Refunds: the operator order of a refund, its submission after its creating unit committed, a
   // move applied in its own unit, and what an operator callback about a refund does.
@@ -487,12 +488,11 @@ class Service {
   std::atomic<std::uint64_t> checks_succeeded_{0}, checks_failed_{0}, checks_pending_{0}, checks_unknown_{0};
 };
 
-// The principal a component's own flow (a payment link's payer, a subscription's cycle) collects
-// for: the merchant's id, matricule and granted countries, with the given tier, environment and
-// subject; nullopt when the merchant does not exist or is not active.
-Result<std::optional<web::Principal>> acting_merchant(store::Db& db, std::int64_t merchant_id,
-                                                      std::string_view environment, std::int64_t user_tier,
-                                                      std::string subject);
+// Who a component's own flow (a payment link's payer, a subscription's cycle) collects for: the
+// system acting for the merchant (its id, matricule and granted countries) with the given tier,
+// environment and job name; nullopt when the merchant does not exist or is not active.
+Result<std::optional<Acting>> acting_merchant(store::Db& db, std::int64_t merchant_id, std::string_view environment,
+                                              std::int64_t user_tier, std::string job);
 
 // Adapts the catalog component's service to the snapshot function payments uses.
 CatalogSnapshot catalog_snapshot(catalog::Service& catalog);

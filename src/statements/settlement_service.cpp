@@ -48,7 +48,7 @@ namespace {
 // The payout's own fee comes out of the settled sum: the largest amount whose amount + fee (what
 // the payout takes from the available balance) fits in `net`. Fees grow with the amount, so a few
 // steps down from net - fee(net) find it; what is left (a rounding of the fee) stays available.
-Result<std::int64_t> payout_amount(payments::Service& payments, payments::IntentRequest r, const web::Principal& p,
+Result<std::int64_t> payout_amount(payments::Service& payments, payments::IntentRequest r, const Acting& p,
                                    std::int64_t net) {
   std::int64_t amount = net;
   for (int step = 0; step < 8 && amount > 0; ++step) {
@@ -72,15 +72,8 @@ Status Service::pay_out(const settlement::Batch& b) {
     return {};
   }));
   if (!s || !m) return internal_error(bj::string("a settlement batch without settings or merchant"));
-  web::Principal p;
-  p.subject = "settlement:" + m->matricule;
-  p.merchant = m->matricule;
-  p.merchant_id = m->id;
-  p.countries = m->countries;
-  p.environment = m->environment;
-  p.user_tier = m->tier;
-  p.scopes = {"payments"};
-  p.role = web::Role::owner;
+  const Acting p =
+      Acting::system(m->id, m->matricule, m->environment, "settlement:" + m->matricule, m->tier, m->countries);
   payments::IntentRequest r;
   r.operation = std::string(payments::kDisbursement);
   r.amount = b.net;

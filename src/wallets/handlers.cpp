@@ -9,6 +9,7 @@
 #include "otp/service.hpp"
 #include "payments/model.hpp"
 #include "wallets/service.hpp"
+#include "web/acting.hpp"
 #include "web/envelope.hpp"
 
 namespace sika::wallets {
@@ -36,7 +37,7 @@ Result<bj::object> link_fields(const web::Request& req, std::initializer_list<st
   SIKA_ASSIGN_OR_RETURN(bj::object o, fields_of(req));
   for (const auto& kv : o)
     if (kv.key() != "apikey" && std::find(allowed.begin(), allowed.end(), kv.key()) == allowed.end())
-      errors.add(kv.key(), "is not a known field");
+      errors.add(kv.key(), Reason::unknown_field);
   if (!o.contains("apikey")) errors.add("apikey", Reason::required_link_key);
   return o;
 }
@@ -46,7 +47,7 @@ std::string text_of(const bj::object& o, std::string_view key, json::FieldErrors
   if (!v || v->is_null()) return {};
   if (v->is_string()) return std::string(v->as_string());
   if (v->is_int64() && v->as_int64() >= 0) return std::to_string(v->as_int64());
-  errors.add(key, "must be a string");
+  errors.add(key, Reason::not_string);
   return {};
 }
 
@@ -71,7 +72,7 @@ Result<std::pair<std::string, Transfer>> transfer_of(const web::Request& req, bo
       bj::object o,
       link_fields(req, {"amount", "currency", "transaction_uuid", "description", "provider", "otp"}, errors));
   for (std::string_view only : {"provider", "otp"})
-    if (o.contains(only) && (only == "otp" ? !with_otp : !mobile_money)) errors.add(only, "is not a known field");
+    if (o.contains(only) && (only == "otp" ? !with_otp : !mobile_money)) errors.add(only, Reason::unknown_field);
   Transfer t;
   std::string apikey = text_of(o, "apikey", errors);
   if (auto a = json::get_int(o, "amount", errors, true)) {
@@ -130,7 +131,7 @@ Result<web::Response> Service::link_new(web::Request& req) {
   LinkRequest r = parse_link_request(fields, errors);
   SIKA_TRY(errors.status());
   r.locale = req.locale;
-  SIKA_ASSIGN_OR_RETURN(auto linked, link(*req.principal, r));
+  SIKA_ASSIGN_OR_RETURN(auto linked, link(web::acting(*req.principal), r));
   const std::int64_t at = now();
   bj::object consent{{"status", linked.link.status == kPending ? "required" : "given"},
                      {"sent", linked.consent_sent},
@@ -151,7 +152,7 @@ Result<web::Response> Service::link_status(web::Request& req) {
   SIKA_ASSIGN_OR_RETURN(auto o, link_fields(req, {}, errors));
   std::string apikey = text_of(o, "apikey", errors);
   SIKA_TRY(errors.status());
-  return answer_link(req, find(*req.principal, apikey), now());
+  return answer_link(req, find(web::acting(*req.principal), apikey), now());
 }
 
 Result<web::Response> Service::link_confirm(web::Request& req) {
@@ -161,7 +162,7 @@ Result<web::Response> Service::link_confirm(web::Request& req) {
   std::string code = otp::read_code(o, "otp", otp_.options().code_length, errors).value_or("");
   if (code.empty() && !errors.has("otp")) errors.add("otp", Reason::required_user_code);
   SIKA_TRY(errors.status());
-  return answer_link(req, confirm(*req.principal, apikey, code), now());
+  return answer_link(req, confirm(web::acting(*req.principal), apikey, code), now());
 }
 
 Result<web::Response> Service::link_unlink(web::Request& req) {
@@ -169,15 +170,15 @@ Result<web::Response> Service::link_unlink(web::Request& req) {
   SIKA_ASSIGN_OR_RETURN(auto o, link_fields(req, {}, errors));
   std::string apikey = text_of(o, "apikey", errors);
   SIKA_TRY(errors.status());
-  return answer_link(req, unlink_by_partner(*req.principal, apikey), now());
+  return answer_link(req, unlink_by_partner(web::acting(*req.principal), apikey), now());
 }
 
 // Answered from the write's completion: nothing holds a thread while the charge's unit commits.
 Result<web::Response> Service::link_charge(web::Request& req) {
   SIKA_ASSIGN_OR_RETURN(auto t, transfer_of(req));
   web::Reply reply = web::answer_later(req);
-  if (!reply) return answer_tx(req, charge(*req.principal, t.first, t.second));
-  charge_async(*req.principal, t.first, t.second,
+  if (!reply) return answer_tx(req, charge(web::acting(*req.principal), t.first, t.second));
+  charge_async(web::acting(*req.principal), t.first, t.second,
                [reply = std::move(reply), locale = req.locale](Result<payments::Transaction> tx) {
                  web::reply_with(reply, locale, "link charge", [&](const web::Request& r) { return answer_tx(r, tx); });
                });
@@ -186,22 +187,22 @@ Result<web::Response> Service::link_charge(web::Request& req) {
 
 Result<web::Response> Service::link_payout(web::Request& req) {
   SIKA_ASSIGN_OR_RETURN(auto t, transfer_of(req));
-  return answer_tx(req, payout(*req.principal, t.first, t.second));
+  return answer_tx(req, payout(web::acting(*req.principal), t.first, t.second));
 }
 
 Result<web::Response> Service::link_topup(web::Request& req) {
   SIKA_ASSIGN_OR_RETURN(auto t, transfer_of(req, /*mobile_money=*/true, /*with_otp=*/true, otp_.options().code_length));
-  return answer_tx(req, topup_by_partner(*req.principal, t.first, t.second));
+  return answer_tx(req, topup_by_partner(web::acting(*req.principal), t.first, t.second));
 }
 
 Result<web::Response> Service::link_withdraw(web::Request& req) {
   SIKA_ASSIGN_OR_RETURN(auto t, transfer_of(req, /*mobile_money=*/true));
-  return answer_tx(req, withdraw_by_partner(*req.principal, t.first, t.second));
+  return answer_tx(req, withdraw_by_partner(web::acting(*req.principal), t.first, t.second));
 }
 
 Result<web::Response> Service::link_init(web::Request& req) {
   SIKA_ASSIGN_OR_RETURN(auto t, transfer_of(req));
-  SIKA_ASSIGN_OR_RETURN(auto tx, init(*req.principal, t.first, t.second));
+  SIKA_ASSIGN_OR_RETURN(auto tx, init(web::acting(*req.principal), t.first, t.second));
   // The record, plus whether it waits for the user's code (link/approve).
   bj::object record = payments::to_record(tx);
   record["needs_otp"] = tx.status == payments::TxStatus::initiated && tx.needs_otp;
@@ -218,7 +219,7 @@ Result<web::Response> Service::link_approve(web::Request& req) {
     errors.add("transaction_reference", Reason::required_link_reference);
   if (code.empty() && !errors.has("otp")) errors.add("otp", Reason::required_user_code);
   SIKA_TRY(errors.status());
-  return answer_tx(req, approve(*req.principal, apikey, reference, code));
+  return answer_tx(req, approve(web::acting(*req.principal), apikey, reference, code));
 }
 
 Result<web::Response> Service::link_fiat_distribution(web::Request& req) {
@@ -226,7 +227,7 @@ Result<web::Response> Service::link_fiat_distribution(web::Request& req) {
   json::FieldErrors errors;
   DistributionRequest r = parse_distribution_request(body, errors);
   SIKA_TRY(errors.status());
-  SIKA_ASSIGN_OR_RETURN(auto d, distribute(*req.principal, r));
+  SIKA_ASSIGN_OR_RETURN(auto d, distribute(web::acting(*req.principal), r));
   return web::ok(req, to_json(d), {}, "distributed");
 }
 

@@ -22,13 +22,13 @@ bj::value time_or_null(const std::optional<std::int64_t>& t) { return t ? bj::va
 std::optional<std::string> text_field(const bj::object& o, std::string_view key, json::FieldErrors& errors) {
   const bj::value* v = o.if_contains(key);
   if (!v || v->is_null()) {
-    errors.add(key, "is required");
+    errors.add(key, Reason::required);
     return std::nullopt;
   }
   if (v->is_string()) return std::string(v->as_string());
   if (v->is_int64() && v->as_int64() >= 0) return std::to_string(v->as_int64());
   if (v->is_uint64()) return std::to_string(v->as_uint64());
-  errors.add(key, "must be a string");
+  errors.add(key, Reason::not_string);
   return std::nullopt;
 }
 
@@ -44,7 +44,7 @@ std::optional<std::int64_t> limit_field(const bj::object& o, std::string_view ke
       n = std::stoll(std::string(s));
   }
   if (!n || *n <= 0) {
-    errors.add(key, "must be a positive integer");
+    errors.add(key, Reason::positive_integer);
     return std::nullopt;
   }
   return n;
@@ -88,7 +88,7 @@ LinkRequest parse_link_request(const bj::object& fields, json::FieldErrors& erro
                                                 "per_payment", "per_period", "period_seconds"};
   for (const auto& kv : fields)
     if (std::find(std::begin(kKnown), std::end(kKnown), kv.key()) == std::end(kKnown))
-      errors.add(kv.key(), "is not a known field");
+      errors.add(kv.key(), Reason::unknown_field);
   if (auto email = text_field(fields, "email", errors)) {
     r.email = *email;
     const auto at = r.email.find('@');
@@ -113,13 +113,13 @@ LinkRequest parse_link_request(const bj::object& fields, json::FieldErrors& erro
   std::string prefix;
   if (const bj::value* l = fields.if_contains("limits"); l && !l->is_null()) {
     if (!l->is_object()) {
-      errors.add("limits", "must be an object {per_payment, per_period, period_seconds}");
+      errors.add("limits", reason::with(Reason::object_of, "fields", "{per_payment, per_period, period_seconds}"));
     } else {
       limits = &l->as_object();
       prefix = "limits.";
       for (const auto& kv : *limits)
         if (kv.key() != "per_payment" && kv.key() != "per_period" && kv.key() != "period_seconds")
-          errors.add("limits." + std::string(kv.key()), "is not a known field");
+          errors.add("limits." + std::string(kv.key()), Reason::unknown_field);
     }
   }
   json::FieldErrors limit_errors;
@@ -128,9 +128,10 @@ LinkRequest parse_link_request(const bj::object& fields, json::FieldErrors& erro
   r.period_seconds = limit_field(*limits, "period_seconds", limit_errors);
   errors.add_all(prefix, limit_errors);
   if (r.per_payment && r.per_period && *r.per_payment > *r.per_period)
-    errors.add(prefix + "per_payment", "must not exceed per_period");
+    errors.add(prefix + "per_payment", reason::with(Reason::not_exceed, "other", "per_period"));
   if (r.period_seconds && (*r.period_seconds < 60 || *r.period_seconds > 31 * 86400))
-    errors.add(prefix + "period_seconds", "must be between 60 and 2678400 (31 days)");
+    errors.add(prefix + "period_seconds",
+               Problem(Reason::between_days, {{"min", "60"}, {"max", "2678400"}, {"days", "31"}}));
   return r;
 }
 

@@ -115,7 +115,7 @@ Result<const catalog::PaymentService*> Service::wallet_service(std::string_view 
   return empty_data(bj::object{{field, "there is no Sika wallet service in this country"}});
 }
 
-Result<Linked> Service::link(const web::Principal& partner, const LinkRequest& r) {
+Result<Linked> Service::link(const Acting& partner, const LinkRequest& r) {
   auto cat = catalog_();
   if (!cat || !cat->loaded()) return unavailable(bj::string("the catalog is not loaded"));
   // The country of the dialling code, its wallet service, and the number in international digits.
@@ -216,7 +216,7 @@ Result<std::string> Service::send_consent_code(const Link& l, std::int64_t& retr
   return issued->challenge_id;
 }
 
-Result<Link> Service::find(const web::Principal& partner, std::string_view apikey) {
+Result<Link> Service::find(const Acting& partner, std::string_view apikey) {
   if (apikey.empty()) return empty_data(bj::object{{"apikey", "is required"}});
   if (apikey.size() > 128) return apikey_not_found();
   std::optional<Link> link;
@@ -230,7 +230,7 @@ Result<Link> Service::find(const web::Principal& partner, std::string_view apike
   return std::move(*link);
 }
 
-Result<Link> Service::confirm(const web::Principal& partner, std::string_view apikey, std::string_view code) {
+Result<Link> Service::confirm(const Acting& partner, std::string_view apikey, std::string_view code) {
   SIKA_ASSIGN_OR_RETURN(Link l, find(partner, apikey));
   if (l.status == kActive) return l;  // confirming twice changes nothing
   if (l.status != kPending) return not_active(l);
@@ -318,13 +318,12 @@ Result<Link> Service::unlink(const Link& l, std::string_view by) {
   return std::move(*fresh);
 }
 
-Result<Link> Service::unlink_by_partner(const web::Principal& partner, std::string_view apikey) {
+Result<Link> Service::unlink_by_partner(const Acting& partner, std::string_view apikey) {
   SIKA_ASSIGN_OR_RETURN(Link l, find(partner, apikey));
   return unlink(l, "partner");
 }
 
-Result<std::vector<Link>> Service::partner_links(const web::Principal& partner, std::optional<std::int64_t> before,
-                                                 int limit) {
+Result<std::vector<Link>> Service::partner_links(const Acting& partner, std::optional<std::int64_t> before, int limit) {
   std::vector<Link> out;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(out, tables::links_of_partner(c, partner.merchant_id, partner.environment, before, limit));
@@ -333,7 +332,7 @@ Result<std::vector<Link>> Service::partner_links(const web::Principal& partner, 
   return out;
 }
 
-Result<Link> Service::unlink_by_reference(const web::Principal& partner, std::string_view reference) {
+Result<Link> Service::unlink_by_reference(const Acting& partner, std::string_view reference) {
   std::optional<Link> l;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(l, tables::link_by_reference(c, reference));
@@ -365,8 +364,7 @@ std::shared_ptr<const Service::KeyedLink> Service::keyed(const Link& l) {
   return std::make_shared<const KeyedLink>(KeyedLink{l.id, l.reference, l.partner_id, l.currency, l.limits, l.wallet});
 }
 
-Result<std::shared_ptr<const Service::KeyedLink>> Service::keyed_link(const web::Principal& partner,
-                                                                      std::string_view apikey,
+Result<std::shared_ptr<const Service::KeyedLink>> Service::keyed_link(const Acting& partner, std::string_view apikey,
                                                                       const std::string& hash) {
   std::shared_ptr<const KeyedLink> known;
   {
@@ -429,7 +427,7 @@ payments::Service::ChargeCheck Service::consent_check(std::shared_ptr<const Keye
   };
 }
 
-Result<Service::Charge> Service::charge_of(const web::Principal& partner, std::string_view apikey, const Transfer& t) {
+Result<Service::Charge> Service::charge_of(const Acting& partner, std::string_view apikey, const Transfer& t) {
   if (apikey.empty()) return empty_data(bj::object{{"apikey", "is required"}});
   if (apikey.size() > 128) return apikey_not_found();
   std::string hash = key_hash(apikey);
@@ -440,13 +438,12 @@ Result<Service::Charge> Service::charge_of(const web::Principal& partner, std::s
   return out;
 }
 
-Result<payments::Transaction> Service::charge(const web::Principal& partner, std::string_view apikey,
-                                              const Transfer& t) {
+Result<payments::Transaction> Service::charge(const Acting& partner, std::string_view apikey, const Transfer& t) {
   SIKA_ASSIGN_OR_RETURN(Charge c, charge_of(partner, apikey, t));
   return payments_.collect_preauthorized(c.request, partner, c.check, "wallet-link");
 }
 
-void Service::charge_async(const web::Principal& partner, std::string_view apikey, const Transfer& t,
+void Service::charge_async(const Acting& partner, std::string_view apikey, const Transfer& t,
                            std::function<void(Result<payments::Transaction>)> done) {
   auto c = charge_of(partner, apikey, t);
   if (!c) return done(c.take_error());
@@ -454,14 +451,13 @@ void Service::charge_async(const web::Principal& partner, std::string_view apike
                                         std::move(done));
 }
 
-Result<payments::Transaction> Service::payout(const web::Principal& partner, std::string_view apikey,
-                                              const Transfer& t) {
+Result<payments::Transaction> Service::payout(const Acting& partner, std::string_view apikey, const Transfer& t) {
   SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
   SIKA_ASSIGN_OR_RETURN(payments::IntentRequest request, transfer_intent(*keyed(l), t, payments::kDisbursement));
   return payments_.create_disbursement(request, partner);
 }
 
-Result<Link> Service::active_link(const web::Principal& partner, std::string_view apikey) {
+Result<Link> Service::active_link(const Acting& partner, std::string_view apikey) {
   SIKA_ASSIGN_OR_RETURN(Link l, find(partner, apikey));
   if (l.status != kActive) return not_active(l);
   return l;
@@ -503,7 +499,7 @@ Result<payments::IntentRequest> Service::mobile_money_intent(const Wallet& w, co
   return r;
 }
 
-Result<payments::Transaction> Service::topup(const web::Principal& merchant, const Wallet& w, const Transfer& t,
+Result<payments::Transaction> Service::topup(const Acting& merchant, const Wallet& w, const Transfer& t,
                                              std::string_view source) {
   SIKA_ASSIGN_OR_RETURN(payments::IntentRequest request, mobile_money_intent(w, t, payments::kCollection, source));
   std::optional<std::string> code;
@@ -511,20 +507,20 @@ Result<payments::Transaction> Service::topup(const web::Principal& merchant, con
   return payments_.collect_from_present_payer(request, merchant, std::move(code), source, {});
 }
 
-Result<payments::Transaction> Service::withdraw(const web::Principal& merchant, const Wallet& w, const Transfer& t,
+Result<payments::Transaction> Service::withdraw(const Acting& merchant, const Wallet& w, const Transfer& t,
                                                 const payments::Service::CreationStep& step) {
   SIKA_ASSIGN_OR_RETURN(payments::IntentRequest request,
                         mobile_money_intent(w, t, payments::kDisbursement, step ? "wallet-link" : "wallet-page"));
   return payments_.create_disbursement(request, merchant, step);
 }
 
-Result<payments::Transaction> Service::topup_by_partner(const web::Principal& partner, std::string_view apikey,
+Result<payments::Transaction> Service::topup_by_partner(const Acting& partner, std::string_view apikey,
                                                         const Transfer& t) {
   SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
   return topup(partner, l.wallet, t, "wallet-link");
 }
 
-Result<payments::Transaction> Service::withdraw_by_partner(const web::Principal& partner, std::string_view apikey,
+Result<payments::Transaction> Service::withdraw_by_partner(const Acting& partner, std::string_view apikey,
                                                            const Transfer& t) {
   SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
   const std::int64_t at = now();
@@ -546,7 +542,7 @@ Result<payments::Transaction> Service::withdraw_by_partner(const web::Principal&
   });
 }
 
-Result<payments::Transaction> Service::init(const web::Principal& partner, std::string_view apikey, const Transfer& t) {
+Result<payments::Transaction> Service::init(const Acting& partner, std::string_view apikey, const Transfer& t) {
   SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
   std::shared_ptr<const KeyedLink> k = keyed(l);
   SIKA_ASSIGN_OR_RETURN(payments::IntentRequest request, transfer_intent(*k, t, payments::kCollection));
@@ -581,7 +577,7 @@ Result<payments::Transaction> Service::init(const web::Principal& partner, std::
   return payments_.create_collection(request, partner);
 }
 
-Result<payments::Transaction> Service::approve(const web::Principal& partner, std::string_view apikey,
+Result<payments::Transaction> Service::approve(const Acting& partner, std::string_view apikey,
                                                std::string_view transaction_reference, std::string_view code) {
   SIKA_ASSIGN_OR_RETURN(Link l, active_link(partner, apikey));
   auto tx = payments_.find(partner, transaction_reference, payments::kCollection);
@@ -626,7 +622,7 @@ Problem wallet_of_line(std::size_t line) { return Problem(Reason::wallet_of_line
 
 }  // namespace
 
-Result<Distribution> Service::distribute(const web::Principal& partner, const DistributionRequest& r) {
+Result<Distribution> Service::distribute(const Acting& partner, const DistributionRequest& r) {
   std::optional<Distribution> done;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(done, tables::replay_distribution(c, partner.merchant_id, partner.environment,
@@ -706,14 +702,14 @@ Result<Distribution> Service::distribute(const web::Principal& partner, const Di
   return d;
 }
 
-Result<std::optional<web::Principal>> Service::page_merchant() {
-  if (options_.page_merchant.empty()) return std::optional<web::Principal>{};
+Result<std::optional<Acting>> Service::page_merchant() {
+  if (options_.page_merchant.empty()) return std::optional<Acting>{};
   std::optional<merchant::Merchant> m;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(m, merchant::find_by_matricule(c, options_.page_merchant));
     return {};
   }));
-  if (!m) return std::optional<web::Principal>{};
+  if (!m) return std::optional<Acting>{};
   return payments::acting_merchant(db_, m->id, options_.page_environment, 1, "wallet-page");
 }
 

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "core/acting.hpp"
 #include "core/result.hpp"
 #include "core/thread_annotations.hpp"
 #include "identity/service.hpp"
@@ -125,16 +126,16 @@ class Service {
   web::Response page_callback(web::Request& req);  // GET /wallet/callback: back from it, signed in
 
   // --- operations ---
-  Result<Linked> link(const web::Principal& partner, const LinkRequest& request);
+  Result<Linked> link(const Acting& partner, const LinkRequest& request);
   // The partner's link of `apikey`; another partner's, or an unknown key, is 404 naming apikey.
-  Result<Link> find(const web::Principal& partner, std::string_view apikey);
-  Result<Link> confirm(const web::Principal& partner, std::string_view apikey, std::string_view code);
-  Result<Link> unlink_by_partner(const web::Principal& partner, std::string_view apikey);
+  Result<Link> find(const Acting& partner, std::string_view apikey);
+  Result<Link> confirm(const Acting& partner, std::string_view apikey, std::string_view code);
+  Result<Link> unlink_by_partner(const Acting& partner, std::string_view apikey);
   // The partner's links, newest first (keyset on the link id): the dashboard's list.
-  Result<std::vector<Link>> partner_links(const web::Principal& partner, std::optional<std::int64_t> before, int limit);
+  Result<std::vector<Link>> partner_links(const Acting& partner, std::optional<std::int64_t> before, int limit);
   // The partner unlinks by the link's reference (the dashboard holds no link key); another
   // partner's link, or another environment's, is 404 naming reference.
-  Result<Link> unlink_by_reference(const web::Principal& partner, std::string_view reference);
+  Result<Link> unlink_by_reference(const Acting& partner, std::string_view reference);
   // The user consents on the wallet page, signed in with a code sent to the phone (the same
   // proof as the consent code): a PENDING link of `wallet` becomes ACTIVE with the limits the
   // page showed (`shown`), and only while they are still its limits (409 otherwise).
@@ -143,43 +144,41 @@ class Service {
   Result<Link> unlink_by_user(const Wallet& wallet, std::string_view reference);
   // A charge: one write unit (collection, consent's budget, debit, journal, events); a refusal
   // of the consent leaves the collection CANCELLED (LIMIT_EXCEEDED) and answers limit_exceeded.
-  Result<payments::Transaction> charge(const web::Principal& partner, std::string_view apikey, const Transfer& t);
+  Result<payments::Transaction> charge(const Acting& partner, std::string_view apikey, const Transfer& t);
   // The same without blocking on the write (payments' collect_preauthorized_async): `done` may
   // run on the database's completer thread and must not block. Before the write it only reads.
-  void charge_async(const web::Principal& partner, std::string_view apikey, const Transfer& t,
+  void charge_async(const Acting& partner, std::string_view apikey, const Transfer& t,
                     std::function<void(Result<payments::Transaction>)> done);
-  Result<payments::Transaction> payout(const web::Principal& partner, std::string_view apikey, const Transfer& t);
+  Result<payments::Transaction> payout(const Acting& partner, std::string_view apikey, const Transfer& t);
   // Top-up: a PROVIDER collection from the wallet's own number at an operator (settlement_mode
   // WALLET: its COMPLETED journal credits customer:<msisdn> instead of the merchant), created and
   // submitted at once; the operator's answer completes or fails it later. `merchant` is whom
   // the transaction belongs to (the partner, or the page's operating merchant).
-  Result<payments::Transaction> topup(const web::Principal& merchant, const Wallet& wallet, const Transfer& t,
+  Result<payments::Transaction> topup(const Acting& merchant, const Wallet& wallet, const Transfer& t,
                                       std::string_view source);
   // Withdrawal: a PROVIDER payout to the wallet's own number paid from the wallet (reserved from
   // customer:<msisdn> in the creating unit, refunded when the payout fails or expires);
   // exactly once per transaction_uuid. `step` runs in the creating unit before the reserve.
-  Result<payments::Transaction> withdraw(const web::Principal& merchant, const Wallet& wallet, const Transfer& t,
+  Result<payments::Transaction> withdraw(const Acting& merchant, const Wallet& wallet, const Transfer& t,
                                          const payments::Service::CreationStep& step = {});
   // The partner's top-up of a linked wallet (ACTIVE link; no limit: the user approves it at the
   // operator) and withdrawal from it (ACTIVE link, within the consent's limits: the budget is
   // taken in the unit that reserves the money).
-  Result<payments::Transaction> topup_by_partner(const web::Principal& partner, std::string_view apikey,
-                                                 const Transfer& t);
-  Result<payments::Transaction> withdraw_by_partner(const web::Principal& partner, std::string_view apikey,
-                                                    const Transfer& t);
+  Result<payments::Transaction> topup_by_partner(const Acting& partner, std::string_view apikey, const Transfer& t);
+  Result<payments::Transaction> withdraw_by_partner(const Acting& partner, std::string_view apikey, const Transfer& t);
   // link/init: a payment the partner starts on a linked wallet. Within what the consent leaves
   // (per payment and in the period, as read now) it is a charge, completed at once; beyond it, a
   // WALLET collection that waits (INITIATED) for the user's approval: a one-time code sent to the
   // phone, which the user gives to the partner (approve). The read only chooses: a charge whose
   // unit finds the budget gone (taken meanwhile on any node) leaves nothing and waits for the
   // code instead. The transaction_uuid is the idempotency key whichever way it went.
-  Result<payments::Transaction> init(const web::Principal& partner, std::string_view apikey, const Transfer& t);
+  Result<payments::Transaction> init(const Acting& partner, std::string_view apikey, const Transfer& t);
   // Executes a link/init payment waiting for approval with the user's code; another link's or
   // another partner's transaction is 404 naming transaction_reference.
-  Result<payments::Transaction> approve(const web::Principal& partner, std::string_view apikey,
+  Result<payments::Transaction> approve(const Acting& partner, std::string_view apikey,
                                         std::string_view transaction_reference, std::string_view code);
   // fiat-distribution (distribution.hpp): every line's link must be the partner's and ACTIVE.
-  Result<Distribution> distribute(const web::Principal& partner, const DistributionRequest& request);
+  Result<Distribution> distribute(const Acting& partner, const DistributionRequest& request);
   Result<queries::History> history(const Wallet& wallet, std::optional<std::int64_t> before, int limit);
   Result<std::vector<queries::Balance>> balances(const Wallet& wallet);
   Result<std::vector<Link>> links(const Wallet& wallet);
@@ -201,7 +200,7 @@ class Service {
   Result<Link> link_of_wallet(const Wallet& wallet, std::string_view reference);
   Result<payments::IntentRequest> mobile_money_intent(const Wallet& wallet, const Transfer& t,
                                                       std::string_view operation, std::string_view origin);
-  Result<Link> active_link(const web::Principal& partner, std::string_view apikey);
+  Result<Link> active_link(const Acting& partner, std::string_view apikey);
   // What a link key stands for while it lives: the facts of its link that nothing changes without
   // changing the key (a relink makes a new one). Neither status nor budget: the charge's unit
   // reads those on the row.
@@ -216,7 +215,7 @@ class Service {
   // The partner's ACTIVE link of the key whose hash is `hash`: remembered after the first read
   // (at most kKeyedLinks keys), so a charge reads nothing before its unit. 404 and 409 as find()
   // and active_link() answer.
-  Result<std::shared_ptr<const KeyedLink>> keyed_link(const web::Principal& partner, std::string_view apikey,
+  Result<std::shared_ptr<const KeyedLink>> keyed_link(const Acting& partner, std::string_view apikey,
                                                       const std::string& hash);
   void forget_key(const std::string& hash);
   static std::shared_ptr<const KeyedLink> keyed(const Link& link);
@@ -228,13 +227,13 @@ class Service {
     payments::IntentRequest request;
     payments::Service::ChargeCheck check;
   };
-  Result<Charge> charge_of(const web::Principal& partner, std::string_view apikey, const Transfer& t);
+  Result<Charge> charge_of(const Acting& partner, std::string_view apikey, const Transfer& t);
   payments::Service::ChargeCheck consent_check(std::shared_ptr<const KeyedLink> link, std::string hash,
                                                std::int64_t at);
-  web::Principal as_merchant(const web::Principal& partner) const;
+  Acting as_merchant(const Acting& partner) const;
   Result<web::Principal> session_wallet(const web::Request& req, Wallet& wallet);
   // The principal of options_.page_merchant; nullopt when none is set (or it is not active).
-  Result<std::optional<web::Principal>> page_merchant();
+  Result<std::optional<Acting>> page_merchant();
   // Opens a page session for `wallet_id` on `res` (the cookie's Path is `cookie_path`).
   Status open_session(web::Response& res, std::int64_t wallet_id, std::string_view cookie_path);
   // The wallet page's steps (page.cpp), one per kind of form it posts.

@@ -1,6 +1,7 @@
 #include "web/csv.hpp"
 
 #include "core/json.hpp"
+#include "core/reason.hpp"
 
 namespace sika::web::csv {
 
@@ -25,7 +26,7 @@ Result<Format> format(const Request& req, bool bom_with_semicolon) {
     else if (*sep == "semicolon")
       f.separator = ';';
     else
-      errors.add("separator", "must be comma or semicolon");
+      errors.add("separator", Problem(Reason::either_of, {{"first", "comma"}, {"second", "semicolon"}}));
   }
   f.bom = bom_with_semicolon && f.separator == ';';
   if (auto bom = req.query_param("bom"); bom && !bom->empty()) {
@@ -34,7 +35,7 @@ Result<Format> format(const Request& req, bool bom_with_semicolon) {
     else if (*bom == "0" || *bom == "false")
       f.bom = false;
     else
-      errors.add("bom", "must be 1 or 0");
+      errors.add("bom", Problem(Reason::either_of, {{"first", "1"}, {"second", "0"}}));
   }
   SIKA_TRY(errors.status());
   return f;

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include "core/json.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "web/envelope.hpp"
 
@@ -30,7 +31,7 @@ Result<bj::object> optional_body(const web::Request& req) {
 void reject_other_fields(const bj::object& body, std::string_view allowed, json::FieldErrors& errors) {
   const std::string problem = "is not a field of this request (allowed: " + std::string(allowed) + ")";
   for (const auto& [key, value] : body)
-    if (key != allowed) errors.add(key, problem);
+    if (key != allowed) errors.add(key, reason::untyped(problem));
 }
 
 std::optional<std::string> nonempty_query(const web::Request& req, std::string_view name) {

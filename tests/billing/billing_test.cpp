@@ -17,6 +17,7 @@
 #include "notify/notifier.hpp"
 #include "payments/fixture.hpp"
 #include "store/jobs.hpp"
+#include "web/acting.hpp"
 
 namespace sika::billing {
 namespace {
@@ -171,7 +172,7 @@ class BillingTest : public payments::testing::PaymentsTest {
     n.currency = "XAF";
     n.frequency = f;
     n.request_hash = uuid_v4();
-    auto created = billing_->create(p1_, n);
+    auto created = billing_->create(web::acting(p1_), n);
     EXPECT_TRUE(created.ok()) << (created.ok() ? "" : bj::serialize(created.error().details));
     return created.ok() ? std::move(created).value() : Service::Created{};
   }
@@ -187,7 +188,7 @@ class BillingTest : public payments::testing::PaymentsTest {
   }
 
   Subscription reload(const Subscription& s) {
-    auto found = billing_->find(p1_, s.reference);
+    auto found = billing_->find(web::acting(p1_), s.reference);
     EXPECT_TRUE(found.ok());
     return found.ok() ? *found : s;
   }
@@ -255,7 +256,7 @@ class BillingTest : public payments::testing::PaymentsTest {
 
   // Asks for a mandate on `s` and approves it with the code sent to the wallet; returns the page's token.
   std::string approved_mandate(const Subscription& s, const MandateRequest& r = {}) {
-    auto made = billing_->request_mandate(p1_, s.reference, r);
+    auto made = billing_->request_mandate(web::acting(p1_), s.reference, r);
     EXPECT_TRUE(made.ok()) << (made.ok() ? "" : bj::serialize(made.error().details));
     if (!made.ok()) return {};
     const std::string token = made->second.substr(made->second.rfind('/') + 1);
@@ -349,7 +350,7 @@ TEST_P(BillingTest, ACycleRefundedBeforeItIsSettledIsPaidOnceAndNeverRetried) {
   r.transaction_reference = tx_ref;
   r.refund_uuid = uuid_v4();
   r.reason = "REQUESTED_BY_CUSTOMER";
-  auto made = service_->refund(r, p1_);
+  auto made = service_->refund(r, web::acting(p1_));
   ASSERT_TRUE(made.ok()) << made.error().code << " " << bj::serialize(made.error().details);
   for (int i = 0; i < 500 && with_status("REFUNDED") == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -420,7 +421,7 @@ TEST_P(BillingTest, DunningRetriesOnScheduleRemindsThenSuspendsWithTheReason) {
 
   // Reactivation asks for the overdue cycle again at once, from the payer now on file.
   move_clock(s, 0, "237690000000");
-  auto re = billing_->apply(p1_, s.reference, Move::reactivate, MoveRequest{});
+  auto re = billing_->apply(web::acting(p1_), s.reference, Move::reactivate, MoveRequest{});
   ASSERT_TRUE(re.ok()) << bj::serialize(re.error().details);
   EXPECT_EQ(re->status, kActive);
   EXPECT_EQ(re->epoch, 1);
@@ -433,25 +434,28 @@ TEST_P(BillingTest, DunningRetriesOnScheduleRemindsThenSuspendsWithTheReason) {
 TEST_P(BillingTest, MovesAreTimestampedEmitTheirEventAndRefuseWhatTheStatusForbids) {
   auto created = subscribe(100, Frequency::daily);
   const Subscription& s = created.subscription;
-  EXPECT_EQ(billing_->apply(p2_, s.reference, Move::suspend, {}).error().kind, ErrorKind::not_found);
-  auto bad_uuid = billing_->apply(p1_, s.reference, Move::cancel, MoveRequest{uuid_v4(), std::nullopt, false});
+  EXPECT_EQ(billing_->apply(web::acting(p2_), s.reference, Move::suspend, {}).error().kind, ErrorKind::not_found);
+  auto bad_uuid =
+      billing_->apply(web::acting(p1_), s.reference, Move::cancel, MoveRequest{uuid_v4(), std::nullopt, false});
   ASSERT_FALSE(bad_uuid.ok());
   EXPECT_TRUE(bad_uuid.error().details.as_object().contains("uuid"));
-  auto sus = billing_->apply(p1_, s.reference, Move::suspend, MoveRequest{std::nullopt, "paused", false});
+  auto sus = billing_->apply(web::acting(p1_), s.reference, Move::suspend, MoveRequest{std::nullopt, "paused", false});
   ASSERT_TRUE(sus.ok());
   EXPECT_EQ(sus->status, kSuspended);
   EXPECT_EQ(sus->status_reason, "paused");
-  EXPECT_EQ(billing_->apply(p1_, s.reference, Move::suspend, {}).error().kind, ErrorKind::conflict);
+  EXPECT_EQ(billing_->apply(web::acting(p1_), s.reference, Move::suspend, {}).error().kind, ErrorKind::conflict);
   // Cancel at period end needs an ACTIVE subscription.
-  EXPECT_EQ(billing_->apply(p1_, s.reference, Move::cancel, MoveRequest{std::nullopt, std::nullopt, true}).error().kind,
+  EXPECT_EQ(billing_->apply(web::acting(p1_), s.reference, Move::cancel, MoveRequest{std::nullopt, std::nullopt, true})
+                .error()
+                .kind,
             ErrorKind::conflict);
-  auto cancelled = billing_->apply(p1_, s.reference, Move::cancel, MoveRequest{s.uuid, "gone", false});
+  auto cancelled = billing_->apply(web::acting(p1_), s.reference, Move::cancel, MoveRequest{s.uuid, "gone", false});
   ASSERT_TRUE(cancelled.ok());
   EXPECT_EQ(cancelled->status, kCancelled);
   EXPECT_TRUE(cancelled->cancelled_at && cancelled->suspended_at);
   EXPECT_FALSE(cancelled->next_payment_at);
   EXPECT_EQ(payment(s, 0)->status, kPayCancelled);
-  EXPECT_EQ(billing_->apply(p1_, s.reference, Move::reactivate, {}).error().kind, ErrorKind::conflict);
+  EXPECT_EQ(billing_->apply(web::acting(p1_), s.reference, Move::reactivate, {}).error().kind, ErrorKind::conflict);
   EXPECT_EQ(events(s, "subscription.suspended"), 1);
   EXPECT_EQ(events(s, "subscription.cancelled"), 1);
   // Each event carries the subscription as it is after the move.
@@ -464,7 +468,7 @@ TEST_P(BillingTest, ACycleCountExpiresTheSubscriptionAtTheEndOfItsLastPeriod) {
   NewSubscription n = weekly_700();
   n.max_cycles = 2;
   n.request_hash = "h";
-  auto created = billing_->create(p1_, n);
+  auto created = billing_->create(web::acting(p1_), n);
   ASSERT_TRUE(created.ok());
   const Subscription& s = created->subscription;
   consent(*created);
@@ -487,16 +491,16 @@ TEST_P(BillingTest, AnIdempotencyKeyReplaysTheSameRequestAndRefusesAnother) {
   NewSubscription n = weekly_700();
   n.idempotency_key = "key-1";
   n.request_hash = "h1";
-  auto created = billing_->create(p1_, n);
+  auto created = billing_->create(web::acting(p1_), n);
   ASSERT_TRUE(created.ok()) << bj::serialize(created.error().details);
   EXPECT_FALSE(created->replayed);
-  auto again = billing_->create(p1_, n);
+  auto again = billing_->create(web::acting(p1_), n);
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->replayed);
   EXPECT_EQ(again->subscription.reference, created->subscription.reference);
   ASSERT_EQ(again->payments.size(), 1u);
   n.request_hash = "h2";
-  auto other = billing_->create(p1_, n);
+  auto other = billing_->create(web::acting(p1_), n);
   ASSERT_FALSE(other.ok());
   EXPECT_TRUE(other.error().is(ErrorKind::conflict));
   EXPECT_EQ(bj::serialize(other.error().details), R"({"idempotency_key":"was used with a different request"})");
@@ -507,7 +511,7 @@ TEST_P(BillingTest, AnIdempotencyKeyReplaysTheSameRequestAndRefusesAnother) {
   std::atomic<int> fresh{0}, replays{0};
   for (int i = 0; i < 6; ++i)
     threads.emplace_back([&] {
-      auto r = billing_->create(p1_, n);
+      auto r = billing_->create(web::acting(p1_), n);
       if (!r.ok())
         ADD_FAILURE() << bj::serialize(r.error().details);
       else
@@ -536,7 +540,7 @@ TEST_P(BillingTest, APageOfDueCyclesChargesEachOnceWhateverItsKind) {
   ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000042", "XAF", 9000, "top-up").ok());
   MoveRequest at_end;
   at_end.at_period_end = true;
-  ASSERT_TRUE(billing_->apply(p1_, ending.reference, Move::cancel, at_end).ok());
+  ASSERT_TRUE(billing_->apply(web::acting(p1_), ending.reference, Move::cancel, at_end).ok());
   for (const auto& c : subs) move_clock(c.subscription, 32);
   std::vector<store::Job> page;
   for (const Subscription* s : {&plain, &mandated, &ending, &other, &plain}) {
@@ -580,16 +584,16 @@ TEST_P(BillingTest, APageOfDueCyclesChargesEachOnceWhateverItsKind) {
 TEST_P(BillingTest, ListTotalsFollowEveryInsertAndMove) {
   std::vector<Subscription> subs;
   for (int i = 0; i < 5; ++i) subs.push_back(subscribe(100 + i).subscription);
-  ASSERT_TRUE(billing_->apply(p1_, subs[0].reference, Move::suspend, {}).ok());
-  ASSERT_TRUE(billing_->apply(p1_, subs[1].reference, Move::cancel, {}).ok());
-  ASSERT_TRUE(billing_->apply(p1_, subs[2].reference, Move::suspend, {}).ok());
-  ASSERT_TRUE(billing_->apply(p1_, subs[2].reference, Move::reactivate, {}).ok());
-  ASSERT_TRUE(billing_->apply(p1_, subs[3].reference, Move::expire, {}).ok());
+  ASSERT_TRUE(billing_->apply(web::acting(p1_), subs[0].reference, Move::suspend, {}).ok());
+  ASSERT_TRUE(billing_->apply(web::acting(p1_), subs[1].reference, Move::cancel, {}).ok());
+  ASSERT_TRUE(billing_->apply(web::acting(p1_), subs[2].reference, Move::suspend, {}).ok());
+  ASSERT_TRUE(billing_->apply(web::acting(p1_), subs[2].reference, Move::reactivate, {}).ok());
+  ASSERT_TRUE(billing_->apply(web::acting(p1_), subs[3].reference, Move::expire, {}).ok());
   auto total = [&](std::optional<std::string> status, const web::Principal& p) {
     tables::ListFilter f;
     f.status = std::move(status);
     f.limit = 2;
-    auto r = billing_->list_subscriptions(p, f);
+    auto r = billing_->list_subscriptions(web::acting(p), f);
     EXPECT_TRUE(r.ok());
     if (r.ok()) EXPECT_LE(r->first.size(), 2u);
     return r.ok() ? r->second : -1;
@@ -607,7 +611,7 @@ TEST_P(BillingTest, ListTotalsFollowEveryInsertAndMove) {
                     {m1_.id, std::string(st)}));
   tables::ListFilter by_email;
   by_email.customer_email = "ama@example.com";
-  EXPECT_EQ(billing_->list_subscriptions(p1_, by_email)->second, 5);
+  EXPECT_EQ(billing_->list_subscriptions(web::acting(p1_), by_email)->second, 5);
 }
 
 TEST_P(BillingTest, AnApprovedMandateDebitsTheWalletOncePerCycleAndAShortBalanceFailsIntoDunning) {
@@ -615,17 +619,17 @@ TEST_P(BillingTest, AnApprovedMandateDebitsTheWalletOncePerCycleAndAShortBalance
   const Subscription& s = created.subscription;
   consent(created);
   // Asked for, the mandate waits for the customer; a second request is refused, naming mandate.
-  auto made = billing_->request_mandate(p1_, s.reference, MandateRequest{"237690000042", 6000});
+  auto made = billing_->request_mandate(web::acting(p1_), s.reference, MandateRequest{"237690000042", 6000});
   ASSERT_TRUE(made.ok()) << bj::serialize(made.error().details);
   EXPECT_EQ(made->first.status, kMandatePending);
   EXPECT_EQ(made->first.cap, 6000);
   EXPECT_NE(last_message("billing:mandate").find(made->second), std::string::npos);
-  auto again = billing_->request_mandate(p1_, s.reference, {});
+  auto again = billing_->request_mandate(web::acting(p1_), s.reference, {});
   ASSERT_FALSE(again.ok());
   EXPECT_TRUE(again.error().is(ErrorKind::conflict));
   EXPECT_TRUE(again.error().details.as_object().contains("mandate"));
   // Another merchant does not see the subscription; a cap under the amount names cap.
-  EXPECT_TRUE(billing_->request_mandate(p2_, s.reference, {}).error().is(ErrorKind::not_found));
+  EXPECT_TRUE(billing_->request_mandate(web::acting(p2_), s.reference, {}).error().is(ErrorKind::not_found));
   const std::string token = made->second.substr(made->second.rfind('/') + 1);
   EXPECT_TRUE(billing_->mandate_by_token(token + "x").error().is(ErrorKind::not_found));
   // A wrong code does not approve it; the code sent to the wallet's phone does.
@@ -725,7 +729,7 @@ TEST_P(BillingTest, TheMerchantsCancelRevokesTheMandate) {
   const Subscription& s = created.subscription;
   consent(created);
   const std::string token = approved_mandate(s);
-  ASSERT_TRUE(billing_->apply(p1_, s.reference, Move::cancel, {}).ok());
+  ASSERT_TRUE(billing_->apply(web::acting(p1_), s.reference, Move::cancel, {}).ok());
   auto m = billing_->mandate_by_token(token);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->status, kMandateRevoked);
@@ -945,7 +949,7 @@ TEST_P(LinkDunningTest, TheDeadlineAndALatePaymentRacingCommitOneOutcomeNeverAPa
 TEST_P(LinkDunningTest, TheTestClockDrivesALinkCycleThroughDunningToSuspensionAndReactivationSendsANewLink) {
   const Subscription s = linked_subscription();
   for (int day = 0; day < 45 && reload(s).status == kActive; ++day) {
-    auto advanced = billing_->advance(p1_, s.reference, kDay);
+    auto advanced = billing_->advance(web::acting(p1_), s.reference, kDay);
     ASSERT_TRUE(advanced.ok()) << bj::serialize(advanced.error().details);
   }
   Subscription suspended = reload(s);
@@ -966,7 +970,7 @@ TEST_P(LinkDunningTest, TheTestClockDrivesALinkCycleThroughDunningToSuspensionAn
   EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE merchant_id = ?", {m1_.id}), 1);  // the consent's
 
   // Reactivation collects the overdue cycle first: a sixth link for it, paid, and billing resumes.
-  auto re = billing_->apply(p1_, s.reference, Move::reactivate, MoveRequest{});
+  auto re = billing_->apply(web::acting(p1_), s.reference, Move::reactivate, MoveRequest{});
   ASSERT_TRUE(re.ok()) << bj::serialize(re.error().details);
   auto p6 = payment(s, 1);
   EXPECT_EQ(p6->status, kPayPending);
@@ -981,7 +985,7 @@ TEST_P(LinkDunningTest, EndingTheSubscriptionDisablesTheLinkOfItsOpenCycle) {
   const Subscription s = linked_subscription();
   std::optional<Payment> p1 = open_link_cycle(s);
   ASSERT_TRUE(p1->payment_link_reference);
-  ASSERT_TRUE(billing_->apply(p1_, s.reference, Move::cancel, {}).ok());
+  ASSERT_TRUE(billing_->apply(web::acting(p1_), s.reference, Move::cancel, {}).ok());
   EXPECT_EQ(payment(s, 1)->status, kPayCancelled);
   EXPECT_EQ(link_status(*p1->payment_link_reference), "DISABLED");
   EXPECT_FALSE(pay(*p1->payment_link_reference).ok());
@@ -994,7 +998,7 @@ TEST_P(BillingTest, ANewMandateAfterARevokedOneAndEveryMandateMoveIsAnEvent) {
   const std::string first = approved_mandate(s, MandateRequest{"237690000042", std::nullopt});
   EXPECT_EQ(events(s, kEventMandateApproved), 1);
   // While it is ACTIVE a second one is refused, naming mandate.
-  auto refused = billing_->request_mandate(p1_, s.reference, {});
+  auto refused = billing_->request_mandate(web::acting(p1_), s.reference, {});
   ASSERT_FALSE(refused.ok());
   EXPECT_TRUE(refused.error().details.as_object().contains("mandate"));
   ASSERT_TRUE(billing_->revoke_mandate(first).ok());
@@ -1029,7 +1033,7 @@ TEST_P(BillingTest, ANewMandateAfterARevokedOneAndEveryMandateMoveIsAnEvent) {
   EXPECT_EQ(payment(s, 1)->status, kPayPaid);
   EXPECT_EQ(billing_->mandate_by_token(second)->debits, 1);
   // The merchant's cancel revokes it, with its event in the same unit.
-  ASSERT_TRUE(billing_->apply(p1_, s.reference, Move::cancel, {}).ok());
+  ASSERT_TRUE(billing_->apply(web::acting(p1_), s.reference, Move::cancel, {}).ok());
   EXPECT_EQ(billing_->mandate_by_token(second)->revoked_by, "merchant");
   EXPECT_EQ(events(s, kEventMandateRevoked), 2);
 }
@@ -1072,7 +1076,7 @@ TEST_P(BillingTest, PaymentsAndCancellationsAreStampedOnTheSubscriptionsClock) {
   // Cancel at period end: cancelled_at records the request on the subscription's clock; the
   // move at the period's end stamps the end, on that clock too.
   before = now_ms() + offset_.load();
-  auto marked = billing_->apply(p1_, s.reference, Move::cancel, MoveRequest{std::nullopt, "moving", true});
+  auto marked = billing_->apply(web::acting(p1_), s.reference, Move::cancel, MoveRequest{std::nullopt, "moving", true});
   ASSERT_TRUE(marked.ok());
   EXPECT_EQ(marked->status, kActive);
   EXPECT_TRUE(marked->cancel_at_period_end);
@@ -1090,7 +1094,7 @@ TEST_P(BillingTest, PaymentsAndCancellationsAreStampedOnTheSubscriptionsClock) {
   consent(other);
   move_clock(other.subscription, 40);
   before = now_ms() + offset_.load();
-  auto cancelled = billing_->apply(p1_, other.subscription.reference, Move::cancel, {});
+  auto cancelled = billing_->apply(web::acting(p1_), other.subscription.reference, Move::cancel, {});
   ASSERT_TRUE(cancelled.ok());
   EXPECT_TRUE(on_clock(other.subscription, before, cancelled->cancelled_at));
   expect_ledger_clean();
@@ -1111,7 +1115,8 @@ TEST_P(BillingTest, AMoveCommittedBetweenTheChargesReadAndItsWriteStopsTheCycle)
     consent(created);
     move_clock(s, 32);
     between_ = [&] {
-      auto moved = billing_->apply(p1_, s.reference, k.move, MoveRequest{std::nullopt, "race", k.at_period_end});
+      auto moved =
+          billing_->apply(web::acting(p1_), s.reference, k.move, MoveRequest{std::nullopt, "race", k.at_period_end});
       EXPECT_TRUE(moved.ok());
     };
     (void)billing_->charge(s.id, 1, 0);
@@ -1138,7 +1143,7 @@ TEST_P(BillingTest, AMoveCommittedBetweenTheChargesReadAndItsWriteStopsTheCycle)
   const Subscription& s = created.subscription;
   consent(created);
   move_clock(s, 32);
-  between_ = [&] { EXPECT_TRUE(billing_->apply(p1_, s.reference, Move::cancel, {}).ok()); };
+  between_ = [&] { EXPECT_TRUE(billing_->apply(web::acting(p1_), s.reference, Move::cancel, {}).ok()); };
   store::Job job;
   job.payload = bj::serialize(bj::object{{"subscription_id", s.id}, {"cycle", 1}, {"epoch", 0}});
   (void)billing_->charge_page({job});
@@ -1158,7 +1163,7 @@ TEST_P(BillingTest, ASuspendCommittedBetweenARetrysReadAndItsPushStopsTheRetry) 
   ASSERT_EQ(settle_until(s, 1, kPayProcessing), kPayFailed);
   const std::string tag = "billing:retry";
   notifier_->hook_tag = tag;
-  notifier_->hook = [&] { EXPECT_TRUE(billing_->apply(p1_, s.reference, Move::suspend, {}).ok()); };
+  notifier_->hook = [&] { EXPECT_TRUE(billing_->apply(web::acting(p1_), s.reference, Move::suspend, {}).ok()); };
   ASSERT_TRUE(billing_->retry(s.id, 1, 1).ok());
   EXPECT_FALSE(notifier_->hook) << "the retry did not remind";
   EXPECT_EQ(reload(s).status, kSuspended);
@@ -1171,7 +1176,7 @@ TEST_P(BillingTest, ASuspendCommittedBetweenARetrysReadAndItsPushStopsTheRetry) 
             1);  // the first attempt's only
   // Reactivated (from a payer who pays), the cycle is asked for again at once.
   move_clock(s, 0, "237690000000");
-  auto re = billing_->apply(p1_, s.reference, Move::reactivate, {});
+  auto re = billing_->apply(web::acting(p1_), s.reference, Move::reactivate, {});
   ASSERT_TRUE(re.ok());
   EXPECT_EQ(settle_until(s, 1, kPayProcessing), kPayPaid);
   EXPECT_EQ(payment(s, 1)->attempts, 2);

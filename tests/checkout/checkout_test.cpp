@@ -20,6 +20,7 @@
 #include "core/reason.hpp"
 #include "payments/failure.hpp"
 #include "payments/fixture.hpp"
+#include "web/acting.hpp"
 
 namespace sika::checkout {
 namespace {
@@ -1007,10 +1008,10 @@ void refund_and_wait(payments::Service& svc, const merchant::Merchant& m, const 
   r.refund_uuid = uuid_v4();
   r.amount = amount;
   r.reason = "REQUESTED_BY_CUSTOMER";
-  auto made = svc.refund(r, p);
+  auto made = svc.refund(r, web::acting(p));
   ASSERT_TRUE(made.ok()) << made.error().code << " " << bj::serialize(made.error().details);
   for (int i = 0; i < 500; ++i) {
-    auto now = svc.find_refund(p, made->reference);
+    auto now = svc.find_refund(web::acting(p), made->reference);
     ASSERT_TRUE(now.ok());
     if (now->status == payments::RefundStatus::completed) return;
     ASSERT_NE(now->status, payments::RefundStatus::failed);

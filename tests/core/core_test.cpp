@@ -53,6 +53,13 @@ TEST(Reasons, TextPutsTheParametersIntoTheTemplateOfTheLocale) {
   EXPECT_EQ(reason::placeholders("{a} and {b}"), (std::vector<std::string_view>{"a", "b"}));
 }
 
+// A field problem is a reason: FieldErrors takes no free text, so none can be added by mistake.
+template <typename E>
+concept TakesFreeText = requires(E e) {
+  e.add("amount", "is too large");
+};
+static_assert(!TakesFreeText<json::FieldErrors>, "FieldErrors::add takes a Problem, not a text");
+
 TEST(Reasons, FieldErrorsKeepTheFirstProblemOfAFieldAndRenderDetailsInEnglish) {
   json::FieldErrors errors;
   errors.add("amount", Reason::too_large);

@@ -11,6 +11,7 @@
 #include "links/qr.hpp"
 #include "links/service.hpp"
 #include "payments/fixture.hpp"
+#include "web/acting.hpp"
 
 namespace sika::links {
 namespace {
@@ -176,7 +177,7 @@ TEST_P(LinksTest, PayingAFixedLinkMakesAnOrdinaryCollectionAndIsIdempotent) {
   EXPECT_EQ(again.at("data").at("transaction_reference").as_string(), ref);
 
   EXPECT_EQ(wait_status(p1_, ref, "PENDING"), "COMPLETED");
-  auto shown = links_->find(p1_, std::string(link.at("reference").as_string()));
+  auto shown = links_->find(web::acting(p1_), std::string(link.at("reference").as_string()));
   ASSERT_TRUE(shown.ok());
   EXPECT_EQ(shown->payments_completed, 1);
   EXPECT_EQ(shown->total_collected, 5000);
@@ -281,7 +282,7 @@ TEST_P(LinksTest, ExpiredLinksRefusePayment) {
   auto [s, e] = pay(code_of(link), payer());
   EXPECT_EQ(s, 400);
   EXPECT_EQ(e.at("message").as_string(), "link_expired");
-  auto shown = links_->find(p1_, std::string(link.at("reference").as_string()));
+  auto shown = links_->find(web::acting(p1_), std::string(link.at("reference").as_string()));
   ASSERT_TRUE(shown.ok());
   EXPECT_EQ(shown->status_at(links_->now()), kExpired);
 }
@@ -325,7 +326,7 @@ TEST_P(LinksTest, AFailedPaymentReleasesItsUse) {
   auto [s3, e3] = pay(code_of(link), payer());
   EXPECT_EQ(s3, 400);
   EXPECT_EQ(e3.at("message").as_string(), "link_used_up");
-  auto shown = links_->find(p1_, std::string(link.at("reference").as_string()));
+  auto shown = links_->find(web::acting(p1_), std::string(link.at("reference").as_string()));
   ASSERT_TRUE(shown.ok());
   EXPECT_EQ(shown->payments_completed, 1);
   EXPECT_EQ(shown->total_collected, 3000);

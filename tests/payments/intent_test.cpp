@@ -52,7 +52,7 @@ class Planner : public ::testing::Test {
   }
 
   std::shared_ptr<const catalog::Catalog> catalog_;
-  web::Principal merchant_;
+  Acting merchant_;
   PlanInputs inputs_;
   std::optional<std::int64_t> wallet_balance_;
   std::vector<std::string> asked_;

@@ -8,6 +8,7 @@
 
 #include "payments/fixture.hpp"
 #include "payments/queries.hpp"
+#include "web/acting.hpp"
 
 namespace sika::payments::testing {
 namespace {
@@ -27,8 +28,8 @@ class QueriesTest : public PaymentsTest {
     r.provider = std::move(provider);
     r.channel = std::move(channel);
     r.customer_wallet = std::move(wallet);
-    auto tx = operation == kCollection ? service_->create_collection(r, principal(m))
-                                       : service_->create_disbursement(r, principal(m));
+    auto tx = operation == kCollection ? service_->create_collection(r, web::acting(principal(m)))
+                                       : service_->create_disbursement(r, web::acting(principal(m)));
     EXPECT_TRUE(tx.ok()) << (tx.ok() ? "" : bj::serialize(tx.error().details));
     return tx.ok() ? *tx : Transaction{};
   }

@@ -14,6 +14,7 @@
 #include "payments/refund_transitions.hpp"
 #include "payments/store.hpp"
 #include "support/state_machine_walk.hpp"
+#include "web/acting.hpp"
 
 namespace sika::payments::testing {
 namespace {
@@ -550,7 +551,7 @@ TEST_P(RefundTest, TheCreatedHookCommitsWithTheRefundOnceAndItsErrorLeavesNothin
     Service::RefundCreated refuse = [](store::Conn&, const Refund&) -> Status {
       return make_error(ErrorKind::conflict, "conflict", bj::object{{"refund_uuid", "refused by the caller"}});
     };
-    auto refused = service_->refund(request_of(refund_body(ref, 1'000)), p, refuse);
+    auto refused = service_->refund(request_of(refund_body(ref, 1'000)), web::acting(p), refuse);
     ASSERT_FALSE(refused.ok());
     EXPECT_TRUE(refused.error().is(ErrorKind::conflict));
     EXPECT_EQ(count("SELECT COUNT(*) FROM pay_refunds WHERE transaction_reference = ?", {ref}), 0);
@@ -566,7 +567,7 @@ TEST_P(RefundTest, TheCreatedHookCommitsWithTheRefundOnceAndItsErrorLeavesNothin
       threads.emplace_back([&, i] {
         ++ready;
         while (ready.load() < 8) std::this_thread::yield();
-        auto r = service_->refund(same, p, mark);
+        auto r = service_->refund(same, web::acting(p), mark);
         if (r)
           got[i] = r->reference;
         else
@@ -579,7 +580,7 @@ TEST_P(RefundTest, TheCreatedHookCommitsWithTheRefundOnceAndItsErrorLeavesNothin
     EXPECT_EQ(count("SELECT amount FROM test_refund_marks WHERE refund_reference = ?", {got[0]}), 1'500);
     // A replay afterwards: the same refund, the hook not run.
     const int runs_before = runs.load();
-    auto again = service_->refund(same, p, mark);
+    auto again = service_->refund(same, web::acting(p), mark);
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(again->reference, got[0]);
     EXPECT_EQ(runs.load(), runs_before);

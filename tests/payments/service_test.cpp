@@ -7,6 +7,7 @@
 
 #include "fixture.hpp"
 #include "store/outbox.hpp"
+#include "web/acting.hpp"
 #include "web/html.hpp"
 
 namespace sika::payments::testing {
@@ -385,7 +386,7 @@ TEST_P(PaymentsTest, AFeeBorneByTheMerchantComesOutOfThePrice) {
   r.customer_wallet = "237690000010";
   r.description = "merchant pays the fee";
   r.fee_bearer = std::string(kMerchantBearsFee);
-  auto tx = service_->create_collection(r, p);
+  auto tx = service_->create_collection(r, web::acting(p));
   ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
   EXPECT_EQ(tx->fee, 200);
   EXPECT_EQ(tx->required_total, 10'000);  // what the customer pays: the price
@@ -393,7 +394,7 @@ TEST_P(PaymentsTest, AFeeBorneByTheMerchantComesOutOfThePrice) {
   // The same uuid with the fee on the customer is another request.
   IntentRequest customer = r;
   customer.fee_bearer = std::string(kCustomerBearsFee);
-  auto other = service_->create_collection(customer, p);
+  auto other = service_->create_collection(customer, web::acting(p));
   ASSERT_FALSE(other.ok());
   EXPECT_TRUE(other.error().is(ErrorKind::conflict));
 
@@ -440,7 +441,7 @@ TEST_P(PaymentsTest, AForcedSandboxOutcomeMovesAPendingCollectionOnceByTheOperat
     auto rec = create_ok(p, intent_body("237690000005"));
     std::string ref(rec.at("transaction_reference").as_string());
     EXPECT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref}}).first, 200);
-    auto tx = service_->find(p, ref, kCollection);
+    auto tx = service_->find(web::acting(p), ref, kCollection);
     EXPECT_TRUE(tx.ok());
     EXPECT_EQ(tx->status, TxStatus::pending);
     return *tx;
@@ -458,7 +459,7 @@ TEST_P(PaymentsTest, AForcedSandboxOutcomeMovesAPendingCollectionOnceByTheOperat
   ASSERT_TRUE(queried.ok());
   EXPECT_EQ(queried->state, OperatorStatus::State::succeeded);
   // Once: an ended transaction, or a second forcing, is refused.
-  auto ended = service_->find(p, paid.reference, kCollection);
+  auto ended = service_->find(web::acting(p), paid.reference, kCollection);
   ASSERT_TRUE(ended.ok());
   auto again = service_->force_sandbox_outcome(*ended, ok);
   ASSERT_FALSE(again.ok());
@@ -690,10 +691,11 @@ TEST_P(PaymentsTest, CollectPageCreatesEachItemAllOrNothingInOneUnit) {
     return conflict(bj::string("refused by the step"));
   };
   const std::string first = uuid_v4(), refused = uuid_v4(), third = uuid_v4();
-  std::vector<Service::PresentPayer> page{{request("MTN_MOMO_CMR", first), p, step},
-                                          {request("MTN_MOMO_CMR", refused), p, refusing},
-                                          {request("ORANGE_MONEY_CMR", uuid_v4()), p, step},
-                                          {request("MTN_MOMO_CMR", third), p, step}};
+  const Acting acting = web::acting(p);
+  std::vector<Service::PresentPayer> page{{request("MTN_MOMO_CMR", first), acting, step},
+                                          {request("MTN_MOMO_CMR", refused), acting, refusing},
+                                          {request("ORANGE_MONEY_CMR", uuid_v4()), acting, step},
+                                          {request("MTN_MOMO_CMR", third), acting, step}};
   const std::int64_t commits = db_->stats().commits;
   auto out = service_->collect_page(page, "test");
   ASSERT_EQ(out.size(), 4u);
@@ -741,7 +743,7 @@ TEST_P(PaymentsTest, PreauthorizedWalletCollectionsRunTheCallersStepInTheDebitUn
   auto p = principal(m1_);
   ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000050", "XAF", 3000, "top-up").ok());
   auto request = [](std::int64_t amount) { return preauthorized_request("237690000050", amount); };
-  auto tx = service_->create_collection(request(1000), p);
+  auto tx = service_->create_collection(request(1000), web::acting(p));
   ASSERT_TRUE(tx.ok());
   EXPECT_FALSE(tx->needs_otp);
   EXPECT_EQ(tx->confirmation_method, "CONSENT");
@@ -760,7 +762,7 @@ TEST_P(PaymentsTest, PreauthorizedWalletCollectionsRunTheCallersStepInTheDebitUn
   EXPECT_EQ(balance(ledger::customer_wallet("237690000050", "sandbox", "XAF")), 2000);
   // Short balance: FAILED without the step.
   calls = 0;
-  auto big = service_->create_collection(request(5000), p);
+  auto big = service_->create_collection(request(5000), web::acting(p));
   ASSERT_TRUE(big.ok());
   auto short_of = service_->execute_preauthorized(
       *big, [&](store::Conn&) -> Status { return ++calls, Status{}; }, "test");
@@ -770,7 +772,8 @@ TEST_P(PaymentsTest, PreauthorizedWalletCollectionsRunTheCallersStepInTheDebitUn
   // An ordinary WALLET collection (code needed) is refused here.
   auto body = intent_body("237690000050", 500, "SIKA_WALLET_CMR");
   body["channel"] = "WALLET";
-  auto plain = service_->find(p, std::string(create_ok(p, body).at("transaction_reference").as_string()), kCollection);
+  auto plain = service_->find(web::acting(p), std::string(create_ok(p, body).at("transaction_reference").as_string()),
+                              kCollection);
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(service_->execute_preauthorized(*plain, {}, "test").error().kind, ErrorKind::conflict);
   expect_ledger_clean();
@@ -787,7 +790,7 @@ TEST_P(PaymentsTest, PreauthorizedChargesAreCreatedAndDebitedInOneUnit) {
   // The check writes, then fails: nothing of the unit remains, not even its own write.
   const IntentRequest failing = request(1000);
   auto aborted = service_->collect_preauthorized(
-      failing, p,
+      failing, web::acting(p),
       [&](store::Conn& c, const Transaction&, bool) -> Result<std::optional<Refusal>> {
         SIKA_TRY(c.exec("UPDATE merchants SET name = 'changed in the unit' WHERE id = ?", {m1_.id}));
         return conflict(bj::object{{"apikey", "gone"}});
@@ -810,7 +813,7 @@ TEST_P(PaymentsTest, PreauthorizedChargesAreCreatedAndDebitedInOneUnit) {
     return std::optional<Refusal>{};
   };
   const IntentRequest first = request(1000);
-  auto paid = service_->collect_preauthorized(first, p, go, "test");
+  auto paid = service_->collect_preauthorized(first, web::acting(p), go, "test");
   ASSERT_TRUE(paid.ok()) << bj::serialize(paid.error().details);
   EXPECT_EQ(paid->status, TxStatus::completed);
   EXPECT_EQ(paid->confirmation_method, "CONSENT");
@@ -829,7 +832,7 @@ TEST_P(PaymentsTest, PreauthorizedChargesAreCreatedAndDebitedInOneUnit) {
   EXPECT_TRUE(paid->submitted_at.has_value());
   EXPECT_EQ(balance(ledger::customer_wallet("237690000051", "sandbox", "XAF")), 2000);
   // A replay is the same payment, checked and debited once.
-  auto again = service_->collect_preauthorized(first, p, go, "test");
+  auto again = service_->collect_preauthorized(first, web::acting(p), go, "test");
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->reference, paid->reference);
   EXPECT_EQ(calls, 1);
@@ -837,14 +840,14 @@ TEST_P(PaymentsTest, PreauthorizedChargesAreCreatedAndDebitedInOneUnit) {
   // The same transaction_uuid for another amount: 409.
   IntentRequest other = first;
   other.amount = 1500;
-  auto clash = service_->collect_preauthorized(other, p, go, "test");
+  auto clash = service_->collect_preauthorized(other, web::acting(p), go, "test");
   ASSERT_FALSE(clash.ok());
   EXPECT_EQ(clash.error().kind, ErrorKind::conflict);
 
   // Refused by the check: CANCELLED with the reason in the unit, the refusal answered.
   const IntentRequest refused_request = request(500);
   auto refused = service_->collect_preauthorized(
-      refused_request, p,
+      refused_request, web::acting(p),
       [](store::Conn&, const Transaction&, bool) -> Result<std::optional<Refusal>> {
         return std::optional<Refusal>(Refusal{"LIMIT_EXCEEDED", bad_request("limit_exceeded", bj::object{})});
       },
@@ -859,7 +862,7 @@ TEST_P(PaymentsTest, PreauthorizedChargesAreCreatedAndDebitedInOneUnit) {
   // Short: FAILED (INSUFFICIENT_FUNDS), the check told it is not covered.
   bool told = true;
   auto short_of = service_->collect_preauthorized(
-      request(5000), p,
+      request(5000), web::acting(p),
       [&](store::Conn&, const Transaction&, bool covered) -> Result<std::optional<Refusal>> {
         told = covered;
         return std::optional<Refusal>{};
@@ -876,7 +879,7 @@ TEST_P(PaymentsTest, PreauthorizedChargesAreCreatedAndDebitedInOneUnit) {
   std::vector<std::string> references(8);
   for (int i = 0; i < 8; ++i)
     threads.emplace_back([&, i] {
-      auto t = service_->collect_preauthorized(dup, p, go, "test");
+      auto t = service_->collect_preauthorized(dup, web::acting(p), go, "test");
       references[i] = t.ok() ? t->reference : t.error().code;
     });
   for (auto& t : threads) t.join();
@@ -1090,7 +1093,7 @@ TEST_P(PaymentsTest, ConfirmationPageOfAFailedCollectionSaysWhyInWords) {
   std::string url(rec.at("confirmation_url").as_string());
   std::string sig = url.substr(url.find("sig=") + 4);
   ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref}}).first, 200);
-  auto tx = service_->find(p, ref, kCollection);
+  auto tx = service_->find(web::acting(p), ref, kCollection);
   ASSERT_TRUE(tx.ok());
   OperatorStatus no;
   no.state = OperatorStatus::State::failed;

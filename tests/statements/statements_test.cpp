@@ -5,6 +5,7 @@
 
 #include <boost/json.hpp>
 
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "merchant/merchant.hpp"
 #include "payments/ledger.hpp"
@@ -67,6 +68,18 @@ TEST(StatementQuery, RefusesEachBadParameterByName) {
   EXPECT_EQ(problem(with("to", "2026-04-01"), "to"), "must cover at most 31 days");
   EXPECT_EQ(problem(with("format", "xml"), "format"), "must be one of json, csv");
   EXPECT_EQ(problem(with("separator", "tab"), "separator"), "must be comma or semicolon");
+}
+
+// A refusal is a typed reason: its English is the details, and a page says it in French.
+TEST(StatementQuery, RefusalsAreTypedReasonsWithFrenchTexts) {
+  auto q =
+      parse_query(query({{"currency", "XAF"}, {"from", "2026-03-01"}, {"to", "2026-03-31"}, {"separator", "tab"}}), 60);
+  ASSERT_FALSE(q.ok());
+  const Problem* p = q.error().problem("separator");
+  ASSERT_NE(p, nullptr);
+  EXPECT_NE(p->reason, Reason::text);
+  EXPECT_EQ(reason::text(*p, i18n::Locale::en), "must be comma or semicolon");
+  EXPECT_EQ(reason::text(*p, i18n::Locale::fr), "doit être comma ou semicolon");
 }
 
 TEST(StatementQuery, DaysAreWholeDaysOfTheMerchantsZone) {

@@ -9,10 +9,12 @@
 #include <thread>
 #include <vector>
 
+#include "core/reason.hpp"
 #include "limits/limiter.hpp"
 #include "merchant/merchant.hpp"
 #include "payments/fixture.hpp"
 #include "wallets/service.hpp"
+#include "web/acting.hpp"
 #include "web/envelope.hpp"
 
 namespace sika::wallets {
@@ -81,7 +83,7 @@ class WalletsTest : public payments::testing::PaymentsTest {
   std::string code_for(std::string_view msisdn, std::string_view subject) { return wallet_code(msisdn, subject); }
 
   Linked linked(const web::Principal& partner, std::string phone = "690000042") {
-    auto l = wallets_->link(partner, request(std::move(phone)));
+    auto l = wallets_->link(web::acting(partner), request(std::move(phone)));
     EXPECT_TRUE(l.ok()) << (l.ok() ? "" : bj::serialize(l.error().details));
     return l.ok() ? *l : Linked{};
   }
@@ -93,7 +95,7 @@ class WalletsTest : public payments::testing::PaymentsTest {
     if (funds > 0) {
       EXPECT_TRUE(service_->fund_wallet("sandbox", msisdn, "XAF", funds, "top-up").ok());
     }
-    auto c = wallets_->confirm(p1_, l.apikey, code_for(msisdn, l.link.reference));
+    auto c = wallets_->confirm(web::acting(p1_), l.apikey, code_for(msisdn, l.link.reference));
     EXPECT_TRUE(c.ok()) << (c.ok() ? "" : bj::serialize(c.error().details));
     if (c.ok()) l.link = *c;
     return l;
@@ -125,7 +127,7 @@ class WalletsTest : public payments::testing::PaymentsTest {
     LinkRequest r = request(std::move(phone));
     r.per_payment = per_payment;
     r.per_period = per_period;
-    return wallets_->link(p1_, r);
+    return wallets_->link(web::acting(p1_), r);
   }
 
   std::unique_ptr<limits::Limiter> limiter_;
@@ -163,13 +165,37 @@ TEST_P(WalletsTest, LinkNewIsIdempotentPerPartnerAndPhone) {
   std::atomic<int> ok{0};
   for (int i = 0; i < 8; ++i)
     threads.emplace_back([&] {
-      if (wallets_->link(p1_, request("690000077")).ok()) ++ok;
+      if (wallets_->link(web::acting(p1_), request("690000077")).ok()) ++ok;
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), 8);
   EXPECT_EQ(count("SELECT COUNT(*) FROM wlt_links l JOIN wlt_wallets w ON w.id = l.wallet_id WHERE w.msisdn = ?",
                   {std::string("237690000077")}),
             1);
+}
+
+// Every problem of a link request is a typed reason; error.details keeps its English texts.
+TEST(LinkRequest, EveryProblemIsATypedReason) {
+  json::FieldErrors errors;
+  parse_link_request(bj::object{{"extra", 1}, {"phone", bj::array{}}, {"limits", 3}}, errors);
+  parse_link_request(
+      bj::object{
+          {"limits", bj::object{{"per_payment", 500}, {"per_period", 100}, {"period_seconds", 10}, {"other", 1}}}},
+      errors);
+  parse_link_request(bj::object{{"per_payment", "0"}}, errors);
+  const auto& d = errors.details();
+  EXPECT_EQ(d.at("extra").as_string(), "is not a known field");
+  EXPECT_EQ(d.at("email").as_string(), "is required");
+  EXPECT_EQ(d.at("phone").as_string(), "must be a string");
+  EXPECT_EQ(d.at("limits").as_string(), "must be an object {per_payment, per_period, period_seconds}");
+  EXPECT_EQ(d.at("limits.other").as_string(), "is not a known field");
+  EXPECT_EQ(d.at("limits.per_payment").as_string(), "must not exceed per_period");
+  EXPECT_EQ(d.at("limits.period_seconds").as_string(), "must be between 60 and 2678400 (31 days)");
+  EXPECT_EQ(d.at("per_payment").as_string(), "must be a positive integer");
+  for (const auto& p : errors.problems()) {
+    EXPECT_NE(p.problem.reason, Reason::text) << p.field;
+    EXPECT_EQ(reason::text(p.problem, i18n::Locale::en), d.at(p.field).as_string()) << p.field;
+  }
 }
 
 TEST_P(WalletsTest, BadInputNamesTheField) {
@@ -182,11 +208,11 @@ TEST_P(WalletsTest, BadInputNamesTheField) {
   EXPECT_TRUE(d.contains("extra"));
   auto r = request();
   r.phone_country = "+999";
-  auto e = wallets_->link(p1_, r);
+  auto e = wallets_->link(web::acting(p1_), r);
   ASSERT_FALSE(e.ok());
   EXPECT_TRUE(e.error().details.as_object().contains("phoneCountry"));
   r = request("123");
-  e = wallets_->link(p1_, r);
+  e = wallets_->link(web::acting(p1_), r);
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.error().kind, ErrorKind::invalid);
   EXPECT_TRUE(e.error().details.as_object().contains("phone"));
@@ -196,43 +222,43 @@ TEST_P(WalletsTest, ConsentByCodeThenChargesWithinTheLimitsAndRefusalBeyond) {
   Linked l = linked(p1_);
   ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000042", "XAF", 100'000, "top-up").ok());
   // No money moves before the consent.
-  auto early = wallets_->charge(p1_, l.apikey, transfer(1000));
+  auto early = wallets_->charge(web::acting(p1_), l.apikey, transfer(1000));
   ASSERT_FALSE(early.ok());
   EXPECT_EQ(early.error().kind, ErrorKind::conflict);
   // A wrong code is refused; the code from the outbox (which states the limits) activates it.
   const std::string code = code_for("237690000042", l.link.reference);
   ASSERT_EQ(code.size(), 6u);
   if (code != "000000") {
-    auto wrong = wallets_->confirm(p1_, l.apikey, "000000");
+    auto wrong = wallets_->confirm(web::acting(p1_), l.apikey, "000000");
     ASSERT_FALSE(wrong.ok());
     EXPECT_EQ(wrong.error().code, "invalid_otp");
   }
-  auto ok = wallets_->confirm(p1_, l.apikey, code);
+  auto ok = wallets_->confirm(web::acting(p1_), l.apikey, code);
   ASSERT_TRUE(ok.ok()) << bj::serialize(ok.error().details);
   EXPECT_EQ(ok->status, kActive);
   EXPECT_EQ(count("SELECT COUNT(*) FROM notify_outbox WHERE body LIKE ?", {std::string("%5%000 XAF%7%000 XAF%")}), 1);
 
   // Within: 3000, no code asked.
   const Transfer first = transfer(3000);
-  auto t1 = wallets_->charge(p1_, l.apikey, first);
+  auto t1 = wallets_->charge(web::acting(p1_), l.apikey, first);
   ASSERT_TRUE(t1.ok()) << bj::serialize(t1.error().details);
   EXPECT_EQ(t1->status, payments::TxStatus::completed);
   EXPECT_EQ(t1->confirmation_method, "CONSENT");
   // A replay is the same payment and spends nothing more.
-  auto replay = wallets_->charge(p1_, l.apikey, first);
+  auto replay = wallets_->charge(web::acting(p1_), l.apikey, first);
   ASSERT_TRUE(replay.ok());
   EXPECT_EQ(replay->reference, t1->reference);
   // Beyond the per-payment limit: refused, the collection cancelled, nothing debited.
-  auto big = wallets_->charge(p1_, l.apikey, transfer(6000));
+  auto big = wallets_->charge(web::acting(p1_), l.apikey, transfer(6000));
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.error().code, "limit_exceeded");
   EXPECT_TRUE(big.error().details.as_object().contains("amount"));
   // Beyond the period: 3000 + 5000 > 7000.
-  auto over = wallets_->charge(p1_, l.apikey, transfer(5000));
+  auto over = wallets_->charge(web::acting(p1_), l.apikey, transfer(5000));
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(over.error().code, "limit_exceeded");
   // What is left still passes: 3000 + 4000 = 7000.
-  auto t2 = wallets_->charge(p1_, l.apikey, transfer(4000));
+  auto t2 = wallets_->charge(web::acting(p1_), l.apikey, transfer(4000));
   ASSERT_TRUE(t2.ok());
   EXPECT_EQ(t2->status, payments::TxStatus::completed);
   EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 93'000);
@@ -242,7 +268,7 @@ TEST_P(WalletsTest, ConsentByCodeThenChargesWithinTheLimitsAndRefusalBeyond) {
             2);
   // A new window starts once the period has passed.
   offset_ += 3'600'001;
-  auto t3 = wallets_->charge(p1_, l.apikey, transfer(5000));
+  auto t3 = wallets_->charge(web::acting(p1_), l.apikey, transfer(5000));
   ASSERT_TRUE(t3.ok());
   EXPECT_EQ(t3->status, payments::TxStatus::completed);
   expect_ledger_clean();
@@ -250,10 +276,10 @@ TEST_P(WalletsTest, ConsentByCodeThenChargesWithinTheLimitsAndRefusalBeyond) {
 
 TEST_P(WalletsTest, AShortBalanceFailsThePaymentAndGivesTheBudgetBack) {
   Linked l = active(1000);
-  auto t = wallets_->charge(p1_, l.apikey, transfer(2000));
+  auto t = wallets_->charge(web::acting(p1_), l.apikey, transfer(2000));
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->status, payments::TxStatus::failed);
-  auto now = wallets_->find(p1_, l.apikey);
+  auto now = wallets_->find(web::acting(p1_), l.apikey);
   ASSERT_TRUE(now.ok());
   EXPECT_EQ(spent_at(*now, wallets_->now()), 0);
   expect_ledger_clean();
@@ -265,7 +291,7 @@ TEST_P(WalletsTest, ConcurrentChargesNeverSpendPastThePeriod) {
   std::vector<std::thread> threads;
   for (int i = 0; i < 16; ++i)
     threads.emplace_back([&] {
-      auto t = wallets_->charge(p1_, l.apikey, transfer(1000));
+      auto t = wallets_->charge(web::acting(p1_), l.apikey, transfer(1000));
       if (t.ok() && t->status == payments::TxStatus::completed)
         ++completed;
       else if (!t.ok() && t.error().code == "limit_exceeded")
@@ -287,16 +313,17 @@ TEST_P(WalletsTest, AChargeIsOneWriteUnitAndTheAsynchronousCallAnswersTheSame) {
   Linked l = active(10'000);
   const std::uint64_t units = db_->stats().write_units;
   const Transfer t = transfer(1000);
-  auto paid = wallets_->charge(p1_, l.apikey, t);
+  auto paid = wallets_->charge(web::acting(p1_), l.apikey, t);
   ASSERT_TRUE(paid.ok()) << bj::serialize(paid.error().details);
   EXPECT_EQ(paid->status, payments::TxStatus::completed);
   EXPECT_EQ(db_->stats().write_units - units, 1u);
-  EXPECT_EQ(spent_at(*wallets_->find(p1_, l.apikey), wallets_->now()), 1000);
+  EXPECT_EQ(spent_at(*wallets_->find(web::acting(p1_), l.apikey), wallets_->now()), 1000);
 
   auto async = [&](const Transfer& x) {
     std::promise<Result<payments::Transaction>> promise;
     auto future = promise.get_future();
-    wallets_->charge_async(p1_, l.apikey, x, [&](Result<payments::Transaction> r) { promise.set_value(std::move(r)); });
+    wallets_->charge_async(web::acting(p1_), l.apikey, x,
+                           [&](Result<payments::Transaction> r) { promise.set_value(std::move(r)); });
     return future.get();
   };
   const std::uint64_t before_async = db_->stats().write_units;
@@ -330,7 +357,7 @@ TEST_P(WalletsTest, ConcurrentDuplicatesOfAChargeAreOnePayment) {
   std::vector<std::string> references(8);
   for (int i = 0; i < 8; ++i)
     threads.emplace_back([&, i] {
-      auto c = wallets_->charge(p1_, l.apikey, t);
+      auto c = wallets_->charge(web::acting(p1_), l.apikey, t);
       references[i] = c.ok() ? c->reference : c.error().code;
     });
   for (auto& th : threads) th.join();
@@ -338,7 +365,7 @@ TEST_P(WalletsTest, ConcurrentDuplicatesOfAChargeAreOnePayment) {
   EXPECT_TRUE(references.front().starts_with("TX-"));
   EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE transaction_uuid = ?", {t.transaction_uuid}), 1);
   EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 9'000);
-  EXPECT_EQ(spent_at(*wallets_->find(p1_, l.apikey), wallets_->now()), 1000);
+  EXPECT_EQ(spent_at(*wallets_->find(web::acting(p1_), l.apikey), wallets_->now()), 1000);
   expect_ledger_clean();
 }
 
@@ -349,11 +376,11 @@ TEST_P(WalletsTest, TwoChargesRacingTheLastOfTheBudgetOneWins) {
   for (int round = 0; round < 3; ++round) {
     if (round > 0) offset_ += 3'600'001;  // a new window
     // 6000 of the 7000 (5000 per payment) spent, then two charges for the last 1000.
-    ASSERT_TRUE(wallets_->charge(p1_, l.apikey, transfer(3000)).ok());
-    ASSERT_TRUE(wallets_->charge(p1_, l.apikey, transfer(3000)).ok());
+    ASSERT_TRUE(wallets_->charge(web::acting(p1_), l.apikey, transfer(3000)).ok());
+    ASSERT_TRUE(wallets_->charge(web::acting(p1_), l.apikey, transfer(3000)).ok());
     Result<payments::Transaction> a = internal_error(), b = internal_error();
-    std::thread ta([&] { a = wallets_->charge(p1_, l.apikey, transfer(1000)); });
-    std::thread tb([&] { b = other->charge(p1_, l.apikey, transfer(1000)); });
+    std::thread ta([&] { a = wallets_->charge(web::acting(p1_), l.apikey, transfer(1000)); });
+    std::thread tb([&] { b = other->charge(web::acting(p1_), l.apikey, transfer(1000)); });
     ta.join();
     tb.join();
     const bool a_paid = a.ok() && a->status == payments::TxStatus::completed;
@@ -362,7 +389,7 @@ TEST_P(WalletsTest, TwoChargesRacingTheLastOfTheBudgetOneWins) {
     const auto& loser = a_paid ? b : a;
     ASSERT_FALSE(loser.ok());
     EXPECT_EQ(loser.error().code, "limit_exceeded");
-    EXPECT_EQ(spent_at(*wallets_->find(p1_, l.apikey), wallets_->now()), 7000);
+    EXPECT_EQ(spent_at(*wallets_->find(web::acting(p1_), l.apikey), wallets_->now()), 7000);
   }
   EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 100'000 - 3 * 7000);
   expect_ledger_clean();
@@ -373,11 +400,11 @@ TEST_P(WalletsTest, TwoChargesRacingTheLastOfTheBudgetOneWins) {
 TEST_P(WalletsTest, AnUnlinkedKeyStopsAtOnceOnEveryNodeAndItsChargeLeavesNothing) {
   Linked l = active(10'000);
   auto other = node();
-  ASSERT_TRUE(wallets_->charge(p1_, l.apikey, transfer(1000)).ok());  // remembered by this node
-  ASSERT_TRUE(other->unlink_by_partner(p1_, l.apikey).ok());
+  ASSERT_TRUE(wallets_->charge(web::acting(p1_), l.apikey, transfer(1000)).ok());  // remembered by this node
+  ASSERT_TRUE(other->unlink_by_partner(web::acting(p1_), l.apikey).ok());
   const std::int64_t events = count("SELECT COUNT(*) FROM events WHERE merchant_id = ?", {m1_.id});
   const Transfer t = transfer(1000);
-  auto refused = wallets_->charge(p1_, l.apikey, t);
+  auto refused = wallets_->charge(web::acting(p1_), l.apikey, t);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().kind, ErrorKind::conflict);
   EXPECT_TRUE(refused.error().details.as_object().contains("apikey"));
@@ -387,50 +414,51 @@ TEST_P(WalletsTest, AnUnlinkedKeyStopsAtOnceOnEveryNodeAndItsChargeLeavesNothing
 
   // Linked and consented again on the other node: a new key; the old one, which this node
   // remembered, is unknown (404), the new one charges here.
-  ASSERT_TRUE(wallets_->charge(p1_, l.apikey, transfer(500)).error().is(ErrorKind::conflict));
-  auto again = other->link(p1_, request());
+  ASSERT_TRUE(wallets_->charge(web::acting(p1_), l.apikey, transfer(500)).error().is(ErrorKind::conflict));
+  auto again = other->link(web::acting(p1_), request());
   ASSERT_TRUE(again.ok());
-  ASSERT_TRUE(other->confirm(p1_, again->apikey, code_for("237690000042", again->link.reference)).ok());
-  ASSERT_TRUE(wallets_->charge(p1_, again->apikey, transfer(100)).ok());  // remembered too
-  auto old = wallets_->charge(p1_, l.apikey, transfer(100));
+  ASSERT_TRUE(other->confirm(web::acting(p1_), again->apikey, code_for("237690000042", again->link.reference)).ok());
+  ASSERT_TRUE(wallets_->charge(web::acting(p1_), again->apikey, transfer(100)).ok());  // remembered too
+  auto old = wallets_->charge(web::acting(p1_), l.apikey, transfer(100));
   ASSERT_FALSE(old.ok());
   EXPECT_EQ(old.error().kind, ErrorKind::not_found);
   // A node that remembered the old key while the link was ACTIVE under the new one.
   auto third = node();
-  ASSERT_TRUE(third->charge(p1_, again->apikey, transfer(100)).ok());
-  ASSERT_TRUE(other->unlink_by_partner(p1_, again->apikey).ok());
-  auto relinked = other->link(p1_, request());
+  ASSERT_TRUE(third->charge(web::acting(p1_), again->apikey, transfer(100)).ok());
+  ASSERT_TRUE(other->unlink_by_partner(web::acting(p1_), again->apikey).ok());
+  auto relinked = other->link(web::acting(p1_), request());
   ASSERT_TRUE(relinked.ok());
-  ASSERT_TRUE(other->confirm(p1_, relinked->apikey, code_for("237690000042", relinked->link.reference)).ok());
-  auto stale = third->charge(p1_, again->apikey, transfer(100));
+  ASSERT_TRUE(
+      other->confirm(web::acting(p1_), relinked->apikey, code_for("237690000042", relinked->link.reference)).ok());
+  auto stale = third->charge(web::acting(p1_), again->apikey, transfer(100));
   ASSERT_FALSE(stale.ok());
   EXPECT_EQ(stale.error().kind, ErrorKind::not_found);
-  EXPECT_TRUE(third->charge(p1_, relinked->apikey, transfer(100)).ok());
+  EXPECT_TRUE(third->charge(web::acting(p1_), relinked->apikey, transfer(100)).ok());
   EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 10'000 - 1000 - 300);
   expect_ledger_clean();
 }
 
 TEST_P(WalletsTest, AnotherPartnersLinkIsNotFound) {
   Linked l = active();
-  for (auto r : {wallets_->find(p3_, l.apikey), wallets_->unlink_by_partner(p3_, l.apikey),
-                 wallets_->confirm(p3_, l.apikey, "123456")}) {
+  for (auto r : {wallets_->find(web::acting(p3_), l.apikey), wallets_->unlink_by_partner(web::acting(p3_), l.apikey),
+                 wallets_->confirm(web::acting(p3_), l.apikey, "123456")}) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().kind, ErrorKind::not_found);
     EXPECT_TRUE(r.error().details.as_object().contains("apikey"));
   }
-  auto c = wallets_->charge(p3_, l.apikey, transfer(100));
+  auto c = wallets_->charge(web::acting(p3_), l.apikey, transfer(100));
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().kind, ErrorKind::not_found);
-  EXPECT_EQ(wallets_->find(p1_, l.apikey)->status, kActive);
+  EXPECT_EQ(wallets_->find(web::acting(p1_), l.apikey)->status, kActive);
 }
 
 TEST_P(WalletsTest, UnlinkingByEitherSideStopsTheKeyAndTellsThePartner) {
   Linked l = active();
-  auto u = wallets_->unlink_by_partner(p1_, l.apikey);
+  auto u = wallets_->unlink_by_partner(web::acting(p1_), l.apikey);
   ASSERT_TRUE(u.ok());
   EXPECT_EQ(u->status, kUnlinked);
   EXPECT_EQ(u->unlinked_by, "partner");
-  auto c = wallets_->charge(p1_, l.apikey, transfer(100));
+  auto c = wallets_->charge(web::acting(p1_), l.apikey, transfer(100));
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().kind, ErrorKind::conflict);
   EXPECT_EQ(
@@ -440,8 +468,8 @@ TEST_P(WalletsTest, UnlinkingByEitherSideStopsTheKeyAndTellsThePartner) {
   Linked again = linked(p1_);
   EXPECT_EQ(again.link.status, kPending);
   EXPECT_NE(again.apikey, l.apikey);
-  EXPECT_EQ(wallets_->find(p1_, l.apikey).error().kind, ErrorKind::not_found);
-  auto c2 = wallets_->confirm(p1_, again.apikey, code_for("237690000042", again.link.reference));
+  EXPECT_EQ(wallets_->find(web::acting(p1_), l.apikey).error().kind, ErrorKind::not_found);
+  auto c2 = wallets_->confirm(web::acting(p1_), again.apikey, code_for("237690000042", again.link.reference));
   ASSERT_TRUE(c2.ok());
   // The user unlinks from the wallet page: the partner gets the event too.
   auto w = wallets_->wallet_of("sandbox", "237690000042");
@@ -462,46 +490,46 @@ TEST_P(WalletsTest, APartnersLinksAreListedAndUnlinkedByReferenceForItOnly) {
   Linked a = active();
   Linked b = linked(p1_, "690000079");
   Linked other = linked(p3_, "690000078");
-  auto mine = wallets_->partner_links(p1_, std::nullopt, 10);
+  auto mine = wallets_->partner_links(web::acting(p1_), std::nullopt, 10);
   ASSERT_TRUE(mine.ok());
   ASSERT_EQ(mine->size(), 2u);
   EXPECT_EQ((*mine)[0].reference, b.link.reference);  // newest first
   EXPECT_EQ((*mine)[1].reference, a.link.reference);
-  auto next = wallets_->partner_links(p1_, (*mine)[0].id, 10);  // the keyset's next page
+  auto next = wallets_->partner_links(web::acting(p1_), (*mine)[0].id, 10);  // the keyset's next page
   ASSERT_TRUE(next.ok());
   ASSERT_EQ(next->size(), 1u);
   EXPECT_EQ((*next)[0].reference, a.link.reference);
-  auto theirs = wallets_->partner_links(p3_, std::nullopt, 10);
+  auto theirs = wallets_->partner_links(web::acting(p3_), std::nullopt, 10);
   ASSERT_TRUE(theirs.ok());
   ASSERT_EQ(theirs->size(), 1u);
   EXPECT_EQ((*theirs)[0].reference, other.link.reference);
   // Another partner's link, by its reference, does not exist for this one and stays as it is.
-  auto wrong = wallets_->unlink_by_reference(p3_, a.link.reference);
+  auto wrong = wallets_->unlink_by_reference(web::acting(p3_), a.link.reference);
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.error().kind, ErrorKind::not_found);
   EXPECT_TRUE(wrong.error().details.as_object().contains("reference"));
-  EXPECT_EQ(wallets_->find(p1_, a.apikey)->status, kActive);
+  EXPECT_EQ(wallets_->find(web::acting(p1_), a.apikey)->status, kActive);
   // The partner's own: unlinked as through the API (its key stops, the partner's webhooks hear).
-  auto u = wallets_->unlink_by_reference(p1_, a.link.reference);
+  auto u = wallets_->unlink_by_reference(web::acting(p1_), a.link.reference);
   ASSERT_TRUE(u.ok());
   EXPECT_EQ(u->status, kUnlinked);
   EXPECT_EQ(u->unlinked_by, "partner");
   EXPECT_EQ(
       count("SELECT COUNT(*) FROM events WHERE merchant_id = ? AND event_type = 'wallet_link.unlinked'", {m1_.id}), 1);
-  auto c = wallets_->charge(p1_, a.apikey, transfer(100));
+  auto c = wallets_->charge(web::acting(p1_), a.apikey, transfer(100));
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().kind, ErrorKind::conflict);
 }
 
 TEST_P(WalletsTest, PayoutsCreditTheWalletAndTheHistoryShowsEverything) {
   Linked l = active(10'000);
-  ASSERT_TRUE(wallets_->charge(p1_, l.apikey, transfer(4000)).ok());
-  auto p = wallets_->payout(p1_, l.apikey, transfer(1500));
+  ASSERT_TRUE(wallets_->charge(web::acting(p1_), l.apikey, transfer(4000)).ok());
+  auto p = wallets_->payout(web::acting(p1_), l.apikey, transfer(1500));
   ASSERT_TRUE(p.ok()) << bj::serialize(p.error().details);
   EXPECT_EQ(p->status, payments::TxStatus::completed);
   EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000042", "sandbox", "XAF")), 7'500);
   // More than the partner holds: refused, nothing stored.
-  auto broke = wallets_->payout(p1_, l.apikey, transfer(1'000'000));
+  auto broke = wallets_->payout(web::acting(p1_), l.apikey, transfer(1'000'000));
   ASSERT_FALSE(broke.ok());
   EXPECT_EQ(broke.error().code, "insufficient_funds");
   EXPECT_TRUE(broke.error().details.as_object().contains("amount"));
@@ -527,7 +555,7 @@ TEST_P(WalletsTest, TopUpFromMobileMoneyCreditsTheWalletOnlyWhenTheOperatorSucce
   Linked l = active(0);
   const auto wallet = payments::ledger::customer_wallet("237690000042", "sandbox", "XAF");
   Transfer t = transfer(10'000);
-  auto tx = wallets_->topup_by_partner(p1_, l.apikey, t);
+  auto tx = wallets_->topup_by_partner(web::acting(p1_), l.apikey, t);
   ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
   EXPECT_EQ(tx->channel, "PROVIDER");
   EXPECT_EQ(tx->settlement_mode, "WALLET");
@@ -537,7 +565,7 @@ TEST_P(WalletsTest, TopUpFromMobileMoneyCreditsTheWalletOnlyWhenTheOperatorSucce
   EXPECT_EQ(balance(wallet), 10'000);
   EXPECT_EQ(balance(payments::ledger::merchant_available(m1_.id, "sandbox", "XAF")), 0);
   // A replay is the same top-up; the history shows it with its transaction.
-  auto replay = wallets_->topup_by_partner(p1_, l.apikey, t);
+  auto replay = wallets_->topup_by_partner(web::acting(p1_), l.apikey, t);
   ASSERT_TRUE(replay.ok());
   EXPECT_EQ(replay->reference, tx->reference);
   EXPECT_EQ(balance(wallet), 10'000);
@@ -550,7 +578,7 @@ TEST_P(WalletsTest, TopUpFromMobileMoneyCreditsTheWalletOnlyWhenTheOperatorSucce
 
   // ...0001 is refused by the operator (insufficient funds): FAILED, nothing credited.
   Linked poor = active(0, "690000001");
-  auto refused = wallets_->topup_by_partner(p1_, poor.apikey, transfer(5'000));
+  auto refused = wallets_->topup_by_partner(web::acting(p1_), poor.apikey, transfer(5'000));
   ASSERT_TRUE(refused.ok()) << bj::serialize(refused.error().details);
   EXPECT_EQ(wait_status(p1_, refused->reference, "PENDING"), "FAILED");
   EXPECT_EQ(balance(payments::ledger::customer_wallet("237690000001", "sandbox", "XAF")), 0);
@@ -558,15 +586,15 @@ TEST_P(WalletsTest, TopUpFromMobileMoneyCreditsTheWalletOnlyWhenTheOperatorSucce
   // Bad input names the field; another partner's key is 404.
   Transfer bad = transfer(1000);
   bad.provider = "MTN_MOMO_CIV";
-  auto wrong = wallets_->topup_by_partner(p1_, l.apikey, bad);
+  auto wrong = wallets_->topup_by_partner(web::acting(p1_), l.apikey, bad);
   ASSERT_FALSE(wrong.ok());
   EXPECT_TRUE(wrong.error().details.as_object().contains("provider"));
   bad.provider = "";
   bad.currency = "XOF";
-  wrong = wallets_->topup_by_partner(p1_, l.apikey, bad);
+  wrong = wallets_->topup_by_partner(web::acting(p1_), l.apikey, bad);
   ASSERT_FALSE(wrong.ok());
   EXPECT_TRUE(wrong.error().details.as_object().contains("currency"));
-  auto other = wallets_->topup_by_partner(p3_, l.apikey, transfer(1000));
+  auto other = wallets_->topup_by_partner(web::acting(p3_), l.apikey, transfer(1000));
   ASSERT_FALSE(other.ok());
   EXPECT_EQ(other.error().kind, ErrorKind::not_found);
   expect_ledger_clean();
@@ -578,7 +606,7 @@ TEST_P(WalletsTest, WithdrawalToMobileMoneyIsPaidFromTheWalletAndRefundedOnFailu
   Linked l = active(10'000);
   const auto wallet = payments::ledger::customer_wallet("237690000042", "sandbox", "XAF");
   Transfer t = transfer(2'000);
-  auto tx = wallets_->withdraw_by_partner(p1_, l.apikey, t);
+  auto tx = wallets_->withdraw_by_partner(web::acting(p1_), l.apikey, t);
   ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
   EXPECT_EQ(tx->operation, "DISBURSEMENT");
   EXPECT_EQ(tx->settlement_mode, "WALLET");
@@ -588,29 +616,29 @@ TEST_P(WalletsTest, WithdrawalToMobileMoneyIsPaidFromTheWalletAndRefundedOnFailu
   EXPECT_EQ(balance(wallet), 7'850);
   EXPECT_EQ(balance(payments::ledger::customer_pending("237690000042", "sandbox", "XAF")), 0);
   // Exactly once: the same transaction_uuid is the same withdrawal, and takes no more money or budget.
-  auto replay = wallets_->withdraw_by_partner(p1_, l.apikey, t);
+  auto replay = wallets_->withdraw_by_partner(web::acting(p1_), l.apikey, t);
   ASSERT_TRUE(replay.ok());
   EXPECT_EQ(replay->reference, tx->reference);
   EXPECT_EQ(balance(wallet), 7'850);
   // Within the consent's limits (5 000 per payment, 7 000 per period, 2 150 spent): refused, nothing stored.
   const std::int64_t before = count("SELECT COUNT(*) FROM pay_transactions");
-  auto big = wallets_->withdraw_by_partner(p1_, l.apikey, transfer(5'000));
+  auto big = wallets_->withdraw_by_partner(web::acting(p1_), l.apikey, transfer(5'000));
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.error().code, "limit_exceeded");
-  auto over = wallets_->withdraw_by_partner(p1_, l.apikey, transfer(4'800));
+  auto over = wallets_->withdraw_by_partner(web::acting(p1_), l.apikey, transfer(4'800));
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(over.error().code, "limit_exceeded");
   EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), before);
   EXPECT_EQ(balance(wallet), 7'850);
   // More than the wallet holds (the page's withdrawal: no consent limits): 400 insufficient_funds.
-  auto broke = wallets_->withdraw(p1_, l.link.wallet, transfer(9'000));
+  auto broke = wallets_->withdraw(web::acting(p1_), l.link.wallet, transfer(9'000));
   ASSERT_FALSE(broke.ok());
   EXPECT_EQ(broke.error().code, "insufficient_funds");
 
   // ...0004 is an account the operator does not know: the payout FAILS and the wallet gets its money back.
   Linked bad = active(5'000, "690000004");
   const auto bad_wallet = payments::ledger::customer_wallet("237690000004", "sandbox", "XAF");
-  auto failed = wallets_->withdraw_by_partner(p1_, bad.apikey, transfer(1'000));
+  auto failed = wallets_->withdraw_by_partner(web::acting(p1_), bad.apikey, transfer(1'000));
   ASSERT_TRUE(failed.ok()) << bj::serialize(failed.error().details);
   EXPECT_EQ(balance(bad_wallet), 3'850);
   EXPECT_EQ(wait_status(p1_, failed->reference, "PENDING", &payments::Service::disbursement_status), "FAILED");
@@ -629,13 +657,13 @@ TEST_P(WalletsTest, WithdrawalToMobileMoneyIsPaidFromTheWalletAndRefundedOnFailu
 TEST_P(WalletsTest, InitChargesWithinTheConsentAndWaitsForTheUsersCodeBeyondIt) {
   Linked l = active(100'000);
   const auto wallet = payments::ledger::customer_wallet("237690000042", "sandbox", "XAF");
-  auto within = wallets_->init(p1_, l.apikey, transfer(3'000));
+  auto within = wallets_->init(web::acting(p1_), l.apikey, transfer(3'000));
   ASSERT_TRUE(within.ok()) << bj::serialize(within.error().details);
   EXPECT_EQ(within->status, payments::TxStatus::completed);
   EXPECT_EQ(within->confirmation_method, "CONSENT");
   // 6 000 is over the 5 000 per payment: INITIATED, a code sent to the phone, nothing debited.
   const Transfer big = transfer(6'000);
-  auto waiting = wallets_->init(p1_, l.apikey, big);
+  auto waiting = wallets_->init(web::acting(p1_), l.apikey, big);
   ASSERT_TRUE(waiting.ok()) << bj::serialize(waiting.error().details);
   EXPECT_EQ(waiting->status, payments::TxStatus::initiated);
   EXPECT_TRUE(waiting->needs_otp);
@@ -644,29 +672,29 @@ TEST_P(WalletsTest, InitChargesWithinTheConsentAndWaitsForTheUsersCodeBeyondIt) 
   ASSERT_EQ(code.size(), 6u);
   // Another partner, or another link of the same partner, cannot approve it.
   Linked other = active(0, "690000043");
-  auto foreign = wallets_->approve(p1_, other.apikey, waiting->reference, code);
+  auto foreign = wallets_->approve(web::acting(p1_), other.apikey, waiting->reference, code);
   ASSERT_FALSE(foreign.ok());
   EXPECT_EQ(foreign.error().kind, ErrorKind::not_found);
   EXPECT_TRUE(foreign.error().details.as_object().contains("transaction_reference"));
-  auto stranger = wallets_->approve(p3_, l.apikey, waiting->reference, code);
+  auto stranger = wallets_->approve(web::acting(p3_), l.apikey, waiting->reference, code);
   ASSERT_FALSE(stranger.ok());
   EXPECT_EQ(stranger.error().kind, ErrorKind::not_found);
   if (code != "000000") {
-    auto wrong = wallets_->approve(p1_, l.apikey, waiting->reference, "000000");
+    auto wrong = wallets_->approve(web::acting(p1_), l.apikey, waiting->reference, "000000");
     ASSERT_FALSE(wrong.ok());
     EXPECT_EQ(wrong.error().code, "invalid_otp");
   }
-  auto approved = wallets_->approve(p1_, l.apikey, waiting->reference, code);
+  auto approved = wallets_->approve(web::acting(p1_), l.apikey, waiting->reference, code);
   ASSERT_TRUE(approved.ok()) << bj::serialize(approved.error().details);
   EXPECT_EQ(approved->status, payments::TxStatus::completed);
   EXPECT_EQ(balance(wallet), 91'000);
   // A replay of the init is the same payment, whatever the consent now leaves.
-  auto replay = wallets_->init(p1_, l.apikey, big);
+  auto replay = wallets_->init(web::acting(p1_), l.apikey, big);
   ASSERT_TRUE(replay.ok());
   EXPECT_EQ(replay->reference, waiting->reference);
   EXPECT_EQ(replay->status, payments::TxStatus::completed);
   // The user's own approval took none of the consent's budget: 3 000 of 7 000 spent.
-  auto status = wallets_->find(p1_, l.apikey);
+  auto status = wallets_->find(web::acting(p1_), l.apikey);
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(spent_at(*status, now_ms() + offset_.load()), 3'000);
   expect_ledger_clean();
@@ -689,7 +717,7 @@ TEST_P(WalletsTest, InitsRacingForTheBudgetOnTwoNodesChargeWithinItAndWaitForThe
     for (int i = 0; i < 16; ++i)
       inits.push_back(std::async(std::launch::async, [&, i] {
         start.wait();
-        return (i % 2 ? *other : *wallets_).init(p1_, l.apikey, transfer(1000));
+        return (i % 2 ? *other : *wallets_).init(web::acting(p1_), l.apikey, transfer(1000));
       }));
     go.set_value();
     int completed = 0, initiated = 0;
@@ -708,16 +736,17 @@ TEST_P(WalletsTest, InitsRacingForTheBudgetOnTwoNodesChargeWithinItAndWaitForThe
     }
     EXPECT_EQ(completed, 7) << "round " << round;
     EXPECT_EQ(initiated, 9) << "round " << round;
-    EXPECT_EQ(spent_at(*wallets_->find(p1_, l.apikey), wallets_->now()), 7000);
+    EXPECT_EQ(spent_at(*wallets_->find(web::acting(p1_), l.apikey), wallets_->now()), 7000);
     EXPECT_EQ(balance(wallet), 1'000'000 - (round + 1) * 7000);
   }
   EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE status = 'CANCELLED'", {}), 0);
   // The user approves one of them: it completes, and the consent's budget stays as it was.
   ASSERT_FALSE(waiting.empty());
-  auto approved = other->approve(p1_, l.apikey, waiting.back(), wallet_code("237690000042", waiting.back()));
+  auto approved =
+      other->approve(web::acting(p1_), l.apikey, waiting.back(), wallet_code("237690000042", waiting.back()));
   ASSERT_TRUE(approved.ok()) << bj::serialize(approved.error().details);
   EXPECT_EQ(approved->status, payments::TxStatus::completed);
-  EXPECT_EQ(spent_at(*wallets_->find(p1_, l.apikey), wallets_->now()), 7000);
+  EXPECT_EQ(spent_at(*wallets_->find(web::acting(p1_), l.apikey), wallets_->now()), 7000);
   EXPECT_EQ(balance(wallet), 1'000'000 - 3 * 7000 - 1000);
   expect_ledger_clean();
 }
@@ -742,10 +771,10 @@ TEST_P(WalletsTest, AConsentCodeActivatesOnlyTheLimitsItsMessageStated) {
   ASSERT_EQ(codes.size(), 2u);
   // The first code no longer activates anything.
   if (old_code != codes[1]) {
-    auto old = wallets_->confirm(p1_, first->apikey, old_code);
+    auto old = wallets_->confirm(web::acting(p1_), first->apikey, old_code);
     ASSERT_FALSE(old.ok());
     EXPECT_EQ(old.error().code, "invalid_otp");
-    auto still = wallets_->find(p1_, first->apikey);
+    auto still = wallets_->find(web::acting(p1_), first->apikey);
     ASSERT_TRUE(still.ok());
     EXPECT_EQ(still->status, kPending);
   }
@@ -753,7 +782,7 @@ TEST_P(WalletsTest, AConsentCodeActivatesOnlyTheLimitsItsMessageStated) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM notify_outbox WHERE body LIKE ? AND body LIKE ?",
                   {"%" + codes[1] + "%", std::string("%4%000 XAF%6%000 XAF%")}),
             1);
-  auto ok = wallets_->confirm(p1_, first->apikey, codes[1]);
+  auto ok = wallets_->confirm(web::acting(p1_), first->apikey, codes[1]);
   ASSERT_TRUE(ok.ok()) << bj::serialize(ok.error().details);
   EXPECT_EQ(ok->status, kActive);
   EXPECT_EQ(ok->limits.per_payment, 4'000);
@@ -772,7 +801,7 @@ TEST_P(WalletsTest, LinkNewWithoutLimitsKeepsThePendingLinksLimits) {
   EXPECT_FALSE(again->consent_sent);  // the cool-down: the code already sent still holds
   const auto codes = codes_for("237690000042", first->link.reference);
   ASSERT_EQ(codes.size(), 1u);
-  auto ok = wallets_->confirm(p1_, first->apikey, codes[0]);
+  auto ok = wallets_->confirm(web::acting(p1_), first->apikey, codes[0]);
   ASSERT_TRUE(ok.ok()) << bj::serialize(ok.error().details);
   EXPECT_EQ(ok->limits.per_payment, 1'000);
   EXPECT_EQ(ok->limits.per_period, 2'000);
@@ -795,7 +824,7 @@ TEST_P(WalletsTest, ThePagesApprovalActivatesOnlyTheLimitsItShowed) {
   auto stale = wallets_->consent_by_user(first->link.wallet, first->link.reference, shown);
   ASSERT_FALSE(stale.ok());
   EXPECT_EQ(stale.error().kind, ErrorKind::conflict);
-  auto still = wallets_->find(p1_, first->apikey);
+  auto still = wallets_->find(web::acting(p1_), first->apikey);
   ASSERT_TRUE(still.ok());
   EXPECT_EQ(still->status, kPending);
   auto ok = wallets_->consent_by_user(first->link.wallet, first->link.reference, Limits{4'000, 6'000, 3'600'000});
@@ -820,20 +849,20 @@ TEST_P(WalletsTest, AConfirmationRacingALimitsChangeNeverActivatesUnstatedLimits
     std::shared_future<void> start = go.get_future().share();
     auto confirm = std::async(std::launch::async, [&] {
       start.wait();
-      return wallets_->confirm(p1_, first->apikey, codes[0]);
+      return wallets_->confirm(web::acting(p1_), first->apikey, codes[0]);
     });
     auto change = std::async(std::launch::async, [&] {
       start.wait();
       LinkRequest r = request(phone);
       r.per_payment = 4'000;
       r.per_period = 6'000;
-      return other->link(p1_, r);
+      return other->link(web::acting(p1_), r);
     });
     go.set_value();
     auto confirmed = confirm.get();
     auto changed = change.get();
     ASSERT_TRUE(changed.ok()) << bj::serialize(changed.error().details);
-    auto now_link = wallets_->find(p1_, first->apikey);
+    auto now_link = wallets_->find(web::acting(p1_), first->apikey);
     ASSERT_TRUE(now_link.ok());
     if (now_link->status == kActive) {
       ++activated;
@@ -854,7 +883,7 @@ TEST_P(WalletsTest, AConfirmationRacingALimitsChangeNeverActivatesUnstatedLimits
 TEST_P(WalletsTest, FiatDistributionIsAllOrNothingExactAndIdempotent) {
   Linked a = active(20'000);
   Linked b = active(0, "690000043");
-  ASSERT_TRUE(wallets_->charge(p1_, a.apikey, transfer(5'000)).ok());  // the partner now holds 5 000
+  ASSERT_TRUE(wallets_->charge(web::acting(p1_), a.apikey, transfer(5'000)).ok());  // the partner now holds 5 000
   const auto partner = payments::ledger::merchant_available(m1_.id, "sandbox", "XAF");
   const auto wa = payments::ledger::customer_wallet("237690000042", "sandbox", "XAF");
   const auto wb = payments::ledger::customer_wallet("237690000043", "sandbox", "XAF");
@@ -872,7 +901,7 @@ TEST_P(WalletsTest, FiatDistributionIsAllOrNothingExactAndIdempotent) {
   json::FieldErrors errors;
   auto r = parse(body, errors);
   ASSERT_TRUE(errors.empty()) << bj::serialize(errors.details());
-  auto d = wallets_->distribute(p1_, r);
+  auto d = wallets_->distribute(web::acting(p1_), r);
   ASSERT_TRUE(d.ok()) << bj::serialize(d.error().details);
   ASSERT_EQ(d->lines.size(), 2u);
   EXPECT_EQ(d->lines[0].amount, 501);
@@ -881,12 +910,12 @@ TEST_P(WalletsTest, FiatDistributionIsAllOrNothingExactAndIdempotent) {
   EXPECT_EQ(balance(wa), 15'000 + 501);
   EXPECT_EQ(balance(wb), 500);
   // A replay is the same distribution and moves nothing; another body with the uuid is 409.
-  auto again = wallets_->distribute(p1_, r);
+  auto again = wallets_->distribute(web::acting(p1_), r);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->reference, d->reference);
   EXPECT_EQ(balance(partner), 3'999);
   body["amount"] = 1'002;
-  auto changed = wallets_->distribute(p1_, parse(body, errors));
+  auto changed = wallets_->distribute(web::acting(p1_), parse(body, errors));
   ASSERT_FALSE(changed.ok());
   EXPECT_EQ(changed.error().kind, ErrorKind::conflict);
   EXPECT_TRUE(changed.error().details.as_object().contains("transaction_uuid"));
@@ -898,12 +927,12 @@ TEST_P(WalletsTest, FiatDistributionIsAllOrNothingExactAndIdempotent) {
   bj::object rich{{"transaction_uuid", uuid_v4()},
                   {"distribution", bj::array{bj::object{{"apikey", a.apikey}, {"amount", 1'000}},
                                              bj::object{{"apikey", b.apikey}, {"amount", 2'999}}}}};
-  auto fine = wallets_->distribute(p1_, parse(rich, errors));
+  auto fine = wallets_->distribute(web::acting(p1_), parse(rich, errors));
   ASSERT_TRUE(fine.ok()) << bj::serialize(fine.error().details);
   EXPECT_EQ(balance(partner), 0);
   EXPECT_EQ(balance(wb), 500 + 2'999);
   rich["transaction_uuid"] = uuid_v4();
-  auto broke = wallets_->distribute(p1_, parse(rich, errors));
+  auto broke = wallets_->distribute(web::acting(p1_), parse(rich, errors));
   ASSERT_FALSE(broke.ok());
   EXPECT_EQ(broke.error().code, "insufficient_funds");
   EXPECT_EQ(count("SELECT COUNT(*) FROM wlt_distributions"), 2);
@@ -923,13 +952,13 @@ TEST_P(WalletsTest, FiatDistributionIsAllOrNothingExactAndIdempotent) {
   bj::object foreign{{"transaction_uuid", uuid_v4()},
                      {"distribution", bj::array{bj::object{{"apikey", a.apikey}, {"amount", 1}},
                                                 bj::object{{"apikey", c.apikey}, {"amount", 1}}}}};
-  auto nf = wallets_->distribute(p1_, parse(foreign, errors));
+  auto nf = wallets_->distribute(web::acting(p1_), parse(foreign, errors));
   ASSERT_FALSE(nf.ok());
   EXPECT_EQ(nf.error().kind, ErrorKind::not_found);
   EXPECT_TRUE(nf.error().details.as_object().contains("distribution[1].apikey"));
-  ASSERT_TRUE(wallets_->unlink_by_partner(p1_, b.apikey).ok());
-  ASSERT_TRUE(wallets_->charge(p1_, a.apikey, transfer(100)).ok());
-  auto gone = wallets_->distribute(p1_, parse(rich, errors));
+  ASSERT_TRUE(wallets_->unlink_by_partner(web::acting(p1_), b.apikey).ok());
+  ASSERT_TRUE(wallets_->charge(web::acting(p1_), a.apikey, transfer(100)).ok());
+  auto gone = wallets_->distribute(web::acting(p1_), parse(rich, errors));
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.error().kind, ErrorKind::conflict);
   EXPECT_EQ(balance(partner), 100);

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/reason.hpp"
+#include "web/acting.hpp"
 #include "web/envelope.hpp"
 #include "web/html.hpp"
 #include "web/router.hpp"
@@ -36,6 +37,62 @@ web::Router sample_router() {
   return r;
 }
 }  // namespace
+
+// A request's credential becomes the Acting an operation takes: its merchant, environment, tier and
+// countries, and who acts (the API client, a signed-in user, or the operator).
+TEST(Acting, ARequestsPrincipalBecomesWhoActsForWhichMerchant) {
+  web::Principal client;
+  client.subject = client.client_id = "app-1";
+  client.merchant = "MCH-CM-0001";
+  client.merchant_id = 7;
+  client.user_tier = 2;
+  client.countries = {"CMR"};
+  client.environment = "prod";
+  client.scopes = {"payments"};
+  client.role = web::Role::owner;
+  const Acting a = web::acting(client);
+  EXPECT_EQ(a.merchant_id, 7);
+  EXPECT_EQ(a.merchant, "MCH-CM-0001");
+  EXPECT_EQ(a.environment, "prod");
+  EXPECT_EQ(a.user_tier, 2);
+  EXPECT_TRUE(a.grants_country("CMR"));
+  EXPECT_FALSE(a.grants_country("CIV"));
+  EXPECT_FALSE(a.admin);
+  EXPECT_EQ(a.actor, Acting::Actor::client);
+  EXPECT_EQ(a.actor_id, "app-1");
+
+  web::Principal user = client;
+  user.subject = "user-42";
+  EXPECT_EQ(web::acting(user).actor, Acting::Actor::user);
+  EXPECT_EQ(web::acting(user).actor_id, "user-42");
+
+  web::Principal op = client;
+  op.admin = true;
+  const Acting o = web::acting(op);
+  EXPECT_EQ(o.actor, Acting::Actor::operator_);
+  EXPECT_TRUE(o.grants_country("CIV")) << "the operator acts in every country";
+
+  const Acting job = Acting::system(7, "MCH-CM-0001", "sandbox", "settlement:MCH-CM-0001", 3, {"CMR"});
+  EXPECT_EQ(job.actor, Acting::Actor::system);
+  EXPECT_EQ(job.actor_id, "settlement:MCH-CM-0001");
+  EXPECT_EQ(job.user_tier, 3);
+  EXPECT_FALSE(job.admin);
+}
+
+// The merchant's caller check stays at the edge: a request without a merchant is refused before
+// any Acting exists.
+TEST(Acting, AMerchantActingNeedsAMerchantCaller) {
+  web::Request req;
+  EXPECT_FALSE(web::merchant_acting(req).ok());
+  web::Principal p;
+  p.merchant = "MCH-CM-0001";
+  p.merchant_id = 7;
+  p.scopes = {"payments"};
+  req.principal = p;
+  auto a = web::merchant_acting(req);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->merchant_id, 7);
+}
 
 TEST(Envelope, SuccessHasExactlyTheSpecFields) {
   auto req = make("GET", "/");
