@@ -195,9 +195,11 @@ web::Response Service::refunds(web::Request& req) {
   json::FieldErrors errors;
   if (!q("status").empty()) {
     filter.status = payments::parse_refund_status(q("status"));
-    if (!filter.status) errors.add("status", reason::with(Reason::one_of, "values", "PENDING, PROCESSING, COMPLETED, FAILED"));
+    if (!filter.status)
+      errors.add("status", reason::with(Reason::one_of, "values", "PENDING, PROCESSING, COMPLETED, FAILED"));
   }
-  if (filter.transaction_reference.size() > 100) errors.add("transaction_reference", reason::with(Reason::chars_at_most, "max", "100"));
+  if (filter.transaction_reference.size() > 100)
+    errors.add("transaction_reference", reason::with(Reason::chars_at_most, "max", "100"));
   if (auto cursor = before_cursor(req))
     filter.before = *cursor;
   else

@@ -101,8 +101,7 @@ PaymentOrder Service::refund_order(const Refund& r, const Transaction& tx) const
   return o;
 }
 
-Result<Refund> Service::refund(const RefundRequest& request, const Acting& merchant,
-                               const RefundCreated& on_created) {
+Result<Refund> Service::refund(const RefundRequest& request, const Acting& merchant, const RefundCreated& on_created) {
   if (merchant.merchant_id == 0) return forbidden(bj::string("this credential is not bound to a merchant"));
   SIKA_ASSIGN_OR_RETURN(Transaction tx, find(merchant, request.transaction_reference, kCollection));
   const std::int64_t at = now();

@@ -260,8 +260,7 @@ class Service {
   // replay of its refund_uuid): what it writes commits with the refund or not at all (the
   // dashboard's audit entry); its error refuses the whole unit.
   using RefundCreated = std::function<Status(store::Conn&, const Refund&)>;
-  Result<Refund> refund(const RefundRequest& request, const Acting& merchant,
-                        const RefundCreated& on_created = {});
+  Result<Refund> refund(const RefundRequest& request, const Acting& merchant, const RefundCreated& on_created = {});
   // The refund of `reference` as `merchant` may see it (another merchant's: 404 naming refund_reference).
   Result<Refund> find_refund(const Acting& merchant, std::string_view reference);
   // One page of `merchant`'s refunds, newest first, and how many match in all (the filter's
