@@ -184,7 +184,7 @@ Result<Summary> Reconciler::import(const ImportRequest& req) {
       existing = row->i64(0), existing_status = row->str(1), lease_alive = row->opt_i64(2).value_or(0) >= clock_();
     return {};
   }));
-  if (existing && existing_status == "done") {
+  if (existing && kRunStatus.parse(existing_status) == RunStatus::done) {
     SIKA_ASSIGN_OR_RETURN(auto s, report(*existing));
     s.replayed = true;
     return s;
@@ -229,10 +229,14 @@ Result<Summary> Reconciler::import(const ImportRequest& req) {
     SIKA_TRY(refresh(req.connector, run_id));
     return db_.write([&](store::Conn& c) -> Status {
       SIKA_TRY(heartbeat(c, *run_id, owner));
-      SIKA_TRY(
-          c.exec("UPDATE recon_runs SET status = 'done', finished_at = ?, lease_owner = NULL, lease_until = NULL "
-                 "WHERE id = ?",
-                 {clock_(), *run_id}));
+      store::Change change;
+      change.set = "finished_at = ?, lease_owner = NULL, lease_until = NULL";
+      change.set_params = {clock_()};
+      change.where_params = {*run_id};
+      SIKA_ASSIGN_OR_RETURN(bool moved,
+                            store::transition(c, kRunStatus, RunStatus::importing, RunStatus::done, change));
+      // The heartbeat just held the run `importing` in this unit.
+      if (!moved) return internal_error(bj::string("a held reconciliation run could not become done"));
       return {};
     });
   }();
