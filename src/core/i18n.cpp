@@ -421,6 +421,8 @@ constexpr Entry kMessages[] = {
      "is a wallet top-up: no merchant refunds it"},
     {"reason.regular_expression", "n'est pas une expression régulière valide", "is not a valid regular expression"},
     {"reason.repeated", "apparaît plusieurs fois", "appears more than once"},
+    {"reason.request_field", "n'est pas un champ de cette requête (permis : {allowed})",
+     "is not a field of this request (allowed: {allowed})"},
     {"reason.required", "est obligatoire", "is required"},
     {"reason.required_at_most_chars", "obligatoire, au plus {max} caractères", "required, at most {max} characters"},
     {"reason.required_for", "obligatoire pour {what}", "required for {what}"},

@@ -240,6 +240,7 @@ namespace sika {
   X(refund_top_up)                \
   X(regular_expression)           \
   X(repeated)                     \
+  X(request_field)                \
   X(required)                     \
   X(required_at_most_chars)       \
   X(required_for)                 \

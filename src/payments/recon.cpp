@@ -149,6 +149,18 @@ Result<const Format*> import_format(const ImportRequest& req) {
   return format;
 }
 
+// In the unit whose heartbeat just held the run `importing`: the run becomes `done`, its lease
+// cleared (the one move of kRunStatus).
+Status finish_run(store::Conn& c, std::int64_t run_id, std::int64_t at) {
+  store::Change change;
+  change.set = "finished_at = ?, lease_owner = NULL, lease_until = NULL";
+  change.set_params = {at};
+  change.where_params = {run_id};
+  SIKA_ASSIGN_OR_RETURN(bool moved, store::transition(c, kRunStatus, RunStatus::importing, RunStatus::done, change));
+  if (!moved) return internal_error(bj::string("a held reconciliation run could not become done"));
+  return {};
+}
+
 // Removes an unfinished run, so that the same file can be imported again (nothing of it was
 // decided). When this fails too, the run stays `importing` (docs/reconciliation.md).
 void undo_run(store::Db& db, std::int64_t run_id) {
@@ -184,7 +196,7 @@ Result<Summary> Reconciler::import(const ImportRequest& req) {
       existing = row->i64(0), existing_status = row->str(1), lease_alive = row->opt_i64(2).value_or(0) >= clock_();
     return {};
   }));
-  if (existing && existing_status == "done") {
+  if (existing && kRunStatus.parse(existing_status) == RunStatus::done) {
     SIKA_ASSIGN_OR_RETURN(auto s, report(*existing));
     s.replayed = true;
     return s;
@@ -229,11 +241,7 @@ Result<Summary> Reconciler::import(const ImportRequest& req) {
     SIKA_TRY(refresh(req.connector, run_id));
     return db_.write([&](store::Conn& c) -> Status {
       SIKA_TRY(heartbeat(c, *run_id, owner));
-      SIKA_TRY(
-          c.exec("UPDATE recon_runs SET status = 'done', finished_at = ?, lease_owner = NULL, lease_until = NULL "
-                 "WHERE id = ?",
-                 {clock_(), *run_id}));
-      return {};
+      return finish_run(c, *run_id, clock_());
     });
   }();
   if (!built) {

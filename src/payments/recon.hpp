@@ -25,10 +25,18 @@
 #include "core/result.hpp"
 #include "payments/recon_format.hpp"
 #include "store/db.hpp"
+#include "store/state_machine.hpp"
 
 namespace sika::payments::recon {
 
 inline constexpr std::string_view kJournalKind = "RECON_ADJUSTMENT";
+
+// A run's statuses and their one move (store/state_machine.hpp), made only by store::transition:
+//   importing -> done  no event (the import's last unit, under its lease)
+// A run is created `importing`; an import that fails or was interrupted deletes its run instead.
+enum class RunStatus { importing, done };
+inline constexpr store::StateMachine<RunStatus, 2, 1> kRunStatus{
+    "recon_runs", {"importing", "done"}, {{{RunStatus::importing, RunStatus::done, ""}}}};
 // The kinds and states, in the order pages list them.
 inline constexpr std::string_view kKinds[] = {"matched",         "missing_in_sika",   "missing_at_operator", "timing",
                                               "mismatch_amount", "mismatch_currency", "mismatch_status"};

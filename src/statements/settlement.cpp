@@ -9,6 +9,7 @@
 #include "core/time.hpp"
 #include "statements/model.hpp"
 #include "store/outbox.hpp"
+#include "store/state_machine.hpp"
 #include "web/html.hpp"
 
 namespace sika::statements::settlement {
@@ -158,31 +159,55 @@ Result<std::optional<Batch>> find_batch(store::Conn& c, const std::string& refer
   return std::optional<Batch>(batch_from_row(*r));
 }
 
-Result<bool> mark_paid(store::Conn& c, const std::string& reference, std::int64_t now, ledger::Learned& learned) {
-  // A batch handed to a payout is finished by that payout alone (paid_by_payout, fail_batch).
-  SIKA_ASSIGN_OR_RETURN(auto changed, c.exec("UPDATE stl_batches SET status = 'PAID', paid_at = ? WHERE reference = ? "
-                                             "AND status = 'PENDING' AND payout_reference IS NULL",
-                                             {now, reference}));
-  if (changed != 1) return false;
+namespace {
+
+// The settlement.paid event of a batch that just became PAID, read in the move's unit.
+Result<store::Event> paid_event(store::Conn& c, const std::string& reference, std::int64_t now) {
   SIKA_ASSIGN_OR_RETURN(auto found, find_batch(c, reference));
+  if (!found) return internal_error(bj::string("a settlement batch that moved is gone"));
   const Batch& b = *found;
-  SIKA_ASSIGN_OR_RETURN(auto settings, find_settings(c, b.merchant_id, b.environment, b.currency));
-  // Out through the bank's clearing account, or the mobile-money operator's.
-  const std::string through =
-      b.destination == "BANK" || !settings || settings->provider.empty() ? "BANK" : settings->provider;
-  ledger::Posting p;
-  p.kind = std::string(kPaidJournal);
-  p.environment = b.environment;
-  p.currency = b.currency;
-  p.memo = "settlement paid " + b.reference;
-  p.legs = {{settlement_account(b.merchant_id, b.environment, b.currency), b.net, 0},
-            {ledger::operator_clearing(through, b.environment, b.currency), 0, b.net}};
-  SIKA_TRY(ledger::post(c, p, now, nullptr, learned));
   bj::object payload{
       {"reference", b.reference}, {"period", b.period}, {"currency", b.currency},       {"gross", b.gross},
       {"fees", b.fees},           {"net", b.net},       {"destination", b.destination}, {"paid_at", now}};
-  SIKA_TRY(store::append_event(c, b.merchant_id, kPaidEvent, b.reference, payload, now));
-  return true;
+  return store::Event{b.merchant_id, b.reference, std::move(payload), now};
+}
+
+// PENDING -> `to` of the batch `reference` whose payout_reference IS NULL (`handed` false) or IS
+// NOT NULL (true), with `at_column` set to now; then `effects`.
+Result<bool> move_batch(store::Conn& c, const std::string& reference, bool handed, BatchStatus to,
+                        std::string_view at_column, std::int64_t now, const store::Effects& effects) {
+  store::Change change;
+  change.set = std::string(at_column) + " = ?";
+  change.set_params = {now};
+  change.where = std::string("reference = ? AND payout_reference IS ") + (handed ? "NOT NULL" : "NULL");
+  change.where_params = {reference};
+  return store::transition(c, kBatchStatus, BatchStatus::pending, to, change, effects);
+}
+
+}  // namespace
+
+Result<bool> mark_paid(store::Conn& c, const std::string& reference, std::int64_t now, ledger::Learned& learned) {
+  // A batch handed to a payout is finished by that payout alone (paid_by_payout, fail_batch).
+  store::Effects effects;
+  effects.then = [&](store::Conn& u) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto found, find_batch(u, reference));
+    if (!found) return internal_error(bj::string("a settlement batch that moved is gone"));
+    const Batch& b = *found;
+    SIKA_ASSIGN_OR_RETURN(auto settings, find_settings(u, b.merchant_id, b.environment, b.currency));
+    // Out through the bank's clearing account, or the mobile-money operator's.
+    const std::string through =
+        b.destination == "BANK" || !settings || settings->provider.empty() ? "BANK" : settings->provider;
+    ledger::Posting p;
+    p.kind = std::string(kPaidJournal);
+    p.environment = b.environment;
+    p.currency = b.currency;
+    p.memo = "settlement paid " + b.reference;
+    p.legs = {{settlement_account(b.merchant_id, b.environment, b.currency), b.net, 0},
+              {ledger::operator_clearing(through, b.environment, b.currency), 0, b.net}};
+    return ledger::post(u, p, now, nullptr, learned);
+  };
+  effects.event = [&](store::Conn& u) { return paid_event(u, reference, now); };
+  return move_batch(c, reference, false, BatchStatus::paid, "paid_at", now, effects);
 }
 
 bool iban_valid(std::string_view iban) {
@@ -314,48 +339,30 @@ Status hand_to_payout(store::Conn& c, const Batch& b, const std::string& payout_
   return ledger::post(c, p, now, nullptr, learned);
 }
 
-namespace {
-
-Status append_paid_event(store::Conn& c, const Batch& b, std::int64_t now) {
-  bj::object payload{
-      {"reference", b.reference}, {"period", b.period}, {"currency", b.currency},       {"gross", b.gross},
-      {"fees", b.fees},           {"net", b.net},       {"destination", b.destination}, {"paid_at", now}};
-  SIKA_TRY(store::append_event(c, b.merchant_id, kPaidEvent, b.reference, payload, now));
-  return {};
-}
-
-}  // namespace
-
 Result<bool> paid_by_payout(store::Conn& c, const std::string& reference, std::int64_t now) {
-  SIKA_ASSIGN_OR_RETURN(auto changed, c.exec("UPDATE stl_batches SET status = 'PAID', paid_at = ? WHERE reference = ? "
-                                             "AND status = 'PENDING' AND payout_reference IS NOT NULL",
-                                             {now, reference}));
-  if (changed != 1) return false;
-  SIKA_ASSIGN_OR_RETURN(auto found, find_batch(c, reference));
-  SIKA_TRY(append_paid_event(c, *found, now));
-  return true;
+  store::Effects effects;
+  effects.event = [&](store::Conn& u) { return paid_event(u, reference, now); };
+  return move_batch(c, reference, true, BatchStatus::paid, "paid_at", now, effects);
 }
 
 Result<bool> fail_batch(store::Conn& c, const std::string& reference, bool reverse, std::int64_t now,
                         ledger::Learned& learned) {
-  SIKA_ASSIGN_OR_RETURN(
-      auto changed, c.exec(std::string("UPDATE stl_batches SET status = 'FAILED', failed_at = ? WHERE reference = ? "
-                                       "AND status = 'PENDING' AND payout_reference IS ") +
-                               (reverse ? "NULL" : "NOT NULL"),
-                           {now, reference}));
-  if (changed != 1) return false;
-  if (!reverse) return true;
-  SIKA_ASSIGN_OR_RETURN(auto found, find_batch(c, reference));
-  const Batch& b = *found;
-  ledger::Posting p;
-  p.kind = std::string(kReversalJournal);
-  p.environment = b.environment;
-  p.currency = b.currency;
-  p.memo = "settlement reversed " + b.reference;
-  p.legs = {{settlement_account(b.merchant_id, b.environment, b.currency), b.net, 0},
-            {ledger::merchant_available(b.merchant_id, b.environment, b.currency), 0, b.net}};
-  SIKA_TRY(ledger::post(c, p, now, nullptr, learned));
-  return true;
+  store::Effects effects;
+  if (reverse)
+    effects.then = [&](store::Conn& u) -> Status {
+      SIKA_ASSIGN_OR_RETURN(auto found, find_batch(u, reference));
+      if (!found) return internal_error(bj::string("a settlement batch that moved is gone"));
+      const Batch& b = *found;
+      ledger::Posting p;
+      p.kind = std::string(kReversalJournal);
+      p.environment = b.environment;
+      p.currency = b.currency;
+      p.memo = "settlement reversed " + b.reference;
+      p.legs = {{settlement_account(b.merchant_id, b.environment, b.currency), b.net, 0},
+                {ledger::merchant_available(b.merchant_id, b.environment, b.currency), 0, b.net}};
+      return ledger::post(u, p, now, nullptr, learned);
+    };
+  return move_batch(c, reference, !reverse, BatchStatus::failed, "failed_at", now, effects);
 }
 
 Result<std::vector<Batch>> list_batches(store::Conn& c, std::int64_t merchant_id, std::string_view env, int limit) {

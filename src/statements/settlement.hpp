@@ -10,6 +10,7 @@
 #include "core/result.hpp"
 #include "payments/ledger.hpp"
 #include "store/db.hpp"
+#include "store/state_machine.hpp"
 
 namespace sika::statements::settlement {
 
@@ -20,6 +21,16 @@ inline constexpr std::string_view kPaidEvent = "settlement.paid";
 inline constexpr std::string_view kHandoverJournal = "SETTLEMENT_PAYOUT";
 // A batch whose payout could not be created: settlement account -> available.
 inline constexpr std::string_view kReversalJournal = "SETTLEMENT_REVERSAL";
+
+// A batch's statuses and their moves (store/state_machine.hpp), made only by store::transition:
+//   PENDING -> PAID    settlement.paid (mark_paid by hand or the bank file, paid_by_payout)
+//   PENDING -> FAILED  no event (fail_batch: its payout failed or could not be created)
+//   PAID and FAILED are final.
+enum class BatchStatus { pending, paid, failed };
+inline constexpr store::StateMachine<BatchStatus, 3, 2> kBatchStatus{
+    "stl_batches",
+    {"PENDING", "PAID", "FAILED"},
+    {{{BatchStatus::pending, BatchStatus::paid, kPaidEvent}, {BatchStatus::pending, BatchStatus::failed, ""}}}};
 
 // Where a merchant's money goes and when.
 struct Settings {

@@ -29,9 +29,8 @@ Result<bj::object> optional_body(const web::Request& req) {
 
 // Adds an error for every body key other than `allowed`, the one field the request accepts.
 void reject_other_fields(const bj::object& body, std::string_view allowed, json::FieldErrors& errors) {
-  const std::string problem = "is not a field of this request (allowed: " + std::string(allowed) + ")";
   for (const auto& [key, value] : body)
-    if (key != allowed) errors.add(key, reason::untyped(problem));
+    if (key != allowed) errors.add(key, reason::with(Reason::request_field, "allowed", std::string(allowed)));
 }
 
 std::optional<std::string> nonempty_query(const web::Request& req, std::string_view name) {

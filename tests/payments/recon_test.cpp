@@ -12,6 +12,7 @@
 #include "core/random.hpp"
 #include "fixture.hpp"
 #include "payments/recon.hpp"
+#include "support/state_machine_walk.hpp"
 
 namespace sika::payments::testing {
 namespace {
@@ -266,6 +267,10 @@ class ReconTest : public PaymentsTest {
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, ReconTest, ::testing::Values("sqlite", "postgres"));
+
+// Every (from, to) pair of a reconciliation run's statuses: importing -> done (no event) moves
+// once; every other pair is refused and writes nothing.
+TEST_P(ReconTest, ReconRunsMoveOnlyAlongTheirTable) { sika::testing::walk_every_move(*db_, recon::kRunStatus); }
 
 TEST_P(ReconTest, AStatementWithEveryKindOfDifferenceIsReportedByKind) {
   auto s = import_ok(statement_with_every_difference());

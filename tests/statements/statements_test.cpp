@@ -13,6 +13,7 @@
 #include "payments/transitions.hpp"
 #include "statements/service.hpp"
 #include "store/job_runner.hpp"
+#include "support/state_machine_walk.hpp"
 #include "support/test_db.hpp"
 
 #include <thread>
@@ -799,6 +800,14 @@ TEST_P(StatementsTest, ABatchHandedToItsPayoutIsNotMarkedPaidByHand) {
                  })
                   .ok());
   EXPECT_EQ(settled, 0);
+}
+
+// Every (from, to) pair of a settlement batch's statuses: PENDING -> PAID (settlement.paid) and
+// PENDING -> FAILED (no event) move once; every other pair is refused and writes nothing.
+TEST_P(StatementsTest, SettlementBatchesMoveOnlyAlongTheirTable) {
+  EXPECT_EQ(settlement::kBatchStatus.edge(settlement::BatchStatus::pending, settlement::BatchStatus::paid)->event,
+            settlement::kPaidEvent);
+  sika::testing::walk_every_move(*db_, settlement::kBatchStatus);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StatementsTest, ::testing::Values("sqlite", "postgres"));

@@ -1167,6 +1167,22 @@ TEST_P(WebhooksDb, HandlersValidateAndScopeToTheCallersMerchant) {
   EXPECT_TRUE(json_of(res)["data"].as_object()["secret"].as_string().starts_with("whsec_"));
   r = req(merchant_a_, R"({"overlap_seconds":-1})", {{"endpoint_id", id}});
   EXPECT_EQ(web::respond(r, svc.rotate_secret(r)).status, 400);
+  // A key the request does not take is a typed problem naming the one field it does, fr and en.
+  r = req(merchant_a_, R"({"overlap":60})", {{"endpoint_id", id}});
+  auto other = svc.rotate_secret(r);
+  ASSERT_FALSE(other.ok());
+  ASSERT_NE(other.error().problem("overlap"), nullptr);
+  EXPECT_EQ(other.error().problem("overlap")->reason, Reason::request_field);
+  EXPECT_EQ(other.error().details.at("overlap").as_string(),
+            "is not a field of this request (allowed: overlap_seconds)");
+  EXPECT_EQ(reason::text(*other.error().problem("overlap"), i18n::Locale::fr),
+            "n'est pas un champ de cette requête (permis : overlap_seconds)");
+  r = req(merchant_a_, R"({"endpoint":"x"})", {{"event_id", "evt_missing"}});
+  auto other_redeliver = svc.redeliver(r);
+  ASSERT_FALSE(other_redeliver.ok());
+  EXPECT_EQ(other_redeliver.error().problem("endpoint")->reason, Reason::request_field);
+  EXPECT_EQ(other_redeliver.error().details.at("endpoint").as_string(),
+            "is not a field of this request (allowed: endpoint_id)");
 
   r = req(merchant_a_, R"({"enabled":false,"description":"paused"})", {{"endpoint_id", id}});
   res = web::respond(r, svc.update_endpoint(r));
