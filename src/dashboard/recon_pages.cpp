@@ -125,7 +125,7 @@ std::string live_answer(const Service::Ctx& c, const recon::Item& i) {
                                 : i.operator_live_status == "failed"  ? say(c.locale, "recon_live_failed")
                                                                       : say(c.locale, "recon_live_pending");
   return "<br><span class=\"muted live\" data-live=\"" + escape(i.operator_live_status) + "\">" +
-         std::string(say(c.locale, "recon_live_answer")) + ": " + escape(said) +
+         std::string(say(c.locale, "recon_live_answer")) + (c.fr() ? "&nbsp;: " : ": ") + escape(said) +
          (i.live_checked_at ? " (" + when(*i.live_checked_at, c.zone) + ")" : "") + "</span>";
 }
 
