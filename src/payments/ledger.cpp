@@ -443,6 +443,31 @@ Status check_refund_totals(store::Conn& c, Report& report) {
   return {};
 }
 
+// A converted collection's refunds each recorded their cost in the order's currency; the COMPLETED
+// and in-flight ones never cost more than the collection credited, and a REFUNDED one cost exactly that.
+Status check_refund_costs(store::Conn& c, Report& report) {
+  SIKA_ASSIGN_OR_RETURN(
+      auto rows,
+      c.query("SELECT t.reference, t.status, x.amount, "
+              "COALESCE(SUM(CASE WHEN r.status = 'COMPLETED' THEN r.converted_amount ELSE 0 END), 0), "
+              "COALESCE(SUM(CASE WHEN r.status IN ('PENDING', 'PROCESSING') THEN r.converted_amount ELSE 0 END), 0), "
+              "COUNT(r.id) - COUNT(r.converted_amount) "
+              "FROM pay_transactions t JOIN pay_conversions x ON x.transaction_id = t.id "
+              "JOIN pay_refunds r ON r.transaction_id = t.id "
+              "GROUP BY t.id, t.reference, t.status, x.amount"));
+  for (const auto& r : rows) {
+    const std::string subject = r.str(0);
+    if (r.i64(5) != 0) add_violation(report, "refund_cost", subject, r.str(5) + " refunds without their cost");
+    if (r.i64(3) + r.i64(4) > r.i64(2))
+      add_violation(report, "refund_beyond_converted", subject,
+                    "refunds cost " + r.str(3) + " + in flight " + r.str(4) + " > credited " + r.str(2));
+    if (r.str(1) == "REFUNDED" && r.i64(3) != r.i64(2))
+      add_violation(report, "refund_beyond_converted", subject,
+                    "REFUNDED, its refunds cost " + r.str(3) + " of the " + r.str(2) + " credited");
+  }
+  return {};
+}
+
 // Runs every check in a fixed order, so that violations are always listed in that order.
 Status run_checks(store::Conn& c, Report& report) {
   SIKA_TRY(count_rows(c, report));
@@ -455,6 +480,7 @@ Status run_checks(store::Conn& c, Report& report) {
   SIKA_TRY(check_split_totals(c, report));
   SIKA_TRY(check_refund_journals(c, report));
   SIKA_TRY(check_refund_totals(c, report));
+  SIKA_TRY(check_refund_costs(c, report));
   return {};
 }
 

@@ -1376,6 +1376,21 @@ TEST_P(CheckoutTest, AConvertedCollectionIsRefundedInPartsAndCostsTheMerchantExa
                   {paid->id}),
             2);
   expect_ledger_clean();
+
+  // The ledger check holds the costs to what the collection credited.
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_TRY(
+                       c.exec("UPDATE pay_refunds SET converted_amount = converted_amount + 1 WHERE id = "
+                              "(SELECT MAX(id) FROM pay_refunds WHERE transaction_id = ?)",
+                              {paid->id}));
+                   return {};
+                 })
+                  .ok());
+  auto report = L::check(*db_);
+  ASSERT_TRUE(report.ok());
+  std::set<std::string> rules;
+  for (const auto& v : report->violations) rules.insert(v.rule);
+  EXPECT_TRUE(rules.contains("refund_beyond_converted")) << bj::serialize(report->to_json());
 }
 
 TEST_P(CheckoutTest, AFailedRefundOfAConvertedCollectionGivesTheOrdersCurrencyBack) {
