@@ -93,6 +93,16 @@ for (const backend of backends()) {
       const tx = await call('POST', '/collection/status', { transaction_reference: ref });
       assert.equal(tx.body.data.status, 'REFUNDED');
       assert.equal(tx.body.data.refunded_amount, 6560);
+      // The signed return says what came back, in the currency the customer paid.
+      const back = await fetch(`${o.data.page_url}/return`, { redirect: 'manual' });
+      const bu = new URL(back.headers.get('location'), o.data.page_url);
+      const data = verifyServiceData(civ.checkout_secret, bu.searchParams.get('service_data'), bu.searchParams.get('signature'));
+      assert.ok(data);
+      assert.equal(data.refund_state, 'FULL');
+      assert.equal(data.refunded_amount, 6560);
+      assert.equal(data.charged_currency, 'XOF');
+      assert.equal(data.currency, 'EUR');
+      assert.equal(data.credited_amount, 1000);
       // Nothing is left to refund.
       const more = await call('POST', '/collection/refund',
         { transaction_reference: ref, refund_uuid: randomUUID(), reason: 'OTHER', amount: 1 });
