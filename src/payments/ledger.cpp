@@ -354,27 +354,37 @@ Status check_split_totals(store::Conn& c, Report& report) {
   return {};
 }
 
-// The journal kinds a refund must have posted, by status.
-std::set<std::string> expected_refund_journals(std::string_view status) {
-  if (status == "PENDING" || status == "PROCESSING") return {std::string(kRefundReserve)};
-  if (status == "COMPLETED") return {std::string(kRefundReserve), std::string(kRefund)};
-  if (status == "FAILED") return {std::string(kRefundReserve), std::string(kRefundRelease)};
-  return {};
+// The journal kinds a refund must have posted, by status. A refund of a converted collection posts
+// its REFUND_RESERVE/REFUND/REFUND_RELEASE in the order's currency only when it costs something
+// there, and at COMPLETED a REFUND_FX in the collection's currency.
+std::set<std::string> expected_refund_journals(std::string_view status, bool converted, bool costs) {
+  std::set<std::string> kinds;
+  if (costs) {
+    if (status == "PENDING" || status == "PROCESSING") kinds = {std::string(kRefundReserve)};
+    if (status == "COMPLETED") kinds = {std::string(kRefundReserve), std::string(kRefund)};
+    if (status == "FAILED") kinds = {std::string(kRefundReserve), std::string(kRefundRelease)};
+  }
+  if (converted && status == "COMPLETED") kinds.insert(std::string(kRefundFx));
+  return kinds;
 }
 
-// Every refund posted exactly the journals its status implies, each moving its amount.
+// Every refund posted exactly the journals its status implies, each moving its amount (in the
+// order's currency, its converted_amount; REFUND_FX its amount).
 Status check_refund_journals(store::Conn& c, Report& report) {
   SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT r.id, r.reference, r.status, r.amount, j.kind, "
-                                           "COALESCE(SUM(e.debit), 0) FROM pay_refunds r "
+                                           "COALESCE(SUM(e.debit), 0), r.converted_amount FROM pay_refunds r "
                                            "LEFT JOIN ledger_journals j ON j.refund_id = r.id "
                                            "LEFT JOIN ledger_entries e ON e.journal_id = j.id "
-                                           "GROUP BY r.id, r.reference, r.status, r.amount, j.kind ORDER BY r.id"));
+                                           "GROUP BY r.id, r.reference, r.status, r.amount, j.kind, "
+                                           "r.converted_amount ORDER BY r.id"));
   std::int64_t id = -1;
   std::string reference, status;
+  bool converted = false;
+  std::int64_t cost = 0;
   std::set<std::string> seen;
   auto finish = [&] {
     if (id < 0) return;
-    auto expected = expected_refund_journals(status);
+    auto expected = expected_refund_journals(status, converted, cost > 0);
     if (seen == expected) return;
     std::string have, want;
     for (const auto& k : seen) have += (have.empty() ? "" : ",") + k;
@@ -387,13 +397,18 @@ Status check_refund_journals(store::Conn& c, Report& report) {
       id = r.i64(0);
       reference = r.str(1);
       status = r.str(2);
+      converted = !r.is_null(6);
+      cost = converted ? r.i64(6) : r.i64(3);
       seen.clear();
     }
     if (r.is_null(4)) continue;
     seen.insert(r.str(4));
-    if (r.i64(5) != r.i64(3))
+    const bool in_collection_currency = !converted || r.str(4) == kRefundFx;
+    const std::int64_t moves = in_collection_currency ? r.i64(3) : cost;
+    if (r.i64(5) != moves)
       add_violation(report, "journal_amount", reference + " " + r.str(4),
-                    "moves " + r.str(5) + ", the refund's amount is " + r.str(3));
+                    "moves " + r.str(5) + ", the refund's " + (in_collection_currency ? "amount" : "converted amount") +
+                        " is " + std::to_string(moves));
   }
   finish();
   return {};
@@ -428,6 +443,31 @@ Status check_refund_totals(store::Conn& c, Report& report) {
   return {};
 }
 
+// A converted collection's refunds each recorded their cost in the order's currency; the COMPLETED
+// and in-flight ones never cost more than the collection credited, and a REFUNDED one cost exactly that.
+Status check_refund_costs(store::Conn& c, Report& report) {
+  SIKA_ASSIGN_OR_RETURN(
+      auto rows,
+      c.query("SELECT t.reference, t.status, x.amount, "
+              "COALESCE(SUM(CASE WHEN r.status = 'COMPLETED' THEN r.converted_amount ELSE 0 END), 0), "
+              "COALESCE(SUM(CASE WHEN r.status IN ('PENDING', 'PROCESSING') THEN r.converted_amount ELSE 0 END), 0), "
+              "COUNT(r.id) - COUNT(r.converted_amount) "
+              "FROM pay_transactions t JOIN pay_conversions x ON x.transaction_id = t.id "
+              "JOIN pay_refunds r ON r.transaction_id = t.id "
+              "GROUP BY t.id, t.reference, t.status, x.amount"));
+  for (const auto& r : rows) {
+    const std::string subject = r.str(0);
+    if (r.i64(5) != 0) add_violation(report, "refund_cost", subject, r.str(5) + " refunds without their cost");
+    if (r.i64(3) + r.i64(4) > r.i64(2))
+      add_violation(report, "refund_beyond_converted", subject,
+                    "refunds cost " + r.str(3) + " + in flight " + r.str(4) + " > credited " + r.str(2));
+    if (r.str(1) == "REFUNDED" && r.i64(3) != r.i64(2))
+      add_violation(report, "refund_beyond_converted", subject,
+                    "REFUNDED, its refunds cost " + r.str(3) + " of the " + r.str(2) + " credited");
+  }
+  return {};
+}
+
 // Runs every check in a fixed order, so that violations are always listed in that order.
 Status run_checks(store::Conn& c, Report& report) {
   SIKA_TRY(count_rows(c, report));
@@ -440,6 +480,7 @@ Status run_checks(store::Conn& c, Report& report) {
   SIKA_TRY(check_split_totals(c, report));
   SIKA_TRY(check_refund_journals(c, report));
   SIKA_TRY(check_refund_totals(c, report));
+  SIKA_TRY(check_refund_costs(c, report));
   return {};
 }
 

@@ -78,6 +78,8 @@ inline constexpr std::string_view kFxSettlement = "FX_SETTLEMENT";
 inline constexpr std::string_view kRefundReserve = "REFUND_RESERVE";  // merchant available -> pending
 inline constexpr std::string_view kRefund = "REFUND";                 // merchant pending -> the customer
 inline constexpr std::string_view kRefundRelease = "REFUND_RELEASE";  // merchant pending -> available
+// A converted collection's refund, in the collection's currency: FX position -> the customer.
+inline constexpr std::string_view kRefundFx = "REFUND_FX";
 
 struct Posting {
   std::optional<std::int64_t> transaction_id;

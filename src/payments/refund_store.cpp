@@ -90,6 +90,30 @@ Result<bool> reserve_refundable(store::Conn& conn, std::int64_t transaction_id, 
   return changed == 1;
 }
 
+Status set_refund_cost(store::Conn& conn, std::int64_t refund_id, const RefundCost& cost) {
+  SIKA_ASSIGN_OR_RETURN(std::int64_t changed,
+                        conn.exec("UPDATE pay_refunds SET converted_currency = ?, converted_amount = ? "
+                                  "WHERE id = ? AND converted_amount IS NULL",
+                                  {cost.currency, cost.amount, refund_id}));
+  if (changed != 1) return internal_error(bj::string("a refund's cost is recorded once, at its creation"));
+  return {};
+}
+
+Result<std::optional<RefundCost>> find_refund_cost(store::Conn& conn, std::int64_t refund_id) {
+  SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one("SELECT converted_currency, converted_amount FROM pay_refunds "
+                                                 "WHERE id = ? AND converted_amount IS NOT NULL",
+                                                 {refund_id}));
+  if (!row) return std::optional<RefundCost>{};
+  return std::optional<RefundCost>(RefundCost{row->str(0), row->i64(1)});
+}
+
+Result<std::int64_t> completed_refund_cost(store::Conn& conn, std::int64_t transaction_id) {
+  SIKA_ASSIGN_OR_RETURN(auto row, conn.query_one("SELECT COALESCE(SUM(converted_amount), 0) FROM pay_refunds "
+                                                 "WHERE transaction_id = ? AND status = 'COMPLETED'",
+                                                 {transaction_id}));
+  return row ? row->i64(0) : std::int64_t{0};
+}
+
 Result<std::int64_t> end_reservation(store::Conn& conn, std::int64_t transaction_id, std::int64_t amount,
                                      bool completed) {
   SIKA_ASSIGN_OR_RETURN(auto row,

@@ -46,6 +46,19 @@ Result<bool> reserve_refundable(store::Conn& conn, std::int64_t transaction_id, 
 Result<std::int64_t> end_reservation(store::Conn& conn, std::int64_t transaction_id, std::int64_t amount,
                                      bool completed);
 
+// What a refund of a converted collection costs its merchant(s) in the order's currency
+// (pay_refunds.converted_currency / converted_amount, docs/refunds.md "Converted collections").
+struct RefundCost {
+  std::string currency;
+  std::int64_t amount = 0;
+};
+// Records the cost of a refund, in the unit that creates it (before its REFUND_RESERVE).
+Status set_refund_cost(store::Conn& conn, std::int64_t refund_id, const RefundCost& cost);
+// The cost a refund recorded, or nullopt for a refund of a collection without conversion.
+Result<std::optional<RefundCost>> find_refund_cost(store::Conn& conn, std::int64_t refund_id);
+// What the COMPLETED refunds of a converted collection cost, in the order's currency.
+Result<std::int64_t> completed_refund_cost(store::Conn& conn, std::int64_t transaction_id);
+
 // Keeps what the operator's acceptance of a refund left (its operator_state).
 Status keep_refund_accepted(store::Conn& conn, std::int64_t refund_id, std::string_view operator_state);
 // Makes a refund in flight due for its next operator question at `at`.

@@ -44,13 +44,14 @@ Result<std::vector<SplitShare>> refund_shares(store::Conn& conn, const Transacti
 }
 
 ledger::Posting refund_journal(const Refund& refund, const Transaction& tx, std::optional<RefundStatus> from,
-                               RefundStatus to, const std::vector<SplitShare>& shares) {
+                               RefundStatus to, const std::vector<SplitShare>& shares, const tables::RefundCost* cost) {
   ledger::Posting posting;
   posting.refund_id = refund.id;
   posting.environment = refund.environment;
-  posting.currency = refund.currency;
+  posting.currency = cost ? cost->currency : refund.currency;
   const auto& env = refund.environment;
-  const auto& cur = refund.currency;
+  const auto& cur = posting.currency;
+  const std::int64_t amount = cost ? cost->amount : refund.amount;
   auto each_share = [&](bool from_available) {
     for (const auto& s : shares) {
       if (s.amount <= 0) continue;
@@ -69,9 +70,11 @@ ledger::Posting refund_journal(const Refund& refund, const Transaction& tx, std:
     posting.memo = "refund " + refund.reference + " of " + tx.reference;
     for (const auto& s : shares)
       if (s.amount > 0) posting.legs.push_back({ledger::merchant_pending(s.merchant_id, env, cur), s.amount, 0});
-    posting.legs.push_back({refund.channel == kRefundWallet ? ledger::customer_wallet(tx.customer_wallet, env, cur)
-                                                            : ledger::operator_clearing(tx.service_code, env, cur),
-                            0, refund.amount});
+    if (amount > 0)
+      posting.legs.push_back({cost                              ? ledger::fx_position(env, cur)
+                              : refund.channel == kRefundWallet ? ledger::customer_wallet(tx.customer_wallet, env, cur)
+                                                                : ledger::operator_clearing(tx.service_code, env, cur),
+                              0, amount});
   } else if (from && !is_final(*from) && to == RefundStatus::failed) {
     posting.kind = ledger::kRefundRelease;
     posting.memo = "refund release " + refund.reference + " of " + tx.reference;
@@ -80,10 +83,59 @@ ledger::Posting refund_journal(const Refund& refund, const Transaction& tx, std:
   return posting;
 }
 
+ledger::Posting refund_fx_journal(const Refund& refund, const Transaction& tx) {
+  ledger::Posting posting;
+  posting.refund_id = refund.id;
+  posting.environment = refund.environment;
+  posting.currency = refund.currency;
+  posting.kind = ledger::kRefundFx;
+  posting.memo = "refund fx " + refund.reference + " of " + tx.reference;
+  const auto& env = refund.environment;
+  const auto& cur = refund.currency;
+  posting.legs.push_back({ledger::fx_position(env, cur), refund.amount, 0});
+  posting.legs.push_back({refund.channel == kRefundWallet ? ledger::customer_wallet(tx.customer_wallet, env, cur)
+                                                          : ledger::operator_clearing(tx.service_code, env, cur),
+                          0, refund.amount});
+  return posting;
+}
+
+std::int64_t converted_refund_cost(std::int64_t amount, std::int64_t collected, std::int64_t converted,
+                                   std::int64_t spent, bool last) {
+  const std::int64_t left = std::max<std::int64_t>(0, converted - spent);
+  if (last || collected <= 0) return left;
+  // amount <= collected, so the quotient is at most `converted`: it fits once divided.
+  const __int128 product = static_cast<__int128>(amount) * converted;
+  const auto share = static_cast<std::int64_t>((product + collected - 1) / collected);
+  return std::min(share, left);
+}
+
+namespace {
+
+// The cost of a refund just reserved on a converted collection, recorded on its row; nullopt when
+// the collection has no conversion. Reads the collection again: the reservation's UPDATE holds its
+// row, so what it and its COMPLETED refunds say now is what this unit commits against (one refund
+// at most is in flight per collection: pay_refunds_in_flight).
+Result<std::optional<tables::RefundCost>> price_refund(store::Conn& conn, const Refund& refund, const Transaction& tx) {
+  SIKA_ASSIGN_OR_RETURN(auto conversion, tables::find_conversion(conn, tx.id));
+  if (!conversion) return std::optional<tables::RefundCost>{};
+  SIKA_ASSIGN_OR_RETURN(Transaction now, tables::load(conn, tx.reference));
+  SIKA_ASSIGN_OR_RETURN(std::int64_t spent, tables::completed_refund_cost(conn, tx.id));
+  const bool last = now.refunded_amount + refund.amount >= now.amount;
+  tables::RefundCost cost{conversion->currency,
+                          converted_refund_cost(refund.amount, now.amount, conversion->amount, spent, last)};
+  SIKA_TRY(tables::set_refund_cost(conn, refund.id, cost));
+  return std::optional<tables::RefundCost>(std::move(cost));
+}
+
+}  // namespace
+
 Status reserve_refund(store::Conn& conn, const Refund& refund, const Transaction& tx, std::int64_t at,
                       const ledger::AccountCache* cache, ledger::Learned& learned) {
-  SIKA_ASSIGN_OR_RETURN(auto shares, refund_shares(conn, tx, refund.amount));
-  const ledger::Posting posting = refund_journal(refund, tx, std::nullopt, RefundStatus::pending, shares);
+  SIKA_ASSIGN_OR_RETURN(auto cost, price_refund(conn, refund, tx));
+  SIKA_ASSIGN_OR_RETURN(auto shares, refund_shares(conn, tx, cost ? cost->amount : refund.amount));
+  const ledger::Posting posting =
+      refund_journal(refund, tx, std::nullopt, RefundStatus::pending, shares, cost ? &*cost : nullptr);
+  if (posting.legs.empty()) return {};  // a converted refund that costs nothing of what is left
   Status posted = ledger::post(conn, posting, at, cache, learned);
   if (!posted && posted.error().is(codes::insufficient_funds))
     // Which account fell short is not the caller's to know (a split's other beneficiaries).
@@ -115,9 +167,12 @@ Result<bool> transition(store::Conn& conn, Refund& refund, const RefundMove& mov
     const bool completed = move.to == RefundStatus::completed;
     SIKA_ASSIGN_OR_RETURN(Transaction tx, tables::load(c, refund.transaction_reference));
     SIKA_ASSIGN_OR_RETURN(std::int64_t refunded, tables::end_reservation(c, tx.id, refund.amount, completed));
-    SIKA_ASSIGN_OR_RETURN(auto shares, refund_shares(c, tx, refund.amount));
-    const ledger::Posting posting = refund_journal(next, tx, from, move.to, shares);
+    SIKA_ASSIGN_OR_RETURN(auto cost, tables::find_refund_cost(c, refund.id));
+    SIKA_ASSIGN_OR_RETURN(auto shares, refund_shares(c, tx, cost ? cost->amount : refund.amount));
+    const ledger::Posting posting = refund_journal(next, tx, from, move.to, shares, cost ? &*cost : nullptr);
     if (!posting.legs.empty()) SIKA_TRY(ledger::post(c, posting, next.updated_at, cache, learned));
+    // A converted collection's customer is paid back in its currency, from the FX position.
+    if (completed && cost) SIKA_TRY(ledger::post(c, refund_fx_journal(next, tx), next.updated_at, cache, learned));
     if (completed && refunded >= tx.amount && tx.status == TxStatus::completed) {
       tx.refunded_amount = refunded;
       tx.refunding_amount -= refund.amount;

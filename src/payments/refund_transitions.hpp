@@ -15,6 +15,7 @@
 #include "payments/ledger.hpp"
 #include "payments/model.hpp"
 #include "payments/refund.hpp"
+#include "payments/refund_store.hpp"
 #include "payments/transitions.hpp"
 #include "store/db.hpp"
 
@@ -47,13 +48,32 @@ Result<std::vector<SplitShare>> refund_shares(store::Conn& conn, const Transacti
 //                                     the WALLET channel, else the collection's operator clearing)
 //   -> FAILED         REFUND_RELEASE  each share's merchant pending -> its merchant available
 //   PENDING -> PROCESSING: no legs.
-// Every journal it returns balances and moves exactly refund.amount.
+// Every journal it returns balances and moves exactly refund.amount. With `cost` (a converted
+// collection) the journals are in cost->currency and move cost->amount, `shares` being shares of it,
+// and REFUND credits that currency's FX position instead of the customer (refund_fx_journal pays
+// the customer).
 ledger::Posting refund_journal(const Refund& refund, const Transaction& tx, std::optional<RefundStatus> from,
-                               RefundStatus to, const std::vector<SplitShare>& shares);
+                               RefundStatus to, const std::vector<SplitShare>& shares,
+                               const tables::RefundCost* cost = nullptr);
 
-// Inside the caller's write unit, for a refund just inserted (PENDING): posts its REFUND_RESERVE.
-// A merchant balance that does not cover it is 409 insufficient_funds naming amount: the caller's
-// unit must then fail so nothing it wrote remains.
+// The second journal of a converted collection's refund at COMPLETED, in the collection's currency:
+// REFUND_FX, the FX position of refund.currency -> the customer (wallet or operator clearing),
+// refund.amount. Each of the two journals balances in its own currency.
+ledger::Posting refund_fx_journal(const Refund& refund, const Transaction& tx);
+
+// What refunding `amount` of a collection of `collected` (its currency) costs when the collection
+// credited `converted` in the order's currency and its COMPLETED refunds already cost `spent` of it:
+// ceil(amount * converted / collected), exact integer arithmetic, never beyond what is left
+// (converted - spent); the refund that takes the last of the collection (`last`) costs exactly what
+// is left, so a collection refunded in full costs its merchant(s) exactly `converted`.
+std::int64_t converted_refund_cost(std::int64_t amount, std::int64_t collected, std::int64_t converted,
+                                   std::int64_t spent, bool last);
+
+// Inside the caller's write unit, for a refund just inserted (PENDING) and reserved on its
+// collection: posts its REFUND_RESERVE. For a converted collection it first works out and records
+// the refund's cost in the order's currency (converted_refund_cost, set_refund_cost), and reserves
+// that. A merchant balance that does not cover it is 409 insufficient_funds naming amount: the
+// caller's unit must then fail so nothing it wrote remains.
 Status reserve_refund(store::Conn& conn, const Refund& refund, const Transaction& tx, std::int64_t at,
                       const ledger::AccountCache* cache, ledger::Learned& learned);
 

@@ -141,8 +141,6 @@ Result<Refund> Service::refund(const RefundRequest& request, const Acting& merch
     }
     r.id = *keyed.id;
     if (fresh.settlement_mode == kOwnWallet) return not_refundable(Reason::refund_top_up);
-    SIKA_ASSIGN_OR_RETURN(auto conversion, tables::find_conversion(c, fresh.id));
-    if (conversion) return not_refundable(Reason::refund_converted);
     if (!way) return way.take_error();
     // The check and the act in one statement: the collection is COMPLETED and the amount fits.
     SIKA_ASSIGN_OR_RETURN(bool reserved, tables::reserve_refundable(c, fresh.id, r.amount));

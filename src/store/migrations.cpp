@@ -41,6 +41,7 @@ const std::vector<Migration>& all_migrations() {
       migrations::k0033Reconciliation,
       migrations::k0035SettlementPayouts,
       migrations::k0037ReconLiveAndLease,
+      migrations::k0038RefundConversion,
   };
   return kAll;
 }

@@ -20,6 +20,8 @@
 #include "core/reason.hpp"
 #include "payments/failure.hpp"
 #include "payments/fixture.hpp"
+#include "payments/refund_store.hpp"
+#include "payments/refund_transitions.hpp"
 #include "web/acting.hpp"
 
 namespace sika::checkout {
@@ -319,6 +321,7 @@ class CheckoutTest : public payments::testing::PaymentsTest {
   }
 
   // Waits until the session's current collection leaves `from`.
+  std::optional<payments::Transaction> converted_paid(const FxMerchant& fx, const std::string& order_id);
   std::optional<payments::Transaction> wait(const Session& s, payments::TxStatus from, int ms = 5000) {
     std::optional<payments::Transaction> tx;
     for (int i = 0; i < ms / 10; ++i) {
@@ -1294,6 +1297,243 @@ TEST_P(CheckoutTest, AConvertedSplitDividesWhatTheMerchantsAreCreditedInTheOrder
   EXPECT_EQ(count("SELECT amount FROM pay_conversions WHERE transaction_id = ?", {done->id}), 975);
   EXPECT_EQ(count("SELECT amount FROM pay_splits WHERE matricule = 'MCH-CM-0002'"), 293);
   EXPECT_EQ(count("SELECT amount FROM pay_splits WHERE matricule = 'MCH-FX-0003'"), 682);
+  expect_ledger_clean();
+}
+
+// A COMPLETED line=up collection of a 10.00 EUR order paid in XOF at 655.957 (2.5 % fee on top):
+// the customer is charged 6724, the collection's amount is 6560 XOF, the merchant credited 1000 cents.
+std::optional<payments::Transaction> CheckoutTest::converted_paid(const FxMerchant& fx, const std::string& order_id) {
+  const std::int64_t t = now_ms() - 1000;
+  EXPECT_TRUE(catalog::fx::set_rate(*db_, {"EUR", "XOF", "655.957", t, "ops"}, t).ok());
+  bj::object o = order(order_id);
+  o["currency"] = "EUR";
+  o["amount"] = "10.00";
+  o["line"] = "up";
+  auto res = create(o, false, fx.key.key);
+  EXPECT_EQ(res.status, 201) << res.body;
+  if (res.status != 201) return std::nullopt;
+  Session s = *checkout_->session(bj::parse(res.body).at("data").at("reference").as_string());
+  auto tx = checkout_->pay(s.reference, PayForm{"MTN_MOMO_CIV", "2250500000000", std::nullopt, 0});
+  EXPECT_TRUE(tx.ok());
+  if (!tx.ok()) return std::nullopt;
+  auto done = wait(s, payments::TxStatus::pending);
+  EXPECT_TRUE(done && done->status == payments::TxStatus::completed);
+  if (!done || done->status != payments::TxStatus::completed) return std::nullopt;
+  EXPECT_EQ(done->amount, 6560);
+  EXPECT_EQ(count("SELECT amount FROM pay_conversions WHERE transaction_id = ?", {done->id}), 1000);
+  return done;
+}
+
+TEST(ConvertedRefund, CostsItsShareRoundedUpNeverBeyondWhatIsLeftAndTheLastTakesTheRest) {
+  using payments::converted_refund_cost;
+  EXPECT_EQ(converted_refund_cost(2000, 6560, 1000, 0, false), 305);  // 304.87... rounded up
+  EXPECT_EQ(converted_refund_cost(6560, 6560, 1000, 0, true), 1000);
+  EXPECT_EQ(converted_refund_cost(4560, 6560, 1000, 305, true), 695);
+  EXPECT_EQ(converted_refund_cost(1, 655, 1, 0, false), 1);
+  EXPECT_EQ(converted_refund_cost(1, 655, 1, 1, false), 0) << "never beyond what the collection credited";
+  EXPECT_EQ(converted_refund_cost(653, 655, 1, 1, true), 0);
+  // No overflow on large amounts: the product is taken on 128 bits.
+  const std::int64_t big = std::int64_t{1} << 50;
+  EXPECT_EQ(converted_refund_cost(big / 2, big, big, 0, false), big / 2);
+}
+
+TEST_P(CheckoutTest, AConvertedCollectionIsRefundedInPartsAndCostsTheMerchantExactlyWhatItWasCredited) {
+  service_->start();  // the sandbox operator's callbacks complete the refunds
+  FxMerchant fx = fx_merchant("MCH-FX-0004");
+  ASSERT_FALSE(HasFailure());
+  auto paid = converted_paid(fx, "ORD-EUR-REFUND");
+  ASSERT_TRUE(paid);
+  namespace L = payments::ledger;
+  const auto eur = L::merchant_available(fx.m.id, "sandbox", "EUR");
+  ASSERT_EQ(balance(eur), 1000);
+
+  // 2000 of the 6560 XOF come back to the customer; the merchant gives back ceil(2000 * 1000 / 6560).
+  refund_and_wait(*service_, fx.m, paid->reference, 2000);
+  EXPECT_EQ(balance(eur), 1000 - 305);
+  EXPECT_EQ(balance(L::merchant_pending(fx.m.id, "sandbox", "EUR")), 0);
+  EXPECT_EQ(balance(L::merchant_available(fx.m.id, "sandbox", "XOF")), 0);
+  EXPECT_EQ(balance(L::fx_position("sandbox", "XOF")), 6560 - 2000);
+  EXPECT_EQ(balance(L::fx_position("sandbox", "EUR")), -1000 + 305);
+  EXPECT_EQ(balance(L::operator_clearing("MTN_MOMO_CIV", "sandbox", "XOF")), -6724 + 2000);
+  EXPECT_EQ(count("SELECT converted_amount FROM pay_refunds WHERE transaction_id = ?", {paid->id}), 305);
+  expect_ledger_clean();
+
+  // The rest: the collection is REFUNDED and the merchant gave back exactly what it was credited.
+  refund_and_wait(*service_, fx.m, paid->reference, 4560);
+  EXPECT_EQ(balance(eur), 0);
+  EXPECT_EQ(balance(L::fx_position("sandbox", "XOF")), 0);
+  EXPECT_EQ(balance(L::fx_position("sandbox", "EUR")), 0);
+  EXPECT_EQ(balance(L::operator_clearing("MTN_MOMO_CIV", "sandbox", "XOF")), -164);  // the fee stays collected
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE id = ? AND status = 'REFUNDED'", {paid->id}), 1);
+  EXPECT_EQ(count("SELECT refunded_amount FROM pay_transactions WHERE id = ?", {paid->id}), 6560);
+  EXPECT_EQ(count("SELECT SUM(converted_amount) FROM pay_refunds WHERE transaction_id = ?", {paid->id}), 1000);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM ledger_journals j JOIN pay_refunds r ON r.id = j.refund_id "
+                  "WHERE r.transaction_id = ? AND j.kind = 'REFUND' AND j.currency = 'EUR'",
+                  {paid->id}),
+            2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM ledger_journals j JOIN pay_refunds r ON r.id = j.refund_id "
+                  "WHERE r.transaction_id = ? AND j.kind = 'REFUND_FX' AND j.currency = 'XOF'",
+                  {paid->id}),
+            2);
+  expect_ledger_clean();
+
+  // The ledger check holds the costs to what the collection credited.
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_TRY(
+                       c.exec("UPDATE pay_refunds SET converted_amount = converted_amount + 1 WHERE id = "
+                              "(SELECT MAX(id) FROM pay_refunds WHERE transaction_id = ?)",
+                              {paid->id}));
+                   return {};
+                 })
+                  .ok());
+  auto report = L::check(*db_);
+  ASSERT_TRUE(report.ok());
+  std::set<std::string> rules;
+  for (const auto& v : report->violations) rules.insert(v.rule);
+  EXPECT_TRUE(rules.contains("refund_beyond_converted")) << bj::serialize(report->to_json());
+}
+
+TEST_P(CheckoutTest, AFailedRefundOfAConvertedCollectionGivesTheOrdersCurrencyBack) {
+  FxMerchant fx = fx_merchant("MCH-FX-0005");
+  ASSERT_FALSE(HasFailure());
+  auto paid = converted_paid(fx, "ORD-EUR-FAIL");
+  ASSERT_TRUE(paid);
+  namespace L = payments::ledger;
+  const auto eur = L::merchant_available(fx.m.id, "sandbox", "EUR");
+  // A refund of 1000 XOF accepted (reserved as the service does), then refused by its operator.
+  payments::Refund r;
+  r.reference = "RF-TEST-FX-FAIL";
+  r.merchant_id = fx.m.id;
+  r.transaction_id = paid->id;
+  r.transaction_reference = paid->reference;
+  r.environment = "sandbox";
+  r.refund_uuid = uuid_v4();
+  r.request_hash = "h";
+  r.provider_reference = uuid_v7();
+  r.amount = 1000;
+  r.currency = "XOF";
+  r.reason = "OTHER";
+  r.metadata = "{}";
+  r.channel = std::string(payments::kRefundSandbox);
+  r.connector = "sandbox";
+  r.expires_at = now_ms() + 60'000;
+  r.created_at = r.updated_at = now_ms();
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(auto keyed, payments::tables::insert_refund_or_replay(c, r));
+                   r.id = *keyed.id;
+                   SIKA_ASSIGN_OR_RETURN(bool reserved, payments::tables::reserve_refundable(c, paid->id, r.amount));
+                   if (!reserved) return internal_error(bj::string("not reserved"));
+                   payments::ledger::Learned learned;
+                   return payments::reserve_refund(c, r, *paid, now_ms(), nullptr, learned);
+                 })
+                  .ok());
+  EXPECT_EQ(balance(eur), 1000 - 153);  // ceil(1000 * 1000 / 6560)
+  EXPECT_EQ(balance(L::merchant_pending(fx.m.id, "sandbox", "EUR")), 153);
+  expect_ledger_clean();
+  payments::OperatorStatus failed;
+  failed.state = payments::OperatorStatus::State::failed;
+  failed.reason = "OPERATOR_REFUSED";
+  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                   payments::ledger::Learned learned;
+                   SIKA_ASSIGN_OR_RETURN(
+                       bool moved, payments::transition(c, r, payments::refund_move_for(failed, "callback"), now_ms(),
+                                                        nullptr, learned));
+                   if (!moved) return internal_error(bj::string("not moved"));
+                   return {};
+                 })
+                  .ok());
+  EXPECT_EQ(balance(eur), 1000) << "the reservation is given back in euros";
+  EXPECT_EQ(balance(L::merchant_pending(fx.m.id, "sandbox", "EUR")), 0);
+  EXPECT_EQ(balance(L::fx_position("sandbox", "XOF")), 6560);
+  EXPECT_EQ(count("SELECT refunding_amount + refunded_amount FROM pay_transactions WHERE id = ?", {paid->id}), 0);
+  expect_ledger_clean();
+}
+
+TEST_P(CheckoutTest, ARefundOfAConvertedCollectionBeyondTheMerchantsEurosIsInsufficientFunds) {
+  FxMerchant fx = fx_merchant("MCH-FX-0006");
+  ASSERT_FALSE(HasFailure());
+  auto paid = converted_paid(fx, "ORD-EUR-SHORT");
+  ASSERT_TRUE(paid);
+  const auto eur = payments::ledger::merchant_available(fx.m.id, "sandbox", "EUR");
+  // The merchant's euros went elsewhere (stands for a payout): 100 cents are left.
+  auto set_eur = [&](std::int64_t v) {
+    ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                     SIKA_TRY(
+                         c.exec("UPDATE ledger_accounts SET balance = ? WHERE owner = ? AND environment = "
+                                "'sandbox' AND currency = 'EUR' AND kind = 'available'",
+                                {v, "merchant:" + std::to_string(fx.m.id)}));
+                     return {};
+                   })
+                    .ok());
+  };
+  set_eur(100);
+  web::Principal p;
+  p.merchant_id = fx.m.id;
+  p.merchant = fx.m.matricule;
+  p.environment = "sandbox";
+  payments::RefundRequest req;
+  req.transaction_reference = paid->reference;
+  req.refund_uuid = uuid_v4();
+  req.amount = 6560;
+  req.reason = "REQUESTED_BY_CUSTOMER";
+  auto refused = service_->refund(req, web::acting(p));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.error().is(ErrorKind::conflict));
+  EXPECT_EQ(refused.error().code, "insufficient_funds");
+  EXPECT_TRUE(refused.error().details.as_object().contains("amount"));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM pay_refunds WHERE transaction_id = ?", {paid->id}), 0);
+  EXPECT_EQ(balance(eur), 100);
+  set_eur(1000);
+  // What the euros cover is refundable.
+  req.refund_uuid = uuid_v4();
+  req.amount = 600;  // ceil(600 * 1000 / 6560) = 92 cents
+  auto made = service_->refund(req, web::acting(p));
+  ASSERT_TRUE(made.ok()) << made.error().code;
+  EXPECT_EQ(balance(eur), 1000 - 92);
+  expect_ledger_clean();
+}
+
+TEST_P(CheckoutTest, ConcurrentRefundsOfAConvertedCollectionNeverCostTheMerchantMoreThanItWasCredited) {
+  service_->start();  // the sandbox operator's callbacks complete the refunds
+  FxMerchant fx = fx_merchant("MCH-FX-0007");
+  ASSERT_FALSE(HasFailure());
+  auto paid = converted_paid(fx, "ORD-EUR-RACE");
+  ASSERT_TRUE(paid);
+  web::Principal p;
+  p.merchant_id = fx.m.id;
+  p.merchant = fx.m.matricule;
+  p.environment = "sandbox";
+  auto refunded = [&] {
+    return count("SELECT COUNT(*) FROM pay_transactions WHERE id = ? AND status = 'REFUNDED'", {paid->id}) == 1;
+  };
+  std::atomic<int> accepted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 400 && !refunded(); ++i) {
+        payments::RefundRequest req;
+        req.transaction_reference = paid->reference;
+        req.refund_uuid = uuid_v4();
+        // Odd amounts of XOF, and now and then whatever is left.
+        if ((t + i) % 5 != 4) req.amount = 333 + 97 * t;
+        req.reason = "REQUESTED_BY_CUSTOMER";
+        auto made = service_->refund(req, web::acting(p));
+        if (made.ok()) ++accepted;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    });
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(refunded());
+  EXPECT_GT(accepted.load(), 1);
+  namespace L = payments::ledger;
+  EXPECT_EQ(count("SELECT refunded_amount FROM pay_transactions WHERE id = ?", {paid->id}), 6560);
+  EXPECT_EQ(count("SELECT SUM(converted_amount) FROM pay_refunds WHERE transaction_id = ? AND status = 'COMPLETED'",
+                  {paid->id}),
+            1000);
+  EXPECT_EQ(balance(L::merchant_available(fx.m.id, "sandbox", "EUR")), 0);
+  EXPECT_EQ(balance(L::merchant_pending(fx.m.id, "sandbox", "EUR")), 0);
+  EXPECT_EQ(balance(L::fx_position("sandbox", "EUR")), 0);
+  EXPECT_EQ(balance(L::fx_position("sandbox", "XOF")), 0);
   expect_ledger_clean();
 }
 

@@ -38,4 +38,5 @@ extern const Migration k0032Statements;
 extern const Migration k0033Reconciliation;
 extern const Migration k0035SettlementPayouts;
 extern const Migration k0037ReconLiveAndLease;
+extern const Migration k0038RefundConversion;
 }  // namespace sika::store::migrations
