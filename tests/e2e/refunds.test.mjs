@@ -6,43 +6,12 @@
 // sharing one PostgreSQL) never beyond what was collected; the ledger check clean at the end.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { Webhook } from 'standardwebhooks';
+import { Receiver } from './lib/receiver.mjs';
 import { backends, merchantToken, waitFor, checkLedger, startTwoNodes } from './lib/server.mjs';
 
 const REFUND_FIELDS = ['refund_reference', 'transaction_reference', 'refund_uuid', 'amount', 'currency', 'status',
   'reason', 'failure_reason', 'provider_reference', 'created_at', 'updated_at'];
-
-// A receiver on 127.0.0.1 that verifies every delivery with `standardwebhooks`.
-class Receiver {
-  constructor() {
-    this.secret = null;
-    this.deliveries = [];
-    this.invalid = [];
-    this.server = http.createServer((req, res) => {
-      const chunks = [];
-      req.on('data', (c) => chunks.push(c));
-      req.on('end', () => {
-        const body = Buffer.concat(chunks).toString('utf8');
-        const headers = { 'webhook-id': req.headers['webhook-id'], 'webhook-timestamp': req.headers['webhook-timestamp'],
-          'webhook-signature': req.headers['webhook-signature'] };
-        try {
-          this.deliveries.push(new Webhook(this.secret).verify(body, headers));
-          res.writeHead(200, { 'content-type': 'application/json' }).end('{"received":true}');
-        } catch {
-          this.invalid.push({ headers, body });
-          res.writeHead(400).end();
-        }
-      });
-    });
-  }
-  async listen() {
-    await new Promise((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${this.server.address().port}/hooks`;
-  }
-  async close() { await new Promise((resolve) => this.server.close(() => resolve())); }
-}
 
 for (const backend of backends()) {
   describe(`refunds on ${backend}`, () => {
@@ -121,12 +90,12 @@ for (const backend of backends()) {
       assert.equal(more.body.message, 'not_refundable');
       // Each move of both refunds reached the endpoint, signed (Standard Webhooks), its payload the record.
       const hooks = await waitFor(() => {
-        const got = receiver.deliveries.filter((d) => d.event_type === 'refund.status_changed' && d.transaction_reference === ref);
+        const got = receiver.deliveries.map((d) => d.payload).filter((d) => d.event_type === 'refund.status_changed' && d.transaction_reference === ref);
         return got.filter((d) => d.status === 'COMPLETED').length === 2 ? got : null;
       });
-      assert.ok(hooks, `refund events: ${JSON.stringify(receiver.deliveries.map((d) => [d.event_type, d.status]))}`);
+      assert.ok(hooks, `refund events: ${JSON.stringify(receiver.deliveries.map(({ payload: d }) => [d.event_type, d.status]))}`);
       for (const h of hooks) for (const f of REFUND_FIELDS) assert.ok(f in h, `payload lacks ${f}`);
-      assert.ok(await waitFor(() => receiver.deliveries.some((d) => d.event_type === 'transaction.status_changed'
+      assert.ok(await waitFor(() => receiver.deliveries.some(({ payload: d }) => d.event_type === 'transaction.status_changed'
         && d.transaction_reference === ref && d.status === 'REFUNDED')), 'the collection\'s REFUNDED event');
       assert.deepEqual(receiver.invalid, []);
     });
