@@ -11,6 +11,8 @@
 # `INSERT ... ON CONFLICT DO NOTHING RETURNING id` into a table with a primary key and two unique
 # indexes, prepared statements (-M prepared). sika: wrk with CONNECTIONS connections on one node;
 # with NODES=N, N sika processes on one database and N wrk processes splitting the connections.
+# EMBEDDED=1 (the default) first runs the same node on a SQLite file, the embedded path PostgreSQL
+# must equal, and prints each PostgreSQL figure's ratio to it too (EMBEDDED=0 skips it).
 # PROFILE=1 also records the server's statement times (pg_stat_statements-like figures from
 # log_min_duration_statement are too costly: the summary comes from pg_stat_database).
 set -euo pipefail
@@ -85,7 +87,7 @@ start_node() {  # start_node N [extra --set ...]: starts node N on a free port, 
   [[ "$n" == 1 ]] && PUBLIC_URL="http://127.0.0.1:$port"
   local demo_args=()
   [[ "$n" == 1 ]] && demo_args=(--demo "$TMP/demo.json")
-  SIKA_SECRET_KEY=$SECRET "$SIKA" serve --listen "127.0.0.1:$port" --db "$PG_DSN" --public-url "$PUBLIC_URL" \
+  SIKA_SECRET_KEY=$SECRET "$SIKA" serve --listen "127.0.0.1:$port" --db "$DB" --public-url "$PUBLIC_URL" \
     "${demo_args[@]}" --set log.access=false --set identity.token_cache_seconds=30 --set log.level=warn "$@" \
     >"$TMP/sika-$n.log" 2>&1 &
   PIDS+=($!)
@@ -123,8 +125,9 @@ print(f"{total:.0f} {max(p99s):.1f}ms {'/'.join(f'{s:.0f}' for s in shares)} {';
 PY
 }
 
-run_sika() {
+run_sika() {  # run_sika NODES: on $DB (PostgreSQL, or the SQLite file of the embedded reference)
   local nodes=$1 ports=() port
+  rm -f "$TMP/demo.json"
   start_node 1 "${NODE_SETS[@]}"
   port=$NODE_PORT
   wait_ready "$port" "$TMP/demo.json"
@@ -139,7 +142,7 @@ run_sika() {
   local base token
   base=$(demo_value "$TMP/demo.json" base_url)
   token=$(merchant_token "$TMP/demo.json" "payments")
-  export BENCH_TOKEN=$token BENCH_REFS="$TMP/refs.txt"
+  export BENCH_TOKEN=$token BENCH_REFS="$TMP/refs-${DB%%:*}.txt"
   if [[ ! -s "$BENCH_REFS" ]]; then
     python3 - "$base" "$token" "$STATUS_REFS" >"$BENCH_REFS" <<'PY'
 import json, sys, uuid, urllib.request
@@ -156,7 +159,7 @@ PY
   # Fresh planner statistics, as autovacuum keeps them on a server in service: the rows written
   # just now are all one merchant's, and with statistics taken before them the plan of the
   # transaction_uuid lookup walks that merchant's whole (merchant_id, environment, id) index.
-  psql "$PG_DSN" -qc "ANALYZE"
+  [[ "$DB" == "$PG_DSN" ]] && psql "$PG_DSN" -qc "ANALYZE"
   if [[ -n "${PERF:-}" ]]; then  # a CPU profile of the first node during the intent run
     (sleep 1; perf record -q -g -p "${PIDS[0]}" -o "$TMP/perf.data" -- sleep $((DURATION / 2)) >/dev/null 2>&1) &
   fi
@@ -171,10 +174,18 @@ PY
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   PIDS=()
   ratio() { python3 -c "print(f'{float(\"$1\") / float(\"$2\"):.2f}x')"; }
-  printf "%-26s %6s %10s %8s  %-8s %s\n" "sika $nodes node(s): intent" "" "$I_RPS" "$I_P99" "$(ratio "$I_RPS" "$REF_TPS")" \
-    "split $I_SPLIT; errors: $I_ERR"
-  printf "%-26s %6s %10s %8s  %-8s %s\n" "sika $nodes node(s): status" "" "$S_RPS" "$S_P99" "$(ratio "$S_RPS" "$REF_TPS")" \
-    "split $S_SPLIT; errors: $S_ERR"
+  if [[ "$DB" != "$PG_DSN" ]]; then  # the embedded reference: its rates are what PostgreSQL is compared with
+    SQLITE_I=$I_RPS SQLITE_S=$S_RPS
+    printf "%-33s %10s %8s  %-8s %s\n" "sika on SQLite: intent" "$I_RPS" "$I_P99" "$(ratio "$I_RPS" "$REF_TPS")" "errors: $I_ERR"
+    printf "%-33s %10s %8s  %-8s %s\n" "sika on SQLite: status" "$S_RPS" "$S_P99" "$(ratio "$S_RPS" "$REF_TPS")" "errors: $S_ERR"
+    return
+  fi
+  local vs_i="" vs_s=""
+  [[ -n "${SQLITE_I:-}" ]] && vs_i="$(ratio "$I_RPS" "$SQLITE_I") of SQLite; " vs_s="$(ratio "$S_RPS" "$SQLITE_S") of SQLite; "
+  printf "%-33s %10s %8s  %-8s %s\n" "sika $nodes node(s): intent" "$I_RPS" "$I_P99" "$(ratio "$I_RPS" "$REF_TPS")" \
+    "${vs_i}split $I_SPLIT; errors: $I_ERR"
+  printf "%-33s %10s %8s  %-8s %s\n" "sika $nodes node(s): status" "$S_RPS" "$S_P99" "$(ratio "$S_RPS" "$REF_TPS")" \
+    "${vs_s}split $S_SPLIT; errors: $S_ERR"
 }
 
 NODE_SETS=()
@@ -182,6 +193,11 @@ NODE_SETS=()
 echo "PostgreSQL fsync=$fsync, $CONNECTIONS connections, ${DURATION}s per run, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf "%-33s %10s %8s  %s\n" "what" "per s" "p99" "ratio to pgbench"
 printf "%-33s %10s %8s  %s\n" "pgbench INSERT ON CONFLICT" "$REF_TPS" "avg ${REF_LAT}ms" "1.00x"
+if [[ "${EMBEDDED:-1}" == 1 ]]; then  # the same node on a SQLite file, the same minute
+  DB="sqlite://$TMP/embedded.db"
+  run_sika 1
+fi
+DB=$PG_DSN
 run_sika 1
 if [[ "$NODES" -gt 1 ]]; then run_sika "$NODES"; fi
 [[ -n "${KEEP:-}" ]] && cp -r "$TMP" /tmp/pgbench-keep

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "core/random.hpp"
 #include "core/thread_annotations.hpp"
@@ -265,6 +266,38 @@ class PgConnection {
     return &it->second;
   }
 
+  // A read's BEGIN waits to go out with the read's first statement, so that both take one round
+  // trip (libpq's pipeline mode) where BEGIN alone would take one more; a read that runs no
+  // statement opens no transaction at all.
+  void defer_begin(const char* begin) { deferred_begin_ = begin; }
+  // True iff a deferred BEGIN has not gone out: no transaction is open. Forgets it.
+  bool take_unsent_begin() { return std::exchange(deferred_begin_, nullptr) != nullptr; }
+
+  // Runs prepared statement `p`, after the deferred BEGIN when one waits: both in one pipeline,
+  // BEGIN's failure (if any) being the answer. A pipeline that does not end as libpq documents
+  // leaves the connection broken (it is not pooled again).
+  PgResult exec_prepared(const Prepared& p, int n, const char* const* values, const int* lengths, const int* formats) {
+    if (deferred_begin_ == nullptr)
+      return PgResult(PQexecPrepared(raw_, p.name.c_str(), n, values, lengths, formats, 0));
+    const char* begin = std::exchange(deferred_begin_, nullptr);
+    if (PQenterPipelineMode(raw_) != 1) {
+      PgResult begun(PQexec(raw_, begin));
+      if (begun == nullptr || PQresultStatus(begun.get()) != PGRES_COMMAND_OK) return begun;
+      return PgResult(PQexecPrepared(raw_, p.name.c_str(), n, values, lengths, formats, 0));
+    }
+    const bool sent = PQsendQueryParams(raw_, begin, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1 &&
+                      PQsendQueryPrepared(raw_, p.name.c_str(), n, values, lengths, formats, 0) == 1 &&
+                      PQpipelineSync(raw_) == 1;
+    PgResult begun = sent ? next_result() : nullptr;
+    PgResult result = sent ? next_result() : nullptr;
+    PgResult sync(sent ? PQgetResult(raw_) : nullptr);
+    const bool ended =
+        sync != nullptr && PQresultStatus(sync.get()) == PGRES_PIPELINE_SYNC && PQexitPipelineMode(raw_) == 1;
+    if (!ended) broken_ = true;
+    if (begun == nullptr || PQresultStatus(begun.get()) != PGRES_COMMAND_OK) return begun;
+    return result;
+  }
+
   // Forgets prepared statements (after a result-type change), so they are prepared again.
   void forget_statements() {
     PgResult(PQexec(raw_, "DEALLOCATE ALL"));
@@ -272,8 +305,16 @@ class PgConnection {
   }
 
  private:
+  // The results of a pipeline's next query: the last of them, read up to the NULL that ends them.
+  PgResult next_result() {
+    PgResult last;
+    while (PGresult* r = PQgetResult(raw_)) last.reset(r);
+    return last;
+  }
+
   PGconn* raw_;
   bool broken_ = false;
+  const char* deferred_begin_ = nullptr;
   std::unordered_map<std::string, Prepared> cache_;
   std::uint64_t statement_counter_ = 0;
 };
@@ -367,8 +408,7 @@ class PgConn final : public Conn {
         }
       }
     }
-    PgResult res(PQexecPrepared(c_.raw(), (*prepared)->name.c_str(), static_cast<int>(n), values.data(), lengths.data(),
-                                formats.data(), 0));
+    PgResult res = c_.exec_prepared(**prepared, static_cast<int>(n), values.data(), lengths.data(), formats.data());
     ExecStatusType status = res != nullptr ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
     if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
       failure_ = classify(c_.raw(), res.get(), sql, params);
@@ -919,14 +959,18 @@ class PostgresDb final : public Db {
 
   Attempt run_once(PgConnection& c, const std::function<Status(Conn&)>& fn, const char* begin, bool write) {
     std::optional<Failure> failure;
-    if (auto r = c.simple(begin, failure); !r)
+    if (!write) {
+      c.defer_begin(begin);  // sent with the first statement
+    } else if (auto r = c.simple(begin, failure); !r) {
       return {r.take_error(), failure->retryable, failure->broken, failure->conflict};
+    }
     PgConn conn(c);
     Status st = run_unit(fn, conn);
+    const bool opened = !c.take_unsent_begin();
     if (const auto& f = conn.failure()) {
       // The transaction is aborted; its first failure decides what happens.
       if (f->broken) return {f->error, true, true};
-      rollback(c);
+      if (opened) rollback(c);
       if (f->stale_plan) c.forget_statements();
       if (f->retryable) return {f->error, true, false, f->conflict};
       // fn's own error when it returned one (it may have mapped the failure), else the failure.
@@ -934,9 +978,10 @@ class PostgresDb final : public Db {
       return {std::move(st), false, false};
     }
     if (!st) {
-      rollback(c);
+      if (opened) rollback(c);
       return {std::move(st), false, c.broken()};
     }
+    if (!opened) return {};
     auto tag = c.simple("COMMIT", failure);
     if (!tag) {
       if (failure->broken && write)

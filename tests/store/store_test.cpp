@@ -375,6 +375,43 @@ TEST_P(StoreTest, ReadsCannotWrite) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), 0);
 }
 
+// A read's transaction starts with its first statement (on PostgreSQL, BEGIN goes out with it):
+// every statement of the read sees that one snapshot, a read without statements opens nothing, and
+// a read whose first statement fails leaves its connection fit for the next one.
+TEST_P(StoreTest, AReadSeesOneSnapshotFromItsFirstStatement) {
+  create_values_table();
+  write_sql("INSERT INTO vals (k, i) VALUES ('a', 1)");
+  std::int64_t before = -1;
+  std::int64_t after = -1;
+  Status committed;
+  Status st = db_->read([&](Conn& c) -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto first, c.query_one("SELECT COUNT(*) FROM vals"));
+    before = first->i64(0);
+    committed = db_->write([](Conn& w) -> Status {
+      SIKA_TRY(w.exec("INSERT INTO vals (k, i) VALUES ('b', 1)"));
+      return {};
+    });
+    SIKA_ASSIGN_OR_RETURN(auto second, c.query_one("SELECT COUNT(*) FROM vals"));
+    after = second->i64(0);
+    return {};
+  });
+  ASSERT_TRUE(st.ok()) << details_text(st.error());
+  ASSERT_TRUE(committed.ok()) << details_text(committed.error());
+  EXPECT_EQ(before, 1);
+  EXPECT_EQ(after, 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), 2);
+
+  for (int i = 0; i < 8; ++i) {  // more reads than the pool has connections
+    EXPECT_TRUE(db_->read([](Conn&) -> Status { return {}; }).ok());
+    Status bad = db_->read([](Conn& c) -> Status {
+      SIKA_TRY(c.query("SELECT no_such_column FROM vals"));
+      return {};
+    });
+    EXPECT_FALSE(bad.ok());
+    EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), 2);
+  }
+}
+
 TEST_P(StoreTest, ConcurrentWritersAreAllDurable) {
   create_values_table();
   constexpr int kThreads = 16;
@@ -673,14 +710,18 @@ TEST_P(StoreTest, ACompletionMayQueueAnotherUnitOrWrite) {
   Completions done;
   Status inner_write;
   db_->write_async(insert_val("first"), [&](Status st) {
-    if (!st) return done.add(std::move(st));
-    db_->write_async(insert_val("second"), [&](Status second) { done.add(std::move(second)); });
-    if (pg())  // SQLite's completer may not write synchronously (it would wait for itself)
-      inner_write = db_->write(insert_val("third"));
+    if (st) {
+      db_->write_async(insert_val("second"), [&](Status second) { done.add(std::move(second)); });
+      if (pg())  // SQLite's completer may not write synchronously (it would wait for itself)
+        inner_write = db_->write(insert_val("third"));
+    }
+    // Last: the second completion may run on another writer before this one has finished.
+    done.add(std::move(st));
   });
-  auto results = done.wait_for(1);
-  ASSERT_EQ(results.size(), 1u);
+  auto results = done.wait_for(2);
+  ASSERT_EQ(results.size(), 2u);
   EXPECT_TRUE(results[0].ok());
+  EXPECT_TRUE(results[1].ok());
   if (pg()) {
     EXPECT_TRUE(inner_write.ok());
     EXPECT_EQ(count("SELECT COUNT(*) FROM vals WHERE k = 'third'"), 1);
