@@ -202,7 +202,32 @@ class PgConnection {
     for (int i = 0; i < 2; ++i) {
       if (PQconsumeInput(raw_) == 0) return false;
     }
-    return PQstatus(raw_) == CONNECTION_OK && PQtransactionStatus(raw_) == PQTRANS_IDLE;
+    return PQstatus(raw_) == CONNECTION_OK && (commit_sent_ || PQtransactionStatus(raw_) == PQTRANS_IDLE);
+  }
+
+  // A read's COMMIT goes out without waiting for its answer: a read-only transaction's COMMIT
+  // cannot change what the read returned. The next user of the connection reads the answer first
+  // (settle), by which time it has usually arrived. False (the connection broken) if it was not sent.
+  bool send_commit() {
+    commit_sent_ = PQenterPipelineMode(raw_) == 1 &&
+                   PQsendQueryParams(raw_, "COMMIT", 0, nullptr, nullptr, nullptr, nullptr, 0) == 1 &&
+                   PQpipelineSync(raw_) == 1;
+    if (!commit_sent_) broken_ = true;
+    return commit_sent_;
+  }
+  bool commit_sent() const { return commit_sent_; }
+  // Reads the answer to a COMMIT sent earlier, if any; false (the connection broken) unless the
+  // connection is back to idle, out of pipeline mode.
+  bool settle() {
+    if (!commit_sent_) return !broken();
+    commit_sent_ = false;
+    PgResult done = next_result();
+    PgResult sync(PQgetResult(raw_));
+    const bool ok = done != nullptr && PQresultStatus(done.get()) == PGRES_COMMAND_OK && sync != nullptr &&
+                    PQresultStatus(sync.get()) == PGRES_PIPELINE_SYNC && PQexitPipelineMode(raw_) == 1 &&
+                    PQtransactionStatus(raw_) == PQTRANS_IDLE;
+    if (!ok) broken_ = true;
+    return ok;
   }
 
   // Runs a parameterless statement (BEGIN, COMMIT, ...); returns its command tag.
@@ -315,6 +340,7 @@ class PgConnection {
   PGconn* raw_;
   bool broken_ = false;
   const char* deferred_begin_ = nullptr;
+  bool commit_sent_ = false;  // a read's COMMIT whose answer has not been read
   std::unordered_map<std::string, Prepared> cache_;
   std::uint64_t statement_counter_ = 0;
 };
@@ -490,7 +516,7 @@ class Pool {
   }
 
   void release(std::unique_ptr<PgConnection> c) {
-    bool keep = !c->broken() && PQtransactionStatus(c->raw()) == PQTRANS_IDLE;
+    bool keep = !c->broken() && (c->commit_sent() || PQtransactionStatus(c->raw()) == PQTRANS_IDLE);
     sika::MutexLock lk(mu_);
     if (!keep) reconnects_.fetch_add(1, std::memory_order_relaxed);
     if (closed_) {
@@ -959,6 +985,9 @@ class PostgresDb final : public Db {
 
   Attempt run_once(PgConnection& c, const std::function<Status(Conn&)>& fn, const char* begin, bool write) {
     std::optional<Failure> failure;
+    if (!c.settle())
+      return {storage_error(true, "database connection lost: no answer to the previous read's COMMIT", "COMMIT"), true,
+              true};
     if (!write) {
       c.defer_begin(begin);  // sent with the first statement
     } else if (auto r = c.simple(begin, failure); !r) {
@@ -982,6 +1011,10 @@ class PostgresDb final : public Db {
       return {std::move(st), false, c.broken()};
     }
     if (!opened) return {};
+    if (!write) {
+      c.send_commit();  // its answer is read by the connection's next user
+      return {};
+    }
     auto tag = c.simple("COMMIT", failure);
     if (!tag) {
       if (failure->broken && write)
