@@ -8,7 +8,8 @@
 #      collection is COMPLETED and its event is written to the outbox. The rate is the collections
 #      COMPLETED per second, from the first intent to the last completion;
 #   3. POST /collection/intent again while whole collections run beside it (half the connections
-#      each): its p99 under outbound traffic;
+#      each): its p99 under outbound traffic; then beside whole collections at a steady PACE per
+#      second, and alone on the same connections: its p99 both ways;
 #   4. recovery: RECOVERY_PAYMENTS collections whose callbacks are lost (the double sends none), at
 #      the double's limit of 10 status queries per second (the connector's default): the time until
 #      every one is final, and the most status queries the double saw in any second.
@@ -20,6 +21,7 @@
 #   OPERATOR=airtel PHASES=throughput bench/mtn_bench.sh   # through the Airtel double (AIRTEL_MONEY_GAB)
 #   OPERATOR=orange PHASES=throughput bench/mtn_bench.sh   # through the Orange double, Cameroon push
 #   PROFILE=/tmp/whole.perf PHASES=throughput bench/mtn_bench.sh  # perf record -g of sika during whole collections
+#   PACE=100 PACE_CONNECTIONS=4 bench/mtn_bench.sh   # the steady pace of the "beside" run (collections/s)
 # (the recovery phase is MTN's: its 10 status queries per second are the published limit.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -184,6 +186,11 @@ function response(status, headers, body)
 end
 EOF
 
+# The same whole collections at a steady pace: each of PACE_CONNECTIONS connections waits between
+# its requests so that together they make PACE collections per second (two requests each).
+sed -e "s/^function request()/function delay() return $((1000 * ${PACE_CONNECTIONS:-4} / (2 * ${PACE:-100}))) end\nfunction request()/" \
+  -e 's/"description":"whole"/"description":"paced"/' "$TMP/collect.lua" >"$TMP/paced.lua"
+
 # metric NAME: the value of a counter on sika's /metrics (loopback peers are admitted).
 metric() { curl -fsS "http://127.0.0.1:$PORT/metrics" | awk -v n="$1" '$1 == n {print $2}'; }
 
@@ -227,10 +234,23 @@ throughput() {
   local bg=$!
   read -r B_RPS B_P99 B_ERR <<<"$(CONNECTIONS=$half THREADS=1 wrk_run "$BASE/collection/intent" "$TMP/intent.lua")"
   wait "$bg" || true
+  # Intents beside whole collections at a steady PACE (an operator account's pace, not the
+  # machine's limit), then intents alone again on the same connections: the p99 both ways.
+  wrk -t1 -c"${PACE_CONNECTIONS:-4}" -d"${DURATION}s" -s "$TMP/paced.lua" "$BASE/collection/intent" >/dev/null &
+  bg=$!
+  read -r P_RPS P_P99 P_ERR <<<"$(CONNECTIONS=$half THREADS=1 wrk_run "$BASE/collection/intent" "$TMP/intent.lua")"
+  wait "$bg" || true
+  wait_final paced 60
+  local paced
+  paced=$(sql "SELECT COUNT(*) FROM pay_transactions WHERE description = 'paced' AND status = 'COMPLETED'")
+  read -r H_RPS H_P99 H_ERR <<<"$(CONNECTIONS=$half THREADS=1 wrk_run "$BASE/collection/intent" "$TMP/intent.lua")"
   printf "%-44s %10s %10s  %s\n" "POST /collection/intent alone" "$I_RPS" "$I_P99" "errors: $I_ERR"
   printf "%-44s %10s %10s  %s\n" "whole collections (COMPLETED per second)" "$e2e" "" \
     "$completed COMPLETED of $executed executed; ratio to intents $ratio; status events $events; write units $per_units and commits $per_commits per collection"
   printf "%-44s %10s %10s  %s\n" "POST /collection/intent beside collections" "$B_RPS" "$B_P99" "errors: $B_ERR"
+  printf "%-44s %10s %10s  %s\n" "POST /collection/intent alone, $half conn." "$H_RPS" "$H_P99" "errors: $H_ERR"
+  printf "%-44s %10s %10s  %s\n" "... beside ${PACE:-100} collections/s" "$P_RPS" "$P_P99" \
+    "errors: $P_ERR; $paced paced collections COMPLETED ($(python3 -c "print(round($paced / $DURATION, 1))")/s)"
   [[ -s "$BENCH_ERRORS" ]] && { echo "non-2xx answers to intents (status, code, count):"; sort "$BENCH_ERRORS" | awk '{a[$1" "$2]+=$3} END {for (k in a) print "  " k, a[k]}'; }
   curl -fsS "$CONTROL_URL/stats" | python3 -c 'import json,sys; print("double:", json.dumps(json.load(sys.stdin))[:400])'
 }

@@ -46,8 +46,15 @@ enum class AmountStyle {
 // One export format, as a table row.
 struct Format {
   std::string_view kind;  // normalised | mtn_momo | orange_money | wave | airtel_money
-  // Header names of each field ("" when the format has no such column).
-  std::string_view operator_reference, our_reference, type, amount, currency, status, timestamp, fee;
+  // Header names of each field ("" when the format has no such column); the defaults are the
+  // names most operators' status answers use, so a format names only where it differs.
+  std::string_view operator_reference, our_reference;
+  std::string_view type = "type";
+  std::string_view amount = "amount";
+  std::string_view currency = "currency";
+  std::string_view status = "status";
+  std::string_view timestamp = "date";
+  std::string_view fee = "fee";
   std::string_view amount_minor;  // an alternative column of minor units ("" when none)
   AmountStyle style = AmountStyle::major_decimal;
   bool signed_amount = false;       // a negative amount is money out (its type is payout when there is no type column)
