@@ -801,6 +801,12 @@ TEST_P(PaymentsTest, CollectRefusesAMisuseOfHowBeforeWritingAnything) {
     EXPECT_EQ(out.error().kind, ErrorKind::internal) << what;
   }
   EXPECT_EQ(hooks, 0);
+  // An absent payer's step runs in the intent's own unit: its error leaves nothing of it.
+  auto stepped = service_->collect(fresh(provider), acting, Service::How::absent([](store::Conn&, const Transaction&) {
+                                     return Status(conflict(bj::string("refused by the step")));
+                                   }));
+  ASSERT_FALSE(stepped.ok());
+  EXPECT_EQ(stepped.error().kind, ErrorKind::conflict);
   for (const auto& uuid : uuids)
     EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE transaction_uuid = ?", {uuid}), 0) << uuid;
   EXPECT_EQ(balance(ledger::customer_wallet("237690000052", "sandbox", "XAF")), 3000);
