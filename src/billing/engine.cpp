@@ -143,9 +143,11 @@ Status Service::carry_out(ChargePlan& plan) {
   }
   if (payer_needs_code(s)) return send_cycle_link(s, *plan.fresh, plan.next_due);
   SIKA_ASSIGN_OR_RETURN(Acting merchant, merchant_of(s));
-  auto tx = payments_.collect_from_present_payer(
-      intent_for(s, *plan.fresh, 1), merchant, std::nullopt, "subscription",
-      [&](store::Conn& c, const payments::Transaction& created) { return open(c, plan, created.reference); });
+  auto tx = payments_.collect(
+      intent_for(s, *plan.fresh, 1), merchant,
+      payments::Service::How::present(
+          std::nullopt, "subscription",
+          [&](store::Conn& c, const payments::Transaction& created) { return open(c, plan, created.reference); }));
   return opened(plan, std::move(tx));
 }
 
@@ -239,7 +241,7 @@ Result<bool> Service::debit(const Subscription& s, const Mandate& m, Payment p, 
   SIKA_ASSIGN_OR_RETURN(Acting merchant, merchant_of(s));
   SIKA_ASSIGN_OR_RETURN(payments::IntentRequest intent, mandate_intent(s, m, p, p.attempts + 1));
   // Idempotent on the attempt's transaction_uuid: a second run gets the same collection.
-  SIKA_ASSIGN_OR_RETURN(payments::Transaction tx, payments_.create_collection(intent, merchant));
+  SIKA_ASSIGN_OR_RETURN(payments::Transaction tx, payments_.collect(intent, merchant, {}));
   const std::int64_t at = now();
   const std::int64_t paid_at = s.clock(at);  // on the subscription's clock
   if (tx.status == payments::TxStatus::initiated) {
@@ -485,16 +487,17 @@ Status Service::push(const Subscription& s, const Payment& p) {
   // A new attempt: the collection and its record on the payment (PENDING -> PROCESSING,
   // conditional on the attempt count) commit in one unit, then the operator is asked.
   const std::int64_t at = now();
-  auto tx = payments_.collect_from_present_payer(
-      intent_for(s, p, p.attempts + 1), merchant, std::nullopt, "subscription",
-      [&](store::Conn& c, const payments::Transaction& created) -> Status {
-        // Only while the subscription is ACTIVE: a suspension since the retry's read stops it.
-        SIKA_ASSIGN_OR_RETURN(bool active, tables::hold_active(c, s.id));
-        if (!active) return conflict(bj::object{{"status", "the subscription is no longer ACTIVE"}});
-        SIKA_ASSIGN_OR_RETURN(bool recorded, tables::mark_processing(c, p.id, p.attempts, created.reference, at));
-        if (!recorded) return conflict(bj::object{{"payment", "asked for by another run"}});
-        return {};
-      });
+  auto tx = payments_.collect(
+      intent_for(s, p, p.attempts + 1), merchant,
+      payments::Service::How::present(
+          std::nullopt, "subscription", [&](store::Conn& c, const payments::Transaction& created) -> Status {
+            // Only while the subscription is ACTIVE: a suspension since the retry's read stops it.
+            SIKA_ASSIGN_OR_RETURN(bool active, tables::hold_active(c, s.id));
+            if (!active) return conflict(bj::object{{"status", "the subscription is no longer ACTIVE"}});
+            SIKA_ASSIGN_OR_RETURN(bool recorded, tables::mark_processing(c, p.id, p.attempts, created.reference, at));
+            if (!recorded) return conflict(bj::object{{"payment", "asked for by another run"}});
+            return {};
+          }));
   if (tx || tx.error().is(ErrorKind::conflict)) return {};
   if (is_transient(tx.error())) return tx.take_error();
   return refuse(s, p, "COLLECTION_REFUSED: " + tx.error().code);

@@ -2,10 +2,10 @@
 // Subscriptions and the billing engine (docs/subscriptions.md). The guarantees:
 //  - the customer consents by paying the first cycle through a single-use payment link
 //    (links/); later cycles are collections pushed to the phone and operator that paid it
-//    (payments::Service::create_collection / execute_collection);
+//    (payments::Service::collect, a present payer);
 //  - exactly one payment row per (subscription, cycle): it is inserted, next_cycle advanced by a
 //    conditional UPDATE, the next cycle's job enqueued and the cycle's collection created in one
-//    write unit (the step of payments::Service::collect_from_present_payer), and the table's
+//    write unit (the creation step of payments::Service::collect), and the table's
 //    UNIQUE (subscription_id, cycle) refuses a second one whatever the nodes, restarts or job runs;
 //  - exactly one collection per payment attempt: its transaction_uuid is derived from
 //    (subscription, cycle, attempt), so payments' idempotency on transaction_uuid returns the

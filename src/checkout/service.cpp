@@ -495,8 +495,9 @@ Result<payments::Transaction> Service::pay(std::string_view reference, const Pay
   intent.settlement_mode = s.settlement_mode;
   intent.fee_bearer = s.fee_bearer;
   if (s.settlement_mode == payments::kSplit) intent.distribution = settlement_lines(s.distribution, m.matricule);
-  SIKA_ASSIGN_OR_RETURN(payments::Transaction tx_now,
-                        payments_.collect_from_present_payer(intent, acting_of(m), form.otp, "checkout", take));
+  SIKA_ASSIGN_OR_RETURN(
+      payments::Transaction tx_now,
+      payments_.collect(intent, acting_of(m), payments::Service::How::present(form.otp, "checkout", take)));
   // Another submission of the same page created this attempt's collection: this one made nothing.
   if (tx_now.reference != created) return with_problem(conflict(), "reference", Reason::page_out_of_date);
   return tx_now;

@@ -6,7 +6,7 @@
 //    session (the same fields, or 409 naming orderId), an order that was paid is never opened
 //    again (409 order_paid), and an unpaid one that expired or was cancelled is opened anew;
 //  - each payment is an ordinary collection of the merchant, made with
-//    payments::Service::create_collection and pushed with execute_collection, so status,
+//    payments::Service::collect for a present payer (created and pushed at once), so status,
 //    ledger, webhooks and split settlement are those of any collection;
 //  - a session has at most one collection in flight, and none once one completed: a new one is
 //    taken by a conditional UPDATE on the attempt the customer's page showed, checked against

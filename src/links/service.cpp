@@ -223,7 +223,7 @@ Result<payments::Transaction> Service::collect(const Link& link, std::string_vie
       used_up = true;
       return bad_request("link_used_up", bj::object{{"shortCode", "this payment link has no use left"}});
     };
-    auto tx = payments_.collect_from_present_payer(intent, merchant, otp, "payment-link", take_use);
+    auto tx = payments_.collect(intent, merchant, payments::Service::How::present(otp, "payment-link", take_use));
     if (!tx && used_up && round == 0) {
       SIKA_ASSIGN_OR_RETURN(bool released, release_ended_uses(link, at));
       if (released) continue;
@@ -385,7 +385,7 @@ Result<payments::Transaction> Service::pay_from_wallet(const Link& link, const P
       if (!covered) SIKA_TRY(tables::release_attempt(c, link.id, *attempt_id));
       return std::optional<payments::Service::Refusal>{};
     };
-    auto tx = payments_.collect_preauthorized(intent, merchant, take_use, "payment-link");
+    auto tx = payments_.collect(intent, merchant, payments::Service::How::preauthorized(take_use, "payment-link"));
     if (!tx && used_up && round == 0) {
       SIKA_ASSIGN_OR_RETURN(bool released, release_ended_uses(link, at));
       if (released) continue;

@@ -2,7 +2,7 @@
 // Payment links (docs/payment-links.md): merchants create, list, change, disable and enable
 // links; anyone pays one by its short code. The guarantees:
 //  - a payment is an ordinary collection of the link's merchant, created with
-//    payments::Service::create_collection and pushed with execute_collection in the same call,
+//    payments::Service::collect for a present payer (created and pushed in the same call),
 //    so status, ledger, webhooks and settlement are those of any collection;
 //  - a payer's attempt is idempotent on (link, transaction_uuid): the same attempt gives the
 //    same transaction, never a second one;
@@ -96,7 +96,7 @@ class Service {
   std::int64_t now() const;
 
  private:
-  // The merchant a link's payments are collected for, as create_collection takes it.
+  // The merchant a link's payments are collected for, as payments::Service::collect takes it.
   Result<Acting> merchant_of(const Link& link);
   // The helper text of the OTP step when paying `link` with `provider` needs a code the
   // request does not bring; nullopt when no step is needed.
@@ -121,7 +121,7 @@ class Service {
   // A payment from the payer's Sika wallet: without `otp`, a code bound to this payment (link,
   // payer uuid, amount, wallet) is sent and 400 otp_required answered, with nothing reserved or
   // created; with it, the code is checked, then the collection, its use and the debit commit in
-  // one unit (payments::Service::collect_preauthorized).
+  // one unit (payments::Service::collect, a preauthorized payer).
   Result<payments::Transaction> pay_from_wallet(const Link& link, const PayRequest& p, payments::IntentRequest intent,
                                                 const Acting& merchant, const payments::IntentPlan& plan);
   Result<web::Response> qr_image(web::Request& req, bool png);

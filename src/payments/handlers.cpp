@@ -49,13 +49,16 @@ Result<web::Response> Service::create_handler(web::Request& req, std::string_vie
   if (!reply)
     return web::run_blocking(req, [this, request = std::move(request), merchant = acting,
                                    errors = std::move(errors)](web::Request& r) mutable {
-      return answer(r, create(request, merchant, std::move(errors)), "submitted");
+      return answer(r,
+                    request.operation == kCollection ? collect(request, merchant, How{}, std::move(errors))
+                                                     : create(request, merchant, std::move(errors)),
+                    "submitted");
     });
-  create_collection_async(std::move(request), acting, std::move(errors),
-                          [reply = std::move(reply), locale = req.locale](Result<Transaction> tx) {
-                            web::reply_with(reply, locale, "collection intent",
-                                            [&](const web::Request& r) { return answer(r, tx, "submitted"); });
-                          });
+  collect_async(std::move(request), acting, How{}, std::move(errors),
+                [reply = std::move(reply), locale = req.locale](Result<Transaction> tx) {
+                  web::reply_with(reply, locale, "collection intent",
+                                  [&](const web::Request& r) { return answer(r, tx, "submitted"); });
+                });
   return web::Response::later();
 }
 

@@ -214,18 +214,10 @@ Result<Transaction> Service::settle_from_operator(const Transaction& tx, const O
 
 // ---- intents ----------------------------------------------------------------------------------
 
-Result<Transaction> Service::create_collection(const IntentRequest& request, const Acting& merchant) {
-  if (request.operation != kCollection) return internal_error(bj::string("create_collection of a payout request"));
-  return create(request, merchant, {});
-}
-
 Result<Transaction> Service::create_disbursement(const IntentRequest& request, const Acting& merchant,
                                                  const CreationStep& step) {
   if (request.operation != kDisbursement) return internal_error(bj::string("create_disbursement of a collection"));
-  if (!step) return create(request, merchant, {});
-  Creation creation;
-  creation.step = &step;
-  return create(request, merchant, {}, &creation);
+  return create(request, merchant, {}, &step);
 }
 
 // The transaction a planned request becomes: fresh references, INITIATED, its expiry.
@@ -324,8 +316,19 @@ Result<Conversion> settled(Conversion conversion, const Transaction& prepared) {
 
 }  // namespace
 
+Result<Transaction> Service::drafted(const IntentRequest& request, const Acting& merchant, json::FieldErrors errors) {
+  SIKA_ASSIGN_OR_RETURN(IntentPlan plan, plan_for(request, merchant, std::move(errors)));
+  Transaction prepared = draft(request, plan, merchant);
+  // A conversion that cannot be settled is refused before anything is written.
+  if (request.conversion) {
+    auto checked = settled(*request.conversion, prepared);
+    if (!checked) return checked.take_error();
+  }
+  return prepared;
+}
+
 Status Service::create_unit(store::Conn& c, const IntentRequest& request, const Transaction& prepared,
-                            const Creation* creation, bool submit, Created& out) {
+                            const CreationStep* step, std::optional<std::string_view> submit_as, Created& out) {
   Transaction& tx = out.tx;
   ledger::Learned& learned = out.learned;
   bool& created = out.created;
@@ -334,7 +337,9 @@ Status Service::create_unit(store::Conn& c, const IntentRequest& request, const 
   learned.clear();
   tx = prepared;
   created = false;
+  out.submitted = false;
   out.queued = false;
+  out.refused.reset();
   SIKA_ASSIGN_OR_RETURN(auto keyed, tables::insert_or_replay(c, tx));
   if (!keyed.id) {
     // The same (merchant, environment, transaction_uuid) exists: the same request gets its record back.
@@ -365,13 +370,14 @@ Status Service::create_unit(store::Conn& c, const IntentRequest& request, const 
     SIKA_TRY(missing.status());
     SIKA_TRY(tables::insert_splits(c, tx.id, request.distribution, ids));
   }
-  if (creation && creation->step && *creation->step) SIKA_TRY((*creation->step)(c, tx));
-  if (submit) {
-    Move m = move_to(TxStatus::pending, *creation->submit_as);
+  if (step && *step) SIKA_TRY((*step)(c, tx));
+  if (submit_as) {
+    Move m = move_to(TxStatus::pending, *submit_as);
     m.submitted_at = tx.created_at;
     m.expires_at = tx.created_at + options_.pending_ttl_ms;
     SIKA_ASSIGN_OR_RETURN(bool moved, apply(c, tx, m, learned));
     if (!moved) return internal_error(bj::string("new collection could not be submitted"));
+    out.submitted = true;
   }
   if (collection) return {};
   // A payout reserves its funds at once and is submitted (PENDING); a WALLET payout completes here.
@@ -402,78 +408,98 @@ Status Service::create_unit(store::Conn& c, const IntentRequest& request, const 
 }
 
 Result<Transaction> Service::create(const IntentRequest& request, const Acting& merchant, json::FieldErrors errors,
-                                    Creation* creation) {
-  SIKA_ASSIGN_OR_RETURN(IntentPlan plan, plan_for(request, merchant, std::move(errors)));
-  const bool collection = request.operation == kCollection;
-  const Transaction prepared = draft(request, plan, merchant);
-  // A conversion that cannot be settled is refused before anything is written.
-  if (request.conversion) {
-    auto checked = settled(*request.conversion, prepared);
-    if (!checked) return checked.take_error();
-  }
-  // A payer who is present: submitted in the creating unit when nothing else is needed first.
-  const bool submit =
-      creation && creation->submit_as && collection && plan.channel == kChannelProvider && !plan.needs_otp;
+                                    const CreationStep* step) {
+  if (request.operation != kDisbursement) return internal_error(bj::string("create of a collection: collect makes it"));
+  SIKA_ASSIGN_OR_RETURN(Transaction prepared, drafted(request, merchant, std::move(errors)));
   Created out;
   SIKA_TRY(
-      db_.write([&](store::Conn& c) -> Status { return create_unit(c, request, prepared, creation, submit, out); }));
+      db_.write([&](store::Conn& c) -> Status { return create_unit(c, request, prepared, step, std::nullopt, out); }));
   accounts_.remember(out.learned);
   Transaction tx = std::move(out.tx);
-  const bool created = out.created;
-  if (creation) {
-    creation->created = created;
-    creation->submitted = created && submit;
-  }
-  if (created && !collection && tx.channel == kChannelProvider) {
+  if (out.created && tx.channel == kChannelProvider) {
     if (!out.queued) return submit_payout(std::move(tx));
     if (sender_) sender_->wake();
-    return tx;
   }
-  if (created && collection && tx.channel == kChannelWallet && tx.needs_otp && !fixed_sandbox_code(tx)) {
+  return tx;
+}
+
+// ---- making a collection: who the payer is now ------------------------------------------------
+
+Result<Transaction> Service::prepare(const IntentRequest& request, const Acting& merchant, const How& how,
+                                     json::FieldErrors errors, bool async) {
+  const bool preauthorized = how.payer == Payer::preauthorized;
+  if (request.operation != kCollection) return internal_error(bj::string("collect of a payout request"));
+  if (preauthorized && (!request.preauthorized || request.channel != kChannelWallet))
+    return internal_error(bj::string("a preauthorized payer's request is a preauthorized WALLET one"));
+  if (preauthorized && how.step)
+    return internal_error(bj::string("a preauthorized charge runs its check, not a creation step"));
+  if (!preauthorized && how.check) return internal_error(bj::string("only a preauthorized charge runs a check"));
+  if (async && how.payer == Payer::present)
+    return internal_error(bj::string("collect_async of a present payer: its operator is asked after the commit"));
+  SIKA_ASSIGN_OR_RETURN(Transaction prepared, drafted(request, merchant, std::move(errors)));
+  if (async && how.payer == Payer::absent && prepared.channel != kChannelProvider)
+    return internal_error(bj::string("collect_async of a WALLET collection: its code is sent after the commit"));
+  return prepared;
+}
+
+Status Service::collect_unit(store::Conn& c, const IntentRequest& request, const Transaction& prepared, const How& how,
+                             Created& out) {
+  if (how.payer == Payer::preauthorized) return preauthorized_unit(c, request, prepared, how.check, how.source, out);
+  // A payer who is present: submitted in the creating unit when nothing else is needed first.
+  const bool submit = how.payer == Payer::present && prepared.channel == kChannelProvider && !prepared.needs_otp;
+  return create_unit(c, request, prepared, &how.step,
+                     submit ? std::optional<std::string_view>(how.source) : std::nullopt, out);
+}
+
+Result<Transaction> Service::collected(Created out, const How& how) {
+  accounts_.remember(out.learned);
+  if (out.refused) return std::move(*out.refused);
+  Transaction tx = std::move(out.tx);
+  if (how.payer == Payer::preauthorized) return tx;
+  if (out.created && tx.channel == kChannelWallet && tx.needs_otp && !fixed_sandbox_code(tx)) {
     // The intent stands even when the code could not be sent: executing it without a code sends
     // it again (and answers why it could not).
     if (Status sent = send_wallet_code(tx); !sent)
       spdlog::warn("wallet code for {} not sent: {}", tx.reference, sent.error().code);
   }
-  return tx;
+  if (how.payer == Payer::absent) return tx;
+  if (out.submitted) return ask_operator(std::move(tx));
+  // A replay without a code is the transaction as it is now; a new one, or a replay that brings
+  // the code it waits for, is executed.
+  if (tx.status != TxStatus::initiated || (!out.created && !how.otp)) return current(std::move(tx), how.source);
+  return execute_collection(std::move(tx), how.otp, how.source);
 }
 
-void Service::create_collection_async(IntentRequest request, const Acting& merchant, json::FieldErrors errors,
-                                      std::function<void(Result<Transaction>)> done) {
-  auto plan = plan_for(request, merchant, std::move(errors));
-  if (!plan) return done(plan.take_error());
-  if (request.operation != kCollection || plan->channel != kChannelProvider)
-    return done(internal_error(bj::string("create_collection_async of a payout or a WALLET collection")));
-  // The unit may run more than once (a retried batch): it reads the request and the draft and
-  // rewrites `out` each time.
+Result<Transaction> Service::collect(const IntentRequest& request, const Acting& merchant, const How& how,
+                                     json::FieldErrors errors) {
+  SIKA_ASSIGN_OR_RETURN(Transaction prepared, prepare(request, merchant, how, std::move(errors), false));
+  Created out;
+  SIKA_TRY(db_.write([&](store::Conn& c) -> Status { return collect_unit(c, request, prepared, how, out); }));
+  return collected(std::move(out), how);
+}
+
+void Service::collect_async(IntentRequest request, const Acting& merchant, How how, json::FieldErrors errors,
+                            std::function<void(Result<Transaction>)> done) {
+  auto prepared = prepare(request, merchant, how, std::move(errors), true);
+  if (!prepared) return done(prepared.take_error());
+  // The unit may run more than once (a retried batch): it reads the request, the draft and `how`
+  // and rewrites `out` each time.
   struct State {
     IntentRequest request;
+    How how;
     Transaction prepared;
     Created out;
   };
-  auto state = std::make_shared<State>();
-  state->prepared = draft(request, *plan, merchant);
-  state->request = std::move(request);
+  auto state = std::make_shared<State>(State{std::move(request), std::move(how), std::move(prepared).value(), {}});
   db_.write_async(
       [this, state](store::Conn& c) -> Status {
-        return create_unit(c, state->request, state->prepared, nullptr, false, state->out);
+        return collect_unit(c, state->request, state->prepared, state->how, state->out);
       },
       [this, state, done = std::move(done)](Status st) {
         if (!st) return done(st.error());
-        accounts_.remember(state->out.learned);
-        done(std::move(state->out.tx));
+        // Nothing here blocks: an absent payer's PROVIDER collection or a preauthorized charge.
+        done(collected(std::move(state->out), state->how));
       });
-}
-
-Result<Transaction> Service::collect_from_present_payer(const IntentRequest& request, const Acting& merchant,
-                                                        std::optional<std::string> otp, std::string_view source,
-                                                        const CreationStep& step) {
-  if (request.operation != kCollection) return internal_error(bj::string("collect_from_present_payer of a payout"));
-  Creation creation{&step, source};
-  SIKA_ASSIGN_OR_RETURN(Transaction tx, create(request, merchant, {}, &creation));
-  if (creation.submitted) return ask_operator(std::move(tx));
-  if (tx.status != TxStatus::initiated || (!creation.created && !otp)) return current(std::move(tx), source);
-  return execute_collection(std::move(tx), std::move(otp), source);
 }
 
 std::vector<Result<Transaction>> Service::collect_page(const std::vector<PresentPayer>& payers,
@@ -481,23 +507,24 @@ std::vector<Result<Transaction>> Service::collect_page(const std::vector<Present
   struct Item {
     std::size_t index;
     Transaction prepared;
-    Creation creation;
     Created out;
     Status status;
   };
+  How present;
+  present.payer = Payer::present;
+  present.source = std::string(source);
   std::vector<std::optional<Error>> refused(payers.size());
   std::vector<Item> items;
   items.reserve(payers.size());
   for (std::size_t i = 0; i < payers.size(); ++i) {
     const PresentPayer& payer = payers[i];
-    auto plan = plan_for(payer.request, payer.merchant, {});
-    if (!plan) {
-      refused[i] = plan.error();
-    } else if (payer.request.operation != kCollection || plan->channel != kChannelProvider || plan->needs_otp) {
+    auto prepared = drafted(payer.request, payer.merchant, {});
+    if (!prepared) {
+      refused[i] = prepared.error();
+    } else if (payer.request.operation != kCollection || prepared->channel != kChannelProvider || prepared->needs_otp) {
       refused[i] = internal_error(bj::string("collect_page takes PROVIDER collections without a code"));
     } else {
-      Creation creation{&payer.step, source};
-      items.push_back(Item{i, draft(payer.request, *plan, payer.merchant), creation, {}, {}});
+      items.push_back(Item{i, std::move(prepared).value(), {}, {}});
     }
   }
   Status unit = items.empty() ? Status{} : db_.write([&](store::Conn& c) -> Status {
@@ -506,8 +533,9 @@ std::vector<Result<Transaction>> Service::collect_page(const std::vector<Present
     // of unrelated collections from several nodes aborts on shared index pages again and again.
     SIKA_TRY(store::counter_isolation(c));
     for (Item& item : items) {
-      item.status = c.nested(
-          [&] { return create_unit(c, payers[item.index].request, item.prepared, &item.creation, true, item.out); });
+      const PresentPayer& payer = payers[item.index];
+      item.status =
+          c.nested([&] { return create_unit(c, payer.request, item.prepared, &payer.step, source, item.out); });
       // The store's trouble is the unit's: the whole page is run again or fails, never half of it.
       if (!item.status &&
           (item.status.error().is(ErrorKind::retryable) || item.status.error().is(ErrorKind::unavailable) ||
@@ -524,19 +552,12 @@ std::vector<Result<Transaction>> Service::collect_page(const std::vector<Present
     Result<Transaction>& result = results[item.index];
     if (!unit) {
       result = unit.error();
-      continue;
-    }
-    if (!item.status) {
+    } else if (!item.status) {
       result = item.status.error();
-      continue;
+    } else {
+      // Created already submitted: the operator is asked; a replay is the transaction as it is now.
+      result = collected(std::move(item.out), present);
     }
-    accounts_.remember(item.out.learned);
-    Transaction tx = std::move(item.out.tx);
-    if (!item.out.created) {
-      result = current(std::move(tx), source);
-      continue;
-    }
-    result = ask_operator(std::move(tx));
   }
   return results;
 }
@@ -742,70 +763,20 @@ Result<std::optional<Service::Refusal>> Service::debit_wallet(store::Conn& c, Tr
 // ---- preauthorized charges: created and debited in one unit ------------------------------------
 
 Status Service::preauthorized_unit(store::Conn& c, const IntentRequest& request, const Transaction& prepared,
-                                   const ChargeCheck& check, std::string_view source, Created& out,
-                                   std::optional<Error>& refused) {
-  refused.reset();
-  SIKA_TRY(create_unit(c, request, prepared, nullptr, false, out));
+                                   const ChargeCheck& check, std::string_view source, Created& out) {
+  SIKA_TRY(create_unit(c, request, prepared, nullptr, std::nullopt, out));
   Transaction& tx = out.tx;
   // A replay of a payment already made (or refused) is that payment, as it is.
   if (tx.status != TxStatus::initiated || tx.channel != kChannelWallet || tx.needs_otp) return {};
   if (tx.expires_at <= prepared.created_at) {
     SIKA_ASSIGN_OR_RETURN(bool expired, apply(c, tx, move_to(TxStatus::expired, source, "EXPIRED"), out.learned));
     (void)expired;  // the unit holds the row: nobody moved it meanwhile
-    refused = reference_conflict("has expired");
+    out.refused = reference_conflict("has expired");
     return {};
   }
   SIKA_ASSIGN_OR_RETURN(auto refusal, debit_wallet(c, tx, check, source, prepared.created_at, out.learned));
-  if (refusal) refused = std::move(refusal->error);
+  if (refusal) out.refused = std::move(refusal->error);
   return {};
-}
-
-Result<Transaction> Service::collect_preauthorized(const IntentRequest& request, const Acting& merchant,
-                                                   const ChargeCheck& check, std::string_view source) {
-  if (request.operation != kCollection || !request.preauthorized || request.channel != kChannelWallet)
-    return internal_error(bj::string("collect_preauthorized of another request than a preauthorized WALLET one"));
-  SIKA_ASSIGN_OR_RETURN(IntentPlan plan, plan_for(request, merchant, {}));
-  const Transaction prepared = draft(request, plan, merchant);
-  Created out;
-  std::optional<Error> refused;
-  SIKA_TRY(db_.write(
-      [&](store::Conn& c) -> Status { return preauthorized_unit(c, request, prepared, check, source, out, refused); }));
-  accounts_.remember(out.learned);
-  if (refused) return std::move(*refused);
-  return std::move(out.tx);
-}
-
-void Service::collect_preauthorized_async(IntentRequest request, const Acting& merchant, ChargeCheck check,
-                                          std::string source, std::function<void(Result<Transaction>)> done) {
-  if (request.operation != kCollection || !request.preauthorized || request.channel != kChannelWallet)
-    return done(internal_error(bj::string("collect_preauthorized of another request than a preauthorized WALLET one")));
-  auto plan = plan_for(request, merchant, {});
-  if (!plan) return done(plan.take_error());
-  // The unit may run more than once (a retried batch): it reads the state and rewrites its outputs.
-  struct State {
-    IntentRequest request;
-    Transaction prepared;
-    ChargeCheck check;
-    std::string source;
-    Created out;
-    std::optional<Error> refused;
-  };
-  auto state = std::make_shared<State>();
-  state->prepared = draft(request, *plan, merchant);
-  state->request = std::move(request);
-  state->check = std::move(check);
-  state->source = std::move(source);
-  db_.write_async(
-      [this, state](store::Conn& c) -> Status {
-        return preauthorized_unit(c, state->request, state->prepared, state->check, state->source, state->out,
-                                  state->refused);
-      },
-      [this, state, done = std::move(done)](Status st) {
-        if (!st) return done(st.error());
-        accounts_.remember(state->out.learned);
-        if (state->refused) return done(std::move(*state->refused));
-        done(std::move(state->out.tx));
-      });
 }
 
 // PROVIDER: claims the transaction (PENDING, committed) first, then submits it; a refusal

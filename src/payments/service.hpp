@@ -160,67 +160,11 @@ class Service {
   // --- operations, for the handlers and for other components' flows (payment links,
   // hosted checkout, subscriptions) that create and drive collections themselves ---
 
-  // Creates a collection (INITIATED) for `merchant` (its merchant_id, environment, user tier
-  // and granted countries), or returns the existing one of the same transaction_uuid when the
-  // request is the same (409 conflict when it differs). Errors as plan_intent (intent.hpp).
-  Result<Transaction> create_collection(const IntentRequest& request, const Acting& merchant);
-  // Creates a PROVIDER collection as create_collection does, without blocking on the write:
-  // `done` gets the outcome, on the database's completer thread when writes are asynchronous
-  // (Db::write_async), so it must not block. Field problems are added to `errors`. WALLET
-  // collections and payouts need blocking steps after the commit: use the blocking calls.
-  void create_collection_async(IntentRequest request, const Acting& merchant, json::FieldErrors errors,
-                               std::function<void(Result<Transaction>)> done);
-  // Creates a payout: its funds reserved (PENDING, then submitted to the operator) or paid at
-  // once (WALLET, COMPLETED); 400 insufficient_funds naming amount, with nothing stored, when
-  // the merchant's available balance does not cover required_total.
-  // `step` (when set) runs in the creating unit of a new payout before its funds are reserved
-  // (CreationStep, below: a wallet link takes its consent's budget there).
-  Result<Transaction> create_disbursement(const IntentRequest& request, const Acting& merchant,
-                                          const std::function<Status(store::Conn&, const Transaction&)>& step = {});
-  // The transaction of `reference` as `merchant` may see it: another merchant's, another
-  // environment's or another operation's is 404 naming transaction_reference.
-  Result<Transaction> find(const Acting& merchant, std::string_view reference, std::string_view operation);
-  // Executes an INITIATED collection: PROVIDER claims it (PENDING) then submits it to the
-  // operator (a refusal FAILS it); WALLET debits the customer's wallet at once (COMPLETED, or
-  // FAILED INSUFFICIENT_FUNDS). `otp` is required when tx.needs_otp; wrong codes are 400
-  // invalid_otp and the last allowed one FAILS it. An expired or non-INITIATED one is 409.
-  Result<Transaction> execute_collection(Transaction tx, std::optional<std::string> otp, std::string_view source);
-  // Runs inside the write unit that creates a new collection, after its row is written and
-  // before the unit commits (a payment link takes one of its uses here); an error aborts the
-  // creation and nothing of the unit remains. It may run more than once (a retried unit) and
-  // is not called for a replay of an existing transaction_uuid.
+  // Runs inside the write unit that creates a new collection (or payout), after its row is
+  // written and before the unit commits (a payment link takes one of its uses here); an error
+  // aborts the creation and nothing of the unit remains. It may run more than once (a retried
+  // unit) and is not called for a replay of an existing transaction_uuid.
   using CreationStep = std::function<Status(store::Conn&, const Transaction&)>;
-  // Creates a collection for a payer who is present and pushes it at once (payment links,
-  // hosted checkout). A PROVIDER collection whose service needs no code is created already
-  // submitted (PENDING) in the very unit that creates it, then the operator is asked: one
-  // write unit where create_collection + execute_collection take two. Otherwise it is created,
-  // then executed with `otp`. A replay of the same transaction_uuid returns the transaction as
-  // it is now, executed with `otp` when it still waits for a code. Errors as both calls.
-  Result<Transaction> collect_from_present_payer(const IntentRequest& request, const Acting& merchant,
-                                                 std::optional<std::string> otp, std::string_view source,
-                                                 const CreationStep& step);
-  // collect_from_present_payer for a page of payers at once (a billing run): every collection
-  // is created already submitted (PENDING), with its step, in ONE write unit for the page, each
-  // item all or nothing inside it (a refused item leaves nothing and the others commit); then
-  // each new one is asked of its operator. Only PROVIDER collections whose service needs no code
-  // (others are refused, 500, before anything is written). One result per item, in order; a
-  // replay of an item's transaction_uuid returns that transaction as it is, its step not run.
-  // On PostgreSQL the unit runs at READ COMMITTED (store::counter_isolation): a step's decisions
-  // must be UNIQUE constraints or conditional writes, never a value it read.
-  struct PresentPayer {
-    IntentRequest request;
-    Acting merchant;
-    CreationStep step;
-  };
-  std::vector<Result<Transaction>> collect_page(const std::vector<PresentPayer>& payers, std::string_view source);
-  // Executes an INITIATED `preauthorized` WALLET collection (no code). `authorize` runs inside
-  // the debit's write unit once the balance is known to cover required_total, before anything
-  // moves (e.g. taking a consent's budget); its error aborts the unit (nothing moves, the
-  // collection stays INITIATED) and is returned. A short balance FAILS the collection
-  // (INSUFFICIENT_FUNDS) without calling it. 409 when the collection is not such a one.
-  using WalletAuthorization = std::function<Status(store::Conn&)>;
-  Result<Transaction> execute_preauthorized(Transaction tx, const WalletAuthorization& authorize,
-                                            std::string_view source);
   // What a preauthorized charge's check decides inside the charge's unit: go on (nullopt), or
   // refuse: the new collection is then CANCELLED with `reason` in that same unit and `error` is
   // the answer. An error returned by the check aborts the unit instead: nothing of it remains.
@@ -232,22 +176,114 @@ class Service {
   // moves; `covered` says whether the wallet's balance covers required_total. When it does not,
   // the check must take nothing: the collection then FAILS (INSUFFICIENT_FUNDS) unless refused.
   using ChargeCheck = std::function<Result<std::optional<Refusal>>(store::Conn&, const Transaction&, bool covered)>;
-  // Creates a `preauthorized` WALLET collection and executes it in ONE write unit: its row, the
-  // check (a consent's budget), the debit with both status moves, their journal and outbox
-  // events, all or nothing. Idempotent on transaction_uuid as create_collection is: a replay (a
-  // concurrent one too) is the transaction as it is, an INITIATED one executed in the unit.
-  Result<Transaction> collect_preauthorized(const IntentRequest& request, const Acting& merchant,
-                                            const ChargeCheck& check, std::string_view source);
-  // The same without blocking on the write: `done` gets the outcome as create_collection_async's
-  // does (on the completer thread when writes are asynchronous: it must not block).
-  void collect_preauthorized_async(IntentRequest request, const Acting& merchant, ChargeCheck check, std::string source,
-                                   std::function<void(Result<Transaction>)> done);
-  // The plan create_collection would make of `request` for `merchant` now (channel, service,
-  // fee, required_total), writing nothing: what a page shows before the payer pays, and how a
+
+  // How a collection is made (docs/payments.md, "Making a collection"): who the payer is now.
+  //  - absent: an intent (INITIATED), `step` in its creating unit; the merchant (or the caller's
+  //    own flow) executes it later with execute_collection / execute_preauthorized. A WALLET one
+  //    that needs a code has it sent to the customer once the unit committed.
+  //  - present: the payer is on our page and the collection is pushed at once (payment links,
+  //    hosted checkout, subscription cycles, wallet top-ups). A PROVIDER collection whose service
+  //    needs no code is created already submitted (PENDING) in the very unit that creates it,
+  //    `step` inside, then the operator is asked: one write unit where absent + execute_collection
+  //    take two. Otherwise it is created (with `step`), then executed with `otp`.
+  //  - preauthorized: a `preauthorized` WALLET collection (the customer consented beforehand)
+  //    created and debited in ONE write unit: its row, `check` (a consent's budget, a link's use),
+  //    the debit with both status moves, their journal and outbox events, all or nothing.
+  // `source` names who moves it (history rows). `step` belongs to absent and present payers,
+  // `check` to a preauthorized one: given to another payer either is a misuse, refused (500
+  // internal) before anything is written, as is a payout request.
+  enum class Payer { absent, present, preauthorized };
+  struct How {
+    Payer payer = Payer::absent;
+    std::optional<std::string> otp;  // present: the code the payer typed, if any
+    std::string source;              // owned: collect_async's unit runs after the caller returned
+    CreationStep step;
+    ChargeCheck check;
+    // The payers spelled at the call (How{} is an absent payer without a step).
+    static How absent(CreationStep step) {
+      How how;
+      how.step = std::move(step);
+      return how;
+    }
+    static How present(std::optional<std::string> otp, std::string source, CreationStep step = {}) {
+      How how;
+      how.payer = Payer::present;
+      how.otp = std::move(otp);
+      how.source = std::move(source);
+      how.step = std::move(step);
+      return how;
+    }
+    static How preauthorized(ChargeCheck check, std::string source) {
+      How how;
+      how.payer = Payer::preauthorized;
+      how.source = std::move(source);
+      how.check = std::move(check);
+      return how;
+    }
+  };
+  // Makes a collection for `merchant` (its merchant_id, environment, user tier and granted
+  // countries) as `how` says. Idempotent on (merchant, environment, transaction_uuid): the same
+  // request gets the existing transaction back (409 conflict when the request differs), `step`
+  // and `check` not run again; an absent payer's replay is the record as stored, a present
+  // payer's is the transaction as it is now (executed with `otp` when it still waits for a code),
+  // a preauthorized one's (a concurrent one too) is the transaction as it is, an INITIATED one
+  // debited in the unit. Errors as plan_intent (intent.hpp), the step, the check and
+  // execute_collection; field problems are added to `errors` (the gateway's parse).
+  Result<Transaction> collect(const IntentRequest& request, const Acting& merchant, const How& how,
+                              json::FieldErrors errors = {});
+  // collect without blocking on the write: the same plan, draft and unit, and `done` gets the
+  // outcome on the database's completer thread when writes are asynchronous (Db::write_async), so
+  // it must not block. It serves what needs nothing blocking after the commit: an absent payer's
+  // PROVIDER collection (POST /collection/intent) and a preauthorized charge; a present payer
+  // (the operator is asked after the commit) or an absent payer's WALLET collection (its code is
+  // sent after the commit) is a misuse, answered 500 internal with nothing written.
+  void collect_async(IntentRequest request, const Acting& merchant, How how, json::FieldErrors errors,
+                     std::function<void(Result<Transaction>)> done);
+  // A page of present payers at once (a billing run): every collection is created already
+  // submitted (PENDING), with its step, in ONE write unit for the page, each item all or nothing
+  // inside it (a refused item leaves nothing and the others commit); then each new one is asked
+  // of its operator. Only PROVIDER collections whose service needs no code (others are refused,
+  // 500, before anything is written). One result per item, in order; a replay of an item's
+  // transaction_uuid returns that transaction as it is now, its step not run.
+  // On PostgreSQL the unit runs at READ COMMITTED (store::counter_isolation): a step's decisions
+  // must be UNIQUE constraints or conditional writes, never a value it read.
+  struct PresentPayer {
+    IntentRequest request;
+    Acting merchant;
+    CreationStep step;
+  };
+  std::vector<Result<Transaction>> collect_page(const std::vector<PresentPayer>& payers, std::string_view source);
+  // The second step of an absent payer's collection. Executes an INITIATED collection: PROVIDER
+  // claims it (PENDING) then submits it to the operator (a refusal FAILS it); WALLET debits the
+  // customer's wallet at once (COMPLETED, or FAILED INSUFFICIENT_FUNDS). `otp` is required when
+  // tx.needs_otp; wrong codes are 400 invalid_otp and the last allowed one FAILS it. An expired or
+  // non-INITIATED one is 409.
+  Result<Transaction> execute_collection(Transaction tx, std::optional<std::string> otp, std::string_view source);
+  // Executes an INITIATED `preauthorized` WALLET collection (no code). `authorize` runs inside
+  // the debit's write unit once the balance is known to cover required_total, before anything
+  // moves (e.g. taking a consent's budget); its error aborts the unit (nothing moves, the
+  // collection stays INITIATED) and is returned. A short balance FAILS the collection
+  // (INSUFFICIENT_FUNDS) without calling it. 409 when the collection is not such a one.
+  using WalletAuthorization = std::function<Status(store::Conn&)>;
+  Result<Transaction> execute_preauthorized(Transaction tx, const WalletAuthorization& authorize,
+                                            std::string_view source);
+  // The plan collect would make of `request` for `merchant` now (channel, service, fee,
+  // required_total), writing nothing: what a page shows before the payer pays, and how a
   // caller learns the channel AUTO resolves to.
   Result<IntentPlan> plan(const IntentRequest& request, const Acting& merchant) {
     return plan_for(request, merchant, {});
   }
+
+  // Creates a payout: its funds reserved (PENDING, then submitted to the operator) or paid at
+  // once (WALLET, COMPLETED); 400 insufficient_funds naming amount, with nothing stored, when
+  // the merchant's available balance does not cover required_total.
+  // `step` (when set) runs in the creating unit of a new payout before its funds are reserved
+  // (a wallet link takes its consent's budget there).
+  Result<Transaction> create_disbursement(const IntentRequest& request, const Acting& merchant,
+                                          const CreationStep& step = {});
+  // The transaction of `reference` as `merchant` may see it: another merchant's, another
+  // environment's or another operation's is 404 naming transaction_reference.
+  Result<Transaction> find(const Acting& merchant, std::string_view reference, std::string_view operation);
   // --- refunds (refunds.cpp; docs/refunds.md) ---
   // Refunds (part of) a COMPLETED collection of `merchant`: in ONE write unit the refund's row
   // (idempotent on refund_uuid; one in flight per collection, by the database), the amount reserved
@@ -392,30 +428,43 @@ class Service {
   };
   std::int64_t now() const;
   std::shared_ptr<const catalog::Catalog> catalog() const { return catalog_(); }
-  // How create() treats a new collection: `step` runs in its unit, and with `submit_as` set a
-  // PROVIDER collection without code is moved to PENDING by that source in the same unit.
-  struct Creation {
-    const CreationStep* step = nullptr;
-    std::optional<std::string_view> submit_as;
-    bool created = false;    // out: this call created the transaction
-    bool submitted = false;  // out: and submitted it
-  };
+  // A payout: prepared (drafted()), created in its unit with `step`, then submitted or queued.
+  // The gateway's blocking intent handler calls it with the parse's field problems in `errors`.
   Result<Transaction> create(const IntentRequest& request, const Acting& merchant, json::FieldErrors errors,
-                             Creation* creation = nullptr);
+                             const CreationStep* step = nullptr);
   // The plan of a request for `merchant` (plan_intent with this service's catalog and limits).
   Result<IntentPlan> plan_for(const IntentRequest& request, const Acting& merchant, json::FieldErrors errors);
+  // The transaction a request becomes, before its unit: planned for `merchant`, drafted (draft()),
+  // and a conversion that cannot be settled refused. Writes nothing.
+  Result<Transaction> drafted(const IntentRequest& request, const Acting& merchant, json::FieldErrors errors);
+  // What collect and collect_async do before their unit (the one preparation of both): a misuse
+  // of `how` refused (500 internal: before planning when the request shows it, after when its
+  // plan does), then drafted(). `async`: for collect_async, which serves fewer payers.
+  Result<Transaction> prepare(const IntentRequest& request, const Acting& merchant, const How& how,
+                              json::FieldErrors errors, bool async);
   // What a creating write unit leaves: the transaction (new, or the existing one of the same
   // transaction_uuid), whether this unit created it, and the ledger accounts it learned.
   struct Created {
     Transaction tx;
     bool created = false;
-    bool queued = false;  // a new payout held (queued_at) rather than sent
+    bool submitted = false;        // a new collection created already PENDING (a present payer)
+    bool queued = false;           // a new payout held (queued_at) rather than sent
+    std::optional<Error> refused;  // a preauthorized charge refused by its check, or an expired replay
     ledger::Learned learned;
   };
-  // The creating write unit of `prepared` (draft()); it may run more than once and rewrites
-  // `out` each time.
+  // The creating write unit of `prepared` (draft()): `step` runs in it for a new row, and with
+  // `submit_as` set a new collection is moved to PENDING by that source in the same unit. It may
+  // run more than once and rewrites `out` each time.
   Status create_unit(store::Conn& c, const IntentRequest& request, const Transaction& prepared,
-                     const Creation* creation, bool submit, Created& out);
+                     const CreationStep* step, std::optional<std::string_view> submit_as, Created& out);
+  // The one unit body of collect and collect_async: create_unit (a present payer's PROVIDER
+  // collection without code submitted in it), or preauthorized_unit for a preauthorized payer.
+  Status collect_unit(store::Conn& c, const IntentRequest& request, const Transaction& prepared, const How& how,
+                      Created& out);
+  // What follows a committed collect_unit, as `how` says: a refusal answered; an absent payer's
+  // new WALLET collection gets its code sent; a present payer's collection is asked of its
+  // operator or executed. Blocks only for those two (which collect_async does not serve).
+  Result<Transaction> collected(Created out, const How& how);
   Transaction draft(const IntentRequest& request, const IntentPlan& plan, const Acting& merchant) const;
   Result<Transaction> submit_payout(Transaction tx);
   // Refunds: the operator order of a refund, its submission after its creating unit committed, a
@@ -429,11 +478,11 @@ class Service {
                                                     std::optional<std::string>& reason);
   // True when a new payout of `connector` must be queued: the connector is not OPERATIONAL.
   bool holds_payouts(std::string_view connector) const;
-  // The unit of collect_preauthorized: creates (or finds) the collection of `prepared` and
-  // debits it; a refusal or an expired replay is left in `refused`. Rewrites both on each run.
+  // The unit of a preauthorized payer's collection: creates (or finds) the collection of
+  // `prepared` and debits it; a refusal or an expired replay is left in out.refused. Rewrites
+  // `out` on each run.
   Status preauthorized_unit(store::Conn& c, const IntentRequest& request, const Transaction& prepared,
-                            const ChargeCheck& check, std::string_view source, Created& out,
-                            std::optional<Error>& refused);
+                            const ChargeCheck& check, std::string_view source, Created& out);
   // Inside a unit: debits the INITIATED WALLET collection `tx` (PENDING then COMPLETED, with the
   // journal) after `check`, or FAILS it (INSUFFICIENT_FUNDS), or CANCELS it as `check` refuses.
   Result<std::optional<Refusal>> debit_wallet(store::Conn& c, Transaction& tx, const ChargeCheck& check,

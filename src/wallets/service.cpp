@@ -440,15 +440,17 @@ Result<Service::Charge> Service::charge_of(const Acting& partner, std::string_vi
 
 Result<payments::Transaction> Service::charge(const Acting& partner, std::string_view apikey, const Transfer& t) {
   SIKA_ASSIGN_OR_RETURN(Charge c, charge_of(partner, apikey, t));
-  return payments_.collect_preauthorized(c.request, partner, c.check, "wallet-link");
+  return payments_.collect(c.request, partner,
+                           payments::Service::How::preauthorized(std::move(c.check), "wallet-link"));
 }
 
 void Service::charge_async(const Acting& partner, std::string_view apikey, const Transfer& t,
                            std::function<void(Result<payments::Transaction>)> done) {
   auto c = charge_of(partner, apikey, t);
   if (!c) return done(c.take_error());
-  payments_.collect_preauthorized_async(std::move(c->request), partner, std::move(c->check), "wallet-link",
-                                        std::move(done));
+  payments_.collect_async(std::move(c->request), partner,
+                          payments::Service::How::preauthorized(std::move(c->check), "wallet-link"), {},
+                          std::move(done));
 }
 
 Result<payments::Transaction> Service::payout(const Acting& partner, std::string_view apikey, const Transfer& t) {
@@ -504,7 +506,7 @@ Result<payments::Transaction> Service::topup(const Acting& merchant, const Walle
   SIKA_ASSIGN_OR_RETURN(payments::IntentRequest request, mobile_money_intent(w, t, payments::kCollection, source));
   std::optional<std::string> code;
   if (!t.otp.empty()) code = t.otp;
-  return payments_.collect_from_present_payer(request, merchant, std::move(code), source, {});
+  return payments_.collect(request, merchant, payments::Service::How::present(std::move(code), std::string(source)));
 }
 
 Result<payments::Transaction> Service::withdraw(const Acting& merchant, const Wallet& w, const Transfer& t,
@@ -554,7 +556,7 @@ Result<payments::Transaction> Service::init(const Acting& partner, std::string_v
   request.fingerprint =
       hex_encode(crypto::sha256("wallet-link-init\n" + l.reference + "\n" + std::to_string(t.amount) + "\n" +
                                 request.currency + "\n" + t.transaction_uuid + "\n" + t.description));
-  if (!request.preauthorized) return payments_.create_collection(request, partner);  // the code is on its way
+  if (!request.preauthorized) return payments_.collect(request, partner, {});  // the code is on its way
   // The read only chooses; the budget, taken in the charge's unit, decides. When the consent
   // refuses there (another payment, on any node, took the budget since the read; or the fee
   // puts it over the per-payment limit) the unit is aborted, so nothing of the charge remains,
@@ -571,10 +573,11 @@ Result<payments::Transaction> Service::init(const Acting& partner, std::string_v
     beyond = true;
     return std::move(refusal->error);
   };
-  auto charged = payments_.collect_preauthorized(request, partner, within, "wallet-link");
+  auto charged =
+      payments_.collect(request, partner, payments::Service::How::preauthorized(std::move(within), "wallet-link"));
   if (charged || !beyond || !charged.error().is(codes::limit_exceeded)) return charged;
   request.preauthorized = false;
-  return payments_.create_collection(request, partner);
+  return payments_.collect(request, partner, {});
 }
 
 Result<payments::Transaction> Service::approve(const Acting& partner, std::string_view apikey,

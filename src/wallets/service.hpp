@@ -10,11 +10,11 @@
 //  - a charge never exceeds the consent: per payment (fee included) and per period, the period's
 //    budget taken by ONE conditional UPDATE of the link's row (on its status and its key) inside
 //    the one write unit that creates the collection and debits the wallet
-//    (payments::Service::collect_preauthorized), so the payment, the budget and the debit commit
+//    (payments::Service::collect, a preauthorized payer), so the payment, the budget and the debit commit
 //    together or not at all, concurrent charges on any number of nodes never spend past the
 //    limit, and an unlinked (or relinked) key stops charging at once on every node, whatever
 //    this node remembers of the key;
-//  - charges and payouts are ordinary payments (create_collection / create_disbursement), so
+//  - charges and payouts are ordinary payments (payments::Service::collect / create_disbursement), so
 //    the ledger, the history, webhooks and the ledger check see them like any other;
 //  - another partner's link is 404; unlinking (by either side) emits `wallet_link.unlinked` to
 //    the partner's webhooks in the unit that unlinks, and the user is told by SMS.
@@ -145,7 +145,7 @@ class Service {
   // A charge: one write unit (collection, consent's budget, debit, journal, events); a refusal
   // of the consent leaves the collection CANCELLED (LIMIT_EXCEEDED) and answers limit_exceeded.
   Result<payments::Transaction> charge(const Acting& partner, std::string_view apikey, const Transfer& t);
-  // The same without blocking on the write (payments' collect_preauthorized_async): `done` may
+  // The same without blocking on the write (payments' collect_async): `done` may
   // run on the database's completer thread and must not block. Before the write it only reads.
   void charge_async(const Acting& partner, std::string_view apikey, const Transfer& t,
                     std::function<void(Result<payments::Transaction>)> done);

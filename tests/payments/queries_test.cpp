@@ -28,7 +28,7 @@ class QueriesTest : public PaymentsTest {
     r.provider = std::move(provider);
     r.channel = std::move(channel);
     r.customer_wallet = std::move(wallet);
-    auto tx = operation == kCollection ? service_->create_collection(r, web::acting(principal(m)))
+    auto tx = operation == kCollection ? service_->collect(r, web::acting(principal(m)), {})
                                        : service_->create_disbursement(r, web::acting(principal(m)));
     EXPECT_TRUE(tx.ok()) << (tx.ok() ? "" : bj::serialize(tx.error().details));
     return tx.ok() ? *tx : Transaction{};

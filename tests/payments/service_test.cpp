@@ -3,6 +3,7 @@
 // callbacks after terminal states, races, the confirmation page and the ledger check.
 #include <boost/json.hpp>
 
+#include <future>
 #include <thread>
 
 #include "fixture.hpp"
@@ -386,7 +387,7 @@ TEST_P(PaymentsTest, AFeeBorneByTheMerchantComesOutOfThePrice) {
   r.customer_wallet = "237690000010";
   r.description = "merchant pays the fee";
   r.fee_bearer = std::string(kMerchantBearsFee);
-  auto tx = service_->create_collection(r, web::acting(p));
+  auto tx = service_->collect(r, web::acting(p), {});
   ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
   EXPECT_EQ(tx->fee, 200);
   EXPECT_EQ(tx->required_total, 10'000);  // what the customer pays: the price
@@ -394,7 +395,7 @@ TEST_P(PaymentsTest, AFeeBorneByTheMerchantComesOutOfThePrice) {
   // The same uuid with the fee on the customer is another request.
   IntentRequest customer = r;
   customer.fee_bearer = std::string(kCustomerBearsFee);
-  auto other = service_->create_collection(customer, web::acting(p));
+  auto other = service_->collect(customer, web::acting(p), {});
   ASSERT_FALSE(other.ok());
   EXPECT_TRUE(other.error().is(ErrorKind::conflict));
 
@@ -737,13 +738,99 @@ IntentRequest preauthorized_request(std::string msisdn, std::int64_t amount) {
   return r;
 }
 
+// Each payer of How has its own hook: a creation step for an absent or present payer, a check for
+// a preauthorized one. A hook given to the other payers, a payout request, a preauthorized payer
+// whose request is not a preauthorized WALLET one, and what collect_async does not serve (a present
+// payer, an absent payer's WALLET collection) are refused (500) before anything is written.
+TEST_P(PaymentsTest, CollectRefusesAMisuseOfHowBeforeWritingAnything) {
+  const Acting acting = web::acting(principal(m1_));
+  ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000052", "XAF", 3000, "top-up").ok());
+  int hooks = 0;
+  const Service::CreationStep step = [&](store::Conn&, const Transaction&) -> Status { return ++hooks, Status{}; };
+  const Service::ChargeCheck check = [&](store::Conn&, const Transaction&,
+                                         bool) -> Result<std::optional<Service::Refusal>> {
+    ++hooks;
+    return std::optional<Service::Refusal>{};
+  };
+  IntentRequest provider;
+  provider.amount = 1000;
+  provider.currency = "XAF";
+  provider.provider = "MTN_MOMO_CMR";
+  provider.customer_wallet = "237690000062";
+  IntentRequest wallet = preauthorized_request("237690000052", 1000);
+  wallet.preauthorized = false;
+  std::vector<std::string> uuids;
+  auto fresh = [&](IntentRequest r) {
+    r.transaction_uuid = uuid_v4();
+    uuids.push_back(r.transaction_uuid);
+    return r;
+  };
+  auto async = [&](IntentRequest r, Service::How how) {
+    std::promise<Result<Transaction>> answer;
+    service_->collect_async(std::move(r), acting, std::move(how), {},
+                            [&](Result<Transaction> tx) { answer.set_value(std::move(tx)); });
+    return answer.get_future().get();
+  };
+  IntentRequest payout = fresh(provider);
+  payout.operation = std::string(kDisbursement);
+  Service::How absent_with_check;
+  absent_with_check.check = check;
+  Service::How preauthorized_with_step = Service::How::preauthorized(check, "test");
+  preauthorized_with_step.step = step;
+  const std::vector<std::pair<std::string, Result<Transaction>>> misuses = {
+      {"a payout", service_->collect(payout, acting, {})},
+      {"an absent payer's check", service_->collect(fresh(provider), acting, absent_with_check)},
+      {"a present payer's check", service_->collect(fresh(provider), acting,
+                                                    [&] {
+                                                      Service::How how =
+                                                          Service::How::present(std::nullopt, "test", step);
+                                                      how.check = check;
+                                                      return how;
+                                                    }())},
+      {"a preauthorized payer's step",
+       service_->collect(fresh(preauthorized_request("237690000052", 1000)), acting, preauthorized_with_step)},
+      {"a preauthorized payer of a code-confirmed WALLET request",
+       service_->collect(fresh(wallet), acting, Service::How::preauthorized(check, "test"))},
+      {"a preauthorized payer of a PROVIDER request",
+       service_->collect(fresh(provider), acting, Service::How::preauthorized(check, "test"))},
+      {"collect_async of a present payer", async(fresh(provider), Service::How::present(std::nullopt, "test"))},
+      {"collect_async of an absent payer's WALLET collection", async(fresh(wallet), {})},
+  };
+  for (const auto& [what, out] : misuses) {
+    ASSERT_FALSE(out.ok()) << what;
+    EXPECT_EQ(out.error().kind, ErrorKind::internal) << what;
+  }
+  EXPECT_EQ(hooks, 0);
+  // An absent payer's step runs in the intent's own unit: its error leaves nothing of it.
+  auto stepped = service_->collect(fresh(provider), acting, Service::How::absent([](store::Conn&, const Transaction&) {
+                                     return Status(conflict(bj::string("refused by the step")));
+                                   }));
+  ASSERT_FALSE(stepped.ok());
+  EXPECT_EQ(stepped.error().kind, ErrorKind::conflict);
+  for (const auto& uuid : uuids)
+    EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE transaction_uuid = ?", {uuid}), 0) << uuid;
+  EXPECT_EQ(balance(ledger::customer_wallet("237690000052", "sandbox", "XAF")), 3000);
+
+  // What collect_async serves: an absent payer's PROVIDER collection (with its step) and a
+  // preauthorized charge (with its check), each in its one unit.
+  auto intent = async(fresh(provider), Service::How::absent(step));
+  ASSERT_TRUE(intent.ok()) << bj::serialize(intent.error().details);
+  EXPECT_EQ(intent->status, TxStatus::initiated);
+  auto charge = async(fresh(preauthorized_request("237690000052", 1000)), Service::How::preauthorized(check, "test"));
+  ASSERT_TRUE(charge.ok()) << bj::serialize(charge.error().details);
+  EXPECT_EQ(charge->status, TxStatus::completed);
+  EXPECT_EQ(hooks, 2);
+  EXPECT_EQ(balance(ledger::customer_wallet("237690000052", "sandbox", "XAF")), 3000 - charge->required_total);
+  expect_ledger_clean();
+}
+
 // A preauthorized WALLET collection (a wallet link's charge) needs no code; the caller's step runs
 // in the debit's unit only when the balance covers the payment, and its refusal moves nothing.
 TEST_P(PaymentsTest, PreauthorizedWalletCollectionsRunTheCallersStepInTheDebitUnit) {
   auto p = principal(m1_);
   ASSERT_TRUE(service_->fund_wallet("sandbox", "237690000050", "XAF", 3000, "top-up").ok());
   auto request = [](std::int64_t amount) { return preauthorized_request("237690000050", amount); };
-  auto tx = service_->create_collection(request(1000), web::acting(p));
+  auto tx = service_->collect(request(1000), web::acting(p), {});
   ASSERT_TRUE(tx.ok());
   EXPECT_FALSE(tx->needs_otp);
   EXPECT_EQ(tx->confirmation_method, "CONSENT");
@@ -762,7 +849,7 @@ TEST_P(PaymentsTest, PreauthorizedWalletCollectionsRunTheCallersStepInTheDebitUn
   EXPECT_EQ(balance(ledger::customer_wallet("237690000050", "sandbox", "XAF")), 2000);
   // Short balance: FAILED without the step.
   calls = 0;
-  auto big = service_->create_collection(request(5000), web::acting(p));
+  auto big = service_->collect(request(5000), web::acting(p), {});
   ASSERT_TRUE(big.ok());
   auto short_of = service_->execute_preauthorized(
       *big, [&](store::Conn&) -> Status { return ++calls, Status{}; }, "test");
@@ -789,13 +876,14 @@ TEST_P(PaymentsTest, PreauthorizedChargesAreCreatedAndDebitedInOneUnit) {
   using Refusal = Service::Refusal;
   // The check writes, then fails: nothing of the unit remains, not even its own write.
   const IntentRequest failing = request(1000);
-  auto aborted = service_->collect_preauthorized(
+  auto aborted = service_->collect(
       failing, web::acting(p),
-      [&](store::Conn& c, const Transaction&, bool) -> Result<std::optional<Refusal>> {
-        SIKA_TRY(c.exec("UPDATE merchants SET name = 'changed in the unit' WHERE id = ?", {m1_.id}));
-        return conflict(bj::object{{"apikey", "gone"}});
-      },
-      "test");
+      Service::How::preauthorized(
+          [&](store::Conn& c, const Transaction&, bool) -> Result<std::optional<Refusal>> {
+            SIKA_TRY(c.exec("UPDATE merchants SET name = 'changed in the unit' WHERE id = ?", {m1_.id}));
+            return conflict(bj::object{{"apikey", "gone"}});
+          },
+          "test"));
   ASSERT_FALSE(aborted.ok());
   EXPECT_EQ(aborted.error().kind, ErrorKind::conflict);
   EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE transaction_uuid = ?", {failing.transaction_uuid}), 0);
@@ -813,7 +901,7 @@ TEST_P(PaymentsTest, PreauthorizedChargesAreCreatedAndDebitedInOneUnit) {
     return std::optional<Refusal>{};
   };
   const IntentRequest first = request(1000);
-  auto paid = service_->collect_preauthorized(first, web::acting(p), go, "test");
+  auto paid = service_->collect(first, web::acting(p), Service::How::preauthorized(go, "test"));
   ASSERT_TRUE(paid.ok()) << bj::serialize(paid.error().details);
   EXPECT_EQ(paid->status, TxStatus::completed);
   EXPECT_EQ(paid->confirmation_method, "CONSENT");
@@ -832,7 +920,7 @@ TEST_P(PaymentsTest, PreauthorizedChargesAreCreatedAndDebitedInOneUnit) {
   EXPECT_TRUE(paid->submitted_at.has_value());
   EXPECT_EQ(balance(ledger::customer_wallet("237690000051", "sandbox", "XAF")), 2000);
   // A replay is the same payment, checked and debited once.
-  auto again = service_->collect_preauthorized(first, web::acting(p), go, "test");
+  auto again = service_->collect(first, web::acting(p), Service::How::preauthorized(go, "test"));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->reference, paid->reference);
   EXPECT_EQ(calls, 1);
@@ -840,18 +928,19 @@ TEST_P(PaymentsTest, PreauthorizedChargesAreCreatedAndDebitedInOneUnit) {
   // The same transaction_uuid for another amount: 409.
   IntentRequest other = first;
   other.amount = 1500;
-  auto clash = service_->collect_preauthorized(other, web::acting(p), go, "test");
+  auto clash = service_->collect(other, web::acting(p), Service::How::preauthorized(go, "test"));
   ASSERT_FALSE(clash.ok());
   EXPECT_EQ(clash.error().kind, ErrorKind::conflict);
 
   // Refused by the check: CANCELLED with the reason in the unit, the refusal answered.
   const IntentRequest refused_request = request(500);
-  auto refused = service_->collect_preauthorized(
+  auto refused = service_->collect(
       refused_request, web::acting(p),
-      [](store::Conn&, const Transaction&, bool) -> Result<std::optional<Refusal>> {
-        return std::optional<Refusal>(Refusal{"LIMIT_EXCEEDED", bad_request("limit_exceeded", bj::object{})});
-      },
-      "test");
+      Service::How::preauthorized(
+          [](store::Conn&, const Transaction&, bool) -> Result<std::optional<Refusal>> {
+            return std::optional<Refusal>(Refusal{"LIMIT_EXCEEDED", bad_request("limit_exceeded", bj::object{})});
+          },
+          "test"));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, "limit_exceeded");
   EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions WHERE transaction_uuid = ? AND status = 'CANCELLED' AND "
@@ -861,13 +950,14 @@ TEST_P(PaymentsTest, PreauthorizedChargesAreCreatedAndDebitedInOneUnit) {
 
   // Short: FAILED (INSUFFICIENT_FUNDS), the check told it is not covered.
   bool told = true;
-  auto short_of = service_->collect_preauthorized(
-      request(5000), web::acting(p),
-      [&](store::Conn&, const Transaction&, bool covered) -> Result<std::optional<Refusal>> {
-        told = covered;
-        return std::optional<Refusal>{};
-      },
-      "test");
+  auto short_of =
+      service_->collect(request(5000), web::acting(p),
+                        Service::How::preauthorized(
+                            [&](store::Conn&, const Transaction&, bool covered) -> Result<std::optional<Refusal>> {
+                              told = covered;
+                              return std::optional<Refusal>{};
+                            },
+                            "test"));
   ASSERT_TRUE(short_of.ok());
   EXPECT_EQ(short_of->status, TxStatus::failed);
   EXPECT_EQ(short_of->failure_reason.value_or(""), "INSUFFICIENT_FUNDS");
@@ -879,7 +969,7 @@ TEST_P(PaymentsTest, PreauthorizedChargesAreCreatedAndDebitedInOneUnit) {
   std::vector<std::string> references(8);
   for (int i = 0; i < 8; ++i)
     threads.emplace_back([&, i] {
-      auto t = service_->collect_preauthorized(dup, web::acting(p), go, "test");
+      auto t = service_->collect(dup, web::acting(p), Service::How::preauthorized(go, "test"));
       references[i] = t.ok() ? t->reference : t.error().code;
     });
   for (auto& t : threads) t.join();

@@ -183,7 +183,7 @@ IntentRequest collection_request(std::int64_t amount, std::string wallet = "2376
 TEST_P(PaymentsTest, CollectionsCanBeCreatedAndDrivenFromCode) {
   auto p = principal(m1_);
   IntentRequest r = collection_request(10'000);
-  auto tx = service_->create_collection(r, web::acting(p));
+  auto tx = service_->collect(r, web::acting(p), {});
   ASSERT_TRUE(tx.ok()) << bj::serialize(tx.error().details);
   EXPECT_EQ(tx->status, S::initiated);
   EXPECT_EQ(tx->fee, 200);
@@ -192,22 +192,22 @@ TEST_P(PaymentsTest, CollectionsCanBeCreatedAndDrivenFromCode) {
   EXPECT_EQ(tx->description, "subscription 2026-11");
   EXPECT_FALSE(tx->confirmation_url.empty());
   // The same request again is the same transaction; another with the same uuid is a conflict.
-  auto again = service_->create_collection(r, web::acting(p));
+  auto again = service_->collect(r, web::acting(p), {});
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->reference, tx->reference);
   IntentRequest changed = r;
   changed.amount = 10'001;
-  auto clash = service_->create_collection(changed, web::acting(p));
+  auto clash = service_->collect(changed, web::acting(p), {});
   ASSERT_FALSE(clash.ok());
   EXPECT_EQ(clash.error().code, "conflict");
   EXPECT_EQ(std::string(clash.error().details.as_object().at("transaction_reference").as_string()), tx->reference);
   // A payout request is not a collection.
   IntentRequest payout = r;
   payout.operation = kDisbursement;
-  EXPECT_FALSE(service_->create_collection(payout, web::acting(p)).ok());
+  EXPECT_FALSE(service_->collect(payout, web::acting(p), {}).ok());
   // Field problems come back by field, as from HTTP.
   IntentRequest bad = collection_request(50);
-  auto refused = service_->create_collection(bad, web::acting(p));
+  auto refused = service_->collect(bad, web::acting(p), {});
   ASSERT_FALSE(refused.ok());
   EXPECT_TRUE(refused.error().details.as_object().contains("amount"));
 
@@ -228,7 +228,7 @@ TEST_P(PaymentsTest, CollectionsCanBeCreatedAndDrivenFromCode) {
 
 TEST_P(PaymentsTest, TransitionRefusesIllegalMovesAndWritesNothingWhenStale) {
   auto p = principal(m1_);
-  auto created = service_->create_collection(collection_request(5000), web::acting(p));
+  auto created = service_->collect(collection_request(5000), web::acting(p), {});
   ASSERT_TRUE(created.ok());
   const Transaction tx = *created;
   auto moves = [&] { return count("SELECT COUNT(*) FROM pay_transitions WHERE transaction_id = ?", {tx.id}); };
@@ -286,7 +286,7 @@ TEST_P(PaymentsTest, AMoveThatWouldOverdrawRollsBackWithItsStatus) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM pay_transactions"), 0);
 
   // The ledger refuses an overdraft even when a caller skips the balance check: the unit fails.
-  auto collected = service_->create_collection(collection_request(5000), web::acting(p));
+  auto collected = service_->collect(collection_request(5000), web::acting(p), {});
   ASSERT_TRUE(collected.ok());
   Transaction payout = *collected;
   payout.operation = std::string(kDisbursement);  // a payout of an empty balance, as a buggy caller would move it
