@@ -27,6 +27,7 @@ namespace sika {
   X(alpha3_code)                  \
   X(alpha3_upper)                 \
   X(alpha3_upper_example)         \
+  X(already_decided)              \
   X(amount_or_rate)               \
   X(amount_with_rates)            \
   X(api_key_inactive)             \
@@ -47,12 +48,17 @@ namespace sika {
   X(at_most_items)                \
   X(at_most_json_bytes)           \
   X(at_most_printable)            \
+  X(awaits_operator)              \
+  X(batch_not_payable)            \
+  X(batch_not_pending)            \
   X(between)                      \
   X(between_days)                 \
   X(body_empty)                   \
   X(body_not_object)              \
   X(cap_at_least_amount)          \
+  X(catalog_kind)                 \
   X(catalog_not_object)           \
+  X(catalog_record)               \
   X(channel)                      \
   X(channel_own_wallet)           \
   X(chars_at_most)                \
@@ -61,15 +67,18 @@ namespace sika {
   X(client_id_shape)              \
   X(code_or_null)                 \
   X(connector_name)               \
+  X(connector_name_chars)         \
   X(control_characters)           \
   X(country_currency)             \
   X(country_fixed)                \
   X(country_needed)               \
   X(country_not_enabled)          \
   X(country_not_granted)          \
+  X(csrf_token)                   \
   X(currency_code)                \
   X(currency_in_use)              \
   X(currency_iso)                 \
+  X(currency_iso_plain)           \
   X(currency_iso_shape)           \
   X(currency_iso_upper)           \
   X(currency_letters)             \
@@ -101,20 +110,28 @@ namespace sika {
   X(exponent_range)               \
   X(fee_bearer)                   \
   X(fee_exceeds_amount)           \
+  X(fee_takes_settlement)         \
   X(fee_type)                     \
   X(fee_value_required)           \
+  X(file_importing)               \
   X(fixed_amount)                 \
+  X(forced_outcome)               \
   X(foreign_domain)               \
+  X(form_content_type)            \
   X(frequency)                    \
   X(fx_rate_shape)                \
   X(given_twice)                  \
+  X(grace_period)                 \
   X(greater_than_zero)            \
   X(has_host)                     \
+  X(health_state)                 \
   X(hmac_hex)                     \
   X(host_no_address)              \
   X(host_unresolved)              \
   X(http_or_https)                \
   X(idempotency_header)           \
+  X(import_lease_lost)            \
+  X(import_mode)                  \
   X(in_future)                    \
   X(inactive_merchant)            \
   X(inactive_service)             \
@@ -137,14 +154,18 @@ namespace sika {
   X(longer_than)                  \
   X(malformed_json)               \
   X(matricule)                    \
+  X(member_role)                  \
+  X(member_role_or_none)          \
   X(merchant_only)                \
   X(month_date)                   \
   X(more_decimals)                \
   X(msisdn_needs_country)         \
   X(must_be_direct)               \
   X(names_host)                   \
+  X(no_clearing_account)          \
   X(no_connector)                 \
   X(no_credentials)               \
+  X(no_dashboard_role)            \
   X(no_entry)                     \
   X(no_fragment)                  \
   X(no_method)                    \
@@ -154,6 +175,14 @@ namespace sika {
   X(no_phone_on_file)             \
   X(no_platform_wallet)           \
   X(no_session)                   \
+  X(no_settlement_settings)       \
+  X(no_such_bank_batch)           \
+  X(no_such_change)               \
+  X(no_such_item)                 \
+  X(no_such_merchant)             \
+  X(no_such_run)                  \
+  X(no_such_session)              \
+  X(no_user_email)                \
   X(not_a_method)                 \
   X(not_a_number_of)              \
   X(not_absolute_url)             \
@@ -165,9 +194,12 @@ namespace sika {
   X(not_collecting_in)            \
   X(not_configured)               \
   X(not_empty)                    \
+  X(not_exact_amount)             \
   X(not_exceed)                   \
+  X(not_found_short)              \
   X(not_integer)                  \
   X(not_known_merchant)           \
+  X(not_member)                   \
   X(not_mobile_of)                \
   X(not_negative)                 \
   X(not_null)                     \
@@ -175,6 +207,7 @@ namespace sika {
   X(not_object)                   \
   X(not_public_target)            \
   X(not_string)                   \
+  X(nothing_above_reserve)        \
   X(nul_character)                \
   X(number_not_negative)          \
   X(number_of_country)            \
@@ -203,7 +236,10 @@ namespace sika {
   X(otp_shape)                    \
   X(otp_too_long)                 \
   X(otp_verified_concurrently)    \
+  X(over_chars)                   \
+  X(own_role)                     \
   X(page_cursor)                  \
+  X(page_number)                  \
   X(page_out_of_date)             \
   X(paid_with)                    \
   X(payer_amount)                 \
@@ -223,6 +259,8 @@ namespace sika {
   X(rate_setter)                  \
   X(rates_beyond_100)             \
   X(rates_sum)                    \
+  X(recon_item_kind)              \
+  X(recon_item_state)             \
   X(redirect_absolute)            \
   X(redirect_fragment)            \
   X(redirect_host)                \
@@ -247,7 +285,9 @@ namespace sika {
   X(required_international_phone) \
   X(required_link_key)            \
   X(required_link_reference)      \
+  X(required_short)               \
   X(required_user_code)           \
+  X(reserve_not_kept)             \
   X(reserved_metadata)            \
   X(rotation_lost)                \
   X(rule_code)                    \
@@ -273,11 +313,14 @@ namespace sika {
   X(split_needs_distribution)     \
   X(split_only)                   \
   X(split_rate)                   \
+  X(statement_importing)          \
   X(sum_of_lines)                 \
   X(time_zone)                    \
+  X(time_zone_listed)             \
   X(too_large)                    \
   X(too_long)                     \
   X(too_many_digits)              \
+  X(totp_enrolled)                \
   X(transaction_status)           \
   X(unchangeable)                 \
   X(unknown_country)              \
@@ -291,7 +334,9 @@ namespace sika {
   X(unknown_section)              \
   X(unknown_service)              \
   X(unknown_service_key)          \
+  X(unregistered_connector)       \
   X(unsupported_host)             \
+  X(user_unknown_or_disabled)     \
   X(uuid)                         \
   X(uuid_plain)                   \
   X(wallet_channel_sandbox)       \
@@ -300,9 +345,12 @@ namespace sika {
   X(wallet_service_inactive)      \
   X(wallet_service_none)          \
   X(webhook_secret)               \
+  X(weekday)                      \
+  X(whole_days_between)           \
   X(whole_minor_units)            \
   X(whole_number)                 \
-  X(whole_number_of)
+  X(whole_number_of)              \
+  X(zero_or_more_minor)
 
 enum class Reason : std::uint16_t {
   text,  // an untyped text, carried as is until its producer gets a reason (not in reason::all)

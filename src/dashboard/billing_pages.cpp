@@ -9,6 +9,7 @@
 
 #include "billing/service.hpp"
 #include "core/money.hpp"
+#include "core/reason.hpp"
 #include "dashboard/internal.hpp"
 #include "dashboard/texts.hpp"
 #include "payments/queries.hpp"
@@ -94,7 +95,7 @@ web::Response Service::subscriptions(web::Request& req) {
     std::int64_t n = 0;
     auto [end, ec] = std::from_chars(p->data(), p->data() + p->size(), n);
     if (ec != std::errc() || end != p->data() + p->size() || n < 1 || n > 100000)
-      return error_page(req, bad_request("invalid_request", bj::object{{"page", "must be a page number from 1"}}));
+      return error_page(req, with_problem(bad_request("invalid_request"), "page", Reason::page_number));
     f.offset = (n - 1) * kPageSize;
   }
   auto listed = parts_.billing->list_subscriptions(web::acting(c->principal), f);
@@ -201,15 +202,15 @@ web::Response Service::subscription_change(web::Request& req) {
   if (!fields) return error_page(req, fields.error());
   const std::string reference = req.path_param("reference");
   const std::string action = req.path.substr(req.path.rfind('/') + 1);
-  Result<billing::Subscription> changed = not_found(bj::object{{"action", "no such change"}});
+  Result<billing::Subscription> changed = with_problem(not_found(), "action", Reason::no_such_change);
   bj::object details;
   if (action == "test-clock") {
     const std::string days_text = web::field_value(*fields, "days");
     std::int64_t days = 0;
     auto [end, ec] = std::from_chars(days_text.data(), days_text.data() + days_text.size(), days);
     if (days_text.empty() || ec != std::errc() || end != days_text.data() + days_text.size() || days < 1 || days > 366)
-      return error_page(req,
-                        bad_request("invalid_request", bj::object{{"days", "a whole number of days from 1 to 366"}}));
+      return error_page(req, with_problem(bad_request("invalid_request"), "days",
+                                          Problem(Reason::whole_days_between, {{"min", "1"}, {"max", "366"}})));
     changed = parts_.billing->advance(web::acting(c->principal), reference, days * kDayMs);
     details["days"] = days;
   } else {
@@ -219,7 +220,8 @@ web::Response Service::subscription_change(web::Request& req) {
     billing::MoveRequest request;
     if (std::string reason = web::field_value(*fields, "reason"); !reason.empty()) {
       if (reason.size() > 255)
-        return error_page(req, bad_request("invalid_request", bj::object{{"reason", "at most 255 characters"}}));
+        return error_page(req, with_problem(bad_request("invalid_request"), "reason",
+                                            reason::with(Reason::chars_at_most, "max", "255")));
       request.reason = reason;
     }
     request.at_period_end = move == billing::Move::cancel && web::field_value(*fields, "at_period_end") == "true";

@@ -10,6 +10,7 @@
 #include "checkout/store.hpp"
 #include "core/json.hpp"
 #include "core/money.hpp"
+#include "core/reason.hpp"
 #include "dashboard/internal.hpp"
 #include "dashboard/store.hpp"
 #include "dashboard/texts.hpp"
@@ -85,7 +86,7 @@ web::Response Service::checkout_session(web::Request& req) {
   const std::string reference = req.path_param("reference");
   auto s = parts_.checkout->session(reference);
   if (s && (s->merchant_id != c->principal.merchant_id || s->environment != c->principal.environment))
-    s = not_found(bj::object{{"reference", "no such session"}});
+    s = with_problem(not_found(), "reference", Reason::no_such_session);
   if (!s) return error_page(req, s.error());
   auto row = [](std::string_view label, const std::string& value) {
     return "<tr><th scope=\"row\">" + escape(label) + "</th><td>" + escape(value) + "</td></tr>";
@@ -147,7 +148,7 @@ Result<bool> set_checkout_signed_only(store::Db& db, std::string_view matricule,
   bool changed = false;
   SIKA_TRY(db.write([&](store::Conn& conn) -> Status {
     SIKA_ASSIGN_OR_RETURN(auto m, merchant::find_by_matricule(conn, matricule));
-    if (!m) return not_found(bj::object{{"merchant", "no such merchant"}});
+    if (!m) return with_problem(not_found(), "merchant", Reason::no_such_merchant);
     SIKA_ASSIGN_OR_RETURN(changed, checkout::tables::set_signed_only(conn, m->id, on, actor, now));
     if (!changed) return {};  // already so: nothing to audit
     return append_audit(conn, AuditEntry{0, now, user_id, actor, m->id, "checkout.signed_only", m->matricule,
@@ -165,7 +166,8 @@ web::Response Service::checkout_signed_only(web::Request& req) {
   if (!fields) return error_page(req, fields.error());
   const std::string value = web::field_value(*fields, "signed_only");
   if (value != "on" && value != "off")
-    return error_page(req, empty_data(bj::object{{"signed_only", "must be on or off"}}));
+    return error_page(req,
+                      field_error("signed_only", Problem(Reason::either_of, {{"first", "on"}, {"second", "off"}})));
   auto changed = set_checkout_signed_only(db_, c->principal.merchant, value == "on", c->session.row.user_id,
                                           c->session.row.email, now());
   if (!changed) return error_page(req, changed.error());

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/json.hpp"
+#include "core/reason.hpp"
 #include "dashboard/internal.hpp"
 #include "dashboard/store.hpp"
 #include "dashboard/texts.hpp"
@@ -83,12 +84,12 @@ web::Response Service::health_override(web::Request& req) {
   const std::string connector = web::field_value(*fields, "connector");
   const std::string state_text = web::field_value(*fields, "state");
   if (!parts_.payments->connector(connector))
-    return error_page(req, not_found(bj::object{{"connector", "is not a registered connector"}}));
+    return error_page(req, with_problem(not_found(), "connector", Reason::unregistered_connector));
   std::optional<payments::Availability> state;
   if (!state_text.empty()) {
     state = payments::availability_from(state_text);
     if (!state || *state == payments::Availability::operational)
-      return error_page(req, empty_data(bj::object{{"state", "must be CLOSED, DELAYED or empty (clear)"}}));
+      return error_page(req, field_error("state", Reason::health_state));
   }
   const std::string action = state ? "operator_health.force" : "operator_health.clear";
   bj::object details{{"state", state ? bj::value(bj::string(payments::to_string(*state))) : bj::value(nullptr)}};

@@ -127,7 +127,7 @@ Result<std::optional<std::int64_t>> before_cursor(const web::Request& req) {
   std::int64_t v = 0;
   auto [end, ec] = std::from_chars(b->data(), b->data() + b->size(), v);
   if (ec != std::errc() || end != b->data() + b->size())
-    return bad_request("invalid_request", bj::object{{"before", "must be the cursor of a previous page"}});
+    return with_problem(bad_request("invalid_request"), "before", Reason::page_cursor);
   return std::optional<std::int64_t>(v);
 }
 
@@ -524,11 +524,11 @@ web::Response Service::create_app(web::Request& req, const Ctx& c, std::int64_t 
     if (k == "scope") scopes.push_back(v);
   if (!scopes.empty()) spec.scopes = scopes;
   spec.merchant_id = merchant_id;
-  if (spec.name.empty()) return error_page(req, empty_data(bj::object{{"name", "required"}}));
+  if (spec.name.empty()) return error_page(req, field_error("name", Reason::required_short));
   identity::CreatedClient created;
   auto wrote = db_.write([&](store::Conn& conn) -> Status {
     SIKA_ASSIGN_OR_RETURN(auto merchant, merchant::find_by_id(conn, merchant_id));
-    if (!merchant) return not_found(bj::object{{"merchant", "not found"}});
+    if (!merchant) return with_problem(not_found(), "merchant", Reason::not_found_short);
     spec.environment = merchant->environment;
     spec.countries = merchant->countries;
     spec.user_tier = merchant->tier;
@@ -674,7 +674,8 @@ web::Response Service::key_issue(web::Request& req) {
   if (!fields) return error_page(req, fields.error());
   const std::string kind_text = web::field_value(*fields, "kind");
   if (kind_text != "merchant" && kind_text != "link")
-    return error_page(req, empty_data(bj::object{{"kind", "must be merchant or link"}}));
+    return error_page(req,
+                      field_error("kind", Problem(Reason::either_of, {{"first", "merchant"}, {"second", "link"}})));
   const auto kind = kind_text == "link" ? merchant::KeyKind::link : merchant::KeyKind::merchant;
   merchant::IssuedKey issued;
   auto wrote = db_.write([&](store::Conn& conn) -> Status {
@@ -774,15 +775,14 @@ Status Service::put_membership(const Ctx& c, std::int64_t merchant_id, std::stri
   const bool remove = role_text == "none";
   const web::Role role = parse_role(role_text);
   if (!remove && role != web::Role::owner && role != web::Role::developer && role != web::Role::viewer)
-    return empty_data(bj::object{{"role", "must be owner, developer, viewer or none"}});
+    return field_error("role", Reason::member_role_or_none);
   return db_.write([&](store::Conn& conn) -> Status {
     SIKA_ASSIGN_OR_RETURN(auto user, identity::find_user_by_email(conn, identity::normalize_email(email)));
-    if (!user) return not_found(bj::object{{"email", "no user with this e-mail"}});
-    if (user->id == c.session.row.user_id && !c.is_operator())
-      return bad_request("empty_data", bj::object{{"email", "owners do not change their own role"}});
+    if (!user) return with_problem(not_found(), "email", Reason::no_user_email);
+    if (user->id == c.session.row.user_id && !c.is_operator()) return field_error("email", Reason::own_role);
     if (remove) {
       SIKA_ASSIGN_OR_RETURN(bool removed, remove_member(conn, user->id, merchant_id));
-      if (!removed) return not_found(bj::object{{"email", "not a member"}});
+      if (!removed) return with_problem(not_found(), "email", Reason::not_member);
     } else {
       SIKA_TRY(put_member(conn, user->id, merchant_id, role, now()));
     }
@@ -831,8 +831,7 @@ web::Response Service::settings_submit(web::Request& req) {
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   const std::string zone = web::field_value(*fields, "time_zone");
-  if (!zone.empty() && !tz::find(zone))
-    return error_page(req, empty_data(bj::object{{"time_zone", "must be a zone of the list (docs/dashboard.md)"}}));
+  if (!zone.empty() && !tz::find(zone)) return error_page(req, field_error("time_zone", Reason::time_zone_listed));
   auto st = db_.write([&](store::Conn& conn) -> Status {
     SIKA_ASSIGN_OR_RETURN(bool set, merchant::set_time_zone(conn, c->principal.merchant_id, zone));
     if (!set) return not_found(bj::string("no such merchant"));

@@ -571,7 +571,7 @@ web::Response Service::catalog_active(web::Request& req) {
   const std::string kind_name = req.path_param("kind");
   const std::string code = req.path_param("code");
   auto kind = catalog_kind(kind_name);
-  if (!kind) return error_page(req, not_found(bj::object{{"kind", "country, provider, service or pricing_rule"}}));
+  if (!kind) return error_page(req, with_problem(not_found(), "kind", Reason::catalog_kind));
   const bool enable = req.path.ends_with("/enable");
   auto changed = parts_.catalog->set_active(*kind, code, enable);
   if (!changed) return error_page(req, changed.error());
@@ -587,9 +587,7 @@ web::Response Service::catalog_put(web::Request& req) {
   if (!fields) return error_page(req, fields.error());
   const std::string kind_name = web::field_value(*fields, "kind");
   auto kind = catalog_kind(kind_name);
-  if (!kind)
-    return error_page(
-        req, bad_request("invalid_request", bj::object{{"kind", "country, provider, service or pricing_rule"}}));
+  if (!kind) return error_page(req, with_problem(bad_request("invalid_request"), "kind", Reason::catalog_kind));
   const std::string mode_name = web::field_value(*fields, "mode");
   catalog::Mode mode;
   if (mode_name == "create")
@@ -599,10 +597,9 @@ web::Response Service::catalog_put(web::Request& req) {
   else if (mode_name == "upsert")
     mode = catalog::Mode::upsert;
   else
-    return error_page(req, bad_request("invalid_request", bj::object{{"mode", "create, update or upsert"}}));
+    return error_page(req, with_problem(bad_request("invalid_request"), "mode", Reason::import_mode));
   auto parsed = json::parse_object(web::field_value(*fields, "record"));
-  if (!parsed)
-    return error_page(req, bad_request("invalid_request", bj::object{{"record", "a JSON object (a catalog record)"}}));
+  if (!parsed) return error_page(req, with_problem(bad_request("invalid_request"), "record", Reason::catalog_record));
   auto put = parts_.catalog->put(*kind, *parsed, mode);
   if (!put) return error_page(req, put.error());
   (void)record(*c, std::nullopt, "catalog." + mode_name, kind_name + ":" + put->code, bj::serialize(*parsed));

@@ -11,6 +11,7 @@
 
 #include "core/json.hpp"
 #include "core/money.hpp"
+#include "core/reason.hpp"
 #include "dashboard/internal.hpp"
 #include "dashboard/store.hpp"
 #include "dashboard/texts.hpp"
@@ -217,7 +218,7 @@ web::Response Service::recon_run(web::Request& req) {
   if (!c) return error_page(req, c.error());
   if (!parts_.recon) return error_page(req, unavailable(bj::string("reconciliation is not configured")));
   auto run_id = whole_number(req.path_param("run"));
-  if (!run_id) return error_page(req, not_found(bj::object{{"run", "no such run"}}));
+  if (!run_id) return error_page(req, with_problem(not_found(), "run", Reason::no_such_run));
   auto s = parts_.recon->report(*run_id);
   if (!s) return error_page(req, s.error());
   recon::ItemFilter f;
@@ -226,12 +227,11 @@ web::Response Service::recon_run(web::Request& req) {
   auto known = [](std::string_view v, const auto& list) {
     return v.empty() || std::find(std::begin(list), std::end(list), v) != std::end(list);
   };
-  if (!known(f.kind, recon::kKinds)) return error_page(req, empty_data(bj::object{{"kind", "is not a kind of item"}}));
-  if (!known(f.state, recon::kStates))
-    return error_page(req, empty_data(bj::object{{"state", "is not a state of item"}}));
+  if (!known(f.kind, recon::kKinds)) return error_page(req, field_error("kind", Reason::recon_item_kind));
+  if (!known(f.state, recon::kStates)) return error_page(req, field_error("state", Reason::recon_item_state));
   if (auto after = req.query_param("after"); after && !after->empty()) {
     f.after_id = whole_number(*after);
-    if (!f.after_id) return error_page(req, empty_data(bj::object{{"after", "must be a whole number"}}));
+    if (!f.after_id) return error_page(req, field_error("after", Reason::whole_number));
   }
   f.limit = 100;
   auto items = parts_.recon->items(*run_id, f);
@@ -269,11 +269,12 @@ web::Response Service::recon_decide(web::Request& req) {
   if (!fields) return error_page(req, fields.error());
   if (!parts_.recon) return error_page(req, unavailable(bj::string("reconciliation is not configured")));
   auto item_id = whole_number(req.path_param("item"));
-  if (!item_id) return error_page(req, not_found(bj::object{{"item", "no such item"}}));
+  if (!item_id) return error_page(req, with_problem(not_found(), "item", Reason::no_such_item));
   const std::string decision = web::field_value(*fields, "decision");
   const std::string reason = web::field_value(*fields, "reason");
   if (decision != "accept" && decision != "investigate")
-    return error_page(req, empty_data(bj::object{{"decision", "must be accept or investigate"}}));
+    return error_page(
+        req, field_error("decision", Problem(Reason::either_of, {{"first", "accept"}, {"second", "investigate"}})));
   const bool accept = decision == "accept";
   auto done = parts_.recon->decide(
       *item_id, accept ? recon::Decision::accept : recon::Decision::investigate, c->session.row.email, reason,
@@ -300,10 +301,9 @@ web::Response Service::recon_closing(web::Request& req) {
   std::string_view balance = balance_text;
   const bool negative = !balance.empty() && balance[0] == '-';
   if (negative) balance.remove_prefix(1);
-  if (!money::is_currency_code(currency))
-    return error_page(req, empty_data(bj::object{{"currency", "must be an ISO 4217 code"}}));
+  if (!money::is_currency_code(currency)) return error_page(req, field_error("currency", Reason::currency_iso_plain));
   auto value = money::parse_decimal(balance, currency);
-  if (!value) return error_page(req, empty_data(bj::object{{"balance", "is not an exact amount of the currency"}}));
+  if (!value) return error_page(req, field_error("balance", Reason::not_exact_amount));
   auto k = parts_.recon->close_day(
       connector, day, currency, negative ? -*value : *value, c->session.row.email, std::nullopt,
       [&](store::Conn& conn) -> Status {

@@ -11,6 +11,7 @@
 #include "core/crypto.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "core/time_zone.hpp"
 #include "dashboard/internal.hpp"
@@ -178,8 +179,8 @@ Error not_allowed(std::string_view what) {
 
 Result<web::Fields> form_of(const web::Request& req) {
   if (req.content_type() != "application/x-www-form-urlencoded")
-    return make_error(ErrorKind::unsupported_media_type, "unsupported_media_type",
-                      bj::object{{"content-type", "must be application/x-www-form-urlencoded"}});
+    return with_problem(make_error(ErrorKind::unsupported_media_type, "unsupported_media_type"), "content-type",
+                        Reason::form_content_type);
   return web::parse_form(req.body);
 }
 
@@ -338,9 +339,14 @@ web::Response Service::error_page(const web::Request& req, const Error& e) {
   const i18n::Locale l = locale_of(req);
   std::string body = "<div class=\"card\" role=\"alert\"><p class=\"error\">" + escape(i18n::text(e.code, l)) + "</p>";
   const bool server_side = e.is(ErrorKind::internal) || e.is(ErrorKind::unavailable) || e.is(ErrorKind::retryable);
+  // Each field's problem in the reader's language (its typed reason); a value without one as sent.
   if (!server_side && e.details.is_object())
-    for (const auto& [k, v] : e.details.as_object())
-      if (v.is_string()) body += "<p><strong>" + escape(k) + "</strong>: " + escape(v.as_string()) + "</p>";
+    for (const auto& [k, v] : e.details.as_object()) {
+      const Problem* p = e.problem(k);
+      if (!p && !v.is_string()) continue;
+      body += "<p><strong>" + escape(k) + "</strong>" + (l == i18n::Locale::fr ? "&nbsp;: " : ": ") +
+              escape(p ? reason::text(*p, l) : std::string(v.as_string())) + "</p>";
+    }
   body += "<p><a href=\"" + escape(path("/")) + "\">" + std::string(say(l, "back_home")) + "</a></p></div>";
   return bare_page(req, std::string(say(l, "error")), body, web::http_status(e.kind));
 }
@@ -374,7 +380,7 @@ web::Response Service::callback(web::Request& req) {
     return {};
   });
   if (!read) return error_page(req, read.error());
-  if (user_id == 0) return error_page(req, unauthorized(bj::object{{"user", "unknown or disabled"}}));
+  if (user_id == 0) return error_page(req, with_problem(unauthorized(), "user", Reason::user_unknown_or_disabled));
   auto opened = sessions_.open(user_id);
   if (!opened) return error_page(req, opened.error());
 
@@ -418,7 +424,7 @@ web::Response Service::totp_page(web::Request& req) {
       // A fresh secret: 160 bits, the size RFC 4226 recommends for HMAC-SHA1.
       sealed = sealer_->box.seal(Sealer::bound_to(s.row.user_id), random_bytes(20));
       SIKA_ASSIGN_OR_RETURN(bool put, put_pending_totp(c, s.row.user_id, sealed, now()));
-      if (!put) return conflict(bj::object{{"totp", "already enrolled"}});
+      if (!put) return with_problem(conflict(), "totp", Reason::totp_enrolled);
       return {};
     });
     if (!stored) return error_page(req, stored.error());
@@ -454,8 +460,7 @@ web::Response Service::totp_submit(web::Request& req) {
   auto found = sessions_.find(token);
   if (!found) return see_other("/login");
   Session& s = *found;
-  if (!sessions_.csrf_ok(token, web::Csrf::presented(req)))
-    return error_page(req, forbidden(bj::object{{"csrf", "missing or wrong token"}, {"error", "csrf_failed"}}));
+  if (!sessions_.csrf_ok(token, web::Csrf::presented(req))) return error_page(req, csrf_refused());
   if (s.row.second_factor == SecondFactor::done) return see_other("/");
   if (parts_.limiter) {
     limits::Policy policy;
@@ -522,7 +527,7 @@ web::Response Service::security_enrol(web::Request& req) {
   // The session goes back to the enrolment step: its pages open again once a code is verified.
   auto set = db_.write([&](store::Conn& conn) -> Status {
     SIKA_ASSIGN_OR_RETURN(auto row, find_totp(conn, c->session.row.user_id));
-    if (row && row->confirmed) return conflict(bj::object{{"totp", "already enrolled"}});
+    if (row && row->confirmed) return with_problem(conflict(), "totp", Reason::totp_enrolled);
     return set_second_factor(conn, c->session.row.id, SecondFactor::enrol);
   });
   if (!set) return error_page(req, set.error());
@@ -659,7 +664,7 @@ web::Response Service::audit(web::Request& req) {
     try {
       before = std::stoll(*b);
     } catch (...) {
-      return error_page(req, bad_request("empty_data", bj::object{{"before", "must be an integer"}}));
+      return error_page(req, field_error("before", Reason::not_integer));
     }
   }
   constexpr int kPage = 50;

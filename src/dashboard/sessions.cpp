@@ -2,12 +2,19 @@
 
 #include "core/crypto.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "web/cookie.hpp"
 
 namespace sika::dashboard {
 
 namespace {
+// A 403 naming one field's problem, with the code ("error") that says what to do about it.
+Error refused(std::string field, Problem p, std::string_view error) {
+  Error e = with_problem(forbidden(), std::move(field), std::move(p));
+  e.details.as_object()["error"] = error;
+  return e;
+}
 Error signed_out(std::string_view why) { return unauthorized(boost::json::object{{"session", why}}); }
 }  // namespace
 
@@ -37,9 +44,7 @@ Result<Sessions::Opened> Sessions::open(std::int64_t user_id) {
       opened.second_factor = enrolled ? SecondFactor::verify : SecondFactor::enrol;
     } else {
       SIKA_ASSIGN_OR_RETURN(auto mine, memberships(c, user_id));
-      if (mine.empty())
-        return forbidden(
-            boost::json::object{{"user", "has no role in the dashboard"}, {"error", "no_dashboard_access"}});
+      if (mine.empty()) return refused("user", Reason::no_dashboard_role, "no_dashboard_access");
       merchant_id = mine.front().merchant_id;
       opened.second_factor = enrolled ? SecondFactor::verify : SecondFactor::done;
     }
@@ -82,12 +87,13 @@ Result<Session> Sessions::find(std::string_view token) {
   return s;
 }
 
+Error csrf_refused() { return refused("csrf", Reason::csrf_token, "csrf_failed"); }
+
 Result<Session> Sessions::authenticate(const web::Request& req) {
   std::string token = web::cookie(req, kSessionCookie);
   SIKA_ASSIGN_OR_RETURN(Session s, find(token));
   if (s.row.second_factor != SecondFactor::done) return signed_out("second factor pending");
-  if (req.method != "GET" && req.method != "HEAD" && !csrf_ok(token, web::Csrf::presented(req)))
-    return forbidden(boost::json::object{{"csrf", "missing or wrong token"}, {"error", "csrf_failed"}});
+  if (req.method != "GET" && req.method != "HEAD" && !csrf_ok(token, web::Csrf::presented(req))) return csrf_refused();
   return s;
 }
 

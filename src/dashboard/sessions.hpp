@@ -36,6 +36,10 @@ struct SessionOptions {
   std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
 };
 
+// The refusal of a request without the session's CSRF token: 403 {"csrf": <the reason's text>,
+// "error": "csrf_failed"}.
+Error csrf_refused();
+
 // A live session and who it acts for.
 struct Session {
   SessionRow row;

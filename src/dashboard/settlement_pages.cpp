@@ -5,6 +5,7 @@
 
 #include "core/json.hpp"
 #include "core/money.hpp"
+#include "core/reason.hpp"
 #include "dashboard/internal.hpp"
 #include "dashboard/store.hpp"
 #include "dashboard/texts.hpp"
@@ -124,9 +125,9 @@ web::Response Service::settlement_submit(web::Request& req) {
   s.schedule = f("schedule");
   bool ok = true;
   s.weekday = static_cast<int>(whole(f("weekday").empty() ? "1" : f("weekday"), ok));
-  if (!ok) return error_page(req, empty_data(bj::object{{"weekday", "must be 1 (Monday) to 7 (Sunday)"}}));
+  if (!ok) return error_page(req, field_error("weekday", Reason::weekday));
   s.minimum = whole(f("minimum").empty() ? "0" : f("minimum"), ok);
-  if (!ok) return error_page(req, empty_data(bj::object{{"minimum", "must be a whole number of minor units"}}));
+  if (!ok) return error_page(req, field_error("minimum", Reason::whole_minor_units));
   if (auto checked = stl::check_settings(s); !checked) return error_page(req, checked.error());
   const std::int64_t at = now();
   auto wrote = db_.write([&](store::Conn& conn) -> Status {
@@ -234,9 +235,9 @@ web::Response Service::operator_settlement_paid(web::Request& req) {
   auto wrote = db_.write([&](store::Conn& conn) -> Status {
     learned.clear();
     SIKA_ASSIGN_OR_RETURN(auto b, stl::find_batch(conn, reference));
-    if (!b || b->destination != "BANK") return not_found(bj::object{{"reference", "no such bank batch"}});
+    if (!b || b->destination != "BANK") return with_problem(not_found(), "reference", Reason::no_such_bank_batch);
     SIKA_ASSIGN_OR_RETURN(paid, stl::mark_paid(conn, reference, at, learned));
-    if (!paid) return make_error(ErrorKind::conflict, "conflict", bj::object{{"status", "the batch is not PENDING"}});
+    if (!paid) return with_problem(conflict(), "status", Reason::batch_not_pending);
     return append_audit(conn, AuditEntry{0, at, c->session.row.user_id, c->session.row.email, b->merchant_id,
                                          "settlement.paid", reference, json::dump(bj::object{{"net", b->net}})});
   });
@@ -252,7 +253,7 @@ web::Response Service::operator_settlement_reserve(web::Request& req) {
   if (!fields) return error_page(req, fields.error());
   bool ok = true;
   const std::int64_t amount = whole(web::field_value(*fields, "amount"), ok);
-  if (!ok) return error_page(req, empty_data(bj::object{{"amount", "must be a whole number of minor units"}}));
+  if (!ok) return error_page(req, field_error("amount", Reason::whole_minor_units));
   const std::string currency = web::field_value(*fields, "currency");
   std::optional<merchant::Merchant> m;
   auto read = db_.read([&](store::Conn& conn) -> Status {
@@ -260,11 +261,11 @@ web::Response Service::operator_settlement_reserve(web::Request& req) {
     return {};
   });
   if (!read) return error_page(req, read.error());
-  if (!m) return error_page(req, not_found(bj::object{{"merchant", "no such merchant"}}));
+  if (!m) return error_page(req, with_problem(not_found(), "merchant", Reason::no_such_merchant));
   const std::int64_t at = now();
   auto wrote = db_.write([&](store::Conn& conn) -> Status {
     SIKA_ASSIGN_OR_RETURN(bool found, stl::set_reserve(conn, m->id, m->environment, currency, amount, at));
-    if (!found) return not_found(bj::object{{"currency", "the merchant has no settlement settings in this currency"}});
+    if (!found) return with_problem(not_found(), "currency", Reason::no_settlement_settings);
     return append_audit(
         conn, AuditEntry{0, at, c->session.row.user_id, c->session.row.email, m->id, "settlement.reserve", m->matricule,
                          json::dump(bj::object{{"currency", currency}, {"reserve", amount}})});

@@ -1,5 +1,7 @@
 #include "dashboard/store.hpp"
 
+#include "core/reason.hpp"
+
 namespace sika::dashboard {
 
 std::string_view second_factor_name(SecondFactor f) {
@@ -101,7 +103,7 @@ Status add_operator(store::Conn& c, std::int64_t user_id, std::int64_t now) {
 
 Status put_member(store::Conn& c, std::int64_t user_id, std::int64_t merchant_id, web::Role role, std::int64_t now) {
   if (role != web::Role::owner && role != web::Role::developer && role != web::Role::viewer)
-    return bad_request("validation_error", boost::json::object{{"role", "must be owner, developer or viewer"}});
+    return with_problem(bad_request("validation_error"), "role", Reason::member_role);
   SIKA_TRY(
       c.exec("INSERT INTO dsh_members (user_id, merchant_id, role, created_at) VALUES (?, ?, ?, ?) "
              "ON CONFLICT (user_id, merchant_id) DO UPDATE SET role = excluded.role",

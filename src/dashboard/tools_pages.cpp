@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/json.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "dashboard/internal.hpp"
 #include "dashboard/texts.hpp"
@@ -59,10 +60,7 @@ web::Response Service::force_outcome(web::Request& req) {
     status.state = payments::OperatorStatus::State::failed;
     status.reason = outcome;
   } else {
-    return error_page(req,
-                      bad_request("invalid_request", bj::object{{"outcome",
-                                                                 "SUCCESSFUL, INSUFFICIENT_FUNDS, REJECTED_BY_CUSTOMER "
-                                                                 "or TIMEOUT"}}));
+    return error_page(req, with_problem(bad_request("invalid_request"), "outcome", Reason::forced_outcome));
   }
   auto tx = parts_.payments->find(web::acting(c->principal), reference, payments::kCollection);
   if (!tx) return error_page(req, tx.error());
@@ -83,7 +81,7 @@ std::string replay_form(const Service::Ctx& c, const std::string& action, std::s
 
 Status Service::replay(const Ctx& c, std::string_view event_id, std::string_view endpoint_id) {
   if (!parts_.webhooks) return unavailable(bj::string("webhooks not configured"));
-  if (event_id.empty()) return empty_data(bj::object{{"event_id", "required"}});
+  if (event_id.empty()) return field_error("event_id", Reason::required_short);
   auto done = parts_.webhooks->registry().redeliver(
       c.principal.merchant_id, event_id,
       endpoint_id.empty() ? std::nullopt : std::optional<std::string>(std::string(endpoint_id)), now());
@@ -198,7 +196,7 @@ web::Response Service::sandbox(web::Request& req) {
   const std::string to = req.query_param("to").value_or("");
   std::vector<notify::OutboxMessage> messages;
   if (!to.empty()) {
-    if (to.size() > 254) return error_page(req, empty_data(bj::object{{"to", "at most 254 characters"}}));
+    if (to.size() > 254) return error_page(req, field_error("to", reason::with(Reason::chars_at_most, "max", "254")));
     auto read = db_.read([&](store::Conn& conn) -> Status {
       SIKA_ASSIGN_OR_RETURN(messages, notify::list_outbox(conn, notify::OutboxFilter{to, std::nullopt, 50}));
       return {};

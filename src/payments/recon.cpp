@@ -7,6 +7,7 @@
 
 #include "core/crypto.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "payments/ledger.hpp"
 
@@ -139,12 +140,12 @@ Result<const Format*> import_format(const ImportRequest& req) {
   if (req.connector.empty() || req.connector.size() > 64 ||
       !std::all_of(req.connector.begin(), req.connector.end(),
                    [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }))
-    return empty_data(bj::object{{"connector", "must be a connector name ([a-z0-9_])"}});
+    return field_error("connector", Reason::connector_name_chars);
   const Format* format = format_named(req.format.empty() ? "normalised" : req.format);
   if (!format) {
     std::string known;
     for (const auto& f : formats()) known += (known.empty() ? "" : ", ") + std::string(f.kind);
-    return empty_data(bj::object{{"format", "must be one of " + known}});
+    return field_error("format", reason::with(Reason::one_of, "values", known));
   }
   return format;
 }
@@ -201,8 +202,7 @@ Result<Summary> Reconciler::import(const ImportRequest& req) {
     s.replayed = true;
     return s;
   }
-  if (existing && lease_alive)
-    return make_error(ErrorKind::conflict, "conflict", bj::object{{"file", "is being imported"}});
+  if (existing && lease_alive) return with_problem(conflict(), "file", Reason::file_importing);
   // An interrupted import (its process died: the lease was not renewed): its run is removed and
   // the file imported afresh.
   if (existing) SIKA_TRY(clean_up_interrupted(*existing));
@@ -233,7 +233,7 @@ Result<Summary> Reconciler::import(const ImportRequest& req) {
                      req.actor, at, owner, clock_() + options_.lease_ms}));
     return {};
   }));
-  if (!run_id) return make_error(ErrorKind::conflict, "conflict", bj::object{{"file", "is being imported"}});
+  if (!run_id) return with_problem(conflict(), "file", Reason::file_importing);
   Status built = [&]() -> Status {
     SIKA_TRY(insert_lines(*run_id, owner, statement));
     SIKA_TRY(match_lines(*run_id, owner, req.connector));
@@ -261,9 +261,7 @@ Status Reconciler::heartbeat(store::Conn& c, std::int64_t run_id, const std::str
                         c.exec("UPDATE recon_runs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND "
                                "status = 'importing'",
                                {clock_() + options_.lease_ms, run_id, owner}));
-  if (held != 1)
-    return make_error(ErrorKind::conflict, "conflict",
-                      bj::object{{"file", "the import's lease ended and another import took the file over"}});
+  if (held != 1) return with_problem(conflict(), "file", Reason::import_lease_lost);
   return {};
 }
 
@@ -275,7 +273,7 @@ Status Reconciler::clean_up_interrupted(std::int64_t run_id) {
                           c.exec("UPDATE recon_runs SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND "
                                  "status = 'importing' AND (lease_until IS NULL OR lease_until < ?)",
                                  {run_id, clock_()}));
-    if (taken != 1) return make_error(ErrorKind::conflict, "conflict", bj::object{{"file", "is being imported"}});
+    if (taken != 1) return with_problem(conflict(), "file", Reason::file_importing);
     SIKA_TRY(c.exec("DELETE FROM recon_items WHERE run_id = ?", {run_id}));
     SIKA_TRY(c.exec("DELETE FROM recon_lines WHERE run_id = ?", {run_id}));
     SIKA_TRY(c.exec("DELETE FROM recon_runs WHERE id = ?", {run_id}));
@@ -457,7 +455,7 @@ Result<Summary> Reconciler::summary(std::int64_t run_id) {
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(
         auto row, c.query_one("SELECT " + std::string(kRunColumns) + " FROM recon_runs WHERE id = ?", {run_id}));
-    if (!row) return not_found(bj::object{{"run", "no such run"}});
+    if (!row) return with_problem(not_found(), "run", Reason::no_such_run);
     s = summary_from_row(*row);
     SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT kind, state, COUNT(*) FROM recon_items WHERE run_id = ? "
                                              "GROUP BY kind, state",
@@ -480,7 +478,7 @@ Result<Summary> Reconciler::report(std::int64_t run_id) {
   std::string connector;
   SIKA_TRY(db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT connector FROM recon_runs WHERE id = ?", {run_id}));
-    if (!row) return not_found(bj::object{{"run", "no such run"}});
+    if (!row) return with_problem(not_found(), "run", Reason::no_such_run);
     connector = row->str(0);
     return {};
   }));
@@ -544,17 +542,17 @@ Result<Item> Reconciler::item(std::int64_t item_id) {
     if (row) out = item_from_row(*row);
     return {};
   }));
-  if (!out) return not_found(bj::object{{"item", "no such item"}});
+  if (!out) return with_problem(not_found(), "item", Reason::no_such_item);
   return *out;
 }
 
 Result<Item> Reconciler::decide(std::int64_t item_id, Decision decision, std::string_view actor,
                                 std::string_view reason, const std::function<Status(store::Conn&)>& audit) {
-  if (reason.size() > 500) return empty_data(bj::object{{"reason", "is over 500 characters"}});
+  if (reason.size() > 500) return field_error("reason", reason::with(Reason::over_chars, "max", "500"));
   if (decision == Decision::accept || decision == Decision::investigate) {
     // Both decisions need a reason: it is what an auditor reads later.
     bool blank = std::all_of(reason.begin(), reason.end(), [](char ch) { return ch == ' ' || ch == '\t'; });
-    if (blank) return empty_data(bj::object{{"reason", "is required"}});
+    if (blank) return field_error("reason", Reason::required);
   }
   ledger::Learned learned;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
@@ -567,17 +565,13 @@ Result<Item> Reconciler::decide(std::int64_t item_id, Decision decision, std::st
                     "FROM recon_items i JOIN recon_runs r ON r.id = i.run_id "
                     "LEFT JOIN pay_transactions t ON t.id = i.transaction_id WHERE i.id = ?",
                     {item_id}));
-    if (!row) return not_found(bj::object{{"item", "no such item"}});
+    if (!row) return with_problem(not_found(), "item", Reason::no_such_item);
     const std::string kind = row->str(0);
     // An unfinished import's items may still be removed with their run (an interrupted import).
-    if (row->str(9) != "done")
-      return make_error(ErrorKind::conflict, "conflict", bj::object{{"item", "its statement is being imported"}});
+    if (row->str(9) != "done") return with_problem(conflict(), "item", Reason::statement_importing);
     if (kind == "mismatch_status" && row->str(8) == "PENDING")
-      return make_error(ErrorKind::conflict, "conflict",
-                        bj::object{{"item", "waits for the operator's answer to the recovery engine"}});
-    if (kind == "timing" && decision == Decision::accept)
-      return make_error(ErrorKind::conflict, "conflict",
-                        bj::object{{"item", "may still be in a later statement (grace period)"}});
+      return with_problem(conflict(), "item", Reason::awaits_operator);
+    if (kind == "timing" && decision == Decision::accept) return with_problem(conflict(), "item", Reason::grace_period);
     // The decision and its state change: one conditional UPDATE, so two decisions racing cannot
     // both pass (the loser changes nothing and gets 409).
     const char* from = decision == Decision::accept ? "('open', 'under_investigation')" : "('open')";
@@ -587,7 +581,7 @@ Result<Item> Reconciler::decide(std::int64_t item_id, Decision decision, std::st
                                              "decision_reason = ? WHERE id = ? AND kind <> 'matched' AND state IN ") +
                                      from,
                                  {std::string(to), std::string(actor), at, std::string(reason), item_id}));
-    if (changed != 1) return make_error(ErrorKind::conflict, "conflict", bj::object{{"item", "is already decided"}});
+    if (changed != 1) return with_problem(conflict(), "item", Reason::already_decided);
     if (decision == Decision::accept) {
       // The deltas, per currency, that make Sika's clearing say what the statement says.
       std::map<std::string, std::int64_t> delta;
@@ -598,9 +592,7 @@ Result<Item> Reconciler::decide(std::int64_t item_id, Decision decision, std::st
       std::optional<std::int64_t> journal;
       for (const auto& [currency, d] : delta) {
         if (d == 0) continue;
-        if (service.empty())
-          return make_error(ErrorKind::conflict, "conflict",
-                            bj::object{{"item", "no clearing account is known for this connector"}});
+        if (service.empty()) return with_problem(conflict(), "item", Reason::no_clearing_account);
         ledger::Posting p;
         p.kind = std::string(kJournalKind);
         p.environment = env;
@@ -627,8 +619,8 @@ Result<Closing> Reconciler::close_day(std::string_view connector, std::string_vi
                                       std::optional<std::int64_t> run_id,
                                       const std::function<Status(store::Conn&)>& audit) {
   auto start = day_start(day);
-  if (!start) return empty_data(bj::object{{"day", "must be a date YYYY-MM-DD"}});
-  if (currency.size() != 3) return empty_data(bj::object{{"currency", "must be an ISO 4217 code"}});
+  if (!start) return field_error("day", Reason::day_date);
+  if (currency.size() != 3) return field_error("currency", Reason::currency_iso_plain);
   const std::int64_t end = *start + kDayMs;
   Closing out;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {

@@ -6,6 +6,7 @@
 
 #include "core/money.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "statements/model.hpp"
 #include "store/outbox.hpp"
@@ -128,7 +129,7 @@ Result<std::optional<Batch>> settle(store::Conn& c, const Settings& s, const std
   // node): the reserve must still be there, else the whole unit is abandoned.
   SIKA_ASSIGN_OR_RETURN(auto left, ledger::balance(c, available));
   if (left < s.reserve)
-    return make_error(ErrorKind::conflict, "settlement_conflict", bj::object{{"reserve", "would not be kept"}});
+    return with_problem(make_error(ErrorKind::conflict, "settlement_conflict"), "reserve", Reason::reserve_not_kept);
   // The balance row is locked by this unit since the posting: no other entry of the account can
   // commit between; the batch ends with its own SETTLEMENT entry.
   SIKA_ASSIGN_OR_RETURN(auto last,
@@ -327,8 +328,7 @@ Status hand_to_payout(store::Conn& c, const Batch& b, const std::string& payout_
                                "status = 'PENDING' AND destination = 'MOBILE_MONEY' AND payout_reference IS NULL",
                                {payout_reference, b.reference}));
   if (n != 1)
-    return make_error(ErrorKind::conflict, "settlement_conflict",
-                      bj::object{{"reference", "the batch is not a pending mobile-money batch without a payout"}});
+    return with_problem(make_error(ErrorKind::conflict, "settlement_conflict"), "reference", Reason::batch_not_payable);
   ledger::Posting p;
   p.kind = std::string(kHandoverJournal);
   p.environment = b.environment;

@@ -7,6 +7,7 @@
 #include "core/crypto.hpp"
 #include "core/json.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "core/time.hpp"
 #include "core/time_zone.hpp"
 #include "merchant/merchant.hpp"
@@ -32,14 +33,14 @@ Result<settlement::Settings> Service::put_settings(settlement::Settings s, std::
 
 Status Service::set_reserve(std::int64_t merchant_id, const std::string& env, const std::string& currency,
                             std::int64_t reserve) {
-  if (reserve < 0) return empty_data(bj::object{{"amount", "must be zero or more (minor units)"}});
+  if (reserve < 0) return field_error("amount", Reason::zero_or_more_minor);
   const std::int64_t at = now();
   bool found = false;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(found, settlement::set_reserve(c, merchant_id, env, currency, reserve, at));
     return {};
   }));
-  if (!found) return not_found(bj::object{{"currency", "the merchant has no settlement settings in this currency"}});
+  if (!found) return with_problem(not_found(), "currency", Reason::no_settlement_settings);
   return {};
 }
 
@@ -57,7 +58,7 @@ Result<std::int64_t> payout_amount(payments::Service& payments, payments::Intent
     if (plan.required_total <= net) return amount;
     amount -= std::max<std::int64_t>(1, plan.required_total - net);
   }
-  return bad_request("nothing_to_settle", bj::object{{"amount", "the payout's fee takes the whole settlement"}});
+  return with_problem(bad_request("nothing_to_settle"), "amount", Reason::fee_takes_settlement);
 }
 
 }  // namespace
@@ -118,7 +119,7 @@ Result<std::optional<settlement::Batch>> Service::settle_and_pay(std::int64_t me
     SIKA_ASSIGN_OR_RETURN(s, settlement::find_settings(c, merchant_id, env, currency));
     return {};
   }));
-  if (!s) return not_found(bj::object{{"currency", "the merchant has no settlement settings in this currency"}});
+  if (!s) return with_problem(not_found(), "currency", Reason::no_settlement_settings);
   SIKA_ASSIGN_OR_RETURN(auto made, settle(*s, period, now()));
   if (made && made->destination == "MOBILE_MONEY") {
     if (auto paid = pay_out(*made); !paid)
@@ -135,8 +136,7 @@ Result<settlement::Batch> Service::settle_now(std::int64_t merchant_id, const st
                                               const std::string& currency) {
   SIKA_ASSIGN_OR_RETURN(auto made, settle_and_pay(merchant_id, env, currency, random_reference("R", 16)));
   if (!made)
-    return make_error(ErrorKind::conflict, "nothing_to_settle",
-                      bj::object{{"amount", "nothing above the reserve and the minimum is available"}});
+    return with_problem(make_error(ErrorKind::conflict, "nothing_to_settle"), "amount", Reason::nothing_above_reserve);
   return std::move(*made);
 }
 

@@ -840,6 +840,52 @@ TEST_P(DashboardPagesTest, OnlyOwnersRefundViewersAndDevelopersAreRefused) {
   for (const auto& e : entries) EXPECT_NE(e.action, "refund.created");
 }
 
+// An error page names each refused field with its typed reason in the reader's language: the
+// French page shows French texts, the English page (its language cookie) the texts of error.details.
+TEST_P(DashboardPagesTest, ErrorPagesShowTheFieldsReasonsInTheReadersLanguage) {
+  const std::string owner = signed_in(owner_a_);
+  auto role = call(&Service::team_put, owner, "POST", "email=nobody%40x.test&role=operator");
+  EXPECT_EQ(role.status, 400);
+  EXPECT_NE(role.body.find("<strong>role</strong>&nbsp;: doit être owner, developer, viewer ou none"),
+            std::string::npos)
+      << role.body;
+  EXPECT_EQ(role.body.find("must be owner"), std::string::npos);
+  auto self = call(&Service::team_put, owner, "POST", "email=owner-a%40x.test&role=viewer");
+  EXPECT_EQ(self.status, 400);
+  EXPECT_NE(self.body.find("un propriétaire ne change pas son propre rôle"), std::string::npos) << self.body;
+  auto stranger = call(&Service::team_put, owner, "POST", "email=nobody%40y.test&role=viewer");
+  EXPECT_EQ(stranger.status, 404);
+  EXPECT_NE(stranger.body.find("aucun utilisateur avec cette adresse e-mail"), std::string::npos) << stranger.body;
+  auto zone = call(&Service::settings_submit, owner, "POST", "time_zone=Mars%2FOlympus");
+  EXPECT_EQ(zone.status, 400);
+  EXPECT_NE(zone.body.find("doit être un fuseau de la liste (docs/dashboard.md)"), std::string::npos) << zone.body;
+  auto unnamed = call(&Service::app_create, owner, "POST", "name=");
+  EXPECT_EQ(unnamed.status, 400);
+  EXPECT_NE(unnamed.body.find("<strong>name</strong>&nbsp;: obligatoire"), std::string::npos) << unnamed.body;
+
+  // A second-factor form without the session's CSRF token.
+  auto opened = service_->sessions().open(operator_);
+  ASSERT_TRUE(opened.ok());
+  web::Request totp = request("POST", opened->token, "not-the-token");
+  auto refused = service_->totp_submit(totp);
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_NE(refused.body.find("<strong>csrf</strong>&nbsp;: jeton manquant ou erroné"), std::string::npos)
+      << refused.body;
+
+  // In English, the same texts as error.details.
+  web::Request en = request("POST", owner);
+  en.headers = {{"cookie", "sika_dsh_lang=en; sika_dsh=" + owner},
+                {"content-type", "application/x-www-form-urlencoded"}};
+  en.body = "email=nobody%40x.test&role=operator&csrf=" + service_->sessions().csrf_for(owner);
+  auto p = service_->authenticate(en);
+  ASSERT_TRUE(p.ok());
+  en.principal = *p;
+  auto english = service_->team_put(en);
+  EXPECT_EQ(english.status, 400);
+  EXPECT_NE(english.body.find("<strong>role</strong>: must be owner, developer, viewer or none"), std::string::npos)
+      << english.body;
+}
+
 TEST_P(DashboardPagesTest, HealthShowsTheOutboxLag) {
   const std::string op = signed_in(operator_);
   auto quiet = call(&Service::health, op, "GET");

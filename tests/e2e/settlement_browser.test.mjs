@@ -80,5 +80,29 @@ for (const backend of backends()) {
       checkLedger(server);
       await context.close();
     });
+
+    // Nothing is left to settle once the batch is paid: the refusal names the amount's reason in the
+    // page's language, on a phone in French and on a desktop in English (error.details' text).
+    test('a refused settlement says why in the page\'s language', async () => {
+      const cases = [
+        { locale: 'fr-FR', viewport: phoneViewport, lang: 'fr', name: 'phone',
+          says: /amount\s*:\s*rien n'est disponible au-delà de la réserve et du minimum/ },
+        { locale: 'en-GB', viewport: desktopViewport, lang: 'en', name: 'desktop',
+          says: /amount: nothing above the reserve and the minimum is available/ },
+      ];
+      for (const { locale, viewport, lang, name, says } of cases) {
+        // With JavaScript, so axe checks the page the POST answered (it reopens a page without it by GET).
+        const context = await browser.newContext({ locale, ...viewport });
+        const page = await signIn(context);
+        await page.goto(`${dashboard()}/settlement?currency=XAF&lang=${lang}`);
+        const [refused] = await Promise.all([page.waitForNavigation(), page.click('#settle-now')]);
+        assert.equal(refused.status(), 409);
+        const text = (await page.textContent('main')).replace(/\u00a0/g, ' ');
+        assert.match(text, says);
+        await assertPageStandards(page, `settlement refused (${name})`);
+        if (shots) await page.screenshot({ path: `${shots}/settlement-refused-${name}.png`, fullPage: true });
+        await context.close();
+      }
+    });
   });
 }

@@ -10,6 +10,7 @@
 
 #include "core/crypto.hpp"
 #include "core/random.hpp"
+#include "core/reason.hpp"
 #include "fixture.hpp"
 #include "payments/recon.hpp"
 #include "support/state_machine_walk.hpp"
@@ -685,6 +686,36 @@ TEST_P(ReconTest, TheDailyClosingIsExplainedByTheOpenItems) {
 
 // A payment that waited in `timing` appears in the next day's statement: its item resolves; one
 // that never appears becomes missing_at_operator once the grace period has passed.
+// A refused decision names a typed reason: error.details keeps its English text and the recon
+// page says it in French.
+TEST_P(ReconTest, RefusedDecisionsAreTypedReasonsWithFrenchTexts) {
+  auto s = import_ok(statement_with_every_difference());
+  auto fr = [](const Error& e, std::string_view field) {
+    const Problem* p = e.problem(field);
+    return p ? reason::text(*p, i18n::Locale::fr) : std::string("(no problem)");
+  };
+  auto matched = recon_->decide(item_of(s.run_id, "OPA").id, Decision::investigate, "ops@example.com", "why");
+  ASSERT_FALSE(matched.ok());
+  EXPECT_EQ(bj::serialize(matched.error().details), R"({"item":"is already decided"})");
+  EXPECT_EQ(fr(matched.error(), "item"), "est déjà tranché");
+  auto early = recon_->decide(item_of(s.run_id, "OPG").id, Decision::accept, "ops@example.com", "not in the file");
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ(bj::serialize(early.error().details), "{\"item\":\"may still be in a later statement (grace period)\"}");
+  EXPECT_EQ(fr(early.error(), "item"), "peut encore figurer dans un relevé ultérieur (délai de grâce)");
+  auto blank = recon_->decide(item_of(s.run_id, "OPY").id, Decision::accept, "ops@example.com", "  ");
+  ASSERT_FALSE(blank.ok());
+  EXPECT_EQ(bj::serialize(blank.error().details), R"({"reason":"is required"})");
+  EXPECT_EQ(fr(blank.error(), "reason"), "est obligatoire");
+  auto wordy = recon_->decide(item_of(s.run_id, "OPY").id, Decision::accept, "ops@example.com", std::string(501, 'x'));
+  ASSERT_FALSE(wordy.ok());
+  EXPECT_EQ(bj::serialize(wordy.error().details), R"({"reason":"is over 500 characters"})");
+  EXPECT_EQ(fr(wordy.error(), "reason"), "dépasse 500 caractères");
+  auto none = recon_->decide(999'999, Decision::accept, "ops@example.com", "x");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(bj::serialize(none.error().details), R"({"item":"no such item"})");
+  EXPECT_EQ(fr(none.error(), "item"), "élément introuvable");
+}
+
 TEST_P(ReconTest, TimingItemsResolveInALaterStatementOrBecomeMissing) {
   auto s = import_ok(statement_with_every_difference());
   auto g = item_of(s.run_id, "OPG");

@@ -804,6 +804,38 @@ TEST_P(StatementsTest, ABatchHandedToItsPayoutIsNotMarkedPaidByHand) {
 
 // Every (from, to) pair of a settlement batch's statuses: PENDING -> PAID (settlement.paid) and
 // PENDING -> FAILED (no event) move once; every other pair is refused and writes nothing.
+// A refused reserve or settlement names a typed reason: error.details keeps its English text and a
+// page says it in French.
+TEST_P(StatementsTest, SettlementRefusalsAreTypedReasonsWithFrenchTexts) {
+  auto negative = service_->set_reserve(m1_.id, "sandbox", "XAF", -1);
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(bj::serialize(negative.error().details), "{\"amount\":\"must be zero or more (minor units)\"}");
+  const Problem* p = negative.error().problem("amount");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reason::text(*p, i18n::Locale::fr), "doit être zéro ou plus (unités mineures)");
+
+  auto unset = service_->set_reserve(m1_.id, "sandbox", "XAF", 100);
+  ASSERT_FALSE(unset.ok());
+  EXPECT_TRUE(unset.error().is(ErrorKind::not_found));
+  EXPECT_EQ(bj::serialize(unset.error().details),
+            R"({"currency":"the merchant has no settlement settings in this currency"})");
+  EXPECT_TRUE(unset.error().has(Reason::no_settlement_settings));
+  auto unsettled = service_->settle_now(m1_.id, "sandbox", "XAF");
+  ASSERT_FALSE(unsettled.ok());
+  EXPECT_TRUE(unsettled.error().has(Reason::no_settlement_settings));
+
+  ASSERT_TRUE(
+      db_->write([&](store::Conn& c) { return settlement::put_settings(c, bank_settings(m1_), now_ms()); }).ok());
+  auto nothing = service_->settle_now(m1_.id, "sandbox", "XAF");
+  ASSERT_FALSE(nothing.ok());
+  EXPECT_EQ(nothing.error().code, "nothing_to_settle");
+  EXPECT_EQ(bj::serialize(nothing.error().details),
+            R"({"amount":"nothing above the reserve and the minimum is available"})");
+  p = nothing.error().problem("amount");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reason::text(*p, i18n::Locale::fr), "rien n'est disponible au-delà de la réserve et du minimum");
+}
+
 TEST_P(StatementsTest, SettlementBatchesMoveOnlyAlongTheirTable) {
   EXPECT_EQ(settlement::kBatchStatus.edge(settlement::BatchStatus::pending, settlement::BatchStatus::paid)->event,
             settlement::kPaidEvent);
