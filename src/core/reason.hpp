@@ -238,6 +238,13 @@ namespace sika {
   X(otp_verified_concurrently)    \
   X(over_chars)                   \
   X(own_role)                     \
+  X(owners_ask_settlement)        \
+  X(owners_change_checkout)       \
+  X(owners_change_settings)       \
+  X(owners_change_settlement)     \
+  X(owners_change_team)           \
+  X(owners_read_audit)            \
+  X(owners_refund)                \
   X(page_cursor)                  \
   X(page_number)                  \
   X(page_out_of_date)             \
@@ -339,6 +346,7 @@ namespace sika {
   X(user_unknown_or_disabled)     \
   X(uuid)                         \
   X(uuid_plain)                   \
+  X(viewers_change_nothing)       \
   X(wallet_channel_sandbox)       \
   X(wallet_currency)              \
   X(wallet_of_line)               \

@@ -160,8 +160,7 @@ Result<bool> set_checkout_signed_only(store::Db& db, std::string_view matricule,
 web::Response Service::checkout_signed_only(web::Request& req) {
   auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
-  if (c->principal.role != web::Role::owner)
-    return error_page(req, not_allowed("only owners change the checkout settings"));
+  if (c->principal.role != web::Role::owner) return error_page(req, not_allowed(Reason::owners_change_checkout));
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   const std::string value = web::field_value(*fields, "signed_only");

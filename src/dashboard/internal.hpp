@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/i18n.hpp"
+#include "core/reason.hpp"
 #include "dashboard/service.hpp"
 #include "web/cookie.hpp"
 #include "web/csrf.hpp"
@@ -28,8 +29,9 @@ struct Service::Ctx {
   std::string csrf_field() const { return web::Csrf::field_html(session.csrf); }
 };
 
-// A 403 error for a viewer (or anyone) trying a change their role does not allow.
-Error not_allowed(std::string_view what);
+// A 403 error for a viewer (or anyone) trying a change their role does not allow: {"role": the
+// text of `why`, "error": "access_denied"}.
+Error not_allowed(Reason why);
 // The form fields of a request body (application/x-www-form-urlencoded), or the 400/415 error.
 Result<web::Fields> form_of(const web::Request& req);
 // The Replay button of a webhook delivery: a form posting its event and endpoint to `action`.

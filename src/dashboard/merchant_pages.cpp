@@ -761,7 +761,7 @@ web::Response Service::team(web::Request& req) {
 web::Response Service::team_put(web::Request& req) {
   auto c = member_context(req, /*changes=*/false);
   if (!c) return error_page(req, c.error());
-  if (c->principal.role != web::Role::owner) return error_page(req, not_allowed("only owners change the team"));
+  if (c->principal.role != web::Role::owner) return error_page(req, not_allowed(Reason::owners_change_team));
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   auto st = put_membership(*c, c->principal.merchant_id, web::field_value(*fields, "email"),
@@ -827,7 +827,7 @@ web::Response Service::settings(web::Request& req) {
 web::Response Service::settings_submit(web::Request& req) {
   auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
-  if (c->principal.role != web::Role::owner) return error_page(req, not_allowed("only owners change the settings"));
+  if (c->principal.role != web::Role::owner) return error_page(req, not_allowed(Reason::owners_change_settings));
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   const std::string zone = web::field_value(*fields, "time_zone");

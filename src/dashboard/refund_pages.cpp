@@ -145,7 +145,7 @@ std::string Service::refunds_card(const Ctx& c, const payments::Transaction& tx,
 web::Response Service::refund_submit(web::Request& req) {
   auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
-  if (c->principal.role != web::Role::owner) return error_page(req, not_allowed("only owners refund"));
+  if (c->principal.role != web::Role::owner) return error_page(req, not_allowed(Reason::owners_refund));
   if (!parts_.payments) return error_page(req, unavailable(bj::string("payments not configured")));
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());

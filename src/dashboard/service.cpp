@@ -173,8 +173,10 @@ std::string label_cells(std::string_view html, std::string_view title, std::stri
 
 }  // namespace
 
-Error not_allowed(std::string_view what) {
-  return forbidden(bj::object{{"role", std::string(what)}, {"error", "access_denied"}});
+Error not_allowed(Reason why) {
+  Error e = with_problem(forbidden(), "role", why);
+  e.details.as_object()["error"] = "access_denied";
+  return e;
 }
 
 Result<web::Fields> form_of(const web::Request& req) {
@@ -246,7 +248,7 @@ Result<Service::Ctx> Service::member_context(web::Request& req, bool changes) {
   SIKA_ASSIGN_OR_RETURN(Ctx c, context(req));
   // Operators run merchants from their own pages.
   if (c.is_operator()) return not_found(bj::string("merchant pages are for merchant members"));
-  if (changes && !c.principal.can_change()) return not_allowed("viewers change nothing");
+  if (changes && !c.principal.can_change()) return not_allowed(Reason::viewers_change_nothing);
   return c;
 }
 
@@ -658,7 +660,7 @@ web::Response Service::audit(web::Request& req) {
   auto c = context(req);
   if (!c) return error_page(req, c.error());
   if (!c->is_operator() && c->principal.role != web::Role::owner)
-    return error_page(req, not_allowed("owners and operators read the audit log"));
+    return error_page(req, not_allowed(Reason::owners_read_audit));
   std::optional<std::int64_t> before;
   if (auto b = req.query_param("before"); b && !b->empty()) {
     try {

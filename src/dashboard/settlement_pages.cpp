@@ -107,8 +107,7 @@ web::Response Service::settlement(web::Request& req) {
 web::Response Service::settlement_submit(web::Request& req) {
   auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
-  if (c->principal.role != web::Role::owner)
-    return error_page(req, not_allowed("only owners change the settlement settings"));
+  if (c->principal.role != web::Role::owner) return error_page(req, not_allowed(Reason::owners_change_settlement));
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());
   auto f = [&](std::string_view k) { return web::field_value(*fields, k); };
@@ -149,7 +148,7 @@ web::Response Service::settlement_submit(web::Request& req) {
 web::Response Service::settlement_now(web::Request& req) {
   auto c = member_context(req, /*changes=*/true);
   if (!c) return error_page(req, c.error());
-  if (c->principal.role != web::Role::owner) return error_page(req, not_allowed("only owners ask for a settlement"));
+  if (c->principal.role != web::Role::owner) return error_page(req, not_allowed(Reason::owners_ask_settlement));
   if (!parts_.statements) return error_page(req, unavailable("settlement is not configured"));
   auto fields = form_of(req);
   if (!fields) return error_page(req, fields.error());

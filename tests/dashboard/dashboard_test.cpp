@@ -863,6 +863,13 @@ TEST_P(DashboardPagesTest, ErrorPagesShowTheFieldsReasonsInTheReadersLanguage) {
   EXPECT_EQ(unnamed.status, 400);
   EXPECT_NE(unnamed.body.find("<strong>name</strong>&nbsp;: obligatoire"), std::string::npos) << unnamed.body;
 
+  // A change the reader's role does not allow.
+  auto viewer = call(&Service::team_put, signed_in(viewer_a_), "POST", "email=nobody%40x.test&role=viewer");
+  EXPECT_EQ(viewer.status, 403);
+  EXPECT_NE(viewer.body.find("<strong>role</strong>&nbsp;: seuls les propriétaires modifient l&#39;équipe"),
+            std::string::npos)
+      << viewer.body;
+
   // A second-factor form without the session's CSRF token.
   auto opened = service_->sessions().open(operator_);
   ASSERT_TRUE(opened.ok());
