@@ -155,7 +155,7 @@ function callback(p) {
   if (!behaviour.callback_url) return;
   const body = JSON.stringify({ transaction: { id: p.id, message: p.message, status_code: p.status,
     airtel_money_id: p.airtel_money_id } });
-  postJson(behaviour.callback_url, body).then(({ status }) => {
+  postJson(behaviour.callback_url, body, { readAnswer: false }).then(({ status }) => {
     if (status) counters.current.callbacks_sent += 1;
     else counters.current.callbacks_failed += 1;
   });
@@ -333,7 +333,7 @@ const controlRoutes = routeTable([
 ], { notFound: (req, res) => send(res, 404, {}) });
 
 await serve({
-  port: config.port, controlPort: config.controlPort, send, behaviour, readFirst: true,
+  host: config.host, port: config.port, controlPort: config.controlPort, send, behaviour, readFirst: true,
   api: routeTable(routes, { notFound: (req, res) => send(res, 404, { error: 'not_found', message: 'Resource not found' }) }),
   fail: (res) => send(res, 500, envelope(500, { success: false, result_code: 'ESB000001', message: 'Something went wrong.' })),
   control: controlRoutes,

@@ -64,8 +64,9 @@ export class RateWindow {
 }
 
 // Sends `text` (JSON) to `url`; resolves to the receiver's {status, body}, status 0 when it could
-// not be reached or did not answer within 5 s.
-export function postJson(url, text, { method = 'POST', headers = {} } = {}) {
+// not be reached or did not answer within 5 s. With `readAnswer: false` it resolves on the answer's
+// status line and drops its body ('').
+export function postJson(url, text, { method = 'POST', headers = {}, readAnswer = true } = {}) {
   return new Promise((resolve) => {
     const u = new URL(url);
     const req = http.request({
@@ -73,6 +74,10 @@ export function postJson(url, text, { method = 'POST', headers = {} } = {}) {
       headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers },
       timeout: 5000,
     }, (res) => {
+      if (!readAnswer) {
+        res.resume();
+        return resolve({ status: res.statusCode, body: '' });
+      }
       let body = '';
       res.on('data', (c) => { body += c; });
       res.on('end', () => resolve({ status: res.statusCode, body }));

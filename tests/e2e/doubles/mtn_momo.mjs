@@ -175,7 +175,7 @@ function view(p) {
 
 function callback(p, method = 'PUT') {
   if (!p.callbackUrl) return;
-  postJson(p.callbackUrl, JSON.stringify(view(p)), { method }).then(({ status }) => {
+  postJson(p.callbackUrl, JSON.stringify(view(p)), { method, readAnswer: false }).then(({ status }) => {
     if (status) counters.current.callbacks_sent += 1;
     else counters.current.callbacks_failed += 1;
   });

@@ -102,7 +102,7 @@ function statusSlot(res) {
 
 function post(url, body) {
   if (!url) return;
-  postJson(url, JSON.stringify(body)).then(({ status }) => {
+  postJson(url, JSON.stringify(body), { readAnswer: false }).then(({ status }) => {
     if (status) counters.current.notifications_sent += 1;
     else counters.current.notifications_failed += 1;
   });
@@ -305,7 +305,7 @@ const controlRoutes = routeTable([
 ], { notFound: (req, res) => send(res, 404, {}) });
 
 ({ apiPort } = await serve({
-  port: Number(args.port || 0), controlPort: Number(args['control-port'] || 0), send, behaviour,
+  host: config.host, port: Number(args.port || 0), controlPort: Number(args['control-port'] || 0), send, behaviour,
   api: routeTable(routes, {
     notAllowed: (req, res) => { req.resume(); send(res, 405, { code: 'METHOD_NOT_ALLOWED', message: 'Method not allowed' }); },
     notFound: (req, res) => { req.resume(); send(res, 404, { code: 'NOT_FOUND', message: 'Resource not found' }); },

@@ -276,7 +276,7 @@ const controlRoutes = routeTable([
 ], { notFound: (req, res) => send(res, 404, {}) });
 
 await serve({
-  port: Number(args.port || 0), controlPort: Number(args['control-port'] || 0), send, behaviour,
+  host: config.host, port: Number(args.port || 0), controlPort: Number(args['control-port'] || 0), send, behaviour,
   api, readFirst: true, control: controlRoutes, stats: () => stats,
   onBehaviour: (body) => { if (body.webhook_url) config.webhookUrl = body.webhook_url; },
 });
