@@ -12,22 +12,13 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startTwoNodes, backends, checkLedger, sqlRows, waitFor, sleep } from './lib/server.mjs';
 import { startDouble } from './doubles/spawn.mjs';
-import { FAST_RECOVERY, connectorSetup, liveToken, gateway, availability } from './lib/operator.mjs';
+import { FAST_RECOVERY, connectorSetup, liveToken, gateway, availability, operatorNodes, collector, statusOf, until,
+  providerReference, callbackOutcomes, statusCheckOutcomes } from './lib/operator.mjs';
 
 // An Airtel Gabon number (74…), international digits; its last three digits pick the outcome.
 export const number = (tail) => `24174${String(Math.floor(Math.random() * 1e3)).padStart(3, '0')}${tail}`;
 
-async function collect(post, wallet, amount = 1500) {
-  const intent = await post('/collection/intent', {
-    amount, currency: 'XAF', provider: 'AIRTEL_MONEY_GAB', customer_wallet: wallet, transaction_uuid: randomUUID(),
-    description: 'airtel e2e',
-  });
-  assert.equal(intent.status, 200, JSON.stringify(intent.body));
-  const reference = intent.body.data.transaction_reference;
-  const executed = await post('/collection/execute', { transaction_reference: reference });
-  assert.equal(executed.status, 200, JSON.stringify(executed.body));
-  return reference;
-}
+const collect = collector('AIRTEL_MONEY_GAB', 'XAF', 'airtel e2e');
 
 async function payout(post, wallet, amount = 5000) {
   const r = await post('/disbursement/intent', {
@@ -38,44 +29,19 @@ async function payout(post, wallet, amount = 5000) {
   return r.body.data.transaction_reference;
 }
 
-async function statusOf(post, reference, path = '/collection/status') {
-  const r = await post(path, { transaction_reference: reference });
-  assert.equal(r.status, 200, JSON.stringify(r.body));
-  return r.body.data;
-}
-
-const until = (post, reference, status, ms = 15000, path = '/collection/status') => waitFor(async () => {
-  const s = await statusOf(post, reference, path);
-  return s.status === status && s;
-}, ms);
-
-function providerReference(server, reference) {
-  return sqlRows(server, `SELECT provider_reference FROM pay_transactions WHERE reference = '${reference}'`)[0][0];
-}
 const airtelId = (server, reference) => providerReference(server, reference).replaceAll('-', '');
 const atDouble = (double, server, reference) => double.control(`/payments?id=${airtelId(server, reference)}`);
 
-function callbackOutcomes(server, reference) {
-  return sqlRows(server, 'SELECT c.outcome FROM pay_callbacks c JOIN pay_transactions t ON t.id = c.transaction_id ' +
-    `WHERE t.reference = '${reference}'`).map(([o]) => o);
-}
-
 for (const backend of backends()) {
   describe(`Airtel Money through its double (${backend})`, () => {
-    let double, nodes, server, token, posts;
+    let run, double, nodes, server, token, posts;
     before(async () => {
-      double = await startDouble('airtel_money');
-      const setup = connectorSetup('airtel_money', double);
-      nodes = await startTwoNodes({ backend, args: [...FAST_RECOVERY, ...setup.args], env: setup.env });
-      server = nodes.first;
-      await double.behave({ callback_url: `${server.baseUrl}/operator/callback/airtel_money` });
-      token = await liveToken(server, 'airtel_money');
-      posts = nodes.ports.map((port) => gateway(server, token, port));
+      run = await operatorNodes(backend, 'airtel_money', {
+        callback: (s) => ({ callback_url: `${s.baseUrl}/operator/callback/airtel_money` }),
+      });
+      ({ double, nodes, server, token, posts } = run);
     });
-    after(async () => {
-      await nodes?.stop();
-      await double?.stop();
-    });
+    after(async () => { await run?.stop(); });
 
     test('demo.json lists the live merchant of Gabon, whose Airtel payments go through the connector', () => {
       const live = server.demo.live_merchants.filter((m) => m.connector === 'airtel_money');
@@ -127,8 +93,7 @@ for (const backend of backends()) {
         assert.equal((await statusOf(posts[0], reference)).status, 'PENDING');
         const done = await until(posts[0], reference, 'COMPLETED', 20000);
         assert.equal(done.status, 'COMPLETED');
-        const checks = sqlRows(server, 'SELECT c.outcome FROM pay_status_checks c JOIN pay_transactions t ON ' +
-          `t.id = c.transaction_id WHERE t.reference = '${reference}'`).map(([o]) => o);
+        const checks = statusCheckOutcomes(server, reference);
         assert.ok(checks.length >= 2, JSON.stringify(checks));
         assert.ok(checks.includes('succeeded'), JSON.stringify(checks));
       } finally {

@@ -1,24 +1,18 @@
 // Real headless Chromium (Debian's package) driving the pages a person sees: the identity
 // service's login and consent page, and the hosted payment confirmation page.
-import { test, describe, before, after } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { launchBrowser, noBrowser } from './lib/browser.mjs';
-import { startServer, merchantToken } from './lib/server.mjs';
+import { noBrowser } from './lib/browser.mjs';
+import { merchantToken } from './lib/server.mjs';
+import { pageSuite } from './lib/pagesuite.mjs';
 
 const b64url = (buf) => buf.toString('base64url');
 
 describe('pages in a real browser', { skip: noBrowser }, () => {
   let server, browser;
-  before(async () => {
-    server = await startServer();
-    browser = await launchBrowser();
-  });
-  after(async () => {
-    if (browser) await browser.close();
-    if (server) await server.stop();
-  });
+  pageSuite({}, { setup: (s) => { ({ server, browser } = s); } });
 
   test('a user signs in through the login and consent page and comes back with a code', async () => {
     const client = server.demo.public_client;

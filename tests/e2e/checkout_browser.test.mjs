@@ -4,28 +4,20 @@
 // OTP, the pay button script), lands on successUrl, and the site verifies service_data and its
 // signature; a cancellation lands on failureUrl; a payment done with the keyboard alone.
 // Screenshots go to $SIKA_SCREENSHOTS when set.
-import { test, describe, before, after } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { followWithoutScript, launchBrowser, noBrowser } from './lib/browser.mjs';
-import { startServer, backends } from './lib/server.mjs';
+import { followWithoutScript, noBrowser } from './lib/browser.mjs';
+import { backends } from './lib/server.mjs';
 import { verifyServiceData } from '../../docs/examples/merchant-site.mjs';
-import { startDemoShops } from './lib/shops.mjs';
+import { pageSuite } from './lib/pagesuite.mjs';
 
 const shots = process.env.SIKA_SCREENSHOTS;
 
 for (const backend of backends()) {
   describe(`hosted checkout in a phone browser on ${backend}`, { skip: noBrowser }, () => {
     let server, browser, cmrSite, civSite;
-    before(async () => {
-      server = await startServer({ backend, args: ['--set', 'payments.sandbox_delay_ms=300'] });
-      browser = await launchBrowser();
-      ({ cmrSite, civSite } = await startDemoShops(server));
-    });
-    after(async () => {
-      if (browser) await browser.close();
-      if (cmrSite) await cmrSite.close();
-      if (civSite) await civSite.close();
-      if (server) await server.stop();
+    pageSuite({ backend, args: ['--set', 'payments.sandbox_delay_ms=300'] }, {
+      shops: true, setup: (s) => { ({ server, browser, cmrSite, civSite } = s); },
     });
 
     const phone = (locale, javaScriptEnabled) => browser.newContext({

@@ -4,30 +4,22 @@
 // noindex, axe-clean, nothing scrolling sideways, statuses and dates in words of the page's
 // language, and example phone numbers of the page's country. Screenshots go to
 // $SIKA_SCREENSHOTS when set.
-import { test, describe, before, after } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { launchBrowser, noBrowser } from './lib/browser.mjs';
-import { startServer, backends, merchantToken } from './lib/server.mjs';
+import { noBrowser } from './lib/browser.mjs';
+import { backends, merchantToken } from './lib/server.mjs';
 import { assertPageStandards, assertNoRawValues, phoneViewport, desktopViewport } from './lib/pagecheck.mjs';
-import { startDemoShops } from './lib/shops.mjs';
+import { pageSuite } from './lib/pagesuite.mjs';
 
 const shots = process.env.SIKA_SCREENSHOTS;
 
 for (const backend of backends()) {
   describe(`customer pages waiting for a payment on ${backend}`, { skip: noBrowser }, () => {
     let server, browser, cmrSite, civSite;
-    before(async () => {
-      // A sandbox payment stays PENDING for 4 s: long enough to see the waiting page.
-      server = await startServer({ backend, args: ['--set', 'payments.sandbox_delay_ms=4000'] });
-      browser = await launchBrowser();
-      ({ cmrSite, civSite } = await startDemoShops(server));
-    });
-    after(async () => {
-      if (browser) await browser.close();
-      if (cmrSite) await cmrSite.close();
-      if (civSite) await civSite.close();
-      if (server) await server.stop();
+    // A sandbox payment stays PENDING for 4 s: long enough to see the waiting page.
+    pageSuite({ backend, args: ['--set', 'payments.sandbox_delay_ms=4000'] }, {
+      shops: true, setup: (s) => { ({ server, browser, cmrSite, civSite } = s); },
     });
 
     const context = (locale, javaScriptEnabled, size = phoneViewport) =>

@@ -8,54 +8,25 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startTwoNodes, backends, checkLedger, sqlRows, waitFor } from './lib/server.mjs';
+import { startTwoNodes, backends, checkLedger, waitFor } from './lib/server.mjs';
 import { startDouble } from './doubles/spawn.mjs';
-import { FAST_RECOVERY, connectorSetup, liveToken, gateway, availability } from './lib/operator.mjs';
+import { FAST_RECOVERY, connectorSetup, liveToken, gateway, availability, operatorNodes, collector, statusOf, until,
+  providerReference, callbackOutcomes, assertRecoveredByPolling } from './lib/operator.mjs';
 
 const number = (tail) => `23767${String(Math.floor(Math.random() * 1e4)).padStart(4, '0')}${tail}`;  // an MTN Cameroon number (67…)
 
-async function collect(post, wallet, amount = 1500) {
-  const intent = await post('/collection/intent', {
-    amount, currency: 'XAF', provider: 'MTN_MOMO_CMR', customer_wallet: wallet, transaction_uuid: randomUUID(),
-    description: 'mtn e2e',
-  });
-  assert.equal(intent.status, 200, JSON.stringify(intent.body));
-  const reference = intent.body.data.transaction_reference;
-  const executed = await post('/collection/execute', { transaction_reference: reference });
-  assert.equal(executed.status, 200, JSON.stringify(executed.body));
-  return reference;
-}
-
-async function statusOf(post, reference, path = '/collection/status') {
-  const r = await post(path, { transaction_reference: reference });
-  assert.equal(r.status, 200, JSON.stringify(r.body));
-  return r.body.data;
-}
-
-function providerReference(server, reference) {
-  return sqlRows(server, `SELECT provider_reference FROM pay_transactions WHERE reference = '${reference}'`)[0][0];
-}
-
-async function atDouble(double, server, reference) {
-  const list = await double.control(`/payments?externalId=${providerReference(server, reference)}`);
-  return list;
-}
+const collect = collector('MTN_MOMO_CMR', 'XAF', 'mtn e2e');
+const atDouble = (double, server, reference) =>
+  double.control(`/payments?externalId=${providerReference(server, reference)}`);
 
 for (const backend of backends()) {
   describe(`MTN MoMo through its double (${backend})`, () => {
-    let double, nodes, server, token, posts;
+    let run, double, nodes, server, token, posts;
     before(async () => {
-      double = await startDouble('mtn_momo', { 'status-rps': 1000 });
-      const setup = connectorSetup('mtn_momo', double);
-      nodes = await startTwoNodes({ backend, args: [...FAST_RECOVERY, ...setup.args], env: setup.env });
-      server = nodes.first;
-      token = await liveToken(server, 'mtn_momo');
-      posts = nodes.ports.map((port) => gateway(server, token, port));
+      run = await operatorNodes(backend, 'mtn_momo', { options: { 'status-rps': 1000 } });
+      ({ double, nodes, server, token, posts } = run);
     });
-    after(async () => {
-      await nodes?.stop();
-      await double?.stop();
-    });
+    after(async () => { await run?.stop(); });
 
     test('demo.json lists the live merchant, a prod merchant whose MTN payments go through the connector', () => {
       const live = server.demo.live_merchants;
@@ -68,10 +39,7 @@ for (const backend of backends()) {
     test('a collection completes on every node: requesttopay, callback, status check, COMPLETED', async () => {
       for (const post of posts) {
         const reference = await collect(post, number('100'), 2500);
-        const done = await waitFor(async () => {
-          const s = await statusOf(post, reference);
-          return s.status === 'COMPLETED' && s;
-        }, 15000);
+        const done = await until(post, reference, 'COMPLETED', 15000);
         assert.equal(done.status, 'COMPLETED');
         const held = await atDouble(double, server, reference);
         assert.equal(held.length, 1, 'sent once');
@@ -80,9 +48,8 @@ for (const backend of backends()) {
         assert.equal(typeof held[0].amount, 'string');
         assert.equal(held[0].payer.partyId.length, 12);
         // The callback was verified with the operator before the money moved.
-        const cb = sqlRows(server, "SELECT c.outcome FROM pay_callbacks c JOIN pay_transactions t ON t.id = " +
-          `c.transaction_id WHERE t.reference = '${reference}'`);
-        assert.ok(cb.some(([o]) => o === 'applied'), JSON.stringify(cb));
+        const cb = callbackOutcomes(server, reference);
+        assert.ok(cb.includes('applied'), JSON.stringify(cb));
       }
       checkLedger(server);
     });
@@ -92,10 +59,7 @@ for (const backend of backends()) {
         ['452', 'TIMEOUT'], ['450', 'OPERATOR_ERROR']];
       for (const [tail, reason] of cases) {
         const reference = await collect(posts[0], number(tail));
-        const done = await waitFor(async () => {
-          const s = await statusOf(posts[0], reference);
-          return s.status === 'FAILED' && s;
-        }, 15000);
+        const done = await until(posts[0], reference, 'FAILED', 15000);
         assert.equal(done.failure_reason, reason, tail);
       }
       checkLedger(server);
@@ -133,14 +97,9 @@ for (const backend of backends()) {
       await double.behave({ callbacks: 'none' });
       try {
         const reference = await collect(posts[posts.length - 1], number('200'));
-        const done = await waitFor(async () => {
-          const s = await statusOf(posts[0], reference);
-          return s.status === 'COMPLETED' && s;
-        }, 20000);
+        const done = await until(posts[0], reference, 'COMPLETED', 20000);
         assert.equal(done.status, 'COMPLETED');
-        const checks = sqlRows(server, "SELECT c.outcome FROM pay_status_checks c JOIN pay_transactions t ON " +
-          `t.id = c.transaction_id WHERE t.reference = '${reference}'`);
-        assert.ok(checks.some(([o]) => o === 'succeeded'), JSON.stringify(checks));
+        assertRecoveredByPolling(server, reference);
       } finally {
         await double.behave({ callbacks: 'once' });
       }
@@ -152,10 +111,7 @@ for (const backend of backends()) {
       // again with the same X-Reference-Id (409: MTN holds it), and the payment completes once.
       await double.behave({ hang_after_accept: 1 });
       const reference = await collect(posts[0], number('300'));
-      const done = await waitFor(async () => {
-        const s = await statusOf(posts[0], reference);
-        return s.status === 'COMPLETED' && s;
-      }, 60000);
+      const done = await until(posts[0], reference, 'COMPLETED', 60000);
       assert.equal(done.status, 'COMPLETED');
       const held = await atDouble(double, server, reference);
       assert.equal(held.length, 1, JSON.stringify(held));
@@ -176,10 +132,7 @@ for (const backend of backends()) {
       assert.equal(refused.status, 503, JSON.stringify(refused.body));
       assert.ok(refused.body.error.details.provider, JSON.stringify(refused.body));
       await double.behave({ fail_next: 0 });
-      const done = await waitFor(async () => {
-        const s = await statusOf(posts[0], reference);
-        return s.status === 'COMPLETED' && s;
-      }, 30000);
+      const done = await until(posts[0], reference, 'COMPLETED', 30000);
       assert.equal(done.status, 'COMPLETED');
       assert.equal((await atDouble(double, server, reference)).length, 1);
       assert.ok(await waitFor(async () => (await availability(server, token)).MTN === 'OPERATIONAL', 20000));
@@ -196,10 +149,7 @@ for (const backend of backends()) {
       });
       assert.equal(payout.status, 200, JSON.stringify(payout.body));
       const reference = payout.body.data.transaction_reference;
-      const done = await waitFor(async () => {
-        const s = await statusOf(posts[0], reference, '/disbursement/status');
-        return s.status === 'COMPLETED' && s;
-      }, 15000);
+      const done = await until(posts[0], reference, 'COMPLETED', 15000, '/disbursement/status');
       assert.equal(done.status, 'COMPLETED');
       const held = await atDouble(double, server, reference);
       assert.equal(held.length, 1);

@@ -3,39 +3,25 @@
 // token; a collection intent is then refused with 503), clears it, and finds both changes in the
 // audit log. The page passes axe on a phone (390 px) and on a desktop. Screenshots go to
 // $SIKA_SCREENSHOTS when set.
-import { test, describe, before, after } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { totp } from './lib/totp.mjs';
-import { launchBrowser, noBrowser } from './lib/browser.mjs';
-import { backends, startServer, merchantToken } from './lib/server.mjs';
+import { noBrowser, signInOperator } from './lib/browser.mjs';
+import { backends, merchantToken } from './lib/server.mjs';
 import { assertPageStandards, phoneViewport, desktopViewport } from './lib/pagecheck.mjs';
+import { pageSuite } from './lib/pagesuite.mjs';
 
 const shots = process.env.SIKA_SCREENSHOTS;
 
 for (const backend of backends()) {
   describe(`operators' health in a browser (${backend})`, { skip: noBrowser }, () => {
     let server, browser;
-    before(async () => {
-      server = await startServer({ backend, args: ['--set', 'payments.health_publish_ms=200'] });
-      browser = await launchBrowser();
-    });
-    after(async () => {
-      if (browser) await browser.close();
-      if (server) await server.stop();
-    });
+    pageSuite({ backend, args: ['--set', 'payments.health_publish_ms=200'] }, { setup: (s) => { ({ server, browser } = s); } });
 
     test('the operator forces the sandbox CLOSED and clears it, audited, on a phone and a desktop', { timeout: 60000 }, async () => {
       const dashboard = server.demo.dashboard.url;
       const context = await browser.newContext({ locale: 'en-GB', javaScriptEnabled: false, ...phoneViewport });
-      const page = await context.newPage();
-      await page.goto(dashboard + '/');
-      await page.fill('#email', server.demo.dashboard.operator.email);
-      await page.fill('#password', server.demo.dashboard.operator.password);
-      await Promise.all([page.waitForURL((u) => u.toString().startsWith(dashboard)), page.click('button[value=approve]')]);
-      const secret = (await page.textContent('#totp-secret')).trim();
-      await page.fill('#code', totp(secret));
-      await Promise.all([page.waitForURL(/\/operator\/merchants$/), page.click('button')]);
+      const page = await signInOperator(server, context);
 
       await page.goto(dashboard + '/operator/health');
       const table = page.locator('#operator-health');

@@ -3,28 +3,20 @@
 // checks the method of that number's operator; the payment link page shown again after a refused
 // submission selects the operator of the number typed. Phone (390 px) and desktop, axe-clean.
 // Screenshots go to $SIKA_SCREENSHOTS when set.
-import { test, describe, before, after } from 'node:test';
+import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser, noBrowser } from './lib/browser.mjs';
-import { startServer, backends } from './lib/server.mjs';
+import { noBrowser } from './lib/browser.mjs';
+import { backends } from './lib/server.mjs';
 import { assertPageStandards, phoneViewport, desktopViewport } from './lib/pagecheck.mjs';
-import { startDemoShops } from './lib/shops.mjs';
+import { pageSuite } from './lib/pagesuite.mjs';
 
 const shots = process.env.SIKA_SCREENSHOTS;
 
 for (const backend of backends()) {
   describe(`operator preselection on ${backend}`, { skip: noBrowser }, () => {
     let server, browser, cmrSite, civSite;
-    before(async () => {
-      server = await startServer({ backend });
-      browser = await launchBrowser();
-      ({ cmrSite, civSite } = await startDemoShops(server));
-    });
-    after(async () => {
-      if (browser) await browser.close();
-      if (cmrSite) await cmrSite.close();
-      if (civSite) await civSite.close();
-      if (server) await server.stop();
+    pageSuite({ backend }, {
+      shops: true, setup: (s) => { ({ server, browser, cmrSite, civSite } = s); },
     });
 
     const context = (locale, size) => browser.newContext({ locale, javaScriptEnabled: false, ...size });

@@ -10,8 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { totp } from './lib/totp.mjs';
-import { launchBrowser, noBrowser } from './lib/browser.mjs';
+import { launchBrowser, noBrowser, signInOperator } from './lib/browser.mjs';
 import { startServer, backends, merchantToken, waitFor, admin, adminJson, sqlRows, checkLedger, sikaBinary, secretKey } from './lib/server.mjs';
 import { assertPageStandards, phoneViewport, desktopViewport } from './lib/pagecheck.mjs';
 
@@ -137,14 +136,7 @@ for (const backend of backends()) {
         try {
           const dashboard = server.demo.dashboard.url;
           const context = await browser.newContext({ locale: 'en-GB', javaScriptEnabled: false, ...phoneViewport });
-          const page = await context.newPage();
-          await page.goto(dashboard + '/');
-          await page.fill('#email', server.demo.dashboard.operator.email);
-          await page.fill('#password', server.demo.dashboard.operator.password);
-          await Promise.all([page.waitForURL((u) => u.toString().startsWith(dashboard)), page.click('button[value=approve]')]);
-          const secret = (await page.textContent('#totp-secret')).trim();
-          await page.fill('#code', totp(secret));
-          await Promise.all([page.waitForURL(/\/operator\/merchants$/), page.click('button')]);
+          const page = await signInOperator(server, context);
 
           await page.goto(dashboard + '/operator/recon');
           assert.match(await page.textContent('#recon-runs'), /sandbox/);

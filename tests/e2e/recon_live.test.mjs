@@ -14,9 +14,8 @@ import path from 'node:path';
 import { startTwoNodes, backends, checkLedger, sqlRows, waitFor, admin, mtnConnector } from './lib/server.mjs';
 import { startDouble } from './doubles/spawn.mjs';
 import { liveToken, gateway } from './lib/operator.mjs';
-import { launchBrowser, noBrowser } from './lib/browser.mjs';
+import { launchBrowser, noBrowser, signInOperator } from './lib/browser.mjs';
 import { assertPageStandards, phoneViewport, desktopViewport } from './lib/pagecheck.mjs';
-import { totp } from './lib/totp.mjs';
 
 const shots = process.env.SIKA_SCREENSHOTS;
 
@@ -105,14 +104,7 @@ for (const backend of backends()) {
         try {
           const dashboard = server.demo.dashboard.url;
           const context = await browser.newContext({ locale: 'fr-FR', javaScriptEnabled: false, ...phoneViewport });
-          const page = await context.newPage();
-          await page.goto(dashboard + '/');
-          await page.fill('#email', server.demo.dashboard.operator.email);
-          await page.fill('#password', server.demo.dashboard.operator.password);
-          await Promise.all([page.waitForURL((u) => u.toString().startsWith(dashboard)), page.click('button[value=approve]')]);
-          const secret = (await page.textContent('#totp-secret')).trim();
-          await page.fill('#code', totp(secret));
-          await Promise.all([page.waitForURL(/\/operator\/merchants$/), page.click('button')]);
+          const page = await signInOperator(server, context);
           for (const [name, size, lang, said] of [['phone', null, '', /interrogé.*réussie/],
             ['desktop', desktopViewport.viewport, '&lang=en', /live answer.*succeeded/]]) {
             if (size) await page.setViewportSize(size);

@@ -3,34 +3,23 @@
 // with their column names, both CSV downloads (comma; semicolon with a BOM for Excel), axe-clean
 // and without sideways scrolling; a bad month is refused by name. Screenshots go to
 // $SIKA_SCREENSHOTS when set.
-import { test, describe, before, after } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { launchBrowser, noBrowser, signInMerchant } from './lib/browser.mjs';
-import { backends, startServer, waitFor, sqlRows } from './lib/server.mjs';
+import { noBrowser, signInMerchant } from './lib/browser.mjs';
+import { backends } from './lib/server.mjs';
 import { assertPageStandards, phoneViewport, desktopViewport } from './lib/pagecheck.mjs';
+import { pageSuite, payFixedLink } from './lib/pagesuite.mjs';
 
 const shots = process.env.SIKA_SCREENSHOTS;
 
 for (const backend of backends()) {
   describe(`statement page (${backend})`, { skip: noBrowser }, () => {
     let server, browser, reference;
-    before(async () => {
-      server = await startServer({ backend, args: ['--set', 'payments.sandbox_delay_ms=0'] });
-      browser = await launchBrowser();
-      const link = server.demo.payment_links.find((l) => l.kind === 'fixed');
-      const paid = await fetch(`${server.baseUrl}/pay/${link.short_code}/pay`, {
-        method: 'POST', headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ customer_phone: '237690004321', transaction_uuid: randomUUID(), provider: 'MTN_MOMO_CMR' }),
-      });
-      assert.equal(paid.status, 200, await paid.clone().text());
-      reference = (await paid.json()).data.transaction_reference;
-      const done = await waitFor(() => sqlRows(server, `SELECT status FROM pay_transactions WHERE reference = '${reference}'`)[0]?.[0] === 'COMPLETED');
-      assert.ok(done, 'the payment completed');
-    });
-    after(async () => {
-      if (browser) await browser.close();
-      if (server) await server.stop();
+    pageSuite({ backend, args: ['--set', 'payments.sandbox_delay_ms=0'] }, {
+      setup: async (s) => {
+        ({ server, browser } = s);
+        reference = await payFixedLink(server, { completed: true });
+      },
     });
 
     const dashboard = () => server.demo.dashboard.url;

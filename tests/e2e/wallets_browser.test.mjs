@@ -5,27 +5,21 @@
 // payments a partner starts beyond the consent (link/init) wait on the page, where the user approves
 // one with its code and declines another.
 // Screenshots go to $SIKA_SCREENSHOTS when set.
-import { test, describe, before, after } from 'node:test';
+import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { assertNoRawValues } from './lib/pagecheck.mjs';
-import { launchBrowser, noBrowser } from './lib/browser.mjs';
-import { startServer, sikaBinary } from './lib/server.mjs';
+import { noBrowser } from './lib/browser.mjs';
+import { sikaBinary } from './lib/server.mjs';
+import { pageSuite } from './lib/pagesuite.mjs';
 
 const shots = process.env.SIKA_SCREENSHOTS;
 const secret = 'e2e-test-secret-key-0123456789abcdef';
 
 describe('the wallet page on a phone', { skip: noBrowser }, () => {
   let server, browser;
-  before(async () => {
-    server = await startServer();
-    browser = await launchBrowser();
-  });
-  after(async () => {
-    if (browser) await browser.close();
-    if (server) await server.stop();
-  });
+  pageSuite({}, { setup: (s) => { ({ server, browser } = s); } });
 
   const api = async (path, body) => {
     const r = await fetch(`${server.linkUrl}/api/agent/link/${path}`, {

@@ -8,59 +8,27 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startTwoNodes, backends, checkLedger, sqlRows, waitFor } from './lib/server.mjs';
-import { startDouble } from './doubles/spawn.mjs';
-import { FAST_RECOVERY, connectorSetup, liveToken, gateway, availability } from './lib/operator.mjs';
+import { backends, checkLedger, sqlRows, waitFor } from './lib/server.mjs';
+import { availability, operatorNodes, collector, statusOf, until, providerReference, callbackOutcomes,
+  assertRecoveredByPolling } from './lib/operator.mjs';
 
 // A Côte d'Ivoire number (07 …) whose last three digits tell the double what the customer does.
 const number = (tail) => `22507${String(Math.floor(Math.random() * 1e5)).padStart(5, '0')}${tail}`;
 
-async function collect(post, wallet, amount = 1500) {
-  const intent = await post('/collection/intent', { amount, currency: 'XOF', provider: 'WAVE_CIV',
-    customer_wallet: wallet, transaction_uuid: randomUUID(), description: 'wave e2e' });
-  assert.equal(intent.status, 200, JSON.stringify(intent.body));
-  const reference = intent.body.data.transaction_reference;
-  const executed = await post('/collection/execute', { transaction_reference: reference });
-  assert.equal(executed.status, 200, JSON.stringify(executed.body));
-  return reference;
-}
-
-async function statusOf(post, reference, path = '/collection/status') {
-  const r = await post(path, { transaction_reference: reference });
-  assert.equal(r.status, 200, JSON.stringify(r.body));
-  return r.body.data;
-}
-
-const providerReference = (server, reference) =>
-  sqlRows(server, `SELECT provider_reference FROM pay_transactions WHERE reference = '${reference}'`)[0][0];
+const collect = collector('WAVE_CIV', 'XOF', 'wave e2e');
 const sessionsOf = (double, server, reference) =>
   double.control(`/sessions?client_reference=${providerReference(server, reference)}`);
-const callbackOutcomes = (server, reference) => sqlRows(server, 'SELECT c.outcome FROM pay_callbacks c JOIN ' +
-  `pay_transactions t ON t.id = c.transaction_id WHERE t.reference = '${reference}' ORDER BY c.id`).map(([o]) => o);
-
-async function until(post, reference, status, ms = 15000, path = '/collection/status') {
-  return waitFor(async () => {
-    const s = await statusOf(post, reference, path);
-    return s.status === status && s;
-  }, ms);
-}
 
 for (const backend of backends()) {
   describe(`Wave through its double (${backend})`, () => {
-    let double, nodes, server, posts, token;
+    let run, double, nodes, server, posts, token;
     before(async () => {
-      double = await startDouble('wave');
-      const setup = connectorSetup('wave', double);
-      nodes = await startTwoNodes({ backend, args: [...FAST_RECOVERY, ...setup.args], env: setup.env });
-      server = nodes.first;
-      await double.behave({ webhook_url: `${server.baseUrl}/operator/callback/wave`.replace(/([^:])\/\//g, '$1/') });
-      token = await liveToken(server, 'wave');
-      posts = nodes.ports.map((port) => gateway(server, token, port));
+      run = await operatorNodes(backend, 'wave', {
+        callback: (s) => ({ webhook_url: `${s.baseUrl}/operator/callback/wave`.replace(/([^:])\/\//g, '$1/') }),
+      });
+      ({ double, nodes, server, posts, token } = run);
     });
-    after(async () => {
-      await nodes?.stop();
-      await double?.stop();
-    });
+    after(async () => { await run?.stop(); });
 
     test('demo.json lists the live merchant of Côte d\'Ivoire whose Wave payments go through the connector', () => {
       const live = server.demo.live_merchants.filter((l) => l.connector === 'wave');
@@ -129,9 +97,7 @@ for (const backend of backends()) {
       try {
         const reference = await collect(posts[posts.length - 1], number('200'));
         await until(posts[0], reference, 'COMPLETED', 20000);
-        const checks = sqlRows(server, 'SELECT c.outcome FROM pay_status_checks c JOIN pay_transactions t ON ' +
-          `t.id = c.transaction_id WHERE t.reference = '${reference}'`);
-        assert.ok(checks.some(([o]) => o === 'succeeded'), JSON.stringify(checks));
+        assertRecoveredByPolling(server, reference);
       } finally {
         await double.behave({ webhooks: 'once' });
       }

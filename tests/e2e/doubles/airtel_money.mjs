@@ -36,13 +36,8 @@
 //   POST /payments/{id}/complete {status_code, response_code}   moves a pending payment
 //   POST /payments/{id}/callback    sends its callback again
 //   POST /reset                     forgets payments and counters
-import http from 'node:http';
 import crypto from 'node:crypto';
-
-const args = Object.fromEntries(process.argv.slice(2).map((a) => {
-  const m = /^--([^=]+)=(.*)$/.exec(a);
-  return m ? [m[1], m[2]] : [a.replace(/^--/, ''), 'true'];
-}));
+import { args, sender, Counters, RateWindow, postJson, callBack, routeTable, serve } from './common.mjs';
 
 const config = {
   host: '127.0.0.1',
@@ -71,37 +66,22 @@ const publicKeyB64 = publicKey.export({ type: 'spki', format: 'der' }).toString(
 
 const payments = new Map();  // transaction id -> payment
 const tokens = new Map();    // access token -> expiry (ms)
-let stats;
-function resetStats() {
-  stats = { tokens_issued: 0, requests: {}, status_queries: 0, rejected_429: 0, callbacks_sent: 0,
-    callbacks_failed: 0, initiations: 0, duplicates: 0, refused: {}, header_refusals: 0, refunds: 0 };
-}
-resetStats();
-let statusWindow = { second: 0, count: 0 };
+const counters = new Counters(() => ({ tokens_issued: 0, requests: {}, status_queries: 0, rejected_429: 0,
+  callbacks_sent: 0, callbacks_failed: 0, initiations: 0, duplicates: 0, refused: {}, header_refusals: 0, refunds: 0 }));
+const statusWindow = new RateWindow(() => config.statusRps);
 
-function send(res, status, body) {
-  const text = body === undefined ? '' : JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
+const send = sender();
 const envelope = (http, { success, result_code, response_code, message }, data) => ({
   ...(data ? { data } : {}),
   status: { code: String(http), message: message || (success ? 'SUCCESS' : 'FAILED'), result_code,
     ...(response_code ? { response_code } : {}), success },
 });
 function refuse(res, http, result_code, message, response_code) {
+  const stats = counters.current;
   stats.refused[result_code || response_code] = (stats.refused[result_code || response_code] || 0) + 1;
   send(res, http, envelope(http, { success: false, result_code, response_code, message }));
 }
-function readBody(req) {
-  return new Promise((resolve) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', () => resolve(''));
-  });
-}
-const count = (route) => { stats.requests[route] = (stats.requests[route] || 0) + 1; };
+const count = (route) => counters.count(route);
 
 function issueToken(req, res, raw) {
   count('POST token');
@@ -113,7 +93,7 @@ function issueToken(req, res, raw) {
   }
   const token = crypto.randomBytes(24).toString('base64url');
   tokens.set(token, Date.now() + config.tokenTtl * 1000);
-  stats.tokens_issued += 1;
+  counters.current.tokens_issued += 1;
   send(res, 200, { access_token: token, expires_in: String(config.tokenTtl), token_type: 'bearer' });
 }
 
@@ -127,12 +107,12 @@ function authorized(req, res) {
     return false;
   }
   if (req.headers['x-country'] !== config.country) {
-    stats.header_refusals += 1;
+    counters.current.header_refusals += 1;
     refuse(res, 400, 'ROUTER006', 'Invalid country code provided.');
     return false;
   }
   if (req.headers['x-currency'] !== config.currency) {
-    stats.header_refusals += 1;
+    counters.current.header_refusals += 1;
     refuse(res, 400, 'ROUTER112', 'Invalid currency provided.');
     return false;
   }
@@ -175,13 +155,10 @@ function callback(p) {
   if (!behaviour.callback_url) return;
   const body = JSON.stringify({ transaction: { id: p.id, message: p.message, status_code: p.status,
     airtel_money_id: p.airtel_money_id } });
-  const u = new URL(behaviour.callback_url);
-  const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST',
-    headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }, timeout: 5000 },
-  (res) => { res.resume(); stats.callbacks_sent += 1; });
-  req.on('error', () => { stats.callbacks_failed += 1; });
-  req.on('timeout', () => req.destroy());
-  req.end(body);
+  postJson(behaviour.callback_url, body, { readAnswer: false }).then(({ status }) => {
+    if (status) counters.current.callbacks_sent += 1;
+    else counters.current.callbacks_failed += 1;
+  });
 }
 
 function finish(p, status, code) {
@@ -191,11 +168,7 @@ function finish(p, status, code) {
   p.message = status === 'TS' ? 'Transaction Success' : 'Transaction Failed';
   if (status === 'TS' && p.kind === 'collection') config.balance += p.minor;
   if (status === 'TF' && p.kind === 'disbursement') config.balance += p.minor;
-  const mode = behaviour.callbacks;
-  if (mode === 'none') return;
-  if (mode === 'late') { setTimeout(() => callback(p), behaviour.late_callback_ms); return; }
-  callback(p);
-  if (mode === 'twice') setTimeout(() => callback(p), 50);
+  callBack(behaviour.callbacks, behaviour.late_callback_ms, () => callback(p));
 }
 
 function later(p, o) {
@@ -220,12 +193,12 @@ async function collect(req, res, raw) {
   if (!validMsisdn(sub.msisdn)) return refuse(res, 400, 'ESB000036', `Invalid MSISDN Length. MSISDN Length should be ${config.msisdnLength}`);
   if (!validAmount(tx.amount)) return refuse(res, 400, 'ESB000008', 'Field validation: amount');
   if (typeof tx.id !== 'string' || !/^[A-Za-z0-9]{4,64}$/.test(tx.id)) return refuse(res, 400, 'ESB000008', 'Field validation: id');
-  if (payments.has(tx.id)) { stats.duplicates += 1; return refuse(res, 400, 'ESB000041', 'External Transaction ID already exists.'); }
+  if (payments.has(tx.id)) { counters.current.duplicates += 1; return refuse(res, 400, 'ESB000041', 'External Transaction ID already exists.'); }
   const p = { kind: 'collection', id: tx.id, msisdn: sub.msisdn, amount: tx.amount, minor: Math.round(tx.amount * 10 ** config.decimals),
     reference: b.reference, status: 'TIP', code: '', message: 'In process',
     airtel_money_id: `MP${Date.now().toString(36).toUpperCase()}${crypto.randomBytes(3).toString('hex').toUpperCase()}`, refunded: false };
   payments.set(p.id, p);
-  stats.initiations += 1;
+  counters.current.initiations += 1;
   later(p, collectionOutcome(p.msisdn));
   if (behaviour.hang_after_accept > 0) { behaviour.hang_after_accept -= 1; return; }  // recorded, never answered
   send(res, 200, envelope(200, { success: true, result_code: 'ESB000010', response_code: 'DP00800001006' },
@@ -258,13 +231,13 @@ async function disburse(req, res, raw) {
   if (!validAmount(tx.amount) || tx.type !== 'B2C' || typeof tx.id !== 'string' || !/^[A-Za-z0-9]{4,64}$/.test(tx.id)) {
     return refuse(res, 400, 'ESB000008', 'Field validation');
   }
-  if (payments.has(tx.id)) { stats.duplicates += 1; return refuse(res, 200, undefined, 'Duplicate transaction Id.', 'DP00900001017'); }
+  if (payments.has(tx.id)) { counters.current.duplicates += 1; return refuse(res, 200, undefined, 'Duplicate transaction Id.', 'DP00900001017'); }
   const minor = Math.round(tx.amount * 10 ** config.decimals);
   const tail = payee.msisdn.slice(-3);
   const p = { kind: 'disbursement', id: tx.id, msisdn: payee.msisdn, amount: tx.amount, minor, reference: b.reference,
     status: 'TIP', code: '', message: 'In process', airtel_money_id: `DB${crypto.randomBytes(5).toString('hex').toUpperCase()}` };
   payments.set(p.id, p);
-  stats.initiations += 1;
+  counters.current.initiations += 1;
   let answer;
   if (tail === '556') {
     p.status = 'TF'; p.code = 'DP00900001012'; p.message = 'Mobile number entered is incorrect.';
@@ -291,14 +264,11 @@ async function disburse(req, res, raw) {
 function enquiry(req, res, kind, id) {
   count(`GET ${kind} status`);
   if (!authorized(req, res)) return;
-  const second = Math.floor(Date.now() / 1000);
-  if (statusWindow.second !== second) statusWindow = { second, count: 0 };
-  if (statusWindow.count >= config.statusRps) {
-    stats.rejected_429 += 1;
+  if (!statusWindow.take()) {
+    counters.current.rejected_429 += 1;
     return send(res, 429, { error: 'rate_limited', message: 'Too many requests' });
   }
-  statusWindow.count += 1;
-  stats.status_queries += 1;
+  counters.current.status_queries += 1;
   const p = payments.get(id);
   if (!p || p.kind !== kind) return refuse(res, 200, 'ESB000045', 'No Transaction Found With Provided Transaction Id.');
   send(res, 200, envelope(200, { success: true, result_code: 'ESB000010', response_code: statusCode(p) }, { transaction: view(p) }));
@@ -314,7 +284,7 @@ async function refund(req, res, raw) {
   if (!p) return refuse(res, 400, 'ESB000045', 'No Transaction Found With Provided Transaction Id.');
   if (p.status !== 'TS' || p.refunded) return refuse(res, 400, 'ESB000011', 'Failed');
   p.refunded = true;
-  stats.refunds += 1;
+  counters.current.refunds += 1;
   config.balance -= p.minor;
   send(res, 200, envelope(200, { success: true, result_code: 'ESB000010' }, { transaction: { airtel_money_id: amid, status: 'SUCCESS' } }));
 }
@@ -328,65 +298,46 @@ function user(req, res, msisdn) {
     { first_name: 'Ines', last_name: 'Mba', msisdn, is_barred: false, is_pin_set: true, grade: 'SUBS', reg_status: 'SUBS' }));
 }
 
-const api = http.createServer(async (req, res) => {
-  const path = req.url.split('?')[0];
-  const raw = await readBody(req);
-  if (behaviour.latency_ms > 0) await new Promise((r) => setTimeout(r, behaviour.latency_ms));
-  if (behaviour.fail_next > 0) {
-    behaviour.fail_next -= 1;
-    return send(res, 500, envelope(500, { success: false, result_code: 'ESB000001', message: 'Something went wrong.' }));
-  }
-  let m;
-  if (req.method === 'POST' && path === '/auth/oauth2/token') return issueToken(req, res, raw);
-  if (req.method === 'POST' && path === '/merchant/v1/payments/') return collect(req, res, raw);
-  if (req.method === 'GET' && (m = /^\/standard\/v1\/payments\/([^/]+)$/.exec(path))) return enquiry(req, res, 'collection', m[1]);
-  if (req.method === 'POST' && path === '/standard/v2/payments/refund') return refund(req, res, raw);
-  if (req.method === 'POST' && path === '/standard/v2/disbursements/') return disburse(req, res, raw);
-  if (req.method === 'GET' && (m = /^\/standard\/v2\/disbursements\/([^/]+)$/.exec(path))) return enquiry(req, res, 'disbursement', m[1]);
-  if (req.method === 'GET' && (m = /^\/standard\/v1\/users\/([^/]+)$/.exec(path))) return user(req, res, m[1]);
-  send(res, 404, { error: 'not_found', message: 'Resource not found' });
-});
-api.keepAliveTimeout = 30000;
-const listenApi = (port) => new Promise((resolve) => api.listen(port, config.host, () => resolve(api.address().port)));
+const routes = [
+  ['POST', /^\/auth\/oauth2\/token$/, (req, res, m, raw) => issueToken(req, res, raw)],
+  ['POST', /^\/merchant\/v1\/payments\/$/, (req, res, m, raw) => collect(req, res, raw)],
+  ['GET', /^\/standard\/v1\/payments\/([^/]+)$/, (req, res, m) => enquiry(req, res, 'collection', m[1])],
+  ['POST', /^\/standard\/v2\/payments\/refund$/, (req, res, m, raw) => refund(req, res, raw)],
+  ['POST', /^\/standard\/v2\/disbursements\/$/, (req, res, m, raw) => disburse(req, res, raw)],
+  ['GET', /^\/standard\/v2\/disbursements\/([^/]+)$/, (req, res, m) => enquiry(req, res, 'disbursement', m[1])],
+  ['GET', /^\/standard\/v1\/users\/([^/]+)$/, (req, res, m) => user(req, res, m[1])],
+];
 
-const control = http.createServer(async (req, res) => {
-  const raw = await readBody(req);
-  const body = raw ? JSON.parse(raw) : {};
-  const path = req.url.split('?')[0];
-  let m;
-  if (req.method === 'GET' && path === '/stats') return send(res, 200, { ...stats, balance: config.balance });
-  if (req.method === 'POST' && path === '/reset') { payments.clear(); resetStats(); return send(res, 200, {}); }
-  if (req.method === 'POST' && path === '/behaviour') {
-    const wasDown = behaviour.down;
-    Object.assign(behaviour, body);
-    if (behaviour.down && !wasDown) { api.close(); api.closeAllConnections(); }
-    else if (!behaviour.down && wasDown) await listenApi(apiPort);
-    return send(res, 200, behaviour);
-  }
-  if (req.method === 'GET' && path === '/payments') {
-    const id = new URL(req.url, 'http://x').searchParams.get('id');
-    return send(res, 200, [...payments.values()].filter((p) => !id || p.id === id).map((p) => ({ kind: p.kind, msisdn: p.msisdn, amount: p.amount, code: p.code, refunded: p.refunded, ...view(p) })));
-  }
-  if ((m = /^\/payments\/([^/]+)$/.exec(path)) && req.method === 'GET') {
+// The control port's own routes (GET /stats, POST /reset and /behaviour are common.mjs's).
+const controlRoutes = routeTable([
+  ['GET', /^\/payments$/, (req, res, m, body, url) => {
+    const id = url.searchParams.get('id');
+    send(res, 200, [...payments.values()].filter((p) => !id || p.id === id).map((p) => ({ kind: p.kind, msisdn: p.msisdn, amount: p.amount, code: p.code, refunded: p.refunded, ...view(p) })));
+  }],
+  ['GET', /^\/payments\/([^/]+)$/, (req, res, m) => {
     const p = payments.get(m[1]);
     return p ? send(res, 200, { kind: p.kind, msisdn: p.msisdn, ...view(p) }) : send(res, 404, {});
-  }
-  if ((m = /^\/payments\/([^/]+)\/complete$/.exec(path)) && req.method === 'POST') {
+  }],
+  ['POST', /^\/payments\/([^/]+)\/complete$/, (req, res, m, body) => {
     const p = payments.get(m[1]);
     if (!p) return send(res, 404, {});
     finish(p, body.status_code || 'TS', body.response_code);
     return send(res, 200, view(p));
-  }
-  if ((m = /^\/payments\/([^/]+)\/callback$/.exec(path)) && req.method === 'POST') {
+  }],
+  ['POST', /^\/payments\/([^/]+)\/callback$/, (req, res, m) => {
     const p = payments.get(m[1]);
     if (!p) return send(res, 404, {});
     callback(p);
     return send(res, 200, {});
-  }
-  send(res, 404, {});
-});
+  }],
+], { notFound: (req, res) => send(res, 404, {}) });
 
-const apiPort = await listenApi(config.port);
-await new Promise((resolve) => control.listen(config.controlPort, config.host, resolve));
-process.stdout.write(JSON.stringify({ api: apiPort, control: control.address().port, id: crypto.randomUUID(), public_key: publicKeyB64 }) + '\n');
-process.on('SIGTERM', () => process.exit(0));
+await serve({
+  host: config.host, port: config.port, controlPort: config.controlPort, send, behaviour, readFirst: true,
+  api: routeTable(routes, { notFound: (req, res) => send(res, 404, { error: 'not_found', message: 'Resource not found' }) }),
+  fail: (res) => send(res, 500, envelope(500, { success: false, result_code: 'ESB000001', message: 'Something went wrong.' })),
+  control: controlRoutes,
+  stats: () => ({ ...counters.current, balance: config.balance }),
+  reset: () => { payments.clear(); counters.reset(); },
+  info: { public_key: publicKeyB64 },
+});

@@ -35,13 +35,8 @@
 //                                   operator's books say otherwise from now on; no callback)
 //   POST /payments/{ref}/callback   sends its callback again
 //   POST /reset                     forgets payments and counters
-import http from 'node:http';
-import { randomUUID, randomBytes } from 'node:crypto';
-
-const args = Object.fromEntries(process.argv.slice(2).map((a) => {
-  const m = /^--([^=]+)=(.*)$/.exec(a);
-  return m ? [m[1], m[2]] : [a.replace(/^--/, ''), 'true'];
-}));
+import { randomBytes } from 'node:crypto';
+import { args, sender, readBody, Counters, RateWindow, postJson, callBack, routeTable, serve } from './common.mjs';
 
 const config = {
   host: args.host || '127.0.0.1',
@@ -81,45 +76,23 @@ const behaviour = {
 
 const payments = new Map();  // reference -> payment
 const tokens = new Map();    // access token -> {product, expires}
-let stats;
-function resetStats() {
-  stats = {
-    tokens_issued: { collection: 0, disbursement: 0 },
-    requests: {},
-    status_queries: 0,
-    status_max_per_second: 0,
-    rejected_429: 0,
-    callbacks_sent: 0,
-    callbacks_failed: 0,
-    initiations: 0,
-  };
-}
-resetStats();
-let statusWindow = { second: 0, count: 0 };
+const counters = new Counters(() => ({
+  tokens_issued: { collection: 0, disbursement: 0 },
+  requests: {},
+  status_queries: 0,
+  status_max_per_second: 0,
+  rejected_429: 0,
+  callbacks_sent: 0,
+  callbacks_failed: 0,
+  initiations: 0,
+}));
+const statusWindow = new RateWindow(() => config.statusRps);
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
-function send(res, status, body, headers = {}) {
-  const text = body === undefined ? '' : JSON.stringify(body);
-  res.writeHead(status, {
-    ...(text ? { 'Content-Type': 'application/json; charset=utf-8' } : {}),
-    'Content-Length': Buffer.byteLength(text),
-    ...headers,
-  });
-  res.end(text);
-}
+const send = sender('application/json; charset=utf-8', { typeWhenEmpty: false });
 const problem = (code, message) => ({ code, message });
-
-function readBody(req) {
-  return new Promise((resolve) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', () => resolve(''));
-  });
-}
-
-function count(route) { stats.requests[route] = (stats.requests[route] || 0) + 1; }
+const count = (route) => counters.count(route);
 
 // The API gateway's check of the product's subscription key.
 function subscriptionOk(req, product) {
@@ -138,7 +111,7 @@ function issueToken(req, res, product) {
   if (auth !== expected) return send(res, 401, { error: 'login_failed' });
   const token = randomBytes(24).toString('base64url');
   tokens.set(token, { product, expires: Date.now() + config.tokenTtl * 1000 });
-  stats.tokens_issued[product] += 1;
+  counters.current.tokens_issued[product] += 1;
   send(res, 200, { access_token: token, token_type: 'access_token', expires_in: config.tokenTtl });
 }
 
@@ -202,16 +175,10 @@ function view(p) {
 
 function callback(p, method = 'PUT') {
   if (!p.callbackUrl) return;
-  const body = JSON.stringify(view(p));
-  const u = new URL(p.callbackUrl);
-  const req = http.request({
-    host: u.hostname, port: u.port, path: u.pathname + u.search, method,
-    headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
-    timeout: 5000,
-  }, (res) => { res.resume(); stats.callbacks_sent += 1; });
-  req.on('error', () => { stats.callbacks_failed += 1; });
-  req.on('timeout', () => req.destroy());
-  req.end(body);
+  postJson(p.callbackUrl, JSON.stringify(view(p)), { method, readAnswer: false }).then(({ status }) => {
+    if (status) counters.current.callbacks_sent += 1;
+    else counters.current.callbacks_failed += 1;
+  });
 }
 
 function finish(p, status, reason) {
@@ -229,11 +196,7 @@ function finish(p, status, reason) {
     p.reason = reason;
     if (p.kind !== 'collection') config.balance += BigInt(p.minor);
   }
-  const mode = behaviour.callbacks;
-  if (mode === 'none') return;
-  if (mode === 'late') { setTimeout(() => callback(p), behaviour.late_callback_ms); return; }
-  callback(p);
-  if (mode === 'twice') setTimeout(() => callback(p, 'POST'), 50);
+  callBack(behaviour.callbacks, behaviour.late_callback_ms, () => callback(p), () => callback(p, 'POST'));
 }
 
 function schedule(p) {
@@ -289,14 +252,14 @@ async function initiate(req, res, product, kind, route) {
     if (config.balance < BigInt(minor)) {
       const p = { kind, ref, amount: body.amount, minor, currency: body.currency, externalId: body.externalId, partyKey, party, payerMessage: body.payerMessage, payeeNote: body.payeeNote, status: 'FAILED', reason: 'NOT_ENOUGH_FUNDS', callbackUrl, refunded: 0, refunding: 0, referenceIdToRefund: body.referenceIdToRefund };
       payments.set(ref, p);
-      stats.initiations += 1;
+      counters.current.initiations += 1;
       return send(res, 202);
     }
     config.balance -= BigInt(minor);
   }
   const p = { kind, ref, amount: body.amount, minor, currency: body.currency, externalId: body.externalId, partyKey, party, payerMessage: body.payerMessage, payeeNote: body.payeeNote, status: 'PENDING', callbackUrl, refunded: 0, refunding: 0, referenceIdToRefund: body.referenceIdToRefund, created: Date.now() };
   payments.set(ref, p);
-  stats.initiations += 1;
+  counters.current.initiations += 1;
   if (kind === 'refund') payments.get(body.referenceIdToRefund).refunding += minor;
   schedule(p);
   if (behaviour.hang_after_accept > 0) { behaviour.hang_after_accept -= 1; return; }  // recorded, never answered
@@ -306,13 +269,11 @@ async function initiate(req, res, product, kind, route) {
 function statusQuery(req, res, product, kind, ref, route) {
   count(route);
   if (!authorized(req, res, product)) return;
-  const second = Math.floor(Date.now() / 1000);
-  if (statusWindow.second !== second) statusWindow = { second, count: 0 };
-  if (statusWindow.count >= config.statusRps) {
+  const stats = counters.current;
+  if (!statusWindow.take()) {
     stats.rejected_429 += 1;
     return send(res, 429, { statusCode: 429, message: 'Rate limit is exceeded. Try again in 1 seconds.' }, { 'Retry-After': '1' });
   }
-  statusWindow.count += 1;
   stats.status_queries += 1;
   stats.status_max_per_second = Math.max(stats.status_max_per_second, statusWindow.count);
   const p = payments.get(ref);
@@ -347,64 +308,25 @@ const routes = [
   }],
 ];
 
-const api = http.createServer(async (req, res) => {
-  const path = req.url.split('?')[0];
-  if (behaviour.latency_ms > 0) await new Promise((r) => setTimeout(r, behaviour.latency_ms));
-  if (behaviour.fail_next > 0) {
-    behaviour.fail_next -= 1;
-    req.resume();
-    return send(res, 500, problem('INTERNAL_PROCESSING_ERROR', 'An internal error occurred while processing.'));
-  }
-  for (const [method, re, handler] of routes) {
-    const m = re.exec(path);
-    if (!m) continue;
-    if (req.method !== method) { req.resume(); return send(res, 405, problem('METHOD_NOT_ALLOWED', 'Method not allowed')); }
-    return handler(req, res, m);
-  }
-  req.resume();
-  send(res, 404, { statusCode: 404, message: 'Resource not found' });
-});
-api.keepAliveTimeout = 30000;
-
-function listenApi(port) {
-  return new Promise((resolve) => api.listen(port, config.host, () => resolve(api.address().port)));
-}
-
-const control = http.createServer(async (req, res) => {
-  const raw = await readBody(req);
-  const body = raw ? JSON.parse(raw) : {};
-  const path = req.url.split('?')[0];
-  let m;
-  if (req.method === 'GET' && path === '/stats') return send(res, 200, stats);
-  if (req.method === 'POST' && path === '/reset') { payments.clear(); resetStats(); return send(res, 200, {}); }
-  if (req.method === 'POST' && path === '/behaviour') {
-    const wasDown = behaviour.down;
-    Object.assign(behaviour, body);
-    if (behaviour.down && !wasDown) {
-      api.close();
-      api.closeAllConnections();
-    } else if (!behaviour.down && wasDown) {
-      await listenApi(apiPort);
-    }
-    return send(res, 200, behaviour);
-  }
-  if (req.method === 'GET' && path === '/payments') {
-    const externalId = new URL(req.url, 'http://x').searchParams.get('externalId');
+// The control port's own routes (GET /stats, POST /reset and /behaviour are common.mjs's).
+const controlRoutes = routeTable([
+  ['GET', /^\/payments$/, (req, res, m, body, url) => {
+    const externalId = url.searchParams.get('externalId');
     const list = [...payments.values()].filter((p) => !externalId || p.externalId === externalId)
       .map((p) => ({ referenceId: p.ref, kind: p.kind, ...view(p) }));
-    return send(res, 200, list);
-  }
-  if ((m = /^\/payments\/([^/]+)$/.exec(path)) && req.method === 'GET') {
+    send(res, 200, list);
+  }],
+  ['GET', /^\/payments\/([^/]+)$/, (req, res, m) => {
     const p = payments.get(m[1]);
     return p ? send(res, 200, { kind: p.kind, ...view(p) }) : send(res, 404, {});
-  }
-  if ((m = /^\/payments\/([^/]+)\/complete$/.exec(path)) && req.method === 'POST') {
+  }],
+  ['POST', /^\/payments\/([^/]+)\/complete$/, (req, res, m, body) => {
     const p = payments.get(m[1]);
     if (!p) return send(res, 404, {});
     finish(p, body.status || 'SUCCESSFUL', body.reason);
     return send(res, 200, view(p));
-  }
-  if ((m = /^\/payments\/([^/]+)\/status$/.exec(path)) && req.method === 'POST') {
+  }],
+  ['POST', /^\/payments\/([^/]+)\/status$/, (req, res, m, body) => {
     // The operator's books say otherwise from now on (a reversal, a late success), whatever the
     // payment's state: no callback is sent.
     const p = payments.get(m[1]);
@@ -412,18 +334,23 @@ const control = http.createServer(async (req, res) => {
     p.status = body.status;
     p.reason = body.reason;
     return send(res, 200, view(p));
-  }
-  if ((m = /^\/payments\/([^/]+)\/callback$/.exec(path)) && req.method === 'POST') {
+  }],
+  ['POST', /^\/payments\/([^/]+)\/callback$/, (req, res, m, body) => {
     const p = payments.get(m[1]);
     if (!p) return send(res, 404, {});
     callback(p, body.method || 'PUT');
     return send(res, 200, {});
-  }
-  send(res, 404, {});
-});
+  }],
+], { notFound: (req, res) => send(res, 404, {}) });
 
-const apiPort = await listenApi(config.port);
-await new Promise((resolve) => control.listen(config.controlPort, config.host, resolve));
-// The parent reads this line to learn the ports.
-process.stdout.write(JSON.stringify({ api: apiPort, control: control.address().port, id: randomUUID() }) + '\n');
-process.on('SIGTERM', () => process.exit(0));
+await serve({
+  host: config.host, port: config.port, controlPort: config.controlPort, send, behaviour,
+  api: routeTable(routes, {
+    notAllowed: (req, res) => { req.resume(); send(res, 405, problem('METHOD_NOT_ALLOWED', 'Method not allowed')); },
+    notFound: (req, res) => { req.resume(); send(res, 404, { statusCode: 404, message: 'Resource not found' }); },
+  }),
+  fail: (res) => send(res, 500, problem('INTERNAL_PROCESSING_ERROR', 'An internal error occurred while processing.')),
+  control: controlRoutes,
+  stats: () => counters.current,
+  reset: () => { payments.clear(); counters.reset(); },
+});

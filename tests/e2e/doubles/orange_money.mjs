@@ -34,13 +34,9 @@
 // GET /payments?order_id=…, GET /payments/{order_id}, POST /payments/{order_id}/pay {status}
 // (the customer on Orange's page), POST /payments/{order_id}/notify {notif_token?, status?}
 // (a notification sent again, or forged), POST /reset.
-import http from 'node:http';
-import { randomUUID, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { args, sender, readBody, Counters, RateWindow, postJson, callBack, routeTable, serve } from './common.mjs';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => {
-  const m = /^--([^=]+)=(.*)$/.exec(a);
-  return m ? [m[1], m[2]] : [a.replace(/^--/, ''), 'true'];
-}));
 const config = {
   host: '127.0.0.1',
   clientId: args['client-id'] || 'orange-client-id',
@@ -57,30 +53,14 @@ const behaviour = { latency_ms: 0, fail_next: 0, hang_after_accept: 0, callbacks
   settle_ms: 20, down: false, webpay_ttl_ms: 600000, init_ttl_ms: 420000 };
 const payments = new Map();  // order_id (webpay) or payToken (push) -> payment
 const tokens = new Map();
-let stats;
-function resetStats() {
-  stats = { tokens_issued: 0, requests: {}, status_queries: 0, status_max_per_second: 0, rejected_429: 0,
-    notifications_sent: 0, notifications_failed: 0, creations: 0, prompts: 0, refused: 0 };
-}
-resetStats();
-let statusWindow = { second: 0, count: 0 };
+const counters = new Counters(() => ({ tokens_issued: 0, requests: {}, status_queries: 0, status_max_per_second: 0,
+  rejected_429: 0, notifications_sent: 0, notifications_failed: 0, creations: 0, prompts: 0, refused: 0 }));
+const statusWindow = new RateWindow(() => config.statusRps);
 let apiPort = 0;
 
-function send(res, status, body, headers = {}) {
-  const text = body === undefined ? '' : JSON.stringify(body);
-  res.writeHead(status, { ...(text ? { 'Content-Type': 'application/json' } : {}), 'Content-Length': Buffer.byteLength(text), ...headers });
-  res.end(text);
-}
-function refuse(res, status, code, message) { stats.refused += 1; send(res, status, { code, message, description: message }); }
-function readBody(req) {
-  return new Promise((resolve) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', () => resolve(''));
-  });
-}
-const count = (r) => { stats.requests[r] = (stats.requests[r] || 0) + 1; };
+const send = sender('application/json', { typeWhenEmpty: false });
+function refuse(res, status, code, message) { counters.current.refused += 1; send(res, status, { code, message, description: message }); }
+const count = (r) => counters.count(r);
 const txnid = () => `MP${Date.now().toString().slice(-6)}.${Math.floor(Math.random() * 1e4)}`;
 const absolute = (u) => { try { return ['http:', 'https:'].includes(new URL(u).protocol); } catch { return false; } };
 
@@ -94,7 +74,7 @@ async function issueToken(req, res, route) {
   if (req.headers.authorization !== expected) return send(res, 401, { error: 'invalid_client', error_description: 'The requested service needs credentials, but the ones provided were invalid.' });
   const token = randomBytes(24).toString('base64url');
   tokens.set(token, Date.now() + config.tokenTtl * 1000);
-  stats.tokens_issued += 1;
+  counters.current.tokens_issued += 1;
   // Orange Cameroon's gateway writes expires_in as a string, the group's as a number.
   send(res, 200, { token_type: 'Bearer', access_token: token, expires_in: route === 'POST /token' ? String(config.tokenTtl) : config.tokenTtl });
 }
@@ -109,14 +89,12 @@ function bearer(req, res, push) {
 }
 
 function statusSlot(res) {
-  const second = Math.floor(Date.now() / 1000);
-  if (statusWindow.second !== second) statusWindow = { second, count: 0 };
-  if (statusWindow.count >= config.statusRps) {
+  const stats = counters.current;
+  if (!statusWindow.take()) {
     stats.rejected_429 += 1;
     send(res, 429, { code: 'TOO_MANY_REQUESTS', message: 'Too many requests' }, { 'Retry-After': '1' });
     return false;
   }
-  statusWindow.count += 1;
   stats.status_queries += 1;
   stats.status_max_per_second = Math.max(stats.status_max_per_second, statusWindow.count);
   return true;
@@ -124,14 +102,10 @@ function statusSlot(res) {
 
 function post(url, body) {
   if (!url) return;
-  const text = JSON.stringify(body);
-  const u = new URL(url);
-  const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: 'POST',
-    headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }, timeout: 5000 },
-  (res) => { res.resume(); stats.notifications_sent += 1; });
-  req.on('error', () => { stats.notifications_failed += 1; });
-  req.on('timeout', () => req.destroy());
-  req.end(text);
+  postJson(url, JSON.stringify(body), { readAnswer: false }).then(({ status }) => {
+    if (status) counters.current.notifications_sent += 1;
+    else counters.current.notifications_failed += 1;
+  });
 }
 
 function notification(p, token) {
@@ -140,12 +114,8 @@ function notification(p, token) {
     : { message: 'notification', data: pushView(p) };
 }
 function notify(p) {
-  const mode = behaviour.callbacks;
-  if (mode === 'none') return;
   const url = p.flow === 'webpay' ? p.notif_url : p.notifUrl;
-  if (mode === 'late') { setTimeout(() => post(url, notification(p)), behaviour.late_callback_ms); return; }
-  post(url, notification(p));
-  if (mode === 'twice') setTimeout(() => post(url, notification(p)), 50);
+  callBack(behaviour.callbacks, behaviour.late_callback_ms, () => post(url, notification(p)));
 }
 
 function finish(p, status, confirm) {
@@ -186,7 +156,7 @@ async function webpayment(req, res, country) {
     payments.set(b.order_id, p);
   }
   p.creations += 1;
-  stats.creations += 1;
+  counters.current.creations += 1;
   if (behaviour.hang_after_accept > 0) { behaviour.hang_after_accept -= 1; return; }  // recorded, never answered
   send(res, 201, { status: 201, message: 'OK', pay_token: p.pay_token,
     payment_url: `http://${config.host}:${apiPort}/payment/pay_token/${p.pay_token}`, notif_token: p.notif_token });
@@ -262,8 +232,8 @@ async function mpPay(req, res) {
   if (!absolute(b.notifUrl)) return refuse(res, 400, 'INVALID_URL', 'notifUrl must be an absolute URL');
   Object.assign(p, { subscriberMsisdn: b.subscriberMsisdn, amount: b.amount, orderId: b.orderId, notifUrl: b.notifUrl,
     description: b.description, status: 'PENDING', prompts: 1 });
-  stats.creations += 1;
-  stats.prompts += 1;
+  counters.current.creations += 1;
+  counters.current.prompts += 1;
   const [status, confirm] = pushOutcome(b.subscriberMsisdn);
   if (status !== 'PENDING') setTimeout(() => finish(p, status, confirm), behaviour.settle_ms);
   if (behaviour.hang_after_accept > 0) { behaviour.hang_after_accept -= 1; return; }
@@ -288,7 +258,7 @@ function mpPush(req, res, token) {
   if (!p || p.flow !== 'push') return refuse(res, 404, 'NOT_FOUND', 'payToken not found');
   if (p.status !== 'PENDING') return refuse(res, 400, 'NOT_PENDING', 'the payment is not waiting for the customer');
   p.prompts += 1;
-  stats.prompts += 1;
+  counters.current.prompts += 1;
   send(res, 200, { message: 'Push sent', data: pushView(p) });
 }
 
@@ -304,71 +274,44 @@ const routes = [
   ['GET', /^\/omcoreapis\/1\.0\.2\/mp\/push\/([^/]+)$/, (req, res, m) => mpPush(req, res, m[1])],
 ];
 
-const api = http.createServer(async (req, res) => {
-  const path = req.url.split('?')[0];
-  if (behaviour.latency_ms > 0) await new Promise((r) => setTimeout(r, behaviour.latency_ms));
-  if (behaviour.fail_next > 0) {
-    behaviour.fail_next -= 1;
-    req.resume();
-    return send(res, 503, { code: 'SERVICE_UNAVAILABLE', message: 'Service temporarily unavailable' });
-  }
-  for (const [method, re, handler] of routes) {
-    const m = re.exec(path);
-    if (!m) continue;
-    if (req.method !== method) { req.resume(); return send(res, 405, { code: 'METHOD_NOT_ALLOWED', message: 'Method not allowed' }); }
-    return handler(req, res, m);
-  }
-  req.resume();
-  send(res, 404, { code: 'NOT_FOUND', message: 'Resource not found' });
-});
-api.keepAliveTimeout = 30000;
-const listenApi = (port) => new Promise((resolve) => api.listen(port, config.host, () => resolve(api.address().port)));
-
 function view(p) { return p.flow === 'webpay' ? { ...p } : { flow: 'push', ...pushView(p), prompts: p.prompts }; }
+const find = (id) => payments.get(id) || [...payments.values()].find((p) => p.orderId === id);
 
-const control = http.createServer(async (req, res) => {
-  const raw = await readBody(req);
-  const body = raw ? JSON.parse(raw) : {};
-  const url = new URL(req.url, 'http://x');
-  const path = url.pathname;
-  let m;
-  if (req.method === 'GET' && path === '/stats') return send(res, 200, stats);
-  if (req.method === 'POST' && path === '/reset') { payments.clear(); resetStats(); return send(res, 200, {}); }
-  if (req.method === 'POST' && path === '/behaviour') {
-    const wasDown = behaviour.down;
-    Object.assign(behaviour, body);
-    if (behaviour.down && !wasDown) { api.close(); api.closeAllConnections(); }
-    else if (!behaviour.down && wasDown) await listenApi(apiPort);
-    return send(res, 200, behaviour);
-  }
-  if (req.method === 'GET' && path === '/payments') {
+// The control port's own routes (GET /stats, POST /reset and /behaviour are common.mjs's).
+const controlRoutes = routeTable([
+  ['GET', /^\/payments$/, (req, res, m, body, url) => {
     const id = url.searchParams.get('order_id');
-    return send(res, 200, [...payments.values()].filter((p) => !id || p.order_id === id || p.orderId === id).map((p) => view(age(p))));
-  }
-  const find = (id) => payments.get(id) || [...payments.values()].find((p) => p.orderId === id);
-  if ((m = /^\/payments\/([^/]+)$/.exec(path)) && req.method === 'GET') {
+    send(res, 200, [...payments.values()].filter((p) => !id || p.order_id === id || p.orderId === id).map((p) => view(age(p))));
+  }],
+  ['GET', /^\/payments\/([^/]+)$/, (req, res, m) => {
     const p = find(m[1]);
     return p ? send(res, 200, view(age(p))) : send(res, 404, {});
-  }
-  if ((m = /^\/payments\/([^/]+)\/pay$/.exec(path)) && req.method === 'POST') {
+  }],
+  ['POST', /^\/payments\/([^/]+)\/pay$/, (req, res, m, body) => {
     const p = find(m[1]);
     if (!p) return send(res, 404, {});
     if (p.status === 'INITIATED') p.status = 'PENDING';
     finish(p, body.status || (p.flow === 'webpay' ? 'SUCCESS' : 'SUCCESSFULL'), body.confirm);
     return send(res, 200, view(p));
-  }
-  if ((m = /^\/payments\/([^/]+)\/notify$/.exec(path)) && req.method === 'POST') {
+  }],
+  ['POST', /^\/payments\/([^/]+)\/notify$/, (req, res, m, body) => {
     const p = find(m[1]);
     if (!p) return send(res, 404, {});
     const n = notification(p, body.notif_token);
     if (body.status) { if (p.flow === 'webpay') n.status = body.status; else n.data.status = body.status; }
     post(body.url || (p.flow === 'webpay' ? p.notif_url : p.notifUrl), n);
     return send(res, 200, n);
-  }
-  send(res, 404, {});
-});
+  }],
+], { notFound: (req, res) => send(res, 404, {}) });
 
-apiPort = await listenApi(Number(args.port || 0));
-await new Promise((resolve) => control.listen(Number(args['control-port'] || 0), config.host, resolve));
-process.stdout.write(JSON.stringify({ api: apiPort, control: control.address().port, id: randomUUID() }) + '\n');
-process.on('SIGTERM', () => process.exit(0));
+({ apiPort } = await serve({
+  host: config.host, port: Number(args.port || 0), controlPort: Number(args['control-port'] || 0), send, behaviour,
+  api: routeTable(routes, {
+    notAllowed: (req, res) => { req.resume(); send(res, 405, { code: 'METHOD_NOT_ALLOWED', message: 'Method not allowed' }); },
+    notFound: (req, res) => { req.resume(); send(res, 404, { code: 'NOT_FOUND', message: 'Resource not found' }); },
+  }),
+  fail: (res) => send(res, 503, { code: 'SERVICE_UNAVAILABLE', message: 'Service temporarily unavailable' }),
+  control: controlRoutes,
+  stats: () => counters.current,
+  reset: () => { payments.clear(); counters.reset(); },
+}));

@@ -27,13 +27,9 @@
 //   POST /webhook {session|payout, type, mode}   sends an event of that object; mode "signed"
 //                                      (default), "unsigned", "stale", "forged", "duplicate" (the
 //                                      last event again); answers {status, body} of the receiver
-import http from 'node:http';
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
+import { args, sender, Counters, RateWindow, postJson, callBack, routeTable, serve } from './common.mjs';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => {
-  const m = /^--([^=]+)=(.*)$/.exec(a);
-  return m ? [m[1], m[2]] : [a.replace(/^--/, ''), 'true'];
-}));
 const config = {
   host: '127.0.0.1',
   apiKey: args['api-key'] || 'wave_ci_prod_test-key',
@@ -48,29 +44,13 @@ const sessions = new Map();  // id -> session
 const payouts = new Map();   // id -> payout
 const keys = new Map();      // idempotency-key -> {body, status, answer}
 let lastEvent = null;
-let stats;
-function resetStats() {
-  stats = { requests: {}, sessions: 0, payouts: 0, refunds: 0, expired_by_us: 0, rejected_429: 0,
-    webhooks_sent: 0, webhook_answers: {}, idempotent_replays: 0 };
-}
-resetStats();
-let window = { second: 0, count: 0 };
+const counters = new Counters(() => ({ requests: {}, sessions: 0, payouts: 0, refunds: 0, expired_by_us: 0,
+  rejected_429: 0, webhooks_sent: 0, webhook_answers: {}, idempotent_replays: 0 }));
+const stats = counters.current;  // never reset: the double has no /reset
+const window = new RateWindow(() => behaviour.rps);
 
-function send(res, status, body) {
-  const text = body === undefined ? '' : JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
+const send = sender();
 const err = (code, message) => ({ code, message });
-function readBody(req) {
-  return new Promise((resolve) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', () => resolve(''));
-  });
-}
-const count = (route) => { stats.requests[route] = (stats.requests[route] || 0) + 1; };
 const iso = (ms) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
 const tail = (mobile) => String(mobile).slice(-3);
 const validAmount = (a) => typeof a === 'string' && /^[1-9][0-9]*$/.test(a);
@@ -82,26 +62,14 @@ function sign(body, t = Math.floor(Date.now() / 1000), secret = config.secret) {
   return `t=${t},v1=${createHmac('sha256', secret).update(`${t}${body}`).digest('hex')}`;
 }
 
-function post(body, header) {
-  return new Promise((resolve) => {
-    if (!config.webhookUrl) return resolve({ status: 0, body: '' });
-    const u = new URL(config.webhookUrl);
-    const headers = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) };
-    if (header) headers['Wave-Signature'] = header;
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers, timeout: 5000 },
-      (res) => {
-        let text = '';
-        res.on('data', (c) => { text += c; });
-        res.on('end', () => {
-          stats.webhooks_sent += 1;
-          stats.webhook_answers[res.statusCode] = (stats.webhook_answers[res.statusCode] || 0) + 1;
-          resolve({ status: res.statusCode, body: text });
-        });
-      });
-    req.on('error', () => resolve({ status: 0, body: '' }));
-    req.on('timeout', () => req.destroy());
-    req.end(body);
-  });
+async function post(body, header) {
+  if (!config.webhookUrl) return { status: 0, body: '' };
+  const answer = await postJson(config.webhookUrl, body, { headers: header ? { 'Wave-Signature': header } : {} });
+  if (answer.status) {
+    stats.webhooks_sent += 1;
+    stats.webhook_answers[answer.status] = (stats.webhook_answers[answer.status] || 0) + 1;
+  }
+  return answer;
 }
 
 function event(type, data) { return { id: `AE_${randomBytes(6).toString('hex')}`, type, data }; }
@@ -119,10 +87,8 @@ async function deliver(ev, mode = 'signed') {
 }
 
 function autoWebhook(type, data) {
-  if (behaviour.webhooks === 'none') return;
   const ev = event(type, data);
-  deliver(ev);
-  if (behaviour.webhooks === 'twice') setTimeout(() => deliver(ev), 50);
+  callBack(behaviour.webhooks, 0, () => deliver(ev));
 }
 
 const sessionView = (s) => ({ ...s, _timer: undefined });
@@ -268,68 +234,49 @@ const routes = [
   }],
 ];
 
-const api = http.createServer(async (req, res) => {
-  const raw = await readBody(req);
-  const path = req.url.split('?')[0];
-  if (behaviour.latency_ms > 0) await new Promise((r) => setTimeout(r, behaviour.latency_ms));
+// Every route counts its requests under "<method> <path regexp>".
+const table = routeTable(routes.map(([method, re, fn]) => {
+  const route = `${method} ${re.source}`;
+  return [method, re, (req, res, m, raw) => { counters.count(route); return fn(req, res, m, raw); }];
+}), { notFound: (req, res) => send(res, 404, err('not-found', 'Resource not found')) });
+
+function api(req, res, raw) {
   const auth = req.headers.authorization;
   if (!auth) return send(res, 401, err('missing-auth-header', 'Your request should include an HTTP auth header.'));
   if (auth !== `Bearer ${config.apiKey}`) return send(res, 401, err('no-matching-api-key', "The key you provided doesn't exist in our system."));
-  const second = Math.floor(Date.now() / 1000);
-  if (window.second !== second) window = { second, count: 0 };
-  if (++window.count > behaviour.rps) { stats.rejected_429 += 1; return send(res, 429, err('rate-limit-exceeded', 'Too many requests')); }
+  if (!window.take()) { stats.rejected_429 += 1; return send(res, 429, err('rate-limit-exceeded', 'Too many requests')); }
   if (behaviour.fail_next > 0) { behaviour.fail_next -= 1; return send(res, 500, err('internal-server-error', 'internal error')); }
-  for (const [method, re, handler] of routes) {
-    const m = re.exec(path);
-    if (!m || req.method !== method) continue;
-    count(`${method} ${re.source}`);
-    return handler(req, res, m, raw);
-  }
-  send(res, 404, err('not-found', 'Resource not found'));
-});
-api.keepAliveTimeout = 30000;
-const listenApi = (port) => new Promise((resolve) => api.listen(port, config.host, () => resolve(api.address().port)));
+  return table(req, res, raw);
+}
 
-const control = http.createServer(async (req, res) => {
-  const raw = await readBody(req);
-  const body = raw ? JSON.parse(raw) : {};
-  const u = new URL(req.url, 'http://x');
-  let m;
-  if (req.method === 'GET' && u.pathname === '/stats') return send(res, 200, stats);
-  if (req.method === 'POST' && u.pathname === '/behaviour') {
-    const wasDown = behaviour.down;
-    Object.assign(behaviour, body);
-    if (body.webhook_url) config.webhookUrl = body.webhook_url;
-    if (behaviour.down && !wasDown) { api.close(); api.closeAllConnections(); }
-    else if (!behaviour.down && wasDown) await listenApi(apiPort);
-    return send(res, 200, behaviour);
-  }
-  if (req.method === 'GET' && u.pathname === '/sessions') {
+// The control port's own routes (GET /stats and POST /behaviour are common.mjs's).
+const controlRoutes = routeTable([
+  ['GET', /^\/sessions$/, (req, res, m, body, u) => {
     const ref = u.searchParams.get('client_reference');
-    return send(res, 200, [...sessions.values()].filter((s) => !ref || s.client_reference === ref).map(sessionView));
-  }
-  if (req.method === 'GET' && u.pathname === '/payouts') {
+    send(res, 200, [...sessions.values()].filter((s) => !ref || s.client_reference === ref).map(sessionView));
+  }],
+  ['GET', /^\/payouts$/, (req, res, m, body, u) => {
     const ref = u.searchParams.get('client_reference');
-    return send(res, 200, [...payouts.values()].filter((p) => !ref || p.client_reference === ref));
-  }
-  if ((m = /^\/sessions\/([^/]+)\/pay$/.exec(u.pathname)) && req.method === 'POST') {
+    send(res, 200, [...payouts.values()].filter((p) => !ref || p.client_reference === ref));
+  }],
+  ['POST', /^\/sessions\/([^/]+)\/pay$/, (req, res, m) => {
     const s = sessions.get(m[1]);
     if (!s) return send(res, 404, {});
     pay(s);
     return send(res, 200, sessionView(s));
-  }
-  if (req.method === 'POST' && u.pathname === '/webhook') {
+  }],
+  ['POST', /^\/webhook$/, async (req, res, m, body) => {
     if (body.mode === 'duplicate') return send(res, 200, lastEvent ? await deliver(lastEvent) : { status: 0 });
     const data = body.session ? sessions.get(body.session) : payouts.get(body.payout);
     if (!data) return send(res, 404, {});
     const ev = event(body.type || 'checkout.session.completed', body.session ? sessionView(data) : { ...data });
     if (body.data) Object.assign(ev.data, body.data);
     return send(res, 200, await deliver(ev, body.mode));
-  }
-  send(res, 404, {});
-});
+  }],
+], { notFound: (req, res) => send(res, 404, {}) });
 
-const apiPort = await listenApi(Number(args.port || 0));
-await new Promise((resolve) => control.listen(Number(args['control-port'] || 0), config.host, resolve));
-process.stdout.write(JSON.stringify({ api: apiPort, control: control.address().port, id: randomUUID() }) + '\n');
-process.on('SIGTERM', () => process.exit(0));
+await serve({
+  host: config.host, port: Number(args.port || 0), controlPort: Number(args['control-port'] || 0), send, behaviour,
+  api, readFirst: true, control: controlRoutes, stats: () => stats,
+  onBehaviour: (body) => { if (body.webhook_url) config.webhookUrl = body.webhook_url; },
+});

@@ -1,6 +1,7 @@
 // Debian's Chromium, headless, for the page tests (playwright-core drives it; no download).
 import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
+import { totp } from './totp.mjs';
 
 export const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 // A reason to skip the page tests when there is no browser, else false.
@@ -38,5 +39,20 @@ export async function signInMerchant(server, context) {
   await page.fill('#email', who.email);
   await page.fill('#password', who.password);
   await Promise.all([page.waitForURL((u) => u.toString().startsWith(dashboard)), page.click('button[value=approve]')]);
+  return page;
+}
+
+// Signs the demo's platform operator in to the dashboard of `server` in a new page of `context`,
+// with the TOTP second factor; returns the page, on the operators' merchant list.
+export async function signInOperator(server, context) {
+  const dashboard = server.demo.dashboard.url;
+  const page = await context.newPage();
+  await page.goto(dashboard + '/');
+  await page.fill('#email', server.demo.dashboard.operator.email);
+  await page.fill('#password', server.demo.dashboard.operator.password);
+  await Promise.all([page.waitForURL((u) => u.toString().startsWith(dashboard)), page.click('button[value=approve]')]);
+  const secret = (await page.textContent('#totp-secret')).trim();
+  await page.fill('#code', totp(secret));
+  await Promise.all([page.waitForURL(/\/operator\/merchants$/), page.click('button')]);
   return page;
 }
