@@ -93,12 +93,7 @@ Result<BearerToken::Token> AirtelMoney::fetch_token() {
   req.headers.emplace_back("Content-Type", "application/json");
   req.headers.emplace_back("Accept", "*/*");
   req.body = airtel::token_body(options_.client_id, options_.client_secret);
-  req.connect_timeout_ms = options_.connect_timeout_ms;
-  req.timeout_ms = options_.timeout_ms;
-  req.allow_private_addresses = true;  // operator configuration, trusted (not a merchant's URL)
-  const std::int64_t asked = http_.now();
-  SIKA_ASSIGN_OR_RETURN(auto res, http_.send(req, Exchange{"token", "", ""}));
-  return BearerToken::read(res, asked, options_.token_margin_ms, kTokenAnswer);
+  return BearerToken::ask(http_, std::move(req), options_.token_margin_ms, kTokenAnswer);
 }
 
 Result<AirtelMoney::Answered> AirtelMoney::call(web::ClientRequest req, const Exchange& what) {
@@ -106,9 +101,6 @@ Result<AirtelMoney::Answered> AirtelMoney::call(web::ClientRequest req, const Ex
   req.headers.emplace_back("Content-Type", "application/json");
   req.headers.emplace_back("X-Country", market_.alpha2);
   req.headers.emplace_back("X-Currency", options_.currency);
-  req.connect_timeout_ms = options_.connect_timeout_ms;
-  req.timeout_ms = options_.timeout_ms;
-  req.allow_private_addresses = true;  // operator configuration, trusted (not a merchant's URL)
   SIKA_ASSIGN_OR_RETURN(auto res, token_.send(std::move(req), what));
   return Answered{res.status, res.body, airtel::read_answer(res.body)};
 }

@@ -69,20 +69,12 @@ Result<BearerToken::Token> MtnMomo::fetch_token(Product p) {
   req.url = options_.base_url + "/" + std::string(mtn::product_path(p)) + "/token/";
   req.headers.emplace_back("Authorization", "Basic " + base64_encode(cred.api_user + ":" + cred.api_key));
   req.headers.emplace_back("Ocp-Apim-Subscription-Key", cred.subscription_key);
-  req.connect_timeout_ms = options_.connect_timeout_ms;
-  req.timeout_ms = options_.timeout_ms;
-  req.allow_private_addresses = true;  // operator configuration, trusted (not a merchant's URL)
-  const std::int64_t asked = http_.now();
-  SIKA_ASSIGN_OR_RETURN(auto res, http_.send(req, Exchange{"token", "", ""}));
-  return BearerToken::read(res, asked, options_.token_margin_ms, kTokenAnswer);
+  return BearerToken::ask(http_, std::move(req), options_.token_margin_ms, kTokenAnswer);
 }
 
 Result<web::ClientResponse> MtnMomo::call(Product p, web::ClientRequest req, const Exchange& what) {
   req.headers.emplace_back("Ocp-Apim-Subscription-Key", credentials(p).subscription_key);
   req.headers.emplace_back("X-Target-Environment", options_.target_environment);
-  req.connect_timeout_ms = options_.connect_timeout_ms;
-  req.timeout_ms = options_.timeout_ms;
-  req.allow_private_addresses = true;  // operator configuration, trusted (not a merchant's URL)
   return token(p).send(std::move(req), what);
 }
 

@@ -59,7 +59,10 @@ bool OperatorHttp::status_slot() {
   return true;
 }
 
-Result<web::ClientResponse> OperatorHttp::send(const web::ClientRequest& req, const Exchange& what) {
+Result<web::ClientResponse> OperatorHttp::send(web::ClientRequest req, const Exchange& what) {
+  req.connect_timeout_ms = options_.connect_timeout_ms;
+  req.timeout_ms = options_.timeout_ms;
+  req.allow_private_addresses = true;  // operator configuration, trusted (not a merchant's URL)
   const std::int64_t started = now();
   enter();
   auto res = http_.send(req);
@@ -123,6 +126,13 @@ Result<BearerToken::Token> BearerToken::read(const web::ClientResponse& res, std
     return operator_unknown_outcome(res.status, "unreadable token answer");
   const std::int64_t life = seconds * 1000;
   return Token{std::string(access->as_string()), asked + std::max(life - margin_ms, life / 2)};
+}
+
+Result<BearerToken::Token> BearerToken::ask(OperatorHttp& http, web::ClientRequest req, std::int64_t margin_ms,
+                                            const Answer& how) {
+  const std::int64_t asked = http.now();
+  SIKA_ASSIGN_OR_RETURN(auto res, http.send(std::move(req), Exchange{"token", "", ""}));
+  return read(res, asked, margin_ms, how);
 }
 
 std::int64_t BearerToken::fetched() const {

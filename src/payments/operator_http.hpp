@@ -1,11 +1,13 @@
 #pragma once
-// What every operator connector over HTTP shares (docs/operators.md, "Connectors"), so that each
-// connector keeps only its wire (paths, bodies, headers, how its operator's answers read):
-//   - OperatorHttp: at most `max_in_flight` calls at once, status queries spaced to at most
-//     `status_per_second` per node, and every call reported to the call sink (no secret);
-//   - BearerToken: an OAuth token shared by every call of the node, fetched once at a time and
+// What every operator connector over HTTP shares (docs/operators.md, "The interface"), so that
+// each connector keeps only its wire (paths, bodies, headers, how its operator's answers read):
+//   - OperatorHttp: every call with the instance's timeouts, at most `max_in_flight` at once,
+//     status queries spaced to at most `status_per_second` per node, and every call reported to
+//     the call sink (no secret);
+//   - BearerToken: an OAuth token shared by every call of the node, fetched one at a time and
 //     reused until it expires; a call answered 401 drops it and is made once more with a new one;
 //   - resend: a submission sent again while no definite answer came, with doubling pauses;
+//   - AcceptedOrders: what accepted submissions leave (Connector::take_accepted), until taken;
 //   - the errors of an operator's refusal and of an answer that decides nothing.
 #include <boost/json/value.hpp>
 
@@ -44,6 +46,8 @@ struct OperatorHttpOptions {
   std::string name;      // the connector instance's name
   std::string base_url;  // no trailing slash; the reported path is what follows it
   int max_in_flight = 64;
+  int connect_timeout_ms = 5000;
+  int timeout_ms = 15000;
   int status_per_second = 0;  // 0: status queries are not spaced
   std::int64_t status_wait_ms = 2000;
   std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
@@ -65,6 +69,8 @@ OperatorHttpOptions http_options(const ConnectorOptions& o) {
   h.base_url = o.base_url;
   while (!h.base_url.empty() && h.base_url.back() == '/') h.base_url.pop_back();
   h.max_in_flight = o.max_in_flight;
+  h.connect_timeout_ms = o.connect_timeout_ms;
+  h.timeout_ms = o.timeout_ms;
   if constexpr (requires { o.status_per_second; }) {
     h.status_per_second = o.status_per_second;
     h.status_wait_ms = o.status_wait_ms;
@@ -78,8 +84,9 @@ class OperatorHttp {
  public:
   OperatorHttp(web::HttpClient& http, OperatorHttpOptions options);
 
-  // Sends `req` once a call slot is free (max_in_flight) and reports it to the call sink.
-  Result<web::ClientResponse> send(const web::ClientRequest& req, const Exchange& what);
+  // Sends `req` with the options' timeouts once a call slot is free (max_in_flight), and reports
+  // it to the call sink. The operator's address is configuration, trusted: it may be private.
+  Result<web::ClientResponse> send(web::ClientRequest req, const Exchange& what);
   // Waits for a status query slot; false when none came within status_wait_ms.
   bool status_slot();
   std::int64_t now() const;
@@ -128,6 +135,9 @@ class BearerToken {
   // operator_token, an unreadable 200 operator_error.
   static Result<Token> read(const web::ClientResponse& res, std::int64_t asked, std::int64_t margin_ms,
                             const Answer& how);
+  // What a connector's Fetch does once it has made its token request `req`: sends it (reported as
+  // the operation "token") and reads the answer (read).
+  static Result<Token> ask(OperatorHttp& http, web::ClientRequest req, std::int64_t margin_ms, const Answer& how);
 
  private:
   // A usable token other than `stale` (one fetch at a time; the others wait for its token).

@@ -69,9 +69,6 @@ web::ClientRequest OrangeMoney::request(std::string method, std::string path) co
   web::ClientRequest req;
   req.method = std::move(method);
   req.url = options_.base_url + path;
-  req.connect_timeout_ms = options_.connect_timeout_ms;
-  req.timeout_ms = options_.timeout_ms;
-  req.allow_private_addresses = true;  // operator configuration, trusted (not a merchant's URL)
   req.headers.emplace_back("Accept", "application/json");
   return req;
 }
@@ -82,9 +79,7 @@ Result<BearerToken::Token> OrangeMoney::fetch_token() {
                            "Basic " + base64_encode(options_.client_id + ":" + options_.client_secret));
   req.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
   req.body = "grant_type=client_credentials";
-  const std::int64_t asked = http_.now();
-  SIKA_ASSIGN_OR_RETURN(auto res, http_.send(req, Exchange{"token", "", ""}));
-  return BearerToken::read(res, asked, options_.token_margin_ms, kTokenAnswer);
+  return BearerToken::ask(http_, std::move(req), options_.token_margin_ms, kTokenAnswer);
 }
 
 Result<web::ClientResponse> OrangeMoney::call(web::ClientRequest req, const Exchange& what) {

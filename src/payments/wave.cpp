@@ -24,6 +24,17 @@ Error refusal(int status, const std::string& code) {
                           status != 401 && status != 403 && wave::failure_reason(code) == "INVALID_ACCOUNT");
 }
 
+// The error of a POST Wave did not accept: a definite refusal, or an answer that decides nothing.
+Error not_accepted(const web::ClientResponse& res) {
+  const std::string code = wave::error_code(res.body);
+  return wave::definite_refusal(res.status) ? refusal(res.status, code) : operator_unknown_outcome(res.status, code);
+}
+
+Error other_currency() {
+  return bad_request("invalid_currency", bj::object{{"currency", "the operator's wallet carries " +
+                                                                     std::string(wave::kCurrency) + " only"}});
+}
+
 // A call is reported with Wave's error code of an answer that is not a success, and the path
 // without its query.
 OperatorHttpOptions reported(OperatorHttpOptions h) {
@@ -69,9 +80,6 @@ std::optional<Accepted> Wave::take_accepted(std::string_view provider_reference)
 
 Result<web::ClientResponse> Wave::call(web::ClientRequest req, const Exchange& what) {
   req.headers.emplace_back("Authorization", "Bearer " + options_.api_key);
-  req.connect_timeout_ms = options_.connect_timeout_ms;
-  req.timeout_ms = options_.timeout_ms;
-  req.allow_private_addresses = true;  // operator configuration, trusted (not a merchant's URL)
   return http_.send(req, what);
 }
 
@@ -91,17 +99,11 @@ Result<web::ClientResponse> Wave::post(const std::string& path, std::string body
 }
 
 Status Wave::request_collection(const PaymentOrder& order) {
-  if (!serves(order.currency))
-    return bad_request("invalid_currency", bj::object{{"currency", "the operator's wallet carries " +
-                                                                       std::string(wave::kCurrency) + " only"}});
+  if (!serves(order.currency)) return other_currency();
   const Exchange what{"collection", order.provider_reference, ""};
   SIKA_ASSIGN_OR_RETURN(auto res, post("/v1/checkout/sessions", wave::checkout_body(order),
                                        wave::idempotency_key("checkout", order.provider_reference), what));
-  if (res.status != 200 && res.status != 201) {
-    const std::string code = wave::error_code(res.body);
-    return wave::definite_refusal(res.status) ? Status(refusal(res.status, code))
-                                              : Status(operator_unknown_outcome(res.status, code));
-  }
+  if (res.status != 200 && res.status != 201) return not_accepted(res);
   auto session = wave::parse_session(res.body);
   if (!session) return operator_unknown_outcome(res.status, "unreadable session");  // accepted? recovery searches
   accepted_.keep(order.provider_reference, Accepted{session->wave_launch_url, session->id});
@@ -109,17 +111,11 @@ Status Wave::request_collection(const PaymentOrder& order) {
 }
 
 Status Wave::request_payout(const PaymentOrder& order) {
-  if (!serves(order.currency))
-    return bad_request("invalid_currency", bj::object{{"currency", "the operator's wallet carries " +
-                                                                       std::string(wave::kCurrency) + " only"}});
+  if (!serves(order.currency)) return other_currency();
   const Exchange what{"payout", order.provider_reference, ""};
   SIKA_ASSIGN_OR_RETURN(auto res, post("/v1/payout", wave::payout_body(order),
                                        wave::idempotency_key("payout", order.provider_reference), what));
-  if (res.status != 200 && res.status != 201) {
-    const std::string code = wave::error_code(res.body);
-    return wave::definite_refusal(res.status) ? Status(refusal(res.status, code))
-                                              : Status(operator_unknown_outcome(res.status, code));
-  }
+  if (res.status != 200 && res.status != 201) return not_accepted(res);
   auto payout = wave::parse_payout(res.body);
   if (!payout) return operator_unknown_outcome(res.status, "unreadable payout");
   accepted_.keep(order.provider_reference, Accepted{"", payout->id});
@@ -137,11 +133,7 @@ Status Wave::request_refund(const PaymentOrder& order) {
                       bj::object{{"amount", "the operator refunds a whole payment only"}});
   SIKA_ASSIGN_OR_RETURN(auto res, post("/v1/checkout/sessions/" + session->id + "/refund", "{}",
                                        wave::idempotency_key("refund", order.provider_reference), what));
-  if (res.status != 200 && res.status != 201) {
-    const std::string code = wave::error_code(res.body);
-    return wave::definite_refusal(res.status) ? Status(refusal(res.status, code))
-                                              : Status(operator_unknown_outcome(res.status, code));
-  }
+  if (res.status != 200 && res.status != 201) return not_accepted(res);
   accepted_.keep(order.provider_reference, Accepted{"", std::string(kRefundState) + session->id});
   return {};
 }

@@ -65,6 +65,8 @@ TEST(OperatorHttp, EveryCallIsReportedInTheConnectorsTerms) {
   OperatorHttpOptions o = options(&rec, &clock);
   o.answer_code = [](const web::ClientResponse& r) { return r.status >= 400 ? std::string("E42") : std::string(); };
   o.report_path = cut_query;
+  o.connect_timeout_ms = 321;
+  o.timeout_ms = 4321;
   OperatorHttp http(op, o);
   op.answers.push_back(answer(200));
   op.answers.push_back(answer(500));
@@ -75,6 +77,9 @@ TEST(OperatorHttp, EveryCallIsReportedInTheConnectorsTerms) {
   ASSERT_TRUE(http.send(req, Exchange{"status", "ref-1", "abc"}));
   EXPECT_FALSE(http.send(req, Exchange{"status", "ref-1", "abc"})) << "no answer left: a timeout";
   ASSERT_EQ(rec.calls.size(), 3u);
+  EXPECT_EQ(op.sent[0].connect_timeout_ms, 321);
+  EXPECT_EQ(op.sent[0].timeout_ms, 4321);
+  EXPECT_TRUE(op.sent[0].allow_private_addresses) << "the operator's address is configuration";
   EXPECT_EQ(rec.calls[0].connector, "op");
   EXPECT_EQ(rec.calls[0].path, "/v1/status/abc") << "never the query";
   EXPECT_EQ(rec.calls[0].operator_reference, "abc");
