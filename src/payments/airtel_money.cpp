@@ -3,8 +3,6 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 #include "core/json.hpp"
 #include "core/time.hpp"
@@ -16,20 +14,6 @@ using airtel::Call;
 using airtel::Verdict;
 
 namespace {
-
-std::int64_t steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string_view operation_name(Call c) {
-  switch (c) {
-    case Call::collection: return "collection";
-    case Call::disbursement: return "payout";
-    case Call::refund: return "refund";
-  }
-  return "collection";
-}
 
 std::string code_of(const airtel::Answer& a) {
   if (!a.response_code.empty()) return a.response_code;
@@ -50,24 +34,37 @@ OperatorCall::Outcome outcome_of(const Result<web::ClientResponse>& res) {
 }
 
 Error refusal(Verdict v, int status, const airtel::Answer& a) {
-  bj::object d{{"provider", "the operator refused the request"}, {"operator_status", status}};
-  if (!code_of(a).empty()) d["operator_code"] = code_of(a);
-  if (v == Verdict::invalid_account) return make_error(ErrorKind::not_found, "account_not_found", std::move(d));
-  if (status == 401) return make_error(ErrorKind::unauthenticated, "operator_unauthorized", std::move(d));
-  if (status == 403) return make_error(ErrorKind::forbidden, "operator_forbidden", std::move(d));
-  return make_error(ErrorKind::invalid, "operator_refused", std::move(d));
+  return operator_refusal(status, code_of(a), v == Verdict::invalid_account);
 }
 
-Error unknown_outcome(int status, std::string code) {
-  bj::object d{{"provider", "the operator gave no definite answer"}, {"operator_status", status}};
-  if (!code.empty()) d["operator_code"] = std::move(code);
-  return make_error(ErrorKind::upstream_failed, "operator_error", std::move(d));
+// A call is reported with Airtel's code of an answer that is not a success, Airtel's outcome and
+// the path without its query.
+OperatorHttpOptions reported(OperatorHttpOptions h) {
+  h.answer_code = [](const web::ClientResponse& r) {
+    const airtel::Answer a = airtel::read_answer(r.body);
+    return r.status >= 400 || !a.success ? code_of(a) : std::string();
+  };
+  h.outcome = outcome_of;
+  h.report_path = cut_query;
+  return h;
 }
 
 // What a refund leaves in its operator_state: the collection's airtel_money_id and Airtel's answer.
 std::string refund_state(std::string_view airtel_money_id, std::string_view status) {
   return bj::serialize(bj::object{{"airtel_money_id", airtel_money_id}, {"refund", status}});
 }
+
+// Airtel's token answer: expires_in a string of seconds in Airtel's documentation ("180"); a
+// number is read too.
+std::int64_t token_seconds(const bj::value& v) {
+  if (v.is_int64()) return v.as_int64();
+  if (!v.is_string()) return 0;
+  const std::string s(v.as_string());
+  if (s.empty() || s.size() >= 10 || s.find_first_not_of("0123456789") != std::string::npos) return 0;
+  return std::stoll(s);
+}
+
+constexpr BearerToken::Answer kTokenAnswer{"the operator refused the client's credentials", true, token_seconds};
 
 }  // namespace
 
@@ -80,128 +77,23 @@ Result<std::unique_ptr<AirtelMoney>> AirtelMoney::open(web::HttpClient& http, Ai
 }
 
 AirtelMoney::AirtelMoney(web::HttpClient& http, AirtelMoneyOptions options, const airtel::Market& market)
-    : http_(http), options_(std::move(options)), market_(market) {
+    : options_(std::move(options)),
+      market_(market),
+      http_(http, reported(http_options(options_))),
+      token_(http_, [this] { return fetch_token(); }) {
   while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
 }
 
-std::int64_t AirtelMoney::now() const { return options_.clock ? options_.clock() : now_ms(); }
+std::int64_t AirtelMoney::tokens_fetched() const { return token_.fetched(); }
 
-std::int64_t AirtelMoney::tokens_fetched() const {
-  sika::MutexLock lock(mu_);
-  return tokens_fetched_;
-}
-
-void AirtelMoney::enter() {
-  sika::UniqueLock lock(mu_);
-  lock.wait(cv_, [&]() REQUIRES(mu_) { return in_flight_ < std::max(1, options_.max_in_flight); });
-  ++in_flight_;
-}
-
-void AirtelMoney::leave() {
-  {
-    sika::MutexLock lock(mu_);
-    --in_flight_;
-  }
-  cv_.notify_one();
-}
-
-bool AirtelMoney::status_slot() {
-  if (options_.status_per_second <= 0) return true;
-  const std::int64_t spacing = 1000 / options_.status_per_second + 1;
-  std::int64_t slot = 0;
-  {
-    sika::MutexLock lock(mu_);
-    const std::int64_t at = steady_ms();
-    slot = std::max(at, next_status_at_);
-    if (slot - at > options_.status_wait_ms) return false;
-    next_status_at_ = slot + spacing;
-  }
-  const std::int64_t wait = slot - steady_ms();
-  if (wait > 0) std::this_thread::sleep_for(std::chrono::milliseconds(wait));
-  return true;
-}
-
-Result<web::ClientResponse> AirtelMoney::send_reported(const web::ClientRequest& req, const Exchange& what) {
-  const std::int64_t started = now();
-  enter();
-  auto res = http_.send(req);
-  leave();
-  if (options_.calls) {
-    OperatorCall c;
-    c.connector = options_.name;
-    c.operation = what.operation;
-    c.provider_reference = what.provider_reference;
-    c.operator_reference = what.operator_reference;
-    c.method = req.method;
-    c.path = req.url.substr(options_.base_url.size());
-    if (const auto q = c.path.find('?'); q != std::string::npos) c.path.resize(q);
-    c.started_at = started;
-    c.latency_ms = std::max<std::int64_t>(0, now() - started);
-    c.outcome = outcome_of(res);
-    if (res) {
-      c.http_status = res->status;
-      const airtel::Answer a = airtel::read_answer(res->body);
-      if (res->status >= 400 || !a.success) c.code = code_of(a);
-    } else {
-      c.code = res.error().code;
-    }
-    options_.calls->record(c);
-  }
-  return res;
-}
-
-Result<AirtelMoney::Token> AirtelMoney::fetch_token() {
+Result<BearerToken::Token> AirtelMoney::fetch_token() {
   web::ClientRequest req;
   req.method = "POST";
   req.url = options_.base_url + std::string(airtel::kTokenPath);
   req.headers.emplace_back("Content-Type", "application/json");
   req.headers.emplace_back("Accept", "*/*");
   req.body = airtel::token_body(options_.client_id, options_.client_secret);
-  req.connect_timeout_ms = options_.connect_timeout_ms;
-  req.timeout_ms = options_.timeout_ms;
-  req.allow_private_addresses = true;  // operator configuration, trusted (not a merchant's URL)
-  const std::int64_t asked = now();
-  SIKA_ASSIGN_OR_RETURN(auto res, send_reported(req, Exchange{"token", "", ""}));
-  if (res.status != 200)
-    return make_error(
-        res.status == 400 || res.status == 401 || res.status == 403 ? ErrorKind::unauthenticated
-                                                                    : ErrorKind::upstream_failed,
-        "operator_token",
-        bj::object{{"provider", "the operator refused the client's credentials"}, {"operator_status", res.status}});
-  auto body = json::parse_object(res.body);
-  const bj::value* access = body ? body->if_contains("access_token") : nullptr;
-  const bj::value* ttl = body ? body->if_contains("expires_in") : nullptr;
-  // expires_in is a string of seconds in Airtel's documentation ("180"); a number is read too.
-  std::int64_t seconds = 0;
-  if (ttl && ttl->is_int64()) seconds = ttl->as_int64();
-  if (ttl && ttl->is_string()) {
-    const std::string s(ttl->as_string());
-    if (!s.empty() && s.size() < 10 && s.find_first_not_of("0123456789") == std::string::npos) seconds = std::stoll(s);
-  }
-  if (!access || !access->is_string() || access->as_string().empty() || seconds <= 0)
-    return unknown_outcome(res.status, "unreadable token answer");
-  const std::int64_t life = seconds * 1000;
-  return Token{std::string(access->as_string()), asked + std::max(life - options_.token_margin_ms, life / 2)};
-}
-
-Result<std::string> AirtelMoney::token(std::string_view stale) {
-  auto usable = [&]() REQUIRES(mu_) {
-    return !token_.value.empty() && token_.value != stale && token_.expires_at > now();
-  };
-  {
-    sika::MutexLock lock(mu_);
-    if (usable()) return token_.value;
-  }
-  sika::MutexLock fetching(fetch_mu_);  // one fetch; the others wait for its token
-  {
-    sika::MutexLock lock(mu_);
-    if (usable()) return token_.value;
-  }
-  SIKA_ASSIGN_OR_RETURN(Token fresh, fetch_token());
-  sika::MutexLock lock(mu_);
-  token_ = fresh;
-  ++tokens_fetched_;
-  return fresh.value;
+  return BearerToken::ask(http_, std::move(req), options_.token_margin_ms, kTokenAnswer);
 }
 
 Result<AirtelMoney::Answered> AirtelMoney::call(web::ClientRequest req, const Exchange& what) {
@@ -209,18 +101,8 @@ Result<AirtelMoney::Answered> AirtelMoney::call(web::ClientRequest req, const Ex
   req.headers.emplace_back("Content-Type", "application/json");
   req.headers.emplace_back("X-Country", market_.alpha2);
   req.headers.emplace_back("X-Currency", options_.currency);
-  req.connect_timeout_ms = options_.connect_timeout_ms;
-  req.timeout_ms = options_.timeout_ms;
-  req.allow_private_addresses = true;  // operator configuration, trusted (not a merchant's URL)
-  req.headers.emplace_back("Authorization", "");
-  std::string stale;
-  for (int round = 0;; ++round) {
-    SIKA_ASSIGN_OR_RETURN(std::string bearer, token(stale));
-    req.headers.back().second = "Bearer " + bearer;
-    SIKA_ASSIGN_OR_RETURN(auto res, send_reported(req, what));
-    if (res.status != 401 || round == 1) return Answered{res.status, res.body, airtel::read_answer(res.body)};
-    stale = std::move(bearer);  // expired or revoked early: once more with a new one
-  }
+  SIKA_ASSIGN_OR_RETURN(auto res, token_.send(std::move(req), what));
+  return Answered{res.status, res.body, airtel::read_answer(res.body)};
 }
 
 Status AirtelMoney::initiate(Call c, const PaymentOrder& order, const std::string& path, const std::string& body,
@@ -229,34 +111,25 @@ Status AirtelMoney::initiate(Call c, const PaymentOrder& order, const std::strin
   req.method = "POST";
   req.url = options_.base_url + path;
   req.body = body;
-  Error last = unknown_outcome(0, "");
-  std::int64_t pause = options_.retry_pause_ms;
-  for (int attempt = 0; attempt < std::max(1, options_.initiation_attempts); ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause)), pause *= 2;
-    auto res = call(req, what);
-    if (!res) {
-      if (!res.error().is(ErrorKind::upstream_timeout) && !res.error().is(ErrorKind::upstream_failed))
-        return res.take_error();  // our own refusal to send (e.g. the token's credentials)
-      last = res.take_error();
-      continue;
-    }
-    switch (airtel::submission_verdict(c, res->http, res->answer)) {
+  // No definite answer: sent again with the same id; after the last, PENDING, and recovery asks by
+  // that id.
+  return resend(options_.initiation_attempts, options_.retry_pause_ms, [&]() -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto res, call(req, what));
+    const Verdict verdict = airtel::submission_verdict(c, res.http, res.answer);
+    switch (verdict) {
       case Verdict::accepted:
-      case Verdict::duplicate: {
-        if (c == Call::refund) {
-          sika::MutexLock lock(mu_);
-          accepted_[order.provider_reference] = Accepted{
-              "", refund_state(what.operator_reference, res->answer.status.empty() ? "SUCCESS" : res->answer.status)};
-        }
+      case Verdict::duplicate:
+        if (c == Call::refund)
+          accepted_.keep(order.provider_reference,
+                         Accepted{"", refund_state(what.operator_reference,
+                                                   res.answer.status.empty() ? "SUCCESS" : res.answer.status)});
         return {};
-      }
       case Verdict::refused:
-      case Verdict::invalid_account:
-        return refusal(airtel::submission_verdict(c, res->http, res->answer), res->http, res->answer);
-      case Verdict::unknown: last = unknown_outcome(res->http, code_of(res->answer)); break;
+      case Verdict::invalid_account: return refusal(verdict, res.http, res.answer);
+      case Verdict::unknown: break;
     }
-  }
-  return last;  // no definite answer: PENDING, recovery asks by the same id
+    return operator_unknown_outcome(res.http, code_of(res.answer));
+  });
 }
 
 Status AirtelMoney::request_collection(const PaymentOrder& order) {
@@ -283,7 +156,7 @@ Status AirtelMoney::request_payout(const PaymentOrder& order) {
 }
 
 Result<AirtelMoney::Answered> AirtelMoney::enquire(Call c, std::string_view provider_reference) {
-  if (!status_slot())
+  if (!http_.status_slot())
     return make_error(ErrorKind::rate_limited, "rate_limited",
                       bj::object{{"provider", "the operator's status query budget is spent; asked again later"}});
   const std::string id = airtel::transaction_id(provider_reference);
@@ -299,7 +172,7 @@ Result<AirtelMoney::Answered> AirtelMoney::enquire(Call c, std::string_view prov
   if (res.http == 429)
     return make_error(ErrorKind::rate_limited, "rate_limited",
                       bj::object{{"provider", "the operator limits status queries; asked again later"}});
-  if (res.http != 200) return unknown_outcome(res.http, code_of(res.answer));
+  if (res.http != 200) return operator_unknown_outcome(res.http, code_of(res.answer));
   return res;
 }
 
@@ -317,12 +190,7 @@ Status AirtelMoney::request_refund(const PaymentOrder& order) {
 }
 
 std::optional<Accepted> AirtelMoney::take_accepted(std::string_view provider_reference) {
-  sika::MutexLock lock(mu_);
-  auto it = accepted_.find(provider_reference);
-  if (it == accepted_.end()) return std::nullopt;
-  Accepted out = std::move(it->second);
-  accepted_.erase(it);
-  return out;
+  return accepted_.take(provider_reference);
 }
 
 Result<OperatorStatus> AirtelMoney::query_status(const PaymentOrder& order) {
@@ -341,7 +209,7 @@ Result<OperatorStatus> AirtelMoney::query_status(const PaymentOrder& order) {
     return out;
   }
   SIKA_ASSIGN_OR_RETURN(auto res, enquire(c, order.provider_reference));
-  if (!res.answer.readable) return unknown_outcome(res.http, "unreadable status answer");
+  if (!res.answer.readable) return operator_unknown_outcome(res.http, "unreadable status answer");
   const std::string& code = res.answer.response_code;
   return airtel::status_of(c, res.answer.status, code, res.answer.airtel_money_id);
 }
@@ -359,7 +227,7 @@ Result<std::string> AirtelMoney::account_holder(std::string_view, std::string_vi
   SIKA_ASSIGN_OR_RETURN(auto res, call(std::move(req), Exchange{"holder", "", ""}));
   if (res.answer.response_code == "DP02200000002" || res.answer.result_code == "ROUTER001" || res.http == 404)
     return not_found(bj::object{{"wallet", "has no active account at this operator"}});
-  if (res.http != 200 || !res.answer.success) return unknown_outcome(res.http, code_of(res.answer));
+  if (res.http != 200 || !res.answer.success) return operator_unknown_outcome(res.http, code_of(res.answer));
   // data: {first_name, last_name, msisdn, is_barred, ...}
   auto body = json::parse_object(res.body);
   const bj::value* data = body ? body->if_contains("data") : nullptr;

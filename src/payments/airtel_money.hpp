@@ -3,7 +3,8 @@
 // /merchant/v1/payments/), disbursements with the encrypted PIN, refunds by airtel_money_id, status
 // enquiries, KYC (the account holder's name), and Airtel's callbacks, read as unsigned hints. The
 // wire format is airtel_money_wire.hpp; this file makes the calls:
-//   - one OAuth token (client_credentials) per node, shared by every call and reused until
+//   - one OAuth token (client_credentials; BearerToken, operator_http.hpp) per node, shared by
+//     every call and reused until
 //     `token_margin_ms` before it expires (or half its life when that is shorter); one fetch at a
 //     time; a 401 on a call drops it and the call is made once more with a new one;
 //   - every call carries X-Country and X-Currency of the account and the Bearer token;
@@ -15,21 +16,19 @@
 //   - status queries are spaced to at most `status_per_second` per node; one that cannot get a slot
 //     within `status_wait_ms` is rate_limited (asked again later);
 //   - at most `max_in_flight` calls at once; every call is reported to `calls` (no secret).
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <string>
 
-#include "core/thread_annotations.hpp"
 #include "payments/airtel_money_wire.hpp"
 #include "payments/connector.hpp"
 #include "payments/operator_calls.hpp"
+#include "payments/operator_http.hpp"
 #include "web/client.hpp"
 
 namespace sika::payments {
 
-struct AirtelMoneyOptions {
+struct AirtelMoneyOptions : OperatorOptions {
   std::string name = "airtel_money";  // the connector instance's name (catalog provider.connector)
   std::string base_url;               // e.g. https://openapi.airtel.africa, no trailing slash
   std::string client_id, client_secret;
@@ -40,14 +39,8 @@ struct AirtelMoneyOptions {
   std::string encrypted_pin;
   int status_per_second = 10;
   std::int64_t status_wait_ms = 2000;
-  int max_in_flight = 64;
   int initiation_attempts = 3;
-  std::int64_t retry_pause_ms = 200;  // before the 2nd attempt; doubled for each next one
-  int connect_timeout_ms = 5000;
-  int timeout_ms = 15000;
   std::int64_t token_margin_ms = 30'000;
-  std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
-  OperatorCallSink* calls = nullptr;
 };
 
 class AirtelMoney final : public Connector {
@@ -78,43 +71,24 @@ class AirtelMoney final : public Connector {
 
  private:
   AirtelMoney(web::HttpClient& http, AirtelMoneyOptions options, const airtel::Market& market);
-  struct Token {
-    std::string value;
-    std::int64_t expires_at = 0;
-  };
-  struct Exchange {
-    std::string operation, provider_reference, operator_reference;
-  };
   struct Answered {
     int http = 0;
     std::string body;
     airtel::Answer answer;
   };
-  std::int64_t now() const;
   Status initiate(airtel::Call call, const PaymentOrder& order, const std::string& path, const std::string& body,
                   const Exchange& what);
   // One authenticated exchange (token fetched or refreshed as needed; a 401 drops it and the
   // request is made once more). Reported to the call sink.
   Result<Answered> call(web::ClientRequest req, const Exchange& what);
-  Result<web::ClientResponse> send_reported(const web::ClientRequest& req, const Exchange& what);
-  Result<std::string> token(std::string_view stale);
-  Result<Token> fetch_token();
+  Result<BearerToken::Token> fetch_token();
   Result<Answered> enquire(airtel::Call call, std::string_view provider_reference);
-  bool status_slot();
-  void enter();
-  void leave();
 
-  web::HttpClient& http_;
   AirtelMoneyOptions options_;
   const airtel::Market& market_;
-  mutable sika::Mutex mu_;
-  std::condition_variable cv_;
-  Token token_ GUARDED_BY(mu_);
-  std::int64_t tokens_fetched_ GUARDED_BY(mu_) = 0;
-  int in_flight_ GUARDED_BY(mu_) = 0;
-  std::int64_t next_status_at_ GUARDED_BY(mu_) = 0;
-  std::map<std::string, Accepted, std::less<>> accepted_ GUARDED_BY(mu_);
-  sika::Mutex fetch_mu_;  // one token fetch at a time
+  OperatorHttp http_;
+  BearerToken token_;
+  AcceptedOrders accepted_;
 };
 
 }  // namespace sika::payments

@@ -15,43 +15,17 @@ namespace bj = boost::json;
 
 __extension__ using Int128 = __int128;
 
-std::string_view to_string(TxStatus s) {
-  switch (s) {
-    case TxStatus::initiated: return "INITIATED";
-    case TxStatus::pending: return "PENDING";
-    case TxStatus::completed: return "COMPLETED";
-    case TxStatus::failed: return "FAILED";
-    case TxStatus::expired: return "EXPIRED";
-    case TxStatus::cancelled: return "CANCELLED";
-    case TxStatus::refunded: return "REFUNDED";
-  }
-  return "UNKNOWN";
-}
-
-std::optional<TxStatus> parse_status(std::string_view text) {
-  for (TxStatus s : {TxStatus::initiated, TxStatus::pending, TxStatus::completed, TxStatus::failed, TxStatus::expired,
-                     TxStatus::cancelled, TxStatus::refunded})
-    if (to_string(s) == text) return s;
-  return std::nullopt;
-}
-
 bool is_terminal(TxStatus s) { return s != TxStatus::initiated && s != TxStatus::pending; }
 
 bool legal_move(TxStatus from, TxStatus to) {
-  switch (from) {
-    case TxStatus::initiated:
-      return to == TxStatus::pending || to == TxStatus::cancelled || to == TxStatus::expired || to == TxStatus::failed;
-    case TxStatus::pending: return to == TxStatus::completed || to == TxStatus::failed || to == TxStatus::expired;
-    case TxStatus::completed: return to == TxStatus::refunded;
-    default: return false;
-  }
+  if (from == kWalletDebitMove.from && to == kWalletDebitMove.to) return false;
+  return kTxStatus.legal(from, to);
 }
 
 bool legal_move(const Transaction& tx, TxStatus to) {
   if (to == TxStatus::refunded) return tx.operation == kCollection && legal_move(tx.status, to);
-  if (tx.operation == kCollection && tx.channel == kChannelWallet && tx.status == TxStatus::initiated &&
-      to == TxStatus::completed)
-    return true;
+  if (tx.status == kWalletDebitMove.from && to == kWalletDebitMove.to)
+    return tx.operation == kCollection && tx.channel == kChannelWallet;
   return legal_move(tx.status, to);
 }
 

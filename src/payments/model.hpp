@@ -18,15 +18,37 @@
 #include <vector>
 
 #include "store/db.hpp"
+#include "store/state_machine.hpp"
 
 namespace sika::payments {
 
+// The outbox event of every status change.
+inline constexpr std::string_view kStatusChangedEvent = "transaction.status_changed";
+
 enum class TxStatus { initiated, pending, completed, failed, expired, cancelled, refunded };
+// Every legal move of pay_transactions (the lifecycle above), each emitting transaction.status_changed.
+// Two moves are open to some transactions only (legal_move(const Transaction&, ...)): INITIATED ->
+// COMPLETED (kWalletDebitMove) to a WALLET collection, COMPLETED -> REFUNDED to a collection.
+inline constexpr store::StateMachine<TxStatus, 7, 9> kTxStatus{
+    "pay_transactions",
+    {"INITIATED", "PENDING", "COMPLETED", "FAILED", "EXPIRED", "CANCELLED", "REFUNDED"},
+    {{{TxStatus::initiated, TxStatus::pending, kStatusChangedEvent},
+      {TxStatus::initiated, TxStatus::cancelled, kStatusChangedEvent},
+      {TxStatus::initiated, TxStatus::expired, kStatusChangedEvent},
+      {TxStatus::initiated, TxStatus::failed, kStatusChangedEvent},
+      {TxStatus::initiated, TxStatus::completed, kStatusChangedEvent},
+      {TxStatus::pending, TxStatus::completed, kStatusChangedEvent},
+      {TxStatus::pending, TxStatus::failed, kStatusChangedEvent},
+      {TxStatus::pending, TxStatus::expired, kStatusChangedEvent},
+      {TxStatus::completed, TxStatus::refunded, kStatusChangedEvent}}}};
+// The move of the table only a WALLET collection makes (the wallet's debit is the payment).
+inline constexpr store::Edge<TxStatus> kWalletDebitMove = kTxStatus.edges[4];
+static_assert(kWalletDebitMove.from == TxStatus::initiated && kWalletDebitMove.to == TxStatus::completed);
 
 // "INITIATED", "PENDING", ...
-std::string_view to_string(TxStatus s);
+inline std::string_view to_string(TxStatus s) { return kTxStatus.text(s); }
 // Parses the exact upper-case spelling.
-std::optional<TxStatus> parse_status(std::string_view text);
+inline std::optional<TxStatus> parse_status(std::string_view text) { return kTxStatus.parse(text); }
 // Returns true iff the transaction's own lifecycle has ended in `s` (no operator answer, expiry or
 // cancellation may follow it): every status but INITIATED and PENDING. A COMPLETED collection may
 // still become REFUNDED by its refunds.
@@ -35,7 +57,8 @@ bool is_terminal(TxStatus s);
 // full by its refunds). What a payment bought (an order, a link's use, a subscription's cycle) stays
 // paid when it is refunded: it is never opened, retried or charged again for that.
 inline bool was_paid(TxStatus s) { return s == TxStatus::completed || s == TxStatus::refunded; }
-// Returns true iff `from -> to` is a move of the lifecycle above for any transaction.
+// Returns true iff `from -> to` is a move of kTxStatus open to any transaction: every edge but
+// kWalletDebitMove.
 bool legal_move(TxStatus from, TxStatus to);
 
 inline constexpr std::string_view kCollection = "COLLECTION";
@@ -129,8 +152,8 @@ struct Transaction {
   std::int64_t refunding_amount = 0;
 };
 
-// Returns true iff tx may move to `to`: legal_move, and INITIATED -> COMPLETED for a WALLET
-// collection.
+// Returns true iff tx may move to `to`: legal_move, kWalletDebitMove for a WALLET collection, and
+// COMPLETED -> REFUNDED for a collection only.
 bool legal_move(const Transaction& tx, TxStatus to);
 
 // The SELECT list matching transaction_from_row.

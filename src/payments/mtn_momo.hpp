@@ -2,9 +2,9 @@
 // The MTN Mobile Money Open API connector (docs/operators.md, "MTN MoMo"): Collection
 // (requesttopay), Disbursement (transfer, refund), status queries, account holders, balances, and
 // MTN's unsigned callbacks. The wire format is mtn_momo_wire.hpp; this file makes the calls:
-//   - one OAuth token per product, fetched with Basic apiUser:apiKey, shared by every request of
-//     the node and reused until `token_margin_ms` before it expires (one fetch at a time; a 401 on
-//     a call drops it and the call is made once more with a new one);
+//   - one OAuth token per product (BearerToken, operator_http.hpp), fetched with Basic
+//     apiUser:apiKey, shared by every request of the node and reused until `token_margin_ms` before
+//     it expires (one fetch at a time; a 401 on a call drops it and the call is made once more);
 //   - an initiation is sent with its own UUID v4 X-Reference-Id, derived from the order, and sent
 //     again with the same reference after a timeout, a network error or a 5xx, up to
 //     `initiation_attempts` times; a 409 means MTN holds it (accepted). When no attempt got a
@@ -13,15 +13,14 @@
 //   - status queries are spaced to at most `status_per_second` per node (MTN allows 10 per second);
 //     a query that cannot get a slot within `status_wait_ms` is rate_limited (asked again later);
 //   - at most `max_in_flight` calls at once; every call is reported to `calls` (no secret).
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <string>
 
-#include "core/thread_annotations.hpp"
 #include "payments/connector.hpp"
 #include "payments/mtn_momo_wire.hpp"
 #include "payments/operator_calls.hpp"
+#include "payments/operator_http.hpp"
 #include "web/client.hpp"
 
 namespace sika::payments {
@@ -32,7 +31,7 @@ struct MtnCredentials {
   std::string api_key;
 };
 
-struct MtnMomoOptions {
+struct MtnMomoOptions : OperatorOptions {
   std::string name = "mtn_momo";  // the connector instance's name (catalog provider.connector)
   std::string base_url;           // e.g. https://proxy.momoapi.mtn.com, no trailing slash
   std::string target_environment;
@@ -40,14 +39,8 @@ struct MtnMomoOptions {
   std::string callback_url;  // X-Callback-Url; empty sends none (recovery polls)
   int status_per_second = 10;
   std::int64_t status_wait_ms = 2000;
-  int max_in_flight = 64;
   int initiation_attempts = 3;
-  std::int64_t retry_pause_ms = 200;  // before the 2nd attempt; doubled for each next one
-  int connect_timeout_ms = 5000;
-  int timeout_ms = 15000;
   std::int64_t token_margin_ms = 300'000;
-  std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
-  OperatorCallSink* calls = nullptr;
 };
 
 class MtnMomo final : public Connector {
@@ -75,37 +68,18 @@ class MtnMomo final : public Connector {
   std::int64_t tokens_fetched() const;
 
  private:
-  struct Token {
-    std::string value;
-    std::int64_t expires_at = 0;
-  };
-  struct Exchange {
-    std::string operation, provider_reference, reference_id;
-  };
-  std::int64_t now() const;
   Status initiate(mtn::Call call, const PaymentOrder& order);
   // One authenticated exchange with the product's token (fetched or refreshed as needed; a 401
   // drops it and the request is made once more). Reported to the call sink.
   Result<web::ClientResponse> call(mtn::Product product, web::ClientRequest req, const Exchange& what);
-  Result<web::ClientResponse> send_reported(const web::ClientRequest& req, const Exchange& what);
-  Result<std::string> token(mtn::Product product, std::string_view stale);
-  Result<Token> fetch_token(mtn::Product product);
+  Result<BearerToken::Token> fetch_token(mtn::Product product);
   const MtnCredentials& credentials(mtn::Product p) const;
-  // Waits for a status query slot; false when none came within status_wait_ms.
-  bool status_slot();
-  void enter();
-  void leave();
+  BearerToken& token(mtn::Product p) { return p == mtn::Product::collection ? collection_token_ : disbursement_token_; }
 
-  web::HttpClient& http_;
   MtnMomoOptions options_;
   std::string currency_;
-  mutable sika::Mutex mu_;
-  std::condition_variable cv_;
-  Token tokens_[2] GUARDED_BY(mu_);
-  std::int64_t tokens_fetched_ GUARDED_BY(mu_) = 0;
-  int in_flight_ GUARDED_BY(mu_) = 0;
-  std::int64_t next_status_at_ GUARDED_BY(mu_) = 0;  // steady ms of the next status query slot
-  sika::Mutex fetch_mu_[2];                          // one token fetch per product at a time
+  OperatorHttp http_;
+  BearerToken collection_token_, disbursement_token_;  // one per product
 };
 
 }  // namespace sika::payments

@@ -3,8 +3,6 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 #include "core/crypto.hpp"
 #include "core/json.hpp"
@@ -21,47 +19,44 @@ namespace {
 
 constexpr std::string_view kPushPrefix = "/omcoreapis/1.0.2/mp/";
 
-std::int64_t steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+// A call is reported with Orange's error code of an answer that is not a success, and the path of
+// its route: the payToken in a push path is the order's reference, not part of the route.
+OperatorHttpOptions reported(OperatorHttpOptions h) {
+  h.answer_code = [](const web::ClientResponse& r) {
+    return r.status >= 400 ? orange::error_code(r.body) : std::string();
+  };
+  h.report_path = [](std::string& path) {
+    if (auto at = path.find("/paymentstatus/"); at != std::string::npos) path.resize(at + 15);
+    if (auto at = path.find("/push/"); at != std::string::npos) path.resize(at + 6);
+  };
+  return h;
 }
 
-// An order Orange refused for good, by kind: a credential problem unauthenticated / forbidden,
-// anything else invalid (the order fails at once: is_refusal).
-Error refusal(int status, const std::string& code) {
-  bj::object d{{"provider", "the operator refused the request"}, {"operator_status", status}};
-  if (!code.empty()) d["operator_code"] = code;
-  if (status == 401) return make_error(ErrorKind::unauthenticated, "operator_unauthorized", std::move(d));
-  if (status == 403) return make_error(ErrorKind::forbidden, "operator_forbidden", std::move(d));
-  return make_error(ErrorKind::invalid, "operator_refused", std::move(d));
+// Orange's token answer: expires_in a number of seconds, or a string of them (Orange Cameroon).
+std::int64_t token_seconds(const bj::value& v) {
+  if (v.is_int64()) return v.as_int64();
+  if (v.is_string()) return std::atoll(std::string(v.as_string()).c_str());
+  return 0;
 }
 
-Error unknown_outcome(int status, const std::string& code) {
-  bj::object d{{"provider", "the operator gave no definite answer"}, {"operator_status", status}};
-  if (!code.empty()) d["operator_code"] = code;
-  return make_error(ErrorKind::upstream_failed, "operator_error", std::move(d));
-}
-
-bool transient(const Error& e) { return e.is(ErrorKind::upstream_timeout) || e.is(ErrorKind::upstream_failed); }
+constexpr BearerToken::Answer kTokenAnswer{"the operator refused the client credentials", true, token_seconds};
 
 }  // namespace
 
 OrangeMoney::OrangeMoney(web::HttpClient& http, OrangeMoneyOptions options)
-    : http_(http), options_(std::move(options)), currency_(orange::country_currency(options_.country)) {
+    : options_(std::move(options)),
+      currency_(orange::country_currency(options_.country)),
+      http_(http, reported(http_options(options_))),
+      token_(http_, [this] { return fetch_token(); }) {
   while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
 }
-
-std::int64_t OrangeMoney::now() const { return options_.clock ? options_.clock() : now_ms(); }
 
 bool OrangeMoney::serves(std::string_view currency) const {
   if (options_.country == "dev") return currency == "XAF" || currency == "XOF";
   return currency == currency_;
 }
 
-std::int64_t OrangeMoney::tokens_fetched() const {
-  sika::MutexLock lock(mu_);
-  return tokens_fetched_;
-}
+std::int64_t OrangeMoney::tokens_fetched() const { return token_.fetched(); }
 
 std::int64_t OrangeMoney::creation_window_ms() const {
   // Every attempt and its token fetch timing out, the pauses between them, and a margin.
@@ -70,135 +65,26 @@ std::int64_t OrangeMoney::creation_window_ms() const {
   return attempts * per_attempt + options_.retry_pause_ms * (1LL << std::min<std::int64_t>(attempts, 10)) + 5000;
 }
 
-void OrangeMoney::enter() {
-  sika::UniqueLock lock(mu_);
-  lock.wait(cv_, [&]() REQUIRES(mu_) { return in_flight_ < std::max(1, options_.max_in_flight); });
-  ++in_flight_;
-}
-
-void OrangeMoney::leave() {
-  {
-    sika::MutexLock lock(mu_);
-    --in_flight_;
-  }
-  cv_.notify_one();
-}
-
-bool OrangeMoney::status_slot() {
-  if (options_.status_per_second <= 0) return true;
-  const std::int64_t spacing = 1000 / options_.status_per_second + 1;
-  std::int64_t slot = 0;
-  {
-    sika::MutexLock lock(mu_);
-    const std::int64_t at = steady_ms();
-    slot = std::max(at, next_status_at_);
-    if (slot - at > options_.status_wait_ms) return false;
-    next_status_at_ = slot + spacing;
-  }
-  const std::int64_t wait = slot - steady_ms();
-  if (wait > 0) std::this_thread::sleep_for(std::chrono::milliseconds(wait));
-  return true;
-}
-
 web::ClientRequest OrangeMoney::request(std::string method, std::string path) const {
   web::ClientRequest req;
   req.method = std::move(method);
   req.url = options_.base_url + path;
-  req.connect_timeout_ms = options_.connect_timeout_ms;
-  req.timeout_ms = options_.timeout_ms;
-  req.allow_private_addresses = true;  // operator configuration, trusted (not a merchant's URL)
   req.headers.emplace_back("Accept", "application/json");
   return req;
 }
 
-Result<web::ClientResponse> OrangeMoney::send_reported(const web::ClientRequest& req, const Exchange& what) {
-  const std::int64_t started = now();
-  enter();
-  auto res = http_.send(req);
-  leave();
-  if (options_.calls) {
-    OperatorCall c;
-    c.connector = options_.name;
-    c.operation = what.operation;
-    c.provider_reference = what.provider_reference;
-    c.operator_reference = what.operator_reference;
-    c.method = req.method;
-    c.path = req.url.substr(options_.base_url.size());
-    // The payToken in a push path is the order's reference, not part of the route.
-    if (auto at = c.path.find("/paymentstatus/"); at != std::string::npos) c.path.resize(at + 15);
-    if (auto at = c.path.find("/push/"); at != std::string::npos) c.path.resize(at + 6);
-    c.started_at = started;
-    c.latency_ms = std::max<std::int64_t>(0, now() - started);
-    c.outcome = http_outcome(res);
-    if (res) {
-      c.http_status = res->status;
-      if (res->status >= 400) c.code = orange::error_code(res->body);
-    } else {
-      c.code = res.error().code;
-    }
-    options_.calls->record(c);
-  }
-  return res;
-}
-
-Result<OrangeMoney::Token> OrangeMoney::fetch_token() {
+Result<BearerToken::Token> OrangeMoney::fetch_token() {
   web::ClientRequest req = request("POST", options_.flow == Flow::webpay ? "/oauth/v3/token" : "/token");
   req.headers.emplace_back("Authorization",
                            "Basic " + base64_encode(options_.client_id + ":" + options_.client_secret));
   req.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
   req.body = "grant_type=client_credentials";
-  const std::int64_t asked = now();
-  SIKA_ASSIGN_OR_RETURN(auto res, send_reported(req, Exchange{"token", "", ""}));
-  if (res.status != 200)
-    return make_error(
-        res.status == 400 || res.status == 401 || res.status == 403 ? ErrorKind::unauthenticated
-                                                                    : ErrorKind::upstream_failed,
-        "operator_token",
-        bj::object{{"provider", "the operator refused the client credentials"}, {"operator_status", res.status}});
-  auto body = json::parse_object(res.body);
-  const bj::value* access = body ? body->if_contains("access_token") : nullptr;
-  const bj::value* ttl = body ? body->if_contains("expires_in") : nullptr;
-  std::int64_t seconds = 0;
-  if (ttl && ttl->is_int64()) seconds = ttl->as_int64();
-  if (ttl && ttl->is_string()) seconds = std::atoll(std::string(ttl->as_string()).c_str());  // Orange CM: a string
-  if (!access || !access->is_string() || access->as_string().empty() || seconds <= 0)
-    return unknown_outcome(res.status, "unreadable token answer");
-  const std::int64_t life = seconds * 1000;
-  return Token{std::string(access->as_string()), asked + std::max(life - options_.token_margin_ms, life / 2)};
-}
-
-Result<std::string> OrangeMoney::token(std::string_view stale) {
-  auto usable = [&]() REQUIRES(mu_) {
-    return !token_.value.empty() && token_.value != stale && token_.expires_at > now();
-  };
-  {
-    sika::MutexLock lock(mu_);
-    if (usable()) return token_.value;
-  }
-  sika::MutexLock fetching(fetch_mu_);  // one fetch at a time; the others wait for its token
-  {
-    sika::MutexLock lock(mu_);
-    if (usable()) return token_.value;
-  }
-  SIKA_ASSIGN_OR_RETURN(Token fresh, fetch_token());
-  sika::MutexLock lock(mu_);
-  token_ = fresh;
-  ++tokens_fetched_;
-  return fresh.value;
+  return BearerToken::ask(http_, std::move(req), options_.token_margin_ms, kTokenAnswer);
 }
 
 Result<web::ClientResponse> OrangeMoney::call(web::ClientRequest req, const Exchange& what) {
   if (options_.flow == Flow::push) req.headers.emplace_back("X-AUTH-TOKEN", options_.x_auth_token);
-  req.headers.emplace_back("Authorization", "");
-  const std::size_t auth = req.headers.size() - 1;
-  std::string stale;
-  for (int round = 0;; ++round) {
-    SIKA_ASSIGN_OR_RETURN(std::string bearer, token(stale));
-    req.headers[auth].second = "Bearer " + bearer;
-    SIKA_ASSIGN_OR_RETURN(auto res, send_reported(req, what));
-    if (res.status != 401 || round == 1) return res;
-    stale = std::move(bearer);  // expired or revoked early: once more with a new one
-  }
+  return token_.send(std::move(req), what);
 }
 
 Result<std::optional<Accepted>> OrangeMoney::prepare_collection(const PaymentOrder& order) {
@@ -210,15 +96,15 @@ Result<std::optional<Accepted>> OrangeMoney::prepare_collection(const PaymentOrd
   st.flow = Flow::push;
   st.order_id = orange::order_id(order.provider_reference);
   const Exchange what{"collection", order.provider_reference, st.order_id};
-  Error last = unknown_outcome(0, "");
+  Error last = operator_unknown_outcome(0, "");
   std::int64_t pause = options_.retry_pause_ms;
   // A payToken moves nothing by itself: asking again after a lost answer is harmless.
   for (int attempt = 0; attempt < std::max(1, options_.creation_attempts); ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause)), pause *= 2;
+    if (attempt > 0) pause_for(pause), pause *= 2;
     web::ClientRequest req = request("POST", std::string(kPushPrefix) + "init");
     auto res = call(std::move(req), what);
     if (!res) {
-      if (!transient(res.error())) return res.take_error();
+      if (!undecided(res.error())) return res.take_error();
       last = res.take_error();
       continue;
     }
@@ -228,8 +114,8 @@ Result<std::optional<Accepted>> OrangeMoney::prepare_collection(const PaymentOrd
       return std::optional<Accepted>(Accepted{"", orange::write_state(st)});
     }
     const std::string code = orange::error_code(res->body);
-    if (orange::definite_refusal(res->status)) return refusal(res->status, code);
-    last = unknown_outcome(res->status, code);
+    if (orange::definite_refusal(res->status)) return operator_refusal(res->status, code);
+    last = operator_unknown_outcome(res->status, code);
   }
   return last;
 }
@@ -260,32 +146,20 @@ Status OrangeMoney::create_webpayment(const PaymentOrder& order) {
   web::ClientRequest base = request("POST", "/orange-money-webpay/" + options_.country + "/v1/webpayment");
   base.headers.emplace_back("Content-Type", "application/json");
   base.body = orange::webpay_body(w);
-  Error last = unknown_outcome(0, "");
-  std::int64_t pause = options_.retry_pause_ms;
-  for (int attempt = 0; attempt < std::max(1, options_.creation_attempts); ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause)), pause *= 2;
-    auto res = call(base, what);
-    if (!res) {
-      if (!transient(res.error())) return res.take_error();
-      last = res.take_error();
-      continue;
-    }
-    if (res->status == 201 || res->status == 200) {
-      auto created = orange::parse_webpay_created(res->body);
-      if (!created) {
-        last = created.take_error();
-        continue;
-      }
-      orange::State st{Flow::webpay, w.order_id, created->pay_token, created->notif_token};
-      sika::MutexLock lock(mu_);
-      accepted_[order.provider_reference] = Accepted{created->payment_url, orange::write_state(st)};
+  // After the last attempt without a definite answer nothing payable was handed out: recovery
+  // finds no token and ends the order after the creation window.
+  return resend(options_.creation_attempts, options_.retry_pause_ms, [&]() -> Status {
+    SIKA_ASSIGN_OR_RETURN(auto res, call(base, what));
+    if (res.status == 201 || res.status == 200) {
+      SIKA_ASSIGN_OR_RETURN(auto created, orange::parse_webpay_created(res.body));  // unreadable: sent again
+      orange::State st{Flow::webpay, w.order_id, created.pay_token, created.notif_token};
+      accepted_.keep(order.provider_reference, Accepted{created.payment_url, orange::write_state(st)});
       return {};
     }
-    const std::string code = orange::error_code(res->body);
-    if (orange::definite_refusal(res->status)) return refusal(res->status, code);
-    last = unknown_outcome(res->status, code);
-  }
-  return last;  // nothing payable was handed out: recovery finds no token and ends it after the window
+    const std::string code = orange::error_code(res.body);
+    if (orange::definite_refusal(res.status)) return operator_refusal(res.status, code);
+    return operator_unknown_outcome(res.status, code);
+  });
 }
 
 Status OrangeMoney::push_payment(const PaymentOrder& order) {
@@ -311,13 +185,12 @@ Status OrangeMoney::push_payment(const PaymentOrder& order) {
   // Sent once: after a lost answer the payToken's status says whether the prompt left.
   SIKA_ASSIGN_OR_RETURN(auto res, call(std::move(req), Exchange{"collection", order.provider_reference, p.pay_token}));
   if (res.status == 200 || res.status == 201) {
-    sika::MutexLock lock(mu_);
-    accepted_[order.provider_reference] = Accepted{"", orange::write_state(*st)};
+    accepted_.keep(order.provider_reference, Accepted{"", orange::write_state(*st)});
     return {};
   }
   const std::string code = orange::error_code(res.body);
-  if (orange::definite_refusal(res.status)) return refusal(res.status, code);
-  return unknown_outcome(res.status, code);
+  if (orange::definite_refusal(res.status)) return operator_refusal(res.status, code);
+  return operator_unknown_outcome(res.status, code);
 }
 
 Status OrangeMoney::request_payout(const PaymentOrder&) {
@@ -326,12 +199,7 @@ Status OrangeMoney::request_payout(const PaymentOrder&) {
 }
 
 std::optional<Accepted> OrangeMoney::take_accepted(std::string_view provider_reference) {
-  sika::MutexLock lock(mu_);
-  auto it = accepted_.find(provider_reference);
-  if (it == accepted_.end()) return std::nullopt;
-  Accepted out = std::move(it->second);
-  accepted_.erase(it);
-  return out;
+  return accepted_.take(provider_reference);
 }
 
 Result<OperatorStatus> OrangeMoney::query_status(const PaymentOrder& order) {
@@ -339,7 +207,7 @@ Result<OperatorStatus> OrangeMoney::query_status(const PaymentOrder& order) {
   if (!st) {
     // Nothing was kept at acceptance: no payment page nor prompt with a token of ours exists, so
     // once the creation window has passed nobody can ever pay this order.
-    if (order.submitted_at > 0 && now() - order.submitted_at > creation_window_ms()) {
+    if (order.submitted_at > 0 && http_.now() - order.submitted_at > creation_window_ms()) {
       OperatorStatus failed;
       failed.state = OperatorStatus::State::failed;
       failed.reason = "OPERATOR_ERROR";
@@ -347,7 +215,7 @@ Result<OperatorStatus> OrangeMoney::query_status(const PaymentOrder& order) {
     }
     return unavailable(bj::object{{"provider", "the order is still being created at the operator"}});
   }
-  if (!status_slot())
+  if (!http_.status_slot())
     return make_error(ErrorKind::rate_limited, "rate_limited",
                       bj::object{{"provider", "the operator's status query budget is spent; asked again later"}});
   const Exchange what{"status", order.provider_reference, st->flow == Flow::webpay ? st->order_id : st->pay_token};
@@ -368,7 +236,7 @@ Result<OperatorStatus> OrangeMoney::query_status(const PaymentOrder& order) {
   if (res.status == 429)
     return make_error(ErrorKind::rate_limited, "rate_limited",
                       bj::object{{"provider", "the operator limits status queries; asked again later"}});
-  return unknown_outcome(res.status, orange::error_code(res.body));
+  return operator_unknown_outcome(res.status, orange::error_code(res.body));
 }
 
 Result<CallbackReport> OrangeMoney::parse_callback(const web::Request& req) {
@@ -422,8 +290,8 @@ Status OrangeMoney::prompt_again(const PaymentOrder& order) {
   SIKA_ASSIGN_OR_RETURN(auto res, call(std::move(req), Exchange{"prompt", order.provider_reference, st->pay_token}));
   if (res.status == 200 || res.status == 201) return {};
   const std::string code = orange::error_code(res.body);
-  if (orange::definite_refusal(res.status)) return refusal(res.status, code);
-  return unknown_outcome(res.status, code);
+  if (orange::definite_refusal(res.status)) return operator_refusal(res.status, code);
+  return operator_unknown_outcome(res.status, code);
 }
 
 }  // namespace sika::payments

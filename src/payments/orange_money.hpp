@@ -3,7 +3,8 @@
 // customer pays on Orange's page, reached through our confirmation page) or, in Cameroon, the
 // merchant payment pushed to the customer's phone (mp/init, mp/pay, mp/paymentstatus, mp/push).
 // The wire format is orange_money_wire.hpp; this file makes the calls:
-//   - one OAuth client_credentials token (Basic client_id:client_secret), shared by every request
+//   - one OAuth client_credentials token (Basic client_id:client_secret; BearerToken,
+//     operator_http.hpp), shared by every request
 //     of the node and reused until `token_margin_ms` before it expires (one fetch at a time; a 401
 //     on a call drops it and the call is made once more with a new one);
 //   - a webpayment is created with its order_id derived from the order (orange::order_id) and
@@ -19,21 +20,19 @@
 //     the platform verifies with query_status (signs_callbacks() false) before any money moves;
 //   - status queries are spaced to at most `status_per_second` per node;
 //   - at most `max_in_flight` calls at once; every call is reported to `calls` (no secret).
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <string>
 
-#include "core/thread_annotations.hpp"
 #include "payments/connector.hpp"
 #include "payments/operator_calls.hpp"
+#include "payments/operator_http.hpp"
 #include "payments/orange_money_wire.hpp"
 #include "web/client.hpp"
 
 namespace sika::payments {
 
-struct OrangeMoneyOptions {
+struct OrangeMoneyOptions : OperatorOptions {
   std::string name = "orange_money";  // the connector instance's name (catalog provider.connector)
   std::string base_url;               // e.g. https://api.orange.com (webpay), https://api-s1.orange.cm (push)
   std::string client_id, client_secret;
@@ -45,14 +44,8 @@ struct OrangeMoneyOptions {
   std::string lang = "fr";
   int status_per_second = 5;
   std::int64_t status_wait_ms = 2000;
-  int max_in_flight = 64;
   int creation_attempts = 3;
-  std::int64_t retry_pause_ms = 200;  // before the 2nd attempt; doubled for each next one
-  int connect_timeout_ms = 5000;
-  int timeout_ms = 15000;
   std::int64_t token_margin_ms = 300'000;
-  std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
-  OperatorCallSink* calls = nullptr;
 };
 
 class OrangeMoney final : public Connector {
@@ -89,36 +82,19 @@ class OrangeMoney final : public Connector {
   std::int64_t creation_window_ms() const;
 
  private:
-  struct Token {
-    std::string value;
-    std::int64_t expires_at = 0;
-  };
-  struct Exchange {
-    std::string operation, provider_reference, operator_reference;
-  };
-  std::int64_t now() const;
   Status create_webpayment(const PaymentOrder& order);
   Status push_payment(const PaymentOrder& order);
+  // One authenticated exchange (token fetched or refreshed as needed; a 401 drops it and the
+  // request is made once more). Reported to the call sink.
   Result<web::ClientResponse> call(web::ClientRequest req, const Exchange& what);
-  Result<web::ClientResponse> send_reported(const web::ClientRequest& req, const Exchange& what);
-  Result<std::string> token(std::string_view stale);
-  Result<Token> fetch_token();
+  Result<BearerToken::Token> fetch_token();
   web::ClientRequest request(std::string method, std::string path) const;
-  bool status_slot();
-  void enter();
-  void leave();
 
-  web::HttpClient& http_;
   OrangeMoneyOptions options_;
   std::string currency_;
-  mutable sika::Mutex mu_;
-  std::condition_variable cv_;
-  Token token_ GUARDED_BY(mu_);
-  std::int64_t tokens_fetched_ GUARDED_BY(mu_) = 0;
-  int in_flight_ GUARDED_BY(mu_) = 0;
-  std::int64_t next_status_at_ GUARDED_BY(mu_) = 0;
-  std::map<std::string, Accepted, std::less<>> accepted_ GUARDED_BY(mu_);
-  sika::Mutex fetch_mu_;
+  OperatorHttp http_;
+  BearerToken token_;
+  AcceptedOrders accepted_;
 };
 
 }  // namespace sika::payments

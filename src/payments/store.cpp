@@ -94,19 +94,6 @@ Result<std::optional<Transaction>> find_by_uuid(store::Conn& conn, std::int64_t 
                   {merchant_id, std::string(environment), std::string(transaction_uuid)});
 }
 
-Result<bool> update_status(store::Conn& conn, const Transaction& n, TxStatus from,
-                           std::optional<std::int64_t> next_check_at) {
-  SIKA_ASSIGN_OR_RETURN(
-      std::int64_t changed,
-      conn.exec("UPDATE pay_transactions SET status = ?, split_status = ?, failure_reason = ?, "
-                "operator_reference = ?, submitted_at = ?, expires_at = ?, updated_at = ?, next_check_at = ?, "
-                "check_owner = NULL, queued_at = NULL WHERE id = ? AND status = ?",
-                {status_text(n.status), n.split_status, store::opt(n.failure_reason), store::opt(n.operator_reference),
-                 store::opt(n.submitted_at), n.expires_at, n.updated_at, store::opt(next_check_at), n.id,
-                 status_text(from)}));
-  return changed != 0;
-}
-
 Status insert_transition(store::Conn& conn, std::int64_t transaction_id, TxStatus from, TxStatus to,
                          std::string_view source, const std::optional<std::string>& reason, std::int64_t at) {
   SIKA_TRY(

@@ -34,11 +34,6 @@ Result<std::optional<Transaction>> find_by_provider_reference(store::Conn& conn,
 Result<std::optional<Transaction>> find_by_uuid(store::Conn& conn, std::int64_t merchant_id,
                                                 std::string_view environment, std::string_view transaction_uuid);
 
-// Writes `next`'s status, split_status, failure_reason, operator_reference, submitted_at,
-// expires_at and updated_at, and next_check_at (recovery's next question; NULL when unset, with
-// its claim released), iff the row is still in `from`. Returns true iff it was.
-Result<bool> update_status(store::Conn& conn, const Transaction& next, TxStatus from,
-                           std::optional<std::int64_t> next_check_at = std::nullopt);
 // Appends a status history row.
 Status insert_transition(store::Conn& conn, std::int64_t transaction_id, TxStatus from, TxStatus to,
                          std::string_view source, const std::optional<std::string>& reason, std::int64_t at);

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "payments/store.hpp"
-#include "store/outbox.hpp"
+#include "store/state_machine.hpp"
 
 namespace sika::payments {
 
@@ -135,18 +135,30 @@ ledger::Posting journal_for(const Transaction& tx, TxStatus from, TxStatus to, c
   return posting;
 }
 
-Result<bool> transition(store::Conn& conn, Transaction& tx, const Move& move, std::int64_t at,
-                        const ledger::AccountCache* cache, ledger::Learned& learned) {
-  if (!legal_move(tx, move.to))
-    return internal_error(
-        bj::string("illegal move " + std::string(to_string(tx.status)) + " -> " + std::string(to_string(move.to))));
-  const TxStatus from = tx.status;
-  Transaction next = after_move(tx, move, at);
-  const std::optional<std::int64_t> check_at = move.to == TxStatus::pending ? move.check_at : std::nullopt;
-  SIKA_ASSIGN_OR_RETURN(bool changed, tables::update_status(conn, next, from, check_at));
-  if (!changed) return false;  // another actor moved it first; nothing written
-  SIKA_TRY(tables::insert_transition(conn, tx.id, from, move.to, move.source, move.reason, next.updated_at));
+namespace {
 
+// What a collection's move to COMPLETED credits: each SPLIT line's share (largest-remainder rule,
+// stored on the line) of what its merchants are credited, in the currency they are credited in.
+Result<std::vector<SplitShare>> settle_split(store::Conn& conn, const Transaction& tx,
+                                             const std::optional<Conversion>& conversion) {
+  std::vector<SplitShare> shares;
+  SIKA_ASSIGN_OR_RETURN(auto lines, tables::split_lines(conn, tx.id));
+  if (lines.empty()) return internal_error(bj::string("split transaction without split lines"));
+  std::vector<std::int64_t> rates;
+  for (const auto& l : lines) rates.push_back(l.rate_ppm);
+  auto amounts = allocate_split(conversion ? conversion->amount : merchant_share(tx), rates);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    SIKA_TRY(tables::set_split_amount(conn, lines[i].id, amounts[i]));
+    shares.push_back({lines[i].merchant_id, amounts[i]});
+  }
+  return shares;
+}
+
+// The consequences of `tx` having moved by `move` to `next`, in its unit: the pay_transitions row,
+// the SPLIT shares of a completed collection and the journal(s) of the move.
+Status follow_move(store::Conn& conn, const Transaction& tx, const Transaction& next, const Move& move,
+                   const ledger::AccountCache* cache, ledger::Learned& learned) {
+  SIKA_TRY(tables::insert_transition(conn, tx.id, tx.status, move.to, move.source, move.reason, next.updated_at));
   std::vector<SplitShare> shares;
   std::optional<Conversion> conversion;
   const bool collected = tx.operation == kCollection && move.to == TxStatus::completed;
@@ -154,26 +166,48 @@ Result<bool> transition(store::Conn& conn, Transaction& tx, const Move& move, st
     SIKA_ASSIGN_OR_RETURN(conversion, tables::find_conversion(conn, tx.id));
   }
   if (collected && tx.settlement_mode == kSplit) {
-    SIKA_ASSIGN_OR_RETURN(auto lines, tables::split_lines(conn, tx.id));
-    if (lines.empty()) return internal_error(bj::string("split transaction without split lines"));
-    std::vector<std::int64_t> rates;
-    for (const auto& l : lines) rates.push_back(l.rate_ppm);
-    // The shares divide what the merchants are credited, in the currency they are credited in.
-    auto amounts = allocate_split(conversion ? conversion->amount : merchant_share(tx), rates);
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-      SIKA_TRY(tables::set_split_amount(conn, lines[i].id, amounts[i]));
-      shares.push_back({lines[i].merchant_id, amounts[i]});
-    }
+    SIKA_ASSIGN_OR_RETURN(shares, settle_split(conn, tx, conversion));
   }
-  ledger::Posting posting = journal_for(tx, from, move.to, shares, conversion ? &*conversion : nullptr);
+  ledger::Posting posting = journal_for(tx, tx.status, move.to, shares, conversion ? &*conversion : nullptr);
   if (!posting.legs.empty()) SIKA_TRY(ledger::post(conn, posting, next.updated_at, cache, learned));
   if (conversion) {
     ledger::Posting settlement = fx_settlement_for(tx, *conversion, shares);
     if (!settlement.legs.empty()) SIKA_TRY(ledger::post(conn, settlement, next.updated_at, cache, learned));
   }
+  return {};
+}
 
-  SIKA_TRY(store::append_event(conn, tx.merchant_id, kStatusChangedEvent, tx.reference, event_payload(next),
-                               next.updated_at));
+}  // namespace
+
+Result<bool> transition(store::Conn& conn, Transaction& tx, const Move& move, std::int64_t at,
+                        const ledger::AccountCache* cache, ledger::Learned& learned) {
+  if (!legal_move(tx, move.to))
+    return internal_error(
+        bj::string("illegal move " + std::string(to_string(tx.status)) + " -> " + std::string(to_string(move.to))));
+  Transaction next = after_move(tx, move, at);
+  const std::optional<std::int64_t> check_at = move.to == TxStatus::pending ? move.check_at : std::nullopt;
+
+  store::Change change;
+  change.set =
+      "split_status = ?, failure_reason = ?, operator_reference = ?, submitted_at = ?, expires_at = ?, "
+      "updated_at = ?, next_check_at = ?, check_owner = NULL, queued_at = NULL";
+  change.set_params = {next.split_status,
+                       store::opt(next.failure_reason),
+                       store::opt(next.operator_reference),
+                       store::opt(next.submitted_at),
+                       next.expires_at,
+                       next.updated_at,
+                       store::opt(check_at)};
+  change.where = "id = ?";
+  change.where_params = {tx.id};
+
+  store::Effects effects;
+  effects.then = [&](store::Conn& c) { return follow_move(c, tx, next, move, cache, learned); };
+  effects.event = [&](store::Conn&) -> Result<store::Event> {
+    return store::Event{tx.merchant_id, tx.reference, event_payload(next), next.updated_at};
+  };
+  SIKA_ASSIGN_OR_RETURN(bool moved, store::transition(conn, kTxStatus, tx.status, move.to, change, effects));
+  if (!moved) return false;  // another actor moved it first; nothing written
   tx = std::move(next);
   return true;
 }

@@ -15,9 +15,6 @@
 
 namespace sika::payments {
 
-// The outbox event type of every status change.
-inline constexpr std::string_view kStatusChangedEvent = "transaction.status_changed";
-
 // One requested status change and what it carries.
 struct Move {
   TxStatus to = TxStatus::pending;
@@ -70,8 +67,9 @@ ledger::Posting fx_settlement_for(const Transaction& tx, const Conversion& conve
                                   const std::vector<SplitShare>& shares);
 
 // Moves `tx` by `move` inside the caller's write unit: one conditional UPDATE on the status
-// `tx` was read in (which also sets next_check_at to move.check_at, or clears it, and releases a
-// recovery claim), its pay_transitions row, the journal of journal_for (SPLIT shares by the
+// `tx` was read in (store::transition over kTxStatus, once legal_move(tx, move.to) holds; it also
+// sets next_check_at to move.check_at, or clears it, and releases a recovery claim), its
+// pay_transitions row, the journal of journal_for (SPLIT shares by the
 // largest-remainder rule, stored on the split lines) and the outbox event, all or nothing.
 // Returns true and sets `tx` to the moved transaction; returns false and writes nothing when
 // the row had already left tx.status (another actor moved it first). An illegal move is a 500

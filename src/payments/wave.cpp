@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
-#include <thread>
 
 #include "core/json.hpp"
 #include "core/time.hpp"
@@ -22,19 +20,29 @@ constexpr std::int64_t kEventMemoryMs = 2 * wave::kSignatureToleranceSeconds * 1
 // The error of a POST Wave refused for good, by kind: a credential problem unauthenticated /
 // forbidden, an unknown recipient not_found (INVALID_ACCOUNT), anything else invalid.
 Error refusal(int status, const std::string& code) {
-  bj::object d{{"provider", "the operator refused the request"}, {"operator_status", status}};
-  if (!code.empty()) d["operator_code"] = code;
-  if (status == 401) return make_error(ErrorKind::unauthenticated, "operator_unauthorized", std::move(d));
-  if (status == 403) return make_error(ErrorKind::forbidden, "operator_forbidden", std::move(d));
-  if (wave::failure_reason(code) == "INVALID_ACCOUNT")
-    return make_error(ErrorKind::not_found, "account_not_found", std::move(d));
-  return make_error(ErrorKind::invalid, "operator_refused", std::move(d));
+  return operator_refusal(status, code,
+                          status != 401 && status != 403 && wave::failure_reason(code) == "INVALID_ACCOUNT");
 }
 
-Error unknown_outcome(int status, const std::string& code) {
-  bj::object d{{"provider", "the operator gave no definite answer"}, {"operator_status", status}};
-  if (!code.empty()) d["operator_code"] = code;
-  return make_error(ErrorKind::upstream_failed, "operator_error", std::move(d));
+// The error of a POST Wave did not accept: a definite refusal, or an answer that decides nothing.
+Error not_accepted(const web::ClientResponse& res) {
+  const std::string code = wave::error_code(res.body);
+  return wave::definite_refusal(res.status) ? refusal(res.status, code) : operator_unknown_outcome(res.status, code);
+}
+
+Error other_currency() {
+  return bad_request("invalid_currency", bj::object{{"currency", "the operator's wallet carries " +
+                                                                     std::string(wave::kCurrency) + " only"}});
+}
+
+// A call is reported with Wave's error code of an answer that is not a success, and the path
+// without its query.
+OperatorHttpOptions reported(OperatorHttpOptions h) {
+  h.answer_code = [](const web::ClientResponse& r) {
+    return r.status >= 400 ? wave::error_code(r.body) : std::string();
+  };
+  h.report_path = cut_query;
+  return h;
 }
 
 Error unknown_reference() {
@@ -61,70 +69,18 @@ constexpr std::string_view kRefundState = "refund:";
 
 }  // namespace
 
-Wave::Wave(web::HttpClient& http, WaveOptions options) : http_(http), options_(std::move(options)) {
+Wave::Wave(web::HttpClient& http, WaveOptions options)
+    : options_(std::move(options)), http_(http, reported(http_options(options_))) {
   while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
 }
 
-std::int64_t Wave::now() const { return options_.clock ? options_.clock() : now_ms(); }
-
-void Wave::enter() {
-  sika::UniqueLock lock(mu_);
-  lock.wait(cv_, [&]() REQUIRES(mu_) { return in_flight_ < std::max(1, options_.max_in_flight); });
-  ++in_flight_;
-}
-
-void Wave::leave() {
-  {
-    sika::MutexLock lock(mu_);
-    --in_flight_;
-  }
-  cv_.notify_one();
-}
-
-void Wave::keep(std::string_view provider_reference, Accepted a) {
-  sika::MutexLock lock(mu_);
-  accepted_.insert_or_assign(std::string(provider_reference), std::move(a));
-}
-
 std::optional<Accepted> Wave::take_accepted(std::string_view provider_reference) {
-  sika::MutexLock lock(mu_);
-  auto it = accepted_.find(provider_reference);
-  if (it == accepted_.end()) return std::nullopt;
-  Accepted a = std::move(it->second);
-  accepted_.erase(it);
-  return a;
+  return accepted_.take(provider_reference);
 }
 
 Result<web::ClientResponse> Wave::call(web::ClientRequest req, const Exchange& what) {
   req.headers.emplace_back("Authorization", "Bearer " + options_.api_key);
-  req.connect_timeout_ms = options_.connect_timeout_ms;
-  req.timeout_ms = options_.timeout_ms;
-  req.allow_private_addresses = true;  // operator configuration, trusted (not a merchant's URL)
-  const std::int64_t started = now();
-  enter();
-  auto res = http_.send(req);
-  leave();
-  if (options_.calls) {
-    OperatorCall c;
-    c.connector = options_.name;
-    c.operation = what.operation;
-    c.provider_reference = what.provider_reference;
-    c.operator_reference = what.operator_reference;
-    c.method = req.method;
-    c.path = req.url.substr(options_.base_url.size());
-    if (const std::size_t q = c.path.find('?'); q != std::string::npos) c.path.resize(q);
-    c.started_at = started;
-    c.latency_ms = std::max<std::int64_t>(0, now() - started);
-    c.outcome = http_outcome(res);
-    if (res) {
-      c.http_status = res->status;
-      if (res->status >= 400) c.code = wave::error_code(res->body);
-    } else {
-      c.code = res.error().code;
-    }
-    options_.calls->record(c);
-  }
-  return res;
+  return http_.send(req, what);
 }
 
 Result<web::ClientResponse> Wave::post(const std::string& path, std::string body, const std::string& key,
@@ -135,56 +91,34 @@ Result<web::ClientResponse> Wave::post(const std::string& path, std::string body
   req.headers.emplace_back("Content-Type", "application/json");
   req.headers.emplace_back("idempotency-key", key);
   req.body = std::move(body);
-  Error last = unknown_outcome(0, "");
-  std::int64_t pause = options_.retry_pause_ms;
-  for (int attempt = 0; attempt < std::max(1, options_.attempts); ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause)), pause *= 2;
-    auto res = call(req, what);
-    if (!res) {
-      if (!res.error().is(ErrorKind::upstream_timeout) && !res.error().is(ErrorKind::upstream_failed))
-        return res.take_error();
-      last = res.take_error();
-      continue;
-    }
-    if (res->status < 500 && res->status != 429 && res->status != 409) return res;
-    last = unknown_outcome(res->status, wave::error_code(res->body));  // 409: the same key still in progress
-  }
-  return last;
+  return resend(options_.attempts, options_.retry_pause_ms, [&]() -> Result<web::ClientResponse> {
+    SIKA_ASSIGN_OR_RETURN(auto res, call(req, what));
+    if (res.status < 500 && res.status != 429 && res.status != 409) return res;
+    return operator_unknown_outcome(res.status, wave::error_code(res.body));  // 409: the same key still in progress
+  });
 }
 
 Status Wave::request_collection(const PaymentOrder& order) {
-  if (!serves(order.currency))
-    return bad_request("invalid_currency", bj::object{{"currency", "the operator's wallet carries " +
-                                                                       std::string(wave::kCurrency) + " only"}});
+  if (!serves(order.currency)) return other_currency();
   const Exchange what{"collection", order.provider_reference, ""};
   SIKA_ASSIGN_OR_RETURN(auto res, post("/v1/checkout/sessions", wave::checkout_body(order),
                                        wave::idempotency_key("checkout", order.provider_reference), what));
-  if (res.status != 200 && res.status != 201) {
-    const std::string code = wave::error_code(res.body);
-    return wave::definite_refusal(res.status) ? Status(refusal(res.status, code))
-                                              : Status(unknown_outcome(res.status, code));
-  }
+  if (res.status != 200 && res.status != 201) return not_accepted(res);
   auto session = wave::parse_session(res.body);
-  if (!session) return unknown_outcome(res.status, "unreadable session");  // accepted? recovery searches
-  keep(order.provider_reference, Accepted{session->wave_launch_url, session->id});
+  if (!session) return operator_unknown_outcome(res.status, "unreadable session");  // accepted? recovery searches
+  accepted_.keep(order.provider_reference, Accepted{session->wave_launch_url, session->id});
   return {};
 }
 
 Status Wave::request_payout(const PaymentOrder& order) {
-  if (!serves(order.currency))
-    return bad_request("invalid_currency", bj::object{{"currency", "the operator's wallet carries " +
-                                                                       std::string(wave::kCurrency) + " only"}});
+  if (!serves(order.currency)) return other_currency();
   const Exchange what{"payout", order.provider_reference, ""};
   SIKA_ASSIGN_OR_RETURN(auto res, post("/v1/payout", wave::payout_body(order),
                                        wave::idempotency_key("payout", order.provider_reference), what));
-  if (res.status != 200 && res.status != 201) {
-    const std::string code = wave::error_code(res.body);
-    return wave::definite_refusal(res.status) ? Status(refusal(res.status, code))
-                                              : Status(unknown_outcome(res.status, code));
-  }
+  if (res.status != 200 && res.status != 201) return not_accepted(res);
   auto payout = wave::parse_payout(res.body);
-  if (!payout) return unknown_outcome(res.status, "unreadable payout");
-  keep(order.provider_reference, Accepted{"", payout->id});
+  if (!payout) return operator_unknown_outcome(res.status, "unreadable payout");
+  accepted_.keep(order.provider_reference, Accepted{"", payout->id});
   return {};
 }
 
@@ -199,12 +133,8 @@ Status Wave::request_refund(const PaymentOrder& order) {
                       bj::object{{"amount", "the operator refunds a whole payment only"}});
   SIKA_ASSIGN_OR_RETURN(auto res, post("/v1/checkout/sessions/" + session->id + "/refund", "{}",
                                        wave::idempotency_key("refund", order.provider_reference), what));
-  if (res.status != 200 && res.status != 201) {
-    const std::string code = wave::error_code(res.body);
-    return wave::definite_refusal(res.status) ? Status(refusal(res.status, code))
-                                              : Status(unknown_outcome(res.status, code));
-  }
-  keep(order.provider_reference, Accepted{"", std::string(kRefundState) + session->id});
+  if (res.status != 200 && res.status != 201) return not_accepted(res);
+  accepted_.keep(order.provider_reference, Accepted{"", std::string(kRefundState) + session->id});
   return {};
 }
 
@@ -216,7 +146,7 @@ Result<std::optional<wave::Session>> Wave::find_session(std::string_view client_
   if (res.status == 429)
     return make_error(ErrorKind::rate_limited, "rate_limited",
                       bj::object{{"provider", "the operator limits queries; asked again later"}});
-  if (res.status != 200) return unknown_outcome(res.status, wave::error_code(res.body));
+  if (res.status != 200) return operator_unknown_outcome(res.status, wave::error_code(res.body));
   return wave::pick_from_search(res.body, client_reference);
 }
 
@@ -241,7 +171,7 @@ Result<OperatorStatus> Wave::session_query(const PaymentOrder& order) {
     if (res.status == 429)
       return make_error(ErrorKind::rate_limited, "rate_limited",
                         bj::object{{"provider", "the operator limits queries; asked again later"}});
-    if (res.status != 200) return unknown_outcome(res.status, wave::error_code(res.body));
+    if (res.status != 200) return operator_unknown_outcome(res.status, wave::error_code(res.body));
     SIKA_ASSIGN_OR_RETURN(session, wave::parse_session(res.body));
   }
   if (refund) {
@@ -264,7 +194,7 @@ Result<OperatorStatus> Wave::payout_query(const PaymentOrder& order) {
   if (res.status == 429)
     return make_error(ErrorKind::rate_limited, "rate_limited",
                       bj::object{{"provider", "the operator limits queries; asked again later"}});
-  if (res.status != 200) return unknown_outcome(res.status, wave::error_code(res.body));
+  if (res.status != 200) return operator_unknown_outcome(res.status, wave::error_code(res.body));
   if (!order.operator_state.empty()) {
     SIKA_ASSIGN_OR_RETURN(auto payout, wave::parse_payout(res.body));
     return wave::payout_status(payout);
@@ -272,7 +202,7 @@ Result<OperatorStatus> Wave::payout_query(const PaymentOrder& order) {
   // A search: {"result": [payouts]}; the one of our client_reference (idempotency made it one).
   auto o = json::parse_object(res.body);
   const bj::value* list = o ? o->if_contains("result") : nullptr;
-  if (!list || !list->is_array()) return unknown_outcome(res.status, "unreadable payout search");
+  if (!list || !list->is_array()) return operator_unknown_outcome(res.status, "unreadable payout search");
   for (const bj::value& v : list->as_array()) {
     auto p = wave::parse_payout(bj::serialize(v));
     if (p && p->client_reference == order.provider_reference) return wave::payout_status(*p);
@@ -305,7 +235,8 @@ OperatorStatus Wave::expire_failed(const wave::Event& e) {
 
 Result<CallbackReport> Wave::parse_callback(const web::Request& req) {
   using S = wave::Signature;
-  const S sig = wave::verify_signature(req.header("wave-signature"), req.body, options_.webhook_secret, now() / 1000);
+  const S sig =
+      wave::verify_signature(req.header("wave-signature"), req.body, options_.webhook_secret, http_.now() / 1000);
   if (options_.webhook_secret.empty() || sig != S::valid) {
     const char* why = sig == S::missing     ? "is required"
                       : sig == S::malformed ? "is not t=<seconds>,v1=<signature>"
@@ -318,7 +249,7 @@ Result<CallbackReport> Wave::parse_callback(const web::Request& req) {
   report.provider_reference = e.client_reference;
   {
     sika::MutexLock lock(mu_);
-    const std::int64_t at = now();
+    const std::int64_t at = http_.now();
     std::erase_if(seen_events_, [&](const auto& kv) { return kv.second < at - kEventMemoryMs; });
     if (!seen_events_.emplace(e.id, at).second) return report;  // delivered again: moves nothing
   }

@@ -16,7 +16,6 @@
 //   - a failed payment attempt leaves the session open at Wave: the session is expired first, and
 //     the order fails only once Wave has expired it (else it stays PENDING);
 //   - at most `max_in_flight` calls at once; every call is reported to `calls` (no secret).
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -25,23 +24,18 @@
 #include "core/thread_annotations.hpp"
 #include "payments/connector.hpp"
 #include "payments/operator_calls.hpp"
+#include "payments/operator_http.hpp"
 #include "payments/wave_wire.hpp"
 #include "web/client.hpp"
 
 namespace sika::payments {
 
-struct WaveOptions {
+struct WaveOptions : OperatorOptions {
   std::string name = "wave";  // the connector instance's name (catalog provider.connector)
   std::string base_url;       // https://api.wave.com, no trailing slash
   std::string api_key;        // Bearer key of the business wallet
   std::string webhook_secret;
-  int max_in_flight = 64;
   int attempts = 3;
-  std::int64_t retry_pause_ms = 200;  // before the 2nd attempt; doubled for each next one
-  int connect_timeout_ms = 5000;
-  int timeout_ms = 15000;
-  std::function<std::int64_t()> clock;  // epoch ms; now_ms() when empty
-  OperatorCallSink* calls = nullptr;
 };
 
 class Wave final : public Connector {
@@ -67,10 +61,6 @@ class Wave final : public Connector {
   bool serves(std::string_view currency) const override { return currency == wave::kCurrency; }
 
  private:
-  struct Exchange {
-    std::string operation, provider_reference, operator_reference;
-  };
-  std::int64_t now() const;
   // One exchange with the Bearer key, reported to the call sink.
   Result<web::ClientResponse> call(web::ClientRequest req, const Exchange& what);
   // A POST sent again (same idempotency-key) while no definite answer came.
@@ -81,16 +71,11 @@ class Wave final : public Connector {
   Result<std::optional<wave::Session>> find_session(std::string_view client_reference, const Exchange& what);
   // Expires an open session whose payment failed; its final state when Wave answered one.
   OperatorStatus expire_failed(const wave::Event& e);
-  void keep(std::string_view provider_reference, Accepted a);
-  void enter();
-  void leave();
 
-  web::HttpClient& http_;
   WaveOptions options_;
-  mutable sika::Mutex mu_;
-  std::condition_variable cv_;
-  int in_flight_ GUARDED_BY(mu_) = 0;
-  std::map<std::string, Accepted, std::less<>> accepted_ GUARDED_BY(mu_);
+  OperatorHttp http_;
+  AcceptedOrders accepted_;
+  sika::Mutex mu_;
   std::map<std::string, std::int64_t, std::less<>> seen_events_ GUARDED_BY(mu_);  // event id -> first seen (ms)
 };
 

@@ -5,9 +5,11 @@
 
 #include <boost/json.hpp>
 
+#include "core/json.hpp"
 #include "payments/fixture.hpp"
 #include "payments/store.hpp"
 #include "payments/transitions.hpp"
+#include "support/state_machine_walk.hpp"
 #include "web/acting.hpp"
 
 namespace sika::payments::testing {
@@ -272,6 +274,34 @@ TEST_P(PaymentsTest, TransitionRefusesIllegalMovesAndWritesNothingWhenStale) {
   EXPECT_EQ(balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")), 5000);
   EXPECT_EQ(events(), 2);
   expect_ledger_clean();
+}
+
+TEST_P(PaymentsTest, TransactionsMoveOnlyAlongTheirTable) { sika::testing::walk_every_move(*db_, kTxStatus); }
+
+TEST_P(PaymentsTest, AMoveEmitsTheStatusChangedEventWithTheWebhookPayload) {
+  auto created = service_->create_collection(collection_request(5000), web::acting(principal(m1_)));
+  ASSERT_TRUE(created.ok());
+  Transaction tx = *created;
+  auto moved = move_alone(*db_, tx, S::pending, now_ms());
+  ASSERT_TRUE(moved.ok());
+  ASSERT_TRUE(*moved);
+  std::vector<std::string> event;
+  ASSERT_TRUE(
+      db_->read([&](store::Conn& c) -> Status {
+           SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT event_type, subject, payload, merchant_id, "
+                                                       "created_at FROM events WHERE subject = ?",
+                                                       {tx.reference}));
+           if (row)
+             event = {row->str(0), row->str(1), row->str(2), std::to_string(row->i64(3)), std::to_string(row->i64(4))};
+           return {};
+         })
+          .ok());
+  ASSERT_EQ(event.size(), 5u);
+  EXPECT_EQ(event[0], "transaction.status_changed");
+  EXPECT_EQ(event[1], tx.reference);
+  EXPECT_EQ(event[2], json::dump(event_payload(tx))) << "the payload of the moved transaction, byte for byte";
+  EXPECT_EQ(event[3], std::to_string(m1_.id));
+  EXPECT_EQ(event[4], std::to_string(tx.updated_at));
 }
 
 TEST_P(PaymentsTest, AMoveThatWouldOverdrawRollsBackWithItsStatus) {
