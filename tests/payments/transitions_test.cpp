@@ -279,7 +279,7 @@ TEST_P(PaymentsTest, TransitionRefusesIllegalMovesAndWritesNothingWhenStale) {
 TEST_P(PaymentsTest, TransactionsMoveOnlyAlongTheirTable) { sika::testing::walk_every_move(*db_, kTxStatus); }
 
 TEST_P(PaymentsTest, AMoveEmitsTheStatusChangedEventWithTheWebhookPayload) {
-  auto created = service_->create_collection(collection_request(5000), web::acting(principal(m1_)));
+  auto created = service_->collect(collection_request(5000), web::acting(principal(m1_)), {});
   ASSERT_TRUE(created.ok());
   Transaction tx = *created;
   auto moved = move_alone(*db_, tx, S::pending, now_ms());
