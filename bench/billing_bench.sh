@@ -39,9 +39,8 @@ backend=SQLite
 sql() { sqlite3 -separator ' ' -cmd ".timeout 10000" "$db" "$@"; }
 if [[ "$NODES" -gt 1 ]]; then
   [[ -n "${SIKA_TEST_PG_DSN:-}" ]] || { echo "NODES>1 needs PostgreSQL: run under scripts/with-postgres.sh"; exit 1; }
-  DROP_DB="sika_billing_bench_$$"
-  psql "$SIKA_TEST_PG_DSN" -q -c "CREATE DATABASE $DROP_DB"
-  dsn=$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(p._replace(path="/"+sys.argv[2]).geturl())' "$SIKA_TEST_PG_DSN" "$DROP_DB")
+  pg_database "sika_billing_bench_$$"
+  dsn=$PG_DSN
   backend="PostgreSQL, $NODES nodes"
   sql() { if [[ $# -gt 0 ]]; then psql "$dsn" -qAt -F ' ' -c "$1"; else psql "$dsn" -q -v ON_ERROR_STOP=1 >/dev/null; fi; }
 fi
@@ -49,14 +48,8 @@ args=(--set log.access=false --set "jobs.workers=$WORKERS" --set jobs.poll_inter
   --set payments.sandbox_delay_ms=900000 --set payments.pending_ttl_ms=3600000 --set payments.intent_ttl_ms=3600000)
 port=""
 start() {
-  local demo
-  port=$(free_port)
-  demo="$TMP/demo-$1.json"
-  SIKA_SECRET_KEY=bench-secret-key-0123456789abcdef0123 \
-    "$SIKA" serve --listen "127.0.0.1:$port" --db "$dsn" --public-url "http://127.0.0.1:$port" \
-    --demo "$demo" "${args[@]}" >"$TMP/serve-$1.log" 2>&1 &
-  PIDS+=($!)
-  wait_ready "$port" "$demo"
+  serve_demo "$1" "$dsn" "${args[@]}"
+  port=$SERVE_PORT
 }
 
 start seed

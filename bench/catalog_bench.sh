@@ -30,15 +30,10 @@ drive() { wrk_run "$1" "$TMP/auth.lua"; }
 
 run_backend() {
   local backend=$1 dsn=$2 port demo base token
-  port=$(free_port)
-  demo="$TMP/demo-$backend.json"
-  SIKA_SECRET_KEY=bench-secret-key-0123456789abcdef0123 \
-    "$SIKA" serve --listen "127.0.0.1:$port" --db "$dsn" --public-url "http://127.0.0.1:$port" --demo "$demo" \
-    --set log.access=false --set identity.token_cache_seconds="$TOKEN_CACHE" --set log.level=warn \
-    --set payments.enabled=false --set webhooks.enabled=false \
-    >"$TMP/sika-$backend.log" 2>&1 &
-  PIDS+=($!)
-  wait_ready "$port" "$demo"
+  serve_demo "$backend" "$dsn" --set log.access=false --set identity.token_cache_seconds="$TOKEN_CACHE" \
+    --set log.level=warn --set payments.enabled=false --set webhooks.enabled=false
+  port=$SERVE_PORT
+  demo=$SERVE_DEMO
   base=$(demo_value "$demo" base_url)
   token=$(merchant_token "$demo" "payments countries")
   export BENCH_TOKEN=$token
@@ -46,7 +41,7 @@ run_backend() {
   # Sanity: each URL answers 200 with this token before measuring.
   for u in "http://127.0.0.1:$port/healthz" "$base/country/list" "$fees"; do
     code=$(curl -s -o /dev/null -w '%{http_code}' -H "x-sp-auth-token: Bearer $token" "$u")
-    [[ "$code" == 200 ]] || { echo "$u answered $code"; cat "$TMP/sika-$backend.log"; exit 1; }
+    [[ "$code" == 200 ]] || { echo "$u answered $code"; cat "$TMP/serve-$backend.log"; exit 1; }
   done
   echo "backend=$backend connections=$CONNECTIONS wrk_threads=$THREADS duration=${DURATION}s token_cache=${TOKEN_CACHE}s"
   printf "%-8s %-22s %12s %10s  %s\n" round route "req/s" "p99" errors
@@ -68,9 +63,6 @@ run_backend() {
 
 run_backend sqlite "sqlite://$TMP/sika.db"
 if [[ -n "${SIKA_TEST_PG_DSN:-}" ]]; then
-  DROP_DB="sika_catalog_bench_$$"
-  psql "$SIKA_TEST_PG_DSN" -q -c "CREATE DATABASE $DROP_DB"
-  pg_dsn=$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(p._replace(path="/"+sys.argv[2]).geturl())' \
-    "$SIKA_TEST_PG_DSN" "$DROP_DB")
-  run_backend postgres "$pg_dsn"
+  pg_database "sika_catalog_bench_$$"
+  run_backend postgres "$PG_DSN"
 fi

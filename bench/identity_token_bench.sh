@@ -14,36 +14,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BUILD=${BUILD:-build}
-SIKA=${SIKA_BIN:-$BUILD/sika}
-AUTH_BENCH=${AUTH_BENCH_BIN:-$BUILD/bench/identity_auth_bench}
-CONNECTIONS=${CONNECTIONS:-64}
-THREADS=${THREADS:-2}
-DURATION=${DURATION:-10}
+AUTH_BENCH=${AUTH_BENCH_BIN:-${BUILD:-build}/bench/identity_auth_bench}
 ROUNDS=${ROUNDS:-2}
 REVOKE_TOKENS=${REVOKE_TOKENS:-30000}
 
-for bin in "$SIKA" "$AUTH_BENCH"; do
-  [[ -x "$bin" ]] || { echo "missing $bin: build it first (ninja -C $BUILD sika identity_auth_bench)"; exit 1; }
-done
-command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
+source bench/lib.sh
+[[ -x "$AUTH_BENCH" ]] || { echo "missing $AUTH_BENCH: build it first (ninja -C $BUILD identity_auth_bench)"; exit 1; }
 command -v node >/dev/null || { echo "node is not installed"; exit 1; }
 if [[ ! -d bench/oidc-provider/node_modules/oidc-provider ]]; then
   (cd bench/oidc-provider && npm install --no-audit --no-fund >/dev/null 2>&1) ||
     { echo "npm install in bench/oidc-provider failed"; exit 1; }
 fi
-ulimit -n 8192 2>/dev/null || true
 
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 wait_for() {  # URL [method]
   for _ in $(seq 1 300); do
     code=$(curl -s -o /dev/null -w '%{http_code}' -X "${2:-GET}" "$1" 2>/dev/null || true)

@@ -33,6 +33,30 @@ wait_ready() {
   return 1
 }
 
+# serve_demo NAME DSN [ARGS...]: starts `sika serve` with the demo world on DSN and a free port (its
+# log $TMP/serve-NAME.log, its demo file $TMP/demo-NAME.json, its pid appended to PIDS) and waits
+# until it is ready; sets SERVE_PORT and SERVE_DEMO.
+serve_demo() {
+  local name=$1 dsn=$2
+  shift 2
+  SERVE_PORT=$(free_port)
+  SERVE_DEMO="$TMP/demo-$name.json"
+  SIKA_SECRET_KEY=bench-secret-key-0123456789abcdef0123 \
+    "$SIKA" serve --listen "127.0.0.1:$SERVE_PORT" --db "$dsn" --public-url "http://127.0.0.1:$SERVE_PORT" \
+    --demo "$SERVE_DEMO" "$@" >"$TMP/serve-$name.log" 2>&1 &
+  PIDS+=($!)
+  wait_ready "$SERVE_PORT" "$SERVE_DEMO"
+}
+
+# pg_database NAME: creates the PostgreSQL database NAME beside SIKA_TEST_PG_DSN's, dropped on exit
+# (DROP_DB), and sets PG_DSN to its DSN.
+pg_database() {
+  DROP_DB=$1
+  psql "$SIKA_TEST_PG_DSN" -q -c "CREATE DATABASE $DROP_DB"
+  PG_DSN=$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(p._replace(path="/"+sys.argv[2]).geturl())' \
+    "$SIKA_TEST_PG_DSN" "$DROP_DB")
+}
+
 # demo_value DEMO_FILE KEY: a top-level string of the demo JSON.
 demo_value() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
 
@@ -72,3 +96,59 @@ local function uuid()
   local s = table.concat(t)
   return s:sub(1, 8) .. "-" .. s:sub(9, 12) .. "-4" .. s:sub(14, 16) .. "-a" .. s:sub(18, 20) .. "-" .. s:sub(21, 32)
 end'
+
+# write_collection_lua: writes $TMP/intent.lua (POST /collection/intent, a new transaction per
+# request) and $TMP/status.lua (POST /collection/status of the references listed in BENCH_REFS),
+# both authenticated with BENCH_TOKEN.
+write_collection_lua() {
+  cat >"$TMP/intent.lua" <<'LUA'
+-- A new transaction per request: a random v4 UUID (per-thread seed) for transaction_uuid.
+-- The main state is seeded from the clock: with wrk's fixed default seed, a second run against
+-- the same server would replay the first run's UUIDs (idempotent answers, not new intents).
+local counter = 0
+math.randomseed(os.time())
+function setup(thread) thread:set("seed", math.random(1, 2^30)) end
+function init(args)
+  math.randomseed(seed or os.time())
+  token = os.getenv("BENCH_TOKEN")
+end
+local function uuid()
+  return string.format("%08x-%04x-4%03x-%04x-%012x", math.random(0, 0xffffffff), math.random(0, 0xffff),
+    math.random(0, 0xfff), 0x8000 + math.random(0, 0x3fff), math.random(0, 0xffffffffffff))
+end
+function request()
+  counter = counter + 1
+  local body = string.format('{"amount":%d,"currency":"XAF","transaction_uuid":"%s","provider":"MTN_MOMO_CMR",' ..
+    '"channel":"PROVIDER","customer_wallet":"2376%08d","description":"bench","metadata":{"n":%d}}',
+    1000 + counter % 5000, uuid(), counter % 100000000, counter)
+  return wrk.format("POST", wrk.path, {["content-type"] = "application/json", ["x-sp-auth-token"] = "Bearer " .. token}, body)
+end
+LUA
+  cat >"$TMP/status.lua" <<'LUA'
+-- Reads random transactions among those created before the run.
+function init(args)
+  token = os.getenv("BENCH_TOKEN")
+  refs = {}
+  for line in io.lines(os.getenv("BENCH_REFS")) do refs[#refs + 1] = line end
+end
+function request()
+  local body = '{"transaction_reference":"' .. refs[math.random(1, #refs)] .. '"}'
+  return wrk.format("POST", wrk.path, {["content-type"] = "application/json", ["x-sp-auth-token"] = "Bearer " .. token}, body)
+end
+LUA
+}
+
+# collection_refs BASE TOKEN N: creates N collections through BASE/collection/intent and prints
+# their references, one a line.
+collection_refs() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys, uuid, urllib.request
+base, token, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for i in range(n):
+    body = json.dumps({"amount": 1000 + i, "currency": "XAF", "transaction_uuid": str(uuid.uuid4()), "provider": "MTN_MOMO_CMR",
+                       "channel": "PROVIDER", "customer_wallet": "237690000000"}).encode()
+    req = urllib.request.Request(base + "/collection/intent", body,
+                                 {"content-type": "application/json", "x-sp-auth-token": "Bearer " + token})
+    print(json.load(urllib.request.urlopen(req))["data"]["transaction_reference"])
+PY
+}

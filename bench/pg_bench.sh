@@ -23,9 +23,7 @@ NODES=${NODES:-1}
 STATUS_REFS=${STATUS_REFS:-500}
 PG_BIN=$(dirname "$(command -v pgbench 2>/dev/null || ls /usr/lib/postgresql/*/bin/pgbench | head -1)")
 
-DROP_DB="sika_pgbench_$$"
-psql "$SIKA_TEST_PG_DSN" -q -c "CREATE DATABASE $DROP_DB"
-PG_DSN=$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(p._replace(path="/"+sys.argv[2]).geturl())' "$SIKA_TEST_PG_DSN" "$DROP_DB")
+pg_database "sika_pgbench_$$"
 fsync=$(psql "$PG_DSN" -Atc "SHOW fsync")
 
 # --- the reference -------------------------------------------------------------------------------
@@ -45,37 +43,7 @@ REF_TPS=$(awk '/^tps = / {print $3; exit}' <<<"$ref_out")
 REF_LAT=$(awk '/^latency average/ {print $4; exit}' <<<"$ref_out")
 
 # --- sika ----------------------------------------------------------------------------------------
-cat >"$TMP/intent.lua" <<'EOF2'
-local counter = 0
-math.randomseed(os.time())
-function setup(thread) thread:set("seed", math.random(1, 2^30)) end
-function init(args)
-  math.randomseed(seed or os.time())
-  token = os.getenv("BENCH_TOKEN")
-end
-local function uuid()
-  return string.format("%08x-%04x-4%03x-%04x-%012x", math.random(0, 0xffffffff), math.random(0, 0xffff),
-    math.random(0, 0xfff), 0x8000 + math.random(0, 0x3fff), math.random(0, 0xffffffffffff))
-end
-function request()
-  counter = counter + 1
-  local body = string.format('{"amount":%d,"currency":"XAF","transaction_uuid":"%s","provider":"MTN_MOMO_CMR",' ..
-    '"channel":"PROVIDER","customer_wallet":"2376%08d","description":"bench","metadata":{"n":%d}}',
-    1000 + counter % 5000, uuid(), counter % 100000000, counter)
-  return wrk.format("POST", wrk.path, {["content-type"] = "application/json", ["x-sp-auth-token"] = "Bearer " .. token}, body)
-end
-EOF2
-cat >"$TMP/status.lua" <<'EOF2'
-function init(args)
-  token = os.getenv("BENCH_TOKEN")
-  refs = {}
-  for line in io.lines(os.getenv("BENCH_REFS")) do refs[#refs + 1] = line end
-end
-function request()
-  local body = '{"transaction_reference":"' .. refs[math.random(1, #refs)] .. '"}'
-  return wrk.format("POST", wrk.path, {["content-type"] = "application/json", ["x-sp-auth-token"] = "Bearer " .. token}, body)
-end
-EOF2
+write_collection_lua
 
 SECRET=bench-secret-key-0123456789abcdef0123
 start_node() {  # start_node N [extra --set ...]: starts node N on a free port, set in NODE_PORT
@@ -144,16 +112,7 @@ run_sika() {  # run_sika NODES: on $DB (PostgreSQL, or the SQLite file of the em
   token=$(merchant_token "$TMP/demo.json" "payments")
   export BENCH_TOKEN=$token BENCH_REFS="$TMP/refs-${DB%%:*}.txt"
   if [[ ! -s "$BENCH_REFS" ]]; then
-    python3 - "$base" "$token" "$STATUS_REFS" >"$BENCH_REFS" <<'PY'
-import json, sys, uuid, urllib.request
-base, token, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-for i in range(n):
-    body = json.dumps({"amount": 1000 + i, "currency": "XAF", "transaction_uuid": str(uuid.uuid4()), "provider": "MTN_MOMO_CMR",
-                       "channel": "PROVIDER", "customer_wallet": "237690000000"}).encode()
-    req = urllib.request.Request(base + "/collection/intent", body,
-                                 {"content-type": "application/json", "x-sp-auth-token": "Bearer " + token})
-    print(json.load(urllib.request.urlopen(req))["data"]["transaction_reference"])
-PY
+    collection_refs "$base" "$token" "$STATUS_REFS" >"$BENCH_REFS"
   fi
   wrk -t1 -c4 -d1s -s "$TMP/intent.lua" "$base/collection/intent" >/dev/null  # warm-up
   # Fresh planner statistics, as autovacuum keeps them on a server in service: the rows written

@@ -13,31 +13,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BUILD=${BUILD:-build}
-SIKA=${SIKA_BIN:-$BUILD/sika}
-BARE=${BARE_BIN:-$BUILD/bench/bare_beast}
+BARE=${BARE_BIN:-${BUILD:-build}/bench/bare_beast}
 CONNECTIONS=${CONNECTIONS:-50}
-THREADS=${THREADS:-2}
-DURATION=${DURATION:-10}
 IO_THREADS=${IO_THREADS:-2}
 HOLD=${HOLD:-1000}
 
-for bin in "$SIKA" "$BARE"; do
-  [[ -x "$bin" ]] || { echo "missing $bin: build it first (ninja -C $BUILD sika bare_beast)"; exit 1; }
-done
-command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
-ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" || true
+source bench/lib.sh
+[[ -x "$BARE" ]] || { echo "missing $BARE: build it first (ninja -C $BUILD bare_beast)"; exit 1; }
+ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" || true  # HOLD connections at once
 
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 wait_up() {
   for _ in $(seq 1 300); do
     curl -fsS -o /dev/null "http://127.0.0.1:$1/healthz" 2>/dev/null && return 0

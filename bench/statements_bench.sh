@@ -24,15 +24,9 @@ args=(--set log.access=false)
 port=""
 pid=""
 start() {
-  local demo
-  port=$(free_port)
-  demo="$TMP/demo-$1.json"
-  SIKA_SECRET_KEY=bench-secret-key-0123456789abcdef0123 \
-    "$SIKA" serve --listen "127.0.0.1:$port" --db "$dsn" --public-url "http://127.0.0.1:$port" \
-    --demo "$demo" "${args[@]}" >"$TMP/serve-$1.log" 2>&1 &
-  pid=$!
-  PIDS+=("$pid")
-  wait_ready "$port" "$demo"
+  serve_demo "$1" "$dsn" "${args[@]}"
+  port=$SERVE_PORT
+  pid=${PIDS[-1]}
 }
 
 start seed
