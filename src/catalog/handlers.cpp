@@ -100,25 +100,6 @@ std::string opt_enum(const std::optional<E>& v) {
 }
 std::string opt_bool(const std::optional<bool>& v) { return v ? (*v ? "=1" : "=0") : "-"; }
 
-// The filters the service and provider lists share: page, country, provider, kind, active
-// (problems recorded in `errors`).
-struct ScopeQuery {
-  web::Page page;
-  std::optional<std::string> country_code;
-  std::optional<std::string> provider_code;
-  std::optional<ServiceKind> kind;
-  std::optional<bool> active;
-};
-ScopeQuery scope_query(const web::Request& req, bj::object& errors) {
-  ScopeQuery q;
-  q.page = web::parse_page(req, errors, 25);
-  q.country_code = alpha3_param(req, "country", errors);
-  q.provider_code = code_param(req, "provider", errors);
-  q.kind = kind_param(req, errors);
-  q.active = bool_param(req, "active", errors);
-  return q;
-}
-
 web::Response bad(const web::Request& req, bj::object errors) { return web::error(req, empty_data(std::move(errors))); }
 
 web::Response not_loaded(const web::Request& req) {
@@ -149,25 +130,35 @@ bool rule_visible(const Catalog& cat, const PricingRule& r) {
   return true;
 }
 
-// The catalog rows a listing's optional country and provider filters name; an unknown code, or an
-// inactive one for a merchant, adds "unknown country" / "unknown provider" to errors.
-struct ListScope {
+// The filters the service and provider lists share: page, country, provider, kind, active, and the
+// catalog rows the country and provider codes name. Problems go to `errors`: a malformed parameter,
+// or else an unknown code, or an inactive one for a merchant ("unknown country" / "unknown provider").
+struct ScopeQuery {
+  web::Page page;
+  std::optional<std::string> country_code;
+  std::optional<std::string> provider_code;
+  std::optional<ServiceKind> kind;
+  std::optional<bool> active;
   const Country* country = nullptr;
   const Provider* provider = nullptr;
 };
-
-ListScope resolve_scope(const Catalog& cat, const std::optional<std::string>& country_code,
-                        const std::optional<std::string>& provider_code, bool admin, bj::object& errors) {
-  ListScope scope;
-  if (country_code) {
-    scope.country = cat.country(*country_code);
-    if (!scope.country || (!scope.country->active && !admin)) errors["country"] = "unknown country";
+ScopeQuery scope_query(const web::Request& req, const Catalog& cat, bool admin, bj::object& errors) {
+  ScopeQuery q;
+  q.page = web::parse_page(req, errors, 25);
+  q.country_code = alpha3_param(req, "country", errors);
+  q.provider_code = code_param(req, "provider", errors);
+  q.kind = kind_param(req, errors);
+  q.active = bool_param(req, "active", errors);
+  if (!errors.empty()) return q;
+  if (q.country_code) {
+    q.country = cat.country(*q.country_code);
+    if (!q.country || (!q.country->active && !admin)) errors["country"] = "unknown country";
   }
-  if (provider_code) {
-    scope.provider = cat.provider(*provider_code);
-    if (!scope.provider || (!scope.provider->active && !admin)) errors["provider"] = "unknown provider";
+  if (q.provider_code) {
+    q.provider = cat.provider(*q.provider_code);
+    if (!q.provider || (!q.provider->active && !admin)) errors["provider"] = "unknown provider";
   }
-  return scope;
+  return q;
 }
 
 }  // namespace
@@ -271,12 +262,9 @@ web::Response Service::list_services(web::Request& req) {
   if (!cat->loaded()) return not_loaded(req);
   const bool admin = principal_of(req).admin;
   bj::object errors;
-  ScopeQuery q = scope_query(req, errors);
+  const ScopeQuery q = scope_query(req, *cat, admin, errors);
   if (!errors.empty()) return bad(req, std::move(errors));
-  const auto& [page, country_code, provider_code, kind, active] = q;
-
-  const auto [country, provider] = resolve_scope(*cat, country_code, provider_code, admin, errors);
-  if (!errors.empty()) return bad(req, std::move(errors));
+  const auto& [page, country_code, provider_code, kind, active, country, provider] = q;
 
   std::string key =
       memo_key({"services", i18n::name(req.locale), admin ? "a" : "m", opt_text(country_code), opt_text(provider_code),
@@ -303,11 +291,9 @@ web::Response Service::list_providers(web::Request& req) {
   if (!cat->loaded()) return not_loaded(req);
   const bool admin = principal_of(req).admin;
   bj::object errors;
-  ScopeQuery q = scope_query(req, errors);
+  const ScopeQuery q = scope_query(req, *cat, admin, errors);
   if (!errors.empty()) return bad(req, std::move(errors));
-  const auto& [page, country_code, provider_code, kind, active] = q;
-  const Country* country = resolve_scope(*cat, country_code, provider_code, admin, errors).country;
-  if (!errors.empty()) return bad(req, std::move(errors));
+  const auto& [page, country_code, provider_code, kind, active, country, provider] = q;
   // Each provider's operator health in the caller's environment: part of the memo's key, since it
   // changes without the catalog changing.
   const bool sandbox = principal_of(req).environment == "sandbox";
