@@ -31,12 +31,7 @@ Result<web::Response> Service::list(web::Request& req) {
   tables::ListFilter f;
   f.limit = page.limit;
   f.offset = page.offset();
-  if (auto s = req.query_param("status")) {
-    if (*s == kActive || *s == kSuspended || *s == kCancelled || *s == kExpired)
-      f.status = *s;
-    else
-      problems["status"] = "must be ACTIVE, SUSPENDED, CANCELLED or EXPIRED";
-  }
+  f.status = web::choice_param(req, "status", {kActive, kSuspended, kCancelled, kExpired}, problems);
   if (auto e = req.query_param("customer_email")) {
     if (e->empty() || e->size() > 254)
       problems["customer_email"] = "must be an e-mail address";

@@ -46,12 +46,7 @@ Result<web::Response> Service::list(web::Request& req) {
   tables::ListFilter f;
   f.limit = page.limit;
   f.offset = page.offset();
-  if (auto s = req.query_param("status")) {
-    if (*s == kActive || *s == kDisabled || *s == kExpired)
-      f.status = *s;
-    else
-      problems["status"] = "must be ACTIVE, DISABLED or EXPIRED";
-  }
+  f.status = web::choice_param(req, "status", {kActive, kDisabled, kExpired}, problems);
   for (const char* key : {"from", "to"}) {
     auto v = req.query_param(key);
     if (!v) continue;

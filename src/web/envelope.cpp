@@ -125,6 +125,22 @@ Page parse_page(const Request& req, bj::object& errors, std::int64_t default_lim
   return p;
 }
 
+std::optional<std::string> choice_param(const Request& req, std::string_view name,
+                                        std::initializer_list<std::string_view> allowed, bj::object& errors) {
+  auto v = req.query_param(name);
+  if (!v) return std::nullopt;
+  if (std::find(allowed.begin(), allowed.end(), std::string_view(*v)) != allowed.end()) return v;
+  std::string problem = "must be ";
+  std::size_t i = 0;
+  for (std::string_view a : allowed) {
+    if (i > 0) problem += i + 1 == allowed.size() ? " or " : ", ";
+    problem += a;
+    ++i;
+  }
+  errors[name] = problem;
+  return std::nullopt;
+}
+
 bj::object pagination(const Page& page, std::int64_t total) {
   std::int64_t pages = total == 0 ? 0 : (total + page.limit - 1) / page.limit;
   bj::object o;

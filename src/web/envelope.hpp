@@ -8,6 +8,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/result.hpp"
@@ -51,6 +54,10 @@ struct Page {
 Page parse_page(const Request& req, boost::json::object& errors, std::int64_t default_limit = 25);
 // meta.pagination object.
 boost::json::object pagination(const Page& page, std::int64_t total);
+// The query parameter `name` when it is one of `allowed` (exact match); nullopt when it is absent,
+// or when it is anything else, which records "must be A, B or C" under `name` in `errors`.
+std::optional<std::string> choice_param(const Request& req, std::string_view name,
+                                        std::initializer_list<std::string_view> allowed, boost::json::object& errors);
 
 // Parses the body as a JSON object, or as application/x-www-form-urlencoded fields (as strings).
 // Other content types are refused with 415 unless `allow_form` is false and the type is JSON.

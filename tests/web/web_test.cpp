@@ -178,6 +178,20 @@ TEST(Envelope, PaginationParamsAndMeta) {
   EXPECT_FALSE(empty.at("has_next").as_bool());
 }
 
+TEST(Envelope, ChoiceParamTakesOneOfItsValuesAndNamesThemAll) {
+  bj::object errors;
+  EXPECT_EQ(web::choice_param(make("GET", "/", "status=DISABLED"), "status", {"ACTIVE", "DISABLED", "EXPIRED"}, errors),
+            "DISABLED");
+  EXPECT_EQ(web::choice_param(make("GET", "/", ""), "status", {"ACTIVE", "DISABLED"}, errors), std::nullopt);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(web::choice_param(make("GET", "/", "status=active"), "status", {"ACTIVE", "DISABLED", "EXPIRED"}, errors),
+            std::nullopt);
+  EXPECT_EQ(errors.at("status"), "must be ACTIVE, DISABLED or EXPIRED");
+  errors.clear();
+  web::choice_param(make("GET", "/", "for=x"), "for", {"merchant", "desc"}, errors);
+  EXPECT_EQ(errors.at("for"), "must be merchant or desc");
+}
+
 TEST(Envelope, BodyObjectChecksContentType) {
   auto req = make("POST", "/");
   req.headers = {{"content-type", "text/plain"}};
