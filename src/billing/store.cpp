@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "core/random.hpp"
+#include "store/read.hpp"
 
 namespace sika::billing::tables {
 
@@ -93,17 +94,11 @@ Payment payment_from(const store::Row& r) {
 }
 
 Result<std::optional<Subscription>> one(store::Conn& c, const std::string& where, const store::Params& params) {
-  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(std::string(kSubscription) + where, params));
-  if (!row) return std::optional<Subscription>{};
-  return std::optional<Subscription>(subscription_from(*row));
+  return store::read_one(c, std::string(kSubscription) + where, params, subscription_from);
 }
 
 Result<std::vector<Payment>> payments(store::Conn& c, const std::string& where, const store::Params& params) {
-  SIKA_ASSIGN_OR_RETURN(auto rows, c.query(std::string(kPayment) + where, params));
-  std::vector<Payment> out;
-  out.reserve(rows.size());
-  for (const auto& r : rows) out.push_back(payment_from(r));
-  return out;
+  return store::read_all(c, std::string(kPayment) + where, params, payment_from);
 }
 
 Result<bool> changed(Result<std::int64_t> n) {
@@ -221,11 +216,9 @@ Result<std::pair<std::vector<Subscription>, std::int64_t>> list(store::Conn& c, 
   store::Params page = params;
   page.emplace_back(f.limit);
   page.emplace_back(f.offset);
-  SIKA_ASSIGN_OR_RETURN(auto rows,
-                        c.query(std::string(kSubscription) + where + " ORDER BY s.id DESC LIMIT ? OFFSET ?", page));
-  std::vector<Subscription> out;
-  out.reserve(rows.size());
-  for (const auto& r : rows) out.push_back(subscription_from(r));
+  SIKA_ASSIGN_OR_RETURN(
+      auto out, store::read_all(c, std::string(kSubscription) + where + " ORDER BY s.id DESC LIMIT ? OFFSET ?", page,
+                                subscription_from));
   return std::pair{std::move(out), total ? total->i64(0) : 0};
 }
 

@@ -8,6 +8,7 @@
 #include "core/json.hpp"
 #include "core/money.hpp"
 #include "core/reason.hpp"
+#include "store/read.hpp"
 
 namespace sika::catalog::fx {
 
@@ -145,36 +146,24 @@ Result<std::int64_t> insert(store::Conn& c, const Rate& r) {
 }
 
 Result<std::optional<Rate>> in_force(store::Conn& c, std::string_view base, std::string_view quote, std::int64_t at) {
-  SIKA_ASSIGN_OR_RETURN(
-      auto row, c.query_one(std::string(kSelect) + "WHERE r.base = ? AND r.quote = ? AND " + std::string(kInForce),
-                            {std::string(base), std::string(quote), at, at}));
-  if (!row) return std::optional<Rate>{};
-  return std::optional<Rate>(from_row(*row));
+  return store::read_one(c, std::string(kSelect) + "WHERE r.base = ? AND r.quote = ? AND " + std::string(kInForce),
+                         {std::string(base), std::string(quote), at, at}, from_row);
 }
 
 Result<std::vector<Rate>> all_in_force(store::Conn& c, std::int64_t at) {
-  SIKA_ASSIGN_OR_RETURN(
-      auto rows,
-      c.query(std::string(kSelect) + "WHERE " + std::string(kInForce) + "ORDER BY r.base, r.quote", {at, at}));
-  std::vector<Rate> out;
-  for (const auto& r : rows) out.push_back(from_row(r));
-  return out;
+  return store::read_all(c, std::string(kSelect) + "WHERE " + std::string(kInForce) + "ORDER BY r.base, r.quote",
+                         {at, at}, from_row);
 }
 
 Result<std::vector<Rate>> history(store::Conn& c, std::string_view base, std::string_view quote, std::int64_t limit) {
-  store::Rows rows;
-  if (base.empty()) {
-    SIKA_ASSIGN_OR_RETURN(rows,
-                          c.query(std::string(kSelect) + "ORDER BY r.valid_from DESC, r.id DESC LIMIT ?", {limit}));
-  } else {
-    SIKA_ASSIGN_OR_RETURN(
-        rows, c.query(std::string(kSelect) + "WHERE r.base = ? AND r.quote = ? ORDER BY r.valid_from DESC, r.id DESC "
-                                             "LIMIT ?",
-                      {std::string(base), std::string(quote), limit}));
-  }
-  std::vector<Rate> out;
-  for (const auto& r : rows) out.push_back(from_row(r));
-  return out;
+  if (base.empty())
+    return store::read_all(c, std::string(kSelect) + "ORDER BY r.valid_from DESC, r.id DESC LIMIT ?", {limit},
+                           from_row);
+  return store::read_all(c,
+                         std::string(kSelect) +
+                             "WHERE r.base = ? AND r.quote = ? ORDER BY r.valid_from DESC, r.id DESC "
+                             "LIMIT ?",
+                         {std::string(base), std::string(quote), limit}, from_row);
 }
 
 Result<Rate> set_rate(store::Db& db, const NewRate& request, std::int64_t now) {

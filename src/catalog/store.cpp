@@ -6,6 +6,7 @@
 #include "catalog/fees.hpp"
 #include "core/json.hpp"
 #include "core/reason.hpp"
+#include "store/read.hpp"
 
 namespace sika::catalog {
 
@@ -113,20 +114,13 @@ PricingRule rule_from(const Row& r) {
 
 template <class T>
 Result<std::vector<T>> select_all(Conn& conn, std::string_view select, T (*from)(const Row&)) {
-  SIKA_ASSIGN_OR_RETURN(store::Rows rows, conn.query(std::string(select) + " ORDER BY id"));
-  std::vector<T> out;
-  out.reserve(rows.size());
-  for (const Row& r : rows) out.push_back(from(r));
-  return out;
+  return store::read_all(conn, std::string(select) + " ORDER BY id", {}, from);
 }
 
 template <class T>
 Result<std::optional<T>> select_one(Conn& conn, std::string_view select, std::string_view where, const store::Params& p,
                                     T (*from)(const Row&)) {
-  SIKA_ASSIGN_OR_RETURN(std::optional<Row> row,
-                        conn.query_one(std::string(select) + " WHERE " + std::string(where), p));
-  if (!row) return std::optional<T>();
-  return std::optional<T>(from(*row));
+  return store::read_one(conn, std::string(select) + " WHERE " + std::string(where), p, from);
 }
 
 Value opt_value(const std::optional<std::int64_t>& v) { return v ? Value(*v) : Value(nullptr); }

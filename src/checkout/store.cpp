@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "core/json.hpp"
+#include "store/read.hpp"
 
 namespace sika::checkout::tables {
 
@@ -89,9 +90,7 @@ Session from_row(const store::Row& r) {
 }
 
 Result<std::optional<Session>> one(store::Conn& c, const std::string& where, const store::Params& params) {
-  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(std::string(kSelect) + where, params));
-  if (!row) return std::optional<Session>{};
-  return std::optional<Session>(from_row(*row));
+  return store::read_one(c, std::string(kSelect) + where, params, from_row);
 }
 
 }  // namespace
@@ -157,11 +156,7 @@ Result<std::vector<Session>> list(store::Conn& c, std::int64_t merchant_id, std:
   }
   sql += " ORDER BY id DESC LIMIT ?";
   params.emplace_back(std::in_place_type<std::int64_t>, limit);
-  SIKA_ASSIGN_OR_RETURN(auto rows, c.query(sql, params));
-  std::vector<Session> out;
-  out.reserve(rows.size());
-  for (const auto& r : rows) out.push_back(from_row(r));
-  return out;
+  return store::read_all(c, sql, params, from_row);
 }
 
 Result<std::optional<Session>> by_order(store::Conn& c, std::int64_t merchant_id, std::string_view environment,

@@ -6,6 +6,7 @@
 #include "core/json.hpp"
 #include "core/random.hpp"
 #include "core/reason.hpp"
+#include "store/read.hpp"
 
 namespace sika::identity {
 
@@ -212,17 +213,12 @@ Result<Client> update_client(store::Conn& c, std::string_view client_id, const C
 }
 
 Result<std::optional<Client>> find_client(store::Conn& c, std::string_view client_id) {
-  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT " + std::string(kClientColumns) + " WHERE c.client_id = ?",
-                                              {std::string(client_id)}));
-  if (!row) return std::optional<Client>{};
-  return std::optional<Client>{client_from_row(*row)};
+  return store::read_one(c, "SELECT " + std::string(kClientColumns) + " WHERE c.client_id = ?",
+                         {std::string(client_id)}, client_from_row);
 }
 
 Result<std::vector<Client>> list_clients(store::Conn& c) {
-  SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT " + std::string(kClientColumns) + " ORDER BY c.id"));
-  std::vector<Client> out;
-  for (const auto& r : rows) out.push_back(client_from_row(r));
-  return out;
+  return store::read_all(c, "SELECT " + std::string(kClientColumns) + " ORDER BY c.id", {}, client_from_row);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -273,30 +269,21 @@ Status set_user_password(store::Db& db, std::string_view email, std::string_view
 }
 
 Result<std::optional<User>> find_user_by_email(store::Conn& c, std::string_view email) {
-  SIKA_ASSIGN_OR_RETURN(
-      auto row, c.query_one("SELECT " + std::string(kUserColumns) + " WHERE u.email = ?", {normalize_email(email)}));
-  if (!row) return std::optional<User>{};
-  return std::optional<User>{user_from_row(*row)};
+  return store::read_one(c, "SELECT " + std::string(kUserColumns) + " WHERE u.email = ?", {normalize_email(email)},
+                         user_from_row);
 }
 
 Result<std::optional<User>> find_user_by_id(store::Conn& c, std::int64_t id) {
-  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT " + std::string(kUserColumns) + " WHERE u.id = ?", {id}));
-  if (!row) return std::optional<User>{};
-  return std::optional<User>{user_from_row(*row)};
+  return store::read_one(c, "SELECT " + std::string(kUserColumns) + " WHERE u.id = ?", {id}, user_from_row);
 }
 
 Result<std::optional<User>> find_user_by_subject(store::Conn& c, std::string_view subject) {
-  SIKA_ASSIGN_OR_RETURN(
-      auto row, c.query_one("SELECT " + std::string(kUserColumns) + " WHERE u.subject = ?", {std::string(subject)}));
-  if (!row) return std::optional<User>{};
-  return std::optional<User>{user_from_row(*row)};
+  return store::read_one(c, "SELECT " + std::string(kUserColumns) + " WHERE u.subject = ?", {std::string(subject)},
+                         user_from_row);
 }
 
 Result<std::vector<User>> list_users(store::Conn& c) {
-  SIKA_ASSIGN_OR_RETURN(auto rows, c.query("SELECT " + std::string(kUserColumns) + " ORDER BY u.id"));
-  std::vector<User> out;
-  for (const auto& r : rows) out.push_back(user_from_row(r));
-  return out;
+  return store::read_all(c, "SELECT " + std::string(kUserColumns) + " ORDER BY u.id", {}, user_from_row);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -312,10 +299,8 @@ Status insert_code(store::Conn& c, const AuthorizationCode& a) {
 }
 
 Result<std::optional<AuthorizationCode>> find_code(store::Conn& c, std::string_view code_hash) {
-  SIKA_ASSIGN_OR_RETURN(
-      auto row, c.query_one("SELECT " + std::string(kCodeColumns) + " WHERE code_hash = ?", {std::string(code_hash)}));
-  if (!row) return std::optional<AuthorizationCode>{};
-  return std::optional<AuthorizationCode>{code_from_row(*row)};
+  return store::read_one(c, "SELECT " + std::string(kCodeColumns) + " WHERE code_hash = ?", {std::string(code_hash)},
+                         code_from_row);
 }
 
 Status burn_code(store::Conn& c, std::int64_t id, std::int64_t now_ms) {
@@ -347,10 +332,8 @@ Status insert_refresh_token(store::Conn& c, const RefreshToken& t) {
 }
 
 Result<std::optional<RefreshToken>> find_refresh_token(store::Conn& c, std::string_view token_hash) {
-  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT " + std::string(kRefreshColumns) + " WHERE r.token_hash = ?",
-                                              {std::string(token_hash)}));
-  if (!row) return std::optional<RefreshToken>{};
-  return std::optional<RefreshToken>{refresh_from_row(*row)};
+  return store::read_one(c, "SELECT " + std::string(kRefreshColumns) + " WHERE r.token_hash = ?",
+                         {std::string(token_hash)}, refresh_from_row);
 }
 
 Result<bool> rotate_refresh_token(store::Conn& c, std::int64_t id, std::int64_t now_ms, std::int64_t grace_ms) {

@@ -1,5 +1,7 @@
 #include "links/store.hpp"
 
+#include "store/read.hpp"
+
 namespace sika::links::tables {
 
 namespace {
@@ -57,9 +59,7 @@ Link from_row(const store::Row& r) {
 
 Result<std::optional<Link>> one(store::Conn& c, std::string_view select, const std::string& where,
                                 const store::Params& params) {
-  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(std::string(select) + where, params));
-  if (!row) return std::optional<Link>{};
-  return std::optional<Link>(from_row(*row));
+  return store::read_one(c, std::string(select) + where, params, from_row);
 }
 
 }  // namespace
@@ -136,11 +136,9 @@ Result<std::pair<std::vector<Link>, std::int64_t>> list(store::Conn& c, std::int
   std::int64_t total = total_row ? total_row->i64(0) : 0;
   params.emplace_back(f.limit);
   params.emplace_back(f.offset);
-  SIKA_ASSIGN_OR_RETURN(auto rows,
-                        c.query(std::string(kSelect) + where + " ORDER BY l.id DESC LIMIT ? OFFSET ?", params));
-  std::vector<Link> out;
-  out.reserve(rows.size());
-  for (const auto& r : rows) out.push_back(from_row(r));
+  SIKA_ASSIGN_OR_RETURN(
+      auto out,
+      store::read_all(c, std::string(kSelect) + where + " ORDER BY l.id DESC LIMIT ? OFFSET ?", params, from_row));
   return std::make_pair(std::move(out), total);
 }
 

@@ -25,6 +25,7 @@
 #include "store/db.hpp"
 #include "store/migrations.hpp"
 #include "store/outbox.hpp"
+#include "store/read.hpp"
 #include "support/test_db.hpp"
 
 namespace sika::store {
@@ -353,6 +354,43 @@ TEST_P(StoreTest, ExecReportsChangedRows) {
                  })
                   .ok());
   EXPECT_EQ(returned, 3);
+}
+
+struct KeyedValue {
+  std::string k;
+  std::int64_t i = 0;
+};
+KeyedValue keyed_value_from(const Row& r) { return {r.str(0), r.i64(1)}; }
+
+TEST_P(StoreTest, ReadOneAndReadAllUseTheRowReader) {
+  create_values_table();
+  write_sql("INSERT INTO vals (k, i) VALUES ('a', 1), ('b', 2), ('c', 3)");
+  std::optional<KeyedValue> b, missing;
+  std::vector<KeyedValue> desc, none;
+  ASSERT_TRUE(db_->read([&](Conn& c) -> Status {
+                   SIKA_ASSIGN_OR_RETURN(
+                       b, read_one(c, "SELECT k, i FROM vals WHERE k = ?", {std::string("b")}, keyed_value_from));
+                   SIKA_ASSIGN_OR_RETURN(
+                       missing, read_one(c, "SELECT k, i FROM vals WHERE k = ?", {std::string("z")}, keyed_value_from));
+                   SIKA_ASSIGN_OR_RETURN(desc, read_all(c, "SELECT k, i FROM vals WHERE i > ? ORDER BY k DESC",
+                                                        {std::int64_t{1}}, keyed_value_from));
+                   SIKA_ASSIGN_OR_RETURN(none, read_all(c, "SELECT k, i FROM vals WHERE i > 9", {}, keyed_value_from));
+                   return {};
+                 })
+                  .ok());
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->k, "b");
+  EXPECT_EQ(b->i, 2);
+  EXPECT_FALSE(missing.has_value());
+  ASSERT_EQ(desc.size(), 2u);
+  EXPECT_EQ(desc[0].k, "c");
+  EXPECT_EQ(desc[1].k, "b");
+  EXPECT_TRUE(none.empty());
+  Status bad = db_->read([&](Conn& c) -> Status {
+    SIKA_TRY(read_one(c, "SELECT k, i FROM no_such_table", {}, keyed_value_from));
+    return {};
+  });
+  EXPECT_FALSE(bad.ok());
 }
 
 TEST_P(StoreTest, PlaceholderCountMismatchIsAnError) {
