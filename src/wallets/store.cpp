@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "store/read.hpp"
+
 namespace sika::wallets::tables {
 
 namespace {
@@ -41,9 +43,7 @@ Link link_from(const store::Row& r) {
 }
 
 Result<std::optional<Link>> one_link(store::Conn& c, std::string_view where, const store::Params& params) {
-  SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(kLinkSelect + "WHERE " + std::string(where), params));
-  if (!row) return std::optional<Link>{};
-  return std::optional<Link>(link_from(*row));
+  return store::read_one(c, kLinkSelect + "WHERE " + std::string(where), params, link_from);
 }
 }  // namespace
 
@@ -85,24 +85,16 @@ Result<std::optional<Link>> link_by_reference(store::Conn& c, std::string_view r
 }
 
 Result<std::vector<Link>> links_of_wallet(store::Conn& c, std::int64_t wallet_id) {
-  SIKA_ASSIGN_OR_RETURN(auto rows, c.query(kLinkSelect + "WHERE l.wallet_id = ? ORDER BY l.id DESC", {wallet_id}));
-  std::vector<Link> out;
-  out.reserve(rows.size());
-  for (const auto& r : rows) out.push_back(link_from(r));
-  return out;
+  return store::read_all(c, kLinkSelect + "WHERE l.wallet_id = ? ORDER BY l.id DESC", {wallet_id}, link_from);
 }
 
 Result<std::vector<Link>> links_of_partner(store::Conn& c, std::int64_t partner_id, std::string_view environment,
                                            std::optional<std::int64_t> before, int limit) {
-  SIKA_ASSIGN_OR_RETURN(
-      auto rows,
-      c.query(kLinkSelect + "WHERE l.partner_id = ? AND w.environment = ? AND l.id < ? ORDER BY l.id DESC LIMIT ?",
-              {partner_id, std::string(environment), before.value_or(std::numeric_limits<std::int64_t>::max()),
-               std::int64_t{limit}}));
-  std::vector<Link> out;
-  out.reserve(rows.size());
-  for (const auto& r : rows) out.push_back(link_from(r));
-  return out;
+  return store::read_all(
+      c, kLinkSelect + "WHERE l.partner_id = ? AND w.environment = ? AND l.id < ? ORDER BY l.id DESC LIMIT ?",
+      {partner_id, std::string(environment), before.value_or(std::numeric_limits<std::int64_t>::max()),
+       std::int64_t{limit}},
+      link_from);
 }
 
 Result<std::optional<std::int64_t>> insert_link(store::Conn& c, const Link& l, std::string_view key_hash,
