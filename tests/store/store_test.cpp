@@ -77,6 +77,14 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(st.ok()) << sql << ": " << details_text(st.error());
   }
 
+  // Runs the query `sql` alone in a read.
+  Status read_sql(const std::string& sql, const Params& params = {}) {
+    return db_->read([&](Conn& c) -> Status {
+      SIKA_TRY(c.query(sql, params));
+      return {};
+    });
+  }
+
   std::int64_t count(const std::string& sql, const Params& params = {}) {
     std::int64_t n = -1;
     Status st = db_->read([&](Conn& c) -> Status {
@@ -357,10 +365,7 @@ TEST_P(StoreTest, ExecReportsChangedRows) {
 
 TEST_P(StoreTest, PlaceholderCountMismatchIsAnError) {
   create_values_table();
-  Status st = db_->read([&](Conn& c) -> Status {
-    SIKA_TRY(c.query("SELECT * FROM vals WHERE k = ? AND i = ?", {std::string("a")}));
-    return {};
-  });
+  Status st = read_sql("SELECT * FROM vals WHERE k = ? AND i = ?", {std::string("a")});
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().kind, sika::ErrorKind::internal);
 }
@@ -403,10 +408,7 @@ TEST_P(StoreTest, AReadSeesOneSnapshotFromItsFirstStatement) {
 
   for (int i = 0; i < 8; ++i) {  // more reads than the pool has connections
     EXPECT_TRUE(db_->read([](Conn&) -> Status { return {}; }).ok());
-    Status bad = db_->read([](Conn& c) -> Status {
-      SIKA_TRY(c.query("SELECT no_such_column FROM vals"));
-      return {};
-    });
+    Status bad = read_sql("SELECT no_such_column FROM vals");
     EXPECT_FALSE(bad.ok());
     EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), 2);
   }
