@@ -282,6 +282,15 @@ class PaymentsTest : public sika::testing::DbTest {
     return status == 200 ? env.at("data").as_object() : bj::object{};
   }
 
+  // A collection of `amount` from `wallet`, executed and COMPLETED by the sandbox operator (the
+  // service must be started): its reference in `reference`.
+  void earn(const web::Principal& p, std::string wallet, std::int64_t amount, std::string& reference) {
+    auto rec = create_ok(p, intent_body(std::move(wallet), amount));
+    reference = std::string(rec.at("transaction_reference").as_string());
+    ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", reference}}).first, 200);
+    ASSERT_EQ(wait_status(p, reference, "PENDING"), "COMPLETED");
+  }
+
   // Polls status until it leaves `from` (or the deadline passes).
   std::string wait_status(const web::Principal& p, std::string_view reference, std::string_view from,
                           Result<web::Response> (Service::*fn)(web::Request&) = &Service::status, int ms = 5000) {

@@ -76,10 +76,8 @@ TEST_P(PaymentsTest, IntentReturnsTheFullRecordWithFeeFromTheFeeEngine) {
 TEST_P(PaymentsTest, StatusRoutesAnswerTheTransactionStatusMessage) {
   service_->start();
   auto p = principal(m1_);
-  auto rec = create_ok(p, intent_body("237690000050", 20'000));
-  std::string ref(rec.at("transaction_reference").as_string());
-  ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref}}).first, 200);
-  ASSERT_EQ(wait_status(p, ref, "PENDING"), "COMPLETED");
+  std::string ref;
+  ASSERT_NO_FATAL_FAILURE(earn(p, "237690000050", 20'000, ref));
   auto [sp, ep] = call(&Service::disbursement_intent, p, payout_body("237690000060", 1'000));
   ASSERT_EQ(sp, 200) << bj::serialize(ep);
   std::string payout(ep.at("data").at("transaction_reference").as_string());
@@ -986,10 +984,8 @@ TEST_P(PaymentsTest, DisbursementsReserveFundsAndReleaseThemOnFailure) {
   service_->start();
   auto p = principal(m1_);
   // Earn 20 000 XAF first.
-  auto rec = create_ok(p, intent_body("237690000050", 20'000));
-  std::string ref(rec.at("transaction_reference").as_string());
-  ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref}}).first, 200);
-  ASSERT_EQ(wait_status(p, ref, "PENDING"), "COMPLETED");
+  std::string ref;
+  ASSERT_NO_FATAL_FAILURE(earn(p, "237690000050", 20'000, ref));
   auto available = [&] { return balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")); };
   auto pending = [&] { return balance(ledger::merchant_pending(m1_.id, "sandbox", "XAF")); };
   ASSERT_EQ(available(), 20'000);
