@@ -264,28 +264,22 @@ TEST_P(DashboardTest, RolesAreReadAtEveryRequest) {
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->role, web::Role::developer);
   EXPECT_TRUE(Sessions::principal(*s).can_change());
+  // Writes a change that must find what it changes.
+  auto change = [&](auto write) {
+    ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(bool found, write(c));
+                     EXPECT_TRUE(found);
+                     return {};
+                   })
+                    .ok());
+  };
   // A disabled merchant closes its members' sessions.
-  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-                   SIKA_ASSIGN_OR_RETURN(bool found, merchant::set_active(c, merchant_a_, false));
-                   EXPECT_TRUE(found);
-                   return {};
-                 })
-                  .ok());
+  change([&](store::Conn& c) { return merchant::set_active(c, merchant_a_, false); });
   EXPECT_FALSE(sessions_->find(v->token).ok());
-  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-                   SIKA_ASSIGN_OR_RETURN(bool found, merchant::set_active(c, merchant_a_, true));
-                   EXPECT_TRUE(found);
-                   return {};
-                 })
-                  .ok());
+  change([&](store::Conn& c) { return merchant::set_active(c, merchant_a_, true); });
   EXPECT_TRUE(sessions_->find(v->token).ok());
   // Removed: the session ends at its next request.
-  ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-                   SIKA_ASSIGN_OR_RETURN(bool removed, remove_member(c, viewer_a_, merchant_a_));
-                   EXPECT_TRUE(removed);
-                   return {};
-                 })
-                  .ok());
+  change([&](store::Conn& c) { return remove_member(c, viewer_a_, merchant_a_); });
   auto gone = sessions_->find(v->token);
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.error().details.at("session"), "no role");

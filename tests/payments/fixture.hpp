@@ -7,9 +7,12 @@
 #include <boost/json.hpp>
 
 #include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "catalog/model.hpp"
 #include "core/random.hpp"
@@ -17,6 +20,7 @@
 #include "merchant/merchant.hpp"
 #include "notify/notifier.hpp"
 #include "otp/service.hpp"
+#include "payments/health.hpp"
 #include "payments/ledger.hpp"
 #include "payments/service.hpp"
 #include "support/test_db.hpp"
@@ -129,6 +133,26 @@ inline std::shared_ptr<const catalog::Catalog> test_catalog() {
                                                   std::move(rules));
 }
 
+// A transaction of merchant 7 made in memory (nothing is stored): `amount` for the merchant and a
+// fee of 20 on MTN_MOMO_CMR, in XAF.
+inline Transaction sample_transaction(std::string_view operation, std::string_view channel, std::int64_t amount,
+                                      std::string_view mode = kDirect) {
+  return {.id = 42,
+          .reference = "TX-SAMPLE",
+          .merchant_id = 7,
+          .environment = "sandbox",
+          .operation = std::string(operation),
+          .channel = std::string(channel),
+          .service_code = "MTN_MOMO_CMR",
+          .customer_wallet = "237690000010",
+          .amount = amount,
+          .currency = "XAF",
+          .fee = 20,
+          .required_total = amount + 20,
+          .settlement_mode = std::string(mode),
+          .split_status = std::string(mode == kSplit ? kSplitPending : kSplitNone)};
+}
+
 class PaymentsTest : public sika::testing::DbTest {
  protected:
   void SetUp() override {
@@ -229,6 +253,14 @@ class PaymentsTest : public sika::testing::DbTest {
                       {"metadata", bj::object{{"order", 42}}}};
   }
 
+  // A valid payout body: the collection body's fields without its description and metadata.
+  static bj::object payout_body(std::string wallet, std::int64_t amount = 5'000) {
+    auto body = intent_body(std::move(wallet), amount);
+    body.erase("description");
+    body.erase("metadata");
+    return body;
+  }
+
   // Posts and returns (HTTP status, envelope).
   std::pair<int, bj::object> call(Result<web::Response> (Service::*fn)(web::Request&), const web::Principal& p,
                                   const bj::value& body) {
@@ -248,6 +280,15 @@ class PaymentsTest : public sika::testing::DbTest {
     auto [status, env] = call(fn, p, bj::object{{"transaction_reference", reference}});
     EXPECT_EQ(status, 200) << bj::serialize(env);
     return status == 200 ? env.at("data").as_object() : bj::object{};
+  }
+
+  // A collection of `amount` from `wallet`, executed and COMPLETED by the sandbox operator (the
+  // service must be started): its reference in `reference`.
+  void earn(const web::Principal& p, std::string wallet, std::int64_t amount, std::string& reference) {
+    auto rec = create_ok(p, intent_body(std::move(wallet), amount));
+    reference = std::string(rec.at("transaction_reference").as_string());
+    ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", reference}}).first, 200);
+    ASSERT_EQ(wait_status(p, reference, "PENDING"), "COMPLETED");
   }
 
   // Polls status until it leaves `from` (or the deadline passes).
@@ -312,6 +353,61 @@ class PaymentsTest : public sika::testing::DbTest {
   std::atomic<std::int64_t> offset_{0};
   std::atomic<bool> clock_throws_{false};  // the service's clock throws while set
   merchant::Merchant m1_, m2_, m3_, m4_;
+};
+
+// An operator standing in for the sandbox ("sandbox" is the catalog's connector): it accepts every
+// OTP and submission, answers every status query with a default status, refuses every callback and
+// names every account holder "X". Tests override what they watch.
+class SandboxStandIn : public Connector {
+ public:
+  std::string_view name() const override { return "sandbox"; }
+  Status check_otp(const PaymentOrder&) override { return {}; }
+  Status request_collection(const PaymentOrder&) override { return {}; }
+  Status request_payout(const PaymentOrder&) override { return {}; }
+  Result<OperatorStatus> query_status(const PaymentOrder&) override { return OperatorStatus{}; }
+  Result<CallbackReport> parse_callback(const web::Request&) override { return unauthorized(nullptr); }
+  Result<std::string> account_holder(std::string_view, std::string_view) override { return std::string("X"); }
+};
+
+// An operator that accepts every payout and refund and remembers each, in order.
+class CountingOperator final : public SandboxStandIn {
+ public:
+  Status request_payout(const PaymentOrder& order) override { return take(order); }
+  Status request_refund(const PaymentOrder& order) override { return take(order); }
+  bool refunds(bool) const override { return true; }
+
+  Status take(const PaymentOrder& order) {
+    std::lock_guard lock(mu);
+    ++sent[order.provider_reference];
+    order_of_sending.push_back(order.transaction_reference);
+    return {};
+  }
+  std::mutex mu;
+  std::map<std::string, int> sent;
+  std::vector<std::string> order_of_sending;
+};
+
+// Payments on node "node-a" whose operator health the test forces, sending queued payouts and
+// refunds `send_batch` at a time to a CountingOperator.
+class QueueTest : public PaymentsTest {
+ protected:
+  explicit QueueTest(int send_batch) : send_batch_(send_batch) {}
+  void tune(Options& o) override {
+    HealthOptions h;
+    h.node_id = "node-a";
+    health_ = std::make_unique<Health>(*db_, h);
+    o.health = health_.get();
+    o.node_id = "node-a";
+    o.payout_send_batch = send_batch_;
+  }
+  void TearDown() override {
+    PaymentsTest::TearDown();
+    health_.reset();
+  }
+
+  const int send_batch_;
+  std::unique_ptr<Health> health_;
+  CountingOperator operator_;
 };
 
 }  // namespace sika::payments::testing

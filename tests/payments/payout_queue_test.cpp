@@ -15,39 +15,9 @@
 namespace sika::payments::testing {
 namespace {
 
-// An operator that accepts every submission and remembers each, in order. It stands in for the
-// sandbox ("sandbox" is the catalog's connector).
-class CountingOperator final : public Connector {
- public:
-  std::string_view name() const override { return "sandbox"; }
-  Status check_otp(const PaymentOrder&) override { return {}; }
-  Status request_collection(const PaymentOrder& order) override { return take(order); }
-  Status request_payout(const PaymentOrder& order) override { return take(order); }
-  Result<OperatorStatus> query_status(const PaymentOrder&) override { return OperatorStatus{}; }
-  Result<CallbackReport> parse_callback(const web::Request&) override { return unauthorized(nullptr); }
-  Result<std::string> account_holder(std::string_view, std::string_view) override { return std::string("X"); }
-
-  Status take(const PaymentOrder& order) {
-    std::lock_guard lock(mu);
-    ++sent[order.provider_reference];
-    order_of_sending.push_back(order.transaction_reference);
-    return {};
-  }
-  std::mutex mu;
-  std::map<std::string, int> sent;
-  std::vector<std::string> order_of_sending;
-};
-
-class PayoutQueueTest : public PaymentsTest {
+class PayoutQueueTest : public QueueTest {
  protected:
-  void tune(Options& o) override {
-    HealthOptions h;
-    h.node_id = "node-a";
-    health_ = std::make_unique<Health>(*db_, h);
-    o.health = health_.get();
-    o.node_id = "node-a";
-    o.payout_send_batch = 5;
-  }
+  PayoutQueueTest() : QueueTest(5) {}
   void SetUp() override {
     PaymentsTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
@@ -66,19 +36,8 @@ class PayoutQueueTest : public PaymentsTest {
                    })
                     .ok());
   }
-  void TearDown() override {
-    PaymentsTest::TearDown();
-    health_.reset();
-  }
-
   std::string payout(std::string wallet = "237690000061") {
-    auto [s, e] = call(&Service::disbursement_intent, principal(m1_),
-                       bj::object{{"amount", 5'000},
-                                  {"currency", "XAF"},
-                                  {"transaction_uuid", uuid_v4()},
-                                  {"provider", "MTN_MOMO_CMR"},
-                                  {"channel", "PROVIDER"},
-                                  {"customer_wallet", wallet}});
+    auto [s, e] = call(&Service::disbursement_intent, principal(m1_), payout_body(wallet, 5'000));
     EXPECT_EQ(s, 200) << bj::serialize(e);
     if (s != 200) return {};
     EXPECT_EQ(e.at("data").at("status"), "PENDING");
@@ -87,9 +46,6 @@ class PayoutQueueTest : public PaymentsTest {
   std::int64_t queued() { return count("SELECT COUNT(*) FROM pay_transactions WHERE queued_at IS NOT NULL"); }
   std::int64_t available() { return balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")); }
   std::int64_t reserved() { return balance(ledger::merchant_pending(m1_.id, "sandbox", "XAF")); }
-
-  std::unique_ptr<Health> health_;
-  CountingOperator operator_;
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, PayoutQueueTest, ::testing::Values("sqlite", "postgres"));

@@ -132,20 +132,14 @@ TEST(ReconFormat, EachConnectorsExportMapsItsStatusesAndReferences) {
 // --- the matcher, decisions and closings, on both backends ---
 
 // An operator whose status answers the test decides (it stands in for the sandbox connector).
-class AnsweringOperator final : public Connector {
+class AnsweringOperator final : public SandboxStandIn {
  public:
-  std::string_view name() const override { return "sandbox"; }
-  Status check_otp(const PaymentOrder&) override { return {}; }
-  Status request_collection(const PaymentOrder&) override { return {}; }
-  Status request_payout(const PaymentOrder&) override { return {}; }
   Result<OperatorStatus> query_status(const PaymentOrder&) override {
     ++queries;
     OperatorStatus s;
     s.state = OperatorStatus::State::succeeded;
     return s;
   }
-  Result<CallbackReport> parse_callback(const web::Request&) override { return unauthorized(nullptr); }
-  Result<std::string> account_holder(std::string_view, std::string_view) override { return std::string("X"); }
   std::atomic<int> queries{0};
 };
 
@@ -355,12 +349,8 @@ TEST_P(ReconTest, RecoveryAsksAboutAStatusMismatchAndItsAnswerSettlesIt) {
 }
 
 // An operator whose live status answer is set per payment (by our reference at the operator).
-class LiveOperator final : public Connector {
+class LiveOperator final : public SandboxStandIn {
  public:
-  std::string_view name() const override { return "sandbox"; }
-  Status check_otp(const PaymentOrder&) override { return {}; }
-  Status request_collection(const PaymentOrder&) override { return {}; }
-  Status request_payout(const PaymentOrder&) override { return {}; }
   Result<OperatorStatus> query_status(const PaymentOrder& order) override {
     std::lock_guard lock(mutex);
     ++asked[order.provider_reference];
@@ -370,8 +360,6 @@ class LiveOperator final : public Connector {
     s.state = it->second;
     return s;
   }
-  Result<CallbackReport> parse_callback(const web::Request&) override { return unauthorized(nullptr); }
-  Result<std::string> account_holder(std::string_view, std::string_view) override { return std::string("X"); }
   std::mutex mutex;
   std::map<std::string, OperatorStatus::State> answers;
   std::map<std::string, int> asked;

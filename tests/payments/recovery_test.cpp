@@ -17,10 +17,8 @@ namespace {
 
 // An operator whose answers the test decides, which records how many queries of each order run at
 // once. It stands in for the sandbox ("sandbox" is the catalog's connector).
-class ScriptedOperator final : public Connector {
+class ScriptedOperator final : public SandboxStandIn {
  public:
-  std::string_view name() const override { return "sandbox"; }
-  Status check_otp(const PaymentOrder&) override { return {}; }
   Status request_collection(const PaymentOrder& order) override { return submit ? submit(order) : Status{}; }
   Status request_payout(const PaymentOrder& order) override { return submit ? submit(order) : Status{}; }
   Result<OperatorStatus> query_status(const PaymentOrder& order) override {
@@ -38,8 +36,6 @@ class ScriptedOperator final : public Connector {
     --in_flight[order.provider_reference];
     return out;
   }
-  Result<CallbackReport> parse_callback(const web::Request&) override { return unauthorized(nullptr); }
-  Result<std::string> account_holder(std::string_view, std::string_view) override { return std::string("X"); }
 
   int queries_of(const std::string& provider_reference) {
     std::lock_guard lock(mu);
@@ -209,13 +205,7 @@ TEST_P(RecoveryTest, UnknownAnswersStayPendingAndFailedPayoutsAreReleased) {
   ASSERT_EQ(load(earned).status, TxStatus::completed);
 
   const std::string collection = submitted_collection();
-  auto [s, e] = call(&Service::disbursement_intent, p,
-                     bj::object{{"amount", 5'000},
-                                {"currency", "XAF"},
-                                {"transaction_uuid", uuid_v4()},
-                                {"provider", "MTN_MOMO_CMR"},
-                                {"channel", "PROVIDER"},
-                                {"customer_wallet", "237690000061"}});
+  auto [s, e] = call(&Service::disbursement_intent, p, payout_body("237690000061", 5'000));
   ASSERT_EQ(s, 200) << bj::serialize(e);
   const std::string payout(e.at("data").at("transaction_reference").as_string());
   ASSERT_EQ(load(payout).status, TxStatus::pending);
@@ -423,13 +413,7 @@ TEST_P(RecoveryTest, ASubmissionWhoseOutcomeIsUnknownStaysPendingAndRecoverySett
   // A payout whose submission timed out keeps its funds reserved while PENDING.
   operator_.submit = [&](const PaymentOrder&) -> Status { return unknown[0]; };
   auto payout = [&](std::string wallet) {
-    auto [s, e] = call(&Service::disbursement_intent, p,
-                       bj::object{{"amount", 5'000},
-                                  {"currency", "XAF"},
-                                  {"transaction_uuid", uuid_v4()},
-                                  {"provider", "MTN_MOMO_CMR"},
-                                  {"channel", "PROVIDER"},
-                                  {"customer_wallet", wallet}});
+    auto [s, e] = call(&Service::disbursement_intent, p, payout_body(wallet, 5'000));
     EXPECT_EQ(s, 200) << bj::serialize(e);
     return s == 200 ? std::string(e.at("data").at("transaction_reference").as_string()) : std::string();
   };

@@ -14,44 +14,9 @@
 namespace sika::payments::testing {
 namespace {
 
-// An operator that accepts every refund and remembers each, in order (it stands in for the sandbox).
-class RefundCounter final : public Connector {
- public:
-  std::string_view name() const override { return "sandbox"; }
-  Status check_otp(const PaymentOrder&) override { return {}; }
-  Status request_collection(const PaymentOrder&) override { return {}; }
-  Status request_payout(const PaymentOrder& order) override { return take(order); }
-  Status request_refund(const PaymentOrder& order) override { return take(order); }
-  bool refunds(bool) const override { return true; }
-  Result<OperatorStatus> query_status(const PaymentOrder&) override { return OperatorStatus{}; }
-  Result<CallbackReport> parse_callback(const web::Request&) override { return unauthorized(nullptr); }
-  Result<std::string> account_holder(std::string_view, std::string_view) override { return std::string("X"); }
-
-  Status take(const PaymentOrder& order) {
-    std::lock_guard lock(mu);
-    ++sent[order.provider_reference];
-    order_of_sending.push_back(order.transaction_reference);
-    return {};
-  }
-  std::mutex mu;
-  std::map<std::string, int> sent;
-  std::vector<std::string> order_of_sending;
-};
-
-class RefundQueueTest : public PaymentsTest {
+class RefundQueueTest : public QueueTest {
  protected:
-  void tune(Options& o) override {
-    HealthOptions h;
-    h.node_id = "node-a";
-    health_ = std::make_unique<Health>(*db_, h);
-    o.health = health_.get();
-    o.node_id = "node-a";
-    o.payout_send_batch = 3;
-  }
-  void TearDown() override {
-    PaymentsTest::TearDown();
-    health_.reset();
-  }
+  RefundQueueTest() : QueueTest(3) {}
   // A COMPLETED sandbox collection, settled by the operator's answer (the counter never calls back).
   std::string collected(std::int64_t amount) {
     auto p = principal(m1_);
@@ -80,9 +45,6 @@ class RefundQueueTest : public PaymentsTest {
     return st == 200 ? std::string(env.at("data").at("refund_reference").as_string()) : "";
   }
   std::int64_t queued() { return count("SELECT COUNT(*) FROM pay_refunds WHERE queued_at IS NOT NULL"); }
-
-  std::unique_ptr<Health> health_;
-  RefundCounter operator_;
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, RefundQueueTest, ::testing::Values("sqlite", "postgres"));
@@ -121,18 +83,12 @@ namespace {
 
 // A prod operator that refunds whole payments only (as Wave and Airtel do), or carries neither refunds
 // nor payouts (as Orange Money): what each refund is sent as.
-class WholeRefunds final : public Connector {
+class WholeRefunds final : public SandboxStandIn {
  public:
-  std::string_view name() const override { return "sandbox"; }
-  Status check_otp(const PaymentOrder&) override { return {}; }
-  Status request_collection(const PaymentOrder&) override { return {}; }
   Status request_payout(const PaymentOrder& order) override { return take("payout", order); }
   Status request_refund(const PaymentOrder& order) override { return take("refund", order); }
   bool refunds(bool partial) const override { return !partial; }
   bool pays_out() const override { return payouts; }
-  Result<OperatorStatus> query_status(const PaymentOrder&) override { return OperatorStatus{}; }
-  Result<CallbackReport> parse_callback(const web::Request&) override { return unauthorized(nullptr); }
-  Result<std::string> account_holder(std::string_view, std::string_view) override { return std::string("X"); }
   Status take(std::string_view how, const PaymentOrder& order) {
     std::lock_guard lock(mu);
     calls.emplace_back(std::string(how) + " " + order.operation + " " + std::to_string(order.amount));

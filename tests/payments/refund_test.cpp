@@ -73,23 +73,7 @@ Refund sample_refund(std::string_view channel, std::int64_t amount) {
   return r;
 }
 
-Transaction sample_collection(std::string_view channel) {
-  Transaction tx;
-  tx.id = 42;
-  tx.reference = "TX-SAMPLE";
-  tx.merchant_id = 7;
-  tx.environment = "sandbox";
-  tx.operation = std::string(kCollection);
-  tx.channel = std::string(channel);
-  tx.service_code = "MTN_MOMO_CMR";
-  tx.customer_wallet = "237690000010";
-  tx.amount = 1000;
-  tx.fee = 20;
-  tx.required_total = 1020;
-  tx.currency = "XAF";
-  tx.settlement_mode = std::string(kDirect);
-  return tx;
-}
+Transaction sample_collection(std::string_view channel) { return sample_transaction(kCollection, channel, 1000); }
 
 TEST(RefundJournal, EveryStepBalancesMovesTheAmountAndEndsWhereItShould) {
   const std::vector<SplitShare> shares = {{7, 334}, {8, 333}, {9, 333}};

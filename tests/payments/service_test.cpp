@@ -76,17 +76,9 @@ TEST_P(PaymentsTest, IntentReturnsTheFullRecordWithFeeFromTheFeeEngine) {
 TEST_P(PaymentsTest, StatusRoutesAnswerTheTransactionStatusMessage) {
   service_->start();
   auto p = principal(m1_);
-  auto rec = create_ok(p, intent_body("237690000050", 20'000));
-  std::string ref(rec.at("transaction_reference").as_string());
-  ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref}}).first, 200);
-  ASSERT_EQ(wait_status(p, ref, "PENDING"), "COMPLETED");
-  auto [sp, ep] = call(&Service::disbursement_intent, p,
-                       bj::object{{"amount", 1'000},
-                                  {"currency", "XAF"},
-                                  {"transaction_uuid", uuid_v4()},
-                                  {"provider", "MTN_MOMO_CMR"},
-                                  {"channel", "PROVIDER"},
-                                  {"customer_wallet", "237690000060"}});
+  std::string ref;
+  ASSERT_NO_FATAL_FAILURE(earn(p, "237690000050", 20'000, ref));
+  auto [sp, ep] = call(&Service::disbursement_intent, p, payout_body("237690000060", 1'000));
   ASSERT_EQ(sp, 200) << bj::serialize(ep);
   std::string payout(ep.at("data").at("transaction_reference").as_string());
   for (auto [fn, reference] : {std::pair{&Service::status, ref}, std::pair{&Service::disbursement_status, payout}}) {
@@ -163,6 +155,19 @@ struct BadInput {
   int status = 400;
 };
 
+// One share of a distribution.
+bj::object share(const char* matricule, bj::value rate) {
+  return {{"matricule", matricule}, {"rate", std::move(rate)}};
+}
+
+// Makes the request a SPLIT one with these distribution items.
+std::function<void(bj::object&)> split(bj::array items) {
+  return [items = std::move(items)](bj::object& b) {
+    b["settlement_mode"] = "SPLIT";
+    b["distribution"] = items;
+  };
+}
+
 TEST_P(PaymentsTest, EveryValidationRuleNamesItsField) {
   auto p = principal(m1_);
   std::vector<BadInput> cases = {
@@ -196,77 +201,19 @@ TEST_P(PaymentsTest, EveryValidationRuleNamesItsField) {
          b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 100}}};
        },
        "distribution"},
-      {"rates not summing to 100",
-       [](bj::object& b) {
-         b["settlement_mode"] = "SPLIT";
-         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0001"}, {"rate", 80}},
-                                       bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 10}}};
-       },
-       "distribution"},
-      {"zero rate",
-       [](bj::object& b) {
-         b["settlement_mode"] = "SPLIT";
-         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0001"}, {"rate", 100}},
-                                       bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 0}}};
-       },
-       "distribution[1].rate"},
-      {"rate above 100",
-       [](bj::object& b) {
-         b["settlement_mode"] = "SPLIT";
-         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0001"}, {"rate", 101}}};
-       },
+      {"rates not summing to 100", split({share("MCH-CM-0001", 80), share("MCH-CM-0002", 10)}), "distribution"},
+      {"zero rate", split({share("MCH-CM-0001", 100), share("MCH-CM-0002", 0)}), "distribution[1].rate"},
+      {"rate above 100", split({share("MCH-CM-0001", 101)}), "distribution[0].rate"},
+      {"rate with 5 decimals", split({share("MCH-CM-0001", 50.00001), share("MCH-CM-0002", 49.99999)}),
        "distribution[0].rate"},
-      {"rate with 5 decimals",
-       [](bj::object& b) {
-         b["settlement_mode"] = "SPLIT";
-         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0001"}, {"rate", 50.00001}},
-                                       bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 49.99999}}};
-       },
-       "distribution[0].rate"},
-      {"string rate",
-       [](bj::object& b) {
-         b["settlement_mode"] = "SPLIT";
-         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0001"}, {"rate", "100"}}};
-       },
-       "distribution[0].rate"},
-      {"missing matricule",
-       [](bj::object& b) {
-         b["settlement_mode"] = "SPLIT";
-         b["distribution"] = bj::array{bj::object{{"rate", 100}}};
-       },
-       "distribution[0].matricule"},
-      {"unknown matricule",
-       [](bj::object& b) {
-         b["settlement_mode"] = "SPLIT";
-         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-XX-9999"}, {"rate", 100}}};
-       },
-       "distribution[0].matricule"},
-      {"inactive matricule",
-       [](bj::object& b) {
-         b["settlement_mode"] = "SPLIT";
-         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0001"}, {"rate", 50}},
-                                       bj::object{{"matricule", "MCH-CM-0003"}, {"rate", 50}}};
-       },
-       "distribution[1].matricule"},
-      {"duplicate matricule",
-       [](bj::object& b) {
-         b["settlement_mode"] = "SPLIT";
-         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 50}},
-                                       bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 50}}};
-       },
-       "distribution[1].matricule"},
-      {"unknown distribution field",
-       [](bj::object& b) {
-         b["settlement_mode"] = "SPLIT";
-         b["distribution"] = bj::array{bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 100}, {"amount", 5}}};
-       },
+      {"string rate", split({share("MCH-CM-0001", "100")}), "distribution[0].rate"},
+      {"missing matricule", split({bj::object{{"rate", 100}}}), "distribution[0].matricule"},
+      {"unknown matricule", split({share("MCH-XX-9999", 100)}), "distribution[0].matricule"},
+      {"inactive matricule", split({share("MCH-CM-0001", 50), share("MCH-CM-0003", 50)}), "distribution[1].matricule"},
+      {"duplicate matricule", split({share("MCH-CM-0002", 50), share("MCH-CM-0002", 50)}), "distribution[1].matricule"},
+      {"unknown distribution field", split({bj::object{{"matricule", "MCH-CM-0002"}, {"rate", 100}, {"amount", 5}}}),
        "distribution[0].amount"},
-      {"distribution item not an object",
-       [](bj::object& b) {
-         b["settlement_mode"] = "SPLIT";
-         b["distribution"] = bj::array{1};
-       },
-       "distribution[0]"},
+      {"distribution item not an object", split({1}), "distribution[0]"},
       {"client-set fee", [](bj::object& b) { b["fee"] = 0; }, "fee"},
       {"client-set status", [](bj::object& b) { b["status"] = "COMPLETED"; }, "status"},
       {"client-set reference", [](bj::object& b) { b["transaction_reference"] = "TX-MINE"; }, "transaction_reference"},
@@ -1037,17 +984,16 @@ TEST_P(PaymentsTest, DisbursementsReserveFundsAndReleaseThemOnFailure) {
   service_->start();
   auto p = principal(m1_);
   // Earn 20 000 XAF first.
-  auto rec = create_ok(p, intent_body("237690000050", 20'000));
-  std::string ref(rec.at("transaction_reference").as_string());
-  ASSERT_EQ(call(&Service::execute, p, bj::object{{"transaction_reference", ref}}).first, 200);
-  ASSERT_EQ(wait_status(p, ref, "PENDING"), "COMPLETED");
+  std::string ref;
+  ASSERT_NO_FATAL_FAILURE(earn(p, "237690000050", 20'000, ref));
   auto available = [&] { return balance(ledger::merchant_available(m1_.id, "sandbox", "XAF")); };
   auto pending = [&] { return balance(ledger::merchant_pending(m1_.id, "sandbox", "XAF")); };
   ASSERT_EQ(available(), 20'000);
 
   auto payout = [&](std::string wallet, std::int64_t amount, std::string channel = "PROVIDER") {
-    return bj::object{{"amount", amount},           {"currency", "XAF"},  {"transaction_uuid", uuid_v4()},
-                      {"provider", "MTN_MOMO_CMR"}, {"channel", channel}, {"customer_wallet", wallet}};
+    auto body = payout_body(std::move(wallet), amount);
+    body["channel"] = channel;
+    return body;
   };
   // More than the balance (amount + 150 fee): refused, nothing reserved.
   auto [s1, e1] = call(&Service::disbursement_intent, p, payout("237690000060", 19'900));

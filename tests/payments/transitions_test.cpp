@@ -18,22 +18,7 @@ namespace {
 using S = TxStatus;
 
 Transaction sample(std::string_view operation, std::string_view channel, std::string_view mode = kDirect) {
-  Transaction tx;
-  tx.id = 42;
-  tx.reference = "TX-SAMPLE";
-  tx.merchant_id = 7;
-  tx.environment = "sandbox";
-  tx.operation = std::string(operation);
-  tx.channel = std::string(channel);
-  tx.service_code = "MTN_MOMO_CMR";
-  tx.customer_wallet = "237690000010";
-  tx.amount = 1001;
-  tx.fee = 20;
-  tx.required_total = 1021;
-  tx.currency = "XAF";
-  tx.settlement_mode = std::string(mode);
-  tx.split_status = mode == kSplit ? std::string(kSplitPending) : std::string(kSplitNone);
-  return tx;
+  return sample_transaction(operation, channel, 1001, mode);
 }
 
 std::pair<std::int64_t, std::int64_t> totals(const ledger::Posting& p) {

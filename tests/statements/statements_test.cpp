@@ -410,6 +410,41 @@ class StatementsTest : public sika::testing::DbTest {
     return res;
   }
 
+  // Saves settlement settings.
+  void put(const settlement::Settings& s) {
+    ASSERT_TRUE(db_->write([&](store::Conn& c) { return settlement::put_settings(c, s, now_ms()); }).ok());
+  }
+
+  // Hands batch `b` to the payout `payout`.
+  Status hand_to_payout(const settlement::Batch& b, const std::string& payout) {
+    return db_->write([&](store::Conn& c) {
+      ledger::Learned learned;
+      return settlement::hand_to_payout(c, b, payout, now_ms(), learned);
+    });
+  }
+
+  // The first column of the one row `sql` returns.
+  std::int64_t count(const std::string& sql, const store::Params& params = {}) {
+    std::int64_t n = -1;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(sql, params));
+                     n = row->i64(0);
+                     return {};
+                   })
+                    .ok());
+    return n;
+  }
+
+  std::int64_t paid_events() {
+    return count("SELECT COUNT(*) FROM events WHERE event_type = ?", {std::string(settlement::kPaidEvent)});
+  }
+
+  void expect_ledger_clean() {
+    auto check = ledger::check(*db_);
+    ASSERT_TRUE(check.ok());
+    EXPECT_TRUE(check->ok()) << bj::serialize(check->to_json());
+  }
+
   merchant::Merchant m1_, m2_;
   std::unique_ptr<Service> service_;
   int count_ = 0;
@@ -460,9 +495,7 @@ TEST_P(StatementsTest, BalancesAtTheEndsOfTheMerchantsDays) {
   EXPECT_EQ(movements[3].at("net").as_int64(), 1150);
   EXPECT_EQ(movements[4].at("reference").as_string(), "RF-1");
   EXPECT_EQ(movements[7].at("created_at").as_string(), "2026-03-02T22:59:59.999Z");
-  auto check = ledger::check(*db_);
-  ASSERT_TRUE(check.ok());
-  EXPECT_TRUE(check->ok()) << bj::serialize(check->to_json());
+  expect_ledger_clean();
 }
 
 TEST_P(StatementsTest, CsvHasTheSameRowsAndSemicolonGetsABom) {
@@ -547,11 +580,21 @@ settlement::Settings bank_settings(const merchant::Merchant& m) {
   return s;
 }
 
+// Settlement to an MTN wallet in Cameroon, with no reserve and no minimum.
+settlement::Settings mobile_money_settings(const merchant::Merchant& m) {
+  auto s = bank_settings(m);
+  s.destination = "MOBILE_MONEY";
+  s.provider = "MTN_MOMO_CMR";
+  s.msisdn = "237670000000";
+  s.reserve = s.minimum = 0;
+  return s;
+}
+
 TEST_P(StatementsTest, OneSettlementPerMerchantAndPeriodWhateverTheNodes) {
   post(m1_, "COLLECTION", payments::TxStatus::completed, 10000, 200, "2026-03-01T08:00:00Z");
   post(m1_, "COLLECTION", payments::TxStatus::completed, 10400, 200, "2026-03-01T09:00:00Z");
   const auto settings = bank_settings(m1_);
-  ASSERT_TRUE(db_->write([&](store::Conn& c) { return settlement::put_settings(c, settings, now_ms()); }).ok());
+  put(settings);
   Service other(second_node());
   std::atomic<int> made{0}, failed{0};
   std::vector<std::thread> threads;
@@ -582,16 +625,14 @@ TEST_P(StatementsTest, OneSettlementPerMerchantAndPeriodWhateverTheNodes) {
   EXPECT_EQ(settling, 20000 - 3000);
   // The next period settles again only what came since, above the minimum.
   EXPECT_FALSE(service_->settle(settings, "D2026-03-02", now_ms())->has_value());
-  auto check = ledger::check(*db_);
-  ASSERT_TRUE(check.ok());
-  EXPECT_TRUE(check->ok()) << bj::serialize(check->to_json());
+  expect_ledger_clean();
 }
 
 TEST_P(StatementsTest, ASettlementIsAMovementAndPaysItsMovementsOnce) {
   post(m1_, "COLLECTION", payments::TxStatus::completed, 10000, 200, "2026-03-01T08:00:00Z");
   post(m1_, "DISBURSEMENT", payments::TxStatus::completed, 2000, 150, "2026-03-01T10:00:00Z");
   const auto settings = bank_settings(m1_);
-  ASSERT_TRUE(db_->write([&](store::Conn& c) { return settlement::put_settings(c, settings, now_ms()); }).ok());
+  put(settings);
   auto batch = service_->settle(settings, "D2026-03-01", *parse_iso8601("2026-03-01T12:00:00Z"));
   ASSERT_TRUE(batch.ok());
   ASSERT_TRUE(batch->has_value());
@@ -620,24 +661,14 @@ TEST_P(StatementsTest, ASettlementIsAMovementAndPaysItsMovementsOnce) {
   auto after = movements();
   for (int i = 0; i < 3; ++i) EXPECT_EQ(after[i].at("settled_at").as_string(), "2026-03-02T09:00:00.000Z") << i;
   EXPECT_TRUE(after[3].at("settled_at").is_null());  // came after the batch
-  std::int64_t events = 0;
-  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
-                   SIKA_ASSIGN_OR_RETURN(auto n, c.query_one("SELECT COUNT(*) FROM events WHERE event_type = ?",
-                                                             {std::string(settlement::kPaidEvent)}));
-                   events = n->i64(0);
-                   return {};
-                 })
-                  .ok());
-  EXPECT_EQ(events, 1);
-  auto check = ledger::check(*db_);
-  ASSERT_TRUE(check.ok());
-  EXPECT_TRUE(check->ok()) << bj::serialize(check->to_json());
+  EXPECT_EQ(paid_events(), 1);
+  expect_ledger_clean();
 }
 
 TEST_P(StatementsTest, ScheduledSettlementsMakeOneBatchPerPeriodOnTwoNodes) {
   post(m1_, "COLLECTION", payments::TxStatus::completed, 10000, 200, "2026-03-01T08:00:00Z");
   auto settings = bank_settings(m1_);
-  ASSERT_TRUE(db_->write([&](store::Conn& c) { return settlement::put_settings(c, settings, now_ms()); }).ok());
+  put(settings);
   store::Db& second = second_node();
   Service other(second);
   store::JobRunnerOptions ro;
@@ -658,33 +689,17 @@ TEST_P(StatementsTest, ScheduledSettlementsMakeOneBatchPerPeriodOnTwoNodes) {
   (void)r1.run_once();
   (void)r2.run_once();
   EXPECT_EQ(scheduled.load(), 1);  // one job for the period, whoever enqueued it
-  std::int64_t batches = 0, jobs = 0;
-  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
-                   SIKA_ASSIGN_OR_RETURN(
-                       auto n, c.query_one("SELECT COUNT(*) FROM stl_batches WHERE merchant_id = ?", {m1_.id}));
-                   batches = n->i64(0);
-                   SIKA_ASSIGN_OR_RETURN(auto j, c.query_one("SELECT COUNT(*) FROM jobs WHERE queue = ? AND state = ?",
-                                                             {std::string(kSettleQueue), std::string("done")}));
-                   jobs = j->i64(0);
-                   return {};
-                 })
-                  .ok());
-  EXPECT_EQ(batches, 1);
-  EXPECT_EQ(jobs, 1);
-  auto check = ledger::check(*db_);
-  ASSERT_TRUE(check.ok());
-  EXPECT_TRUE(check->ok()) << bj::serialize(check->to_json());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM stl_batches WHERE merchant_id = ?", {m1_.id}), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM jobs WHERE queue = ? AND state = ?",
+                  {std::string(kSettleQueue), std::string("done")}),
+            1);
+  expect_ledger_clean();
 }
 
 TEST_P(StatementsTest, AMobileMoneyBatchIsPaidByItsPayoutOrFailsWithIt) {
   post(m1_, "COLLECTION", payments::TxStatus::completed, 10200, 200, "2026-03-01T08:00:00Z");
-  auto settings = bank_settings(m1_);
-  settings.destination = "MOBILE_MONEY";
-  settings.provider = "MTN_MOMO_CMR";
-  settings.msisdn = "237670000000";
-  settings.reserve = 0;
-  settings.minimum = 0;
-  ASSERT_TRUE(db_->write([&](store::Conn& c) { return settlement::put_settings(c, settings, now_ms()); }).ok());
+  const auto settings = mobile_money_settings(m1_);
+  put(settings);
   auto balances = [&] {
     std::pair<std::int64_t, std::int64_t> out;
     EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
@@ -712,16 +727,9 @@ TEST_P(StatementsTest, AMobileMoneyBatchIsPaidByItsPayoutOrFailsWithIt) {
   ASSERT_TRUE(first.ok() && first->has_value());
   EXPECT_EQ(balances(), std::make_pair(std::int64_t{0}, std::int64_t{10000}));
   const std::string payout1 = "PO-" + std::to_string(count_ + 1);
-  ASSERT_TRUE(db_->write([&](store::Conn& c) {
-                   ledger::Learned learned;
-                   return settlement::hand_to_payout(c, **first, payout1, now_ms(), learned);
-                 })
-                  .ok());
+  ASSERT_TRUE(hand_to_payout(**first, payout1).ok());
   // A second hand-over of the same batch is refused: one payout per batch.
-  auto twice = db_->write([&](store::Conn& c) {
-    ledger::Learned learned;
-    return settlement::hand_to_payout(c, **first, "PO-other", now_ms(), learned);
-  });
+  auto twice = hand_to_payout(**first, "PO-other");
   ASSERT_FALSE(twice.ok());
   EXPECT_TRUE(twice.error().is(ErrorKind::conflict));
   post(m1_, "DISBURSEMENT", payments::TxStatus::failed, 10000, 0, "2026-03-02T08:00:00Z");
@@ -732,25 +740,13 @@ TEST_P(StatementsTest, AMobileMoneyBatchIsPaidByItsPayoutOrFailsWithIt) {
   auto second = service_->settle(settings, "R2", now_ms());
   ASSERT_TRUE(second.ok() && second->has_value());
   const std::string payout2 = "PO-" + std::to_string(count_ + 1);
-  ASSERT_TRUE(db_->write([&](store::Conn& c) {
-                   ledger::Learned learned;
-                   return settlement::hand_to_payout(c, **second, payout2, now_ms(), learned);
-                 })
-                  .ok());
+  ASSERT_TRUE(hand_to_payout(**second, payout2).ok());
   post(m1_, "DISBURSEMENT", payments::TxStatus::completed, 10000, 0, "2026-03-02T09:00:00Z");
   ASSERT_TRUE(service_->watch_payouts().ok());
   ASSERT_TRUE(service_->watch_payouts().ok());  // finishing twice changes nothing
   EXPECT_EQ(status_of((*second)->reference), "PAID");
   EXPECT_EQ(balances(), std::make_pair(std::int64_t{0}, std::int64_t{0}));
-  std::int64_t events = 0;
-  ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
-                   SIKA_ASSIGN_OR_RETURN(auto n, c.query_one("SELECT COUNT(*) FROM events WHERE event_type = ?",
-                                                             {std::string(settlement::kPaidEvent)}));
-                   events = n->i64(0);
-                   return {};
-                 })
-                  .ok());
-  EXPECT_EQ(events, 1);
+  EXPECT_EQ(paid_events(), 1);
   // A batch whose payout could not be created is reversed.
   post(m1_, "COLLECTION", payments::TxStatus::completed, 5100, 100, "2026-03-02T10:00:00Z");
   auto third = service_->settle(settings, "R3", now_ms());
@@ -764,34 +760,21 @@ TEST_P(StatementsTest, AMobileMoneyBatchIsPaidByItsPayoutOrFailsWithIt) {
                  })
                   .ok());
   EXPECT_EQ(balances(), std::make_pair(std::int64_t{5000}, std::int64_t{0}));
-  auto check = ledger::check(*db_);
-  ASSERT_TRUE(check.ok());
-  EXPECT_TRUE(check->ok()) << bj::serialize(check->to_json());
+  expect_ledger_clean();
 }
 
 TEST_P(StatementsTest, ABatchHandedToItsPayoutIsNotMarkedPaidByHand) {
   post(m1_, "COLLECTION", payments::TxStatus::completed, 10200, 200, "2026-03-01T08:00:00Z");
-  auto settings = bank_settings(m1_);
-  settings.destination = "MOBILE_MONEY";
-  settings.provider = "MTN_MOMO_CMR";
-  settings.msisdn = "237670000000";
-  settings.reserve = 0;
-  settings.minimum = 0;
-  ASSERT_TRUE(db_->write([&](store::Conn& c) { return settlement::put_settings(c, settings, now_ms()); }).ok());
+  const auto settings = mobile_money_settings(m1_);
+  put(settings);
   auto made = service_->settle(settings, "R1", now_ms());
   ASSERT_TRUE(made.ok() && made->has_value());
-  ASSERT_TRUE(db_->write([&](store::Conn& c) {
-                   ledger::Learned learned;
-                   return settlement::hand_to_payout(c, **made, "PO-x", now_ms(), learned);
-                 })
-                  .ok());
+  ASSERT_TRUE(hand_to_payout(**made, "PO-x").ok());
   // Its payout pays it: paying it by hand too would pay the merchant twice.
   auto paid = service_->mark_paid((*made)->reference, now_ms());
   ASSERT_TRUE(paid.ok());
   EXPECT_FALSE(*paid);
-  auto check = ledger::check(*db_);
-  ASSERT_TRUE(check.ok());
-  EXPECT_TRUE(check->ok()) << bj::serialize(check->to_json());
+  expect_ledger_clean();
   std::int64_t settled = -1;
   ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
                    SIKA_ASSIGN_OR_RETURN(settled,
@@ -824,8 +807,7 @@ TEST_P(StatementsTest, SettlementRefusalsAreTypedReasonsWithFrenchTexts) {
   ASSERT_FALSE(unsettled.ok());
   EXPECT_TRUE(unsettled.error().has(Reason::no_settlement_settings));
 
-  ASSERT_TRUE(
-      db_->write([&](store::Conn& c) { return settlement::put_settings(c, bank_settings(m1_), now_ms()); }).ok());
+  put(bank_settings(m1_));
   auto nothing = service_->settle_now(m1_.id, "sandbox", "XAF");
   ASSERT_FALSE(nothing.ok());
   EXPECT_EQ(nothing.error().code, "nothing_to_settle");

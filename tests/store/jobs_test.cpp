@@ -46,6 +46,13 @@ class JobsTest : public sika::testing::DbTest {
     return j;
   }
 
+  // Job `key` of test.queue, run at most `max_attempts` times.
+  NewJob job_tried(std::string key, int max_attempts) {
+    NewJob j = job(std::move(key));
+    j.max_attempts = max_attempts;
+    return j;
+  }
+
   std::int64_t count(const std::string& sql) {
     std::int64_t n = -1;
     EXPECT_TRUE(db_->read([&](Conn& c) -> Status {
@@ -55,6 +62,14 @@ class JobsTest : public sika::testing::DbTest {
                    })
                     .ok());
     return n;
+  }
+
+  // Claims for `owner` at `now`, on a 1000 ms lease, the one job of test.queue due then.
+  void claim_one(std::string_view owner, std::int64_t now, Job& out) {
+    auto claimed = claim(*db_, "test.queue", owner, 1, 1000, now);
+    ASSERT_TRUE(claimed.ok());
+    ASSERT_EQ(claimed->size(), 1u);
+    out = (*claimed)[0];
   }
 
   std::string state_of(const std::string& key) {
@@ -222,10 +237,9 @@ TEST_P(JobsTest, ConcurrentClaimsGiveEachJobToExactlyOneClaimer) {
 
 TEST_P(JobsTest, ExpiredLeaseIsReapedAndTheStaleCompletionRefused) {
   ASSERT_TRUE(enqueue(*db_, job("k"), kT0).ok());
-  auto first = claim(*db_, "test.queue", "dead-node/1", 1, 1000, kT0);
-  ASSERT_TRUE(first.ok());
-  ASSERT_EQ(first->size(), 1u);
-  const JobLease stale = (*first)[0].lease;
+  Job first;
+  ASSERT_NO_FATAL_FAILURE(claim_one("dead-node/1", kT0, first));
+  const JobLease stale = first.lease;
 
   auto early = reap(*db_, kT0 + 999);
   ASSERT_TRUE(early.ok());
@@ -239,10 +253,9 @@ TEST_P(JobsTest, ExpiredLeaseIsReapedAndTheStaleCompletionRefused) {
   ASSERT_TRUE((*info)->last_error.has_value());
   EXPECT_NE((*info)->last_error->find("dead-node/1"), std::string::npos);
 
-  auto second = claim(*db_, "test.queue", "live-node/1", 1, 1000, kT0 + 1002);
-  ASSERT_TRUE(second.ok());
-  ASSERT_EQ(second->size(), 1u);
-  EXPECT_EQ((*second)[0].attempt, 2);
+  Job second;
+  ASSERT_NO_FATAL_FAILURE(claim_one("live-node/1", kT0 + 1002, second));
+  EXPECT_EQ(second.attempt, 2);
 
   // The first node wakes up: neither its completion nor its failure nor its heartbeat counts,
   // and an effect committed with its completion is rolled back.
@@ -259,16 +272,15 @@ TEST_P(JobsTest, ExpiredLeaseIsReapedAndTheStaleCompletionRefused) {
   EXPECT_TRUE(beat->empty());
   EXPECT_EQ(count("SELECT COUNT(*) FROM effects"), 0);
 
-  ASSERT_TRUE(complete(*db_, (*second)[0].lease, kT0 + 1004).ok());
+  ASSERT_TRUE(complete(*db_, second.lease, kT0 + 1004).ok());
   EXPECT_EQ(state_of("k"), "done");
 }
 
 TEST_P(JobsTest, HeartbeatKeepsTheLease) {
   ASSERT_TRUE(enqueue(*db_, job("k"), kT0).ok());
-  auto claimed = claim(*db_, "test.queue", "n1/1", 1, 1000, kT0);
-  ASSERT_TRUE(claimed.ok());
-  ASSERT_EQ(claimed->size(), 1u);
-  auto beat = heartbeat(*db_, {(*claimed)[0].lease}, 1000, kT0 + 800);
+  Job claimed;
+  ASSERT_NO_FATAL_FAILURE(claim_one("n1/1", kT0, claimed));
+  auto beat = heartbeat(*db_, {claimed.lease}, 1000, kT0 + 800);
   ASSERT_TRUE(beat.ok());
   ASSERT_EQ(beat->size(), 1u);
   auto kept = reap(*db_, kT0 + 1500);
@@ -279,7 +291,7 @@ TEST_P(JobsTest, HeartbeatKeepsTheLease) {
   EXPECT_EQ((*info)->state, "running");
   EXPECT_EQ((*info)->heartbeat_at, kT0 + 800);
   EXPECT_EQ((*info)->lease_until, kT0 + 1800);
-  EXPECT_TRUE(complete(*db_, (*claimed)[0].lease, kT0 + 1700).ok());
+  EXPECT_TRUE(complete(*db_, claimed.lease, kT0 + 1700).ok());
   auto after = reap(*db_, kT0 + 5000);
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->requeued, 0);
@@ -287,13 +299,10 @@ TEST_P(JobsTest, HeartbeatKeepsTheLease) {
 }
 
 TEST_P(JobsTest, FailRetriesUntilTheAttemptsAreUsed) {
-  NewJob j = job("k");
-  j.max_attempts = 2;
-  ASSERT_TRUE(enqueue(*db_, j, kT0).ok());
-  auto a1 = claim(*db_, "test.queue", "n1/1", 1, 1000, kT0);
-  ASSERT_TRUE(a1.ok());
-  ASSERT_EQ(a1->size(), 1u);
-  ASSERT_TRUE(fail(*db_, (*a1)[0].lease, kT0 + 100, "HTTP 502", kT0 + 10).ok());
+  ASSERT_TRUE(enqueue(*db_, job_tried("k", 2), kT0).ok());
+  Job a1;
+  ASSERT_NO_FATAL_FAILURE(claim_one("n1/1", kT0, a1));
+  ASSERT_TRUE(fail(*db_, a1.lease, kT0 + 100, "HTTP 502", kT0 + 10).ok());
   auto info = find_job(*db_, "test.queue", "k");
   ASSERT_TRUE(info.ok() && *info);
   EXPECT_EQ((*info)->state, "pending");
@@ -302,17 +311,14 @@ TEST_P(JobsTest, FailRetriesUntilTheAttemptsAreUsed) {
   auto too_early = claim(*db_, "test.queue", "n1/2", 1, 1000, kT0 + 99);
   ASSERT_TRUE(too_early.ok());
   EXPECT_TRUE(too_early->empty());
-  auto a2 = claim(*db_, "test.queue", "n1/3", 1, 1000, kT0 + 100);
-  ASSERT_TRUE(a2.ok());
-  ASSERT_EQ(a2->size(), 1u);
-  EXPECT_EQ((*a2)[0].attempt, 2);
-  ASSERT_TRUE(fail(*db_, (*a2)[0].lease, kT0 + 200, "HTTP 502 again", kT0 + 110).ok());
+  Job a2;
+  ASSERT_NO_FATAL_FAILURE(claim_one("n1/3", kT0 + 100, a2));
+  EXPECT_EQ(a2.attempt, 2);
+  ASSERT_TRUE(fail(*db_, a2.lease, kT0 + 200, "HTTP 502 again", kT0 + 110).ok());
   EXPECT_EQ(state_of("k"), "dead");
 
   // A node dying on the last attempt makes the job dead too.
-  NewJob once = job("once");
-  once.max_attempts = 1;
-  ASSERT_TRUE(enqueue(*db_, once, kT0).ok());
+  ASSERT_TRUE(enqueue(*db_, job_tried("once", 1), kT0).ok());
   ASSERT_EQ(claim(*db_, "test.queue", "n1/4", 1, 1000, kT0)->size(), 1u);
   auto reaped = reap(*db_, kT0 + 2000);
   ASSERT_TRUE(reaped.ok());
@@ -321,15 +327,12 @@ TEST_P(JobsTest, FailRetriesUntilTheAttemptsAreUsed) {
 }
 
 TEST_P(JobsTest, DeadJobsAreListedAndCanBeRetried) {
-  NewJob j = job("poison");
-  j.max_attempts = 1;
-  ASSERT_TRUE(enqueue(*db_, j, kT0).ok());
+  ASSERT_TRUE(enqueue(*db_, job_tried("poison", 1), kT0).ok());
   ASSERT_TRUE(enqueue(*db_, job("fine"), kT0).ok());
-  auto a = claim(*db_, "test.queue", "n1/1", 1, 1000, kT0);
-  ASSERT_TRUE(a.ok());
-  ASSERT_EQ(a->size(), 1u);
-  ASSERT_EQ((*a)[0].key, "poison");
-  ASSERT_TRUE(fail(*db_, (*a)[0].lease, kT0 + 100, "bad payload", kT0 + 1).ok());
+  Job a;
+  ASSERT_NO_FATAL_FAILURE(claim_one("n1/1", kT0, a));
+  ASSERT_EQ(a.key, "poison");
+  ASSERT_TRUE(fail(*db_, a.lease, kT0 + 100, "bad payload", kT0 + 1).ok());
   auto dead = list_jobs(*db_, {.queue = "test.queue", .state = "dead"});
   ASSERT_TRUE(dead.ok());
   ASSERT_EQ(dead->size(), 1u);
@@ -400,13 +403,11 @@ TEST_P(JobsTest, ReleaseGivesTheJobBackWithoutCountingTheAttempt) {
 // A stalled node whose job was taken over cannot commit the job's effect a second time.
 TEST_P(JobsTest, ScopeCommitsTheEffectOnceAcrossATakeover) {
   ASSERT_TRUE(enqueue(*db_, job("k"), kT0).ok());
-  auto stalled = claim(*db_, "test.queue", "stalled/1", 1, 1000, kT0);
-  ASSERT_TRUE(stalled.ok());
-  ASSERT_EQ(stalled->size(), 1u);
+  Job stalled;
+  ASSERT_NO_FATAL_FAILURE(claim_one("stalled/1", kT0, stalled));
   ASSERT_TRUE(reap(*db_, kT0 + 2000).ok());
-  auto live = claim(*db_, "test.queue", "live/1", 1, 1000, kT0 + 2000);
-  ASSERT_TRUE(live.ok());
-  ASSERT_EQ(live->size(), 1u);
+  Job live;
+  ASSERT_NO_FATAL_FAILURE(claim_one("live/1", kT0 + 2000, live));
 
   auto effect = [&](const char* runner) {
     return [runner](Conn& c) -> Status {
@@ -414,11 +415,11 @@ TEST_P(JobsTest, ScopeCommitsTheEffectOnceAcrossATakeover) {
       return {};
     };
   };
-  JobScope live_scope(*db_, (*live)[0], [] { return kT0 + 2001; });
+  JobScope live_scope(*db_, live, [] { return kT0 + 2001; });
   ASSERT_TRUE(live_scope.commit(effect("live")).ok());
   EXPECT_TRUE(live_scope.committed());
   EXPECT_FALSE(live_scope.commit(effect("live")).ok());  // at most once per job
-  JobScope stalled_scope(*db_, (*stalled)[0], [] { return kT0 + 2002; });
+  JobScope stalled_scope(*db_, stalled, [] { return kT0 + 2002; });
   Status late = stalled_scope.commit(effect("stalled"));
   ASSERT_FALSE(late.ok());
   EXPECT_EQ(late.error().kind, ErrorKind::conflict);
@@ -444,9 +445,7 @@ TEST_P(JobsTest, RunnersOnSeveralNodesRunEveryJobOnce) {
 }
 
 TEST_P(JobsTest, RunnerRetriesAFailingHandlerWithBackoffThenMarksItDead) {
-  NewJob j = job("flaky");
-  j.max_attempts = 3;
-  ASSERT_TRUE(enqueue(*db_, j, kT0).ok());
+  ASSERT_TRUE(enqueue(*db_, job_tried("flaky", 3), kT0).ok());
   std::int64_t clock = kT0;
   JobRunner runner(*db_, on_clock(clock));
   int runs = 0;

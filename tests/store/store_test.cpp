@@ -78,6 +78,36 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(st.ok()) << sql << ": " << details_text(st.error());
   }
 
+  // Runs the query `sql` alone in a read.
+  Status read_sql(const std::string& sql, const Params& params = {}) {
+    return db_->read([&](Conn& c) -> Status {
+      SIKA_TRY(c.query(sql, params));
+      return {};
+    });
+  }
+
+  // Runs `threads` threads (started together when `together`), each writing `units` write units
+  // one after another, unit(c, thread, i) for its i-th. Every unit must commit.
+  void write_concurrently(int threads, int units, const std::function<Status(Conn&, int, int)>& unit,
+                          bool together = false) {
+    std::atomic<int> failures{0};
+    std::latch start(threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        if (together) start.arrive_and_wait();
+        for (int i = 0; i < units; ++i) {
+          Status st = db_->write([&](Conn& c) -> Status { return unit(c, t, i); });
+          if (!st) {
+            ++failures;
+            ADD_FAILURE() << kind_name(st.error().kind) << " " << details_text(st.error());
+          }
+        }
+      });
+    for (auto& th : pool) th.join();
+    EXPECT_EQ(failures.load(), 0);
+  }
+
   std::int64_t count(const std::string& sql, const Params& params = {}) {
     std::int64_t n = -1;
     Status st = db_->read([&](Conn& c) -> Status {
@@ -395,10 +425,7 @@ TEST_P(StoreTest, ReadOneAndReadAllUseTheRowReader) {
 
 TEST_P(StoreTest, PlaceholderCountMismatchIsAnError) {
   create_values_table();
-  Status st = db_->read([&](Conn& c) -> Status {
-    SIKA_TRY(c.query("SELECT * FROM vals WHERE k = ? AND i = ?", {std::string("a")}));
-    return {};
-  });
+  Status st = read_sql("SELECT * FROM vals WHERE k = ? AND i = ?", {std::string("a")});
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().kind, sika::ErrorKind::internal);
 }
@@ -441,10 +468,7 @@ TEST_P(StoreTest, AReadSeesOneSnapshotFromItsFirstStatement) {
 
   for (int i = 0; i < 8; ++i) {  // more reads than the pool has connections
     EXPECT_TRUE(db_->read([](Conn&) -> Status { return {}; }).ok());
-    Status bad = db_->read([](Conn& c) -> Status {
-      SIKA_TRY(c.query("SELECT no_such_column FROM vals"));
-      return {};
-    });
+    Status bad = read_sql("SELECT no_such_column FROM vals");
     EXPECT_FALSE(bad.ok());
     EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), 2);
   }
@@ -454,22 +478,11 @@ TEST_P(StoreTest, ConcurrentWritersAreAllDurable) {
   create_values_table();
   constexpr int kThreads = 16;
   constexpr int kWrites = 40;
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int w = 0; w < kWrites; ++w) {
-        Status st = db_->write([&](Conn& c) -> Status {
-          SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES (?, ?)",
-                          {std::to_string(t) + "-" + std::to_string(w), std::int64_t{t}}));
-          return {};
-        });
-        if (!st) failures.fetch_add(1);
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(failures.load(), 0);
+  write_concurrently(kThreads, kWrites, [](Conn& c, int t, int w) -> Status {
+    SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES (?, ?)",
+                    {std::to_string(t) + "-" + std::to_string(w), std::int64_t{t}}));
+    return {};
+  });
   // Durable: a fresh connection (a restart, for SQLite) sees every row.
   db_->close();
   db_ = open_db();
@@ -481,24 +494,13 @@ TEST_P(StoreTest, HotCounterUnitsCountEveryIncrementWithoutRetries) {
   constexpr int kThreads = 16;
   constexpr int kIncrements = 20;
   const std::uint64_t retries_before = db_->stats().retries;
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < kIncrements; ++i) {
-        Status st = db_->write([&](Conn& c) -> Status {
-          SIKA_TRY(counter_isolation(c));
-          SIKA_TRY(
-              c.query_one("INSERT INTO counters (k, n) VALUES ('hot', 1) ON CONFLICT (k) DO UPDATE SET "
-                          "n = counters.n + 1 RETURNING n"));
-          return {};
-        });
-        if (!st) failures.fetch_add(1);
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(failures.load(), 0);
+  write_concurrently(kThreads, kIncrements, [&](Conn& c, int, int) -> Status {
+    SIKA_TRY(counter_isolation(c));
+    SIKA_TRY(
+        c.query_one("INSERT INTO counters (k, n) VALUES ('hot', 1) ON CONFLICT (k) DO UPDATE SET "
+                    "n = counters.n + 1 RETURNING n"));
+    return {};
+  });
   EXPECT_EQ(count("SELECT n FROM counters WHERE k = 'hot'"), kThreads * kIncrements);
   // One row updated by every unit at once: no serialization failure had to be retried.
   EXPECT_EQ(db_->stats().retries, retries_before);
@@ -914,24 +916,10 @@ TEST_P(StoreTest, ConcurrentOutboxAppendsGetDistinctSequences) {
   ASSERT_TRUE(migrate(*db_).ok());
   constexpr int kThreads = 6;
   constexpr int kEach = 5;
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < kEach; ++i) {
-        Status st = db_->write([&](Conn& c) -> Status {
-          SIKA_TRY(append_event(c, std::nullopt, "payment.updated", "TX-HOT", {}, 1));
-          return {};
-        });
-        if (!st) {
-          failures.fetch_add(1);
-          ADD_FAILURE() << details_text(st.error());
-        }
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(failures.load(), 0);
+  write_concurrently(kThreads, kEach, [](Conn& c, int, int) -> Status {
+    SIKA_TRY(append_event(c, std::nullopt, "payment.updated", "TX-HOT", {}, 1));
+    return {};
+  });
   EXPECT_EQ(count("SELECT COUNT(DISTINCT sequence) FROM events WHERE subject = 'TX-HOT'"), kThreads * kEach);
   EXPECT_EQ(count("SELECT MAX(sequence) FROM events WHERE subject = 'TX-HOT'"), kThreads * kEach);
 }
@@ -979,30 +967,17 @@ TEST_P(StoreTest, ConflictingReadModifyWritesAllCommit) {
   write_sql("INSERT INTO hot (id, n) VALUES (1, 0)");
   constexpr int kThreads = 24;
   constexpr int kEach = 20;
-  std::atomic<int> failures{0};
-  std::latch start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&] {
-      start.arrive_and_wait();
-      for (int i = 0; i < kEach; ++i) {
-        Status st = db_->write([&](Conn& c) -> Status {
-          SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT n FROM hot WHERE id = 1"));
-          if (!row) return internal_error("row 1 missing");
-          // Work between the read and the write widens the window in which others commit first.
-          std::this_thread::sleep_for(1ms);
-          SIKA_TRY(c.exec("UPDATE hot SET n = ? WHERE id = 1", {row->i64(0) + 1}));
-          return {};
-        });
-        if (!st) {
-          ++failures;
-          ADD_FAILURE() << kind_name(st.error().kind) << " " << details_text(st.error());
-        }
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(failures.load(), 0);
+  write_concurrently(
+      kThreads, kEach,
+      [](Conn& c, int, int) -> Status {
+        SIKA_ASSIGN_OR_RETURN(auto row, c.query_one("SELECT n FROM hot WHERE id = 1"));
+        if (!row) return internal_error("row 1 missing");
+        // Work between the read and the write widens the window in which others commit first.
+        std::this_thread::sleep_for(1ms);
+        SIKA_TRY(c.exec("UPDATE hot SET n = ? WHERE id = 1", {row->i64(0) + 1}));
+        return {};
+      },
+      /*together=*/true);
   EXPECT_EQ(count("SELECT n FROM hot WHERE id = 1"), kThreads * kEach);
   // The load did provoke conflicts, so the assertions above tested the retries.
   if (pg()) {
@@ -1066,34 +1041,20 @@ TEST_P(StoreTest, ConcurrentUnitsShareTransactions) {
   constexpr int kThreads = 32;
   constexpr int kWrites = 25;
   const DbStats before = db_->stats();
-  std::atomic<int> failures{0};
-  std::latch start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      start.arrive_and_wait();
-      for (int w = 0; w < kWrites; ++w) {
+  write_concurrently(
+      kThreads, kWrites,
+      [&](Conn& c, int t, int w) -> Status {
         // Every third unit asks for READ COMMITTED (a counter), the others run SERIALIZABLE.
-        const bool counter = (t + w) % 3 == 0;
-        Status st = db_->write([&](Conn& c) -> Status {
-          if (counter) {
-            SIKA_TRY(counter_isolation(c));
-            SIKA_TRY(c.exec(
-                "INSERT INTO counters (k, n) VALUES ('hot', 1) ON CONFLICT (k) DO UPDATE SET n = counters.n + 1"));
-          }
-          SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES (?, ?)",
-                          {std::to_string(t) + "-" + std::to_string(w), std::int64_t{t}}));
-          return {};
-        });
-        if (!st) {
-          failures.fetch_add(1);
-          ADD_FAILURE() << details_text(st.error());
+        if ((t + w) % 3 == 0) {
+          SIKA_TRY(counter_isolation(c));
+          SIKA_TRY(
+              c.exec("INSERT INTO counters (k, n) VALUES ('hot', 1) ON CONFLICT (k) DO UPDATE SET n = counters.n + 1"));
         }
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(failures.load(), 0);
+        SIKA_TRY(c.exec("INSERT INTO vals (k, i) VALUES (?, ?)",
+                        {std::to_string(t) + "-" + std::to_string(w), std::int64_t{t}}));
+        return {};
+      },
+      /*together=*/true);
   EXPECT_EQ(count("SELECT COUNT(*) FROM vals"), kThreads * kWrites);
   std::int64_t counters = 0;
   for (int t = 0; t < kThreads; ++t)
