@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fails when code outside src/core/ refuses a request with words no reason names.
 
-Two checks:
+Three checks:
 1. An untyped problem (reason::untyped, Reason::text). A field problem is a typed reason with fr/en
    texts (core/reason.hpp, core/i18n.cpp); only core's FieldErrors::add_error carries a details text
    that arrived without a reason.
@@ -18,6 +18,8 @@ Two checks:
    - texts only API clients read (connectors, API handlers, stores), whose English error.details is
      the contract; they get reasons when a page comes to show them.
    The dashboard and the services whose refusals its pages show (statements, recon) are in scope.
+3. A decision on an error's code written as a string (`e.code == "..."`): the codes code decides
+   on are named once in core/codes.hpp and compared with `e.is(codes::...)`.
 Usage: scripts/check-untyped.py [root]
 """
 import pathlib
@@ -25,6 +27,7 @@ import re
 import sys
 
 PATTERN = re.compile(r"reason::untyped\s*\(|Reason::text\b")
+CODE_COMPARED = re.compile(r"\.code\s*[!=]=\s*\"")
 # Files still carrying an untyped text, each to get its reason; a file leaves the list when it does,
 # and no file joins it.
 ALLOWED: set[str] = set()
@@ -130,6 +133,8 @@ def main() -> int:
             for number, line in enumerate(text.splitlines(), 1):
                 if PATTERN.search(line):
                     found.append(f"untyped problem (name a reason in core/reason.hpp): {relative}:{number}: {line.strip()}")
+                if CODE_COMPARED.search(line):
+                    found.append(f"code compared as a string (name it in core/codes.hpp): {relative}:{number}: {line.strip()}")
         texts = literal_details(text)
         if not texts:
             continue

@@ -19,6 +19,7 @@
 #include "web/acting.hpp"
 #include "web/envelope.hpp"
 #include "web/html.hpp"
+#include "web/texts.hpp"
 
 namespace sika::billing {
 
@@ -215,50 +216,37 @@ Result<web::Response> Service::mandate(web::Request& req) {
 
 namespace {
 
-struct Texts {
-  const char *title, *intro, *cap, *frequency, *wallet, *status, *send, *code, *approve, *revoke, *sent, *approved,
-      *revoked, *wrong_code, *is_pending, *is_active, *is_revoked, *not_found, *failed;
+// The page's texts (web/texts.hpp).
+constexpr web::texts::Entry kTextsData[] = {
+    {"title", "Prélèvement automatique", "Automatic payment"},
+    {"intro",
+     "Autorisez le paiement de chaque échéance de votre abonnement depuis votre portefeuille Sika, sans confirmation à "
+     "chaque fois. Vous pouvez révoquer cette autorisation à tout moment ici.",
+     "Allow each cycle of your subscription to be paid from your Sika wallet without a prompt each time. You can "
+     "revoke this at any time here."},
+    {"cap", "Plafond par échéance", "Cap per cycle"},
+    {"frequency", "Fréquence", "Frequency"},
+    {"wallet", "Portefeuille", "Wallet"},
+    {"status", "Statut", "Status"},
+    {"send", "Recevoir un code par SMS", "Send me a code by SMS"},
+    {"code", "Code reçu par SMS", "Code received by SMS"},
+    {"approve", "Autoriser", "Approve"},
+    {"revoke", "Révoquer l'autorisation", "Revoke"},
+    {"sent", "Un code vient d'être envoyé au numéro du portefeuille.", "A code was sent to the wallet's number."},
+    {"approved", "Autorisation donnée : les prochaines échéances seront prélevées sur votre portefeuille.",
+     "Approved: the next cycles will be paid from your wallet."},
+    {"revoked", "Autorisation révoquée : plus rien ne sera prélevé sur votre portefeuille.",
+     "Revoked: nothing more will be taken from your wallet."},
+    {"wrong_code", "Code incorrect ou expiré.", "Wrong or expired code."},
+    {"is_pending", "En attente de votre autorisation", "Waiting for your approval"},
+    {"is_active", "Active", "Active"},
+    {"is_revoked", "Révoquée", "Revoked"},
+    {"not_found", "Ce lien n'est pas valide.", "This link is not valid."},
+    {"failed", "La demande n'a pas abouti ; réessayez plus tard.", "That did not work; please try again later."},
 };
-constexpr Texts kFr{"Prélèvement automatique",
-                    "Autorisez le paiement de chaque échéance de votre abonnement depuis votre portefeuille Sika, "
-                    "sans confirmation à chaque fois. Vous pouvez révoquer cette autorisation à tout moment ici.",
-                    "Plafond par échéance",
-                    "Fréquence",
-                    "Portefeuille",
-                    "Statut",
-                    "Recevoir un code par SMS",
-                    "Code reçu par SMS",
-                    "Autoriser",
-                    "Révoquer l'autorisation",
-                    "Un code vient d'être envoyé au numéro du portefeuille.",
-                    "Autorisation donnée : les prochaines échéances seront prélevées sur votre portefeuille.",
-                    "Autorisation révoquée : plus rien ne sera prélevé sur votre portefeuille.",
-                    "Code incorrect ou expiré.",
-                    "En attente de votre autorisation",
-                    "Active",
-                    "Révoquée",
-                    "Ce lien n'est pas valide.",
-                    "La demande n'a pas abouti ; réessayez plus tard."};
-constexpr Texts kEn{"Automatic payment",
-                    "Allow each cycle of your subscription to be paid from your Sika wallet without a prompt each "
-                    "time. You can revoke this at any time here.",
-                    "Cap per cycle",
-                    "Frequency",
-                    "Wallet",
-                    "Status",
-                    "Send me a code by SMS",
-                    "Code received by SMS",
-                    "Approve",
-                    "Revoke",
-                    "A code was sent to the wallet's number.",
-                    "Approved: the next cycles will be paid from your wallet.",
-                    "Revoked: nothing more will be taken from your wallet.",
-                    "Wrong or expired code.",
-                    "Waiting for your approval",
-                    "Active",
-                    "Revoked",
-                    "This link is not valid.",
-                    "That did not work; please try again later."};
+constexpr auto kTexts = web::texts::table(kTextsData);
+const web::texts::Enrolled kEnrolled{"billing/mandate", kTexts};
+using Words = web::texts::Words<kTexts>;
 
 std::string masked(const std::string& wallet) {
   return wallet.size() <= 4 ? wallet : std::string(wallet.size() - 4, '*') + wallet.substr(wallet.size() - 4);
@@ -271,41 +259,41 @@ namespace {
 web::Response render_mandate(const web::Request& req, const Result<Mandate>& found, const std::string& notice,
                              int status) {
   const i18n::Locale locale = web::html::page_locale(req);
-  const Texts& t = locale == i18n::Locale::en ? kEn : kFr;
+  const Words t{locale};
   web::html::Page page;
   page.locale = locale;
-  page.title = t.title;
+  page.title = t("title");
   page.other_language_url = "?lang=" + std::string(web::html::other_language(locale));
   if (!found) {
-    page.body_html = "<p>" + escape(t.not_found) + "</p>";
+    page.body_html = "<p>" + escape(t("not_found")) + "</p>";
     return web::html::page_response(404, page);
   }
   const Mandate& m = *found;
   const std::string lang = locale == i18n::Locale::en ? "en" : "fr";
   std::string b;
   if (!notice.empty()) b += "<p role=\"status\"><strong>" + escape(notice) + "</strong></p>";
-  b += "<p>" + escape(t.intro) + "</p><dl>";
-  b += "<dt>" + escape(t.cap) + "</dt><dd>" + escape(money::format(m.cap, m.currency)) + "</dd>";
-  b += "<dt>" + escape(t.frequency) + "</dt><dd>" + escape(web::html::state_words(to_string(m.frequency), locale)) +
+  b += "<p>" + escape(t("intro")) + "</p><dl>";
+  b += "<dt>" + escape(t("cap")) + "</dt><dd>" + escape(money::format(m.cap, m.currency)) + "</dd>";
+  b += "<dt>" + escape(t("frequency")) + "</dt><dd>" + escape(web::html::state_words(to_string(m.frequency), locale)) +
        "</dd>";
-  b += "<dt>" + escape(t.wallet) + "</dt><dd>" + escape(masked(m.wallet)) + "</dd>";
-  b += "<dt>" + escape(t.status) + "</dt><dd>" +
-       escape(m.status == kMandatePending  ? t.is_pending
-              : m.status == kMandateActive ? t.is_active
-                                           : t.is_revoked) +
+  b += "<dt>" + escape(t("wallet")) + "</dt><dd>" + escape(masked(m.wallet)) + "</dd>";
+  b += "<dt>" + escape(t("status")) + "</dt><dd>" +
+       escape(m.status == kMandatePending  ? t("is_pending")
+              : m.status == kMandateActive ? t("is_active")
+                                           : t("is_revoked")) +
        "</dd></dl>";
   auto form = [&](std::string_view action, const std::string& inner) {
     return "<form method=\"post\"><input type=\"hidden\" name=\"lang\" value=\"" + lang +
            "\"><input type=\"hidden\" name=\"action\" value=\"" + std::string(action) + "\">" + inner + "</form>";
   };
   if (m.status == kMandatePending) {
-    b += form("send", "<button type=\"submit\">" + escape(t.send) + "</button>");
-    b += form("approve", "<label>" + escape(t.code) +
+    b += form("send", "<button type=\"submit\">" + escape(t("send")) + "</button>");
+    b += form("approve", "<label>" + escape(t("code")) +
                              " <input name=\"otp\" inputmode=\"numeric\" autocomplete=\"one-time-code\" "
                              "maxlength=\"8\" required></label> <button type=\"submit\">" +
-                             escape(t.approve) + "</button>");
+                             escape(t("approve")) + "</button>");
   }
-  if (m.status != kMandateRevoked) b += form("revoke", "<button type=\"submit\">" + escape(t.revoke) + "</button>");
+  if (m.status != kMandateRevoked) b += form("revoke", "<button type=\"submit\">" + escape(t("revoke")) + "</button>");
   page.body_html = std::move(b);
   return web::html::page_response(status, page);
 }
@@ -318,27 +306,27 @@ web::Response Service::mandate_page(web::Request& req) {
 
 web::Response Service::mandate_page_submit(web::Request& req) {
   const i18n::Locale locale = web::html::page_locale(req);
-  const Texts& t = locale == i18n::Locale::en ? kEn : kFr;
+  const Words t{locale};
   const std::string token = req.path_param("token");
   auto fields = web::parse_form(req.body);
-  if (!fields) return render_mandate(req, mandate_by_token(token), t.failed, 400);
+  if (!fields) return render_mandate(req, mandate_by_token(token), t("failed"), 400);
   const std::string action = web::field_value(*fields, "action");
   std::string notice;
   int status = 200;
   if (action == "send") {
     auto st = send_mandate_code(token, locale);
-    notice = st ? t.sent : t.failed;
+    notice = st ? t("sent") : t("failed");
     if (!st) status = st.error().is(ErrorKind::not_found) ? 404 : st.error().is(ErrorKind::rate_limited) ? 429 : 409;
   } else if (action == "approve") {
     auto done = approve_mandate(token, web::field_value(*fields, "otp"));
-    notice = done ? t.approved : done.error().is(ErrorKind::invalid) ? t.wrong_code : t.failed;
+    notice = done ? t("approved") : done.error().is(ErrorKind::invalid) ? t("wrong_code") : t("failed");
     if (!done) status = done.error().is(ErrorKind::not_found) ? 404 : 400;
   } else if (action == "revoke") {
     auto done = revoke_mandate(token);
-    notice = done ? t.revoked : t.failed;
+    notice = done ? t("revoked") : t("failed");
     if (!done) status = done.error().is(ErrorKind::not_found) ? 404 : 409;
   } else {
-    notice = t.failed;
+    notice = t("failed");
     status = 400;
   }
   return render_mandate(req, mandate_by_token(token), notice, status);

@@ -13,5 +13,6 @@ inline constexpr Code limit_exceeded{"limit_exceeded"};
 inline constexpr Code not_refundable{"not_refundable"};
 inline constexpr Code otp_required{"otp_required"};
 inline constexpr Code refund_in_progress{"refund_in_progress"};
+inline constexpr Code settlement_conflict{"settlement_conflict"};
 
 }  // namespace sika::codes

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "core/codes.hpp"
 #include "core/money.hpp"
 #include "core/random.hpp"
 #include "core/reason.hpp"
@@ -129,7 +130,8 @@ Result<std::optional<Batch>> settle(store::Conn& c, const Settings& s, const std
   // node): the reserve must still be there, else the whole unit is abandoned.
   SIKA_ASSIGN_OR_RETURN(auto left, ledger::balance(c, available));
   if (left < s.reserve)
-    return with_problem(make_error(ErrorKind::conflict, "settlement_conflict"), "reserve", Reason::reserve_not_kept);
+    return with_problem(make_error(ErrorKind::conflict, std::string(codes::settlement_conflict.name)), "reserve",
+                        Reason::reserve_not_kept);
   // The balance row is locked by this unit since the posting: no other entry of the account can
   // commit between; the batch ends with its own SETTLEMENT entry.
   SIKA_ASSIGN_OR_RETURN(auto last,
@@ -328,7 +330,8 @@ Status hand_to_payout(store::Conn& c, const Batch& b, const std::string& payout_
                                "status = 'PENDING' AND destination = 'MOBILE_MONEY' AND payout_reference IS NULL",
                                {payout_reference, b.reference}));
   if (n != 1)
-    return with_problem(make_error(ErrorKind::conflict, "settlement_conflict"), "reference", Reason::batch_not_payable);
+    return with_problem(make_error(ErrorKind::conflict, std::string(codes::settlement_conflict.name)), "reference",
+                        Reason::batch_not_payable);
   ledger::Posting p;
   p.kind = std::string(kHandoverJournal);
   p.environment = b.environment;

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/json.hpp>
 
+#include "core/codes.hpp"
 #include "core/crypto.hpp"
 #include "core/json.hpp"
 #include "core/random.hpp"
@@ -97,8 +98,8 @@ Status Service::pay_out(const settlement::Batch& b) {
   const Error& e = tx.error();
   if (e.is(ErrorKind::unavailable) || e.is(ErrorKind::retryable) || e.is(ErrorKind::upstream_timeout) ||
       e.is(ErrorKind::internal))
-    return tx.error();                                                          // tried again by watch_payouts
-  if (e.is(ErrorKind::conflict) && e.code == "settlement_conflict") return {};  // handed over already
+    return tx.error();                                                           // tried again by watch_payouts
+  if (e.is(ErrorKind::conflict) && e.is(codes::settlement_conflict)) return {};  // handed over already
   // Refused for good (a number or service the payout path refuses, funds short of the fee): the
   // batch fails and its money goes back to the available balance in one unit.
   spdlog::warn("settlement: payout of {} refused: {}", b.reference, e.code);

@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -1508,9 +1509,12 @@ TEST_P(CheckoutTest, ConcurrentRefundsOfAConvertedCollectionNeverCostTheMerchant
   };
   std::atomic<int> accepted{0};
   std::vector<std::thread> threads;
+  // Until the collection is refunded in full, or 60 s (a deadline, not a count of tries: each try
+  // waits for the refund before it to end, which takes longer on a loaded machine).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   for (int t = 0; t < 6; ++t)
     threads.emplace_back([&, t] {
-      for (int i = 0; i < 400 && !refunded(); ++i) {
+      for (int i = 0; std::chrono::steady_clock::now() < deadline && !refunded(); ++i) {
         payments::RefundRequest req;
         req.transaction_reference = paid->reference;
         req.refund_uuid = uuid_v4();
