@@ -1468,10 +1468,7 @@ TEST_P(CheckoutTest, ARefundOfAConvertedCollectionBeyondTheMerchantsEurosIsInsuf
                     .ok());
   };
   set_eur(100);
-  web::Principal p;
-  p.merchant_id = fx.m.id;
-  p.merchant = fx.m.matricule;
-  p.environment = "sandbox";
+  const web::Principal p = principal(fx.m);
   payments::RefundRequest req;
   req.transaction_reference = paid->reference;
   req.refund_uuid = uuid_v4();
@@ -1500,10 +1497,7 @@ TEST_P(CheckoutTest, ConcurrentRefundsOfAConvertedCollectionNeverCostTheMerchant
   ASSERT_FALSE(HasFailure());
   auto paid = converted_paid(fx, "ORD-EUR-RACE");
   ASSERT_TRUE(paid);
-  web::Principal p;
-  p.merchant_id = fx.m.id;
-  p.merchant = fx.m.matricule;
-  p.environment = "sandbox";
+  const web::Principal p = principal(fx.m);
   auto refunded = [&] {
     return count("SELECT COUNT(*) FROM pay_transactions WHERE id = ? AND status = 'REFUNDED'", {paid->id}) == 1;
   };
