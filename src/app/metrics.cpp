@@ -237,12 +237,22 @@ void register_collectors(metrics::Registry& registry, Context& ctx, const http::
     auto& failed = registry.counter("sika_payments_recovery_checks_total", kChecksHelp, {{"outcome", "failed"}});
     auto& pending = registry.counter("sika_payments_recovery_checks_total", kChecksHelp, {{"outcome", "pending"}});
     auto& unknown = registry.counter("sika_payments_recovery_checks_total", kChecksHelp, {{"outcome", "unknown"}});
-    registry.on_scrape([&ctx, &waiting, &oldest, &ok, &failed, &pending, &unknown] {
+    auto& gate_held =
+        registry.gauge("sika_payments_operator_request_threads",
+                       "Request threads waiting on an operator now (at most payments.operator_request_threads)");
+    auto& gate_refused =
+        registry.counter("sika_payments_operator_busy_total",
+                         "Requests answered at once because every request thread allowed to wait on operators was "
+                         "waiting (a collection refused 503, a payout or refund queued, a callback left to recovery)");
+    registry.on_scrape([&ctx, &waiting, &oldest, &ok, &failed, &pending, &unknown, &gate_held, &gate_refused] {
       auto st = ctx.payments->recovery_stats();
       ok.set(st.succeeded);
       failed.set(st.failed);
       pending.set(st.pending);
       unknown.set(st.unknown);
+      const auto& gate = ctx.payments->operator_gate();
+      gate_held.set(static_cast<double>(gate.held()));
+      gate_refused.set(static_cast<std::uint64_t>(gate.refused()));
       auto backlog = ctx.payments->recovery_backlog();
       if (!backlog) return;  // the database is down: keep the last values (/readyz says why)
       waiting.set(static_cast<double>(backlog->waiting));

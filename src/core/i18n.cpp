@@ -370,6 +370,11 @@ constexpr Entry kMessages[] = {
     {"reason.open_amount_only", "ne s'applique qu'aux montants libres (sans amount)",
      "applies only to open amounts (no amount)"},
     {"reason.operation", "doit valoir COLLECTION ou DISBURSEMENT", "must be COLLECTION or DISBURSEMENT"},
+    {"reason.operator_busy",
+     "l'opérateur répond lentement et trop de paiements l'attendent déjà ; rien n'a été envoyé, réessayez dans un "
+     "instant",
+     "the operator is answering slowly and too many payments are already waiting for it; nothing was sent, retry "
+     "in a moment"},
     {"reason.operator_closed",
      "{service} est indisponible (opérateur CLOSED) ; essayez un autre fournisseur ou plus tard",
      "{service} is unavailable (operator CLOSED); try another provider or later"},

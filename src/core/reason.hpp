@@ -219,6 +219,7 @@ namespace sika {
   X(one_to_chars)                 \
   X(open_amount_only)             \
   X(operation)                    \
+  X(operator_busy)                \
   X(operator_closed)              \
   X(order_busy)                   \
   X(order_in_progress)            \

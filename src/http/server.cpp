@@ -205,6 +205,7 @@ class HandlerPool {
 
  private:
   void run() {
+    web::mark_request_thread(true);
     for (;;) {
       std::function<void()> job;
       {

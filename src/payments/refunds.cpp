@@ -113,6 +113,9 @@ Result<Refund> Service::refund(const RefundRequest& request, const Acting& merch
   Refund out;
   bool created = false, queued = false;
   ledger::Learned learned;
+  // Without a place among the request threads allowed to wait on operators, the refund is queued
+  // (sent by the queued-payout sender) instead of sent before the answer.
+  const OperatorGate::Ticket ticket = gate_.enter();
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status {
     learned.clear();
     created = false;
@@ -160,8 +163,8 @@ Result<Refund> Service::refund(const RefundRequest& request, const Acting& merch
       // Held while its operator is not OPERATIONAL (and behind the refunds held before it), as payouts
       // are; otherwise asked of its operator once this unit commits, and recovery asks about it if no
       // answer comes.
-      SIKA_ASSIGN_OR_RETURN(queued,
-                            tables::queue_refund(c, r, holds_payouts(r.connector), at, at + recovery_delay_ms(0)));
+      SIKA_ASSIGN_OR_RETURN(
+          queued, tables::queue_refund(c, r, !ticket || holds_payouts(r.connector), at, at + recovery_delay_ms(0)));
     }
     if (on_created) SIKA_TRY(on_created(c, r));
     out = std::move(r);

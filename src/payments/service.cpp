@@ -74,7 +74,11 @@ Error code_decided_concurrently(const Transaction& now) {
 }  // namespace
 
 Service::Service(store::Db& db, CatalogSnapshot catalog, web::HttpClient& http, Options options)
-    : db_(db), catalog_(std::move(catalog)), http_(http), options_(std::move(options)) {
+    : db_(db),
+      catalog_(std::move(catalog)),
+      http_(http),
+      options_(std::move(options)),
+      gate_(options_.operator_request_threads) {
   SandboxOptions so;
   std::string base = options_.callback_base_url;
   while (!base.empty() && base.back() == '/') base.pop_back();
@@ -210,6 +214,10 @@ Result<Transaction> Service::settle_from_operator(const Transaction& tx, const O
   if (st.state == OperatorStatus::State::pending) return tx;
   SIKA_ASSIGN_OR_RETURN(Moved done, move(tx, move_for(st, source)));
   return std::move(done.tx);
+}
+
+Error Service::operator_busy() {
+  return with_problem(provider_unavailable(nullptr), "provider", Reason::operator_busy);
 }
 
 // ---- intents ----------------------------------------------------------------------------------
@@ -398,7 +406,7 @@ Status Service::create_unit(store::Conn& c, const IntentRequest& request, const 
   if (!reserved) return internal_error(bj::string("new payout could not be reserved"));
   if (tx.channel == kChannelProvider) {
     // Held while its operator is not OPERATIONAL, and behind the payouts held before it.
-    SIKA_ASSIGN_OR_RETURN(out.queued, tables::queue_payout(c, tx, holds_payouts(tx.connector), now()));
+    SIKA_ASSIGN_OR_RETURN(out.queued, tables::queue_payout(c, tx, out.hold || holds_payouts(tx.connector), now()));
   }
   if (tx.channel == kChannelWallet) {
     SIKA_ASSIGN_OR_RETURN(bool paid, apply(c, tx, move_to(TxStatus::completed, "wallet"), learned));
@@ -412,6 +420,13 @@ Result<Transaction> Service::create(const IntentRequest& request, const Acting& 
   if (request.operation != kDisbursement) return internal_error(bj::string("create of a collection: collect makes it"));
   SIKA_ASSIGN_OR_RETURN(Transaction prepared, drafted(request, merchant, std::move(errors)));
   Created out;
+  // Without a place among the request threads allowed to wait on operators, the payout is queued
+  // (sent by the queued-payout sender) instead of sent before the answer.
+  std::optional<OperatorGate::Ticket> ticket;
+  if (prepared.channel == kChannelProvider) {
+    ticket.emplace(gate_.enter());
+    out.hold = !*ticket;
+  }
   SIKA_TRY(
       db_.write([&](store::Conn& c) -> Status { return create_unit(c, request, prepared, step, std::nullopt, out); }));
   accounts_.remember(out.learned);
@@ -473,6 +488,12 @@ Result<Transaction> Service::collected(Created out, const How& how) {
 Result<Transaction> Service::collect(const IntentRequest& request, const Acting& merchant, const How& how,
                                      json::FieldErrors errors) {
   SIKA_ASSIGN_OR_RETURN(Transaction prepared, prepare(request, merchant, how, std::move(errors), false));
+  // A present payer's operator is asked before the answer: a place first, before anything is written.
+  std::optional<OperatorGate::Ticket> ticket;
+  if (how.payer == Payer::present && prepared.channel == kChannelProvider) {
+    ticket.emplace(gate_.enter());
+    if (!*ticket) return operator_busy();
+  }
   Created out;
   SIKA_TRY(db_.write([&](store::Conn& c) -> Status { return collect_unit(c, request, prepared, how, out); }));
   return collected(std::move(out), how);
@@ -783,6 +804,9 @@ Status Service::preauthorized_unit(store::Conn& c, const IntentRequest& request,
 // fails it. A crash between the two leaves it PENDING until it expires, never submitted twice.
 Result<Transaction> Service::execute_provider(const Transaction& tx, PaymentOrder order, Connector& conn,
                                               std::string_view source) {
+  // A place among the request threads allowed to wait on operators, before anything is written.
+  const OperatorGate::Ticket ticket = gate_.enter();
+  if (!ticket) return operator_busy();
   const std::int64_t at = now();
   Move submit = move_to(TxStatus::pending, source);
   submit.submitted_at = at;
@@ -945,6 +969,10 @@ Result<int> Service::expire_due() {
 // ---- callbacks and verification ---------------------------------------------------------------
 
 std::optional<OperatorStatus> Service::verify_callback(Connector& conn, const CallbackReport& report) {
+  // Without a place among the request threads allowed to wait on operators, the callback is
+  // recorded unverified and recovery asks the operator at once, from its own thread.
+  const OperatorGate::Ticket ticket = gate_.enter();
+  if (!ticket) return std::nullopt;
   std::optional<Transaction> tx;
   Status read = db_.read([&](store::Conn& c) -> Status {
     SIKA_ASSIGN_OR_RETURN(tx, tables::find_by_provider_reference(c, report.provider_reference));
@@ -989,6 +1017,8 @@ Status Service::prompt_again(const Transaction& tx) {
   if (!decision.allowed)
     return rate_limited(bj::object{{"transaction_reference", "the prompt was sent again a moment ago"},
                                    {"retry_after", (decision.retry_after_ms + 999) / 1000}});
+  const OperatorGate::Ticket ticket = gate_.enter();
+  if (!ticket) return operator_busy();
   return conn->prompt_again(order);
 }
 
@@ -1097,6 +1127,8 @@ Result<Service::AccountHolder> Service::account_holder(const Acting& merchant, s
                                                                 : prov->connector;
   Connector* conn = connector(name);
   if (!conn) return provider_unavailable(bj::object{{"provider", "no connector is available for this service"}});
+  const OperatorGate::Ticket ticket = gate_.enter();
+  if (!ticket) return operator_busy();
   SIKA_ASSIGN_OR_RETURN(out.name, conn->account_holder(service->code, out.msisdn));
   out.service_code = service->code;
   return out;

@@ -35,6 +35,7 @@
 #include "payments/ledger.hpp"
 #include "payments/model.hpp"
 #include "payments/operator_calls.hpp"
+#include "payments/operator_gate.hpp"
 #include "payments/refund.hpp"
 #include "payments/refund_transitions.hpp"
 #include "payments/sandbox.hpp"
@@ -106,6 +107,8 @@ struct Options {
   std::int64_t prompt_again_interval_ms = 30'000;
   std::int64_t payout_send_interval_ms = 1000;  // how often queued payouts are looked for
   int payout_send_batch = 20;                   // queued payouts sent at once per node
+  // Request threads that may wait on operators at once (OperatorGate); 0: no limit.
+  int operator_request_threads = 0;
 };
 
 class Service {
@@ -375,6 +378,8 @@ class Service {
     std::uint64_t succeeded = 0, failed = 0, pending = 0, unknown = 0;
   };
   RecoveryStats recovery_stats() const;
+  // The bound on request threads waiting on operators (its places held, limit, refusals).
+  const OperatorGate& operator_gate() const { return gate_; }
   // Transactions waiting for recovery (every node: PENDING at an operator and asked at least once
   // or due to be) and the submission time of the oldest of them.
   struct RecoveryBacklog {
@@ -449,6 +454,7 @@ class Service {
     bool created = false;
     bool submitted = false;        // a new collection created already PENDING (a present payer)
     bool queued = false;           // a new payout held (queued_at) rather than sent
+    bool hold = false;             // in: queue a new payout whatever its operator's health (OperatorGate)
     std::optional<Error> refused;  // a preauthorized charge refused by its check, or an expired replay
     ledger::Learned learned;
   };
@@ -503,6 +509,9 @@ class Service {
   bool fixed_sandbox_code(const Transaction& tx) const;
   Result<std::int64_t> take_otp_attempt(Transaction& tx, std::string_view source);
   Error wrong_otp(Transaction& tx, std::int64_t attempt, std::string_view source);
+  // 503 provider_unavailable naming provider (operator_busy): every request thread allowed to wait
+  // on operators is waiting (OperatorGate), and nothing was written.
+  static Error operator_busy();
   Result<Moved> move(const Transaction& tx, const Move& move);
   Result<Transaction> expire_if_overdue(const Transaction& tx, std::string_view source);
   // False for a PENDING order at an operator whose answer alone ends it (Connector::expires_pending).
@@ -532,6 +541,7 @@ class Service {
   std::unique_ptr<Periodic> expiry_;
   std::unique_ptr<Periodic> recovery_;
   std::unique_ptr<Periodic> sender_;
+  OperatorGate gate_;
   std::atomic<std::uint64_t> recovery_seq_{0};
   std::atomic<std::uint64_t> checks_succeeded_{0}, checks_failed_{0}, checks_pending_{0}, checks_unknown_{0};
 };

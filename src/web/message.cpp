@@ -183,6 +183,13 @@ Response run_blocking(Request& req, std::function<Response(Request&)> handler) {
 }
 
 namespace {
+thread_local bool t_request_thread = false;
+}  // namespace
+
+bool on_request_thread() { return t_request_thread; }
+void mark_request_thread(bool on) { t_request_thread = on; }
+
+namespace {
 constexpr std::string_view kHandlerThreadNeeded = "handler_thread_needed";
 }  // namespace
 

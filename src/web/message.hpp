@@ -129,6 +129,11 @@ Reply answer_later(Request& req);
 // answer). The request is moved into the job. A full handler pool answers 503 with Retry-After,
 // now and here.
 Response run_blocking(Request& req, std::function<Response(Request&)> handler);
+// True on a thread of the server's handler pool, where a client waits for the answer (the
+// server marks its handler threads with mark_request_thread). What may hold such a thread long
+// (a call to an operator) is bounded by it: payments::OperatorGate.
+bool on_request_thread();
+void mark_request_thread(bool on);
 // What an authenticator returns when it cannot decide without blocking on an I/O thread
 // (offload_to set); see "Where a request runs". Only Router::dispatch acts on it.
 Error handler_thread_needed();

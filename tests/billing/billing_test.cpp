@@ -237,21 +237,9 @@ class BillingTest : public payments::testing::PaymentsTest {
     return count("SELECT COUNT(*) FROM events WHERE subject = ? AND event_type = ?", {s.reference, std::string(type)});
   }
 
-  // The text in the first column of the first row `sql` reads, or "".
-  std::string text(const std::string& sql, const store::Params& params) {
-    std::string out;
-    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
-                     SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(sql, params));
-                     if (row) out = row->str(0);
-                     return {};
-                   })
-                    .ok());
-    return out;
-  }
-
   // The newest message of `tag`, or "".
   std::string last_message(const std::string& tag) {
-    return text("SELECT body FROM notify_outbox WHERE tag = ? ORDER BY id DESC", {tag});
+    return text_of("SELECT body FROM notify_outbox WHERE tag = ? ORDER BY id DESC", {tag});
   }
 
   // Asks for a mandate on `s` and approves it with the code sent to the wallet; returns the page's token.
@@ -807,7 +795,7 @@ class LinkDunningTest : public BillingTest {
     return p && p->payment_link_reference ? *p : Payment{};
   }
   std::string code_of(const std::string& link_reference) {
-    return text("SELECT short_code FROM lnk_links WHERE reference = ?", {link_reference});
+    return text_of("SELECT short_code FROM lnk_links WHERE reference = ?", {link_reference});
   }
   Result<payments::Transaction> pay(const std::string& link_reference) {
     links::PayRequest pay;
@@ -817,7 +805,7 @@ class LinkDunningTest : public BillingTest {
     return links_->pay_link(code_of(link_reference), pay);
   }
   std::string link_status(const std::string& link_reference) {
-    return text("SELECT status FROM lnk_links WHERE reference = ?", {link_reference});
+    return text_of("SELECT status FROM lnk_links WHERE reference = ?", {link_reference});
   }
 };
 

@@ -322,6 +322,22 @@ class PaymentsTest : public sika::testing::DbTest {
     return code;
   }
 
+  // Credits `amount` XAF to merchant `m`'s available sandbox balance, as collections would have.
+  void fund_available(const merchant::Merchant& m, std::int64_t amount) {
+    ledger::Posting p;
+    p.kind = ledger::kWalletFunding;
+    p.environment = "sandbox";
+    p.currency = "XAF";
+    p.memo = "test funding";
+    p.legs.push_back({ledger::funding("sandbox", "XAF"), amount, 0});
+    p.legs.push_back({ledger::merchant_available(m.id, "sandbox", "XAF"), 0, amount});
+    ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
+                     ledger::Learned learned;
+                     return ledger::post(c, p, now_ms(), nullptr, learned);
+                   })
+                    .ok());
+  }
+
   std::int64_t balance(const ledger::AccountKey& k) {
     auto b = service_->account_balance(k);
     EXPECT_TRUE(b.ok());
@@ -337,6 +353,18 @@ class PaymentsTest : public sika::testing::DbTest {
                    })
                     .ok());
     return n;
+  }
+
+  // The text of the first column of the first row of `sql` ("" when there is none).
+  std::string text_of(const std::string& sql, const store::Params& params = {}) {
+    std::string out;
+    EXPECT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     SIKA_ASSIGN_OR_RETURN(auto row, c.query_one(sql, params));
+                     if (row) out = row->str(0);
+                     return {};
+                   })
+                    .ok());
+    return out;
   }
 
   void expect_ledger_clean() {

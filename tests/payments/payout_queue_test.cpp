@@ -22,19 +22,7 @@ class PayoutQueueTest : public QueueTest {
     PaymentsTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     service_->register_connector(operator_);
-    // The merchant's available balance, as collections would have left it.
-    ledger::Posting p;
-    p.kind = ledger::kWalletFunding;
-    p.environment = "sandbox";
-    p.currency = "XAF";
-    p.memo = "test funding";
-    p.legs.push_back({ledger::funding("sandbox", "XAF"), 1'000'000, 0});
-    p.legs.push_back({ledger::merchant_available(m1_.id, "sandbox", "XAF"), 0, 1'000'000});
-    ASSERT_TRUE(db_->write([&](store::Conn& c) -> Status {
-                     ledger::Learned learned;
-                     return ledger::post(c, p, now_ms(), nullptr, learned);
-                   })
-                    .ok());
+    fund_available(m1_, 1'000'000);
   }
   std::string payout(std::string wallet = "237690000061") {
     auto [s, e] = call(&Service::disbursement_intent, principal(m1_), payout_body(wallet, 5'000));

@@ -102,14 +102,14 @@ export async function availability(server, token) {
   return Object.fromEntries(body.data.map((p) => [p.code, p.availability]));
 }
 
-// The operator tests' two nodes (one on SQLite) of `backend` pointed at a double of `kind` started
-// with `options`: resolves to { double, nodes, server (the first node), token (the live merchant's),
-// posts (a gateway client per node), stop() }. `callback(server)`, when given, is the behaviour
-// that points the double's callbacks at the server.
-export async function operatorNodes(backend, kind, { options = {}, callback } = {}) {
+// The operator tests' two nodes (one on SQLite) of `backend`, started with `args` too, pointed at a
+// double of `kind` started with `options`: resolves to { double, nodes, server (the first node),
+// token (the live merchant's), posts (a gateway client per node), stop() }. `callback(server)`,
+// when given, is the behaviour that points the double's callbacks at the server.
+export async function operatorNodes(backend, kind, { options = {}, callback, args = [] } = {}) {
   const double = await startDouble(kind, options);
   const setup = connectorSetup(kind, double);
-  const nodes = await startTwoNodes({ backend, args: [...FAST_RECOVERY, ...setup.args], env: setup.env });
+  const nodes = await startTwoNodes({ backend, args: [...FAST_RECOVERY, ...setup.args, ...args], env: setup.env });
   const server = nodes.first;
   if (callback) await double.behave(callback(server));
   const token = await liveToken(server, kind);
