@@ -13,6 +13,8 @@
 #   4. recovery: RECOVERY_PAYMENTS collections whose callbacks are lost (the double sends none), at
 #      the double's limit of 10 status queries per second (the connector's default): the time until
 #      every one is final, and the most status queries the double saw in any second.
+#   5. slow (only when PHASES names it): intents beside executions to an operator that answers in
+#      SLOW_MS (the slow() function below).
 #
 #   bench/mtn_bench.sh
 #   DURATION=10 CONNECTIONS=64 RECOVERY_PAYMENTS=1000 bench/mtn_bench.sh
@@ -22,6 +24,9 @@
 #   OPERATOR=orange PHASES=throughput bench/mtn_bench.sh   # through the Orange double, Cameroon push
 #   PROFILE=/tmp/whole.perf PHASES=throughput bench/mtn_bench.sh  # perf record -g of sika during whole collections
 #   PACE=100 PACE_CONNECTIONS=4 bench/mtn_bench.sh   # the steady pace of the "beside" run (collections/s)
+#   PHASES=slow bench/mtn_bench.sh                    # intents beside collections to an operator answering in 2 s
+#   SLOW_PG=1 PHASES=slow scripts/with-postgres.sh bench/mtn_bench.sh   # the same on PostgreSQL
+#   SIKA_ARGS="--set payments.operator_request_threads=127" PHASES=slow …  # sika's own settings
 # (the recovery phase is MTN's: its 10 status queries per second are the published limit.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -89,16 +94,18 @@ connector_config() {
   esac
 }
 
-# start_sika NAME STATUS_PER_SECOND: sika on a fresh SQLite database with the connector; sets
+# start_sika NAME STATUS_PER_SECOND [DSN]: sika on a fresh SQLite database (or DSN) with the connector; sets
 # BASE, TOKEN, DB and PORT.
 start_sika() {
   PORT=$(free_port)
   local demo="$TMP/demo-$1.json"
   DB="$TMP/$1.db"
+  local dsn="sqlite://$DB"
+  [[ -n "${3:-}" ]] && dsn=$3
   connector_config "$2"
   env SIKA_SECRET_KEY=bench-secret-key-0123456789abcdef0123 "${CONNECTOR_ENV[@]}" \
-    "$SIKA" serve --listen "127.0.0.1:$PORT" --db "sqlite://$DB" --public-url "http://127.0.0.1:$PORT" --demo "$demo" \
-    --set log.access=false --set identity.token_cache_seconds=30 --set log.level=warn "${CONNECTOR_ARGS[@]}" \
+    "$SIKA" serve --listen "127.0.0.1:$PORT" --db "$dsn" --public-url "http://127.0.0.1:$PORT" --demo "$demo" \
+    --set log.access=false --set identity.token_cache_seconds=30 --set log.level=warn "${CONNECTOR_ARGS[@]}" ${SIKA_ARGS:-} \
     >"$TMP/sika-$1.log" 2>&1 &
   PIDS+=($!)
   SIKA_PID=$!
@@ -223,6 +230,8 @@ throughput() {
   local per_units per_commits
   per_units=$(python3 -c "print(round(($(metric sika_db_write_units_total) - $units0) / max(1, $completed), 2))")
   per_commits=$(python3 -c "print(round(($(metric sika_db_commits_total) - $commits0) / max(1, $completed), 2))")
+  local busy
+  busy=$(metric sika_payments_operator_busy_total)
   local events
   events=$(sql "SELECT COUNT(*) FROM events WHERE event_type = 'transaction.status_changed' AND subject IN (SELECT reference FROM pay_transactions WHERE description = 'whole' AND status = 'COMPLETED')")
   local e2e ratio
@@ -246,7 +255,7 @@ throughput() {
   read -r H_RPS H_P99 H_ERR <<<"$(CONNECTIONS=$half THREADS=1 wrk_run "$BASE/collection/intent" "$TMP/intent.lua")"
   printf "%-44s %10s %10s  %s\n" "POST /collection/intent alone" "$I_RPS" "$I_P99" "errors: $I_ERR"
   printf "%-44s %10s %10s  %s\n" "whole collections (COMPLETED per second)" "$e2e" "" \
-    "$completed COMPLETED of $executed executed; ratio to intents $ratio; status events $events; write units $per_units and commits $per_commits per collection"
+    "$completed COMPLETED of $executed executed; ratio to intents $ratio; status events $events; write units $per_units and commits $per_commits per collection; answered at once, every request thread allowed to wait on the operator waiting: $busy"
   printf "%-44s %10s %10s  %s\n" "POST /collection/intent beside collections" "$B_RPS" "$B_P99" "errors: $B_ERR"
   printf "%-44s %10s %10s  %s\n" "POST /collection/intent alone, $half conn." "$H_RPS" "$H_P99" "errors: $H_ERR"
   printf "%-44s %10s %10s  %s\n" "... beside ${PACE:-100} collections/s" "$P_RPS" "$P_P99" \
@@ -288,7 +297,40 @@ PY
   curl -fsS "$CONTROL_URL/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print("double: status queries", s["status_queries"], "most in one second", s["status_max_per_second"], "refused 429", s["rejected_429"], "callbacks", s["callbacks_sent"])'
 }
 
+# A slow operator (docs/payments.md, "A slow operator"): POST /collection/intent alone, then beside
+# SLOW_CONNECTIONS connections executing collections while the double answers every call in
+# SLOW_MS: the intent's rate and p99 both ways, and how many requests were answered at once because
+# every request thread allowed to wait on the operator was waiting. On PostgreSQL with SLOW_PG=1
+# (under scripts/with-postgres.sh), where intents need a request thread too.
+slow() {
+  start_double 1000000
+  local dsn=""
+  if [[ "${SLOW_PG:-0}" == 1 ]]; then
+    pg_database "sika_mtn_slow_$$"
+    dsn=$PG_DSN
+  fi
+  start_sika slow 0 "$dsn"
+  local half=$((CONNECTIONS / 2))
+  wrk -t1 -c4 -d1s -s "$TMP/collect.lua" "$BASE/collection/intent" >/dev/null  # warm-up, the token
+  read -r A_RPS A_P99 A_ERR <<<"$(CONNECTIONS=$half THREADS=1 wrk_run "$BASE/collection/intent" "$TMP/intent.lua")"
+  curl -fsS -X POST "$CONTROL_URL/behaviour" -d "{\"latency_ms\":${SLOW_MS:-2000}}" >/dev/null
+  wrk -t1 -c"${SLOW_CONNECTIONS:-128}" -d"${DURATION}s" -s "$TMP/collect.lua" "$BASE/collection/intent" >/dev/null &
+  local bg=$!
+  sleep 1
+  read -r S_RPS S_P99 S_ERR <<<"$(CONNECTIONS=$half THREADS=1 wrk_run "$BASE/collection/intent" "$TMP/intent.lua")"
+  local waiting busy
+  waiting=$(metric sika_payments_operator_request_threads)
+  wait "$bg" || true
+  busy=$(metric sika_payments_operator_busy_total)
+  curl -fsS -X POST "$CONTROL_URL/behaviour" -d '{"latency_ms":0}' >/dev/null
+  printf "%-44s %10s %10s  %s\n" "POST /collection/intent alone, $half conn." "$A_RPS" "$A_P99" "errors: $A_ERR"
+  printf "%-44s %10s %10s  %s\n" "... beside a slow operator (${SLOW_MS:-2000} ms)" "$S_RPS" "$S_P99" \
+    "errors: $S_ERR; ${SLOW_CONNECTIONS:-128} connections executing; request threads waiting on it: $waiting; answered at once: $busy"
+  curl -fsS "$CONTROL_URL/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print("double: initiations", s["initiations"])'
+}
+
 echo "operator $OPERATOR ($PROVIDER), connections $CONNECTIONS, wrk threads $THREADS, ${DURATION}s per run, $(nproc) cores"
 [[ ",$PHASES," == *,throughput,* ]] && throughput
 [[ ",$PHASES," == *,recovery,* && "$OPERATOR" == mtn ]] && recovery
+[[ ",$PHASES," == *,slow,* ]] && slow
 exit 0

@@ -239,7 +239,7 @@ Status build_services(Context& ctx) {
     o.pending_ttl_ms = c.get_int("payments.pending_ttl_ms");
     o.operator_request_threads = static_cast<int>(c.get_int("payments.operator_request_threads"));
     if (o.operator_request_threads == 0)
-      o.operator_request_threads = std::max<int>(1, static_cast<int>(c.get_int("http.handler_threads")) / 2);
+      o.operator_request_threads = std::max<int>(1, static_cast<int>(c.get_int("http.handler_threads")) * 3 / 4);
     o.disbursement_ttl_ms = c.get_int("payments.disbursement_ttl_ms");
     o.expiry_interval_ms = c.get_int("payments.expiry_interval_ms");
     o.max_otp_attempts = static_cast<int>(c.get_int("payments.max_otp_attempts"));
