@@ -51,6 +51,7 @@ start_double() {
   local out="$TMP/double-$1.out"
   node "tests/e2e/doubles/$DOUBLE.mjs" --status-rps="$1" --rps="$1" >"$out" 2>"$TMP/double-$1.err" &
   PIDS+=($!)
+  DOUBLE_PID=$!
   for _ in $(seq 1 100); do [[ -s "$out" ]] && break; sleep 0.05; done
   first() { python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline()).get(sys.argv[2], ""))' "$out" "$1"; }
   DOUBLE_URL="http://127.0.0.1:$(first api)"
@@ -167,7 +168,9 @@ EOF
 cat >"$TMP/collect.lua" <<EOF
 $LUA_UUID
 local counter = 0
-local pending = nil
+-- The references of answered intents not executed yet: one Lua state serves every connection of a
+-- wrk thread, so they queue here and the thread's next request executes the oldest.
+local pending = {}
 math.randomseed(os.time() + 7919)  -- not the intent script's seeds: it runs beside it
 function setup(thread) thread:set("seed", math.random(1, 2^30)) end
 function init(args)
@@ -176,9 +179,8 @@ function init(args)
 end
 function request()
   local headers = {["content-type"] = "application/json", ["authorization"] = "Bearer " .. token}
-  if pending then
-    local body = '{"transaction_reference":"' .. pending .. '"}'
-    pending = nil
+  if #pending > 0 then
+    local body = '{"transaction_reference":"' .. table.remove(pending, 1) .. '"}'
     return wrk.format("POST", "/api/collection/execute", headers, body)
   end
   counter = counter + 1
@@ -189,7 +191,7 @@ function request()
 end
 function response(status, headers, body)
   local ref = body:match('"transaction_reference":"([^"]+)"')
-  if ref and body:find('"INITIATED"') then pending = ref end
+  if ref and body:find('"INITIATED"') then table.insert(pending, ref) end
 end
 EOF
 
@@ -202,6 +204,9 @@ sed -e "s/^function request()/function delay() return $((1000 * ${PACE_CONNECTIO
 metric() { curl -fsS "http://127.0.0.1:$PORT/metrics" | awk -v n="$1" '$1 == n {print $2}'; }
 
 sql() { sqlite3 -cmd '.timeout 5000' "$DB" "$1"; }
+
+# cpu_ms PID: the CPU time (user + system) the process has used, in ms.
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' "/proc/$1/stat"; }
 
 # wait_final DESCRIPTION TIMEOUT_S: waits until no collection of that description is PENDING.
 wait_final() {
@@ -216,22 +221,32 @@ throughput() {
   start_double 1000000
   start_sika throughput 0
   wrk -t1 -c4 -d1s -s "$TMP/intent.lua" "$BASE/collection/intent" >/dev/null  # warm-up
+  local intent_sika_cpu
+  intent_sika_cpu=$(cpu_ms "$SIKA_PID")
   read -r I_RPS I_P99 I_ERR <<<"$(wrk_run "$BASE/collection/intent" "$TMP/intent.lua")"
+  intent_sika_cpu=$(($(cpu_ms "$SIKA_PID") - intent_sika_cpu))
   local start_ms done_ms completed executed
   local units0 commits0
   units0=$(metric sika_db_write_units_total); commits0=$(metric sika_db_commits_total)
+  local sika_cpu0 double_cpu0
+  sika_cpu0=$(cpu_ms "$SIKA_PID"); double_cpu0=$(cpu_ms "$DOUBLE_PID")
   start_ms=$(date +%s%3N)
   [[ -n "${PROFILE:-}" ]] && { perf record -q -F 499 -g -p "$SIKA_PID" -o "$PROFILE" -- sleep "$DURATION" 2>/dev/null & }
   read -r C_RPS C_P99 C_ERR <<<"$(wrk_run "$BASE/collection/intent" "$TMP/collect.lua")"
   wait_final whole 120
+  local sika_cpu double_cpu
+  sika_cpu=$(($(cpu_ms "$SIKA_PID") - sika_cpu0)); double_cpu=$(($(cpu_ms "$DOUBLE_PID") - double_cpu0))
   completed=$(sql "SELECT COUNT(*) FROM pay_transactions WHERE description = 'whole' AND status = 'COMPLETED'")
   executed=$(sql "SELECT COUNT(*) FROM pay_transactions WHERE description = 'whole' AND status <> 'INITIATED'")
   done_ms=$(sql "SELECT MAX(updated_at) FROM pay_transactions WHERE description = 'whole' AND status = 'COMPLETED'")
   local per_units per_commits
   per_units=$(python3 -c "print(round(($(metric sika_db_write_units_total) - $units0) / max(1, $completed), 2))")
   per_commits=$(python3 -c "print(round(($(metric sika_db_commits_total) - $commits0) / max(1, $completed), 2))")
-  local busy
+  local busy outcomes
   busy=$(metric sika_payments_operator_busy_total)
+  outcomes=$(sql "SELECT outcome || ' ' || COUNT(*) FROM pay_callbacks GROUP BY outcome" | tr '\n' ' ')
+  local left
+  left=$(sql "SELECT COUNT(*) FROM pay_transactions WHERE description = 'whole' AND status = 'INITIATED'")
   local events
   events=$(sql "SELECT COUNT(*) FROM events WHERE event_type = 'transaction.status_changed' AND subject IN (SELECT reference FROM pay_transactions WHERE description = 'whole' AND status = 'COMPLETED')")
   local e2e ratio
@@ -255,7 +270,14 @@ throughput() {
   read -r H_RPS H_P99 H_ERR <<<"$(CONNECTIONS=$half THREADS=1 wrk_run "$BASE/collection/intent" "$TMP/intent.lua")"
   printf "%-44s %10s %10s  %s\n" "POST /collection/intent alone" "$I_RPS" "$I_P99" "errors: $I_ERR"
   printf "%-44s %10s %10s  %s\n" "whole collections (COMPLETED per second)" "$e2e" "" \
-    "$completed COMPLETED of $executed executed; ratio to intents $ratio; status events $events; write units $per_units and commits $per_commits per collection; answered at once, every request thread allowed to wait on the operator waiting: $busy"
+    "$completed COMPLETED of $executed executed; ratio to intents $ratio; status events $events; write units $per_units and commits $per_commits per collection; answered at once, every request thread allowed to wait on the operator waiting: $busy; callbacks by outcome: $outcomes; intents never executed: $left"
+  python3 - "$intent_sika_cpu" "$I_RPS" "$DURATION" "$sika_cpu" "$double_cpu" "$completed" <<'PY'
+import sys
+ic, rps, d, sc, dc, n = (float(x) for x in sys.argv[1:])
+per_intent = ic * 1000 / max(1, rps * d)
+print("CPU per intent alone: sika %.0f us; per whole collection: sika %.0f us (%.1f intents), the double %.0f us (%.1f intents)"
+      % (per_intent, sc * 1000 / max(1, n), sc * 1000 / max(1, n) / per_intent, dc * 1000 / max(1, n), dc * 1000 / max(1, n) / per_intent))
+PY
   printf "%-44s %10s %10s  %s\n" "POST /collection/intent beside collections" "$B_RPS" "$B_P99" "errors: $B_ERR"
   printf "%-44s %10s %10s  %s\n" "POST /collection/intent alone, $half conn." "$H_RPS" "$H_P99" "errors: $H_ERR"
   printf "%-44s %10s %10s  %s\n" "... beside ${PACE:-100} collections/s" "$P_RPS" "$P_P99" \

@@ -145,7 +145,8 @@ const std::vector<KeySpec> kKeys = {
      "recovery: how long a claimed question is one node's alone (longer than an operator query takes)"},
     {"payments.recovery_batch", "50", K::integer, "recovery: questions one node claims at once"},
     {"payments.operator_request_threads", "0", K::integer,
-     "request threads that may wait on operators at once (0: three quarters of http.handler_threads); beyond them a "
+     "request threads that may wait on operators at once (0: all but an eighth of http.handler_threads, at least 4); "
+     "beyond them a "
      "collection is refused 503, a payout or refund queued, a callback left to recovery"},
     {"recon.grace_hours", "48", K::integer,
      "reconciliation: a payment younger than this, absent from a statement, is timing (may be in a later one), "
@@ -552,7 +553,7 @@ Result<Config> Config::load(const std::optional<std::string>& file, const std::m
   if (c.get_int("payments.operator_request_threads") < 0 ||
       c.get_int("payments.operator_request_threads") >= c.get_int("http.handler_threads"))
     return config_error("payments.operator_request_threads",
-                        "must be 0 (three quarters of http.handler_threads) or fewer than http.handler_threads");
+                        "must be 0 (all but an eighth of http.handler_threads) or fewer than http.handler_threads");
   if (c.get_int("db_pool_size") < 0) return config_error("db_pool_size", "must be 0 (automatic) or more");
   if (c.get_int("db_writers") < 0) return config_error("db_writers", "must be 0 (automatic) or more");
   if (c.get_int("db_statement_timeout_ms") < 0)

@@ -238,8 +238,11 @@ Status build_services(Context& ctx) {
     o.intent_ttl_ms = c.get_int("payments.intent_ttl_ms");
     o.pending_ttl_ms = c.get_int("payments.pending_ttl_ms");
     o.operator_request_threads = static_cast<int>(c.get_int("payments.operator_request_threads"));
-    if (o.operator_request_threads == 0)
-      o.operator_request_threads = std::max<int>(1, static_cast<int>(c.get_int("http.handler_threads")) * 3 / 4);
+    if (o.operator_request_threads == 0) {
+      // Every request thread but a reserve of an eighth of them (at least 4) for everything else.
+      const int threads = static_cast<int>(c.get_int("http.handler_threads"));
+      o.operator_request_threads = std::max(1, threads - std::max(4, threads / 8));
+    }
     o.disbursement_ttl_ms = c.get_int("payments.disbursement_ttl_ms");
     o.expiry_interval_ms = c.get_int("payments.expiry_interval_ms");
     o.max_otp_attempts = static_cast<int>(c.get_int("payments.max_otp_attempts"));
