@@ -231,7 +231,7 @@ throughput() {
   local sika_cpu0 double_cpu0
   sika_cpu0=$(cpu_ms "$SIKA_PID"); double_cpu0=$(cpu_ms "$DOUBLE_PID")
   start_ms=$(date +%s%3N)
-  [[ -n "${PROFILE:-}" ]] && { perf record -q -F 499 -g -p "$SIKA_PID" -o "$PROFILE" -- sleep "$DURATION" 2>/dev/null & }
+  [[ -n "${PROFILE:-}" ]] && { perf record -q -F ${PROFILE_HZ:-499} ${PROFILE_GRAPH:--g} -p "$SIKA_PID" -o "$PROFILE" -- sleep "$DURATION" 2>/dev/null & }
   read -r C_RPS C_P99 C_ERR <<<"$(wrk_run "$BASE/collection/intent" "$TMP/collect.lua")"
   wait_final whole 120
   local sika_cpu double_cpu

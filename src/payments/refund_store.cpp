@@ -171,10 +171,9 @@ Result<bool> reschedule_refund_check(store::Conn& conn, std::int64_t refund_id, 
 
 Result<bool> queue_refund(store::Conn& conn, const Refund& r, bool hold, std::int64_t at, std::int64_t check_at) {
   if (!hold) {
-    SIKA_ASSIGN_OR_RETURN(auto behind, conn.query_one("SELECT 1 FROM pay_refunds WHERE connector = ? AND "
-                                                      "queued_at IS NOT NULL AND status = 'PENDING' LIMIT 1",
-                                                      {r.connector}));
-    hold = behind.has_value();
+    SIKA_ASSIGN_OR_RETURN(auto behind, conn.query(queued_pick(conn, "pay_refunds", "pay_refunds_queued", 1, false),
+                                                  {r.connector, std::int64_t{1}}));
+    hold = !behind.empty();
   }
   if (hold) {
     SIKA_TRY(conn.exec("UPDATE pay_refunds SET queued_at = ?, next_check_at = NULL WHERE id = ?", {at, r.id}));
@@ -186,7 +185,8 @@ Result<bool> queue_refund(store::Conn& conn, const Refund& r, bool hold, std::in
 
 Result<std::vector<Refund>> claim_queued_refunds(store::Conn& conn, const std::vector<std::string>& connectors,
                                                  std::int64_t check_at, int limit) {
-  SIKA_ASSIGN_OR_RETURN(auto rows, claim_queued(conn, "pay_refunds", kRefundColumns, connectors, check_at, limit));
+  SIKA_ASSIGN_OR_RETURN(
+      auto rows, claim_queued(conn, "pay_refunds", "pay_refunds_queued", kRefundColumns, connectors, check_at, limit));
   std::vector<Refund> out;
   for (const auto& row : rows) out.push_back(refund_from_row(row));
   return out;

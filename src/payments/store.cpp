@@ -284,10 +284,11 @@ Result<RecoveryBacklog> recovery_backlog(store::Conn& conn, std::int64_t at) {
 
 Result<bool> queue_payout(store::Conn& conn, const Transaction& tx, bool hold, std::int64_t at) {
   if (!hold) {
-    SIKA_ASSIGN_OR_RETURN(auto ahead, conn.query_one("SELECT 1 FROM pay_transactions WHERE queued_at IS NOT NULL "
-                                                     "AND status = 'PENDING' AND connector = ? AND id <> ? LIMIT 1",
-                                                     {tx.connector, tx.id}));
-    if (!ahead) return false;
+    SIKA_ASSIGN_OR_RETURN(auto ahead,
+                          conn.query(queued_pick(conn, "pay_transactions", "pay_transactions_queued", 1, false),
+                                     {tx.connector, std::int64_t{2}}));
+    std::erase_if(ahead, [&](const store::Row& r) { return r.i64(0) == tx.id; });
+    if (ahead.empty()) return false;
   }
   SIKA_ASSIGN_OR_RETURN(std::int64_t changed,
                         conn.exec("UPDATE pay_transactions SET queued_at = ?, next_check_at = NULL "
@@ -296,24 +297,24 @@ Result<bool> queue_payout(store::Conn& conn, const Transaction& tx, bool hold, s
   return changed != 0;
 }
 
-Result<store::Rows> claim_queued(store::Conn& conn, std::string_view table, std::string_view columns,
-                                 const std::vector<std::string>& connectors, std::int64_t check_at, int limit) {
+std::string queued_pick(const store::Conn& conn, std::string_view table, std::string_view index, std::size_t connectors,
+                        bool lock) {
+  std::string in;
+  for (std::size_t i = 0; i < connectors; ++i) in += i == 0 ? "?" : ", ?";
+  return "SELECT id FROM " + std::string(table) + store::indexed_by(conn, index) +
+         " WHERE queued_at IS NOT NULL AND status = 'PENDING' AND connector IN (" + in +
+         ") ORDER BY queued_at, id LIMIT ?" + std::string(lock ? store::skip_locked(conn) : "");
+}
+
+Result<store::Rows> claim_queued(store::Conn& conn, std::string_view table, std::string_view index,
+                                 std::string_view columns, const std::vector<std::string>& connectors,
+                                 std::int64_t check_at, int limit) {
   store::Rows out;
   if (limit <= 0 || connectors.empty()) return out;
-  std::string in;
-  store::Params params;
-  for (const auto& c : connectors) {
-    in += in.empty() ? "?" : ", ?";
-    params.emplace_back(c);
-  }
+  store::Params params(connectors.begin(), connectors.end());
   params.emplace_back(std::int64_t{limit});
   const std::string from(table);
-  SIKA_ASSIGN_OR_RETURN(auto picked,
-                        conn.query("SELECT id FROM " + from +
-                                       " WHERE queued_at IS NOT NULL AND status = 'PENDING' "
-                                       "AND connector IN (" +
-                                       in + ") ORDER BY queued_at, id LIMIT ?" + std::string(store::skip_locked(conn)),
-                                   params));
+  SIKA_ASSIGN_OR_RETURN(auto picked, conn.query(queued_pick(conn, table, index, connectors.size(), true), params));
   const std::string claim = "UPDATE " + from +
                             " SET queued_at = NULL, next_check_at = ? "
                             "WHERE id = ? AND status = 'PENDING' AND queued_at IS NOT NULL RETURNING " +
@@ -327,8 +328,8 @@ Result<store::Rows> claim_queued(store::Conn& conn, std::string_view table, std:
 
 Result<std::vector<Transaction>> claim_queued_payouts(store::Conn& conn, const std::vector<std::string>& connectors,
                                                       std::int64_t check_at, int limit) {
-  SIKA_ASSIGN_OR_RETURN(auto rows,
-                        claim_queued(conn, "pay_transactions", kTransactionColumns, connectors, check_at, limit));
+  SIKA_ASSIGN_OR_RETURN(auto rows, claim_queued(conn, "pay_transactions", "pay_transactions_queued",
+                                                kTransactionColumns, connectors, check_at, limit));
   std::vector<Transaction> out;
   for (const auto& row : rows) out.push_back(transaction_from_row(row));
   return out;

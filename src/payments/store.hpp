@@ -138,12 +138,19 @@ Result<RecoveryBacklog> recovery_backlog(store::Conn& conn, std::int64_t at);
 
 // ---- payouts held while their operator is not OPERATIONAL (payout_queue.cpp) ----
 
+// The pick of a queue of held payouts or refunds: the ids of `table`'s PENDING rows queued for one
+// of `connectors` connectors (`?` each, then `?` for the limit), oldest first, read through `index`,
+// the table's partial index of its queued rows (store::indexed_by), never through an index of every
+// row; locked for the unit (store::skip_locked) when `lock`.
+std::string queued_pick(const store::Conn& conn, std::string_view table, std::string_view index, std::size_t connectors,
+                        bool lock);
 // The queue claim of payouts and refunds held while their operator was not OPERATIONAL: picks up to
 // `limit` PENDING rows of `table` queued for one of `connectors`, oldest first, and claims each
 // (queued_at cleared, next_check_at = check_at) by a conditional UPDATE returning `columns`; a row
-// sent or ended since the pick is skipped.
-Result<store::Rows> claim_queued(store::Conn& conn, std::string_view table, std::string_view columns,
-                                 const std::vector<std::string>& connectors, std::int64_t check_at, int limit);
+// sent or ended since the pick (queued_pick) is skipped.
+Result<store::Rows> claim_queued(store::Conn& conn, std::string_view table, std::string_view index,
+                                 std::string_view columns, const std::vector<std::string>& connectors,
+                                 std::int64_t check_at, int limit);
 // Inside the unit that reserved a new PROVIDER payout `tx`: queues it (queued_at = at, no
 // recovery question) when `hold`, or when payouts of its connector are already queued (it goes
 // behind them). Returns true when it was queued.

@@ -14,6 +14,10 @@ std::string_view skip_locked(const Conn& conn) {
   return conn.dialect() == Dialect::postgres ? " FOR UPDATE SKIP LOCKED" : "";
 }
 
+std::string indexed_by(const Conn& conn, std::string_view index) {
+  return conn.dialect() == Dialect::postgres ? std::string() : " INDEXED BY " + std::string(index);
+}
+
 std::string placeholders(std::size_t n) {
   std::string s;
   for (std::size_t i = 0; i < n; ++i) s += i ? ", ?" : "?";

@@ -26,6 +26,12 @@ Status queue_isolation(Conn& conn);
 // empty (the single writer already serializes claimers).
 std::string_view skip_locked(const Conn& conn);
 
+// What follows a table's name in FROM to make SQLite read it through `index` (" INDEXED BY index"),
+// for a pick whose right index the planner cannot tell from an unanalyzed table (a partial index
+// of the few queued rows beside an index on a column every row has); empty on PostgreSQL, whose
+// planner has its statistics.
+std::string indexed_by(const Conn& conn, std::string_view index);
+
 // A pick of due rows spread over groups (e.g. deliveries per endpoint).
 struct GroupedPick {
   std::string_view table;         // the queue table

@@ -38,6 +38,36 @@ class PayoutQueueTest : public QueueTest {
 
 INSTANTIATE_TEST_SUITE_P(Backends, PayoutQueueTest, ::testing::Values("sqlite", "postgres"));
 
+// The sender's pick and the "queued ahead" checks run every second and at every payout and refund:
+// they read the partial index of the few queued rows, never an index of every transaction of the
+// connector (on SQLite the planner, without statistics, took pay_transactions_connector_submitted
+// and walked every row of the connector).
+TEST_P(PayoutQueueTest, TheQueuePicksReadOnlyThePartialIndexOfQueuedRows) {
+  payout();  // OPERATIONAL: sent, not queued
+  ASSERT_TRUE(health_->force("sandbox", Availability::delayed, "ops@example.com").ok());
+  payout("237690000062");
+  ASSERT_EQ(queued(), 1);
+  for (const auto& [table, index] :
+       {std::pair{"pay_transactions", "pay_transactions_queued"}, std::pair{"pay_refunds", "pay_refunds_queued"}}) {
+    ASSERT_TRUE(db_->read([&](store::Conn& c) -> Status {
+                     const std::string pick = tables::queued_pick(c, table, index, 2, false);
+                     SIKA_ASSIGN_OR_RETURN(
+                         auto rows, c.query(pick, {std::string("sandbox"), std::string("mtn_momo"), std::int64_t{10}}));
+                     EXPECT_EQ(rows.size(), std::string(table) == "pay_transactions" ? 1u : 0u) << table;
+                     if (c.dialect() != store::Dialect::sqlite) return {};
+                     SIKA_ASSIGN_OR_RETURN(
+                         auto plan, c.query("EXPLAIN QUERY PLAN " + pick,
+                                            {std::string("sandbox"), std::string("mtn_momo"), std::int64_t{10}}));
+                     std::string text;
+                     for (const auto& r : plan) text += r.str(3) + "\n";
+                     EXPECT_NE(text.find(std::string("USING INDEX ") + index), std::string::npos) << text;
+                     EXPECT_EQ(text.find("TEMP B-TREE"), std::string::npos) << text;
+                     return {};
+                   })
+                    .ok());
+  }
+}
+
 TEST_P(PayoutQueueTest, ACollectionOfAClosedConnectorIsRefusedAtIntent) {
   ASSERT_TRUE(health_->force("sandbox", Availability::closed, "ops@example.com").ok());
   auto [s, e] = call(&Service::create_intent, principal(m1_), intent_body());
