@@ -26,16 +26,17 @@ class OperatorGate {
   class Ticket {
    public:
     Ticket() = default;
-    Ticket(Ticket&& o) noexcept : gate_(o.gate_), granted_(o.granted_) { o.gate_ = nullptr; }
+    Ticket(Ticket&& o) noexcept : gate_(o.gate_), granted_(o.granted_), counted_(o.counted_) { o.gate_ = nullptr; }
     Ticket& operator=(Ticket&&) = delete;
     ~Ticket();
     explicit operator bool() const { return granted_; }
 
    private:
     friend class OperatorGate;
-    Ticket(OperatorGate* gate, bool granted) : gate_(gate), granted_(granted) {}
+    Ticket(OperatorGate* gate, bool granted, bool counted) : gate_(gate), granted_(granted), counted_(counted) {}
     OperatorGate* gate_ = nullptr;  // the gate to give the place back to; null: nothing taken
     bool granted_ = false;
+    bool counted_ = false;  // took a place of the gate (else: the same thread's place, again)
   };
 
   // On a request thread: a place when one is free or this thread holds one already. Elsewhere:
@@ -48,7 +49,7 @@ class OperatorGate {
   long refused() const { return refused_.load(std::memory_order_relaxed); }
 
  private:
-  void leave();
+  void leave(bool counted);
 
   int limit_;
   std::atomic<int> held_{0};

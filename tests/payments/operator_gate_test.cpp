@@ -78,6 +78,25 @@ TEST(OperatorGateTest, BoundsRequestThreadsOnlyAndANestedPlaceIsTheSame) {
   EXPECT_EQ(gate.held(), 0);
 }
 
+TEST(OperatorGateTest, APlaceInOneGateIsNoPlaceInAnother) {
+  OperatorGate a(1), b(1);
+  auto counts = on_request_thread([&] {
+    std::vector<int> out;
+    {
+      OperatorGate::Ticket in_a = a.enter();
+      OperatorGate::Ticket in_b = b.enter();  // a place of b's own, counted there
+      out = {in_a ? 1 : 0, in_b ? 1 : 0, a.held(), b.held()};
+      OperatorGate::Ticket again_a = a.enter();  // the same thread's place in a
+      out.push_back(again_a ? a.held() : -1);
+    }
+    out.push_back(a.held());
+    out.push_back(b.held());
+    out.push_back(static_cast<bool>(b.enter()) ? b.held() : -1);  // b's one place is free again: taken
+    return out;
+  });
+  EXPECT_EQ(counts.get(), (std::vector<int>{1, 1, 1, 1, 1, 0, 0, 1}));
+}
+
 // An operator whose collections hang until the test lets them go; its callbacks are unsigned
 // (verified with a status query, counted) and name the order in the X-Reference header.
 class SlowOperator final : public SandboxStandIn {
